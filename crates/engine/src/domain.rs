@@ -1,0 +1,234 @@
+//! Domain types: what a GPU sample, a usage event and an allocation policy are once they have been parsed.
+//! Code past the edge cannot hold an invalid PUE, a negative price or a utilization above 1.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use rust_decimal::Decimal;
+use uuid::Uuid;
+
+use crate::error::FieldError;
+use crate::money::Currency;
+use crate::policy::Glob;
+use crate::time::Timestamp;
+
+/// A tenant: a uuid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TenantId(pub Uuid);
+
+impl FromStr for TenantId {
+    type Err = FieldError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Uuid::parse_str(s)
+            .map(TenantId)
+            .map_err(|_| FieldError::new("tenant_id", "must be a uuid, e.g. 8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10"))
+    }
+}
+
+impl fmt::Display for TenantId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.hyphenated().fmt(f)
+    }
+}
+
+/// A decimal that is zero or more (prices, quantities).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct NonNegative(Decimal);
+
+impl NonNegative {
+    pub const ZERO: NonNegative = NonNegative(Decimal::ZERO);
+    pub fn new(d: Decimal) -> Option<Self> {
+        (d >= Decimal::ZERO).then_some(NonNegative(d))
+    }
+    pub fn get(self) -> Decimal {
+        self.0
+    }
+}
+
+/// Power usage effectiveness of the data centre: 1 or more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Pue(Decimal);
+
+impl Pue {
+    pub const ONE: Pue = Pue(Decimal::ONE);
+    pub fn new(d: Decimal) -> Option<Self> {
+        (d >= Decimal::ONE).then_some(Pue(d))
+    }
+    pub fn get(self) -> Decimal {
+        self.0
+    }
+}
+
+/// A fraction in 0..=1 (utilization).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct UnitInterval(Decimal);
+
+impl UnitInterval {
+    pub fn new(d: Decimal) -> Option<Self> {
+        (d >= Decimal::ZERO && d <= Decimal::ONE).then_some(UnitInterval(d))
+    }
+    pub fn get(self) -> Decimal {
+        self.0
+    }
+}
+
+/// Share of a physical GPU: 0 < f <= 1 (a MIG slice, time-slicing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct GpuFraction(Decimal);
+
+impl GpuFraction {
+    pub const WHOLE: GpuFraction = GpuFraction(Decimal::ONE);
+    pub fn new(d: Decimal) -> Option<Self> {
+        (d > Decimal::ZERO && d <= Decimal::ONE).then_some(GpuFraction(d))
+    }
+    pub fn get(self) -> Decimal {
+        self.0
+    }
+}
+
+/// One GPU sample: what a GPU (or a MIG slice of one) did during `[end - window, end)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sample {
+    pub node: String,
+    /// The GPU, or the MIG instance encoded in it (`GPU-…/mig-13`): the series a sample belongs to.
+    pub gpu_uuid: String,
+    pub model: String,
+    pub namespace: String,
+    pub pod: String,
+    pub deployment_id: String,
+    /// The tenant that owns the pod (dedicated deployment); `None` for a shared deployment.
+    pub owner: Option<TenantId>,
+    /// Window length in milliseconds: 0 < w <= 3,600,000.
+    pub window_ms: i64,
+    /// End of the window (exclusive).
+    pub end: Timestamp,
+    pub utilization: UnitInterval,
+    pub memory_used_gb: NonNegative,
+    /// Average power over the window, in watts.
+    pub power_w: NonNegative,
+    pub storage_gb: NonNegative,
+    pub gpu_fraction: GpuFraction,
+}
+
+impl Sample {
+    pub fn start(&self) -> Timestamp {
+        Timestamp(self.end.0 - self.window_ms)
+    }
+
+    /// Window length in seconds, exact.
+    pub fn window_seconds(&self) -> Decimal {
+        Decimal::new(self.window_ms, 3)
+    }
+}
+
+/// What happens to GPU time that no tenant usage accounts for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum IdleCapacity {
+    /// It stays visible as Unallocated.
+    #[default]
+    Unallocated,
+    /// It is spread over the deployment's tenants in proportion to their allocated cost.
+    Proportional,
+}
+
+impl IdleCapacity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IdleCapacity::Unallocated => "unallocated",
+            IdleCapacity::Proportional => "proportional",
+        }
+    }
+}
+
+impl FromStr for IdleCapacity {
+    type Err = FieldError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "unallocated" => Ok(IdleCapacity::Unallocated),
+            "proportional" => Ok(IdleCapacity::Proportional),
+            _ => Err(FieldError::new("idle_capacity", "must be `unallocated` or `proportional`")),
+        }
+    }
+}
+
+/// The pricing terms of an allocation policy, before the store gives it an id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicySpec {
+    pub name: String,
+    pub deployment_pattern: Glob,
+    /// Matches a sample's model by prefix or equality, case-insensitive.
+    pub gpu_model: Option<String>,
+    pub currency: Currency,
+    pub gpu_hourly_cost: NonNegative,
+    pub overhead_pct: NonNegative,
+    pub energy_kwh_price: NonNegative,
+    pub pue: Pue,
+    pub storage_gb_month_price: NonNegative,
+    pub idle_capacity: IdleCapacity,
+    pub enabled: bool,
+    /// Inclusive.
+    pub effective_from: Timestamp,
+    /// Exclusive; `None`: open-ended.
+    pub effective_to: Option<Timestamp>,
+}
+
+/// A stored allocation policy. Never edited in place: a change closes it (`effective_to`) and opens another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// `alp_<seq>`.
+    pub id: String,
+    /// Creation order: the newer policy wins a tie.
+    pub seq: u64,
+    pub spec: PolicySpec,
+}
+
+impl Policy {
+    pub fn new(seq: u64, spec: PolicySpec) -> Self {
+        Policy { id: format!("alp_{seq}"), seq, spec }
+    }
+
+    /// In effect (and enabled) at instant `t`.
+    pub fn in_effect_at(&self, t: Timestamp) -> bool {
+        self.spec.enabled && self.spec.effective_from <= t && self.spec.effective_to.is_none_or(|to| t < to)
+    }
+}
+
+/// A usage event (contract `usage-event.schema.json`, schema_version 1.0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageEvent {
+    pub event_id: Uuid,
+    pub tenant_id: TenantId,
+    pub usage_type: String,
+    pub source: String,
+    pub occurred_at: Timestamp,
+    pub deployment_id: Option<String>,
+    pub model: Option<ModelRef>,
+    /// Unit name -> quantity (`tokens_in`, `tokens_out`, `gpu_seconds`, `gpu_memory_gb_seconds`, `energy_wh`, …).
+    pub units: BTreeMap<String, NonNegative>,
+    pub cost: Option<(NonNegative, Currency)>,
+    pub allocation_policy_id: Option<String>,
+    pub project: Option<String>,
+    pub agent_id: Option<String>,
+    pub run_id: Option<String>,
+}
+
+/// Events written by our own allocation batch carry this source; they never weigh a split (that would loop).
+pub const ALLOCATION_SOURCE: &str = "allocation";
+
+impl UsageEvent {
+    pub fn unit(&self, name: &str) -> Option<Decimal> {
+        self.units.get(name).map(|v| v.get())
+    }
+
+    /// Tokens served: `tokens_in + tokens_out`.
+    pub fn tokens(&self) -> Decimal {
+        self.unit("tokens_in").unwrap_or_default() + self.unit("tokens_out").unwrap_or_default()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelRef {
+    pub provider: String,
+    pub name: String,
+}

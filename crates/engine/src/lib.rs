@@ -1,0 +1,30 @@
+//! eai-engine: the pure core of eai-gpu. GPU samples, tenant usage and allocation policies in; exact,
+//! reconciled costs per deployment and tenant out, with every gap and unpriced sample reported.
+//!
+//! No async, no I/O, no clock: `now` is always an argument. Money is `rust_decimal`, never a float.
+//!
+//! The flow: [`wire`] parses JSON-shaped input into [`domain`] types; [`series::cells`] turns raw samples into
+//! bucketed cells (filling short gaps, reporting long ones); [`rollup::aggregate`] merges cells into rollups;
+//! [`allocate::allocate`] prices rollups with [`policy`] matching and splits them between tenants.
+
+pub mod allocate;
+pub mod domain;
+pub mod error;
+pub mod money;
+pub mod policy;
+pub mod report;
+pub mod rollup;
+pub mod scope;
+pub mod series;
+pub mod time;
+pub mod view;
+pub mod wire;
+
+pub use allocate::{allocate, allocate_samples, price, AllocationConfig, AllocationInput, Period};
+pub use domain::{Policy, PolicySpec, Sample, TenantId, UsageEvent};
+pub use error::{FieldError, ValidationErrors};
+pub use money::{Currency, Money};
+pub use report::{Allocation, DeploymentRow, Finding, Gap, Item, TenantRow};
+pub use rollup::{Quantities, Rollup, RollupKey};
+pub use series::SeriesConfig;
+pub use time::Timestamp;

@@ -1,0 +1,146 @@
+//! What the engine answers: items per (tenant, deployment, policy), rows per deployment and tenant, gaps and
+//! findings. Money here is already rounded; quantities are exact decimals.
+
+use rust_decimal::Decimal;
+
+use crate::domain::TenantId;
+use crate::money::{Currency, Money};
+use crate::time::Timestamp;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allocation {
+    pub from: Timestamp,
+    pub to: Timestamp,
+    /// One per (tenant, deployment, policy): what the tenant is charged.
+    pub items: Vec<Item>,
+    /// One per (deployment, currency); a deployment only ever priced in one currency has one row.
+    pub deployments: Vec<DeploymentRow>,
+    /// One per (tenant, currency).
+    pub tenants: Vec<TenantRow>,
+    /// Cost per deployment and UTC day, apportioned so that the days sum to the deployment's cost.
+    pub daily: Vec<DailyCost>,
+    pub gaps: Vec<Gap>,
+    pub findings: Vec<Finding>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    pub tenant_id: TenantId,
+    pub deployment_id: String,
+    pub policy_id: String,
+    pub gpu_seconds: Decimal,
+    pub gpu_memory_gb_seconds: Decimal,
+    pub energy_wh: Decimal,
+    pub allocated: Money,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeploymentRow {
+    pub deployment_id: String,
+    /// `None` when nothing of the deployment was priced.
+    pub currency: Option<Currency>,
+    /// True when its samples carry an owner tenant (all of it goes to the owner).
+    pub dedicated: bool,
+    pub samples: u64,
+    pub estimated_samples: u64,
+    pub gpus: u64,
+    pub gpu_seconds: Decimal,
+    pub estimated_gpu_seconds: Decimal,
+    pub busy_gpu_seconds: Decimal,
+    pub gpu_memory_gb_seconds: Decimal,
+    pub energy_wh: Decimal,
+    pub cost: Decimal,
+    pub allocated: Decimal,
+    pub unallocated: Decimal,
+    pub unpriced_samples: u64,
+    pub unpriced_gpu_seconds: Decimal,
+}
+
+impl DeploymentRow {
+    pub fn gpu_hours(&self) -> Decimal {
+        self.gpu_seconds / Decimal::from(3600)
+    }
+    pub fn busy_gpu_hours(&self) -> Decimal {
+        self.busy_gpu_seconds / Decimal::from(3600)
+    }
+    pub fn energy_kwh(&self) -> Decimal {
+        self.energy_wh / Decimal::from(1000)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantRow {
+    pub tenant_id: TenantId,
+    pub currency: Currency,
+    pub gpu_seconds: Decimal,
+    /// The tenant's cost over the cost of every deployment in the view, in that currency (0..=1).
+    pub share: Decimal,
+    pub cost: Decimal,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DailyCost {
+    pub date: String,
+    pub deployment_id: String,
+    pub currency: Currency,
+    pub cost: Decimal,
+}
+
+/// Why a missing span of a GPU series was not filled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GapReason {
+    /// Longer than the interpolation limit.
+    TooLong,
+    /// The samples on either side belong to another deployment, owner, model or GPU fraction.
+    SeriesChanged,
+}
+
+impl GapReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GapReason::TooLong => "too_long",
+            GapReason::SeriesChanged => "series_changed",
+        }
+    }
+}
+
+/// A span of a GPU series with no sample, not filled: reported, never a silent zero.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Gap {
+    pub gpu_uuid: String,
+    pub node: String,
+    pub deployment_id: String,
+    pub from: Timestamp,
+    pub to: Timestamp,
+    pub reason: GapReason,
+}
+
+/// Something the figures rest on that a FinOps reader should know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finding {
+    /// Samples no enabled policy prices: counted, never priced at zero silently.
+    Unpriced { deployment_id: String, samples: u64, gpu_seconds: Decimal },
+    /// Tenants' usage events claimed more GPU-seconds than were measured in a bucket; they were scaled down.
+    OverAttribution { deployment_id: String, bucket_start: Timestamp, claimed_gpu_seconds: Decimal, measured_gpu_seconds: Decimal },
+    /// Usage events name a deployment in a bucket where none of its GPU time was measured.
+    UsageWithoutSamples { deployment_id: String, events: u64 },
+    /// A rollup spans a policy change; it was priced by the policy at its first window. Feed raw samples there.
+    PolicyBoundaryInsideRollup { deployment_id: String, gpu_uuid: String, bucket_start: Timestamp },
+    /// A deployment priced in several currencies: one row per currency.
+    MixedCurrency { deployment_id: String },
+    /// Two samples with the same (gpu_uuid, timestamp) but different figures: the first was kept.
+    ConflictingDuplicate { gpu_uuid: String, timestamp: Timestamp },
+}
+
+impl Finding {
+    pub fn code(&self) -> &'static str {
+        match self {
+            Finding::Unpriced { .. } => "unpriced_samples",
+            Finding::OverAttribution { .. } => "over_attribution",
+            Finding::UsageWithoutSamples { .. } => "usage_without_samples",
+            Finding::PolicyBoundaryInsideRollup { .. } => "policy_boundary_inside_rollup",
+            Finding::MixedCurrency { .. } => "mixed_currency",
+            Finding::ConflictingDuplicate { .. } => "conflicting_duplicate",
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! Rollups: the sums of a GPU's activity in one time bucket. The allocation reads these, never raw rows, so a
+//! month of a large fleet costs deployments x hours, not samples. Merging rollups is exact (decimal sums).
+
+use rust_decimal::Decimal;
+
+use crate::domain::TenantId;
+use crate::time::Timestamp;
+
+/// What a rollup is the sum of: one GPU (or MIG slice) serving one deployment for one owner, in one bucket.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RollupKey {
+    pub gpu_uuid: String,
+    pub deployment_id: String,
+    pub owner: Option<TenantId>,
+    pub model: String,
+    pub bucket_start: Timestamp,
+}
+
+/// Decimal places kept in a cell's quantities (inputs are bounded to fit: see [`crate::wire`]).
+pub const CELL_DP: u32 = 15;
+
+/// Additive physical quantities. GPU-seconds are weighted by `gpu_fraction`; memory GB-seconds are not
+/// (a slice's memory is its own); energy is kept in watt-seconds so that no division happens before pricing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Quantities {
+    pub gpu_seconds: Decimal,
+    pub busy_gpu_seconds: Decimal,
+    pub estimated_gpu_seconds: Decimal,
+    pub memory_gb_seconds: Decimal,
+    pub energy_ws: Decimal,
+    pub storage_gb_seconds: Decimal,
+}
+
+impl Quantities {
+    pub fn add(&mut self, o: &Quantities) {
+        self.gpu_seconds += o.gpu_seconds;
+        self.busy_gpu_seconds += o.busy_gpu_seconds;
+        self.estimated_gpu_seconds += o.estimated_gpu_seconds;
+        self.memory_gb_seconds += o.memory_gb_seconds;
+        self.energy_ws += o.energy_ws;
+        self.storage_gb_seconds += o.storage_gb_seconds;
+    }
+
+    pub fn sub(&mut self, o: &Quantities) {
+        self.gpu_seconds -= o.gpu_seconds;
+        self.busy_gpu_seconds -= o.busy_gpu_seconds;
+        self.estimated_gpu_seconds -= o.estimated_gpu_seconds;
+        self.memory_gb_seconds -= o.memory_gb_seconds;
+        self.energy_ws -= o.energy_ws;
+        self.storage_gb_seconds -= o.storage_gb_seconds;
+    }
+
+    /// `self x num / den`, field by field.
+    pub fn scaled(&self, num: Decimal, den: Decimal) -> Quantities {
+        let s = |v: Decimal| if den.is_zero() { Decimal::ZERO } else { v * num / den };
+        Quantities {
+            gpu_seconds: s(self.gpu_seconds),
+            busy_gpu_seconds: s(self.busy_gpu_seconds),
+            estimated_gpu_seconds: s(self.estimated_gpu_seconds),
+            memory_gb_seconds: s(self.memory_gb_seconds),
+            energy_ws: s(self.energy_ws),
+            storage_gb_seconds: s(self.storage_gb_seconds),
+        }
+    }
+
+    /// `self x num / den` rounded to [`CELL_DP`] places: what a part of a split window holds. Rounding here keeps
+    /// every stored quantity short, so that sums of them are exact and do not depend on the order of addition.
+    pub fn part(&self, num: Decimal, den: Decimal) -> Quantities {
+        let mut q = self.scaled(num, den);
+        q.round(CELL_DP);
+        q
+    }
+
+    pub fn round(&mut self, dp: u32) {
+        for v in [
+            &mut self.gpu_seconds,
+            &mut self.busy_gpu_seconds,
+            &mut self.estimated_gpu_seconds,
+            &mut self.memory_gb_seconds,
+            &mut self.energy_ws,
+            &mut self.storage_gb_seconds,
+        ] {
+            *v = v.round_dp(dp);
+        }
+    }
+
+    pub fn energy_wh(&self) -> Decimal {
+        self.energy_ws / Decimal::from(3600)
+    }
+}
+
+/// One bucket of one GPU series.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rollup {
+    pub key: RollupKey,
+    /// Earliest and latest start of the windows summed here: the instants at which policies are matched.
+    pub first_window_start: Timestamp,
+    pub last_window_start: Timestamp,
+    /// Samples received (each counted once, in the bucket that holds its window start).
+    pub samples: u64,
+    /// Samples estimated by interpolation over missing windows.
+    pub estimated_samples: u64,
+    pub q: Quantities,
+}
+
+impl Rollup {
+    /// Adds another rollup of the same key.
+    pub fn merge(&mut self, o: &Rollup) {
+        debug_assert_eq!(self.key, o.key);
+        self.first_window_start = self.first_window_start.min(o.first_window_start);
+        self.last_window_start = self.last_window_start.max(o.last_window_start);
+        self.samples += o.samples;
+        self.estimated_samples += o.estimated_samples;
+        self.q.add(&o.q);
+    }
+}
+
+/// Merges cells (from [`crate::series::cells`]) or partial rollups into one rollup per key, sorted by key.
+pub fn aggregate(cells: impl IntoIterator<Item = Rollup>) -> Vec<Rollup> {
+    let mut v: Vec<Rollup> = cells.into_iter().collect();
+    v.sort_by(|a, b| a.key.cmp(&b.key));
+    let mut out: Vec<Rollup> = Vec::with_capacity(v.len() / 4 + 1);
+    for c in v {
+        match out.last_mut() {
+            Some(last) if last.key == c.key => last.merge(&c),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Re-buckets rollups to a coarser bucket (a multiple of theirs) and merges them.
+pub fn coarsen(rollups: impl IntoIterator<Item = Rollup>, bucket_ms: i64) -> Vec<Rollup> {
+    aggregate(rollups.into_iter().map(|mut r| {
+        r.key.bucket_start = r.key.bucket_start.floor_to(bucket_ms);
+        r
+    }))
+}

@@ -1,0 +1,211 @@
+//! The allocation as the API, the CLI's `--json` and the portal show it (SPEC §4): the seed's `period` and
+//! `items`, plus `from`, `to`, `deployments`, `tenants`, `daily`, `gaps` and `findings`. Decimals travel as strings.
+
+use rust_decimal::Decimal;
+use serde::Serialize;
+
+use crate::domain::TenantId;
+use crate::report::{Allocation, Finding};
+
+#[derive(Debug, Serialize)]
+pub struct MoneyView {
+    pub amount: String,
+    pub currency: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ItemView {
+    pub tenant_id: String,
+    pub deployment_id: String,
+    pub gpu_seconds: String,
+    pub gpu_memory_gb_seconds: String,
+    pub energy_wh: String,
+    pub allocated: MoneyView,
+    pub policy_id: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DeploymentView {
+    pub deployment_id: String,
+    pub dedicated: bool,
+    pub samples: u64,
+    pub estimated_samples: u64,
+    pub gpus: u64,
+    pub gpu_hours: String,
+    pub busy_gpu_hours: String,
+    pub estimated_gpu_seconds: String,
+    pub gpu_memory_gb_seconds: String,
+    pub energy_kwh: String,
+    pub cost: String,
+    pub allocated: String,
+    pub unallocated: String,
+    pub unpriced_samples: u64,
+    pub currency: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TenantView {
+    pub tenant_id: String,
+    pub gpu_seconds: String,
+    pub share: String,
+    pub cost: MoneyView,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DailyView {
+    pub date: String,
+    pub deployment_id: String,
+    pub cost: MoneyView,
+}
+
+#[derive(Debug, Serialize)]
+pub struct GapView {
+    pub gpu_uuid: String,
+    pub node: String,
+    pub deployment_id: String,
+    pub from: String,
+    pub to: String,
+    pub reason: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FindingView {
+    pub code: &'static str,
+    pub message: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AllocationView {
+    pub period: String,
+    pub from: String,
+    pub to: String,
+    pub items: Vec<ItemView>,
+    pub deployments: Vec<DeploymentView>,
+    pub tenants: Vec<TenantView>,
+    pub daily: Vec<DailyView>,
+    pub gaps: Vec<GapView>,
+    pub findings: Vec<FindingView>,
+}
+
+/// A decimal for display: at most `dp` places, no trailing zeros.
+pub fn fmt_dec(d: Decimal, dp: u32) -> String {
+    d.round_dp(dp).normalize().to_string()
+}
+
+fn money(amount: Decimal, currency: &str) -> MoneyView {
+    MoneyView { amount: amount.to_string(), currency: currency.to_string() }
+}
+
+/// The period label: `2026-10` when the period is one calendar month, else `FROM/TO`.
+fn period_label(a: &Allocation) -> String {
+    let (f, t) = (a.from.to_string(), a.to.to_string());
+    let month_start = |s: &str| s.ends_with("-01T00:00:00Z");
+    if month_start(&f) && month_start(&t) {
+        let (fy, fm): (i32, u32) = (f[..4].parse().unwrap_or(0), f[5..7].parse().unwrap_or(0));
+        let (ty, tm): (i32, u32) = (t[..4].parse().unwrap_or(0), t[5..7].parse().unwrap_or(0));
+        if (fm == 12 && ty == fy + 1 && tm == 1) || (ty == fy && tm == fm + 1) {
+            return f[..7].to_string();
+        }
+    }
+    format!("{f}/{t}")
+}
+
+pub fn finding_message(f: &Finding) -> String {
+    match f {
+        Finding::Unpriced { deployment_id, samples, gpu_seconds } => {
+            format!("{samples} samples ({gpu_seconds} GPU-seconds) of {deployment_id} match no enabled allocation policy")
+        }
+        Finding::OverAttribution { deployment_id, bucket_start, claimed_gpu_seconds, measured_gpu_seconds } => format!(
+            "usage events on {deployment_id} claim {} GPU-seconds in the bucket of {bucket_start} where {} were measured; claims scaled down",
+            fmt_dec(*claimed_gpu_seconds, 3),
+            fmt_dec(*measured_gpu_seconds, 3)
+        ),
+        Finding::UsageWithoutSamples { deployment_id, events } => {
+            format!("{events} tenant usage records on {deployment_id} fall in hours with no GPU sample of it")
+        }
+        Finding::PolicyBoundaryInsideRollup { deployment_id, gpu_uuid, bucket_start } => format!(
+            "a policy changes inside the rollup of {gpu_uuid} ({deployment_id}) at {bucket_start}; priced at its first window"
+        ),
+        Finding::MixedCurrency { deployment_id } => format!("{deployment_id} is priced in several currencies"),
+        Finding::ConflictingDuplicate { gpu_uuid, timestamp } => {
+            format!("two different samples of {gpu_uuid} at {timestamp}; the first received was kept")
+        }
+    }
+}
+
+impl AllocationView {
+    pub fn new(a: &Allocation) -> Self {
+        let tid = |t: &TenantId| t.to_string();
+        AllocationView {
+            period: period_label(a),
+            from: a.from.to_string(),
+            to: a.to.to_string(),
+            items: a
+                .items
+                .iter()
+                .map(|i| ItemView {
+                    tenant_id: tid(&i.tenant_id),
+                    deployment_id: i.deployment_id.clone(),
+                    gpu_seconds: fmt_dec(i.gpu_seconds, 3),
+                    gpu_memory_gb_seconds: fmt_dec(i.gpu_memory_gb_seconds, 3),
+                    energy_wh: fmt_dec(i.energy_wh, 3),
+                    allocated: money(i.allocated.amount, i.allocated.currency.as_str()),
+                    policy_id: i.policy_id.clone(),
+                })
+                .collect(),
+            deployments: a
+                .deployments
+                .iter()
+                .map(|d| DeploymentView {
+                    deployment_id: d.deployment_id.clone(),
+                    dedicated: d.dedicated,
+                    samples: d.samples,
+                    estimated_samples: d.estimated_samples,
+                    gpus: d.gpus,
+                    gpu_hours: fmt_dec(d.gpu_hours(), 4),
+                    busy_gpu_hours: fmt_dec(d.busy_gpu_hours(), 4),
+                    estimated_gpu_seconds: fmt_dec(d.estimated_gpu_seconds, 3),
+                    gpu_memory_gb_seconds: fmt_dec(d.gpu_memory_gb_seconds, 3),
+                    energy_kwh: fmt_dec(d.energy_kwh(), 4),
+                    cost: d.cost.to_string(),
+                    allocated: d.allocated.to_string(),
+                    unallocated: d.unallocated.to_string(),
+                    unpriced_samples: d.unpriced_samples,
+                    currency: d.currency.map(|c| c.to_string()),
+                })
+                .collect(),
+            tenants: a
+                .tenants
+                .iter()
+                .map(|t| TenantView {
+                    tenant_id: tid(&t.tenant_id),
+                    gpu_seconds: fmt_dec(t.gpu_seconds, 3),
+                    share: fmt_dec(t.share, 4),
+                    cost: money(t.cost, t.currency.as_str()),
+                })
+                .collect(),
+            daily: a
+                .daily
+                .iter()
+                .map(|d| DailyView {
+                    date: d.date.clone(),
+                    deployment_id: d.deployment_id.clone(),
+                    cost: money(d.cost, d.currency.as_str()),
+                })
+                .collect(),
+            gaps: a
+                .gaps
+                .iter()
+                .map(|g| GapView {
+                    gpu_uuid: g.gpu_uuid.clone(),
+                    node: g.node.clone(),
+                    deployment_id: g.deployment_id.clone(),
+                    from: g.from.to_string(),
+                    to: g.to.to_string(),
+                    reason: g.reason.as_str(),
+                })
+                .collect(),
+            findings: a.findings.iter().map(|f| FindingView { code: f.code(), message: finding_message(f) }).collect(),
+        }
+    }
+}

@@ -1,0 +1,626 @@
+//! The JSON shapes of the API (samples, usage events, policies) and their parsing into domain types.
+//! Every field is read leniently (a number or a string, anything) so that a bad record yields one precise
+//! error per bad field, with its index, instead of one opaque deserializer message.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use rust_decimal::Decimal;
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use uuid::Uuid;
+
+use crate::domain::{
+    GpuFraction, IdleCapacity, ModelRef, NonNegative, Policy, PolicySpec, Pue, Sample, TenantId, UnitInterval, UsageEvent,
+};
+use crate::error::FieldError;
+use crate::money::Currency;
+use crate::policy::Glob;
+use crate::time::Timestamp;
+
+/// Longest name (node, pod, deployment id…): a Kubernetes object name.
+pub const MAX_NAME: usize = 253;
+
+/// A JSON value as received, before it is given a type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Loose {
+    Null,
+    Bool(bool),
+    /// A number, as its shortest decimal text (so `0.82` stays `0.82`).
+    Number(String),
+    Str(String),
+    Array,
+    Object(BTreeMap<String, Loose>),
+}
+
+impl Loose {
+    fn kind(&self) -> &'static str {
+        match self {
+            Loose::Null => "null",
+            Loose::Bool(_) => "a boolean",
+            Loose::Number(_) => "a number",
+            Loose::Str(_) => "a string",
+            Loose::Array => "an array",
+            Loose::Object(_) => "an object",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Loose {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Loose;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_unit<E>(self) -> Result<Loose, E> {
+                Ok(Loose::Null)
+            }
+            fn visit_none<E>(self) -> Result<Loose, E> {
+                Ok(Loose::Null)
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Loose, E> {
+                Ok(Loose::Bool(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Loose, E> {
+                Ok(Loose::Number(v.to_string()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Loose, E> {
+                Ok(Loose::Number(v.to_string()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Loose, E> {
+                // Rust prints the shortest text that reads back as the same double: the number as written.
+                Ok(Loose::Number(if v.is_finite() { format!("{v}") } else { "NaN".into() }))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Loose, E> {
+                Ok(Loose::Str(v.to_string()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Loose, E> {
+                Ok(Loose::Str(v))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Loose, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Loose::Array)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Loose, A::Error> {
+                let mut m = BTreeMap::new();
+                while let Some(k) = map.next_key::<String>()? {
+                    let v: Loose = map.next_value()?;
+                    m.insert(k, v);
+                }
+                Ok(Loose::Object(m))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// One JSON object being read field by field; errors accumulate instead of stopping at the first.
+#[derive(Debug)]
+pub struct Record<'a> {
+    fields: &'a BTreeMap<String, Loose>,
+    pub errors: Vec<FieldError>,
+}
+
+impl<'a> Record<'a> {
+    pub fn new(value: &'a Loose, what: &str) -> Result<Self, FieldError> {
+        match value {
+            Loose::Object(fields) => Ok(Record { fields, errors: Vec::new() }),
+            other => Err(FieldError::new(what, format!("must be an object, not {}", other.kind()))),
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&'a Loose> {
+        match self.fields.get(name) {
+            None | Some(Loose::Null) => None,
+            Some(v) => Some(v),
+        }
+    }
+
+    fn fail(&mut self, name: &str, reason: impl Into<String>) {
+        self.errors.push(FieldError::new(name, reason));
+    }
+
+    /// Rejects fields this record does not know (a typo must not silently become a default).
+    pub fn deny_unknown(&mut self, known: &[&str]) {
+        let unknown: Vec<String> = self.fields.keys().filter(|k| !known.contains(&k.as_str())).cloned().collect();
+        for k in unknown {
+            self.fail(&k, "is not a known field");
+        }
+    }
+
+    pub fn opt_str(&mut self, name: &str, max: usize) -> Option<String> {
+        match self.get(name)? {
+            Loose::Str(s) if s.trim().is_empty() => {
+                self.fail(name, "must not be empty");
+                None
+            }
+            Loose::Str(s) if s.chars().count() > max => {
+                self.fail(name, format!("must be at most {max} characters"));
+                None
+            }
+            Loose::Str(s) => Some(s.clone()),
+            other => {
+                let k = other.kind();
+                self.fail(name, format!("must be a string, not {k}"));
+                None
+            }
+        }
+    }
+
+    pub fn req_str(&mut self, name: &str, max: usize) -> Option<String> {
+        if self.get(name).is_none() {
+            self.fail(name, "is required");
+            return None;
+        }
+        self.opt_str(name, max)
+    }
+
+    pub fn opt_bool(&mut self, name: &str) -> Option<bool> {
+        match self.get(name)? {
+            Loose::Bool(b) => Some(*b),
+            other => {
+                let k = other.kind();
+                self.fail(name, format!("must be true or false, not {k}"));
+                None
+            }
+        }
+    }
+
+    /// A decimal given as a JSON number or a decimal string, within `[min, max]` and with at most `max_dp`
+    /// places (more are rounded to `max_dp` when `round` is set, rejected otherwise).
+    pub fn opt_decimal(&mut self, name: &str, bounds: Bounds) -> Option<Decimal> {
+        let text = match self.get(name)? {
+            Loose::Number(n) => n.clone(),
+            Loose::Str(s) => s.trim().to_string(),
+            other => {
+                let k = other.kind();
+                self.fail(name, format!("must be a number or a decimal string, not {k}"));
+                return None;
+            }
+        };
+        let Ok(mut d) = Decimal::from_str(&text) else {
+            self.fail(name, format!("`{text}` is not a decimal number"));
+            return None;
+        };
+        if d.scale() > bounds.dp {
+            if bounds.round {
+                d = d.round_dp(bounds.dp);
+            } else {
+                self.fail(name, format!("must have at most {} decimal places", bounds.dp));
+                return None;
+            }
+        }
+        let below = if bounds.min_exclusive { d <= bounds.min } else { d < bounds.min };
+        if below || d > bounds.max {
+            let low = if bounds.min_exclusive { "above" } else { "at least" };
+            let reason = if bounds.min == Decimal::ZERO && !bounds.min_exclusive && d < Decimal::ZERO {
+                "must not be negative".to_string()
+            } else {
+                format!("must be {low} {} and at most {}", bounds.min, bounds.max)
+            };
+            self.fail(name, reason);
+            return None;
+        }
+        Some(d.normalize())
+    }
+
+    pub fn req_decimal(&mut self, name: &str, bounds: Bounds) -> Option<Decimal> {
+        if self.get(name).is_none() {
+            self.fail(name, "is required");
+            return None;
+        }
+        self.opt_decimal(name, bounds)
+    }
+
+    pub fn opt_parsed<T>(&mut self, name: &str, parse: impl FnOnce(&str) -> Result<T, FieldError>) -> Option<T> {
+        let s = self.opt_str(name, MAX_NAME)?;
+        match parse(&s) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.errors.push(e.field(name));
+                None
+            }
+        }
+    }
+
+    pub fn object(&mut self, name: &str) -> Option<&'a BTreeMap<String, Loose>> {
+        match self.get(name)? {
+            Loose::Object(m) => Some(m),
+            other => {
+                let k = other.kind();
+                self.fail(name, format!("must be an object, not {k}"));
+                None
+            }
+        }
+    }
+}
+
+/// Accepted range and precision of a decimal field.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    pub min: Decimal,
+    pub min_exclusive: bool,
+    pub max: Decimal,
+    pub dp: u32,
+    pub round: bool,
+}
+
+impl Bounds {
+    /// `0 <= x <= max`, rounded to `dp` places.
+    pub fn non_negative(max: i64, dp: u32) -> Self {
+        Bounds { min: Decimal::ZERO, min_exclusive: false, max: Decimal::from(max), dp, round: true }
+    }
+    /// A price: `0 <= x <= max`, at most 10 places, never rounded.
+    pub fn price(max: i64) -> Self {
+        Bounds { min: Decimal::ZERO, min_exclusive: false, max: Decimal::from(max), dp: 10, round: false }
+    }
+}
+
+/// Bounds of the sample fields. They keep every sum of a fleet's month far inside a decimal's 28 digits.
+pub mod sample_bounds {
+    use super::*;
+    pub fn window() -> Bounds {
+        Bounds { min: Decimal::ZERO, min_exclusive: true, max: Decimal::from(3600), dp: 3, round: false }
+    }
+    pub fn utilization() -> Bounds {
+        Bounds { min: Decimal::ZERO, min_exclusive: false, max: Decimal::ONE, dp: 6, round: true }
+    }
+    pub fn fraction() -> Bounds {
+        Bounds { min: Decimal::ZERO, min_exclusive: true, max: Decimal::ONE, dp: 6, round: true }
+    }
+    pub fn memory_gb() -> Bounds {
+        Bounds::non_negative(1 << 20, 10)
+    }
+    pub fn power_w() -> Bounds {
+        Bounds::non_negative(1_000_000, 6)
+    }
+    pub fn storage_gb() -> Bounds {
+        Bounds::non_negative(1_000_000_000, 6)
+    }
+}
+
+const SAMPLE_FIELDS: &[&str] = &[
+    "node",
+    "gpu_uuid",
+    "model",
+    "namespace",
+    "pod",
+    "tenant_id",
+    "deployment_id",
+    "window_seconds",
+    "utilization",
+    "memory_used_gb",
+    "power_w",
+    "timestamp",
+    "storage_gb",
+    "gpu_fraction",
+];
+
+/// Parses one sample. `now` stands in for a missing `timestamp` (time of receipt).
+pub fn parse_sample(v: &Loose, now: Timestamp) -> Result<Sample, Vec<FieldError>> {
+    let mut r = Record::new(v, "sample").map_err(|e| vec![e])?;
+    r.deny_unknown(SAMPLE_FIELDS);
+    let node = r.req_str("node", MAX_NAME);
+    let gpu_uuid = r.req_str("gpu_uuid", MAX_NAME);
+    let model = r.req_str("model", MAX_NAME);
+    let namespace = r.req_str("namespace", MAX_NAME);
+    let pod = r.req_str("pod", MAX_NAME);
+    let deployment_id = r.req_str("deployment_id", MAX_NAME);
+    let owner = r.opt_parsed("tenant_id", TenantId::from_str);
+    let window = r.req_decimal("window_seconds", sample_bounds::window());
+    let utilization = r.req_decimal("utilization", sample_bounds::utilization());
+    let memory = r.req_decimal("memory_used_gb", sample_bounds::memory_gb());
+    let power = r.req_decimal("power_w", sample_bounds::power_w());
+    let end = r.opt_parsed("timestamp", Timestamp::parse_rfc3339);
+    let storage = r.opt_decimal("storage_gb", sample_bounds::storage_gb());
+    let fraction = r.opt_decimal("gpu_fraction", sample_bounds::fraction());
+    if !r.errors.is_empty() {
+        return Err(r.errors);
+    }
+    let (Some(node), Some(gpu_uuid), Some(model), Some(namespace), Some(pod), Some(deployment_id)) =
+        (node, gpu_uuid, model, namespace, pod, deployment_id)
+    else {
+        return Err(vec![FieldError::new("sample", "is incomplete")]);
+    };
+    let (Some(window), Some(utilization), Some(memory), Some(power)) = (window, utilization, memory, power) else {
+        return Err(vec![FieldError::new("sample", "is incomplete")]);
+    };
+    let window_ms = (window * Decimal::from(1000)).trunc();
+    let window_ms = i64::try_from(window_ms).unwrap_or(0);
+    let fraction = match fraction {
+        None => GpuFraction::WHOLE,
+        Some(f) => GpuFraction::new(f).ok_or_else(|| vec![FieldError::new("gpu_fraction", "must be above 0 and at most 1")])?,
+    };
+    let to_non_neg = |d: Decimal| NonNegative::new(d).unwrap_or(NonNegative::ZERO);
+    Ok(Sample {
+        node,
+        gpu_uuid,
+        model,
+        namespace,
+        pod,
+        deployment_id,
+        owner,
+        window_ms,
+        end: end.unwrap_or(now),
+        utilization: UnitInterval::new(utilization)
+            .ok_or_else(|| vec![FieldError::new("utilization", "must be between 0 and 1")])?,
+        memory_used_gb: to_non_neg(memory),
+        power_w: to_non_neg(power),
+        storage_gb: to_non_neg(storage.unwrap_or_default()),
+        gpu_fraction: fraction,
+    })
+}
+
+/// Parses a batch of samples: all or nothing, with every error located by index.
+pub fn parse_samples(values: &[Loose], now: Timestamp) -> Result<Vec<Sample>, Vec<FieldError>> {
+    let mut out = Vec::with_capacity(values.len());
+    let mut errors = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        match parse_sample(v, now) {
+            Ok(s) => out.push(s),
+            Err(es) => errors.extend(es.into_iter().map(|e| e.at(i))),
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+const POLICY_FIELDS: &[&str] = &[
+    "name",
+    "deployment_pattern",
+    "gpu_model",
+    "currency",
+    "gpu_hourly_cost",
+    "overhead_pct",
+    "energy_kwh_price",
+    "pue",
+    "storage_gb_month_price",
+    "idle_capacity",
+    "enabled",
+    "effective_from",
+    "effective_to",
+];
+
+/// Parses a new allocation policy. `now` is the default `effective_from`.
+pub fn parse_policy(v: &Loose, now: Timestamp) -> Result<PolicySpec, Vec<FieldError>> {
+    let mut r = Record::new(v, "policy").map_err(|e| vec![e])?;
+    r.deny_unknown(POLICY_FIELDS);
+    let name = r.req_str("name", 200);
+    let pattern = r.opt_parsed("deployment_pattern", |s| {
+        Glob::new(s).ok_or_else(|| FieldError::new("deployment_pattern", "must be a non-empty glob"))
+    });
+    let gpu_model = r.opt_str("gpu_model", MAX_NAME);
+    let currency = r.opt_parsed("currency", Currency::from_str);
+    let hourly = r.req_decimal("gpu_hourly_cost", Bounds::price(1_000_000_000));
+    let overhead = r.opt_decimal("overhead_pct", Bounds::price(10_000));
+    let energy = r.opt_decimal("energy_kwh_price", Bounds::price(1_000_000));
+    let pue = r.opt_decimal("pue", Bounds { min: Decimal::ONE, ..Bounds::price(100) });
+    let storage = r.opt_decimal("storage_gb_month_price", Bounds::price(1_000_000));
+    let idle = r.opt_parsed("idle_capacity", IdleCapacity::from_str);
+    let enabled = r.opt_bool("enabled");
+    let from = r.opt_parsed("effective_from", Timestamp::parse_date_or_datetime);
+    let to = r.opt_parsed("effective_to", Timestamp::parse_date_or_datetime);
+    let from = from.unwrap_or(now);
+    if let Some(t) = to {
+        if t <= from {
+            r.fail("effective_to", "must be after effective_from");
+        }
+    }
+    if !r.errors.is_empty() {
+        return Err(r.errors);
+    }
+    let (Some(name), Some(hourly)) = (name, hourly) else {
+        return Err(vec![FieldError::new("policy", "is incomplete")]);
+    };
+    let nn = |d: Option<Decimal>| NonNegative::new(d.unwrap_or_default()).unwrap_or(NonNegative::ZERO);
+    Ok(PolicySpec {
+        name,
+        deployment_pattern: pattern.unwrap_or_else(Glob::any),
+        gpu_model,
+        currency: currency.unwrap_or(Currency::USD),
+        gpu_hourly_cost: nn(Some(hourly)),
+        overhead_pct: nn(overhead),
+        energy_kwh_price: nn(energy),
+        pue: pue.and_then(Pue::new).unwrap_or(Pue::ONE),
+        storage_gb_month_price: nn(storage),
+        idle_capacity: idle.unwrap_or_default(),
+        enabled: enabled.unwrap_or(true),
+        effective_from: from,
+        effective_to: to,
+    })
+}
+
+/// Where an event's tenant comes from: the credential (a tenant key), or the body (a platform identity).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TenantSource {
+    Credential(TenantId),
+    Body,
+}
+
+const EVENT_FIELDS: &[&str] = &[
+    "event_id",
+    "schema_version",
+    "tenant_id",
+    "usage_type",
+    "source",
+    "occurred_at",
+    "deployment_id",
+    "model",
+    "units",
+    "cost",
+    "allocation_policy_id",
+    "project",
+    "agent_id",
+    "run_id",
+];
+
+fn unit_name_ok(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// Parses one usage event (contract usage-event.schema.json, schema_version "1.0").
+pub fn parse_usage_event(v: &Loose, tenant: TenantSource) -> Result<UsageEvent, Vec<FieldError>> {
+    let mut r = Record::new(v, "event").map_err(|e| vec![e])?;
+    r.deny_unknown(EVENT_FIELDS);
+    let event_id = r.opt_parsed("event_id", |s| {
+        Uuid::parse_str(s).map_err(|_| FieldError::new("event_id", "must be a uuid"))
+    });
+    if r.get("event_id").is_none() {
+        r.fail("event_id", "is required");
+    }
+    match r.opt_str("schema_version", 16).as_deref() {
+        Some("1.0") => {}
+        Some(other) => r.fail("schema_version", format!("must be \"1.0\", not \"{other}\"")),
+        None => r.fail("schema_version", "is required"),
+    }
+    let body_tenant = r.opt_parsed("tenant_id", TenantId::from_str);
+    let tenant_id = match (tenant, body_tenant) {
+        (TenantSource::Credential(t), None) => Some(t),
+        (TenantSource::Credential(t), Some(b)) if b == t => Some(t),
+        (TenantSource::Credential(_), Some(_)) => {
+            r.fail("tenant_id", "differs from the tenant of the credential; omit it");
+            None
+        }
+        (TenantSource::Body, Some(b)) => Some(b),
+        (TenantSource::Body, None) => {
+            if r.get("tenant_id").is_none() {
+                r.fail("tenant_id", "is required for a platform identity");
+            }
+            None
+        }
+    };
+    let usage_type = r.req_str("usage_type", 64);
+    let source = r.req_str("source", 64);
+    let occurred_at = r.opt_parsed("occurred_at", Timestamp::parse_rfc3339);
+    if r.get("occurred_at").is_none() {
+        r.fail("occurred_at", "is required");
+    }
+    let deployment_id = r.opt_str("deployment_id", MAX_NAME);
+    let model = r.object("model").and_then(|m| {
+        let provider = match m.get("provider") {
+            Some(Loose::Str(s)) if !s.is_empty() && s.len() <= 64 => s.clone(),
+            _ => {
+                r.fail("model.provider", "must be a non-empty string");
+                return None;
+            }
+        };
+        let name = match m.get("name") {
+            Some(Loose::Str(s)) if !s.is_empty() && s.len() <= MAX_NAME => s.clone(),
+            _ => {
+                r.fail("model.name", "must be a non-empty string");
+                return None;
+            }
+        };
+        Some(ModelRef { provider, name })
+    });
+    let mut units = BTreeMap::new();
+    match r.object("units") {
+        Some(m) => {
+            let b = Bounds::non_negative(1_000_000_000_000_000, 6);
+            for (k, v) in m {
+                let field = format!("units.{k}");
+                if !unit_name_ok(k) {
+                    r.fail(&field, "unit names are lowercase letters, digits and _");
+                    continue;
+                }
+                let wrapper: BTreeMap<String, Loose> = [(field.clone(), v.clone())].into_iter().collect();
+                let wrapped = Loose::Object(wrapper);
+                let mut sub = Record::new(&wrapped, "units").map_err(|e| vec![e])?;
+                if let Some(d) = sub.req_decimal(&field, b) {
+                    units.insert(k.clone(), NonNegative::new(d).unwrap_or(NonNegative::ZERO));
+                }
+                r.errors.append(&mut sub.errors);
+            }
+        }
+        None => {
+            if r.get("units").is_none() {
+                r.fail("units", "is required");
+            }
+        }
+    }
+    let cost = r.object("cost").and_then(|m| {
+        let wrapped = Loose::Object(m.clone());
+        let mut sub = Record::new(&wrapped, "cost").ok()?;
+        let amount = sub.req_decimal("amount", Bounds::price(1_000_000_000_000));
+        let currency = sub.opt_parsed("currency", Currency::from_str);
+        if sub.get("currency").is_none() {
+            sub.fail("currency", "is required");
+        }
+        for mut e in sub.errors.drain(..) {
+            e.field = format!("cost.{}", e.field);
+            r.errors.push(e);
+        }
+        Some((NonNegative::new(amount?)?, currency?))
+    });
+    let allocation_policy_id = r.opt_str("allocation_policy_id", 64);
+    let project = r.opt_str("project", MAX_NAME);
+    let agent_id = r.opt_str("agent_id", MAX_NAME);
+    let run_id = r.opt_str("run_id", MAX_NAME);
+    if !r.errors.is_empty() {
+        return Err(r.errors);
+    }
+    let (Some(event_id), Some(tenant_id), Some(usage_type), Some(source), Some(occurred_at)) =
+        (event_id, tenant_id, usage_type, source, occurred_at)
+    else {
+        return Err(vec![FieldError::new("event", "is incomplete")]);
+    };
+    Ok(UsageEvent {
+        event_id,
+        tenant_id,
+        usage_type,
+        source,
+        occurred_at,
+        deployment_id,
+        model,
+        units,
+        cost,
+        allocation_policy_id,
+        project,
+        agent_id,
+        run_id,
+    })
+}
+
+/// Parses a batch of usage events: all or nothing, every error located by index.
+pub fn parse_usage_events(values: &[Loose], tenant: TenantSource) -> Result<Vec<UsageEvent>, Vec<FieldError>> {
+    let mut out = Vec::with_capacity(values.len());
+    let mut errors = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        match parse_usage_event(v, tenant) {
+            Ok(e) => out.push(e),
+            Err(es) => errors.extend(es.into_iter().map(|e| e.at(i))),
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+/// A stored policy as the API and files show it (also what `allocate --policies FILE` reads back).
+pub fn parse_stored_policy(v: &Loose, index: usize) -> Result<Policy, Vec<FieldError>> {
+    let Loose::Object(m) = v else {
+        return Err(vec![FieldError::new("policy", "must be an object").at(index)]);
+    };
+    let seq = match m.get("id") {
+        Some(Loose::Str(id)) => id.strip_prefix("alp_").and_then(|n| n.parse::<u64>().ok()),
+        None => Some(index as u64 + 1),
+        _ => None,
+    };
+    let Some(seq) = seq else {
+        return Err(vec![FieldError::new("id", "must look like alp_1").at(index)]);
+    };
+    let mut rest = m.clone();
+    for k in ["id", "status", "created_at", "created_by"] {
+        rest.remove(k);
+    }
+    let spec = parse_policy(&Loose::Object(rest), Timestamp(0))
+        .map_err(|es| es.into_iter().map(|e| e.at(index)).collect::<Vec<_>>())?;
+    Ok(Policy::new(seq, spec))
+}

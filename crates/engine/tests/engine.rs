@@ -1,0 +1,587 @@
+//! The engine against the spec: the worked example, the seed's acceptance test, dedicated and shared
+//! deployments, idle capacity, effective dates, gaps; then properties over random fleets.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use eai_engine::allocate::{allocate, allocate_samples, AllocationConfig, AllocationInput, Period};
+use eai_engine::domain::{
+    GpuFraction, IdleCapacity, NonNegative, Policy, PolicySpec, Pue, Sample, TenantId, UnitInterval, UsageEvent,
+};
+use eai_engine::money::Currency;
+use eai_engine::policy::Glob;
+use eai_engine::report::{Allocation, Finding, GapReason};
+use eai_engine::rollup::aggregate;
+use eai_engine::series::{cells, SeriesConfig};
+use eai_engine::time::Timestamp;
+use proptest::prelude::*;
+use rust_decimal::Decimal;
+use uuid::Uuid;
+
+const H: i64 = 3_600_000;
+const T0: i64 = 1_790_812_800_000; // 2026-10-01T00:00:00Z
+
+fn d(s: &str) -> Decimal {
+    Decimal::from_str(s).unwrap()
+}
+
+fn tenant(n: u8) -> TenantId {
+    TenantId(Uuid::from_bytes([n; 16]))
+}
+
+fn sample(gpu: &str, dep: &str, end_ms: i64) -> Sample {
+    Sample {
+        node: "gpu-node-1".into(),
+        gpu_uuid: gpu.into(),
+        model: "H100-80GB".into(),
+        namespace: "eai-inference".into(),
+        pod: format!("{dep}-0"),
+        deployment_id: dep.into(),
+        owner: None,
+        window_ms: 15_000,
+        end: Timestamp(end_ms),
+        utilization: UnitInterval::new(d("0.5")).unwrap(),
+        memory_used_gb: NonNegative::new(d("40")).unwrap(),
+        power_w: NonNegative::new(d("400")).unwrap(),
+        storage_gb: NonNegative::ZERO,
+        gpu_fraction: GpuFraction::WHOLE,
+    }
+}
+
+/// `gpus` GPUs sampled every 15 s over `[from, to)`.
+fn fleet(dep: &str, gpus: usize, from: i64, to: i64) -> Vec<Sample> {
+    let mut v = Vec::new();
+    for g in 0..gpus {
+        let mut end = from + 15_000;
+        while end <= to {
+            v.push(sample(&format!("GPU-{dep}-{g}"), dep, end));
+            end += 15_000;
+        }
+    }
+    v
+}
+
+fn spec(name: &str) -> PolicySpec {
+    PolicySpec {
+        name: name.into(),
+        deployment_pattern: Glob::any(),
+        gpu_model: None,
+        currency: Currency::EUR,
+        gpu_hourly_cost: NonNegative::new(d("2.10")).unwrap(),
+        overhead_pct: NonNegative::new(d("18")).unwrap(),
+        energy_kwh_price: NonNegative::new(d("0.21")).unwrap(),
+        pue: Pue::new(d("1.4")).unwrap(),
+        storage_gb_month_price: NonNegative::ZERO,
+        idle_capacity: IdleCapacity::Unallocated,
+        enabled: true,
+        effective_from: Timestamp(0),
+        effective_to: None,
+    }
+}
+
+fn worked_policy() -> Vec<Policy> {
+    vec![Policy::new(1, spec("local-gpu-default"))]
+}
+
+fn tokens(t: TenantId, dep: &str, at_ms: i64, n: u64) -> UsageEvent {
+    let mut units = BTreeMap::new();
+    units.insert("tokens_in".to_string(), NonNegative::new(Decimal::from(n)).unwrap());
+    UsageEvent {
+        event_id: Uuid::new_v4(),
+        tenant_id: t,
+        usage_type: "llm_tokens".into(),
+        source: "gateway".into(),
+        occurred_at: Timestamp(at_ms),
+        deployment_id: Some(dep.into()),
+        model: None,
+        units,
+        cost: None,
+        allocation_policy_id: None,
+        project: None,
+        agent_id: None,
+        run_id: None,
+    }
+}
+
+fn gpu_seconds_event(t: TenantId, dep: &str, at_ms: i64, gs: &str) -> UsageEvent {
+    let mut e = tokens(t, dep, at_ms, 0);
+    e.units.clear();
+    e.units.insert("gpu_seconds".into(), NonNegative::new(d(gs)).unwrap());
+    e
+}
+
+fn period(from: i64, to: i64) -> Period {
+    Period::new(Timestamp(from), Timestamp(to), H).unwrap()
+}
+
+fn run(samples: &[Sample], usage: &[UsageEvent], policies: &[Policy], from: i64, to: i64) -> Allocation {
+    allocate_samples(samples, usage, policies, period(from, to), &SeriesConfig::default(), AllocationConfig::default())
+}
+
+fn amount(a: &Allocation, t: TenantId) -> Decimal {
+    a.tenants.iter().find(|r| r.tenant_id == t).map(|r| r.cost).unwrap_or_default()
+}
+
+/// allocated + unallocated == cost for every row, and items sum to allocated, to the cent.
+fn assert_reconciles(a: &Allocation) {
+    for row in &a.deployments {
+        assert_eq!(row.allocated + row.unallocated, row.cost, "{row:?}");
+        let items: Decimal = a
+            .items
+            .iter()
+            .filter(|i| i.deployment_id == row.deployment_id && Some(i.allocated.currency) == row.currency)
+            .map(|i| i.allocated.amount)
+            .sum();
+        assert_eq!(items, row.allocated, "items of {}", row.deployment_id);
+        if let Some(c) = row.currency {
+            assert_eq!(row.cost, c.round(row.cost), "cost is rounded to the minor unit");
+            let days: Decimal =
+                a.daily.iter().filter(|x| x.deployment_id == row.deployment_id && x.currency == c).map(|x| x.cost).sum();
+            assert_eq!(days, row.cost, "daily costs of {} sum to its cost", row.deployment_id);
+        }
+    }
+}
+
+#[test]
+fn worked_example_of_the_spec() {
+    // 2.10 EUR/GPU-hour, overhead 18 %, PUE 1.4, 0.21 EUR/kWh; 2 GPUs every 15 s for one hour at 400 W.
+    let samples = fleet("vllm-llama-70b", 2, T0, T0 + H);
+    let usage = vec![tokens(tenant(1), "vllm-llama-70b", T0 + 60_000, 7000), tokens(tenant(2), "vllm-llama-70b", T0 + 1_800_000, 3000)];
+    let a = run(&samples, &usage, &worked_policy(), T0, T0 + H);
+    let row = &a.deployments[0];
+    assert_eq!(row.gpu_seconds, d("7200"));
+    assert_eq!(row.energy_wh, d("800"));
+    assert_eq!(row.samples, 480);
+    assert_eq!(row.gpus, 2);
+    assert_eq!(row.cost, d("5.19"));
+    assert_eq!(row.allocated, d("5.19"));
+    assert_eq!(row.unallocated, d("0.00"));
+    assert_eq!(amount(&a, tenant(1)), d("3.63"));
+    assert_eq!(amount(&a, tenant(2)), d("1.56"));
+    assert_eq!(a.items.len(), 2);
+    assert_eq!(a.items.iter().find(|i| i.tenant_id == tenant(1)).unwrap().gpu_seconds, d("5040"));
+    assert!(a.gaps.is_empty());
+    assert_reconciles(&a);
+}
+
+#[test]
+fn seed_acceptance_70_30_tokens_give_70_30_of_the_allocated_cost() {
+    // Ten hours, 4 GPUs, both tenants active every hour 70/30.
+    let samples = fleet("shared-llm", 4, T0, T0 + 10 * H);
+    let mut usage = Vec::new();
+    for h in 0..10 {
+        usage.push(tokens(tenant(1), "shared-llm", T0 + h * H + 10_000, 70_000));
+        usage.push(tokens(tenant(2), "shared-llm", T0 + h * H + 20_000, 30_000));
+    }
+    let a = run(&samples, &usage, &worked_policy(), T0, T0 + 10 * H);
+    let row = &a.deployments[0];
+    let (a1, a2) = (amount(&a, tenant(1)), amount(&a, tenant(2)));
+    assert_eq!(a1 + a2, row.allocated);
+    // 70/30 of the allocated cost, to the cent (largest remainder may move one cent).
+    assert!((a1 - row.allocated * d("0.7")).abs() <= d("0.01"), "{a1} vs {}", row.allocated);
+    assert!((a2 - row.allocated * d("0.3")).abs() <= d("0.01"), "{a2} vs {}", row.allocated);
+    assert_eq!(row.cost, d("103.82")); // 40 GPU-hours x 2.478 + 16 kWh x 1.4 x 0.21 = 103.824
+    assert_reconciles(&a);
+}
+
+#[test]
+fn dedicated_deployment_goes_wholly_to_its_owner_idle_included() {
+    let mut samples = fleet("team-a-train", 2, T0, T0 + 2 * H);
+    for s in &mut samples {
+        s.owner = Some(tenant(1));
+        s.utilization = UnitInterval::new(d("0.1")).unwrap();
+    }
+    // Another tenant's usage event on it changes nothing.
+    let usage = vec![tokens(tenant(2), "team-a-train", T0 + 1000, 5000)];
+    let a = run(&samples, &usage, &worked_policy(), T0, T0 + 2 * H);
+    let row = &a.deployments[0];
+    assert!(row.dedicated);
+    assert_eq!(row.unallocated, d("0.00"));
+    assert_eq!(amount(&a, tenant(1)), row.cost);
+    assert_eq!(amount(&a, tenant(2)), d("0"));
+    assert_eq!(row.cost, d("10.38")); // 4 GPU-hours x 2.478 + 1.6 kWh x 0.294
+    assert_reconciles(&a);
+}
+
+#[test]
+fn idle_buckets_stay_unallocated_or_are_spread_proportionally() {
+    // Two hours measured; usage only in the first.
+    let samples = fleet("shared-llm", 2, T0, T0 + 2 * H);
+    let usage = vec![tokens(tenant(1), "shared-llm", T0 + 1000, 300), tokens(tenant(2), "shared-llm", T0 + 2000, 100)];
+    let a = run(&samples, &usage, &worked_policy(), T0, T0 + 2 * H);
+    let row = &a.deployments[0];
+    assert_eq!(row.cost, d("10.38"));
+    assert_eq!(row.allocated, d("5.19"));
+    assert_eq!(row.unallocated, d("5.19"));
+    assert_eq!(amount(&a, tenant(1)), d("3.89")); // 3.8934
+    assert_eq!(amount(&a, tenant(2)), d("1.30")); // 1.2978
+    assert_reconciles(&a);
+
+    let mut spec = spec("proportional");
+    spec.idle_capacity = IdleCapacity::Proportional;
+    let a = run(&samples, &usage, &[Policy::new(1, spec)], T0, T0 + 2 * H);
+    let row = &a.deployments[0];
+    assert_eq!(row.unallocated, d("0.00"));
+    assert_eq!(row.allocated, d("10.38"));
+    assert_eq!(amount(&a, tenant(1)), d("7.79")); // 7.7868 -> 3/4 of 10.3824
+    assert_eq!(amount(&a, tenant(2)), d("2.59")); // 2.5956
+    assert_reconciles(&a);
+}
+
+#[test]
+fn proportional_idle_stays_unallocated_when_no_tenant_used_the_deployment() {
+    let samples = fleet("nobody", 1, T0, T0 + H);
+    let mut spec = spec("proportional");
+    spec.idle_capacity = IdleCapacity::Proportional;
+    let a = run(&samples, &[], &[Policy::new(1, spec)], T0, T0 + H);
+    assert_eq!(a.deployments[0].unallocated, a.deployments[0].cost);
+    assert!(a.items.is_empty());
+    assert_reconciles(&a);
+}
+
+#[test]
+fn gpu_seconds_claims_are_used_as_given_and_capped_at_what_was_measured() {
+    let samples = fleet("shared-llm", 1, T0, T0 + H); // 3600 GPU-seconds
+    let usage = vec![gpu_seconds_event(tenant(1), "shared-llm", T0 + 5, "900")];
+    let a = run(&samples, &usage, &worked_policy(), T0, T0 + H);
+    let item = &a.items[0];
+    assert_eq!(item.gpu_seconds, d("900"));
+    assert_eq!(a.deployments[0].cost, d("2.60")); // 2.478 + 0.1176 = 2.5956
+    assert_eq!(item.allocated.amount, d("0.65")); // a quarter: 0.6489
+    assert_reconciles(&a);
+
+    // Claims of 5000 + 2200 GPU-seconds against 3600 measured: scaled to 2500 + 1100, reported.
+    let usage = vec![
+        gpu_seconds_event(tenant(1), "shared-llm", T0 + 5, "5000"),
+        gpu_seconds_event(tenant(2), "shared-llm", T0 + 6, "2200"),
+    ];
+    let a = run(&samples, &usage, &worked_policy(), T0, T0 + H);
+    let gs: Vec<Decimal> = a.tenants.iter().map(|t| t.gpu_seconds).collect();
+    assert_eq!(gs, vec![d("2500"), d("1100")]);
+    assert_eq!(a.deployments[0].unallocated, d("0.00"));
+    assert!(a.findings.iter().any(|f| matches!(f, Finding::OverAttribution { .. })));
+    assert_reconciles(&a);
+}
+
+#[test]
+fn a_policy_that_starts_mid_period_prices_only_the_samples_after_it() {
+    let samples = fleet("vllm-a", 1, T0, T0 + 2 * H);
+    let mut s = spec("from-hour-two");
+    s.effective_from = Timestamp(T0 + H);
+    let a = run(&samples, &[], &[Policy::new(1, s)], T0, T0 + 2 * H);
+    let row = &a.deployments[0];
+    assert_eq!(row.samples, 480);
+    assert_eq!(row.unpriced_samples, 240);
+    assert_eq!(row.cost, d("2.60")); // one GPU-hour priced
+    assert!(a.findings.iter().any(|f| matches!(f, Finding::Unpriced { samples: 240, .. })));
+    assert_reconciles(&a);
+
+    // A boundary inside an hour (10:20) prices from the first window that starts at or after it.
+    let mut s = spec("from-20-past");
+    s.effective_from = Timestamp(T0 + 20 * 60_000);
+    let a = run(&samples, &[], &[Policy::new(1, s)], T0, T0 + H);
+    assert_eq!(a.deployments[0].unpriced_samples, 80);
+}
+
+#[test]
+fn no_policy_means_unpriced_never_zero() {
+    let samples = fleet("mystery", 1, T0, T0 + H);
+    let a = run(&samples, &[], &[], T0, T0 + H);
+    let row = &a.deployments[0];
+    assert_eq!(row.currency, None);
+    assert_eq!(row.unpriced_samples, 240);
+    assert_eq!(row.gpu_seconds, d("3600"));
+    assert!(matches!(a.findings[0], Finding::Unpriced { samples: 240, .. }));
+}
+
+#[test]
+fn most_specific_policy_wins() {
+    let samples = [fleet("vllm-llama-70b", 1, T0, T0 + H), {
+        let mut v = fleet("tgi-mistral", 1, T0, T0 + H);
+        for s in &mut v {
+            s.model = "L40S-48GB".into();
+        }
+        v
+    }]
+    .concat();
+    let mut general = spec("all");
+    general.gpu_hourly_cost = NonNegative::new(d("1")).unwrap();
+    let mut vllm = spec("vllm");
+    vllm.deployment_pattern = Glob::new("vllm-*").unwrap();
+    vllm.gpu_hourly_cost = NonNegative::new(d("2")).unwrap();
+    let mut l40s = spec("l40s");
+    l40s.gpu_model = Some("l40s".into());
+    l40s.gpu_hourly_cost = NonNegative::new(d("3")).unwrap();
+    let policies = vec![Policy::new(1, general), Policy::new(2, vllm), Policy::new(3, l40s)];
+    let a = run(&samples, &[], &policies, T0, T0 + H);
+    let cost = |dep: &str| a.deployments.iter().find(|r| r.deployment_id == dep).unwrap().cost;
+    // energy part: 0.4 kWh x 1.4 x 0.21 = 0.1176; GPU part: price x 1.18
+    assert_eq!(cost("vllm-llama-70b"), d("2.48")); // 2.36 + 0.1176
+    assert_eq!(cost("tgi-mistral"), d("3.66")); // 3.54 + 0.1176
+}
+
+#[test]
+fn a_short_gap_is_interpolated_and_flagged_estimated() {
+    let mut samples = fleet("vllm-a", 1, T0, T0 + H);
+    // Drop 5 minutes (20 windows) in the middle; power ramps 300 W before, 500 W after.
+    samples.retain(|s| !(s.end.0 > T0 + 20 * 60_000 && s.end.0 <= T0 + 25 * 60_000));
+    for s in &mut samples {
+        s.power_w = NonNegative::new(if s.end.0 <= T0 + 20 * 60_000 { d("300") } else { d("500") }).unwrap();
+    }
+    let a = run(&samples, &[], &worked_policy(), T0, T0 + H);
+    let row = &a.deployments[0];
+    assert_eq!(row.samples, 220);
+    assert_eq!(row.estimated_samples, 20);
+    assert_eq!(row.estimated_gpu_seconds, d("300"));
+    assert_eq!(row.gpu_seconds, d("3600"), "the gap is filled, not zero");
+    // 20 min at 300 W + 5 min at the 400 W interpolated average + 35 min at 500 W.
+    assert_eq!(row.energy_wh, d("100") + d("33.333333") + d("291.666667"));
+    assert!(a.gaps.is_empty());
+}
+
+#[test]
+fn a_long_gap_is_reported_not_filled() {
+    let mut samples = fleet("vllm-a", 1, T0, T0 + 2 * H);
+    samples.retain(|s| !(s.end.0 > T0 + 30 * 60_000 && s.end.0 <= T0 + 60 * 60_000));
+    let a = run(&samples, &[], &worked_policy(), T0, T0 + 2 * H);
+    let row = &a.deployments[0];
+    assert_eq!(row.gpu_seconds, d("5400"));
+    assert_eq!(row.estimated_gpu_seconds, d("0"));
+    assert_eq!(a.gaps.len(), 1);
+    let g = &a.gaps[0];
+    assert_eq!((g.from.0, g.to.0, g.reason), (T0 + 30 * 60_000, T0 + 60 * 60_000, GapReason::TooLong));
+}
+
+#[test]
+fn a_gap_across_a_deployment_change_is_reported_not_filled() {
+    let mut samples = fleet("vllm-a", 1, T0, T0 + 10 * 60_000);
+    let mut b = fleet("vllm-a", 1, T0 + 12 * 60_000, T0 + 20 * 60_000);
+    for s in &mut b {
+        s.deployment_id = "vllm-b".into();
+    }
+    samples.extend(b);
+    let a = run(&samples, &[], &worked_policy(), T0, T0 + H);
+    assert_eq!(a.gaps.len(), 1);
+    assert_eq!(a.gaps[0].reason, GapReason::SeriesChanged);
+}
+
+#[test]
+fn resent_samples_are_counted_once() {
+    let samples = fleet("vllm-a", 2, T0, T0 + H);
+    let twice = [samples.clone(), samples.clone()].concat();
+    let once = run(&samples, &[], &worked_policy(), T0, T0 + H);
+    let again = run(&twice, &[], &worked_policy(), T0, T0 + H);
+    assert_eq!(once, again);
+    let out = cells(&twice, &SeriesConfig::default());
+    assert_eq!(out.duplicates, 480);
+}
+
+#[test]
+fn a_conflicting_resend_keeps_the_first_received_and_is_reported_once() {
+    let first = sample("GPU-x", "vllm-a", T0 + 15_000);
+    let mut second = first.clone();
+    second.power_w = NonNegative::new(d("700")).unwrap();
+    let a = run(&[first.clone(), second.clone(), second], &[], &worked_policy(), T0, T0 + H);
+    assert_eq!(a.deployments[0].energy_wh, d("1.666667"));
+    let conflicts = a.findings.iter().filter(|f| matches!(f, Finding::ConflictingDuplicate { .. })).count();
+    assert_eq!(conflicts, 1);
+}
+
+#[test]
+fn a_window_that_straddles_an_hour_is_split_in_proportion() {
+    // One 15 s window from 00:59:50 to 01:00:05, tenant 1 active in hour 0 only.
+    let s = sample("GPU-x", "vllm-a", T0 + H + 5_000);
+    let usage = vec![tokens(tenant(1), "vllm-a", T0 + 10, 10)];
+    let a = run(&[s], &usage, &worked_policy(), T0, T0 + 2 * H);
+    assert_eq!(a.items[0].gpu_seconds, d("10"));
+    assert_eq!(a.deployments[0].gpu_seconds, d("15"));
+}
+
+#[test]
+fn mig_slices_are_charged_by_their_fraction() {
+    let mut samples = fleet("vllm-small", 1, T0, T0 + H);
+    for s in &mut samples {
+        s.gpu_uuid = "GPU-abc/mig-1g.10gb-13".into();
+        s.gpu_fraction = GpuFraction::new(d("0.142857")).unwrap();
+        s.power_w = NonNegative::ZERO;
+    }
+    let a = run(&samples, &[], &worked_policy(), T0, T0 + H);
+    assert_eq!(a.deployments[0].gpu_seconds, d("514.2852"));
+    assert_eq!(a.deployments[0].cost, d("0.35")); // 2.478 x 0.142857 = 0.354
+}
+
+#[test]
+fn tenant_scope_shows_only_the_tenants_own_share() {
+    let samples = fleet("vllm-llama-70b", 2, T0, T0 + H);
+    let usage = vec![tokens(tenant(1), "vllm-llama-70b", T0 + 60_000, 7000), tokens(tenant(2), "vllm-llama-70b", T0 + 1_800_000, 3000)];
+    let a = run(&samples, &usage, &worked_policy(), T0, T0 + H);
+    let s = eai_engine::scope::scoped_to(&a, tenant(2));
+    assert!(s.items.iter().all(|i| i.tenant_id == tenant(2)));
+    assert_eq!(s.tenants.len(), 1);
+    assert_eq!(s.deployments[0].cost, d("1.56"));
+    assert_eq!(s.deployments[0].unallocated, d("0"));
+    assert!(s.daily.is_empty(), "a shared deployment's daily total would reveal others' cost");
+}
+
+#[test]
+fn policies_parse_with_the_portal_guides_validation_messages() {
+    use eai_engine::wire::{parse_policy, Loose};
+    let parse = |json: &str| {
+        let v: Loose = serde_json::from_str(json).unwrap();
+        parse_policy(&v, Timestamp(T0))
+    };
+    let p = parse(r#"{"name":"local-gpu-default","currency":"EUR","gpu_hourly_cost":"2.10","overhead_pct":"18","energy_kwh_price":0.21,"pue":"1.4"}"#).unwrap();
+    assert_eq!(p.gpu_hourly_cost.get(), d("2.10"));
+    assert_eq!(p.energy_kwh_price.get(), d("0.21"));
+    assert_eq!(p.deployment_pattern.as_str(), "*");
+    assert_eq!(p.effective_from, Timestamp(T0));
+    let errs = parse(r#"{"name":"x","currency":"eur","gpu_hourly_cost":"-1","pue":0.9}"#).unwrap_err();
+    let fields: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(fields, vec!["currency", "gpu_hourly_cost", "pue"]);
+    assert_eq!(errs[1].reason, "must not be negative");
+    let errs = parse(r#"{"gpu_hourly_cost":"2","gpu_hourly_costs":"3"}"#).unwrap_err();
+    let fields: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(fields, vec!["gpu_hourly_costs", "name"]);
+}
+
+#[test]
+fn samples_parse_with_every_bad_field_located() {
+    use eai_engine::wire::{parse_samples, Loose};
+    let v: Vec<Loose> = serde_json::from_str(
+        r#"[{"node":"gpu-node-3","gpu_uuid":"GPU-5e1f","model":"H100-80GB","namespace":"eai-inference","pod":"vllm-llama-70b-0",
+             "tenant_id":"8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10","deployment_id":"vllm-llama-70b","window_seconds":15,
+             "utilization":0.82,"memory_used_gb":61.2,"power_w":512},
+            {"node":"","gpu_uuid":"GPU-1","model":"H100","namespace":"n","pod":"p","deployment_id":"d","window_seconds":0,
+             "utilization":1.5,"memory_used_gb":-1,"power_w":"abc","gpu_fraction":0}]"#,
+    )
+    .unwrap();
+    let errs = parse_samples(&v, Timestamp(T0)).unwrap_err();
+    let got: Vec<(usize, &str)> = errs.iter().map(|e| (e.index.unwrap(), e.field.as_str())).collect();
+    assert_eq!(
+        got,
+        vec![(1, "node"), (1, "window_seconds"), (1, "utilization"), (1, "memory_used_gb"), (1, "power_w"), (1, "gpu_fraction")]
+    );
+    let ok = parse_samples(&v[..1], Timestamp(T0)).unwrap();
+    assert_eq!(ok[0].utilization.get(), d("0.82"));
+    assert_eq!(ok[0].memory_used_gb.get(), d("61.2"));
+    assert_eq!(ok[0].end, Timestamp(T0), "no timestamp: time of receipt");
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Properties over random fleets.
+
+#[derive(Debug, Clone)]
+struct Fleet {
+    samples: Vec<Sample>,
+    usage: Vec<UsageEvent>,
+    policies: Vec<Policy>,
+}
+
+fn arb_fleet() -> impl Strategy<Value = Fleet> {
+    let sample_s = (0u8..6, 0u8..4, 0i64..(6 * 240), 0u32..=100, 0u32..800, 0u32..80, prop::option::of(0u8..3), 1u32..=7, any::<bool>());
+    let event = (0u8..4, 0u8..4, 0i64..(6 * H), 0u32..100_000, prop::option::of(0u32..5000));
+    let policy = (0u8..4, 1u32..500, 0u32..50, 100u32..200, 0i64..6, prop::option::of(1i64..8), any::<bool>(), any::<bool>());
+    (
+        prop::collection::vec(sample_s, 0..300),
+        prop::collection::vec(event, 0..40),
+        prop::collection::vec(policy, 0..4),
+    )
+        .prop_map(|(ss, es, ps)| {
+            let deps = ["vllm-a", "vllm-b", "tgi-c", "train-d"];
+            // One sample per (GPU, window): conflicting re-sends are a case of their own (first received wins).
+            let mut seen = std::collections::HashSet::new();
+            let samples = ss
+                .into_iter()
+                .filter(|(g, _, slot, ..)| seen.insert((*g, *slot)))
+                .map(|(g, dep, slot, util, power, mem, owner, frac, l40s)| {
+                    let mut s = sample(&format!("GPU-{g}"), deps[dep as usize], T0 + (slot + 1) * 15_000);
+                    s.utilization = UnitInterval::new(Decimal::new(util.into(), 2)).unwrap();
+                    s.power_w = NonNegative::new(Decimal::new(power.into(), 1)).unwrap();
+                    s.memory_used_gb = NonNegative::new(Decimal::new(mem.into(), 0) + d("0.0009765625")).unwrap();
+                    s.owner = owner.map(|o| tenant(10 + o));
+                    s.gpu_fraction = GpuFraction::new(Decimal::from(frac) / Decimal::from(7)).map(|f| GpuFraction::new(f.get().round_dp(6)).unwrap()).unwrap();
+                    if l40s {
+                        s.model = "L40S".into();
+                    }
+                    s
+                })
+                .collect();
+            let usage = es
+                .into_iter()
+                .map(|(t, dep, at, tok, gs)| match gs {
+                    Some(gs) => gpu_seconds_event(tenant(t), deps[dep as usize], T0 + at, &gs.to_string()),
+                    None => tokens(tenant(t), deps[dep as usize], T0 + at, tok.into()),
+                })
+                .collect();
+            let policies = ps
+                .into_iter()
+                .enumerate()
+                .map(|(i, (pat, hourly, ovh, pue, from_h, len_h, model, prop))| {
+                    let mut s = spec(&format!("p{i}"));
+                    s.deployment_pattern = Glob::new(["*", "vllm-*", "tgi-c", "*-d"][pat as usize]).unwrap();
+                    s.gpu_hourly_cost = NonNegative::new(Decimal::new(hourly.into(), 2)).unwrap();
+                    s.overhead_pct = NonNegative::new(Decimal::from(ovh)).unwrap();
+                    s.pue = Pue::new(Decimal::new(pue.into(), 2)).unwrap();
+                    s.effective_from = Timestamp(T0 + from_h * H);
+                    s.effective_to = len_h.map(|l| Timestamp(T0 + (from_h + l) * H));
+                    s.gpu_model = model.then(|| "L40S".to_string());
+                    s.idle_capacity = if prop { IdleCapacity::Proportional } else { IdleCapacity::Unallocated };
+                    Policy::new(i as u64 + 1, s)
+                })
+                .collect();
+            Fleet { samples, usage, policies }
+        })
+}
+
+fn whole(f: &Fleet) -> Allocation {
+    run(&f.samples, &f.usage, &f.policies, T0, T0 + 6 * H)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn reconciliation_is_exact_to_the_cent(f in arb_fleet()) {
+        assert_reconciles(&whole(&f));
+    }
+
+    #[test]
+    fn rollups_give_the_raw_answer(f in arb_fleet()) {
+        let raw = whole(&f);
+        let cfg = SeriesConfig::default();
+        let out = cells(&f.samples, &cfg);
+        let rollups = aggregate(out.cells.clone());
+        prop_assert!(rollups.len() <= out.cells.len());
+        let mut rolled = allocate(&AllocationInput {
+            period: period(T0, T0 + 6 * H),
+            rollups: &rollups,
+            usage: &f.usage,
+            policies: &f.policies,
+            gaps: &out.gaps,
+            config: AllocationConfig::default(),
+        });
+        rolled.findings.extend(out.findings);
+        prop_assert_eq!(raw, rolled);
+    }
+
+    #[test]
+    fn input_order_does_not_matter(f in arb_fleet(), seed in any::<u64>()) {
+        let mut g = f.clone();
+        // A deterministic shuffle of samples and events.
+        let mut x = seed | 1;
+        let mut next = || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x };
+        for i in (1..g.samples.len()).rev() { let j = (next() % (i as u64 + 1)) as usize; g.samples.swap(i, j); }
+        for i in (1..g.usage.len()).rev() { let j = (next() % (i as u64 + 1)) as usize; g.usage.swap(i, j); }
+        prop_assert_eq!(whole(&f), whole(&g));
+    }
+
+    #[test]
+    fn resent_samples_and_events_change_nothing(f in arb_fleet(), k in 0usize..50) {
+        let mut g = f.clone();
+        let extra: Vec<Sample> = f.samples.iter().take(k).cloned().collect();
+        g.samples.extend(extra);
+        let extra: Vec<UsageEvent> = f.usage.iter().take(k / 5).cloned().collect();
+        g.usage.extend(extra);
+        prop_assert_eq!(whole(&f), whole(&g));
+    }
+}
