@@ -20,9 +20,12 @@ pub struct TenantId(pub Uuid);
 impl FromStr for TenantId {
     type Err = FieldError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Uuid::parse_str(s)
-            .map(TenantId)
-            .map_err(|_| FieldError::new("tenant_id", "must be a uuid, e.g. 8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10"))
+        Uuid::parse_str(s).map(TenantId).map_err(|_| {
+            FieldError::new(
+                "tenant_id",
+                "must be a uuid, e.g. 8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10",
+            )
+        })
     }
 }
 
@@ -147,7 +150,10 @@ impl FromStr for IdleCapacity {
         match s {
             "unallocated" => Ok(IdleCapacity::Unallocated),
             "proportional" => Ok(IdleCapacity::Proportional),
-            _ => Err(FieldError::new("idle_capacity", "must be `unallocated` or `proportional`")),
+            _ => Err(FieldError::new(
+                "idle_capacity",
+                "must be `unallocated` or `proportional`",
+            )),
         }
     }
 }
@@ -185,12 +191,18 @@ pub struct Policy {
 
 impl Policy {
     pub fn new(seq: u64, spec: PolicySpec) -> Self {
-        Policy { id: format!("alp_{seq}"), seq, spec }
+        Policy {
+            id: format!("alp_{seq}"),
+            seq,
+            spec,
+        }
     }
 
     /// In effect (and enabled) at instant `t`.
     pub fn in_effect_at(&self, t: Timestamp) -> bool {
-        self.spec.enabled && self.spec.effective_from <= t && self.spec.effective_to.is_none_or(|to| t < to)
+        self.spec.enabled
+            && self.spec.effective_from <= t
+            && self.spec.effective_to.is_none_or(|to| t < to)
     }
 }
 

@@ -13,7 +13,11 @@ pub struct FieldError {
 
 impl FieldError {
     pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        FieldError { index: None, field: field.into(), reason: reason.into() }
+        FieldError {
+            index: None,
+            field: field.into(),
+            reason: reason.into(),
+        }
     }
 
     /// The same error, located in record `index` of a batch.

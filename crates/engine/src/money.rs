@@ -23,8 +23,8 @@ impl Currency {
     /// Digits after the decimal point of the currency's minor unit (ISO 4217 table, the common exceptions).
     pub fn minor_unit_digits(&self) -> u32 {
         match &self.0 {
-            b"BIF" | b"CLP" | b"DJF" | b"GNF" | b"ISK" | b"JPY" | b"KMF" | b"KRW" | b"PYG" | b"RWF"
-            | b"UGX" | b"UYI" | b"VND" | b"VUV" | b"XAF" | b"XOF" | b"XPF" => 0,
+            b"BIF" | b"CLP" | b"DJF" | b"GNF" | b"ISK" | b"JPY" | b"KMF" | b"KRW" | b"PYG"
+            | b"RWF" | b"UGX" | b"UYI" | b"VND" | b"VUV" | b"XAF" | b"XOF" | b"XPF" => 0,
             b"BHD" | b"IQD" | b"JOD" | b"KWD" | b"LYD" | b"OMR" | b"TND" => 3,
             b"CLF" | b"UYW" => 4,
             _ => 2,
@@ -38,7 +38,10 @@ impl Currency {
 
     /// Rounds an exact amount once to the minor unit, half away from zero (commercial rounding).
     pub fn round(&self, amount: Decimal) -> Decimal {
-        let mut r = amount.round_dp_with_strategy(self.minor_unit_digits(), RoundingStrategy::MidpointAwayFromZero);
+        let mut r = amount.round_dp_with_strategy(
+            self.minor_unit_digits(),
+            RoundingStrategy::MidpointAwayFromZero,
+        );
         r.rescale(self.minor_unit_digits());
         r
     }
@@ -51,7 +54,10 @@ impl FromStr for Currency {
         if b.len() == 3 && b.iter().all(u8::is_ascii_uppercase) {
             Ok(Currency([b[0], b[1], b[2]]))
         } else {
-            Err(FieldError::new("currency", "must be three capital letters (ISO 4217), e.g. EUR"))
+            Err(FieldError::new(
+                "currency",
+                "must be three capital letters (ISO 4217), e.g. EUR",
+            ))
         }
     }
 }
@@ -71,7 +77,10 @@ pub struct Money {
 
 impl Money {
     pub fn zero(currency: Currency) -> Self {
-        Money { amount: currency.round(Decimal::ZERO), currency }
+        Money {
+            amount: currency.round(Decimal::ZERO),
+            currency,
+        }
     }
 }
 

@@ -65,7 +65,9 @@ impl fmt::Display for Glob {
 pub fn model_matches(policy_model: &str, sample_model: &str) -> bool {
     let p = policy_model.to_ascii_lowercase();
     let s = sample_model.to_ascii_lowercase();
-    s.starts_with(&p) || s.strip_prefix("nvidia ").is_some_and(|rest| rest.starts_with(&p))
+    s.starts_with(&p)
+        || s.strip_prefix("nvidia ")
+            .is_some_and(|rest| rest.starts_with(&p))
 }
 
 /// The policies that could price a (deployment, model) pair, most specific first. Effective dates are
@@ -81,7 +83,10 @@ impl Candidates {
             .filter(|(_, p)| {
                 p.spec.enabled
                     && p.spec.deployment_pattern.matches(deployment_id)
-                    && p.spec.gpu_model.as_deref().is_none_or(|m| model_matches(m, model))
+                    && p.spec
+                        .gpu_model
+                        .as_deref()
+                        .is_none_or(|m| model_matches(m, model))
             })
             .map(|(i, _)| i)
             .collect();
@@ -103,7 +108,10 @@ impl Candidates {
 
     /// The index of the policy that prices a window starting at `t`, if any.
     pub fn pick(&self, policies: &[Policy], t: Timestamp) -> Option<usize> {
-        self.0.iter().copied().find(|&i| policies[i].in_effect_at(t))
+        self.0
+            .iter()
+            .copied()
+            .find(|&i| policies[i].in_effect_at(t))
     }
 
     /// True when a policy of this list starts or ends strictly inside `(from, to]`, so that windows starting

@@ -119,17 +119,33 @@ pub struct Gap {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Finding {
     /// Samples no enabled policy prices: counted, never priced at zero silently.
-    Unpriced { deployment_id: String, samples: u64, gpu_seconds: Decimal },
+    Unpriced {
+        deployment_id: String,
+        samples: u64,
+        gpu_seconds: Decimal,
+    },
     /// Tenants' usage events claimed more GPU-seconds than were measured in a bucket; they were scaled down.
-    OverAttribution { deployment_id: String, bucket_start: Timestamp, claimed_gpu_seconds: Decimal, measured_gpu_seconds: Decimal },
+    OverAttribution {
+        deployment_id: String,
+        bucket_start: Timestamp,
+        claimed_gpu_seconds: Decimal,
+        measured_gpu_seconds: Decimal,
+    },
     /// Usage events name a deployment in a bucket where none of its GPU time was measured.
     UsageWithoutSamples { deployment_id: String, events: u64 },
     /// A rollup spans a policy change; it was priced by the policy at its first window. Feed raw samples there.
-    PolicyBoundaryInsideRollup { deployment_id: String, gpu_uuid: String, bucket_start: Timestamp },
+    PolicyBoundaryInsideRollup {
+        deployment_id: String,
+        gpu_uuid: String,
+        bucket_start: Timestamp,
+    },
     /// A deployment priced in several currencies: one row per currency.
     MixedCurrency { deployment_id: String },
     /// Two samples with the same (gpu_uuid, timestamp) but different figures: the first was kept.
-    ConflictingDuplicate { gpu_uuid: String, timestamp: Timestamp },
+    ConflictingDuplicate {
+        gpu_uuid: String,
+        timestamp: Timestamp,
+    },
 }
 
 impl Finding {

@@ -52,7 +52,13 @@ impl Quantities {
 
     /// `self x num / den`, field by field.
     pub fn scaled(&self, num: Decimal, den: Decimal) -> Quantities {
-        let s = |v: Decimal| if den.is_zero() { Decimal::ZERO } else { v * num / den };
+        let s = |v: Decimal| {
+            if den.is_zero() {
+                Decimal::ZERO
+            } else {
+                v * num / den
+            }
+        };
         Quantities {
             gpu_seconds: s(self.gpu_seconds),
             busy_gpu_seconds: s(self.busy_gpu_seconds),

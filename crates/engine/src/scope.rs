@@ -11,10 +11,17 @@ use crate::report::{Allocation, DailyCost, DeploymentRow, Finding};
 
 /// The allocation as tenant `t` sees it.
 pub fn scoped_to(a: &Allocation, t: TenantId) -> Allocation {
-    let items: Vec<_> = a.items.iter().filter(|i| i.tenant_id == t).cloned().collect();
+    let items: Vec<_> = a
+        .items
+        .iter()
+        .filter(|i| i.tenant_id == t)
+        .cloned()
+        .collect();
     let mut mine: BTreeMap<(&str, &str), (Decimal, Decimal, Decimal, Decimal)> = BTreeMap::new();
     for i in &items {
-        let e = mine.entry((i.deployment_id.as_str(), i.allocated.currency.as_str())).or_default();
+        let e = mine
+            .entry((i.deployment_id.as_str(), i.allocated.currency.as_str()))
+            .or_default();
         e.0 += i.allocated.amount;
         e.1 += i.gpu_seconds;
         e.2 += i.gpu_memory_gb_seconds;
@@ -36,7 +43,11 @@ pub fn scoped_to(a: &Allocation, t: TenantId) -> Allocation {
                 gpus: d.gpus,
                 gpu_seconds: *gs,
                 estimated_gpu_seconds: Decimal::ZERO,
-                busy_gpu_seconds: if d.gpu_seconds.is_zero() { Decimal::ZERO } else { d.busy_gpu_seconds * *gs / d.gpu_seconds },
+                busy_gpu_seconds: if d.gpu_seconds.is_zero() {
+                    Decimal::ZERO
+                } else {
+                    d.busy_gpu_seconds * *gs / d.gpu_seconds
+                },
                 gpu_memory_gb_seconds: *mem,
                 energy_wh: *wh,
                 cost: *amount,
@@ -54,20 +65,50 @@ pub fn scoped_to(a: &Allocation, t: TenantId) -> Allocation {
         .filter(|r| r.tenant_id == t)
         .map(|r| {
             let mut r = r.clone();
-            r.share = if total.is_zero() { Decimal::ZERO } else { Decimal::ONE };
+            r.share = if total.is_zero() {
+                Decimal::ZERO
+            } else {
+                Decimal::ONE
+            };
             r
         })
         .collect();
     // Daily cost of a deployment is the tenant's only for a deployment it owns.
-    let owned: Vec<&str> = deployments.iter().filter(|d| d.dedicated).map(|d| d.deployment_id.as_str()).collect();
-    let daily: Vec<DailyCost> = a.daily.iter().filter(|d| owned.contains(&d.deployment_id.as_str())).cloned().collect();
-    let visible: Vec<&str> = deployments.iter().map(|d| d.deployment_id.as_str()).collect();
+    let owned: Vec<&str> = deployments
+        .iter()
+        .filter(|d| d.dedicated)
+        .map(|d| d.deployment_id.as_str())
+        .collect();
+    let daily: Vec<DailyCost> = a
+        .daily
+        .iter()
+        .filter(|d| owned.contains(&d.deployment_id.as_str()))
+        .cloned()
+        .collect();
+    let visible: Vec<&str> = deployments
+        .iter()
+        .map(|d| d.deployment_id.as_str())
+        .collect();
     let findings = a
         .findings
         .iter()
         .filter(|f| matches!(f, Finding::Unpriced { deployment_id, .. } if visible.contains(&deployment_id.as_str())))
         .cloned()
         .collect();
-    let gaps = a.gaps.iter().filter(|g| visible.contains(&g.deployment_id.as_str())).cloned().collect();
-    Allocation { from: a.from, to: a.to, items, deployments, tenants, daily, gaps, findings }
+    let gaps = a
+        .gaps
+        .iter()
+        .filter(|g| visible.contains(&g.deployment_id.as_str()))
+        .cloned()
+        .collect();
+    Allocation {
+        from: a.from,
+        to: a.to,
+        items,
+        deployments,
+        tenants,
+        daily,
+        gaps,
+        findings,
+    }
 }

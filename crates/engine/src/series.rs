@@ -21,7 +21,10 @@ pub struct SeriesConfig {
 
 impl Default for SeriesConfig {
     fn default() -> Self {
-        SeriesConfig { bucket_ms: 3_600_000, max_gap_ms: 15 * 60_000 }
+        SeriesConfig {
+            bucket_ms: 3_600_000,
+            max_gap_ms: 15 * 60_000,
+        }
     }
 }
 
@@ -57,7 +60,10 @@ impl Edge {
 }
 
 fn same_series(a: &Sample, b: &Sample) -> bool {
-    a.deployment_id == b.deployment_id && a.owner == b.owner && a.model == b.model && a.gpu_fraction == b.gpu_fraction
+    a.deployment_id == b.deployment_id
+        && a.owner == b.owner
+        && a.model == b.model
+        && a.gpu_fraction == b.gpu_fraction
 }
 
 fn same_figures(a: &Sample, b: &Sample) -> bool {
@@ -85,7 +91,10 @@ pub fn cells(samples: &[Sample], cfg: &SeriesConfig) -> SeriesOutput {
                     let reported = matches!(out.findings.last(),
                         Some(Finding::ConflictingDuplicate { gpu_uuid, timestamp }) if *gpu_uuid == s.gpu_uuid && *timestamp == s.end);
                     if !same_figures(prev, s) && !reported {
-                        out.findings.push(Finding::ConflictingDuplicate { gpu_uuid: s.gpu_uuid.clone(), timestamp: s.end });
+                        out.findings.push(Finding::ConflictingDuplicate {
+                            gpu_uuid: s.gpu_uuid.clone(),
+                            timestamp: s.end,
+                        });
                     }
                 }
                 _ => kept.push(s),
@@ -116,7 +125,11 @@ pub fn fill_between(a: &Sample, b: &Sample, cfg: &SeriesConfig, out: &mut Series
             deployment_id: a.deployment_id.clone(),
             from,
             to,
-            reason: if hole > cfg.max_gap_ms { GapReason::TooLong } else { GapReason::SeriesChanged },
+            reason: if hole > cfg.max_gap_ms {
+                GapReason::TooLong
+            } else {
+                GapReason::SeriesChanged
+            },
         });
         return;
     }
@@ -189,7 +202,11 @@ pub fn sample_cells(s: &Sample, bucket_ms: i64, cells: &mut Vec<Rollup>) {
     let n = spans.len();
     let mut left = whole;
     for (i, (p, q)) in spans.into_iter().enumerate() {
-        let part = if i + 1 == n { left } else { whole.part(Decimal::from(q.0 - p.0), Decimal::from(s.window_ms)) };
+        let part = if i + 1 == n {
+            left
+        } else {
+            whole.part(Decimal::from(q.0 - p.0), Decimal::from(s.window_ms))
+        };
         left.sub(&part);
         cells.push(Rollup {
             key: key_of(s, p.floor_to(bucket_ms)),
@@ -222,7 +239,13 @@ mod tests {
     fn parts_cut_at_bucket_bounds() {
         let h = 3_600_000;
         let v = parts(Timestamp(h - 5000), Timestamp(h + 10_000), h);
-        assert_eq!(v, vec![(Timestamp(h - 5000), Timestamp(h)), (Timestamp(h), Timestamp(h + 10_000))]);
+        assert_eq!(
+            v,
+            vec![
+                (Timestamp(h - 5000), Timestamp(h)),
+                (Timestamp(h), Timestamp(h + 10_000))
+            ]
+        );
         assert_eq!(parts(Timestamp(0), Timestamp(15_000), h).len(), 1);
     }
 }

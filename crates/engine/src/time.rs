@@ -26,11 +26,18 @@ impl Timestamp {
 
     /// Parses RFC 3339 (`2026-10-01T00:00:15Z`, any offset); sub-millisecond digits are rejected rather than lost.
     pub fn parse_rfc3339(s: &str) -> Result<Self, FieldError> {
-        let dt = OffsetDateTime::parse(s, &Rfc3339)
-            .map_err(|_| FieldError::new("timestamp", "must be an RFC 3339 date-time, e.g. 2026-10-01T00:00:15Z"))?;
+        let dt = OffsetDateTime::parse(s, &Rfc3339).map_err(|_| {
+            FieldError::new(
+                "timestamp",
+                "must be an RFC 3339 date-time, e.g. 2026-10-01T00:00:15Z",
+            )
+        })?;
         let nanos = dt.unix_timestamp_nanos();
         if nanos % 1_000_000 != 0 {
-            return Err(FieldError::new("timestamp", "has more precision than a millisecond"));
+            return Err(FieldError::new(
+                "timestamp",
+                "has more precision than a millisecond",
+            ));
         }
         let ms = i64::try_from(nanos / 1_000_000)
             .map_err(|_| FieldError::new("timestamp", "is out of range"))?;
@@ -40,8 +47,9 @@ impl Timestamp {
     /// Parses a calendar date (`2026-10-01`) as its midnight UTC.
     pub fn parse_date(s: &str) -> Result<Self, FieldError> {
         let fmt = time::macros::format_description!("[year]-[month]-[day]");
-        let d = time::Date::parse(s, &fmt)
-            .map_err(|_| FieldError::new("date", "must be a date YYYY-MM-DD or an RFC 3339 date-time"))?;
+        let d = time::Date::parse(s, &fmt).map_err(|_| {
+            FieldError::new("date", "must be a date YYYY-MM-DD or an RFC 3339 date-time")
+        })?;
         Ok(Timestamp(d.midnight().assume_utc().unix_timestamp() * 1000))
     }
 
@@ -107,7 +115,10 @@ mod tests {
         assert_eq!(t.to_string(), "2026-10-01T00:00:15.250Z");
         assert!(Timestamp::parse_rfc3339("2026-10-01 00:00:15").is_err());
         assert!(Timestamp::parse_rfc3339("2026-10-01T00:00:15.0001Z").is_err());
-        assert_eq!(Timestamp::parse_date("2026-10-01").unwrap().to_string(), "2026-10-01T00:00:00Z");
+        assert_eq!(
+            Timestamp::parse_date("2026-10-01").unwrap().to_string(),
+            "2026-10-01T00:00:00Z"
+        );
     }
 
     #[test]

@@ -93,7 +93,10 @@ pub fn fmt_dec(d: Decimal, dp: u32) -> String {
 }
 
 fn money(amount: Decimal, currency: &str) -> MoneyView {
-    MoneyView { amount: amount.to_string(), currency: currency.to_string() }
+    MoneyView {
+        amount: amount.to_string(),
+        currency: currency.to_string(),
+    }
 }
 
 /// The period label: `2026-10` when the period is one calendar month, else `FROM/TO`.
@@ -205,7 +208,14 @@ impl AllocationView {
                     reason: g.reason.as_str(),
                 })
                 .collect(),
-            findings: a.findings.iter().map(|f| FindingView { code: f.code(), message: finding_message(f) }).collect(),
+            findings: a
+                .findings
+                .iter()
+                .map(|f| FindingView {
+                    code: f.code(),
+                    message: finding_message(f),
+                })
+                .collect(),
         }
     }
 }

@@ -11,7 +11,8 @@ use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Vis
 use uuid::Uuid;
 
 use crate::domain::{
-    GpuFraction, IdleCapacity, ModelRef, NonNegative, Policy, PolicySpec, Pue, Sample, TenantId, UnitInterval, UsageEvent,
+    GpuFraction, IdleCapacity, ModelRef, NonNegative, Policy, PolicySpec, Pue, Sample, TenantId,
+    UnitInterval, UsageEvent,
 };
 use crate::error::FieldError;
 use crate::money::Currency;
@@ -71,7 +72,11 @@ impl<'de> Deserialize<'de> for Loose {
             }
             fn visit_f64<E>(self, v: f64) -> Result<Loose, E> {
                 // Rust prints the shortest text that reads back as the same double: the number as written.
-                Ok(Loose::Number(if v.is_finite() { format!("{v}") } else { "NaN".into() }))
+                Ok(Loose::Number(if v.is_finite() {
+                    format!("{v}")
+                } else {
+                    "NaN".into()
+                }))
             }
             fn visit_str<E>(self, v: &str) -> Result<Loose, E> {
                 Ok(Loose::Str(v.to_string()))
@@ -106,8 +111,14 @@ pub struct Record<'a> {
 impl<'a> Record<'a> {
     pub fn new(value: &'a Loose, what: &str) -> Result<Self, FieldError> {
         match value {
-            Loose::Object(fields) => Ok(Record { fields, errors: Vec::new() }),
-            other => Err(FieldError::new(what, format!("must be an object, not {}", other.kind()))),
+            Loose::Object(fields) => Ok(Record {
+                fields,
+                errors: Vec::new(),
+            }),
+            other => Err(FieldError::new(
+                what,
+                format!("must be an object, not {}", other.kind()),
+            )),
         }
     }
 
@@ -124,7 +135,12 @@ impl<'a> Record<'a> {
 
     /// Rejects fields this record does not know (a typo must not silently become a default).
     pub fn deny_unknown(&mut self, known: &[&str]) {
-        let unknown: Vec<String> = self.fields.keys().filter(|k| !known.contains(&k.as_str())).cloned().collect();
+        let unknown: Vec<String> = self
+            .fields
+            .keys()
+            .filter(|k| !known.contains(&k.as_str()))
+            .cloned()
+            .collect();
         for k in unknown {
             self.fail(&k, "is not a known field");
         }
@@ -176,7 +192,10 @@ impl<'a> Record<'a> {
             Loose::Str(s) => s.trim().to_string(),
             other => {
                 let k = other.kind();
-                self.fail(name, format!("must be a number or a decimal string, not {k}"));
+                self.fail(
+                    name,
+                    format!("must be a number or a decimal string, not {k}"),
+                );
                 return None;
             }
         };
@@ -188,18 +207,30 @@ impl<'a> Record<'a> {
             if bounds.round {
                 d = d.round_dp(bounds.dp);
             } else {
-                self.fail(name, format!("must have at most {} decimal places", bounds.dp));
+                self.fail(
+                    name,
+                    format!("must have at most {} decimal places", bounds.dp),
+                );
                 return None;
             }
         }
-        let below = if bounds.min_exclusive { d <= bounds.min } else { d < bounds.min };
+        let below = if bounds.min_exclusive {
+            d <= bounds.min
+        } else {
+            d < bounds.min
+        };
         if below || d > bounds.max {
-            let low = if bounds.min_exclusive { "above" } else { "at least" };
-            let reason = if bounds.min == Decimal::ZERO && !bounds.min_exclusive && d < Decimal::ZERO {
-                "must not be negative".to_string()
+            let low = if bounds.min_exclusive {
+                "above"
             } else {
-                format!("must be {low} {} and at most {}", bounds.min, bounds.max)
+                "at least"
             };
+            let reason =
+                if bounds.min == Decimal::ZERO && !bounds.min_exclusive && d < Decimal::ZERO {
+                    "must not be negative".to_string()
+                } else {
+                    format!("must be {low} {} and at most {}", bounds.min, bounds.max)
+                };
             self.fail(name, reason);
             return None;
         }
@@ -214,7 +245,11 @@ impl<'a> Record<'a> {
         self.opt_decimal(name, bounds)
     }
 
-    pub fn opt_parsed<T>(&mut self, name: &str, parse: impl FnOnce(&str) -> Result<T, FieldError>) -> Option<T> {
+    pub fn opt_parsed<T>(
+        &mut self,
+        name: &str,
+        parse: impl FnOnce(&str) -> Result<T, FieldError>,
+    ) -> Option<T> {
         let s = self.opt_str(name, MAX_NAME)?;
         match parse(&s) {
             Ok(v) => Some(v),
@@ -250,11 +285,23 @@ pub struct Bounds {
 impl Bounds {
     /// `0 <= x <= max`, rounded to `dp` places.
     pub fn non_negative(max: i64, dp: u32) -> Self {
-        Bounds { min: Decimal::ZERO, min_exclusive: false, max: Decimal::from(max), dp, round: true }
+        Bounds {
+            min: Decimal::ZERO,
+            min_exclusive: false,
+            max: Decimal::from(max),
+            dp,
+            round: true,
+        }
     }
     /// A price: `0 <= x <= max`, at most 10 places, never rounded.
     pub fn price(max: i64) -> Self {
-        Bounds { min: Decimal::ZERO, min_exclusive: false, max: Decimal::from(max), dp: 10, round: false }
+        Bounds {
+            min: Decimal::ZERO,
+            min_exclusive: false,
+            max: Decimal::from(max),
+            dp: 10,
+            round: false,
+        }
     }
 }
 
@@ -262,13 +309,31 @@ impl Bounds {
 pub mod sample_bounds {
     use super::*;
     pub fn window() -> Bounds {
-        Bounds { min: Decimal::ZERO, min_exclusive: true, max: Decimal::from(3600), dp: 3, round: false }
+        Bounds {
+            min: Decimal::ZERO,
+            min_exclusive: true,
+            max: Decimal::from(3600),
+            dp: 3,
+            round: false,
+        }
     }
     pub fn utilization() -> Bounds {
-        Bounds { min: Decimal::ZERO, min_exclusive: false, max: Decimal::ONE, dp: 6, round: true }
+        Bounds {
+            min: Decimal::ZERO,
+            min_exclusive: false,
+            max: Decimal::ONE,
+            dp: 6,
+            round: true,
+        }
     }
     pub fn fraction() -> Bounds {
-        Bounds { min: Decimal::ZERO, min_exclusive: true, max: Decimal::ONE, dp: 6, round: true }
+        Bounds {
+            min: Decimal::ZERO,
+            min_exclusive: true,
+            max: Decimal::ONE,
+            dp: 6,
+            round: true,
+        }
     }
     pub fn memory_gb() -> Bounds {
         Bounds::non_negative(1 << 20, 10)
@@ -324,14 +389,21 @@ pub fn parse_sample(v: &Loose, now: Timestamp) -> Result<Sample, Vec<FieldError>
     else {
         return Err(vec![FieldError::new("sample", "is incomplete")]);
     };
-    let (Some(window), Some(utilization), Some(memory), Some(power)) = (window, utilization, memory, power) else {
+    let (Some(window), Some(utilization), Some(memory), Some(power)) =
+        (window, utilization, memory, power)
+    else {
         return Err(vec![FieldError::new("sample", "is incomplete")]);
     };
     let window_ms = (window * Decimal::from(1000)).trunc();
     let window_ms = i64::try_from(window_ms).unwrap_or(0);
     let fraction = match fraction {
         None => GpuFraction::WHOLE,
-        Some(f) => GpuFraction::new(f).ok_or_else(|| vec![FieldError::new("gpu_fraction", "must be above 0 and at most 1")])?,
+        Some(f) => GpuFraction::new(f).ok_or_else(|| {
+            vec![FieldError::new(
+                "gpu_fraction",
+                "must be above 0 and at most 1",
+            )]
+        })?,
     };
     let to_non_neg = |d: Decimal| NonNegative::new(d).unwrap_or(NonNegative::ZERO);
     Ok(Sample {
@@ -392,14 +464,21 @@ pub fn parse_policy(v: &Loose, now: Timestamp) -> Result<PolicySpec, Vec<FieldEr
     r.deny_unknown(POLICY_FIELDS);
     let name = r.req_str("name", 200);
     let pattern = r.opt_parsed("deployment_pattern", |s| {
-        Glob::new(s).ok_or_else(|| FieldError::new("deployment_pattern", "must be a non-empty glob"))
+        Glob::new(s)
+            .ok_or_else(|| FieldError::new("deployment_pattern", "must be a non-empty glob"))
     });
     let gpu_model = r.opt_str("gpu_model", MAX_NAME);
     let currency = r.opt_parsed("currency", Currency::from_str);
     let hourly = r.req_decimal("gpu_hourly_cost", Bounds::price(1_000_000_000));
     let overhead = r.opt_decimal("overhead_pct", Bounds::price(10_000));
     let energy = r.opt_decimal("energy_kwh_price", Bounds::price(1_000_000));
-    let pue = r.opt_decimal("pue", Bounds { min: Decimal::ONE, ..Bounds::price(100) });
+    let pue = r.opt_decimal(
+        "pue",
+        Bounds {
+            min: Decimal::ONE,
+            ..Bounds::price(100)
+        },
+    );
     let storage = r.opt_decimal("storage_gb_month_price", Bounds::price(1_000_000));
     let idle = r.opt_parsed("idle_capacity", IdleCapacity::from_str);
     let enabled = r.opt_bool("enabled");
@@ -417,7 +496,8 @@ pub fn parse_policy(v: &Loose, now: Timestamp) -> Result<PolicySpec, Vec<FieldEr
     let (Some(name), Some(hourly)) = (name, hourly) else {
         return Err(vec![FieldError::new("policy", "is incomplete")]);
     };
-    let nn = |d: Option<Decimal>| NonNegative::new(d.unwrap_or_default()).unwrap_or(NonNegative::ZERO);
+    let nn =
+        |d: Option<Decimal>| NonNegative::new(d.unwrap_or_default()).unwrap_or(NonNegative::ZERO);
     Ok(PolicySpec {
         name,
         deployment_pattern: pattern.unwrap_or_else(Glob::any),
@@ -460,7 +540,10 @@ const EVENT_FIELDS: &[&str] = &[
 ];
 
 fn unit_name_ok(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
 
 /// Parses one usage event (contract usage-event.schema.json, schema_version "1.0").
@@ -475,7 +558,10 @@ pub fn parse_usage_event(v: &Loose, tenant: TenantSource) -> Result<UsageEvent, 
     }
     match r.opt_str("schema_version", 16).as_deref() {
         Some("1.0") => {}
-        Some(other) => r.fail("schema_version", format!("must be \"1.0\", not \"{other}\"")),
+        Some(other) => r.fail(
+            "schema_version",
+            format!("must be \"1.0\", not \"{other}\""),
+        ),
         None => r.fail("schema_version", "is required"),
     }
     let body_tenant = r.opt_parsed("tenant_id", TenantId::from_str);
@@ -483,7 +569,10 @@ pub fn parse_usage_event(v: &Loose, tenant: TenantSource) -> Result<UsageEvent, 
         (TenantSource::Credential(t), None) => Some(t),
         (TenantSource::Credential(t), Some(b)) if b == t => Some(t),
         (TenantSource::Credential(_), Some(_)) => {
-            r.fail("tenant_id", "differs from the tenant of the credential; omit it");
+            r.fail(
+                "tenant_id",
+                "differs from the tenant of the credential; omit it",
+            );
             None
         }
         (TenantSource::Body, Some(b)) => Some(b),
@@ -528,7 +617,8 @@ pub fn parse_usage_event(v: &Loose, tenant: TenantSource) -> Result<UsageEvent, 
                     r.fail(&field, "unit names are lowercase letters, digits and _");
                     continue;
                 }
-                let wrapper: BTreeMap<String, Loose> = [(field.clone(), v.clone())].into_iter().collect();
+                let wrapper: BTreeMap<String, Loose> =
+                    [(field.clone(), v.clone())].into_iter().collect();
                 let wrapped = Loose::Object(wrapper);
                 let mut sub = Record::new(&wrapped, "units").map_err(|e| vec![e])?;
                 if let Some(d) = sub.req_decimal(&field, b) {
@@ -587,7 +677,10 @@ pub fn parse_usage_event(v: &Loose, tenant: TenantSource) -> Result<UsageEvent, 
 }
 
 /// Parses a batch of usage events: all or nothing, every error located by index.
-pub fn parse_usage_events(values: &[Loose], tenant: TenantSource) -> Result<Vec<UsageEvent>, Vec<FieldError>> {
+pub fn parse_usage_events(
+    values: &[Loose],
+    tenant: TenantSource,
+) -> Result<Vec<UsageEvent>, Vec<FieldError>> {
     let mut out = Vec::with_capacity(values.len());
     let mut errors = Vec::new();
     for (i, v) in values.iter().enumerate() {
@@ -606,7 +699,9 @@ pub fn parse_usage_events(values: &[Loose], tenant: TenantSource) -> Result<Vec<
 /// A stored policy as the API and files show it (also what `allocate --policies FILE` reads back).
 pub fn parse_stored_policy(v: &Loose, index: usize) -> Result<Policy, Vec<FieldError>> {
     let Loose::Object(m) = v else {
-        return Err(vec![FieldError::new("policy", "must be an object").at(index)]);
+        return Err(vec![
+            FieldError::new("policy", "must be an object").at(index)
+        ]);
     };
     let seq = match m.get("id") {
         Some(Loose::Str(id)) => id.strip_prefix("alp_").and_then(|n| n.parse::<u64>().ok()),

@@ -1,12 +1,14 @@
 //! The engine against the spec: the worked example, the seed's acceptance test, dedicated and shared
 //! deployments, idle capacity, effective dates, gaps; then properties over random fleets.
+#![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use eai_engine::allocate::{allocate, allocate_samples, AllocationConfig, AllocationInput, Period};
 use eai_engine::domain::{
-    GpuFraction, IdleCapacity, NonNegative, Policy, PolicySpec, Pue, Sample, TenantId, UnitInterval, UsageEvent,
+    GpuFraction, IdleCapacity, NonNegative, Policy, PolicySpec, Pue, Sample, TenantId,
+    UnitInterval, UsageEvent,
 };
 use eai_engine::money::Currency;
 use eai_engine::policy::Glob;
@@ -85,7 +87,10 @@ fn worked_policy() -> Vec<Policy> {
 
 fn tokens(t: TenantId, dep: &str, at_ms: i64, n: u64) -> UsageEvent {
     let mut units = BTreeMap::new();
-    units.insert("tokens_in".to_string(), NonNegative::new(Decimal::from(n)).unwrap());
+    units.insert(
+        "tokens_in".to_string(),
+        NonNegative::new(Decimal::from(n)).unwrap(),
+    );
     UsageEvent {
         event_id: Uuid::new_v4(),
         tenant_id: t,
@@ -106,7 +111,8 @@ fn tokens(t: TenantId, dep: &str, at_ms: i64, n: u64) -> UsageEvent {
 fn gpu_seconds_event(t: TenantId, dep: &str, at_ms: i64, gs: &str) -> UsageEvent {
     let mut e = tokens(t, dep, at_ms, 0);
     e.units.clear();
-    e.units.insert("gpu_seconds".into(), NonNegative::new(d(gs)).unwrap());
+    e.units
+        .insert("gpu_seconds".into(), NonNegative::new(d(gs)).unwrap());
     e
 }
 
@@ -114,12 +120,29 @@ fn period(from: i64, to: i64) -> Period {
     Period::new(Timestamp(from), Timestamp(to), H).unwrap()
 }
 
-fn run(samples: &[Sample], usage: &[UsageEvent], policies: &[Policy], from: i64, to: i64) -> Allocation {
-    allocate_samples(samples, usage, policies, period(from, to), &SeriesConfig::default(), AllocationConfig::default())
+fn run(
+    samples: &[Sample],
+    usage: &[UsageEvent],
+    policies: &[Policy],
+    from: i64,
+    to: i64,
+) -> Allocation {
+    allocate_samples(
+        samples,
+        usage,
+        policies,
+        period(from, to),
+        &SeriesConfig::default(),
+        AllocationConfig::default(),
+    )
 }
 
 fn amount(a: &Allocation, t: TenantId) -> Decimal {
-    a.tenants.iter().find(|r| r.tenant_id == t).map(|r| r.cost).unwrap_or_default()
+    a.tenants
+        .iter()
+        .find(|r| r.tenant_id == t)
+        .map(|r| r.cost)
+        .unwrap_or_default()
 }
 
 /// allocated + unallocated == cost for every row, and items sum to allocated, to the cent.
@@ -129,15 +152,29 @@ fn assert_reconciles(a: &Allocation) {
         let items: Decimal = a
             .items
             .iter()
-            .filter(|i| i.deployment_id == row.deployment_id && Some(i.allocated.currency) == row.currency)
+            .filter(|i| {
+                i.deployment_id == row.deployment_id && Some(i.allocated.currency) == row.currency
+            })
             .map(|i| i.allocated.amount)
             .sum();
         assert_eq!(items, row.allocated, "items of {}", row.deployment_id);
         if let Some(c) = row.currency {
-            assert_eq!(row.cost, c.round(row.cost), "cost is rounded to the minor unit");
-            let days: Decimal =
-                a.daily.iter().filter(|x| x.deployment_id == row.deployment_id && x.currency == c).map(|x| x.cost).sum();
-            assert_eq!(days, row.cost, "daily costs of {} sum to its cost", row.deployment_id);
+            assert_eq!(
+                row.cost,
+                c.round(row.cost),
+                "cost is rounded to the minor unit"
+            );
+            let days: Decimal = a
+                .daily
+                .iter()
+                .filter(|x| x.deployment_id == row.deployment_id && x.currency == c)
+                .map(|x| x.cost)
+                .sum();
+            assert_eq!(
+                days, row.cost,
+                "daily costs of {} sum to its cost",
+                row.deployment_id
+            );
         }
     }
 }
@@ -146,7 +183,10 @@ fn assert_reconciles(a: &Allocation) {
 fn worked_example_of_the_spec() {
     // 2.10 EUR/GPU-hour, overhead 18 %, PUE 1.4, 0.21 EUR/kWh; 2 GPUs every 15 s for one hour at 400 W.
     let samples = fleet("vllm-llama-70b", 2, T0, T0 + H);
-    let usage = vec![tokens(tenant(1), "vllm-llama-70b", T0 + 60_000, 7000), tokens(tenant(2), "vllm-llama-70b", T0 + 1_800_000, 3000)];
+    let usage = vec![
+        tokens(tenant(1), "vllm-llama-70b", T0 + 60_000, 7000),
+        tokens(tenant(2), "vllm-llama-70b", T0 + 1_800_000, 3000),
+    ];
     let a = run(&samples, &usage, &worked_policy(), T0, T0 + H);
     let row = &a.deployments[0];
     assert_eq!(row.gpu_seconds, d("7200"));
@@ -159,7 +199,14 @@ fn worked_example_of_the_spec() {
     assert_eq!(amount(&a, tenant(1)), d("3.63"));
     assert_eq!(amount(&a, tenant(2)), d("1.56"));
     assert_eq!(a.items.len(), 2);
-    assert_eq!(a.items.iter().find(|i| i.tenant_id == tenant(1)).unwrap().gpu_seconds, d("5040"));
+    assert_eq!(
+        a.items
+            .iter()
+            .find(|i| i.tenant_id == tenant(1))
+            .unwrap()
+            .gpu_seconds,
+        d("5040")
+    );
     assert!(a.gaps.is_empty());
     assert_reconciles(&a);
 }
@@ -178,8 +225,16 @@ fn seed_acceptance_70_30_tokens_give_70_30_of_the_allocated_cost() {
     let (a1, a2) = (amount(&a, tenant(1)), amount(&a, tenant(2)));
     assert_eq!(a1 + a2, row.allocated);
     // 70/30 of the allocated cost, to the cent (largest remainder may move one cent).
-    assert!((a1 - row.allocated * d("0.7")).abs() <= d("0.01"), "{a1} vs {}", row.allocated);
-    assert!((a2 - row.allocated * d("0.3")).abs() <= d("0.01"), "{a2} vs {}", row.allocated);
+    assert!(
+        (a1 - row.allocated * d("0.7")).abs() <= d("0.01"),
+        "{a1} vs {}",
+        row.allocated
+    );
+    assert!(
+        (a2 - row.allocated * d("0.3")).abs() <= d("0.01"),
+        "{a2} vs {}",
+        row.allocated
+    );
     assert_eq!(row.cost, d("103.82")); // 40 GPU-hours x 2.478 + 16 kWh x 1.4 x 0.21 = 103.824
     assert_reconciles(&a);
 }
@@ -207,7 +262,10 @@ fn dedicated_deployment_goes_wholly_to_its_owner_idle_included() {
 fn idle_buckets_stay_unallocated_or_are_spread_proportionally() {
     // Two hours measured; usage only in the first.
     let samples = fleet("shared-llm", 2, T0, T0 + 2 * H);
-    let usage = vec![tokens(tenant(1), "shared-llm", T0 + 1000, 300), tokens(tenant(2), "shared-llm", T0 + 2000, 100)];
+    let usage = vec![
+        tokens(tenant(1), "shared-llm", T0 + 1000, 300),
+        tokens(tenant(2), "shared-llm", T0 + 2000, 100),
+    ];
     let a = run(&samples, &usage, &worked_policy(), T0, T0 + 2 * H);
     let row = &a.deployments[0];
     assert_eq!(row.cost, d("10.38"));
@@ -259,7 +317,10 @@ fn gpu_seconds_claims_are_used_as_given_and_capped_at_what_was_measured() {
     let gs: Vec<Decimal> = a.tenants.iter().map(|t| t.gpu_seconds).collect();
     assert_eq!(gs, vec![d("2500"), d("1100")]);
     assert_eq!(a.deployments[0].unallocated, d("0.00"));
-    assert!(a.findings.iter().any(|f| matches!(f, Finding::OverAttribution { .. })));
+    assert!(a
+        .findings
+        .iter()
+        .any(|f| matches!(f, Finding::OverAttribution { .. })));
     assert_reconciles(&a);
 }
 
@@ -273,7 +334,10 @@ fn a_policy_that_starts_mid_period_prices_only_the_samples_after_it() {
     assert_eq!(row.samples, 480);
     assert_eq!(row.unpriced_samples, 240);
     assert_eq!(row.cost, d("2.60")); // one GPU-hour priced
-    assert!(a.findings.iter().any(|f| matches!(f, Finding::Unpriced { samples: 240, .. })));
+    assert!(a
+        .findings
+        .iter()
+        .any(|f| matches!(f, Finding::Unpriced { samples: 240, .. })));
     assert_reconciles(&a);
 
     // A boundary inside an hour (10:20) prices from the first window that starts at or after it.
@@ -291,7 +355,10 @@ fn no_policy_means_unpriced_never_zero() {
     assert_eq!(row.currency, None);
     assert_eq!(row.unpriced_samples, 240);
     assert_eq!(row.gpu_seconds, d("3600"));
-    assert!(matches!(a.findings[0], Finding::Unpriced { samples: 240, .. }));
+    assert!(matches!(
+        a.findings[0],
+        Finding::Unpriced { samples: 240, .. }
+    ));
 }
 
 #[test]
@@ -312,9 +379,19 @@ fn most_specific_policy_wins() {
     let mut l40s = spec("l40s");
     l40s.gpu_model = Some("l40s".into());
     l40s.gpu_hourly_cost = NonNegative::new(d("3")).unwrap();
-    let policies = vec![Policy::new(1, general), Policy::new(2, vllm), Policy::new(3, l40s)];
+    let policies = vec![
+        Policy::new(1, general),
+        Policy::new(2, vllm),
+        Policy::new(3, l40s),
+    ];
     let a = run(&samples, &[], &policies, T0, T0 + H);
-    let cost = |dep: &str| a.deployments.iter().find(|r| r.deployment_id == dep).unwrap().cost;
+    let cost = |dep: &str| {
+        a.deployments
+            .iter()
+            .find(|r| r.deployment_id == dep)
+            .unwrap()
+            .cost
+    };
     // energy part: 0.4 kWh x 1.4 x 0.21 = 0.1176; GPU part: price x 1.18
     assert_eq!(cost("vllm-llama-70b"), d("2.48")); // 2.36 + 0.1176
     assert_eq!(cost("tgi-mistral"), d("3.66")); // 3.54 + 0.1176
@@ -326,7 +403,12 @@ fn a_short_gap_is_interpolated_and_flagged_estimated() {
     // Drop 5 minutes (20 windows) in the middle; power ramps 300 W before, 500 W after.
     samples.retain(|s| !(s.end.0 > T0 + 20 * 60_000 && s.end.0 <= T0 + 25 * 60_000));
     for s in &mut samples {
-        s.power_w = NonNegative::new(if s.end.0 <= T0 + 20 * 60_000 { d("300") } else { d("500") }).unwrap();
+        s.power_w = NonNegative::new(if s.end.0 <= T0 + 20 * 60_000 {
+            d("300")
+        } else {
+            d("500")
+        })
+        .unwrap();
     }
     let a = run(&samples, &[], &worked_policy(), T0, T0 + H);
     let row = &a.deployments[0];
@@ -349,7 +431,10 @@ fn a_long_gap_is_reported_not_filled() {
     assert_eq!(row.estimated_gpu_seconds, d("0"));
     assert_eq!(a.gaps.len(), 1);
     let g = &a.gaps[0];
-    assert_eq!((g.from.0, g.to.0, g.reason), (T0 + 30 * 60_000, T0 + 60 * 60_000, GapReason::TooLong));
+    assert_eq!(
+        (g.from.0, g.to.0, g.reason),
+        (T0 + 30 * 60_000, T0 + 60 * 60_000, GapReason::TooLong)
+    );
 }
 
 #[test]
@@ -381,9 +466,19 @@ fn a_conflicting_resend_keeps_the_first_received_and_is_reported_once() {
     let first = sample("GPU-x", "vllm-a", T0 + 15_000);
     let mut second = first.clone();
     second.power_w = NonNegative::new(d("700")).unwrap();
-    let a = run(&[first.clone(), second.clone(), second], &[], &worked_policy(), T0, T0 + H);
+    let a = run(
+        &[first.clone(), second.clone(), second],
+        &[],
+        &worked_policy(),
+        T0,
+        T0 + H,
+    );
     assert_eq!(a.deployments[0].energy_wh, d("1.666667"));
-    let conflicts = a.findings.iter().filter(|f| matches!(f, Finding::ConflictingDuplicate { .. })).count();
+    let conflicts = a
+        .findings
+        .iter()
+        .filter(|f| matches!(f, Finding::ConflictingDuplicate { .. }))
+        .count();
     assert_eq!(conflicts, 1);
 }
 
@@ -413,14 +508,20 @@ fn mig_slices_are_charged_by_their_fraction() {
 #[test]
 fn tenant_scope_shows_only_the_tenants_own_share() {
     let samples = fleet("vllm-llama-70b", 2, T0, T0 + H);
-    let usage = vec![tokens(tenant(1), "vllm-llama-70b", T0 + 60_000, 7000), tokens(tenant(2), "vllm-llama-70b", T0 + 1_800_000, 3000)];
+    let usage = vec![
+        tokens(tenant(1), "vllm-llama-70b", T0 + 60_000, 7000),
+        tokens(tenant(2), "vllm-llama-70b", T0 + 1_800_000, 3000),
+    ];
     let a = run(&samples, &usage, &worked_policy(), T0, T0 + H);
     let s = eai_engine::scope::scoped_to(&a, tenant(2));
     assert!(s.items.iter().all(|i| i.tenant_id == tenant(2)));
     assert_eq!(s.tenants.len(), 1);
     assert_eq!(s.deployments[0].cost, d("1.56"));
     assert_eq!(s.deployments[0].unallocated, d("0"));
-    assert!(s.daily.is_empty(), "a shared deployment's daily total would reveal others' cost");
+    assert!(
+        s.daily.is_empty(),
+        "a shared deployment's daily total would reveal others' cost"
+    );
 }
 
 #[test]
@@ -435,7 +536,8 @@ fn policies_parse_with_the_portal_guides_validation_messages() {
     assert_eq!(p.energy_kwh_price.get(), d("0.21"));
     assert_eq!(p.deployment_pattern.as_str(), "*");
     assert_eq!(p.effective_from, Timestamp(T0));
-    let errs = parse(r#"{"name":"x","currency":"eur","gpu_hourly_cost":"-1","pue":0.9}"#).unwrap_err();
+    let errs =
+        parse(r#"{"name":"x","currency":"eur","gpu_hourly_cost":"-1","pue":0.9}"#).unwrap_err();
     let fields: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
     assert_eq!(fields, vec!["currency", "gpu_hourly_cost", "pue"]);
     assert_eq!(errs[1].reason, "must not be negative");
@@ -456,10 +558,20 @@ fn samples_parse_with_every_bad_field_located() {
     )
     .unwrap();
     let errs = parse_samples(&v, Timestamp(T0)).unwrap_err();
-    let got: Vec<(usize, &str)> = errs.iter().map(|e| (e.index.unwrap(), e.field.as_str())).collect();
+    let got: Vec<(usize, &str)> = errs
+        .iter()
+        .map(|e| (e.index.unwrap(), e.field.as_str()))
+        .collect();
     assert_eq!(
         got,
-        vec![(1, "node"), (1, "window_seconds"), (1, "utilization"), (1, "memory_used_gb"), (1, "power_w"), (1, "gpu_fraction")]
+        vec![
+            (1, "node"),
+            (1, "window_seconds"),
+            (1, "utilization"),
+            (1, "memory_used_gb"),
+            (1, "power_w"),
+            (1, "gpu_fraction")
+        ]
     );
     let ok = parse_samples(&v[..1], Timestamp(T0)).unwrap();
     assert_eq!(ok[0].utilization.get(), d("0.82"));
@@ -478,9 +590,34 @@ struct Fleet {
 }
 
 fn arb_fleet() -> impl Strategy<Value = Fleet> {
-    let sample_s = (0u8..6, 0u8..4, 0i64..(6 * 240), 0u32..=100, 0u32..800, 0u32..80, prop::option::of(0u8..3), 1u32..=7, any::<bool>());
-    let event = (0u8..4, 0u8..4, 0i64..(6 * H), 0u32..100_000, prop::option::of(0u32..5000));
-    let policy = (0u8..4, 1u32..500, 0u32..50, 100u32..200, 0i64..6, prop::option::of(1i64..8), any::<bool>(), any::<bool>());
+    let sample_s = (
+        0u8..6,
+        0u8..4,
+        0i64..(6 * 240),
+        0u32..=100,
+        0u32..800,
+        0u32..80,
+        prop::option::of(0u8..3),
+        1u32..=7,
+        any::<bool>(),
+    );
+    let event = (
+        0u8..4,
+        0u8..4,
+        0i64..(6 * H),
+        0u32..100_000,
+        prop::option::of(0u32..5000),
+    );
+    let policy = (
+        0u8..4,
+        1u32..500,
+        0u32..50,
+        100u32..200,
+        0i64..6,
+        prop::option::of(1i64..8),
+        any::<bool>(),
+        any::<bool>(),
+    );
     (
         prop::collection::vec(sample_s, 0..300),
         prop::collection::vec(event, 0..40),
@@ -494,12 +631,19 @@ fn arb_fleet() -> impl Strategy<Value = Fleet> {
                 .into_iter()
                 .filter(|(g, _, slot, ..)| seen.insert((*g, *slot)))
                 .map(|(g, dep, slot, util, power, mem, owner, frac, l40s)| {
-                    let mut s = sample(&format!("GPU-{g}"), deps[dep as usize], T0 + (slot + 1) * 15_000);
+                    let mut s = sample(
+                        &format!("GPU-{g}"),
+                        deps[dep as usize],
+                        T0 + (slot + 1) * 15_000,
+                    );
                     s.utilization = UnitInterval::new(Decimal::new(util.into(), 2)).unwrap();
                     s.power_w = NonNegative::new(Decimal::new(power.into(), 1)).unwrap();
-                    s.memory_used_gb = NonNegative::new(Decimal::new(mem.into(), 0) + d("0.0009765625")).unwrap();
+                    s.memory_used_gb =
+                        NonNegative::new(Decimal::new(mem.into(), 0) + d("0.0009765625")).unwrap();
                     s.owner = owner.map(|o| tenant(10 + o));
-                    s.gpu_fraction = GpuFraction::new(Decimal::from(frac) / Decimal::from(7)).map(|f| GpuFraction::new(f.get().round_dp(6)).unwrap()).unwrap();
+                    s.gpu_fraction = GpuFraction::new(Decimal::from(frac) / Decimal::from(7))
+                        .map(|f| GpuFraction::new(f.get().round_dp(6)).unwrap())
+                        .unwrap();
                     if l40s {
                         s.model = "L40S".into();
                     }
@@ -509,7 +653,9 @@ fn arb_fleet() -> impl Strategy<Value = Fleet> {
             let usage = es
                 .into_iter()
                 .map(|(t, dep, at, tok, gs)| match gs {
-                    Some(gs) => gpu_seconds_event(tenant(t), deps[dep as usize], T0 + at, &gs.to_string()),
+                    Some(gs) => {
+                        gpu_seconds_event(tenant(t), deps[dep as usize], T0 + at, &gs.to_string())
+                    }
                     None => tokens(tenant(t), deps[dep as usize], T0 + at, tok.into()),
                 })
                 .collect();
@@ -518,18 +664,27 @@ fn arb_fleet() -> impl Strategy<Value = Fleet> {
                 .enumerate()
                 .map(|(i, (pat, hourly, ovh, pue, from_h, len_h, model, prop))| {
                     let mut s = spec(&format!("p{i}"));
-                    s.deployment_pattern = Glob::new(["*", "vllm-*", "tgi-c", "*-d"][pat as usize]).unwrap();
+                    s.deployment_pattern =
+                        Glob::new(["*", "vllm-*", "tgi-c", "*-d"][pat as usize]).unwrap();
                     s.gpu_hourly_cost = NonNegative::new(Decimal::new(hourly.into(), 2)).unwrap();
                     s.overhead_pct = NonNegative::new(Decimal::from(ovh)).unwrap();
                     s.pue = Pue::new(Decimal::new(pue.into(), 2)).unwrap();
                     s.effective_from = Timestamp(T0 + from_h * H);
                     s.effective_to = len_h.map(|l| Timestamp(T0 + (from_h + l) * H));
                     s.gpu_model = model.then(|| "L40S".to_string());
-                    s.idle_capacity = if prop { IdleCapacity::Proportional } else { IdleCapacity::Unallocated };
+                    s.idle_capacity = if prop {
+                        IdleCapacity::Proportional
+                    } else {
+                        IdleCapacity::Unallocated
+                    };
                     Policy::new(i as u64 + 1, s)
                 })
                 .collect();
-            Fleet { samples, usage, policies }
+            Fleet {
+                samples,
+                usage,
+                policies,
+            }
         })
 }
 
@@ -562,6 +717,22 @@ proptest! {
         });
         rolled.findings.extend(out.findings);
         prop_assert_eq!(raw, rolled);
+    }
+
+    #[test]
+    fn threads_do_not_change_the_answer(f in arb_fleet(), threads in 2usize..5) {
+        let cfg = SeriesConfig::default();
+        let out = cells(&f.samples, &cfg);
+        let rollups = aggregate(out.cells);
+        let run = |threads| allocate(&AllocationInput {
+            period: period(T0, T0 + 6 * H),
+            rollups: &rollups,
+            usage: &f.usage,
+            policies: &f.policies,
+            gaps: &out.gaps,
+            config: AllocationConfig { threads, ..AllocationConfig::default() },
+        });
+        prop_assert_eq!(run(1), run(threads));
     }
 
     #[test]
