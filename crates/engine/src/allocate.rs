@@ -410,7 +410,7 @@ pub fn allocate(input: &AllocationInput<'_>) -> Allocation {
 
     // 1. Accumulate rollups per deployment, owner, bucket and pricing policy, in fixed point.
     let (mut deps, mut findings) = if threads > 1 {
-        let chunk = rollups.len().div_ceil(threads);
+        let chunk = rollups.len().div_ceil(threads).max(1);
         let parts: Vec<(Vec<Dep<'_>>, Vec<Finding>)> = std::thread::scope(|s| {
             let handles: Vec<_> = rollups
                 .chunks(chunk)
@@ -485,7 +485,7 @@ pub fn allocate(input: &AllocationInput<'_>) -> Allocation {
 
     // 3. Per deployment: price buckets, split them, spread idle, round once.
     let settled: Vec<Settled> = if threads > 1 && deps.len() > 1 {
-        let chunk = deps.len().div_ceil(threads);
+        let chunk = deps.len().div_ceil(threads).max(1);
         std::thread::scope(|s| {
             let handles: Vec<_> = deps
                 .chunks(chunk)

@@ -483,6 +483,22 @@ fn a_conflicting_resend_keeps_the_first_received_and_is_reported_once() {
 }
 
 #[test]
+fn an_empty_period_on_many_threads_is_empty_not_a_panic() {
+    let a = allocate(&AllocationInput {
+        period: period(T0, T0 + H),
+        rollups: &[],
+        usage: &[],
+        policies: &worked_policy(),
+        gaps: &[],
+        config: AllocationConfig {
+            threads: 4,
+            ..AllocationConfig::default()
+        },
+    });
+    assert!(a.deployments.is_empty() && a.items.is_empty());
+}
+
+#[test]
 fn a_window_that_straddles_an_hour_is_split_in_proportion() {
     // One 15 s window from 00:59:50 to 01:00:05, tenant 1 active in hour 0 only.
     let s = sample("GPU-x", "vllm-a", T0 + H + 5_000);
