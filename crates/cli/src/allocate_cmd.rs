@@ -129,7 +129,7 @@ fn records_array(path: &Path, key: &str, single: bool) -> anyhow::Result<Vec<Loo
     }
 }
 
-pub fn run(args: &AllocateArgs) -> anyhow::Result<()> {
+pub fn run(args: &AllocateArgs) -> anyhow::Result<std::process::ExitCode> {
     let (samples, usage, policies) = load(args)?;
     let hour = 3_600_000;
     let from = match &args.from {
@@ -167,7 +167,7 @@ pub fn run(args: &AllocateArgs) -> anyhow::Result<()> {
     } else {
         print!("{}", render(&a));
     }
-    Ok(())
+    Ok(std::process::ExitCode::SUCCESS)
 }
 
 /// The allocation as the portal shows it, in text.

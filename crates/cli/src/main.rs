@@ -1,8 +1,14 @@
-//! eai-gpu: the one binary. `allocate` works on files without a server; the other commands run the service.
+//! eai-gpu: the one binary. `serve` runs the control plane, `demo` runs it on a fresh embedded store loaded
+//! with a realistic month, `allocate` works on files without a server, `keys`, `audit verify` and `migrate`
+//! administer a store directly.
 
 use clap::{Parser, Subcommand};
 
+mod admin;
 mod allocate_cmd;
+mod demo;
+mod demo_data;
+mod serve;
 mod table;
 
 #[derive(Debug, Parser)]
@@ -18,20 +24,80 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the control plane (HTTP API) on EAI_DATABASE_URL (default: an SQLite file in ./eai-gpu-data).
+    Serve(serve::ServeArgs),
+    /// Start the control plane on a fresh embedded store, load a realistic month through the API, print the URL
+    /// and the keys, and serve until Ctrl-C.
+    Demo(demo::DemoArgs),
     /// Allocate GPU cost from JSON files (the API's shapes), without a server.
     Allocate(allocate_cmd::AllocateArgs),
+    /// API keys, straight on the store (for recovery; the API's POST /v1/auth/api-keys is the usual way).
+    Keys(admin::KeysArgs),
+    /// The audit trail.
+    Audit(admin::AuditArgs),
+    /// Create or upgrade the store's schema, then exit.
+    Migrate(admin::StoreArgs),
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Allocate(args) => allocate_cmd::run(&args),
+        Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::run(args))),
+        Command::Demo(args) => runtime().and_then(|rt| rt.block_on(demo::run(args))),
+        Command::Keys(args) => runtime().and_then(|rt| rt.block_on(admin::keys(args))),
+        Command::Audit(args) => runtime().and_then(|rt| rt.block_on(admin::audit(args))),
+        Command::Migrate(args) => runtime().and_then(|rt| rt.block_on(admin::migrate(args))),
     };
     match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::ExitCode::from(2)
         }
     }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+/// Logs to stderr; `RUST_LOG` (e.g. `info,eai_api=debug`) or `EAI_LOG_FORMAT=json` adjust it.
+pub fn init_logging(default_filter: &str) {
+    use tracing_subscriber::EnvFilter;
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if std::env::var("EAI_LOG_FORMAT").is_ok_and(|v| v == "json") {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutdown requested: draining in-flight requests");
 }

@@ -170,3 +170,261 @@ fn a_bad_file_names_the_file_the_record_and_the_field() {
     assert!(err.contains("policy 0, field `pue`"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// The server as a process: the demo answers at the URL it prints; a crash loses no acknowledged batch.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// Kills the child when dropped, so a failing test leaves no server behind.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("eai-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_healthy(base: &str, within: Duration) {
+    let start = Instant::now();
+    let http = reqwest::blocking::Client::new();
+    while start.elapsed() < within {
+        if http
+            .get(format!("{base}/healthz"))
+            .send()
+            .is_ok_and(|r| r.status().is_success())
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("{base} did not become healthy within {within:?}");
+}
+
+#[test]
+fn the_demo_answers_at_the_url_it_prints() {
+    let dir = temp_dir("demo");
+    let mut child = bin()
+        .args([
+            "demo",
+            "--listen",
+            "127.0.0.1:0",
+            "--days",
+            "2",
+            "--data-dir",
+        ])
+        .arg(dir.join("data"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _server = Server(child);
+    let mut base = None;
+    let mut admin_key = None;
+    let mut printed = String::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        printed.push_str(&line);
+        printed.push('\n');
+        if let Some(rest) = line.strip_prefix("eai-gpu demo is running at ") {
+            base = Some(rest.trim().to_string());
+        }
+        if line.contains(" platform_admin ") {
+            admin_key = line.split_whitespace().next().map(str::to_string);
+        }
+        if line.starts_with("Data: ") {
+            break;
+        }
+    }
+    let (base, key) = (base.expect(&printed), admin_key.expect(&printed));
+    for dep in [
+        "vllm-llama-70b",
+        "vllm-mixtral",
+        "vllm-small",
+        "experimental-sd",
+        "idle",
+    ] {
+        assert!(
+            printed.lines().any(|l| l.starts_with(dep)),
+            "{dep} missing from\n{printed}"
+        );
+    }
+    let http = reqwest::blocking::Client::new();
+    assert!(http
+        .get(format!("{base}/healthz"))
+        .send()
+        .unwrap()
+        .status()
+        .is_success());
+    let a: serde_json::Value = http
+        .get(format!("{base}/v1/finops/gpu/allocation"))
+        .bearer_auth(&key)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let deps = a["deployments"].as_array().unwrap();
+    assert!(deps.len() >= 5, "{a}");
+    let unpriced = deps
+        .iter()
+        .find(|d| d["deployment_id"] == "experimental-sd")
+        .unwrap();
+    assert!(unpriced["unpriced_samples"].as_u64().unwrap() > 0);
+    assert_eq!(a["tenants"].as_array().unwrap().len(), 3);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn rfc3339(unix_secs: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(unix_secs)
+        .unwrap()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap()
+}
+
+/// Start of the crash test's samples: two days ago at midnight UTC (inside the raw retention).
+fn crash_t0() -> i64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    (now / 86_400 - 2) * 86_400
+}
+
+fn crash_batch(b: usize, n: usize) -> serde_json::Value {
+    let t0 = crash_t0();
+    let samples: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            let k = (b * n + i) as i64;
+            let end = t0 + 15 * (k / 4 + 1);
+            serde_json::json!({
+                "node": "gpu-node-1", "gpu_uuid": format!("GPU-crash-{}", k % 4), "model": "H100-80GB",
+                "namespace": "ns", "pod": "vllm-crash-0", "deployment_id": "vllm-crash", "window_seconds": 15,
+                "utilization": 0.5, "memory_used_gb": 40, "power_w": 400,
+                "timestamp": rfc3339(end),
+            })
+        })
+        .collect();
+    serde_json::json!({ "samples": samples })
+}
+
+#[test]
+fn a_kill_9_loses_no_acknowledged_batch_and_counts_none_twice() {
+    let dir = temp_dir("crash");
+    let key = "eai_live_crashtestcrashtestcrashtestcrashtestcrashtest0001";
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let start = || {
+        Server(
+            bin()
+                .args([
+                    "serve",
+                    "--listen",
+                    &format!("127.0.0.1:{port}"),
+                    "--data-dir",
+                ])
+                .arg(dir.join("data"))
+                .env("EAI_BOOTSTRAP_ADMIN_KEY", key)
+                .env("RUST_LOG", "warn")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let mut server = start();
+    wait_healthy(&base, Duration::from_secs(30));
+
+    // A client streams batches on another thread; the server is killed -9 while it does.
+    let n = 500;
+    let stream_base = base.clone();
+    let acked = std::thread::spawn(move || {
+        let http = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .unwrap();
+        let mut acked = Vec::new();
+        for b in 0..400 {
+            match http
+                .post(format!("{stream_base}/v1/finops/gpu/samples"))
+                .bearer_auth(key)
+                .json(&crash_batch(b, n))
+                .send()
+            {
+                Ok(r) if r.status().is_success() => acked.push(b),
+                Ok(r) => panic!("batch {b}: {}", r.status()),
+                Err(_) => break, // the server is gone
+            }
+        }
+        acked
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    server.0.kill().unwrap(); // SIGKILL
+    server.0.wait().unwrap();
+    let acked = acked.join().unwrap();
+    assert!(
+        !acked.is_empty(),
+        "no batch was acknowledged before the kill"
+    );
+    assert!(
+        acked.len() < 400,
+        "the server was killed after the stream ended: the test proves nothing"
+    );
+
+    let _server = start();
+    wait_healthy(&base, Duration::from_secs(30));
+    let http = reqwest::blocking::Client::new();
+    // Every acknowledged batch is there: re-sending it finds every sample already stored.
+    for b in &acked {
+        let r: serde_json::Value = http
+            .post(format!("{base}/v1/finops/gpu/samples"))
+            .bearer_auth(key)
+            .json(&crash_batch(*b, n))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        assert_eq!(r["accepted"], n as u64, "batch {b}: {r}");
+        assert_eq!(
+            r["duplicates"], n as u64,
+            "batch {b} was acknowledged but lost: {r}"
+        );
+    }
+    // Exactly once: the stored samples are the acknowledged ones plus at most the batch in flight.
+    let a: serde_json::Value = http
+        .get(format!(
+            "{base}/v1/finops/gpu/allocation?from={}&to={}",
+            rfc3339(crash_t0()),
+            rfc3339(crash_t0() + 3 * 86_400)
+        ))
+        .bearer_auth(key)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let stored = a["deployments"][0]["samples"].as_u64().unwrap();
+    let acked_samples = (acked.len() * n) as u64;
+    assert!(
+        stored >= acked_samples && stored <= acked_samples + n as u64,
+        "stored {stored}, acknowledged {acked_samples}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

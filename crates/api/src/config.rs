@@ -1,0 +1,299 @@
+//! The control plane's configuration: one typed `Config`, read from `EAI_*` environment variables and validated
+//! once. Secrets (the bootstrap key, database passwords) are never printed: `Debug` redacts them.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+pub const DEFAULT_DATA_DIR: &str = "./eai-gpu-data";
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://./eai-gpu-data/eai-gpu.db";
+pub const DEFAULT_MAX_BATCH: usize = 10_000;
+pub const DEFAULT_MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+pub const DEFAULT_RAW_RETENTION_DAYS: u32 = 35;
+pub const DEFAULT_MAX_GAP_MINUTES: u32 = 15;
+pub const DEFAULT_ALLOCATION_BUCKET_MINUTES: u32 = 60;
+
+/// Where the data lives, parsed from `EAI_DATABASE_URL`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Database {
+    /// The embedded default: one SQLite file.
+    Sqlite(PathBuf),
+    /// PostgreSQL (schema `eai`, row level security). The URL may hold a password: never print it.
+    Postgres(String),
+}
+
+impl Database {
+    /// Accepts `sqlite://PATH`, `sqlite:PATH` (`sqlite:///abs/path` is absolute) and `postgres://` /
+    /// `postgresql://` URLs.
+    pub fn parse(url: &str) -> anyhow::Result<Database> {
+        let url = url.trim();
+        if let Some(rest) = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+        {
+            let path = rest.split('?').next().unwrap_or_default();
+            if path.is_empty() {
+                bail!("EAI_DATABASE_URL `{url}` names no file: use sqlite://PATH, e.g. {DEFAULT_DATABASE_URL}");
+            }
+            return Ok(Database::Sqlite(PathBuf::from(path)));
+        }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(Database::Postgres(url.to_string()));
+        }
+        bail!(
+            "EAI_DATABASE_URL must start with sqlite:// or postgres:// (got `{}`)",
+            redact_url(url)
+        )
+    }
+}
+
+/// A URL with its password replaced by `***`, for messages and logs.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, tail) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}:***@{host}{tail}")
+        }
+        None => url.to_string(),
+    }
+}
+
+/// Everything `serve` needs.
+#[derive(Clone)]
+pub struct Config {
+    /// `EAI_LISTEN`, default 127.0.0.1:8080 (port 0 picks a free port).
+    pub listen: SocketAddr,
+    /// `EAI_DATA_DIR`, default `./eai-gpu-data`: where the generated bootstrap key file is written.
+    pub data_dir: PathBuf,
+    /// `EAI_DATABASE_URL`; `None`: the SQLite file `<data_dir>/eai-gpu.db`.
+    pub database_url: Option<String>,
+    /// `EAI_BOOTSTRAP_ADMIN_KEY`: the first platform_admin key when the store has none. Secret.
+    pub bootstrap_admin_key: Option<String>,
+    /// `EAI_MAX_BATCH`: samples or usage events per request (beyond: 413).
+    pub max_batch: usize,
+    /// `EAI_MAX_BODY_BYTES`: request body limit (beyond: 413).
+    pub max_body_bytes: usize,
+    /// `EAI_RAW_RETENTION_DAYS`: raw samples older than this are pruned hourly (rollups are kept); 0 keeps them.
+    pub raw_retention_days: u32,
+    /// `EAI_MAX_GAP_MINUTES`: missing spans up to this long are interpolated, longer ones reported as gaps.
+    pub max_gap_minutes: u32,
+    /// `EAI_ALLOCATION_BUCKET_MINUTES`: shared deployments are split per bucket of this length (a whole number of
+    /// hours, since rollups are hourly). Default 60.
+    pub allocation_bucket_minutes: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            data_dir: PathBuf::from(DEFAULT_DATA_DIR),
+            database_url: None,
+            bootstrap_admin_key: None,
+            max_batch: DEFAULT_MAX_BATCH,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            raw_retention_days: DEFAULT_RAW_RETENTION_DAYS,
+            max_gap_minutes: DEFAULT_MAX_GAP_MINUTES,
+            allocation_bucket_minutes: DEFAULT_ALLOCATION_BUCKET_MINUTES,
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("listen", &self.listen)
+            .field("data_dir", &self.data_dir)
+            .field(
+                "database_url",
+                &self.database_url.as_deref().map(redact_url),
+            )
+            .field(
+                "bootstrap_admin_key",
+                &self.bootstrap_admin_key.as_ref().map(|_| "<redacted>"),
+            )
+            .field("max_batch", &self.max_batch)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("raw_retention_days", &self.raw_retention_days)
+            .field("max_gap_minutes", &self.max_gap_minutes)
+            .field("allocation_bucket_minutes", &self.allocation_bucket_minutes)
+            .finish()
+    }
+}
+
+impl Config {
+    /// Reads the `EAI_*` environment variables (unset ones take their defaults) and validates the result.
+    pub fn from_env() -> anyhow::Result<Config> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Like [`Config::from_env`], from any lookup (tests pass a map).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> anyhow::Result<Config> {
+        let get = |k: &str| {
+            get(k)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let mut c = Config::default();
+        if let Some(v) = get("EAI_LISTEN") {
+            c.listen = v.parse().with_context(|| {
+                format!("EAI_LISTEN `{v}` is not an address like {DEFAULT_LISTEN}")
+            })?;
+        }
+        if let Some(v) = get("EAI_DATA_DIR") {
+            c.data_dir = PathBuf::from(v);
+        }
+        c.database_url = get("EAI_DATABASE_URL");
+        c.bootstrap_admin_key = get("EAI_BOOTSTRAP_ADMIN_KEY");
+        c.max_batch = number(&get, "EAI_MAX_BATCH", c.max_batch)?;
+        c.max_body_bytes = number(&get, "EAI_MAX_BODY_BYTES", c.max_body_bytes)?;
+        c.raw_retention_days = number(&get, "EAI_RAW_RETENTION_DAYS", c.raw_retention_days)?;
+        c.max_gap_minutes = number(&get, "EAI_MAX_GAP_MINUTES", c.max_gap_minutes)?;
+        c.allocation_bucket_minutes = number(
+            &get,
+            "EAI_ALLOCATION_BUCKET_MINUTES",
+            c.allocation_bucket_minutes,
+        )?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Checks what the types cannot say. Called by `from_env` and by `Application::build`.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.max_batch == 0 {
+            bail!("EAI_MAX_BATCH must be at least 1");
+        }
+        if self.max_body_bytes < 1024 {
+            bail!("EAI_MAX_BODY_BYTES must be at least 1024");
+        }
+        if self.allocation_bucket_minutes == 0 || self.allocation_bucket_minutes % 60 != 0 {
+            bail!("EAI_ALLOCATION_BUCKET_MINUTES must be a whole number of hours (60, 120, …): rollups are hourly");
+        }
+        if self.max_gap_minutes == 0 {
+            bail!("EAI_MAX_GAP_MINUTES must be at least 1");
+        }
+        if let Some(k) = &self.bootstrap_admin_key {
+            crate::auth::check_key_format(k)
+                .map_err(|why| anyhow::anyhow!("EAI_BOOTSTRAP_ADMIN_KEY is not usable: {why}"))?;
+        }
+        self.database()?;
+        Ok(())
+    }
+
+    /// The database to open: `EAI_DATABASE_URL`, or the SQLite file in the data directory.
+    pub fn database(&self) -> anyhow::Result<Database> {
+        match &self.database_url {
+            Some(url) => Database::parse(url),
+            None => Ok(Database::Sqlite(self.data_dir.join("eai-gpu.db"))),
+        }
+    }
+
+    /// The file a generated bootstrap key is written to.
+    pub fn bootstrap_key_file(&self) -> PathBuf {
+        bootstrap_key_file(&self.data_dir)
+    }
+}
+
+pub fn bootstrap_key_file(data_dir: &Path) -> PathBuf {
+    data_dir.join("bootstrap-admin-key")
+}
+
+fn number<T: std::str::FromStr>(
+    get: &impl Fn(&str) -> Option<String>,
+    key: &str,
+    default: T,
+) -> anyhow::Result<T> {
+    match get(key) {
+        None => Ok(default),
+        Some(v) => v
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{key} `{v}` is not a whole number")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn from(pairs: &[(&str, &str)]) -> anyhow::Result<Config> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults() {
+        let c = from(&[]).expect("defaults are valid");
+        assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
+        assert_eq!(c.max_batch, 10_000);
+        assert_eq!(c.max_body_bytes, 16 * 1024 * 1024);
+        assert_eq!(c.raw_retention_days, 35);
+        assert_eq!(
+            c.database().expect("db"),
+            Database::Sqlite(PathBuf::from("./eai-gpu-data/eai-gpu.db"))
+        );
+    }
+
+    #[test]
+    fn database_urls() {
+        assert_eq!(
+            Database::parse("sqlite://./x/y.db").expect("ok"),
+            Database::Sqlite("./x/y.db".into())
+        );
+        assert_eq!(
+            Database::parse("sqlite:data.db").expect("ok"),
+            Database::Sqlite("data.db".into())
+        );
+        assert_eq!(
+            Database::parse("sqlite:///var/lib/eai.db").expect("ok"),
+            Database::Sqlite("/var/lib/eai.db".into())
+        );
+        assert!(matches!(
+            Database::parse("postgres://u:p@h/db").expect("ok"),
+            Database::Postgres(_)
+        ));
+        assert!(Database::parse("mysql://h/db").is_err());
+        assert!(Database::parse("sqlite://").is_err());
+    }
+
+    #[test]
+    fn secrets_are_never_printed() {
+        let c = from(&[
+            (
+                "EAI_BOOTSTRAP_ADMIN_KEY",
+                "eai_live_0123456789abcdef0123456789abcdef",
+            ),
+            ("EAI_DATABASE_URL", "postgres://eai:hunter2@db:5432/eai"),
+        ])
+        .expect("valid");
+        let text = format!("{c:?}");
+        assert!(!text.contains("0123456789abcdef"), "{text}");
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(text.contains("postgres://eai:***@db:5432/eai"), "{text}");
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let e = from(&[("EAI_LISTEN", "nowhere")]).expect_err("bad listen");
+        assert!(e.to_string().contains("EAI_LISTEN"));
+        let e = from(&[("EAI_ALLOCATION_BUCKET_MINUTES", "15")]).expect_err("bad bucket");
+        assert!(e.to_string().contains("EAI_ALLOCATION_BUCKET_MINUTES"));
+        let e = from(&[("EAI_BOOTSTRAP_ADMIN_KEY", "short")]).expect_err("bad key");
+        assert!(e.to_string().contains("EAI_BOOTSTRAP_ADMIN_KEY"));
+        assert!(
+            !e.to_string().contains("short"),
+            "the key itself is not echoed"
+        );
+    }
+}

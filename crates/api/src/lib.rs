@@ -1,0 +1,24 @@
+//! eai-api: the control plane's HTTP layer. [`router`] is the whole API as a value; [`Application`] opens the
+//! store, bootstraps the first platform_admin key, binds and serves it with graceful shutdown.
+//!
+//! Code map: [`config`] (typed `EAI_*` configuration), [`startup`] (build, bootstrap, run), [`routes`] (one
+//! module per resource), [`auth`] (API keys, the `Caller` extractor, the role policy table, audit of
+//! mutations), [`error`] (the one envelope and its code table), [`extract`] (body and query extractors whose
+//! rejections use the envelope), [`telemetry`] (request id, traceparent, spans), [`metrics`] (Prometheus).
+
+pub mod auth;
+pub mod config;
+pub mod error;
+pub mod extract;
+pub mod metrics;
+pub mod routes;
+pub mod startup;
+pub mod state;
+pub mod telemetry;
+
+pub use auth::{hash_api_key, new_api_key, Caller};
+pub use config::{Config, Database};
+pub use error::{ApiError, ErrorCode};
+pub use routes::router;
+pub use startup::{bootstrap, open_store, Application, Bootstrap};
+pub use state::{AppState, Settings};

@@ -1,0 +1,209 @@
+//! Prometheus metrics, hand-rolled: a few counters and one latency histogram, rendered in the text format.
+//! Names are in base units with `_total` on counters.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Upper bounds of the latency histogram, in microseconds (5 ms .. 10 s).
+const BUCKETS_US: [u64; 12] = [
+    5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000, 5_000_000,
+    10_000_000, 30_000_000,
+];
+
+#[derive(Debug, Default, Clone)]
+struct Histogram {
+    /// Cumulative counts per bound of [`BUCKETS_US`].
+    buckets: [u64; BUCKETS_US.len()],
+    count: u64,
+    sum_us: u64,
+}
+
+/// The registry. Cheap to share behind an `Arc`.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    requests: Mutex<BTreeMap<(String, String, u16), u64>>,
+    durations: Mutex<BTreeMap<String, Histogram>>,
+    pub samples_ingested: AtomicU64,
+    pub samples_duplicates: AtomicU64,
+    pub samples_rejected: AtomicU64,
+    pub usage_events_ingested: AtomicU64,
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records one finished request. `route` must be a route template (bounded cardinality), never a raw path.
+    pub fn observe_request(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
+        if let Ok(mut m) = self.requests.lock() {
+            *m.entry((method.to_string(), route.to_string(), status))
+                .or_default() += 1;
+        }
+        let us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+        if let Ok(mut d) = self.durations.lock() {
+            let h = d.entry(route.to_string()).or_default();
+            h.count += 1;
+            h.sum_us = h.sum_us.saturating_add(us);
+            for (i, bound) in BUCKETS_US.iter().enumerate() {
+                if us <= *bound {
+                    h.buckets[i] += 1;
+                }
+            }
+        }
+    }
+
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The Prometheus text exposition (version 0.0.4).
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        out.push_str("# HELP eai_http_requests_total HTTP requests answered, by method, route template and status.\n");
+        out.push_str("# TYPE eai_http_requests_total counter\n");
+        if let Ok(m) = self.requests.lock() {
+            for ((method, route, status), n) in m.iter() {
+                let _ = writeln!(
+                    out,
+                    "eai_http_requests_total{{method=\"{}\",route=\"{}\",status=\"{status}\"}} {n}",
+                    escape(method),
+                    escape(route)
+                );
+            }
+        }
+        out.push_str("# HELP eai_http_request_duration_seconds Time to answer an HTTP request, by route template.\n");
+        out.push_str("# TYPE eai_http_request_duration_seconds histogram\n");
+        if let Ok(d) = self.durations.lock() {
+            for (route, h) in d.iter() {
+                let r = escape(route);
+                for (bound, n) in BUCKETS_US.iter().zip(h.buckets.iter()) {
+                    let _ = writeln!(
+                        out,
+                        "eai_http_request_duration_seconds_bucket{{route=\"{r}\",le=\"{}\"}} {n}",
+                        seconds(*bound)
+                    );
+                }
+                let _ = writeln!(
+                    out,
+                    "eai_http_request_duration_seconds_bucket{{route=\"{r}\",le=\"+Inf\"}} {}",
+                    h.count
+                );
+                let _ = writeln!(
+                    out,
+                    "eai_http_request_duration_seconds_sum{{route=\"{r}\"}} {}",
+                    seconds(h.sum_us)
+                );
+                let _ = writeln!(
+                    out,
+                    "eai_http_request_duration_seconds_count{{route=\"{r}\"}} {}",
+                    h.count
+                );
+            }
+        }
+        let counters: [(&str, &str, &AtomicU64); 4] = [
+            (
+                "eai_gpu_samples_ingested_total",
+                "GPU samples stored (re-sends not counted).",
+                &self.samples_ingested,
+            ),
+            (
+                "eai_gpu_samples_duplicates_total",
+                "GPU samples received again and counted once.",
+                &self.samples_duplicates,
+            ),
+            (
+                "eai_gpu_samples_rejected_total",
+                "GPU samples of batches rejected as invalid or too large.",
+                &self.samples_rejected,
+            ),
+            (
+                "eai_usage_events_ingested_total",
+                "Usage events accepted (upserted by event_id).",
+                &self.usage_events_ingested,
+            ),
+        ];
+        for (name, help, c) in counters {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
+                c.load(Ordering::Relaxed)
+            );
+        }
+        out
+    }
+}
+
+/// Microseconds as decimal seconds, without floating point.
+fn seconds(us: u64) -> String {
+    let frac = us % 1_000_000;
+    if frac == 0 {
+        format!("{}", us / 1_000_000)
+    } else {
+        let s = format!("{}.{:06}", us / 1_000_000, frac);
+        s.trim_end_matches('0').to_string()
+    }
+}
+
+/// Escapes a label value (backslash, double quote, newline).
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_and_a_cumulative_histogram() {
+        let m = Metrics::new();
+        m.observe_request("GET", "/healthz", 200, Duration::from_millis(3));
+        m.observe_request("GET", "/healthz", 200, Duration::from_millis(30));
+        Metrics::add(&m.samples_ingested, 480);
+        let text = m.render();
+        assert!(
+            text.contains(
+                "eai_http_requests_total{method=\"GET\",route=\"/healthz\",status=\"200\"} 2"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "eai_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"0.005\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "eai_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"0.05\"} 2"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "eai_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"+Inf\"} 2"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("eai_http_request_duration_seconds_sum{route=\"/healthz\"} 0.033"),
+            "{text}"
+        );
+        assert!(
+            text.contains("eai_gpu_samples_ingested_total 480"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn seconds_are_exact() {
+        assert_eq!(seconds(5_000), "0.005");
+        assert_eq!(seconds(2_500_000), "2.5");
+        assert_eq!(seconds(10_000_000), "10");
+    }
+}

@@ -1,0 +1,58 @@
+//! The routes of the control plane and the one function that assembles them: [`router`].
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::{middleware, Router};
+
+use crate::state::AppState;
+use crate::telemetry;
+
+pub mod allocation;
+pub mod audit;
+pub mod catalog;
+pub mod keys;
+pub mod policies;
+pub mod samples;
+pub mod system;
+pub mod usage;
+
+/// The whole HTTP API as a value: every route, the envelope fallbacks (404, 405), the body limit and the
+/// request middleware (request id, traceparent, span, metrics).
+pub fn router(state: AppState) -> Router {
+    let max_body = state.settings.max_body_bytes;
+    Router::new()
+        .route("/v1/finops/gpu/samples", post(samples::ingest))
+        .route("/v1/finops/gpu/allocation", get(allocation::get))
+        .route(
+            "/v1/finops/allocation-policies",
+            get(policies::list).post(policies::create),
+        )
+        .route(
+            "/v1/finops/allocation-policies/{id}",
+            get(policies::get_one),
+        )
+        .route(
+            "/v1/finops/allocation-policies/{id}/supersede",
+            post(policies::supersede),
+        )
+        .route(
+            "/v1/finops/allocation-policies/{id}/disable",
+            post(policies::disable),
+        )
+        .route("/v1/providers/catalog", get(catalog::get))
+        .route("/v1/usage/events", post(usage::ingest))
+        .route("/v1/auth/api-keys", post(keys::create))
+        .route("/v1/audit/events", get(audit::list))
+        .route("/openapi.json", get(system::openapi))
+        .route("/healthz", get(system::healthz))
+        .route("/readyz", get(system::readyz))
+        .route("/metrics", get(system::metrics))
+        .fallback(system::not_found)
+        .method_not_allowed_fallback(system::method_not_allowed)
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            telemetry::observe,
+        ))
+        .with_state(state)
+}

@@ -1,0 +1,330 @@
+//! Allocation policies: list (readers), create, supersede and disable (platform_admin). A policy is never
+//! edited in place: superseding or disabling closes it (`effective_to`) and opens its successor.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::Json;
+use eai_engine::domain::{Policy, PolicySpec};
+use eai_engine::money::Currency;
+use eai_engine::time::Timestamp;
+use eai_engine::wire::{parse_policy, Loose};
+use rust_decimal::Decimal;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::auth::{authorize, finish, Action, Caller, Done};
+use crate::error::ApiError;
+use crate::extract::Body;
+use crate::state::{now, AppState};
+
+/// `closed` once `effective_to` has passed, else `disabled`, `scheduled` (starts later) or `active`.
+pub fn status(p: &Policy, now: Timestamp) -> &'static str {
+    if p.spec.effective_to.is_some_and(|t| t <= now) {
+        "closed"
+    } else if !p.spec.enabled {
+        "disabled"
+    } else if p.spec.effective_from > now {
+        "scheduled"
+    } else {
+        "active"
+    }
+}
+
+/// A price as a string with at least the currency's minor digits (`2.10`, not `2.1`).
+fn price(d: Decimal, c: Currency) -> String {
+    let mut d = d;
+    if d.scale() < c.minor_unit_digits() {
+        d.rescale(c.minor_unit_digits());
+    }
+    d.to_string()
+}
+
+/// A policy as the API shows it: every field, decimals as strings, plus `id` and `status`.
+pub fn view(p: &Policy, now: Timestamp) -> Value {
+    let s = &p.spec;
+    json!({
+        "id": p.id,
+        "status": status(p, now),
+        "name": s.name,
+        "deployment_pattern": s.deployment_pattern.as_str(),
+        "gpu_model": s.gpu_model,
+        "currency": s.currency.as_str(),
+        "gpu_hourly_cost": price(s.gpu_hourly_cost.get(), s.currency),
+        "overhead_pct": s.overhead_pct.get().normalize().to_string(),
+        "energy_kwh_price": price(s.energy_kwh_price.get(), s.currency),
+        "pue": s.pue.get().normalize().to_string(),
+        "storage_gb_month_price": price(s.storage_gb_month_price.get(), s.currency),
+        "idle_capacity": s.idle_capacity.as_str(),
+        "enabled": s.enabled,
+        "effective_from": s.effective_from.to_string(),
+        "effective_to": s.effective_to.map(|t| t.to_string()),
+    })
+}
+
+/// `{"items": [...]}`, oldest first.
+pub async fn list(State(st): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    authorize(&st, &caller, Action::ReadPolicies).await?;
+    let now = now();
+    let items: Vec<Value> = st
+        .store
+        .policies()
+        .await?
+        .iter()
+        .map(|p| view(p, now))
+        .collect();
+    Ok(Json(json!({ "items": items })))
+}
+
+pub async fn get_one(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    authorize(&st, &caller, Action::ReadPolicies).await?;
+    let p = find(&st, &id).await?;
+    Ok(Json(view(&p, now())))
+}
+
+async fn find(st: &AppState, id: &str) -> Result<Policy, ApiError> {
+    st.store
+        .policies()
+        .await?
+        .into_iter()
+        .find(|p| p.id == id)
+        .ok_or_else(|| ApiError::policy_not_found(id))
+}
+
+/// Answers 201 `{"id": "alp_1", "status": "active"}` (`scheduled` when it starts later).
+pub async fn create(
+    State(st): State<AppState>,
+    caller: Caller,
+    body: Body,
+) -> Result<Response, ApiError> {
+    authorize(&st, &caller, Action::CreatePolicy).await?;
+    let outcome = async {
+        let loose: Loose = body.json()?;
+        let now = now();
+        // `effective_from` defaults to now; a backdated one is allowed since only platform_admin gets here.
+        let spec = parse_policy(&loose, now).map_err(ApiError::validation)?;
+        let p = st.store.create_policy(&spec).await?;
+        let status = status(&p, now);
+        Ok(Done {
+            status: StatusCode::CREATED,
+            body: json!({ "id": p.id, "status": status }),
+            resource: Some(p.id.clone()),
+            details: json!({ "name": p.spec.name, "status": status, "effective_from": p.spec.effective_from.to_string() }),
+        })
+    }
+    .await;
+    Ok(finish(&st, &caller, Action::CreatePolicy, outcome).await)
+}
+
+/// Reads an optional instant field (a date or RFC 3339) out of a body.
+fn take_instant(
+    fields: &mut BTreeMap<String, Loose>,
+    name: &str,
+) -> Result<Option<Timestamp>, ApiError> {
+    match fields.remove(name) {
+        None | Some(Loose::Null) => Ok(None),
+        Some(Loose::Str(s)) => Timestamp::parse_date_or_datetime(s.trim())
+            .map(Some)
+            .map_err(|e| ApiError::validation(vec![e.field(name)])),
+        Some(_) => Err(ApiError::invalid(
+            name,
+            "must be a date (YYYY-MM-DD) or an RFC 3339 date-time",
+        )),
+    }
+}
+
+/// Checks that `old` may be closed at `at`: strictly inside its `[effective_from, effective_to)`.
+fn check_closable(old: &Policy, at: Timestamp) -> Result<(), ApiError> {
+    if at <= old.spec.effective_from {
+        return Err(ApiError::invalid(
+            "effective_at",
+            format!(
+                "must be after the policy's effective_from ({})",
+                old.spec.effective_from
+            ),
+        ));
+    }
+    if let Some(to) = old.spec.effective_to.filter(|to| *to <= at) {
+        return Err(ApiError::invalid(
+            "effective_at",
+            format!("must be before the policy's effective_to ({to}): the policy is already closed then"),
+        ));
+    }
+    Ok(())
+}
+
+/// The fields of a stored policy as a body would give them (what a supersede body overrides).
+fn fields_of(p: &Policy, now: Timestamp) -> BTreeMap<String, Loose> {
+    const CARRIED: [&str; 12] = [
+        "name",
+        "deployment_pattern",
+        "gpu_model",
+        "currency",
+        "gpu_hourly_cost",
+        "overhead_pct",
+        "energy_kwh_price",
+        "pue",
+        "storage_gb_month_price",
+        "idle_capacity",
+        "enabled",
+        "effective_to",
+    ];
+    let v = view(p, now);
+    CARRIED
+        .iter()
+        .filter_map(|k| {
+            let field = v.get(*k).filter(|x| !x.is_null())?;
+            let loose = serde_json::from_value::<Loose>(field.clone()).ok()?;
+            Some((k.to_string(), loose))
+        })
+        .collect()
+}
+
+/// `POST /v1/finops/allocation-policies/{id}/supersede`: closes the policy at `effective_at` (default now) and
+/// opens its replacement from that instant: the closed policy's fields overridden by those of the body (a
+/// field given as null takes its default; `effective_from`, if given, must equal `effective_at`). Answers
+/// `{"closed": policy, "opened": policy}`.
+pub async fn supersede(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    authorize(&st, &caller, Action::SupersedePolicy).await?;
+    let outcome = async {
+        let loose: Loose = if body.is_empty() { Loose::Object(BTreeMap::new()) } else { body.json()? };
+        let Loose::Object(mut given) = loose else {
+            return Err(ApiError::invalid("body", "must be a JSON object"));
+        };
+        let now = now();
+        let at = match (take_instant(&mut given, "effective_at")?, take_instant(&mut given, "effective_from")?) {
+            (Some(a), Some(f)) if a != f => {
+                return Err(ApiError::invalid(
+                    "effective_from",
+                    "must be omitted or equal to effective_at: the replacement starts when the policy closes",
+                ))
+            }
+            (Some(a), _) | (None, Some(a)) => a,
+            (None, None) => now,
+        };
+        let old = find(&st, &id).await?;
+        check_closable(&old, at)?;
+        let mut fields = fields_of(&old, now);
+        for (k, v) in given {
+            if v == Loose::Null {
+                fields.remove(&k);
+            } else {
+                fields.insert(k, v);
+            }
+        }
+        fields.insert("effective_from".into(), Loose::Str(at.to_string()));
+        let spec = parse_policy(&Loose::Object(fields), at).map_err(ApiError::validation)?;
+        close_and_open(&st, &old, at, &spec, now).await
+    }
+    .await;
+    Ok(finish(&st, &caller, Action::SupersedePolicy, outcome).await)
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DisableBody {
+    effective_at: Option<String>,
+}
+
+/// `POST /v1/finops/allocation-policies/{id}/disable` with an optional `{"effective_at"}` (default now):
+/// closes the policy then and opens a disabled copy in its place. Answers like supersede.
+pub async fn disable(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    authorize(&st, &caller, Action::DisablePolicy).await?;
+    let outcome = async {
+        let b: DisableBody = body.json_or_default()?;
+        let now = now();
+        let at = match b.effective_at.as_deref() {
+            Some(s) => Timestamp::parse_date_or_datetime(s.trim())
+                .map_err(|e| ApiError::validation(vec![e.field("effective_at")]))?,
+            None => now,
+        };
+        let old = find(&st, &id).await?;
+        if !old.spec.enabled {
+            return Err(ApiError::invalid(
+                "id",
+                format!("the policy {} is already disabled", old.id),
+            ));
+        }
+        check_closable(&old, at)?;
+        let copy = PolicySpec {
+            enabled: false,
+            effective_from: at,
+            ..old.spec.clone()
+        };
+        close_and_open(&st, &old, at, &copy, now).await
+    }
+    .await;
+    Ok(finish(&st, &caller, Action::DisablePolicy, outcome).await)
+}
+
+async fn close_and_open(
+    st: &AppState,
+    old: &Policy,
+    at: Timestamp,
+    replacement: &PolicySpec,
+    now: Timestamp,
+) -> Result<Done, ApiError> {
+    let (closed, opened) = st
+        .store
+        .supersede_policy(&old.id, at, Some(replacement))
+        .await?;
+    Ok(Done {
+        status: StatusCode::OK,
+        body: json!({ "closed": view(&closed, now), "opened": opened.as_ref().map(|p| view(p, now)) }),
+        resource: Some(closed.id.clone()),
+        details: json!({ "effective_at": at.to_string(), "opened": opened.as_ref().map(|p| p.id.clone()) }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(json: &str) -> Policy {
+        let v: Loose = serde_json::from_str(json).expect("json");
+        Policy::new(1, parse_policy(&v, Timestamp(1_000)).expect("policy"))
+    }
+
+    #[test]
+    fn status_follows_dates_and_enabled() {
+        let p = policy(r#"{"name":"p","gpu_hourly_cost":"2.1","currency":"EUR"}"#);
+        assert_eq!(status(&p, Timestamp(1_000)), "active");
+        assert_eq!(status(&p, Timestamp(999)), "scheduled");
+        let p = policy(r#"{"name":"p","gpu_hourly_cost":"2.1","enabled":false}"#);
+        assert_eq!(status(&p, Timestamp(5_000)), "disabled");
+        let p =
+            policy(r#"{"name":"p","gpu_hourly_cost":"2.1","effective_to":"1970-01-01T00:00:02Z"}"#);
+        assert_eq!(status(&p, Timestamp(2_000)), "closed");
+    }
+
+    #[test]
+    fn the_view_shows_prices_as_strings_with_cents() {
+        let p = policy(
+            r#"{"name":"p","gpu_hourly_cost":"2.10","currency":"EUR","pue":1.40,"overhead_pct":"18"}"#,
+        );
+        let v = view(&p, Timestamp(1_000));
+        assert_eq!(v["id"], "alp_1");
+        assert_eq!(v["gpu_hourly_cost"], "2.10");
+        assert_eq!(v["energy_kwh_price"], "0.00");
+        assert_eq!(v["pue"], "1.4");
+        assert_eq!(v["overhead_pct"], "18");
+        assert_eq!(v["deployment_pattern"], "*");
+        assert_eq!(v["effective_to"], Value::Null);
+    }
+}

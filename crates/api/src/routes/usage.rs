@@ -1,0 +1,62 @@
+//! `POST /v1/usage/events`: usage events, upserted by `event_id`. The tenant comes from the credential; only a
+//! platform identity (platform_admin, sampler) names it in the body.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use eai_engine::wire::{parse_usage_events, Loose, TenantSource};
+use eai_store::Scope;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::auth::{authorize, finish, Action, Caller, Done};
+use crate::error::ApiError;
+use crate::extract::Body;
+use crate::metrics::Metrics;
+use crate::state::AppState;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventsBody {
+    events: Vec<Loose>,
+}
+
+/// Answers `{"accepted": N}`.
+pub async fn ingest(
+    State(st): State<AppState>,
+    caller: Caller,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let scope = authorize(&st, &caller, Action::IngestUsage).await?;
+    let source = match scope {
+        Scope::Platform => TenantSource::Body,
+        Scope::Tenant(t) => TenantSource::Credential(t),
+    };
+    let outcome = ingest_batch(&st, &body, source).await;
+    Ok(finish(&st, &caller, Action::IngestUsage, outcome).await)
+}
+
+async fn ingest_batch(st: &AppState, body: &Body, source: TenantSource) -> Result<Done, ApiError> {
+    let batch: EventsBody = body.json()?;
+    let n = batch.events.len();
+    if n > st.settings.max_batch {
+        return Err(ApiError::batch_too_large(
+            "events",
+            "événements",
+            n,
+            st.settings.max_batch,
+        ));
+    }
+    if n == 0 {
+        return Err(ApiError::invalid("events", "must hold at least one event"));
+    }
+    let events = parse_usage_events(&batch.events, source).map_err(ApiError::validation)?;
+    let written = st.store.upsert_usage_events(&events).await?;
+    Metrics::add(&st.metrics.usage_events_ingested, n as u64);
+    Ok(Done {
+        status: StatusCode::OK,
+        body: json!({ "accepted": n }),
+        resource: None,
+        details: json!({ "events": n, "written": written }),
+    })
+}

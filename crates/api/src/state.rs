@@ -1,0 +1,68 @@
+//! What every handler shares: the store behind its trait, the request limits, the metrics.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use eai_engine::time::Timestamp;
+use eai_store::Store;
+
+use crate::config::Config;
+use crate::metrics::Metrics;
+
+/// Limits and knobs the handlers read.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub max_batch: usize,
+    pub max_body_bytes: usize,
+    /// Shared deployments are split per bucket of this many milliseconds.
+    pub allocation_bucket_ms: i64,
+    /// Longest allocation period a request may ask for.
+    pub max_range_days: i64,
+}
+
+impl Settings {
+    pub fn from_config(c: &Config) -> Self {
+        Settings {
+            max_batch: c.max_batch,
+            max_body_bytes: c.max_body_bytes,
+            allocation_bucket_ms: i64::from(c.allocation_bucket_minutes) * 60_000,
+            max_range_days: 366,
+        }
+    }
+}
+
+/// The state of the router: cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Arc<dyn Store>,
+    pub settings: Arc<Settings>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl AppState {
+    pub fn new(store: Arc<dyn Store>, settings: Settings) -> Self {
+        AppState {
+            store,
+            settings: Arc::new(settings),
+            metrics: Arc::new(Metrics::new()),
+        }
+    }
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("store", &self.store.backend())
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The wall clock as the engine counts time (the engine itself never reads a clock).
+pub fn now() -> Timestamp {
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    Timestamp(i64::try_from(ms).unwrap_or(i64::MAX))
+}

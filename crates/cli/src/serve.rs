@@ -1,0 +1,50 @@
+//! `eai-gpu serve`: the control plane, configured from `EAI_*` variables and flags (flags win).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use eai_api::{Application, Config};
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (EAI_LISTEN; default 127.0.0.1:8080).
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
+    /// Folder of the embedded store and the bootstrap key file (EAI_DATA_DIR; default ./eai-gpu-data).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Store URL (EAI_DATABASE_URL): sqlite://PATH (default: DATA_DIR/eai-gpu.db).
+    #[arg(long)]
+    pub database_url: Option<String>,
+}
+
+/// The configuration of `serve`: environment first, flags over it.
+pub fn config(
+    listen: Option<SocketAddr>,
+    data_dir: Option<PathBuf>,
+    database_url: Option<String>,
+) -> anyhow::Result<Config> {
+    let mut c = Config::from_env()?;
+    if let Some(l) = listen {
+        c.listen = l;
+    }
+    if let Some(d) = data_dir {
+        c.data_dir = d;
+    }
+    if let Some(u) = database_url {
+        c.database_url = Some(u);
+    }
+    c.validate()?;
+    Ok(c)
+}
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    crate::init_logging("info");
+    let config = config(args.listen, args.data_dir, args.database_url)?;
+    tracing::info!(?config, "starting eai-gpu");
+    let app = Application::build(config).await?;
+    app.run_until_stopped(crate::shutdown_signal()).await?;
+    Ok(ExitCode::SUCCESS)
+}

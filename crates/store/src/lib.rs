@@ -1,0 +1,250 @@
+//! eai-store: where eai-gpu keeps samples, rollups, usage events, policies, API keys and the audit chain.
+//!
+//! One [`Store`] contract, several backends: the embedded SQLite file (default, zero setup) and PostgreSQL
+//! (production, row level security). Every method that reads tenant data takes a [`Scope`] first.
+
+use async_trait::async_trait;
+use eai_engine::domain::{Policy, PolicySpec, Sample, TenantId, UsageEvent};
+use eai_engine::report::Gap;
+use eai_engine::rollup::Rollup;
+use eai_engine::time::Timestamp;
+use serde::{Deserialize, Serialize};
+
+pub mod audit;
+pub mod sqlite;
+
+/// Whose rows a read may return.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every tenant: platform administrators, and the allocation itself (which must weigh every tenant's usage
+    /// to split a shared deployment; its result is scoped afterwards by `eai_engine::scope`).
+    Platform,
+    /// One tenant's rows only.
+    Tenant(TenantId),
+}
+
+/// Roles of SPEC §4, plus the sampler's service identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    PlatformAdmin,
+    Finops,
+    TenantAdmin,
+    Auditor,
+    Developer,
+    Viewer,
+    SecurityOfficer,
+    /// May only post samples.
+    Sampler,
+}
+
+impl Role {
+    pub const ALL: [Role; 8] = [
+        Role::PlatformAdmin,
+        Role::Finops,
+        Role::TenantAdmin,
+        Role::Auditor,
+        Role::Developer,
+        Role::Viewer,
+        Role::SecurityOfficer,
+        Role::Sampler,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::PlatformAdmin => "platform_admin",
+            Role::Finops => "finops",
+            Role::TenantAdmin => "tenant_admin",
+            Role::Auditor => "auditor",
+            Role::Developer => "developer",
+            Role::Viewer => "viewer",
+            Role::SecurityOfficer => "security_officer",
+            Role::Sampler => "sampler",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+}
+
+/// A stored API key: only the SHA-256 of the secret is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKeyRecord {
+    /// `key_<n>`: public, safe to log.
+    pub id: String,
+    /// Hex SHA-256 of the full key text (`eai_live_…`).
+    pub hash: String,
+    pub role: Role,
+    pub tenant_id: Option<TenantId>,
+    pub name: Option<String>,
+    pub created_at: Timestamp,
+    pub revoked: bool,
+}
+
+/// What ingesting a batch did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IngestOutcome {
+    /// New rows written.
+    pub inserted: u64,
+    /// Rows already present (a re-send), counted once.
+    pub duplicates: u64,
+}
+
+/// An audit event before the chain links it (contract audit-event.schema.json).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditDraft {
+    #[serde(with = "audit::rfc3339")]
+    pub occurred_at: Timestamp,
+    /// The key id of the actor (`key_3`), or `system`.
+    pub actor: String,
+    pub actor_role: Option<String>,
+    #[serde(with = "audit::opt_tenant")]
+    pub tenant_id: Option<TenantId>,
+    /// e.g. `allocation_policy.create`, `api_key.create`, `gpu_samples.ingest`.
+    pub action: String,
+    /// `allow` or `deny`.
+    pub decision: String,
+    pub resource: Option<String>,
+    pub request_id: Option<String>,
+    /// Free-form JSON object with the facts of the event (never a secret).
+    pub details: serde_json::Value,
+}
+
+/// A linked audit event: `hash = sha256(prev_hash || canonical(draft) || seq)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditEvent {
+    pub seq: u64,
+    pub draft: AuditDraft,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+/// Where a chain breaks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokenLink {
+    pub seq: u64,
+    pub reason: String,
+}
+
+/// A deployment seen in samples (for the providers catalog).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeploymentSeen {
+    pub deployment_id: String,
+    pub namespace: String,
+    pub model: String,
+    pub first_seen: Timestamp,
+    pub last_seen: Timestamp,
+}
+
+/// What the allocation reads for a period: rollups (raw cells where a bucket must be priced exactly) and gaps.
+#[derive(Debug, Clone, Default)]
+pub struct UsageRead {
+    pub rollups: Vec<Rollup>,
+    pub gaps: Vec<Gap>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The caller asked for something that does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The request conflicts with stored state (e.g. superseding a closed policy).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// Anything the caller cannot fix: I/O, a corrupt file, a lost connection. Its text is for logs only.
+    #[error("storage failure: {0}")]
+    Internal(String),
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// The storage contract. Implementations are cheap to clone behind an `Arc` and safe to share.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Which backend (`sqlite`, `postgres`), for `/readyz` and logs.
+    fn backend(&self) -> &'static str;
+
+    /// Cheap liveness check of the storage.
+    async fn ping(&self) -> Result<()>;
+
+    // --- GPU samples ---------------------------------------------------------------------------------------
+
+    /// Stores a validated batch atomically and idempotently on `(gpu_uuid, timestamp)` (first received wins),
+    /// and brings the hourly rollups and gaps of every touched GPU-hour up to date in the same transaction.
+    async fn insert_samples(&self, samples: &[Sample]) -> Result<IngestOutcome>;
+
+    /// Rollups of every GPU-hour whose bucket starts in `[from, to)`, plus the gaps that touch the period.
+    /// Hours listed in `exact_hours` (where a policy starts or ends inside the hour) come back as raw cells
+    /// instead, recomputed from raw samples, so that they are priced window by window.
+    async fn usage_for(
+        &self,
+        from: Timestamp,
+        to: Timestamp,
+        exact_hours: &[Timestamp],
+    ) -> Result<UsageRead>;
+
+    /// Deletes raw samples that ended before `before` (rollups are kept). Returns the rows deleted.
+    async fn prune_raw_samples(&self, before: Timestamp) -> Result<u64>;
+
+    /// Deployments seen in samples, with the namespace and model last seen.
+    async fn deployments_seen(&self) -> Result<Vec<DeploymentSeen>>;
+
+    // --- usage events --------------------------------------------------------------------------------------
+
+    /// Upserts by `event_id`: a re-sent event replaces the stored one, never doubles. Returns rows written.
+    async fn upsert_usage_events(&self, events: &[UsageEvent]) -> Result<u64>;
+
+    /// Usage events with `occurred_at` in `[from, to)`, of one tenant or all.
+    async fn usage_events(
+        &self,
+        scope: Scope,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> Result<Vec<UsageEvent>>;
+
+    // --- allocation policies -------------------------------------------------------------------------------
+
+    /// Stores a new policy; the store assigns `alp_<seq>`.
+    async fn create_policy(&self, spec: &PolicySpec) -> Result<Policy>;
+
+    /// Every policy, closed ones included, oldest first.
+    async fn policies(&self) -> Result<Vec<Policy>>;
+
+    /// Closes policy `id` at `at` (sets `effective_to`) and, when `replacement` is given, opens it in the same
+    /// transaction. Never edits pricing in place. Returns (closed, opened).
+    async fn supersede_policy(
+        &self,
+        id: &str,
+        at: Timestamp,
+        replacement: Option<&PolicySpec>,
+    ) -> Result<(Policy, Option<Policy>)>;
+
+    // --- API keys ------------------------------------------------------------------------------------------
+
+    /// Stores a key (hash only); the store assigns `key_<n>`.
+    async fn create_api_key(
+        &self,
+        hash: &str,
+        role: Role,
+        tenant_id: Option<TenantId>,
+        name: Option<&str>,
+        at: Timestamp,
+    ) -> Result<ApiKeyRecord>;
+
+    async fn api_key_by_hash(&self, hash: &str) -> Result<Option<ApiKeyRecord>>;
+
+    async fn api_key_count(&self) -> Result<u64>;
+
+    // --- audit ---------------------------------------------------------------------------------------------
+
+    /// Appends to the hash chain atomically (the previous hash is read and the new event written in one
+    /// transaction, so concurrent appends never fork the chain).
+    async fn append_audit(&self, draft: &AuditDraft) -> Result<AuditEvent>;
+
+    /// Events with `seq > after`, oldest first, at most `limit`; filtered to a tenant when scoped.
+    async fn audit_events(&self, scope: Scope, after: u64, limit: u64) -> Result<Vec<AuditEvent>>;
+
+    /// Walks the whole chain; `None` when intact, else the first broken link.
+    async fn verify_audit_chain(&self) -> Result<Option<BrokenLink>>;
+}

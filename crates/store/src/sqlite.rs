@@ -1,0 +1,349 @@
+//! The embedded SQLite backend: one file, zero setup, the default store of eai-gpu.
+//!
+//! Durability and concurrency:
+//! - The file is in WAL mode with `synchronous=FULL`: a call that returned `Ok` survives a crash or a power loss
+//!   (NORMAL could lose the last transactions on power loss, which an acknowledged batch must never be).
+//!   `foreign_keys=ON`; a busy timeout lets another process (the CLI on the same file) wait instead of failing.
+//! - One writer connection behind a mutex, every write in one `IMMEDIATE` transaction (all or nothing), and a
+//!   small pool of reader connections that see consistent snapshots and never wait for the writer. All SQLite
+//!   work runs on tokio's blocking pool (`spawn_blocking`), never on the async workers.
+//! - A panic while a connection is held rolls its transaction back (rusqlite rolls back on drop), so a poisoned
+//!   mutex is recovered rather than turned into an outage.
+//!
+//! Settings that shape stored data ([`SqliteConfig`]: bucket length, interpolation limit) are recorded in the file
+//! when it is created; opening it with other values is refused, because the stored rollups embody them.
+//!
+//! Layout: [`schema`] (embedded migrations), [`codec`] (column encodings), [`samples`] (raw samples, rollups,
+//! gaps), [`records`] (usage events, policies, keys, audit chain).
+
+mod codec;
+mod records;
+mod samples;
+mod schema;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use eai_engine::domain::{Policy, PolicySpec, Sample, TenantId, UsageEvent};
+use eai_engine::series::SeriesConfig;
+use eai_engine::time::Timestamp;
+use rusqlite::{Connection, OpenFlags};
+
+use self::codec::Ctx;
+use crate::{
+    ApiKeyRecord, AuditDraft, AuditEvent, BrokenLink, DeploymentSeen, IngestOutcome, Result, Role,
+    Scope, Store, StoreError, UsageRead,
+};
+
+pub use self::samples::MAX_WINDOW_MS;
+
+/// Reader connections in the pool.
+const READERS: usize = 4;
+/// How long a connection waits for a lock held by another process before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How samples are turned into rollups. Fixed for the life of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SqliteConfig {
+    /// Missing spans up to this long are interpolated; longer ones are gaps.
+    pub max_gap_ms: i64,
+    /// Rollup bucket length, aligned to UTC (one hour).
+    pub bucket_ms: i64,
+}
+
+impl Default for SqliteConfig {
+    fn default() -> Self {
+        let s = SeriesConfig::default();
+        SqliteConfig {
+            max_gap_ms: s.max_gap_ms,
+            bucket_ms: s.bucket_ms,
+        }
+    }
+}
+
+impl SqliteConfig {
+    pub fn series(&self) -> SeriesConfig {
+        SeriesConfig {
+            bucket_ms: self.bucket_ms,
+            max_gap_ms: self.max_gap_ms,
+        }
+    }
+}
+
+/// The SQLite store. Cheap to clone; clones share the connections.
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    cfg: SqliteConfig,
+    writer: Mutex<Connection>,
+    readers: Vec<Mutex<Connection>>,
+    next_reader: AtomicUsize,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.inner.path)
+            .field("cfg", &self.inner.cfg)
+            .finish()
+    }
+}
+
+fn connect(path: &Path, flags: OpenFlags) -> Result<Connection> {
+    let c = Connection::open_with_flags(path, flags)
+        .map_err(|e| StoreError::Internal(format!("sqlite: open {}: {e}", path.display())))?;
+    c.busy_timeout(BUSY_TIMEOUT).ctx("set busy_timeout")?;
+    c.pragma_update(None, "foreign_keys", "ON")
+        .ctx("set foreign_keys")?;
+    c.set_prepared_statement_cache_capacity(64);
+    Ok(c)
+}
+
+/// Records the settings of a new file, or checks that an existing file was built with the same.
+fn check_settings(conn: &Connection, cfg: &SqliteConfig) -> Result<()> {
+    for (key, want) in [("bucket_ms", cfg.bucket_ms), ("max_gap_ms", cfg.max_gap_ms)] {
+        match samples::meta_get(conn, key)? {
+            None => samples::meta_set(conn, key, want)?,
+            Some(have) if have == want => {}
+            Some(have) => {
+                return Err(StoreError::Internal(format!(
+                    "the database file was built with {key}={have}; it cannot be opened with {key}={want}"
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+impl SqliteStore {
+    /// Opens (creating the folder and file if needed) and migrates the database at `path`, with default settings.
+    /// Blocking (file I/O, migrations): call it at startup, before serving, or inside `spawn_blocking`.
+    pub fn open(path: &Path) -> Result<SqliteStore> {
+        Self::open_with(path, SqliteConfig::default())
+    }
+
+    pub fn open_with(path: &Path, cfg: SqliteConfig) -> Result<SqliteStore> {
+        if cfg.bucket_ms <= 0 || cfg.max_gap_ms < 0 {
+            return Err(StoreError::Internal(format!(
+                "invalid sqlite settings {cfg:?}"
+            )));
+        }
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                StoreError::Internal(format!("create folder {}: {e}", dir.display()))
+            })?;
+        }
+        let rw = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let mut writer = connect(path, rw | OpenFlags::SQLITE_OPEN_CREATE)?;
+        let mode: String = writer
+            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+            .ctx("set journal_mode")?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Internal(format!(
+                "sqlite: {} cannot use WAL (journal_mode={mode})",
+                path.display()
+            )));
+        }
+        writer
+            .pragma_update(None, "synchronous", "FULL")
+            .ctx("set synchronous")?;
+        schema::migrate(&mut writer)?;
+        check_settings(&writer, &cfg)?;
+        let readers = (0..READERS)
+            .map(|_| {
+                let c = connect(path, rw)?;
+                c.pragma_update(None, "query_only", "ON")
+                    .ctx("set query_only")?;
+                Ok(Mutex::new(c))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        tracing::debug!(path = %path.display(), "sqlite store opened");
+        Ok(SqliteStore {
+            inner: Arc::new(Inner {
+                path: path.to_path_buf(),
+                cfg,
+                writer: Mutex::new(writer),
+                readers,
+                next_reader: AtomicUsize::new(0),
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    pub fn config(&self) -> SqliteConfig {
+        self.inner.cfg
+    }
+
+    /// Runs `f` on the writer connection, on the blocking pool.
+    async fn write<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, &SqliteConfig) -> Result<T> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || {
+            let mut c = inner.writer.lock().unwrap_or_else(PoisonError::into_inner);
+            f(&mut c, &inner.cfg)
+        })
+        .await
+        .map_err(|e| StoreError::Internal(format!("sqlite worker failed: {e}")))?
+    }
+
+    /// Runs `f` on a reader connection, on the blocking pool.
+    async fn read<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, &SqliteConfig) -> Result<T> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || {
+            let mut c = inner.reader();
+            f(&mut c, &inner.cfg)
+        })
+        .await
+        .map_err(|e| StoreError::Internal(format!("sqlite worker failed: {e}")))?
+    }
+}
+
+impl Inner {
+    /// A free reader if there is one, else waits for the next in turn.
+    fn reader(&self) -> MutexGuard<'_, Connection> {
+        let n = self.readers.len();
+        let start = self.next_reader.fetch_add(1, Ordering::Relaxed);
+        for i in 0..n {
+            if let Ok(c) = self.readers[(start + i) % n].try_lock() {
+                return c;
+            }
+        }
+        self.readers[start % n]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
+
+    async fn ping(&self) -> Result<()> {
+        self.read(|c, _| c.query_row("SELECT 1", [], |_| Ok(())).ctx("ping"))
+            .await
+    }
+
+    async fn insert_samples(&self, samples: &[Sample]) -> Result<IngestOutcome> {
+        let batch = samples.to_vec();
+        self.write(move |c, cfg| samples::insert(c, cfg, &batch))
+            .await
+    }
+
+    async fn usage_for(
+        &self,
+        from: Timestamp,
+        to: Timestamp,
+        exact_hours: &[Timestamp],
+    ) -> Result<UsageRead> {
+        let exact = exact_hours.to_vec();
+        self.read(move |c, cfg| samples::usage_for(c, cfg, from, to, &exact))
+            .await
+    }
+
+    async fn prune_raw_samples(&self, before: Timestamp) -> Result<u64> {
+        self.write(move |c, _| samples::prune(c, before)).await
+    }
+
+    async fn deployments_seen(&self) -> Result<Vec<DeploymentSeen>> {
+        self.read(|c, _| samples::deployments_seen(c)).await
+    }
+
+    async fn upsert_usage_events(&self, events: &[UsageEvent]) -> Result<u64> {
+        let events = events.to_vec();
+        self.write(move |c, _| records::upsert_usage_events(c, &events))
+            .await
+    }
+
+    async fn usage_events(
+        &self,
+        scope: Scope,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> Result<Vec<UsageEvent>> {
+        self.read(move |c, _| records::usage_events(c, scope, from, to))
+            .await
+    }
+
+    async fn create_policy(&self, spec: &PolicySpec) -> Result<Policy> {
+        let spec = spec.clone();
+        self.write(move |c, _| records::create_policy(c, &spec))
+            .await
+    }
+
+    async fn policies(&self) -> Result<Vec<Policy>> {
+        self.read(|c, _| records::policies(c)).await
+    }
+
+    async fn supersede_policy(
+        &self,
+        id: &str,
+        at: Timestamp,
+        replacement: Option<&PolicySpec>,
+    ) -> Result<(Policy, Option<Policy>)> {
+        let (id, replacement) = (id.to_string(), replacement.cloned());
+        self.write(move |c, _| records::supersede_policy(c, &id, at, replacement.as_ref()))
+            .await
+    }
+
+    async fn create_api_key(
+        &self,
+        hash: &str,
+        role: Role,
+        tenant_id: Option<TenantId>,
+        name: Option<&str>,
+        at: Timestamp,
+    ) -> Result<ApiKeyRecord> {
+        let (hash, name) = (hash.to_string(), name.map(str::to_string));
+        self.write(move |c, _| {
+            records::create_api_key(c, &hash, role, tenant_id, name.as_deref(), at)
+        })
+        .await
+    }
+
+    async fn api_key_by_hash(&self, hash: &str) -> Result<Option<ApiKeyRecord>> {
+        let hash = hash.to_string();
+        self.read(move |c, _| records::api_key_by_hash(c, &hash))
+            .await
+    }
+
+    async fn api_key_count(&self) -> Result<u64> {
+        self.read(|c, _| records::api_key_count(c)).await
+    }
+
+    async fn append_audit(&self, draft: &AuditDraft) -> Result<AuditEvent> {
+        let draft = draft.clone();
+        self.write(move |c, _| records::append_audit(c, &draft))
+            .await
+    }
+
+    async fn audit_events(&self, scope: Scope, after: u64, limit: u64) -> Result<Vec<AuditEvent>> {
+        self.read(move |c, _| records::audit_events(c, scope, after, limit))
+            .await
+    }
+
+    async fn verify_audit_chain(&self) -> Result<Option<BrokenLink>> {
+        self.read(|c, _| records::verify_audit_chain(c)).await
+    }
+}

@@ -1,0 +1,233 @@
+//! The SQLite schema, as embedded migrations. `schema_version` holds the number of migrations applied; opening a
+//! file applies the missing ones in order, each in its own transaction, and refuses a file written by a newer
+//! binary. A migration, once released, is never edited: changes are new entries at the end of [`MIGRATIONS`].
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+
+use super::codec::Ctx;
+use crate::{Result, StoreError};
+
+/// 1: GPU samples and what is derived from them.
+const V1_SAMPLES: &str = r#"
+-- Interned GPUs (or MIG slices): samples name them by a small integer.
+CREATE TABLE gpus (
+    id   INTEGER PRIMARY KEY,
+    uuid TEXT NOT NULL UNIQUE
+);
+
+-- Interned slowly changing labels of samples. owner is the tenant uuid, or '' for a shared deployment.
+-- first_seen_ms / last_seen_ms: the earliest and latest window end stored for the series.
+CREATE TABLE series (
+    id            INTEGER PRIMARY KEY,
+    node          TEXT NOT NULL,
+    model         TEXT NOT NULL,
+    namespace     TEXT NOT NULL,
+    pod           TEXT NOT NULL,
+    deployment_id TEXT NOT NULL,
+    owner         TEXT NOT NULL DEFAULT '',
+    first_seen_ms INTEGER NOT NULL,
+    last_seen_ms  INTEGER NOT NULL,
+    UNIQUE (deployment_id, owner, model, namespace, pod, node)
+);
+
+-- Raw samples, compact: figures as exact scaled integers (utilization, power, storage and fraction x 10^6,
+-- memory x 10^10). Identified by (gpu, end of window): the first received wins.
+CREATE TABLE gpu_samples (
+    gpu_id      INTEGER NOT NULL REFERENCES gpus (id),
+    end_ms      INTEGER NOT NULL,
+    series_id   INTEGER NOT NULL REFERENCES series (id),
+    window_ms   INTEGER NOT NULL,
+    util_e6     INTEGER NOT NULL,
+    mem_e10     INTEGER NOT NULL,
+    power_e6    INTEGER NOT NULL,
+    storage_e6  INTEGER NOT NULL,
+    fraction_e6 INTEGER NOT NULL,
+    PRIMARY KEY (gpu_id, end_ms)
+) WITHOUT ROWID;
+
+-- Sums of one GPU series in one bucket (eai_engine::rollup::Rollup); decimals as exact text.
+CREATE TABLE rollups (
+    gpu_id                INTEGER NOT NULL REFERENCES gpus (id),
+    bucket_ms             INTEGER NOT NULL,
+    deployment_id         TEXT NOT NULL,
+    owner                 TEXT NOT NULL,
+    model                 TEXT NOT NULL,
+    first_window_start_ms INTEGER NOT NULL,
+    last_window_start_ms  INTEGER NOT NULL,
+    samples               INTEGER NOT NULL,
+    estimated_samples     INTEGER NOT NULL,
+    gpu_seconds           TEXT NOT NULL,
+    busy_gpu_seconds      TEXT NOT NULL,
+    estimated_gpu_seconds TEXT NOT NULL,
+    memory_gb_seconds     TEXT NOT NULL,
+    energy_ws             TEXT NOT NULL,
+    storage_gb_seconds    TEXT NOT NULL,
+    PRIMARY KEY (gpu_id, bucket_ms, deployment_id, owner, model)
+) WITHOUT ROWID;
+CREATE INDEX rollups_by_bucket ON rollups (bucket_ms);
+
+-- Missing spans left unfilled (eai_engine::report::Gap); a gap belongs to the bucket holding its from_ms.
+CREATE TABLE gaps (
+    gpu_id        INTEGER NOT NULL REFERENCES gpus (id),
+    from_ms       INTEGER NOT NULL,
+    to_ms         INTEGER NOT NULL,
+    reason        TEXT NOT NULL,
+    deployment_id TEXT NOT NULL,
+    node          TEXT NOT NULL,
+    PRIMARY KEY (gpu_id, from_ms)
+) WITHOUT ROWID;
+CREATE INDEX gaps_by_end ON gaps (to_ms);
+
+-- Settings a file is built with, and bookkeeping (raw_pruned_before_ms).
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+"#;
+
+/// 2: usage events, policies, API keys, the audit chain.
+const V2_RECORDS: &str = r#"
+-- body: the event as contract JSON (usage-event.schema.json), decimals as strings.
+CREATE TABLE usage_events (
+    event_id       TEXT PRIMARY KEY,
+    tenant_id      TEXT NOT NULL,
+    occurred_at_ms INTEGER NOT NULL,
+    deployment_id  TEXT,
+    body           TEXT NOT NULL
+);
+CREATE INDEX usage_events_by_time ON usage_events (occurred_at_ms);
+CREATE INDEX usage_events_by_tenant ON usage_events (tenant_id, occurred_at_ms);
+
+-- body: the pricing terms (never edited); the effective dates are columns (closing a policy sets effective_to_ms).
+CREATE TABLE allocation_policies (
+    seq               INTEGER PRIMARY KEY AUTOINCREMENT,
+    body              TEXT NOT NULL,
+    effective_from_ms INTEGER NOT NULL,
+    effective_to_ms   INTEGER,
+    created_at_ms     INTEGER NOT NULL
+);
+
+-- hash: hex SHA-256 of the key text; the key itself is never stored.
+CREATE TABLE api_keys (
+    seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+    hash          TEXT NOT NULL UNIQUE,
+    role          TEXT NOT NULL,
+    tenant_id     TEXT,
+    name          TEXT,
+    created_at_ms INTEGER NOT NULL,
+    revoked       INTEGER NOT NULL DEFAULT 0
+);
+
+-- The hash chain. body: the draft as JSON; tenant_id: copied from it for scoped reads.
+CREATE TABLE audit_events (
+    seq       INTEGER PRIMARY KEY,
+    prev_hash TEXT NOT NULL,
+    hash      TEXT NOT NULL,
+    tenant_id TEXT,
+    body      TEXT NOT NULL
+);
+CREATE INDEX audit_events_by_tenant ON audit_events (tenant_id, seq);
+"#;
+
+/// Every migration, in order. `schema_version` = how many have been applied.
+pub const MIGRATIONS: &[&str] = &[V1_SAMPLES, V2_RECORDS];
+
+/// The schema version this binary writes.
+pub fn latest() -> u32 {
+    u32::try_from(MIGRATIONS.len()).unwrap_or(u32::MAX)
+}
+
+/// The version of the file, 0 for a new one.
+pub fn version(conn: &Connection) -> Result<u32> {
+    conn.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        .ctx("create schema_version")?;
+    let v: Option<i64> = conn
+        .query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))
+        .optional()
+        .ctx("read schema_version")?
+        .flatten();
+    u32::try_from(v.unwrap_or(0))
+        .map_err(|_| StoreError::Internal(format!("corrupt schema_version {v:?}")))
+}
+
+/// Applies the missing migrations up to `target`.
+pub fn migrate_to(conn: &mut Connection, target: u32) -> Result<u32> {
+    let current = version(conn)?;
+    if current > latest() {
+        return Err(StoreError::Internal(format!(
+            "the database file has schema version {current}, newer than this binary's {}: upgrade eai-gpu",
+            latest()
+        )));
+    }
+    for (i, sql) in MIGRATIONS
+        .iter()
+        .enumerate()
+        .take(target as usize)
+        .skip(current as usize)
+    {
+        let v = i + 1;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .ctx("begin migration")?;
+        // Another process may have migrated while we waited for the lock.
+        if version(&tx)? as usize >= v {
+            continue;
+        }
+        tx.execute_batch(sql).ctx(&format!("migration {v}"))?;
+        tx.execute("DELETE FROM schema_version", [])
+            .ctx("update schema_version")?;
+        tx.execute(
+            "INSERT INTO schema_version (version) VALUES (?1)",
+            [v as i64],
+        )
+        .ctx("update schema_version")?;
+        tx.commit().ctx(&format!("commit migration {v}"))?;
+        tracing::info!(version = v, "sqlite schema migrated");
+    }
+    version(conn)
+}
+
+/// Applies every missing migration.
+pub fn migrate(conn: &mut Connection) -> Result<u32> {
+    migrate_to(conn, latest())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_older_file_migrates_forward_and_keeps_its_rows() {
+        let mut c = Connection::open_in_memory().expect("sqlite");
+        assert_eq!(migrate_to(&mut c, 1).expect("v1"), 1);
+        c.execute("INSERT INTO gpus (uuid) VALUES ('GPU-1')", [])
+            .expect("insert");
+        assert!(c
+            .execute(
+                "INSERT INTO api_keys (hash, role, created_at_ms) VALUES ('h', 'viewer', 0)",
+                []
+            )
+            .is_err());
+        assert_eq!(migrate(&mut c).expect("latest"), latest());
+        c.execute(
+            "INSERT INTO api_keys (hash, role, created_at_ms) VALUES ('h', 'viewer', 0)",
+            [],
+        )
+        .expect("v2 table");
+        let n: i64 = c
+            .query_row("SELECT COUNT(*) FROM gpus", [], |r| r.get(0))
+            .expect("count");
+        assert_eq!(n, 1);
+        assert_eq!(migrate(&mut c).expect("idempotent"), latest());
+    }
+
+    #[test]
+    fn a_newer_file_is_refused() {
+        let mut c = Connection::open_in_memory().expect("sqlite");
+        migrate(&mut c).expect("latest");
+        c.execute("UPDATE schema_version SET version = 99", [])
+            .expect("bump");
+        let e = migrate(&mut c).expect_err("refused");
+        assert!(e.to_string().contains("newer"), "{e}");
+    }
+}

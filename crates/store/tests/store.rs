@@ -1,0 +1,1181 @@
+//! The store contract. Each case in [`contract`] is a function over `&dyn Store`, so that every backend runs the
+//! same cases: today the embedded SQLite file (one fresh file in a temp dir per case); PostgreSQL adds its own
+//! harness beside [`sqlite_harness`]. Cases that open the SQLite file directly (tampering, forced failures,
+//! reopening, bytes on disk) are in [`sqlite_only`].
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use eai_engine::allocate::{allocate, allocate_samples, AllocationConfig, AllocationInput, Period};
+use eai_engine::domain::{
+    GpuFraction, IdleCapacity, ModelRef, NonNegative, Policy, PolicySpec, Pue, Sample, TenantId,
+    UnitInterval, UsageEvent,
+};
+use eai_engine::money::Currency;
+use eai_engine::policy::Glob;
+use eai_engine::report::{Allocation, Finding, GapReason};
+use eai_engine::rollup::{aggregate, Rollup};
+use eai_engine::series::{cells, SeriesConfig};
+use eai_engine::time::Timestamp;
+use eai_store::sqlite::SqliteStore;
+use eai_store::{AuditDraft, Role, Scope, Store, StoreError};
+use rust_decimal::Decimal;
+use uuid::Uuid;
+
+const H: i64 = 3_600_000;
+const T0: i64 = 1_790_812_800_000; // 2026-10-01T00:00:00Z
+
+// --- fixtures -------------------------------------------------------------------------------------------------
+
+fn d(s: &str) -> Decimal {
+    Decimal::from_str(s).unwrap()
+}
+
+fn ts(ms: i64) -> Timestamp {
+    Timestamp(ms)
+}
+
+fn tenant(n: u8) -> TenantId {
+    TenantId(Uuid::from_bytes([n; 16]))
+}
+
+fn sample(gpu: &str, dep: &str, end_ms: i64) -> Sample {
+    Sample {
+        node: "gpu-node-1".into(),
+        gpu_uuid: gpu.into(),
+        model: "H100-80GB".into(),
+        namespace: "eai-inference".into(),
+        pod: format!("{dep}-0"),
+        deployment_id: dep.into(),
+        owner: None,
+        window_ms: 15_000,
+        end: Timestamp(end_ms),
+        utilization: UnitInterval::new(d("0.5")).unwrap(),
+        memory_used_gb: NonNegative::new(d("40")).unwrap(),
+        power_w: NonNegative::new(d("400")).unwrap(),
+        storage_gb: NonNegative::ZERO,
+        gpu_fraction: GpuFraction::WHOLE,
+    }
+}
+
+/// `gpus` GPUs sampled every 15 s over `[from, to)`, in time order.
+fn fleet(dep: &str, gpus: usize, from: i64, to: i64) -> Vec<Sample> {
+    let mut v = Vec::new();
+    let mut end = from + 15_000;
+    while end <= to {
+        for g in 0..gpus {
+            v.push(sample(&format!("GPU-{dep}-{g}"), dep, end));
+        }
+        end += 15_000;
+    }
+    v
+}
+
+fn spec(name: &str) -> PolicySpec {
+    PolicySpec {
+        name: name.into(),
+        deployment_pattern: Glob::any(),
+        gpu_model: None,
+        currency: Currency::EUR,
+        gpu_hourly_cost: NonNegative::new(d("2.10")).unwrap(),
+        overhead_pct: NonNegative::new(d("18")).unwrap(),
+        energy_kwh_price: NonNegative::new(d("0.21")).unwrap(),
+        pue: Pue::new(d("1.4")).unwrap(),
+        storage_gb_month_price: NonNegative::ZERO,
+        idle_capacity: IdleCapacity::Unallocated,
+        enabled: true,
+        effective_from: Timestamp(0),
+        effective_to: None,
+    }
+}
+
+fn tokens(t: TenantId, dep: &str, at_ms: i64, n: u64) -> UsageEvent {
+    let mut units = BTreeMap::new();
+    units.insert(
+        "tokens_in".to_string(),
+        NonNegative::new(Decimal::from(n)).unwrap(),
+    );
+    UsageEvent {
+        event_id: Uuid::new_v4(),
+        tenant_id: t,
+        usage_type: "llm_tokens".into(),
+        source: "gateway".into(),
+        occurred_at: Timestamp(at_ms),
+        deployment_id: Some(dep.into()),
+        model: None,
+        units,
+        cost: None,
+        allocation_policy_id: None,
+        project: None,
+        agent_id: None,
+        run_id: None,
+    }
+}
+
+fn draft(action: &str, tenant_id: Option<TenantId>) -> AuditDraft {
+    AuditDraft {
+        occurred_at: Timestamp(T0),
+        actor: "key_1".into(),
+        actor_role: Some("platform_admin".into()),
+        tenant_id,
+        action: action.into(),
+        decision: "allow".into(),
+        resource: None,
+        request_id: Some("req-1".into()),
+        details: serde_json::json!({"n": 1, "note": "x"}),
+    }
+}
+
+fn period(from: i64, to: i64) -> Period {
+    Period::new(Timestamp(from), Timestamp(to), H).unwrap()
+}
+
+/// What the engine computes from raw samples: the rollups the store must hold.
+fn expected_rollups(samples: &[Sample]) -> Vec<Rollup> {
+    aggregate(cells(samples, &SeriesConfig::default()).cells)
+}
+
+async fn all_usage(s: &dyn Store) -> eai_store::UsageRead {
+    s.usage_for(ts(T0 - 48 * H), ts(T0 + 48 * H), &[])
+        .await
+        .unwrap()
+}
+
+/// Inserts the batches in turn; returns (inserted, duplicates) summed.
+async fn insert_all(s: &dyn Store, batches: &[Vec<Sample>]) -> (u64, u64) {
+    let mut total = (0, 0);
+    for b in batches {
+        let o = s.insert_samples(b).await.unwrap();
+        total.0 += o.inserted;
+        total.1 += o.duplicates;
+    }
+    total
+}
+
+/// The contract: every backend must pass these.
+mod contract {
+    use super::*;
+
+    pub async fn answers_ping(s: &dyn Store) {
+        s.ping().await.unwrap();
+        assert!(!s.backend().is_empty());
+    }
+
+    pub async fn ingest_is_idempotent(s: &dyn Store) {
+        let batch = fleet("vllm-a", 2, T0, T0 + H);
+        let o = s.insert_samples(&batch).await.unwrap();
+        assert_eq!((o.inserted, o.duplicates), (480, 0));
+        let first = all_usage(s).await;
+        assert_eq!(first.rollups, expected_rollups(&batch));
+
+        let o = s.insert_samples(&batch).await.unwrap();
+        assert_eq!(
+            (o.inserted, o.duplicates),
+            (0, 480),
+            "a re-sent batch is counted as duplicates"
+        );
+        let again = all_usage(s).await;
+        assert_eq!(again.rollups, first.rollups, "figures unchanged");
+        assert_eq!(again.gaps, first.gaps);
+
+        // A re-send inside one batch counts once; an empty batch is a no-op.
+        let one = sample("GPU-x", "vllm-a", T0 + 15_000);
+        let o = s.insert_samples(&[one.clone(), one]).await.unwrap();
+        assert_eq!((o.inserted, o.duplicates), (1, 1));
+        assert_eq!(s.insert_samples(&[]).await.unwrap(), Default::default());
+    }
+
+    pub async fn first_received_wins(s: &dyn Store) {
+        let a = sample("GPU-1", "vllm-a", T0 + 15_000);
+        let mut b = a.clone();
+        b.utilization = UnitInterval::new(d("0.9")).unwrap();
+        b.deployment_id = "vllm-z".into();
+        s.insert_samples(std::slice::from_ref(&a)).await.unwrap();
+        let o = s.insert_samples(&[b]).await.unwrap();
+        assert_eq!(o.duplicates, 1);
+        let r = all_usage(s).await.rollups;
+        assert_eq!(r.len(), 1);
+        assert_eq!(
+            r[0].q.busy_gpu_seconds,
+            d("7.5"),
+            "the first sample's utilization (0.5) is kept"
+        );
+        let seen: Vec<String> = s
+            .deployments_seen()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|x| x.deployment_id)
+            .collect();
+        assert_eq!(
+            seen,
+            vec!["vllm-a"],
+            "a discarded re-send shows no deployment"
+        );
+    }
+
+    pub async fn the_worked_example_prices_from_the_store(s: &dyn Store) {
+        let samples = fleet("vllm-llama-70b", 2, T0, T0 + H);
+        for chunk in samples.chunks(16) {
+            s.insert_samples(chunk).await.unwrap();
+        }
+        let usage = vec![
+            tokens(tenant(1), "vllm-llama-70b", T0 + 60_000, 7000),
+            tokens(tenant(2), "vllm-llama-70b", T0 + 1_800_000, 3000),
+        ];
+        s.upsert_usage_events(&usage).await.unwrap();
+        let p = s.create_policy(&spec("local-gpu-default")).await.unwrap();
+        let read = s.usage_for(ts(T0), ts(T0 + H), &[]).await.unwrap();
+        assert_eq!(read.rollups.len(), 2, "one rollup per GPU-hour");
+        let events = s
+            .usage_events(Scope::Platform, ts(T0), ts(T0 + H))
+            .await
+            .unwrap();
+        let policies = s.policies().await.unwrap();
+        assert_eq!(policies, vec![p]);
+        let a = allocate(&AllocationInput {
+            period: period(T0, T0 + H),
+            rollups: &read.rollups,
+            usage: &events,
+            policies: &policies,
+            gaps: &read.gaps,
+            config: AllocationConfig::default(),
+        });
+        let row = &a.deployments[0];
+        assert_eq!(
+            (row.gpu_seconds, row.energy_wh, row.samples),
+            (d("7200"), d("800"), 480)
+        );
+        assert_eq!(row.cost, d("5.19"));
+        let cost = |t| a.tenants.iter().find(|r| r.tenant_id == t).map(|r| r.cost);
+        assert_eq!(cost(tenant(1)), Some(d("3.63")));
+        assert_eq!(cost(tenant(2)), Some(d("1.56")));
+    }
+
+    pub async fn short_gaps_are_estimated_and_long_ones_reported(s: &dyn Store) {
+        // One GPU: 10 min of samples, a 5 min hole, 10 min, a 30 min hole, 10 min.
+        let mut v = fleet("vllm-a", 1, T0, T0 + 600_000);
+        v.extend(fleet("vllm-a", 1, T0 + 900_000, T0 + 1_500_000));
+        v.extend(fleet("vllm-a", 1, T0 + 3_300_000, T0 + 3_900_000));
+        s.insert_samples(&v).await.unwrap();
+        let read = all_usage(s).await;
+        let est: Decimal = read.rollups.iter().map(|r| r.q.estimated_gpu_seconds).sum();
+        assert_eq!(est, d("300"), "the 5 minute hole is interpolated");
+        assert_eq!(read.gaps.len(), 1, "{:?}", read.gaps);
+        let g = &read.gaps[0];
+        assert_eq!(
+            (g.from, g.to, g.reason),
+            (ts(T0 + 1_500_000), ts(T0 + 3_300_000), GapReason::TooLong)
+        );
+        assert_eq!(read.rollups, expected_rollups(&v));
+    }
+
+    pub async fn late_samples_fill_their_hole(s: &dyn Store) {
+        let all = fleet("vllm-a", 2, T0, T0 + 2 * H);
+        // Everything but 20 minutes around the hour, then the missing part, then one re-send.
+        let (hole_from, hole_to) = (T0 + H - 600_000, T0 + H + 600_000);
+        let (missing, first): (Vec<Sample>, Vec<Sample>) = all
+            .iter()
+            .cloned()
+            .partition(|x| x.end.0 > hole_from && x.end.0 <= hole_to);
+        s.insert_samples(&first).await.unwrap();
+        let read = all_usage(s).await;
+        assert_eq!(read.gaps.len(), 2, "a 20 minute hole per GPU is a gap");
+        let o = s.insert_samples(&missing).await.unwrap();
+        assert_eq!(o.inserted, missing.len() as u64);
+        let read = all_usage(s).await;
+        assert!(read.gaps.is_empty(), "{:?}", read.gaps);
+        assert_eq!(read.rollups, expected_rollups(&all));
+    }
+
+    pub async fn a_late_sample_reinterpolates_across_the_hour(s: &dyn Store) {
+        let at = |gpu: &str, end: i64, util: &str| {
+            let mut x = sample(gpu, "vllm-a", end);
+            x.utilization = UnitInterval::new(d(util)).unwrap();
+            x
+        };
+        // Stored: 6 min before the hour and 5 min after it; the span between is interpolated across the hour.
+        let (a, n) = (
+            at("GPU-1", T0 + H - 360_000, "0.1"),
+            at("GPU-1", T0 + H + 300_000, "0.9"),
+        );
+        s.insert_samples(&[a.clone(), n.clone()]).await.unwrap();
+        assert_eq!(
+            all_usage(s).await.rollups,
+            expected_rollups(&[a.clone(), n.clone()])
+        );
+        // A late sample 3 min before the hour changes the interpolation on both sides of the hour.
+        let late = at("GPU-1", T0 + H - 180_000, "0.5");
+        s.insert_samples(std::slice::from_ref(&late)).await.unwrap();
+        let gpu1 = vec![a, n, late];
+        assert_eq!(all_usage(s).await.rollups, expected_rollups(&gpu1));
+
+        // Another GPU: a sample earlier than everything stored, whose span to the first one crosses the hour.
+        let b = at("GPU-2", T0 + H + 300_000, "0.9");
+        s.insert_samples(std::slice::from_ref(&b)).await.unwrap();
+        let early = at("GPU-2", T0 + H - 240_000, "0.3");
+        s.insert_samples(std::slice::from_ref(&early))
+            .await
+            .unwrap();
+        let all: Vec<Sample> = gpu1.into_iter().chain([b, early]).collect();
+        assert_eq!(all_usage(s).await.rollups, expected_rollups(&all));
+    }
+
+    pub async fn exact_hours_come_back_as_cells(s: &dyn Store) {
+        let all = fleet("vllm-a", 2, T0, T0 + 3 * H);
+        s.insert_samples(&all).await.unwrap();
+        let plain = s.usage_for(ts(T0), ts(T0 + 3 * H), &[]).await.unwrap();
+        assert_eq!(plain.rollups.len(), 6);
+        // An hour named by any instant inside it; an hour outside the period is ignored.
+        let exact = s
+            .usage_for(ts(T0), ts(T0 + 3 * H), &[ts(T0 + H + 1234), ts(T0 + 7 * H)])
+            .await
+            .unwrap();
+        let in_hour = |r: &Rollup| r.key.bucket_start == ts(T0 + H);
+        assert_eq!(
+            exact.rollups.iter().filter(|r| in_hour(r)).count(),
+            480,
+            "one cell per sample of the hour"
+        );
+        assert!(exact
+            .rollups
+            .iter()
+            .filter(|r| in_hour(r))
+            .all(|r| r.first_window_start == r.last_window_start));
+        assert_eq!(
+            aggregate(exact.rollups),
+            plain.rollups,
+            "cells sum to the rollups"
+        );
+    }
+
+    pub async fn usage_is_read_for_the_period_only(s: &dyn Store) {
+        let mut v = fleet("vllm-a", 1, T0, T0 + H);
+        v.extend(fleet("vllm-a", 1, T0 + 3 * H, T0 + 4 * H));
+        s.insert_samples(&v).await.unwrap();
+        let r = s.usage_for(ts(T0 + H), ts(T0 + 3 * H), &[]).await.unwrap();
+        assert!(r.rollups.is_empty());
+        assert_eq!(r.gaps.len(), 1, "the gap that spans the period is reported");
+        let r = s
+            .usage_for(ts(T0 + 3 * H), ts(T0 + 4 * H), &[])
+            .await
+            .unwrap();
+        assert_eq!(r.rollups.len(), 1);
+        assert_eq!(r.rollups[0].key.bucket_start, ts(T0 + 3 * H));
+        assert!(s
+            .usage_for(ts(T0 + 5 * H), ts(T0 + 6 * H), &[])
+            .await
+            .unwrap()
+            .gaps
+            .is_empty());
+    }
+
+    pub async fn pruning_raw_samples_keeps_rollups(s: &dyn Store) {
+        let mut v = fleet("vllm-a", 2, T0, T0 + 3 * H);
+        // A third GPU that stopped reporting after the first hour.
+        v.extend(fleet("vllm-b", 1, T0, T0 + H));
+        s.insert_samples(&v).await.unwrap();
+        let before = all_usage(s).await;
+        let deployments = s.deployments_seen().await.unwrap();
+
+        let deleted = s.prune_raw_samples(ts(T0 + 2 * H)).await.unwrap();
+        // Samples ended before 2 h: 2 x 479 of vllm-a, and 239 of vllm-b (its latest sample is kept).
+        assert_eq!(deleted, 2 * 479 + 239);
+        assert_eq!(
+            s.prune_raw_samples(ts(T0 + 2 * H)).await.unwrap(),
+            0,
+            "pruning twice deletes nothing more"
+        );
+        let after = all_usage(s).await;
+        assert_eq!(after.rollups, before.rollups, "rollups are kept");
+        assert_eq!(after.gaps, before.gaps);
+        assert_eq!(s.deployments_seen().await.unwrap(), deployments);
+
+        // The silent GPU comes back: its gap starts at its last sample, which pruning kept.
+        let back = fleet("vllm-b", 1, T0 + 4 * H, T0 + 4 * H + 60_000);
+        s.insert_samples(&back).await.unwrap();
+        let gaps = all_usage(s).await.gaps;
+        assert_eq!(gaps.len(), 1);
+        assert_eq!((gaps[0].from, gaps[0].to), (ts(T0 + H), ts(T0 + 4 * H)));
+
+        // A sample arriving after its hour was pruned is stored but cannot change that hour any more.
+        let o = s
+            .insert_samples(&[sample("GPU-vllm-a-0", "vllm-a", T0 + 7_500)])
+            .await
+            .unwrap();
+        assert_eq!(o.inserted, 1);
+        let late = all_usage(s).await;
+        let hour0 = |u: &eai_store::UsageRead| {
+            u.rollups
+                .iter()
+                .filter(|r| r.key.bucket_start == ts(T0))
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(hour0(&late), hour0(&before));
+    }
+
+    pub async fn deployments_seen_come_from_samples(s: &dyn Store) {
+        let mut v = fleet("vllm-a", 1, T0, T0 + 60_000);
+        let mut moved = sample("GPU-vllm-a-0", "vllm-a", T0 + H);
+        moved.namespace = "eai-inference-2".into();
+        moved.model = "L40S".into();
+        v.push(moved);
+        v.extend(fleet("tgi-b", 1, T0 + 30_000, T0 + 90_000));
+        s.insert_samples(&v).await.unwrap();
+        let seen = s.deployments_seen().await.unwrap();
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[0].deployment_id, "tgi-b");
+        assert_eq!(
+            (seen[0].first_seen, seen[0].last_seen),
+            (ts(T0 + 45_000), ts(T0 + 90_000))
+        );
+        let a = &seen[1];
+        assert_eq!(a.deployment_id, "vllm-a");
+        assert_eq!(
+            (a.namespace.as_str(), a.model.as_str()),
+            ("eai-inference-2", "L40S"),
+            "as seen last"
+        );
+        assert_eq!((a.first_seen, a.last_seen), (ts(T0 + 15_000), ts(T0 + H)));
+    }
+
+    pub async fn usage_events_upsert_and_scope(s: &dyn Store) {
+        let mut e1 = tokens(tenant(1), "vllm-a", T0 + 1000, 100);
+        e1.model = Some(ModelRef {
+            provider: "vllm".into(),
+            name: "llama-3-70b".into(),
+        });
+        e1.cost = Some((NonNegative::new(d("0.0123")).unwrap(), Currency::EUR));
+        e1.project = Some("p".into());
+        e1.agent_id = Some("a".into());
+        e1.run_id = Some("r".into());
+        e1.allocation_policy_id = Some("alp_1".into());
+        e1.units.insert(
+            "gpu_seconds".into(),
+            NonNegative::new(d("1.500001")).unwrap(),
+        );
+        let e2 = tokens(tenant(2), "vllm-a", T0 + 2000, 200);
+        let mut e3 = tokens(tenant(1), "vllm-a", T0 + H, 300);
+        e3.deployment_id = None;
+        assert_eq!(
+            s.upsert_usage_events(&[e1.clone(), e2.clone(), e3.clone()])
+                .await
+                .unwrap(),
+            3
+        );
+
+        let all = s
+            .usage_events(Scope::Platform, ts(T0), ts(T0 + 2 * H))
+            .await
+            .unwrap();
+        assert_eq!(
+            all,
+            vec![e1.clone(), e2.clone(), e3.clone()],
+            "every field round-trips, oldest first"
+        );
+        let mine = s
+            .usage_events(Scope::Tenant(tenant(2)), ts(T0), ts(T0 + 2 * H))
+            .await
+            .unwrap();
+        assert_eq!(mine, vec![e2.clone()], "a tenant sees only its own events");
+        let window = s
+            .usage_events(Scope::Platform, ts(T0 + 1000), ts(T0 + 2000))
+            .await
+            .unwrap();
+        assert_eq!(window, vec![e1.clone()], "[from, to)");
+
+        // A re-sent event replaces, never doubles.
+        let mut e1b = e1.clone();
+        e1b.units
+            .insert("tokens_in".into(), NonNegative::new(d("150")).unwrap());
+        e1b.occurred_at = ts(T0 + 3000);
+        assert_eq!(s.upsert_usage_events(&[e1b.clone()]).await.unwrap(), 1);
+        let all = s
+            .usage_events(Scope::Platform, ts(T0), ts(T0 + 2 * H))
+            .await
+            .unwrap();
+        assert_eq!(all, vec![e2.clone(), e1b, e3]);
+
+        // Another tenant cannot overwrite it; the batch is rejected whole.
+        let mut stolen = e1.clone();
+        stolen.tenant_id = tenant(2);
+        let fresh = tokens(tenant(2), "vllm-a", T0 + 4000, 1);
+        let err = s.upsert_usage_events(&[fresh, stolen]).await.unwrap_err();
+        assert!(matches!(err, StoreError::Conflict(_)), "{err}");
+        let mine = s
+            .usage_events(Scope::Tenant(tenant(2)), ts(T0), ts(T0 + 2 * H))
+            .await
+            .unwrap();
+        assert_eq!(mine, vec![e2]);
+    }
+
+    pub async fn policies_are_superseded_never_edited(s: &dyn Store) {
+        let mut a = spec("default");
+        a.effective_from = ts(T0);
+        let p1 = s.create_policy(&a).await.unwrap();
+        assert_eq!((p1.id.as_str(), p1.seq), ("alp_1", 1));
+        let mut b = spec("l40s");
+        b.gpu_model = Some("L40S".into());
+        b.deployment_pattern = Glob::new("vllm-*").unwrap();
+        b.gpu_hourly_cost = NonNegative::new(d("1.2345678901")).unwrap();
+        b.idle_capacity = IdleCapacity::Proportional;
+        b.currency = "JPY".parse().unwrap();
+        b.effective_from = ts(T0);
+        b.effective_to = Some(ts(T0 + 10 * H));
+        let p2 = s.create_policy(&b).await.unwrap();
+        assert_eq!(p2.id, "alp_2");
+
+        let mut c = a.clone();
+        c.gpu_hourly_cost = NonNegative::new(d("2.50")).unwrap();
+        c.effective_from = ts(T0 + H);
+        let (closed, opened) = s
+            .supersede_policy("alp_1", ts(T0 + H), Some(&c))
+            .await
+            .unwrap();
+        assert_eq!(closed.spec.effective_to, Some(ts(T0 + H)));
+        assert_eq!(
+            closed.spec.gpu_hourly_cost, a.gpu_hourly_cost,
+            "pricing is never edited"
+        );
+        let opened = opened.unwrap();
+        assert_eq!(opened.id, "alp_3");
+        assert_eq!(
+            s.policies().await.unwrap(),
+            vec![closed.clone(), p2.clone(), opened.clone()],
+            "oldest first, every field"
+        );
+
+        // Closed already, closing before its start, unknown ids.
+        let conflict = |r: Result<_, StoreError>| matches!(r, Err(StoreError::Conflict(_)));
+        assert!(conflict(
+            s.supersede_policy("alp_1", ts(T0 + 2 * H), None).await
+        ));
+        assert!(conflict(
+            s.supersede_policy("alp_1", ts(T0 + H), None).await
+        ));
+        assert!(conflict(
+            s.supersede_policy("alp_3", ts(T0 + H), None).await
+        ));
+        assert!(conflict(
+            s.supersede_policy("alp_2", ts(T0 + 11 * H), None).await
+        ));
+        assert!(matches!(
+            s.supersede_policy("alp_9", ts(T0 + 2 * H), None).await,
+            Err(StoreError::NotFound(_))
+        ));
+        assert!(matches!(
+            s.supersede_policy("nope", ts(T0 + 2 * H), None).await,
+            Err(StoreError::NotFound(_))
+        ));
+        assert_eq!(
+            s.policies().await.unwrap().len(),
+            3,
+            "a refused supersede writes nothing"
+        );
+
+        // Closing earlier than a scheduled end, without a replacement.
+        let (closed2, none) = s
+            .supersede_policy("alp_2", ts(T0 + 5 * H), None)
+            .await
+            .unwrap();
+        assert!(none.is_none());
+        assert_eq!(closed2.spec.effective_to, Some(ts(T0 + 5 * H)));
+        assert_eq!(s.policies().await.unwrap()[1], closed2);
+    }
+
+    pub async fn api_keys_are_found_by_hash(s: &dyn Store) {
+        assert_eq!(s.api_key_count().await.unwrap(), 0);
+        let k1 = s
+            .create_api_key("h1", Role::PlatformAdmin, None, Some("bootstrap"), ts(T0))
+            .await
+            .unwrap();
+        let k2 = s
+            .create_api_key("h2", Role::Auditor, Some(tenant(3)), None, ts(T0 + 1))
+            .await
+            .unwrap();
+        assert_eq!((k1.id.as_str(), k2.id.as_str()), ("key_1", "key_2"));
+        assert_eq!(s.api_key_by_hash("h2").await.unwrap(), Some(k2.clone()));
+        assert_eq!(s.api_key_by_hash("h1").await.unwrap(), Some(k1));
+        assert_eq!(s.api_key_by_hash("h3").await.unwrap(), None);
+        assert_eq!(s.api_key_count().await.unwrap(), 2);
+        let dup = s
+            .create_api_key("h2", Role::Viewer, None, None, ts(T0))
+            .await;
+        assert!(matches!(dup, Err(StoreError::Conflict(_))));
+        assert_eq!(s.api_key_count().await.unwrap(), 2);
+        for role in Role::ALL {
+            let k = s
+                .create_api_key(role.as_str(), role, None, None, ts(T0))
+                .await
+                .unwrap();
+            assert_eq!(
+                s.api_key_by_hash(role.as_str())
+                    .await
+                    .unwrap()
+                    .unwrap()
+                    .role,
+                k.role
+            );
+        }
+    }
+
+    pub async fn the_audit_chain_links_and_verifies(s: &dyn Store) {
+        assert_eq!(
+            s.verify_audit_chain().await.unwrap(),
+            None,
+            "an empty chain is intact"
+        );
+        let mut events = Vec::new();
+        for i in 0..6u8 {
+            let t = (i % 2 == 1).then(|| tenant(1));
+            events.push(
+                s.append_audit(&draft(&format!("action.{i}"), t))
+                    .await
+                    .unwrap(),
+            );
+        }
+        assert_eq!(
+            events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            vec![1, 2, 3, 4, 5, 6]
+        );
+        assert_eq!(events[0].prev_hash, eai_store::audit::GENESIS_HASH);
+        assert!(events.windows(2).all(|w| w[1].prev_hash == w[0].hash));
+        assert_eq!(eai_store::audit::verify(&events), None);
+        assert_eq!(
+            s.audit_events(Scope::Platform, 0, 100).await.unwrap(),
+            events,
+            "read back as written"
+        );
+        assert_eq!(
+            s.audit_events(Scope::Platform, 2, 3).await.unwrap(),
+            events[2..5].to_vec(),
+            "after, limit"
+        );
+        let mine = s
+            .audit_events(Scope::Tenant(tenant(1)), 0, 100)
+            .await
+            .unwrap();
+        assert_eq!(
+            mine.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            vec![2, 4, 6]
+        );
+        assert!(s
+            .audit_events(Scope::Tenant(tenant(2)), 0, 100)
+            .await
+            .unwrap()
+            .is_empty());
+        assert_eq!(s.verify_audit_chain().await.unwrap(), None);
+    }
+
+    pub async fn concurrent_appends_never_fork_the_chain(s: &dyn Store) {
+        let futs = (0..16).map(|i| {
+            let d = draft(&format!("concurrent.{i}"), None);
+            async move { s.append_audit(&d).await.unwrap().seq }
+        });
+        let mut seqs: Vec<u64> = futures_join_all(futs).await;
+        seqs.sort_unstable();
+        assert_eq!(seqs, (1..=16).collect::<Vec<_>>());
+        assert_eq!(s.verify_audit_chain().await.unwrap(), None);
+    }
+
+    /// Joins futures without an extra dependency (they run concurrently on the one task).
+    async fn futures_join_all<F: std::future::Future<Output = u64>>(
+        futs: impl Iterator<Item = F>,
+    ) -> Vec<u64> {
+        let mut pinned: Vec<std::pin::Pin<Box<F>>> = futs.map(Box::pin).collect();
+        let mut out: Vec<Option<u64>> = vec![None; pinned.len()];
+        std::future::poll_fn(|cx| {
+            for (i, f) in pinned.iter_mut().enumerate() {
+                if out[i].is_none() {
+                    if let std::task::Poll::Ready(v) = f.as_mut().poll(cx) {
+                        out[i] = Some(v);
+                    }
+                }
+            }
+            if out.iter().all(Option::is_some) {
+                std::task::Poll::Ready(())
+            } else {
+                std::task::Poll::Pending
+            }
+        })
+        .await;
+        out.into_iter().flatten().collect()
+    }
+
+    /// One insertion plan of the property test: the samples in the order received, cut into batches.
+    #[derive(Debug, Clone)]
+    pub struct Plan {
+        pub batches: Vec<Vec<Sample>>,
+        pub usage: Vec<UsageEvent>,
+        pub policies: Vec<Policy>,
+    }
+
+    /// The store's rollups are the engine's `aggregate(cells(all samples))` whatever the order and batching of
+    /// inserts, and the allocation from the store's rollups is the raw path's.
+    pub async fn rollups_equal_the_raw_path(s: &dyn Store, plan: &Plan) {
+        let received: Vec<Sample> = plan.batches.concat();
+        let (inserted, duplicates) = insert_all(s, &plan.batches).await;
+        let distinct: std::collections::HashSet<(&str, Timestamp)> = received
+            .iter()
+            .map(|x| (x.gpu_uuid.as_str(), x.end))
+            .collect();
+        assert_eq!(inserted, distinct.len() as u64);
+        assert_eq!(inserted + duplicates, received.len() as u64);
+
+        let raw = cells(&received, &SeriesConfig::default());
+        let read = all_usage(s).await;
+        assert_eq!(read.rollups, aggregate(raw.cells.clone()), "rollups");
+        let mut gaps = raw.gaps.clone();
+        gaps.sort();
+        assert_eq!(read.gaps, gaps, "gaps");
+
+        // Allocation: hours where a policy starts or ends inside the hour are read exactly.
+        let p = period(T0, T0 + 6 * H);
+        let mut exact: Vec<Timestamp> = Vec::new();
+        for pol in &plan.policies {
+            for t in std::iter::once(pol.spec.effective_from).chain(pol.spec.effective_to) {
+                if t.floor_to(H) != t {
+                    exact.push(t);
+                }
+            }
+        }
+        let read = s.usage_for(p.from, p.to, &exact).await.unwrap();
+        let stored = allocate(&AllocationInput {
+            period: p,
+            rollups: &read.rollups,
+            usage: &plan.usage,
+            policies: &plan.policies,
+            gaps: &read.gaps,
+            config: AllocationConfig::default(),
+        });
+        let mut from_raw: Allocation = allocate_samples(
+            &received,
+            &plan.usage,
+            &plan.policies,
+            p,
+            &SeriesConfig::default(),
+            AllocationConfig::default(),
+        );
+        from_raw
+            .findings
+            .retain(|f| !matches!(f, Finding::ConflictingDuplicate { .. }));
+        assert_eq!(stored, from_raw, "allocation");
+    }
+}
+
+/// Runs the contract on fresh SQLite files.
+mod sqlite_harness {
+    use super::*;
+
+    pub fn fresh() -> (tempfile::TempDir, SqliteStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("data").join("eai.db")).unwrap();
+        (dir, store)
+    }
+
+    macro_rules! cases {
+        ($($name:ident),* $(,)?) => {$(
+            #[tokio::test]
+            async fn $name() {
+                let (_dir, store) = fresh();
+                contract::$name(&store).await;
+            }
+        )*};
+    }
+
+    cases!(
+        answers_ping,
+        ingest_is_idempotent,
+        first_received_wins,
+        the_worked_example_prices_from_the_store,
+        short_gaps_are_estimated_and_long_ones_reported,
+        late_samples_fill_their_hole,
+        a_late_sample_reinterpolates_across_the_hour,
+        exact_hours_come_back_as_cells,
+        usage_is_read_for_the_period_only,
+        pruning_raw_samples_keeps_rollups,
+        deployments_seen_come_from_samples,
+        usage_events_upsert_and_scope,
+        policies_are_superseded_never_edited,
+        api_keys_are_found_by_hash,
+        the_audit_chain_links_and_verifies,
+        concurrent_appends_never_fork_the_chain,
+    );
+
+    mod property {
+        use super::super::contract::Plan;
+        use super::*;
+        use proptest::prelude::*;
+
+        /// (gpu, slot, jitter, window, util, padded util, power, memory, other deployment, fraction)
+        type Raw = (u8, i64, bool, u8, u32, bool, u32, u32, bool, u8);
+
+        fn to_sample((g, slot, jitter, window, util, pad, power, mem, other, frac): Raw) -> Sample {
+            let deps = ["vllm-a", "tgi-b"];
+            // Mostly one deployment per GPU and half hour, sometimes another: series changes.
+            let dep = deps[((slot / 120 + i64::from(g)) % 2) as usize ^ usize::from(other)];
+            let end = T0 + (slot + 1) * 15_000 + if jitter { 3_000 } else { 0 };
+            let mut s = sample(&format!("GPU-{g}"), dep, end);
+            s.window_ms = [15_000, 15_000, 15_000, 40_000, 5_000][window as usize];
+            // The same value written with trailing zeros must be stored and read back as the same number.
+            s.utilization = UnitInterval::new(if pad {
+                Decimal::new(i64::from(util) * 10_000, 6)
+            } else {
+                Decimal::new(util.into(), 2)
+            })
+            .unwrap();
+            s.power_w = NonNegative::new(Decimal::new(power.into(), 1)).unwrap();
+            s.memory_used_gb = NonNegative::new(Decimal::from(mem) + d("0.0009765625")).unwrap();
+            s.gpu_fraction =
+                GpuFraction::new([d("1"), d("0.5"), d("0.142857")][frac as usize]).unwrap();
+            if g == 2 && slot < 480 {
+                s.owner = Some(tenant(10));
+            }
+            s.pod = format!("{dep}-{}", slot / 300);
+            s
+        }
+
+        fn policies() -> Vec<Policy> {
+            // One closes and the next opens in the middle of an hour; one more specific for tgi-*.
+            let mut a = spec("a");
+            a.effective_from = ts(T0 - 24 * H);
+            a.effective_to = Some(ts(T0 + H + H / 2));
+            let mut b = spec("b");
+            b.gpu_hourly_cost = NonNegative::new(d("3.30")).unwrap();
+            b.effective_from = ts(T0 + H + H / 2);
+            let mut c = spec("c");
+            c.deployment_pattern = Glob::new("tgi-*").unwrap();
+            c.gpu_hourly_cost = NonNegative::new(d("0.99")).unwrap();
+            c.effective_from = ts(T0 + 2 * H);
+            c.idle_capacity = IdleCapacity::Proportional;
+            vec![Policy::new(1, a), Policy::new(2, b), Policy::new(3, c)]
+        }
+
+        fn arb_plan() -> impl Strategy<Value = Plan> {
+            let raw = (
+                0u8..3,
+                0i64..(4 * 240),
+                prop::bool::weighted(0.2),
+                0u8..5,
+                0u32..=100,
+                any::<bool>(),
+                0u32..8000,
+                0u32..80,
+                prop::bool::weighted(0.1),
+                0u8..3,
+            );
+            let event = (1u8..4, any::<bool>(), 0i64..(5 * H), 1u64..10_000);
+            (
+                prop::collection::vec(raw, 0..160),
+                0u8..5,
+                any::<u64>(),
+                prop::collection::vec(1usize..40, 1..20),
+                prop::collection::vec(any::<prop::sample::Index>(), 0..20),
+                prop::collection::vec(event, 0..12),
+            )
+                .prop_map(|(raws, order, seed, sizes, resends, events)| {
+                    let mut v: Vec<Sample> = raws.into_iter().map(to_sample).collect();
+                    let mut x = seed | 1;
+                    let mut next = move || {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        x
+                    };
+                    match order {
+                        // In order: the sampler appending.
+                        0 => v.sort_by_key(|x| x.end),
+                        // Reversed: every batch lands before everything stored.
+                        1 => v.sort_by_key(|x| std::cmp::Reverse(x.end)),
+                        // Shuffled.
+                        2 => {
+                            for i in (1..v.len()).rev() {
+                                v.swap(i, (next() % (i as u64 + 1)) as usize);
+                            }
+                        }
+                        // In order with stragglers: about one sample in six arrives later than it should.
+                        _ => {
+                            v.sort_by_key(|x| x.end);
+                            for i in 0..v.len() {
+                                if next() % 6 == 0 {
+                                    let s = v.remove(i);
+                                    let to = (i + 1 + (next() % 40) as usize).min(v.len());
+                                    v.insert(to, s);
+                                }
+                            }
+                        }
+                    }
+                    // Re-sends of earlier samples, later in the stream.
+                    if !v.is_empty() {
+                        for (k, ix) in resends.iter().enumerate() {
+                            let again = v[ix.index(v.len())].clone();
+                            let at = (ix.index(v.len()) + k * 7 + 1).min(v.len());
+                            v.insert(at, again);
+                        }
+                    }
+                    let mut batches = Vec::new();
+                    let mut rest = v.as_slice();
+                    for n in sizes.iter().cycle() {
+                        if rest.is_empty() {
+                            break;
+                        }
+                        let (b, r) = rest.split_at((*n).min(rest.len()));
+                        batches.push(b.to_vec());
+                        rest = r;
+                    }
+                    let usage = events
+                        .into_iter()
+                        .map(|(t, dep, at, n)| {
+                            tokens(tenant(t), if dep { "vllm-a" } else { "tgi-b" }, T0 + at, n)
+                        })
+                        .collect();
+                    Plan {
+                        batches,
+                        usage,
+                        policies: policies(),
+                    }
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+            #[test]
+            fn rollups_equal_the_raw_path(plan in arb_plan()) {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                let (_dir, store) = fresh();
+                rt.block_on(contract::rollups_equal_the_raw_path(&store, &plan));
+            }
+        }
+    }
+}
+
+/// Cases that reach into the SQLite file itself.
+mod sqlite_only {
+    use super::sqlite_harness::fresh;
+    use super::*;
+    use eai_store::sqlite::SqliteConfig;
+
+    fn raw(store: &SqliteStore) -> rusqlite::Connection {
+        rusqlite::Connection::open(store.path()).unwrap()
+    }
+
+    fn rows(c: &rusqlite::Connection, table: &str) -> i64 {
+        c.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_file_is_wal_and_fully_synchronous() {
+        let (_dir, store) = fresh();
+        let c = raw(&store);
+        let mode: String = c
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        let version: i64 = c
+            .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, 2);
+        assert_eq!(store.backend(), "sqlite");
+    }
+
+    #[tokio::test]
+    async fn a_failed_batch_leaves_nothing() {
+        let (_dir, store) = fresh();
+        let batch = fleet("vllm-a", 2, T0, T0 + H);
+        // Make the database refuse the very last row written (the batch is written sorted by GPU and time).
+        let last_end = batch.iter().map(|x| x.end.0).max().unwrap();
+        let c = raw(&store);
+        c.execute_batch(&format!(
+            "CREATE TRIGGER refuse BEFORE INSERT ON gpu_samples WHEN NEW.end_ms = {last_end} AND NEW.gpu_id = 2 \
+             BEGIN SELECT RAISE(ABORT, 'refused by test'); END;"
+        ))
+        .unwrap();
+        let err = store.insert_samples(&batch).await.unwrap_err();
+        assert!(
+            matches!(err, StoreError::Internal(ref m) if m.contains("refused by test")),
+            "{err}"
+        );
+        for table in ["gpu_samples", "gpus", "series", "rollups", "gaps"] {
+            assert_eq!(rows(&c, table), 0, "{table} after a failed batch");
+        }
+        c.execute_batch("DROP TRIGGER refuse").unwrap();
+        let o = store.insert_samples(&batch).await.unwrap();
+        assert_eq!(
+            (o.inserted, o.duplicates),
+            (480, 0),
+            "the same batch goes through once the fault is gone"
+        );
+        assert_eq!(all_usage(&store).await.rollups, expected_rollups(&batch));
+    }
+
+    #[tokio::test]
+    async fn a_figure_that_cannot_be_stored_exactly_rejects_the_batch() {
+        let (_dir, store) = fresh();
+        let mut bad = sample("GPU-1", "vllm-a", T0 + 30_000);
+        bad.utilization = UnitInterval::new(d("0.1234567")).unwrap();
+        let err = store
+            .insert_samples(&[sample("GPU-1", "vllm-a", T0 + 15_000), bad])
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("utilization"), "{err}");
+        assert_eq!(rows(&raw(&store), "gpu_samples"), 0);
+    }
+
+    #[tokio::test]
+    async fn reopening_keeps_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("eai.db");
+        let samples = fleet("vllm-a", 2, T0, T0 + 2 * H);
+        let events = vec![tokens(tenant(1), "vllm-a", T0 + 5, 10)];
+        let (usage, policies, key, chain) = {
+            let s = SqliteStore::open(&path).unwrap();
+            s.insert_samples(&samples).await.unwrap();
+            s.upsert_usage_events(&events).await.unwrap();
+            s.create_policy(&spec("p")).await.unwrap();
+            let key = s
+                .create_api_key("h", Role::Finops, Some(tenant(1)), None, ts(T0))
+                .await
+                .unwrap();
+            s.append_audit(&draft("one", None)).await.unwrap();
+            s.append_audit(&draft("two", Some(tenant(1))))
+                .await
+                .unwrap();
+            (
+                all_usage(&s).await,
+                s.policies().await.unwrap(),
+                key,
+                s.audit_events(Scope::Platform, 0, 10).await.unwrap(),
+            )
+        };
+        let s = SqliteStore::open(&path).unwrap();
+        let again = all_usage(&s).await;
+        assert_eq!((again.rollups, again.gaps), (usage.rollups, usage.gaps));
+        assert_eq!(
+            s.usage_events(Scope::Platform, ts(T0), ts(T0 + H))
+                .await
+                .unwrap(),
+            events
+        );
+        assert_eq!(s.policies().await.unwrap(), policies);
+        assert_eq!(s.api_key_by_hash("h").await.unwrap(), Some(key));
+        assert_eq!(s.audit_events(Scope::Platform, 0, 10).await.unwrap(), chain);
+        // Sequences continue; appending continues the chain; re-sent samples are still duplicates.
+        assert_eq!(s.create_policy(&spec("q")).await.unwrap().id, "alp_2");
+        assert_eq!(s.append_audit(&draft("three", None)).await.unwrap().seq, 3);
+        assert_eq!(s.verify_audit_chain().await.unwrap(), None);
+        assert_eq!(
+            s.insert_samples(&samples).await.unwrap().duplicates,
+            samples.len() as u64
+        );
+    }
+
+    #[tokio::test]
+    async fn a_file_is_not_reopened_with_other_rollup_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("eai.db");
+        drop(SqliteStore::open(&path).unwrap());
+        let other = SqliteConfig {
+            bucket_ms: 15 * 60_000,
+            ..SqliteConfig::default()
+        };
+        let err = SqliteStore::open_with(&path, other).unwrap_err();
+        assert!(err.to_string().contains("bucket_ms"), "{err}");
+        assert!(SqliteStore::open(&path).is_ok());
+    }
+
+    #[tokio::test]
+    async fn tampering_with_an_audit_row_is_detected_at_that_seq() {
+        let (_dir, store) = fresh();
+        for i in 0..5 {
+            store
+                .append_audit(&draft(&format!("action.{i}"), None))
+                .await
+                .unwrap();
+        }
+        assert_eq!(store.verify_audit_chain().await.unwrap(), None);
+        let c = raw(&store);
+        let n = c.execute("UPDATE audit_events SET body = replace(body, '\"allow\"', '\"deny\"') WHERE seq = 3", []).unwrap();
+        assert_eq!(n, 1);
+        let broken = store
+            .verify_audit_chain()
+            .await
+            .unwrap()
+            .expect("tampering is detected");
+        assert_eq!(broken.seq, 3, "{broken:?}");
+
+        // Garbage in a body, and a deleted row, are broken links too.
+        let (_dir2, store2) = fresh();
+        for i in 0..5 {
+            store2
+                .append_audit(&draft(&format!("action.{i}"), None))
+                .await
+                .unwrap();
+        }
+        let c2 = raw(&store2);
+        c2.execute("DELETE FROM audit_events WHERE seq = 4", [])
+            .unwrap();
+        assert_eq!(
+            store2.verify_audit_chain().await.unwrap().map(|b| b.seq),
+            Some(4)
+        );
+        c2.execute(
+            "UPDATE audit_events SET body = 'not json' WHERE seq = 2",
+            [],
+        )
+        .unwrap();
+        assert_eq!(
+            store2.verify_audit_chain().await.unwrap().map(|b| b.seq),
+            Some(2)
+        );
+    }
+
+    /// Bytes on disk per raw sample: 8 GPUs every 15 s, pushed in batches of 8 x 30 windows (a sampler's
+    /// 7.5 minute spool), WAL checkpointed. The figure is printed (`--nocapture`) and bounded.
+    #[tokio::test]
+    async fn a_raw_sample_costs_few_bytes_on_disk() {
+        let (_dir, store) = fresh();
+        let per_gpu = 2_500i64;
+        let mut v = Vec::with_capacity(8 * per_gpu as usize);
+        for k in 1..=per_gpu {
+            for g in 0..8 {
+                let mut x = sample(
+                    &format!("GPU-5e1f0c2a-4b7d-4c55-9a51-2f3e6d7c9b1{g}"),
+                    "vllm-llama-70b",
+                    T0 + k * 15_000,
+                );
+                x.utilization = UnitInterval::new(Decimal::new((k * 7 + g) % 1000, 3)).unwrap();
+                x.memory_used_gb = NonNegative::new(Decimal::new(612 + (k % 50), 1)).unwrap();
+                x.power_w = NonNegative::new(Decimal::new(4000 + (k % 1200), 1)).unwrap();
+                v.push(x);
+            }
+        }
+        for b in v.chunks(240) {
+            store.insert_samples(b).await.unwrap();
+        }
+        let c = raw(&store);
+        c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        let rows = rows(&c, "gpu_samples");
+        assert_eq!(rows, v.len() as i64);
+        let page_size: i64 = c.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+        let table_pages: i64 = c
+            .query_row(
+                "SELECT COUNT(*) FROM dbstat WHERE name = 'gpu_samples'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap_or(-1);
+        let file = std::fs::metadata(store.path()).unwrap().len();
+        let per_row = file as f64 / rows as f64;
+        println!(
+            "{rows} raw samples: file {file} bytes = {per_row:.1} bytes/sample (gpu_samples table alone: {})",
+            if table_pages >= 0 { format!("{:.1} bytes/sample", (table_pages * page_size) as f64 / rows as f64) } else { "n/a".into() }
+        );
+        assert!(per_row <= 60.0, "{per_row:.1} bytes per raw sample");
+    }
+}
