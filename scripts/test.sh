@@ -11,6 +11,11 @@ log() { printf '\n== %s\n' "$*"; }
 need_pkgs=()
 command -v python3 >/dev/null || need_pkgs+=(python3 python3-venv python3-pip)
 command -v curl >/dev/null || need_pkgs+=(curl)
+# The sampler's tests start a real Prometheus (Debian's package; the tests fail loudly without it).
+[ -x /usr/bin/prometheus ] || need_pkgs+=(prometheus)
+# The portal's browser tests (crates/api/tests/http/portal.rs) drive headless Chromium through chromedriver.
+[ -x /usr/bin/chromium ] || need_pkgs+=(chromium)
+[ -x /usr/bin/chromedriver ] || need_pkgs+=(chromium-driver)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
   if [ "$(id -u)" -ne 0 ]; then echo "need root to apt-get install ${need_pkgs[*]}" >&2; exit 1; fi
@@ -27,6 +32,41 @@ if [ -n "$forbidden" ]; then
 fi
 echo "ok: eai-engine depends on none of tokio, sqlx, hyper, reqwest, rusqlite, postgres, axum, serde_json"
 
+log "PostgreSQL: a server for the PostgreSQL tests (EAI_TEST_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/postgres)"
+# The PostgreSQL tests fail (never skip) without a server: make sure the local one answers. With
+# EAI_TEST_POSTGRES_URL set, that server is used as it is.
+if [ -z "${EAI_TEST_POSTGRES_URL:-}" ]; then
+  answers() { (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; }
+  if ! answers; then
+    installed_here=0
+    if [ -z "$(ls /etc/postgresql 2>/dev/null)" ]; then
+      log "installing postgresql"
+      if [ "$(id -u)" -ne 0 ]; then echo "need root to apt-get install postgresql (or set EAI_TEST_POSTGRES_URL)" >&2; exit 1; fi
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql
+      installed_here=1
+    fi
+    version=$(ls /etc/postgresql | sort -V | tail -n 1)
+    if [ "$installed_here" = 1 ]; then
+      # A server installed for the tests: trust local connections, as the tests connect as postgres without
+      # a password.
+      hba="/etc/postgresql/$version/main/pg_hba.conf"
+      printf 'local all all trust\nhost all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n' > "$hba"
+    fi
+    pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+    # The package may have started it already, with its default authentication: read pg_hba.conf again.
+    [ "$installed_here" = 0 ] || pg_ctlcluster --skip-systemctl-redirect "$version" main reload || true
+    for _ in $(seq 1 100); do answers && break; sleep 0.2; done
+    answers || { echo "PostgreSQL $version did not start on 127.0.0.1:5432" >&2; exit 1; }
+  fi
+  if command -v psql >/dev/null && ! psql -w -h 127.0.0.1 -U postgres -d postgres -Atc 'SELECT 1' >/dev/null 2>&1; then
+    echo "PostgreSQL answers on 127.0.0.1:5432 but not to user postgres without a password: allow it in pg_hba.conf," >&2
+    echo "or set EAI_TEST_POSTGRES_URL=postgres://USER:PASSWORD@HOST:PORT/postgres (a user that may create databases and roles)" >&2
+    exit 1
+  fi
+  echo "ok: PostgreSQL answers on 127.0.0.1:5432"
+fi
+
 log "cargo test"
 cargo test --workspace "$@"
 
@@ -34,7 +74,7 @@ log "contracts: JSON Schemas, examples and the OpenAPI document"
 python3 scripts/contracts/check.py
 
 log "schemathesis: a running server against its own OpenAPI document"
-bin=target/debug/eai-gpu
+bin="${CARGO_TARGET_DIR:-target}/debug/eai-gpu"
 [ -x "$bin" ] || cargo build -p eai-gpu
 tmp=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

@@ -6,7 +6,9 @@
 //! mutations), [`error`] (the one envelope and its code table), [`extract`] (body and query extractors whose
 //! rejections use the envelope), [`telemetry`] (request id, traceparent, spans), [`metrics`] (Prometheus).
 
+pub mod allocation;
 pub mod auth;
+pub mod batch;
 pub mod config;
 pub mod error;
 pub mod extract;

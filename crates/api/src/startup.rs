@@ -7,8 +7,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use eai_engine::time::Timestamp;
+use eai_store::postgres::PgStore;
+use eai_store::rollups::RollupConfig;
 use eai_store::sqlite::{SqliteConfig, SqliteStore};
 use eai_store::{AuditDraft, Role, Store};
 use serde_json::json;
@@ -101,23 +103,35 @@ impl Application {
     }
 }
 
-/// Opens the store `EAI_DATABASE_URL` names (creating the SQLite file's folder).
+/// Opens the store `EAI_DATABASE_URL` names: the SQLite file (creating its folder), or PostgreSQL (migrated as the
+/// URL's user, served as the service role under row level security).
 pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
     match config.database()? {
         Database::Sqlite(path) => {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
             }
             // The interpolation limit shapes the stored rollups; the rollup bucket stays one hour.
-            let cfg = SqliteConfig { max_gap_ms: i64::from(config.max_gap_minutes) * 60_000, ..SqliteConfig::default() };
+            let cfg = SqliteConfig {
+                max_gap_ms: i64::from(config.max_gap_minutes) * 60_000,
+                ..SqliteConfig::default()
+            };
             let store = SqliteStore::open_with(&path, cfg)
                 .with_context(|| format!("cannot open the SQLite store {}", path.display()))?;
             Ok(Arc::new(store))
         }
-        Database::Postgres(url) => bail!(
-            "PostgreSQL ({}) is not built yet in this version: use EAI_DATABASE_URL=sqlite://PATH for now",
-            redact_url(&url)
-        ),
+        Database::Postgres(url) => {
+            // Migrated as the URL's user (the owner); served as the service role eai_app, under RLS.
+            let cfg = RollupConfig {
+                max_gap_ms: i64::from(config.max_gap_minutes) * 60_000,
+                ..RollupConfig::default()
+            };
+            let store = PgStore::open_with(&url, cfg).await.with_context(|| {
+                format!("cannot open the PostgreSQL store {}", redact_url(&url))
+            })?;
+            Ok(Arc::new(store))
+        }
     }
 }
 

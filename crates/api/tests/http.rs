@@ -1,12 +1,15 @@
-//! The HTTP API end to end: a real server on port 0 over a fresh SQLite file per test, driven with reqwest.
+//! The HTTP API end to end: a real server on port 0 over a fresh store per test, driven with reqwest. Every
+//! test runs on both backends ([`on_both_backends!`]): `NAME::sqlite` on a fresh SQLite file, `NAME::postgres`
+//! on a fresh PostgreSQL database (server at `EAI_TEST_POSTGRES_URL`, default
+//! `postgres://postgres@127.0.0.1:5432/postgres`; unreachable, the test fails saying how to start it).
 //! The tests read like SPEC §2–§4: the worked example, the 70/30 acceptance test, roles and tenancy, the
 //! error envelope, limits, idempotent ingest, and the audit chain.
 
-use std::path::PathBuf;
+use std::sync::Arc;
 
 use eai_api::{Application, Config};
 use eai_engine::time::Timestamp;
-use eai_store::sqlite::SqliteStore;
+use eai_store::postgres::scratch::{test_server_url, ScratchDb};
 use eai_store::{Role, Store};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -14,39 +17,86 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
+#[path = "http/portal.rs"]
+mod portal;
+
 const ADMIN_KEY: &str = "eai_live_test0000000000000000000000000000000000000000000000000000admin";
 const TENANT_A: &str = "8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10";
 const TENANT_B: &str = "3d1e9b7a-5c2f-4e8d-b6a0-7f4c1e2d9a38";
 const HOUR_MS: i64 = 3_600_000;
 
+/// The store a test's application runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+tokio::task_local! {
+    /// The backend of the test running on this task (set by [`on_both_backends!`]; SQLite when unset).
+    static BACKEND: Backend;
+}
+
+/// Declares, for each test function named, a module with two tests: `sqlite` and `postgres`.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            async fn sqlite() {
+                super::BACKEND.scope(super::Backend::Sqlite, super::$name()).await
+            }
+            #[tokio::test]
+            async fn postgres() {
+                super::BACKEND.scope(super::Backend::Postgres, super::$name()).await
+            }
+        }
+    )*};
+}
+
 struct TestApp {
     base: String,
     admin_key: String,
-    db_path: PathBuf,
     client: reqwest::Client,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<anyhow::Result<()>>>,
+    /// The application's configuration (its store's URL), to open a second handle on the store.
+    config: Config,
     dir: tempfile::TempDir,
+    /// The PostgreSQL database of the test, dropped with it.
+    _db: Option<ScratchDb>,
 }
 
 async fn spawn_app() -> TestApp {
     spawn_app_with(|_| {}).await
 }
 
-/// Builds the application on port 0 over a fresh SQLite file with a known bootstrap key, and serves it on a
-/// task until the test stops it (or ends).
+/// Builds the application on port 0 over a fresh store of the test's backend (a SQLite file in a temp dir, or
+/// a scratch PostgreSQL database) with a known bootstrap key, and serves it on a task until the test stops it
+/// (or ends).
 async fn spawn_app_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
     let dir = tempfile::tempdir().expect("temp dir");
-    let db_path = dir.path().join("eai-gpu.db");
+    let backend = BACKEND.try_with(|b| *b).unwrap_or(Backend::Sqlite);
+    let (database_url, db) = match backend {
+        Backend::Sqlite => (
+            format!("sqlite://{}", dir.path().join("eai-gpu.db").display()),
+            None,
+        ),
+        Backend::Postgres => {
+            let db = ScratchDb::create(&test_server_url())
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            (db.url().to_string(), Some(db))
+        }
+    };
     let mut config = Config {
         listen: "127.0.0.1:0".parse().expect("addr"),
         data_dir: dir.path().to_path_buf(),
-        database_url: Some(format!("sqlite://{}", db_path.display())),
+        database_url: Some(database_url),
         bootstrap_admin_key: Some(ADMIN_KEY.to_string()),
         ..Config::default()
     };
     tweak(&mut config);
-    let app = Application::build(config)
+    let app = Application::build(config.clone())
         .await
         .expect("the application builds");
     let base = format!("http://127.0.0.1:{}", app.port());
@@ -57,11 +107,28 @@ async fn spawn_app_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
     TestApp {
         base,
         admin_key: ADMIN_KEY.to_string(),
-        db_path,
         client: reqwest::Client::new(),
         shutdown: Some(tx),
         server: Some(server),
+        config,
         dir,
+        _db: db,
+    }
+}
+
+/// A stopped application's store, still there to inspect.
+struct Stopped {
+    config: Config,
+    _dir: tempfile::TempDir,
+    _db: Option<ScratchDb>,
+}
+
+impl Stopped {
+    /// The store the application ran on, opened again.
+    async fn store(&self) -> Arc<dyn Store> {
+        eai_api::open_store(&self.config)
+            .await
+            .expect("reopen the store")
     }
 }
 
@@ -141,8 +208,15 @@ impl TestApp {
         .await
     }
 
-    /// Stops the server gracefully and hands back the database file (and the folder that holds it).
-    async fn stop(mut self) -> (PathBuf, tempfile::TempDir) {
+    /// A second handle on the running application's store.
+    async fn second_store(&self) -> Arc<dyn Store> {
+        eai_api::open_store(&self.config)
+            .await
+            .expect("second handle on the store")
+    }
+
+    /// Stops the server gracefully and hands back its store (and what holds it).
+    async fn stop(mut self) -> Stopped {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
@@ -152,7 +226,11 @@ impl TestApp {
                 .expect("server task")
                 .expect("server ran cleanly");
         }
-        (self.db_path.clone(), self.dir)
+        Stopped {
+            config: self.config.clone(),
+            _dir: self.dir,
+            _db: self._db.take(),
+        }
     }
 }
 
@@ -247,7 +325,6 @@ fn detail_fields(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-#[tokio::test]
 async fn the_worked_example_of_the_spec_holds_through_the_api() {
     let app = spawn_app().await;
     let hour = recent_hour();
@@ -340,12 +417,11 @@ async fn the_worked_example_of_the_spec_holds_through_the_api() {
     );
 
     // Every mutation left a link in a chain that verifies.
-    let (db, _dir) = app.stop().await;
-    let store = SqliteStore::open(&db).expect("reopen the store");
+    let stopped = app.stop().await;
+    let store = stopped.store().await;
     assert_eq!(store.verify_audit_chain().await.expect("verify"), None);
 }
 
-#[tokio::test]
 async fn two_tenants_sharing_70_30_in_tokens_get_70_30_and_see_only_their_own() {
     let app = spawn_app().await;
     let hour = recent_hour();
@@ -452,7 +528,6 @@ async fn two_tenants_sharing_70_30_in_tokens_get_70_30_and_see_only_their_own() 
     assert_eq!(by_date["to"], next.to_string());
 }
 
-#[tokio::test]
 async fn roles_are_enforced_and_denied_mutations_are_audited() {
     let app = spawn_app().await;
     let (finops_a, finops_a_id) = app.key("finops", Some(TENANT_A)).await;
@@ -501,7 +576,7 @@ async fn roles_are_enforced_and_denied_mutations_are_audited() {
     assert_eq!(detail_fields(&v), vec!["tenant_id"]);
     let orphan = eai_api::new_api_key();
     {
-        let store = SqliteStore::open(&app.db_path).expect("second handle on the store");
+        let store = app.second_store().await;
         let at = eai_api::state::now();
         store
             .create_api_key(
@@ -582,12 +657,11 @@ async fn roles_are_enforced_and_denied_mutations_are_audited() {
     let (status, v) = app.get("/v1/audit/events", &finops_a).await;
     assert_error(status, &v, StatusCode::FORBIDDEN, "forbidden");
 
-    let (db, _dir) = app.stop().await;
-    let store = SqliteStore::open(&db).expect("reopen the store");
+    let stopped = app.stop().await;
+    let store = stopped.store().await;
     assert_eq!(store.verify_audit_chain().await.expect("verify"), None);
 }
 
-#[tokio::test]
 async fn invalid_policies_are_rejected_field_by_field() {
     let app = spawn_app().await;
     let cases = [
@@ -711,7 +785,6 @@ async fn invalid_policies_are_rejected_field_by_field() {
     assert_eq!(detail_fields(&v), vec!["from"]);
 }
 
-#[tokio::test]
 async fn a_resent_batch_is_counted_once() {
     let app = spawn_app().await;
     let hour = recent_hour();
@@ -754,7 +827,6 @@ async fn a_resent_batch_is_counted_once() {
     ));
 }
 
-#[tokio::test]
 async fn batches_and_bodies_beyond_the_limits_get_413() {
     let app = spawn_app().await;
     let one = sample("GPU-e", "vllm-x", recent_hour(), 100);
@@ -797,7 +869,6 @@ async fn batches_and_bodies_beyond_the_limits_get_413() {
     );
 }
 
-#[tokio::test]
 async fn every_response_has_a_request_id_and_errors_share_one_envelope() {
     let app = spawn_app().await;
     // Probes, metrics and the OpenAPI document need no key.
@@ -901,7 +972,6 @@ async fn every_response_has_a_request_id_and_errors_share_one_envelope() {
     );
 }
 
-#[tokio::test]
 async fn policies_are_superseded_and_disabled_never_edited() {
     let app = spawn_app().await;
     let id = app.create_policy(worked_example_policy()).await;
@@ -1018,7 +1088,6 @@ async fn policies_are_superseded_and_disabled_never_edited() {
     assert_eq!(fields, vec!["colour", "pue"]);
 }
 
-#[tokio::test]
 async fn without_a_bootstrap_key_one_is_generated_into_an_owner_only_file() {
     let mut app = spawn_app_with(|c| c.bootstrap_admin_key = None).await;
     let file = app.dir.path().join("bootstrap-admin-key");
@@ -1041,3 +1110,15 @@ async fn without_a_bootstrap_key_one_is_generated_into_an_owner_only_file() {
     let (status, v) = app.get("/v1/audit/events", ADMIN_KEY).await;
     assert_error(status, &v, StatusCode::UNAUTHORIZED, "unauthorized");
 }
+
+on_both_backends!(
+    the_worked_example_of_the_spec_holds_through_the_api,
+    two_tenants_sharing_70_30_in_tokens_get_70_30_and_see_only_their_own,
+    roles_are_enforced_and_denied_mutations_are_audited,
+    invalid_policies_are_rejected_field_by_field,
+    a_resent_batch_is_counted_once,
+    batches_and_bodies_beyond_the_limits_get_413,
+    every_response_has_a_request_id_and_errors_share_one_envelope,
+    policies_are_superseded_and_disabled_never_edited,
+    without_a_bootstrap_key_one_is_generated_into_an_owner_only_file,
+);

@@ -15,15 +15,25 @@ use crate::table::Table;
 
 #[derive(Debug, Args)]
 pub struct AllocateArgs {
+    /// Run the allocation batch on the store for this month (`YYYY-MM`): record each tenant's allocated cost as
+    /// `gpu_local` usage events (a re-run replaces them). Without it, allocate from files.
+    #[arg(long, conflicts_with_all = ["samples", "usage", "policies", "from", "to", "json"])]
+    pub period: Option<String>,
+    /// With --period: folder of the embedded store (EAI_DATA_DIR).
+    #[arg(long, requires = "period")]
+    pub data_dir: Option<PathBuf>,
+    /// With --period: store URL (EAI_DATABASE_URL).
+    #[arg(long, requires = "period")]
+    pub database_url: Option<String>,
     /// GPU samples: `{"samples": [...]}` as posted to /v1/finops/gpu/samples, or a bare array.
-    #[arg(long)]
-    pub samples: PathBuf,
+    #[arg(long, required_unless_present = "period")]
+    pub samples: Option<PathBuf>,
     /// Usage events: `{"events": [...]}` as posted to /v1/usage/events (with tenant_id), or a bare array.
     #[arg(long)]
     pub usage: Option<PathBuf>,
     /// Allocation policies: `{"items": [...]}` as listed by the API, a bare array, or one policy object.
-    #[arg(long)]
-    pub policies: PathBuf,
+    #[arg(long, required_unless_present = "period")]
+    pub policies: Option<PathBuf>,
     /// Start (a date YYYY-MM-DD or RFC 3339). Default: the first sample's hour.
     #[arg(long)]
     pub from: Option<String>,
@@ -55,7 +65,10 @@ fn located(path: &Path, what: &str, errors: Vec<eai_engine::FieldError>) -> anyh
 }
 
 pub fn load(args: &AllocateArgs) -> anyhow::Result<(Vec<Sample>, Vec<UsageEvent>, Vec<Policy>)> {
-    let values = records_array(&args.samples, "samples", false)?;
+    let (Some(samples_path), Some(policies_path)) = (&args.samples, &args.policies) else {
+        anyhow::bail!("--samples and --policies are required without --period");
+    };
+    let values = records_array(samples_path, "samples", false)?;
     // Offline, a sample without timestamp has no time of receipt: demand one.
     let missing: Vec<eai_engine::FieldError> = values
         .iter()
@@ -68,11 +81,11 @@ pub fn load(args: &AllocateArgs) -> anyhow::Result<(Vec<Sample>, Vec<UsageEvent>
         .collect();
     let samples = match wire::parse_samples(&values, Timestamp(0)) {
         Ok(s) if missing.is_empty() => s,
-        Ok(_) => return Err(located(&args.samples, "sample", missing)),
+        Ok(_) => return Err(located(samples_path, "sample", missing)),
         Err(mut errors) => {
             errors.extend(missing);
             errors.sort_by_key(|e| e.index);
-            return Err(located(&args.samples, "sample", errors));
+            return Err(located(samples_path, "sample", errors));
         }
     };
     let usage = match &args.usage {
@@ -83,7 +96,7 @@ pub fn load(args: &AllocateArgs) -> anyhow::Result<(Vec<Sample>, Vec<UsageEvent>
         }
         None => Vec::new(),
     };
-    let values = records_array(&args.policies, "items", true)?;
+    let values = records_array(policies_path, "items", true)?;
     let mut policies = Vec::new();
     let mut errors = Vec::new();
     for (i, v) in values.iter().enumerate() {
@@ -93,7 +106,7 @@ pub fn load(args: &AllocateArgs) -> anyhow::Result<(Vec<Sample>, Vec<UsageEvent>
         }
     }
     if !errors.is_empty() {
-        return Err(located(&args.policies, "policy", errors));
+        return Err(located(policies_path, "policy", errors));
     }
     Ok((samples, usage, policies))
 }
@@ -264,4 +277,27 @@ pub fn render(a: &Allocation) -> String {
         }
     }
     out
+}
+
+/// `--period YYYY-MM`: the allocation batch on the store.
+pub async fn run_batch(args: AllocateArgs) -> anyhow::Result<std::process::ExitCode> {
+    let period = args.period.clone().unwrap_or_default();
+    let config = crate::serve::config(None, args.data_dir.clone(), args.database_url.clone())?;
+    let store = eai_api::open_store(&config).await?;
+    let alloc = AllocationConfig {
+        bucket_ms: i64::from(config.allocation_bucket_minutes) * 60_000,
+        ..AllocationConfig::default()
+    };
+    let now = Timestamp(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or_default(),
+    );
+    let o = eai_api::batch::run_month(store.as_ref(), &period, now, alloc).await?;
+    println!(
+        "{}: allocated {} .. {}; recorded {} gpu_local usage event(s), zeroed {} from an earlier run",
+        o.period, o.from, o.to, o.events, o.zeroed
+    );
+    Ok(std::process::ExitCode::SUCCESS)
 }

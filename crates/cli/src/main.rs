@@ -1,11 +1,12 @@
 //! eai-gpu: the one binary. `serve` runs the control plane, `demo` runs it on a fresh embedded store loaded
 //! with a realistic month, `allocate` works on files without a server, `keys`, `audit verify` and `migrate`
-//! administer a store directly.
+//! administer a store directly, `sampler` (the `eai-sampler` crate) pushes a node's GPU samples.
 
 use clap::{Parser, Subcommand};
 
 mod admin;
 mod allocate_cmd;
+mod bench;
 mod demo;
 mod demo_data;
 mod serve;
@@ -29,7 +30,8 @@ enum Command {
     /// Start the control plane on a fresh embedded store, load a realistic month through the API, print the URL
     /// and the keys, and serve until Ctrl-C.
     Demo(demo::DemoArgs),
-    /// Allocate GPU cost from JSON files (the API's shapes), without a server.
+    /// Allocate GPU cost from JSON files (the API's shapes) without a server, or, with --period YYYY-MM, run the
+    /// allocation batch on the store (gpu_local usage events).
     Allocate(allocate_cmd::AllocateArgs),
     /// API keys, straight on the store (for recovery; the API's POST /v1/auth/api-keys is the usual way).
     Keys(admin::KeysArgs),
@@ -37,17 +39,30 @@ enum Command {
     Audit(admin::AuditArgs),
     /// Create or upgrade the store's schema, then exit.
     Migrate(admin::StoreArgs),
+    /// Read GPU metrics (DCGM exporter, Prometheus or NVML) and push them to the control plane, never losing a
+    /// window (durable spool, retries).
+    Sampler(eai_sampler::cli::SamplerArgs),
+    /// Load generator against a running control plane (see scripts/bench.sh).
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Allocate(args) if args.period.is_some() => {
+            runtime().and_then(|rt| rt.block_on(allocate_cmd::run_batch(args)))
+        }
         Command::Allocate(args) => allocate_cmd::run(&args),
         Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::run(args))),
         Command::Demo(args) => runtime().and_then(|rt| rt.block_on(demo::run(args))),
         Command::Keys(args) => runtime().and_then(|rt| rt.block_on(admin::keys(args))),
         Command::Audit(args) => runtime().and_then(|rt| rt.block_on(admin::audit(args))),
         Command::Migrate(args) => runtime().and_then(|rt| rt.block_on(admin::migrate(args))),
+        Command::Sampler(args) => runtime().and_then(|rt| {
+            init_logging("info");
+            Ok(rt.block_on(eai_sampler::cli::run(args, shutdown_signal()))?)
+        }),
+        Command::Bench(args) => runtime().and_then(|rt| rt.block_on(bench::run(args))),
     };
     match result {
         Ok(code) => code,

@@ -328,21 +328,41 @@ fn crash_batch(b: usize, n: usize) -> serde_json::Value {
 
 #[test]
 fn a_kill_9_loses_no_acknowledged_batch_and_counts_none_twice() {
-    let dir = temp_dir("crash");
+    kill_9_during_ingest("crash", None);
+}
+
+/// The same crash on PostgreSQL (a scratch database on the server at `EAI_TEST_POSTGRES_URL`, default
+/// `postgres://postgres@127.0.0.1:5432/postgres`; unreachable, the test fails saying how to start it).
+#[test]
+fn a_kill_9_loses_no_acknowledged_batch_and_counts_none_twice_on_postgres() {
+    let db = eai_store::postgres::scratch::ScratchDb::create_blocking(
+        &eai_store::postgres::scratch::test_server_url(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    kill_9_during_ingest("crash-pg", Some(db.url()));
+}
+
+/// Streams batches to `eai-gpu serve`, kills it -9 mid-stream, restarts it on the same store (`database_url`,
+/// or the SQLite file of its data folder) and checks every acknowledged batch is there, once.
+fn kill_9_during_ingest(name: &str, database_url: Option<&str>) {
+    let dir = temp_dir(name);
     let key = "eai_live_crashtestcrashtestcrashtestcrashtestcrashtest0001";
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
     let start = || {
+        let mut cmd = bin();
+        cmd.args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
+        .arg(dir.join("data"));
+        if let Some(url) = database_url {
+            cmd.args(["--database-url", url]);
+        }
         Server(
-            bin()
-                .args([
-                    "serve",
-                    "--listen",
-                    &format!("127.0.0.1:{port}"),
-                    "--data-dir",
-                ])
-                .arg(dir.join("data"))
-                .env("EAI_BOOTSTRAP_ADMIN_KEY", key)
+            cmd.env("EAI_BOOTSTRAP_ADMIN_KEY", key)
                 .env("RUST_LOG", "warn")
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())

@@ -8,6 +8,7 @@
 //! [`allocate::allocate`] prices rollups with [`policy`] matching and splits them between tenants.
 
 pub mod allocate;
+pub mod batch;
 pub mod domain;
 pub mod error;
 pub mod money;

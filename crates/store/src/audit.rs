@@ -117,6 +117,27 @@ impl Verifier {
         Ok(())
     }
 
+    /// Checks the next event as a backend stores it (the draft as JSON text): a body that no longer reads as
+    /// an audit event is a broken link too.
+    pub fn push_stored(
+        &mut self,
+        seq: u64,
+        prev_hash: String,
+        hash: String,
+        body: &str,
+    ) -> Result<(), BrokenLink> {
+        let draft: AuditDraft = serde_json::from_str(body).map_err(|e| BrokenLink {
+            seq,
+            reason: format!("the event no longer reads as an audit event: {e}"),
+        })?;
+        self.push(&AuditEvent {
+            seq,
+            draft,
+            prev_hash,
+            hash,
+        })
+    }
+
     /// The seq the next event must have.
     pub fn next_seq(&self) -> u64 {
         self.next_seq

@@ -11,6 +11,11 @@ use eai_engine::time::Timestamp;
 use serde::{Deserialize, Serialize};
 
 pub mod audit;
+pub mod clickhouse;
+pub mod codec;
+pub mod postgres;
+pub mod records;
+pub mod rollups;
 pub mod sqlite;
 
 /// Whose rows a read may return.

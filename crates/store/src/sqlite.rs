@@ -28,7 +28,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use eai_engine::domain::{Policy, PolicySpec, Sample, TenantId, UsageEvent};
-use eai_engine::series::SeriesConfig;
 use eai_engine::time::Timestamp;
 use rusqlite::{Connection, OpenFlags};
 
@@ -38,40 +37,15 @@ use crate::{
     Scope, Store, StoreError, UsageRead,
 };
 
-pub use self::samples::MAX_WINDOW_MS;
+pub use crate::rollups::{RollupConfig, MAX_WINDOW_MS};
 
 /// Reader connections in the pool.
 const READERS: usize = 4;
 /// How long a connection waits for a lock held by another process before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How samples are turned into rollups. Fixed for the life of a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SqliteConfig {
-    /// Missing spans up to this long are interpolated; longer ones are gaps.
-    pub max_gap_ms: i64,
-    /// Rollup bucket length, aligned to UTC (one hour).
-    pub bucket_ms: i64,
-}
-
-impl Default for SqliteConfig {
-    fn default() -> Self {
-        let s = SeriesConfig::default();
-        SqliteConfig {
-            max_gap_ms: s.max_gap_ms,
-            bucket_ms: s.bucket_ms,
-        }
-    }
-}
-
-impl SqliteConfig {
-    pub fn series(&self) -> SeriesConfig {
-        SeriesConfig {
-            bucket_ms: self.bucket_ms,
-            max_gap_ms: self.max_gap_ms,
-        }
-    }
-}
+/// How samples are turned into rollups. Fixed for the life of a file (see [`RollupConfig`]).
+pub type SqliteConfig = RollupConfig;
 
 /// The SQLite store. Cheap to clone; clones share the connections.
 #[derive(Clone)]
@@ -108,15 +82,9 @@ fn connect(path: &Path, flags: OpenFlags) -> Result<Connection> {
 
 /// Records the settings of a new file, or checks that an existing file was built with the same.
 fn check_settings(conn: &Connection, cfg: &SqliteConfig) -> Result<()> {
-    for (key, want) in [("bucket_ms", cfg.bucket_ms), ("max_gap_ms", cfg.max_gap_ms)] {
-        match samples::meta_get(conn, key)? {
-            None => samples::meta_set(conn, key, want)?,
-            Some(have) if have == want => {}
-            Some(have) => {
-                return Err(StoreError::Internal(format!(
-                    "the database file was built with {key}={have}; it cannot be opened with {key}={want}"
-                )))
-            }
+    for (key, want) in cfg.settings() {
+        if RollupConfig::check_recorded(key, samples::meta_get(conn, key)?, want)? {
+            samples::meta_set(conn, key, want)?;
         }
     }
     Ok(())
@@ -130,11 +98,7 @@ impl SqliteStore {
     }
 
     pub fn open_with(path: &Path, cfg: SqliteConfig) -> Result<SqliteStore> {
-        if cfg.bucket_ms <= 0 || cfg.max_gap_ms < 0 {
-            return Err(StoreError::Internal(format!(
-                "invalid sqlite settings {cfg:?}"
-            )));
-        }
+        cfg.check()?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| {
                 StoreError::Internal(format!("create folder {}: {e}", dir.display()))

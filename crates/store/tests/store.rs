@@ -1,7 +1,10 @@
 //! The store contract. Each case in [`contract`] is a function over `&dyn Store`, so that every backend runs the
-//! same cases: today the embedded SQLite file (one fresh file in a temp dir per case); PostgreSQL adds its own
-//! harness beside [`sqlite_harness`]. Cases that open the SQLite file directly (tampering, forced failures,
-//! reopening, bytes on disk) are in [`sqlite_only`].
+//! same cases: the embedded SQLite file ([`sqlite_harness`], one fresh file in a temp dir per case) and
+//! PostgreSQL ([`postgres_harness`], one fresh database per case on the server at `EAI_TEST_POSTGRES_URL`,
+//! default `postgres://postgres@127.0.0.1:5432/postgres`; an unreachable server fails these tests, it never
+//! skips them). Cases that open the SQLite file directly (tampering, forced failures, reopening, bytes on disk)
+//! are in [`sqlite_only`]; those that need SQL as the service role (row level security proven at the database,
+//! settings, reopening) are in [`postgres_only`].
 
 #![allow(clippy::unwrap_used)]
 
@@ -681,6 +684,31 @@ mod contract {
         assert_eq!(s.verify_audit_chain().await.unwrap(), None);
     }
 
+    pub async fn concurrent_batches_of_one_gpu_count_each_sample_once(s: &dyn Store) {
+        // Four writers send overlapping, interleaved slices of the same two GPUs' hour at once.
+        let all = fleet("vllm-a", 2, T0, T0 + H);
+        let futs = (0..4usize).map(|w| {
+            let mine: Vec<Sample> = all
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| (i / 40) % 4 == w || i % 7 == w)
+                .map(|(_, x)| x.clone())
+                .collect();
+            async move {
+                let mut n = 0;
+                for b in mine.chunks(50) {
+                    n += s.insert_samples(b).await.unwrap().inserted;
+                }
+                n
+            }
+        });
+        let inserted: u64 = futures_join_all(futs).await.into_iter().sum();
+        assert_eq!(inserted, all.len() as u64, "each sample stored once");
+        let read = all_usage(s).await;
+        assert_eq!(read.rollups, expected_rollups(&all));
+        assert!(read.gaps.is_empty(), "{:?}", read.gaps);
+    }
+
     /// Joins futures without an extra dependency (they run concurrently on the one task).
     async fn futures_join_all<F: std::future::Future<Output = u64>>(
         futs: impl Iterator<Item = F>,
@@ -766,6 +794,143 @@ mod contract {
     }
 }
 
+/// Random insertion plans for the property test, shared by every backend's harness.
+mod plans {
+    use super::contract::Plan;
+    use super::*;
+    use proptest::prelude::*;
+
+    /// (gpu, slot, jitter, window, util, padded util, power, memory, other deployment, fraction)
+    type Raw = (u8, i64, bool, u8, u32, bool, u32, u32, bool, u8);
+
+    fn to_sample((g, slot, jitter, window, util, pad, power, mem, other, frac): Raw) -> Sample {
+        let deps = ["vllm-a", "tgi-b"];
+        // Mostly one deployment per GPU and half hour, sometimes another: series changes.
+        let dep = deps[((slot / 120 + i64::from(g)) % 2) as usize ^ usize::from(other)];
+        let end = T0 + (slot + 1) * 15_000 + if jitter { 3_000 } else { 0 };
+        let mut s = sample(&format!("GPU-{g}"), dep, end);
+        s.window_ms = [15_000, 15_000, 15_000, 40_000, 5_000][window as usize];
+        // The same value written with trailing zeros must be stored and read back as the same number.
+        s.utilization = UnitInterval::new(if pad {
+            Decimal::new(i64::from(util) * 10_000, 6)
+        } else {
+            Decimal::new(util.into(), 2)
+        })
+        .unwrap();
+        s.power_w = NonNegative::new(Decimal::new(power.into(), 1)).unwrap();
+        s.memory_used_gb = NonNegative::new(Decimal::from(mem) + d("0.0009765625")).unwrap();
+        s.gpu_fraction =
+            GpuFraction::new([d("1"), d("0.5"), d("0.142857")][frac as usize]).unwrap();
+        if g == 2 && slot < 480 {
+            s.owner = Some(tenant(10));
+        }
+        s.pod = format!("{dep}-{}", slot / 300);
+        s
+    }
+
+    fn policies() -> Vec<Policy> {
+        // One closes and the next opens in the middle of an hour; one more specific for tgi-*.
+        let mut a = spec("a");
+        a.effective_from = ts(T0 - 24 * H);
+        a.effective_to = Some(ts(T0 + H + H / 2));
+        let mut b = spec("b");
+        b.gpu_hourly_cost = NonNegative::new(d("3.30")).unwrap();
+        b.effective_from = ts(T0 + H + H / 2);
+        let mut c = spec("c");
+        c.deployment_pattern = Glob::new("tgi-*").unwrap();
+        c.gpu_hourly_cost = NonNegative::new(d("0.99")).unwrap();
+        c.effective_from = ts(T0 + 2 * H);
+        c.idle_capacity = IdleCapacity::Proportional;
+        vec![Policy::new(1, a), Policy::new(2, b), Policy::new(3, c)]
+    }
+
+    pub fn arb_plan() -> impl Strategy<Value = Plan> {
+        let raw = (
+            0u8..3,
+            0i64..(4 * 240),
+            prop::bool::weighted(0.2),
+            0u8..5,
+            0u32..=100,
+            any::<bool>(),
+            0u32..8000,
+            0u32..80,
+            prop::bool::weighted(0.1),
+            0u8..3,
+        );
+        let event = (1u8..4, any::<bool>(), 0i64..(5 * H), 1u64..10_000);
+        (
+            prop::collection::vec(raw, 0..160),
+            0u8..5,
+            any::<u64>(),
+            prop::collection::vec(1usize..40, 1..20),
+            prop::collection::vec(any::<prop::sample::Index>(), 0..20),
+            prop::collection::vec(event, 0..12),
+        )
+            .prop_map(|(raws, order, seed, sizes, resends, events)| {
+                let mut v: Vec<Sample> = raws.into_iter().map(to_sample).collect();
+                let mut x = seed | 1;
+                let mut next = move || {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x
+                };
+                match order {
+                    // In order: the sampler appending.
+                    0 => v.sort_by_key(|x| x.end),
+                    // Reversed: every batch lands before everything stored.
+                    1 => v.sort_by_key(|x| std::cmp::Reverse(x.end)),
+                    // Shuffled.
+                    2 => {
+                        for i in (1..v.len()).rev() {
+                            v.swap(i, (next() % (i as u64 + 1)) as usize);
+                        }
+                    }
+                    // In order with stragglers: about one sample in six arrives later than it should.
+                    _ => {
+                        v.sort_by_key(|x| x.end);
+                        for i in 0..v.len() {
+                            if next() % 6 == 0 {
+                                let s = v.remove(i);
+                                let to = (i + 1 + (next() % 40) as usize).min(v.len());
+                                v.insert(to, s);
+                            }
+                        }
+                    }
+                }
+                // Re-sends of earlier samples, later in the stream.
+                if !v.is_empty() {
+                    for (k, ix) in resends.iter().enumerate() {
+                        let again = v[ix.index(v.len())].clone();
+                        let at = (ix.index(v.len()) + k * 7 + 1).min(v.len());
+                        v.insert(at, again);
+                    }
+                }
+                let mut batches = Vec::new();
+                let mut rest = v.as_slice();
+                for n in sizes.iter().cycle() {
+                    if rest.is_empty() {
+                        break;
+                    }
+                    let (b, r) = rest.split_at((*n).min(rest.len()));
+                    batches.push(b.to_vec());
+                    rest = r;
+                }
+                let usage = events
+                    .into_iter()
+                    .map(|(t, dep, at, n)| {
+                        tokens(tenant(t), if dep { "vllm-a" } else { "tgi-b" }, T0 + at, n)
+                    })
+                    .collect();
+                Plan {
+                    batches,
+                    usage,
+                    policies: policies(),
+                }
+            })
+    }
+}
+
 /// Runs the contract on fresh SQLite files.
 mod sqlite_harness {
     use super::*;
@@ -803,148 +968,18 @@ mod sqlite_harness {
         api_keys_are_found_by_hash,
         the_audit_chain_links_and_verifies,
         concurrent_appends_never_fork_the_chain,
+        concurrent_batches_of_one_gpu_count_each_sample_once,
     );
 
     mod property {
-        use super::super::contract::Plan;
         use super::*;
         use proptest::prelude::*;
-
-        /// (gpu, slot, jitter, window, util, padded util, power, memory, other deployment, fraction)
-        type Raw = (u8, i64, bool, u8, u32, bool, u32, u32, bool, u8);
-
-        fn to_sample((g, slot, jitter, window, util, pad, power, mem, other, frac): Raw) -> Sample {
-            let deps = ["vllm-a", "tgi-b"];
-            // Mostly one deployment per GPU and half hour, sometimes another: series changes.
-            let dep = deps[((slot / 120 + i64::from(g)) % 2) as usize ^ usize::from(other)];
-            let end = T0 + (slot + 1) * 15_000 + if jitter { 3_000 } else { 0 };
-            let mut s = sample(&format!("GPU-{g}"), dep, end);
-            s.window_ms = [15_000, 15_000, 15_000, 40_000, 5_000][window as usize];
-            // The same value written with trailing zeros must be stored and read back as the same number.
-            s.utilization = UnitInterval::new(if pad {
-                Decimal::new(i64::from(util) * 10_000, 6)
-            } else {
-                Decimal::new(util.into(), 2)
-            })
-            .unwrap();
-            s.power_w = NonNegative::new(Decimal::new(power.into(), 1)).unwrap();
-            s.memory_used_gb = NonNegative::new(Decimal::from(mem) + d("0.0009765625")).unwrap();
-            s.gpu_fraction =
-                GpuFraction::new([d("1"), d("0.5"), d("0.142857")][frac as usize]).unwrap();
-            if g == 2 && slot < 480 {
-                s.owner = Some(tenant(10));
-            }
-            s.pod = format!("{dep}-{}", slot / 300);
-            s
-        }
-
-        fn policies() -> Vec<Policy> {
-            // One closes and the next opens in the middle of an hour; one more specific for tgi-*.
-            let mut a = spec("a");
-            a.effective_from = ts(T0 - 24 * H);
-            a.effective_to = Some(ts(T0 + H + H / 2));
-            let mut b = spec("b");
-            b.gpu_hourly_cost = NonNegative::new(d("3.30")).unwrap();
-            b.effective_from = ts(T0 + H + H / 2);
-            let mut c = spec("c");
-            c.deployment_pattern = Glob::new("tgi-*").unwrap();
-            c.gpu_hourly_cost = NonNegative::new(d("0.99")).unwrap();
-            c.effective_from = ts(T0 + 2 * H);
-            c.idle_capacity = IdleCapacity::Proportional;
-            vec![Policy::new(1, a), Policy::new(2, b), Policy::new(3, c)]
-        }
-
-        fn arb_plan() -> impl Strategy<Value = Plan> {
-            let raw = (
-                0u8..3,
-                0i64..(4 * 240),
-                prop::bool::weighted(0.2),
-                0u8..5,
-                0u32..=100,
-                any::<bool>(),
-                0u32..8000,
-                0u32..80,
-                prop::bool::weighted(0.1),
-                0u8..3,
-            );
-            let event = (1u8..4, any::<bool>(), 0i64..(5 * H), 1u64..10_000);
-            (
-                prop::collection::vec(raw, 0..160),
-                0u8..5,
-                any::<u64>(),
-                prop::collection::vec(1usize..40, 1..20),
-                prop::collection::vec(any::<prop::sample::Index>(), 0..20),
-                prop::collection::vec(event, 0..12),
-            )
-                .prop_map(|(raws, order, seed, sizes, resends, events)| {
-                    let mut v: Vec<Sample> = raws.into_iter().map(to_sample).collect();
-                    let mut x = seed | 1;
-                    let mut next = move || {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        x
-                    };
-                    match order {
-                        // In order: the sampler appending.
-                        0 => v.sort_by_key(|x| x.end),
-                        // Reversed: every batch lands before everything stored.
-                        1 => v.sort_by_key(|x| std::cmp::Reverse(x.end)),
-                        // Shuffled.
-                        2 => {
-                            for i in (1..v.len()).rev() {
-                                v.swap(i, (next() % (i as u64 + 1)) as usize);
-                            }
-                        }
-                        // In order with stragglers: about one sample in six arrives later than it should.
-                        _ => {
-                            v.sort_by_key(|x| x.end);
-                            for i in 0..v.len() {
-                                if next() % 6 == 0 {
-                                    let s = v.remove(i);
-                                    let to = (i + 1 + (next() % 40) as usize).min(v.len());
-                                    v.insert(to, s);
-                                }
-                            }
-                        }
-                    }
-                    // Re-sends of earlier samples, later in the stream.
-                    if !v.is_empty() {
-                        for (k, ix) in resends.iter().enumerate() {
-                            let again = v[ix.index(v.len())].clone();
-                            let at = (ix.index(v.len()) + k * 7 + 1).min(v.len());
-                            v.insert(at, again);
-                        }
-                    }
-                    let mut batches = Vec::new();
-                    let mut rest = v.as_slice();
-                    for n in sizes.iter().cycle() {
-                        if rest.is_empty() {
-                            break;
-                        }
-                        let (b, r) = rest.split_at((*n).min(rest.len()));
-                        batches.push(b.to_vec());
-                        rest = r;
-                    }
-                    let usage = events
-                        .into_iter()
-                        .map(|(t, dep, at, n)| {
-                            tokens(tenant(t), if dep { "vllm-a" } else { "tgi-b" }, T0 + at, n)
-                        })
-                        .collect();
-                    Plan {
-                        batches,
-                        usage,
-                        policies: policies(),
-                    }
-                })
-        }
 
         proptest! {
             #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
             #[test]
-            fn rollups_equal_the_raw_path(plan in arb_plan()) {
+            fn rollups_equal_the_raw_path(plan in super::super::plans::arb_plan()) {
                 let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
                 let (_dir, store) = fresh();
                 rt.block_on(contract::rollups_equal_the_raw_path(&store, &plan));
@@ -1177,5 +1212,512 @@ mod sqlite_only {
             if table_pages >= 0 { format!("{:.1} bytes/sample", (table_pages * page_size) as f64 / rows as f64) } else { "n/a".into() }
         );
         assert!(per_row <= 60.0, "{per_row:.1} bytes per raw sample");
+    }
+}
+
+/// Runs the contract on fresh PostgreSQL databases (one per case, created on the server and dropped after).
+mod postgres_harness {
+    use super::*;
+    use eai_store::postgres::scratch::{test_server_url, ScratchDb};
+    use eai_store::postgres::PgStore;
+
+    /// A fresh, migrated database and a store on it. Panics, saying how to start PostgreSQL, when the server
+    /// cannot be reached: these tests never skip.
+    pub async fn fresh() -> (ScratchDb, PgStore) {
+        let db = ScratchDb::create(&test_server_url())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let store = PgStore::open(db.url())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        (db, store)
+    }
+
+    macro_rules! cases {
+        ($($name:ident),* $(,)?) => {$(
+            #[tokio::test]
+            async fn $name() {
+                let (_db, store) = fresh().await;
+                contract::$name(&store).await;
+            }
+        )*};
+    }
+
+    cases!(
+        answers_ping,
+        ingest_is_idempotent,
+        first_received_wins,
+        the_worked_example_prices_from_the_store,
+        short_gaps_are_estimated_and_long_ones_reported,
+        late_samples_fill_their_hole,
+        a_late_sample_reinterpolates_across_the_hour,
+        exact_hours_come_back_as_cells,
+        usage_is_read_for_the_period_only,
+        pruning_raw_samples_keeps_rollups,
+        deployments_seen_come_from_samples,
+        usage_events_upsert_and_scope,
+        policies_are_superseded_never_edited,
+        api_keys_are_found_by_hash,
+        the_audit_chain_links_and_verifies,
+        concurrent_appends_never_fork_the_chain,
+        concurrent_batches_of_one_gpu_count_each_sample_once,
+    );
+
+    mod property {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            // Fewer cases than on SQLite: each one creates and drops a database.
+            #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+            #[test]
+            fn rollups_equal_the_raw_path(plan in super::super::plans::arb_plan()) {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                rt.block_on(async {
+                    let (_db, store) = fresh().await;
+                    contract::rollups_equal_the_raw_path(&store, &plan).await;
+                });
+            }
+        }
+    }
+}
+
+/// Cases that need SQL on the PostgreSQL database itself, as the service role.
+mod postgres_only {
+    use super::postgres_harness::fresh;
+    use super::*;
+    use eai_store::postgres::scratch::ScratchDb;
+    use eai_store::postgres::{PgStore, PLATFORM_TENANT, SERVICE_ROLE};
+    use eai_store::rollups::RollupConfig;
+    use tokio_postgres::{Client, NoTls};
+
+    /// Every table that holds tenant rows.
+    const TENANT_TABLES: [&str; 7] = [
+        "usage_events",
+        "audit_events",
+        "api_keys",
+        "gpu_samples",
+        "rollups",
+        "gaps",
+        "series",
+    ];
+
+    /// A plain connection to the scratch database, switched to the service role as the store's are.
+    async fn as_service_role(db: &ScratchDb) -> Client {
+        let (client, connection) = tokio_postgres::connect(db.url(), NoTls).await.unwrap();
+        tokio::spawn(connection);
+        client
+            .batch_execute(&format!("SET ROLE {SERVICE_ROLE}"))
+            .await
+            .unwrap();
+        client
+    }
+
+    /// Runs `sql` in a transaction acting for `tenant` (`app.tenant_id` set with `set_config(…, true)`, as the
+    /// store does), then rolls it back. Returns the rows of a query, or the error.
+    async fn as_tenant(
+        c: &mut Client,
+        tenant: TenantId,
+        sql: &str,
+    ) -> Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
+        let tx = c.transaction().await.unwrap();
+        tx.execute(
+            "SELECT set_config('app.tenant_id', $1, true)",
+            &[&tenant.to_string()],
+        )
+        .await
+        .unwrap();
+        let out = tx.query(sql, &[]).await;
+        tx.rollback().await.unwrap();
+        out
+    }
+
+    fn rls_refused(r: &Result<Vec<tokio_postgres::Row>, tokio_postgres::Error>) -> bool {
+        matches!(r, Err(e) if e.as_db_error().is_some_and(|d| d.code().code() == "42501"
+            && d.message().contains("row-level security")))
+    }
+
+    fn not_granted(r: &Result<Vec<tokio_postgres::Row>, tokio_postgres::Error>) -> bool {
+        matches!(r, Err(e) if e.as_db_error().is_some_and(|d| d.code().code() == "42501"
+            && d.message().contains("permission denied")))
+    }
+
+    /// Two tenants' rows in every tenant table, plus platform rows, written through the store.
+    async fn two_tenants(s: &PgStore, a: TenantId, b: TenantId) {
+        let mut v = Vec::new();
+        for (gpu, owner) in [("GPU-a", Some(a)), ("GPU-b", Some(b)), ("GPU-s", None)] {
+            // Ten minutes, a 30 minute hole (a gap), ten minutes.
+            let mut mine = fleet("dep", 1, T0, T0 + 600_000);
+            mine.extend(fleet("dep", 1, T0 + 2_400_000, T0 + 3_000_000));
+            for mut x in mine {
+                x.gpu_uuid = gpu.into();
+                x.owner = owner;
+                x.deployment_id = format!("dep-{gpu}");
+                v.push(x);
+            }
+        }
+        s.insert_samples(&v).await.unwrap();
+        s.upsert_usage_events(&[
+            tokens(a, "dep-GPU-s", T0 + 1000, 10),
+            tokens(b, "dep-GPU-s", T0 + 2000, 20),
+        ])
+        .await
+        .unwrap();
+        for (hash, t) in [("ha", Some(a)), ("hb", Some(b)), ("hp", None)] {
+            s.create_api_key(hash, Role::Viewer, t, None, ts(T0))
+                .await
+                .unwrap();
+        }
+        for t in [Some(a), Some(b), None] {
+            s.append_audit(&draft("x", t)).await.unwrap();
+        }
+    }
+
+    /// The issue's "done when": as the service role, with `app.tenant_id` = A, plain SQL with no tenant clause
+    /// sees none of B's rows in any tenant table, and writing a row of B is refused by the policy's check.
+    #[tokio::test]
+    async fn row_level_security_hides_and_protects_another_tenants_rows_at_the_database() {
+        let (db, store) = fresh().await;
+        let (a, b) = (tenant(1), tenant(2));
+        two_tenants(&store, a, b).await;
+        let mut c = as_service_role(&db).await;
+
+        // Who the service is: not superuser, no BYPASSRLS, owns no table; every tenant table forces RLS.
+        let me = c
+            .query_one(
+                "SELECT current_user::text, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user",
+                &[],
+            )
+            .await
+            .unwrap();
+        assert_eq!(me.get::<_, String>(0), SERVICE_ROLE);
+        assert!(!me.get::<_, bool>(1), "the service role is not a superuser");
+        assert!(!me.get::<_, bool>(2), "the service role lacks BYPASSRLS");
+        let owned: i64 = c
+            .query_one(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = 'eai' AND tableowner = current_user",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(owned, 0, "the service role owns no table");
+        for t in TENANT_TABLES {
+            let r = c
+                .query_one(
+                    "SELECT c.relrowsecurity, c.relforcerowsecurity, pg_get_userbyid(c.relowner)::text \
+                     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                     WHERE n.nspname = 'eai' AND c.relname = $1",
+                    &[&t],
+                )
+                .await
+                .unwrap();
+            assert!(
+                r.get::<_, bool>(0) && r.get::<_, bool>(1),
+                "eai.{t}: ENABLE and FORCE row level security"
+            );
+            assert_ne!(
+                r.get::<_, String>(2),
+                SERVICE_ROLE,
+                "eai.{t} is not owned by the service role"
+            );
+        }
+
+        for t in TENANT_TABLES {
+            // No tenant set (nor the platform path): nothing at all.
+            let n: i64 = c
+                .query_one(&format!("SELECT count(*) FROM eai.{t}"), &[])
+                .await
+                .unwrap()
+                .get(0);
+            assert_eq!(n, 0, "eai.{t} without app.tenant_id shows nothing");
+
+            // As A, plain SQL with no WHERE clause: only A's rows, some of them.
+            let rows = as_tenant(&mut c, a, &format!("SELECT tenant_id FROM eai.{t}"))
+                .await
+                .unwrap();
+            assert!(!rows.is_empty(), "eai.{t}: A sees its own rows");
+            assert!(
+                rows.iter().all(|r| r.get::<_, Uuid>(0) == a.0),
+                "eai.{t}: A sees no row of another tenant nor of the platform"
+            );
+            let bs = as_tenant(
+                &mut c,
+                a,
+                &format!("SELECT * FROM eai.{t} WHERE tenant_id = '{b}'"),
+            )
+            .await
+            .unwrap();
+            assert!(bs.is_empty(), "eai.{t}: B's rows are invisible to A");
+            let bs = as_tenant(&mut c, b, &format!("SELECT tenant_id FROM eai.{t}"))
+                .await
+                .unwrap();
+            assert!(
+                !bs.is_empty() && bs.iter().all(|r| r.get::<_, Uuid>(0) == b.0),
+                "eai.{t}: and B sees its own"
+            );
+        }
+
+        // Inserting a row of B while acting for A fails the policy's WITH CHECK; the same row for A goes in
+        // (so the refusal is the tenant's, not a malformed statement).
+        let inserts = [
+            ("usage_events", "INSERT INTO eai.usage_events (event_id, tenant_id, occurred_at_ms, body) \
+              VALUES (gen_random_uuid(), '{T}', 0, '{}') RETURNING 1"),
+            ("audit_events", "INSERT INTO eai.audit_events (seq, prev_hash, hash, tenant_id, body) \
+              VALUES (999, 'p', 'h', '{T}', '{}') RETURNING 1"),
+            ("api_keys", "INSERT INTO eai.api_keys (hash, role, tenant_id, created_at_ms) \
+              VALUES ('h-new', 'viewer', '{T}', 0) RETURNING 1"),
+            ("series", "INSERT INTO eai.series (tenant_id, deployment_id, model, namespace, pod, node, first_seen_ms, last_seen_ms) \
+              VALUES ('{T}', 'd', 'm', 'n', 'p', 'x', 0, 0) RETURNING 1"),
+            ("gpu_samples", "INSERT INTO eai.gpu_samples (gpu_id, end_ms, tenant_id, series_id, window_ms, util_e6, mem_e10, power_e6, storage_e6, fraction_e6) \
+              SELECT g.id, 1, '{T}', (SELECT min(id) FROM eai.series), 15000, 0, 0, 0, 0, 1000000 FROM eai.gpus g WHERE g.uuid = 'GPU-a' RETURNING 1"),
+            ("rollups", "INSERT INTO eai.rollups (gpu_id, bucket_ms, deployment_id, tenant_id, model, first_window_start_ms, last_window_start_ms, samples, estimated_samples, gpu_seconds, busy_gpu_seconds, estimated_gpu_seconds, memory_gb_seconds, energy_ws, storage_gb_seconds) \
+              SELECT g.id, 0, 'd', '{T}', 'm', 0, 0, 1, 0, 0, 0, 0, 0, 0, 0 FROM eai.gpus g WHERE g.uuid = 'GPU-a' RETURNING 1"),
+            ("gaps", "INSERT INTO eai.gaps (gpu_id, from_ms, to_ms, reason, deployment_id, node, tenant_id) \
+              SELECT g.id, 1, 2, 'too_long', 'd', 'n', '{T}' FROM eai.gpus g WHERE g.uuid = 'GPU-a' RETURNING 1"),
+        ];
+        assert_eq!(inserts.len(), TENANT_TABLES.len());
+        for (t, sql) in inserts {
+            let of = |x: TenantId| sql.replace("{T}", &x.to_string());
+            let r = as_tenant(&mut c, a, &of(b)).await;
+            assert!(
+                rls_refused(&r),
+                "eai.{t}: inserting a row of B as A must be refused: {r:?}"
+            );
+            let r = as_tenant(&mut c, a, &of(a)).await;
+            assert_eq!(
+                r.map(|v| v.len()).ok(),
+                Some(1),
+                "eai.{t}: the same row of A goes in"
+            );
+        }
+
+        // Updating: moving A's rows to B fails the WITH CHECK; B's rows cannot even be reached.
+        for t in ["usage_events", "series", "rollups", "gaps"] {
+            let r = as_tenant(
+                &mut c,
+                a,
+                &format!("UPDATE eai.{t} SET tenant_id = '{b}' RETURNING 1"),
+            )
+            .await;
+            assert!(
+                rls_refused(&r),
+                "eai.{t}: giving A's rows to B must be refused: {r:?}"
+            );
+            let r = as_tenant(
+                &mut c,
+                a,
+                &format!(
+                    "UPDATE eai.{t} SET tenant_id = tenant_id WHERE tenant_id = '{b}' RETURNING 1"
+                ),
+            )
+            .await
+            .unwrap();
+            assert!(r.is_empty(), "eai.{t}: B's rows are out of A's reach");
+        }
+        let r = as_tenant(
+            &mut c,
+            a,
+            &format!("UPDATE eai.api_keys SET revoked = true WHERE tenant_id = '{b}' RETURNING 1"),
+        )
+        .await
+        .unwrap();
+        assert!(r.is_empty(), "eai.api_keys: B's keys are out of A's reach");
+        for t in ["gpu_samples", "rollups", "gaps"] {
+            let r = as_tenant(
+                &mut c,
+                a,
+                &format!("DELETE FROM eai.{t} WHERE tenant_id = '{b}' RETURNING 1"),
+            )
+            .await
+            .unwrap();
+            assert!(r.is_empty(), "eai.{t}: B's rows cannot be deleted by A");
+        }
+        // Raw samples, audit events and API key owners are never updated by the service at all.
+        for sql in [
+            format!("UPDATE eai.audit_events SET body = '{{}}' WHERE tenant_id = '{a}'"),
+            format!("UPDATE eai.gpu_samples SET util_e6 = 0 WHERE tenant_id = '{a}'"),
+            format!("UPDATE eai.api_keys SET tenant_id = '{a}'"),
+        ] {
+            let r = as_tenant(&mut c, a, &sql).await;
+            assert!(not_granted(&r), "{sql}: {r:?}");
+        }
+
+        // The platform path sees every row: A's, B's and the platform's.
+        let tx = c.transaction().await.unwrap();
+        tx.execute("SELECT set_config('app.platform', 'on', true)", &[])
+            .await
+            .unwrap();
+        for t in TENANT_TABLES {
+            let tenants: Vec<Uuid> = tx
+                .query(&format!("SELECT DISTINCT tenant_id FROM eai.{t}"), &[])
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            for want in [a.0, b.0] {
+                assert!(
+                    tenants.contains(&want),
+                    "eai.{t} on the platform path: {tenants:?}"
+                );
+            }
+            if t != "usage_events" {
+                assert!(
+                    tenants.contains(&PLATFORM_TENANT),
+                    "eai.{t}: platform rows carry the platform tenant"
+                );
+            }
+        }
+        tx.rollback().await.unwrap();
+
+        // And the store's own scoped reads are the database's: A's usage and audit only.
+        let mine = store
+            .usage_events(Scope::Tenant(a), ts(T0), ts(T0 + H))
+            .await
+            .unwrap();
+        assert!(mine.len() == 1 && mine.iter().all(|e| e.tenant_id == a));
+        let audit = store.audit_events(Scope::Tenant(a), 0, 100).await.unwrap();
+        assert!(audit.len() == 1 && audit.iter().all(|e| e.draft.tenant_id == Some(a)));
+    }
+
+    #[tokio::test]
+    async fn reopening_migrates_once_and_keeps_everything() {
+        let (db, s) = fresh().await;
+        let samples = fleet("vllm-a", 2, T0, T0 + 2 * H);
+        s.insert_samples(&samples).await.unwrap();
+        s.create_policy(&spec("p")).await.unwrap();
+        s.append_audit(&draft("one", None)).await.unwrap();
+        let usage = all_usage(&s).await;
+        drop(s);
+        // Two processes starting together: both migrate, one waits for the other.
+        let (x, y) = tokio::join!(PgStore::open(db.url()), PgStore::open(db.url()));
+        let (x, y) = (x.unwrap(), y.unwrap());
+        let again = all_usage(&x).await;
+        assert_eq!((again.rollups, again.gaps), (usage.rollups, usage.gaps));
+        assert_eq!(y.create_policy(&spec("q")).await.unwrap().id, "alp_2");
+        assert_eq!(y.append_audit(&draft("two", None)).await.unwrap().seq, 2);
+        assert_eq!(x.verify_audit_chain().await.unwrap(), None);
+        assert_eq!(
+            x.insert_samples(&samples).await.unwrap().duplicates,
+            samples.len() as u64
+        );
+        assert_eq!(x.backend(), "postgres");
+    }
+
+    #[tokio::test]
+    async fn a_database_is_not_reopened_with_other_rollup_settings() {
+        let (db, s) = fresh().await;
+        drop(s);
+        let other = RollupConfig {
+            bucket_ms: 15 * 60_000,
+            ..RollupConfig::default()
+        };
+        let err = PgStore::open_with(db.url(), other).await.unwrap_err();
+        assert!(err.to_string().contains("bucket_ms"), "{err}");
+        assert!(PgStore::open(db.url()).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_failed_batch_leaves_nothing() {
+        let (db, store) = fresh().await;
+        let batch = fleet("vllm-a", 2, T0, T0 + H);
+        let (c, connection) = tokio_postgres::connect(db.url(), NoTls).await.unwrap();
+        tokio::spawn(connection);
+        // The owner makes the database refuse one row of the batch.
+        c.batch_execute(
+            "CREATE FUNCTION eai.refuse() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN IF NEW.end_ms % 3600000 = 0 THEN RAISE EXCEPTION 'refused by test'; END IF; RETURN NEW; END $$; \
+             CREATE TRIGGER refuse BEFORE INSERT ON eai.gpu_samples FOR EACH ROW EXECUTE FUNCTION eai.refuse()",
+        )
+        .await
+        .unwrap();
+        let err = store.insert_samples(&batch).await.unwrap_err();
+        assert!(
+            matches!(err, StoreError::Internal(ref m) if m.contains("refused by test")),
+            "{err}"
+        );
+        c.batch_execute("SELECT set_config('app.platform', 'on', false)")
+            .await
+            .unwrap();
+        for t in ["gpu_samples", "gpus", "series", "rollups", "gaps"] {
+            let n: i64 = c
+                .query_one(&format!("SELECT count(*) FROM eai.{t}"), &[])
+                .await
+                .unwrap()
+                .get(0);
+            assert_eq!(n, 0, "{t} after a failed batch");
+        }
+        c.batch_execute("DROP TRIGGER refuse ON eai.gpu_samples")
+            .await
+            .unwrap();
+        let o = store.insert_samples(&batch).await.unwrap();
+        assert_eq!((o.inserted, o.duplicates), (480, 0));
+        assert_eq!(all_usage(&store).await.rollups, expected_rollups(&batch));
+    }
+
+    #[tokio::test]
+    async fn the_platform_tenant_id_is_reserved() {
+        let (_db, s) = fresh().await;
+        let nil = TenantId(PLATFORM_TENANT);
+        let err = s
+            .upsert_usage_events(&[tokens(nil, "d", T0, 1)])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Conflict(_)), "{err}");
+        let err = s
+            .create_api_key("h", Role::Viewer, Some(nil), None, ts(T0))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Conflict(_)), "{err}");
+    }
+}
+
+/// A deployment that wants the service's login to hold no DDL right at all: an owner migrates once, and the
+/// service logs in as a plain member of `eai_app`.
+mod postgres_member_login {
+    use super::postgres_harness::fresh;
+    use super::*;
+    use eai_store::postgres::scratch::with_dbname;
+    use eai_store::postgres::{PgStore, SERVICE_ROLE};
+    use tokio_postgres::NoTls;
+
+    #[tokio::test]
+    async fn a_member_of_the_service_role_serves_a_database_an_owner_migrated() {
+        let (db, owner) = fresh().await;
+        owner.create_policy(&spec("p")).await.unwrap();
+        let (admin, connection) = tokio_postgres::connect(db.url(), NoTls).await.unwrap();
+        tokio::spawn(connection);
+        let login = format!("eai_t_login_{}", &Uuid::new_v4().simple().to_string()[..12]);
+        admin
+            .batch_execute(&format!("CREATE ROLE {login} LOGIN IN ROLE {SERVICE_ROLE}"))
+            .await
+            .unwrap();
+        // The same server and database, as the new login.
+        let (_, rest) = db.url().split_once("://").unwrap();
+        let host = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+        let url = with_dbname(&format!("postgres://{login}@{host}"), db.name()).unwrap();
+        let served = PgStore::open(&url).await;
+        let result = async {
+            let s = served?;
+            s.insert_samples(&fleet("vllm-a", 1, T0, T0 + H)).await?;
+            let n = s.usage_for(ts(T0), ts(T0 + H), &[]).await?.rollups.len();
+            let p = s.policies().await?.len();
+            let sessions: i64 = admin
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE usename = $1 AND datname = $2",
+                    &[&login, &db.name()],
+                )
+                .await
+                .map_err(|e| StoreError::Internal(e.to_string()))?
+                .get(0);
+            Ok::<_, StoreError>((n, p, sessions > 0))
+        }
+        .await;
+        let _ = admin
+            .batch_execute(&format!("DROP OWNED BY {login}; DROP ROLE {login}"))
+            .await;
+        assert_eq!(result.unwrap(), (1, 1, true), "served by the member login");
     }
 }

@@ -7,12 +7,9 @@
 //! to the next hour, `from` = 30 days before `to`. The period is widened to whole allocation buckets, spans at
 //! most 366 days and must not be empty.
 
-use std::collections::BTreeSet;
-
 use axum::extract::State;
 use axum::Json;
-use eai_engine::allocate::{allocate, AllocationConfig, AllocationInput, Period};
-use eai_engine::domain::Policy;
+use eai_engine::allocate::{AllocationConfig, Period};
 use eai_engine::error::FieldError;
 use eai_engine::scope::scoped_to;
 use eai_engine::time::Timestamp;
@@ -59,32 +56,12 @@ pub async fn get(
     let period =
         Period::new(from, to, config.bucket_ms).map_err(|e| ApiError::validation(vec![e]))?;
 
-    let policies = st.store.policies().await?;
-    let exact = exact_hours(&policies, period);
-    let read = st.store.usage_for(period.from, period.to, &exact).await?;
-    // The split of a shared deployment weighs every tenant's usage; the result is scoped afterwards.
-    let usage = st
-        .store
-        .usage_events(Scope::Platform, period.from, period.to)
-        .await?;
-    // The engine is CPU work (a month of a fleet): off the async workers.
-    let view = tokio::task::spawn_blocking(move || {
-        let allocation = allocate(&AllocationInput {
-            period,
-            rollups: &read.rollups,
-            usage: &usage,
-            policies: &policies,
-            gaps: &read.gaps,
-            config,
-        });
-        let allocation = match scope {
-            Scope::Platform => allocation,
-            Scope::Tenant(t) => scoped_to(&allocation, t),
-        };
-        AllocationView::new(&allocation)
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("the allocation task failed: {e}")))?;
+    let allocation = crate::allocation::compute(st.store.as_ref(), period, config).await?;
+    let allocation = match scope {
+        Scope::Platform => allocation,
+        Scope::Tenant(t) => scoped_to(&allocation, t),
+    };
+    let view = AllocationView::new(&allocation);
     Ok(Json(view))
 }
 
@@ -132,29 +109,11 @@ pub fn requested_period(
     Ok((from, to))
 }
 
-/// The hours of the period in which a policy starts or ends off the hour: those are read as raw cells so
-/// that each window is priced by the policy in effect when it starts.
-pub fn exact_hours(policies: &[Policy], period: Period) -> Vec<Timestamp> {
-    let mut hours = BTreeSet::new();
-    for p in policies {
-        for t in [Some(p.spec.effective_from), p.spec.effective_to]
-            .into_iter()
-            .flatten()
-        {
-            if t.0.rem_euclid(HOUR_MS) != 0 {
-                let h = t.floor_to(HOUR_MS);
-                if period.contains(h) {
-                    hours.insert(h);
-                }
-            }
-        }
-    }
-    hours.into_iter().collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::allocation::exact_hours;
+    use eai_engine::domain::Policy;
 
     fn ts(s: &str) -> Timestamp {
         Timestamp::parse_rfc3339(s).expect("timestamp")

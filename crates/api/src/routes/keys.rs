@@ -1,14 +1,16 @@
 //! `POST /v1/auth/api-keys` (platform_admin): creates an API key for a role and, except platform keys, a
 //! tenant. The key is shown once in the answer; the store keeps only its SHA-256.
+//! `GET /v1/auth/whoami` (any valid key): who the key is, so that a client (the portal) can adapt to its role.
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
+use axum::Json;
 use eai_engine::domain::TenantId;
 use eai_engine::error::FieldError;
 use eai_store::Role;
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::auth::{
     authorize, finish, hash_api_key, is_tenant_role, new_api_key, Action, Caller, Done,
@@ -127,6 +129,16 @@ pub async fn create(
     }
     .await;
     Ok(finish(&st, &caller, Action::CreateApiKey, outcome).await)
+}
+
+/// Answers `{"key_id", "role", "tenant_id"}` for any valid key: nothing the caller does not already hold.
+/// Read-only and never audited, like the other reads.
+pub async fn whoami(caller: Caller) -> Json<Value> {
+    Json(json!({
+        "key_id": caller.key_id,
+        "role": caller.role.as_str(),
+        "tenant_id": caller.tenant.map(|t| t.to_string()),
+    }))
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ pub mod audit;
 pub mod catalog;
 pub mod keys;
 pub mod policies;
+pub mod portal;
 pub mod samples;
 pub mod system;
 pub mod usage;
@@ -42,11 +43,13 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/providers/catalog", get(catalog::get))
         .route("/v1/usage/events", post(usage::ingest))
         .route("/v1/auth/api-keys", post(keys::create))
+        .route("/v1/auth/whoami", get(keys::whoami))
         .route("/v1/audit/events", get(audit::list))
         .route("/openapi.json", get(system::openapi))
         .route("/healthz", get(system::healthz))
         .route("/readyz", get(system::readyz))
         .route("/metrics", get(system::metrics))
+        .merge(portal::routes())
         .fallback(system::not_found)
         .method_not_allowed_fallback(system::method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body))

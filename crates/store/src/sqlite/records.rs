@@ -1,153 +1,15 @@
-//! Usage events, allocation policies, API keys and the audit chain in SQLite.
-//!
-//! Rules this backend settles (the trait leaves them open):
-//! - A usage event is stored as its contract JSON (decimals as strings). Re-sending an `event_id` replaces the
-//!   stored event, but only within the same tenant: an `event_id` that already belongs to another tenant
-//!   rejects the whole batch with [`StoreError::Conflict`] (one tenant can never overwrite another's usage).
-//! - A policy's pricing terms are a JSON body written once; its effective dates are columns. Superseding policy
-//!   `p` at `at` needs `p.effective_from < at` and `p` still open at `at` (no `effective_to`, or one after
-//!   `at`): closing a policy at or before its start would leave it empty, and moving an end later would edit
-//!   history. Anything else is a [`StoreError::Conflict`]; an unknown id is [`StoreError::NotFound`]. The
-//!   replacement is stored as given, in the same transaction.
-//! - An API key hash is unique: storing it twice is a [`StoreError::Conflict`]. `api_key_count` counts every key,
-//!   revoked ones included.
-//! - The audit body is the draft's canonical JSON ([`crate::audit::canonical_json`]), the very bytes hashed; the
-//!   tenant is copied into a column for scoped reads.
+//! Usage events, allocation policies, API keys and the audit chain in SQLite. The bodies and the rules of
+//! records (same-tenant upserts, superseding policies, unique key hashes) are [`crate::records`], shared with
+//! PostgreSQL; the audit tenant is copied into a column for scoped reads.
 
-use std::collections::BTreeMap;
-use std::str::FromStr;
-
-use eai_engine::domain::{
-    IdleCapacity, ModelRef, NonNegative, Policy, PolicySpec, Pue, TenantId, UsageEvent,
-};
-use eai_engine::money::Currency;
-use eai_engine::policy::Glob;
+use eai_engine::domain::{Policy, PolicySpec, TenantId, UsageEvent};
 use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
-use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
-use super::codec::{corrupt, count, dec_parse, now_ms, opt_tenant_parse, to_i64, Ctx};
+use super::codec::{corrupt, count, now_ms, opt_tenant_parse, to_i64, Ctx};
 use crate::audit::{self, Verifier, GENESIS_HASH};
+use crate::records::{self as rec, from_json};
 use crate::{ApiKeyRecord, AuditDraft, AuditEvent, BrokenLink, Result, Role, Scope, StoreError};
-
-// --- usage events ---------------------------------------------------------------------------------------------
-
-#[derive(Debug, Serialize, Deserialize)]
-struct ModelBody {
-    provider: String,
-    name: String,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct CostBody {
-    amount: String,
-    currency: String,
-}
-
-/// A usage event as contract JSON (usage-event.schema.json 1.0).
-#[derive(Debug, Serialize, Deserialize)]
-struct EventBody {
-    event_id: String,
-    schema_version: String,
-    tenant_id: String,
-    usage_type: String,
-    source: String,
-    occurred_at: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    deployment_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    model: Option<ModelBody>,
-    units: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    cost: Option<CostBody>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    allocation_policy_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    project: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    agent_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    run_id: Option<String>,
-}
-
-impl EventBody {
-    fn of(e: &UsageEvent) -> Self {
-        EventBody {
-            event_id: e.event_id.hyphenated().to_string(),
-            schema_version: "1.0".into(),
-            tenant_id: e.tenant_id.to_string(),
-            usage_type: e.usage_type.clone(),
-            source: e.source.clone(),
-            occurred_at: e.occurred_at.to_string(),
-            deployment_id: e.deployment_id.clone(),
-            model: e.model.as_ref().map(|m| ModelBody {
-                provider: m.provider.clone(),
-                name: m.name.clone(),
-            }),
-            units: e
-                .units
-                .iter()
-                .map(|(k, v)| (k.clone(), v.get().to_string()))
-                .collect(),
-            cost: e.cost.map(|(a, c)| CostBody {
-                amount: a.get().to_string(),
-                currency: c.to_string(),
-            }),
-            allocation_policy_id: e.allocation_policy_id.clone(),
-            project: e.project.clone(),
-            agent_id: e.agent_id.clone(),
-            run_id: e.run_id.clone(),
-        }
-    }
-
-    fn into_event(self) -> Result<UsageEvent> {
-        let w = "usage_events.body";
-        let nn = |s: &str| {
-            dec_parse(s, w).and_then(|d| NonNegative::new(d).ok_or_else(|| corrupt(w, s)))
-        };
-        let units = self
-            .units
-            .iter()
-            .map(|(k, v)| Ok((k.clone(), nn(v)?)))
-            .collect::<Result<BTreeMap<_, _>>>()?;
-        let cost = match &self.cost {
-            Some(c) => Some((
-                nn(&c.amount)?,
-                Currency::from_str(&c.currency).map_err(|_| corrupt(w, &c.currency))?,
-            )),
-            None => None,
-        };
-        Ok(UsageEvent {
-            event_id: Uuid::parse_str(&self.event_id).map_err(|_| corrupt(w, &self.event_id))?,
-            tenant_id: TenantId::from_str(&self.tenant_id)
-                .map_err(|_| corrupt(w, &self.tenant_id))?,
-            usage_type: self.usage_type,
-            source: self.source,
-            occurred_at: Timestamp::parse_rfc3339(&self.occurred_at)
-                .map_err(|_| corrupt(w, &self.occurred_at))?,
-            deployment_id: self.deployment_id,
-            model: self.model.map(|m| ModelRef {
-                provider: m.provider,
-                name: m.name,
-            }),
-            units,
-            cost,
-            allocation_policy_id: self.allocation_policy_id,
-            project: self.project,
-            agent_id: self.agent_id,
-            run_id: self.run_id,
-        })
-    }
-}
-
-fn to_json<T: Serialize>(v: &T, what: &str) -> Result<String> {
-    serde_json::to_string(v).map_err(|e| StoreError::Internal(format!("serialize {what}: {e}")))
-}
-
-fn from_json<'a, T: Deserialize<'a>>(s: &'a str, what: &str) -> Result<T> {
-    serde_json::from_str(s).map_err(|e| StoreError::Internal(format!("corrupt {what}: {e}")))
-}
 
 pub fn upsert_usage_events(conn: &mut Connection, events: &[UsageEvent]) -> Result<u64> {
     let tx = conn
@@ -164,7 +26,7 @@ pub fn upsert_usage_events(conn: &mut Connection, events: &[UsageEvent]) -> Resu
             .ctx("prepare usage upsert")?;
         for e in events {
             let id = e.event_id.hyphenated().to_string();
-            let body = to_json(&EventBody::of(e), "usage event")?;
+            let body = rec::event_json(e)?;
             let n = st
                 .execute(params![
                     id,
@@ -175,9 +37,7 @@ pub fn upsert_usage_events(conn: &mut Connection, events: &[UsageEvent]) -> Resu
                 ])
                 .ctx("upsert a usage event")?;
             if n == 0 {
-                return Err(StoreError::Conflict(format!(
-                    "usage event {id} already belongs to another tenant"
-                )));
+                return Err(rec::event_of_another_tenant(&e.event_id));
             }
         }
     }
@@ -205,76 +65,13 @@ pub fn usage_events(
             .and_then(|mut st| st.query_map(params![t.to_string(), from.0, to.0], |r| r.get(0))?.collect()),
     }
     .ctx("read usage events")?;
-    bodies
-        .iter()
-        .map(|b| from_json::<EventBody>(b, "usage event")?.into_event())
-        .collect()
+    bodies.iter().map(|b| rec::event_parse(b)).collect()
 }
 
 // --- allocation policies --------------------------------------------------------------------------------------
 
-/// The pricing terms of a policy (its effective dates are columns).
-#[derive(Debug, Serialize, Deserialize)]
-struct PolicyBody {
-    name: String,
-    deployment_pattern: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    gpu_model: Option<String>,
-    currency: String,
-    gpu_hourly_cost: String,
-    overhead_pct: String,
-    energy_kwh_price: String,
-    pue: String,
-    storage_gb_month_price: String,
-    idle_capacity: String,
-    enabled: bool,
-}
-
-impl PolicyBody {
-    fn of(s: &PolicySpec) -> Self {
-        PolicyBody {
-            name: s.name.clone(),
-            deployment_pattern: s.deployment_pattern.as_str().to_string(),
-            gpu_model: s.gpu_model.clone(),
-            currency: s.currency.to_string(),
-            gpu_hourly_cost: s.gpu_hourly_cost.get().to_string(),
-            overhead_pct: s.overhead_pct.get().to_string(),
-            energy_kwh_price: s.energy_kwh_price.get().to_string(),
-            pue: s.pue.get().to_string(),
-            storage_gb_month_price: s.storage_gb_month_price.get().to_string(),
-            idle_capacity: s.idle_capacity.as_str().to_string(),
-            enabled: s.enabled,
-        }
-    }
-
-    fn into_spec(self, from: i64, to: Option<i64>) -> Result<PolicySpec> {
-        let w = "allocation_policies.body";
-        let nn = |s: &str| {
-            dec_parse(s, w).and_then(|d| NonNegative::new(d).ok_or_else(|| corrupt(w, s)))
-        };
-        Ok(PolicySpec {
-            deployment_pattern: Glob::new(&self.deployment_pattern)
-                .ok_or_else(|| corrupt(w, &self.deployment_pattern))?,
-            currency: Currency::from_str(&self.currency).map_err(|_| corrupt(w, &self.currency))?,
-            gpu_hourly_cost: nn(&self.gpu_hourly_cost)?,
-            overhead_pct: nn(&self.overhead_pct)?,
-            energy_kwh_price: nn(&self.energy_kwh_price)?,
-            pue: dec_parse(&self.pue, w)
-                .and_then(|d| Pue::new(d).ok_or_else(|| corrupt(w, &self.pue)))?,
-            storage_gb_month_price: nn(&self.storage_gb_month_price)?,
-            idle_capacity: IdleCapacity::from_str(&self.idle_capacity)
-                .map_err(|_| corrupt(w, &self.idle_capacity))?,
-            enabled: self.enabled,
-            name: self.name,
-            gpu_model: self.gpu_model,
-            effective_from: Timestamp(from),
-            effective_to: to.map(Timestamp),
-        })
-    }
-}
-
 fn insert_policy(tx: &Connection, spec: &PolicySpec) -> Result<Policy> {
-    let body = to_json(&PolicyBody::of(spec), "policy")?;
+    let body = rec::policy_json(spec)?;
     tx.prepare_cached(
         "INSERT INTO allocation_policies (body, effective_from_ms, effective_to_ms, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
     )
@@ -287,8 +84,7 @@ fn insert_policy(tx: &Connection, spec: &PolicySpec) -> Result<Policy> {
 type PolicyRow = (i64, String, i64, Option<i64>);
 
 fn decode_policy((seq, body, from, to): PolicyRow) -> Result<Policy> {
-    let spec = from_json::<PolicyBody>(&body, "policy")?.into_spec(from, to)?;
-    Ok(Policy::new(count(seq, "allocation_policies.seq")?, spec))
+    rec::policy_parse(seq, &body, from, to)
 }
 
 pub fn create_policy(conn: &mut Connection, spec: &PolicySpec) -> Result<Policy> {
@@ -314,11 +110,7 @@ pub fn supersede_policy(
     at: Timestamp,
     replacement: Option<&PolicySpec>,
 ) -> Result<(Policy, Option<Policy>)> {
-    let not_found = || StoreError::NotFound(format!("allocation policy {id}"));
-    let seq = id
-        .strip_prefix("alp_")
-        .and_then(|n| n.parse::<i64>().ok())
-        .ok_or_else(not_found)?;
+    let seq = rec::policy_seq(id)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin policy supersede")?;
@@ -326,20 +118,9 @@ pub fn supersede_policy(
         .prepare_cached("SELECT seq, body, effective_from_ms, effective_to_ms FROM allocation_policies WHERE seq = ?1")
         .and_then(|mut st| st.query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).optional())
         .ctx("read a policy")?;
-    let mut old = decode_policy(row.ok_or_else(not_found)?)?;
-    if at <= old.spec.effective_from {
-        return Err(StoreError::Conflict(format!(
-            "policy {id} starts at {}: it cannot be closed at {at}, at or before its start",
-            old.spec.effective_from
-        )));
-    }
-    if let Some(to) = old.spec.effective_to {
-        if to <= at {
-            return Err(StoreError::Conflict(format!(
-                "policy {id} is already closed since {to}"
-            )));
-        }
-    }
+    let row = row.ok_or_else(|| StoreError::NotFound(format!("allocation policy {id}")))?;
+    let mut old = decode_policy(row)?;
+    rec::check_supersede(&old, id, at)?;
     tx.prepare_cached("UPDATE allocation_policies SET effective_to_ms = ?2 WHERE seq = ?1")
         .and_then(|mut st| st.execute(params![seq, at.0]))
         .ctx("close a policy")?;
@@ -370,11 +151,7 @@ pub fn create_api_key(
     );
     match r {
         Ok(_) => {}
-        Err(e) if super::codec::is_unique_violation(&e) => {
-            return Err(StoreError::Conflict(
-                "an API key with this hash already exists".into(),
-            ))
-        }
+        Err(e) if super::codec::is_unique_violation(&e) => return Err(rec::duplicate_key()),
         Err(e) => {
             return Err(StoreError::Internal(format!(
                 "sqlite: insert an API key: {e}"
@@ -384,7 +161,7 @@ pub fn create_api_key(
     let seq = tx.last_insert_rowid();
     tx.commit().ctx("commit key create")?;
     Ok(ApiKeyRecord {
-        id: format!("key_{seq}"),
+        id: rec::key_id(seq),
         hash: hash.to_string(),
         role,
         tenant_id,
@@ -415,7 +192,7 @@ pub fn api_key_by_hash(conn: &Connection, hash: &str) -> Result<Option<ApiKeyRec
         return Ok(None);
     };
     Ok(Some(ApiKeyRecord {
-        id: format!("key_{seq}"),
+        id: rec::key_id(seq),
         hash,
         role: Role::parse(&role).ok_or_else(|| corrupt("api_keys.role", &role))?,
         tenant_id: opt_tenant_parse(tenant, "api_keys.tenant_id")?,
@@ -514,21 +291,7 @@ pub fn verify_audit_chain(conn: &mut Connection) -> Result<Option<BrokenLink>> {
     while let Some(row) = rows.next().ctx("read the chain")? {
         let (seq, prev_hash, hash, body) = audit_row(row).ctx("read the chain")?;
         let seq = u64::try_from(seq).unwrap_or(0);
-        let draft: AuditDraft = match serde_json::from_str(&body) {
-            Ok(d) => d,
-            Err(e) => {
-                return Ok(Some(BrokenLink {
-                    seq,
-                    reason: format!("the event no longer reads as an audit event: {e}"),
-                }))
-            }
-        };
-        if let Err(b) = v.push(&AuditEvent {
-            seq,
-            draft,
-            prev_hash,
-            hash,
-        }) {
+        if let Err(b) = v.push_stored(seq, prev_hash, hash, &body) {
             return Ok(Some(b));
         }
     }

@@ -1,120 +1,23 @@
 //! GPU samples in SQLite: compact raw rows, and hourly rollups and gaps kept up to date in the ingest transaction,
 //! so that an allocation reads GPU-hours, never raw rows.
 //!
-//! The rollups of a GPU are always `rollup::aggregate(series::cells(its stored samples))`, bucket by bucket. That
-//! sum has two kinds of terms: one per sample (`series::sample_cells`) and one per pair of consecutive samples
-//! (`series::fill_between`: estimated cells, or a gap). Ingest keeps it true in two ways, per GPU:
-//!
-//! - **Fast path** (a sampler appending, the normal case): a sample that ends after every stored sample of its
-//!   GPU only adds terms (its cells, and the fill from the previous sample), so they are added into the stored
-//!   rollups (read-modify-write of exact decimals, one write per rollup row and batch) and its gap, if any,
-//!   is inserted.
-//! - **Slow path** (a late sample: a stored one ends after it): it breaks the pair of stored neighbours it falls
-//!   between, so the GPU-hours that the old pair's terms and the new terms touch are marked dirty and
-//!   recomputed from raw samples: load the samples around the hour, run `series::cells`, keep the cells of the
-//!   hour and the gaps that start in it, replace the hour's rollup and gap rows.
-//!   Dirty buckets, for a run of late samples `s1..sk` that fell between the stored neighbours `P` and `N`: the
-//!   buckets each sample's window touches, and for every pair whose term goes (`P, N`) or comes (`P, s1`, …,
-//!   `sk, N`): the bucket holding the pair's first end (where its gap lives) and, when the span between them is at
-//!   most `max_gap`, every bucket the span touches (its estimated cells). Fast-path terms are written first, so a
-//!   recomputed bucket includes them.
-//!
-//! Retention: [`prune`] deletes raw rows but always keeps the latest sample of each GPU (so that the next sample
-//! still sees its predecessor, and a long silence is reported as a gap), and records how far it pruned. An hour
-//! whose recomputation would need pruned rows is *frozen*: a sample arriving that late is stored, but its
-//! frozen hours keep their rollups (a warning is logged), and `usage_for` serves such hours from rollups even when
-//! they are asked for exactly.
+//! The maintenance algorithm (fast path for appended samples, dirty GPU-hours recomputed from raw samples for
+//! late ones, frozen hours after pruning) is [`crate::rollups`], shared with PostgreSQL: this module reads what
+//! it asks for and writes what it plans, all in one `IMMEDIATE` transaction.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
-use eai_engine::domain::{GpuFraction, NonNegative, Sample, TenantId, UnitInterval};
+use eai_engine::domain::Sample;
 use eai_engine::report::{Gap, GapReason};
 use eai_engine::rollup::{aggregate, Quantities, Rollup, RollupKey};
-use eai_engine::series::{self, SeriesOutput};
 use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
-use super::codec::{
-    corrupt, count, dec_parse, dec_text, from_scaled, owner_parse, owner_text, to_i64, to_scaled,
-    Ctx, FRACTION_DP, MEMORY_DP, POWER_DP, STORAGE_DP, UTIL_DP,
-};
+use super::codec::{corrupt, count, dec_parse, dec_text, owner_parse, owner_text, to_i64, Ctx};
 use super::SqliteConfig;
+use crate::codec::{decode, encode_batch, Encoded, Figures, Labels};
+use crate::rollups::{self, BatchPlan, Late, PRUNED_BEFORE};
 use crate::{DeploymentSeen, IngestOutcome, Result, StoreError, UsageRead};
-
-/// Longest window a sample may cover (SPEC §2: `window_seconds` <= 3600).
-pub const MAX_WINDOW_MS: i64 = 3_600_000;
-
-const PRUNED_BEFORE: &str = "raw_pruned_before_ms";
-
-/// The integer columns of one sample.
-#[derive(Debug, Clone, Copy)]
-struct Figures {
-    window_ms: i64,
-    util_e6: i64,
-    mem_e10: i64,
-    power_e6: i64,
-    storage_e6: i64,
-    fraction_e6: i64,
-}
-
-impl Figures {
-    /// Exactly what will be stored, or an error if a figure cannot be stored without loss.
-    fn encode(s: &Sample) -> Result<Figures> {
-        if s.window_ms <= 0 || s.window_ms > MAX_WINDOW_MS {
-            return Err(StoreError::Internal(format!(
-                "sample of {} at {} has a window of {} ms: must be above 0 and at most {MAX_WINDOW_MS}",
-                s.gpu_uuid, s.end, s.window_ms
-            )));
-        }
-        Ok(Figures {
-            window_ms: s.window_ms,
-            util_e6: to_scaled(s.utilization.get(), UTIL_DP, "utilization")?,
-            mem_e10: to_scaled(s.memory_used_gb.get(), MEMORY_DP, "memory_used_gb")?,
-            power_e6: to_scaled(s.power_w.get(), POWER_DP, "power_w")?,
-            storage_e6: to_scaled(s.storage_gb.get(), STORAGE_DP, "storage_gb")?,
-            fraction_e6: to_scaled(s.gpu_fraction.get(), FRACTION_DP, "gpu_fraction")?,
-        })
-    }
-}
-
-/// The labels of a sample, as the `series` table interns them.
-#[derive(Debug, Clone)]
-struct Labels {
-    node: String,
-    model: String,
-    namespace: String,
-    pod: String,
-    deployment_id: String,
-    owner: Option<TenantId>,
-}
-
-fn decode(gpu_uuid: &str, end_ms: i64, f: &Figures, l: Labels) -> Result<Sample> {
-    let what = "gpu_samples";
-    if f.window_ms <= 0 || f.window_ms > MAX_WINDOW_MS {
-        return Err(corrupt("gpu_samples.window_ms", f.window_ms));
-    }
-    Ok(Sample {
-        node: l.node,
-        gpu_uuid: gpu_uuid.to_string(),
-        model: l.model,
-        namespace: l.namespace,
-        pod: l.pod,
-        deployment_id: l.deployment_id,
-        owner: l.owner,
-        window_ms: f.window_ms,
-        end: Timestamp(end_ms),
-        utilization: UnitInterval::new(from_scaled(f.util_e6, UTIL_DP, what)?)
-            .ok_or_else(|| corrupt("gpu_samples.util_e6", f.util_e6))?,
-        memory_used_gb: NonNegative::new(from_scaled(f.mem_e10, MEMORY_DP, what)?)
-            .ok_or_else(|| corrupt("gpu_samples.mem_e10", f.mem_e10))?,
-        power_w: NonNegative::new(from_scaled(f.power_e6, POWER_DP, what)?)
-            .ok_or_else(|| corrupt("gpu_samples.power_e6", f.power_e6))?,
-        storage_gb: NonNegative::new(from_scaled(f.storage_e6, STORAGE_DP, what)?)
-            .ok_or_else(|| corrupt("gpu_samples.storage_e6", f.storage_e6))?,
-        gpu_fraction: GpuFraction::new(from_scaled(f.fraction_e6, FRACTION_DP, what)?)
-            .ok_or_else(|| corrupt("gpu_samples.fraction_e6", f.fraction_e6))?,
-    })
-}
 
 // --- reading raw samples --------------------------------------------------------------------------------------
 
@@ -218,9 +121,7 @@ fn samples_in(
     raws.into_iter().map(|r| decode_raw(gpu_uuid, r)).collect()
 }
 
-/// Every stored sample whose terms can reach bucket `h`: those ending in `[h - max_gap - max window,
-/// h + bucket + max window + max_gap)`, plus the one just before and the one just after, so that the
-/// consecutive pairs near the bucket are the true ones.
+/// Every stored sample whose terms can reach bucket `h` (see [`rollups::context_range`]), oldest first.
 fn context(
     conn: &Connection,
     cfg: &SqliteConfig,
@@ -228,8 +129,7 @@ fn context(
     gpu_uuid: &str,
     h: i64,
 ) -> Result<Vec<Sample>> {
-    let lo = h - cfg.max_gap_ms - MAX_WINDOW_MS;
-    let hi = h + cfg.bucket_ms + MAX_WINDOW_MS + cfg.max_gap_ms;
+    let (lo, hi) = rollups::context_range(cfg, h);
     let mut v = Vec::new();
     v.extend(one_sample(conn, Pick::Before, gpu_id, gpu_uuid, lo)?);
     v.extend(samples_in(conn, gpu_id, gpu_uuid, lo, hi)?);
@@ -246,18 +146,7 @@ fn bucket_from_raw(
     h: i64,
 ) -> Result<(Vec<Rollup>, Vec<Gap>)> {
     let samples = context(conn, cfg, gpu_id, gpu_uuid, h)?;
-    let out = series::cells(&samples, &cfg.series());
-    let cells = out
-        .cells
-        .into_iter()
-        .filter(|c| c.key.bucket_start.0 == h)
-        .collect();
-    let gaps = out
-        .gaps
-        .into_iter()
-        .filter(|g| g.from.floor_to(cfg.bucket_ms).0 == h)
-        .collect();
-    Ok((cells, gaps))
+    Ok(rollups::bucket_terms(&samples, cfg, h))
 }
 
 // --- rollups and gaps rows ------------------------------------------------------------------------------------
@@ -445,90 +334,11 @@ pub fn meta_set(conn: &Connection, key: &str, value: i64) -> Result<()> {
     Ok(())
 }
 
-/// Buckets starting before this cannot be recomputed from raw samples (some were pruned): the recomputation
-/// of bucket `h` needs every sample ending at or after `h - max_gap`.
 fn frozen_before(conn: &Connection, cfg: &SqliteConfig) -> Result<Option<i64>> {
-    Ok(meta_get(conn, PRUNED_BEFORE)?.map(|w| w.saturating_add(cfg.max_gap_ms)))
-}
-
-/// Adds the buckets that `[from, to)` touches.
-fn touch(dirty: &mut BTreeSet<i64>, from: i64, to: i64, bucket_ms: i64) {
-    let mut h = Timestamp(from).floor_to(bucket_ms).0;
-    while h < to {
-        dirty.insert(h);
-        h += bucket_ms;
-    }
-}
-
-/// The buckets that the term of a consecutive pair `(a, b)` can write: the gap record lives in the bucket of
-/// `a.end`; estimated cells, only for a span up to `max_gap`, in the buckets of `[a.end, b.start)`.
-fn touch_pair(dirty: &mut BTreeSet<i64>, a: &Sample, b: &Sample, cfg: &SqliteConfig) {
-    let hole = b.start().0 - a.end.0;
-    if hole <= 0 {
-        return;
-    }
-    dirty.insert(a.end.floor_to(cfg.bucket_ms).0);
-    if hole <= cfg.max_gap_ms {
-        touch(dirty, a.end.0, b.start().0, cfg.bucket_ms);
-    }
+    Ok(rollups::frozen_before(meta_get(conn, PRUNED_BEFORE)?, cfg))
 }
 
 // --- ingest ---------------------------------------------------------------------------------------------------
-
-/// The labels a `series` row is unique on: deployment, owner, model, namespace, pod, node.
-type SeriesKey<'a> = (
-    &'a str,
-    Option<TenantId>,
-    &'a str,
-    &'a str,
-    &'a str,
-    &'a str,
-);
-
-/// One sample of the batch, ready to write.
-#[derive(Debug)]
-struct Item {
-    /// The sample as it will read back (figures decoded from the integers written).
-    sample: Sample,
-    figures: Figures,
-    gpu_id: i64,
-}
-
-impl Item {
-    fn series_key(&self) -> SeriesKey<'_> {
-        let s = &self.sample;
-        (
-            s.deployment_id.as_str(),
-            s.owner,
-            s.model.as_str(),
-            s.namespace.as_str(),
-            s.pod.as_str(),
-            s.node.as_str(),
-        )
-    }
-}
-
-/// A late sample and the stored neighbours it fell between before the batch.
-#[derive(Debug)]
-struct Late<'a> {
-    item: &'a Item,
-    before: Option<Sample>,
-    after: Option<Sample>,
-}
-
-#[derive(Debug, Default)]
-struct Work<'a> {
-    /// Series ids of the batch, interned when a sample of the series is first written (a re-send alone never
-    /// creates a series: it would show a deployment that was never stored).
-    series: HashMap<SeriesKey<'a>, i64>,
-    /// Terms of fast-path samples, added to the stored rollups at the end of the batch.
-    fast: SeriesOutput,
-    /// Buckets to recompute, per GPU id.
-    dirty: BTreeMap<i64, BTreeSet<i64>>,
-    /// Per series id: earliest and latest window end written.
-    seen: HashMap<i64, (i64, i64)>,
-    inserted: u64,
-}
 
 fn intern_gpu(tx: &Connection, uuid: &str) -> Result<i64> {
     let found: Option<i64> = tx
@@ -544,14 +354,14 @@ fn intern_gpu(tx: &Connection, uuid: &str) -> Result<i64> {
     Ok(tx.last_insert_rowid())
 }
 
-fn intern_series(tx: &Connection, s: &Sample) -> Result<i64> {
-    let owner = owner_text(s.owner);
+fn intern_series(tx: &Connection, l: &Labels, end_ms: i64) -> Result<i64> {
+    let owner = owner_text(l.owner);
     let found: Option<i64> = tx
         .prepare_cached(
             "SELECT id FROM series WHERE deployment_id = ?1 AND owner = ?2 AND model = ?3 AND namespace = ?4 AND pod = ?5 AND node = ?6",
         )
         .and_then(|mut st| {
-            st.query_row(params![s.deployment_id, owner, s.model, s.namespace, s.pod, s.node], |r| r.get(0)).optional()
+            st.query_row(params![l.deployment_id, owner, l.model, l.namespace, l.pod, l.node], |r| r.get(0)).optional()
         })
         .ctx("read series")?;
     if let Some(id) = found {
@@ -561,22 +371,13 @@ fn intern_series(tx: &Connection, s: &Sample) -> Result<i64> {
         "INSERT INTO series (deployment_id, owner, model, namespace, pod, node, first_seen_ms, last_seen_ms) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
     )
-    .and_then(|mut st| st.execute(params![s.deployment_id, owner, s.model, s.namespace, s.pod, s.node, s.end.0]))
+    .and_then(|mut st| st.execute(params![l.deployment_id, owner, l.model, l.namespace, l.pod, l.node, end_ms]))
     .ctx("insert a series")?;
     Ok(tx.last_insert_rowid())
 }
 
-/// Writes one sample; false when `(gpu, end)` was already stored.
-fn insert_row<'a>(tx: &Connection, it: &'a Item, work: &mut Work<'a>) -> Result<bool> {
-    let f = &it.figures;
-    let series_id = match work.series.get(&it.series_key()) {
-        Some(id) => *id,
-        None => {
-            let id = intern_series(tx, &it.sample)?;
-            work.series.insert(it.series_key(), id);
-            id
-        }
-    };
+/// Writes one planned sample; every planned row is new, so a row already there is an error.
+fn insert_row(tx: &Connection, gpu_id: i64, series_id: i64, s: &Sample, f: &Figures) -> Result<()> {
     let n = tx
         .prepare_cached(
             "INSERT OR IGNORE INTO gpu_samples (gpu_id, end_ms, series_id, window_ms, util_e6, mem_e10, power_e6, storage_e6, fraction_e6) \
@@ -584,8 +385,8 @@ fn insert_row<'a>(tx: &Connection, it: &'a Item, work: &mut Work<'a>) -> Result<
         )
         .and_then(|mut st| {
             st.execute(params![
-                it.gpu_id,
-                it.sample.end.0,
+                gpu_id,
+                s.end.0,
                 series_id,
                 f.window_ms,
                 f.util_e6,
@@ -597,119 +398,49 @@ fn insert_row<'a>(tx: &Connection, it: &'a Item, work: &mut Work<'a>) -> Result<
         })
         .ctx("insert a sample")?;
     if n == 0 {
-        return Ok(false);
-    }
-    work.inserted += 1;
-    let e = it.sample.end.0;
-    let seen = work.seen.entry(series_id).or_insert((e, e));
-    seen.0 = seen.0.min(e);
-    seen.1 = seen.1.max(e);
-    Ok(true)
-}
-
-/// Ingests the batch's samples of one GPU (sorted by end, first received first among equal ends).
-fn ingest_gpu<'a>(
-    tx: &Connection,
-    cfg: &SqliteConfig,
-    items: &[&'a Item],
-    work: &mut Work<'a>,
-) -> Result<()> {
-    let Some(first) = items.first() else {
-        return Ok(());
-    };
-    let (gpu_id, uuid) = (first.gpu_id, first.sample.gpu_uuid.as_str());
-    let last = one_sample(tx, Pick::AtOrBefore, gpu_id, uuid, i64::MAX)?;
-    let last_end = last.as_ref().map(|s| s.end);
-
-    // Classify before writing anything, so that the neighbours of late samples are those stored before the batch.
-    let mut fast: Vec<&Item> = Vec::new();
-    let mut late: Vec<Late<'_>> = Vec::new();
-    let mut prev_end = None;
-    for &it in items {
-        let end = it.sample.end;
-        if prev_end == Some(end) {
-            continue; // a re-send inside the batch: the first received wins
-        }
-        prev_end = Some(end);
-        match last_end {
-            Some(l) if end <= l => {
-                let stored: Option<i64> = tx
-                    .prepare_cached("SELECT 1 FROM gpu_samples WHERE gpu_id = ?1 AND end_ms = ?2")
-                    .and_then(|mut st| {
-                        st.query_row(params![gpu_id, end.0], |r| r.get(0))
-                            .optional()
-                    })
-                    .ctx("look a sample up")?;
-                if stored.is_some() {
-                    continue; // already stored: the first received wins
-                }
-                let before = one_sample(tx, Pick::Before, gpu_id, uuid, end.0)?;
-                let after = one_sample(tx, Pick::After, gpu_id, uuid, end.0)?;
-                late.push(Late {
-                    item: it,
-                    before,
-                    after,
-                });
-            }
-            _ => fast.push(it),
-        }
-    }
-
-    // Fast path: only adds terms.
-    let mut prev = last.as_ref();
-    for it in fast {
-        if !insert_row(tx, it, work)? {
-            continue;
-        }
-        if let Some(p) = prev {
-            series::fill_between(p, &it.sample, &cfg.series(), &mut work.fast);
-        }
-        series::sample_cells(&it.sample, cfg.bucket_ms, &mut work.fast.cells);
-        prev = Some(&it.sample);
-    }
-
-    // Slow path: runs of late samples that fell between the same stored pair replace that pair's term.
-    let mut dirty = BTreeSet::new();
-    let mut i = 0;
-    while i < late.len() {
-        let key = |l: &Late<'_>| {
-            (
-                l.before.as_ref().map(|s| s.end),
-                l.after.as_ref().map(|s| s.end),
-            )
-        };
-        let j = i + late[i..]
-            .iter()
-            .take_while(|l| key(l) == key(&late[i]))
-            .count();
-        let (before, after) = (late[i].before.as_ref(), late[i].after.as_ref());
-        if let (Some(a), Some(b)) = (before, after) {
-            touch_pair(&mut dirty, a, b, cfg);
-        }
-        let mut p = before;
-        for l in &late[i..j] {
-            if !insert_row(tx, l.item, work)? {
-                continue;
-            }
-            let s = &l.item.sample;
-            if let Some(a) = p {
-                touch_pair(&mut dirty, a, s, cfg);
-            }
-            touch(&mut dirty, s.start().0, s.end.0, cfg.bucket_ms);
-            p = Some(s);
-        }
-        if let (Some(a), Some(b)) = (p, after) {
-            touch_pair(&mut dirty, a, b, cfg);
-        }
-        i = j;
-    }
-    if !dirty.is_empty() {
-        work.dirty.entry(gpu_id).or_default().extend(dirty);
+        return Err(StoreError::Internal(format!(
+            "ingest: the sample of {} at {} was planned as new but is stored already",
+            s.gpu_uuid, s.end
+        )));
     }
     Ok(())
 }
 
-/// See the module documentation.
+/// Reads what [`rollups::split`] leaves to the backend for one GPU: its latest stored sample, and for each late
+/// sample whether it is stored already and, if not, its stored neighbours.
+fn look_up_gpu<'a>(
+    tx: &Connection,
+    gpu_id: i64,
+    group: &[&'a Sample],
+) -> Result<(Option<Sample>, rollups::Split<'a>, Vec<Late<'a>>)> {
+    let uuid = group
+        .first()
+        .map(|s| s.gpu_uuid.as_str())
+        .unwrap_or_default();
+    let last = one_sample(tx, Pick::AtOrBefore, gpu_id, uuid, i64::MAX)?;
+    let split = rollups::split(group, last.as_ref().map(|s| s.end));
+    let mut late = Vec::with_capacity(split.late.len());
+    for &s in &split.late {
+        let stored: Option<i64> = tx
+            .prepare_cached("SELECT 1 FROM gpu_samples WHERE gpu_id = ?1 AND end_ms = ?2")
+            .and_then(|mut st| {
+                st.query_row(params![gpu_id, s.end.0], |r| r.get(0))
+                    .optional()
+            })
+            .ctx("look a sample up")?;
+        if stored.is_some() {
+            continue; // already stored: the first received wins
+        }
+        late.push(Late {
+            sample: s,
+            before: one_sample(tx, Pick::Before, gpu_id, uuid, s.end.0)?,
+            after: one_sample(tx, Pick::After, gpu_id, uuid, s.end.0)?,
+        });
+    }
+    Ok((last, split, late))
+}
+
+/// Stores a batch and brings rollups and gaps up to date (see [`crate::rollups`]).
 pub fn insert(
     conn: &mut Connection,
     cfg: &SqliteConfig,
@@ -719,92 +450,88 @@ pub fn insert(
         return Ok(IngestOutcome::default());
     }
     // A figure that cannot be stored exactly rejects the batch before anything is written.
-    let encoded: Vec<(Figures, Sample)> = batch
+    let encoded = encode_batch(batch)?;
+    let figures: HashMap<(&str, i64), &Figures> = encoded
         .iter()
-        .map(|s| {
-            let f = Figures::encode(s)?;
-            let labels = Labels {
-                node: s.node.clone(),
-                model: s.model.clone(),
-                namespace: s.namespace.clone(),
-                pod: s.pod.clone(),
-                deployment_id: s.deployment_id.clone(),
-                owner: s.owner,
-            };
-            Ok((f, decode(&s.gpu_uuid, s.end.0, &f, labels)?))
-        })
-        .collect::<Result<_>>()?;
+        .map(|e| ((e.sample.gpu_uuid.as_str(), e.sample.end.0), &e.figures))
+        .rev() // the first received wins among re-sends inside the batch
+        .collect();
 
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin ingest")?;
-    let mut gpu_ids: HashMap<String, i64> = HashMap::new();
-    let mut items = Vec::with_capacity(encoded.len());
-    for (figures, sample) in encoded {
-        let gpu_id = match gpu_ids.get(&sample.gpu_uuid) {
+    let mut gpu_ids: HashMap<&str, i64> = HashMap::new();
+    let mut plan = BatchPlan::default();
+    for group in rollups::per_gpu(&encoded, |e: &Encoded| &e.sample) {
+        let samples: Vec<&Sample> = group.iter().map(|e| &e.sample).collect();
+        let Some(first) = samples.first() else {
+            continue;
+        };
+        let gpu_id = intern_gpu(&tx, &first.gpu_uuid)?;
+        gpu_ids.insert(first.gpu_uuid.as_str(), gpu_id);
+        // Read before writing anything of this GPU, so that late samples see the neighbours stored before.
+        let (last, split, late) = look_up_gpu(&tx, gpu_id, &samples)?;
+        plan.add_gpu(cfg, last.as_ref(), &split.appended, &late);
+    }
+    let gpu_id = |uuid: &str| {
+        gpu_ids
+            .get(uuid)
+            .copied()
+            .ok_or_else(|| StoreError::Internal(format!("ingest: unknown gpu {uuid}")))
+    };
+
+    // Rows: a series is interned when a sample of it is first written (a re-send alone never creates one).
+    let seen = plan.seen();
+    let mut series: HashMap<Labels, i64> = HashMap::new();
+    for s in &plan.rows {
+        let labels = Labels::of(s);
+        let series_id = match series.get(&labels) {
             Some(id) => *id,
             None => {
-                let id = intern_gpu(&tx, &sample.gpu_uuid)?;
-                gpu_ids.insert(sample.gpu_uuid.clone(), id);
+                let id = intern_series(&tx, &labels, s.end.0)?;
+                series.insert(labels, id);
                 id
             }
         };
-        items.push(Item {
-            sample,
-            figures,
-            gpu_id,
-        });
-    }
-    // Stable: among re-sends of one window inside the batch, the first received stays first.
-    let mut order: Vec<&Item> = items.iter().collect();
-    order.sort_by_key(|it| (it.gpu_id, it.sample.end));
-
-    let mut work = Work::default();
-    for group in order.chunk_by(|a, b| a.gpu_id == b.gpu_id) {
-        ingest_gpu(&tx, cfg, group, &mut work)?;
+        let f = figures
+            .get(&(s.gpu_uuid.as_str(), s.end.0))
+            .ok_or_else(|| {
+                StoreError::Internal("ingest: a planned sample has no figures".into())
+            })?;
+        insert_row(&tx, gpu_id(&s.gpu_uuid)?, series_id, s, f)?;
     }
 
     // Fast-path terms: added into the stored rollups, one read-modify-write per row.
-    for delta in aggregate(std::mem::take(&mut work.fast.cells)) {
-        let gpu_id = gpu_ids.get(&delta.key.gpu_uuid).copied().ok_or_else(|| {
-            StoreError::Internal(format!("ingest: unknown gpu {}", delta.key.gpu_uuid))
-        })?;
-        let merged = match stored_rollup(&tx, gpu_id, &delta.key)? {
-            Some(mut r) => {
-                r.merge(&delta);
-                r
-            }
-            None => delta,
-        };
-        write_rollup(&tx, gpu_id, &merged)?;
+    for delta in plan.deltas() {
+        let id = gpu_id(&delta.key.gpu_uuid)?;
+        let stored = stored_rollup(&tx, id, &delta.key)?;
+        write_rollup(&tx, id, &rollups::merged(stored, delta))?;
     }
-    for g in &work.fast.gaps {
-        let gpu_id = gpu_ids
-            .get(&g.gpu_uuid)
-            .copied()
-            .ok_or_else(|| StoreError::Internal("ingest: unknown gpu".into()))?;
-        write_gap(&tx, gpu_id, g)?;
+    for g in &plan.terms.gaps {
+        write_gap(&tx, gpu_id(&g.gpu_uuid)?, g)?;
     }
 
     // Slow-path buckets: recomputed after the fast-path terms, which they include.
     let frozen = frozen_before(&tx, cfg)?;
-    let uuids: HashMap<i64, &str> = gpu_ids.iter().map(|(u, id)| (*id, u.as_str())).collect();
     let mut skipped = 0u64;
-    for (gpu_id, hours) in &work.dirty {
-        let uuid = uuids.get(gpu_id).copied().unwrap_or_default();
+    for (uuid, hours) in &plan.dirty {
+        let id = gpu_id(uuid)?;
         for &h in hours {
             if frozen.is_some_and(|f| h < f) {
                 skipped += 1;
                 continue;
             }
-            recompute(&tx, cfg, *gpu_id, uuid, h)?;
+            recompute(&tx, cfg, id, uuid, h)?;
         }
     }
     if skipped > 0 {
         tracing::warn!(buckets = skipped, "late samples fell in GPU-hours whose raw samples were pruned: their rollups were kept as they were");
     }
 
-    for (series_id, (first, last)) in &work.seen {
+    for (labels, (first, last)) in &seen {
+        let series_id = series
+            .get(labels)
+            .ok_or_else(|| StoreError::Internal("ingest: a written series has no id".into()))?;
         tx.prepare_cached(
             "UPDATE series SET first_seen_ms = MIN(first_seen_ms, ?2), last_seen_ms = MAX(last_seen_ms, ?3) WHERE id = ?1",
         )
@@ -812,10 +539,10 @@ pub fn insert(
         .ctx("update series seen")?;
     }
     tx.commit().ctx("commit ingest")?;
-    let total = batch.len() as u64;
+    let inserted = plan.rows.len() as u64;
     Ok(IngestOutcome {
-        inserted: work.inserted,
-        duplicates: total - work.inserted,
+        inserted,
+        duplicates: batch.len() as u64 - inserted,
     })
 }
 
@@ -832,13 +559,9 @@ pub fn usage_for(
     // One read transaction: one consistent snapshot of the file.
     let tx = conn.transaction().ctx("begin read")?;
     let frozen = frozen_before(&tx, cfg)?;
-    let exact: BTreeSet<i64> = exact
-        .iter()
-        .map(|t| t.floor_to(cfg.bucket_ms).0)
-        .filter(|h| from.0 <= *h && *h < to.0 && frozen.is_none_or(|f| *h >= f))
-        .collect();
+    let exact: BTreeSet<i64> = rollups::exact_buckets(exact, from, to, frozen, cfg);
 
-    let mut rollups = Vec::new();
+    let mut found = Vec::new();
     {
         let mut st = tx
             .prepare_cached(&format!(
@@ -849,7 +572,7 @@ pub fn usage_for(
         while let Some(row) = rows.next().ctx("read rollups")? {
             let r = decode_rollup(raw_rollup(row).ctx("read rollups")?)?;
             if !exact.contains(&r.key.bucket_start.0) {
-                rollups.push(r);
+                found.push(r);
             }
         }
     }
@@ -861,10 +584,10 @@ pub fn usage_for(
             .ctx("read the gpus of a bucket")?;
         for (gpu_id, uuid) in gpus {
             let (cells, _) = bucket_from_raw(&tx, cfg, gpu_id, &uuid, h)?;
-            rollups.extend(cells);
+            found.extend(cells);
         }
     }
-    rollups.sort_by(|a, b| (&a.key, a.first_window_start).cmp(&(&b.key, b.first_window_start)));
+    rollups::sort_for_read(&mut found);
 
     let mut gaps = Vec::new();
     {
@@ -900,7 +623,10 @@ pub fn usage_for(
         }
     }
     gaps.sort();
-    Ok(UsageRead { rollups, gaps })
+    Ok(UsageRead {
+        rollups: found,
+        gaps,
+    })
 }
 
 /// Deletes raw samples that ended before `before`, except the latest sample of each GPU; records the horizon.
@@ -921,11 +647,11 @@ pub fn prune(conn: &mut Connection, before: Timestamp) -> Result<u64> {
         let Some(last) = last else { continue };
         let n = tx
             .prepare_cached("DELETE FROM gpu_samples WHERE gpu_id = ?1 AND end_ms < ?2")
-            .and_then(|mut st| st.execute(params![gpu_id, before.0.min(last)]))
+            .and_then(|mut st| st.execute(params![gpu_id, rollups::prune_cutoff(before, last)]))
             .ctx("delete samples")?;
         deleted += n as u64;
     }
-    let horizon = meta_get(&tx, PRUNED_BEFORE)?.map_or(before.0, |w| w.max(before.0));
+    let horizon = rollups::pruned_horizon(meta_get(&tx, PRUNED_BEFORE)?, before);
     meta_set(&tx, PRUNED_BEFORE, horizon)?;
     tx.commit().ctx("commit prune")?;
     Ok(deleted)
@@ -933,29 +659,11 @@ pub fn prune(conn: &mut Connection, before: Timestamp) -> Result<u64> {
 
 /// Deployments seen in samples: the namespace and model of the series seen last.
 pub fn deployments_seen(conn: &Connection) -> Result<Vec<DeploymentSeen>> {
-    let rows: Vec<(String, String, String, i64, i64)> = conn
+    let rows: Vec<rollups::SeriesSeen> = conn
         .prepare_cached(
             "SELECT deployment_id, namespace, model, first_seen_ms, last_seen_ms FROM series ORDER BY deployment_id, last_seen_ms, id",
         )
         .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?.collect())
         .ctx("read series")?;
-    let mut out: Vec<DeploymentSeen> = Vec::new();
-    for (deployment_id, namespace, model, first, last) in rows {
-        match out.last_mut() {
-            Some(d) if d.deployment_id == deployment_id => {
-                d.first_seen = d.first_seen.min(Timestamp(first));
-                d.last_seen = d.last_seen.max(Timestamp(last));
-                d.namespace = namespace;
-                d.model = model;
-            }
-            _ => out.push(DeploymentSeen {
-                deployment_id,
-                namespace,
-                model,
-                first_seen: Timestamp(first),
-                last_seen: Timestamp(last),
-            }),
-        }
-    }
-    Ok(out)
+    Ok(rollups::deployments_seen(rows))
 }

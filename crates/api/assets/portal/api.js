@@ -1,0 +1,93 @@
+// The JSON API as the page calls it: the key as a bearer token, errors turned into ApiFailure (the API's
+// envelope: code, message in English and French, details, request id), and the key kept for this browser tab
+// only (sessionStorage).
+
+import { lang, t } from "./i18n.js";
+
+const KEY_STORAGE = "eai.portal.key";
+
+export function storedKey() {
+  try {
+    return sessionStorage.getItem(KEY_STORAGE);
+  } catch {
+    return null;
+  }
+}
+
+export function storeKey(key) {
+  try {
+    sessionStorage.setItem(KEY_STORAGE, key);
+  } catch {
+    // storage disabled: the key lives in memory until the page is left
+  }
+}
+
+export function forgetKey() {
+  try {
+    sessionStorage.removeItem(KEY_STORAGE);
+  } catch {
+    // storage disabled
+  }
+}
+
+/** A failed call: an error envelope of the API, an unexpected answer, or no answer at all (`network`). */
+export class ApiFailure extends Error {
+  constructor({ status = 0, code, messages = null, details = [], requestId = null }) {
+    super(code);
+    this.status = status;
+    this.code = code;
+    this.messages = messages;
+    this.details = details;
+    this.requestId = requestId;
+  }
+
+  /** The envelope's message in the chosen language (else its English one), or ours. */
+  text() {
+    if (this.messages) return this.messages[lang()] || this.messages.en || this.code;
+    if (this.code === "network") return t("error.network");
+    return t("error.unexpected", { status: this.status });
+  }
+
+  /** What the panel shows as the code: the API's, or the HTTP status of an answer without an envelope. */
+  shownCode() {
+    if (this.messages) return this.code;
+    return this.status ? `HTTP ${this.status}` : null;
+  }
+}
+
+/** Calls the API; resolves to the JSON body of a 2xx answer, rejects with an ApiFailure. */
+export async function call(path, { method = "GET", body, key } = {}) {
+  const headers = { Accept: "application/json", "Accept-Language": lang() };
+  if (key) headers.Authorization = `Bearer ${key}`;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  let response;
+  let data = null;
+  try {
+    response = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: "no-store",
+      credentials: "omit",
+    });
+    const text = await response.text();
+    data = text ? JSON.parse(text) : null;
+  } catch (e) {
+    if (!response) throw new ApiFailure({ code: "network" });
+    // An answer that is not JSON: said below.
+    data = null;
+  }
+  const requestId = response.headers.get("x-request-id");
+  if (response.ok && data !== null) return data;
+  const err = data && typeof data === "object" ? data.error : null;
+  if (err && typeof err.code === "string") {
+    throw new ApiFailure({
+      status: response.status,
+      code: err.code,
+      messages: err.message_i18n || { en: err.message },
+      details: Array.isArray(err.details) ? err.details : [],
+      requestId: err.request_id || requestId,
+    });
+  }
+  throw new ApiFailure({ status: response.status, code: `http_${response.status}`, requestId });
+}

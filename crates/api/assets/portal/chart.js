@@ -1,0 +1,155 @@
+// The daily cost per deployment as hand-drawn SVG stacked bars (one chart per currency), with a title and a
+// description for assistive technologies, a legend, and the same figures as a table.
+// Floats only place the bars; every figure shown is formatted from the API's decimal strings.
+
+import { t } from "./i18n.js";
+import * as fmt from "./format.js";
+
+const SVG = "http://www.w3.org/2000/svg";
+/** Okabe-Ito colours (distinguishable with colour blindness), darkened where white text would fail. */
+export const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#6B6B6B", "#9C8A00"];
+
+let uid = 0;
+
+function s(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v !== null && v !== undefined) el.setAttribute(k, String(v));
+  }
+  for (const c of children) el.append(c);
+  return el;
+}
+
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") el.className = v;
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat()) if (c !== null && c !== undefined) el.append(c);
+  return el;
+}
+
+/** A small coloured square, as SVG (no inline style: the page's CSP forbids it). */
+export function swatch(color) {
+  return s("svg", { class: "swatch", viewBox: "0 0 12 12", width: 12, height: 12, "aria-hidden": "true", focusable: "false" },
+    s("rect", { width: 12, height: 12, rx: 2, fill: color }));
+}
+
+/** Round tick values from 0 to at least `max`. */
+function ticks(max) {
+  if (!(max > 0)) return [0, 1];
+  const raw = max / 4;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((x) => x >= raw) ?? 10 * mag;
+  const out = [];
+  for (let v = 0; v < max + step * 0.999; v += step) out.push(Number(v.toPrecision(12)));
+  return out;
+}
+
+/**
+ * One figure per currency of `daily` ({date, deployment_id, cost: {amount, currency}}) over the days of
+ * [from, to). `colorOf(deploymentId)` gives each deployment its colour (the same in every chart).
+ */
+export function renderCharts(daily, from, to, colorOf) {
+  const currencies = [...new Set(daily.map((d) => d.cost.currency))].sort();
+  if (currencies.length === 0) return [h("p", { class: "note" }, t("chart.none"))];
+  return currencies.map((c) => renderChart(daily.filter((d) => d.cost.currency === c), c, from, to, colorOf, currencies.length > 1));
+}
+
+function renderChart(rows, currency, from, to, colorOf, several) {
+  const id = `chart-${++uid}`;
+  const days = fmt.daysOf(from, to);
+  for (const r of rows) if (!days.includes(r.date)) days.push(r.date);
+  days.sort();
+  // Deployments by total cost, largest at the bottom of each bar.
+  const totals = new Map();
+  for (const r of rows) totals.set(r.deployment_id, fmt.sum([totals.get(r.deployment_id) ?? "0", r.cost.amount]));
+  const deployments = [...totals.keys()].sort((a, b) => fmt.compare(totals.get(b), totals.get(a)) || a.localeCompare(b));
+  const cell = new Map(rows.map((r) => [`${r.date}\u0000${r.deployment_id}`, r.cost.amount]));
+  const dayTotal = new Map(days.map((d) => [d, fmt.sum(deployments.map((dep) => cell.get(`${d}\u0000${dep}`) ?? "0"))]));
+  const max = Math.max(0, ...[...dayTotal.values()].map(Number));
+  const maxDay = days.find((d) => Number(dayTotal.get(d)) === max);
+
+  const W = 820;
+  const H = 300;
+  const left = 76;
+  const right = 12;
+  const top = 14;
+  const bottom = 40;
+  const plotW = W - left - right;
+  const plotH = H - top - bottom;
+  const ys = ticks(max);
+  const yMax = ys[ys.length - 1] || 1;
+  const y = (v) => top + plotH - (v / yMax) * plotH;
+  const band = plotW / Math.max(days.length, 1);
+  const barW = Math.max(2, Math.min(36, band * 0.72));
+
+  const title = several ? t("chart.titleCurrency", { currency }) : t("chart.title");
+  const svg = s("svg", {
+    class: "chart",
+    viewBox: `0 0 ${W} ${H}`,
+    role: "img",
+    "aria-labelledby": `${id}-title ${id}-desc`,
+    preserveAspectRatio: "xMidYMid meet",
+  });
+  svg.append(s("title", { id: `${id}-title` }, title));
+  svg.append(s("desc", { id: `${id}-desc` }, t("chart.desc", { max: maxDay ? `${fmt.date(maxDay)}, ${fmt.money(dayTotal.get(maxDay), currency)}` : fmt.money("0", currency) })));
+
+  const grid = s("g", { class: "grid", "aria-hidden": "true" });
+  for (const v of ys) {
+    grid.append(s("line", { x1: left, x2: W - right, y1: y(v), y2: y(v) }));
+    grid.append(s("text", { x: left - 8, y: y(v) + 4, "text-anchor": "end" }, fmt.money(String(v), currency)));
+  }
+  svg.append(grid);
+
+  const labelEvery = Math.max(1, Math.ceil(days.length / 10));
+  const bars = s("g", { class: "bars" });
+  days.forEach((d, i) => {
+    const x = left + band * i + (band - barW) / 2;
+    let acc = 0;
+    for (const dep of deployments) {
+      const amount = cell.get(`${d}\u0000${dep}`);
+      if (!amount || Number(amount) === 0) continue;
+      const v = Number(amount);
+      const y0 = y(acc);
+      const y1 = y(acc + v);
+      acc += v;
+      bars.append(s("rect", {
+        x: x.toFixed(2), y: y1.toFixed(2), width: barW.toFixed(2), height: Math.max(0.5, y0 - y1).toFixed(2),
+        fill: colorOf(dep), "data-date": d, "data-deployment": dep, "data-amount": amount,
+      }, s("title", {}, `${fmt.date(d)} · ${dep}: ${fmt.money(amount, currency)}`)));
+    }
+    if (i % labelEvery === 0) {
+      bars.append(s("text", { class: "axis", x: (left + band * i + band / 2).toFixed(2), y: H - bottom + 18, "text-anchor": "middle", "aria-hidden": "true" }, fmt.shortDay(d)));
+    }
+  });
+  svg.append(bars);
+  svg.append(s("line", { class: "baseline", x1: left, x2: W - right, y1: y(0), y2: y(0), "aria-hidden": "true" }));
+
+  const legend = h("ul", { class: "legend", "aria-label": t("chart.legend") },
+    deployments.map((dep) => h("li", {}, swatch(colorOf(dep)), h("span", {}, dep), " ", h("span", { class: "muted" }, fmt.money(totals.get(dep), currency)))));
+
+  const table = h("table", { class: "data chart-table" },
+    h("caption", { class: "visually-hidden" }, title),
+    h("thead", {}, h("tr", {},
+      h("th", { scope: "col" }, t("col.date")),
+      deployments.map((dep) => h("th", { scope: "col", class: "num" }, dep)),
+      h("th", { scope: "col", class: "num" }, t("col.total")))),
+    h("tbody", {}, days.map((d) => h("tr", { "data-date": d },
+      h("th", { scope: "row" }, fmt.date(d)),
+      deployments.map((dep) => {
+        const a = cell.get(`${d}\u0000${dep}`);
+        return h("td", { class: "num", "data-value": a ?? "0" }, a ? fmt.money(a, currency) : "—");
+      }),
+      h("td", { class: "num", "data-col": "total", "data-value": dayTotal.get(d) }, fmt.money(dayTotal.get(d), currency))))));
+
+  return h("figure", { class: "chart-figure", "data-currency": currency },
+    h("figcaption", { id: `${id}-caption` }, h("h3", {}, title)),
+    h("div", { class: "chart-scroll" }, svg),
+    legend,
+    h("details", { class: "chart-data" },
+      h("summary", {}, t("chart.table")),
+      h("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": title }, table)));
+}

@@ -1,0 +1,162 @@
+//! The allocation batch: each tenant's allocated GPU cost of a calendar month recorded as `gpu_local` usage
+//! events (one per tenant, deployment, policy and month, ids derived from those keys), so that GPU cost sits
+//! beside token cost in every FinOps report and replicates to ClickHouse with the other usage events.
+//!
+//! A month is allocated over its closed hours (up to the current hour for the running month). A re-run
+//! replaces the month's events; an event of an earlier run that the new run no longer produces (a corrected
+//! policy, a re-attributed deployment) is replaced by a zeroed one, never left to double the cost.
+//! `serve` runs the batch every hour for the running month, and for the previous month during the first three
+//! days of a month (late samples); `eai-gpu allocate --period YYYY-MM` runs it on demand.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use eai_engine::allocate::{AllocationConfig, Period};
+use eai_engine::batch::{gpu_local_events, month, month_of, GPU_LOCAL};
+use eai_engine::domain::{NonNegative, ALLOCATION_SOURCE};
+use eai_engine::time::Timestamp;
+use eai_store::{AuditDraft, Scope, Store};
+use serde_json::json;
+
+const HOUR_MS: i64 = 3_600_000;
+const DAY_MS: i64 = 86_400_000;
+
+/// What one run wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchOutcome {
+    pub period: String,
+    pub from: Timestamp,
+    pub to: Timestamp,
+    /// Events written for the tenants' allocated cost.
+    pub events: usize,
+    /// Events of an earlier run replaced by zeroed ones.
+    pub zeroed: usize,
+}
+
+/// Allocates month `period` (`YYYY-MM`) over its closed hours at `now` and records the `gpu_local` events.
+pub async fn run_month(
+    store: &dyn Store,
+    period: &str,
+    now: Timestamp,
+    config: AllocationConfig,
+) -> anyhow::Result<BatchOutcome> {
+    let Some((start, end)) = month(period) else {
+        bail!("the period must be a month YYYY-MM, not {period:?}");
+    };
+    let to = end.min(now.floor_to(HOUR_MS));
+    if to <= start {
+        bail!("{period} has no closed hour yet");
+    }
+    let p = Period::new(start, to, config.bucket_ms).map_err(|e| anyhow::anyhow!(e.reason))?;
+    let allocation = crate::allocation::compute(store, p, config)
+        .await
+        .context("cannot allocate the period")?;
+    let mut events = gpu_local_events(&allocation, period);
+    // Every event of an earlier run of this period: those not produced again are zeroed.
+    let fresh: BTreeSet<_> = events.iter().map(|e| e.event_id).collect();
+    let earlier = store.usage_events(Scope::Platform, start, end).await?;
+    let mut zeroed = 0;
+    for mut e in earlier.into_iter().filter(|e| {
+        e.source == ALLOCATION_SOURCE
+            && e.usage_type == GPU_LOCAL
+            && e.run_id.as_deref() == Some(period)
+            && !fresh.contains(&e.event_id)
+    }) {
+        if e.units.values().all(|v| v.get().is_zero())
+            && e.cost.is_none_or(|(a, _)| a.get().is_zero())
+        {
+            continue; // already zeroed
+        }
+        for v in e.units.values_mut() {
+            *v = NonNegative::ZERO;
+        }
+        e.cost = e.cost.map(|(_, c)| (NonNegative::ZERO, c));
+        events.push(e);
+        zeroed += 1;
+    }
+    let written = events.len() - zeroed;
+    for chunk in events.chunks(5000) {
+        store
+            .upsert_usage_events(chunk)
+            .await
+            .context("cannot record the gpu_local events")?;
+    }
+    store
+        .append_audit(&AuditDraft {
+            occurred_at: now,
+            actor: "system".into(),
+            actor_role: None,
+            tenant_id: None,
+            action: "allocation_batch.run".into(),
+            decision: "allow".into(),
+            resource: Some(format!("gpu_local/{period}")),
+            request_id: None,
+            details: json!({ "from": p.from.to_string(), "to": p.to.to_string(), "events": written, "zeroed": zeroed }),
+        })
+        .await?;
+    Ok(BatchOutcome {
+        period: period.to_string(),
+        from: p.from,
+        to: p.to,
+        events: written,
+        zeroed,
+    })
+}
+
+/// The months the schedule allocates at `now`: the running month, and the previous one during the first
+/// three days of a month.
+pub fn months_due(now: Timestamp) -> Vec<String> {
+    let current = month_of(now);
+    let mut due = Vec::new();
+    let Some((start, _)) = month(&current) else {
+        return due;
+    };
+    if now.0 - start.0 < 3 * DAY_MS {
+        due.push(month_of(Timestamp(start.0 - 1)));
+    }
+    if now.floor_to(HOUR_MS) > start {
+        due.push(current);
+    }
+    due
+}
+
+/// Runs the batch every `every` (first run one minute after start), forever.
+pub async fn schedule(store: Arc<dyn Store>, config: AllocationConfig, every: Duration) {
+    tokio::time::sleep(Duration::from_secs(60).min(every)).await;
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        let now = crate::state::now();
+        for period in months_due(now) {
+            match run_month(store.as_ref(), &period, now, config).await {
+                Ok(o) => {
+                    tracing::info!(period = %o.period, events = o.events, zeroed = o.zeroed, "allocation batch recorded gpu_local events")
+                }
+                Err(e) => {
+                    tracing::error!(period = %period, error = %format!("{e:#}"), "allocation batch failed; retried next run")
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(s: &str) -> Timestamp {
+        Timestamp::parse_rfc3339(s).expect("ts")
+    }
+
+    #[test]
+    fn the_schedule_covers_the_running_month_and_late_samples_of_the_last() {
+        assert_eq!(months_due(ts("2026-11-15T10:20:00Z")), vec!["2026-11"]);
+        assert_eq!(
+            months_due(ts("2026-12-02T10:00:00Z")),
+            vec!["2026-11", "2026-12"]
+        );
+        assert_eq!(months_due(ts("2027-01-01T00:30:00Z")), vec!["2026-12"]);
+    }
+}

@@ -1,0 +1,512 @@
+//! `eai-gpu bench`: a load generator that synthesises a realistic fleet (N GPUs, D deployments, T tenants,
+//! 15 s windows, usage events) and drives a running control plane over HTTP, printing figures. Used by
+//! `scripts/bench.sh`, which runs the whole suite and prints one table.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+use eai_engine::time::Timestamp;
+use serde_json::{json, Value};
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Control plane base URL.
+    #[arg(long, default_value = "http://127.0.0.1:8080", global = true)]
+    pub url: String,
+    /// A platform_admin key (EAI_API_KEY).
+    #[arg(long, env = "EAI_API_KEY", global = true, hide_env_values = true)]
+    pub key: Option<String>,
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct Fleet {
+    /// GPUs in the fleet.
+    #[arg(long, default_value_t = 1000)]
+    pub gpus: usize,
+    /// Deployments (the first 20 % are dedicated to a tenant).
+    #[arg(long, default_value_t = 50)]
+    pub deployments: usize,
+    /// Tenants.
+    #[arg(long, default_value_t = 20)]
+    pub tenants: usize,
+    /// Window of each sample, seconds.
+    #[arg(long, default_value_t = 15)]
+    pub window_seconds: i64,
+    /// End of the synthesised history (RFC 3339); default: the current hour.
+    #[arg(long)]
+    pub end: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Ingest throughput: concurrent batches of consecutive windows, HTTP end to end (durable, deduplicated).
+    Ingest {
+        #[command(flatten)]
+        fleet: Fleet,
+        /// Samples to send.
+        #[arg(long, default_value_t = 2_000_000)]
+        samples: usize,
+        #[arg(long, default_value_t = 5000)]
+        batch: usize,
+        #[arg(long, default_value_t = 4)]
+        concurrency: usize,
+        /// Also write the same rows as CSV here (for a reference `COPY` of the same data).
+        #[arg(long)]
+        csv: Option<PathBuf>,
+    },
+    /// Load `days` of history for the fleet (with `--window-seconds 3600` a month loads in seconds and has the
+    /// same rollups, one per GPU-hour, as 15 s windows), plus hourly usage events and a policy.
+    Load {
+        #[command(flatten)]
+        fleet: Fleet,
+        #[arg(long, default_value_t = 30)]
+        days: i64,
+    },
+    /// Allocation latency over the last `days`: p50 / p99 of `runs` requests.
+    Allocation {
+        #[arg(long, default_value_t = 30)]
+        days: i64,
+        #[arg(long, default_value_t = 20)]
+        runs: usize,
+        /// End of the period (RFC 3339); default: the current hour.
+        #[arg(long)]
+        end: Option<String>,
+    },
+    /// Mixed load: ingest at `rate` samples/s while the allocation is queried every second.
+    Mixed {
+        #[command(flatten)]
+        fleet: Fleet,
+        #[arg(long, default_value_t = 6700)]
+        rate: usize,
+        #[arg(long, default_value_t = 600)]
+        seconds: u64,
+        /// The server's pid, to sample its resident memory.
+        #[arg(long)]
+        server_pid: Option<u32>,
+    },
+}
+
+fn now_hour() -> Timestamp {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default();
+    Timestamp(ms).floor_to(3_600_000)
+}
+
+fn end_of(s: &Option<String>) -> anyhow::Result<Timestamp> {
+    match s {
+        Some(s) => Timestamp::parse_rfc3339(s).map_err(|e| anyhow::anyhow!("--end: {}", e.reason)),
+        None => Ok(now_hour()),
+    }
+}
+
+fn tenant(i: usize) -> String {
+    format!(
+        "{:08x}-0000-4000-8000-{:012x}",
+        0xbe00_0000u32 + i as u32,
+        i
+    )
+}
+
+impl Fleet {
+    fn deployment(&self, gpu: usize) -> usize {
+        gpu % self.deployments
+    }
+
+    fn owner(&self, dep: usize) -> Option<String> {
+        (dep < self.deployments / 5).then(|| tenant(dep % self.tenants))
+    }
+
+    /// The sample of `gpu` for the window ending at `end`, as JSON.
+    fn sample(&self, gpu: usize, end: Timestamp, salt: u64) -> Value {
+        let dep = self.deployment(gpu);
+        let util = ((salt.wrapping_mul(2_654_435_761) >> 7) % 100) as f64 / 100.0;
+        let mut v = json!({
+            "node": format!("gpu-node-{}", gpu / 8),
+            "gpu_uuid": format!("GPU-bench-{gpu:06}"),
+            "model": "NVIDIA H100 80GB HBM3",
+            "namespace": "eai-inference",
+            "pod": format!("vllm-{dep}-0"),
+            "deployment_id": format!("vllm-{dep}"),
+            "window_seconds": self.window_seconds,
+            "utilization": util,
+            "memory_used_gb": 60.5,
+            "power_w": 70.0 + 600.0 * util,
+            "timestamp": end.to_string(),
+        });
+        if let Some(t) = self.owner(dep) {
+            v["tenant_id"] = Value::String(t);
+        }
+        v
+    }
+
+    /// Batches of `batch` samples covering consecutive windows of the whole fleet, oldest first, ending at
+    /// `end`: `count` samples in all.
+    fn batches(&self, end: Timestamp, count: usize, batch: usize) -> Vec<Vec<Value>> {
+        let windows = count.div_ceil(self.gpus) as i64;
+        let w = self.window_seconds * 1000;
+        let first_end = end.0 - (windows - 1) * w;
+        let mut all = Vec::with_capacity(count);
+        'outer: for k in 0..windows {
+            for g in 0..self.gpus {
+                if all.len() == count {
+                    break 'outer;
+                }
+                all.push(self.sample(g, Timestamp(first_end + k * w), (g as u64) << 20 ^ k as u64));
+            }
+        }
+        all.chunks(batch).map(<[Value]>::to_vec).collect()
+    }
+}
+
+struct Http {
+    client: reqwest::Client,
+    url: String,
+    key: String,
+}
+
+impl Http {
+    async fn post(&self, path: &str, body: Vec<u8>) -> anyhow::Result<Value> {
+        let r = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(&self.key)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await?;
+        let status = r.status();
+        let v: Value = r.json().await.unwrap_or(Value::Null);
+        if !status.is_success() {
+            bail!("{path}: {status} {v}");
+        }
+        Ok(v)
+    }
+
+    async fn get(&self, path: &str) -> anyhow::Result<Value> {
+        let r = self
+            .client
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(&self.key)
+            .send()
+            .await?;
+        let status = r.status();
+        let v: Value = r.json().await.unwrap_or(Value::Null);
+        if !status.is_success() {
+            bail!("{path}: {status} {v}");
+        }
+        Ok(v)
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let key = args
+        .key
+        .clone()
+        .context("a platform_admin key is needed: --key or EAI_API_KEY")?;
+    let http = Arc::new(Http {
+        client: reqwest::Client::builder()
+            .timeout(Duration::from_secs(300))
+            .build()?,
+        url: args.url.trim_end_matches('/').to_string(),
+        key,
+    });
+    match args.command {
+        BenchCommand::Ingest {
+            fleet,
+            samples,
+            batch,
+            concurrency,
+            csv,
+        } => ingest(http, &fleet, samples, batch, concurrency, csv).await,
+        BenchCommand::Load { fleet, days } => load(http, &fleet, days).await,
+        BenchCommand::Allocation { days, runs, end } => {
+            allocation(http, days, runs, end_of(&end)?).await
+        }
+        BenchCommand::Mixed {
+            fleet,
+            rate,
+            seconds,
+            server_pid,
+        } => mixed(http, &fleet, rate, seconds, server_pid).await,
+    }
+}
+
+async fn ingest(
+    http: Arc<Http>,
+    fleet: &Fleet,
+    samples: usize,
+    batch: usize,
+    concurrency: usize,
+    csv: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    let end = end_of(&fleet.end)?;
+    let batches = fleet.batches(end, samples, batch);
+    let bodies: Vec<Vec<u8>> = batches
+        .iter()
+        .map(|b| serde_json::to_vec(&json!({ "samples": b })))
+        .collect::<Result<_, _>>()?;
+    let bytes: usize = bodies.iter().map(Vec::len).sum();
+
+    // Reference measured in the same run: parsing the same bodies with serde_json (one core).
+    let t = Instant::now();
+    for b in &bodies {
+        let v: Value = serde_json::from_slice(b)?;
+        std::hint::black_box(v);
+    }
+    let parse_rate = samples as f64 / t.elapsed().as_secs_f64();
+
+    if let Some(path) = csv {
+        let mut out = String::with_capacity(samples * 120);
+        for s in batches.iter().flatten() {
+            out.push_str(&format!(
+                "{},{},{},{},{},{}\n",
+                s["gpu_uuid"].as_str().unwrap_or_default(),
+                Timestamp::parse_rfc3339(s["timestamp"].as_str().unwrap_or_default())
+                    .map(|t| t.0)
+                    .unwrap_or_default(),
+                s["deployment_id"].as_str().unwrap_or_default(),
+                s["utilization"],
+                s["memory_used_gb"],
+                s["power_w"],
+            ));
+        }
+        std::fs::write(&path, out).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+
+    let next = Arc::new(AtomicU64::new(0));
+    let bodies = Arc::new(bodies);
+    let t = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..concurrency.max(1) {
+        let (http, next, bodies) = (http.clone(), next.clone(), bodies.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut dup = 0u64;
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                let Some(body) = bodies.get(i) else { break };
+                let v = http.post("/v1/finops/gpu/samples", body.clone()).await?;
+                dup += v["duplicates"].as_u64().unwrap_or(0);
+            }
+            anyhow::Ok(dup)
+        }));
+    }
+    let mut duplicates = 0;
+    for task in tasks {
+        duplicates += task.await??;
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let rate = samples as f64 / secs;
+    println!("ingest_samples={samples}");
+    println!("ingest_seconds={secs:.2}");
+    println!("ingest_samples_per_second={rate:.0}");
+    println!("ingest_duplicates={duplicates}");
+    println!("ingest_body_mib={:.1}", bytes as f64 / 1048576.0);
+    println!("reference_serde_json_parse_samples_per_second={parse_rate:.0}");
+    println!("ratio_ingest_to_json_parse={:.3}", rate / parse_rate);
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn load(http: Arc<Http>, fleet: &Fleet, days: i64) -> anyhow::Result<ExitCode> {
+    let end = end_of(&fleet.end)?;
+    let start = Timestamp(end.0 - days * 86_400_000);
+    let _ = http
+        .post(
+            "/v1/finops/allocation-policies",
+            serde_json::to_vec(&json!({
+                "name": "bench-h100", "currency": "EUR", "gpu_hourly_cost": "2.10", "overhead_pct": "18",
+                "energy_kwh_price": "0.21", "pue": "1.4", "effective_from": start.to_string()
+            }))?,
+        )
+        .await?;
+    let windows = days * 86_400 / fleet.window_seconds;
+    let count = windows as usize * fleet.gpus;
+    let t = Instant::now();
+    for b in fleet.batches(end, count, 5000) {
+        http.post(
+            "/v1/finops/gpu/samples",
+            serde_json::to_vec(&json!({ "samples": b }))?,
+        )
+        .await?;
+    }
+    let load_secs = t.elapsed().as_secs_f64();
+    // Usage: each shared deployment, every hour, three tenants by tokens.
+    let mut events = Vec::new();
+    let mut hour = start.0;
+    while hour < end.0 {
+        for dep in fleet.deployments / 5..fleet.deployments {
+            for k in 0..3 {
+                let t = (dep + k) % fleet.tenants;
+                events.push(json!({
+                    "event_id": uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_URL, format!("bench/{hour}/{dep}/{k}").as_bytes()).to_string(),
+                    "schema_version": "1.0", "tenant_id": tenant(t), "usage_type": "llm_tokens", "source": "gateway",
+                    "occurred_at": Timestamp(hour + 60_000 * k as i64).to_string(), "deployment_id": format!("vllm-{dep}"),
+                    "units": {"tokens_in": 1000 + k * 100, "tokens_out": 200}
+                }));
+            }
+        }
+        hour += 3_600_000;
+    }
+    for b in events.chunks(5000) {
+        http.post(
+            "/v1/usage/events",
+            serde_json::to_vec(&json!({ "events": b }))?,
+        )
+        .await?;
+    }
+    println!("load_samples={count}");
+    println!("load_seconds={load_secs:.1}");
+    println!("load_events={}", events.len());
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn allocation(
+    http: Arc<Http>,
+    days: i64,
+    runs: usize,
+    end: Timestamp,
+) -> anyhow::Result<ExitCode> {
+    let from = Timestamp(end.0 - days * 86_400_000);
+    let path = format!("/v1/finops/gpu/allocation?from={from}&to={end}");
+    let first = http.get(&path).await?; // warm
+    let rollups_hint = first["deployments"].as_array().map_or(0, |d| {
+        d.iter()
+            .map(|x| x["gpus"].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    });
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = Instant::now();
+        http.get(&path).await?;
+        times.push(t.elapsed());
+    }
+    times.sort();
+    println!("allocation_days={days}");
+    println!("allocation_gpus={rollups_hint}");
+    println!(
+        "allocation_p50_ms={:.1}",
+        percentile(&times, 0.5).as_secs_f64() * 1e3
+    );
+    println!(
+        "allocation_p99_ms={:.1}",
+        percentile(&times, 0.99).as_secs_f64() * 1e3
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn mixed(
+    http: Arc<Http>,
+    fleet: &Fleet,
+    rate: usize,
+    seconds: u64,
+    pid: Option<u32>,
+) -> anyhow::Result<ExitCode> {
+    let end = end_of(&fleet.end)?;
+    // One batch per 100 ms tick holding rate/10 samples of consecutive windows, ending `seconds` from now.
+    let per_tick = (rate / 10).max(1);
+    let ticks = (seconds * 10) as usize;
+    let batches = fleet.batches(Timestamp(end.0), per_tick * ticks, per_tick);
+    let errors = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // The allocation reader: every second, the last 30 days.
+    let reader = {
+        let (http, errors, stop) = (http.clone(), errors.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut times = Vec::new();
+            let from = Timestamp(end.0 - 30 * 86_400_000);
+            let path = format!(
+                "/v1/finops/gpu/allocation?from={from}&to={}",
+                Timestamp(end.0 + 86_400_000)
+            );
+            while !stop.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                if http.get(&path).await.is_err() {
+                    errors.fetch_add(1, Ordering::Relaxed);
+                }
+                times.push(t.elapsed());
+                tokio::time::sleep(Duration::from_secs(1).saturating_sub(t.elapsed())).await;
+            }
+            times
+        })
+    };
+    let mut ingest_times = Vec::with_capacity(ticks);
+    let mut rss = Vec::new();
+    let mut interval = tokio::time::interval(Duration::from_millis(100));
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let started = Instant::now();
+    for (i, b) in batches.into_iter().enumerate() {
+        interval.tick().await;
+        let body = serde_json::to_vec(&json!({ "samples": b }))?;
+        let t = Instant::now();
+        if http.post("/v1/finops/gpu/samples", body).await.is_err() {
+            errors.fetch_add(1, Ordering::Relaxed);
+        }
+        ingest_times.push(t.elapsed());
+        if i % 100 == 0 {
+            if let Some(kib) = pid.and_then(rss_kib) {
+                rss.push(kib);
+            }
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    let mut reads = reader.await?;
+    ingest_times.sort();
+    reads.sort();
+    println!("mixed_seconds={elapsed:.0}");
+    println!(
+        "mixed_samples_per_second={:.0}",
+        (per_tick * ingest_times.len()) as f64 / elapsed
+    );
+    println!(
+        "mixed_ingest_p50_ms={:.1}",
+        percentile(&ingest_times, 0.5).as_secs_f64() * 1e3
+    );
+    println!(
+        "mixed_ingest_p99_ms={:.1}",
+        percentile(&ingest_times, 0.99).as_secs_f64() * 1e3
+    );
+    println!("mixed_allocation_queries={}", reads.len());
+    println!(
+        "mixed_allocation_p50_ms={:.1}",
+        percentile(&reads, 0.5).as_secs_f64() * 1e3
+    );
+    println!(
+        "mixed_allocation_p99_ms={:.1}",
+        percentile(&reads, 0.99).as_secs_f64() * 1e3
+    );
+    println!("mixed_errors={}", errors.load(Ordering::Relaxed));
+    if let (Some(first), Some(last)) = (rss.first(), rss.last()) {
+        let max = rss.iter().max().copied().unwrap_or_default();
+        println!("mixed_server_rss_mib_first={:.0}", *first as f64 / 1024.0);
+        println!("mixed_server_rss_mib_last={:.0}", *last as f64 / 1024.0);
+        println!("mixed_server_rss_mib_max={:.0}", max as f64 / 1024.0);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,477 @@
+//! Readings -> `eai_client::GpuSample`s: pure (no I/O, no clock; the window is an argument), exact (decimal
+//! arithmetic from the values as written), and honest (a device missing its utilization or power is skipped
+//! and counted, never sent as zero).
+//!
+//! - **Units.** Utilization: `DCGM_FI_DEV_GPU_UTIL` / 100, else `DCGM_FI_PROF_GR_ENGINE_ACTIVE` (ratio), 6 places.
+//!   Memory: `DCGM_FI_DEV_FB_USED` MiB / 1024 = GB (GiB), exact (at most 10 places). Power: W, 6 places.
+//! - **Power over the window.** With `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION` (mJ since boot), the window's
+//!   power is the true average `(E - E_prev) / (t - t_prev)` (mJ/ms = W) between this read and the last one
+//!   whose counter moved, if that is at most 4 windows old. A first read, a counter that went back (a reset,
+//!   a reboot), one that did not move (the exporter has not refreshed yet: its default collect interval is 30 s)
+//!   or a gap fall back to the `DCGM_FI_DEV_POWER_USAGE` gauge.
+//! - **MIG.** Each instance is its own GPU id `<UUID>/mig-<profile>-<id>` with `gpu_fraction` from its profile
+//!   ([`crate::mig`]). Its utilization is its own `GR_ENGINE_ACTIVE`; its memory its own `FB_USED`, else the
+//!   parent's times its fraction. Power and energy are device-level (and repeated on MIG rows by some exporter
+//!   versions): the parent's power is read once per GPU and **split between the instances by fraction**, so the
+//!   instances never add up to more than the GPU drew. Slices no instance holds are reported as
+//!   `<UUID>/mig-free` under the idle deployment (their fraction, utilization 0, the rest of the power and
+//!   memory), so that a MIG GPU adds up to exactly one GPU.
+//! - **Memory missing** (an exporter whose counter list lacks `FB_USED`): sent as 0 and counted in
+//!   `missing_memory`; memory is reported, never priced.
+
+use std::collections::HashMap;
+
+use eai_client::GpuSample;
+use eai_engine::Timestamp;
+use rust_decimal::{Decimal, RoundingStrategy};
+
+use crate::attribution::{Attribution, Placement, PlacementKind};
+use crate::dcgm::{DeviceReading, Readings};
+use crate::mig;
+
+/// A sample window `[end - ms, end)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub end: Timestamp,
+    pub ms: i64,
+}
+
+impl Window {
+    /// The window of `ms` that ends at the last boundary at or before `now` (aligned to the epoch, so to UTC).
+    pub fn ending_at_or_before(now: Timestamp, ms: i64) -> Window {
+        Window {
+            end: now.floor_to(ms),
+            ms,
+        }
+    }
+
+    /// `window_seconds` as the API takes it: `15`, `0.5`.
+    pub fn seconds_text(&self) -> String {
+        Decimal::new(self.ms, 3).normalize().to_string()
+    }
+}
+
+/// What a conversion skipped or decided, for the metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Samples of pods no rule maps (shared, derived deployment id).
+    pub unmapped_pods: u64,
+    /// Devices skipped: no utilization or no power this window.
+    pub incomplete: u64,
+    /// Samples sent with memory 0 because the source had no `FB_USED`.
+    pub missing_memory: u64,
+    /// MIG instances skipped: profile name unreadable.
+    pub unknown_mig_profiles: u64,
+    /// Devices whose power came from the energy counter (the window's true average).
+    pub power_from_energy: u64,
+    /// Devices whose power came from the `POWER_USAGE` gauge.
+    pub power_from_gauge: u64,
+}
+
+impl Counts {
+    pub fn add(&mut self, o: &Counts) {
+        self.unmapped_pods += o.unmapped_pods;
+        self.incomplete += o.incomplete;
+        self.missing_memory += o.missing_memory;
+        self.unknown_mig_profiles += o.unknown_mig_profiles;
+        self.power_from_energy += o.power_from_energy;
+        self.power_from_gauge += o.power_from_gauge;
+    }
+}
+
+/// The samples of one window.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Conversion {
+    pub samples: Vec<GpuSample>,
+    pub counts: Counts,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct EnergyMark {
+    mj: Decimal,
+    at: Timestamp,
+}
+
+/// Turns readings into samples; remembers the last energy counter of each GPU (its only state).
+#[derive(Debug, Clone)]
+pub struct Converter {
+    attribution: Attribution,
+    node: Option<String>,
+    energy: HashMap<String, EnergyMark>,
+}
+
+fn round(d: Decimal, dp: u32) -> Decimal {
+    d.round_dp_with_strategy(dp, RoundingStrategy::MidpointAwayFromZero)
+        .normalize()
+}
+
+fn text(d: Decimal) -> String {
+    d.normalize().to_string()
+}
+
+const MIB_PER_GIB: Decimal = Decimal::from_parts(1024, 0, 0, false, 0);
+const HUNDRED: Decimal = Decimal::from_parts(100, 0, 0, false, 0);
+
+impl Converter {
+    /// `node`: the node name of every sample (`--node`); `None`: each device's `Hostname` label.
+    pub fn new(attribution: Attribution, node: Option<String>) -> Self {
+        Converter {
+            attribution,
+            node,
+            energy: HashMap::new(),
+        }
+    }
+
+    pub fn attribution(&self) -> &Attribution {
+        &self.attribution
+    }
+
+    /// The samples of `window` from `readings` (read at the window's end).
+    pub fn convert(&mut self, readings: &Readings, window: Window) -> Conversion {
+        let mut out = Conversion::default();
+        // GPUs in order of appearance: the whole-GPU device and its MIG instances.
+        let mut order: Vec<&str> = Vec::new();
+        let mut groups: HashMap<&str, (Option<&DeviceReading>, Vec<&DeviceReading>)> =
+            HashMap::new();
+        for d in &readings.devices {
+            let g = groups.entry(d.uuid.as_str()).or_insert_with(|| {
+                order.push(d.uuid.as_str());
+                (None, Vec::new())
+            });
+            match d.mig {
+                None => {
+                    g.0.get_or_insert(d);
+                }
+                Some(_) => g.1.push(d),
+            }
+        }
+        for uuid in order {
+            let Some((parent, children)) = groups.get(uuid) else {
+                continue;
+            };
+            self.gpu(uuid, *parent, children, readings.at, window, &mut out);
+        }
+        out
+    }
+
+    fn gpu(
+        &mut self,
+        uuid: &str,
+        parent: Option<&DeviceReading>,
+        children: &[&DeviceReading],
+        at: Timestamp,
+        window: Window,
+        out: &mut Conversion,
+    ) {
+        let all = || parent.into_iter().chain(children.iter().copied());
+        // Device-level values: the parent's, else the first MIG row that repeats them.
+        let gauge = all().find_map(|d| d.power_w);
+        let energy = all().find_map(|d| d.energy_mj);
+        let model = all().find_map(|d| d.model.clone());
+        let host = all().find_map(|d| d.host.clone());
+        let power = self.power(uuid, energy, gauge, at, window, &mut out.counts);
+        let ctx = Ctx {
+            node: self
+                .node
+                .clone()
+                .or(host)
+                .unwrap_or_else(|| "unknown".to_string()),
+            model: model.unwrap_or_else(|| self.attribution.default_model.clone()),
+            window,
+        };
+        if children.is_empty() {
+            let Some(d) = parent else { return };
+            let util = utilization(d);
+            let (Some(util), Some(power)) = (util, power) else {
+                out.counts.incomplete += 1;
+                return;
+            };
+            let memory = d.fb_used_mib.map(|m| round(m / MIB_PER_GIB, 10));
+            let placement = self.attribution.place(d);
+            out.push(&ctx, uuid.to_string(), placement, util, memory, power, None);
+            return;
+        }
+        // MIG: split the device's power (and, for instances without their own, its memory) by fraction.
+        let parent_mem = parent.and_then(|p| p.fb_used_mib);
+        let total = children
+            .iter()
+            .find_map(|c| c.mig.as_ref().and_then(|m| m.slices).map(|s| s.1))
+            .unwrap_or_else(|| {
+                let profile = children
+                    .iter()
+                    .find_map(|c| c.mig.as_ref().map(|m| m.profile.as_str()))
+                    .unwrap_or_default();
+                mig::gpu_slices(
+                    Some(ctx.model.as_str()).filter(|m| *m != self.attribution.default_model),
+                    profile,
+                    &self.attribution.mig_slices,
+                )
+            });
+        let mut used = 0u32;
+        let mut readable = true;
+        let mut memory_given = Decimal::ZERO;
+        for c in children {
+            let Some(m) = &c.mig else { continue };
+            let slices = m
+                .slices
+                .map(|s| s.0)
+                .or_else(|| mig::profile_slices(&m.profile));
+            let Some((slices, fraction)) =
+                slices.and_then(|s| mig::fraction(s, total).map(|f| (s, f)))
+            else {
+                out.counts.unknown_mig_profiles += 1;
+                readable = false;
+                continue;
+            };
+            used += slices;
+            let share = Decimal::from(slices) / Decimal::from(total);
+            let memory_mib = c.fb_used_mib.or_else(|| parent_mem.map(|p| p * share));
+            if let Some(m) = memory_mib {
+                memory_given += m;
+            }
+            let (Some(util), Some(power)) = (utilization(c), power) else {
+                out.counts.incomplete += 1;
+                continue;
+            };
+            let id = format!("{uuid}/mig-{}-{}", m.profile, m.instance_id);
+            let placement = self.attribution.place(c);
+            out.push(
+                &ctx,
+                id,
+                placement,
+                util,
+                memory_mib.map(|v| round(v / MIB_PER_GIB, 10)),
+                round(power * share, 6),
+                Some(fraction),
+            );
+        }
+        if readable && used < total {
+            let Some(power) = power else { return };
+            let free = total - used;
+            let share = Decimal::from(free) / Decimal::from(total);
+            let memory = parent_mem
+                .map(|p| (p - memory_given).max(Decimal::ZERO))
+                .unwrap_or(Decimal::ZERO);
+            let fraction = mig::fraction(free, total);
+            out.push(
+                &ctx,
+                format!("{uuid}/mig-free"),
+                self.attribution.idle(),
+                Decimal::ZERO,
+                Some(round(memory / MIB_PER_GIB, 10)),
+                round(power * share, 6),
+                fraction,
+            );
+        }
+    }
+
+    /// The window's power: the energy counter's average when it can be trusted, else the gauge.
+    fn power(
+        &mut self,
+        uuid: &str,
+        energy: Option<Decimal>,
+        gauge: Option<Decimal>,
+        at: Timestamp,
+        window: Window,
+        counts: &mut Counts,
+    ) -> Option<Decimal> {
+        if let Some(e) = energy {
+            match self.energy.get(uuid).copied() {
+                Some(p) if e == p.mj => {} // not refreshed yet: keep the mark, use the gauge
+                Some(p) if e > p.mj && at > p.at && at.0 - p.at.0 <= 4 * window.ms => {
+                    self.energy
+                        .insert(uuid.to_string(), EnergyMark { mj: e, at });
+                    let w = (e - p.mj) / Decimal::from(at.0 - p.at.0);
+                    if w <= Decimal::from(1_000_000) {
+                        counts.power_from_energy += 1;
+                        return Some(round(w, 6));
+                    }
+                }
+                Some(p) if at <= p.at => {} // an older window read again: leave the mark
+                _ => {
+                    self.energy
+                        .insert(uuid.to_string(), EnergyMark { mj: e, at });
+                }
+            }
+        }
+        let g = gauge.map(|g| round(g, 6));
+        if g.is_some() {
+            counts.power_from_gauge += 1;
+        }
+        g
+    }
+}
+
+struct Ctx {
+    node: String,
+    model: String,
+    window: Window,
+}
+
+fn utilization(d: &DeviceReading) -> Option<Decimal> {
+    d.gpu_util_pct
+        .map(|p| round(p / HUNDRED, 6))
+        .or_else(|| d.engine_active.map(|r| round(r, 6)))
+}
+
+impl Conversion {
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        ctx: &Ctx,
+        gpu_uuid: String,
+        placement: Placement,
+        util: Decimal,
+        memory_gb: Option<Decimal>,
+        power: Decimal,
+        fraction: Option<Decimal>,
+    ) {
+        if placement.kind == PlacementKind::Unmapped {
+            self.counts.unmapped_pods += 1;
+        }
+        if memory_gb.is_none() {
+            self.counts.missing_memory += 1;
+        }
+        self.samples.push(GpuSample {
+            node: ctx.node.clone(),
+            gpu_uuid,
+            model: ctx.model.clone(),
+            namespace: placement.namespace,
+            pod: placement.pod,
+            tenant_id: placement.tenant_id,
+            deployment_id: placement.deployment_id,
+            window_seconds: ctx.window.seconds_text(),
+            utilization: text(util),
+            memory_used_gb: text(memory_gb.unwrap_or(Decimal::ZERO)),
+            power_w: text(power),
+            timestamp: Some(ctx.window.end.to_string()),
+            storage_gb: None,
+            gpu_fraction: fraction.filter(|f| *f != Decimal::ONE).map(text),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    const W: i64 = 15_000;
+
+    fn dev(energy: Option<i64>, power: &str) -> DeviceReading {
+        DeviceReading {
+            uuid: "GPU-1".into(),
+            gpu_util_pct: Some(Decimal::from(50)),
+            fb_used_mib: Some(Decimal::from(74_166)),
+            power_w: Some(power.parse().unwrap()),
+            energy_mj: energy.map(Decimal::from),
+            ..DeviceReading::default()
+        }
+    }
+
+    fn at(c: &mut Converter, t: i64, d: DeviceReading) -> Conversion {
+        let r = Readings {
+            at: Timestamp(t),
+            devices: vec![d],
+            ..Readings::default()
+        };
+        c.convert(
+            &r,
+            Window {
+                end: Timestamp(t),
+                ms: W,
+            },
+        )
+    }
+
+    #[test]
+    fn units_are_exact() {
+        let mut c = Converter::new(Attribution::default(), Some("n1".into()));
+        let s = &at(&mut c, W, dev(None, "113.611000")).samples[0];
+        assert_eq!(s.utilization, "0.5");
+        assert_eq!(s.memory_used_gb, "72.427734375");
+        assert_eq!(s.power_w, "113.611");
+        assert_eq!(s.window_seconds, "15");
+        assert_eq!(s.timestamp.as_deref(), Some("1970-01-01T00:00:15Z"));
+        assert_eq!(s.node, "n1");
+        assert_eq!(s.model, "unknown");
+        assert_eq!(s.gpu_fraction, None);
+    }
+
+    #[test]
+    fn energy_counter_gives_the_window_average_and_survives_resets_and_stale_reads() {
+        let mut c = Converter::new(Attribution::default(), None);
+        let p = |c: &mut Converter, t: i64, e: i64| {
+            at(c, t, dev(Some(e), "999")).samples[0].power_w.clone()
+        };
+        assert_eq!(p(&mut c, W, 1_000_000), "999", "first read: the gauge");
+        assert_eq!(
+            p(&mut c, 2 * W, 1_000_000 + 6_000_000),
+            "400",
+            "6,000 J over 15 s"
+        );
+        assert_eq!(
+            p(&mut c, 3 * W, 1_000_000 + 6_000_000),
+            "999",
+            "not refreshed: the gauge"
+        );
+        assert_eq!(
+            p(&mut c, 4 * W, 1_000_000 + 6_000_000 + 9_000_000),
+            "300",
+            "9,000 J over 30 s"
+        );
+        assert_eq!(p(&mut c, 5 * W, 10), "999", "counter reset: the gauge");
+        assert_eq!(p(&mut c, 6 * W, 10 + 1_500_000), "100", "after the reset");
+        assert_eq!(
+            p(&mut c, 20 * W, 10 + 3_000_000),
+            "999",
+            "a long gap: the gauge"
+        );
+    }
+
+    #[test]
+    fn a_device_without_utilization_or_power_is_skipped_not_zeroed() {
+        let mut c = Converter::new(Attribution::default(), None);
+        let mut d = dev(None, "1");
+        d.gpu_util_pct = None;
+        let out = at(&mut c, W, d);
+        assert!(out.samples.is_empty());
+        assert_eq!(out.counts.incomplete, 1);
+        let mut d = dev(None, "1");
+        d.power_w = None;
+        assert_eq!(at(&mut c, W, d).counts.incomplete, 1);
+        let mut d = dev(None, "1");
+        d.fb_used_mib = None;
+        let out = at(&mut c, W, d);
+        assert_eq!(
+            (
+                out.samples[0].memory_used_gb.as_str(),
+                out.counts.missing_memory
+            ),
+            ("0", 1)
+        );
+    }
+
+    #[test]
+    fn window_alignment() {
+        let w = Window::ending_at_or_before(Timestamp(1_700_000_007_123), 15_000);
+        assert_eq!(w.end.0 % 15_000, 0);
+        assert!(w.end.0 <= 1_700_000_007_123 && 1_700_000_007_123 - w.end.0 < 15_000);
+        assert_eq!(
+            Window {
+                end: Timestamp(0),
+                ms: 500
+            }
+            .seconds_text(),
+            "0.5"
+        );
+        assert_eq!(
+            Window {
+                end: Timestamp(0),
+                ms: 60_000
+            }
+            .seconds_text(),
+            "60"
+        );
+    }
+}

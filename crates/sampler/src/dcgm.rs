@@ -1,0 +1,409 @@
+//! DCGM series -> [`Readings`]: per GPU (or MIG instance), the five families the chargeback needs, with their
+//! identity and workload labels. The same mapping serves the exporter's text and Prometheus's JSON, so both
+//! sources read the labels alike:
+//!
+//! - identity: `UUID` (the parent's, on MIG rows too), `gpu`, `modelName`, `Hostname` or `hostname`; MIG rows add
+//!   `GPU_I_PROFILE` and `GPU_I_ID` and become their own device;
+//! - workload: `pod`, `namespace`, `container`, or `exported_pod`, `exported_namespace`, `exported_container` when a
+//!   Prometheus with `honor_labels: false` renamed them (the plain ones then name the scrape target);
+//! - values: `DCGM_FI_DEV_GPU_UTIL` (percent), `DCGM_FI_PROF_GR_ENGINE_ACTIVE` (ratio; the only utilization of a MIG
+//!   instance), `DCGM_FI_DEV_FB_USED` (MiB), `DCGM_FI_DEV_POWER_USAGE` (W), `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION` (mJ
+//!   since boot, a counter).
+//!
+//! A value that is a DCGM "blank" sentinel (`9223372036854775794` and its kin, the FP64 blanks from 2^47, the
+//! int32 blanks from 2147483632) or out of its range (negative, NaN, a percentage above 100) is skipped and
+//! counted: a reading is absent, never zero.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+
+use eai_engine::Timestamp;
+use rust_decimal::prelude::FromPrimitive;
+use rust_decimal::Decimal;
+
+use crate::exposition;
+
+pub const GPU_UTIL: &str = "DCGM_FI_DEV_GPU_UTIL";
+pub const GR_ENGINE_ACTIVE: &str = "DCGM_FI_PROF_GR_ENGINE_ACTIVE";
+pub const FB_USED: &str = "DCGM_FI_DEV_FB_USED";
+pub const POWER_USAGE: &str = "DCGM_FI_DEV_POWER_USAGE";
+pub const TOTAL_ENERGY: &str = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION";
+
+/// The families the sampler reads (everything else in an exposition is ignored).
+pub const FAMILIES: [&str; 5] = [
+    GPU_UTIL,
+    GR_ENGINE_ACTIVE,
+    FB_USED,
+    POWER_USAGE,
+    TOTAL_ENERGY,
+];
+
+/// DCGM's FP64 "blank" values start at 2^47; its int64 blanks (`0x7ffffffffffffff0`…) are above too.
+const FP64_BLANK: f64 = 140_737_488_355_328.0;
+/// DCGM's int32 blanks: `0x7ffffff0` ..= `0x7fffffff`.
+const INT32_BLANK: std::ops::RangeInclusive<f64> = 2_147_483_632.0..=2_147_483_647.0;
+
+/// What one read of a source saw, besides the devices.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Non-empty lines (text) or series (JSON) read.
+    pub lines: u64,
+    /// Lines that could not be parsed at all: skipped.
+    pub malformed: u64,
+    /// DCGM blank sentinels met in the sampler's families: skipped.
+    pub sentinels: u64,
+    /// Values out of their range (negative, NaN, infinite, a percentage above 100): skipped.
+    pub out_of_range: u64,
+    /// Series of the sampler's families with no `UUID` label: skipped.
+    pub unidentified: u64,
+}
+
+impl ReadStats {
+    pub fn add(&mut self, o: &ReadStats) {
+        self.lines += o.lines;
+        self.malformed += o.malformed;
+        self.sentinels += o.sentinels;
+        self.out_of_range += o.out_of_range;
+        self.unidentified += o.unidentified;
+    }
+}
+
+/// The pod that holds a device, as the exporter (or Prometheus) labelled it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workload {
+    pub pod: String,
+    pub namespace: Option<String>,
+    pub container: Option<String>,
+}
+
+/// A MIG instance of a GPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigInstance {
+    /// GPU instance profile, e.g. `1g.10gb`.
+    pub profile: String,
+    /// GPU instance id, e.g. `13`.
+    pub instance_id: String,
+    /// `(slices of the instance, slices of the GPU)` when the source knows them (NVML); else from [`crate::mig`].
+    pub slices: Option<(u32, u32)>,
+}
+
+/// What one GPU or MIG instance did, as read (units of the source: percent, ratio, MiB, W, mJ).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeviceReading {
+    /// The physical GPU's UUID (MIG instances carry their parent's).
+    pub uuid: String,
+    /// The `gpu` index label.
+    pub gpu: Option<String>,
+    pub mig: Option<MigInstance>,
+    pub model: Option<String>,
+    pub host: Option<String>,
+    pub workload: Option<Workload>,
+    /// Every label of the first series seen for this device (for attribution rules on labels).
+    pub labels: Vec<(String, String)>,
+    /// `DCGM_FI_DEV_GPU_UTIL`, 0..=100.
+    pub gpu_util_pct: Option<Decimal>,
+    /// `DCGM_FI_PROF_GR_ENGINE_ACTIVE`, 0..=1.
+    pub engine_active: Option<Decimal>,
+    /// `DCGM_FI_DEV_FB_USED`, MiB.
+    pub fb_used_mib: Option<Decimal>,
+    /// `DCGM_FI_DEV_POWER_USAGE`, W.
+    pub power_w: Option<Decimal>,
+    /// `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`, mJ since boot.
+    pub energy_mj: Option<Decimal>,
+}
+
+/// One read of a source: the devices and what was skipped.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Readings {
+    /// The instant the values describe (the end of the window they are read for).
+    pub at: Timestamp,
+    pub devices: Vec<DeviceReading>,
+    pub stats: ReadStats,
+}
+
+/// Label access over the text parser's borrowed labels or Prometheus's JSON objects.
+pub trait Labels {
+    fn get(&self, name: &str) -> Option<&str>;
+    fn pairs(&self) -> Vec<(String, String)>;
+}
+
+impl Labels for exposition::Line<'_, '_> {
+    fn get(&self, name: &str) -> Option<&str> {
+        self.label(name)
+    }
+    fn pairs(&self) -> Vec<(String, String)> {
+        self.labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+}
+
+impl Labels for serde_json::Map<String, serde_json::Value> {
+    fn get(&self, name: &str) -> Option<&str> {
+        self.get(name).and_then(|v| v.as_str())
+    }
+    fn pairs(&self) -> Vec<(String, String)> {
+        self.iter()
+            .filter(|(k, _)| k.as_str() != "__name__")
+            .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
+            .collect()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    UtilPct,
+    EngineActive,
+    FbUsed,
+    Power,
+    Energy,
+}
+
+fn field(name: &str) -> Option<Field> {
+    Some(match name {
+        GPU_UTIL => Field::UtilPct,
+        GR_ENGINE_ACTIVE => Field::EngineActive,
+        FB_USED => Field::FbUsed,
+        POWER_USAGE => Field::Power,
+        TOTAL_ENERGY => Field::Energy,
+        _ => return None,
+    })
+}
+
+/// Collects devices from series, one at a time.
+#[derive(Debug, Default)]
+pub struct DeviceSet {
+    devices: Vec<DeviceReading>,
+    index: HashMap<String, usize>,
+    key: String,
+    pub stats: ReadStats,
+}
+
+fn non_empty<'a>(labels: &'a impl Labels, name: &str) -> Option<&'a str> {
+    labels.get(name).filter(|v| !v.is_empty())
+}
+
+impl DeviceSet {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes one series value; ignores families the sampler does not read.
+    pub fn observe(&mut self, name: &str, labels: &impl Labels, value_text: &str, value: f64) {
+        let Some(f) = field(name) else { return };
+        let Some(uuid) = non_empty(labels, "UUID").or_else(|| non_empty(labels, "gpu_uuid")) else {
+            self.stats.unidentified += 1;
+            return;
+        };
+        let Some(v) = self.checked(f, value_text, value) else {
+            return;
+        };
+        let mig = match (
+            non_empty(labels, "GPU_I_PROFILE"),
+            non_empty(labels, "GPU_I_ID"),
+        ) {
+            (Some(p), Some(i)) => Some((p, i)),
+            _ => None,
+        };
+        self.key.clear();
+        self.key.push_str(uuid);
+        if let Some((p, i)) = mig {
+            self.key.push('\0');
+            self.key.push_str(p);
+            self.key.push('\0');
+            self.key.push_str(i);
+        }
+        let idx = match self.index.get(self.key.as_str()) {
+            Some(i) => *i,
+            None => {
+                let i = self.devices.len();
+                self.devices.push(new_device(uuid, mig, labels));
+                self.index.insert(self.key.clone(), i);
+                i
+            }
+        };
+        let d = &mut self.devices[idx];
+        if d.workload.is_none() {
+            d.workload = workload(labels);
+        }
+        let slot = match f {
+            Field::UtilPct => &mut d.gpu_util_pct,
+            Field::EngineActive => &mut d.engine_active,
+            Field::FbUsed => &mut d.fb_used_mib,
+            Field::Power => &mut d.power_w,
+            Field::Energy => &mut d.energy_mj,
+        };
+        // A repeated series (two scrape jobs) keeps the first value.
+        if slot.is_none() {
+            *slot = Some(v);
+        }
+    }
+
+    fn checked(&mut self, f: Field, text: &str, value: f64) -> Option<Decimal> {
+        if !value.is_finite() || value < 0.0 {
+            self.stats.out_of_range += 1;
+            return None;
+        }
+        if value >= FP64_BLANK || (f != Field::Energy && INT32_BLANK.contains(&value)) {
+            self.stats.sentinels += 1;
+            return None;
+        }
+        let max = match f {
+            Field::UtilPct => 100.0,
+            Field::EngineActive => 1.0,
+            Field::FbUsed => 1_073_741_824.0,
+            Field::Power => 1_000_000.0,
+            Field::Energy => FP64_BLANK,
+        };
+        if value > max {
+            self.stats.out_of_range += 1;
+            return None;
+        }
+        let d = Decimal::from_str(text)
+            .or_else(|_| Decimal::from_scientific(text))
+            .ok()
+            .or_else(|| Decimal::from_f64(value));
+        match d {
+            Some(d) => Some(d.normalize()),
+            None => {
+                self.stats.out_of_range += 1;
+                None
+            }
+        }
+    }
+
+    pub fn finish(self, at: Timestamp) -> Readings {
+        Readings {
+            at,
+            devices: self.devices,
+            stats: self.stats,
+        }
+    }
+}
+
+fn new_device(uuid: &str, mig: Option<(&str, &str)>, labels: &impl Labels) -> DeviceReading {
+    DeviceReading {
+        uuid: uuid.to_string(),
+        gpu: non_empty(labels, "gpu").map(str::to_string),
+        mig: mig.map(|(p, i)| MigInstance {
+            profile: p.to_string(),
+            instance_id: i.to_string(),
+            slices: None,
+        }),
+        model: non_empty(labels, "modelName")
+            .or_else(|| non_empty(labels, "model_name"))
+            .map(str::to_string),
+        host: non_empty(labels, "Hostname")
+            .or_else(|| non_empty(labels, "hostname"))
+            .map(str::to_string),
+        workload: None,
+        labels: labels.pairs(),
+        ..DeviceReading::default()
+    }
+}
+
+/// The workload labels; `exported_*` (Prometheus with `honor_labels: false`) win over the plain ones.
+fn workload(labels: &impl Labels) -> Option<Workload> {
+    let (pod, ns, container) = match non_empty(labels, "exported_pod") {
+        Some(p) => (
+            p,
+            non_empty(labels, "exported_namespace"),
+            non_empty(labels, "exported_container"),
+        ),
+        None => (
+            non_empty(labels, "pod")?,
+            non_empty(labels, "namespace"),
+            non_empty(labels, "container"),
+        ),
+    };
+    Some(Workload {
+        pod: pod.to_string(),
+        namespace: ns.map(str::to_string),
+        container: container.map(str::to_string),
+    })
+}
+
+/// Reads a DCGM exporter's `/metrics` text.
+pub fn from_text(text: &str, at: Timestamp) -> Readings {
+    let mut set = DeviceSet::new();
+    let stats = exposition::parse(text, |line| {
+        set.observe(line.name, line, line.value_text, line.value)
+    });
+    set.stats.lines += stats.lines;
+    set.stats.malformed += stats.malformed;
+    set.finish(at)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    const U: &str = "GPU-1";
+
+    fn one(text: &str) -> Readings {
+        from_text(text, Timestamp(0))
+    }
+
+    #[test]
+    fn sentinels_and_out_of_range_values_are_skipped_and_counted() {
+        let r = one(&format!(
+            "DCGM_FI_DEV_GPU_UTIL{{UUID=\"{U}\"}} 9223372036854775794\n\
+             DCGM_FI_DEV_FB_USED{{UUID=\"{U}\"}} 2147483632\n\
+             DCGM_FI_DEV_POWER_USAGE{{UUID=\"{U}\"}} 140737488355328.000000\n\
+             DCGM_FI_PROF_GR_ENGINE_ACTIVE{{UUID=\"{U}\"}} NaN\n\
+             DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{UUID=\"{U}\"}} -5\n\
+             DCGM_FI_DEV_GPU_UTIL{{UUID=\"GPU-2\"}} 101\n\
+             DCGM_FI_DEV_MEMORY_TEMP{{UUID=\"{U}\"}} 9223372036854775794\n\
+             DCGM_FI_DEV_POWER_USAGE{{gpu=\"0\"}} 100\n"
+        ));
+        assert!(r.devices.is_empty(), "{:?}", r.devices);
+        assert_eq!(r.stats.sentinels, 3);
+        assert_eq!(r.stats.out_of_range, 3);
+        assert_eq!(r.stats.unidentified, 1);
+    }
+
+    #[test]
+    fn energy_counters_may_cross_the_int32_blank_range() {
+        let r = one(&format!(
+            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{UUID=\"{U}\"}} 2147483640\n"
+        ));
+        assert_eq!(
+            r.devices[0].energy_mj,
+            Some(Decimal::from(2_147_483_640u64))
+        );
+    }
+
+    #[test]
+    fn exported_labels_win_and_lowercase_hostname_is_read() {
+        let r = one(&format!(
+            "DCGM_FI_DEV_GPU_UTIL{{UUID=\"{U}\",hostname=\"n1\",pod=\"dcgm-exporter-x\",namespace=\"gpu-operator\",\
+             exported_pod=\"vllm-0\",exported_namespace=\"ai\"}} 50\n"
+        ));
+        let d = &r.devices[0];
+        assert_eq!(d.host.as_deref(), Some("n1"));
+        assert_eq!(
+            d.workload,
+            Some(Workload {
+                pod: "vllm-0".into(),
+                namespace: Some("ai".into()),
+                container: None
+            })
+        );
+        assert_eq!(d.gpu_util_pct, Some(Decimal::from(50)));
+    }
+
+    #[test]
+    fn mig_rows_are_their_own_devices() {
+        let r = one(&format!(
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE{{UUID=\"{U}\"}} 0.5\n\
+             DCGM_FI_PROF_GR_ENGINE_ACTIVE{{UUID=\"{U}\",GPU_I_PROFILE=\"1g.10gb\",GPU_I_ID=\"3\"}} 0.25\n\
+             DCGM_FI_PROF_GR_ENGINE_ACTIVE{{UUID=\"{U}\",GPU_I_PROFILE=\"\",GPU_I_ID=\"\"}} 0.75\n"
+        ));
+        assert_eq!(r.devices.len(), 2);
+        assert_eq!(r.devices[1].mig.as_ref().unwrap().profile, "1g.10gb");
+        // Empty MIG labels name the whole GPU: the first value is kept.
+        assert_eq!(r.devices[0].engine_active, Some(Decimal::new(5, 1)));
+    }
+}

@@ -1,0 +1,33 @@
+//! eai-sampler: reads what the GPUs of a node did and pushes it to the control plane, never losing a window.
+//!
+//! The flow of one tick ([`Sampler::tick`]): a [`source::Source`] (DCGM exporter text, Prometheus HTTP API,
+//! NVML) returns [`Readings`], per GPU or MIG instance; [`convert::Converter`] (pure: no I/O, no clock) turns
+//! them into `eai_client::GpuSample`s, stamped with the window end aligned to the interval and attributed to a
+//! deployment and tenant by [`attribution`]; the batch goes into the durable [`spool`] (fsync) before it is
+//! considered safe; [`delivery`] sends what the spool holds, retrying only what is worth retrying, with
+//! exponential backoff and jitter. [`metrics`] counts everything; [`cli`] is the `eai-gpu sampler` command.
+//!
+//! Code map: [`exposition`] (a tolerant Prometheus text parser), [`dcgm`] (DCGM series -> [`Readings`]),
+//! [`mig`] (MIG profile -> share of a GPU), [`attribution`] (the config file's rules and pod-name defaults),
+//! [`convert`] (readings -> samples), [`source`] (the adapters), [`spool`], [`delivery`], [`metrics`],
+//! [`sampler`] (the testable `tick()` and its thin loop), [`cli`].
+
+pub mod attribution;
+pub mod cli;
+pub mod convert;
+pub mod dcgm;
+pub mod delivery;
+pub mod error;
+pub mod exposition;
+pub mod metrics;
+pub mod mig;
+pub mod sampler;
+pub mod source;
+pub mod spool;
+
+pub use attribution::Attribution;
+pub use convert::{Converter, Window};
+pub use dcgm::{DeviceReading, MigInstance, Readings, Workload};
+pub use error::SamplerError;
+pub use sampler::{Sampler, SamplerOptions, TickReport};
+pub use source::Source;

@@ -1,0 +1,440 @@
+//! The sampler: one testable [`Sampler::tick`] (read the window that just ended, convert, spool, deliver)
+//! behind a thin loop ([`Sampler::run`]) that only waits for the next window boundary or the end of a backoff.
+//! Time is always an argument, so tests drive windows, outages and backoffs without waiting for them.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use eai_engine::Timestamp;
+
+use crate::convert::{Converter, Window};
+use crate::dcgm::Readings;
+use crate::delivery::{classify, Backoff, Failure, Sink};
+use crate::error::{Result, SamplerError};
+use crate::metrics::Metrics;
+use crate::source::Source;
+use crate::spool::{Batch, Spool};
+
+/// How the sampler runs.
+#[derive(Debug, Clone)]
+pub struct SamplerOptions {
+    /// Window length and tick period (ms).
+    pub interval_ms: i64,
+    /// How far back a source with history (Prometheus) fills windows missed while the sampler was down.
+    pub max_backfill_ms: i64,
+    /// Reads of the source per tick before the window is given up (never invented).
+    pub scrape_attempts: u32,
+    /// Pause before the second read of a tick (doubled for each further one).
+    pub scrape_retry_ms: u64,
+    /// First and longest wait between deliveries after a failure.
+    pub retry_base_ms: i64,
+    pub retry_max_ms: i64,
+    /// How long one delivery round may take before the next window's tick.
+    pub drain_budget: Duration,
+}
+
+impl SamplerOptions {
+    pub fn new(interval_ms: i64) -> Self {
+        SamplerOptions {
+            interval_ms,
+            max_backfill_ms: 3_600_000,
+            scrape_attempts: 3,
+            scrape_retry_ms: 500,
+            retry_base_ms: 1_000,
+            retry_max_ms: 300_000,
+            drain_budget: Duration::from_millis((interval_ms / 2).max(1) as u64),
+        }
+    }
+}
+
+/// What one delivery round did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Delivered {
+    pub batches: u64,
+    pub samples: u64,
+    /// Samples the control plane already had.
+    pub duplicates: u64,
+    pub rejected_batches: u64,
+    pub rejected_samples: u64,
+    /// The failure that stopped the round, if any (it will be retried).
+    pub failure: Option<String>,
+    /// The round was skipped: still backing off after a failure.
+    pub backing_off: bool,
+    /// The control plane refused the key (401/403): nothing is sent until it is fixed.
+    pub credentials_refused: bool,
+}
+
+/// What one tick did.
+#[derive(Debug, Clone, Default)]
+pub struct TickReport {
+    pub window_end: Timestamp,
+    /// Batches made this tick (backfilled windows first, then the current one), as spooled.
+    pub produced: Vec<Batch>,
+    pub backfilled_windows: u64,
+    /// The window had been made already (a restart within the same window): nothing read.
+    pub already_done: bool,
+    /// The source could not be read: no sample was made for this window.
+    pub scrape_error: Option<String>,
+    /// The spool could not be written.
+    pub spool_error: Option<String>,
+    pub delivered: Delivered,
+}
+
+/// Where batches go: the spool and the control plane, or nowhere (`--dry-run`: the caller prints them).
+#[derive(Debug)]
+pub enum Output {
+    Deliver { spool: Spool, sink: SinkBox },
+    DryRun,
+}
+
+/// A boxed sink (so that `Output` can be `Debug`).
+pub struct SinkBox(pub Box<dyn Sink>);
+
+impl std::fmt::Debug for SinkBox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sink")
+    }
+}
+
+/// The sampler of one node (or one Prometheus).
+pub struct Sampler {
+    source: Box<dyn Source>,
+    converter: Converter,
+    output: Output,
+    opts: SamplerOptions,
+    metrics: Arc<Metrics>,
+    backoff: Backoff,
+    last_window_end: Option<Timestamp>,
+}
+
+impl std::fmt::Debug for Sampler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sampler")
+            .field("source", &self.source.name())
+            .field("output", &self.output)
+            .field("opts", &self.opts)
+            .field("last_window_end", &self.last_window_end)
+            .finish()
+    }
+}
+
+/// The wall clock as a [`Timestamp`].
+pub fn wall_clock() -> Timestamp {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
+    Timestamp(ms)
+}
+
+impl Sampler {
+    pub fn new(
+        source: Box<dyn Source>,
+        converter: Converter,
+        output: Output,
+        opts: SamplerOptions,
+        metrics: Arc<Metrics>,
+    ) -> Result<Sampler> {
+        if opts.interval_ms < 1000 || opts.interval_ms > 3_600_000 {
+            return Err(SamplerError::config(format!(
+                "--interval must be between 1s and 1h (got {} ms)",
+                opts.interval_ms
+            )));
+        }
+        let last_window_end = match &output {
+            Output::Deliver { spool, .. } => spool.last_window_end().map(Timestamp),
+            Output::DryRun => None,
+        };
+        if let Output::Deliver { spool, .. } = &output {
+            Metrics::set(&metrics.spool_bytes, spool.bytes());
+        }
+        let seed = wall_clock().0 as u64 ^ u64::from(std::process::id()).rotate_left(32);
+        Ok(Sampler {
+            source,
+            converter,
+            output,
+            backoff: Backoff::new(opts.retry_base_ms, opts.retry_max_ms, seed),
+            opts,
+            metrics,
+            last_window_end,
+        })
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    pub fn spool(&self) -> Option<&Spool> {
+        match &self.output {
+            Output::Deliver { spool, .. } => Some(spool),
+            Output::DryRun => None,
+        }
+    }
+
+    /// One tick at `now`: the window that ended at the last interval boundary is read (and, for a source with
+    /// history, the windows missed since the last run), converted, spooled, then everything spooled is
+    /// delivered as far as the control plane allows.
+    pub async fn tick(&mut self, now: Timestamp) -> TickReport {
+        let i = self.opts.interval_ms;
+        let window = Window::ending_at_or_before(now, i);
+        let mut report = TickReport {
+            window_end: window.end,
+            ..TickReport::default()
+        };
+        if self.last_window_end.is_some_and(|l| l >= window.end) {
+            report.already_done = true;
+        } else {
+            self.backfill(window, &mut report).await;
+            match self.scrape(window.end).await {
+                Ok(readings) => self.produce(&readings, window, &mut report),
+                Err(e) => {
+                    tracing::warn!(window_end = %window.end, source = self.source.name(), error = %e,
+                        "cannot read the source: no sample for this window (it is never invented)");
+                    report.scrape_error = Some(e.to_string());
+                }
+            }
+        }
+        report.delivered = self.deliver(now).await;
+        report
+    }
+
+    async fn scrape(&mut self, at: Timestamp) -> Result<Readings> {
+        let attempts = self.opts.scrape_attempts.max(1);
+        let mut last = None;
+        for attempt in 0..attempts {
+            if attempt > 0 {
+                let ms = self.opts.scrape_retry_ms << (attempt - 1).min(8);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+            }
+            Metrics::add(&self.metrics.scrapes, 1);
+            match self.source.scrape(at).await {
+                Ok(r) => return Ok(r),
+                Err(e) => {
+                    Metrics::add(&self.metrics.scrape_errors, 1);
+                    last = Some(e);
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| SamplerError::source("sampler", "no attempt made")))
+    }
+
+    /// Windows missed since the last run, read back from a source with history, oldest first.
+    async fn backfill(&mut self, window: Window, report: &mut TickReport) {
+        let Some(last) = self.last_window_end else {
+            return;
+        };
+        if !self.source.can_backfill() {
+            return;
+        }
+        let i = window.ms;
+        // The boundaries after the last window spooled, at most `max_backfill` back.
+        let oldest = Timestamp(window.end.0 - self.opts.max_backfill_ms).ceil_to(i);
+        let mut t = Timestamp(last.0 + 1).ceil_to(i).max(oldest).0;
+        let mut ends = Vec::new();
+        while t < window.end.0 {
+            ends.push(Timestamp(t));
+            t += i;
+        }
+        if ends.is_empty() {
+            return;
+        }
+        Metrics::add(&self.metrics.scrapes, 1);
+        match self.source.backfill(&ends, i).await {
+            Ok(all) => {
+                for r in all {
+                    let w = Window { end: r.at, ms: i };
+                    report.backfilled_windows += 1;
+                    Metrics::add(&self.metrics.backfilled_windows, 1);
+                    self.produce(&r, w, report);
+                }
+                tracing::info!(
+                    missed = ends.len(),
+                    backfilled = report.backfilled_windows,
+                    "backfilled windows missed while the sampler was down"
+                );
+            }
+            Err(e) => {
+                Metrics::add(&self.metrics.scrape_errors, 1);
+                tracing::warn!(missed = ends.len(), error = %e, "cannot backfill the windows missed while the sampler was down");
+            }
+        }
+    }
+
+    /// Converts one window's readings and spools the batch (fsync'd).
+    fn produce(&mut self, readings: &Readings, window: Window, report: &mut TickReport) {
+        let m = &self.metrics;
+        let st = &readings.stats;
+        Metrics::add(&m.malformed_lines, st.malformed + st.unidentified);
+        Metrics::add(&m.sentinel_values, st.sentinels);
+        Metrics::add(&m.out_of_range_values, st.out_of_range);
+        let conv = self.converter.convert(readings, window);
+        let c = &conv.counts;
+        Metrics::add(&m.unmapped_pod_samples, c.unmapped_pods);
+        Metrics::add(&m.incomplete_devices, c.incomplete);
+        Metrics::add(&m.missing_memory_samples, c.missing_memory);
+        Metrics::add(&m.unknown_mig_profiles, c.unknown_mig_profiles);
+        if st.malformed + st.sentinels + st.out_of_range + st.unidentified + c.incomplete > 0 {
+            tracing::debug!(window_end = %window.end, malformed = st.malformed, sentinels = st.sentinels,
+                out_of_range = st.out_of_range, unidentified = st.unidentified, incomplete = c.incomplete,
+                "skipped unreadable values");
+        }
+        let batch = Batch {
+            window_end: window.end.to_string(),
+            samples: conv.samples,
+        };
+        if let Output::Deliver { spool, .. } = &mut self.output {
+            if !batch.samples.is_empty() {
+                match spool.append(&batch) {
+                    Ok(a) => {
+                        Metrics::add(&m.samples_spooled, batch.samples.len() as u64);
+                        Metrics::add(&m.samples_dropped, a.dropped_samples);
+                        Metrics::set(&m.spool_bytes, spool.bytes());
+                    }
+                    Err(e) => {
+                        tracing::error!(window_end = %window.end, error = %e, "cannot spool the window");
+                        report.spool_error = Some(e.to_string());
+                        return;
+                    }
+                }
+            }
+            if let Err(e) = spool.set_last_window_end(window.end.0) {
+                tracing::warn!(error = %e, "cannot record the last window spooled");
+            }
+        }
+        self.last_window_end = Some(window.end);
+        report.produced.push(batch);
+    }
+
+    /// Sends what the spool holds, oldest first, until it is empty, a failure stops the round, or the round's
+    /// time budget is spent.
+    pub async fn deliver(&mut self, now: Timestamp) -> Delivered {
+        let mut d = Delivered::default();
+        let Output::Deliver { spool, sink } = &mut self.output else {
+            return d;
+        };
+        let m = &self.metrics;
+        if !self.backoff.ready(now) {
+            d.backing_off = true;
+            return d;
+        }
+        let started = Instant::now();
+        while started.elapsed() < self.opts.drain_budget {
+            let p = match spool.peek() {
+                Ok(Some(p)) => p,
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read the spool");
+                    d.failure = Some(e.to_string());
+                    break;
+                }
+            };
+            let Some(batch) = &p.batch else {
+                tracing::error!(
+                    segment = p.pos.seq,
+                    offset = p.pos.offset,
+                    "a spooled line is not a batch: moved to rejected/"
+                );
+                if let Err(e) = spool.reject(&p, "not a batch (corrupt spool line)") {
+                    d.failure = Some(e.to_string());
+                    break;
+                }
+                d.rejected_batches += 1;
+                continue;
+            };
+            let n = batch.samples.len() as u64;
+            match sink.0.send(&batch.samples).await {
+                Ok(ing) => {
+                    if let Err(e) = spool.ack(p.pos) {
+                        tracing::error!(error = %e, "cannot advance the spool cursor (the batch will be sent again, harmlessly)");
+                        d.failure = Some(e.to_string());
+                        break;
+                    }
+                    self.backoff.succeeded();
+                    d.batches += 1;
+                    d.samples += n;
+                    d.duplicates += ing.duplicates;
+                    Metrics::add(&m.samples_sent, n);
+                    Metrics::add(&m.samples_duplicate, ing.duplicates);
+                    Metrics::set(&m.last_success_ms, now.0.max(0) as u64);
+                }
+                Err(e) => match classify(&e) {
+                    Failure::Reject => {
+                        tracing::error!(window_end = %batch.window_end, samples = n, error = %e,
+                            "the control plane refused a batch as invalid (a sampler bug): moved to rejected/, not retried");
+                        if let Err(se) = spool.reject(&p, &e.to_string()) {
+                            d.failure = Some(se.to_string());
+                            break;
+                        }
+                        d.rejected_batches += 1;
+                        d.rejected_samples += n;
+                        Metrics::add(&m.samples_rejected, n);
+                    }
+                    kind => {
+                        Metrics::add(&m.delivery_errors, 1);
+                        let wait = self.backoff.failed(now);
+                        let failures = self.backoff.failures();
+                        if failures.is_power_of_two() {
+                            if kind == Failure::Credentials {
+                                tracing::error!(error = %e, failures, retry_in_ms = wait,
+                                    "the control plane refuses the sampler's key (EAI_API_KEY): spooling until it is fixed");
+                            } else {
+                                tracing::warn!(error = %e, failures, retry_in_ms = wait,
+                                    "cannot deliver to the control plane: spooling, will retry");
+                            }
+                        }
+                        d.credentials_refused = kind == Failure::Credentials;
+                        d.failure = Some(e.to_string());
+                        break;
+                    }
+                },
+            }
+        }
+        Metrics::set(&m.spool_bytes, spool.bytes());
+        d
+    }
+
+    /// Ticks at every interval boundary until `shutdown` resolves; between ticks, retries a pending delivery when
+    /// its backoff ends. The spool is delivered first thing, so a restart resumes it.
+    pub async fn run(
+        mut self,
+        shutdown: impl Future<Output = ()>,
+        mut on_tick: impl FnMut(&TickReport),
+    ) {
+        tokio::pin!(shutdown);
+        let i = self.opts.interval_ms;
+        let first = self.deliver(wall_clock()).await;
+        if first.batches > 0 {
+            tracing::info!(
+                batches = first.batches,
+                samples = first.samples,
+                "delivered what the spool held"
+            );
+        }
+        loop {
+            let now = wall_clock();
+            let next_tick = Timestamp(now.floor_to(i).0 + i);
+            let pending = self.spool().is_some_and(|s| s.bytes() > 0);
+            let wake = match self.backoff.next_at() {
+                Some(t) if pending && t < next_tick => t,
+                _ => next_tick,
+            };
+            let wait = Duration::from_millis((wake.0 - now.0).max(0) as u64);
+            tokio::select! {
+                _ = &mut shutdown => break,
+                _ = tokio::time::sleep(wait) => {}
+            }
+            let now = wall_clock();
+            if now >= next_tick {
+                let r = self.tick(now).await;
+                on_tick(&r);
+                let samples: usize = r.produced.iter().map(|b| b.samples.len()).sum();
+                tracing::debug!(window_end = %r.window_end, samples, sent = r.delivered.samples,
+                    backfilled = r.backfilled_windows, "tick");
+            } else {
+                self.deliver(now).await;
+            }
+        }
+        tracing::info!("sampler stopped (the spool keeps what was not delivered)");
+    }
+}

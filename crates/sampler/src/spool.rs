@@ -1,0 +1,537 @@
+//! The durable spool: every window's batch is written here, and fsync'd, before it counts as safe; delivery
+//! reads it back in order, so an unreachable control plane or a restart never loses a window.
+//!
+//! On disk, under the spool folder:
+//! - `segments/<seq>.jsonl`: append-only segment files, one JSON batch (`{"window_end", "samples"}`) per line. A
+//!   line is written then `fsync`ed (and the folder too when a segment is created) before `append` returns. A
+//!   torn last line (a crash mid-write, before the fsync, so never reported safe) is cut off at the next open.
+//! - `cursor`: `<seq> <offset>` of the first batch not yet delivered, replaced atomically (write + rename) after
+//!   each delivery. It is not fsync'd: after a crash it may point a little back, and the batches after it are
+//!   sent again, which is harmless because the control plane counts a `(gpu_uuid, timestamp)` once.
+//! - `state`: the end of the last window spooled (for Prometheus backfill and to never read a window twice).
+//! - `rejected/`: batches the control plane refused as invalid (422), with the reason, for a human to look at.
+//!
+//! Delivered segments are deleted. The spool is bounded (`--spool-max-bytes`): when a new batch makes it
+//! larger, the **oldest** segments are deleted and their undelivered samples counted as dropped. The newest data
+//! is kept because it is what the control plane cannot get otherwise: older windows past the bound are already
+//! old gaps that the allocation reports as such, and a sampler that refused new windows once full would stop
+//! reporting the present for as long as the outage lasts. The disk of a GPU node stays bounded either way.
+
+use std::collections::VecDeque;
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use eai_client::GpuSample;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, SamplerError};
+
+/// The default bound: 256 MiB.
+pub const DEFAULT_MAX_BYTES: u64 = 256 * 1024 * 1024;
+
+/// One window's samples, as spooled and sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Batch {
+    /// RFC 3339 end of the window.
+    pub window_end: String,
+    pub samples: Vec<GpuSample>,
+}
+
+/// Where a spooled batch is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    pub seq: u64,
+    pub offset: u64,
+    /// Offset just after the batch's line.
+    pub next: u64,
+}
+
+/// The next batch to deliver.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    pub pos: Position,
+    /// `None`: the line is not a batch (a corrupt file): reject it.
+    pub batch: Option<Batch>,
+    pub raw: String,
+}
+
+#[derive(Debug)]
+struct Segment {
+    seq: u64,
+    bytes: u64,
+}
+
+/// What an append did besides writing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Appended {
+    /// Undelivered samples of the oldest segments deleted to stay within the bound.
+    pub dropped_samples: u64,
+    pub dropped_batches: u64,
+}
+
+/// A spool folder, opened by one sampler.
+#[derive(Debug)]
+pub struct Spool {
+    dir: PathBuf,
+    max_bytes: u64,
+    segment_bytes: u64,
+    segments: VecDeque<Segment>,
+    writer: Option<(u64, File)>,
+    cursor: (u64, u64),
+    next_seq: u64,
+    /// Torn lines cut off at open.
+    pub torn_at_open: u64,
+}
+
+fn err(path: &Path, e: impl std::fmt::Display) -> SamplerError {
+    SamplerError::spool(path, e)
+}
+
+impl Spool {
+    /// Opens (creating) a spool folder and resumes where the last run stopped.
+    pub fn open(dir: &Path, max_bytes: u64) -> Result<Spool> {
+        if max_bytes < 4096 {
+            return Err(SamplerError::config(format!(
+                "--spool-max-bytes must be at least 4096 (got {max_bytes})"
+            )));
+        }
+        let seg_dir = dir.join("segments");
+        for d in [&seg_dir, &dir.join("rejected")] {
+            fs::create_dir_all(d).map_err(|e| err(d, format!("cannot create it: {e}")))?;
+        }
+        let mut seqs: Vec<u64> = fs::read_dir(&seg_dir)
+            .map_err(|e| err(&seg_dir, e))?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                e.file_name()
+                    .to_str()?
+                    .strip_suffix(".jsonl")?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .collect();
+        seqs.sort_unstable();
+        let mut spool = Spool {
+            dir: dir.to_path_buf(),
+            max_bytes,
+            // Small enough that dropping one loses little, large enough to hold many windows.
+            segment_bytes: (max_bytes / 16).clamp(4096, 4 * 1024 * 1024),
+            segments: VecDeque::new(),
+            writer: None,
+            cursor: (0, 0),
+            next_seq: seqs.last().map_or(1, |s| s + 1),
+            torn_at_open: 0,
+        };
+        for seq in seqs {
+            let path = spool.segment_path(seq);
+            let bytes = spool.cut_torn_tail(&path)?;
+            spool.segments.push_back(Segment { seq, bytes });
+        }
+        spool.cursor = spool.read_cursor();
+        Ok(spool)
+    }
+
+    fn segment_path(&self, seq: u64) -> PathBuf {
+        self.dir.join("segments").join(format!("{seq:020}.jsonl"))
+    }
+
+    /// Cuts a segment after its last complete line; returns its length.
+    fn cut_torn_tail(&mut self, path: &Path) -> Result<u64> {
+        let data = fs::read(path).map_err(|e| err(path, e))?;
+        let keep = data.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        if keep < data.len() {
+            self.torn_at_open += 1;
+            tracing::warn!(file = %path.display(), bytes = data.len() - keep, "cutting a torn last line (a crash before its fsync)");
+            let f = OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(|e| err(path, e))?;
+            f.set_len(keep as u64).map_err(|e| err(path, e))?;
+            f.sync_all().map_err(|e| err(path, e))?;
+        }
+        Ok(keep as u64)
+    }
+
+    fn read_cursor(&self) -> (u64, u64) {
+        let text = fs::read_to_string(self.dir.join("cursor")).unwrap_or_default();
+        let mut it = text.split_whitespace().map(|x| x.parse::<u64>().ok());
+        match (it.next().flatten(), it.next().flatten()) {
+            (Some(s), Some(o)) => (s, o),
+            _ => (0, 0),
+        }
+    }
+
+    fn write_small(&self, name: &str, content: &str) -> Result<()> {
+        let tmp = self.dir.join(format!("{name}.tmp"));
+        let path = self.dir.join(name);
+        fs::write(&tmp, content).map_err(|e| err(&tmp, e))?;
+        fs::rename(&tmp, &path).map_err(|e| err(&path, e))
+    }
+
+    fn save_cursor(&self) -> Result<()> {
+        self.write_small("cursor", &format!("{} {}\n", self.cursor.0, self.cursor.1))
+    }
+
+    /// The end (ms) of the last window spooled by any run.
+    pub fn last_window_end(&self) -> Option<i64> {
+        fs::read_to_string(self.dir.join("state"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+    }
+
+    pub fn set_last_window_end(&self, end_ms: i64) -> Result<()> {
+        self.write_small("state", &format!("{end_ms}\n"))
+    }
+
+    /// Bytes held on disk by segments.
+    pub fn bytes(&self) -> u64 {
+        self.segments.iter().map(|s| s.bytes).sum()
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Appends a batch and fsyncs it: when this returns `Ok`, the window is safe.
+    pub fn append(&mut self, batch: &Batch) -> Result<Appended> {
+        let mut line = serde_json::to_string(batch).map_err(|e| err(&self.dir, e))?;
+        line.push('\n');
+        let len = line.len() as u64;
+        let roll = match (&self.writer, self.segments.back()) {
+            (Some((seq, _)), Some(last)) if last.seq == *seq => {
+                last.bytes > 0 && last.bytes + len > self.segment_bytes
+            }
+            _ => true,
+        };
+        if roll {
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            let path = self.segment_path(seq);
+            let f = OpenOptions::new()
+                .create_new(true)
+                .append(true)
+                .open(&path)
+                .map_err(|e| err(&path, e))?;
+            // The new file's name must survive a crash too.
+            let seg_dir = self.dir.join("segments");
+            File::open(&seg_dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| err(&seg_dir, e))?;
+            self.writer = Some((seq, f));
+            self.segments.push_back(Segment { seq, bytes: 0 });
+        }
+        let Some((seq, f)) = self.writer.as_mut() else {
+            return Err(err(&self.dir, "no segment open"));
+        };
+        let path = self.dir.join("segments").join(format!("{seq:020}.jsonl"));
+        f.write_all(line.as_bytes()).map_err(|e| err(&path, e))?;
+        f.sync_data().map_err(|e| err(&path, e))?;
+        if let Some(last) = self.segments.back_mut() {
+            last.bytes += len;
+        }
+        self.enforce_bound()
+    }
+
+    /// Deletes the oldest segments while the spool is over its bound (never the one being written).
+    fn enforce_bound(&mut self) -> Result<Appended> {
+        let mut out = Appended::default();
+        while self.bytes() > self.max_bytes && self.segments.len() > 1 {
+            let Some(old) = self.segments.pop_front() else {
+                break;
+            };
+            let path = self.segment_path(old.seq);
+            let from = if self.cursor.0 == old.seq {
+                self.cursor.1
+            } else if self.cursor.0 > old.seq {
+                old.bytes
+            } else {
+                0
+            };
+            let (batches, samples) = count_from(&path, from);
+            out.dropped_batches += batches;
+            out.dropped_samples += samples;
+            fs::remove_file(&path).map_err(|e| err(&path, e))?;
+            if self.cursor.0 <= old.seq {
+                if let Some(next) = self.segments.front() {
+                    self.cursor = (next.seq, 0);
+                }
+            }
+            tracing::warn!(
+                segment = old.seq,
+                dropped_samples = samples,
+                "spool over --spool-max-bytes: dropped its oldest segment"
+            );
+        }
+        if out.dropped_batches > 0 {
+            self.save_cursor()?;
+        }
+        Ok(out)
+    }
+
+    /// The next batch to deliver, if any.
+    pub fn peek(&mut self) -> Result<Option<Pending>> {
+        loop {
+            let Some(seg) = self.segments.iter().find(|s| s.seq >= self.cursor.0) else {
+                return Ok(None);
+            };
+            let (seq, bytes) = (seg.seq, seg.bytes);
+            if seq > self.cursor.0 {
+                self.cursor = (seq, 0);
+            }
+            if self.cursor.1 >= bytes {
+                let writing = self.writer.as_ref().is_some_and(|(s, _)| *s == seq);
+                if writing || self.segments.back().is_some_and(|s| s.seq == seq) {
+                    return Ok(None);
+                }
+                self.remove_segment(seq)?;
+                continue;
+            }
+            let path = self.segment_path(seq);
+            let mut f = File::open(&path).map_err(|e| err(&path, e))?;
+            f.seek(SeekFrom::Start(self.cursor.1))
+                .map_err(|e| err(&path, e))?;
+            let mut raw = String::new();
+            let n = BufReader::new(f)
+                .read_line(&mut raw)
+                .map_err(|e| err(&path, e))? as u64;
+            if n == 0 || !raw.ends_with('\n') {
+                return Ok(None);
+            }
+            let batch = serde_json::from_str::<Batch>(raw.trim_end()).ok();
+            return Ok(Some(Pending {
+                pos: Position {
+                    seq,
+                    offset: self.cursor.1,
+                    next: self.cursor.1 + n,
+                },
+                batch,
+                raw,
+            }));
+        }
+    }
+
+    fn remove_segment(&mut self, seq: u64) -> Result<()> {
+        if self.writer.as_ref().is_some_and(|(s, _)| *s == seq) {
+            self.writer = None;
+        }
+        self.segments.retain(|s| s.seq != seq);
+        let path = self.segment_path(seq);
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(err(&path, e)),
+        }
+    }
+
+    /// Marks a batch delivered; deletes its segment when it was the segment's last.
+    pub fn ack(&mut self, pos: Position) -> Result<()> {
+        self.cursor = (pos.seq, pos.next);
+        let done = self
+            .segments
+            .iter()
+            .find(|s| s.seq == pos.seq)
+            .is_some_and(|s| pos.next >= s.bytes);
+        if done {
+            self.remove_segment(pos.seq)?;
+        }
+        self.save_cursor()
+    }
+
+    /// Moves a batch the control plane refused to `rejected/` (with the reason), then acks it.
+    pub fn reject(&mut self, p: &Pending, reason: &str) -> Result<PathBuf> {
+        let stem = p
+            .batch
+            .as_ref()
+            .map(|b| b.window_end.replace(':', ""))
+            .unwrap_or_else(|| "corrupt".to_string());
+        let path = self
+            .dir
+            .join("rejected")
+            .join(format!("{stem}-{}-{}.json", p.pos.seq, p.pos.offset));
+        let batch = serde_json::from_str::<serde_json::Value>(p.raw.trim_end())
+            .unwrap_or_else(|_| serde_json::Value::String(p.raw.clone()));
+        let doc = serde_json::json!({ "reason": reason, "batch": batch });
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| err(&path, e))?;
+        let mut f = File::create(&path).map_err(|e| err(&path, e))?;
+        f.write_all(text.as_bytes()).map_err(|e| err(&path, e))?;
+        f.sync_all().map_err(|e| err(&path, e))?;
+        self.ack(p.pos)?;
+        Ok(path)
+    }
+
+    /// Batches and samples not yet delivered (reads the segments: for tests and start-up logs).
+    pub fn pending_counts(&self) -> (u64, u64) {
+        self.segments
+            .iter()
+            .filter(|s| s.seq >= self.cursor.0)
+            .map(|s| {
+                let from = if s.seq == self.cursor.0 {
+                    self.cursor.1
+                } else {
+                    0
+                };
+                count_from(&self.segment_path(s.seq), from)
+            })
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+    }
+}
+
+/// Batches and samples in a segment from `offset` on (corrupt lines count as a batch of no sample).
+fn count_from(path: &Path, offset: u64) -> (u64, u64) {
+    let Ok(mut f) = File::open(path) else {
+        return (0, 0);
+    };
+    if f.seek(SeekFrom::Start(offset)).is_err() {
+        return (0, 0);
+    }
+    let mut text = String::new();
+    if f.read_to_string(&mut text).is_err() {
+        return (0, 0);
+    }
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .fold((0, 0), |(b, s), l| {
+            let n = serde_json::from_str::<Batch>(l).map_or(0, |x| x.samples.len() as u64);
+            (b + 1, s + n)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn sample(i: usize) -> GpuSample {
+        GpuSample {
+            node: "n".into(),
+            gpu_uuid: format!("GPU-{i}"),
+            model: "m".into(),
+            namespace: "-".into(),
+            pod: "-".into(),
+            tenant_id: None,
+            deployment_id: "idle".into(),
+            window_seconds: "15".into(),
+            utilization: "0".into(),
+            memory_used_gb: "0".into(),
+            power_w: "1".into(),
+            timestamp: Some(format!("2026-10-01T00:00:{:02}Z", i % 60)),
+            storage_gb: None,
+            gpu_fraction: None,
+        }
+    }
+
+    fn batch(i: usize, n: usize) -> Batch {
+        Batch {
+            window_end: format!("2026-10-01T00:{:02}:00Z", i % 60),
+            samples: (0..n).map(sample).collect(),
+        }
+    }
+
+    #[test]
+    fn resumes_after_a_restart_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Spool::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
+        for i in 0..3 {
+            s.append(&batch(i, 2)).unwrap();
+        }
+        let p = s.peek().unwrap().unwrap();
+        assert_eq!(p.batch.as_ref().unwrap().window_end, "2026-10-01T00:00:00Z");
+        s.ack(p.pos).unwrap();
+        drop(s);
+        let mut s = Spool::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
+        assert_eq!(s.pending_counts(), (2, 4));
+        let p = s.peek().unwrap().unwrap();
+        assert_eq!(p.batch.unwrap().window_end, "2026-10-01T00:01:00Z");
+        s.ack(p.pos).unwrap();
+        s.append(&batch(3, 1)).unwrap();
+        let mut ends = Vec::new();
+        while let Some(p) = s.peek().unwrap() {
+            ends.push(p.batch.unwrap().window_end);
+            s.ack(p.pos).unwrap();
+        }
+        assert_eq!(ends, vec!["2026-10-01T00:02:00Z", "2026-10-01T00:03:00Z"]);
+        assert_eq!(s.bytes(), 0, "delivered segments are deleted");
+        assert_eq!(
+            fs::read_dir(dir.path().join("segments")).unwrap().count(),
+            0
+        );
+    }
+
+    #[test]
+    fn a_torn_last_line_is_cut_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Spool::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
+        s.append(&batch(0, 1)).unwrap();
+        drop(s);
+        let seg = fs::read_dir(dir.path().join("segments"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let mut f = OpenOptions::new().append(true).open(&seg).unwrap();
+        f.write_all(b"{\"window_end\":\"2026-").unwrap();
+        let mut s = Spool::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
+        assert_eq!(s.torn_at_open, 1);
+        assert_eq!(s.pending_counts(), (1, 1));
+        let p = s.peek().unwrap().unwrap();
+        s.ack(p.pos).unwrap();
+        assert!(s.peek().unwrap().is_none());
+    }
+
+    #[test]
+    fn when_full_the_oldest_segment_goes_and_its_samples_are_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Spool::open(dir.path(), 8192).unwrap();
+        let mut dropped = 0;
+        for i in 0..40 {
+            dropped += s.append(&batch(i, 4)).unwrap().dropped_samples;
+        }
+        assert!(s.bytes() <= 8192 + 4096, "{}", s.bytes());
+        let (batches, samples) = s.pending_counts();
+        assert_eq!(
+            samples + dropped,
+            160,
+            "every sample is either kept or counted as dropped"
+        );
+        assert_eq!(samples, batches * 4);
+        // What is left is the newest, in order.
+        let mut last = String::new();
+        while let Some(p) = s.peek().unwrap() {
+            last = p.batch.unwrap().window_end;
+            s.ack(p.pos).unwrap();
+        }
+        assert_eq!(last, "2026-10-01T00:39:00Z");
+    }
+
+    #[test]
+    fn rejected_batches_are_kept_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Spool::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
+        s.append(&batch(0, 1)).unwrap();
+        s.append(&batch(1, 1)).unwrap();
+        let p = s.peek().unwrap().unwrap();
+        let path = s.reject(&p, "422 validation_error").unwrap();
+        let doc: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(doc["reason"], "422 validation_error");
+        assert_eq!(doc["batch"]["window_end"], "2026-10-01T00:00:00Z");
+        assert_eq!(
+            s.peek().unwrap().unwrap().batch.unwrap().window_end,
+            "2026-10-01T00:01:00Z"
+        );
+    }
+
+    #[test]
+    fn the_last_window_end_survives() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Spool::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
+        assert_eq!(s.last_window_end(), None);
+        s.set_last_window_end(1_700_000_000_000).unwrap();
+        drop(s);
+        let s = Spool::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
+        assert_eq!(s.last_window_end(), Some(1_700_000_000_000));
+        assert!(Spool::open(dir.path(), 10).is_err());
+    }
+}

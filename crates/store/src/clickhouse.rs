@@ -1,0 +1,545 @@
+//! ClickHouse: the analytics replica of the primary store and the scale-out path for a fleet's months.
+//!
+//! The primary store (SQLite or PostgreSQL) writes every change the replica needs into a transactional outbox
+//! in the same transaction as the change; [`replicate_once`] delivers outbox entries over ClickHouse's HTTP
+//! interface at least once, and acknowledges them only after ClickHouse answered. Redelivery is harmless:
+//! every table is a `ReplacingMergeTree` keyed by the row's identity with the outbox sequence as version, and
+//! readers use `FINAL`.
+//!
+//! Tables (database from the URL, default `eai`):
+//! - `usage_events`: the replica of `eai.usage_events`, keyed by `event_id` (SPEC §4).
+//! - `gpu_samples`: raw samples, keyed by `(gpu_uuid, end_ms)`.
+//! - `gpu_rollups`, `gpu_gaps`: the primary's exact hourly rollups and reported gaps (rows replaced by a
+//!   recomputation carry `deleted = 1`). The allocation read from ClickHouse uses these, so it gives the same
+//!   figures as the primary on the same data.
+//! - `gpu_samples_hourly`: a view (not a materialized view: an MV would count a redelivered block twice)
+//!   with measured-only hourly sums, for dashboards.
+//!
+//! Only SQL that ClickHouse 18.16 (Debian 12) and current releases both accept: `ReplacingMergeTree(version)`,
+//! `FINAL`, `JSONEachRow`, decimals carried as exact strings and read with `toDecimal128(x, 15)`, no column
+//! defaults on insert (18.16 does not apply them to `JSONEachRow`), 64-bit integers read back as strings.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::time::Duration;
+
+use eai_engine::domain::{ModelRef, NonNegative, TenantId, UsageEvent};
+use eai_engine::money::Currency;
+use eai_engine::report::{Gap, GapReason};
+use eai_engine::rollup::{Quantities, Rollup, RollupKey};
+use eai_engine::time::Timestamp;
+use rust_decimal::Decimal;
+use serde_json::{json, Value};
+
+/// A failure talking to ClickHouse.
+#[derive(Debug, thiserror::Error)]
+pub enum ClickHouseError {
+    #[error("EAI_CLICKHOUSE_URL is not a usable http(s) URL: {0}")]
+    BadUrl(String),
+    /// No answer (down, refused, timed out): the outbox keeps the rows until it is back.
+    #[error("ClickHouse is unreachable: {0}")]
+    Unreachable(String),
+    #[error("ClickHouse answered {status}: {message}")]
+    Server { status: u16, message: String },
+    #[error("unexpected ClickHouse data: {0}")]
+    Decode(String),
+}
+
+pub type Result<T> = std::result::Result<T, ClickHouseError>;
+
+/// Rows of one replica table, as `JSONEachRow` objects, with the outbox sequence that wrote them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutboxEntry {
+    pub seq: u64,
+    /// `usage_events`, `gpu_samples`, `gpu_rollups` or `gpu_gaps`.
+    pub table: String,
+    pub rows: Vec<Value>,
+}
+
+/// The names of the replica tables an outbox entry may target.
+pub const TABLES: [&str; 4] = ["usage_events", "gpu_samples", "gpu_rollups", "gpu_gaps"];
+
+/// A ClickHouse server reached over HTTP.
+#[derive(Clone)]
+pub struct ClickHouse {
+    http: reqwest::Client,
+    base: String,
+    database: String,
+    user: Option<String>,
+    password: Option<String>,
+}
+
+impl std::fmt::Debug for ClickHouse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClickHouse")
+            .field("base", &self.base)
+            .field("database", &self.database)
+            .finish()
+    }
+}
+
+fn is_identifier(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+impl ClickHouse {
+    /// `http://[user[:password]@]host:port[/database]` (default database `eai`).
+    pub fn from_url(url: &str) -> Result<Self> {
+        let bad = || ClickHouseError::BadUrl(redact(url));
+        let (scheme, rest) = url.split_once("://").ok_or_else(bad)?;
+        if scheme != "http" && scheme != "https" {
+            return Err(bad());
+        }
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let (userinfo, host) = match authority.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, authority),
+        };
+        if host.is_empty() {
+            return Err(bad());
+        }
+        let (user, password) = match userinfo {
+            Some(u) => match u.split_once(':') {
+                Some((a, b)) => (Some(a.to_string()), Some(b.to_string())),
+                None => (Some(u.to_string()), None),
+            },
+            None => (None, None),
+        };
+        let database = path.trim_end_matches('/');
+        let database = if database.is_empty() { "eai" } else { database };
+        if !is_identifier(database) {
+            return Err(bad());
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(3))
+            .timeout(Duration::from_secs(120))
+            .build()
+            .map_err(|e| ClickHouseError::Unreachable(e.to_string()))?;
+        Ok(ClickHouse {
+            http,
+            base: format!("{scheme}://{host}"),
+            database: database.to_string(),
+            user,
+            password,
+        })
+    }
+
+    pub fn database(&self) -> &str {
+        &self.database
+    }
+
+    async fn post(&self, query: Option<&str>, body: String) -> Result<String> {
+        let mut req = self.http.post(format!("{}/", self.base));
+        if let Some(q) = query {
+            req = req.query(&[("query", q)]);
+        }
+        if let Some(u) = &self.user {
+            req = req.header("X-ClickHouse-User", u);
+        }
+        if let Some(p) = &self.password {
+            req = req.header("X-ClickHouse-Key", p);
+        }
+        let resp = req
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| ClickHouseError::Unreachable(e.to_string()))?;
+        let status = resp.status().as_u16();
+        let text = resp
+            .text()
+            .await
+            .map_err(|e| ClickHouseError::Unreachable(e.to_string()))?;
+        if (200..300).contains(&status) {
+            Ok(text)
+        } else {
+            Err(ClickHouseError::Server {
+                status,
+                message: text.trim().chars().take(500).collect(),
+            })
+        }
+    }
+
+    /// Runs one statement.
+    pub async fn exec(&self, sql: &str) -> Result<()> {
+        self.post(None, sql.to_string()).await.map(|_| ())
+    }
+
+    /// Runs a query and returns its rows (the query must not carry a FORMAT clause).
+    pub async fn select(&self, sql: &str) -> Result<Vec<Value>> {
+        let text = self.post(None, format!("{sql} FORMAT JSONEachRow")).await?;
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).map_err(|e| ClickHouseError::Decode(e.to_string())))
+            .collect()
+    }
+
+    /// Inserts rows into one of the replica tables.
+    pub async fn insert(&self, table: &str, rows: &[Value]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        if !TABLES.contains(&table) {
+            return Err(ClickHouseError::Decode(format!(
+                "unknown replica table {table}"
+            )));
+        }
+        let mut body = String::new();
+        for r in rows {
+            body.push_str(&r.to_string());
+            body.push('\n');
+        }
+        let q = format!("INSERT INTO {}.{table} FORMAT JSONEachRow", self.database);
+        self.post(Some(&q), body).await.map(|_| ())
+    }
+
+    pub async fn ping(&self) -> Result<()> {
+        self.select("SELECT 1 AS ok").await.map(|_| ())
+    }
+
+    /// Creates the database and tables if missing (idempotent).
+    pub async fn migrate(&self) -> Result<()> {
+        let db = &self.database;
+        self.exec(&format!("CREATE DATABASE IF NOT EXISTS {db}"))
+            .await?;
+        for ddl in [
+            format!(
+                "CREATE TABLE IF NOT EXISTS {db}.usage_events (event_id String, tenant_id String, usage_type String, \
+                 source String, occurred_at DateTime('UTC'), occurred_at_ms Int64, deployment_id String, \
+                 model_provider String, model_name String, units String, tokens_in String, tokens_out String, \
+                 gpu_seconds String, gpu_memory_gb_seconds String, energy_wh String, cost_amount String, \
+                 cost_currency String, allocation_policy_id String, project String, agent_id String, run_id String, \
+                 version UInt64) ENGINE = ReplacingMergeTree(version) ORDER BY event_id"
+            ),
+            format!(
+                "CREATE TABLE IF NOT EXISTS {db}.gpu_samples (gpu_uuid String, end_ms Int64, end_at DateTime('UTC'), \
+                 node String, model String, namespace String, pod String, deployment_id String, owner String, \
+                 window_ms Int64, utilization String, memory_used_gb String, power_w String, storage_gb String, \
+                 gpu_fraction String, version UInt64) ENGINE = ReplacingMergeTree(version) ORDER BY (gpu_uuid, end_ms)"
+            ),
+            format!(
+                "CREATE TABLE IF NOT EXISTS {db}.gpu_rollups (bucket_ms Int64, gpu_uuid String, deployment_id String, \
+                 owner String, model String, first_window_start_ms Int64, last_window_start_ms Int64, samples UInt64, \
+                 estimated_samples UInt64, gpu_seconds String, busy_gpu_seconds String, estimated_gpu_seconds String, \
+                 memory_gb_seconds String, energy_ws String, storage_gb_seconds String, deleted UInt8, version UInt64) \
+                 ENGINE = ReplacingMergeTree(version) ORDER BY (bucket_ms, gpu_uuid, deployment_id, owner, model)"
+            ),
+            format!(
+                "CREATE TABLE IF NOT EXISTS {db}.gpu_gaps (gpu_uuid String, from_ms Int64, to_ms Int64, reason String, \
+                 deployment_id String, node String, deleted UInt8, version UInt64) \
+                 ENGINE = ReplacingMergeTree(version) ORDER BY (gpu_uuid, from_ms)"
+            ),
+            format!(
+                "CREATE VIEW IF NOT EXISTS {db}.gpu_samples_hourly AS SELECT deployment_id, owner, model, \
+                 intDiv(end_ms, 3600000) * 3600000 AS hour_ms, count() AS samples, uniqExact(gpu_uuid) AS gpus, \
+                 sum(toDecimal128(window_ms, 0) * toDecimal128(gpu_fraction, 6)) / 1000 AS gpu_seconds, \
+                 sum(toDecimal128(window_ms, 0) * toDecimal128(power_w, 6)) / 1000 AS energy_ws \
+                 FROM {db}.gpu_samples FINAL GROUP BY deployment_id, owner, model, hour_ms"
+            ),
+        ] {
+            self.exec(&ddl).await?;
+        }
+        Ok(())
+    }
+
+    /// Applies outbox entries (in order; the caller acknowledges them after this returns Ok).
+    pub async fn apply(&self, entries: &[OutboxEntry]) -> Result<()> {
+        // One insert per table per call: fewer, larger blocks are what ClickHouse likes.
+        let mut by_table: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+        for e in entries {
+            let rows = by_table.entry(e.table.as_str()).or_default();
+            for r in &e.rows {
+                let mut r = r.clone();
+                r["version"] = json!(e.seq);
+                rows.push(r);
+            }
+        }
+        for (table, rows) in by_table {
+            self.insert(table, &rows).await?;
+        }
+        Ok(())
+    }
+
+    /// Rollups of buckets in `[from, to)` (replaced rows resolved with FINAL, deleted ones dropped).
+    pub async fn rollups(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Rollup>> {
+        let rows = self
+            .select(&format!(
+                "SELECT * FROM {}.gpu_rollups FINAL WHERE bucket_ms >= {} AND bucket_ms < {} AND deleted = 0 \
+                 ORDER BY gpu_uuid, bucket_ms",
+                self.database, from.0, to.0
+            ))
+            .await?;
+        rows.iter().map(rollup_from_row).collect()
+    }
+
+    /// Gaps touching `[from, to)`.
+    pub async fn gaps(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Gap>> {
+        let rows = self
+            .select(&format!(
+                "SELECT * FROM {}.gpu_gaps FINAL WHERE from_ms < {} AND to_ms > {} AND deleted = 0",
+                self.database, to.0, from.0
+            ))
+            .await?;
+        rows.iter().map(gap_from_row).collect()
+    }
+
+    /// Usage events with `occurred_at` in `[from, to)`.
+    pub async fn usage_events(&self, from: Timestamp, to: Timestamp) -> Result<Vec<UsageEvent>> {
+        let rows = self
+            .select(&format!(
+                "SELECT * FROM {}.usage_events FINAL WHERE occurred_at_ms >= {} AND occurred_at_ms < {}",
+                self.database, from.0, to.0
+            ))
+            .await?;
+        rows.iter().map(event_from_row).collect()
+    }
+}
+
+fn redact(url: &str) -> String {
+    match url
+        .split_once("://")
+        .and_then(|(s, r)| r.rsplit_once('@').map(|(u, h)| (s, u, h)))
+    {
+        Some((s, u, h)) => format!("{s}://{}:***@{h}", u.split(':').next().unwrap_or_default()),
+        None => url.to_string(),
+    }
+}
+
+/// `YYYY-MM-DD hh:mm:ss` (UTC), as ClickHouse's DateTime reads it.
+fn datetime(t: Timestamp) -> String {
+    let s = Timestamp(t.0.div_euclid(1000) * 1000).to_string();
+    s.trim_end_matches('Z').replace('T', " ")
+}
+
+fn dec(d: Decimal) -> String {
+    d.normalize().to_string()
+}
+
+fn owner_text(o: Option<TenantId>) -> String {
+    o.map(|t| t.to_string()).unwrap_or_default()
+}
+
+/// The `gpu_rollups` row of a rollup (`deleted` marks a row a recomputation removed).
+pub fn rollup_row(r: &Rollup, deleted: bool) -> Value {
+    json!({
+        "bucket_ms": r.key.bucket_start.0,
+        "gpu_uuid": r.key.gpu_uuid,
+        "deployment_id": r.key.deployment_id,
+        "owner": owner_text(r.key.owner),
+        "model": r.key.model,
+        "first_window_start_ms": r.first_window_start.0,
+        "last_window_start_ms": r.last_window_start.0,
+        "samples": r.samples,
+        "estimated_samples": r.estimated_samples,
+        "gpu_seconds": dec(r.q.gpu_seconds),
+        "busy_gpu_seconds": dec(r.q.busy_gpu_seconds),
+        "estimated_gpu_seconds": dec(r.q.estimated_gpu_seconds),
+        "memory_gb_seconds": dec(r.q.memory_gb_seconds),
+        "energy_ws": dec(r.q.energy_ws),
+        "storage_gb_seconds": dec(r.q.storage_gb_seconds),
+        "deleted": u8::from(deleted),
+    })
+}
+
+/// The `gpu_gaps` row of a gap.
+pub fn gap_row(g: &Gap, deleted: bool) -> Value {
+    json!({
+        "gpu_uuid": g.gpu_uuid, "from_ms": g.from.0, "to_ms": g.to.0, "reason": g.reason.as_str(),
+        "deployment_id": g.deployment_id, "node": g.node, "deleted": u8::from(deleted),
+    })
+}
+
+/// The `gpu_samples` row of a sample.
+pub fn sample_row(s: &eai_engine::domain::Sample) -> Value {
+    json!({
+        "gpu_uuid": s.gpu_uuid, "end_ms": s.end.0, "end_at": datetime(s.end), "node": s.node, "model": s.model,
+        "namespace": s.namespace, "pod": s.pod, "deployment_id": s.deployment_id, "owner": owner_text(s.owner),
+        "window_ms": s.window_ms, "utilization": dec(s.utilization.get()), "memory_used_gb": dec(s.memory_used_gb.get()),
+        "power_w": dec(s.power_w.get()), "storage_gb": dec(s.storage_gb.get()), "gpu_fraction": dec(s.gpu_fraction.get()),
+    })
+}
+
+/// The `usage_events` row of an event.
+pub fn event_row(e: &UsageEvent) -> Value {
+    let unit = |n: &str| e.unit(n).map(dec).unwrap_or_default();
+    let units: BTreeMap<&str, String> = e
+        .units
+        .iter()
+        .map(|(k, v)| (k.as_str(), dec(v.get())))
+        .collect();
+    json!({
+        "event_id": e.event_id.to_string(),
+        "tenant_id": e.tenant_id.to_string(),
+        "usage_type": e.usage_type,
+        "source": e.source,
+        "occurred_at": datetime(e.occurred_at),
+        "occurred_at_ms": e.occurred_at.0,
+        "deployment_id": e.deployment_id.clone().unwrap_or_default(),
+        "model_provider": e.model.as_ref().map(|m| m.provider.clone()).unwrap_or_default(),
+        "model_name": e.model.as_ref().map(|m| m.name.clone()).unwrap_or_default(),
+        "units": serde_json::to_string(&units).unwrap_or_default(),
+        "tokens_in": unit("tokens_in"),
+        "tokens_out": unit("tokens_out"),
+        "gpu_seconds": unit("gpu_seconds"),
+        "gpu_memory_gb_seconds": unit("gpu_memory_gb_seconds"),
+        "energy_wh": unit("energy_wh"),
+        "cost_amount": e.cost.map(|(a, _)| dec(a.get())).unwrap_or_default(),
+        "cost_currency": e.cost.map(|(_, c)| c.to_string()).unwrap_or_default(),
+        "allocation_policy_id": e.allocation_policy_id.clone().unwrap_or_default(),
+        "project": e.project.clone().unwrap_or_default(),
+        "agent_id": e.agent_id.clone().unwrap_or_default(),
+        "run_id": e.run_id.clone().unwrap_or_default(),
+    })
+}
+
+fn text<'a>(r: &'a Value, k: &str) -> Result<&'a str> {
+    r[k].as_str()
+        .ok_or_else(|| ClickHouseError::Decode(format!("column {k} missing")))
+}
+
+/// 64-bit integers come back quoted (output_format_json_quote_64bit_integers), smaller ones as numbers.
+fn int(r: &Value, k: &str) -> Result<i64> {
+    match &r[k] {
+        Value::String(s) => s
+            .parse()
+            .map_err(|_| ClickHouseError::Decode(format!("column {k}: {s}"))),
+        Value::Number(n) => n
+            .as_i64()
+            .ok_or_else(|| ClickHouseError::Decode(format!("column {k}: {n}"))),
+        _ => Err(ClickHouseError::Decode(format!("column {k} missing"))),
+    }
+}
+
+fn decimal(r: &Value, k: &str) -> Result<Decimal> {
+    let s = text(r, k)?;
+    Decimal::from_str(s).map_err(|_| ClickHouseError::Decode(format!("column {k}: {s}")))
+}
+
+fn opt(s: &str) -> Option<String> {
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+fn owner(r: &Value, k: &str) -> Result<Option<TenantId>> {
+    let s = text(r, k)?;
+    if s.is_empty() {
+        return Ok(None);
+    }
+    s.parse()
+        .map(Some)
+        .map_err(|_| ClickHouseError::Decode(format!("column {k}: {s}")))
+}
+
+fn rollup_from_row(r: &Value) -> Result<Rollup> {
+    Ok(Rollup {
+        key: RollupKey {
+            gpu_uuid: text(r, "gpu_uuid")?.to_string(),
+            deployment_id: text(r, "deployment_id")?.to_string(),
+            owner: owner(r, "owner")?,
+            model: text(r, "model")?.to_string(),
+            bucket_start: Timestamp(int(r, "bucket_ms")?),
+        },
+        first_window_start: Timestamp(int(r, "first_window_start_ms")?),
+        last_window_start: Timestamp(int(r, "last_window_start_ms")?),
+        samples: u64::try_from(int(r, "samples")?).unwrap_or(0),
+        estimated_samples: u64::try_from(int(r, "estimated_samples")?).unwrap_or(0),
+        q: Quantities {
+            gpu_seconds: decimal(r, "gpu_seconds")?,
+            busy_gpu_seconds: decimal(r, "busy_gpu_seconds")?,
+            estimated_gpu_seconds: decimal(r, "estimated_gpu_seconds")?,
+            memory_gb_seconds: decimal(r, "memory_gb_seconds")?,
+            energy_ws: decimal(r, "energy_ws")?,
+            storage_gb_seconds: decimal(r, "storage_gb_seconds")?,
+        },
+    })
+}
+
+fn gap_from_row(r: &Value) -> Result<Gap> {
+    let reason = match text(r, "reason")? {
+        "too_long" => GapReason::TooLong,
+        "series_changed" => GapReason::SeriesChanged,
+        other => return Err(ClickHouseError::Decode(format!("gap reason {other}"))),
+    };
+    Ok(Gap {
+        gpu_uuid: text(r, "gpu_uuid")?.to_string(),
+        node: text(r, "node")?.to_string(),
+        deployment_id: text(r, "deployment_id")?.to_string(),
+        from: Timestamp(int(r, "from_ms")?),
+        to: Timestamp(int(r, "to_ms")?),
+        reason,
+    })
+}
+
+fn event_from_row(r: &Value) -> Result<UsageEvent> {
+    let units_text = text(r, "units")?;
+    let units_raw: BTreeMap<String, String> = serde_json::from_str(units_text)
+        .map_err(|e| ClickHouseError::Decode(format!("units: {e}")))?;
+    let mut units = BTreeMap::new();
+    for (k, v) in units_raw {
+        let d =
+            Decimal::from_str(&v).map_err(|_| ClickHouseError::Decode(format!("unit {k}: {v}")))?;
+        units.insert(k, NonNegative::new(d).unwrap_or(NonNegative::ZERO));
+    }
+    let cost = match (text(r, "cost_amount")?, text(r, "cost_currency")?) {
+        ("", _) | (_, "") => None,
+        (a, c) => Some((
+            NonNegative::new(
+                Decimal::from_str(a).map_err(|_| ClickHouseError::Decode(format!("cost {a}")))?,
+            )
+            .unwrap_or(NonNegative::ZERO),
+            Currency::from_str(c).map_err(|_| ClickHouseError::Decode(format!("currency {c}")))?,
+        )),
+    };
+    let provider = text(r, "model_provider")?;
+    let name = text(r, "model_name")?;
+    Ok(UsageEvent {
+        event_id: text(r, "event_id")?
+            .parse()
+            .map_err(|_| ClickHouseError::Decode("event_id".into()))?,
+        tenant_id: text(r, "tenant_id")?
+            .parse()
+            .map_err(|_| ClickHouseError::Decode("tenant_id".into()))?,
+        usage_type: text(r, "usage_type")?.to_string(),
+        source: text(r, "source")?.to_string(),
+        occurred_at: Timestamp(int(r, "occurred_at_ms")?),
+        deployment_id: opt(text(r, "deployment_id")?),
+        model: (!provider.is_empty()).then(|| ModelRef {
+            provider: provider.to_string(),
+            name: name.to_string(),
+        }),
+        units,
+        cost,
+        allocation_policy_id: opt(text(r, "allocation_policy_id")?),
+        project: opt(text(r, "project")?),
+        agent_id: opt(text(r, "agent_id")?),
+        run_id: opt(text(r, "run_id")?),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_name_host_database_and_credentials() {
+        let c = ClickHouse::from_url("http://user:secret@127.0.0.1:8123/analytics").unwrap();
+        assert_eq!(
+            (c.base.as_str(), c.database()),
+            ("http://127.0.0.1:8123", "analytics")
+        );
+        assert_eq!(c.password.as_deref(), Some("secret"));
+        assert!(!format!("{c:?}").contains("secret"));
+        assert_eq!(
+            ClickHouse::from_url("http://h:8123").unwrap().database(),
+            "eai"
+        );
+        assert!(ClickHouse::from_url("tcp://h:9000").is_err());
+        assert!(ClickHouse::from_url("http://h:8123/db;drop").is_err());
+    }
+
+    #[test]
+    fn datetimes_are_what_clickhouse_reads() {
+        assert_eq!(
+            datetime(Timestamp(1_790_812_800_123)),
+            "2026-10-01 00:00:00"
+        );
+    }
+}

@@ -1,0 +1,219 @@
+//! How values are stored, whatever the backend: sample figures as exact scaled integers, sums as exact
+//! decimals, counts as integers. Nothing read back is trusted: a value that does not decode is a
+//! [`StoreError::Internal`] naming the column and the value.
+
+use std::str::FromStr;
+
+use eai_engine::domain::{GpuFraction, NonNegative, Sample, TenantId, UnitInterval};
+use eai_engine::time::Timestamp;
+use rust_decimal::Decimal;
+
+use crate::rollups::MAX_WINDOW_MS;
+use crate::{Result, StoreError};
+
+/// Decimal places of the integer columns of `gpu_samples`: what the wire keeps (see `eai_engine::wire`).
+pub const UTIL_DP: u32 = 6;
+pub const MEMORY_DP: u32 = 10;
+pub const POWER_DP: u32 = 6;
+pub const STORAGE_DP: u32 = 6;
+pub const FRACTION_DP: u32 = 6;
+
+pub fn corrupt(what: &str, value: impl std::fmt::Display) -> StoreError {
+    StoreError::Internal(format!("corrupt value in {what}: `{value}`"))
+}
+
+/// `d x 10^dp` as an integer, exactly, or an error naming `field` when that would lose a digit or overflow.
+pub fn to_scaled(d: Decimal, dp: u32, field: &str) -> Result<i64> {
+    let n = d.normalize();
+    let lossy = || {
+        StoreError::Internal(format!(
+            "sample {field} {d} cannot be stored exactly (at most {dp} decimal places): validate samples with eai_engine::wire"
+        ))
+    };
+    if n.scale() > dp {
+        return Err(lossy());
+    }
+    let factor = 10i128.checked_pow(dp - n.scale()).ok_or_else(lossy)?;
+    let v = n.mantissa().checked_mul(factor).ok_or_else(lossy)?;
+    i64::try_from(v).map_err(|_| lossy())
+}
+
+/// The inverse of [`to_scaled`], normalized.
+pub fn from_scaled(v: i64, dp: u32, what: &str) -> Result<Decimal> {
+    Decimal::try_new(v, dp)
+        .map(|d| d.normalize())
+        .map_err(|_| corrupt(what, v))
+}
+
+/// An exact decimal as text (normalized: no trailing zeros).
+pub fn dec_text(d: Decimal) -> String {
+    d.normalize().to_string()
+}
+
+pub fn dec_parse(s: &str, what: &str) -> Result<Decimal> {
+    Decimal::from_str(s).map_err(|_| corrupt(what, s))
+}
+
+/// A count read from an integer column.
+pub fn count(v: i64, what: &str) -> Result<u64> {
+    u64::try_from(v).map_err(|_| corrupt(what, v))
+}
+
+pub fn to_i64(v: u64, what: &str) -> Result<i64> {
+    i64::try_from(v)
+        .map_err(|_| StoreError::Internal(format!("{what} {v} does not fit in a 64-bit integer")))
+}
+
+/// Wall-clock milliseconds, for the store's own bookkeeping columns (`created_at_ms`), never for figures.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// The integer columns of one raw sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Figures {
+    pub window_ms: i64,
+    pub util_e6: i64,
+    pub mem_e10: i64,
+    pub power_e6: i64,
+    pub storage_e6: i64,
+    pub fraction_e6: i64,
+}
+
+impl Figures {
+    /// Exactly what will be stored, or an error if a figure cannot be stored without loss.
+    pub fn encode(s: &Sample) -> Result<Figures> {
+        if s.window_ms <= 0 || s.window_ms > MAX_WINDOW_MS {
+            return Err(StoreError::Internal(format!(
+                "sample of {} at {} has a window of {} ms: must be above 0 and at most {MAX_WINDOW_MS}",
+                s.gpu_uuid, s.end, s.window_ms
+            )));
+        }
+        Ok(Figures {
+            window_ms: s.window_ms,
+            util_e6: to_scaled(s.utilization.get(), UTIL_DP, "utilization")?,
+            mem_e10: to_scaled(s.memory_used_gb.get(), MEMORY_DP, "memory_used_gb")?,
+            power_e6: to_scaled(s.power_w.get(), POWER_DP, "power_w")?,
+            storage_e6: to_scaled(s.storage_gb.get(), STORAGE_DP, "storage_gb")?,
+            fraction_e6: to_scaled(s.gpu_fraction.get(), FRACTION_DP, "gpu_fraction")?,
+        })
+    }
+}
+
+/// The labels of a sample, as a backend's `series` table interns them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Labels {
+    pub deployment_id: String,
+    pub owner: Option<TenantId>,
+    pub model: String,
+    pub namespace: String,
+    pub pod: String,
+    pub node: String,
+}
+
+impl Labels {
+    pub fn of(s: &Sample) -> Labels {
+        Labels {
+            deployment_id: s.deployment_id.clone(),
+            owner: s.owner,
+            model: s.model.clone(),
+            namespace: s.namespace.clone(),
+            pod: s.pod.clone(),
+            node: s.node.clone(),
+        }
+    }
+}
+
+/// A stored sample read back.
+pub fn decode(gpu_uuid: &str, end_ms: i64, f: &Figures, l: Labels) -> Result<Sample> {
+    let what = "gpu_samples";
+    if f.window_ms <= 0 || f.window_ms > MAX_WINDOW_MS {
+        return Err(corrupt("gpu_samples.window_ms", f.window_ms));
+    }
+    Ok(Sample {
+        node: l.node,
+        gpu_uuid: gpu_uuid.to_string(),
+        model: l.model,
+        namespace: l.namespace,
+        pod: l.pod,
+        deployment_id: l.deployment_id,
+        owner: l.owner,
+        window_ms: f.window_ms,
+        end: Timestamp(end_ms),
+        utilization: UnitInterval::new(from_scaled(f.util_e6, UTIL_DP, what)?)
+            .ok_or_else(|| corrupt("gpu_samples.util_e6", f.util_e6))?,
+        memory_used_gb: NonNegative::new(from_scaled(f.mem_e10, MEMORY_DP, what)?)
+            .ok_or_else(|| corrupt("gpu_samples.mem_e10", f.mem_e10))?,
+        power_w: NonNegative::new(from_scaled(f.power_e6, POWER_DP, what)?)
+            .ok_or_else(|| corrupt("gpu_samples.power_e6", f.power_e6))?,
+        storage_gb: NonNegative::new(from_scaled(f.storage_e6, STORAGE_DP, what)?)
+            .ok_or_else(|| corrupt("gpu_samples.storage_e6", f.storage_e6))?,
+        gpu_fraction: GpuFraction::new(from_scaled(f.fraction_e6, FRACTION_DP, what)?)
+            .ok_or_else(|| corrupt("gpu_samples.fraction_e6", f.fraction_e6))?,
+    })
+}
+
+/// A sample of a batch ready to write: its integer columns, and the sample exactly as it will read back
+/// (figures decoded from those integers), which is what rollups must be computed from.
+#[derive(Debug, Clone)]
+pub struct Encoded {
+    pub figures: Figures,
+    pub sample: Sample,
+}
+
+/// Encodes a whole batch; a figure that cannot be stored exactly rejects the batch before anything is written.
+pub fn encode_batch(batch: &[Sample]) -> Result<Vec<Encoded>> {
+    batch
+        .iter()
+        .map(|s| {
+            let figures = Figures::encode(s)?;
+            let sample = decode(&s.gpu_uuid, s.end.0, &figures, Labels::of(s))?;
+            Ok(Encoded { figures, sample })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(s: &str) -> Decimal {
+        Decimal::from_str(s).expect("decimal")
+    }
+
+    #[test]
+    fn scaled_integers_are_exact_both_ways() {
+        for (s, dp, v) in [
+            ("0.82", 6, 820_000),
+            ("61.2", 10, 612_000_000_000),
+            ("0", 6, 0),
+            ("1.000000", 6, 1_000_000),
+        ] {
+            assert_eq!(to_scaled(d(s), dp, "x").expect("fits"), v);
+            assert_eq!(from_scaled(v, dp, "x").expect("decodes"), d(s));
+        }
+        assert_eq!(
+            to_scaled(d("1048576.0009765625"), 10, "m").expect("fits"),
+            10_485_760_009_765_625
+        );
+    }
+
+    #[test]
+    fn a_digit_that_cannot_be_stored_is_an_error_not_a_rounding() {
+        assert!(to_scaled(d("0.1234567"), 6, "utilization").is_err());
+        assert!(
+            to_scaled(d("100000000000"), 10, "memory").is_err(),
+            "overflow"
+        );
+    }
+
+    #[test]
+    fn decimal_text_round_trips_exactly() {
+        let x = d("123.456000000000000789");
+        assert_eq!(dec_parse(&dec_text(x), "t").expect("parses"), x);
+        assert!(dec_parse("1.2.3", "t").is_err());
+    }
+}

@@ -1,0 +1,401 @@
+//! The PostgreSQL backend: schema `eai`, row level security enforced by the database, selected by
+//! `EAI_DATABASE_URL=postgres://…`.
+//!
+//! Roles. The URL's user owns the schema: [`PgStore::open`] runs the embedded migrations as that user (creating
+//! the service role [`SERVICE_ROLE`] if it does not exist), then every pooled connection does `SET ROLE eai_app`
+//! before its first statement. `eai_app` is not the owner, has no `BYPASSRLS` and no `SUPERUSER` (checked at
+//! open: the store refuses to start otherwise), and holds only the grants the store needs.
+//!
+//! Scopes. Every transaction starts by setting, transaction-locally (`set_config(…, true)`), either
+//! `app.tenant_id` (a [`Scope::Tenant`] read: the database filters every tenant table to that tenant, and
+//! refuses to write another tenant's row, even though the SQL has no tenant clause) or `app.platform = 'on'`
+//! (the platform path, [`Scope::Platform`]: samples and rollups of shared deployments, which belong to no tenant;
+//! the allocation, which must weigh every tenant's usage; API key lookup, which happens before the caller's
+//! tenant is known; the audit chain, which links every tenant's events). Usage events are written tenant by
+//! tenant, each under its own `app.tenant_id`. Rows that belong to no tenant carry [`PLATFORM_TENANT`]; policies
+//! are platform-wide configuration and have no tenant at all.
+//!
+//! Writes are idempotent on the same keys as the embedded store (first received wins on `(gpu, end)`; usage
+//! upserted by `event_id` within its tenant), and rollups are maintained by the same algorithm,
+//! [`crate::rollups`]. Ingest locks the batch's GPUs (advisory locks keyed by GPU id, in ascending order), so
+//! concurrent batches of one GPU are serialized; the audit chain is appended under a transaction advisory lock.
+//!
+//! Layout: [`schema`] (migrations, policies, grants), [`samples`] (raw samples, rollups, gaps), [`records`]
+//! (usage events, policies, keys, audit chain), [`scratch`] (throw-away databases for tests and benchmarks).
+
+mod pool;
+mod records;
+mod samples;
+mod schema;
+pub mod scratch;
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use eai_engine::domain::{Policy, PolicySpec, Sample, TenantId, UsageEvent};
+use eai_engine::time::Timestamp;
+use tokio_postgres::{IsolationLevel, Transaction};
+use uuid::Uuid;
+
+use self::pool::{Pool, Stmts};
+use crate::rollups::RollupConfig;
+use crate::{
+    ApiKeyRecord, AuditDraft, AuditEvent, BrokenLink, DeploymentSeen, IngestOutcome, Result, Role,
+    Scope, Store, StoreError, UsageRead,
+};
+
+/// The role the service acts as: not the owner, `NOBYPASSRLS`.
+pub const SERVICE_ROLE: &str = "eai_app";
+
+/// The tenant of rows that belong to no tenant: samples, rollups and gaps of shared deployments, platform API
+/// keys, platform audit events. Reserved: no tenant may have this id.
+pub const PLATFORM_TENANT: Uuid = Uuid::nil();
+
+/// Connections in the pool.
+const POOL_SIZE: usize = 8;
+
+/// Adds context to a PostgreSQL error (the server's code and message when it sent one).
+pub(crate) trait Ctx<T> {
+    fn ctx(self, what: &str) -> Result<T>;
+}
+
+impl<T> Ctx<T> for std::result::Result<T, tokio_postgres::Error> {
+    fn ctx(self, what: &str) -> Result<T> {
+        self.map_err(|e| StoreError::Internal(format!("postgres: {what}: {}", describe(&e))))
+    }
+}
+
+/// The server's SQLSTATE, message and detail, or the client's error text.
+pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => {
+            let mut s = format!("{} ({})", db.message(), db.code().code());
+            if let Some(d) = db.detail() {
+                s.push_str(": ");
+                s.push_str(d);
+            }
+            s
+        }
+        None => match std::error::Error::source(e) {
+            Some(cause) => format!("{e}: {cause}"),
+            None => e.to_string(),
+        },
+    }
+}
+
+/// The SQLSTATE of a server error.
+fn sqlstate(e: &tokio_postgres::Error) -> Option<&str> {
+    e.as_db_error().map(|d| d.code().code())
+}
+
+/// A tenant id as stored: refuses the reserved platform id.
+fn tenant_uuid(t: TenantId) -> Result<Uuid> {
+    if t.0 == PLATFORM_TENANT {
+        return Err(StoreError::Conflict(format!(
+            "tenant id {PLATFORM_TENANT} is reserved for platform rows"
+        )));
+    }
+    Ok(t.0)
+}
+
+/// An optional tenant as stored: none is the platform tenant.
+fn owner_uuid(t: Option<TenantId>) -> Result<Uuid> {
+    t.map_or(Ok(PLATFORM_TENANT), tenant_uuid)
+}
+
+/// A stored tenant column back: the platform tenant is none.
+fn owner_of(u: Uuid) -> Option<TenantId> {
+    (u != PLATFORM_TENANT).then_some(TenantId(u))
+}
+
+/// How a transaction reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Read committed, read-write.
+    Write,
+    /// One consistent snapshot, read-only.
+    Snapshot,
+}
+
+/// Begins a transaction acting for `scope`: sets `app.tenant_id` or `app.platform` for this transaction only.
+async fn begin<'c>(
+    conn: &'c mut pool::PgConn,
+    scope: Scope,
+    mode: Mode,
+) -> Result<(Transaction<'c>, &'c mut Stmts)> {
+    let pool::PgConn { client, stmts } = conn;
+    let b = client.build_transaction();
+    let b = match mode {
+        Mode::Write => b.isolation_level(IsolationLevel::ReadCommitted),
+        Mode::Snapshot => b
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true),
+    };
+    let tx = b.start().await.ctx("begin")?;
+    set_scope(&tx, stmts, scope).await?;
+    Ok((tx, stmts))
+}
+
+const SET_SCOPE: &str =
+    "SELECT set_config('app.tenant_id', $1, true), set_config('app.platform', $2, true)";
+
+/// Sets who the rest of the transaction acts for (may be called again inside it).
+async fn set_scope(tx: &Transaction<'_>, stmts: &mut Stmts, scope: Scope) -> Result<()> {
+    let (tenant, platform) = match scope {
+        Scope::Platform => (String::new(), "on"),
+        Scope::Tenant(t) => (tenant_uuid(t)?.hyphenated().to_string(), "off"),
+    };
+    let st = stmts.get(tx, SET_SCOPE).await?;
+    tx.execute(&st, &[&tenant, &platform])
+        .await
+        .ctx("set the transaction's scope")?;
+    Ok(())
+}
+
+/// The PostgreSQL store. Cheap to clone; clones share the pool.
+#[derive(Clone)]
+pub struct PgStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: Pool,
+    cfg: RollupConfig,
+    /// host/port/dbname, for logs (never the password).
+    target: String,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("target", &self.inner.target)
+            .field("cfg", &self.inner.cfg)
+            .finish()
+    }
+}
+
+/// Where a config points, without its password.
+fn target_of(cfg: &tokio_postgres::Config) -> String {
+    let host = cfg
+        .get_hosts()
+        .first()
+        .map(|h| match h {
+            tokio_postgres::config::Host::Tcp(s) => s.clone(),
+            #[cfg(unix)]
+            tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+        })
+        .unwrap_or_default();
+    let port = cfg.get_ports().first().copied().unwrap_or(5432);
+    format!(
+        "{}@{host}:{port}/{}",
+        cfg.get_user().unwrap_or_default(),
+        cfg.get_dbname().unwrap_or_default()
+    )
+}
+
+impl PgStore {
+    /// Connects to the database `url` names, migrates it as the URL's user (the owner), and opens a pool of
+    /// connections acting as [`SERVICE_ROLE`], with default rollup settings.
+    pub async fn open(url: &str) -> Result<PgStore> {
+        Self::open_with(url, RollupConfig::default()).await
+    }
+
+    pub async fn open_with(url: &str, cfg: RollupConfig) -> Result<PgStore> {
+        cfg.check()?;
+        let mut pg = tokio_postgres::Config::from_str(url).map_err(|e| {
+            StoreError::Internal(format!("postgres: the database URL does not parse: {e}"))
+        })?;
+        if pg.get_connect_timeout().is_none() {
+            pg.connect_timeout(Duration::from_secs(10));
+        }
+        if pg.get_application_name().is_none() {
+            pg.application_name("eai-gpu");
+        }
+        let target = target_of(&pg);
+
+        // As the owner: migrations, and the settings the stored rollups embody.
+        let mut owner = pool::connect(&pg, "").await.map_err(|e| {
+            StoreError::Internal(format!("cannot reach PostgreSQL at {target}: {e}"))
+        })?;
+        schema::migrate(&mut owner.client).await?;
+        drop(owner);
+
+        let store = PgStore {
+            inner: Arc::new(Inner {
+                pool: Pool::new(pg, POOL_SIZE, format!("SET ROLE {SERVICE_ROLE}")),
+                cfg,
+                target,
+            }),
+        };
+        store.check_service_role().await?;
+        store.check_settings().await?;
+        tracing::debug!(target = %store.inner.target, "postgres store opened");
+        Ok(store)
+    }
+
+    pub fn config(&self) -> RollupConfig {
+        self.inner.cfg
+    }
+
+    /// Refuses to run as a role that RLS would not bind.
+    async fn check_service_role(&self) -> Result<()> {
+        let mut c = self.inner.pool.get().await?;
+        let row = c
+            .conn()?
+            .client
+            .query_one(
+                "SELECT current_user::text, r.rolsuper, r.rolbypassrls, \
+                 EXISTS (SELECT 1 FROM pg_tables t WHERE t.schemaname = 'eai' AND t.tableowner = current_user) \
+                 FROM pg_roles r WHERE r.rolname = current_user",
+                &[],
+            )
+            .await
+            .ctx("check the service role")?;
+        let (user, sup, bypass, owns): (String, bool, bool, bool) =
+            (row.get(0), row.get(1), row.get(2), row.get(3));
+        if user != SERVICE_ROLE || sup || bypass || owns {
+            return Err(StoreError::Internal(format!(
+                "postgres: the service must act as {SERVICE_ROLE}, a role that is not superuser, has no BYPASSRLS \
+                 and owns no table of schema eai; it acts as {user} (superuser {sup}, bypassrls {bypass}, owner {owns})"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Records the rollup settings of a new database, or checks that it was built with the same.
+    async fn check_settings(&self) -> Result<()> {
+        let mut c = self.inner.pool.get().await?;
+        let (tx, st) = begin(c.conn()?, Scope::Platform, Mode::Write).await?;
+        for (key, want) in self.inner.cfg.settings() {
+            let have = samples::meta_get(&tx, st, key).await?;
+            if RollupConfig::check_recorded(key, have, want)? {
+                samples::meta_set(&tx, st, key, want).await?;
+            }
+        }
+        tx.commit().await.ctx("commit settings")?;
+        Ok(())
+    }
+
+    async fn conn(&self) -> Result<pool::Pooled> {
+        self.inner.pool.get().await
+    }
+}
+
+#[async_trait]
+impl Store for PgStore {
+    fn backend(&self) -> &'static str {
+        "postgres"
+    }
+
+    async fn ping(&self) -> Result<()> {
+        let mut c = self.conn().await?;
+        c.conn()?
+            .client
+            .simple_query("SELECT 1")
+            .await
+            .ctx("ping")?;
+        Ok(())
+    }
+
+    async fn insert_samples(&self, samples: &[Sample]) -> Result<IngestOutcome> {
+        if samples.is_empty() {
+            return Ok(IngestOutcome::default());
+        }
+        let mut c = self.conn().await?;
+        samples::insert(c.conn()?, &self.inner.cfg, samples).await
+    }
+
+    async fn usage_for(
+        &self,
+        from: Timestamp,
+        to: Timestamp,
+        exact_hours: &[Timestamp],
+    ) -> Result<UsageRead> {
+        let mut c = self.conn().await?;
+        samples::usage_for(c.conn()?, &self.inner.cfg, from, to, exact_hours).await
+    }
+
+    async fn prune_raw_samples(&self, before: Timestamp) -> Result<u64> {
+        let mut c = self.conn().await?;
+        samples::prune(c.conn()?, before).await
+    }
+
+    async fn deployments_seen(&self) -> Result<Vec<DeploymentSeen>> {
+        let mut c = self.conn().await?;
+        samples::deployments_seen(c.conn()?).await
+    }
+
+    async fn upsert_usage_events(&self, events: &[UsageEvent]) -> Result<u64> {
+        let mut c = self.conn().await?;
+        records::upsert_usage_events(c.conn()?, events).await
+    }
+
+    async fn usage_events(
+        &self,
+        scope: Scope,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> Result<Vec<UsageEvent>> {
+        let mut c = self.conn().await?;
+        records::usage_events(c.conn()?, scope, from, to).await
+    }
+
+    async fn create_policy(&self, spec: &PolicySpec) -> Result<Policy> {
+        let mut c = self.conn().await?;
+        records::create_policy(c.conn()?, spec).await
+    }
+
+    async fn policies(&self) -> Result<Vec<Policy>> {
+        let mut c = self.conn().await?;
+        records::policies(c.conn()?).await
+    }
+
+    async fn supersede_policy(
+        &self,
+        id: &str,
+        at: Timestamp,
+        replacement: Option<&PolicySpec>,
+    ) -> Result<(Policy, Option<Policy>)> {
+        let mut c = self.conn().await?;
+        records::supersede_policy(c.conn()?, id, at, replacement).await
+    }
+
+    async fn create_api_key(
+        &self,
+        hash: &str,
+        role: Role,
+        tenant_id: Option<TenantId>,
+        name: Option<&str>,
+        at: Timestamp,
+    ) -> Result<ApiKeyRecord> {
+        let mut c = self.conn().await?;
+        records::create_api_key(c.conn()?, hash, role, tenant_id, name, at).await
+    }
+
+    async fn api_key_by_hash(&self, hash: &str) -> Result<Option<ApiKeyRecord>> {
+        let mut c = self.conn().await?;
+        records::api_key_by_hash(c.conn()?, hash).await
+    }
+
+    async fn api_key_count(&self) -> Result<u64> {
+        let mut c = self.conn().await?;
+        records::api_key_count(c.conn()?).await
+    }
+
+    async fn append_audit(&self, draft: &AuditDraft) -> Result<AuditEvent> {
+        let mut c = self.conn().await?;
+        records::append_audit(c.conn()?, draft).await
+    }
+
+    async fn audit_events(&self, scope: Scope, after: u64, limit: u64) -> Result<Vec<AuditEvent>> {
+        let mut c = self.conn().await?;
+        records::audit_events(c.conn()?, scope, after, limit).await
+    }
+
+    async fn verify_audit_chain(&self) -> Result<Option<BrokenLink>> {
+        let mut c = self.conn().await?;
+        records::verify_audit_chain(c.conn()?).await
+    }
+}

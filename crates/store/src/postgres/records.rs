@@ -1,0 +1,370 @@
+//! Usage events, allocation policies, API keys and the audit chain in PostgreSQL. Bodies and rules are
+//! [`crate::records`], shared with SQLite; what is PostgreSQL's own:
+//!
+//! - Usage events are written tenant by tenant, each group under its own `app.tenant_id`, so the database itself
+//!   refuses a row of another tenant: an `event_id` that already belongs to another tenant fails the policy's
+//!   check on the existing row, and the batch is rejected whole with [`StoreError::Conflict`]. Within a batch,
+//!   the last copy of an `event_id` wins (as upserting them one after the other would).
+//! - Scoped reads (`usage_events`, `audit_events`) run the same SQL for every scope, with no tenant clause:
+//!   under [`Scope::Tenant`] the database returns only that tenant's rows.
+//! - Policies are platform-wide configuration (no tenant): the service role may insert them and set
+//!   `effective_to_ms`, nothing else. API keys and audit events are append-only for it.
+//! - The audit chain is appended under a transaction advisory lock, so concurrent appends never fork it.
+
+use std::collections::{BTreeMap, HashMap};
+
+use eai_engine::domain::{Policy, PolicySpec, TenantId, UsageEvent};
+use eai_engine::time::Timestamp;
+use uuid::Uuid;
+
+use super::pool::PgConn;
+use super::{begin, owner_of, owner_uuid, set_scope, sqlstate, tenant_uuid, Ctx, Mode};
+use crate::audit::{self, Verifier, GENESIS_HASH};
+use crate::codec::{corrupt, count, now_ms, to_i64};
+use crate::records as rec;
+use crate::{ApiKeyRecord, AuditDraft, AuditEvent, BrokenLink, Result, Role, Scope, StoreError};
+
+/// Serializes appends to the audit chain (advisory locks are per database).
+const AUDIT_LOCK: i64 = 0x6561_695f_6175_6474; // "eai_audt"
+
+const EVENTS_UPSERT: &str = "INSERT INTO eai.usage_events AS u \
+     (event_id, tenant_id, occurred_at_ms, deployment_id, body) \
+     SELECT x.event_id, x.tenant_id, x.occurred_at_ms, x.deployment_id, x.body::jsonb \
+     FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::text[], $5::text[]) \
+     AS x(event_id, tenant_id, occurred_at_ms, deployment_id, body) \
+     ON CONFLICT (event_id) DO UPDATE SET occurred_at_ms = EXCLUDED.occurred_at_ms, \
+     deployment_id = EXCLUDED.deployment_id, body = EXCLUDED.body \
+     WHERE u.tenant_id = EXCLUDED.tenant_id";
+const EVENTS_IN: &str = "SELECT body::text FROM eai.usage_events \
+     WHERE occurred_at_ms >= $1 AND occurred_at_ms < $2 ORDER BY occurred_at_ms, event_id";
+
+const POLICY_INSERT: &str = "INSERT INTO eai.allocation_policies \
+     (body, effective_from_ms, effective_to_ms, created_at_ms) VALUES ($1::text::jsonb, $2, $3, $4) RETURNING seq";
+const POLICIES: &str = "SELECT seq, body::text, effective_from_ms, effective_to_ms \
+     FROM eai.allocation_policies ORDER BY seq";
+const POLICY_LOCK: &str = "SELECT seq, body::text, effective_from_ms, effective_to_ms \
+     FROM eai.allocation_policies WHERE seq = $1 FOR UPDATE";
+const POLICY_CLOSE: &str = "UPDATE eai.allocation_policies SET effective_to_ms = $2 WHERE seq = $1";
+
+const KEY_INSERT: &str =
+    "INSERT INTO eai.api_keys (hash, role, tenant_id, name, created_at_ms, revoked) \
+     VALUES ($1, $2, $3, $4, $5, false) RETURNING seq";
+const KEY_BY_HASH: &str = "SELECT seq, hash, role, tenant_id, name, created_at_ms, revoked \
+     FROM eai.api_keys WHERE hash = $1";
+const KEY_COUNT: &str = "SELECT count(*) FROM eai.api_keys";
+
+const AUDIT_LOCK_SQL: &str = "SELECT pg_advisory_xact_lock($1)";
+const AUDIT_LAST: &str = "SELECT seq, hash FROM eai.audit_events ORDER BY seq DESC LIMIT 1";
+const AUDIT_INSERT: &str = "INSERT INTO eai.audit_events (seq, prev_hash, hash, tenant_id, body) \
+     VALUES ($1, $2, $3, $4, $5)";
+const AUDIT_AFTER: &str = "SELECT seq, prev_hash, hash, body FROM eai.audit_events \
+     WHERE seq > $1 ORDER BY seq LIMIT $2";
+const AUDIT_ALL: &str = "SELECT seq, prev_hash, hash, body FROM eai.audit_events ORDER BY seq";
+
+/// True when the server refused a row under a row level security policy.
+fn is_rls_violation(e: &tokio_postgres::Error) -> bool {
+    sqlstate(e) == Some("42501")
+        && e.as_db_error()
+            .is_some_and(|d| d.message().contains("row-level security"))
+}
+
+// --- usage events ---------------------------------------------------------------------------------------------
+
+pub async fn upsert_usage_events(conn: &mut PgConn, events: &[UsageEvent]) -> Result<u64> {
+    if events.is_empty() {
+        return Ok(0);
+    }
+    let mut last: HashMap<Uuid, &UsageEvent> = HashMap::new();
+    for e in events {
+        tenant_uuid(e.tenant_id)?;
+        if let Some(prev) = last.insert(e.event_id, e) {
+            if prev.tenant_id != e.tenant_id {
+                return Err(rec::event_of_another_tenant(&e.event_id));
+            }
+        }
+    }
+    let mut by_tenant: BTreeMap<TenantId, Vec<&UsageEvent>> = BTreeMap::new();
+    for e in events {
+        if last.get(&e.event_id).is_some_and(|l| std::ptr::eq(*l, e)) {
+            by_tenant.entry(e.tenant_id).or_default().push(e);
+        }
+    }
+    let Some(first) = by_tenant.keys().next().copied() else {
+        return Ok(0);
+    };
+    let (tx, st) = begin(conn, Scope::Tenant(first), Mode::Write).await?;
+    for (tenant, group) in &by_tenant {
+        set_scope(&tx, st, Scope::Tenant(*tenant)).await?;
+        let ids: Vec<Uuid> = group.iter().map(|e| e.event_id).collect();
+        let tenants: Vec<Uuid> = group.iter().map(|e| e.tenant_id.0).collect();
+        let at: Vec<i64> = group.iter().map(|e| e.occurred_at.0).collect();
+        let dep: Vec<Option<&str>> = group.iter().map(|e| e.deployment_id.as_deref()).collect();
+        let body = group
+            .iter()
+            .map(|e| rec::event_json(e))
+            .collect::<Result<Vec<String>>>()?;
+        let s = st.get(&tx, EVENTS_UPSERT).await?;
+        match tx.execute(&s, &[&ids, &tenants, &at, &dep, &body]).await {
+            Ok(n) if n == group.len() as u64 => {}
+            Ok(_) => {
+                return Err(StoreError::Conflict(
+                    "a usage event of the batch already belongs to another tenant".into(),
+                ))
+            }
+            Err(e) if is_rls_violation(&e) => {
+                return Err(StoreError::Conflict(
+                    "a usage event of the batch already belongs to another tenant".into(),
+                ))
+            }
+            Err(e) => return Err(e).ctx("upsert usage events"),
+        }
+    }
+    tx.commit().await.ctx("commit usage upsert")?;
+    Ok(events.len() as u64)
+}
+
+/// Under [`Scope::Tenant`] the database returns that tenant's events only: the SQL has no tenant clause.
+pub async fn usage_events(
+    conn: &mut PgConn,
+    scope: Scope,
+    from: Timestamp,
+    to: Timestamp,
+) -> Result<Vec<UsageEvent>> {
+    let (tx, st) = begin(conn, scope, Mode::Snapshot).await?;
+    let s = st.get(&tx, EVENTS_IN).await?;
+    let rows = tx
+        .query(&s, &[&from.0, &to.0])
+        .await
+        .ctx("read usage events")?;
+    tx.commit().await.ctx("end read")?;
+    rows.iter().map(|r| rec::event_parse(r.get(0))).collect()
+}
+
+// --- allocation policies --------------------------------------------------------------------------------------
+
+async fn insert_policy(
+    tx: &tokio_postgres::Transaction<'_>,
+    st: &mut super::pool::Stmts,
+    spec: &PolicySpec,
+) -> Result<Policy> {
+    let body = rec::policy_json(spec)?;
+    let s = st.get(tx, POLICY_INSERT).await?;
+    let seq: i64 = tx
+        .query_one(
+            &s,
+            &[
+                &body,
+                &spec.effective_from.0,
+                &spec.effective_to.map(|t| t.0),
+                &now_ms(),
+            ],
+        )
+        .await
+        .ctx("insert a policy")?
+        .get(0);
+    Ok(Policy::new(
+        count(seq, "allocation_policies.seq")?,
+        spec.clone(),
+    ))
+}
+
+fn policy_of(r: &tokio_postgres::Row) -> Result<Policy> {
+    rec::policy_parse(r.get(0), r.get(1), r.get(2), r.get(3))
+}
+
+pub async fn create_policy(conn: &mut PgConn, spec: &PolicySpec) -> Result<Policy> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
+    let p = insert_policy(&tx, st, spec).await?;
+    tx.commit().await.ctx("commit policy create")?;
+    Ok(p)
+}
+
+pub async fn policies(conn: &mut PgConn) -> Result<Vec<Policy>> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
+    let s = st.get(&tx, POLICIES).await?;
+    let rows = tx.query(&s, &[]).await.ctx("read policies")?;
+    tx.commit().await.ctx("end read")?;
+    rows.iter().map(policy_of).collect()
+}
+
+pub async fn supersede_policy(
+    conn: &mut PgConn,
+    id: &str,
+    at: Timestamp,
+    replacement: Option<&PolicySpec>,
+) -> Result<(Policy, Option<Policy>)> {
+    let seq = rec::policy_seq(id)?;
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
+    let s = st.get(&tx, POLICY_LOCK).await?;
+    let row = tx
+        .query_opt(&s, &[&seq])
+        .await
+        .ctx("read a policy")?
+        .ok_or_else(|| StoreError::NotFound(format!("allocation policy {id}")))?;
+    let mut old = policy_of(&row)?;
+    rec::check_supersede(&old, id, at)?;
+    let s = st.get(&tx, POLICY_CLOSE).await?;
+    tx.execute(&s, &[&seq, &at.0]).await.ctx("close a policy")?;
+    old.spec.effective_to = Some(at);
+    let opened = match replacement {
+        Some(spec) => Some(insert_policy(&tx, st, spec).await?),
+        None => None,
+    };
+    tx.commit().await.ctx("commit policy supersede")?;
+    Ok((old, opened))
+}
+
+// --- API keys -------------------------------------------------------------------------------------------------
+
+pub async fn create_api_key(
+    conn: &mut PgConn,
+    hash: &str,
+    role: Role,
+    tenant_id: Option<TenantId>,
+    name: Option<&str>,
+    at: Timestamp,
+) -> Result<ApiKeyRecord> {
+    let tenant = owner_uuid(tenant_id)?;
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
+    let s = st.get(&tx, KEY_INSERT).await?;
+    let seq: i64 = match tx
+        .query_one(&s, &[&hash, &role.as_str(), &tenant, &name, &at.0])
+        .await
+    {
+        Ok(r) => r.get(0),
+        Err(e) if sqlstate(&e) == Some("23505") => return Err(rec::duplicate_key()),
+        Err(e) => return Err(e).ctx("insert an API key"),
+    };
+    tx.commit().await.ctx("commit key create")?;
+    Ok(ApiKeyRecord {
+        id: rec::key_id(seq),
+        hash: hash.to_string(),
+        role,
+        tenant_id,
+        name: name.map(str::to_string),
+        created_at: at,
+        revoked: false,
+    })
+}
+
+/// On the platform path: a key is looked up before its caller's tenant is known.
+pub async fn api_key_by_hash(conn: &mut PgConn, hash: &str) -> Result<Option<ApiKeyRecord>> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
+    let s = st.get(&tx, KEY_BY_HASH).await?;
+    let row = tx.query_opt(&s, &[&hash]).await.ctx("read an API key")?;
+    tx.commit().await.ctx("end read")?;
+    let Some(r) = row else {
+        return Ok(None);
+    };
+    let role: String = r.get(2);
+    Ok(Some(ApiKeyRecord {
+        id: rec::key_id(r.get(0)),
+        hash: r.get(1),
+        role: Role::parse(&role).ok_or_else(|| corrupt("api_keys.role", &role))?,
+        tenant_id: owner_of(r.get(3)),
+        name: r.get(4),
+        created_at: Timestamp(r.get(5)),
+        revoked: r.get(6),
+    }))
+}
+
+pub async fn api_key_count(conn: &mut PgConn) -> Result<u64> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
+    let s = st.get(&tx, KEY_COUNT).await?;
+    let n: i64 = tx.query_one(&s, &[]).await.ctx("count API keys")?.get(0);
+    tx.commit().await.ctx("end read")?;
+    count(n, "api key count")
+}
+
+// --- audit ----------------------------------------------------------------------------------------------------
+
+pub async fn append_audit(conn: &mut PgConn, draft: &AuditDraft) -> Result<AuditEvent> {
+    let tenant = owner_uuid(draft.tenant_id)?;
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
+    let s = st.get(&tx, AUDIT_LOCK_SQL).await?;
+    tx.execute(&s, &[&AUDIT_LOCK])
+        .await
+        .ctx("lock the audit chain")?;
+    let s = st.get(&tx, AUDIT_LAST).await?;
+    let (last_seq, prev_hash) = match tx
+        .query_opt(&s, &[])
+        .await
+        .ctx("read the chain's last event")?
+    {
+        Some(r) => (count(r.get(0), "audit_events.seq")?, r.get::<_, String>(1)),
+        None => (0, GENESIS_HASH.to_string()),
+    };
+    let seq = last_seq + 1;
+    let hash = audit::link(&prev_hash, seq, draft);
+    let s = st.get(&tx, AUDIT_INSERT).await?;
+    tx.execute(
+        &s,
+        &[
+            &to_i64(seq, "audit seq")?,
+            &prev_hash,
+            &hash,
+            &tenant,
+            &audit::canonical_json(draft),
+        ],
+    )
+    .await
+    .ctx("append an audit event")?;
+    tx.commit().await.ctx("commit audit append")?;
+    Ok(AuditEvent {
+        seq,
+        draft: draft.clone(),
+        prev_hash,
+        hash,
+    })
+}
+
+/// Under [`Scope::Tenant`] the database returns that tenant's events only: the SQL has no tenant clause.
+pub async fn audit_events(
+    conn: &mut PgConn,
+    scope: Scope,
+    after: u64,
+    limit: u64,
+) -> Result<Vec<AuditEvent>> {
+    let after = i64::try_from(after).unwrap_or(i64::MAX);
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let (tx, st) = begin(conn, scope, Mode::Snapshot).await?;
+    let s = st.get(&tx, AUDIT_AFTER).await?;
+    let rows = tx
+        .query(&s, &[&after, &limit])
+        .await
+        .ctx("read audit events")?;
+    tx.commit().await.ctx("end read")?;
+    rows.iter()
+        .map(|r| {
+            Ok(AuditEvent {
+                seq: count(r.get(0), "audit_events.seq")?,
+                draft: rec::from_json(r.get(3), "audit event")?,
+                prev_hash: r.get(1),
+                hash: r.get(2),
+            })
+        })
+        .collect()
+}
+
+/// Streams the whole chain (1,000 rows at a time, from one snapshot) through a [`Verifier`].
+pub async fn verify_audit_chain(conn: &mut PgConn) -> Result<Option<BrokenLink>> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
+    let s = st.get(&tx, AUDIT_ALL).await?;
+    let portal = tx.bind(&s, &[]).await.ctx("read the chain")?;
+    let mut v = Verifier::new();
+    loop {
+        let rows = tx.query_portal(&portal, 1000).await.ctx("read the chain")?;
+        if rows.is_empty() {
+            break;
+        }
+        for r in &rows {
+            let seq = u64::try_from(r.get::<_, i64>(0)).unwrap_or(0);
+            let body: &str = r.get(3);
+            if let Err(b) = v.push_stored(seq, r.get(1), r.get(2), body) {
+                return Ok(Some(b));
+            }
+        }
+    }
+    tx.commit().await.ctx("end read")?;
+    Ok(None)
+}

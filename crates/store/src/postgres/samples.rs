@@ -1,0 +1,832 @@
+//! GPU samples in PostgreSQL: raw rows, and hourly rollups and gaps kept up to date in the ingest transaction by
+//! the shared algorithm of [`crate::rollups`] (this module only reads what it asks for and writes what it plans).
+//!
+//! A batch costs a fixed number of round trips whatever its size: the GPUs are interned and locked (transaction
+//! advisory locks keyed by GPU id, in ascending order: concurrent batches of one GPU run one after the other), the latest stored sample
+//! of each GPU and the stored neighbours of late samples are read with one statement each, and rows, series,
+//! rollup deltas and gaps are written as multi-row statements over `unnest` arrays (rows with a plain `INSERT`: they
+//! are new by construction, and the primary key on `(gpu, end)` would refuse, and roll back, one that is not). Only
+//! dirty buckets (late samples) cost statements of their own. Everything runs on the platform path: samples of
+//! shared deployments belong to no tenant.
+
+use std::collections::{BTreeSet, HashMap};
+
+use eai_engine::domain::Sample;
+use eai_engine::report::{Gap, GapReason};
+use eai_engine::rollup::{aggregate, Quantities, Rollup, RollupKey};
+use eai_engine::time::Timestamp;
+use rust_decimal::Decimal;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Row, Statement, Transaction};
+use uuid::Uuid;
+
+use super::pool::{PgConn, Stmts};
+use super::{begin, owner_of, owner_uuid, Ctx, Mode, PLATFORM_TENANT};
+use crate::codec::{corrupt, count, decode, encode_batch, to_i64, Encoded, Figures, Labels};
+use crate::rollups::{self, BatchPlan, Late, RollupConfig, PRUNED_BEFORE};
+use crate::{DeploymentSeen, IngestOutcome, Result, Scope, StoreError, UsageRead};
+
+/// The columns [`sample_of`] reads, from `eai.gpu_samples s JOIN eai.series se JOIN eai.gpus g`.
+macro_rules! sample_only_cols {
+    () => {
+        "s.gpu_id, g.uuid, s.end_ms, s.window_ms, s.util_e6, s.mem_e10, s.power_e6, s.storage_e6, s.fraction_e6, \
+         se.node, se.model, se.namespace, se.pod, se.deployment_id, se.tenant_id "
+    };
+}
+
+/// [`sample_only_cols`] and the joins they read from.
+macro_rules! sample_cols {
+    () => {
+        concat!(
+            sample_only_cols!(),
+            "FROM eai.gpu_samples s JOIN eai.series se ON se.id = s.series_id JOIN eai.gpus g ON g.id = s.gpu_id"
+        )
+    };
+}
+
+/// The columns [`rollup_of`] reads, from `eai.rollups r JOIN eai.gpus g`.
+macro_rules! rollup_cols {
+    () => {
+        "g.uuid, r.bucket_ms, r.deployment_id, r.tenant_id, r.model, r.first_window_start_ms, \
+         r.last_window_start_ms, r.samples, r.estimated_samples, r.gpu_seconds, r.busy_gpu_seconds, \
+         r.estimated_gpu_seconds, r.memory_gb_seconds, r.energy_ws, r.storage_gb_seconds \
+         FROM eai.rollups r JOIN eai.gpus g ON g.id = r.gpu_id"
+    };
+}
+
+const META_GET: &str = "SELECT value FROM eai.meta WHERE key = $1";
+const META_SET: &str = "INSERT INTO eai.meta (key, value) VALUES ($1, $2) \
+     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value";
+
+const GPUS_INTERN: &str = "INSERT INTO eai.gpus (uuid) SELECT u FROM unnest($1::text[]) AS u \
+     WHERE NOT EXISTS (SELECT 1 FROM eai.gpus g WHERE g.uuid = u) ON CONFLICT (uuid) DO NOTHING";
+const GPUS_OF: &str = "SELECT id, uuid FROM eai.gpus WHERE uuid = ANY($1::text[])";
+const GPUS_ALL: &str = "SELECT id FROM eai.gpus";
+/// A GPU's id is the key of its transaction advisory lock; keys are taken in the order given (ascending ids,
+/// so that two transactions never wait on each other in a cycle).
+const GPUS_LOCK: &str = "SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k";
+
+const LAST_ENDS: &str =
+    "SELECT g.id, (SELECT max(s.end_ms) FROM eai.gpu_samples s WHERE s.gpu_id = g.id) \
+     FROM unnest($1::bigint[]) AS g(id)";
+
+/// The latest stored sample of each GPU named (none for a GPU without samples).
+const LAST_SAMPLES: &str = concat!(
+    "SELECT ",
+    sample_only_cols!(),
+    "FROM unnest($1::bigint[]) AS k(id) CROSS JOIN LATERAL \
+     (SELECT * FROM eai.gpu_samples x WHERE x.gpu_id = k.id ORDER BY x.end_ms DESC LIMIT 1) s \
+     JOIN eai.series se ON se.id = s.series_id JOIN eai.gpus g ON g.id = s.gpu_id"
+);
+
+const LATE_LOOKUP: &str = "SELECT x.gpu_id, x.end_ms, \
+     EXISTS (SELECT 1 FROM eai.gpu_samples s WHERE s.gpu_id = x.gpu_id AND s.end_ms = x.end_ms), \
+     (SELECT max(s.end_ms) FROM eai.gpu_samples s WHERE s.gpu_id = x.gpu_id AND s.end_ms < x.end_ms), \
+     (SELECT min(s.end_ms) FROM eai.gpu_samples s WHERE s.gpu_id = x.gpu_id AND s.end_ms > x.end_ms) \
+     FROM unnest($1::bigint[], $2::bigint[]) AS x(gpu_id, end_ms)";
+
+const SAMPLES_AT: &str = concat!(
+    "SELECT ",
+    sample_cols!(),
+    " JOIN unnest($1::bigint[], $2::bigint[]) AS k(gpu_id, end_ms) ON s.gpu_id = k.gpu_id AND s.end_ms = k.end_ms"
+);
+
+const CONTEXT: &str = concat!(
+    "(SELECT ",
+    sample_cols!(),
+    " WHERE s.gpu_id = $1 AND s.end_ms < $2 ORDER BY s.end_ms DESC LIMIT 1) UNION ALL (SELECT ",
+    sample_cols!(),
+    " WHERE s.gpu_id = $1 AND s.end_ms >= $2 AND s.end_ms < $3) UNION ALL (SELECT ",
+    sample_cols!(),
+    " WHERE s.gpu_id = $1 AND s.end_ms >= $3 ORDER BY s.end_ms LIMIT 1)"
+);
+
+const SERIES_UPSERT: &str = "INSERT INTO eai.series AS se \
+     (tenant_id, deployment_id, model, namespace, pod, node, first_seen_ms, last_seen_ms) \
+     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[]) \
+     ON CONFLICT (deployment_id, tenant_id, model, namespace, pod, node) DO UPDATE SET \
+     first_seen_ms = LEAST(se.first_seen_ms, EXCLUDED.first_seen_ms), \
+     last_seen_ms = GREATEST(se.last_seen_ms, EXCLUDED.last_seen_ms) \
+     RETURNING id, tenant_id, deployment_id, model, namespace, pod, node";
+
+/// A plain insert: every row is planned as new under the GPUs' locks, and the primary key refuses (and so rolls
+/// the batch back) any row that is not, so a sample can never be counted twice.
+const SAMPLES_INSERT: &str = "INSERT INTO eai.gpu_samples \
+     (gpu_id, end_ms, tenant_id, series_id, window_ms, util_e6, mem_e10, power_e6, storage_e6, fraction_e6) \
+     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::uuid[], $4::bigint[], $5::bigint[], $6::bigint[], \
+     $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[])";
+
+const ROLLUPS_AT: &str = concat!(
+    "SELECT ",
+    rollup_cols!(),
+    " JOIN unnest($1::bigint[], $2::bigint[], $3::text[], $4::uuid[], $5::text[]) \
+     AS k(gpu_id, bucket_ms, deployment_id, tenant_id, model) \
+     ON r.gpu_id = k.gpu_id AND r.bucket_ms = k.bucket_ms AND r.deployment_id = k.deployment_id \
+     AND r.tenant_id = k.tenant_id AND r.model = k.model"
+);
+
+const ROLLUPS_WRITE: &str = "INSERT INTO eai.rollups (gpu_id, bucket_ms, deployment_id, tenant_id, model, \
+     first_window_start_ms, last_window_start_ms, samples, estimated_samples, gpu_seconds, busy_gpu_seconds, \
+     estimated_gpu_seconds, memory_gb_seconds, energy_ws, storage_gb_seconds) \
+     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::uuid[], $5::text[], $6::bigint[], \
+     $7::bigint[], $8::bigint[], $9::bigint[], $10::numeric[], $11::numeric[], $12::numeric[], $13::numeric[], \
+     $14::numeric[], $15::numeric[]) \
+     ON CONFLICT (gpu_id, bucket_ms, deployment_id, tenant_id, model) DO UPDATE SET \
+     first_window_start_ms = EXCLUDED.first_window_start_ms, last_window_start_ms = EXCLUDED.last_window_start_ms, \
+     samples = EXCLUDED.samples, estimated_samples = EXCLUDED.estimated_samples, \
+     gpu_seconds = EXCLUDED.gpu_seconds, busy_gpu_seconds = EXCLUDED.busy_gpu_seconds, \
+     estimated_gpu_seconds = EXCLUDED.estimated_gpu_seconds, memory_gb_seconds = EXCLUDED.memory_gb_seconds, \
+     energy_ws = EXCLUDED.energy_ws, storage_gb_seconds = EXCLUDED.storage_gb_seconds";
+
+const GAPS_WRITE: &str = "INSERT INTO eai.gaps (gpu_id, from_ms, to_ms, reason, deployment_id, node, tenant_id) \
+     SELECT x.gpu_id, x.from_ms, x.to_ms, x.reason, x.deployment_id, x.node, \
+     COALESCE((SELECT s.tenant_id FROM eai.gpu_samples s WHERE s.gpu_id = x.gpu_id AND s.end_ms = x.from_ms), $7) \
+     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[]) \
+     AS x(gpu_id, from_ms, to_ms, reason, deployment_id, node) \
+     ON CONFLICT (gpu_id, from_ms) DO UPDATE SET to_ms = EXCLUDED.to_ms, reason = EXCLUDED.reason, \
+     deployment_id = EXCLUDED.deployment_id, node = EXCLUDED.node, tenant_id = EXCLUDED.tenant_id";
+
+const BUCKET_CLEAR_ROLLUPS: &str = "DELETE FROM eai.rollups WHERE gpu_id = $1 AND bucket_ms = $2";
+const BUCKET_CLEAR_GAPS: &str =
+    "DELETE FROM eai.gaps WHERE gpu_id = $1 AND from_ms >= $2 AND from_ms < $3";
+
+const ROLLUPS_IN: &str = concat!(
+    "SELECT ",
+    rollup_cols!(),
+    " WHERE r.bucket_ms >= $1 AND r.bucket_ms < $2"
+);
+const GPUS_OF_BUCKET: &str = "SELECT DISTINCT r.gpu_id, g.uuid FROM eai.rollups r \
+     JOIN eai.gpus g ON g.id = r.gpu_id WHERE r.bucket_ms = $1";
+const GAPS_IN: &str = "SELECT g.uuid, x.node, x.deployment_id, x.from_ms, x.to_ms, x.reason \
+     FROM eai.gaps x JOIN eai.gpus g ON g.id = x.gpu_id WHERE x.to_ms > $1 AND x.from_ms < $2";
+
+const PRUNE: &str =
+    "DELETE FROM eai.gpu_samples s USING unnest($1::bigint[], $2::bigint[]) AS c(gpu_id, cutoff) \
+     WHERE s.gpu_id = c.gpu_id AND s.end_ms < c.cutoff";
+
+const SERIES_SEEN: &str =
+    "SELECT deployment_id, namespace, model, first_seen_ms, last_seen_ms FROM eai.series \
+     ORDER BY deployment_id COLLATE \"C\", last_seen_ms, id";
+
+// --- bookkeeping ----------------------------------------------------------------------------------------------
+
+pub(super) async fn meta_get(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    key: &str,
+) -> Result<Option<i64>> {
+    let s = st.get(tx, META_GET).await?;
+    Ok(tx
+        .query_opt(&s, &[&key])
+        .await
+        .ctx("read meta")?
+        .map(|r| r.get(0)))
+}
+
+pub(super) async fn meta_set(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    key: &str,
+    value: i64,
+) -> Result<()> {
+    let s = st.get(tx, META_SET).await?;
+    tx.execute(&s, &[&key, &value]).await.ctx("write meta")?;
+    Ok(())
+}
+
+async fn frozen_before(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    cfg: &RollupConfig,
+) -> Result<Option<i64>> {
+    Ok(rollups::frozen_before(
+        meta_get(tx, st, PRUNED_BEFORE).await?,
+        cfg,
+    ))
+}
+
+// --- decoding rows --------------------------------------------------------------------------------------------
+
+/// A sample row of [`sample_cols`]: (gpu id, sample).
+fn sample_of(r: &Row) -> Result<(i64, Sample)> {
+    let gpu_id: i64 = r.get(0);
+    let uuid: String = r.get(1);
+    let f = Figures {
+        window_ms: r.get(3),
+        util_e6: r.get(4),
+        mem_e10: r.get(5),
+        power_e6: r.get(6),
+        storage_e6: r.get(7),
+        fraction_e6: r.get(8),
+    };
+    let labels = Labels {
+        node: r.get(9),
+        model: r.get(10),
+        namespace: r.get(11),
+        pod: r.get(12),
+        deployment_id: r.get(13),
+        owner: owner_of(r.get(14)),
+    };
+    Ok((gpu_id, decode(&uuid, r.get(2), &f, labels)?))
+}
+
+/// A decimal read back, normalized (as the embedded store returns them).
+fn dec(r: &Row, i: usize) -> Decimal {
+    r.get::<_, Decimal>(i).normalize()
+}
+
+/// A rollup row of [`rollup_cols`].
+fn rollup_of(r: &Row) -> Result<Rollup> {
+    Ok(Rollup {
+        key: RollupKey {
+            gpu_uuid: r.get(0),
+            bucket_start: Timestamp(r.get(1)),
+            deployment_id: r.get(2),
+            owner: owner_of(r.get(3)),
+            model: r.get(4),
+        },
+        first_window_start: Timestamp(r.get(5)),
+        last_window_start: Timestamp(r.get(6)),
+        samples: count(r.get(7), "rollups.samples")?,
+        estimated_samples: count(r.get(8), "rollups.estimated_samples")?,
+        q: Quantities {
+            gpu_seconds: dec(r, 9),
+            busy_gpu_seconds: dec(r, 10),
+            estimated_gpu_seconds: dec(r, 11),
+            memory_gb_seconds: dec(r, 12),
+            energy_ws: dec(r, 13),
+            storage_gb_seconds: dec(r, 14),
+        },
+    })
+}
+
+fn parse_reason(s: &str) -> Result<GapReason> {
+    match s {
+        "too_long" => Ok(GapReason::TooLong),
+        "series_changed" => Ok(GapReason::SeriesChanged),
+        other => Err(corrupt("gaps.reason", other)),
+    }
+}
+
+// --- writing rollups and gaps ---------------------------------------------------------------------------------
+
+/// Upserts rollups (each with its GPU id) in one statement ([`ROLLUPS_WRITE`], prepared).
+async fn write_rollups(tx: &Transaction<'_>, s: &Statement, rows: &[(i64, Rollup)]) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let n = rows.len();
+    let (mut gpu, mut bucket, mut dep, mut tenant, mut model) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let (mut first, mut last, mut samples, mut est) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let mut q: [Vec<Decimal>; 6] = Default::default();
+    for (id, r) in rows {
+        gpu.push(*id);
+        bucket.push(r.key.bucket_start.0);
+        dep.push(r.key.deployment_id.as_str());
+        tenant.push(owner_uuid(r.key.owner)?);
+        model.push(r.key.model.as_str());
+        first.push(r.first_window_start.0);
+        last.push(r.last_window_start.0);
+        samples.push(to_i64(r.samples, "rollup samples")?);
+        est.push(to_i64(r.estimated_samples, "rollup estimated samples")?);
+        for (col, v) in q.iter_mut().zip([
+            r.q.gpu_seconds,
+            r.q.busy_gpu_seconds,
+            r.q.estimated_gpu_seconds,
+            r.q.memory_gb_seconds,
+            r.q.energy_ws,
+            r.q.storage_gb_seconds,
+        ]) {
+            col.push(v.normalize());
+        }
+    }
+    tx.execute(
+        s,
+        &[
+            &gpu, &bucket, &dep, &tenant, &model, &first, &last, &samples, &est, &q[0], &q[1],
+            &q[2], &q[3], &q[4], &q[5],
+        ],
+    )
+    .await
+    .ctx("write rollups")?;
+    Ok(())
+}
+
+/// Upserts gaps (each with its GPU id) in one statement ([`GAPS_WRITE`], prepared); a gap's tenant is the owner
+/// of the sample it follows.
+async fn write_gaps(tx: &Transaction<'_>, s: &Statement, rows: &[(i64, &Gap)]) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let gpu: Vec<i64> = rows.iter().map(|(id, _)| *id).collect();
+    let from: Vec<i64> = rows.iter().map(|(_, g)| g.from.0).collect();
+    let to: Vec<i64> = rows.iter().map(|(_, g)| g.to.0).collect();
+    let reason: Vec<&str> = rows.iter().map(|(_, g)| g.reason.as_str()).collect();
+    let dep: Vec<&str> = rows.iter().map(|(_, g)| g.deployment_id.as_str()).collect();
+    let node: Vec<&str> = rows.iter().map(|(_, g)| g.node.as_str()).collect();
+    tx.execute(
+        s,
+        &[&gpu, &from, &to, &reason, &dep, &node, &PLATFORM_TENANT],
+    )
+    .await
+    .ctx("write gaps")?;
+    Ok(())
+}
+
+/// The stored samples of a GPU whose terms can reach bucket `h`, oldest first.
+async fn context(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    cfg: &RollupConfig,
+    gpu_id: i64,
+    h: i64,
+) -> Result<Vec<Sample>> {
+    let (lo, hi) = rollups::context_range(cfg, h);
+    let s = st.get(tx, CONTEXT).await?;
+    let mut v = tx
+        .query(&s, &[&gpu_id, &lo, &hi])
+        .await
+        .ctx("read samples around an hour")?
+        .iter()
+        .map(|r| sample_of(r).map(|(_, s)| s))
+        .collect::<Result<Vec<_>>>()?;
+    v.sort_by_key(|s| s.end);
+    Ok(v)
+}
+
+/// Replaces the rollup and gap rows of bucket `h` of a GPU with what its raw samples give.
+async fn recompute(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    cfg: &RollupConfig,
+    gpu_id: i64,
+    h: i64,
+) -> Result<()> {
+    let samples = context(tx, st, cfg, gpu_id, h).await?;
+    let (cells, gaps) = rollups::bucket_terms(&samples, cfg, h);
+    let s = st.get(tx, BUCKET_CLEAR_ROLLUPS).await?;
+    tx.execute(&s, &[&gpu_id, &h])
+        .await
+        .ctx("clear a bucket's rollups")?;
+    let rows: Vec<(i64, Rollup)> = aggregate(cells).into_iter().map(|r| (gpu_id, r)).collect();
+    let s = st.get(tx, ROLLUPS_WRITE).await?;
+    write_rollups(tx, &s, &rows).await?;
+    let s = st.get(tx, BUCKET_CLEAR_GAPS).await?;
+    tx.execute(&s, &[&gpu_id, &h, &(h + cfg.bucket_ms)])
+        .await
+        .ctx("clear a bucket's gaps")?;
+    let rows: Vec<(i64, &Gap)> = gaps.iter().map(|g| (gpu_id, g)).collect();
+    let s = st.get(tx, GAPS_WRITE).await?;
+    write_gaps(tx, &s, &rows).await
+}
+
+// --- ingest ---------------------------------------------------------------------------------------------------
+
+/// Interns the batch's GPUs; returns uuid -> id. (Statements sent together are pipelined: they run in order on
+/// the server, without waiting for each answer in between.)
+async fn intern_gpus(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    uuids: &[&str],
+) -> Result<HashMap<String, i64>> {
+    let (intern, of) = (st.get(tx, GPUS_INTERN).await?, st.get(tx, GPUS_OF).await?);
+    let params: [&(dyn ToSql + Sync); 1] = [&uuids];
+    let (_, rows) = tokio::try_join!(tx.execute(&intern, &params), tx.query(&of, &params))
+        .ctx("intern gpus")?;
+    Ok(rows
+        .iter()
+        .map(|r| (r.get::<_, String>(1), r.get::<_, i64>(0)))
+        .collect())
+}
+
+/// Takes the advisory locks of these GPU ids, in ascending order.
+async fn lock(tx: &Transaction<'_>, st: &mut Stmts, ids: &mut [i64]) -> Result<()> {
+    ids.sort_unstable();
+    let s = st.get(tx, GPUS_LOCK).await?;
+    let ids: &[i64] = ids;
+    tx.execute(&s, &[&ids]).await.ctx("lock gpus")?;
+    Ok(())
+}
+
+/// Stored samples by (gpu id, end).
+async fn samples_at(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    keys: &BTreeSet<(i64, i64)>,
+) -> Result<HashMap<(i64, i64), Sample>> {
+    if keys.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let gpu: Vec<i64> = keys.iter().map(|k| k.0).collect();
+    let end: Vec<i64> = keys.iter().map(|k| k.1).collect();
+    let s = st.get(tx, SAMPLES_AT).await?;
+    tx.query(&s, &[&gpu, &end])
+        .await
+        .ctx("read samples")?
+        .iter()
+        .map(|r| sample_of(r).map(|(id, s)| ((id, s.end.0), s)))
+        .collect()
+}
+
+/// Columns of a series upsert: tenants; deployment, model, namespace, pod, node; first and last seen.
+type SeriesCols<'a> = (Vec<Uuid>, [Vec<&'a str>; 5], Vec<i64>, Vec<i64>);
+
+/// Columns of rollup keys: GPU id, bucket, deployment, tenant, model.
+type RollupKeyCols<'a> = (Vec<i64>, Vec<i64>, Vec<&'a str>, Vec<Uuid>, Vec<&'a str>);
+
+/// One late sample as looked up: (stored already, end of the stored sample before, end of the one after).
+type Lookup = (bool, Option<i64>, Option<i64>);
+
+/// Stores a batch and brings rollups and gaps up to date (see [`crate::rollups`]).
+pub async fn insert(
+    conn: &mut PgConn,
+    cfg: &RollupConfig,
+    batch: &[Sample],
+) -> Result<IngestOutcome> {
+    // A figure that cannot be stored exactly rejects the batch before anything is written.
+    let encoded = encode_batch(batch)?;
+    for e in &encoded {
+        owner_uuid(e.sample.owner)?;
+    }
+    let groups = rollups::per_gpu(&encoded, |e: &Encoded| &e.sample);
+    let uuids: Vec<&str> = groups
+        .iter()
+        .filter_map(|g| g.first().map(|e| e.sample.gpu_uuid.as_str()))
+        .collect();
+
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
+    let ids = intern_gpus(&tx, st, &uuids).await?;
+    let id_of = |uuid: &str| {
+        ids.get(uuid)
+            .copied()
+            .ok_or_else(|| StoreError::Internal(format!("ingest: unknown gpu {uuid}")))
+    };
+
+    // Lock the GPUs, then read everything the plan needs before writing anything.
+    let mut gpu_ids = uuids
+        .iter()
+        .map(|u| id_of(u))
+        .collect::<Result<Vec<i64>>>()?;
+    gpu_ids.sort_unstable();
+    let (lock, last) = (
+        st.get(&tx, GPUS_LOCK).await?,
+        st.get(&tx, LAST_SAMPLES).await?,
+    );
+    let params: [&(dyn ToSql + Sync); 1] = [&gpu_ids];
+    let (_, last_rows) = tokio::try_join!(tx.execute(&lock, &params), tx.query(&last, &params))
+        .ctx("lock gpus and read their latest samples")?;
+    let mut stored: HashMap<(i64, i64), Sample> = last_rows
+        .iter()
+        .map(|r| sample_of(r).map(|(id, s)| ((id, s.end.0), s)))
+        .collect::<Result<_>>()?;
+    let last_end: HashMap<i64, i64> = stored.keys().map(|(id, end)| (*id, *end)).collect();
+    let mut splits = Vec::with_capacity(groups.len());
+    for group in &groups {
+        let samples: Vec<&Sample> = group.iter().map(|e| &e.sample).collect();
+        let Some(first) = samples.first() else {
+            continue;
+        };
+        let id = id_of(&first.gpu_uuid)?;
+        let last = last_end.get(&id).copied();
+        splits.push((id, last, rollups::split(&samples, last.map(Timestamp))));
+    }
+    let (late_gpu, late_end): (Vec<i64>, Vec<i64>) = splits
+        .iter()
+        .flat_map(|(id, _, sp)| sp.late.iter().map(move |s| (*id, s.end.0)))
+        .unzip();
+    let mut lookups: HashMap<(i64, i64), Lookup> = HashMap::new();
+    if !late_gpu.is_empty() {
+        let s = st.get(&tx, LATE_LOOKUP).await?;
+        for r in tx
+            .query(&s, &[&late_gpu, &late_end])
+            .await
+            .ctx("look late samples up")?
+        {
+            lookups.insert((r.get(0), r.get(1)), (r.get(2), r.get(3), r.get(4)));
+        }
+    }
+    let mut wanted: BTreeSet<(i64, i64)> = BTreeSet::new();
+    for ((id, _), (is_stored, before, after)) in &lookups {
+        if !is_stored {
+            wanted.extend(before.map(|e| (*id, e)));
+            wanted.extend(after.map(|e| (*id, e)));
+        }
+    }
+    wanted.retain(|k| !stored.contains_key(k));
+    stored.extend(samples_at(&tx, st, &wanted).await?);
+    let find = |id: i64, end: Option<i64>| -> Result<Option<Sample>> {
+        end.map(|e| {
+            stored.get(&(id, e)).cloned().ok_or_else(|| {
+                StoreError::Internal(format!(
+                    "ingest: the stored sample ({id}, {e}) went missing"
+                ))
+            })
+        })
+        .transpose()
+    };
+
+    let mut plan = BatchPlan::default();
+    for (id, last, split) in &splits {
+        let mut late = Vec::with_capacity(split.late.len());
+        for &s in &split.late {
+            let (is_stored, before, after) =
+                lookups.get(&(*id, s.end.0)).copied().ok_or_else(|| {
+                    StoreError::Internal("ingest: a late sample was not looked up".into())
+                })?;
+            if is_stored {
+                continue; // already stored: the first received wins
+            }
+            late.push(Late {
+                sample: s,
+                before: find(*id, before)?,
+                after: find(*id, after)?,
+            });
+        }
+        let last = find(*id, *last)?;
+        plan.add_gpu(cfg, last.as_ref(), &split.appended, &late);
+    }
+
+    if !plan.rows.is_empty() {
+        // Series (a re-send alone never creates one), with the span the batch saw.
+        let seen = plan.seen();
+        let mut cols: SeriesCols<'_> = Default::default();
+        for (l, (first, last)) in &seen {
+            cols.0.push(owner_uuid(l.owner)?);
+            for (c, v) in
+                cols.1
+                    .iter_mut()
+                    .zip([&l.deployment_id, &l.model, &l.namespace, &l.pod, &l.node])
+            {
+                c.push(v.as_str());
+            }
+            cols.2.push(*first);
+            cols.3.push(*last);
+        }
+        let s = st.get(&tx, SERIES_UPSERT).await?;
+        let [dep, model, ns, pod, node] = &cols.1;
+        let series: HashMap<Labels, i64> = tx
+            .query(&s, &[&cols.0, dep, model, ns, pod, node, &cols.2, &cols.3])
+            .await
+            .ctx("write series")?
+            .iter()
+            .map(|r| {
+                (
+                    Labels {
+                        owner: owner_of(r.get(1)),
+                        deployment_id: r.get(2),
+                        model: r.get(3),
+                        namespace: r.get(4),
+                        pod: r.get(5),
+                        node: r.get(6),
+                    },
+                    r.get::<_, i64>(0),
+                )
+            })
+            .collect();
+
+        // Rows, all new by construction (the count written is checked), sent together with the read of the
+        // rollups that the appended samples' terms add to; then the merged rollups together with the gaps.
+        let n = plan.rows.len();
+        let mut ints: [Vec<i64>; 9] = Default::default();
+        let mut tenants: Vec<Uuid> = Vec::with_capacity(n);
+        for s in &plan.rows {
+            let f = Figures::encode(s)?;
+            let series_id = series
+                .get(&Labels::of(s))
+                .copied()
+                .ok_or_else(|| StoreError::Internal("ingest: a written series has no id".into()))?;
+            for (c, v) in ints.iter_mut().zip([
+                id_of(&s.gpu_uuid)?,
+                s.end.0,
+                series_id,
+                f.window_ms,
+                f.util_e6,
+                f.mem_e10,
+                f.power_e6,
+                f.storage_e6,
+                f.fraction_e6,
+            ]) {
+                c.push(v);
+            }
+            tenants.push(owner_uuid(s.owner)?);
+        }
+        let deltas = plan.deltas();
+        let mut keys: RollupKeyCols<'_> = Default::default();
+        for d in &deltas {
+            keys.0.push(id_of(&d.key.gpu_uuid)?);
+            keys.1.push(d.key.bucket_start.0);
+            keys.2.push(d.key.deployment_id.as_str());
+            keys.3.push(owner_uuid(d.key.owner)?);
+            keys.4.push(d.key.model.as_str());
+        }
+        let (insert, at) = (
+            st.get(&tx, SAMPLES_INSERT).await?,
+            st.get(&tx, ROLLUPS_AT).await?,
+        );
+        let [gpu, end, series_id, window, util, mem, power, storage, fraction] = &ints;
+        let rows = async {
+            match tx
+                .execute(
+                    &insert,
+                    &[
+                        gpu, end, &tenants, series_id, window, util, mem, power, storage, fraction,
+                    ],
+                )
+                .await
+            {
+                Err(e) if super::sqlstate(&e) == Some("23505") => Err(StoreError::Internal(
+                    "ingest: a sample planned as new was stored already: a concurrent writer?"
+                        .into(),
+                )),
+                other => other.ctx("insert samples"),
+            }
+        };
+        let current = async {
+            tx.query(&at, &[&keys.0, &keys.1, &keys.2, &keys.3, &keys.4])
+                .await
+                .ctx("read rollups")
+        };
+        let (written, current) = tokio::try_join!(rows, current)?;
+        if written != n as u64 {
+            return Err(StoreError::Internal(format!(
+                "ingest: {n} samples planned as new, {written} written: a concurrent writer?"
+            )));
+        }
+        let mut current: HashMap<RollupKey, Rollup> = current
+            .iter()
+            .map(|r| rollup_of(r).map(|r| (r.key.clone(), r)))
+            .collect::<Result<_>>()?;
+        let mut merged = Vec::with_capacity(deltas.len());
+        for d in deltas {
+            let id = id_of(&d.key.gpu_uuid)?;
+            let stored = current.remove(&d.key);
+            merged.push((id, rollups::merged(stored, d)));
+        }
+        let gaps = plan
+            .terms
+            .gaps
+            .iter()
+            .map(|g| Ok((id_of(&g.gpu_uuid)?, g)))
+            .collect::<Result<Vec<_>>>()?;
+        let (rw, gw) = (
+            st.get(&tx, ROLLUPS_WRITE).await?,
+            st.get(&tx, GAPS_WRITE).await?,
+        );
+        tokio::try_join!(
+            write_rollups(&tx, &rw, &merged),
+            write_gaps(&tx, &gw, &gaps)
+        )?;
+    }
+
+    // Slow-path buckets: recomputed after the fast-path terms, which they include.
+    let frozen = if plan.dirty.is_empty() {
+        None
+    } else {
+        frozen_before(&tx, st, cfg).await?
+    };
+    let mut skipped = 0u64;
+    for (uuid, hours) in &plan.dirty {
+        let id = id_of(uuid)?;
+        for &h in hours {
+            if frozen.is_some_and(|f| h < f) {
+                skipped += 1;
+                continue;
+            }
+            recompute(&tx, st, cfg, id, h).await?;
+        }
+    }
+    if skipped > 0 {
+        tracing::warn!(buckets = skipped, "late samples fell in GPU-hours whose raw samples were pruned: their rollups were kept as they were");
+    }
+    tx.commit().await.ctx("commit ingest")?;
+    let inserted = plan.rows.len() as u64;
+    Ok(IngestOutcome {
+        inserted,
+        duplicates: batch.len() as u64 - inserted,
+    })
+}
+
+// --- reads ----------------------------------------------------------------------------------------------------
+
+/// Rollups of buckets in `[from, to)`, exact buckets as raw cells, and the gaps that touch the period, from one
+/// snapshot.
+pub async fn usage_for(
+    conn: &mut PgConn,
+    cfg: &RollupConfig,
+    from: Timestamp,
+    to: Timestamp,
+    exact: &[Timestamp],
+) -> Result<UsageRead> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
+    let frozen = frozen_before(&tx, st, cfg).await?;
+    let exact = rollups::exact_buckets(exact, from, to, frozen, cfg);
+
+    let s = st.get(&tx, ROLLUPS_IN).await?;
+    let mut found = Vec::new();
+    for row in tx.query(&s, &[&from.0, &to.0]).await.ctx("read rollups")? {
+        let r = rollup_of(&row)?;
+        if !exact.contains(&r.key.bucket_start.0) {
+            found.push(r);
+        }
+    }
+    for &h in &exact {
+        // A GPU has cells in a bucket exactly when it has rollup rows there.
+        let s = st.get(&tx, GPUS_OF_BUCKET).await?;
+        let gpus: Vec<i64> = tx
+            .query(&s, &[&h])
+            .await
+            .ctx("read the gpus of a bucket")?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        for gpu_id in gpus {
+            let samples = context(&tx, st, cfg, gpu_id, h).await?;
+            found.extend(rollups::bucket_terms(&samples, cfg, h).0);
+        }
+    }
+    rollups::sort_for_read(&mut found);
+
+    let s = st.get(&tx, GAPS_IN).await?;
+    let mut gaps = tx
+        .query(&s, &[&from.0, &to.0])
+        .await
+        .ctx("read gaps")?
+        .iter()
+        .map(|r| {
+            Ok(Gap {
+                gpu_uuid: r.get(0),
+                node: r.get(1),
+                deployment_id: r.get(2),
+                from: Timestamp(r.get(3)),
+                to: Timestamp(r.get(4)),
+                reason: parse_reason(r.get(5))?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    gaps.sort();
+    tx.commit().await.ctx("end read")?;
+    Ok(UsageRead {
+        rollups: found,
+        gaps,
+    })
+}
+
+/// Deletes raw samples that ended before `before`, except the latest sample of each GPU; records the horizon.
+pub async fn prune(conn: &mut PgConn, before: Timestamp) -> Result<u64> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
+    let s = st.get(&tx, GPUS_ALL).await?;
+    let mut gpus: Vec<i64> = tx
+        .query(&s, &[])
+        .await
+        .ctx("read gpus")?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    lock(&tx, st, &mut gpus).await?;
+    let s = st.get(&tx, LAST_ENDS).await?;
+    let (ids, cutoffs): (Vec<i64>, Vec<i64>) = tx
+        .query(&s, &[&gpus])
+        .await
+        .ctx("read the latest samples")?
+        .iter()
+        .filter_map(|r| {
+            r.get::<_, Option<i64>>(1)
+                .map(|last| (r.get::<_, i64>(0), rollups::prune_cutoff(before, last)))
+        })
+        .unzip();
+    let s = st.get(&tx, PRUNE).await?;
+    let deleted = tx
+        .execute(&s, &[&ids, &cutoffs])
+        .await
+        .ctx("delete samples")?;
+    let horizon = rollups::pruned_horizon(meta_get(&tx, st, PRUNED_BEFORE).await?, before);
+    meta_set(&tx, st, PRUNED_BEFORE, horizon).await?;
+    tx.commit().await.ctx("commit prune")?;
+    Ok(deleted)
+}
+
+/// Deployments seen in samples: the namespace and model of the series seen last.
+pub async fn deployments_seen(conn: &mut PgConn) -> Result<Vec<DeploymentSeen>> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
+    let s = st.get(&tx, SERIES_SEEN).await?;
+    let rows: Vec<rollups::SeriesSeen> = tx
+        .query(&s, &[])
+        .await
+        .ctx("read series")?
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4)))
+        .collect();
+    tx.commit().await.ctx("end read")?;
+    Ok(rollups::deployments_seen(rows))
+}

@@ -1,0 +1,283 @@
+//! The PostgreSQL schema `eai`, as embedded migrations run by the owner role (the user of `EAI_DATABASE_URL`).
+//! `eai.schema_version` holds the number of migrations applied; [`migrate`] applies the missing ones in one
+//! transaction under an advisory lock (so that two processes starting together migrate once), and refuses a
+//! database written by a newer binary. A migration, once released, is never edited: changes are new entries at
+//! the end of [`MIGRATIONS`].
+//!
+//! Row level security: every tenant table has `tenant_id uuid NOT NULL` (the owner tenant, or
+//! [`super::PLATFORM_TENANT`] for a platform row) and two permissive policies, `tenant_rows` (the row's tenant is
+//! `app.tenant_id`) and `platform_rows` (`app.platform = 'on'`, set only by the platform code path), with `ENABLE`
+//! and `FORCE ROW LEVEL SECURITY`, so that the owner is bound too. The service role [`super::SERVICE_ROLE`] is
+//! created `NOLOGIN NOBYPASSRLS` and granted only what the store does: audit events and API keys are
+//! append-only for it, a policy's pricing cannot be updated (only `effective_to_ms`).
+
+use tokio_postgres::Client;
+
+use super::Ctx;
+use crate::{Result, StoreError};
+
+/// Serializes migrations of one database (advisory locks are per database).
+const MIGRATION_LOCK: i64 = 0x6561_695f_6d69_6772; // "eai_migr"
+
+/// 1: everything, with row level security and the service role's grants.
+const V1: &str = r#"
+-- Settings the database is built with (bucket_ms, max_gap_ms), and bookkeeping (raw_pruned_before_ms).
+-- Platform-wide, no tenant.
+CREATE TABLE eai.meta (
+    key   text PRIMARY KEY,
+    value bigint NOT NULL
+);
+
+-- Interned GPUs (or MIG slices): hardware, platform-wide, no tenant.
+CREATE TABLE eai.gpus (
+    id   bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    uuid text NOT NULL UNIQUE
+);
+
+-- Interned slowly changing labels of samples. tenant_id: the owner of a dedicated deployment, or the platform
+-- tenant for a shared one. first_seen_ms / last_seen_ms: the earliest and latest window end stored.
+CREATE TABLE eai.series (
+    id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    tenant_id     uuid NOT NULL,
+    deployment_id text NOT NULL,
+    model         text NOT NULL,
+    namespace     text NOT NULL,
+    pod           text NOT NULL,
+    node          text NOT NULL,
+    first_seen_ms bigint NOT NULL,
+    last_seen_ms  bigint NOT NULL,
+    UNIQUE (deployment_id, tenant_id, model, namespace, pod, node)
+);
+
+-- Raw samples: figures as exact scaled integers (utilization, power, storage and fraction x 10^6, memory
+-- x 10^10). Identified by (gpu, end of window): the first received wins. tenant_id: the series' owner.
+-- No foreign keys on the hottest table (they tripled the cost of a row): the ingest transaction interns the
+-- GPU and the series a row names, and neither is ever deleted.
+CREATE TABLE eai.gpu_samples (
+    gpu_id      bigint NOT NULL,
+    end_ms      bigint NOT NULL,
+    tenant_id   uuid NOT NULL,
+    series_id   bigint NOT NULL,
+    window_ms   bigint NOT NULL,
+    util_e6     bigint NOT NULL,
+    mem_e10     bigint NOT NULL,
+    power_e6    bigint NOT NULL,
+    storage_e6  bigint NOT NULL,
+    fraction_e6 bigint NOT NULL,
+    PRIMARY KEY (gpu_id, end_ms)
+);
+
+-- Sums of one GPU series in one bucket (eai_engine::rollup::Rollup), exact numerics. tenant_id: the owner.
+CREATE TABLE eai.rollups (
+    gpu_id                bigint NOT NULL REFERENCES eai.gpus (id),
+    bucket_ms             bigint NOT NULL,
+    deployment_id         text NOT NULL,
+    tenant_id             uuid NOT NULL,
+    model                 text NOT NULL,
+    first_window_start_ms bigint NOT NULL,
+    last_window_start_ms  bigint NOT NULL,
+    samples               bigint NOT NULL,
+    estimated_samples     bigint NOT NULL,
+    gpu_seconds           numeric NOT NULL,
+    busy_gpu_seconds      numeric NOT NULL,
+    estimated_gpu_seconds numeric NOT NULL,
+    memory_gb_seconds     numeric NOT NULL,
+    energy_ws             numeric NOT NULL,
+    storage_gb_seconds    numeric NOT NULL,
+    PRIMARY KEY (gpu_id, bucket_ms, deployment_id, tenant_id, model)
+);
+CREATE INDEX rollups_by_bucket ON eai.rollups (bucket_ms);
+
+-- Missing spans left unfilled (eai_engine::report::Gap); a gap belongs to the bucket holding its from_ms.
+-- tenant_id: the owner of the sample the gap follows.
+CREATE TABLE eai.gaps (
+    gpu_id        bigint NOT NULL REFERENCES eai.gpus (id),
+    from_ms       bigint NOT NULL,
+    to_ms         bigint NOT NULL,
+    reason        text NOT NULL,
+    deployment_id text NOT NULL,
+    node          text NOT NULL,
+    tenant_id     uuid NOT NULL,
+    PRIMARY KEY (gpu_id, from_ms)
+);
+CREATE INDEX gaps_by_end ON eai.gaps (to_ms);
+
+-- body: the event as contract JSON (usage-event.schema.json), decimals as strings.
+CREATE TABLE eai.usage_events (
+    event_id       uuid PRIMARY KEY,
+    tenant_id      uuid NOT NULL,
+    occurred_at_ms bigint NOT NULL,
+    deployment_id  text,
+    body           jsonb NOT NULL
+);
+CREATE INDEX usage_events_by_time ON eai.usage_events (occurred_at_ms);
+CREATE INDEX usage_events_by_tenant ON eai.usage_events (tenant_id, occurred_at_ms);
+
+-- Platform-wide configuration, no tenant. body: the pricing terms (never edited); closing a policy sets
+-- effective_to_ms, the only column the service role may update.
+CREATE TABLE eai.allocation_policies (
+    seq               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    body              jsonb NOT NULL,
+    effective_from_ms bigint NOT NULL,
+    effective_to_ms   bigint,
+    created_at_ms     bigint NOT NULL
+);
+
+-- hash: hex SHA-256 of the key text; the key itself is never stored. tenant_id: the key's tenant, or the
+-- platform tenant for a platform key.
+CREATE TABLE eai.api_keys (
+    seq           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    hash          text NOT NULL UNIQUE,
+    role          text NOT NULL,
+    tenant_id     uuid NOT NULL,
+    name          text,
+    created_at_ms bigint NOT NULL,
+    revoked       boolean NOT NULL DEFAULT false
+);
+
+-- The hash chain. body: the draft as canonical JSON text, the very bytes hashed (text, not jsonb, which would
+-- rewrite them). tenant_id: the draft's tenant, or the platform tenant.
+CREATE TABLE eai.audit_events (
+    seq       bigint PRIMARY KEY,
+    prev_hash text NOT NULL,
+    hash      text NOT NULL,
+    tenant_id uuid NOT NULL,
+    body      text NOT NULL
+);
+CREATE INDEX audit_events_by_tenant ON eai.audit_events (tenant_id, seq);
+
+-- Row level security on every tenant table. NULLIF: once a transaction-local setting has been used on a
+-- connection, it reads '' (not NULL) afterwards, and ''::uuid would be an error rather than "no tenant".
+DO $$
+DECLARE t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['series', 'gpu_samples', 'rollups', 'gaps', 'usage_events', 'api_keys', 'audit_events']
+    LOOP
+        EXECUTE format('ALTER TABLE eai.%I ENABLE ROW LEVEL SECURITY', t);
+        EXECUTE format('ALTER TABLE eai.%I FORCE ROW LEVEL SECURITY', t);
+        EXECUTE format(
+            'CREATE POLICY tenant_rows ON eai.%I '
+            'USING (tenant_id = NULLIF(current_setting(''app.tenant_id'', true), '''')::uuid) '
+            'WITH CHECK (tenant_id = NULLIF(current_setting(''app.tenant_id'', true), '''')::uuid)', t);
+        EXECUTE format(
+            'CREATE POLICY platform_rows ON eai.%I '
+            'USING (current_setting(''app.platform'', true) = ''on'') '
+            'WITH CHECK (current_setting(''app.platform'', true) = ''on'')', t);
+    END LOOP;
+END $$;
+
+-- The service role: only what the store does.
+GRANT USAGE ON SCHEMA eai TO eai_app;
+GRANT SELECT ON eai.schema_version TO eai_app;
+GRANT SELECT, INSERT, UPDATE ON eai.meta TO eai_app;
+GRANT SELECT, INSERT ON eai.gpus TO eai_app;
+GRANT SELECT, INSERT, UPDATE ON eai.series TO eai_app;
+GRANT SELECT, INSERT, DELETE ON eai.gpu_samples TO eai_app;
+GRANT SELECT, INSERT, UPDATE, DELETE ON eai.rollups, eai.gaps TO eai_app;
+GRANT SELECT, INSERT, UPDATE ON eai.usage_events TO eai_app;
+GRANT SELECT, INSERT ON eai.allocation_policies TO eai_app;
+GRANT UPDATE (effective_to_ms) ON eai.allocation_policies TO eai_app;
+GRANT SELECT, INSERT ON eai.api_keys TO eai_app;
+GRANT UPDATE (revoked) ON eai.api_keys TO eai_app;
+GRANT SELECT, INSERT ON eai.audit_events TO eai_app;
+"#;
+
+/// Every migration, in order. `schema_version` = how many have been applied.
+pub const MIGRATIONS: &[&str] = &[V1];
+
+/// The schema version this binary writes.
+pub fn latest() -> u32 {
+    u32::try_from(MIGRATIONS.len()).unwrap_or(u32::MAX)
+}
+
+/// The service role, created once per cluster (roles are cluster-wide; two databases migrating at the same
+/// time may both try: the loser's error is swallowed), and made a role the owner may `SET ROLE` to.
+const SERVICE_ROLE_SQL: &str = r#"
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'eai_app') THEN
+        BEGIN
+            CREATE ROLE eai_app NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE NOINHERIT;
+        EXCEPTION WHEN duplicate_object OR unique_violation THEN
+            NULL;
+        END;
+    END IF;
+    IF NOT pg_has_role(current_user, 'eai_app', 'MEMBER') THEN
+        EXECUTE format('GRANT eai_app TO %I', current_user);
+    END IF;
+END $$;
+"#;
+
+/// The schema version of the database, without creating anything (`None`: not migrated yet).
+async fn current_version(client: &Client) -> Result<Option<u32>> {
+    let exists: bool = client
+        .query_one("SELECT to_regclass('eai.schema_version') IS NOT NULL", &[])
+        .await
+        .ctx("look for schema eai")?
+        .get(0);
+    if !exists {
+        return Ok(None);
+    }
+    let v: Option<i32> = client
+        .query_one("SELECT MAX(version) FROM eai.schema_version", &[])
+        .await
+        .ctx("read schema_version")?
+        .get(0);
+    v.map(|v| {
+        u32::try_from(v).map_err(|_| StoreError::Internal(format!("corrupt schema_version {v}")))
+    })
+    .transpose()
+}
+
+/// Applies the missing migrations; returns the schema version. Runs on a connection of the owner role. A
+/// database already at this binary's version is left untouched, so a user that is only a member of the service
+/// role (no DDL rights) can open a database an owner migrated.
+pub async fn migrate(client: &mut Client) -> Result<u32> {
+    if current_version(client).await? == Some(latest()) {
+        return Ok(latest());
+    }
+    client
+        .batch_execute(SERVICE_ROLE_SQL)
+        .await
+        .ctx("create the service role eai_app (the database user needs CREATEROLE, or create it beforehand)")?;
+    let tx = client.transaction().await.ctx("begin migration")?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .ctx("take the migration lock")?;
+    tx.batch_execute(
+        "CREATE SCHEMA IF NOT EXISTS eai; \
+         CREATE TABLE IF NOT EXISTS eai.schema_version (version integer NOT NULL)",
+    )
+    .await
+    .ctx("create schema eai")?;
+    let current: Option<i32> = tx
+        .query_one("SELECT MAX(version) FROM eai.schema_version", &[])
+        .await
+        .ctx("read schema_version")?
+        .get(0);
+    let current = u32::try_from(current.unwrap_or(0))
+        .map_err(|_| StoreError::Internal(format!("corrupt schema_version {current:?}")))?;
+    if current > latest() {
+        return Err(StoreError::Internal(format!(
+            "the database has schema version {current}, newer than this binary's {}: upgrade eai-gpu",
+            latest()
+        )));
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        let v = i + 1;
+        tx.batch_execute(sql).await.ctx(&format!("migration {v}"))?;
+        let v32 = i32::try_from(v).unwrap_or(i32::MAX);
+        tx.execute("DELETE FROM eai.schema_version", &[])
+            .await
+            .ctx("update schema_version")?;
+        tx.execute(
+            "INSERT INTO eai.schema_version (version) VALUES ($1)",
+            &[&v32],
+        )
+        .await
+        .ctx("update schema_version")?;
+        tracing::info!(version = v, "postgres schema migrated");
+    }
+    tx.commit().await.ctx("commit migrations")?;
+    Ok(latest().max(current))
+}

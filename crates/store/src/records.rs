@@ -1,0 +1,276 @@
+//! Records whatever the backend: usage events and policies as the JSON bodies both backends store, and the
+//! rules of records that the [`crate::Store`] trait leaves to the store, settled once here:
+//!
+//! - A usage event is stored as its contract JSON (decimals as strings). Re-sending an `event_id` replaces the
+//!   stored event, but only within the same tenant: an `event_id` that already belongs to another tenant
+//!   rejects the whole batch with [`StoreError::Conflict`] ([`event_of_another_tenant`]).
+//! - A policy's pricing terms are a JSON body written once; its effective dates are columns. Superseding policy
+//!   `p` at `at` needs `p.effective_from < at` and `p` still open at `at` (no `effective_to`, or one after
+//!   `at`): closing a policy at or before its start would leave it empty, and moving an end later would edit
+//!   history ([`check_supersede`]). Anything else is a [`StoreError::Conflict`]; an unknown id is
+//!   [`StoreError::NotFound`]. The replacement is stored as given, in the same transaction.
+//! - An API key hash is unique: storing it twice is a [`StoreError::Conflict`]. `api_key_count` counts every key,
+//!   revoked ones included. Ids are `key_<seq>` and `alp_<seq>`.
+//! - The audit body is the draft's canonical JSON ([`crate::audit::canonical_json`]), the very bytes hashed.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use eai_engine::domain::{
+    IdleCapacity, ModelRef, NonNegative, Policy, PolicySpec, Pue, TenantId, UsageEvent,
+};
+use eai_engine::money::Currency;
+use eai_engine::policy::Glob;
+use eai_engine::time::Timestamp;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::codec::{corrupt, dec_parse};
+use crate::{Result, StoreError};
+
+// --- usage events ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Serialize, Deserialize)]
+struct ModelBody {
+    provider: String,
+    name: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct CostBody {
+    amount: String,
+    currency: String,
+}
+
+/// A usage event as contract JSON (usage-event.schema.json 1.0).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct EventBody {
+    event_id: String,
+    schema_version: String,
+    tenant_id: String,
+    usage_type: String,
+    source: String,
+    occurred_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    deployment_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model: Option<ModelBody>,
+    units: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cost: Option<CostBody>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    allocation_policy_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    project: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    run_id: Option<String>,
+}
+
+impl EventBody {
+    pub fn of(e: &UsageEvent) -> Self {
+        EventBody {
+            event_id: e.event_id.hyphenated().to_string(),
+            schema_version: "1.0".into(),
+            tenant_id: e.tenant_id.to_string(),
+            usage_type: e.usage_type.clone(),
+            source: e.source.clone(),
+            occurred_at: e.occurred_at.to_string(),
+            deployment_id: e.deployment_id.clone(),
+            model: e.model.as_ref().map(|m| ModelBody {
+                provider: m.provider.clone(),
+                name: m.name.clone(),
+            }),
+            units: e
+                .units
+                .iter()
+                .map(|(k, v)| (k.clone(), v.get().to_string()))
+                .collect(),
+            cost: e.cost.map(|(a, c)| CostBody {
+                amount: a.get().to_string(),
+                currency: c.to_string(),
+            }),
+            allocation_policy_id: e.allocation_policy_id.clone(),
+            project: e.project.clone(),
+            agent_id: e.agent_id.clone(),
+            run_id: e.run_id.clone(),
+        }
+    }
+
+    pub fn into_event(self) -> Result<UsageEvent> {
+        let w = "usage_events.body";
+        let nn = |s: &str| {
+            dec_parse(s, w).and_then(|d| NonNegative::new(d).ok_or_else(|| corrupt(w, s)))
+        };
+        let units = self
+            .units
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), nn(v)?)))
+            .collect::<Result<BTreeMap<_, _>>>()?;
+        let cost = match &self.cost {
+            Some(c) => Some((
+                nn(&c.amount)?,
+                Currency::from_str(&c.currency).map_err(|_| corrupt(w, &c.currency))?,
+            )),
+            None => None,
+        };
+        Ok(UsageEvent {
+            event_id: Uuid::parse_str(&self.event_id).map_err(|_| corrupt(w, &self.event_id))?,
+            tenant_id: TenantId::from_str(&self.tenant_id)
+                .map_err(|_| corrupt(w, &self.tenant_id))?,
+            usage_type: self.usage_type,
+            source: self.source,
+            occurred_at: Timestamp::parse_rfc3339(&self.occurred_at)
+                .map_err(|_| corrupt(w, &self.occurred_at))?,
+            deployment_id: self.deployment_id,
+            model: self.model.map(|m| ModelRef {
+                provider: m.provider,
+                name: m.name,
+            }),
+            units,
+            cost,
+            allocation_policy_id: self.allocation_policy_id,
+            project: self.project,
+            agent_id: self.agent_id,
+            run_id: self.run_id,
+        })
+    }
+}
+
+pub fn to_json<T: Serialize>(v: &T, what: &str) -> Result<String> {
+    serde_json::to_string(v).map_err(|e| StoreError::Internal(format!("serialize {what}: {e}")))
+}
+
+pub fn from_json<'a, T: Deserialize<'a>>(s: &'a str, what: &str) -> Result<T> {
+    serde_json::from_str(s).map_err(|e| StoreError::Internal(format!("corrupt {what}: {e}")))
+}
+
+/// The event as its stored JSON body.
+pub fn event_json(e: &UsageEvent) -> Result<String> {
+    to_json(&EventBody::of(e), "usage event")
+}
+
+/// A stored JSON body back as an event.
+pub fn event_parse(body: &str) -> Result<UsageEvent> {
+    from_json::<EventBody>(body, "usage event")?.into_event()
+}
+
+/// The refusal of a batch holding an `event_id` that already belongs to another tenant.
+pub fn event_of_another_tenant(event_id: &Uuid) -> StoreError {
+    StoreError::Conflict(format!(
+        "usage event {} already belongs to another tenant",
+        event_id.hyphenated()
+    ))
+}
+
+// --- allocation policies --------------------------------------------------------------------------------------
+
+/// The pricing terms of a policy (its effective dates are columns).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PolicyBody {
+    name: String,
+    deployment_pattern: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    gpu_model: Option<String>,
+    currency: String,
+    gpu_hourly_cost: String,
+    overhead_pct: String,
+    energy_kwh_price: String,
+    pue: String,
+    storage_gb_month_price: String,
+    idle_capacity: String,
+    enabled: bool,
+}
+
+impl PolicyBody {
+    pub fn of(s: &PolicySpec) -> Self {
+        PolicyBody {
+            name: s.name.clone(),
+            deployment_pattern: s.deployment_pattern.as_str().to_string(),
+            gpu_model: s.gpu_model.clone(),
+            currency: s.currency.to_string(),
+            gpu_hourly_cost: s.gpu_hourly_cost.get().to_string(),
+            overhead_pct: s.overhead_pct.get().to_string(),
+            energy_kwh_price: s.energy_kwh_price.get().to_string(),
+            pue: s.pue.get().to_string(),
+            storage_gb_month_price: s.storage_gb_month_price.get().to_string(),
+            idle_capacity: s.idle_capacity.as_str().to_string(),
+            enabled: s.enabled,
+        }
+    }
+
+    pub fn into_spec(self, from: i64, to: Option<i64>) -> Result<PolicySpec> {
+        let w = "allocation_policies.body";
+        let nn = |s: &str| {
+            dec_parse(s, w).and_then(|d| NonNegative::new(d).ok_or_else(|| corrupt(w, s)))
+        };
+        Ok(PolicySpec {
+            deployment_pattern: Glob::new(&self.deployment_pattern)
+                .ok_or_else(|| corrupt(w, &self.deployment_pattern))?,
+            currency: Currency::from_str(&self.currency).map_err(|_| corrupt(w, &self.currency))?,
+            gpu_hourly_cost: nn(&self.gpu_hourly_cost)?,
+            overhead_pct: nn(&self.overhead_pct)?,
+            energy_kwh_price: nn(&self.energy_kwh_price)?,
+            pue: dec_parse(&self.pue, w)
+                .and_then(|d| Pue::new(d).ok_or_else(|| corrupt(w, &self.pue)))?,
+            storage_gb_month_price: nn(&self.storage_gb_month_price)?,
+            idle_capacity: IdleCapacity::from_str(&self.idle_capacity)
+                .map_err(|_| corrupt(w, &self.idle_capacity))?,
+            enabled: self.enabled,
+            name: self.name,
+            gpu_model: self.gpu_model,
+            effective_from: Timestamp(from),
+            effective_to: to.map(Timestamp),
+        })
+    }
+}
+
+/// The pricing terms of a policy as its stored JSON body.
+pub fn policy_json(spec: &PolicySpec) -> Result<String> {
+    to_json(&PolicyBody::of(spec), "policy")
+}
+
+/// A stored policy row back as a policy.
+pub fn policy_parse(seq: i64, body: &str, from: i64, to: Option<i64>) -> Result<Policy> {
+    let spec = from_json::<PolicyBody>(body, "policy")?.into_spec(from, to)?;
+    let seq = u64::try_from(seq).map_err(|_| corrupt("allocation_policies.seq", seq))?;
+    Ok(Policy::new(seq, spec))
+}
+
+/// The sequence number in a policy id (`alp_<seq>`), or `NotFound`.
+pub fn policy_seq(id: &str) -> Result<i64> {
+    id.strip_prefix("alp_")
+        .and_then(|n| n.parse::<i64>().ok())
+        .ok_or_else(|| StoreError::NotFound(format!("allocation policy {id}")))
+}
+
+/// Whether policy `old` (id `id`) may be closed at `at`: after its start, while it is still open.
+pub fn check_supersede(old: &Policy, id: &str, at: Timestamp) -> Result<()> {
+    if at <= old.spec.effective_from {
+        return Err(StoreError::Conflict(format!(
+            "policy {id} starts at {}: it cannot be closed at {at}, at or before its start",
+            old.spec.effective_from
+        )));
+    }
+    if let Some(to) = old.spec.effective_to {
+        if to <= at {
+            return Err(StoreError::Conflict(format!(
+                "policy {id} is already closed since {to}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+// --- API keys -------------------------------------------------------------------------------------------------
+
+/// The public id of the API key stored with sequence number `seq`.
+pub fn key_id(seq: i64) -> String {
+    format!("key_{seq}")
+}
+
+/// The refusal of a second key with the same hash.
+pub fn duplicate_key() -> StoreError {
+    StoreError::Conflict("an API key with this hash already exists".into())
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Prints the suite's one table from the key=value results of scripts/bench.sh."""
+import re, sys
+
+vals = {}
+for line in open(sys.argv[1]):
+    if "=" in line:
+        k, v = line.strip().split("=", 1)
+        vals[k] = v
+engine = open(sys.argv[2]).read() if len(sys.argv) > 2 else ""
+
+def g(k, unit=""):
+    v = vals.get(k)
+    return f"{v}{unit}" if v is not None else "-"
+
+def ratio(a, b):
+    try:
+        return f"{float(vals[a]) / float(vals[b]):.2f}"
+    except (KeyError, ValueError, ZeroDivisionError):
+        return "-"
+
+rows = []
+for b in ("sqlite", "postgres"):
+    if f"{b}.ingest_samples_per_second" not in vals:
+        continue
+    ref = "reference_naive_insert_rows_per_second" if b == "sqlite" else "reference_copy_rows_per_second"
+    rows.append((f"{b}: ingest over HTTP, durable + deduplicated", g(f"{b}.ingest_samples_per_second", " samples/s"),
+                 f"{ratio(f'{b}.ingest_samples_per_second', f'{b}.{ref}')} x {ref.replace('reference_', '').replace('_rows_per_second', '')} ({g(f'{b}.{ref}', ' rows/s')})"))
+    rows.append((f"{b}: ingest vs serde_json parse of the same bodies", g(f"{b}.reference_serde_json_parse_samples_per_second", " samples/s"),
+                 ratio(f"{b}.ingest_samples_per_second", f"{b}.reference_serde_json_parse_samples_per_second")))
+    for d in ("1", "7", "30"):
+        rows.append((f"{b}: allocation, 1,000 GPUs, {d} day(s): p50 / p99",
+                     f"{g(f'{b}.g1000.d{d}.allocation_p50_ms', ' ms')} / {g(f'{b}.g1000.d{d}.allocation_p99_ms', ' ms')}", ""))
+    for k, v in vals.items():
+        m = re.match(rf"{b}\.g(\d+)\.d30\.allocation_p50_ms", k)
+        if m and m.group(1) != "1000":
+            n = m.group(1)
+            rows.append((f"{b}: allocation, {n} GPUs, 30 days: p50 / p99", f"{v} ms / {g(f'{b}.g{n}.d30.allocation_p99_ms', ' ms')}", ""))
+    rows.append((f"{b}: mixed load, ingest p99 / allocation p99", f"{g(f'{b}.mixed_ingest_p99_ms', ' ms')} / {g(f'{b}.mixed_allocation_p99_ms', ' ms')}",
+                 f"{g(f'{b}.mixed_samples_per_second')} samples/s for {g(f'{b}.mixed_seconds')} s, errors {g(f'{b}.mixed_errors')}, "
+                 f"RSS {g(f'{b}.mixed_server_rss_mib_first')} -> {g(f'{b}.mixed_server_rss_mib_last')} MiB (max {g(f'{b}.mixed_server_rss_mib_max')})"))
+if "sqlite.store_file_bytes_per_sample" in vals:
+    rows.append(("sqlite: bytes per raw sample (whole file / table)", f"{g('sqlite.store_file_bytes_per_sample')} / {g('sqlite.store_raw_table_bytes_per_sample')}", "target <= 60"))
+    rows.append(("sqlite: bytes per rollup (one GPU-hour)", g("sqlite.store_rollup_bytes_per_rollup"), f"{g('sqlite.store_rollups')} rollups"))
+m = re.search(r"allocate a month from rollups: min / p50 / max of 7 \| ([^|]+)\|", engine)
+r = re.search(r"ratio allocate / reference \(p50\) \| ([^|]+)\|", engine)
+if m:
+    rows.append(("engine: a month of 1,000 GPUs from rollups (min / p50 / max)", m.group(1).strip(), f"{r.group(1).strip()} the decimal-sum reference" if r else ""))
+
+w = [max(len(x[i]) for x in rows + [("figure", "value", "reference / note")]) for i in range(3)]
+print(f"| {'figure'.ljust(w[0])} | {'value'.ljust(w[1])} | {'reference / note'.ljust(w[2])} |")
+print(f"|{'-' * (w[0] + 2)}|{'-' * (w[1] + 2)}|{'-' * (w[2] + 2)}|")
+for a, b, c in rows:
+    print(f"| {a.ljust(w[0])} | {b.ljust(w[1])} | {c.ljust(w[2])} |")
