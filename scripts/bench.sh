@@ -12,6 +12,7 @@ QUICK=${QUICK:-0}
 BACKENDS=${BACKENDS:-"sqlite postgres"}
 PG_URL=${EAI_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 if [ "$QUICK" = 1 ]; then INGEST=400000; MIXED_S=60; BIG=2000; else INGEST=2000000; MIXED_S=600; BIG=5000; fi
+MIXED_S=${MIXED_SECONDS:-$MIXED_S}
 
 cargo build --release -q -p eai-gpu
 bin="${CARGO_TARGET_DIR:-target}/release/eai-gpu"
@@ -53,7 +54,7 @@ cargo bench -q -p eai-engine --bench allocate 2>/dev/null | tee "$work/engine.tx
 for backend in $BACKENDS; do
   echo "== $backend: ingest over HTTP"
   start "$backend" "ingest_$backend"
-  bench ingest --samples "$INGEST" --batch 5000 --concurrency 4 --csv "$work/rows.csv" | tee /dev/stderr | record "$backend"
+  bench ingest --samples "$INGEST" --batch 5000 --concurrency 4 --csv "$work/rows.csv" | record "$backend"
   stop
   if [ "$backend" = sqlite ]; then
     f="$work/ingest_sqlite/eai-gpu.db"

@@ -16,6 +16,8 @@ command -v curl >/dev/null || need_pkgs+=(curl)
 # The portal's browser tests (crates/api/tests/http/portal.rs) drive headless Chromium through chromedriver.
 [ -x /usr/bin/chromium ] || need_pkgs+=(chromium)
 [ -x /usr/bin/chromedriver ] || need_pkgs+=(chromium-driver)
+# The ClickHouse replica's tests start a real ClickHouse server as a plain process (fail loudly without it).
+[ -x /usr/sbin/clickhouse-server ] || need_pkgs+=(clickhouse-server)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
   if [ "$(id -u)" -ne 0 ]; then echo "need root to apt-get install ${need_pkgs[*]}" >&2; exit 1; fi

@@ -1,6 +1,12 @@
 //! The allocation of a period, computed from a store: policies, the rollups (raw cells for the hours in
 //! which a policy starts or ends off the hour), the gaps and every tenant's usage, through the engine. Used by
-//! `GET /v1/finops/gpu/allocation` and by the allocation batch.
+//! `GET /v1/finops/gpu/allocation` (always from the primary: it shows what was ingested a second ago) and by
+//! the allocation batch, which reads from the [`Source`] `EAI_ALLOCATION_SOURCE` names.
+//!
+//! From ClickHouse: rollups, gaps and usage events come from the replica (`FINAL`), policies from the primary,
+//! and the exact hours (a policy starting or ending off the hour) as raw cells from the primary
+//! (`Store::usage_for` for those hours only; the replica has no reason to hold raw cells): the same inputs, so
+//! the same figures, as the primary on the same data.
 
 use std::collections::BTreeSet;
 
@@ -8,7 +14,18 @@ use eai_engine::allocate::{allocate, AllocationConfig, AllocationInput, Period};
 use eai_engine::domain::Policy;
 use eai_engine::report::Allocation;
 use eai_engine::time::Timestamp;
-use eai_store::{Scope, Store, StoreError};
+use eai_store::clickhouse::ClickHouse;
+use eai_store::{rollups, Scope, Store, StoreError};
+
+/// Where an allocation reads rollups, gaps and usage events.
+#[derive(Debug, Clone, Default)]
+pub enum Source {
+    /// The primary store.
+    #[default]
+    Primary,
+    /// The ClickHouse replica (policies and exact hours still from the primary).
+    ClickHouse(ClickHouse),
+}
 
 const HOUR_MS: i64 = 3_600_000;
 
@@ -32,19 +49,72 @@ pub fn exact_hours(policies: &[Policy], period: Period) -> Vec<Timestamp> {
     hours.into_iter().collect()
 }
 
-/// The whole allocation of `period` (every tenant; scope it before showing it to a tenant).
+/// The whole allocation of `period` from the primary (every tenant; scope it before showing it to a tenant).
 pub async fn compute(
+    store: &dyn Store,
+    period: Period,
+    config: AllocationConfig,
+) -> Result<Allocation, StoreError> {
+    compute_from(&Source::Primary, store, period, config).await
+}
+
+fn replica_failed(e: eai_store::clickhouse::ClickHouseError) -> StoreError {
+    StoreError::Internal(format!("reading the ClickHouse replica: {e}"))
+}
+
+/// The whole allocation of `period`, read from `source` (policies always from the primary `store`).
+pub async fn compute_from(
+    source: &Source,
     store: &dyn Store,
     period: Period,
     config: AllocationConfig,
 ) -> Result<Allocation, StoreError> {
     let policies = store.policies().await?;
     let exact = exact_hours(&policies, period);
-    let read = store.usage_for(period.from, period.to, &exact).await?;
-    // The split of a shared deployment weighs every tenant's usage.
-    let usage = store
-        .usage_events(Scope::Platform, period.from, period.to)
-        .await?;
+    let (read, usage) = match source {
+        Source::Primary => {
+            let read = store.usage_for(period.from, period.to, &exact).await?;
+            // The split of a shared deployment weighs every tenant's usage.
+            let usage = store
+                .usage_events(Scope::Platform, period.from, period.to)
+                .await?;
+            (read, usage)
+        }
+        Source::ClickHouse(ch) => {
+            let hours: BTreeSet<i64> = exact.iter().map(|h| h.0).collect();
+            let mut found: Vec<_> = ch
+                .rollups(period.from, period.to)
+                .await
+                .map_err(replica_failed)?
+                .into_iter()
+                .filter(|r| !hours.contains(&r.key.bucket_start.0))
+                .collect();
+            for h in &exact {
+                // The exact hours as raw cells, from the primary (which serves a frozen hour from its rollups,
+                // as it does for a whole period).
+                let cells = store.usage_for(*h, Timestamp(h.0 + HOUR_MS), &[*h]).await?;
+                found.extend(cells.rollups);
+            }
+            rollups::sort_for_read(&mut found);
+            let mut gaps = ch
+                .gaps(period.from, period.to)
+                .await
+                .map_err(replica_failed)?;
+            gaps.sort();
+            let mut usage = ch
+                .usage_events(period.from, period.to)
+                .await
+                .map_err(replica_failed)?;
+            usage.sort_by_key(|a| (a.occurred_at, a.event_id));
+            (
+                eai_store::UsageRead {
+                    rollups: found,
+                    gaps,
+                },
+                usage,
+            )
+        }
+    };
     // The engine is CPU work (a month of a fleet): off the async workers.
     tokio::task::spawn_blocking(move || {
         allocate(&AllocationInput {

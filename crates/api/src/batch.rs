@@ -20,6 +20,8 @@ use eai_engine::time::Timestamp;
 use eai_store::{AuditDraft, Scope, Store};
 use serde_json::json;
 
+use crate::allocation::Source;
+
 const HOUR_MS: i64 = 3_600_000;
 const DAY_MS: i64 = 86_400_000;
 
@@ -35,8 +37,20 @@ pub struct BatchOutcome {
     pub zeroed: usize,
 }
 
-/// Allocates month `period` (`YYYY-MM`) over its closed hours at `now` and records the `gpu_local` events.
+/// Allocates month `period` (`YYYY-MM`) over its closed hours at `now`, from the primary, and records the
+/// `gpu_local` events.
 pub async fn run_month(
+    store: &dyn Store,
+    period: &str,
+    now: Timestamp,
+    config: AllocationConfig,
+) -> anyhow::Result<BatchOutcome> {
+    run_month_from(&Source::Primary, store, period, now, config).await
+}
+
+/// Like [`run_month`], reading usage from `source` (the events are always written to the primary `store`).
+pub async fn run_month_from(
+    source: &Source,
     store: &dyn Store,
     period: &str,
     now: Timestamp,
@@ -50,7 +64,7 @@ pub async fn run_month(
         bail!("{period} has no closed hour yet");
     }
     let p = Period::new(start, to, config.bucket_ms).map_err(|e| anyhow::anyhow!(e.reason))?;
-    let allocation = crate::allocation::compute(store, p, config)
+    let allocation = crate::allocation::compute_from(source, store, p, config)
         .await
         .context("cannot allocate the period")?;
     let mut events = gpu_local_events(&allocation, period);
@@ -122,15 +136,21 @@ pub fn months_due(now: Timestamp) -> Vec<String> {
     due
 }
 
-/// Runs the batch every `every` (first run one minute after start), forever.
-pub async fn schedule(store: Arc<dyn Store>, config: AllocationConfig, every: Duration) {
+/// Runs the batch every `every` (first run one minute after start), forever, reading from `source`.
+pub async fn schedule(
+    store: Arc<dyn Store>,
+    source: Source,
+    config: AllocationConfig,
+    every: Duration,
+) {
     tokio::time::sleep(Duration::from_secs(60).min(every)).await;
     let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
         let now = crate::state::now();
         for period in months_due(now) {
-            match run_month(store.as_ref(), &period, now, config).await {
+            match run_month_from(&source, store.as_ref(), &period, now, config).await {
                 Ok(o) => {
                     tracing::info!(period = %o.period, events = o.events, zeroed = o.zeroed, "allocation batch recorded gpu_local events")
                 }

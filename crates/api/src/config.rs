@@ -67,6 +67,27 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
+/// Where the allocation batch reads usage from (`EAI_ALLOCATION_SOURCE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AllocationSource {
+    /// The primary store (default).
+    #[default]
+    Primary,
+    /// The ClickHouse replica (`EAI_CLICKHOUSE_URL`): rollups, gaps and usage events; policies and the exact
+    /// hours still come from the primary.
+    ClickHouse,
+}
+
+impl AllocationSource {
+    pub fn parse(s: &str) -> anyhow::Result<AllocationSource> {
+        match s.to_ascii_lowercase().as_str() {
+            "primary" => Ok(AllocationSource::Primary),
+            "clickhouse" => Ok(AllocationSource::ClickHouse),
+            _ => bail!("EAI_ALLOCATION_SOURCE must be `primary` or `clickhouse`, not `{s}`"),
+        }
+    }
+}
+
 /// Everything `serve` needs.
 #[derive(Clone)]
 pub struct Config {
@@ -89,6 +110,13 @@ pub struct Config {
     /// `EAI_ALLOCATION_BUCKET_MINUTES`: shared deployments are split per bucket of this length (a whole number of
     /// hours, since rollups are hourly). Default 60.
     pub allocation_bucket_minutes: u32,
+    /// `EAI_CLICKHOUSE_URL` (`http://[user[:pass]@]host:port[/database]`): the analytics replica. When set, the
+    /// store writes the outbox and `serve` replicates it. May hold a password: never print it.
+    pub clickhouse_url: Option<String>,
+    /// `EAI_ALLOCATION_SOURCE`: `primary` (default) or `clickhouse` (needs `EAI_CLICKHOUSE_URL`).
+    pub allocation_source: AllocationSource,
+    /// `EAI_ALLOCATION_BATCH`: `on` (default) runs the allocation batch hourly in `serve`; `off` disables it.
+    pub allocation_batch: bool,
 }
 
 impl Default for Config {
@@ -103,6 +131,9 @@ impl Default for Config {
             raw_retention_days: DEFAULT_RAW_RETENTION_DAYS,
             max_gap_minutes: DEFAULT_MAX_GAP_MINUTES,
             allocation_bucket_minutes: DEFAULT_ALLOCATION_BUCKET_MINUTES,
+            clickhouse_url: None,
+            allocation_source: AllocationSource::Primary,
+            allocation_batch: true,
         }
     }
 }
@@ -125,6 +156,12 @@ impl std::fmt::Debug for Config {
             .field("raw_retention_days", &self.raw_retention_days)
             .field("max_gap_minutes", &self.max_gap_minutes)
             .field("allocation_bucket_minutes", &self.allocation_bucket_minutes)
+            .field(
+                "clickhouse_url",
+                &self.clickhouse_url.as_deref().map(redact_url),
+            )
+            .field("allocation_source", &self.allocation_source)
+            .field("allocation_batch", &self.allocation_batch)
             .finish()
     }
 }
@@ -162,6 +199,17 @@ impl Config {
             "EAI_ALLOCATION_BUCKET_MINUTES",
             c.allocation_bucket_minutes,
         )?;
+        c.clickhouse_url = get("EAI_CLICKHOUSE_URL");
+        if let Some(v) = get("EAI_ALLOCATION_SOURCE") {
+            c.allocation_source = AllocationSource::parse(&v)?;
+        }
+        if let Some(v) = get("EAI_ALLOCATION_BATCH") {
+            c.allocation_batch = match v.to_ascii_lowercase().as_str() {
+                "on" | "true" | "1" => true,
+                "off" | "false" | "0" => false,
+                _ => bail!("EAI_ALLOCATION_BATCH must be `on` or `off`, not `{v}`"),
+            };
+        }
         c.validate()?;
         Ok(c)
     }
@@ -185,7 +233,20 @@ impl Config {
                 .map_err(|why| anyhow::anyhow!("EAI_BOOTSTRAP_ADMIN_KEY is not usable: {why}"))?;
         }
         self.database()?;
+        self.clickhouse()?;
+        if self.allocation_source == AllocationSource::ClickHouse && self.clickhouse_url.is_none() {
+            bail!("EAI_ALLOCATION_SOURCE=clickhouse needs EAI_CLICKHOUSE_URL");
+        }
         Ok(())
+    }
+
+    /// The ClickHouse replica, when `EAI_CLICKHOUSE_URL` is set.
+    pub fn clickhouse(&self) -> anyhow::Result<Option<eai_store::clickhouse::ClickHouse>> {
+        self.clickhouse_url
+            .as_deref()
+            .map(eai_store::clickhouse::ClickHouse::from_url)
+            .transpose()
+            .map_err(anyhow::Error::from)
     }
 
     /// The database to open: `EAI_DATABASE_URL`, or the SQLite file in the data directory.
@@ -281,6 +342,33 @@ mod tests {
         assert!(!text.contains("0123456789abcdef"), "{text}");
         assert!(!text.contains("hunter2"), "{text}");
         assert!(text.contains("postgres://eai:***@db:5432/eai"), "{text}");
+    }
+
+    #[test]
+    fn the_replica_is_configured_and_its_password_never_printed() {
+        let c = from(&[
+            ("EAI_CLICKHOUSE_URL", "http://eai:s3cret@ch:8123/analytics"),
+            ("EAI_ALLOCATION_SOURCE", "clickhouse"),
+            ("EAI_ALLOCATION_BATCH", "off"),
+        ])
+        .expect("valid");
+        assert_eq!(c.allocation_source, AllocationSource::ClickHouse);
+        assert!(!c.allocation_batch);
+        assert_eq!(
+            c.clickhouse().expect("url").expect("set").database(),
+            "analytics"
+        );
+        let text = format!("{c:?}");
+        assert!(!text.contains("s3cret"), "{text}");
+        let d = from(&[]).expect("defaults");
+        assert_eq!(
+            (d.allocation_source, d.allocation_batch, d.clickhouse_url),
+            (AllocationSource::Primary, true, None)
+        );
+        let e = from(&[("EAI_ALLOCATION_SOURCE", "clickhouse")]).expect_err("no url");
+        assert!(e.to_string().contains("EAI_CLICKHOUSE_URL"), "{e}");
+        let e = from(&[("EAI_CLICKHOUSE_URL", "tcp://u:pw@h:9000")]).expect_err("bad url");
+        assert!(!format!("{e:#}").contains("pw@"), "{e:#}");
     }
 
     #[test]

@@ -30,6 +30,23 @@ pub struct Metrics {
     pub samples_duplicates: AtomicU64,
     pub samples_rejected: AtomicU64,
     pub usage_events_ingested: AtomicU64,
+    /// The ClickHouse replica (all zero when there is none).
+    pub replica: ReplicaMetrics,
+}
+
+/// Lag and failures of the ClickHouse replica, set by the replicator.
+#[derive(Debug, Default)]
+pub struct ReplicaMetrics {
+    /// Outbox entries not delivered yet (gauge).
+    pub outbox_pending: AtomicU64,
+    /// Age of the oldest of them, in seconds (gauge; 0 when none wait).
+    pub outbox_oldest_age_seconds: AtomicU64,
+    /// Rows ClickHouse stored (counter; a redelivery counts again).
+    pub delivered_rows: AtomicU64,
+    /// Failed attempts: schema migration, delivery or acknowledgement (counter).
+    pub failures: AtomicU64,
+    /// Unix time of the last delivery that succeeded (gauge; 0: never).
+    pub last_success_timestamp_seconds: AtomicU64,
 }
 
 impl Metrics {
@@ -58,6 +75,10 @@ impl Metrics {
 
     pub fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn set(gauge: &AtomicU64, v: u64) {
+        gauge.store(v, Ordering::Relaxed);
     }
 
     /// The Prometheus text exposition (version 0.0.4).
@@ -126,10 +147,50 @@ impl Metrics {
                 &self.usage_events_ingested,
             ),
         ];
+        let r = &self.replica;
+        let replica: [(&str, &str, &str, &AtomicU64); 5] = [
+            (
+                "eai_replica_outbox_pending",
+                "gauge",
+                "Outbox entries not yet delivered to the ClickHouse replica.",
+                &r.outbox_pending,
+            ),
+            (
+                "eai_replica_outbox_oldest_age_seconds",
+                "gauge",
+                "Age of the oldest outbox entry not yet delivered (0 when none wait).",
+                &r.outbox_oldest_age_seconds,
+            ),
+            (
+                "eai_replica_delivered_rows_total",
+                "counter",
+                "Rows delivered to the ClickHouse replica (redeliveries included).",
+                &r.delivered_rows,
+            ),
+            (
+                "eai_replica_failures_total",
+                "counter",
+                "Failed attempts to migrate or deliver to the ClickHouse replica.",
+                &r.failures,
+            ),
+            (
+                "eai_replica_last_success_timestamp_seconds",
+                "gauge",
+                "Unix time of the last successful delivery to the ClickHouse replica (0: never).",
+                &r.last_success_timestamp_seconds,
+            ),
+        ];
         for (name, help, c) in counters {
             let _ = writeln!(
                 out,
                 "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
+                c.load(Ordering::Relaxed)
+            );
+        }
+        for (name, kind, help, c) in replica {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {}",
                 c.load(Ordering::Relaxed)
             );
         }

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use eai_engine::allocate::AllocationConfig;
 use eai_engine::time::Timestamp;
+use eai_store::clickhouse::{replicate_once, ClickHouse};
 use eai_store::postgres::PgStore;
 use eai_store::rollups::RollupConfig;
 use eai_store::sqlite::{SqliteConfig, SqliteStore};
@@ -16,13 +18,24 @@ use eai_store::{AuditDraft, Role, Store};
 use serde_json::json;
 use tokio::net::TcpListener;
 
+use crate::allocation::Source;
 use crate::auth::{hash_api_key, new_api_key};
-use crate::config::{redact_url, Config, Database};
+use crate::config::{redact_url, AllocationSource, Config, Database};
+use crate::metrics::Metrics;
 use crate::routes::router;
 use crate::state::{now, AppState, Settings};
 
 /// How often raw samples past their retention are pruned.
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+/// How often the allocation batch runs (`EAI_ALLOCATION_BATCH=off` disables it).
+const BATCH_EVERY: Duration = Duration::from_secs(3600);
+/// Outbox entries one delivery takes.
+const REPLICATE_BATCH: u64 = 50;
+/// How often the replicator looks for new outbox entries when it has caught up.
+const REPLICATE_POLL: Duration = Duration::from_millis(500);
+/// Backoff after a failure talking to ClickHouse: doubles from the first to the last.
+const REPLICATE_BACKOFF: (Duration, Duration) =
+    (Duration::from_millis(500), Duration::from_secs(30));
 
 /// A bound, ready-to-run control plane.
 #[derive(Debug)]
@@ -31,6 +44,10 @@ pub struct Application {
     local_addr: SocketAddr,
     state: AppState,
     raw_retention_days: u32,
+    clickhouse: Option<ClickHouse>,
+    allocation_source: AllocationSource,
+    allocation_batch: bool,
+    allocation_bucket_ms: i64,
 }
 
 impl Application {
@@ -54,12 +71,20 @@ impl Application {
         let local_addr = listener
             .local_addr()
             .context("cannot read the bound address")?;
-        let state = AppState::new(store, Settings::from_config(&config));
+        let clickhouse = config.clickhouse()?;
+        let mut state = AppState::new(store, Settings::from_config(&config));
+        if let (AllocationSource::ClickHouse, Some(ch)) = (&config.allocation_source, &clickhouse) {
+            state.source = Arc::new(Source::ClickHouse(ch.clone()));
+        }
         Ok(Application {
             listener,
             local_addr,
             state,
             raw_retention_days: config.raw_retention_days,
+            clickhouse,
+            allocation_source: config.allocation_source,
+            allocation_batch: config.allocation_batch,
+            allocation_bucket_ms: i64::from(config.allocation_bucket_minutes) * 60_000,
         })
     }
 
@@ -80,12 +105,37 @@ impl Application {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
-        let pruner = (self.raw_retention_days > 0).then(|| {
-            tokio::spawn(prune_raw_samples(
+        let mut tasks = Vec::new();
+        if self.raw_retention_days > 0 {
+            tasks.push(tokio::spawn(prune_raw_samples(
                 self.state.store.clone(),
                 self.raw_retention_days,
-            ))
-        });
+            )));
+        }
+        if let Some(ch) = &self.clickhouse {
+            tracing::info!(database = ch.database(), "replicating to ClickHouse");
+            tasks.push(tokio::spawn(replicate(
+                self.state.store.clone(),
+                ch.clone(),
+                self.state.metrics.clone(),
+            )));
+        }
+        if self.allocation_batch {
+            let source = match (&self.allocation_source, &self.clickhouse) {
+                (AllocationSource::ClickHouse, Some(ch)) => Source::ClickHouse(ch.clone()),
+                _ => Source::Primary,
+            };
+            let config = AllocationConfig {
+                bucket_ms: self.allocation_bucket_ms,
+                ..AllocationConfig::default()
+            };
+            tasks.push(tokio::spawn(crate::batch::schedule(
+                self.state.store.clone(),
+                source,
+                config,
+                BATCH_EVERY,
+            )));
+        }
         tracing::info!(
             address = %self.local_addr,
             storage = self.state.store.backend(),
@@ -95,8 +145,8 @@ impl Application {
         let served = axum::serve(self.listener, app)
             .with_graceful_shutdown(shutdown)
             .await;
-        if let Some(p) = pruner {
-            p.abort();
+        for t in tasks {
+            t.abort();
         }
         tracing::info!("eai-gpu control plane stopped");
         served.context("the HTTP server failed")
@@ -115,6 +165,7 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
             // The interpolation limit shapes the stored rollups; the rollup bucket stays one hour.
             let cfg = SqliteConfig {
                 max_gap_ms: i64::from(config.max_gap_minutes) * 60_000,
+                outbox: config.clickhouse_url.is_some(),
                 ..SqliteConfig::default()
             };
             let store = SqliteStore::open_with(&path, cfg)
@@ -125,6 +176,7 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
             // Migrated as the URL's user (the owner); served as the service role eai_app, under RLS.
             let cfg = RollupConfig {
                 max_gap_ms: i64::from(config.max_gap_minutes) * 60_000,
+                outbox: config.clickhouse_url.is_some(),
                 ..RollupConfig::default()
             };
             let store = PgStore::open_with(&url, cfg).await.with_context(|| {
@@ -282,6 +334,53 @@ async fn prune_raw_samples(store: Arc<dyn Store>, days: u32) {
                 tracing::info!(rows = n, before = %before, "pruned raw samples past their retention")
             }
             Err(e) => tracing::warn!(error = %e, "pruning raw samples failed; will retry"),
+        }
+    }
+}
+
+/// The replicator: creates the ClickHouse schema, then delivers the outbox for as long as the server runs,
+/// retrying with backoff while ClickHouse is down (ingest never waits for it: the outbox keeps the rows).
+async fn replicate(store: Arc<dyn Store>, ch: ClickHouse, metrics: Arc<Metrics>) {
+    let r = &metrics.replica;
+    let (first, last) = REPLICATE_BACKOFF;
+    let mut backoff = first;
+    while let Err(e) = ch.migrate().await {
+        Metrics::add(&r.failures, 1);
+        tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64, "cannot create the ClickHouse schema; will retry");
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(last);
+    }
+    backoff = first;
+    loop {
+        match store.outbox_stats().await {
+            Ok(stats) => {
+                Metrics::set(&r.outbox_pending, stats.pending);
+                let age = stats.oldest_ms.map_or(0, |t| (now().0 - t).max(0) / 1000);
+                Metrics::set(
+                    &r.outbox_oldest_age_seconds,
+                    u64::try_from(age).unwrap_or(0),
+                );
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot read the outbox size"),
+        }
+        match replicate_once(store.as_ref(), &ch, REPLICATE_BATCH).await {
+            Ok(d) => {
+                backoff = first;
+                Metrics::add(&r.delivered_rows, d.rows as u64);
+                Metrics::set(
+                    &r.last_success_timestamp_seconds,
+                    u64::try_from(now().0 / 1000).unwrap_or(0),
+                );
+                if (d.entries as u64) < REPLICATE_BATCH {
+                    tokio::time::sleep(REPLICATE_POLL).await;
+                }
+            }
+            Err(e) => {
+                Metrics::add(&r.failures, 1);
+                tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64, "replication to ClickHouse failed; the outbox keeps the rows, will retry");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(last);
+            }
         }
     }
 }

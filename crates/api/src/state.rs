@@ -37,6 +37,8 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     pub settings: Arc<Settings>,
     pub metrics: Arc<Metrics>,
+    /// Where `GET /v1/finops/gpu/allocation` reads rollups, gaps and usage (`EAI_ALLOCATION_SOURCE`).
+    pub source: Arc<crate::allocation::Source>,
 }
 
 impl AppState {
@@ -45,6 +47,7 @@ impl AppState {
             store,
             settings: Arc::new(settings),
             metrics: Arc::new(Metrics::new()),
+            source: Arc::new(crate::allocation::Source::Primary),
         }
     }
 }

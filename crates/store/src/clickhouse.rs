@@ -19,6 +19,8 @@
 //! `FINAL`, `JSONEachRow`, decimals carried as exact strings and read with `toDecimal128(x, 15)`, no column
 //! defaults on insert (18.16 does not apply them to `JSONEachRow`), 64-bit integers read back as strings.
 
+pub mod scratch;
+
 use std::collections::BTreeMap;
 use std::str::FromStr;
 use std::time::Duration;
@@ -292,6 +294,43 @@ impl ClickHouse {
             .await?;
         rows.iter().map(event_from_row).collect()
     }
+}
+
+/// A delivery that did not happen: nothing was acknowledged, the entries stay in the outbox for the next try.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicateError {
+    #[error("reading or acknowledging the outbox failed: {0}")]
+    Store(#[from] crate::StoreError),
+    #[error(transparent)]
+    ClickHouse(#[from] ClickHouseError),
+}
+
+/// What one [`replicate_once`] delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Delivered {
+    pub entries: usize,
+    pub rows: usize,
+}
+
+/// Delivers up to `limit` pending outbox entries: reads them, applies them to ClickHouse, and acknowledges
+/// them only once ClickHouse answered. At least once: a crash or a failure between the insert and the
+/// acknowledgement delivers the entries again, which the replica's `ReplacingMergeTree(version)` and `FINAL`
+/// reads make harmless.
+pub async fn replicate_once(
+    store: &dyn crate::Store,
+    ch: &ClickHouse,
+    limit: u64,
+) -> std::result::Result<Delivered, ReplicateError> {
+    let pending = store.outbox_pending(limit).await?;
+    let Some(last) = pending.last().map(|e| e.seq) else {
+        return Ok(Delivered::default());
+    };
+    ch.apply(&pending).await?;
+    store.outbox_ack(last).await?;
+    Ok(Delivered {
+        entries: pending.len(),
+        rows: pending.iter().map(|e| e.rows.len()).sum(),
+    })
 }
 
 fn redact(url: &str) -> String {

@@ -10,9 +10,13 @@ use eai_engine::rollup::Rollup;
 use eai_engine::time::Timestamp;
 use serde::{Deserialize, Serialize};
 
+pub use crate::clickhouse::OutboxEntry;
+pub use crate::outbox::OutboxStats;
+
 pub mod audit;
 pub mod clickhouse;
 pub mod codec;
+pub mod outbox;
 pub mod postgres;
 pub mod records;
 pub mod rollups;
@@ -252,4 +256,17 @@ pub trait Store: Send + Sync + 'static {
 
     /// Walks the whole chain; `None` when intact, else the first broken link.
     async fn verify_audit_chain(&self) -> Result<Option<BrokenLink>>;
+
+    // --- replica outbox ------------------------------------------------------------------------------------
+
+    /// The oldest `limit` outbox entries not acknowledged yet, in sequence order (platform data: every
+    /// tenant's rows). Empty when the store was opened without the outbox.
+    async fn outbox_pending(&self, limit: u64) -> Result<Vec<OutboxEntry>>;
+
+    /// Acknowledges (deletes) every entry with `seq <= through`, once the replica has stored them. Returns the
+    /// entries deleted.
+    async fn outbox_ack(&self, through: u64) -> Result<u64>;
+
+    /// How many entries wait and since when.
+    async fn outbox_stats(&self) -> Result<OutboxStats>;
 }

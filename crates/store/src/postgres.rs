@@ -42,8 +42,8 @@ use uuid::Uuid;
 use self::pool::{Pool, Stmts};
 use crate::rollups::RollupConfig;
 use crate::{
-    ApiKeyRecord, AuditDraft, AuditEvent, BrokenLink, DeploymentSeen, IngestOutcome, Result, Role,
-    Scope, Store, StoreError, UsageRead,
+    ApiKeyRecord, AuditDraft, AuditEvent, BrokenLink, DeploymentSeen, IngestOutcome, OutboxEntry,
+    OutboxStats, Result, Role, Scope, Store, StoreError, UsageRead,
 };
 
 /// The role the service acts as: not the owner, `NOBYPASSRLS`.
@@ -329,7 +329,7 @@ impl Store for PgStore {
 
     async fn upsert_usage_events(&self, events: &[UsageEvent]) -> Result<u64> {
         let mut c = self.conn().await?;
-        records::upsert_usage_events(c.conn()?, events).await
+        records::upsert_usage_events(c.conn()?, events, self.inner.cfg.outbox).await
     }
 
     async fn usage_events(
@@ -397,5 +397,20 @@ impl Store for PgStore {
     async fn verify_audit_chain(&self) -> Result<Option<BrokenLink>> {
         let mut c = self.conn().await?;
         records::verify_audit_chain(c.conn()?).await
+    }
+
+    async fn outbox_pending(&self, limit: u64) -> Result<Vec<OutboxEntry>> {
+        let mut c = self.conn().await?;
+        records::outbox_pending(c.conn()?, limit).await
+    }
+
+    async fn outbox_ack(&self, through: u64) -> Result<u64> {
+        let mut c = self.conn().await?;
+        records::outbox_ack(c.conn()?, through).await
+    }
+
+    async fn outbox_stats(&self) -> Result<OutboxStats> {
+        let mut c = self.conn().await?;
+        records::outbox_stats(c.conn()?).await
     }
 }

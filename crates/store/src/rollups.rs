@@ -57,6 +57,10 @@ pub struct RollupConfig {
     pub max_gap_ms: i64,
     /// Rollup bucket length, aligned to UTC (one hour).
     pub bucket_ms: i64,
+    /// Write the replica's rows into the transactional outbox ([`crate::outbox`]) with every change. Not a
+    /// recorded setting: a store may be opened with it on or off (`serve` turns it on when
+    /// `EAI_CLICKHOUSE_URL` is set); changes made while it was off are never replicated.
+    pub outbox: bool,
 }
 
 impl Default for RollupConfig {
@@ -65,6 +69,7 @@ impl Default for RollupConfig {
         RollupConfig {
             max_gap_ms: s.max_gap_ms,
             bucket_ms: s.bucket_ms,
+            outbox: false,
         }
     }
 }

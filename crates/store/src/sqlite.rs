@@ -33,8 +33,8 @@ use rusqlite::{Connection, OpenFlags};
 
 use self::codec::Ctx;
 use crate::{
-    ApiKeyRecord, AuditDraft, AuditEvent, BrokenLink, DeploymentSeen, IngestOutcome, Result, Role,
-    Scope, Store, StoreError, UsageRead,
+    ApiKeyRecord, AuditDraft, AuditEvent, BrokenLink, DeploymentSeen, IngestOutcome, OutboxEntry,
+    OutboxStats, Result, Role, Scope, Store, StoreError, UsageRead,
 };
 
 pub use crate::rollups::{RollupConfig, MAX_WINDOW_MS};
@@ -236,7 +236,7 @@ impl Store for SqliteStore {
 
     async fn upsert_usage_events(&self, events: &[UsageEvent]) -> Result<u64> {
         let events = events.to_vec();
-        self.write(move |c, _| records::upsert_usage_events(c, &events))
+        self.write(move |c, cfg| records::upsert_usage_events(c, &events, cfg.outbox))
             .await
     }
 
@@ -309,5 +309,19 @@ impl Store for SqliteStore {
 
     async fn verify_audit_chain(&self) -> Result<Option<BrokenLink>> {
         self.read(|c, _| records::verify_audit_chain(c)).await
+    }
+
+    async fn outbox_pending(&self, limit: u64) -> Result<Vec<OutboxEntry>> {
+        self.read(move |c, _| records::outbox_pending(c, limit))
+            .await
+    }
+
+    async fn outbox_ack(&self, through: u64) -> Result<u64> {
+        self.write(move |c, _| records::outbox_ack(c, through))
+            .await
+    }
+
+    async fn outbox_stats(&self) -> Result<OutboxStats> {
+        self.read(|c, _| records::outbox_stats(c)).await
     }
 }

@@ -792,6 +792,70 @@ mod contract {
             .retain(|f| !matches!(f, Finding::ConflictingDuplicate { .. }));
         assert_eq!(stored, from_raw, "allocation");
     }
+
+    /// With the outbox on: each change queues its replica rows (inserted samples, rollups with their new
+    /// full value, events), re-sends queue nothing, and acknowledged entries are gone.
+    pub async fn the_outbox_carries_each_change_and_acked_entries_go(s: &dyn Store) {
+        use eai_store::clickhouse;
+        let mut batch = fleet("vllm-a", 1, T0, T0 + H);
+        let late = batch.remove(100);
+        s.insert_samples(&batch).await.unwrap();
+        let e = tokens(tenant(1), "vllm-a", T0 + 60_000, 10);
+        s.upsert_usage_events(std::slice::from_ref(&e))
+            .await
+            .unwrap();
+        s.insert_samples(std::slice::from_ref(&late)).await.unwrap();
+        let o = s.insert_samples(&batch[..10]).await.unwrap();
+        assert_eq!(o.inserted, 0);
+
+        let pending = s.outbox_pending(1000).await.unwrap();
+        assert!(pending.windows(2).all(|w| w[0].seq < w[1].seq));
+        let rows = |t: &str| -> Vec<serde_json::Value> {
+            pending
+                .iter()
+                .filter(|x| x.table == t)
+                .flat_map(|x| x.rows.clone())
+                .collect()
+        };
+        assert_eq!(rows("gpu_samples").len(), 240, "every inserted sample once");
+        assert_eq!(rows("usage_events"), vec![clickhouse::event_row(&e)]);
+        batch.push(late);
+        let want = expected_rollups(&batch);
+        assert_eq!(want.len(), 1);
+        assert_eq!(
+            rows("gpu_rollups").last().unwrap(),
+            &clickhouse::rollup_row(&want[0], false),
+            "the last rollup row queued is the hour's full value after the late sample"
+        );
+        let stats = s.outbox_stats().await.unwrap();
+        assert_eq!(stats.pending, pending.len() as u64);
+        assert!(stats.oldest_ms.is_some());
+
+        let last = pending.last().unwrap().seq;
+        assert_eq!(s.outbox_ack(last).await.unwrap(), pending.len() as u64);
+        assert!(s.outbox_pending(1000).await.unwrap().is_empty());
+        assert_eq!(
+            s.outbox_stats().await.unwrap(),
+            eai_store::OutboxStats::default()
+        );
+        // Sequences go on after an acknowledgement (they are the replica's row versions).
+        s.upsert_usage_events(&[e]).await.unwrap();
+        let next = s.outbox_pending(10).await.unwrap();
+        assert_eq!(next.len(), 1);
+        assert!(next[0].seq > last);
+    }
+
+    /// With the outbox off (no replica configured), nothing is queued.
+    pub async fn without_the_outbox_nothing_is_queued(s: &dyn Store) {
+        s.insert_samples(&fleet("vllm-a", 1, T0, T0 + H))
+            .await
+            .unwrap();
+        s.upsert_usage_events(&[tokens(tenant(1), "vllm-a", T0, 1)])
+            .await
+            .unwrap();
+        assert!(s.outbox_pending(10).await.unwrap().is_empty());
+        assert_eq!(s.outbox_stats().await.unwrap().pending, 0);
+    }
 }
 
 /// Random insertion plans for the property test, shared by every backend's harness.
@@ -969,7 +1033,25 @@ mod sqlite_harness {
         the_audit_chain_links_and_verifies,
         concurrent_appends_never_fork_the_chain,
         concurrent_batches_of_one_gpu_count_each_sample_once,
+        without_the_outbox_nothing_is_queued,
     );
+
+    /// A fresh file opened with the replica outbox on.
+    pub fn fresh_with_outbox() -> (tempfile::TempDir, SqliteStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = eai_store::sqlite::SqliteConfig {
+            outbox: true,
+            ..Default::default()
+        };
+        let store = SqliteStore::open_with(&dir.path().join("eai.db"), cfg).unwrap();
+        (dir, store)
+    }
+
+    #[tokio::test]
+    async fn the_outbox_carries_each_change_and_acked_entries_go() {
+        let (_dir, store) = fresh_with_outbox();
+        contract::the_outbox_carries_each_change_and_acked_entries_go(&store).await;
+    }
 
     mod property {
         use super::*;
@@ -1014,7 +1096,7 @@ mod sqlite_only {
         let version: i64 = c
             .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 2);
+        assert_eq!(version, 3);
         assert_eq!(store.backend(), "sqlite");
     }
 
@@ -1046,6 +1128,39 @@ mod sqlite_only {
             "the same batch goes through once the fault is gone"
         );
         assert_eq!(all_usage(&store).await.rollups, expected_rollups(&batch));
+    }
+
+    #[tokio::test]
+    async fn the_outbox_is_written_in_the_transaction_of_the_change() {
+        let (_dir, store) = super::sqlite_harness::fresh_with_outbox();
+        let batch = fleet("vllm-a", 1, T0, T0 + H);
+        let c = raw(&store);
+        // The outbox refuses: the change goes with it.
+        c.execute_batch(
+            "CREATE TRIGGER refuse BEFORE INSERT ON outbox BEGIN SELECT RAISE(ABORT, 'refused by test'); END;",
+        )
+        .unwrap();
+        let err = store.insert_samples(&batch).await.unwrap_err();
+        assert!(err.to_string().contains("refused by test"), "{err}");
+        let err = store
+            .upsert_usage_events(&[tokens(tenant(1), "vllm-a", T0, 1)])
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("refused by test"), "{err}");
+        for table in ["gpu_samples", "rollups", "usage_events", "outbox"] {
+            assert_eq!(rows(&c, table), 0, "{table} after a refused outbox entry");
+        }
+        // The change refuses: no outbox entry.
+        c.execute_batch(
+            "DROP TRIGGER refuse; CREATE TRIGGER refuse BEFORE INSERT ON gpu_samples WHEN NEW.end_ms = 1790812815000 \
+             BEGIN SELECT RAISE(ABORT, 'refused by test'); END;",
+        )
+        .unwrap();
+        assert!(store.insert_samples(&batch).await.is_err());
+        assert_eq!(rows(&c, "outbox"), 0);
+        c.execute_batch("DROP TRIGGER refuse").unwrap();
+        store.insert_samples(&batch).await.unwrap();
+        assert!(rows(&c, "outbox") > 0);
     }
 
     #[tokio::test]
@@ -1261,7 +1376,29 @@ mod postgres_harness {
         the_audit_chain_links_and_verifies,
         concurrent_appends_never_fork_the_chain,
         concurrent_batches_of_one_gpu_count_each_sample_once,
+        without_the_outbox_nothing_is_queued,
     );
+
+    /// A fresh database opened with the replica outbox on.
+    pub async fn fresh_with_outbox() -> (ScratchDb, PgStore) {
+        let db = ScratchDb::create(&test_server_url())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let cfg = eai_store::rollups::RollupConfig {
+            outbox: true,
+            ..Default::default()
+        };
+        let store = PgStore::open_with(db.url(), cfg)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        (db, store)
+    }
+
+    #[tokio::test]
+    async fn the_outbox_carries_each_change_and_acked_entries_go() {
+        let (_db, store) = fresh_with_outbox().await;
+        contract::the_outbox_carries_each_change_and_acked_entries_go(&store).await;
+    }
 
     mod property {
         use super::*;
@@ -1655,6 +1792,68 @@ mod postgres_only {
         let o = store.insert_samples(&batch).await.unwrap();
         assert_eq!((o.inserted, o.duplicates), (480, 0));
         assert_eq!(all_usage(&store).await.rollups, expected_rollups(&batch));
+    }
+
+    #[tokio::test]
+    async fn the_outbox_is_platform_data_written_in_the_transaction_of_the_change() {
+        let (db, store) = super::postgres_harness::fresh_with_outbox().await;
+        let (c, connection) = tokio_postgres::connect(db.url(), NoTls).await.unwrap();
+        tokio::spawn(connection);
+        c.batch_execute(
+            "CREATE FUNCTION eai.refuse() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN RAISE EXCEPTION 'refused by test'; END $$; \
+             CREATE TRIGGER refuse BEFORE INSERT ON eai.outbox FOR EACH ROW EXECUTE FUNCTION eai.refuse()",
+        )
+        .await
+        .unwrap();
+        let batch = fleet("vllm-a", 1, T0, T0 + H);
+        let err = store.insert_samples(&batch).await.unwrap_err();
+        assert!(err.to_string().contains("refused by test"), "{err}");
+        let a = tenant(1);
+        let err = store
+            .upsert_usage_events(&[tokens(a, "vllm-a", T0, 1)])
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("refused by test"), "{err}");
+        c.batch_execute("SELECT set_config('app.platform', 'on', false)")
+            .await
+            .unwrap();
+        for t in ["gpu_samples", "rollups", "usage_events", "outbox"] {
+            let n: i64 = c
+                .query_one(&format!("SELECT count(*) FROM eai.{t}"), &[])
+                .await
+                .unwrap()
+                .get(0);
+            assert_eq!(n, 0, "{t} after a refused outbox entry");
+        }
+        c.batch_execute("DROP TRIGGER refuse ON eai.outbox")
+            .await
+            .unwrap();
+        store.insert_samples(&batch).await.unwrap();
+        store
+            .upsert_usage_events(&[tokens(a, "vllm-a", T0, 1)])
+            .await
+            .unwrap();
+        assert!(store.outbox_stats().await.unwrap().pending >= 2);
+
+        // Row level security: a tenant sees no entry (they carry every tenant's rows) and cannot write one;
+        // the service role cannot edit one.
+        let mut app = as_service_role(&db).await;
+        let seen = as_tenant(&mut app, a, "SELECT * FROM eai.outbox")
+            .await
+            .unwrap();
+        assert!(seen.is_empty(), "a tenant reads no outbox entry");
+        let r = as_tenant(
+            &mut app,
+            a,
+            "INSERT INTO eai.outbox (table_name, rows, created_at_ms) VALUES ('usage_events', '[]', 0) RETURNING seq",
+        )
+        .await;
+        assert!(rls_refused(&r), "{r:?}");
+        let r = app
+            .query("UPDATE eai.outbox SET rows = '[]' RETURNING seq", &[])
+            .await;
+        assert!(not_granted(&r), "{r:?}");
     }
 
     #[tokio::test]

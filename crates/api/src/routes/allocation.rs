@@ -56,7 +56,8 @@ pub async fn get(
     let period =
         Period::new(from, to, config.bucket_ms).map_err(|e| ApiError::validation(vec![e]))?;
 
-    let allocation = crate::allocation::compute(st.store.as_ref(), period, config).await?;
+    let allocation =
+        crate::allocation::compute_from(&st.source, st.store.as_ref(), period, config).await?;
     let allocation = match scope {
         Scope::Platform => allocation,
         Scope::Tenant(t) => scoped_to(&allocation, t),

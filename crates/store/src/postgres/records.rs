@@ -21,8 +21,11 @@ use super::pool::PgConn;
 use super::{begin, owner_of, owner_uuid, set_scope, sqlstate, tenant_uuid, Ctx, Mode};
 use crate::audit::{self, Verifier, GENESIS_HASH};
 use crate::codec::{corrupt, count, now_ms, to_i64};
+use crate::outbox::{self, OutboxRows, OutboxStats};
 use crate::records as rec;
-use crate::{ApiKeyRecord, AuditDraft, AuditEvent, BrokenLink, Result, Role, Scope, StoreError};
+use crate::{
+    ApiKeyRecord, AuditDraft, AuditEvent, BrokenLink, OutboxEntry, Result, Role, Scope, StoreError,
+};
 
 /// Serializes appends to the audit chain (advisory locks are per database).
 const AUDIT_LOCK: i64 = 0x6561_695f_6175_6474; // "eai_audt"
@@ -61,6 +64,12 @@ const AUDIT_AFTER: &str = "SELECT seq, prev_hash, hash, body FROM eai.audit_even
      WHERE seq > $1 ORDER BY seq LIMIT $2";
 const AUDIT_ALL: &str = "SELECT seq, prev_hash, hash, body FROM eai.audit_events ORDER BY seq";
 
+const OUTBOX_INSERT: &str = "INSERT INTO eai.outbox (table_name, rows, created_at_ms) \
+     SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])";
+const OUTBOX_PENDING: &str = "SELECT seq, table_name, rows FROM eai.outbox ORDER BY seq LIMIT $1";
+const OUTBOX_ACK: &str = "DELETE FROM eai.outbox WHERE seq <= $1";
+const OUTBOX_STATS: &str = "SELECT count(*), min(created_at_ms) FROM eai.outbox";
+
 /// True when the server refused a row under a row level security policy.
 fn is_rls_violation(e: &tokio_postgres::Error) -> bool {
     sqlstate(e) == Some("42501")
@@ -68,9 +77,69 @@ fn is_rls_violation(e: &tokio_postgres::Error) -> bool {
             .is_some_and(|d| d.message().contains("row-level security"))
 }
 
+// --- replica outbox -------------------------------------------------------------------------------------------
+
+/// Stores the replica rows of a change in its transaction, on the platform path (the outbox's only policy):
+/// call it last, once the change holds its locks (see [`crate::outbox`]).
+pub(super) async fn write_outbox(
+    tx: &tokio_postgres::Transaction<'_>,
+    st: &mut super::pool::Stmts,
+    rows: OutboxRows,
+) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let (tables, texts): (Vec<&str>, Vec<String>) = rows.entries()?.into_iter().unzip();
+    let at = vec![now_ms(); tables.len()];
+    set_scope(tx, st, Scope::Platform).await?;
+    let s = st.get(tx, OUTBOX_INSERT).await?;
+    tx.execute(&s, &[&tables, &texts, &at])
+        .await
+        .ctx("write the outbox")?;
+    Ok(())
+}
+
+pub async fn outbox_pending(conn: &mut PgConn, limit: u64) -> Result<Vec<OutboxEntry>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
+    let s = st.get(&tx, OUTBOX_PENDING).await?;
+    let rows = tx.query(&s, &[&limit]).await.ctx("read the outbox")?;
+    tx.commit().await.ctx("end read")?;
+    rows.iter()
+        .map(|r| outbox::entry_of(r.get(0), r.get(1), r.get(2)))
+        .collect()
+}
+
+pub async fn outbox_ack(conn: &mut PgConn, through: u64) -> Result<u64> {
+    let through = i64::try_from(through).unwrap_or(i64::MAX);
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
+    let s = st.get(&tx, OUTBOX_ACK).await?;
+    let n = tx
+        .execute(&s, &[&through])
+        .await
+        .ctx("acknowledge outbox entries")?;
+    tx.commit().await.ctx("commit outbox ack")?;
+    Ok(n)
+}
+
+pub async fn outbox_stats(conn: &mut PgConn) -> Result<OutboxStats> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
+    let s = st.get(&tx, OUTBOX_STATS).await?;
+    let r = tx.query_one(&s, &[]).await.ctx("read outbox stats")?;
+    tx.commit().await.ctx("end read")?;
+    Ok(OutboxStats {
+        pending: count(r.get(0), "outbox count")?,
+        oldest_ms: r.get(1),
+    })
+}
+
 // --- usage events ---------------------------------------------------------------------------------------------
 
-pub async fn upsert_usage_events(conn: &mut PgConn, events: &[UsageEvent]) -> Result<u64> {
+pub async fn upsert_usage_events(
+    conn: &mut PgConn,
+    events: &[UsageEvent],
+    with_outbox: bool,
+) -> Result<u64> {
     if events.is_empty() {
         return Ok(0);
     }
@@ -118,6 +187,15 @@ pub async fn upsert_usage_events(conn: &mut PgConn, events: &[UsageEvent]) -> Re
             }
             Err(e) => return Err(e).ctx("upsert usage events"),
         }
+    }
+    if with_outbox {
+        let mut rows = OutboxRows::default();
+        for group in by_tenant.values() {
+            for e in group {
+                rows.event(e);
+            }
+        }
+        write_outbox(&tx, st, rows).await?;
     }
     tx.commit().await.ctx("commit usage upsert")?;
     Ok(events.len() as u64)

@@ -23,6 +23,7 @@ use uuid::Uuid;
 use super::pool::{PgConn, Stmts};
 use super::{begin, owner_of, owner_uuid, Ctx, Mode, PLATFORM_TENANT};
 use crate::codec::{corrupt, count, decode, encode_batch, to_i64, Encoded, Figures, Labels};
+use crate::outbox::OutboxRows;
 use crate::rollups::{self, BatchPlan, Late, RollupConfig, PRUNED_BEFORE};
 use crate::{DeploymentSeen, IngestOutcome, Result, Scope, StoreError, UsageRead};
 
@@ -146,6 +147,13 @@ const GAPS_WRITE: &str = "INSERT INTO eai.gaps (gpu_id, from_ms, to_ms, reason, 
      ON CONFLICT (gpu_id, from_ms) DO UPDATE SET to_ms = EXCLUDED.to_ms, reason = EXCLUDED.reason, \
      deployment_id = EXCLUDED.deployment_id, node = EXCLUDED.node, tenant_id = EXCLUDED.tenant_id";
 
+const BUCKET_ROLLUPS: &str = concat!(
+    "SELECT ",
+    rollup_cols!(),
+    " WHERE r.gpu_id = $1 AND r.bucket_ms = $2"
+);
+const BUCKET_GAPS: &str = "SELECT g.uuid, x.node, x.deployment_id, x.from_ms, x.to_ms, x.reason \
+     FROM eai.gaps x JOIN eai.gpus g ON g.id = x.gpu_id WHERE x.gpu_id = $1 AND x.from_ms >= $2 AND x.from_ms < $3";
 const BUCKET_CLEAR_ROLLUPS: &str = "DELETE FROM eai.rollups WHERE gpu_id = $1 AND bucket_ms = $2";
 const BUCKET_CLEAR_GAPS: &str =
     "DELETE FROM eai.gaps WHERE gpu_id = $1 AND from_ms >= $2 AND from_ms < $3";
@@ -257,6 +265,18 @@ fn rollup_of(r: &Row) -> Result<Rollup> {
             energy_ws: dec(r, 13),
             storage_gb_seconds: dec(r, 14),
         },
+    })
+}
+
+/// A gap row of [`GAPS_IN`] / [`BUCKET_GAPS`].
+fn gap_of(r: &Row) -> Result<Gap> {
+    Ok(Gap {
+        gpu_uuid: r.get(0),
+        node: r.get(1),
+        deployment_id: r.get(2),
+        from: Timestamp(r.get(3)),
+        to: Timestamp(r.get(4)),
+        reason: parse_reason(r.get(5))?,
     })
 }
 
@@ -372,23 +392,52 @@ async fn recompute(
     cfg: &RollupConfig,
     gpu_id: i64,
     h: i64,
+    outbox: Option<&mut OutboxRows>,
 ) -> Result<()> {
+    let old = match outbox {
+        Some(_) => {
+            let s = st.get(tx, BUCKET_ROLLUPS).await?;
+            let rollups = tx
+                .query(&s, &[&gpu_id, &h])
+                .await
+                .ctx("read a bucket's rollups")?
+                .iter()
+                .map(rollup_of)
+                .collect::<Result<Vec<_>>>()?;
+            let s = st.get(tx, BUCKET_GAPS).await?;
+            let gaps = tx
+                .query(&s, &[&gpu_id, &h, &(h + cfg.bucket_ms)])
+                .await
+                .ctx("read a bucket's gaps")?
+                .iter()
+                .map(gap_of)
+                .collect::<Result<Vec<_>>>()?;
+            Some((rollups, gaps))
+        }
+        None => None,
+    };
     let samples = context(tx, st, cfg, gpu_id, h).await?;
     let (cells, gaps) = rollups::bucket_terms(&samples, cfg, h);
     let s = st.get(tx, BUCKET_CLEAR_ROLLUPS).await?;
     tx.execute(&s, &[&gpu_id, &h])
         .await
         .ctx("clear a bucket's rollups")?;
-    let rows: Vec<(i64, Rollup)> = aggregate(cells).into_iter().map(|r| (gpu_id, r)).collect();
+    let rows_written: Vec<(i64, Rollup)> =
+        aggregate(cells).into_iter().map(|r| (gpu_id, r)).collect();
     let s = st.get(tx, ROLLUPS_WRITE).await?;
-    write_rollups(tx, &s, &rows).await?;
+    write_rollups(tx, &s, &rows_written).await?;
     let s = st.get(tx, BUCKET_CLEAR_GAPS).await?;
     tx.execute(&s, &[&gpu_id, &h, &(h + cfg.bucket_ms)])
         .await
         .ctx("clear a bucket's gaps")?;
     let rows: Vec<(i64, &Gap)> = gaps.iter().map(|g| (gpu_id, g)).collect();
     let s = st.get(tx, GAPS_WRITE).await?;
-    write_gaps(tx, &s, &rows).await
+    write_gaps(tx, &s, &rows).await?;
+    if let (Some(o), Some((old_rollups, old_gaps))) = (outbox, old) {
+        let fresh: Vec<Rollup> = rows_written.into_iter().map(|(_, r)| r).collect();
+        o.recomputed(&old_rollups, &fresh, &old_gaps, &gaps);
+    }
+    Ok(())
 }
 
 // --- ingest ---------------------------------------------------------------------------------------------------
@@ -466,6 +515,7 @@ pub async fn insert(
         .collect();
 
     let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
+    let mut outbox = cfg.outbox.then(OutboxRows::default);
     let ids = intern_gpus(&tx, st, &uuids).await?;
     let id_of = |uuid: &str| {
         ids.get(uuid)
@@ -657,7 +707,10 @@ pub async fn insert(
                 .await
                 .ctx("read rollups")
         };
-        let (written, current) = tokio::try_join!(rows, current)?;
+        // Both are pipelined; when the insert fails, the read fails too ("transaction is aborted"): report
+        // the insert's error, the cause.
+        let (written, current) = tokio::join!(rows, current);
+        let (written, current) = (written?, current?);
         if written != n as u64 {
             return Err(StoreError::Internal(format!(
                 "ingest: {n} samples planned as new, {written} written: a concurrent writer?"
@@ -687,6 +740,17 @@ pub async fn insert(
             write_rollups(&tx, &rw, &merged),
             write_gaps(&tx, &gw, &gaps)
         )?;
+        if let Some(o) = outbox.as_mut() {
+            for s in &plan.rows {
+                o.sample(s);
+            }
+            for (_, r) in &merged {
+                o.rollup(r);
+            }
+            for (_, g) in &gaps {
+                o.gap(g);
+            }
+        }
     }
 
     // Slow-path buckets: recomputed after the fast-path terms, which they include.
@@ -703,11 +767,14 @@ pub async fn insert(
                 skipped += 1;
                 continue;
             }
-            recompute(&tx, st, cfg, id, h).await?;
+            recompute(&tx, st, cfg, id, h, outbox.as_mut()).await?;
         }
     }
     if skipped > 0 {
         tracing::warn!(buckets = skipped, "late samples fell in GPU-hours whose raw samples were pruned: their rollups were kept as they were");
+    }
+    if let Some(o) = outbox {
+        super::records::write_outbox(&tx, st, o).await?;
     }
     tx.commit().await.ctx("commit ingest")?;
     let inserted = plan.rows.len() as u64;
@@ -763,16 +830,7 @@ pub async fn usage_for(
         .await
         .ctx("read gaps")?
         .iter()
-        .map(|r| {
-            Ok(Gap {
-                gpu_uuid: r.get(0),
-                node: r.get(1),
-                deployment_id: r.get(2),
-                from: Timestamp(r.get(3)),
-                to: Timestamp(r.get(4)),
-                reason: parse_reason(r.get(5))?,
-            })
-        })
+        .map(gap_of)
         .collect::<Result<Vec<_>>>()?;
     gaps.sort();
     tx.commit().await.ctx("end read")?;

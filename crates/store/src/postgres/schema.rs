@@ -182,8 +182,29 @@ GRANT UPDATE (revoked) ON eai.api_keys TO eai_app;
 GRANT SELECT, INSERT ON eai.audit_events TO eai_app;
 "#;
 
+/// 2: the replica outbox (`crate::outbox`). Platform data: its rows are every tenant's changes on their way to
+/// ClickHouse, so it has no tenant column and only the `platform_rows` policy: a tenant-scoped transaction (or
+/// one with no scope) neither sees nor writes an entry. The store writes entries on the platform path at the
+/// end of the change's transaction (a usage upsert switches to it after its tenant groups); the replicator
+/// reads and deletes them on the platform path. The service role may insert, read and delete entries, never
+/// update one.
+const V2: &str = r#"
+CREATE TABLE eai.outbox (
+    seq           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    table_name    text NOT NULL,
+    rows          text NOT NULL,
+    created_at_ms bigint NOT NULL
+);
+ALTER TABLE eai.outbox ENABLE ROW LEVEL SECURITY;
+ALTER TABLE eai.outbox FORCE ROW LEVEL SECURITY;
+CREATE POLICY platform_rows ON eai.outbox
+    USING (current_setting('app.platform', true) = 'on')
+    WITH CHECK (current_setting('app.platform', true) = 'on');
+GRANT SELECT, INSERT, DELETE ON eai.outbox TO eai_app;
+"#;
+
 /// Every migration, in order. `schema_version` = how many have been applied.
-pub const MIGRATIONS: &[&str] = &[V1];
+pub const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this binary writes.
 pub fn latest() -> u32 {

@@ -8,10 +8,72 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::codec::{corrupt, count, now_ms, opt_tenant_parse, to_i64, Ctx};
 use crate::audit::{self, Verifier, GENESIS_HASH};
+use crate::outbox::{self, OutboxRows, OutboxStats};
 use crate::records::{self as rec, from_json};
-use crate::{ApiKeyRecord, AuditDraft, AuditEvent, BrokenLink, Result, Role, Scope, StoreError};
+use crate::{
+    ApiKeyRecord, AuditDraft, AuditEvent, BrokenLink, OutboxEntry, Result, Role, Scope, StoreError,
+};
 
-pub fn upsert_usage_events(conn: &mut Connection, events: &[UsageEvent]) -> Result<u64> {
+// --- replica outbox -------------------------------------------------------------------------------------------
+
+/// Stores the replica rows of a change, in the change's transaction (last, see [`crate::outbox`]).
+pub fn write_outbox(tx: &Connection, rows: OutboxRows) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let at = now_ms();
+    for (table, text) in rows.entries()? {
+        tx.prepare_cached(
+            "INSERT INTO outbox (table_name, rows, created_at_ms) VALUES (?1, ?2, ?3)",
+        )
+        .and_then(|mut st| st.execute(params![table, text, at]))
+        .ctx("write the outbox")?;
+    }
+    Ok(())
+}
+
+pub fn outbox_pending(conn: &Connection, limit: u64) -> Result<Vec<OutboxEntry>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows: Vec<(i64, String, String)> = conn
+        .prepare_cached("SELECT seq, table_name, rows FROM outbox ORDER BY seq LIMIT ?1")
+        .and_then(|mut st| {
+            st.query_map([limit], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect()
+        })
+        .ctx("read the outbox")?;
+    rows.into_iter()
+        .map(|(seq, table, text)| outbox::entry_of(seq, table, &text))
+        .collect()
+}
+
+pub fn outbox_ack(conn: &mut Connection, through: u64) -> Result<u64> {
+    let through = i64::try_from(through).unwrap_or(i64::MAX);
+    let n = conn
+        .prepare_cached("DELETE FROM outbox WHERE seq <= ?1")
+        .and_then(|mut st| st.execute([through]))
+        .ctx("acknowledge outbox entries")?;
+    Ok(n as u64)
+}
+
+pub fn outbox_stats(conn: &Connection) -> Result<OutboxStats> {
+    let (pending, oldest_ms): (i64, Option<i64>) = conn
+        .query_row("SELECT COUNT(*), MIN(created_at_ms) FROM outbox", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .ctx("read outbox stats")?;
+    Ok(OutboxStats {
+        pending: count(pending, "outbox count")?,
+        oldest_ms,
+    })
+}
+
+// --- usage events ---------------------------------------------------------------------------------------------
+
+pub fn upsert_usage_events(
+    conn: &mut Connection,
+    events: &[UsageEvent],
+    with_outbox: bool,
+) -> Result<u64> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin usage upsert")?;
@@ -40,6 +102,13 @@ pub fn upsert_usage_events(conn: &mut Connection, events: &[UsageEvent]) -> Resu
                 return Err(rec::event_of_another_tenant(&e.event_id));
             }
         }
+    }
+    if with_outbox {
+        let mut rows = OutboxRows::default();
+        for e in events {
+            rows.event(e);
+        }
+        write_outbox(&tx, rows)?;
     }
     tx.commit().ctx("commit usage upsert")?;
     Ok(events.len() as u64)

@@ -16,6 +16,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use super::codec::{corrupt, count, dec_parse, dec_text, owner_parse, owner_text, to_i64, Ctx};
 use super::SqliteConfig;
 use crate::codec::{decode, encode_batch, Encoded, Figures, Labels};
+use crate::outbox::OutboxRows;
 use crate::rollups::{self, BatchPlan, Late, PRUNED_BEFORE};
 use crate::{DeploymentSeen, IngestOutcome, Result, StoreError, UsageRead};
 
@@ -296,26 +297,83 @@ fn parse_reason(s: &str) -> Result<GapReason> {
     }
 }
 
-/// Replaces the rollup and gap rows of bucket `h` of a GPU with what its raw samples give.
+/// The rollup and gap rows of bucket `h` of a GPU as stored (what a recomputation replaces).
+fn bucket_rows(
+    tx: &Connection,
+    cfg: &SqliteConfig,
+    gpu_id: i64,
+    gpu_uuid: &str,
+    h: i64,
+) -> Result<(Vec<Rollup>, Vec<Gap>)> {
+    let rollups = tx
+        .prepare_cached(&format!(
+            "{ROLLUP_SELECT} WHERE r.gpu_id = ?1 AND r.bucket_ms = ?2"
+        ))
+        .and_then(|mut st| {
+            st.query_map(params![gpu_id, h], raw_rollup)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .ctx("read a bucket's rollups")?
+        .into_iter()
+        .map(decode_rollup)
+        .collect::<Result<Vec<_>>>()?;
+    let raws: Vec<(i64, i64, String, String, String)> = tx
+        .prepare_cached(
+            "SELECT from_ms, to_ms, reason, deployment_id, node FROM gaps WHERE gpu_id = ?1 AND from_ms >= ?2 AND from_ms < ?3",
+        )
+        .and_then(|mut st| {
+            st.query_map(params![gpu_id, h, h + cfg.bucket_ms], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })?
+            .collect()
+        })
+        .ctx("read a bucket's gaps")?;
+    let gaps = raws
+        .into_iter()
+        .map(|(from, to, reason, deployment_id, node)| {
+            Ok(Gap {
+                gpu_uuid: gpu_uuid.to_string(),
+                node,
+                deployment_id,
+                from: Timestamp(from),
+                to: Timestamp(to),
+                reason: parse_reason(&reason)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((rollups, gaps))
+}
+
+/// Replaces the rollup and gap rows of bucket `h` of a GPU with what its raw samples give (and tells the
+/// outbox, when there is one, what was replaced by what).
 fn recompute(
     tx: &Connection,
     cfg: &SqliteConfig,
     gpu_id: i64,
     gpu_uuid: &str,
     h: i64,
+    outbox: Option<&mut OutboxRows>,
 ) -> Result<()> {
+    let old = match outbox {
+        Some(_) => Some(bucket_rows(tx, cfg, gpu_id, gpu_uuid, h)?),
+        None => None,
+    };
     let (cells, gaps) = bucket_from_raw(tx, cfg, gpu_id, gpu_uuid, h)?;
     tx.prepare_cached("DELETE FROM rollups WHERE gpu_id = ?1 AND bucket_ms = ?2")
         .and_then(|mut st| st.execute(params![gpu_id, h]))
         .ctx("clear a bucket's rollups")?;
-    for r in aggregate(cells) {
-        write_rollup(tx, gpu_id, &r)?;
+    let fresh = aggregate(cells);
+    for r in &fresh {
+        write_rollup(tx, gpu_id, r)?;
     }
     tx.prepare_cached("DELETE FROM gaps WHERE gpu_id = ?1 AND from_ms >= ?2 AND from_ms < ?3")
         .and_then(|mut st| st.execute(params![gpu_id, h, h + cfg.bucket_ms]))
         .ctx("clear a bucket's gaps")?;
     for g in &gaps {
         write_gap(tx, gpu_id, g)?;
+    }
+    if let (Some(o), Some((old_rollups, old_gaps))) = (outbox, old) {
+        o.recomputed(&old_rollups, &fresh, &old_gaps, &gaps);
     }
     Ok(())
 }
@@ -460,6 +518,7 @@ pub fn insert(
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin ingest")?;
+    let mut outbox = cfg.outbox.then(OutboxRows::default);
     let mut gpu_ids: HashMap<&str, i64> = HashMap::new();
     let mut plan = BatchPlan::default();
     for group in rollups::per_gpu(&encoded, |e: &Encoded| &e.sample) {
@@ -499,16 +558,26 @@ pub fn insert(
                 StoreError::Internal("ingest: a planned sample has no figures".into())
             })?;
         insert_row(&tx, gpu_id(&s.gpu_uuid)?, series_id, s, f)?;
+        if let Some(o) = outbox.as_mut() {
+            o.sample(s);
+        }
     }
 
     // Fast-path terms: added into the stored rollups, one read-modify-write per row.
     for delta in plan.deltas() {
         let id = gpu_id(&delta.key.gpu_uuid)?;
         let stored = stored_rollup(&tx, id, &delta.key)?;
-        write_rollup(&tx, id, &rollups::merged(stored, delta))?;
+        let merged = rollups::merged(stored, delta);
+        write_rollup(&tx, id, &merged)?;
+        if let Some(o) = outbox.as_mut() {
+            o.rollup(&merged);
+        }
     }
     for g in &plan.terms.gaps {
         write_gap(&tx, gpu_id(&g.gpu_uuid)?, g)?;
+        if let Some(o) = outbox.as_mut() {
+            o.gap(g);
+        }
     }
 
     // Slow-path buckets: recomputed after the fast-path terms, which they include.
@@ -521,7 +590,7 @@ pub fn insert(
                 skipped += 1;
                 continue;
             }
-            recompute(&tx, cfg, id, uuid, h)?;
+            recompute(&tx, cfg, id, uuid, h, outbox.as_mut())?;
         }
     }
     if skipped > 0 {
@@ -537,6 +606,9 @@ pub fn insert(
         )
         .and_then(|mut st| st.execute(params![series_id, first, last]))
         .ctx("update series seen")?;
+    }
+    if let Some(o) = outbox {
+        super::records::write_outbox(&tx, o)?;
     }
     tx.commit().ctx("commit ingest")?;
     let inserted = plan.rows.len() as u64;

@@ -129,8 +129,20 @@ CREATE TABLE audit_events (
 CREATE INDEX audit_events_by_tenant ON audit_events (tenant_id, seq);
 "#;
 
+/// 3: the replica outbox (`crate::outbox`): ClickHouse rows written in the transaction of the change, deleted
+/// once delivered. AUTOINCREMENT: a sequence is never reused after its rows are deleted, since it is the
+/// replica's row version.
+const V3_OUTBOX: &str = r#"
+CREATE TABLE outbox (
+    seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+    table_name    TEXT NOT NULL,
+    rows          TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL
+);
+"#;
+
 /// Every migration, in order. `schema_version` = how many have been applied.
-pub const MIGRATIONS: &[&str] = &[V1_SAMPLES, V2_RECORDS];
+pub const MIGRATIONS: &[&str] = &[V1_SAMPLES, V2_RECORDS, V3_OUTBOX];
 
 /// The schema version this binary writes.
 pub fn latest() -> u32 {

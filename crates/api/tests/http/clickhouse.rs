@@ -1,0 +1,475 @@
+//! The ClickHouse replica against a real ClickHouse server, started by each test as a plain process
+//! (`eai_store::clickhouse::scratch`; a missing or broken server fails the test, it never skips): the
+//! allocation read from ClickHouse equals the primary's, the allocation batch run twice leaves one corrected
+//! event per key, and the replica converges after ClickHouse was killed in the middle of ingest.
+
+use std::str::FromStr;
+
+use eai_api::allocation::{compute, compute_from, Source};
+use eai_api::batch::run_month_from;
+use eai_engine::allocate::{AllocationConfig, Period};
+use eai_engine::batch::GPU_LOCAL;
+use eai_engine::domain::{
+    GpuFraction, IdleCapacity, NonNegative, PolicySpec, Pue, Sample, TenantId, UnitInterval,
+    UsageEvent,
+};
+use eai_engine::money::Currency;
+use eai_engine::policy::Glob;
+use eai_store::clickhouse::scratch::ScratchClickHouse;
+use eai_store::clickhouse::{replicate_once, ClickHouse};
+use eai_store::Scope;
+use rust_decimal::Decimal;
+
+use super::*;
+#[allow(unused_imports)]
+use super::{Backend, BACKEND};
+
+const T0: i64 = 1_790_812_800_000; // 2026-10-01T00:00:00Z
+
+fn dec(s: &str) -> Decimal {
+    Decimal::from_str(s).expect("decimal")
+}
+
+fn tenant(s: &str) -> TenantId {
+    TenantId::from_str(s).expect("tenant")
+}
+
+async fn clickhouse() -> ScratchClickHouse {
+    ScratchClickHouse::start()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A fresh primary store of the test's backend with the outbox on, its replica (schema created) and the
+/// server.
+struct Replicated {
+    store: Arc<dyn Store>,
+    ch: ClickHouse,
+    _server: ScratchClickHouse,
+    _dir: tempfile::TempDir,
+    _db: Option<ScratchDb>,
+}
+
+async fn replicated() -> Replicated {
+    let server = clickhouse().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let backend = BACKEND.try_with(|b| *b).unwrap_or(Backend::Sqlite);
+    let (database_url, db) = match backend {
+        Backend::Sqlite => (
+            format!("sqlite://{}", dir.path().join("eai-gpu.db").display()),
+            None,
+        ),
+        Backend::Postgres => {
+            let db = ScratchDb::create(&test_server_url())
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            (db.url().to_string(), Some(db))
+        }
+    };
+    let config = Config {
+        data_dir: dir.path().to_path_buf(),
+        database_url: Some(database_url),
+        clickhouse_url: Some(server.url("eai")),
+        ..Config::default()
+    };
+    let store = eai_api::open_store(&config).await.expect("store");
+    let ch = config.clickhouse().expect("url").expect("replica");
+    ch.migrate().await.expect("ClickHouse schema");
+    Replicated {
+        store,
+        ch,
+        _server: server,
+        _dir: dir,
+        _db: db,
+    }
+}
+
+/// Delivers the whole outbox.
+async fn drain(store: &dyn Store, ch: &ClickHouse) {
+    loop {
+        let d = replicate_once(store, ch, 50).await.expect("delivered");
+        if d.entries == 0 {
+            break;
+        }
+    }
+    assert_eq!(store.outbox_stats().await.expect("stats").pending, 0);
+}
+
+fn gpu_sample(gpu: &str, dep: &str, owner: Option<TenantId>, end_ms: i64, power: &str) -> Sample {
+    Sample {
+        node: "gpu-node-1".into(),
+        gpu_uuid: gpu.into(),
+        model: "H100-80GB".into(),
+        namespace: "eai-inference".into(),
+        pod: format!("{dep}-0"),
+        deployment_id: dep.into(),
+        owner,
+        window_ms: 15_000,
+        end: Timestamp(end_ms),
+        utilization: UnitInterval::new(dec("0.75")).expect("util"),
+        memory_used_gb: NonNegative::new(dec("40.5")).expect("mem"),
+        power_w: NonNegative::new(dec(power)).expect("power"),
+        storage_gb: NonNegative::ZERO,
+        gpu_fraction: GpuFraction::WHOLE,
+    }
+}
+
+fn policy(name: &str, hourly: &str, from: i64) -> PolicySpec {
+    PolicySpec {
+        name: name.into(),
+        deployment_pattern: Glob::any(),
+        gpu_model: None,
+        currency: Currency::EUR,
+        gpu_hourly_cost: NonNegative::new(dec(hourly)).expect("cost"),
+        overhead_pct: NonNegative::new(dec("18")).expect("overhead"),
+        energy_kwh_price: NonNegative::new(dec("0.21")).expect("kwh"),
+        pue: Pue::new(dec("1.4")).expect("pue"),
+        storage_gb_month_price: NonNegative::ZERO,
+        idle_capacity: IdleCapacity::Unallocated,
+        enabled: true,
+        effective_from: Timestamp(from),
+        effective_to: None,
+    }
+}
+
+fn tokens(id: Uuid, t: TenantId, dep: &str, at_ms: i64, n: u64) -> UsageEvent {
+    let mut units = std::collections::BTreeMap::new();
+    units.insert(
+        "tokens_in".to_string(),
+        NonNegative::new(Decimal::from(n)).expect("tokens"),
+    );
+    UsageEvent {
+        event_id: id,
+        tenant_id: t,
+        usage_type: "llm_tokens".into(),
+        source: "gateway".into(),
+        occurred_at: Timestamp(at_ms),
+        deployment_id: Some(dep.into()),
+        model: None,
+        units,
+        cost: None,
+        allocation_policy_id: None,
+        project: None,
+        agent_id: None,
+        run_id: None,
+    }
+}
+
+/// The sample of the shared GPU held back to arrive late.
+const LATE_END: i64 = T0 + 30 * 60_000;
+/// The event of tenant B on the shared deployment (moved away later, so that B's key disappears).
+const B_EVENT: Uuid = Uuid::from_u128(0xb0b);
+
+/// A month's beginning on both primaries: a shared deployment split 70/30 by tokens with a long gap, a
+/// dedicated one, a policy that changes at 01:30 (so hour 01:00 is read exactly), a sample held back.
+async fn load(store: &dyn Store) {
+    let (a, b) = (tenant(TENANT_A), tenant(TENANT_B));
+    let mut batch = Vec::new();
+    let mut end = T0 + 15_000;
+    while end <= T0 + 4 * HOUR_MS {
+        let in_hole = end > T0 + 2 * HOUR_MS + 10 * 60_000 && end <= T0 + 2 * HOUR_MS + 40 * 60_000;
+        if end != LATE_END && !in_hole {
+            batch.push(gpu_sample("GPU-1", "vllm-shared", None, end, "400"));
+        }
+        if end <= T0 + 3 * HOUR_MS {
+            batch.push(gpu_sample("GPU-2", "train-a", Some(a), end, "650.5"));
+        }
+        end += 15_000;
+    }
+    store.insert_samples(&batch).await.expect("ingest");
+    let p1 = store
+        .create_policy(&policy("base", "2.10", 0))
+        .await
+        .expect("policy");
+    store
+        .supersede_policy(
+            &p1.id,
+            Timestamp(T0 + 90 * 60_000),
+            Some(&policy("raised", "2.45", T0 + 90 * 60_000)),
+        )
+        .await
+        .expect("supersede");
+    store
+        .upsert_usage_events(&[
+            tokens(Uuid::from_u128(0xa1), a, "vllm-shared", T0 + 600_000, 700),
+            tokens(B_EVENT, b, "vllm-shared", T0 + 700_000, 300),
+            tokens(
+                Uuid::from_u128(0xa2),
+                a,
+                "vllm-shared",
+                T0 + HOUR_MS + 60_000,
+                500,
+            ),
+        ])
+        .await
+        .expect("usage");
+}
+
+fn period() -> Period {
+    Period::new(Timestamp(T0), Timestamp(T0 + 5 * HOUR_MS), HOUR_MS).expect("period")
+}
+
+async fn allocation_from_clickhouse_equals_the_primary() {
+    let r = replicated().await;
+    load(r.store.as_ref()).await;
+    r.store
+        .insert_samples(&[gpu_sample("GPU-1", "vllm-shared", None, LATE_END, "400")])
+        .await
+        .expect("late sample");
+    drain(r.store.as_ref(), &r.ch).await;
+    let config = AllocationConfig::default();
+    let primary = compute(r.store.as_ref(), period(), config)
+        .await
+        .expect("primary");
+    let replica = compute_from(
+        &Source::ClickHouse(r.ch.clone()),
+        r.store.as_ref(),
+        period(),
+        config,
+    )
+    .await
+    .expect("replica");
+    // To the cent, tenant by tenant, then in full.
+    assert!(!primary.tenants.is_empty());
+    for (p, c) in primary.tenants.iter().zip(replica.tenants.iter()) {
+        assert_eq!(format!("{p:?}"), format!("{c:?}"));
+    }
+    assert_eq!(primary, replica);
+}
+
+async fn gpu_local_in_clickhouse(ch: &ClickHouse) -> Vec<(String, String, u64)> {
+    let rows = ch
+        .select(&format!(
+            "SELECT event_id, cost_amount, count() AS n FROM {}.usage_events FINAL \
+             WHERE usage_type = '{GPU_LOCAL}' GROUP BY event_id, cost_amount ORDER BY event_id",
+            ch.database()
+        ))
+        .await
+        .expect("query");
+    rows.iter()
+        .map(|r| {
+            (
+                r["event_id"].as_str().expect("id").to_string(),
+                r["cost_amount"].as_str().expect("cost").to_string(),
+                r["n"]
+                    .as_str()
+                    .and_then(|n| n.parse().ok())
+                    .or_else(|| r["n"].as_u64())
+                    .expect("count"),
+            )
+        })
+        .collect()
+}
+
+async fn month(s: &dyn Store) -> Vec<UsageEvent> {
+    s.usage_events(
+        Scope::Platform,
+        Timestamp(T0),
+        Timestamp(T0 + 31 * 24 * HOUR_MS),
+    )
+    .await
+    .expect("events")
+}
+
+fn gpu_local_in(events: &[UsageEvent]) -> Vec<(String, String, u64)> {
+    let mut v: Vec<_> = events
+        .iter()
+        .filter(|e| e.usage_type == GPU_LOCAL)
+        .map(|e| {
+            (
+                e.event_id.to_string(),
+                e.cost
+                    .map(|(a, _)| a.get().normalize().to_string())
+                    .unwrap_or_default(),
+                1,
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+async fn the_batch_run_twice_leaves_one_corrected_event_per_key_in_clickhouse() {
+    let r = replicated().await;
+    let source = Source::ClickHouse(r.ch.clone());
+    let store = r.store.as_ref();
+    load(store).await;
+    drain(store, &r.ch).await;
+    let now = Timestamp(T0 + 5 * HOUR_MS);
+    let first = run_month_from(&source, store, "2026-10", now, AllocationConfig::default())
+        .await
+        .expect("first run");
+    assert!(first.events >= 3, "{first:?}");
+    drain(store, &r.ch).await;
+    let before = gpu_local_in(&month(store).await);
+    assert_eq!(gpu_local_in_clickhouse(&r.ch).await, before);
+
+    // A late sample raises the shared deployment's cost; B's only event moves to a deployment without GPUs,
+    // so B's share of the shared deployment disappears.
+    store
+        .insert_samples(&[gpu_sample("GPU-1", "vllm-shared", None, LATE_END, "400")])
+        .await
+        .expect("late sample");
+    store
+        .upsert_usage_events(&[tokens(
+            B_EVENT,
+            tenant(TENANT_B),
+            "elsewhere",
+            T0 + 700_000,
+            300,
+        )])
+        .await
+        .expect("moved event");
+    drain(store, &r.ch).await;
+    let second = run_month_from(&source, store, "2026-10", now, AllocationConfig::default())
+        .await
+        .expect("second run");
+    assert_eq!(second.zeroed, 1, "{second:?}");
+    drain(store, &r.ch).await;
+
+    let after = gpu_local_in(&month(store).await);
+    let replica = gpu_local_in_clickhouse(&r.ch).await;
+    assert_eq!(
+        replica, after,
+        "one event per key, with the corrected figure"
+    );
+    assert!(replica.iter().all(|(_, _, n)| *n == 1));
+    assert_ne!(after, before, "the late sample corrected the figures");
+    assert_eq!(after.len(), before.len());
+    assert!(
+        after.iter().any(|(_, cost, _)| cost == "0"),
+        "B's disappeared key is zeroed: {after:?}"
+    );
+}
+
+on_both_backends!(
+    allocation_from_clickhouse_equals_the_primary,
+    the_batch_run_twice_leaves_one_corrected_event_per_key_in_clickhouse,
+);
+
+/// One figure of the replica, read with FINAL.
+async fn scalar(ch: &ClickHouse, sql: &str) -> String {
+    let rows = ch.select(sql).await.expect("query");
+    let v = rows
+        .first()
+        .and_then(|r| r.as_object())
+        .and_then(|o| o.values().next())
+        .cloned()
+        .expect("one value");
+    v.as_str().map_or_else(|| v.to_string(), str::to_string)
+}
+
+fn metric(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{name} missing from /metrics:\n{text}"))
+}
+
+/// Waits until `/metrics` satisfies `ok` (or fails after a minute and a half).
+async fn wait_for_metrics(app: &TestApp, what: &str, ok: impl Fn(&str) -> bool) -> String {
+    for _ in 0..900 {
+        let (_, text) = app.get_text("/metrics", "").await;
+        if ok(&text) {
+            return text;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let (_, text) = app.get_text("/metrics", "").await;
+    panic!("timed out waiting for {what}:\n{text}");
+}
+
+#[tokio::test]
+async fn the_replica_converges_after_clickhouse_was_killed_during_ingest() {
+    let mut server = clickhouse().await;
+    let url = server.url("eai");
+    let app = spawn_app_with(|c| c.clickhouse_url = Some(url.clone())).await;
+    let ch = ClickHouse::from_url(&url).expect("url");
+    let hour = recent_hour();
+    app.ingest(hour_of_samples(
+        "GPU-OUT-1",
+        "vllm-a",
+        Timestamp(hour.0 - 2 * HOUR_MS),
+        400,
+    ))
+    .await;
+    wait_for_metrics(&app, "the first hour replicated", |m| {
+        metric(m, "eai_replica_delivered_rows_total") > 240
+            && metric(m, "eai_replica_outbox_pending") == 0
+    })
+    .await;
+
+    // ClickHouse dies; ingest goes on.
+    server.kill();
+    app.ingest(hour_of_samples(
+        "GPU-OUT-1",
+        "vllm-a",
+        Timestamp(hour.0 - HOUR_MS),
+        410,
+    ))
+    .await;
+    let (dev_a, _) = app.key("developer", Some(TENANT_A)).await;
+    let (status, v) = app
+        .post(
+            "/v1/usage/events",
+            &dev_a,
+            &json!({ "events": [usage_event("vllm-a", Timestamp(hour.0 - HOUR_MS), json!({"tokens_in": 10}))] }),
+        )
+        .await;
+    assert!(status.is_success(), "{status} {v}");
+    app.ingest(hour_of_samples("GPU-OUT-1", "vllm-a", hour, 420))
+        .await;
+    let down = wait_for_metrics(&app, "failures while ClickHouse is down", |m| {
+        metric(m, "eai_replica_failures_total") > 0 && metric(m, "eai_replica_outbox_pending") > 0
+    })
+    .await;
+    assert!(metric(&down, "eai_replica_last_success_timestamp_seconds") > 0);
+
+    // Back on the same data: the outbox drains.
+    server.restart().await.unwrap_or_else(|e| panic!("{e}"));
+    wait_for_metrics(&app, "the outbox drained after the restart", |m| {
+        metric(m, "eai_replica_outbox_pending") == 0
+    })
+    .await;
+
+    let store = app.second_store().await;
+    let db = ch.database().to_string();
+    assert_eq!(
+        scalar(
+            &ch,
+            &format!("SELECT count() AS n FROM {db}.gpu_samples FINAL")
+        )
+        .await,
+        "720",
+        "nothing lost or doubled"
+    );
+    assert_eq!(
+        scalar(
+            &ch,
+            &format!(
+                "SELECT toString(sum(toDecimal128(power_w, 6))) AS s FROM {db}.gpu_samples FINAL"
+            )
+        )
+        .await
+        .trim_end_matches('0')
+        .trim_end_matches('.'),
+        (240 * (400 + 410 + 420)).to_string()
+    );
+    let (from, to) = (Timestamp(hour.0 - 2 * HOUR_MS), Timestamp(hour.0 + HOUR_MS));
+    let mut primary = store
+        .usage_for(from, to, &[])
+        .await
+        .expect("primary")
+        .rollups;
+    let mut replica = ch.rollups(from, to).await.expect("replica");
+    eai_store::rollups::sort_for_read(&mut primary);
+    eai_store::rollups::sort_for_read(&mut replica);
+    assert_eq!(replica, primary, "the replica's rollups are the primary's");
+    let events = store
+        .usage_events(Scope::Platform, from, to)
+        .await
+        .expect("events");
+    let replica_events = ch.usage_events(from, to).await.expect("replica events");
+    assert_eq!(replica_events.len(), events.len());
+    app.stop().await;
+}
