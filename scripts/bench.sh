@@ -88,7 +88,7 @@ for backend in $BACKENDS; do
   echo "== $backend: allocation latency, $BIG GPUs"
   start "$backend" "big_$backend"
   bench load --gpus "$BIG" --days 30 --window-seconds 3600 | record "$backend.g$BIG"
-  bench allocation --days 30 --runs 10 | record "$backend.g$BIG.d30"
+  bench allocation --days 30 --runs 3 | record "$backend.g$BIG.d30"
   stop
 done
 
