@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use eai_api::{hash_api_key, new_api_key, open_store};
-use eai_engine::time::Timestamp;
 use eai_engine::TenantId;
 use eai_store::{AuditDraft, Role};
 
@@ -57,14 +56,6 @@ pub enum AuditCommand {
     Verify,
 }
 
-fn now() -> Timestamp {
-    let ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default();
-    Timestamp(ms)
-}
-
 async fn store(args: &StoreArgs) -> anyhow::Result<std::sync::Arc<dyn eai_store::Store>> {
     let config = crate::serve::config(None, args.data_dir.clone(), args.database_url.clone())?;
     open_store(&config).await
@@ -96,7 +87,7 @@ pub async fn keys(args: KeysArgs) -> anyhow::Result<ExitCode> {
                 anyhow::bail!("--tenant is required for the role {}", role.as_str());
             }
             let key = new_api_key();
-            let at = now();
+            let at = eai_api::state::now();
             let rec = s
                 .create_api_key(&hash_api_key(&key), role, tenant, name.as_deref(), at)
                 .await?;

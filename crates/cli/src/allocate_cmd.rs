@@ -288,12 +288,7 @@ pub async fn run_batch(args: AllocateArgs) -> anyhow::Result<std::process::ExitC
         bucket_ms: i64::from(config.allocation_bucket_minutes) * 60_000,
         ..AllocationConfig::default()
     };
-    let now = Timestamp(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or_default(),
-    );
+    let now = eai_api::state::now();
     let o = eai_api::batch::run_month(store.as_ref(), &period, now, alloc).await?;
     println!(
         "{}: allocated {} .. {}; recorded {} gpu_local usage event(s), zeroed {} from an earlier run",

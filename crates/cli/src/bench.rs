@@ -94,11 +94,7 @@ pub enum BenchCommand {
 }
 
 fn now_hour() -> Timestamp {
-    let ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default();
-    Timestamp(ms).floor_to(3_600_000)
+    eai_api::state::now().floor_to(3_600_000)
 }
 
 fn end_of(s: &Option<String>) -> anyhow::Result<Timestamp> {

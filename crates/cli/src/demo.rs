@@ -57,14 +57,6 @@ fn fresh_dir(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn now() -> Timestamp {
-    let ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default();
-    Timestamp(ms)
-}
-
 pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     // Requests are not logged one by one here: the demo prints what it loaded.
     crate::init_logging("warn");
@@ -127,7 +119,7 @@ async fn load(
     args: &DemoArgs,
 ) -> anyhow::Result<Vec<(String, String, String)>> {
     let admin = EnterpriseAi::new(base, admin_key)?;
-    let end = now();
+    let end = eai_api::state::now();
     let start = Timestamp(end.floor_to(3_600_000).0 - args.days * 86_400_000);
 
     let sampler_key = admin
