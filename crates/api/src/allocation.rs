@@ -119,6 +119,7 @@ pub async fn compute_from(
     tokio::task::spawn_blocking(move || {
         allocate(&AllocationInput {
             period,
+            claims: &[],
             rollups: &read.rollups,
             usage: &usage,
             policies: &policies,

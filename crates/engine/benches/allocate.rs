@@ -8,14 +8,16 @@ use std::hint::black_box;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use eai_engine::allocate::{allocate, allocate_samples, AllocationConfig, AllocationInput, Period};
+use eai_engine::allocate::{
+    allocate, allocate_samples, sum_claims, AllocationConfig, AllocationInput, Period,
+};
 use eai_engine::domain::{
     GpuFraction, IdleCapacity, NonNegative, Policy, PolicySpec, Pue, Sample, TenantId,
     UnitInterval, UsageEvent,
 };
 use eai_engine::money::Currency;
 use eai_engine::policy::Glob;
-use eai_engine::rollup::{aggregate, Quantities, Rollup, RollupKey};
+use eai_engine::rollup::{aggregate, group, Quantities, Rollup, RollupKey};
 use eai_engine::series::{cells, SeriesConfig};
 use eai_engine::time::Timestamp;
 use rust_decimal::Decimal;
@@ -142,6 +144,7 @@ fn month_of_rollups(gpus: usize, hours: i64) -> Vec<Rollup> {
                 samples: 240,
                 estimated_samples: 0,
                 q,
+                gpus: None,
             });
         }
     }
@@ -200,11 +203,27 @@ fn main() {
         rollups: &rollups,
         usage: &events,
         policies: &policies,
+        claims: &[],
         gaps: &[],
         config: AllocationConfig::default(),
     };
     let runs = time(7, || allocate(&input));
     let a = allocate(&input);
+    // What the store hands the engine: one group rollup per deployment-hour, usage as hourly claims.
+    let groups = group(rollups.clone());
+    let claims = sum_claims(&events);
+    let grouped_input = AllocationInput {
+        rollups: &groups,
+        usage: &[],
+        claims: &claims,
+        ..input
+    };
+    let grouped_runs = time(7, || allocate(&grouped_input));
+    assert_eq!(
+        a,
+        allocate(&grouped_input),
+        "groups and claims give the same answer"
+    );
     let (p50, r50) = (runs[runs.len() / 2], reference[reference.len() / 2]);
     println!();
     println!("| path | figure |");
@@ -230,6 +249,19 @@ fn main() {
     println!(
         "| samples represented per second | {:.0} M/s |",
         (rollups.len() as f64 * 240.0) / p50.as_secs_f64() / 1e6
+    );
+    let g50 = grouped_runs[grouped_runs.len() / 2];
+    println!(
+        "| allocate the month from {} deployment-hour groups + {} hourly claims: min / p50 / max of 7 | {} / {} / {} |",
+        groups.len(),
+        claims.len(),
+        ms(grouped_runs[0]),
+        ms(g50),
+        ms(grouped_runs[grouped_runs.len() - 1])
+    );
+    println!(
+        "| ratio groups / GPU-hour rollups (p50) | {:.2} |",
+        g50.as_secs_f64() / p50.as_secs_f64()
     );
     println!(
         "| deployments / tenants / items in the answer | {} / {} / {} |",

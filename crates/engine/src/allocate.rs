@@ -13,7 +13,7 @@ use crate::error::FieldError;
 use crate::money::{apportion, Currency, Money};
 use crate::policy::Candidates;
 use crate::report::{Allocation, DailyCost, DeploymentRow, Finding, Gap, Item, TenantRow};
-use crate::rollup::{Quantities, Rollup, CELL_DP};
+use crate::rollup::{GpuSet, Quantities, Rollup, CELL_DP};
 use crate::series::{self, SeriesConfig};
 use crate::time::Timestamp;
 
@@ -67,9 +67,72 @@ pub struct AllocationInput<'a> {
     pub rollups: &'a [Rollup],
     pub usage: &'a [UsageEvent],
     pub policies: &'a [Policy],
+    /// Usage already summed per (deployment, tenant, hour) with [`claim_of`] (what the store keeps as events
+    /// arrive): added to the claims of `usage`. Never the same events as `usage`.
+    pub claims: &'a [UsageClaim],
     /// Gaps of the series (from [`series::cells`] or the store); those that touch the period are reported.
     pub gaps: &'a [Gap],
     pub config: AllocationConfig,
+}
+
+/// What usage events claim on a shared deployment in one hour, per tenant. The split of a shared bucket weighs
+/// GPU-seconds claimed first, then tokens (see [`split`]); an hour's claims of a tenant add up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageClaim {
+    pub deployment_id: String,
+    pub tenant_id: TenantId,
+    /// The hour (UTC) in which the events occurred.
+    pub bucket_start: Timestamp,
+    /// GPU-seconds of the events that carry a `gpu_seconds` unit.
+    pub gpu_seconds: Decimal,
+    /// Tokens (`tokens_in + tokens_out`) of the events that carry no `gpu_seconds` unit.
+    pub tokens: Decimal,
+}
+
+/// Hours: claims are kept per hour, allocation buckets are whole hours.
+pub const CLAIM_BUCKET_MS: i64 = 3_600_000;
+
+/// The claim one event makes, or `None` when it weighs no split: no deployment, or written by the allocation
+/// itself. Summing the claims of distinct events per (deployment, tenant, hour) gives what [`allocate`] reads
+/// from `usage` (where an event re-sent with the same id replaces the earlier one).
+pub fn claim_of(e: &UsageEvent) -> Option<UsageClaim> {
+    let deployment_id = e.deployment_id.as_ref()?;
+    if e.source == ALLOCATION_SOURCE {
+        return None;
+    }
+    let (gpu_seconds, tokens) = match e.unit("gpu_seconds") {
+        Some(gs) => (gs, Decimal::ZERO),
+        None => (Decimal::ZERO, e.tokens()),
+    };
+    Some(UsageClaim {
+        deployment_id: deployment_id.clone(),
+        tenant_id: e.tenant_id,
+        bucket_start: e.occurred_at.floor_to(CLAIM_BUCKET_MS),
+        gpu_seconds,
+        tokens,
+    })
+}
+
+/// The claims of events summed per (deployment, tenant, hour), an event re-sent with the same id counted once
+/// (the last given wins): what a store keeps, computed at once. Sorted by (deployment, hour, tenant).
+pub fn sum_claims(events: &[UsageEvent]) -> Vec<UsageClaim> {
+    let mut last: HashMap<uuid::Uuid, &UsageEvent> = HashMap::with_capacity(events.len());
+    for e in events {
+        last.insert(e.event_id, e);
+    }
+    let mut sums: BTreeMap<(String, Timestamp, TenantId), UsageClaim> = BTreeMap::new();
+    for c in last.values().filter_map(|e| claim_of(e)) {
+        match sums.get_mut(&(c.deployment_id.clone(), c.bucket_start, c.tenant_id)) {
+            Some(s) => {
+                s.gpu_seconds += c.gpu_seconds;
+                s.tokens += c.tokens;
+            }
+            None => {
+                sums.insert((c.deployment_id.clone(), c.bucket_start, c.tenant_id), c);
+            }
+        }
+    }
+    sums.into_values().collect()
 }
 
 /// The cost of quantities under a policy, exact:
@@ -134,6 +197,7 @@ pub fn allocate_samples(
         rollups: &out.cells,
         usage,
         policies,
+        claims: &[],
         gaps: &out.gaps,
         config,
     });
@@ -225,6 +289,8 @@ struct Stats<'a> {
     q: Acc,
     gpus: HashSet<&'a str>,
     last_gpu: &'a str,
+    /// The GPU set of the last group rollup added (group rollups of consecutive hours share one).
+    last_set: Option<&'a GpuSet>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -364,8 +430,10 @@ fn report_quantity(d: Decimal) -> Decimal {
     d.round_dp(6).normalize()
 }
 
-/// Below this many rollups the allocation runs on one thread (threads cost more than they save).
+/// Below this many rollups the accumulation runs on one thread (threads cost more than they save).
 const PARALLEL_MIN_ROLLUPS: usize = 100_000;
+/// Below this many (deployment, owner) buckets the settlement runs on one thread.
+const PARALLEL_MIN_BUCKETS: usize = 5_000;
 
 /// What every step reads.
 #[derive(Debug)]
@@ -386,6 +454,7 @@ pub fn allocate(input: &AllocationInput<'_>) -> Allocation {
         rollups,
         usage,
         policies,
+        claims,
         gaps,
         config,
     } = *input;
@@ -398,12 +467,15 @@ pub fn allocate(input: &AllocationInput<'_>) -> Allocation {
         policies,
         rates: policies.iter().map(Rates::of).collect(),
     };
-    let threads = if config.threads > 0 {
-        config.threads
-    } else if rollups.len() >= PARALLEL_MIN_ROLLUPS {
+    let cores = || {
         std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .clamp(1, 8)
+    };
+    let threads = if config.threads > 0 {
+        config.threads
+    } else if rollups.len() >= PARALLEL_MIN_ROLLUPS {
+        cores()
     } else {
         1
     };
@@ -435,7 +507,7 @@ pub fn allocate(input: &AllocationInput<'_>) -> Allocation {
     let dep_index: HashMap<&str, usize> = deps.iter().enumerate().map(|(i, d)| (d.id, i)).collect();
 
     // 2. Usage events that weigh shared buckets: deduplicated by event id (the last given wins), ours excluded,
-    // grouped per measured deployment as (bucket, tenant) claims.
+    // grouped per measured deployment as (bucket, tenant) claims; then the claims summed already.
     // Sort (id, position) pairs held inline: sorting indices through the events would chase pointers.
     let mut order: Vec<(u128, usize)> = usage
         .iter()
@@ -450,29 +522,32 @@ pub fn allocate(input: &AllocationInput<'_>) -> Allocation {
         }
     }
     let mut dep_events: Vec<Vec<(usize, TenantId, Claim)>> = vec![Vec::new(); deps.len()];
-    // In input order: the events' fields live on the heap in that order.
-    for (e, _) in usage.iter().zip(&superseded).filter(|(_, s)| !**s) {
-        let Some(d) = e.deployment_id.as_deref() else {
-            continue;
-        };
-        if e.source == ALLOCATION_SOURCE || !period.contains(e.occurred_at) {
-            continue;
+    let mut add_claim = |d: &str, at: Timestamp, tenant: TenantId, claim: Claim| {
+        if !period.contains(at) {
+            return;
         }
         let Some(&di) = dep_index.get(d) else {
-            continue;
+            return;
         };
-        let bi = usize::try_from((e.occurred_at.0 - period.from.0) / bucket_ms).unwrap_or(0);
-        let claim = match e.unit("gpu_seconds") {
-            Some(gs) => Claim {
-                gpu_seconds: gs,
-                tokens: Decimal::ZERO,
-            },
-            None => Claim {
-                gpu_seconds: Decimal::ZERO,
-                tokens: e.tokens(),
-            },
+        let bi = usize::try_from((at.0 - period.from.0) / bucket_ms).unwrap_or(0);
+        dep_events[di].push((bi, tenant, claim));
+    };
+    // In input order: the events' fields live on the heap in that order.
+    for (e, _) in usage.iter().zip(&superseded).filter(|(_, s)| !**s) {
+        if let Some(c) = claim_of(e) {
+            let claim = Claim {
+                gpu_seconds: c.gpu_seconds,
+                tokens: c.tokens,
+            };
+            add_claim(&c.deployment_id, e.occurred_at, c.tenant_id, claim);
+        }
+    }
+    for c in claims {
+        let claim = Claim {
+            gpu_seconds: c.gpu_seconds,
+            tokens: c.tokens,
         };
-        dep_events[di].push((bi, e.tenant_id, claim));
+        add_claim(&c.deployment_id, c.bucket_start, c.tenant_id, claim);
     }
     for (d, evs) in deps.iter_mut().zip(dep_events) {
         d.events = merge_claims(evs);
@@ -484,18 +559,45 @@ pub fn allocate(input: &AllocationInput<'_>) -> Allocation {
     }
 
     // 3. Per deployment: price buckets, split them, spread idle, round once.
-    let settled: Vec<Settled> = if threads > 1 && deps.len() > 1 {
-        let chunk = deps.len().div_ceil(threads).max(1);
-        std::thread::scope(|s| {
-            let handles: Vec<_> = deps
-                .chunks(chunk)
-                .map(|c| s.spawn(|| c.iter().map(|d| settle(&ctx, d)).collect::<Vec<_>>()))
+    // Settling grows with deployment-buckets, not rollups: group rollups make few rollups and much to settle.
+    let buckets: usize = deps.iter().map(|d| d.owners.len() * ctx.n_buckets).sum();
+    let settle_threads = if config.threads > 0 {
+        config.threads
+    } else if buckets >= PARALLEL_MIN_BUCKETS {
+        cores()
+    } else {
+        1
+    };
+    let settled: Vec<Settled> = if settle_threads > 1 && deps.len() > 1 {
+        // Interleaved, so that each thread gets a fair share of shared (costly) and dedicated deployments.
+        let chunks: Vec<Vec<(usize, &Dep<'_>)>> = (0..settle_threads)
+            .map(|k| {
+                deps.iter()
+                    .enumerate()
+                    .skip(k)
+                    .step_by(settle_threads)
+                    .collect()
+            })
+            .collect();
+        let mut done: Vec<(usize, Settled)> = std::thread::scope(|s| {
+            let handles: Vec<_> = chunks
+                .iter()
+                .map(|c| {
+                    s.spawn(|| {
+                        c.iter()
+                            .map(|(i, d)| (*i, settle(&ctx, d)))
+                            .collect::<Vec<_>>()
+                    })
+                })
                 .collect();
             handles
                 .into_iter()
                 .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
                 .collect()
-        })
+        });
+        // Back in deployment order: the answer does not depend on the threads.
+        done.sort_by_key(|(i, _)| *i);
+        done.into_iter().map(|(_, s)| s).collect()
     } else {
         deps.iter().map(|d| settle(&ctx, d)).collect()
     };
@@ -610,9 +712,19 @@ fn accumulate<'a>(ctx: &Ctx<'_>, rollups: &'a [Rollup]) -> (Vec<Dep<'a>>, Vec<Fi
         let mut acc = Acc::default();
         acc.add(&r.q);
         st.q.merge(&acc);
-        if st.last_gpu != r.key.gpu_uuid {
-            st.gpus.insert(r.key.gpu_uuid.as_str());
-            st.last_gpu = r.key.gpu_uuid.as_str();
+        match &r.gpus {
+            Some(set) => {
+                if !st.last_set.is_some_and(|l| std::sync::Arc::ptr_eq(l, set)) {
+                    st.gpus.extend(set.iter().map(|g| &**g));
+                    st.last_set = Some(set);
+                }
+            }
+            None => {
+                if st.last_gpu != r.key.gpu_uuid {
+                    st.gpus.insert(r.key.gpu_uuid.as_str());
+                    st.last_gpu = r.key.gpu_uuid.as_str();
+                }
+            }
         }
         let oi = match dep.owners.iter().position(|(o, _)| *o == r.key.owner) {
             Some(i) => i,

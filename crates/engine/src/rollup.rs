@@ -1,6 +1,9 @@
 //! Rollups: the sums of a GPU's activity in one time bucket. The allocation reads these, never raw rows, so a
 //! month of a large fleet costs deployments x hours, not samples. Merging rollups is exact (decimal sums).
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use rust_decimal::Decimal;
 
 use crate::domain::TenantId;
@@ -95,9 +98,16 @@ impl Quantities {
     }
 }
 
-/// One bucket of one GPU series.
+/// The GPUs a group rollup adds up: distinct, sorted. Rollups of the hours in which the same GPUs served share one
+/// set, so that counting distinct GPUs over a month costs the sets, not the hours.
+pub type GpuSet = Arc<[Arc<str>]>;
+
+/// One bucket of one GPU series, or (a group rollup) the sum of the rollups of several GPUs that share every
+/// other part of the key: what the store keeps per deployment-hour, so that an allocation reads deployments x
+/// hours, not GPU-hours.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rollup {
+    /// For a group rollup `key.gpu_uuid` is empty and `gpus` names the GPUs.
     pub key: RollupKey,
     /// Earliest and latest start of the windows summed here: the instants at which policies are matched.
     pub first_window_start: Timestamp,
@@ -107,10 +117,12 @@ pub struct Rollup {
     /// Samples estimated by interpolation over missing windows.
     pub estimated_samples: u64,
     pub q: Quantities,
+    /// `None`: the rollup of the one GPU `key.gpu_uuid`. `Some`: a group rollup of these GPUs.
+    pub gpus: Option<GpuSet>,
 }
 
 impl Rollup {
-    /// Adds another rollup of the same key.
+    /// Adds another rollup of the same key (for group rollups: of disjoint GPUs; use [`group`] to build them).
     pub fn merge(&mut self, o: &Rollup) {
         debug_assert_eq!(self.key, o.key);
         self.first_window_start = self.first_window_start.min(o.first_window_start);
@@ -141,4 +153,71 @@ pub fn coarsen(rollups: impl IntoIterator<Item = Rollup>, bucket_ms: i64) -> Vec
         r.key.bucket_start = r.key.bucket_start.floor_to(bucket_ms);
         r
     }))
+}
+
+/// The GPUs of a rollup: its set for a group rollup, else its one GPU.
+pub fn gpus_of(r: &Rollup) -> impl Iterator<Item = &str> {
+    let (set, one) = match &r.gpus {
+        Some(s) => (&s[..], None),
+        None => (&[][..], Some(r.key.gpu_uuid.as_str())),
+    };
+    set.iter().map(|g| &**g).chain(one)
+}
+
+/// Interns GPU sets: equal sets come back as one shared [`GpuSet`].
+#[derive(Debug, Default)]
+pub struct GpuSets {
+    seen: HashMap<Vec<Arc<str>>, GpuSet>,
+}
+
+impl GpuSets {
+    /// The shared set of these GPUs (sorted and deduplicated here).
+    pub fn intern(&mut self, mut gpus: Vec<Arc<str>>) -> GpuSet {
+        gpus.sort_unstable();
+        gpus.dedup();
+        if let Some(s) = self.seen.get(&gpus) {
+            return s.clone();
+        }
+        let set: GpuSet = gpus.clone().into();
+        self.seen.insert(gpus, set.clone());
+        set
+    }
+}
+
+/// Adds up per-GPU (or group) rollups into one group rollup per (deployment, owner, model, bucket): the sums,
+/// the earliest and latest window starts and the set of GPUs. An allocation of the groups equals the allocation
+/// of the rollups they were built from (a property the tests check).
+pub fn group(rollups: impl IntoIterator<Item = Rollup>) -> Vec<Rollup> {
+    let mut by_key: HashMap<RollupKey, (Rollup, Vec<Arc<str>>)> = HashMap::new();
+    let mut names: HashMap<String, Arc<str>> = HashMap::new();
+    let mut name = |g: &str| -> Arc<str> {
+        names
+            .entry(g.to_string())
+            .or_insert_with(|| Arc::from(g))
+            .clone()
+    };
+    for mut r in rollups {
+        let members: Vec<Arc<str>> = gpus_of(&r).map(&mut name).collect();
+        r.key.gpu_uuid = String::new();
+        r.gpus = None;
+        match by_key.get_mut(&r.key) {
+            Some((g, m)) => {
+                g.merge(&r);
+                m.extend(members);
+            }
+            None => {
+                by_key.insert(r.key.clone(), (r, members));
+            }
+        }
+    }
+    let mut sets = GpuSets::default();
+    let mut out: Vec<Rollup> = by_key
+        .into_values()
+        .map(|(mut r, m)| {
+            r.gpus = Some(sets.intern(m));
+            r
+        })
+        .collect();
+    out.sort_by(|a, b| a.key.cmp(&b.key));
+    out
 }

@@ -161,6 +161,7 @@ pub fn fill_between(a: &Sample, b: &Sample, cfg: &SeriesConfig, out: &mut Series
             samples: 0,
             estimated_samples: if first { estimated } else { 0 },
             q: q_part,
+            gpus: None,
         });
         first = false;
     }
@@ -215,6 +216,7 @@ pub fn sample_cells(s: &Sample, bucket_ms: i64, cells: &mut Vec<Rollup>) {
             samples: u64::from(i == 0),
             estimated_samples: 0,
             q: part,
+            gpus: None,
         });
     }
 }

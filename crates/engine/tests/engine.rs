@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
-use eai_engine::allocate::{allocate, allocate_samples, AllocationConfig, AllocationInput, Period};
+use eai_engine::allocate::{
+    allocate, allocate_samples, sum_claims, AllocationConfig, AllocationInput, Period,
+};
 use eai_engine::domain::{
     GpuFraction, IdleCapacity, NonNegative, Policy, PolicySpec, Pue, Sample, TenantId,
     UnitInterval, UsageEvent,
@@ -13,7 +15,7 @@ use eai_engine::domain::{
 use eai_engine::money::Currency;
 use eai_engine::policy::Glob;
 use eai_engine::report::{Allocation, Finding, GapReason};
-use eai_engine::rollup::aggregate;
+use eai_engine::rollup::{aggregate, group};
 use eai_engine::series::{cells, SeriesConfig};
 use eai_engine::time::Timestamp;
 use proptest::prelude::*;
@@ -489,6 +491,7 @@ fn an_empty_period_on_many_threads_is_empty_not_a_panic() {
         rollups: &[],
         usage: &[],
         policies: &worked_policy(),
+        claims: &[],
         gaps: &[],
         config: AllocationConfig {
             threads: 4,
@@ -728,11 +731,58 @@ proptest! {
             rollups: &rollups,
             usage: &f.usage,
             policies: &f.policies,
+            claims: &[],
             gaps: &out.gaps,
             config: AllocationConfig::default(),
         });
         rolled.findings.extend(out.findings);
         prop_assert_eq!(raw, rolled);
+    }
+
+    #[test]
+    fn group_rollups_and_summed_claims_give_the_same_answer(f in arb_fleet()) {
+        // What the store reads: one rollup per (deployment, owner, model, hour) naming its GPUs, and usage as
+        // claims summed per (deployment, tenant, hour); the answer is the one of per-GPU rollups and events.
+        let cfg = SeriesConfig::default();
+        let out = cells(&f.samples, &cfg);
+        let rollups = aggregate(out.cells);
+        let per_gpu = allocate(&AllocationInput {
+            period: period(T0, T0 + 6 * H),
+            rollups: &rollups,
+            usage: &f.usage,
+            policies: &f.policies,
+            claims: &[],
+            gaps: &out.gaps,
+            config: AllocationConfig::default(),
+        });
+        let groups = group(rollups.clone());
+        prop_assert!(groups.len() <= rollups.len());
+        prop_assert!(groups.iter().all(|g| g.key.gpu_uuid.is_empty() && g.gpus.is_some()));
+        let claims = sum_claims(&f.usage);
+        let grouped = allocate(&AllocationInput {
+            period: period(T0, T0 + 6 * H),
+            rollups: &groups,
+            usage: &[],
+            policies: &f.policies,
+            claims: &claims,
+            gaps: &out.gaps,
+            config: AllocationConfig::default(),
+        });
+        prop_assert_eq!(&per_gpu, &grouped);
+        // Half the claims as events, half summed: the same again.
+        let (a, b) = f.usage.split_at(f.usage.len() / 2);
+        let b_ids: std::collections::HashSet<_> = b.iter().map(|e| e.event_id).collect();
+        let a: Vec<UsageEvent> = a.iter().filter(|e| !b_ids.contains(&e.event_id)).cloned().collect();
+        let mixed = allocate(&AllocationInput {
+            period: period(T0, T0 + 6 * H),
+            rollups: &groups,
+            usage: &a,
+            policies: &f.policies,
+            claims: &sum_claims(b),
+            gaps: &out.gaps,
+            config: AllocationConfig::default(),
+        });
+        prop_assert_eq!(&per_gpu, &mixed);
     }
 
     #[test]
@@ -745,6 +795,7 @@ proptest! {
             rollups: &rollups,
             usage: &f.usage,
             policies: &f.policies,
+            claims: &[],
             gaps: &out.gaps,
             config: AllocationConfig { threads, ..AllocationConfig::default() },
         });

@@ -488,6 +488,7 @@ fn rollup_from_row(r: &Value) -> Result<Rollup> {
             energy_ws: decimal(r, "energy_ws")?,
             storage_gb_seconds: decimal(r, "storage_gb_seconds")?,
         },
+        gpus: None,
     })
 }
 

@@ -240,6 +240,7 @@ mod contract {
         assert_eq!(policies, vec![p]);
         let a = allocate(&AllocationInput {
             period: period(T0, T0 + H),
+            claims: &[],
             rollups: &read.rollups,
             usage: &events,
             policies: &policies,
@@ -773,6 +774,7 @@ mod contract {
         let read = s.usage_for(p.from, p.to, &exact).await.unwrap();
         let stored = allocate(&AllocationInput {
             period: p,
+            claims: &[],
             rollups: &read.rollups,
             usage: &plan.usage,
             policies: &plan.policies,

@@ -265,6 +265,7 @@ fn rollup_of(r: &Row) -> Result<Rollup> {
             energy_ws: dec(r, 13),
             storage_gb_seconds: dec(r, 14),
         },
+        gpus: None,
     })
 }
 

@@ -216,6 +216,7 @@ fn decode_rollup(raw: RawRollup) -> Result<Rollup> {
             energy_ws: dec_parse(&q[4], w)?,
             storage_gb_seconds: dec_parse(&q[5], w)?,
         },
+        gpus: None,
     })
 }
 

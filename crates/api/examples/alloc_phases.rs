@@ -1,0 +1,65 @@
+//! Where the time of an allocation goes: each read of the store and the engine, timed separately, on an
+//! existing database (what `eai-gpu bench load` filled).
+//!
+//!     cargo run --release -p eai-api --example alloc_phases -- sqlite:///tmp/x/eai-gpu.db 30 [END]
+#![allow(clippy::unwrap_used)]
+
+use std::time::Instant;
+
+use eai_api::allocation::exact_hours;
+use eai_engine::allocate::{allocate, AllocationConfig, AllocationInput, Period};
+use eai_engine::time::Timestamp;
+use eai_store::Scope;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let url = args.get(1).cloned().unwrap_or_default();
+    let days: i64 = args.get(2).map_or(30, |d| d.parse().unwrap());
+    let end = match args.get(3) {
+        Some(s) => Timestamp::parse_rfc3339(s).unwrap(),
+        None => eai_api::state::now().floor_to(3_600_000),
+    };
+    let config = eai_api::Config {
+        database_url: Some(url),
+        ..eai_api::Config::default()
+    };
+    let store = eai_api::startup::open_store(&config).await?;
+    let period = Period::new(Timestamp(end.0 - days * 86_400_000), end, 3_600_000).unwrap();
+    for run in 0..3 {
+        let t = Instant::now();
+        let policies = store.policies().await?;
+        let exact = exact_hours(&policies, period);
+        let t_pol = t.elapsed();
+        let t = Instant::now();
+        let read = store.usage_for(period.from, period.to, &exact).await?;
+        let t_read = t.elapsed();
+        let t = Instant::now();
+        let usage = store
+            .usage_events(Scope::Platform, period.from, period.to)
+            .await?;
+        let t_usage = t.elapsed();
+        let t = Instant::now();
+        let a = allocate(&AllocationInput {
+            period,
+            claims: &[],
+            rollups: &read.rollups,
+            usage: &usage,
+            policies: &policies,
+            gaps: &read.gaps,
+            config: AllocationConfig::default(),
+        });
+        let t_engine = t.elapsed();
+        println!(
+            "run {run}: policies {:?}, rollups {:?} ({} rows), usage {:?} ({} events), engine {:?} ({} items)",
+            t_pol,
+            t_read,
+            read.rollups.len(),
+            t_usage,
+            usage.len(),
+            t_engine,
+            a.items.len()
+        );
+    }
+    Ok(())
+}
