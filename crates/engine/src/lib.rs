@@ -29,3 +29,5 @@ pub use report::{Allocation, DeploymentRow, Finding, Gap, Item, TenantRow};
 pub use rollup::{Quantities, Rollup, RollupKey};
 pub use series::SeriesConfig;
 pub use time::Timestamp;
+#[doc(hidden)]
+pub mod allocate_ref; // TEMPORARY: differential reference, delete

@@ -4,6 +4,7 @@
 //! (production, row level security). Every method that reads tenant data takes a [`Scope`] first.
 
 use async_trait::async_trait;
+use eai_engine::allocate::UsageClaim;
 use eai_engine::domain::{Policy, PolicySpec, Sample, TenantId, UsageEvent};
 use eai_engine::report::Gap;
 use eai_engine::rollup::Rollup;
@@ -16,6 +17,7 @@ pub use crate::outbox::OutboxStats;
 pub mod audit;
 pub mod clickhouse;
 pub mod codec;
+pub mod groups;
 pub mod outbox;
 pub mod postgres;
 pub mod records;
@@ -146,11 +148,13 @@ pub struct DeploymentSeen {
     pub last_seen: Timestamp,
 }
 
-/// What the allocation reads for a period: rollups (raw cells where a bucket must be priced exactly) and gaps.
+/// What the allocation reads for a period: group rollups (per-GPU rollups or raw cells where a bucket must be
+/// priced exactly), gaps, and every tenant's usage as hourly claims (see [`groups`]).
 #[derive(Debug, Clone, Default)]
 pub struct UsageRead {
     pub rollups: Vec<Rollup>,
     pub gaps: Vec<Gap>,
+    pub claims: Vec<UsageClaim>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -11,7 +11,9 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
-use eai_engine::allocate::{allocate, allocate_samples, AllocationConfig, AllocationInput, Period};
+use eai_engine::allocate::{
+    allocate, allocate_samples, sum_claims, AllocationConfig, AllocationInput, Period,
+};
 use eai_engine::domain::{
     GpuFraction, IdleCapacity, ModelRef, NonNegative, Policy, PolicySpec, Pue, Sample, TenantId,
     UnitInterval, UsageEvent,
@@ -19,7 +21,7 @@ use eai_engine::domain::{
 use eai_engine::money::Currency;
 use eai_engine::policy::Glob;
 use eai_engine::report::{Allocation, Finding, GapReason};
-use eai_engine::rollup::{aggregate, Rollup};
+use eai_engine::rollup::{aggregate, group, Rollup};
 use eai_engine::series::{cells, SeriesConfig};
 use eai_engine::time::Timestamp;
 use eai_store::sqlite::SqliteStore;
@@ -135,9 +137,9 @@ fn period(from: i64, to: i64) -> Period {
     Period::new(Timestamp(from), Timestamp(to), H).unwrap()
 }
 
-/// What the engine computes from raw samples: the rollups the store must hold.
+/// What the engine computes from raw samples, grouped per deployment-hour: what the store must read back.
 fn expected_rollups(samples: &[Sample]) -> Vec<Rollup> {
-    aggregate(cells(samples, &SeriesConfig::default()).cells)
+    group(aggregate(cells(samples, &SeriesConfig::default()).cells))
 }
 
 async fn all_usage(s: &dyn Store) -> eai_store::UsageRead {
@@ -231,18 +233,16 @@ mod contract {
         s.upsert_usage_events(&usage).await.unwrap();
         let p = s.create_policy(&spec("local-gpu-default")).await.unwrap();
         let read = s.usage_for(ts(T0), ts(T0 + H), &[]).await.unwrap();
-        assert_eq!(read.rollups.len(), 2, "one rollup per GPU-hour");
-        let events = s
-            .usage_events(Scope::Platform, ts(T0), ts(T0 + H))
-            .await
-            .unwrap();
+        assert_eq!(read.rollups.len(), 1, "one rollup per deployment-hour");
+        assert_eq!(read.rollups[0].gpus.as_ref().map(|g| g.len()), Some(2));
+        assert_eq!(read.claims.len(), 2, "one claim per tenant-hour");
         let policies = s.policies().await.unwrap();
         assert_eq!(policies, vec![p]);
         let a = allocate(&AllocationInput {
             period: period(T0, T0 + H),
-            claims: &[],
+            claims: &read.claims,
             rollups: &read.rollups,
-            usage: &events,
+            usage: &[],
             policies: &policies,
             gaps: &read.gaps,
             config: AllocationConfig::default(),
@@ -331,7 +331,11 @@ mod contract {
         let all = fleet("vllm-a", 2, T0, T0 + 3 * H);
         s.insert_samples(&all).await.unwrap();
         let plain = s.usage_for(ts(T0), ts(T0 + 3 * H), &[]).await.unwrap();
-        assert_eq!(plain.rollups.len(), 6);
+        assert_eq!(
+            plain.rollups.len(),
+            3,
+            "one group rollup per deployment-hour"
+        );
         // An hour named by any instant inside it; an hour outside the period is ignored.
         let exact = s
             .usage_for(ts(T0), ts(T0 + 3 * H), &[ts(T0 + H + 1234), ts(T0 + 7 * H)])
@@ -349,10 +353,82 @@ mod contract {
             .filter(|r| in_hour(r))
             .all(|r| r.first_window_start == r.last_window_start));
         assert_eq!(
-            aggregate(exact.rollups),
+            exact.rollups.iter().filter(|r| !in_hour(r)).count(),
+            2,
+            "the other hours as group rollups"
+        );
+        assert_eq!(
+            group(exact.rollups),
             plain.rollups,
             "cells sum to the rollups"
         );
+    }
+
+    /// The claims read for a period are the engine's sums of the stored events: a re-sent event replaces its
+    /// claim (even in another hour or deployment), the allocation's own events and events without a
+    /// deployment claim nothing.
+    pub async fn claims_are_the_sums_of_the_stored_events(s: &dyn Store) {
+        let mut e1 = tokens(tenant(1), "vllm-a", T0 + 60_000, 7000);
+        let mut e2 = tokens(tenant(1), "vllm-a", T0 + 120_000, 0);
+        e2.units.clear();
+        e2.units
+            .insert("gpu_seconds".into(), NonNegative::new(d("900.5")).unwrap());
+        let e3 = tokens(tenant(2), "vllm-b", T0 + H + 5, 3000);
+        let mut e4 = tokens(tenant(2), "vllm-a", T0 + 30_000, 99);
+        e4.source = "allocation".into();
+        let mut e5 = tokens(tenant(2), "vllm-a", T0 + 40_000, 11);
+        e5.deployment_id = None;
+        let e6 = tokens(tenant(3), "vllm-a", T0 + 3_599_999, 1);
+        s.upsert_usage_events(&[
+            e1.clone(),
+            e2.clone(),
+            e3.clone(),
+            e4.clone(),
+            e5.clone(),
+            e6.clone(),
+        ])
+        .await
+        .unwrap();
+        let first = all_usage(s).await.claims;
+        assert_eq!(
+            first,
+            sum_claims(&[
+                e1.clone(),
+                e2.clone(),
+                e3.clone(),
+                e4.clone(),
+                e5.clone(),
+                e6.clone()
+            ])
+        );
+        assert_eq!(first.len(), 3, "{first:?}");
+
+        // Re-sent: e1 moved to another hour with other figures, e3 unchanged, e6 moved to another deployment.
+        e1.occurred_at = ts(T0 + 2 * H + 1);
+        e1.units
+            .insert("tokens_out".into(), NonNegative::new(d("0.25")).unwrap());
+        let mut e6b = e6.clone();
+        e6b.deployment_id = Some("vllm-c".into());
+        s.upsert_usage_events(&[e1.clone(), e3.clone(), e6b.clone()])
+            .await
+            .unwrap();
+        let all = [e1.clone(), e2.clone(), e3.clone(), e4, e5, e6b];
+        let read = all_usage(s).await;
+        assert_eq!(read.claims, sum_claims(&all));
+        assert!(
+            read.claims
+                .iter()
+                .all(|c| c.deployment_id != "vllm-a" || c.tenant_id != tenant(3)),
+            "e6's old claim is gone"
+        );
+
+        // For a period: its hours only.
+        let hour1 = s
+            .usage_for(ts(T0 + H), ts(T0 + 2 * H), &[])
+            .await
+            .unwrap()
+            .claims;
+        assert_eq!(hour1, sum_claims(&[e3]));
     }
 
     pub async fn usage_is_read_for_the_period_only(s: &dyn Store) {
@@ -756,7 +832,7 @@ mod contract {
 
         let raw = cells(&received, &SeriesConfig::default());
         let read = all_usage(s).await;
-        assert_eq!(read.rollups, aggregate(raw.cells.clone()), "rollups");
+        assert_eq!(read.rollups, group(aggregate(raw.cells.clone())), "rollups");
         let mut gaps = raw.gaps.clone();
         gaps.sort();
         assert_eq!(read.gaps, gaps, "gaps");
@@ -1027,6 +1103,7 @@ mod sqlite_harness {
         a_late_sample_reinterpolates_across_the_hour,
         exact_hours_come_back_as_cells,
         usage_is_read_for_the_period_only,
+        claims_are_the_sums_of_the_stored_events,
         pruning_raw_samples_keeps_rollups,
         deployments_seen_come_from_samples,
         usage_events_upsert_and_scope,
@@ -1370,6 +1447,7 @@ mod postgres_harness {
         a_late_sample_reinterpolates_across_the_hour,
         exact_hours_come_back_as_cells,
         usage_is_read_for_the_period_only,
+        claims_are_the_sums_of_the_stored_events,
         pruning_raw_samples_keeps_rollups,
         deployments_seen_come_from_samples,
         usage_events_upsert_and_scope,

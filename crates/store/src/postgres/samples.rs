@@ -836,6 +836,7 @@ pub async fn usage_for(
     gaps.sort();
     tx.commit().await.ctx("end read")?;
     Ok(UsageRead {
+        claims: Vec::new(),
         rollups: found,
         gaps,
     })

@@ -697,6 +697,7 @@ pub fn usage_for(
     }
     gaps.sort();
     Ok(UsageRead {
+        claims: Vec::new(),
         rollups: found,
         gaps,
     })
