@@ -9,7 +9,6 @@ use std::time::Instant;
 use eai_api::allocation::exact_hours;
 use eai_engine::allocate::{allocate, AllocationConfig, AllocationInput, Period};
 use eai_engine::time::Timestamp;
-use eai_store::Scope;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -35,28 +34,22 @@ async fn main() -> anyhow::Result<()> {
         let read = store.usage_for(period.from, period.to, &exact).await?;
         let t_read = t.elapsed();
         let t = Instant::now();
-        let usage = store
-            .usage_events(Scope::Platform, period.from, period.to)
-            .await?;
-        let t_usage = t.elapsed();
-        let t = Instant::now();
         let a = allocate(&AllocationInput {
             period,
-            claims: &[],
+            claims: &read.claims,
             rollups: &read.rollups,
-            usage: &usage,
+            usage: &[],
             policies: &policies,
             gaps: &read.gaps,
             config: AllocationConfig::default(),
         });
         let t_engine = t.elapsed();
         println!(
-            "run {run}: policies {:?}, rollups {:?} ({} rows), usage {:?} ({} events), engine {:?} ({} items)",
+            "run {run}: policies {:?}, usage_for {:?} ({} rollups, {} claims), engine {:?} ({} items)",
             t_pol,
             t_read,
             read.rollups.len(),
-            t_usage,
-            usage.len(),
+            read.claims.len(),
             t_engine,
             a.items.len()
         );

@@ -1,9 +1,10 @@
-//! The allocation of a period, computed from a store: policies, the rollups (raw cells for the hours in
-//! which a policy starts or ends off the hour), the gaps and every tenant's usage, through the engine. Used by
+//! The allocation of a period, computed from a store: policies, the group rollups (one per deployment-hour;
+//! raw cells for the hours in which a policy starts or ends off the hour), the gaps and every tenant's usage as
+//! hourly claims, through the engine. Used by
 //! `GET /v1/finops/gpu/allocation` (always from the primary: it shows what was ingested a second ago) and by
 //! the allocation batch, which reads from the [`Source`] `EAI_ALLOCATION_SOURCE` names.
 //!
-//! From ClickHouse: rollups, gaps and usage events come from the replica (`FINAL`), policies from the primary,
+//! From ClickHouse: per-GPU rollups, gaps and usage events come from the replica (`FINAL`), policies from the primary,
 //! and the exact hours (a policy starting or ending off the hour) as raw cells from the primary
 //! (`Store::usage_for` for those hours only; the replica has no reason to hold raw cells): the same inputs, so
 //! the same figures, as the primary on the same data.
@@ -15,7 +16,7 @@ use eai_engine::domain::Policy;
 use eai_engine::report::Allocation;
 use eai_engine::time::Timestamp;
 use eai_store::clickhouse::ClickHouse;
-use eai_store::{rollups, Scope, Store, StoreError};
+use eai_store::{rollups, Store, StoreError};
 
 /// Where an allocation reads rollups, gaps and usage events.
 #[derive(Debug, Clone, Default)]
@@ -72,14 +73,12 @@ pub async fn compute_from(
     let policies = store.policies().await?;
     let exact = exact_hours(&policies, period);
     let (read, usage) = match source {
-        Source::Primary => {
-            let read = store.usage_for(period.from, period.to, &exact).await?;
-            // The split of a shared deployment weighs every tenant's usage.
-            let usage = store
-                .usage_events(Scope::Platform, period.from, period.to)
-                .await?;
-            (read, usage)
-        }
+        // Group rollups and every tenant's usage as hourly claims (the split of a shared deployment weighs
+        // them all), read in one snapshot.
+        Source::Primary => (
+            store.usage_for(period.from, period.to, &exact).await?,
+            Vec::new(),
+        ),
         Source::ClickHouse(ch) => {
             let hours: BTreeSet<i64> = exact.iter().map(|h| h.0).collect();
             let mut found: Vec<_> = ch
@@ -110,6 +109,7 @@ pub async fn compute_from(
                 eai_store::UsageRead {
                     rollups: found,
                     gaps,
+                    claims: Vec::new(),
                 },
                 usage,
             )
@@ -119,9 +119,9 @@ pub async fn compute_from(
     tokio::task::spawn_blocking(move || {
         allocate(&AllocationInput {
             period,
-            claims: &[],
             rollups: &read.rollups,
             usage: &usage,
+            claims: &read.claims,
             policies: &policies,
             gaps: &read.gaps,
             config,

@@ -47,11 +47,10 @@ pub fn to_fixed(d: Decimal, dp: u32, what: &str) -> Result<i128> {
         .ok_or_else(|| corrupt(what, d))
 }
 
-/// The inverse of [`to_fixed`], normalized; an error when it does not fit a decimal (never for real sums).
+/// The inverse of [`to_fixed`], at `dp` places (not normalized: reads stay cheap, and the value is the same);
+/// an error when it does not fit a decimal (never for real sums).
 pub fn from_fixed(v: i128, dp: u32, what: &str) -> Result<Decimal> {
-    Decimal::try_from_i128_with_scale(v, dp)
-        .map(|d| d.normalize())
-        .map_err(|_| corrupt(what, v))
+    Decimal::try_from_i128_with_scale(v, dp).map_err(|_| corrupt(what, v))
 }
 
 /// The six quantities of a rollup as integers of 10^-15, in the order of [`Quantities`]' fields.
@@ -111,7 +110,7 @@ pub fn ids_bytes(ids: &[i64]) -> Result<Vec<u8>> {
 }
 
 pub fn ids_from_bytes(b: &[u8], what: &str) -> Result<Vec<i64>> {
-    if b.len() % 4 != 0 {
+    if !b.len().is_multiple_of(4) {
         return Err(corrupt(what, format!("{} bytes", b.len())));
     }
     Ok(b.chunks_exact(4)

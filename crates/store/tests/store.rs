@@ -143,9 +143,25 @@ fn expected_rollups(samples: &[Sample]) -> Vec<Rollup> {
 }
 
 async fn all_usage(s: &dyn Store) -> eai_store::UsageRead {
-    s.usage_for(ts(T0 - 48 * H), ts(T0 + 48 * H), &[])
+    let mut read = s
+        .usage_for(ts(T0 - 48 * H), ts(T0 + 48 * H), &[])
         .await
-        .unwrap()
+        .unwrap();
+    // Rollups and claims come in no particular order.
+    eai_store::rollups::sort_for_read(&mut read.rollups);
+    sort_claims(&mut read.claims);
+    read
+}
+
+/// The order of `sum_claims`.
+fn sort_claims(v: &mut [eai_engine::allocate::UsageClaim]) {
+    v.sort_by(|a, b| {
+        (&a.deployment_id, a.bucket_start, a.tenant_id).cmp(&(
+            &b.deployment_id,
+            b.bucket_start,
+            b.tenant_id,
+        ))
+    });
 }
 
 /// Inserts the batches in turn; returns (inserted, duplicates) summed.
@@ -898,7 +914,8 @@ mod contract {
         assert_eq!(rows("gpu_samples").len(), 240, "every inserted sample once");
         assert_eq!(rows("usage_events"), vec![clickhouse::event_row(&e)]);
         batch.push(late);
-        let want = expected_rollups(&batch);
+        // The replica holds per-GPU rollups.
+        let want = aggregate(cells(&batch, &SeriesConfig::default()).cells);
         assert_eq!(want.len(), 1);
         assert_eq!(
             rows("gpu_rollups").last().unwrap(),
@@ -1175,8 +1192,50 @@ mod sqlite_only {
         let version: i64 = c
             .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 3);
+        assert_eq!(version, 4);
         assert_eq!(store.backend(), "sqlite");
+    }
+
+    /// A file written before group rollups and claims existed (schema 3) gets them built from its rows when a
+    /// newer binary opens it: the reads are what they were.
+    #[tokio::test]
+    async fn a_file_from_before_groups_gets_them_built_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("eai.db");
+        let store = SqliteStore::open(&path).unwrap();
+        let mut batch = fleet("vllm-a", 3, T0, T0 + 2 * H);
+        batch.extend(fleet("vllm-b", 2, T0 + H, T0 + 3 * H));
+        let late = batch.remove(7);
+        store.insert_samples(&batch).await.unwrap();
+        store.insert_samples(&[late]).await.unwrap();
+        let mut events = vec![
+            tokens(tenant(1), "vllm-a", T0 + 60_000, 7000),
+            tokens(tenant(2), "vllm-a", T0 + 61_000, 3000),
+            tokens(tenant(2), "vllm-b", T0 + H + 1, 5),
+        ];
+        store.upsert_usage_events(&events).await.unwrap();
+        events[0]
+            .units
+            .insert("tokens_out".into(), NonNegative::new(d("1")).unwrap());
+        store.upsert_usage_events(&events[..1]).await.unwrap();
+        let before = all_usage(&store).await;
+        assert_eq!(before.rollups.len(), 4, "two deployments, two hours each");
+        assert_eq!(before.claims, sum_claims(&events));
+        drop(store);
+
+        // Back to schema 3: what an older binary left.
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(
+            "DROP TABLE deployment_rollups; DROP TABLE usage_claims; UPDATE schema_version SET version = 3;",
+        )
+        .unwrap();
+        drop(c);
+
+        let store = SqliteStore::open(&path).unwrap();
+        let after = all_usage(&store).await;
+        assert_eq!(after.rollups, before.rollups);
+        assert_eq!(after.claims, before.claims);
+        assert_eq!(after.gaps, before.gaps);
     }
 
     #[tokio::test]
@@ -1834,6 +1893,48 @@ mod postgres_only {
         let err = PgStore::open_with(db.url(), other).await.unwrap_err();
         assert!(err.to_string().contains("bucket_ms"), "{err}");
         assert!(PgStore::open(db.url()).await.is_ok());
+    }
+
+    /// A file written before group rollups and claims existed (schema 3) gets them built from its rows when a
+    /// newer binary opens it: the reads are what they were.
+    #[tokio::test]
+    async fn a_file_from_before_groups_gets_them_built_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("eai.db");
+        let store = SqliteStore::open(&path).unwrap();
+        let mut batch = fleet("vllm-a", 3, T0, T0 + 2 * H);
+        batch.extend(fleet("vllm-b", 2, T0 + H, T0 + 3 * H));
+        let late = batch.remove(7);
+        store.insert_samples(&batch).await.unwrap();
+        store.insert_samples(&[late]).await.unwrap();
+        let mut events = vec![
+            tokens(tenant(1), "vllm-a", T0 + 60_000, 7000),
+            tokens(tenant(2), "vllm-a", T0 + 61_000, 3000),
+            tokens(tenant(2), "vllm-b", T0 + H + 1, 5),
+        ];
+        store.upsert_usage_events(&events).await.unwrap();
+        events[0]
+            .units
+            .insert("tokens_out".into(), NonNegative::new(d("1")).unwrap());
+        store.upsert_usage_events(&events[..1]).await.unwrap();
+        let before = all_usage(&store).await;
+        assert_eq!(before.rollups.len(), 4, "two deployments, two hours each");
+        assert_eq!(before.claims, sum_claims(&events));
+        drop(store);
+
+        // Back to schema 3: what an older binary left.
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(
+            "DROP TABLE deployment_rollups; DROP TABLE usage_claims; UPDATE schema_version SET version = 3;",
+        )
+        .unwrap();
+        drop(c);
+
+        let store = SqliteStore::open(&path).unwrap();
+        let after = all_usage(&store).await;
+        assert_eq!(after.rollups, before.rollups);
+        assert_eq!(after.claims, before.claims);
+        assert_eq!(after.gaps, before.gaps);
     }
 
     #[tokio::test]

@@ -20,6 +20,12 @@ impl<T> Ctx<T> for rusqlite::Result<T> {
     }
 }
 
+impl<T> Ctx<T> for std::result::Result<T, rusqlite::types::FromSqlError> {
+    fn ctx(self, what: &str) -> Result<T> {
+        self.map_err(|e| StoreError::Internal(format!("sqlite: {what}: {e}")))
+    }
+}
+
 /// True when a SQLite error is a UNIQUE or PRIMARY KEY violation.
 pub fn is_unique_violation(e: &rusqlite::Error) -> bool {
     matches!(e, rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation)

@@ -2,12 +2,16 @@
 //! records (same-tenant upserts, superseding policies, unique key hashes) are [`crate::records`], shared with
 //! PostgreSQL; the audit tenant is copied into a column for scoped reads.
 
+use std::str::FromStr;
+
+use eai_engine::allocate::{claim_of, UsageClaim};
 use eai_engine::domain::{Policy, PolicySpec, TenantId, UsageEvent};
 use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::codec::{corrupt, count, now_ms, opt_tenant_parse, to_i64, Ctx};
 use crate::audit::{self, Verifier, GENESIS_HASH};
+use crate::groups::{fixed_bytes, fixed_from_bytes, ClaimDeltas, ClaimKey, ClaimSums};
 use crate::outbox::{self, OutboxRows, OutboxStats};
 use crate::records::{self as rec, from_json};
 use crate::{
@@ -77,32 +81,40 @@ pub fn upsert_usage_events(
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin usage upsert")?;
-    {
-        let mut st = tx
-            .prepare_cached(
-                "INSERT INTO usage_events (event_id, tenant_id, occurred_at_ms, deployment_id, body) VALUES (?1, ?2, ?3, ?4, ?5) \
-                 ON CONFLICT (event_id) DO UPDATE SET occurred_at_ms = excluded.occurred_at_ms, \
-                 deployment_id = excluded.deployment_id, body = excluded.body \
-                 WHERE usage_events.tenant_id = excluded.tenant_id",
-            )
-            .ctx("prepare usage upsert")?;
-        for e in events {
-            let id = e.event_id.hyphenated().to_string();
-            let body = rec::event_json(e)?;
-            let n = st
-                .execute(params![
-                    id,
-                    e.tenant_id.to_string(),
-                    e.occurred_at.0,
-                    e.deployment_id,
-                    body
-                ])
-                .ctx("upsert a usage event")?;
-            if n == 0 {
-                return Err(rec::event_of_another_tenant(&e.event_id));
+    let mut claims = ClaimDeltas::default();
+    for e in events {
+        let id = e.event_id.hyphenated().to_string();
+        let tenant = e.tenant_id.to_string();
+        let stored: Option<(String, String)> = tx
+            .prepare_cached("SELECT tenant_id, body FROM usage_events WHERE event_id = ?1")
+            .and_then(|mut st| {
+                st.query_row([&id], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()
+            })
+            .ctx("read a usage event")?;
+        let body = rec::event_json(e)?;
+        match stored {
+            Some((t, _)) if t != tenant => return Err(rec::event_of_another_tenant(&e.event_id)),
+            Some((_, old)) => {
+                // Replaced: its old claim goes.
+                claims.remove(claim_of(&rec::event_parse(&old)?).as_ref())?;
+                tx.prepare_cached(
+                    "UPDATE usage_events SET occurred_at_ms = ?2, deployment_id = ?3, body = ?4 WHERE event_id = ?1",
+                )
+                .and_then(|mut st| st.execute(params![id, e.occurred_at.0, e.deployment_id, body]))
+                .ctx("replace a usage event")?;
+            }
+            None => {
+                tx.prepare_cached(
+                    "INSERT INTO usage_events (event_id, tenant_id, occurred_at_ms, deployment_id, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .and_then(|mut st| st.execute(params![id, tenant, e.occurred_at.0, e.deployment_id, body]))
+                .ctx("insert a usage event")?;
             }
         }
+        claims.add(claim_of(e).as_ref())?;
     }
+    apply_claims(&tx, claims)?;
     if with_outbox {
         let mut rows = OutboxRows::default();
         for e in events {
@@ -112,6 +124,117 @@ pub fn upsert_usage_events(
     }
     tx.commit().ctx("commit usage upsert")?;
     Ok(events.len() as u64)
+}
+
+// --- usage claims (crate::groups) -----------------------------------------------------------------------------
+
+fn claim_key_params(k: &ClaimKey) -> (i64, &str, String) {
+    (
+        k.bucket_ms,
+        k.deployment_id.as_str(),
+        k.tenant_id.to_string(),
+    )
+}
+
+/// Adds a transaction's claim changes into the stored rows (deleting those no event adds up to any more).
+fn apply_claims(tx: &Connection, claims: ClaimDeltas) -> Result<()> {
+    for (key, delta) in claims.rows {
+        let (bucket, dep, tenant) = claim_key_params(&key);
+        let stored: Option<(Vec<u8>, Vec<u8>, i64)> = tx
+            .prepare_cached(
+                "SELECT gpu_seconds, tokens, events FROM usage_claims WHERE bucket_ms = ?1 AND deployment_id = ?2 AND tenant_id = ?3",
+            )
+            .and_then(|mut st| {
+                st.query_row(params![bucket, dep, tenant], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                    .optional()
+            })
+            .ctx("read a usage claim")?;
+        let mut sums = match stored {
+            Some((gs, tokens, events)) => ClaimSums {
+                gpu_seconds: fixed_from_bytes::<1>(&gs, "usage_claims.gpu_seconds")?[0],
+                tokens: fixed_from_bytes::<1>(&tokens, "usage_claims.tokens")?[0],
+                events,
+            },
+            None => ClaimSums::default(),
+        };
+        sums.add(&delta);
+        if sums.events <= 0 {
+            tx.prepare_cached(
+                "DELETE FROM usage_claims WHERE bucket_ms = ?1 AND deployment_id = ?2 AND tenant_id = ?3",
+            )
+            .and_then(|mut st| st.execute(params![bucket, dep, tenant]))
+            .ctx("delete a usage claim")?;
+            continue;
+        }
+        tx.prepare_cached(
+            "INSERT OR REPLACE INTO usage_claims (bucket_ms, deployment_id, tenant_id, gpu_seconds, tokens, events) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .and_then(|mut st| {
+            st.execute(params![
+                bucket,
+                dep,
+                tenant,
+                fixed_bytes(&[sums.gpu_seconds]),
+                fixed_bytes(&[sums.tokens]),
+                sums.events
+            ])
+        })
+        .ctx("write a usage claim")?;
+    }
+    Ok(())
+}
+
+/// The claims of the buckets in `[from, to)`.
+pub fn claims_in(conn: &Connection, from: Timestamp, to: Timestamp) -> Result<Vec<UsageClaim>> {
+    let mut st = conn
+        .prepare_cached(
+            "SELECT bucket_ms, deployment_id, tenant_id, gpu_seconds, tokens FROM usage_claims \
+             WHERE bucket_ms >= ?1 AND bucket_ms < ?2",
+        )
+        .ctx("prepare claims read")?;
+    let mut rows = st.query(params![from.0, to.0]).ctx("read claims")?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next().ctx("read claims")? {
+        let tenant = r.get_ref(2).ctx("read claims")?;
+        let tenant = tenant.as_str().ctx("read claims")?;
+        let gs = r.get_ref(3).ctx("read claims")?;
+        let tokens = r.get_ref(4).ctx("read claims")?;
+        let key = ClaimKey {
+            bucket_ms: r.get(0).ctx("read claims")?,
+            deployment_id: r.get(1).ctx("read claims")?,
+            tenant_id: TenantId::from_str(tenant)
+                .map_err(|_| corrupt("usage_claims.tenant_id", tenant))?,
+        };
+        let sums = ClaimSums {
+            gpu_seconds: fixed_from_bytes::<1>(
+                gs.as_blob().ctx("read claims")?,
+                "usage_claims.gpu_seconds",
+            )?[0],
+            tokens: fixed_from_bytes::<1>(
+                tokens.as_blob().ctx("read claims")?,
+                "usage_claims.tokens",
+            )?[0],
+            events: 1,
+        };
+        out.push(sums.to_claim(&key)?);
+    }
+    Ok(out)
+}
+
+/// Rebuilds every claim from the stored usage events (the migration that introduced them).
+pub fn rebuild_all_claims(conn: &Connection) -> Result<()> {
+    conn.execute("DELETE FROM usage_claims", [])
+        .ctx("clear usage claims")?;
+    let bodies: Vec<String> = conn
+        .prepare("SELECT body FROM usage_events")
+        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+        .ctx("read usage events")?;
+    let mut claims = ClaimDeltas::default();
+    for b in &bodies {
+        claims.add(claim_of(&rec::event_parse(b)?).as_ref())?;
+    }
+    apply_claims(conn, claims)
 }
 
 pub fn usage_events(

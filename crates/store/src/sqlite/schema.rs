@@ -141,8 +141,66 @@ CREATE TABLE outbox (
 );
 "#;
 
+/// 4: what an allocation reads (`crate::groups`): group rollups, one per deployment-hour (the sum of the
+/// per-GPU rollups of the key and their GPUs), and usage claims, one per tenant-hour of a deployment. Clustered
+/// by bucket, so that a period is one range scan. Quantities are exact integers (10^-15 for rollups, 10^-6 for
+/// claims) as little-endian 16-byte words, since SQLite's integers have 64 bits; `gpus`: sorted `gpus.id`s as
+/// little-endian 4-byte words. Filled from the rows already there when the migration runs ([`backfill_v4`]).
+const V4_GROUPS: &str = r#"
+CREATE TABLE deployment_rollups (
+    bucket_ms             INTEGER NOT NULL,
+    deployment_id         TEXT NOT NULL,
+    owner                 TEXT NOT NULL,
+    model                 TEXT NOT NULL,
+    first_window_start_ms INTEGER NOT NULL,
+    last_window_start_ms  INTEGER NOT NULL,
+    samples               INTEGER NOT NULL,
+    estimated_samples     INTEGER NOT NULL,
+    q                     BLOB NOT NULL,
+    gpus                  BLOB NOT NULL,
+    PRIMARY KEY (bucket_ms, deployment_id, owner, model)
+) WITHOUT ROWID;
+
+CREATE TABLE usage_claims (
+    bucket_ms     INTEGER NOT NULL,
+    deployment_id TEXT NOT NULL,
+    tenant_id     TEXT NOT NULL,
+    gpu_seconds   BLOB NOT NULL,
+    tokens        BLOB NOT NULL,
+    events        INTEGER NOT NULL,
+    PRIMARY KEY (bucket_ms, deployment_id, tenant_id)
+) WITHOUT ROWID;
+"#;
+
+/// A migration: its SQL, then what Rust must compute from the rows already there.
+pub struct Migration {
+    pub sql: &'static str,
+    pub backfill: Option<fn(&Connection) -> Result<()>>,
+}
+
+const fn sql(sql: &'static str) -> Migration {
+    Migration {
+        sql,
+        backfill: None,
+    }
+}
+
 /// Every migration, in order. `schema_version` = how many have been applied.
-pub const MIGRATIONS: &[&str] = &[V1_SAMPLES, V2_RECORDS, V3_OUTBOX];
+pub const MIGRATIONS: &[Migration] = &[
+    sql(V1_SAMPLES),
+    sql(V2_RECORDS),
+    sql(V3_OUTBOX),
+    Migration {
+        sql: V4_GROUPS,
+        backfill: Some(backfill_v4),
+    },
+];
+
+/// Builds the group rollups from the per-GPU rollups and the claims from the usage events already stored.
+fn backfill_v4(conn: &Connection) -> Result<()> {
+    super::samples::rebuild_all_groups(conn)?;
+    super::records::rebuild_all_claims(conn)
+}
 
 /// The schema version this binary writes.
 pub fn latest() -> u32 {
@@ -171,7 +229,7 @@ pub fn migrate_to(conn: &mut Connection, target: u32) -> Result<u32> {
             latest()
         )));
     }
-    for (i, sql) in MIGRATIONS
+    for (i, m) in MIGRATIONS
         .iter()
         .enumerate()
         .take(target as usize)
@@ -185,7 +243,10 @@ pub fn migrate_to(conn: &mut Connection, target: u32) -> Result<u32> {
         if version(&tx)? as usize >= v {
             continue;
         }
-        tx.execute_batch(sql).ctx(&format!("migration {v}"))?;
+        tx.execute_batch(m.sql).ctx(&format!("migration {v}"))?;
+        if let Some(backfill) = m.backfill {
+            backfill(&tx)?;
+        }
         tx.execute("DELETE FROM schema_version", [])
             .ctx("update schema_version")?;
         tx.execute(
