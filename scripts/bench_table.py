@@ -38,7 +38,7 @@ for b in ("sqlite", "postgres"):
             rows.append((f"{b}: allocation, {n} GPUs, 30 days: p50 / p99", f"{v} ms / {g(f'{b}.g{n}.d30.allocation_p99_ms', ' ms')}", ""))
     rows.append((f"{b}: mixed load, ingest p99 / allocation p99", f"{g(f'{b}.mixed_ingest_p99_ms', ' ms')} / {g(f'{b}.mixed_allocation_p99_ms', ' ms')}",
                  f"{g(f'{b}.mixed_samples_per_second')} samples/s for {g(f'{b}.mixed_seconds')} s, errors {g(f'{b}.mixed_errors')}, "
-                 f"RSS {g(f'{b}.mixed_server_rss_mib_first')} -> {g(f'{b}.mixed_server_rss_mib_last')} MiB (max {g(f'{b}.mixed_server_rss_mib_max')})"))
+                 f"RSS {g(f'{b}.mixed_server_rss_mib_first')} -> {g(f'{b}.mixed_server_rss_mib_last')} MiB, peak {g(f'{b}.mixed_server_rss_mib_max_first_half')} in the first half / {g(f'{b}.mixed_server_rss_mib_max_second_half')} in the second"))
 if "sqlite.store_file_bytes_per_sample" in vals:
     rows.append(("sqlite: bytes per raw sample (whole file / table)", f"{g('sqlite.store_file_bytes_per_sample')} / {g('sqlite.store_raw_table_bytes_per_sample')}", "target <= 60"))
     rows.append(("sqlite: bytes per rollup (one GPU-hour)", g("sqlite.store_rollup_bytes_per_rollup"), f"{g('sqlite.store_rollups')} rollups"))

@@ -519,6 +519,11 @@ async fn mixed(
         println!("mixed_server_rss_mib_first={:.0}", *first as f64 / 1024.0);
         println!("mixed_server_rss_mib_last={:.0}", *last as f64 / 1024.0);
         println!("mixed_server_rss_mib_max={:.0}", max as f64 / 1024.0);
+        // Flat memory: the second half of the run peaks no higher than the first.
+        let (a, b) = rss.split_at(rss.len() / 2);
+        let peak = |v: &[u64]| v.iter().max().copied().unwrap_or_default() as f64 / 1024.0;
+        println!("mixed_server_rss_mib_max_first_half={:.0}", peak(a));
+        println!("mixed_server_rss_mib_max_second_half={:.0}", peak(b));
     }
     Ok(ExitCode::SUCCESS)
 }
