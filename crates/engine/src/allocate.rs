@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rust_decimal::Decimal;
 
+use crate::decimal_ops;
 use crate::domain::{IdleCapacity, Policy, Sample, TenantId, UsageEvent, ALLOCATION_SOURCE};
 use crate::error::FieldError;
 use crate::money::{apportion, Currency, Money};
@@ -96,21 +97,34 @@ pub const CLAIM_BUCKET_MS: i64 = 3_600_000;
 /// itself. Summing the claims of distinct events per (deployment, tenant, hour) gives what [`allocate`] reads
 /// from `usage` (where an event re-sent with the same id replaces the earlier one).
 pub fn claim_of(e: &UsageEvent) -> Option<UsageClaim> {
-    let deployment_id = e.deployment_id.as_ref()?;
+    let (deployment_id, claim) = event_claim(e)?;
+    Some(UsageClaim {
+        deployment_id: deployment_id.to_string(),
+        tenant_id: e.tenant_id,
+        bucket_start: e.occurred_at.floor_to(CLAIM_BUCKET_MS),
+        gpu_seconds: claim.gpu_seconds,
+        tokens: claim.tokens,
+    })
+}
+
+/// The deployment and claim of [`claim_of`], borrowed: the allocation reads every event, and copying each
+/// one's deployment id would cost an allocation per event.
+fn event_claim(e: &UsageEvent) -> Option<(&str, Claim)> {
+    let deployment_id = e.deployment_id.as_deref()?;
     if e.source == ALLOCATION_SOURCE {
         return None;
     }
-    let (gpu_seconds, tokens) = match e.unit("gpu_seconds") {
-        Some(gs) => (gs, Decimal::ZERO),
-        None => (Decimal::ZERO, e.tokens()),
+    let claim = match e.unit("gpu_seconds") {
+        Some(gpu_seconds) => Claim {
+            gpu_seconds,
+            tokens: Decimal::ZERO,
+        },
+        None => Claim {
+            gpu_seconds: Decimal::ZERO,
+            tokens: e.tokens(),
+        },
     };
-    Some(UsageClaim {
-        deployment_id: deployment_id.clone(),
-        tenant_id: e.tenant_id,
-        bucket_start: e.occurred_at.floor_to(CLAIM_BUCKET_MS),
-        gpu_seconds,
-        tokens,
-    })
+    Some((deployment_id, claim))
 }
 
 /// The claims of events summed per (deployment, tenant, hour), an event re-sent with the same id counted once
@@ -171,12 +185,22 @@ impl Rates {
     }
 
     fn price(&self, q: &Quantities) -> Decimal {
-        let mut n = self.gpu * q.gpu_seconds;
+        self.price_of(q.gpu_seconds, q.energy_ws, q.storage_gb_seconds)
+    }
+
+    /// [`Rates::price`] of the three quantities it reads.
+    fn price_of(
+        &self,
+        gpu_seconds: Decimal,
+        energy_ws: Decimal,
+        storage_gb_seconds: Decimal,
+    ) -> Decimal {
+        let mut n = self.gpu * gpu_seconds;
         if !self.energy.is_zero() {
-            n += self.energy * q.energy_ws;
+            n += self.energy * energy_ws;
         }
         if !self.storage.is_zero() {
-            n += self.storage * q.storage_gb_seconds;
+            n += self.storage * storage_gb_seconds;
         }
         n / Decimal::from(Self::DENOMINATOR)
     }
@@ -270,6 +294,18 @@ impl Acc {
         self.storage += o.storage;
     }
 
+    /// The priced part of these sums: the cost [`Rates::price`] gives [`Acc::quantities`] and the quantities an
+    /// item shows, converting only the four quantities these read.
+    fn priced(&self, rates: &Rates) -> Part {
+        let (gpu_seconds, energy_ws) = (from_fixed(self.gs), from_fixed(self.ews));
+        Part {
+            cost: rates.price_of(gpu_seconds, energy_ws, from_fixed(self.storage)),
+            gpu_seconds,
+            memory_gb_seconds: from_fixed(self.mem),
+            energy_ws,
+        }
+    }
+
     fn quantities(&self) -> Quantities {
         Quantities {
             gpu_seconds: from_fixed(self.gs),
@@ -296,7 +332,32 @@ struct Stats<'a> {
 #[derive(Debug, Default, Clone)]
 struct Bucket {
     measured: i128,
-    per_policy: Vec<(usize, Acc)>,
+    per_policy: PolicySums,
+}
+
+/// The sums of one bucket per pricing policy, in the order first seen. A bucket nearly always has one policy:
+/// it is kept inline, so that a bucket costs no allocation of its own.
+#[derive(Debug, Default, Clone)]
+struct PolicySums {
+    first: Option<(usize, Acc)>,
+    more: Vec<(usize, Acc)>,
+}
+
+impl PolicySums {
+    fn add(&mut self, p: usize, acc: &Acc) {
+        match &mut self.first {
+            None => self.first = Some((p, *acc)),
+            Some((f, sum)) if *f == p => sum.merge(acc),
+            Some(_) => match self.more.iter_mut().find(|(i, _)| *i == p) {
+                Some((_, sum)) => sum.merge(acc),
+                None => self.more.push((p, *acc)),
+            },
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &(usize, Acc)> {
+        self.first.iter().chain(&self.more)
+    }
 }
 
 #[derive(Debug)]
@@ -345,36 +406,30 @@ fn add_part(parts: &mut Vec<((TenantId, usize), Part)>, key: (TenantId, usize), 
 }
 
 impl Part {
-    fn of(cost: Decimal, q: &Quantities) -> Part {
-        Part {
-            cost,
-            gpu_seconds: q.gpu_seconds,
-            memory_gb_seconds: q.memory_gb_seconds,
-            energy_ws: q.energy_ws,
-        }
-    }
+    // Parts are split by 28-digit fractions and summed over the period: nearly every operation here rounds, so
+    // they go through `decimal_ops` (the same results as `Decimal`'s operators, faster when rounding).
 
     fn add(&mut self, o: &Part) {
-        self.cost += o.cost;
-        self.gpu_seconds += o.gpu_seconds;
-        self.memory_gb_seconds += o.memory_gb_seconds;
-        self.energy_ws += o.energy_ws;
+        self.cost = decimal_ops::add(self.cost, o.cost);
+        self.gpu_seconds = decimal_ops::add(self.gpu_seconds, o.gpu_seconds);
+        self.memory_gb_seconds = decimal_ops::add(self.memory_gb_seconds, o.memory_gb_seconds);
+        self.energy_ws = decimal_ops::add(self.energy_ws, o.energy_ws);
     }
 
     fn sub(&mut self, o: &Part) {
-        self.cost -= o.cost;
-        self.gpu_seconds -= o.gpu_seconds;
-        self.memory_gb_seconds -= o.memory_gb_seconds;
-        self.energy_ws -= o.energy_ws;
+        self.cost = decimal_ops::sub(self.cost, o.cost);
+        self.gpu_seconds = decimal_ops::sub(self.gpu_seconds, o.gpu_seconds);
+        self.memory_gb_seconds = decimal_ops::sub(self.memory_gb_seconds, o.memory_gb_seconds);
+        self.energy_ws = decimal_ops::sub(self.energy_ws, o.energy_ws);
     }
 
     /// This part times `f`.
     fn times(&self, f: Decimal) -> Part {
         Part {
-            cost: self.cost * f,
-            gpu_seconds: self.gpu_seconds * f,
-            memory_gb_seconds: self.memory_gb_seconds * f,
-            energy_ws: self.energy_ws * f,
+            cost: decimal_ops::mul(self.cost, f),
+            gpu_seconds: decimal_ops::mul(self.gpu_seconds, f),
+            memory_gb_seconds: decimal_ops::mul(self.memory_gb_seconds, f),
+            energy_ws: decimal_ops::mul(self.energy_ws, f),
         }
     }
 }
@@ -387,43 +442,48 @@ struct Claim {
 }
 
 /// Splits a bucket's measured GPU-seconds between tenants. Claims in GPU-seconds come first (scaled down if
-/// they exceed what was measured); tokens then weigh what is left. Returns each tenant's fraction of the
-/// bucket (they sum to at most 1) and, if the claims were scaled, what was claimed.
+/// they exceed what was measured); tokens then weigh what is left. Writes each tenant's fraction of the bucket
+/// (they sum to at most 1) to `fractions`, and returns what was claimed if the claims were scaled.
 fn split(
-    claims: &[(TenantId, Claim)],
+    claims: &[(usize, TenantId, Claim)],
     measured: Decimal,
-) -> (Vec<(TenantId, Decimal)>, Option<Decimal>) {
-    let claimed: Decimal = claims.iter().map(|(_, c)| c.gpu_seconds).sum();
-    let tokens: Decimal = claims.iter().map(|(_, c)| c.tokens).sum();
+    fractions: &mut Vec<(TenantId, Decimal)>,
+) -> Option<Decimal> {
+    let claimed: Decimal = claims.iter().map(|(_, _, c)| c.gpu_seconds).sum();
+    let tokens: Decimal = claims.iter().map(|(_, _, c)| c.tokens).sum();
     let over = claimed > measured;
-    // Fraction of the bucket left to tokens after the GPU-second claims.
+    // Fraction of the bucket left to tokens after the GPU-second claims (all of it, exactly, when none were
+    // claimed: `measured / measured` would only spend a division to say so).
     let token_part = if over || tokens.is_zero() {
         Decimal::ZERO
+    } else if claimed.is_zero() {
+        Decimal::ONE
     } else {
         (measured - claimed) / measured
     };
-    let fractions = claims
-        .iter()
-        .map(|(t, c)| {
-            let mut f = if over {
-                c.gpu_seconds / claimed
-            } else if c.gpu_seconds.is_zero() {
-                Decimal::ZERO
-            } else {
-                c.gpu_seconds / measured
-            };
-            if !token_part.is_zero() && !c.tokens.is_zero() {
-                f += if token_part == Decimal::ONE {
-                    c.tokens / tokens
+    fractions.extend(
+        claims
+            .iter()
+            .map(|(_, t, c)| {
+                let mut f = if over {
+                    c.gpu_seconds / claimed
+                } else if c.gpu_seconds.is_zero() {
+                    Decimal::ZERO
                 } else {
-                    token_part * c.tokens / tokens
+                    c.gpu_seconds / measured
                 };
-            }
-            (*t, f)
-        })
-        .filter(|(_, f)| *f > Decimal::ZERO)
-        .collect();
-    (fractions, over.then_some(claimed))
+                if !token_part.is_zero() && !c.tokens.is_zero() {
+                    f += if token_part == Decimal::ONE {
+                        c.tokens / tokens
+                    } else {
+                        token_part * c.tokens / tokens
+                    };
+                }
+                (*t, f)
+            })
+            .filter(|(_, f)| *f > Decimal::ZERO),
+    );
+    over.then_some(claimed)
 }
 
 fn report_quantity(d: Decimal) -> Decimal {
@@ -432,6 +492,8 @@ fn report_quantity(d: Decimal) -> Decimal {
 
 /// Below this many rollups the accumulation runs on one thread (threads cost more than they save).
 const PARALLEL_MIN_ROLLUPS: usize = 100_000;
+/// From this many usage events and claims, they are gathered on a thread of their own during the accumulation.
+const PARALLEL_MIN_CLAIMS: usize = 10_000;
 /// Below this many (deployment, owner) buckets the settlement runs on one thread.
 const PARALLEL_MIN_BUCKETS: usize = 5_000;
 
@@ -443,11 +505,48 @@ struct Ctx<'a> {
     n_buckets: usize,
     policies: &'a [Policy],
     rates: Vec<Rates>,
+    /// Per policy: whether the quantities of its idle capacity are ever read (a `proportional` policy spreads
+    /// them over tenants; otherwise only the idle cost is reported).
+    idle_quantities: Vec<bool>,
+    /// The UTC day of the period's first bucket, and the days from it to the last one's.
+    day0: i64,
+    n_days: usize,
+    /// Per bucket: its UTC day, as an index from `day0`.
+    bucket_day: Vec<usize>,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(period: Period, bucket_ms: i64, policies: &'a [Policy]) -> Self {
+        let n_buckets =
+            usize::try_from((period.to.0 - period.from.0 + bucket_ms - 1) / bucket_ms).unwrap_or(0);
+        let day0 = period.from.floor_to(DAY_MS).0;
+        let bucket_day: Vec<usize> = (0..n_buckets)
+            .map(|bi| {
+                let day = Timestamp(period.from.0 + bi as i64 * bucket_ms).floor_to(DAY_MS);
+                usize::try_from((day.0 - day0) / DAY_MS).unwrap_or(0)
+            })
+            .collect();
+        Ctx {
+            period,
+            bucket_ms,
+            n_buckets,
+            policies,
+            rates: policies.iter().map(Rates::of).collect(),
+            idle_quantities: policies
+                .iter()
+                .map(|p| p.spec.idle_capacity == IdleCapacity::Proportional)
+                .collect(),
+            day0,
+            n_days: bucket_day.last().map_or(0, |d| d + 1),
+            bucket_day,
+        }
+    }
 }
 
 /// Allocates a period. Pure: the same input gives the same answer, whatever the order of rollups and events.
-/// Large inputs are accumulated and settled on the machine's cores (scoped threads; the result does not depend
-/// on how the work was split: sums are exact integers and each deployment is settled alone).
+/// Large inputs are accumulated and settled on the machine's cores, their usage gathered meanwhile (scoped
+/// threads; the result does not depend on how the work was split: sums are exact integers, claims keep their
+/// order, and each deployment is settled alone, its sums added to in bucket order).
 pub fn allocate(input: &AllocationInput<'_>) -> Allocation {
     let AllocationInput {
         period,
@@ -459,14 +558,7 @@ pub fn allocate(input: &AllocationInput<'_>) -> Allocation {
         config,
     } = *input;
     let bucket_ms = config.bucket_ms;
-    let ctx = Ctx {
-        period,
-        bucket_ms,
-        n_buckets: usize::try_from((period.to.0 - period.from.0 + bucket_ms - 1) / bucket_ms)
-            .unwrap_or(0),
-        policies,
-        rates: policies.iter().map(Rates::of).collect(),
-    };
+    let ctx = Ctx::new(period, bucket_ms, policies);
     let cores = || {
         std::thread::available_parallelism()
             .map_or(1, |n| n.get())
@@ -481,76 +573,27 @@ pub fn allocate(input: &AllocationInput<'_>) -> Allocation {
     };
 
     // 1. Accumulate rollups per deployment, owner, bucket and pricing policy, in fixed point.
-    let (mut deps, mut findings) = if threads > 1 {
-        let chunk = rollups.len().div_ceil(threads).max(1);
-        let parts: Vec<(Vec<Dep<'_>>, Vec<Finding>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = rollups
-                .chunks(chunk)
-                .map(|c| s.spawn(|| accumulate(&ctx, c)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                .collect()
-        });
-        let mut deps: Vec<Dep<'_>> = Vec::new();
-        let mut findings = Vec::new();
-        for (d, f) in parts {
-            deps = merge_deps(deps, d);
-            findings.extend(f);
-        }
-        (deps, findings)
+    // 2. Usage events and claims that weigh shared buckets, as (bucket, tenant) claims per deployment.
+    // The two are independent: on large inputs the claims are gathered on a thread of their own meanwhile.
+    let overlap = config.threads != 1
+        && usage.len() + claims.len() >= PARALLEL_MIN_CLAIMS
+        && (config.threads > 1 || cores() > 1);
+    let ((mut deps, mut findings), mut gathered) = if overlap {
+        std::thread::scope(|s| {
+            let gathering = s.spawn(|| gather_claims(period, bucket_ms, usage, claims));
+            let sums = accumulate_all(&ctx, rollups, threads);
+            (sums, joined(gathering))
+        })
     } else {
-        accumulate(&ctx, rollups)
+        (
+            accumulate_all(&ctx, rollups, threads),
+            gather_claims(period, bucket_ms, usage, claims),
+        )
     };
     findings.sort_by_key(finding_order);
-    let dep_index: HashMap<&str, usize> = deps.iter().enumerate().map(|(i, d)| (d.id, i)).collect();
-
-    // 2. Usage events that weigh shared buckets: deduplicated by event id (the last given wins), ours excluded,
-    // grouped per measured deployment as (bucket, tenant) claims; then the claims summed already.
-    // Sort (id, position) pairs held inline: sorting indices through the events would chase pointers.
-    let mut order: Vec<(u128, usize)> = usage
-        .iter()
-        .enumerate()
-        .map(|(i, e)| (e.event_id.as_u128(), i))
-        .collect();
-    order.sort_unstable();
-    let mut superseded = vec![false; usage.len()];
-    for w in order.windows(2) {
-        if w[0].0 == w[1].0 {
-            superseded[w[0].1] = true; // re-sent later in the input: that one replaces this one
-        }
-    }
-    let mut dep_events: Vec<Vec<(usize, TenantId, Claim)>> = vec![Vec::new(); deps.len()];
-    let mut add_claim = |d: &str, at: Timestamp, tenant: TenantId, claim: Claim| {
-        if !period.contains(at) {
-            return;
-        }
-        let Some(&di) = dep_index.get(d) else {
-            return;
-        };
-        let bi = usize::try_from((at.0 - period.from.0) / bucket_ms).unwrap_or(0);
-        dep_events[di].push((bi, tenant, claim));
-    };
-    // In input order: the events' fields live on the heap in that order.
-    for (e, _) in usage.iter().zip(&superseded).filter(|(_, s)| !**s) {
-        if let Some(c) = claim_of(e) {
-            let claim = Claim {
-                gpu_seconds: c.gpu_seconds,
-                tokens: c.tokens,
-            };
-            add_claim(&c.deployment_id, e.occurred_at, c.tenant_id, claim);
-        }
-    }
-    for c in claims {
-        let claim = Claim {
-            gpu_seconds: c.gpu_seconds,
-            tokens: c.tokens,
-        };
-        add_claim(&c.deployment_id, c.bucket_start, c.tenant_id, claim);
-    }
-    for (d, evs) in deps.iter_mut().zip(dep_events) {
-        d.events = merge_claims(evs);
+    // Claims on deployments without GPU time in the period weigh nothing: they are left behind.
+    for d in &mut deps {
+        d.events = merge_claims(gathered.take(d.id));
     }
     deps.sort_by(|a, b| a.id.cmp(b.id));
     for d in &mut deps {
@@ -568,39 +611,7 @@ pub fn allocate(input: &AllocationInput<'_>) -> Allocation {
     } else {
         1
     };
-    let settled: Vec<Settled> = if settle_threads > 1 && deps.len() > 1 {
-        // Interleaved, so that each thread gets a fair share of shared (costly) and dedicated deployments.
-        let chunks: Vec<Vec<(usize, &Dep<'_>)>> = (0..settle_threads)
-            .map(|k| {
-                deps.iter()
-                    .enumerate()
-                    .skip(k)
-                    .step_by(settle_threads)
-                    .collect()
-            })
-            .collect();
-        let mut done: Vec<(usize, Settled)> = std::thread::scope(|s| {
-            let handles: Vec<_> = chunks
-                .iter()
-                .map(|c| {
-                    s.spawn(|| {
-                        c.iter()
-                            .map(|(i, d)| (*i, settle(&ctx, d)))
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                .collect()
-        });
-        // Back in deployment order: the answer does not depend on the threads.
-        done.sort_by_key(|(i, _)| *i);
-        done.into_iter().map(|(_, s)| s).collect()
-    } else {
-        deps.iter().map(|d| settle(&ctx, d)).collect()
-    };
+    let settled = settle_all(&ctx, &deps, settle_threads);
     let mut items = Vec::new();
     let mut rows = Vec::new();
     let mut daily = Vec::new();
@@ -634,6 +645,115 @@ pub fn allocate(input: &AllocationInput<'_>) -> Allocation {
         daily,
         gaps,
         findings,
+    }
+}
+
+/// Step 1 on `threads` threads: each sums a slice of the rollups, then the sums are added up.
+fn accumulate_all<'a>(
+    ctx: &Ctx<'_>,
+    rollups: &'a [Rollup],
+    threads: usize,
+) -> (Vec<Dep<'a>>, Vec<Finding>) {
+    if threads <= 1 {
+        return accumulate(ctx, rollups);
+    }
+    let chunk = rollups.len().div_ceil(threads).max(1);
+    let parts: Vec<(Vec<Dep<'a>>, Vec<Finding>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = rollups
+            .chunks(chunk)
+            .map(|c| s.spawn(|| accumulate(ctx, c)))
+            .collect();
+        handles.into_iter().map(joined).collect()
+    });
+    let mut deps: Vec<Dep<'a>> = Vec::new();
+    let mut findings = Vec::new();
+    for (d, f) in parts {
+        deps = merge_deps(deps, d);
+        findings.extend(f);
+    }
+    (deps, findings)
+}
+
+/// The result of a scoped thread; its panic, if it panicked.
+fn joined<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
+}
+
+/// Step 2: usage events deduplicated by event id (the last given wins), ours excluded, then the claims summed
+/// already; those in the period, as (bucket, tenant, claim) per deployment, each in the order given.
+fn gather_claims<'a>(
+    period: Period,
+    bucket_ms: i64,
+    usage: &'a [UsageEvent],
+    claims: &'a [UsageClaim],
+) -> ClaimsByDeployment<'a> {
+    // Sort (id, position) pairs held inline: sorting indices through the events would chase pointers.
+    let mut order: Vec<(u128, usize)> = usage
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.event_id.as_u128(), i))
+        .collect();
+    order.sort_unstable();
+    let mut superseded = vec![false; usage.len()];
+    for w in order.windows(2) {
+        if w[0].0 == w[1].0 {
+            superseded[w[0].1] = true; // re-sent later in the input: that one replaces this one
+        }
+    }
+    let mut out = ClaimsByDeployment::default();
+    let mut add = |d: &'a str, at: Timestamp, tenant: TenantId, claim: Claim| {
+        if period.contains(at) {
+            let bi = usize::try_from((at.0 - period.from.0) / bucket_ms).unwrap_or(0);
+            out.push(d, (bi, tenant, claim));
+        }
+    };
+    // In input order: the events' fields live on the heap in that order.
+    for (e, _) in usage.iter().zip(&superseded).filter(|(_, s)| !**s) {
+        if let Some((d, claim)) = event_claim(e) {
+            add(d, e.occurred_at, e.tenant_id, claim);
+        }
+    }
+    for c in claims {
+        let claim = Claim {
+            gpu_seconds: c.gpu_seconds,
+            tokens: c.tokens,
+        };
+        add(&c.deployment_id, c.bucket_start, c.tenant_id, claim);
+    }
+    out
+}
+
+/// Claims per deployment id, each list in the order the claims were pushed.
+#[derive(Debug, Default)]
+struct ClaimsByDeployment<'a> {
+    index: HashMap<&'a str, usize>,
+    lists: Vec<Vec<(usize, TenantId, Claim)>>,
+    /// The deployment pushed to last: claims come grouped by deployment, so most need no look-up.
+    last: Option<(&'a str, usize)>,
+}
+
+impl<'a> ClaimsByDeployment<'a> {
+    fn push(&mut self, deployment_id: &'a str, claim: (usize, TenantId, Claim)) {
+        let i = match self.last {
+            Some((d, i)) if d == deployment_id => i,
+            _ => {
+                let next = self.lists.len();
+                let i = *self.index.entry(deployment_id).or_insert(next);
+                if i == next {
+                    self.lists.push(Vec::new());
+                }
+                self.last = Some((deployment_id, i));
+                i
+            }
+        };
+        self.lists[i].push(claim);
+    }
+
+    /// The claims of a deployment, taken out.
+    fn take(&mut self, deployment_id: &str) -> Vec<(usize, TenantId, Claim)> {
+        self.index
+            .get(deployment_id)
+            .map_or_else(Vec::new, |&i| std::mem::take(&mut self.lists[i]))
     }
 }
 
@@ -740,10 +860,7 @@ fn accumulate<'a>(ctx: &Ctx<'_>, rollups: &'a [Rollup]) -> (Vec<Dep<'a>>, Vec<Fi
         };
         b.measured += acc.gs;
         if let Some(p) = policy {
-            match b.per_policy.iter_mut().find(|(i, _)| *i == p) {
-                Some((_, q)) => q.merge(&acc),
-                None => b.per_policy.push((p, acc)),
-            }
+            b.per_policy.add(p, &acc);
         }
     }
     (deps, findings)
@@ -773,11 +890,8 @@ fn merge_deps<'a>(mut a: Vec<Dep<'a>>, b: Vec<Dep<'a>>) -> Vec<Dep<'a>> {
                 Some((_, tb)) => {
                     for (x, y) in tb.iter_mut().zip(buckets) {
                         x.measured += y.measured;
-                        for (p, acc) in y.per_policy {
-                            match x.per_policy.iter_mut().find(|(q, _)| *q == p) {
-                                Some((_, xa)) => xa.merge(&acc),
-                                None => x.per_policy.push((p, acc)),
-                            }
+                        for (p, acc) in y.per_policy.iter() {
+                            x.per_policy.add(*p, acc);
                         }
                     }
                 }
@@ -786,6 +900,39 @@ fn merge_deps<'a>(mut a: Vec<Dep<'a>>, b: Vec<Dep<'a>>) -> Vec<Dep<'a>> {
         }
     }
     a
+}
+
+/// Step 3 on `threads` threads (this one included), in deployment order whatever the threads.
+fn settle_all(ctx: &Ctx<'_>, deps: &[Dep<'_>], threads: usize) -> Vec<Settled> {
+    if threads <= 1 || deps.len() <= 1 {
+        return deps.iter().map(|d| settle(ctx, d)).collect();
+    }
+    // Costliest first (a shared deployment splits every bucket between its claims), each taken by whichever
+    // thread is free: one busy core does not hold the others up.
+    let mut order: Vec<usize> = (0..deps.len()).collect();
+    order.sort_by_key(|&i| {
+        let d = &deps[i];
+        std::cmp::Reverse(d.owners.len() * ctx.n_buckets + d.events.len())
+    });
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut done: Vec<(usize, Settled)> = Vec::new();
+        while let Some(&i) = order.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
+            done.push((i, settle(ctx, &deps[i])));
+        }
+        done
+    };
+    let mut done: Vec<(usize, Settled)> = std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        let mut done = work();
+        for h in helpers {
+            done.extend(joined(h));
+        }
+        done
+    });
+    // Back in deployment order: the answer does not depend on the threads.
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, s)| s).collect()
 }
 
 /// One deployment, priced, split, rounded.
@@ -798,8 +945,7 @@ struct Settled {
 }
 
 fn settle(ctx: &Ctx<'_>, dep: &Dep<'_>) -> Settled {
-    let (period, bucket_ms, policies, rates) =
-        (ctx.period, ctx.bucket_ms, ctx.policies, &ctx.rates);
+    let policies = ctx.policies;
     let mut out = Settled::default();
     let (items, rows, daily, findings) = (
         &mut out.items,
@@ -809,73 +955,18 @@ fn settle(ctx: &Ctx<'_>, dep: &Dep<'_>) -> Settled {
     );
     let dep_id = dep.id;
     let mut parts: Vec<((TenantId, usize), Part)> = Vec::new();
-    let mut unalloc: BTreeMap<usize, Part> = BTreeMap::new();
-    let mut days: BTreeMap<(Currency, i64), Decimal> = BTreeMap::new();
+    let mut unalloc: Vec<(usize, Part)> = Vec::new();
+    let mut days = Days::default();
     let mut orphan_events = 0u64;
     let mut cursor = 0usize;
     for (owner, buckets) in &dep.owners {
-        if let Some(t) = owner {
-            // Dedicated: everything to the owner; priced per day (cost is linear in the quantities).
-            let mut per_day: BTreeMap<(i64, usize), Acc> = BTreeMap::new();
-            for (bi, b) in buckets.iter().enumerate() {
-                let day = Timestamp(period.from.0 + bi as i64 * bucket_ms)
-                    .floor_to(DAY_MS)
-                    .0;
-                for (p, acc) in &b.per_policy {
-                    per_day.entry((day, *p)).or_default().merge(acc);
-                }
-            }
-            for ((day, p), acc) in per_day {
-                let q = acc.quantities();
-                let part = Part::of(rates[p].price(&q), &q);
-                *days.entry((policies[p].spec.currency, day)).or_default() += part.cost;
-                add_part(&mut parts, (*t, p), &part);
-            }
-            continue;
-        }
-        for (bi, b) in buckets.iter().enumerate() {
-            // The claims of this bucket (events are sorted by bucket).
-            let start = cursor;
-            while cursor < dep.events.len() && dep.events[cursor].0 <= bi {
-                cursor += 1;
-            }
-            let claims: Vec<(TenantId, Claim)> = dep.events[start..cursor]
-                .iter()
-                .filter(|e| e.0 == bi)
-                .map(|e| (e.1, e.2))
-                .collect();
-            if b.measured == 0 {
-                orphan_events += claims.len() as u64;
-                continue;
-            }
-            let bucket = period.from.0 + bi as i64 * bucket_ms;
-            let day = Timestamp(bucket).floor_to(DAY_MS).0;
-            let measured = from_fixed(b.measured);
-            let fractions = if claims.is_empty() {
-                Vec::new()
-            } else {
-                let (fractions, over) = split(&claims, measured);
-                if let Some(claimed) = over {
-                    findings.push(Finding::OverAttribution {
-                        deployment_id: dep_id.to_string(),
-                        bucket_start: Timestamp(bucket),
-                        claimed_gpu_seconds: claimed,
-                        measured_gpu_seconds: measured,
-                    });
-                }
-                fractions
-            };
-            for (p, acc) in &b.per_policy {
-                let q = acc.quantities();
-                let whole = Part::of(rates[*p].price(&q), &q);
-                *days.entry((policies[*p].spec.currency, day)).or_default() += whole.cost;
-                let mut rest = whole;
-                for (t, f) in &fractions {
-                    let part = whole.times(*f);
-                    add_part(&mut parts, (*t, *p), &part);
-                    rest.sub(&part);
-                }
-                unalloc.entry(*p).or_default().add(&rest);
+        match owner {
+            Some(t) => settle_dedicated(ctx, *t, buckets, &mut parts, &mut days),
+            None => {
+                let shared = settle_shared(ctx, dep, buckets, &mut parts, &mut unalloc, &mut days);
+                orphan_events += shared.orphan_events;
+                cursor = shared.cursor;
+                findings.extend(shared.findings);
             }
         }
     }
@@ -890,6 +981,7 @@ fn settle(ctx: &Ctx<'_>, dep: &Dep<'_>) -> Settled {
             events: orphan_events,
         });
     }
+    let mut unalloc: BTreeMap<usize, Part> = unalloc.into_iter().collect();
     let mut parts: BTreeMap<(TenantId, usize), Part> = parts.into_iter().collect();
     spread_idle(policies, &mut parts, &mut unalloc);
 
@@ -971,12 +1063,7 @@ fn settle(ctx: &Ctx<'_>, dep: &Dep<'_>) -> Settled {
         row.energy_wh = report_quantity(q.energy_wh());
         if let Some(cur) = cur {
             round_row(*cur, dep_id, policies, &parts, &unalloc, &mut row, items);
-            let day_keys: Vec<i64> = days
-                .keys()
-                .filter(|(c, _)| c == cur)
-                .map(|(_, d)| *d)
-                .collect();
-            let quotas: Vec<Decimal> = day_keys.iter().map(|d| days[&(*cur, *d)]).collect();
+            let (day_keys, quotas): (Vec<i64>, Vec<Decimal>) = days.of(*cur, ctx).unzip();
             for (d, amount) in day_keys
                 .iter()
                 .zip(apportion(row.cost, &quotas, cur.minor_unit()))
@@ -992,6 +1079,161 @@ fn settle(ctx: &Ctx<'_>, dep: &Dep<'_>) -> Settled {
         rows.push(row);
     }
     out
+}
+
+/// A dedicated owner's buckets: everything to the owner, priced per day (cost is linear in the quantities).
+fn settle_dedicated(
+    ctx: &Ctx<'_>,
+    owner: TenantId,
+    buckets: &[Bucket],
+    parts: &mut Vec<((TenantId, usize), Part)>,
+    days: &mut Days,
+) {
+    let mut per_day: BTreeMap<(usize, usize), Acc> = BTreeMap::new();
+    for (bi, b) in buckets.iter().enumerate() {
+        for (p, acc) in b.per_policy.iter() {
+            per_day
+                .entry((ctx.bucket_day[bi], *p))
+                .or_default()
+                .merge(acc);
+        }
+    }
+    for ((day, p), acc) in per_day {
+        let part = acc.priced(&ctx.rates[p]);
+        days.add(ctx, p, day, part.cost);
+        add_part(parts, (owner, p), &part);
+    }
+}
+
+/// What settling the shared buckets of a deployment leaves besides sums.
+#[derive(Debug, Default)]
+struct Shared {
+    /// Claims on buckets without GPU time.
+    orphan_events: u64,
+    /// How many of the deployment's claims (sorted by bucket) were visited.
+    cursor: usize,
+    findings: Vec<Finding>,
+}
+
+/// The shared buckets of a deployment: each bucket's cost split between the tenants that claimed it, the rest
+/// to idle. Buckets are visited in order and every sum is added to in that order (the sums are exact decimals
+/// that may round once they grow long, so the order is part of the answer).
+fn settle_shared(
+    ctx: &Ctx<'_>,
+    dep: &Dep<'_>,
+    buckets: &[Bucket],
+    parts: &mut Vec<((TenantId, usize), Part)>,
+    unalloc: &mut Vec<(usize, Part)>,
+    days: &mut Days,
+) -> Shared {
+    let mut out = Shared::default();
+    // Reused for every bucket: a month of buckets would otherwise allocate one list each.
+    let mut fractions: Vec<(TenantId, Decimal)> = Vec::new();
+    for (bi, b) in buckets.iter().enumerate() {
+        // The claims of this bucket: claims are sorted by bucket and every bucket is visited in order, so they
+        // are the run that starts where the previous bucket's ended.
+        let start = out.cursor;
+        while out.cursor < dep.events.len() && dep.events[out.cursor].0 <= bi {
+            out.cursor += 1;
+        }
+        let claims = &dep.events[start..out.cursor];
+        if b.measured == 0 {
+            out.orphan_events += claims.len() as u64;
+            continue;
+        }
+        let measured = from_fixed(b.measured);
+        fractions.clear();
+        if !claims.is_empty() {
+            if let Some(claimed) = split(claims, measured, &mut fractions) {
+                out.findings.push(Finding::OverAttribution {
+                    deployment_id: dep.id.to_string(),
+                    bucket_start: Timestamp(ctx.period.from.0 + bi as i64 * ctx.bucket_ms),
+                    claimed_gpu_seconds: claimed,
+                    measured_gpu_seconds: measured,
+                });
+            }
+        }
+        for (p, acc) in b.per_policy.iter() {
+            let whole = acc.priced(&ctx.rates[*p]);
+            days.add(ctx, *p, ctx.bucket_day[bi], whole.cost);
+            let i = unalloc.iter().position(|(q, _)| q == p).unwrap_or_else(|| {
+                unalloc.push((*p, Part::default()));
+                unalloc.len() - 1
+            });
+            share(
+                &whole,
+                *p,
+                &fractions,
+                ctx.idle_quantities[*p],
+                parts,
+                &mut unalloc[i].1,
+            );
+        }
+    }
+    out
+}
+
+/// Gives each tenant its fraction of a bucket's `whole` under policy `p`, and what is left to `idle`.
+///
+/// Only a `proportional` policy ever reads the quantities of idle (to spread them over tenants); otherwise the
+/// idle cost is all that is read, so only the cost of what is left is worked out (`idle_quantities` false),
+/// with the very same decimal operations on it.
+fn share(
+    whole: &Part,
+    p: usize,
+    fractions: &[(TenantId, Decimal)],
+    idle_quantities: bool,
+    parts: &mut Vec<((TenantId, usize), Part)>,
+    idle: &mut Part,
+) {
+    if idle_quantities {
+        let mut rest = *whole;
+        for (t, f) in fractions {
+            let part = whole.times(*f);
+            add_part(parts, (*t, p), &part);
+            rest.sub(&part);
+        }
+        idle.add(&rest);
+    } else {
+        let mut rest = whole.cost;
+        for (t, f) in fractions {
+            let part = whole.times(*f);
+            add_part(parts, (*t, p), &part);
+            rest = decimal_ops::sub(rest, part.cost);
+        }
+        idle.cost = decimal_ops::add(idle.cost, rest);
+    }
+}
+
+/// The exact cost of one deployment per (currency, UTC day), each day added to in bucket order. Dense per day
+/// of the period: a month of buckets costs no map look-ups. `None`: no bucket of that day was priced.
+#[derive(Debug, Default)]
+struct Days(Vec<(Currency, Vec<Option<Decimal>>)>);
+
+impl Days {
+    /// Adds `cost` under policy `p` to day `day` (an index from the period's first day).
+    fn add(&mut self, ctx: &Ctx<'_>, p: usize, day: usize, cost: Decimal) {
+        let cur = ctx.policies[p].spec.currency;
+        let i = match self.0.iter().position(|(c, _)| *c == cur) {
+            Some(i) => i,
+            None => {
+                self.0.push((cur, vec![None; ctx.n_days]));
+                self.0.len() - 1
+            }
+        };
+        let sum = self.0[i].1[day].get_or_insert(Decimal::ZERO);
+        *sum = decimal_ops::add(*sum, cost);
+    }
+
+    /// The priced days of a currency, in order: (start of the day, exact cost).
+    fn of<'s>(&'s self, cur: Currency, ctx: &Ctx<'_>) -> impl Iterator<Item = (i64, Decimal)> + 's {
+        let day0 = ctx.day0;
+        self.0
+            .iter()
+            .filter(move |(c, _)| *c == cur)
+            .flat_map(|(_, d)| d.iter().enumerate())
+            .filter_map(move |(i, cost)| cost.map(|c| (day0 + i as i64 * DAY_MS, c)))
+    }
 }
 
 /// Idle capacity under a `proportional` policy goes to the deployment's tenants in proportion to their

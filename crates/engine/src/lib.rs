@@ -9,6 +9,7 @@
 
 pub mod allocate;
 pub mod batch;
+mod decimal_ops;
 pub mod domain;
 pub mod error;
 pub mod money;
@@ -29,5 +30,3 @@ pub use report::{Allocation, DeploymentRow, Finding, Gap, Item, TenantRow};
 pub use rollup::{Quantities, Rollup, RollupKey};
 pub use series::SeriesConfig;
 pub use time::Timestamp;
-#[doc(hidden)]
-pub mod allocate_ref; // TEMPORARY: differential reference, delete
