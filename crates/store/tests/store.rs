@@ -1569,7 +1569,7 @@ mod postgres_only {
     use tokio_postgres::{Client, NoTls};
 
     /// Every table that holds tenant rows.
-    const TENANT_TABLES: [&str; 7] = [
+    const TENANT_TABLES: [&str; 9] = [
         "usage_events",
         "audit_events",
         "api_keys",
@@ -1577,6 +1577,8 @@ mod postgres_only {
         "rollups",
         "gaps",
         "series",
+        "deployment_rollups",
+        "usage_claims",
     ];
 
     /// A plain connection to the scratch database, switched to the service role as the store's are.
@@ -1752,6 +1754,10 @@ mod postgres_only {
               SELECT g.id, 0, 'd', '{T}', 'm', 0, 0, 1, 0, 0, 0, 0, 0, 0, 0 FROM eai.gpus g WHERE g.uuid = 'GPU-a' RETURNING 1"),
             ("gaps", "INSERT INTO eai.gaps (gpu_id, from_ms, to_ms, reason, deployment_id, node, tenant_id) \
               SELECT g.id, 1, 2, 'too_long', 'd', 'n', '{T}' FROM eai.gpus g WHERE g.uuid = 'GPU-a' RETURNING 1"),
+            ("deployment_rollups", "INSERT INTO eai.deployment_rollups (bucket_ms, deployment_id, tenant_id, model, first_window_start_ms, last_window_start_ms, samples, estimated_samples, gpu_seconds, busy_gpu_seconds, estimated_gpu_seconds, memory_gb_seconds, energy_ws, storage_gb_seconds, gpus) \
+              VALUES (7, 'd-new', '{T}', 'm', 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, '{}') RETURNING 1"),
+            ("usage_claims", "INSERT INTO eai.usage_claims (bucket_ms, deployment_id, tenant_id, gpu_seconds, tokens, events) \
+              VALUES (7, 'd-new', '{T}', 0, 0, 1) RETURNING 1"),
         ];
         assert_eq!(inserts.len(), TENANT_TABLES.len());
         for (t, sql) in inserts {
@@ -1839,7 +1845,7 @@ mod postgres_only {
                     "eai.{t} on the platform path: {tenants:?}"
                 );
             }
-            if t != "usage_events" {
+            if !matches!(t, "usage_events" | "usage_claims") {
                 assert!(
                     tenants.contains(&PLATFORM_TENANT),
                     "eai.{t}: platform rows carry the platform tenant"
@@ -1893,48 +1899,6 @@ mod postgres_only {
         let err = PgStore::open_with(db.url(), other).await.unwrap_err();
         assert!(err.to_string().contains("bucket_ms"), "{err}");
         assert!(PgStore::open(db.url()).await.is_ok());
-    }
-
-    /// A file written before group rollups and claims existed (schema 3) gets them built from its rows when a
-    /// newer binary opens it: the reads are what they were.
-    #[tokio::test]
-    async fn a_file_from_before_groups_gets_them_built_on_open() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("eai.db");
-        let store = SqliteStore::open(&path).unwrap();
-        let mut batch = fleet("vllm-a", 3, T0, T0 + 2 * H);
-        batch.extend(fleet("vllm-b", 2, T0 + H, T0 + 3 * H));
-        let late = batch.remove(7);
-        store.insert_samples(&batch).await.unwrap();
-        store.insert_samples(&[late]).await.unwrap();
-        let mut events = vec![
-            tokens(tenant(1), "vllm-a", T0 + 60_000, 7000),
-            tokens(tenant(2), "vllm-a", T0 + 61_000, 3000),
-            tokens(tenant(2), "vllm-b", T0 + H + 1, 5),
-        ];
-        store.upsert_usage_events(&events).await.unwrap();
-        events[0]
-            .units
-            .insert("tokens_out".into(), NonNegative::new(d("1")).unwrap());
-        store.upsert_usage_events(&events[..1]).await.unwrap();
-        let before = all_usage(&store).await;
-        assert_eq!(before.rollups.len(), 4, "two deployments, two hours each");
-        assert_eq!(before.claims, sum_claims(&events));
-        drop(store);
-
-        // Back to schema 3: what an older binary left.
-        let c = rusqlite::Connection::open(&path).unwrap();
-        c.execute_batch(
-            "DROP TABLE deployment_rollups; DROP TABLE usage_claims; UPDATE schema_version SET version = 3;",
-        )
-        .unwrap();
-        drop(c);
-
-        let store = SqliteStore::open(&path).unwrap();
-        let after = all_usage(&store).await;
-        assert_eq!(after.rollups, before.rollups);
-        assert_eq!(after.claims, before.claims);
-        assert_eq!(after.gaps, before.gaps);
     }
 
     #[tokio::test]

@@ -13,14 +13,19 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use eai_engine::allocate::claim_of;
 use eai_engine::domain::{Policy, PolicySpec, TenantId, UsageEvent};
 use eai_engine::time::Timestamp;
 use uuid::Uuid;
 
 use super::pool::PgConn;
-use super::{begin, owner_of, owner_uuid, set_scope, sqlstate, tenant_uuid, Ctx, Mode};
+use super::{
+    begin, derived, owner_of, owner_uuid, scope_args, set_scope, sqlstate, tenant_uuid, Ctx, Mode,
+    SET_SCOPE,
+};
 use crate::audit::{self, Verifier, GENESIS_HASH};
 use crate::codec::{corrupt, count, now_ms, to_i64};
+use crate::groups::ClaimDeltas;
 use crate::outbox::{self, OutboxRows, OutboxStats};
 use crate::records as rec;
 use crate::{
@@ -38,6 +43,12 @@ const EVENTS_UPSERT: &str = "INSERT INTO eai.usage_events AS u \
      ON CONFLICT (event_id) DO UPDATE SET occurred_at_ms = EXCLUDED.occurred_at_ms, \
      deployment_id = EXCLUDED.deployment_id, body = EXCLUDED.body \
      WHERE u.tenant_id = EXCLUDED.tenant_id";
+/// The stored events a batch is about to replace (of the tenant the transaction acts for).
+const EVENTS_OLD: &str = "SELECT body::text FROM eai.usage_events WHERE event_id = ANY($1::uuid[])";
+/// Two-key advisory locks: a key space apart from the one-key locks of GPUs, the audit chain and migrations.
+const EVENTS_LOCK: &str = "SELECT pg_advisory_xact_lock($1::int4, k) FROM unnest($2::int4[]) AS k";
+/// The class of usage event locks ("eaiu").
+const EVENT_LOCK_CLASS: i32 = 0x6561_6975;
 const EVENTS_IN: &str = "SELECT body::text FROM eai.usage_events \
      WHERE occurred_at_ms >= $1 AND occurred_at_ms < $2 ORDER BY occurred_at_ms, event_id";
 
@@ -135,6 +146,10 @@ pub async fn outbox_stats(conn: &mut PgConn) -> Result<OutboxStats> {
 
 // --- usage events ---------------------------------------------------------------------------------------------
 
+/// Upserts events tenant by tenant, and keeps `eai.usage_claims` their sums in the same transaction: the events
+/// a batch replaces are read first (under advisory locks on their ids, taken in one statement in ascending
+/// order before anything else, so that two upserts of one id run one after the other and the second takes out
+/// the claim the first put in), then each new event's claim is added and each replaced one's taken out.
 pub async fn upsert_usage_events(
     conn: &mut PgConn,
     events: &[UsageEvent],
@@ -161,9 +176,23 @@ pub async fn upsert_usage_events(
     let Some(first) = by_tenant.keys().next().copied() else {
         return Ok(0);
     };
+    let mut keys: Vec<i32> = last.keys().map(event_lock_key).collect();
+    keys.sort_unstable();
+    keys.dedup();
     let (tx, st) = begin(conn, Scope::Tenant(first), Mode::Write).await?;
-    for (tenant, group) in &by_tenant {
-        set_scope(&tx, st, Scope::Tenant(*tenant)).await?;
+    let s = st.get(&tx, EVENTS_LOCK).await?;
+    tx.execute(&s, &[&EVENT_LOCK_CLASS, &keys])
+        .await
+        .ctx("lock usage event ids")?;
+    for (tenant, group) in by_tenant.iter_mut() {
+        // Rows in id order: two batches that share events lock them in the same order.
+        group.sort_by_key(|e| e.event_id);
+        let (scope_sql, old_sql, upsert_sql) = (
+            st.get(&tx, SET_SCOPE).await?,
+            st.get(&tx, EVENTS_OLD).await?,
+            st.get(&tx, EVENTS_UPSERT).await?,
+        );
+        let (tenant_arg, platform_arg) = scope_args(Scope::Tenant(*tenant))?;
         let ids: Vec<Uuid> = group.iter().map(|e| e.event_id).collect();
         let tenants: Vec<Uuid> = group.iter().map(|e| e.tenant_id.0).collect();
         let at: Vec<i64> = group.iter().map(|e| e.occurred_at.0).collect();
@@ -172,8 +201,26 @@ pub async fn upsert_usage_events(
             .iter()
             .map(|e| rec::event_json(e))
             .collect::<Result<Vec<String>>>()?;
-        let s = st.get(&tx, EVENTS_UPSERT).await?;
-        match tx.execute(&s, &[&ids, &tenants, &at, &dep, &body]).await {
+        // Pipelined, in this order: act for the tenant, read the events about to be replaced (the tenant's own:
+        // another tenant's are invisible, and the upsert refuses them), upsert.
+        let (scoped, old, upserted) = tokio::join!(
+            async {
+                tx.execute(&scope_sql, &[&tenant_arg, &platform_arg])
+                    .await
+                    .ctx("set the transaction's scope")
+            },
+            async {
+                tx.query(&old_sql, &[&ids])
+                    .await
+                    .ctx("read the usage events a batch replaces")
+            },
+            async {
+                tx.execute(&upsert_sql, &[&ids, &tenants, &at, &dep, &body])
+                    .await
+            }
+        );
+        scoped?;
+        match upserted {
             Ok(n) if n == group.len() as u64 => {}
             Ok(_) => {
                 return Err(StoreError::Conflict(
@@ -187,6 +234,15 @@ pub async fn upsert_usage_events(
             }
             Err(e) => return Err(e).ctx("upsert usage events"),
         }
+        let mut claims = ClaimDeltas::default();
+        for r in old? {
+            let replaced = rec::event_parse(r.try_get(0).ctx("read a replaced usage event")?)?;
+            claims.remove(claim_of(&replaced).as_ref())?;
+        }
+        for e in group.iter() {
+            claims.add(claim_of(e).as_ref())?;
+        }
+        derived::write_claims(&tx, st, &claims).await?;
     }
     if with_outbox {
         let mut rows = OutboxRows::default();
@@ -199,6 +255,17 @@ pub async fn upsert_usage_events(
     }
     tx.commit().await.ctx("commit usage upsert")?;
     Ok(events.len() as u64)
+}
+
+/// The key of an event id's transaction advisory lock (with [`EVENT_LOCK_CLASS`]): its 16 bytes folded to 32
+/// bits. Two ids that fold alike only wait for each other.
+pub(super) fn event_lock_key(id: &Uuid) -> i32 {
+    let b = id.as_bytes();
+    let mut k = [0u8; 4];
+    for (i, x) in b.iter().enumerate() {
+        k[i % 4] ^= x;
+    }
+    i32::from_le_bytes(k)
 }
 
 /// Under [`Scope::Tenant`] the database returns that tenant's events only: the SQL has no tenant clause.

@@ -203,8 +203,119 @@ CREATE POLICY platform_rows ON eai.outbox
 GRANT SELECT, INSERT, DELETE ON eai.outbox TO eai_app;
 "#;
 
+/// 3: what an allocation reads (`crate::groups`), kept beside what it is derived from, in the same
+/// transactions: group rollups (one row per deployment-hour: the sum of the per-GPU rollups of the key and their
+/// GPUs) and usage claims (one row per tenant-hour of a deployment: the sum of `claim_of` over its events).
+///
+/// Representation, chosen for PostgreSQL rather than copied from the embedded store's byte codecs:
+///
+/// - Quantities and claim sums are `numeric`, exact like the per-GPU rollups, so that ingest adds a delta with
+///   SQL-side `+` in one `INSERT … ON CONFLICT DO UPDATE`: no read of the group row before writing it, and no
+///   lost update when two batches of different GPUs of one deployment add to it at once (the upsert adds to the
+///   latest committed version under READ COMMITTED). Byte-encoded sums would need a read-modify-write under
+///   `SELECT … FOR UPDATE`: one more round trip, and the hot row locked from that read to the commit.
+/// - `gpus` is a sorted `bigint[]` of `eai.gpus.id` (the id's own type: no cast, no range to check). The upsert
+///   keeps the stored array when the delta's GPUs are already members (`<@`, the common case once an hour has
+///   started) and merges the two sorted sets otherwise. A read decodes each distinct set once
+///   (`groups::SetCache`).
+/// - The primary key starts with `bucket_ms`, so that a period is one index range scan; rows are written roughly
+///   in bucket order (ingest appends the current hours), so the heap follows the index. `fillfactor = 80`: every
+///   batch updates the current hour's rows, and free room on their pages lets those updates stay HOT (no index
+///   write) and be pruned in place.
+/// - Claims count their `events`: a row is deleted when its last event moved elsewhere. No `CHECK (… >= 0)`:
+///   PostgreSQL checks the proposed row of an upsert before it finds the conflict, and a delta that takes an
+///   event out is negative; the store checks the sums the upsert returns instead.
+///
+/// Row level security as on the tables they derive from: `tenant_id` is the owner (the platform tenant for a
+/// shared deployment) for group rollups, as in `eai.rollups`, and the event's tenant for claims, as in
+/// `eai.usage_events`; the same `tenant_rows` and `platform_rows` policies, `ENABLE` and `FORCE`. The service
+/// role may read, insert, update and delete rows.
+///
+/// Backfill from the rows already there, in SQL (the migration runs as the owner, which `FORCE` binds too: hence
+/// `app.platform` for its transaction): group rows are `GROUP BY` sums of the per-GPU rollups; a claim row sums
+/// `eai_engine::allocate::claim_of` over the stored events of its key (none for an event without a deployment
+/// or written by the allocation itself; its `gpu_seconds` unit when it has one, else `tokens_in + tokens_out`;
+/// in the hour it occurred, `CLAIM_BUCKET_MS`, floored for negative times too).
+const V3: &str = r#"
+CREATE TABLE eai.deployment_rollups (
+    bucket_ms             bigint NOT NULL,
+    deployment_id         text NOT NULL,
+    tenant_id             uuid NOT NULL,
+    model                 text NOT NULL,
+    first_window_start_ms bigint NOT NULL,
+    last_window_start_ms  bigint NOT NULL,
+    samples               bigint NOT NULL,
+    estimated_samples     bigint NOT NULL,
+    gpu_seconds           numeric NOT NULL,
+    busy_gpu_seconds      numeric NOT NULL,
+    estimated_gpu_seconds numeric NOT NULL,
+    memory_gb_seconds     numeric NOT NULL,
+    energy_ws             numeric NOT NULL,
+    storage_gb_seconds    numeric NOT NULL,
+    gpus                  bigint[] NOT NULL,
+    PRIMARY KEY (bucket_ms, deployment_id, tenant_id, model)
+) WITH (fillfactor = 80);
+
+CREATE TABLE eai.usage_claims (
+    bucket_ms     bigint NOT NULL,
+    deployment_id text NOT NULL,
+    tenant_id     uuid NOT NULL,
+    gpu_seconds   numeric NOT NULL,
+    tokens        numeric NOT NULL,
+    events        bigint NOT NULL,
+    PRIMARY KEY (bucket_ms, deployment_id, tenant_id)
+) WITH (fillfactor = 80);
+
+DO $$
+DECLARE t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['deployment_rollups', 'usage_claims']
+    LOOP
+        EXECUTE format('ALTER TABLE eai.%I ENABLE ROW LEVEL SECURITY', t);
+        EXECUTE format('ALTER TABLE eai.%I FORCE ROW LEVEL SECURITY', t);
+        EXECUTE format(
+            'CREATE POLICY tenant_rows ON eai.%I '
+            'USING (tenant_id = NULLIF(current_setting(''app.tenant_id'', true), '''')::uuid) '
+            'WITH CHECK (tenant_id = NULLIF(current_setting(''app.tenant_id'', true), '''')::uuid)', t);
+        EXECUTE format(
+            'CREATE POLICY platform_rows ON eai.%I '
+            'USING (current_setting(''app.platform'', true) = ''on'') '
+            'WITH CHECK (current_setting(''app.platform'', true) = ''on'')', t);
+    END LOOP;
+END $$;
+
+GRANT SELECT, INSERT, UPDATE, DELETE ON eai.deployment_rollups, eai.usage_claims TO eai_app;
+
+SELECT set_config('app.platform', 'on', true);
+
+INSERT INTO eai.deployment_rollups (bucket_ms, deployment_id, tenant_id, model, first_window_start_ms,
+    last_window_start_ms, samples, estimated_samples, gpu_seconds, busy_gpu_seconds, estimated_gpu_seconds,
+    memory_gb_seconds, energy_ws, storage_gb_seconds, gpus)
+SELECT bucket_ms, deployment_id, tenant_id, model, min(first_window_start_ms), max(last_window_start_ms),
+    sum(samples)::bigint, sum(estimated_samples)::bigint, sum(gpu_seconds), sum(busy_gpu_seconds),
+    sum(estimated_gpu_seconds), sum(memory_gb_seconds), sum(energy_ws), sum(storage_gb_seconds),
+    array_agg(gpu_id ORDER BY gpu_id)
+FROM eai.rollups
+GROUP BY bucket_ms, deployment_id, tenant_id, model;
+
+INSERT INTO eai.usage_claims (bucket_ms, deployment_id, tenant_id, gpu_seconds, tokens, events)
+SELECT occurred_at_ms - ((occurred_at_ms % 3600000) + 3600000) % 3600000, deployment_id, tenant_id,
+    sum(CASE WHEN body->'units'->>'gpu_seconds' IS NOT NULL
+        THEN (body->'units'->>'gpu_seconds')::numeric ELSE 0 END),
+    sum(CASE WHEN body->'units'->>'gpu_seconds' IS NOT NULL THEN 0
+        ELSE COALESCE((body->'units'->>'tokens_in')::numeric, 0)
+           + COALESCE((body->'units'->>'tokens_out')::numeric, 0) END),
+    count(*)
+FROM eai.usage_events
+WHERE deployment_id IS NOT NULL AND body->>'source' IS DISTINCT FROM 'allocation'
+GROUP BY 1, 2, 3;
+"#;
+
+// The claims' backfill in V3 floors to this bucket.
+const _: () = assert!(eai_engine::allocate::CLAIM_BUCKET_MS == 3_600_000);
+
 /// Every migration, in order. `schema_version` = how many have been applied.
-pub const MIGRATIONS: &[&str] = &[V1, V2];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this binary writes.
 pub fn latest() -> u32 {
@@ -213,7 +324,7 @@ pub fn latest() -> u32 {
 
 /// The service role, created once per cluster (roles are cluster-wide; two databases migrating at the same
 /// time may both try: the loser's error is swallowed), and made a role the owner may `SET ROLE` to.
-const SERVICE_ROLE_SQL: &str = r#"
+pub(super) const SERVICE_ROLE_SQL: &str = r#"
 DO $$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'eai_app') THEN
@@ -254,8 +365,18 @@ async fn current_version(client: &Client) -> Result<Option<u32>> {
 /// database already at this binary's version is left untouched, so a user that is only a member of the service
 /// role (no DDL rights) can open a database an owner migrated.
 pub async fn migrate(client: &mut Client) -> Result<u32> {
-    if current_version(client).await? == Some(latest()) {
-        return Ok(latest());
+    migrate_to(client, latest()).await
+}
+
+/// Applies the missing migrations up to version `target` (at most [`latest`]); returns the schema version.
+/// [`migrate`] calls it with [`latest`]; the tests call it with less to build a database as an older binary
+/// left it.
+pub async fn migrate_to(client: &mut Client, target: u32) -> Result<u32> {
+    let target = target.min(latest());
+    if let Some(v) = current_version(client).await? {
+        if v >= target && v <= latest() {
+            return Ok(v);
+        }
     }
     client
         .batch_execute(SERVICE_ROLE_SQL)
@@ -284,7 +405,12 @@ pub async fn migrate(client: &mut Client) -> Result<u32> {
             latest()
         )));
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+    for (i, sql) in MIGRATIONS
+        .iter()
+        .enumerate()
+        .take(target as usize)
+        .skip(current as usize)
+    {
         let v = i + 1;
         tx.batch_execute(sql).await.ctx(&format!("migration {v}"))?;
         let v32 = i32::try_from(v).unwrap_or(i32::MAX);
@@ -300,5 +426,5 @@ pub async fn migrate(client: &mut Client) -> Result<u32> {
         tracing::info!(version = v, "postgres schema migrated");
     }
     tx.commit().await.ctx("commit migrations")?;
-    Ok(latest().max(current))
+    Ok(target.max(current))
 }
