@@ -46,6 +46,11 @@ m = re.search(r"allocate a month from rollups: min / p50 / max of 7 \| ([^|]+)\|
 r = re.search(r"ratio allocate / reference \(p50\) \| ([^|]+)\|", engine)
 if m:
     rows.append(("engine: a month of 1,000 GPUs from rollups (min / p50 / max)", m.group(1).strip(), f"{r.group(1).strip()} the decimal-sum reference" if r else ""))
+gm = re.search(r"allocate the month from (\d+) deployment-hour groups \+ (\d+) hourly claims: min / p50 / max of 7 \| ([^|]+)\|", engine)
+gr = re.search(r"ratio groups / GPU-hour rollups \(p50\) \| ([^|]+)\|", engine)
+if gm:
+    rows.append(("engine: the same month from group rollups + claims (min / p50 / max)", gm.group(3).strip(),
+                 f"{gm.group(1)} groups, {gm.group(2)} claims; {gr.group(1).strip() if gr else '-'} x the GPU-hour path"))
 
 w = [max(len(x[i]) for x in rows + [("figure", "value", "reference / note")]) for i in range(3)]
 print(f"| {'figure'.ljust(w[0])} | {'value'.ljust(w[1])} | {'reference / note'.ljust(w[2])} |")
