@@ -22,20 +22,17 @@ pub fn corrupt(what: &str, value: impl std::fmt::Display) -> StoreError {
     StoreError::Internal(format!("corrupt value in {what}: `{value}`"))
 }
 
-/// `d x 10^dp` as an integer, exactly, or an error naming `field` when that would lose a digit or overflow.
+/// `d x 10^dp` as an integer, exactly, or an error naming `field` when that would lose a digit or overflow
+/// ([`crate::groups::to_fixed`], narrowed to the 64 bits of a sample column).
 pub fn to_scaled(d: Decimal, dp: u32, field: &str) -> Result<i64> {
-    let n = d.normalize();
-    let lossy = || {
-        StoreError::Internal(format!(
-            "sample {field} {d} cannot be stored exactly (at most {dp} decimal places): validate samples with eai_engine::wire"
-        ))
-    };
-    if n.scale() > dp {
-        return Err(lossy());
-    }
-    let factor = 10i128.checked_pow(dp - n.scale()).ok_or_else(lossy)?;
-    let v = n.mantissa().checked_mul(factor).ok_or_else(lossy)?;
-    i64::try_from(v).map_err(|_| lossy())
+    crate::groups::to_fixed(d, dp, field)
+        .ok()
+        .and_then(|v| i64::try_from(v).ok())
+        .ok_or_else(|| {
+            StoreError::Internal(format!(
+                "sample {field} {d} cannot be stored exactly (at most {dp} decimal places): validate samples with eai_engine::wire"
+            ))
+        })
 }
 
 /// The inverse of [`to_scaled`], normalized.

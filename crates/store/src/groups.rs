@@ -184,35 +184,6 @@ impl GroupRow {
             self.gpus.dedup();
         }
     }
-
-    /// The engine's group rollup. `names`: GPU id -> uuid; `sets` interns equal GPU sets into one.
-    pub fn to_rollup(&self, names: &HashMap<i64, Arc<str>>, sets: &mut GpuSets) -> Result<Rollup> {
-        let members = self
-            .gpus
-            .iter()
-            .map(|id| {
-                names
-                    .get(id)
-                    .cloned()
-                    .ok_or_else(|| corrupt("group rollup gpu id", id))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Rollup {
-            key: RollupKey {
-                gpu_uuid: String::new(),
-                deployment_id: self.key.deployment_id.clone(),
-                owner: self.key.owner,
-                model: self.key.model.clone(),
-                bucket_start: Timestamp(self.key.bucket_ms),
-            },
-            first_window_start: Timestamp(self.first_window_start_ms),
-            last_window_start: Timestamp(self.last_window_start_ms),
-            samples: self.samples,
-            estimated_samples: self.estimated_samples,
-            q: quantities_of(&self.q)?,
-            gpus: Some(sets.intern(members)),
-        })
-    }
 }
 
 /// A batch's fast-path deltas, summed per group.
@@ -246,17 +217,6 @@ pub fn rebuild(rows: impl IntoIterator<Item = (i64, Rollup)>) -> Result<Option<G
         }
     }
     Ok(out)
-}
-
-/// Turns group rows read for a period into the engine's rollups, sharing one [`GpuSet`] between equal sets.
-pub fn group_rollups(
-    rows: impl IntoIterator<Item = GroupRow>,
-    names: &HashMap<i64, Arc<str>>,
-) -> Result<Vec<Rollup>> {
-    let mut sets = GpuSets::default();
-    rows.into_iter()
-        .map(|r| r.to_rollup(names, &mut sets))
-        .collect()
 }
 
 /// Interns the GPU set bytes of consecutive group rows: rows of a deployment's hours usually hold the same set.
@@ -386,6 +346,33 @@ mod tests {
 
     fn d(s: &str) -> Decimal {
         Decimal::from_str(s).expect("decimal")
+    }
+
+    /// Group rows as the engine's group rollups, the way a backend reads them (GPU sets through [`SetCache`]).
+    fn group_rollups(
+        rows: impl IntoIterator<Item = GroupRow>,
+        names: &HashMap<i64, Arc<str>>,
+    ) -> Result<Vec<Rollup>> {
+        let (mut cache, mut sets) = (SetCache::default(), GpuSets::default());
+        rows.into_iter()
+            .map(|g| {
+                Ok(Rollup {
+                    key: RollupKey {
+                        gpu_uuid: String::new(),
+                        deployment_id: g.key.deployment_id.clone(),
+                        owner: g.key.owner,
+                        model: g.key.model.clone(),
+                        bucket_start: Timestamp(g.key.bucket_ms),
+                    },
+                    first_window_start: Timestamp(g.first_window_start_ms),
+                    last_window_start: Timestamp(g.last_window_start_ms),
+                    samples: g.samples,
+                    estimated_samples: g.estimated_samples,
+                    q: quantities_of(&g.q)?,
+                    gpus: Some(cache.get(&ids_bytes(&g.gpus)?, names, &mut sets)?),
+                })
+            })
+            .collect()
     }
 
     fn rollup(gpu: &str, hour: i64, gs: &str, first: i64) -> Rollup {
