@@ -86,7 +86,7 @@ pub async fn compute_from(
                 .await
                 .map_err(replica_failed)?
                 .into_iter()
-                .filter(|r| !hours.contains(&r.key.bucket_start.0))
+                .filter(|r| !hours.contains(&r.key.bucket_start.floor_to(HOUR_MS).0))
                 .collect();
             for h in &exact {
                 // The exact hours as raw cells, from the primary (which serves a frozen hour from its rollups,

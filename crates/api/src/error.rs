@@ -286,6 +286,7 @@ impl From<StoreError> for ApiError {
             ),
             // The contract has no 409: a request that contradicts the stored state is invalid as sent.
             StoreError::Conflict(what) => ApiError::invalid("id", what),
+            StoreError::Refused(errors) => ApiError::validation(errors),
             StoreError::Internal(cause) => ApiError::internal(format!("store: {cause}")),
         }
     }

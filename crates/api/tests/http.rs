@@ -1113,12 +1113,96 @@ async fn without_a_bootstrap_key_one_is_generated_into_an_owner_only_file() {
     assert_error(status, &v, StatusCode::UNAUTHORIZED, "unauthorized");
 }
 
+/// The first reproduction of the late-samples issue: with the default raw retention (35 days), the sample of one
+/// GPU ending 40 days ago at 10:00:30, then the one ending at 10:00:15. Both are counted; a re-send is a
+/// duplicate; a window that cannot be merged exactly into that pruned hour is refused with its index, never
+/// acknowledged.
+async fn late_samples_older_than_the_retention_are_counted() {
+    let app = spawn_app().await;
+    app.create_policy(worked_example_policy()).await;
+    let now = eai_api::state::now();
+    let day = Timestamp(now.floor_to(24 * HOUR_MS).0 - 40 * 24 * HOUR_MS);
+    let hour = Timestamp(day.0 + 10 * HOUR_MS);
+    let at = |s: i64| Timestamp(hour.0 + s * 1000);
+    // The pruner of `serve` runs at start; run it here too, so that the hour is surely past the retention.
+    app.second_store()
+        .await
+        .prune_raw_samples(Timestamp(now.0 - 35 * 24 * HOUR_MS))
+        .await
+        .expect("prune");
+    let first = sample("GPU-late", "vllm-llama-70b", at(30), 400);
+    let late = sample("GPU-late", "vllm-llama-70b", at(15), 400);
+    assert_eq!(
+        app.ingest(vec![first]).await,
+        json!({ "accepted": 1, "duplicates": 0 })
+    );
+    assert_eq!(
+        app.ingest(vec![late.clone()]).await,
+        json!({ "accepted": 1, "duplicates": 0 })
+    );
+    let (status, v) = app
+        .allocation(&app.admin_key, hour, Timestamp(hour.0 + HOUR_MS))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["deployments"][0]["samples"], 2, "{v}");
+    assert_eq!(v["gaps"], json!([]), "{v}");
+    assert_eq!(
+        app.ingest(vec![late]).await,
+        json!({ "accepted": 1, "duplicates": 1 })
+    );
+
+    // Windows up to 10:01:30, pruned again: those that touch both neighbours leave only their end.
+    let more: Vec<Value> = (3..=6)
+        .map(|i| sample("GPU-late", "vllm-llama-70b", at(15 * i), 400))
+        .collect();
+    app.ingest(more).await;
+    app.second_store()
+        .await
+        .prune_raw_samples(Timestamp(now.0 - 35 * 24 * HOUR_MS))
+        .await
+        .expect("prune");
+    // A 5 s window ending at 10:01:07 starts after the window ending at 10:01:00 (of which only the end is
+    // left) and overlaps the next: refused, with nothing of its batch stored.
+    let mut odd = sample("GPU-late", "vllm-llama-70b", at(67), 400);
+    odd["window_seconds"] = json!(5);
+    let fine = sample("GPU-other", "vllm-llama-70b", at(15), 400);
+    let (status, v) = app
+        .post(
+            "/v1/finops/gpu/samples",
+            &app.admin_key,
+            &json!({ "samples": [fine, odd] }),
+        )
+        .await;
+    assert_error(
+        status,
+        &v,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation_error",
+    );
+    assert_eq!(v["error"]["details"][0]["index"], 1, "{v}");
+    assert_eq!(detail_fields(&v), vec!["timestamp"]);
+    let (_, after) = app
+        .allocation(&app.admin_key, hour, Timestamp(hour.0 + HOUR_MS))
+        .await;
+    assert_eq!(after["deployments"][0]["samples"], 6, "{after}");
+    assert_eq!(
+        after["deployments"][0]["gpus"], 1,
+        "nothing of the refused batch: {after}"
+    );
+    let (_, metrics) = app.get_text("/metrics", "").await;
+    assert!(
+        metrics.contains("eai_gpu_samples_rejected_total 2"),
+        "{metrics}"
+    );
+}
+
 on_both_backends!(
     the_worked_example_of_the_spec_holds_through_the_api,
     two_tenants_sharing_70_30_in_tokens_get_70_30_and_see_only_their_own,
     roles_are_enforced_and_denied_mutations_are_audited,
     invalid_policies_are_rejected_field_by_field,
     a_resent_batch_is_counted_once,
+    late_samples_older_than_the_retention_are_counted,
     batches_and_bodies_beyond_the_limits_get_413,
     every_response_has_a_request_id_and_errors_share_one_envelope,
     policies_are_superseded_and_disabled_never_edited,

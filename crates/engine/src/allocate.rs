@@ -764,6 +764,7 @@ fn finding_order(f: &Finding) -> (String, String, i64) {
             deployment_id,
             gpu_uuid,
             bucket_start,
+            ..
         } => (deployment_id.clone(), gpu_uuid.clone(), bucket_start.0),
         other => (other.code().to_string(), String::new(), 0),
     }
@@ -815,6 +816,7 @@ fn accumulate<'a>(ctx: &Ctx<'_>, rollups: &'a [Rollup]) -> (Vec<Dep<'a>>, Vec<Fi
                 deployment_id: r.key.deployment_id.clone(),
                 gpu_uuid: r.key.gpu_uuid.clone(),
                 bucket_start: r.key.bucket_start,
+                gpu_seconds: r.q.gpu_seconds,
             });
         }
         let dep = &mut deps[di];

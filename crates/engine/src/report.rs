@@ -133,11 +133,16 @@ pub enum Finding {
     },
     /// Usage events name a deployment in a bucket where none of its GPU time was measured.
     UsageWithoutSamples { deployment_id: String, events: u64 },
-    /// A rollup spans a policy change; it was priced by the policy at its first window. Feed raw samples there.
+    /// A rollup spans a policy change; it was priced by the policy at its first window. The store keeps rollups
+    /// cut at every boundary it knows when it writes them, and reads an hour with a newer boundary from raw
+    /// samples while it has them: this is left for hours whose raw samples were pruned before the policy existed.
     PolicyBoundaryInsideRollup {
         deployment_id: String,
+        /// Empty for a group rollup (a deployment-hour).
         gpu_uuid: String,
         bucket_start: Timestamp,
+        /// The GPU-seconds of the rollup: what may be priced by the wrong side of the boundary.
+        gpu_seconds: Decimal,
     },
     /// A deployment priced in several currencies: one row per currency.
     MixedCurrency { deployment_id: String },

@@ -126,9 +126,17 @@ pub fn finding_message(f: &Finding) -> String {
         Finding::UsageWithoutSamples { deployment_id, events } => {
             format!("{events} tenant usage records on {deployment_id} fall in hours with no GPU sample of it")
         }
-        Finding::PolicyBoundaryInsideRollup { deployment_id, gpu_uuid, bucket_start } => format!(
-            "a policy changes inside the rollup of {gpu_uuid} ({deployment_id}) at {bucket_start}; priced at its first window"
-        ),
+        Finding::PolicyBoundaryInsideRollup { deployment_id, gpu_uuid, bucket_start, gpu_seconds } => {
+            let of = if gpu_uuid.is_empty() {
+                deployment_id.clone()
+            } else {
+                format!("{gpu_uuid} ({deployment_id})")
+            };
+            format!(
+                "a policy changes inside the hour of {of} at {bucket_start}, whose raw samples were pruned before the policy existed: its {} GPU-seconds are priced by the policy in effect at its first window",
+                fmt_dec(*gpu_seconds, 3)
+            )
+        }
         Finding::MixedCurrency { deployment_id } => format!("{deployment_id} is priced in several currencies"),
         Finding::ConflictingDuplicate { gpu_uuid, timestamp } => {
             format!("two different samples of {gpu_uuid} at {timestamp}; the first received was kept")

@@ -20,6 +20,7 @@ pub mod codec;
 pub mod groups;
 pub mod outbox;
 pub mod postgres;
+pub mod pruned;
 pub mod records;
 pub mod rollups;
 pub mod sqlite;
@@ -165,6 +166,10 @@ pub enum StoreError {
     /// The request conflicts with stored state (e.g. superseding a closed policy).
     #[error("conflict: {0}")]
     Conflict(String),
+    /// Records of a batch that cannot be stored as sent, each located (index in the batch) with its reason; nothing
+    /// of the batch was stored.
+    #[error("refused: {0:?}")]
+    Refused(Vec<eai_engine::error::FieldError>),
     /// Anything the caller cannot fix: I/O, a corrupt file, a lost connection. Its text is for logs only.
     #[error("storage failure: {0}")]
     Internal(String),

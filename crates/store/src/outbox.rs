@@ -73,6 +73,18 @@ impl OutboxRows {
             .insert(r.key.clone(), clickhouse::rollup_row(r, false));
     }
 
+    /// A rollup row that is gone.
+    pub fn rollup_deleted(&mut self, r: &Rollup) {
+        self.rollups
+            .insert(r.key.clone(), clickhouse::rollup_row(r, true));
+    }
+
+    /// A gap row that is gone.
+    pub fn gap_deleted(&mut self, g: &Gap) {
+        self.gaps
+            .insert((g.gpu_uuid.clone(), g.from.0), clickhouse::gap_row(g, true));
+    }
+
     pub fn gap(&mut self, g: &Gap) {
         self.gaps.insert(
             (g.gpu_uuid.clone(), g.from.0),
@@ -91,8 +103,7 @@ impl OutboxRows {
     ) {
         for r in old_rollups {
             if !new_rollups.iter().any(|n| n.key == r.key) {
-                self.rollups
-                    .insert(r.key.clone(), clickhouse::rollup_row(r, true));
+                self.rollup_deleted(r);
             }
         }
         for r in new_rollups {
@@ -103,8 +114,7 @@ impl OutboxRows {
                 .iter()
                 .any(|n| n.gpu_uuid == g.gpu_uuid && n.from == g.from)
             {
-                self.gaps
-                    .insert((g.gpu_uuid.clone(), g.from.0), clickhouse::gap_row(g, true));
+                self.gap_deleted(g);
             }
         }
         for g in new_gaps {

@@ -340,7 +340,7 @@ impl Store for PgStore {
 
     async fn prune_raw_samples(&self, before: Timestamp) -> Result<u64> {
         let mut c = self.conn().await?;
-        samples::prune(c.conn()?, before).await
+        samples::prune(c.conn()?, &self.inner.cfg, before).await
     }
 
     async fn deployments_seen(&self) -> Result<Vec<DeploymentSeen>> {
@@ -365,7 +365,7 @@ impl Store for PgStore {
 
     async fn create_policy(&self, spec: &PolicySpec) -> Result<Policy> {
         let mut c = self.conn().await?;
-        records::create_policy(c.conn()?, spec).await
+        records::create_policy(c.conn()?, &self.inner.cfg, spec).await
     }
 
     async fn policies(&self) -> Result<Vec<Policy>> {
@@ -380,7 +380,7 @@ impl Store for PgStore {
         replacement: Option<&PolicySpec>,
     ) -> Result<(Policy, Option<Policy>)> {
         let mut c = self.conn().await?;
-        records::supersede_policy(c.conn()?, id, at, replacement).await
+        records::supersede_policy(c.conn()?, &self.inner.cfg, id, at, replacement).await
     }
 
     async fn create_api_key(

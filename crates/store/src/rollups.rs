@@ -26,21 +26,31 @@
 //! backend writes [`BatchPlan::rows`], adds [`BatchPlan::deltas`] into its rollups, inserts the plan's gaps and
 //! recomputes each dirty bucket that is not frozen.
 //!
-//! Retention: pruning deletes raw rows but always keeps the latest sample of each GPU ([`prune_cutoff`]: so that
-//! the next sample still sees its predecessor, and a long silence is reported as a gap), and records how far it
-//! pruned ([`pruned_horizon`]). An hour whose recomputation would need pruned rows is *frozen*
-//! ([`frozen_before`]): a sample arriving that late is stored, but its frozen hours keep their rollups (a warning
-//! is logged), and reads serve such hours from rollups even when they are asked for exactly.
+//! Retention: pruning keeps the latest sample of each GPU ([`prune_cutoff`]: so that the next sample still sees
+//! its predecessor, and a long silence is reported as a gap) and every sample next to a hole (an *edge*), and
+//! leaves of the others only their end ([`crate::pruned`]); it records how far it pruned ([`pruned_horizon`]).
+//! An hour whose recomputation would need pruned rows is *frozen* ([`frozen_before`]). A late sample whose terms
+//! reach frozen hours is merged there by terms instead ([`BatchPlan`]: the old pair's term taken out, the new
+//! terms added, computed from the neighbours, which are edges whenever a term needs them), and by recomputation
+//! in the hours that are not frozen. Reads serve frozen hours from rollups even when they are asked for exactly.
+//!
+//! Policy boundaries: rollups are cut at the instants where a policy starts or ends inside an hour ([`Cuts`]):
+//! each cell goes to the segment that holds its start, so a rollup never spans a boundary known when its cells
+//! were written, and an hour priced from its rollups is priced exactly even when its raw samples are gone. A
+//! boundary is a cut only if its hour was not frozen when the policy was made; pruning re-cuts an hour from raw
+//! samples before freezing it, so every cell of a frozen hour is keyed the same way for good.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use eai_engine::domain::Sample;
+use eai_engine::error::FieldError;
 use eai_engine::report::Gap;
-use eai_engine::rollup::{aggregate, Rollup};
+use eai_engine::rollup::{aggregate, Rollup, RollupKey};
 use eai_engine::series::{self, SeriesConfig, SeriesOutput};
 use eai_engine::time::Timestamp;
 
 use crate::codec::Labels;
+use crate::pruned::Known;
 use crate::{DeploymentSeen, Result, StoreError};
 
 /// Longest window a sample may cover (SPEC §2: `window_seconds` <= 3600).
@@ -112,6 +122,86 @@ impl RollupConfig {
     }
 }
 
+/// Instants (milliseconds) where a policy starts or ends inside a bucket: rollups are cut there. Sorted, distinct.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Cuts(Vec<i64>);
+
+impl Cuts {
+    pub fn new(instants: impl IntoIterator<Item = i64>) -> Cuts {
+        let mut v: Vec<i64> = instants.into_iter().collect();
+        v.sort_unstable();
+        v.dedup();
+        Cuts(v)
+    }
+
+    /// The start of the segment holding instant `t`: the latest cut inside `t`'s bucket at or before `t`, else
+    /// the bucket's start.
+    pub fn segment(&self, t: Timestamp, bucket_ms: i64) -> Timestamp {
+        let h = t.floor_to(bucket_ms);
+        let i = self.0.partition_point(|&c| c <= t.0);
+        match i.checked_sub(1).map(|i| self.0[i]) {
+            Some(c) if c > h.0 => Timestamp(c),
+            _ => h,
+        }
+    }
+
+    /// Keys each cell by the segment that holds its start. Cells only: a rollup of several cells cannot be cut.
+    pub fn apply(&self, cells: &mut [Rollup], bucket_ms: i64) {
+        if self.0.is_empty() {
+            return;
+        }
+        for c in cells {
+            c.key.bucket_start = self.segment(c.first_window_start, bucket_ms);
+        }
+    }
+
+    /// The cuts in `[from, to)`.
+    pub fn within(&self, from: i64, to: i64) -> impl Iterator<Item = i64> + '_ {
+        self.0.iter().copied().filter(move |&c| from <= c && c < to)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Which policy instants become cuts when a policy is made: those inside a bucket (not on its start) whose bucket
+/// is not frozen yet.
+pub fn new_cuts(
+    instants: impl IntoIterator<Item = Timestamp>,
+    frozen: Option<i64>,
+    cfg: &RollupConfig,
+) -> Vec<i64> {
+    instants
+        .into_iter()
+        .filter(|t| t.0.rem_euclid(cfg.bucket_ms) != 0)
+        .filter(|t| frozen.is_none_or(|f| t.floor_to(cfg.bucket_ms).0 >= f))
+        .map(|t| t.0)
+        .collect()
+}
+
+/// What a backend reads once per batch before planning it: how far raw samples were pruned, where the index of
+/// pruned windows starts (a database pruned before it kept one), and the cuts.
+#[derive(Debug, Clone, Default)]
+pub struct Horizon {
+    pub pruned_before: Option<i64>,
+    pub indexed_from: Option<i64>,
+    pub cuts: Cuts,
+}
+
+impl Horizon {
+    pub fn frozen(&self, cfg: &RollupConfig) -> Option<i64> {
+        frozen_before(self.pruned_before, cfg)
+    }
+
+    /// Whether a late sample ending at `end`, whose raw neighbour before it ends at `raw_before`, must be looked
+    /// up in the pruned windows' index too: when pruned windows may lie between them.
+    pub fn reads_index(&self, end: i64, raw_before: Option<i64>) -> bool {
+        self.pruned_before
+            .is_some_and(|p| end < p || raw_before.is_none_or(|b| b < p))
+    }
+}
+
 // --- step 1: split -------------------------------------------------------------------------------------------
 
 /// The samples of a batch per GPU (GPUs in uuid order), each GPU's sorted by end. The sort is stable: among
@@ -158,40 +248,88 @@ pub fn split<'a>(group: &[&'a Sample], last_end: Option<Timestamp>) -> Split<'a>
 
 // --- step 2: plan --------------------------------------------------------------------------------------------
 
-/// A late sample that is not stored yet, and the stored neighbours it fell between, read before the batch
-/// writes anything.
+/// A late sample that is not stored yet, and the stored neighbours it fell between (raw rows, or pruned
+/// windows of which only the end is left), read before the batch writes anything.
 #[derive(Debug, Clone)]
 pub struct Late<'a> {
     pub sample: &'a Sample,
-    pub before: Option<Sample>,
-    pub after: Option<Sample>,
+    pub before: Option<Known>,
+    pub after: Option<Known>,
 }
 
-/// What a batch writes.
+/// Terms of late samples merged into frozen hours: cells to add and cells to take out of the stored rollups,
+/// gaps to write and gaps to delete (by GPU uuid and start).
 #[derive(Debug, Default)]
+pub struct FrozenTerms {
+    pub added: Vec<Rollup>,
+    pub removed: Vec<Rollup>,
+    pub gaps: Vec<Gap>,
+    pub gaps_removed: Vec<(String, i64)>,
+}
+
+/// Why a late sample cannot be merged exactly.
+pub const CANNOT_MERGE_OVERLAP: &str = "it overlaps a counted window and leaves a hole after another one, in an \
+    hour whose raw samples were pruned: it cannot be merged exactly (send the windows as first sent)";
+pub const CANNOT_MERGE_LEGACY: &str =
+    "its hour was pruned before eai-gpu kept an index of pruned windows: it \
+    cannot be told apart from a re-send, so it cannot be counted exactly";
+
+/// What a batch writes.
+#[derive(Debug)]
 pub struct BatchPlan<'a> {
+    cfg: RollupConfig,
+    horizon: Horizon,
     /// The samples to store, every one new (appended ones of each GPU in order, then its late ones).
     pub rows: Vec<&'a Sample>,
     /// Terms of appended samples: cells to add into the stored rollups, gaps to insert.
     pub terms: SeriesOutput,
-    /// Buckets to recompute from raw samples once the rows and terms are written, per GPU uuid.
+    /// Buckets to recompute from raw samples once the rows and terms are written, per GPU uuid (never frozen).
     pub dirty: BTreeMap<String, BTreeSet<i64>>,
+    /// Terms of late samples in frozen hours (merged by terms, not recomputed).
+    pub frozen: FrozenTerms,
+    /// Late samples that cannot be merged exactly, and why: the batch must be refused.
+    pub refused: Vec<(&'a Sample, &'static str)>,
+    /// Per GPU uuid: rows written below the pruning horizon start here (with their raw neighbour before): the next
+    /// pruning classifies the GPU's raw rows from there.
+    pub pending: BTreeMap<String, i64>,
 }
 
 impl<'a> BatchPlan<'a> {
+    pub fn new(cfg: RollupConfig, horizon: Horizon) -> Self {
+        BatchPlan {
+            cfg,
+            horizon,
+            rows: Vec::new(),
+            terms: SeriesOutput::default(),
+            dirty: BTreeMap::new(),
+            frozen: FrozenTerms::default(),
+            refused: Vec::new(),
+            pending: BTreeMap::new(),
+        }
+    }
+
+    pub fn horizon(&self) -> &Horizon {
+        &self.horizon
+    }
+
+    /// Notes a row written after a stored neighbour ending at `before` (none: the row itself).
+    fn note_written(&mut self, s: &Sample, before: Option<i64>) {
+        let from = before.unwrap_or(s.end.0).min(s.end.0);
+        if self.horizon.pruned_before.is_some_and(|p| from < p) {
+            let e = self.pending.entry(s.gpu_uuid.clone()).or_insert(from);
+            *e = (*e).min(from);
+        }
+    }
+
     /// Plans one GPU: `last` is its latest stored sample, `appended` and `late` come from [`split`] (late ones
     /// already stored left out, in end order).
-    pub fn add_gpu(
-        &mut self,
-        cfg: &RollupConfig,
-        last: Option<&Sample>,
-        appended: &[&'a Sample],
-        late: &[Late<'a>],
-    ) {
+    pub fn add_gpu(&mut self, last: Option<&Sample>, appended: &[&'a Sample], late: &[Late<'a>]) {
+        let cfg = self.cfg;
         // Fast path: only adds terms.
         let mut prev = last;
         for &s in appended {
             self.rows.push(s);
+            self.note_written(s, prev.map(|p| p.end.0));
             if let Some(p) = prev {
                 series::fill_between(p, s, &cfg.series(), &mut self.terms);
             }
@@ -200,43 +338,139 @@ impl<'a> BatchPlan<'a> {
         }
 
         // Slow path: runs of late samples that fell between the same stored pair replace that pair's term.
-        let mut dirty = BTreeSet::new();
+        let frozen = self.horizon.frozen(&cfg);
         let key = |l: &Late<'_>| {
             (
-                l.before.as_ref().map(|s| s.end),
-                l.after.as_ref().map(|s| s.end),
+                l.before.as_ref().map(Known::end),
+                l.after.as_ref().map(Known::end),
             )
         };
         for run in late.chunk_by(|a, b| key(a) == key(b)) {
             let (before, after) = (run[0].before.as_ref(), run[0].after.as_ref());
-            if let (Some(a), Some(b)) = (before, after) {
-                touch_pair(&mut dirty, a, b, cfg);
+            let samples: Vec<&'a Sample> = run.iter().map(|l| l.sample).collect();
+            let mut dirty = BTreeSet::new();
+            // The pair's own term: only two raw rows can have one (a pruned window never has a hole next to it).
+            if let (Some(Known::Raw(a)), Some(Known::Raw(b))) = (before, after) {
+                touch_pair(&mut dirty, a, b, &cfg);
             }
-            let mut p = before;
-            for l in run {
-                self.rows.push(l.sample);
-                let s = l.sample;
-                if let Some(a) = p {
-                    touch_pair(&mut dirty, a, s, cfg);
+            let mut p = before.map(|k| (k.end(), k.raw().map(Sample::start)));
+            for &s in &samples {
+                if let Some((end, _)) = p {
+                    touch_span(&mut dirty, end, s.start().0, &cfg);
                 }
                 touch(&mut dirty, s.start().0, s.end.0, cfg.bucket_ms);
-                p = Some(s);
+                p = Some((s.end.0, Some(s.start())));
             }
-            if let (Some(a), Some(b)) = (p, after) {
-                touch_pair(&mut dirty, a, b, cfg);
+            if let (Some((end, _)), Some(Known::Raw(b))) = (p, after) {
+                touch_span(&mut dirty, end, b.start().0, &cfg);
             }
-        }
-        if let (false, Some(first)) = (dirty.is_empty(), late.first()) {
-            self.dirty
-                .entry(first.sample.gpu_uuid.clone())
-                .or_default()
-                .extend(dirty);
+            let frozen_hours: BTreeSet<i64> = dirty
+                .iter()
+                .copied()
+                .filter(|h| frozen.is_some_and(|f| *h < f))
+                .collect();
+            if !frozen_hours.is_empty() {
+                if let Err(reason) = self.merge_terms(before, &samples, after, &frozen_hours) {
+                    self.refused.extend(samples.iter().map(|&s| (s, reason)));
+                    continue;
+                }
+            }
+            for &s in &samples {
+                self.rows.push(s);
+            }
+            let first = samples[0];
+            self.note_written(first, before.and_then(|k| k.raw()).map(|b| b.end.0));
+            let open: BTreeSet<i64> = dirty.difference(&frozen_hours).copied().collect();
+            if !open.is_empty() {
+                self.dirty
+                    .entry(first.gpu_uuid.clone())
+                    .or_default()
+                    .extend(open);
+            }
         }
     }
 
-    /// The appended samples' cells summed into one delta per rollup key: what to add into the stored rollups.
+    /// The terms of a run of late samples `run` between `before` and `after`, restricted to the frozen hours
+    /// `hours`: the pair's old term goes, the run's terms come. Fails when a term needs a neighbour whose raw row
+    /// was pruned (a hole after an end-only window), or where the index of pruned windows does not reach.
+    fn merge_terms(
+        &mut self,
+        before: Option<&Known>,
+        run: &[&'a Sample],
+        after: Option<&Known>,
+        hours: &BTreeSet<i64>,
+    ) -> std::result::Result<(), &'static str> {
+        let (cfg, sc) = (self.cfg, self.cfg.series());
+        let (Some(&first), Some(&last)) = (run.first(), run.last()) else {
+            return Ok(());
+        };
+        if let Some(x) = self.horizon.indexed_from {
+            if first.end.0 < x || before.is_none_or(|b| b.end() < x) {
+                return Err(CANNOT_MERGE_LEGACY);
+            }
+        }
+        let mut old = SeriesOutput::default();
+        if let (Some(Known::Raw(a)), Some(Known::Raw(b))) = (before, after) {
+            series::fill_between(a, b, &sc, &mut old);
+        }
+        let mut new = SeriesOutput::default();
+        match before {
+            Some(Known::Raw(p)) => series::fill_between(p, first, &sc, &mut new),
+            Some(Known::Pruned(end)) if first.start().0 > *end => return Err(CANNOT_MERGE_OVERLAP),
+            _ => {}
+        }
+        for w in run.windows(2) {
+            series::fill_between(w[0], w[1], &sc, &mut new);
+        }
+        for &s in run {
+            series::sample_cells(s, cfg.bucket_ms, &mut new.cells);
+        }
+        if let Some(Known::Raw(n)) = after {
+            series::fill_between(last, n, &sc, &mut new);
+        }
+        let inside = |t: Timestamp| hours.contains(&t.floor_to(cfg.bucket_ms).0);
+        let f = &mut self.frozen;
+        f.added
+            .extend(new.cells.into_iter().filter(|c| inside(c.key.bucket_start)));
+        f.removed
+            .extend(old.cells.into_iter().filter(|c| inside(c.key.bucket_start)));
+        f.gaps
+            .extend(new.gaps.into_iter().filter(|g| inside(g.from)));
+        f.gaps_removed.extend(
+            old.gaps
+                .into_iter()
+                .filter(|g| inside(g.from))
+                .map(|g| (g.gpu_uuid, g.from.0)),
+        );
+        Ok(())
+    }
+
+    /// The appended samples' cells, cut at the policy boundaries and summed into one delta per rollup key: what to
+    /// add into the stored rollups.
     pub fn deltas(&mut self) -> Vec<Rollup> {
-        aggregate(std::mem::take(&mut self.terms.cells))
+        let mut cells = std::mem::take(&mut self.terms.cells);
+        self.horizon.cuts.apply(&mut cells, self.cfg.bucket_ms);
+        aggregate(cells)
+    }
+
+    /// The frozen hours' changes per rollup key: the sum of the cells to add and of the cells to take out (cut at
+    /// the policy boundaries, as when they were added). Apply each with [`unmerged`].
+    pub fn frozen_deltas(&mut self) -> Vec<(RollupKey, Option<Rollup>, Option<Rollup>)> {
+        let b = self.cfg.bucket_ms;
+        let mut added = std::mem::take(&mut self.frozen.added);
+        let mut removed = std::mem::take(&mut self.frozen.removed);
+        self.horizon.cuts.apply(&mut added, b);
+        self.horizon.cuts.apply(&mut removed, b);
+        let mut out: BTreeMap<RollupKey, (Option<Rollup>, Option<Rollup>)> = BTreeMap::new();
+        for r in aggregate(added) {
+            let k = r.key.clone();
+            out.entry(k).or_default().0 = Some(r);
+        }
+        for r in aggregate(removed) {
+            let k = r.key.clone();
+            out.entry(k).or_default().1 = Some(r);
+        }
+        out.into_iter().map(|(k, (a, r))| (k, a, r)).collect()
     }
 
     /// Per series: the earliest and latest window end written by the batch.
@@ -250,6 +484,85 @@ impl<'a> BatchPlan<'a> {
         }
         seen
     }
+}
+
+/// The refusal of a batch whose plan refused samples: each located by its index in `batch` (the first copy of a
+/// window re-sent inside the batch).
+pub fn refusal(batch: &[Sample], refused: &[(&Sample, &'static str)]) -> StoreError {
+    let mut at: std::collections::HashMap<(&str, i64), usize> = std::collections::HashMap::new();
+    for (i, s) in batch.iter().enumerate().rev() {
+        at.insert((s.gpu_uuid.as_str(), s.end.0), i);
+    }
+    let mut errors: Vec<FieldError> = refused
+        .iter()
+        .map(|(s, why)| {
+            let e = FieldError::new("timestamp", *why);
+            match at.get(&(s.gpu_uuid.as_str(), s.end.0)) {
+                Some(&i) => e.at(i),
+                None => e,
+            }
+        })
+        .collect();
+    errors.sort_by_key(|e| e.index);
+    StoreError::Refused(errors)
+}
+
+/// A stored rollup with the cells of frozen-hour terms added and taken out: `None` when nothing is left (the
+/// row goes). Counts and sums are exact, so taking out what was added leaves exactly zero; anything that would
+/// go below zero means the stored rows do not hold what the index says, and is refused.
+pub fn unmerged(
+    stored: Option<Rollup>,
+    added: Option<Rollup>,
+    removed: Option<Rollup>,
+) -> Result<Option<Rollup>> {
+    let mut r = match (stored, added) {
+        (Some(s), Some(a)) => merged(Some(s), a),
+        (Some(s), None) => s,
+        (None, Some(a)) => a,
+        (None, None) => {
+            return match removed {
+                None => Ok(None),
+                Some(x) => Err(negative(&x.key)),
+            }
+        }
+    };
+    if let Some(x) = removed {
+        r.samples = r
+            .samples
+            .checked_sub(x.samples)
+            .ok_or_else(|| negative(&r.key))?;
+        r.estimated_samples = r
+            .estimated_samples
+            .checked_sub(x.estimated_samples)
+            .ok_or_else(|| negative(&r.key))?;
+        r.q.sub(&x.q);
+    }
+    let q = &r.q;
+    let parts = [
+        q.gpu_seconds,
+        q.busy_gpu_seconds,
+        q.estimated_gpu_seconds,
+        q.memory_gb_seconds,
+        q.energy_ws,
+        q.storage_gb_seconds,
+    ];
+    if parts.iter().any(|v| v.is_sign_negative() && !v.is_zero()) {
+        return Err(negative(&r.key));
+    }
+    if q.gpu_seconds.is_zero() {
+        if parts.iter().all(|v| v.is_zero()) && r.samples == 0 && r.estimated_samples == 0 {
+            return Ok(None);
+        }
+        return Err(negative(&r.key));
+    }
+    Ok(Some(r))
+}
+
+fn negative(key: &RollupKey) -> StoreError {
+    StoreError::Internal(format!(
+        "merging a late sample into the rollup {key:?} would leave it inconsistent: the stored rollups do not \
+         hold the pruned windows' terms"
+    ))
 }
 
 /// A stored rollup with a delta added (or the delta alone when nothing is stored under its key).
@@ -275,13 +588,18 @@ fn touch(dirty: &mut BTreeSet<i64>, from: i64, to: i64, bucket_ms: i64) {
 /// The buckets that the term of a consecutive pair `(a, b)` can write: the gap record lives in the bucket of
 /// `a.end`; estimated cells, only for a span up to `max_gap`, in the buckets of `[a.end, b.start)`.
 fn touch_pair(dirty: &mut BTreeSet<i64>, a: &Sample, b: &Sample, cfg: &RollupConfig) {
-    let hole = b.start().0 - a.end.0;
+    touch_span(dirty, a.end.0, b.start().0, cfg);
+}
+
+/// [`touch_pair`] of a pair known by the first one's end and the second one's start.
+fn touch_span(dirty: &mut BTreeSet<i64>, a_end: i64, b_start: i64, cfg: &RollupConfig) {
+    let hole = b_start - a_end;
     if hole <= 0 {
         return;
     }
-    dirty.insert(a.end.floor_to(cfg.bucket_ms).0);
+    dirty.insert(Timestamp(a_end).floor_to(cfg.bucket_ms).0);
     if hole <= cfg.max_gap_ms {
-        touch(dirty, a.end.0, b.start().0, cfg.bucket_ms);
+        touch(dirty, a_end, b_start, cfg.bucket_ms);
     }
 }
 
@@ -297,15 +615,21 @@ pub fn context_range(cfg: &RollupConfig, h: i64) -> (i64, i64) {
     )
 }
 
-/// The cells of bucket `h` of one GPU and the gaps that start in it, from its samples of [`context_range`]
-/// (oldest first). Aggregate the cells for the bucket's rollups; keep them for an exact read.
-pub fn bucket_terms(samples: &[Sample], cfg: &RollupConfig, h: i64) -> (Vec<Rollup>, Vec<Gap>) {
+/// The cells of bucket `h` of one GPU (cut at `cuts`) and the gaps that start in it, from its samples of
+/// [`context_range`] (oldest first). Aggregate the cells for the bucket's rollups; keep them for an exact read.
+pub fn bucket_terms(
+    samples: &[Sample],
+    cfg: &RollupConfig,
+    cuts: &Cuts,
+    h: i64,
+) -> (Vec<Rollup>, Vec<Gap>) {
     let out = series::cells(samples, &cfg.series());
-    let cells = out
+    let mut cells: Vec<Rollup> = out
         .cells
         .into_iter()
         .filter(|c| c.key.bucket_start.0 == h)
         .collect();
+    cuts.apply(&mut cells, cfg.bucket_ms);
     let gaps = out
         .gaps
         .into_iter()

@@ -227,7 +227,8 @@ impl Store for SqliteStore {
     }
 
     async fn prune_raw_samples(&self, before: Timestamp) -> Result<u64> {
-        self.write(move |c, _| samples::prune(c, before)).await
+        self.write(move |c, cfg| samples::prune(c, cfg, before))
+            .await
     }
 
     async fn deployments_seen(&self) -> Result<Vec<DeploymentSeen>> {
@@ -252,7 +253,7 @@ impl Store for SqliteStore {
 
     async fn create_policy(&self, spec: &PolicySpec) -> Result<Policy> {
         let spec = spec.clone();
-        self.write(move |c, _| records::create_policy(c, &spec))
+        self.write(move |c, cfg| records::create_policy(c, cfg, &spec))
             .await
     }
 
@@ -267,7 +268,7 @@ impl Store for SqliteStore {
         replacement: Option<&PolicySpec>,
     ) -> Result<(Policy, Option<Policy>)> {
         let (id, replacement) = (id.to_string(), replacement.cloned());
-        self.write(move |c, _| records::supersede_policy(c, &id, at, replacement.as_ref()))
+        self.write(move |c, cfg| records::supersede_policy(c, cfg, &id, at, replacement.as_ref()))
             .await
     }
 

@@ -477,8 +477,9 @@ mod contract {
         let deployments = s.deployments_seen().await.unwrap();
 
         let deleted = s.prune_raw_samples(ts(T0 + 2 * H)).await.unwrap();
-        // Samples ended before 2 h: 2 x 479 of vllm-a, and 239 of vllm-b (its latest sample is kept).
-        assert_eq!(deleted, 2 * 479 + 239);
+        // Samples ended before 2 h: 2 x 478 of vllm-a and 238 of vllm-b. Kept whole: the first sample of each GPU
+        // (nothing before it), and vllm-b's latest sample.
+        assert_eq!(deleted, 2 * 478 + 238);
         assert_eq!(
             s.prune_raw_samples(ts(T0 + 2 * H)).await.unwrap(),
             0,
@@ -496,21 +497,21 @@ mod contract {
         assert_eq!(gaps.len(), 1);
         assert_eq!((gaps[0].from, gaps[0].to), (ts(T0 + H), ts(T0 + 4 * H)));
 
-        // A sample arriving after its hour was pruned is stored but cannot change that hour any more.
-        let o = s
-            .insert_samples(&[sample("GPU-vllm-a-0", "vllm-a", T0 + 7_500)])
-            .await
-            .unwrap();
+        // A sample arriving after its hour was pruned is merged there exactly, once.
+        let late = sample("GPU-vllm-a-0", "vllm-a", T0 + 7_500);
+        let o = s.insert_samples(std::slice::from_ref(&late)).await.unwrap();
         assert_eq!(o.inserted, 1);
-        let late = all_usage(s).await;
-        let hour0 = |u: &eai_store::UsageRead| {
-            u.rollups
-                .iter()
-                .filter(|r| r.key.bucket_start == ts(T0))
-                .cloned()
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(hour0(&late), hour0(&before));
+        let mut all = v.clone();
+        all.extend(back);
+        all.push(late.clone());
+        let merged = all_usage(s).await;
+        assert_eq!(hourly(&merged.rollups), hourly(&expected_rollups(&all)));
+        let o = s.insert_samples(&[late]).await.unwrap();
+        assert_eq!(
+            (o.inserted, o.duplicates),
+            (0, 1),
+            "a re-send is a duplicate"
+        );
     }
 
     pub async fn deployments_seen_come_from_samples(s: &dyn Store) {
@@ -940,6 +941,431 @@ mod contract {
         assert!(next[0].seq > last);
     }
 
+    // --- late samples in pruned hours (crate::pruned) -------------------------------------------------------
+
+    /// Group rollups summed per hour, first and last window starts left out: what late samples merged into
+    /// pruned hours must reproduce (merging by terms cannot tell how far a rollup's first window moved when a
+    /// term is taken out; the allocation does not depend on it within a segment).
+    fn hourly(rollups: &[Rollup]) -> Vec<String> {
+        type Sums = (u64, u64, eai_engine::rollup::Quantities, Vec<String>);
+        let mut by: BTreeMap<String, Sums> = BTreeMap::new();
+        for r in rollups {
+            let k = format!(
+                "{} {:?} {} {}",
+                r.key.deployment_id,
+                r.key.owner,
+                r.key.model,
+                r.key.bucket_start.floor_to(H)
+            );
+            let e = by.entry(k).or_default();
+            e.0 += r.samples;
+            e.1 += r.estimated_samples;
+            e.2.add(&r.q);
+            e.3.extend(eai_engine::rollup::gpus_of(r).map(str::to_string));
+        }
+        by.into_iter()
+            .map(|(k, (samples, estimated, mut q, mut gpus))| {
+                q.round(15);
+                gpus.sort();
+                gpus.dedup();
+                let q = [
+                    q.gpu_seconds,
+                    q.busy_gpu_seconds,
+                    q.estimated_gpu_seconds,
+                    q.memory_gb_seconds,
+                    q.energy_ws,
+                    q.storage_gb_seconds,
+                ]
+                .map(|v| v.normalize().to_string())
+                .join(" ");
+                format!("{k}: {samples} samples, {estimated} estimated, {q}, gpus {gpus:?}")
+            })
+            .collect()
+    }
+
+    /// What the issue reproduced: for one GPU, the sample ending 40 days ago at 10:00:30, then the one ending at
+    /// 10:00:15, with the raw retention passed. Both are counted; a re-send of either is a duplicate.
+    pub async fn late_samples_older_than_the_retention_are_counted(s: &dyn Store) {
+        let t = T0 + 10 * H;
+        let first = sample("GPU-1", "vllm-a", t + 30_000);
+        let o = s
+            .insert_samples(std::slice::from_ref(&first))
+            .await
+            .unwrap();
+        assert_eq!((o.inserted, o.duplicates), (1, 0));
+        // The retention passes over that hour (40 days later, 35 days kept).
+        s.prune_raw_samples(ts(t + 5 * 24 * H)).await.unwrap();
+        let late = sample("GPU-1", "vllm-a", t + 15_000);
+        let o = s.insert_samples(std::slice::from_ref(&late)).await.unwrap();
+        assert_eq!((o.inserted, o.duplicates), (1, 0));
+        let read = s.usage_for(ts(t), ts(t + H), &[]).await.unwrap();
+        assert_eq!(read.rollups.len(), 1);
+        assert_eq!(read.rollups[0].samples, 2, "both samples are counted");
+        assert_eq!(read.rollups[0].q.gpu_seconds, d("30"));
+        assert!(read.gaps.is_empty(), "the windows touch: no gap");
+        assert_eq!(
+            hourly(&read.rollups),
+            hourly(&expected_rollups(&[first.clone(), late.clone()]))
+        );
+        // Re-sends of both, after another pruning: duplicates, never counted again.
+        s.prune_raw_samples(ts(t + 6 * 24 * H)).await.unwrap();
+        let o = s.insert_samples(&[late, first]).await.unwrap();
+        assert_eq!((o.inserted, o.duplicates), (0, 2));
+        let again = s.usage_for(ts(t), ts(t + H), &[]).await.unwrap();
+        assert_eq!(hourly(&again.rollups), hourly(&read.rollups));
+    }
+
+    /// A window that cannot be merged exactly into a pruned hour (it leaves a hole after a window of which only
+    /// the end is kept, while overlapping the next one) is refused with its index, and nothing of its batch is
+    /// stored; the same window inside the retention is stored as usual.
+    pub async fn an_unmergeable_late_sample_is_refused_and_nothing_is_stored(s: &dyn Store) {
+        let batch = fleet("vllm-a", 1, T0, T0 + H);
+        s.insert_samples(&batch).await.unwrap();
+        s.prune_raw_samples(ts(T0 + 5 * H)).await.unwrap();
+        let before = all_usage(s).await;
+        // Windows end every 15 s; the 40th ends at T0 + 600 s. A 5 s window ending at T0 + 607 s starts after
+        // it ends and overlaps the next one.
+        let mut odd = sample("GPU-vllm-a-0", "vllm-a", T0 + 607_000);
+        odd.window_ms = 5_000;
+        let fine = sample("GPU-other", "vllm-a", T0 + 15_000);
+        let err = s.insert_samples(&[fine, odd]).await.unwrap_err();
+        match err {
+            StoreError::Refused(errors) => {
+                assert_eq!(errors.len(), 1, "{errors:?}");
+                assert_eq!(errors[0].index, Some(1));
+                assert_eq!(errors[0].field, "timestamp");
+                assert!(
+                    errors[0].reason.contains("cannot be merged exactly"),
+                    "{errors:?}"
+                );
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        let after = all_usage(s).await;
+        assert_eq!(
+            after.rollups, before.rollups,
+            "nothing of the batch was stored"
+        );
+        assert_eq!(after.gaps, before.gaps);
+        // A re-send of a counted window of that hour is still a duplicate.
+        let o = s.insert_samples(&batch[39..41]).await.unwrap();
+        assert_eq!((o.inserted, o.duplicates), (0, 2));
+    }
+
+    /// Two GPUs (one a MIG slice) sampled every 5 minutes for a month older than the retention, with windows
+    /// missing (one at a time: interpolated; runs of them: gaps), a series change, and re-sends, arrive shuffled
+    /// in batches with the pruner running between them: the store holds exactly what the same samples give in
+    /// order, and the allocation is the raw path's.
+    pub async fn a_shuffled_backfill_older_than_the_retention_is_exact(s: &dyn Store) {
+        let days = 30;
+        let mut all = Vec::new();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for g in 0..2 {
+            let mut slot = 0;
+            while slot < days * 288 {
+                let r = next() % 1000;
+                if r < 20 {
+                    slot += 1; // one window missing: interpolated
+                    continue;
+                }
+                if r < 23 {
+                    slot += 4 + (next() % 30) as i64; // a run missing: a gap
+                    continue;
+                }
+                let dep = if g == 1 && slot > 10 * 288 && slot < 11 * 288 {
+                    "tgi-b"
+                } else {
+                    "vllm-a"
+                };
+                let mut v = sample(&format!("GPU-{g}"), dep, T0 + (slot + 1) * 300_000);
+                v.window_ms = 300_000;
+                v.power_w = NonNegative::new(Decimal::from(100 + next() % 600)).unwrap();
+                v.utilization = UnitInterval::new(Decimal::new((next() % 101) as i64, 2)).unwrap();
+                if g == 1 {
+                    v.gpu_fraction = GpuFraction::new(d("0.428571")).unwrap();
+                }
+                all.push(v);
+                slot += 1;
+            }
+        }
+        let mut sent = all.clone();
+        for i in (1..sent.len()).rev() {
+            sent.swap(i, (next() % (i as u64 + 1)) as usize);
+        }
+        for i in 0..200 {
+            let again = sent[(i * 37) % sent.len()].clone();
+            sent.push(again);
+        }
+        // Everything is older than the retention from the start.
+        let now = T0 + (days + 40) * 24 * H;
+        s.prune_raw_samples(ts(now - 35 * 24 * H)).await.unwrap();
+        let mut inserted = 0;
+        for (i, b) in sent.chunks(500).enumerate() {
+            inserted += s.insert_samples(b).await.unwrap().inserted;
+            if i % 3 == 2 {
+                s.prune_raw_samples(ts(now - 35 * 24 * H)).await.unwrap();
+            }
+        }
+        s.prune_raw_samples(ts(now - 35 * 24 * H)).await.unwrap();
+        assert_eq!(inserted, all.len() as u64);
+        let p = period(T0, T0 + days * 24 * H);
+        let read = s.usage_for(p.from, p.to, &[]).await.unwrap();
+        assert_eq!(
+            hourly(&read.rollups),
+            hourly(&expected_rollups(&all)),
+            "rollups"
+        );
+        let mut gaps = cells(&all, &SeriesConfig::default()).gaps;
+        gaps.sort();
+        assert!(!gaps.is_empty());
+        assert_eq!(read.gaps, gaps, "gaps");
+        let policies = vec![Policy::new(1, spec("a"))];
+        let stored = allocate(&AllocationInput {
+            period: p,
+            claims: &[],
+            rollups: &read.rollups,
+            usage: &[],
+            policies: &policies,
+            gaps: &read.gaps,
+            config: AllocationConfig::default(),
+        });
+        let raw = allocate_samples(
+            &all,
+            &[],
+            &policies,
+            p,
+            &SeriesConfig::default(),
+            AllocationConfig::default(),
+        );
+        assert_eq!(stored, raw, "allocation");
+        // Sent again, all of it: duplicates only.
+        let mut dup = 0;
+        for b in all.chunks(2000) {
+            let o = s.insert_samples(b).await.unwrap();
+            assert_eq!(o.inserted, 0);
+            dup += o.duplicates;
+        }
+        assert_eq!(dup, all.len() as u64);
+    }
+
+    /// Two policies, the second starting at minute 20 of an hour, made before a backfill of that hour arrives
+    /// after its raw samples' retention: both parts of the hour are priced exactly (the rollups are cut at
+    /// minute 20), with no finding.
+    pub async fn a_policy_made_before_a_backfill_prices_both_parts_of_its_hour(s: &dyn Store) {
+        let mut a = spec("a");
+        a.effective_from = ts(T0 - 24 * H);
+        let a = s.create_policy(&a).await.unwrap();
+        let at = ts(T0 + 20 * 60_000);
+        let mut b = spec("b");
+        b.gpu_hourly_cost = NonNegative::new(d("3.30")).unwrap();
+        b.effective_from = at;
+        let (_, b) = s.supersede_policy(&a.id, at, Some(&b)).await.unwrap();
+        let b = b.unwrap();
+        s.prune_raw_samples(ts(T0 + 30 * 24 * H)).await.unwrap();
+        // Dedicated to a tenant, so that each policy's part is an item of its own.
+        let mut batch = fleet("vllm-a", 2, T0, T0 + H);
+        for x in &mut batch {
+            x.owner = Some(tenant(1));
+        }
+        batch.reverse();
+        for chunk in batch.chunks(37) {
+            s.insert_samples(chunk).await.unwrap();
+        }
+        let policies = s.policies().await.unwrap();
+        let p = period(T0, T0 + H);
+        let read = s.usage_for(p.from, p.to, &[at]).await.unwrap();
+        let stored = allocate(&AllocationInput {
+            period: p,
+            claims: &[],
+            rollups: &read.rollups,
+            usage: &[],
+            policies: &policies,
+            gaps: &read.gaps,
+            config: AllocationConfig::default(),
+        });
+        let raw = allocate_samples(
+            &batch,
+            &[],
+            &policies,
+            p,
+            &SeriesConfig::default(),
+            AllocationConfig::default(),
+        );
+        assert_eq!(stored, raw);
+        assert!(stored.findings.is_empty(), "{:?}", stored.findings);
+        let ids: Vec<_> = stored.items.iter().map(|i| i.policy_id.clone()).collect();
+        assert!(ids.contains(&a.id) && ids.contains(&b.id), "{ids:?}");
+    }
+
+    /// An hour holding a policy boundary is read from raw samples while it has them; when the pruner freezes
+    /// it, it first cuts its rollups at the boundary: the allocation is the same before and after.
+    pub async fn pruning_cuts_an_hour_at_its_policy_boundary_before_freezing_it(s: &dyn Store) {
+        let batch = fleet("vllm-a", 2, T0, T0 + 2 * H);
+        s.insert_samples(&batch).await.unwrap();
+        let mut a = spec("a");
+        a.effective_from = ts(T0 - 24 * H);
+        let a = s.create_policy(&a).await.unwrap();
+        let at = ts(T0 + H + 17 * 60_000 + 7_500);
+        let mut b = spec("b");
+        b.gpu_hourly_cost = NonNegative::new(d("9.99")).unwrap();
+        b.effective_from = at;
+        s.supersede_policy(&a.id, at, Some(&b)).await.unwrap();
+        let policies = s.policies().await.unwrap();
+        let p = period(T0, T0 + 2 * H);
+        let alloc = |read: eai_store::UsageRead| {
+            allocate(&AllocationInput {
+                period: p,
+                claims: &[],
+                rollups: &read.rollups,
+                usage: &[],
+                policies: &policies,
+                gaps: &read.gaps,
+                config: AllocationConfig::default(),
+            })
+        };
+        let before = alloc(s.usage_for(p.from, p.to, &[at]).await.unwrap());
+        let raw = allocate_samples(
+            &batch,
+            &[],
+            &policies,
+            p,
+            &SeriesConfig::default(),
+            AllocationConfig::default(),
+        );
+        assert_eq!(before, raw);
+        s.prune_raw_samples(ts(T0 + 10 * H)).await.unwrap();
+        let after = alloc(s.usage_for(p.from, p.to, &[at]).await.unwrap());
+        assert_eq!(after, raw, "priced exactly from the cut rollups");
+        assert!(after.findings.is_empty());
+    }
+
+    /// A policy made after its hour's raw samples were pruned cannot cut that hour any more: the allocation
+    /// says so, with the GPU-seconds concerned.
+    pub async fn a_policy_made_after_its_hour_froze_is_reported_with_its_gpu_seconds(
+        s: &dyn Store,
+    ) {
+        s.insert_samples(&fleet("vllm-a", 2, T0, T0 + 2 * H))
+            .await
+            .unwrap();
+        s.prune_raw_samples(ts(T0 + 10 * H)).await.unwrap();
+        let mut a = spec("a");
+        a.effective_from = ts(T0 - 24 * H);
+        let a = s.create_policy(&a).await.unwrap();
+        let at = ts(T0 + H + 20 * 60_000);
+        s.supersede_policy(&a.id, at, Some(&spec("b")))
+            .await
+            .unwrap();
+        let policies = s.policies().await.unwrap();
+        let p = period(T0, T0 + 2 * H);
+        let read = s.usage_for(p.from, p.to, &[at]).await.unwrap();
+        let got = allocate(&AllocationInput {
+            period: p,
+            claims: &[],
+            rollups: &read.rollups,
+            usage: &[],
+            policies: &policies,
+            gaps: &read.gaps,
+            config: AllocationConfig::default(),
+        });
+        let f: Vec<_> = got
+            .findings
+            .iter()
+            .filter_map(|f| match f {
+                Finding::PolicyBoundaryInsideRollup {
+                    bucket_start,
+                    gpu_seconds,
+                    ..
+                } => Some((*bucket_start, *gpu_seconds)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(f, vec![(ts(T0 + H), d("7200"))], "{:?}", got.findings);
+    }
+
+    /// Random arrival orders, batchings and re-sends, with the pruner run at random horizons between batches
+    /// (policies made first): whatever is accepted is counted exactly once, and what is refused leaves nothing.
+    pub async fn pruned_arrivals_equal_the_raw_path(
+        s: &dyn Store,
+        plan: &Plan,
+        prunes: &[Option<i64>],
+    ) {
+        for p in &plan.policies {
+            s.create_policy(&p.spec).await.unwrap();
+        }
+        let mut accepted: Vec<Sample> = Vec::new();
+        let (mut inserted, mut duplicates) = (0, 0);
+        for (i, b) in plan.batches.iter().enumerate() {
+            if let Some(Some(k)) = prunes.get(i) {
+                s.prune_raw_samples(ts(T0 + k * 15 * 60_000)).await.unwrap();
+            }
+            match s.insert_samples(b).await {
+                Ok(o) => {
+                    accepted.extend(b.iter().cloned());
+                    inserted += o.inserted;
+                    duplicates += o.duplicates;
+                }
+                Err(StoreError::Refused(errors)) => assert!(!errors.is_empty()),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        if let Some(Some(k)) = prunes.last() {
+            s.prune_raw_samples(ts(T0 + k * 15 * 60_000)).await.unwrap();
+        }
+        let distinct: std::collections::HashSet<(&str, Timestamp)> = accepted
+            .iter()
+            .map(|x| (x.gpu_uuid.as_str(), x.end))
+            .collect();
+        assert_eq!(inserted, distinct.len() as u64);
+        assert_eq!(inserted + duplicates, accepted.len() as u64);
+
+        let read = all_usage(s).await;
+        assert_eq!(
+            hourly(&read.rollups),
+            hourly(&expected_rollups(&accepted)),
+            "rollups"
+        );
+        let mut gaps = cells(&accepted, &SeriesConfig::default()).gaps;
+        gaps.sort();
+        assert_eq!(read.gaps, gaps, "gaps");
+
+        let policies = s.policies().await.unwrap();
+        assert_eq!(policies, plan.policies);
+        let p = period(T0, T0 + 6 * H);
+        let exact: Vec<Timestamp> = policies
+            .iter()
+            .flat_map(|pol| std::iter::once(pol.spec.effective_from).chain(pol.spec.effective_to))
+            .filter(|t| t.floor_to(H) != *t)
+            .collect();
+        let read = s.usage_for(p.from, p.to, &exact).await.unwrap();
+        let stored = allocate(&AllocationInput {
+            period: p,
+            claims: &[],
+            rollups: &read.rollups,
+            usage: &plan.usage,
+            policies: &policies,
+            gaps: &read.gaps,
+            config: AllocationConfig::default(),
+        });
+        let mut from_raw = allocate_samples(
+            &accepted,
+            &plan.usage,
+            &policies,
+            p,
+            &SeriesConfig::default(),
+            AllocationConfig::default(),
+        );
+        from_raw
+            .findings
+            .retain(|f| !matches!(f, Finding::ConflictingDuplicate { .. }));
+        assert_eq!(stored, from_raw, "allocation");
+    }
+
     /// With the outbox off (no replica configured), nothing is queued.
     pub async fn without_the_outbox_nothing_is_queued(s: &dyn Store) {
         s.insert_samples(&fleet("vllm-a", 1, T0, T0 + H))
@@ -1003,6 +1429,99 @@ mod plans {
         vec![Policy::new(1, a), Policy::new(2, b), Policy::new(3, c)]
     }
 
+    /// Pruning horizons (quarter hours after `T0`, none: no pruning) before each batch and once at the end:
+    /// never, everything from the start, or a horizon creeping forward as a retention would.
+    pub fn arb_prunes() -> impl Strategy<Value = Vec<Option<i64>>> {
+        prop_oneof![
+            1 => Just(Vec::new()),
+            1 => Just(vec![Some(40)]),
+            3 => prop::collection::vec(prop::option::weighted(0.3, -4i64..16), 120),
+        ]
+    }
+
+    /// Raw parts of a plan: (samples, order, seed, batch sizes, re-sends, events).
+    type Parts = (
+        u8,
+        u64,
+        Vec<usize>,
+        Vec<prop::sample::Index>,
+        Vec<(u8, bool, i64, u64)>,
+    );
+
+    fn parts() -> impl Strategy<Value = Parts> {
+        let event = (1u8..4, any::<bool>(), 0i64..(5 * H), 1u64..10_000);
+        (
+            0u8..5,
+            any::<u64>(),
+            prop::collection::vec(1usize..40, 1..20),
+            prop::collection::vec(any::<prop::sample::Index>(), 0..20),
+            prop::collection::vec(event, 0..12),
+        )
+    }
+
+    /// Orders, re-sends and batches samples as a plan says.
+    fn make_plan(mut v: Vec<Sample>, (order, seed, sizes, resends, events): Parts) -> Plan {
+        let mut x = seed | 1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        match order {
+            // In order: the sampler appending.
+            0 => v.sort_by_key(|x| x.end),
+            // Reversed: every batch lands before everything stored.
+            1 => v.sort_by_key(|x| std::cmp::Reverse(x.end)),
+            // Shuffled.
+            2 => {
+                for i in (1..v.len()).rev() {
+                    v.swap(i, (next() % (i as u64 + 1)) as usize);
+                }
+            }
+            // In order with stragglers: about one sample in six arrives later than it should.
+            _ => {
+                v.sort_by_key(|x| x.end);
+                for i in 0..v.len() {
+                    if next() % 6 == 0 {
+                        let s = v.remove(i);
+                        let to = (i + 1 + (next() % 40) as usize).min(v.len());
+                        v.insert(to, s);
+                    }
+                }
+            }
+        }
+        // Re-sends of earlier samples, later in the stream.
+        if !v.is_empty() {
+            for (k, ix) in resends.iter().enumerate() {
+                let again = v[ix.index(v.len())].clone();
+                let at = (ix.index(v.len()) + k * 7 + 1).min(v.len());
+                v.insert(at, again);
+            }
+        }
+        let mut batches = Vec::new();
+        let mut rest = v.as_slice();
+        for n in sizes.iter().cycle() {
+            if rest.is_empty() {
+                break;
+            }
+            let (b, r) = rest.split_at((*n).min(rest.len()));
+            batches.push(b.to_vec());
+            rest = r;
+        }
+        let usage = events
+            .into_iter()
+            .map(|(t, dep, at, n)| {
+                tokens(tenant(t), if dep { "vllm-a" } else { "tgi-b" }, T0 + at, n)
+            })
+            .collect();
+        Plan {
+            batches,
+            usage,
+            policies: policies(),
+        }
+    }
+
     pub fn arb_plan() -> impl Strategy<Value = Plan> {
         let raw = (
             0u8..3,
@@ -1016,77 +1535,62 @@ mod plans {
             prop::bool::weighted(0.1),
             0u8..3,
         );
-        let event = (1u8..4, any::<bool>(), 0i64..(5 * H), 1u64..10_000);
-        (
-            prop::collection::vec(raw, 0..160),
-            0u8..5,
-            any::<u64>(),
-            prop::collection::vec(1usize..40, 1..20),
-            prop::collection::vec(any::<prop::sample::Index>(), 0..20),
-            prop::collection::vec(event, 0..12),
-        )
-            .prop_map(|(raws, order, seed, sizes, resends, events)| {
-                let mut v: Vec<Sample> = raws.into_iter().map(to_sample).collect();
-                let mut x = seed | 1;
-                let mut next = move || {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x
-                };
-                match order {
-                    // In order: the sampler appending.
-                    0 => v.sort_by_key(|x| x.end),
-                    // Reversed: every batch lands before everything stored.
-                    1 => v.sort_by_key(|x| std::cmp::Reverse(x.end)),
-                    // Shuffled.
-                    2 => {
-                        for i in (1..v.len()).rev() {
-                            v.swap(i, (next() % (i as u64 + 1)) as usize);
+        (prop::collection::vec(raw, 0..160), parts())
+            .prop_map(|(raws, parts)| make_plan(raws.into_iter().map(to_sample).collect(), parts))
+    }
+
+    /// Dense series, as samplers send them: two GPUs with contiguous 15 s windows over two hours and a half,
+    /// a few windows missing (one at a time or in runs), and a few odd windows (5 s or 40 s long, off the grid)
+    /// that overlap their neighbours: pruning leaves most of them as ends only, so that late samples meet
+    /// pruned neighbours, and some cannot be merged.
+    pub fn arb_dense_plan() -> impl Strategy<Value = Plan> {
+        let odd = (0u8..2, 0i64..600, 1i64..14, any::<bool>());
+        (any::<u64>(), prop::collection::vec(odd, 0..6), parts()).prop_map(|(seed, odd, parts)| {
+            let mut x = seed | 1;
+            let mut next = move || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            let mut v = Vec::new();
+            for g in 0..2u8 {
+                let mut slot = 0;
+                while slot < 600 {
+                    match next() % 100 {
+                        0..=1 => slot += 1,
+                        2 => slot += 2 + (next() % 80) as i64,
+                        _ => {
+                            let mut s = to_sample((
+                                g,
+                                slot,
+                                false,
+                                0,
+                                (next() % 101) as u32,
+                                false,
+                                4000,
+                                40,
+                                false,
+                                0,
+                            ));
+                            s.pod = "p".into();
+                            v.push(s);
+                            slot += 1;
                         }
                     }
-                    // In order with stragglers: about one sample in six arrives later than it should.
-                    _ => {
-                        v.sort_by_key(|x| x.end);
-                        for i in 0..v.len() {
-                            if next() % 6 == 0 {
-                                let s = v.remove(i);
-                                let to = (i + 1 + (next() % 40) as usize).min(v.len());
-                                v.insert(to, s);
-                            }
-                        }
-                    }
                 }
-                // Re-sends of earlier samples, later in the stream.
-                if !v.is_empty() {
-                    for (k, ix) in resends.iter().enumerate() {
-                        let again = v[ix.index(v.len())].clone();
-                        let at = (ix.index(v.len()) + k * 7 + 1).min(v.len());
-                        v.insert(at, again);
-                    }
-                }
-                let mut batches = Vec::new();
-                let mut rest = v.as_slice();
-                for n in sizes.iter().cycle() {
-                    if rest.is_empty() {
-                        break;
-                    }
-                    let (b, r) = rest.split_at((*n).min(rest.len()));
-                    batches.push(b.to_vec());
-                    rest = r;
-                }
-                let usage = events
-                    .into_iter()
-                    .map(|(t, dep, at, n)| {
-                        tokens(tenant(t), if dep { "vllm-a" } else { "tgi-b" }, T0 + at, n)
-                    })
-                    .collect();
-                Plan {
-                    batches,
-                    usage,
-                    policies: policies(),
-                }
-            })
+            }
+            let mut plan = make_plan(v, parts);
+            // Odd windows last, one batch each: by then pruning may have left their neighbours as ends.
+            for (g, slot, off, long) in odd {
+                let mut s = to_sample((g, slot, false, 0, 50, false, 4000, 40, false, 0));
+                s.pod = "p".into();
+                s.end = Timestamp(s.end.0 + off * 1_000);
+                s.window_ms = if long { 40_000 } else { 5_000 };
+                plan.batches.push(vec![s]);
+            }
+            plan
+        })
     }
 }
 
@@ -1122,6 +1626,12 @@ mod sqlite_harness {
         usage_is_read_for_the_period_only,
         claims_are_the_sums_of_the_stored_events,
         pruning_raw_samples_keeps_rollups,
+        late_samples_older_than_the_retention_are_counted,
+        an_unmergeable_late_sample_is_refused_and_nothing_is_stored,
+        a_shuffled_backfill_older_than_the_retention_is_exact,
+        a_policy_made_before_a_backfill_prices_both_parts_of_its_hour,
+        pruning_cuts_an_hour_at_its_policy_boundary_before_freezing_it,
+        a_policy_made_after_its_hour_froze_is_reported_with_its_gpu_seconds,
         deployments_seen_come_from_samples,
         usage_events_upsert_and_scope,
         policies_are_superseded_never_edited,
@@ -1162,6 +1672,16 @@ mod sqlite_harness {
                 let (_dir, store) = fresh();
                 rt.block_on(contract::rollups_equal_the_raw_path(&store, &plan));
             }
+
+            #[test]
+            fn pruned_arrivals_equal_the_raw_path(
+                plan in prop_oneof![super::super::plans::arb_plan(), super::super::plans::arb_dense_plan()],
+                prunes in super::super::plans::arb_prunes(),
+            ) {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                let (_dir, store) = fresh();
+                rt.block_on(contract::pruned_arrivals_equal_the_raw_path(&store, &plan, &prunes));
+            }
         }
     }
 }
@@ -1192,7 +1712,7 @@ mod sqlite_only {
         let version: i64 = c
             .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 4);
+        assert_eq!(version, 5);
         assert_eq!(store.backend(), "sqlite");
     }
 
@@ -1226,7 +1746,8 @@ mod sqlite_only {
         // Back to schema 3: what an older binary left.
         let c = rusqlite::Connection::open(&path).unwrap();
         c.execute_batch(
-            "DROP TABLE deployment_rollups; DROP TABLE usage_claims; UPDATE schema_version SET version = 3;",
+            "DROP TABLE pruned_ends; DROP TABLE prune_pending; DROP TABLE rollup_cuts; \
+             DROP TABLE deployment_rollups; DROP TABLE usage_claims; UPDATE schema_version SET version = 3;",
         )
         .unwrap();
         drop(c);
@@ -1508,6 +2029,12 @@ mod postgres_harness {
         usage_is_read_for_the_period_only,
         claims_are_the_sums_of_the_stored_events,
         pruning_raw_samples_keeps_rollups,
+        late_samples_older_than_the_retention_are_counted,
+        an_unmergeable_late_sample_is_refused_and_nothing_is_stored,
+        a_shuffled_backfill_older_than_the_retention_is_exact,
+        a_policy_made_before_a_backfill_prices_both_parts_of_its_hour,
+        pruning_cuts_an_hour_at_its_policy_boundary_before_freezing_it,
+        a_policy_made_after_its_hour_froze_is_reported_with_its_gpu_seconds,
         deployments_seen_come_from_samples,
         usage_events_upsert_and_scope,
         policies_are_superseded_never_edited,
@@ -1553,6 +2080,18 @@ mod postgres_harness {
                 rt.block_on(async {
                     let (_db, store) = fresh().await;
                     contract::rollups_equal_the_raw_path(&store, &plan).await;
+                });
+            }
+
+            #[test]
+            fn pruned_arrivals_equal_the_raw_path(
+                plan in prop_oneof![super::super::plans::arb_plan(), super::super::plans::arb_dense_plan()],
+                prunes in super::super::plans::arb_prunes(),
+            ) {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                rt.block_on(async {
+                    let (_db, store) = fresh().await;
+                    contract::pruned_arrivals_equal_the_raw_path(&store, &plan, &prunes).await;
                 });
             }
         }

@@ -53,7 +53,12 @@ async fn ingest_batch(st: &AppState, body: &Body) -> Result<Done, ApiError> {
         rejected(st);
         ApiError::validation(errors)
     })?;
-    let out = st.store.insert_samples(&samples).await?;
+    let out = st.store.insert_samples(&samples).await.map_err(|e| {
+        if matches!(e, eai_store::StoreError::Refused(_)) {
+            rejected(st);
+        }
+        e
+    })?;
     Metrics::add(&st.metrics.samples_ingested, out.inserted);
     Metrics::add(&st.metrics.samples_duplicates, out.duplicates);
     Ok(Done {

@@ -417,13 +417,14 @@ pub(super) async fn group_rollups(
     st: &mut Stmts,
     rows: &[Row],
     skip: &BTreeSet<i64>,
+    bucket_ms: i64,
 ) -> Result<Vec<Rollup>> {
     let mut stored = Vec::with_capacity(rows.len());
     let mut ids: HashSet<i64> = HashSet::new();
     let mut sets_seen: HashSet<&[i64]> = HashSet::new();
     for r in rows {
         let s = stored_of(r)?;
-        if !skip.contains(&s.rollup.key.bucket_start.0) {
+        if !skip.contains(&s.rollup.key.bucket_start.floor_to(bucket_ms).0) {
             stored.push(s);
         }
     }

@@ -28,6 +28,7 @@ use crate::codec::{corrupt, count, now_ms, to_i64};
 use crate::groups::ClaimDeltas;
 use crate::outbox::{self, OutboxRows, OutboxStats};
 use crate::records as rec;
+use crate::rollups::RollupConfig;
 use crate::{
     ApiKeyRecord, AuditDraft, AuditEvent, BrokenLink, OutboxEntry, Result, Role, Scope, StoreError,
 };
@@ -317,9 +318,29 @@ fn policy_of(r: &tokio_postgres::Row) -> Result<Policy> {
     rec::policy_parse(r.get(0), r.get(1), r.get(2), r.get(3))
 }
 
-pub async fn create_policy(conn: &mut PgConn, spec: &PolicySpec) -> Result<Policy> {
+/// Stores a policy and records its boundaries as rollup cuts ([`crate::rollups::Cuts`]).
+async fn insert_policy_cut(
+    tx: &tokio_postgres::Transaction<'_>,
+    st: &mut super::pool::Stmts,
+    cfg: &RollupConfig,
+    spec: &PolicySpec,
+) -> Result<Policy> {
+    let p = insert_policy(tx, st, spec).await?;
+    let instants: Vec<Timestamp> = [Some(spec.effective_from), spec.effective_to]
+        .into_iter()
+        .flatten()
+        .collect();
+    super::samples::record_cuts(tx, st, cfg, &instants).await?;
+    Ok(p)
+}
+
+pub async fn create_policy(
+    conn: &mut PgConn,
+    cfg: &RollupConfig,
+    spec: &PolicySpec,
+) -> Result<Policy> {
     let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
-    let p = insert_policy(&tx, st, spec).await?;
+    let p = insert_policy_cut(&tx, st, cfg, spec).await?;
     tx.commit().await.ctx("commit policy create")?;
     Ok(p)
 }
@@ -334,6 +355,7 @@ pub async fn policies(conn: &mut PgConn) -> Result<Vec<Policy>> {
 
 pub async fn supersede_policy(
     conn: &mut PgConn,
+    cfg: &RollupConfig,
     id: &str,
     at: Timestamp,
     replacement: Option<&PolicySpec>,
@@ -351,8 +373,9 @@ pub async fn supersede_policy(
     let s = st.get(&tx, POLICY_CLOSE).await?;
     tx.execute(&s, &[&seq, &at.0]).await.ctx("close a policy")?;
     old.spec.effective_to = Some(at);
+    super::samples::record_cuts(&tx, st, cfg, &[at]).await?;
     let opened = match replacement {
-        Some(spec) => Some(insert_policy(&tx, st, spec).await?),
+        Some(spec) => Some(insert_policy_cut(&tx, st, cfg, spec).await?),
         None => None,
     };
     tx.commit().await.ctx("commit policy supersede")?;

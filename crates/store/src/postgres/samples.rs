@@ -27,7 +27,8 @@ use super::{begin, owner_of, owner_uuid, Ctx, Mode, PLATFORM_TENANT};
 use crate::codec::{corrupt, count, decode, encode_batch, to_i64, Encoded, Figures, Labels};
 use crate::groups::{GroupDeltas, GroupKey};
 use crate::outbox::OutboxRows;
-use crate::rollups::{self, BatchPlan, Late, RollupConfig, PRUNED_BEFORE};
+use crate::pruned::{self, EndSet, EndSets, Known, Stored, INDEXED_FROM};
+use crate::rollups::{self, BatchPlan, Cuts, Horizon, Late, RollupConfig, PRUNED_BEFORE};
 use crate::{DeploymentSeen, IngestOutcome, Result, Scope, StoreError, UsageRead};
 
 /// Why the statements below join the way they do. Row level security makes the planner believe that few rows
@@ -200,28 +201,77 @@ const GAPS_WRITE: &str = "INSERT INTO eai.gaps (gpu_id, from_ms, to_ms, reason, 
 const BUCKET_ROLLUPS: &str = concat!(
     "SELECT ",
     rollup_cols!(),
-    " WHERE r.gpu_id = $1 AND r.bucket_ms = $2"
+    " WHERE r.gpu_id = $1 AND r.bucket_ms >= $2 AND r.bucket_ms < $3"
 );
 const BUCKET_GAPS: &str = "SELECT g.uuid, x.node, x.deployment_id, x.from_ms, x.to_ms, x.reason \
      FROM eai.gaps x JOIN eai.gpus g ON g.id = x.gpu_id WHERE x.gpu_id = $1 AND x.from_ms >= $2 AND x.from_ms < $3";
 /// Returns the keys of the rows it deletes: their groups must be rebuilt.
-const BUCKET_CLEAR_ROLLUPS: &str = "DELETE FROM eai.rollups WHERE gpu_id = $1 AND bucket_ms = $2 \
-     RETURNING bucket_ms, deployment_id, tenant_id, model";
+const BUCKET_CLEAR_ROLLUPS: &str = "DELETE FROM eai.rollups WHERE gpu_id = $1 AND bucket_ms >= $2 \
+     AND bucket_ms < $3 RETURNING bucket_ms, deployment_id, tenant_id, model";
 const BUCKET_CLEAR_GAPS: &str =
     "DELETE FROM eai.gaps WHERE gpu_id = $1 AND from_ms >= $2 AND from_ms < $3";
 
-const ROLLUPS_IN: &str = concat!(
-    "SELECT ",
-    rollup_cols!(),
-    " WHERE r.bucket_ms >= $1 AND r.bucket_ms < $2"
-);
-const GPUS_OF_BUCKET: &str = "SELECT DISTINCT gpu_id FROM eai.rollups WHERE bucket_ms = $1";
+const GPUS_OF_BUCKET: &str =
+    "SELECT DISTINCT gpu_id FROM eai.rollups WHERE bucket_ms >= $1 AND bucket_ms < $2";
 const GAPS_IN: &str = "SELECT g.uuid, x.node, x.deployment_id, x.from_ms, x.to_ms, x.reason \
      FROM eai.gaps x JOIN eai.gpus g ON g.id = x.gpu_id WHERE x.to_ms > $1 AND x.from_ms < $2";
 
+/// Deletes raw rows by (gpu, end).
 const PRUNE: &str =
-    "DELETE FROM eai.gpu_samples s USING unnest($1::bigint[], $2::bigint[]) AS c(gpu_id, cutoff) \
-     WHERE s.gpu_id = c.gpu_id AND s.end_ms < c.cutoff";
+    "DELETE FROM eai.gpu_samples s USING unnest($1::bigint[], $2::bigint[]) AS c(gpu_id, end_ms) \
+     WHERE s.gpu_id = c.gpu_id AND s.end_ms = c.end_ms";
+
+const CUTS: &str = "SELECT at_ms FROM eai.rollup_cuts";
+const CUTS_INSERT: &str =
+    "INSERT INTO eai.rollup_cuts (at_ms) SELECT unnest($1::bigint[]) ON CONFLICT DO NOTHING";
+
+/// Per late sample (gpu, end, bucket of end): the end sets of its bucket and the nearest one on each side.
+const END_SETS_NEAR: &str = "SELECT k.gpu_id, k.end_ms, e.bucket_ms, e.ends \
+     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS k(gpu_id, end_ms, bucket_ms) CROSS JOIN LATERAL (\
+     (SELECT bucket_ms, ends FROM eai.pruned_ends x WHERE x.gpu_id = k.gpu_id AND x.bucket_ms = k.bucket_ms) \
+     UNION ALL (SELECT bucket_ms, ends FROM eai.pruned_ends x WHERE x.gpu_id = k.gpu_id AND x.bucket_ms < k.bucket_ms \
+     ORDER BY x.bucket_ms DESC LIMIT 1) \
+     UNION ALL (SELECT bucket_ms, ends FROM eai.pruned_ends x WHERE x.gpu_id = k.gpu_id AND x.bucket_ms > k.bucket_ms \
+     ORDER BY x.bucket_ms ASC LIMIT 1)) e";
+
+/// Per GPU (id, first bucket, last bucket): its end sets in that range and the nearest one before it.
+const END_SETS_BETWEEN: &str = "SELECT k.gpu_id, e.bucket_ms, e.ends \
+     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS k(gpu_id, lo, hi) CROSS JOIN LATERAL (\
+     (SELECT bucket_ms, ends FROM eai.pruned_ends x WHERE x.gpu_id = k.gpu_id AND x.bucket_ms >= k.lo AND x.bucket_ms <= k.hi) \
+     UNION ALL (SELECT bucket_ms, ends FROM eai.pruned_ends x WHERE x.gpu_id = k.gpu_id AND x.bucket_ms < k.lo \
+     ORDER BY x.bucket_ms DESC LIMIT 1)) e";
+
+const END_SETS_WRITE: &str = "INSERT INTO eai.pruned_ends (gpu_id, bucket_ms, ends) \
+     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bytea[]) \
+     ON CONFLICT (gpu_id, bucket_ms) DO UPDATE SET ends = EXCLUDED.ends";
+
+/// Per GPU (id, lo, cutoff): the `(end, window)` of its raw rows in `[lo, cutoff)`, of the nearest one before
+/// `lo` and of the first at or after `cutoff`.
+const RAW_AROUND: &str = "SELECT k.gpu_id, s.end_ms, s.window_ms \
+     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS k(gpu_id, lo, cutoff) CROSS JOIN LATERAL (\
+     (SELECT end_ms, window_ms FROM eai.gpu_samples x WHERE x.gpu_id = k.gpu_id AND x.end_ms < k.lo \
+     ORDER BY x.end_ms DESC LIMIT 1) \
+     UNION ALL (SELECT end_ms, window_ms FROM eai.gpu_samples x WHERE x.gpu_id = k.gpu_id AND x.end_ms >= k.lo \
+     AND x.end_ms < k.cutoff) \
+     UNION ALL (SELECT end_ms, window_ms FROM eai.gpu_samples x WHERE x.gpu_id = k.gpu_id AND x.end_ms >= k.cutoff \
+     ORDER BY x.end_ms ASC LIMIT 1)) s";
+
+const PENDING: &str = "SELECT gpu_id, from_ms FROM eai.prune_pending";
+const PENDING_CLEAR: &str = "DELETE FROM eai.prune_pending";
+const PENDING_UPSERT: &str = "INSERT INTO eai.prune_pending AS p (gpu_id, from_ms) \
+     SELECT * FROM unnest($1::bigint[], $2::bigint[]) \
+     ON CONFLICT (gpu_id) DO UPDATE SET from_ms = LEAST(p.from_ms, EXCLUDED.from_ms)";
+
+const ROLLUPS_DELETE: &str = "DELETE FROM eai.rollups r \
+     USING unnest($1::bigint[], $2::bigint[], $3::text[], $4::uuid[], $5::text[]) \
+     AS k(gpu_id, bucket_ms, deployment_id, tenant_id, model) \
+     WHERE r.gpu_id = k.gpu_id AND r.bucket_ms = k.bucket_ms AND r.deployment_id = k.deployment_id \
+     AND r.tenant_id = k.tenant_id AND r.model = k.model";
+
+/// Deletes gaps by (gpu, from), returning them as [`gap_of`] reads them.
+const GAPS_TAKE: &str = "DELETE FROM eai.gaps x USING unnest($1::bigint[], $2::bigint[]) AS k(gpu_id, from_ms) \
+     WHERE x.gpu_id = k.gpu_id AND x.from_ms = k.from_ms \
+     RETURNING (SELECT g.uuid FROM eai.gpus g WHERE g.id = x.gpu_id), x.node, x.deployment_id, x.from_ms, x.to_ms, x.reason";
 
 const SERIES_SEEN: &str =
     "SELECT deployment_id, namespace, model, first_seen_ms, last_seen_ms FROM eai.series \
@@ -462,12 +512,15 @@ async fn contexts(
     Ok(out)
 }
 
-/// Replaces the rollup and gap rows of bucket `h` of a GPU with what its raw samples give; adds the group keys of
+/// Replaces the rollup and gap rows of bucket `h` of a GPU (every segment of it) with what its raw samples give,
+/// cut at `cuts`; adds the group keys of
 /// the rows it replaced and of those it wrote to `stale` (their groups must be rebuilt).
+#[allow(clippy::too_many_arguments)]
 async fn recompute(
     tx: &Transaction<'_>,
     st: &mut Stmts,
     cfg: &RollupConfig,
+    cuts: &Cuts,
     gpu_id: i64,
     h: i64,
     outbox: Option<&mut OutboxRows>,
@@ -477,7 +530,7 @@ async fn recompute(
         Some(_) => {
             let s = st.get(tx, BUCKET_ROLLUPS).await?;
             let rollups = tx
-                .query(&s, &[&gpu_id, &h])
+                .query(&s, &[&gpu_id, &h, &(h + cfg.bucket_ms)])
                 .await
                 .ctx("read a bucket's rollups")?
                 .iter()
@@ -496,10 +549,10 @@ async fn recompute(
         None => None,
     };
     let samples = context(tx, st, cfg, gpu_id, h).await?;
-    let (cells, gaps) = rollups::bucket_terms(&samples, cfg, h);
+    let (cells, gaps) = rollups::bucket_terms(&samples, cfg, cuts, h);
     let s = st.get(tx, BUCKET_CLEAR_ROLLUPS).await?;
     for r in tx
-        .query(&s, &[&gpu_id, &h])
+        .query(&s, &[&gpu_id, &h, &(h + cfg.bucket_ms)])
         .await
         .ctx("clear a bucket's rollups")?
     {
@@ -520,6 +573,163 @@ async fn recompute(
     if let (Some(o), Some((old_rollups, old_gaps))) = (outbox, old) {
         let fresh: Vec<Rollup> = rows_written.into_iter().map(|(_, r)| r).collect();
         o.recomputed(&old_rollups, &fresh, &old_gaps, &gaps);
+    }
+    Ok(())
+}
+
+/// The policy boundaries just made that become rollup cuts (see [`rollups::new_cuts`]).
+pub(super) async fn record_cuts(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    cfg: &RollupConfig,
+    instants: &[Timestamp],
+) -> Result<()> {
+    let frozen = frozen_before(tx, st, cfg).await?;
+    let cuts = rollups::new_cuts(instants.iter().copied(), frozen, cfg);
+    if cuts.is_empty() {
+        return Ok(());
+    }
+    let s = st.get(tx, CUTS_INSERT).await?;
+    tx.execute(&s, &[&cuts]).await.ctx("record rollup cuts")?;
+    Ok(())
+}
+
+fn end_set_of(r: &Row, b: usize) -> Result<(i64, EndSet)> {
+    let bucket: i64 = r.get(b);
+    let bytes: Vec<u8> = r.get(b + 1);
+    Ok((bucket, EndSet::decode(bucket, &bytes)?))
+}
+
+/// What the end sets say about each late sample `(gpu id, end)` (see [`pruned::ends_near`]).
+async fn end_sets_near(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    cfg: &RollupConfig,
+    keys: &[(i64, i64)],
+) -> Result<HashMap<(i64, i64), pruned::EndsNear>> {
+    if keys.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let gpu: Vec<i64> = keys.iter().map(|k| k.0).collect();
+    let end: Vec<i64> = keys.iter().map(|k| k.1).collect();
+    let bucket: Vec<i64> = end
+        .iter()
+        .map(|e| pruned::bucket_of(*e, cfg.bucket_ms))
+        .collect();
+    let s = st.get(tx, END_SETS_NEAR).await?;
+    let mut sets: HashMap<(i64, i64), EndSets> = HashMap::new();
+    for r in tx
+        .query(&s, &[&gpu, &end, &bucket])
+        .await
+        .ctx("read pruned windows")?
+    {
+        let (b, set) = end_set_of(&r, 2)?;
+        sets.entry((r.get(0), r.get(1))).or_default().insert(b, set);
+    }
+    Ok(keys
+        .iter()
+        .map(|k| {
+            let near = sets
+                .get(k)
+                .map(|s| pruned::ends_near(s, k.1))
+                .unwrap_or_default();
+            (*k, near)
+        })
+        .collect())
+}
+
+/// Merges the plan's frozen-hour terms: each rollup they touch read, changed ([`rollups::unmerged`]) and
+/// written back or deleted; the gaps they remove deleted, those they add written; the group keys they touch
+/// marked stale.
+async fn merge_frozen(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    plan: &mut BatchPlan<'_>,
+    id_of: &impl Fn(&str) -> Result<i64>,
+    mut outbox: Option<&mut OutboxRows>,
+    stale: &mut BTreeSet<GroupKey>,
+) -> Result<()> {
+    let deltas = plan.frozen_deltas();
+    if !deltas.is_empty() {
+        let mut keys: RollupKeyCols<'_> = Default::default();
+        for (k, _, _) in &deltas {
+            keys.0.push(id_of(&k.gpu_uuid)?);
+            keys.1.push(k.bucket_start.0);
+            keys.2.push(k.deployment_id.as_str());
+            keys.3.push(owner_uuid(k.owner)?);
+            keys.4.push(k.model.as_str());
+            stale.insert(GroupKey::of(k));
+        }
+        let s = st.get(tx, ROLLUPS_AT).await?;
+        let mut current: HashMap<RollupKey, Rollup> = tx
+            .query(&s, &[&keys.0, &keys.1, &keys.2, &keys.3, &keys.4])
+            .await
+            .ctx("read rollups")?
+            .iter()
+            .map(|r| rollup_of(r).map(|r| (r.key.clone(), r)))
+            .collect::<Result<_>>()?;
+        let mut write = Vec::new();
+        let mut gone: RollupKeyCols<'_> = Default::default();
+        for (k, added, removed) in &deltas {
+            let stored = current.remove(k);
+            match rollups::unmerged(stored.clone(), added.clone(), removed.clone())? {
+                Some(r) => {
+                    if let Some(o) = outbox.as_deref_mut() {
+                        o.rollup(&r);
+                    }
+                    write.push((id_of(&k.gpu_uuid)?, r));
+                }
+                None => {
+                    gone.0.push(id_of(&k.gpu_uuid)?);
+                    gone.1.push(k.bucket_start.0);
+                    gone.2.push(k.deployment_id.as_str());
+                    gone.3.push(owner_uuid(k.owner)?);
+                    gone.4.push(k.model.as_str());
+                    if let (Some(o), Some(old)) = (outbox.as_deref_mut(), stored) {
+                        o.rollup_deleted(&old);
+                    }
+                }
+            }
+        }
+        let s = st.get(tx, ROLLUPS_WRITE).await?;
+        write_rollups(tx, &s, &write).await?;
+        if !gone.0.is_empty() {
+            let s = st.get(tx, ROLLUPS_DELETE).await?;
+            tx.execute(&s, &[&gone.0, &gone.1, &gone.2, &gone.3, &gone.4])
+                .await
+                .ctx("delete rollups")?;
+        }
+    }
+    let f = &plan.frozen;
+    if !f.gaps_removed.is_empty() {
+        let (ids, froms): (Vec<i64>, Vec<i64>) = f
+            .gaps_removed
+            .iter()
+            .map(|(uuid, from)| Ok((id_of(uuid)?, *from)))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .unzip();
+        let s = st.get(tx, GAPS_TAKE).await?;
+        for r in tx.query(&s, &[&ids, &froms]).await.ctx("delete gaps")? {
+            let g = gap_of(&r)?;
+            if let Some(o) = outbox.as_deref_mut() {
+                o.gap_deleted(&g);
+            }
+        }
+    }
+    if !f.gaps.is_empty() {
+        let rows = f
+            .gaps
+            .iter()
+            .map(|g| Ok((id_of(&g.gpu_uuid)?, g)))
+            .collect::<Result<Vec<_>>>()?;
+        let s = st.get(tx, GAPS_WRITE).await?;
+        write_gaps(tx, &s, &rows).await?;
+        if let Some(o) = outbox {
+            for g in &f.gaps {
+                o.gap(g);
+            }
+        }
     }
     Ok(())
 }
@@ -613,13 +823,26 @@ pub async fn insert(
         .map(|u| id_of(u))
         .collect::<Result<Vec<i64>>>()?;
     gpu_ids.sort_unstable();
-    let (lock, last) = (
+    let (lock, last, meta, cuts) = (
         st.get(&tx, GPUS_LOCK).await?,
         st.get(&tx, LAST_SAMPLES).await?,
+        st.get(&tx, META_GET).await?,
+        st.get(&tx, CUTS).await?,
     );
     let params: [&(dyn ToSql + Sync); 1] = [&gpu_ids];
-    let (_, last_rows) = tokio::try_join!(tx.execute(&lock, &params), tx.query(&last, &params))
-        .ctx("lock gpus and read their latest samples")?;
+    let (_, last_rows, pruned_before, indexed_from, cut_rows) = tokio::try_join!(
+        tx.execute(&lock, &params),
+        tx.query(&last, &params),
+        tx.query_opt(&meta, &[&PRUNED_BEFORE]),
+        tx.query_opt(&meta, &[&INDEXED_FROM]),
+        tx.query(&cuts, &[]),
+    )
+    .ctx("lock gpus and read their latest samples")?;
+    let horizon = Horizon {
+        pruned_before: pruned_before.map(|r| r.get(0)),
+        indexed_from: indexed_from.map(|r| r.get(0)),
+        cuts: Cuts::new(cut_rows.iter().map(|r| r.get::<_, i64>(0))),
+    };
     let mut stored: HashMap<(i64, i64), Sample> = last_rows
         .iter()
         .map(|r| sample_of(r).map(|(id, s)| ((id, s.end.0), s)))
@@ -650,6 +873,15 @@ pub async fn insert(
             lookups.insert((r.get(0), r.get(1)), (r.get(2), r.get(3), r.get(4)));
         }
     }
+    // Late samples that pruned windows may precede (or be re-sends of): their end sets.
+    let near_keys: Vec<(i64, i64)> = lookups
+        .iter()
+        .filter(|(&(_, end), &(is_stored, before, _))| {
+            !is_stored && horizon.reads_index(end, before)
+        })
+        .map(|(k, _)| *k)
+        .collect();
+    let near = end_sets_near(&tx, st, cfg, &near_keys).await?;
     let mut wanted: BTreeSet<(i64, i64)> = BTreeSet::new();
     for ((id, _), (is_stored, before, after)) in &lookups {
         if !is_stored {
@@ -670,7 +902,7 @@ pub async fn insert(
         .transpose()
     };
 
-    let mut plan = BatchPlan::default();
+    let mut plan = BatchPlan::new(*cfg, horizon);
     let mut group_deltas = GroupDeltas::default();
     let mut stale: BTreeSet<GroupKey> = BTreeSet::new();
     for (id, last, split) in &splits {
@@ -683,14 +915,21 @@ pub async fn insert(
             if is_stored {
                 continue; // already stored: the first received wins
             }
+            let n = near.get(&(*id, s.end.0)).copied().unwrap_or_default();
+            if n.contains {
+                continue; // a re-send of a window whose raw row was pruned
+            }
             late.push(Late {
                 sample: s,
-                before: find(*id, before)?,
-                after: find(*id, after)?,
+                before: Known::nearest(find(*id, before)?, n.below, true),
+                after: Known::nearest(find(*id, after)?, n.above, false),
             });
         }
         let last = find(*id, *last)?;
-        plan.add_gpu(cfg, last.as_ref(), &split.appended, &late);
+        plan.add_gpu(last.as_ref(), &split.appended, &late);
+    }
+    if !plan.refused.is_empty() {
+        return Err(rollups::refusal(batch, &plan.refused));
     }
 
     if !plan.rows.is_empty() {
@@ -840,25 +1079,35 @@ pub async fn insert(
         }
     }
 
-    // Slow-path buckets: recomputed after the fast-path terms, which they include.
-    let frozen = if plan.dirty.is_empty() {
-        None
-    } else {
-        frozen_before(&tx, st, cfg).await?
-    };
-    let mut skipped = 0u64;
+    // Late samples in frozen hours: their terms merged into the stored rollups and gaps.
+    merge_frozen(&tx, st, &mut plan, &id_of, outbox.as_mut(), &mut stale).await?;
+
+    // Slow-path buckets (never frozen): recomputed after the other terms, which they include.
+    let frozen = plan.horizon().frozen(cfg);
     for (uuid, hours) in &plan.dirty {
         let id = id_of(uuid)?;
         for &h in hours {
             if frozen.is_some_and(|f| h < f) {
-                skipped += 1;
-                continue;
+                return Err(StoreError::Internal(format!(
+                    "ingest: the frozen hour {h} of {uuid} was planned for a recomputation"
+                )));
             }
-            recompute(&tx, st, cfg, id, h, outbox.as_mut(), &mut stale).await?;
+            let cuts = &plan.horizon().cuts;
+            recompute(&tx, st, cfg, cuts, id, h, outbox.as_mut(), &mut stale).await?;
         }
     }
-    if skipped > 0 {
-        tracing::warn!(buckets = skipped, "late samples fell in GPU-hours whose raw samples were pruned: their rollups were kept as they were");
+    if !plan.pending.is_empty() {
+        let (ids, froms): (Vec<i64>, Vec<i64>) = plan
+            .pending
+            .iter()
+            .map(|(uuid, from)| Ok((id_of(uuid)?, *from)))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .unzip();
+        let s = st.get(&tx, PENDING_UPSERT).await?;
+        tx.execute(&s, &[&ids, &froms])
+            .await
+            .ctx("note rows to prune")?;
     }
     if let Some(o) = outbox {
         super::records::write_outbox(&tx, st, o).await?;
@@ -876,8 +1125,8 @@ pub async fn insert(
 // --- reads ----------------------------------------------------------------------------------------------------
 
 /// What the allocation reads for `[from, to)`, from one snapshot: the group rollups of the period, except its
-/// exact buckets; for each exact bucket, the cells of each GPU recomputed from raw samples, or, when the bucket is
-/// frozen (its raw samples were pruned), its per-GPU rollups; the claims of the period; the gaps that touch it.
+/// exact buckets that are not frozen; for each of those, the cells of each GPU recomputed from raw samples; the
+/// claims of the period; the gaps that touch it.
 /// The frozen horizon, group rollups, claims and gaps are read in one round trip (pipelined).
 pub async fn usage_for(
     conn: &mut PgConn,
@@ -906,38 +1155,25 @@ pub async fn usage_for(
         .transpose()
         .ctx("read the pruning horizon")?;
     let frozen = rollups::frozen_before(pruned, cfg);
+    // Named exact and not frozen: read as raw cells. A frozen one (its raw samples were pruned) is served by its
+    // group rollups, cut at the policy boundaries known when it froze.
     let exact_cells = rollups::exact_buckets(exact, from, to, frozen, cfg);
-    // Named exact but frozen: served as their per-GPU rollups (the cells cannot be recomputed any more).
-    let exact_frozen: BTreeSet<i64> = rollups::exact_buckets(exact, from, to, None, cfg)
-        .difference(&exact_cells)
-        .copied()
-        .collect();
-    let not_grouped: BTreeSet<i64> = exact_cells.union(&exact_frozen).copied().collect();
-
-    let mut found = derived::group_rollups(&tx, st, &group_rows, &not_grouped).await?;
+    let mut found =
+        derived::group_rollups(&tx, st, &group_rows, &exact_cells, cfg.bucket_ms).await?;
     drop(group_rows);
-    for &h in &exact_frozen {
-        let s = st.get(&tx, ROLLUPS_IN).await?;
-        for row in tx
-            .query(&s, &[&h, &(h + cfg.bucket_ms)])
-            .await
-            .ctx("read the per-gpu rollups of a frozen hour")?
-        {
-            found.push(rollup_of(&row)?);
-        }
-    }
+    let whole = Cuts::default();
     for &h in &exact_cells {
         // A GPU has cells in a bucket exactly when it has rollup rows there.
         let s = st.get(&tx, GPUS_OF_BUCKET).await?;
         let gpus: Vec<i64> = tx
-            .query(&s, &[&h])
+            .query(&s, &[&h, &(h + cfg.bucket_ms)])
             .await
             .ctx("read the gpus of a bucket")?
             .iter()
             .map(|r| r.get(0))
             .collect();
         for samples in contexts(&tx, st, cfg, &gpus, h).await?.values() {
-            found.extend(rollups::bucket_terms(samples, cfg, h).0);
+            found.extend(rollups::bucket_terms(samples, cfg, &whole, h).0);
         }
     }
     rollups::sort_for_read(&mut found);
@@ -953,8 +1189,11 @@ pub async fn usage_for(
     })
 }
 
-/// Deletes raw samples that ended before `before`, except the latest sample of each GPU; records the horizon.
-pub async fn prune(conn: &mut PgConn, before: Timestamp) -> Result<u64> {
+/// Prunes raw samples that ended before `before` (see [`crate::pruned`]): the hours about to freeze are first
+/// re-cut from raw samples at the policy boundaries recorded; then, per GPU, the raw rows from its pruning start
+/// (the last horizon, or earlier where late rows were written below it) to its cutoff are classified: edges and
+/// the latest sample stay whole, the others leave their end in the GPU's end sets. Records the horizon.
+pub async fn prune(conn: &mut PgConn, cfg: &RollupConfig, before: Timestamp) -> Result<u64> {
     let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
     let s = st.get(&tx, GPUS_ALL).await?;
     let mut gpus: Vec<i64> = tx
@@ -965,24 +1204,145 @@ pub async fn prune(conn: &mut PgConn, before: Timestamp) -> Result<u64> {
         .map(|r| r.get(0))
         .collect();
     lock(&tx, st, &mut gpus).await?;
-    let s = st.get(&tx, LAST_ENDS).await?;
-    let (ids, cutoffs): (Vec<i64>, Vec<i64>) = tx
-        .query(&s, &[&gpus])
-        .await
-        .ctx("read the latest samples")?
-        .iter()
-        .filter_map(|r| {
-            r.get::<_, Option<i64>>(1)
-                .map(|last| (r.get::<_, i64>(0), rollups::prune_cutoff(before, last)))
-        })
-        .unzip();
-    let s = st.get(&tx, PRUNE).await?;
-    let deleted = tx
-        .execute(&s, &[&ids, &cutoffs])
-        .await
-        .ctx("delete samples")?;
-    let horizon = rollups::pruned_horizon(meta_get(&tx, st, PRUNED_BEFORE).await?, before);
+    let recorded = meta_get(&tx, st, PRUNED_BEFORE).await?;
+    let horizon = rollups::pruned_horizon(recorded, before);
+    let (frozen_old, frozen_new) = (
+        rollups::frozen_before(recorded, cfg),
+        rollups::frozen_before(Some(horizon), cfg),
+    );
+
+    // Hours about to freeze that hold a cut: their rollups are rebuilt at the cuts while raw samples last.
+    let s = st.get(&tx, CUTS).await?;
+    let cuts = Cuts::new(
+        tx.query(&s, &[])
+            .await
+            .ctx("read rollup cuts")?
+            .iter()
+            .map(|r| r.get::<_, i64>(0)),
+    );
+    let refreeze: BTreeSet<i64> = cuts
+        .within(i64::MIN, i64::MAX)
+        .map(|c| Timestamp(c).floor_to(cfg.bucket_ms).0)
+        .filter(|h| frozen_old.is_none_or(|f| *h >= f) && frozen_new.is_some_and(|f| *h < f))
+        .collect();
+    let mut outbox = cfg.outbox.then(OutboxRows::default);
+    let mut stale: BTreeSet<GroupKey> = BTreeSet::new();
+    for &h in &refreeze {
+        let s = st.get(&tx, GPUS_OF_BUCKET).await?;
+        let ids: Vec<i64> = tx
+            .query(&s, &[&h, &(h + cfg.bucket_ms)])
+            .await
+            .ctx("read the gpus of a bucket")?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        for id in ids {
+            recompute(&tx, st, cfg, &cuts, id, h, outbox.as_mut(), &mut stale).await?;
+        }
+    }
+    if !stale.is_empty() {
+        derived::write_groups(&tx, st, GroupDeltas::default(), stale).await?;
+    }
+
+    let (pending, last_ends) = (st.get(&tx, PENDING).await?, st.get(&tx, LAST_ENDS).await?);
+    let gpu_param: [&(dyn ToSql + Sync); 1] = [&gpus];
+    let (pending, last_rows) =
+        tokio::try_join!(tx.query(&pending, &[]), tx.query(&last_ends, &gpu_param))
+            .ctx("read the latest samples")?;
+    let pending: HashMap<i64, i64> = pending.iter().map(|r| (r.get(0), r.get(1))).collect();
+    // Per GPU: the range of its raw rows to classify, [lo, cutoff).
+    let mut ranges: Vec<(i64, i64, i64)> = Vec::new();
+    for r in &last_rows {
+        let Some(last) = r.get::<_, Option<i64>>(1) else {
+            continue;
+        };
+        let id: i64 = r.get(0);
+        let cutoff = rollups::prune_cutoff(before, last);
+        let lo = pending
+            .get(&id)
+            .copied()
+            .unwrap_or(i64::MAX)
+            .min(recorded.unwrap_or(i64::MIN));
+        if lo < cutoff {
+            ranges.push((id, lo, cutoff));
+        }
+    }
+    let mut deleted = 0u64;
+    if !ranges.is_empty() {
+        let ids: Vec<i64> = ranges.iter().map(|r| r.0).collect();
+        let los: Vec<i64> = ranges.iter().map(|r| r.1).collect();
+        let cutoffs: Vec<i64> = ranges.iter().map(|r| r.2).collect();
+        let lo_b: Vec<i64> = los
+            .iter()
+            .map(|e| pruned::bucket_of(*e, cfg.bucket_ms))
+            .collect();
+        let hi_b: Vec<i64> = cutoffs
+            .iter()
+            .map(|e| pruned::bucket_of(*e, cfg.bucket_ms))
+            .collect();
+        let (raw, sets) = (
+            st.get(&tx, RAW_AROUND).await?,
+            st.get(&tx, END_SETS_BETWEEN).await?,
+        );
+        let raw_params: [&(dyn ToSql + Sync); 3] = [&ids, &los, &cutoffs];
+        let set_params: [&(dyn ToSql + Sync); 3] = [&ids, &lo_b, &hi_b];
+        let (raw_rows, set_rows) =
+            tokio::try_join!(tx.query(&raw, &raw_params), tx.query(&sets, &set_params),)
+                .ctx("read the raw rows to prune")?;
+        let mut raw: HashMap<i64, Vec<Stored>> = HashMap::new();
+        for r in &raw_rows {
+            raw.entry(r.get(0)).or_default().push(Stored {
+                end: r.get(1),
+                window: Some(r.get(2)),
+            });
+        }
+        let mut sets: HashMap<i64, EndSets> = HashMap::new();
+        for r in &set_rows {
+            let (b, set) = end_set_of(r, 1)?;
+            sets.entry(r.get(0)).or_default().insert(b, set);
+        }
+        let (mut del_gpu, mut del_end) = (Vec::new(), Vec::new());
+        let (mut set_gpu, mut set_bucket, mut set_bytes) = (Vec::new(), Vec::new(), Vec::new());
+        for &(id, lo, cutoff) in &ranges {
+            let mut gpu_sets = sets.remove(&id).unwrap_or_default();
+            let to_index =
+                pruned::to_prune(raw.remove(&id).unwrap_or_default(), &gpu_sets, lo, cutoff);
+            let touched: BTreeSet<i64> = to_index
+                .iter()
+                .map(|e| pruned::bucket_of(*e, cfg.bucket_ms))
+                .collect();
+            for e in &to_index {
+                del_gpu.push(id);
+                del_end.push(*e);
+            }
+            pruned::add_ends(&mut gpu_sets, to_index, cfg.bucket_ms);
+            for b in touched {
+                if let Some(set) = gpu_sets.get(&b) {
+                    set_gpu.push(id);
+                    set_bucket.push(b);
+                    set_bytes.push(set.encode(b));
+                }
+            }
+        }
+        let (del, write) = (
+            st.get(&tx, PRUNE).await?,
+            st.get(&tx, END_SETS_WRITE).await?,
+        );
+        let del_params: [&(dyn ToSql + Sync); 2] = [&del_gpu, &del_end];
+        let write_params: [&(dyn ToSql + Sync); 3] = [&set_gpu, &set_bucket, &set_bytes];
+        let (n, _) = tokio::try_join!(
+            tx.execute(&del, &del_params),
+            tx.execute(&write, &write_params),
+        )
+        .ctx("prune raw samples")?;
+        deleted = n;
+    }
+    let s = st.get(&tx, PENDING_CLEAR).await?;
+    tx.execute(&s, &[]).await.ctx("clear rows to prune")?;
     meta_set(&tx, st, PRUNED_BEFORE, horizon).await?;
+    if let Some(o) = outbox {
+        super::records::write_outbox(&tx, st, o).await?;
+    }
     tx.commit().await.ctx("commit prune")?;
     Ok(deleted)
 }

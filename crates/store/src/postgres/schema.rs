@@ -314,8 +314,69 @@ GROUP BY 1, 2, 3;
 // The claims' backfill in V3 floors to this bucket.
 const _: () = assert!(eai_engine::allocate::CLAIM_BUCKET_MS == 3_600_000);
 
+/// 4: what is kept of pruned hours (`crate::pruned`) and the policy boundaries rollups are cut at
+/// (`crate::rollups::Cuts`). `pruned_ends`: per GPU and bucket, the ends of pruned windows that are not edges
+/// (`EndSet` bytes); `prune_pending`: per GPU, where rows written below the pruning horizon start. Both are
+/// platform data like the GPUs they describe (hardware timelines, no tenant's usage or cost): no tenant column,
+/// `ENABLE`/`FORCE ROW LEVEL SECURITY` and only the `platform_rows` policy, so a tenant-scoped transaction
+/// neither sees nor writes them. `rollup_cuts`: instants where a policy starts or ends inside an hour,
+/// platform-wide configuration like the policies. A database pruned before this version records its horizon as
+/// `pruned_indexed_from_ms`; the boundaries of its policies become cuts where their hours are not frozen yet.
+const V4: &str = r#"
+CREATE TABLE eai.pruned_ends (
+    gpu_id    bigint NOT NULL,
+    bucket_ms bigint NOT NULL,
+    ends      bytea NOT NULL,
+    PRIMARY KEY (gpu_id, bucket_ms)
+);
+
+CREATE TABLE eai.prune_pending (
+    gpu_id  bigint PRIMARY KEY,
+    from_ms bigint NOT NULL
+);
+
+CREATE TABLE eai.rollup_cuts (
+    at_ms bigint PRIMARY KEY
+);
+
+DO $$
+DECLARE t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['pruned_ends', 'prune_pending']
+    LOOP
+        EXECUTE format('ALTER TABLE eai.%I ENABLE ROW LEVEL SECURITY', t);
+        EXECUTE format('ALTER TABLE eai.%I FORCE ROW LEVEL SECURITY', t);
+        EXECUTE format(
+            'CREATE POLICY platform_rows ON eai.%I '
+            'USING (current_setting(''app.platform'', true) = ''on'') '
+            'WITH CHECK (current_setting(''app.platform'', true) = ''on'')', t);
+    END LOOP;
+END $$;
+
+GRANT SELECT, INSERT, UPDATE, DELETE ON eai.pruned_ends, eai.prune_pending TO eai_app;
+GRANT SELECT, INSERT ON eai.rollup_cuts TO eai_app;
+
+INSERT INTO eai.meta (key, value)
+SELECT 'pruned_indexed_from_ms', value FROM eai.meta WHERE key = 'raw_pruned_before_ms'
+ON CONFLICT (key) DO NOTHING;
+
+WITH s AS (
+    SELECT COALESCE((SELECT value FROM eai.meta WHERE key = 'bucket_ms'), 3600000) AS b,
+           COALESCE((SELECT value FROM eai.meta WHERE key = 'max_gap_ms'), 900000) AS g,
+           (SELECT value FROM eai.meta WHERE key = 'raw_pruned_before_ms') AS p
+), t AS (
+    SELECT effective_from_ms AS at_ms FROM eai.allocation_policies
+    UNION SELECT effective_to_ms FROM eai.allocation_policies WHERE effective_to_ms IS NOT NULL
+)
+INSERT INTO eai.rollup_cuts (at_ms)
+SELECT t.at_ms FROM t, s
+WHERE ((t.at_ms % s.b) + s.b) % s.b <> 0
+  AND (s.p IS NULL OR t.at_ms - ((t.at_ms % s.b) + s.b) % s.b >= s.p + s.g)
+ON CONFLICT DO NOTHING;
+"#;
+
 /// Every migration, in order. `schema_version` = how many have been applied.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this binary writes.
 pub fn latest() -> u32 {

@@ -591,10 +591,10 @@ async fn concurrent_resends_of_one_event_keep_its_claims_exact() {
     assert_eq!(read.claims, sum_claims(&stored));
 }
 
-/// A frozen hour (its raw samples pruned) named exact comes back as its per-GPU rollups, not its group; an exact
-/// hour that is not frozen comes back as cells.
+/// A frozen hour (its raw samples pruned) named exact comes back as its group rollup (cut at the policy boundaries
+/// known when it froze); an exact hour that is not frozen comes back as cells.
 #[tokio::test]
-async fn a_frozen_exact_hour_comes_back_as_per_gpu_rollups() {
+async fn a_frozen_exact_hour_comes_back_as_its_group_rollup() {
     let (_db, store) = fresh().await;
     let all = fleet("vllm-a", 2, T0, T0 + 4 * H);
     store.insert_samples(&all).await.unwrap();
@@ -613,15 +613,15 @@ async fn a_frozen_exact_hour_comes_back_as_per_gpu_rollups() {
     let per_gpu = aggregate(cells(&all, &SeriesConfig::default()).cells);
     let hour = |h: i64| move |r: &&Rollup| r.key.bucket_start == Timestamp(T0 + h * H);
     let frozen: Vec<Rollup> = read.rollups.iter().filter(hour(0)).cloned().collect();
-    let want: Vec<Rollup> = per_gpu.iter().filter(hour(0)).cloned().collect();
-    assert_eq!(frozen, want, "the frozen hour as its per-GPU rollups");
+    let want = group(per_gpu.iter().filter(hour(0)).cloned());
+    assert_eq!(frozen, want, "the frozen hour as its group rollup");
     assert_eq!(
         read.rollups.iter().filter(hour(3)).count(),
         480,
         "the other exact hour as cells"
     );
     let groups: Vec<&Rollup> = read.rollups.iter().filter(|r| r.gpus.is_some()).collect();
-    assert_eq!(groups.len(), 2, "hours 1 and 2 as groups");
+    assert_eq!(groups.len(), 3, "hours 0, 1 and 2 as groups");
     assert_eq!(group(read.rollups.clone()), expected(&all));
 }
 

@@ -10,6 +10,7 @@ use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::codec::{corrupt, count, now_ms, opt_tenant_parse, to_i64, Ctx};
+use super::SqliteConfig;
 use crate::audit::{self, Verifier, GENESIS_HASH};
 use crate::groups::{fixed_bytes, fixed_from_bytes, ClaimDeltas, ClaimKey, ClaimSums};
 use crate::outbox::{self, OutboxRows, OutboxStats};
@@ -279,11 +280,26 @@ fn decode_policy((seq, body, from, to): PolicyRow) -> Result<Policy> {
     rec::policy_parse(seq, &body, from, to)
 }
 
-pub fn create_policy(conn: &mut Connection, spec: &PolicySpec) -> Result<Policy> {
+/// Stores a policy and records its boundaries as rollup cuts ([`crate::rollups::Cuts`]).
+fn insert_policy_cut(tx: &Connection, cfg: &SqliteConfig, spec: &PolicySpec) -> Result<Policy> {
+    let p = insert_policy(tx, spec)?;
+    let instants: Vec<Timestamp> = [Some(spec.effective_from), spec.effective_to]
+        .into_iter()
+        .flatten()
+        .collect();
+    super::samples::record_cuts(tx, cfg, &instants)?;
+    Ok(p)
+}
+
+pub fn create_policy(
+    conn: &mut Connection,
+    cfg: &SqliteConfig,
+    spec: &PolicySpec,
+) -> Result<Policy> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin policy create")?;
-    let p = insert_policy(&tx, spec)?;
+    let p = insert_policy_cut(&tx, cfg, spec)?;
     tx.commit().ctx("commit policy create")?;
     Ok(p)
 }
@@ -298,6 +314,7 @@ pub fn policies(conn: &Connection) -> Result<Vec<Policy>> {
 
 pub fn supersede_policy(
     conn: &mut Connection,
+    cfg: &SqliteConfig,
     id: &str,
     at: Timestamp,
     replacement: Option<&PolicySpec>,
@@ -317,8 +334,9 @@ pub fn supersede_policy(
         .and_then(|mut st| st.execute(params![seq, at.0]))
         .ctx("close a policy")?;
     old.spec.effective_to = Some(at);
+    super::samples::record_cuts(&tx, cfg, &[at])?;
     let opened = replacement
-        .map(|spec| insert_policy(&tx, spec))
+        .map(|spec| insert_policy_cut(&tx, cfg, spec))
         .transpose()?;
     tx.commit().ctx("commit policy supersede")?;
     Ok((old, opened))

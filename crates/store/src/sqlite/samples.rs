@@ -22,7 +22,8 @@ use crate::groups::{
     GroupRow, SetCache,
 };
 use crate::outbox::OutboxRows;
-use crate::rollups::{self, BatchPlan, Late, PRUNED_BEFORE};
+use crate::pruned::{self, EndSet, EndSets, Known, Stored, INDEXED_FROM};
+use crate::rollups::{self, BatchPlan, Cuts, Horizon, Late, PRUNED_BEFORE};
 use crate::{DeploymentSeen, IngestOutcome, Result, StoreError, UsageRead};
 
 // --- reading raw samples --------------------------------------------------------------------------------------
@@ -143,16 +144,17 @@ fn context(
     Ok(v)
 }
 
-/// The cells of bucket `h` of one GPU, and the gaps that start in it, computed from raw samples.
+/// The cells of bucket `h` of one GPU (cut at `cuts`), and the gaps that start in it, computed from raw samples.
 fn bucket_from_raw(
     conn: &Connection,
     cfg: &SqliteConfig,
+    cuts: &Cuts,
     gpu_id: i64,
     gpu_uuid: &str,
     h: i64,
 ) -> Result<(Vec<Rollup>, Vec<Gap>)> {
     let samples = context(conn, cfg, gpu_id, gpu_uuid, h)?;
-    Ok(rollups::bucket_terms(&samples, cfg, h))
+    Ok(rollups::bucket_terms(&samples, cfg, cuts, h))
 }
 
 // --- rollups and gaps rows ------------------------------------------------------------------------------------
@@ -300,6 +302,49 @@ fn write_gap(tx: &Connection, gpu_id: i64, g: &Gap) -> Result<()> {
     Ok(())
 }
 
+fn delete_rollup(tx: &Connection, gpu_id: i64, key: &RollupKey) -> Result<()> {
+    tx.prepare_cached(
+        "DELETE FROM rollups WHERE gpu_id = ?1 AND bucket_ms = ?2 AND deployment_id = ?3 AND owner = ?4 AND model = ?5",
+    )
+    .and_then(|mut st| {
+        st.execute(params![
+            gpu_id,
+            key.bucket_start.0,
+            key.deployment_id,
+            owner_text(key.owner),
+            key.model
+        ])
+    })
+    .ctx("delete a rollup")?;
+    Ok(())
+}
+
+/// Deletes the gap of a GPU that starts at `from`, returning it.
+fn take_gap(tx: &Connection, gpu_id: i64, gpu_uuid: &str, from: i64) -> Result<Option<Gap>> {
+    let raw: Option<(i64, String, String, String)> = tx
+        .prepare_cached(
+            "DELETE FROM gaps WHERE gpu_id = ?1 AND from_ms = ?2 RETURNING to_ms, reason, deployment_id, node",
+        )
+        .and_then(|mut st| {
+            st.query_row(params![gpu_id, from], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .optional()
+        })
+        .ctx("delete a gap")?;
+    raw.map(|(to, reason, deployment_id, node)| {
+        Ok(Gap {
+            gpu_uuid: gpu_uuid.to_string(),
+            node,
+            deployment_id,
+            from: Timestamp(from),
+            to: Timestamp(to),
+            reason: parse_reason(&reason)?,
+        })
+    })
+    .transpose()
+}
+
 fn parse_reason(s: &str) -> Result<GapReason> {
     match s {
         "too_long" => Ok(GapReason::TooLong),
@@ -318,10 +363,10 @@ fn bucket_rows(
 ) -> Result<(Vec<Rollup>, Vec<Gap>)> {
     let rollups = tx
         .prepare_cached(&format!(
-            "{ROLLUP_SELECT} WHERE r.gpu_id = ?1 AND r.bucket_ms = ?2"
+            "{ROLLUP_SELECT} WHERE r.gpu_id = ?1 AND r.bucket_ms >= ?2 AND r.bucket_ms < ?3"
         ))
         .and_then(|mut st| {
-            st.query_map(params![gpu_id, h], raw_rollup)?
+            st.query_map(params![gpu_id, h, h + cfg.bucket_ms], raw_rollup)?
                 .collect::<rusqlite::Result<Vec<_>>>()
         })
         .ctx("read a bucket's rollups")?
@@ -355,26 +400,30 @@ fn bucket_rows(
     Ok((rollups, gaps))
 }
 
-/// Replaces the rollup and gap rows of bucket `h` of a GPU with what its raw samples give (and tells the
-/// outbox, when there is one, what was replaced by what).
+/// Replaces the rollup and gap rows of bucket `h` of a GPU (every segment of it) with what its raw samples give,
+/// cut at `cuts` (and tells the outbox, when there is one, what was replaced by what).
+#[allow(clippy::too_many_arguments)]
 fn recompute(
     tx: &Connection,
     cfg: &SqliteConfig,
+    cuts: &Cuts,
     gpu_id: i64,
     gpu_uuid: &str,
     h: i64,
     outbox: Option<&mut OutboxRows>,
     stale: &mut BTreeSet<GroupKey>,
 ) -> Result<()> {
-    stale.extend(group_keys_of_bucket(tx, gpu_id, h)?);
+    stale.extend(group_keys_of_bucket(tx, cfg, gpu_id, h)?);
     let old = match outbox {
         Some(_) => Some(bucket_rows(tx, cfg, gpu_id, gpu_uuid, h)?),
         None => None,
     };
-    let (cells, gaps) = bucket_from_raw(tx, cfg, gpu_id, gpu_uuid, h)?;
-    tx.prepare_cached("DELETE FROM rollups WHERE gpu_id = ?1 AND bucket_ms = ?2")
-        .and_then(|mut st| st.execute(params![gpu_id, h]))
-        .ctx("clear a bucket's rollups")?;
+    let (cells, gaps) = bucket_from_raw(tx, cfg, cuts, gpu_id, gpu_uuid, h)?;
+    tx.prepare_cached(
+        "DELETE FROM rollups WHERE gpu_id = ?1 AND bucket_ms >= ?2 AND bucket_ms < ?3",
+    )
+    .and_then(|mut st| st.execute(params![gpu_id, h, h + cfg.bucket_ms]))
+    .ctx("clear a bucket's rollups")?;
     let fresh = aggregate(cells);
     for r in &fresh {
         write_rollup(tx, gpu_id, r)?;
@@ -487,23 +536,28 @@ fn to_sql_err(e: StoreError) -> rusqlite::Error {
     rusqlite::Error::ToSqlConversionFailure(Box::new(std::io::Error::other(e.to_string())))
 }
 
-/// The keys of the group rows that the per-GPU rows of bucket `h` of a GPU belong to.
-fn group_keys_of_bucket(tx: &Connection, gpu_id: i64, h: i64) -> Result<Vec<GroupKey>> {
-    let raws: Vec<(String, String, String)> = tx
+/// The keys of the group rows that the per-GPU rows of bucket `h` (every segment of it) of a GPU belong to.
+fn group_keys_of_bucket(
+    tx: &Connection,
+    cfg: &SqliteConfig,
+    gpu_id: i64,
+    h: i64,
+) -> Result<Vec<GroupKey>> {
+    let raws: Vec<(i64, String, String, String)> = tx
         .prepare_cached(
-            "SELECT deployment_id, owner, model FROM rollups WHERE gpu_id = ?1 AND bucket_ms = ?2",
+            "SELECT bucket_ms, deployment_id, owner, model FROM rollups WHERE gpu_id = ?1 AND bucket_ms >= ?2 AND bucket_ms < ?3",
         )
         .and_then(|mut st| {
-            st.query_map(params![gpu_id, h], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            st.query_map(params![gpu_id, h, h + cfg.bucket_ms], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
             })?
             .collect()
         })
         .ctx("read a bucket's rollup keys")?;
     raws.into_iter()
-        .map(|(deployment_id, owner, model)| {
+        .map(|(bucket_ms, deployment_id, owner, model)| {
             Ok(GroupKey {
-                bucket_ms: h,
+                bucket_ms,
                 deployment_id,
                 owner: owner_parse(&owner, "rollups.owner")?,
                 model,
@@ -617,6 +671,7 @@ fn gpu_names(tx: &Connection) -> Result<HashMap<i64, Arc<str>>> {
 /// The group rollups of buckets in `[from, to)` but those in `skip`, as the engine's rollups.
 fn group_rollups_in(
     tx: &Connection,
+    cfg: &SqliteConfig,
     from: i64,
     to: i64,
     skip: &BTreeSet<i64>,
@@ -633,7 +688,7 @@ fn group_rollups_in(
     let mut rows = st.query(params![from, to]).ctx("read group rollups")?;
     while let Some(row) = rows.next().ctx("read group rollups")? {
         let bucket: i64 = row.get(0).ctx("read group rollups")?;
-        if skip.contains(&bucket) {
+        if skip.contains(&Timestamp(bucket).floor_to(cfg.bucket_ms).0) {
             continue;
         }
         let owner: String = row.get(2).ctx("read group rollups")?;
@@ -685,6 +740,75 @@ pub fn meta_set(conn: &Connection, key: &str, value: i64) -> Result<()> {
 
 fn frozen_before(conn: &Connection, cfg: &SqliteConfig) -> Result<Option<i64>> {
     Ok(rollups::frozen_before(meta_get(conn, PRUNED_BEFORE)?, cfg))
+}
+
+/// The policy boundaries rollups are cut at.
+pub fn cuts(conn: &Connection) -> Result<Cuts> {
+    let v: Vec<i64> = conn
+        .prepare_cached("SELECT at_ms FROM rollup_cuts")
+        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+        .ctx("read rollup cuts")?;
+    Ok(Cuts::new(v))
+}
+
+/// Records the boundaries of a policy just made as cuts (those [`rollups::new_cuts`] keeps).
+pub fn record_cuts(tx: &Connection, cfg: &SqliteConfig, instants: &[Timestamp]) -> Result<()> {
+    let frozen = frozen_before(tx, cfg)?;
+    for at in rollups::new_cuts(instants.iter().copied(), frozen, cfg) {
+        tx.prepare_cached("INSERT OR IGNORE INTO rollup_cuts (at_ms) VALUES (?1)")
+            .and_then(|mut st| st.execute([at]))
+            .ctx("record a rollup cut")?;
+    }
+    Ok(())
+}
+
+fn horizon(conn: &Connection) -> Result<Horizon> {
+    Ok(Horizon {
+        pruned_before: meta_get(conn, PRUNED_BEFORE)?,
+        indexed_from: meta_get(conn, INDEXED_FROM)?,
+        cuts: cuts(conn)?,
+    })
+}
+
+/// The end sets of a GPU in the bucket of `end` and the nearest stored one on each side.
+fn end_sets_near(conn: &Connection, cfg: &SqliteConfig, gpu_id: i64, end: i64) -> Result<EndSets> {
+    let b = pruned::bucket_of(end, cfg.bucket_ms);
+    let raws: Vec<(i64, Vec<u8>)> = conn
+        .prepare_cached(
+            "SELECT bucket_ms, ends FROM pruned_ends WHERE gpu_id = ?1 AND bucket_ms = ?2 \
+             UNION ALL SELECT * FROM (SELECT bucket_ms, ends FROM pruned_ends WHERE gpu_id = ?1 AND bucket_ms < ?2 ORDER BY bucket_ms DESC LIMIT 1) \
+             UNION ALL SELECT * FROM (SELECT bucket_ms, ends FROM pruned_ends WHERE gpu_id = ?1 AND bucket_ms > ?2 ORDER BY bucket_ms ASC LIMIT 1)",
+        )
+        .and_then(|mut st| st.query_map(params![gpu_id, b], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+        .ctx("read pruned windows")?;
+    decode_sets(raws)
+}
+
+fn decode_sets(raws: Vec<(i64, Vec<u8>)>) -> Result<EndSets> {
+    raws.into_iter()
+        .map(|(b, bytes)| Ok((b, EndSet::decode(b, &bytes)?)))
+        .collect()
+}
+
+/// The end sets of a GPU whose buckets lie in `[from, to]`, and the nearest one before `from`.
+fn end_sets_between(conn: &Connection, gpu_id: i64, from: i64, to: i64) -> Result<EndSets> {
+    let raws: Vec<(i64, Vec<u8>)> = conn
+        .prepare_cached(
+            "SELECT bucket_ms, ends FROM pruned_ends WHERE gpu_id = ?1 AND bucket_ms >= ?2 AND bucket_ms <= ?3 \
+             UNION ALL SELECT * FROM (SELECT bucket_ms, ends FROM pruned_ends WHERE gpu_id = ?1 AND bucket_ms < ?2 ORDER BY bucket_ms DESC LIMIT 1)",
+        )
+        .and_then(|mut st| st.query_map(params![gpu_id, from, to], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+        .ctx("read pruned windows")?;
+    decode_sets(raws)
+}
+
+fn write_end_set(tx: &Connection, gpu_id: i64, bucket: i64, set: &EndSet) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO pruned_ends (gpu_id, bucket_ms, ends) VALUES (?1, ?2, ?3)",
+    )
+    .and_then(|mut st| st.execute(params![gpu_id, bucket, set.encode(bucket)]))
+    .ctx("write pruned windows")?;
+    Ok(())
 }
 
 // --- ingest ---------------------------------------------------------------------------------------------------
@@ -756,9 +880,11 @@ fn insert_row(tx: &Connection, gpu_id: i64, series_id: i64, s: &Sample, f: &Figu
 }
 
 /// Reads what [`rollups::split`] leaves to the backend for one GPU: its latest stored sample, and for each late
-/// sample whether it is stored already and, if not, its stored neighbours.
+/// sample whether it is stored already (a raw row, or a pruned window's end) and, if not, its stored neighbours.
 fn look_up_gpu<'a>(
     tx: &Connection,
+    cfg: &SqliteConfig,
+    horizon: &Horizon,
     gpu_id: i64,
     group: &[&'a Sample],
 ) -> Result<(Option<Sample>, rollups::Split<'a>, Vec<Late<'a>>)> {
@@ -780,10 +906,19 @@ fn look_up_gpu<'a>(
         if stored.is_some() {
             continue; // already stored: the first received wins
         }
+        let before = one_sample(tx, Pick::Before, gpu_id, uuid, s.end.0)?;
+        let after = one_sample(tx, Pick::After, gpu_id, uuid, s.end.0)?;
+        let mut near = pruned::EndsNear::default();
+        if horizon.reads_index(s.end.0, before.as_ref().map(|b| b.end.0)) {
+            near = pruned::ends_near(&end_sets_near(tx, cfg, gpu_id, s.end.0)?, s.end.0);
+            if near.contains {
+                continue; // a re-send of a window whose raw row was pruned
+            }
+        }
         late.push(Late {
             sample: s,
-            before: one_sample(tx, Pick::Before, gpu_id, uuid, s.end.0)?,
-            after: one_sample(tx, Pick::After, gpu_id, uuid, s.end.0)?,
+            before: Known::nearest(before, near.below, true),
+            after: Known::nearest(after, near.above, false),
         });
     }
     Ok((last, split, late))
@@ -811,7 +946,7 @@ pub fn insert(
         .ctx("begin ingest")?;
     let mut outbox = cfg.outbox.then(OutboxRows::default);
     let mut gpu_ids: HashMap<&str, i64> = HashMap::new();
-    let mut plan = BatchPlan::default();
+    let mut plan = BatchPlan::new(*cfg, horizon(&tx)?);
     for group in rollups::per_gpu(&encoded, |e: &Encoded| &e.sample) {
         let samples: Vec<&Sample> = group.iter().map(|e| &e.sample).collect();
         let Some(first) = samples.first() else {
@@ -820,8 +955,11 @@ pub fn insert(
         let gpu_id = intern_gpu(&tx, &first.gpu_uuid)?;
         gpu_ids.insert(first.gpu_uuid.as_str(), gpu_id);
         // Read before writing anything of this GPU, so that late samples see the neighbours stored before.
-        let (last, split, late) = look_up_gpu(&tx, gpu_id, &samples)?;
-        plan.add_gpu(cfg, last.as_ref(), &split.appended, &late);
+        let (last, split, late) = look_up_gpu(&tx, cfg, plan.horizon(), gpu_id, &samples)?;
+        plan.add_gpu(last.as_ref(), &split.appended, &late);
+    }
+    if !plan.refused.is_empty() {
+        return Err(rollups::refusal(batch, &plan.refused));
     }
     let gpu_id = |uuid: &str| {
         gpu_ids
@@ -873,24 +1011,55 @@ pub fn insert(
         }
     }
 
-    // Slow-path buckets: recomputed after the fast-path terms, which they include.
-    let frozen = frozen_before(&tx, cfg)?;
-    let mut skipped = 0u64;
+    // Late samples in frozen hours: their terms merged into the stored rollups and gaps.
     let mut stale: BTreeSet<GroupKey> = BTreeSet::new();
+    for (key, added, removed) in plan.frozen_deltas() {
+        let id = gpu_id(&key.gpu_uuid)?;
+        stale.insert(GroupKey::of(&key));
+        let stored = stored_rollup(&tx, id, &key)?;
+        match rollups::unmerged(stored.clone(), added, removed)? {
+            Some(r) => {
+                write_rollup(&tx, id, &r)?;
+                if let Some(o) = outbox.as_mut() {
+                    o.rollup(&r);
+                }
+            }
+            None => {
+                delete_rollup(&tx, id, &key)?;
+                if let (Some(o), Some(old)) = (outbox.as_mut(), stored) {
+                    o.rollup_deleted(&old);
+                }
+            }
+        }
+    }
+    for (uuid, from) in &plan.frozen.gaps_removed {
+        let old = take_gap(&tx, gpu_id(uuid)?, uuid, *from)?;
+        if let (Some(o), Some(g)) = (outbox.as_mut(), old) {
+            o.gap_deleted(&g);
+        }
+    }
+    for g in &plan.frozen.gaps {
+        write_gap(&tx, gpu_id(&g.gpu_uuid)?, g)?;
+        if let Some(o) = outbox.as_mut() {
+            o.gap(g);
+        }
+    }
+
+    // Slow-path buckets (never frozen): recomputed after the other terms, which they include.
+    let frozen = plan.horizon().frozen(cfg);
     for (uuid, hours) in &plan.dirty {
         let id = gpu_id(uuid)?;
         for &h in hours {
             if frozen.is_some_and(|f| h < f) {
-                skipped += 1;
-                continue;
+                return Err(StoreError::Internal(format!(
+                    "ingest: the frozen hour {h} of {uuid} was planned for a recomputation"
+                )));
             }
-            recompute(&tx, cfg, id, uuid, h, outbox.as_mut(), &mut stale)?;
+            let cuts = &plan.horizon().cuts;
+            recompute(&tx, cfg, cuts, id, uuid, h, outbox.as_mut(), &mut stale)?;
         }
     }
     apply_groups(&tx, group_deltas, &stale)?;
-    if skipped > 0 {
-        tracing::warn!(buckets = skipped, "late samples fell in GPU-hours whose raw samples were pruned: their rollups were kept as they were");
-    }
 
     for (labels, (first, last)) in &seen {
         let series_id = series
@@ -901,6 +1070,15 @@ pub fn insert(
         )
         .and_then(|mut st| st.execute(params![series_id, first, last]))
         .ctx("update series seen")?;
+    }
+    for (uuid, from) in &plan.pending {
+        let id = gpu_id(uuid)?;
+        tx.prepare_cached(
+            "INSERT INTO prune_pending (gpu_id, from_ms) VALUES (?1, ?2) \
+             ON CONFLICT (gpu_id) DO UPDATE SET from_ms = MIN(from_ms, excluded.from_ms)",
+        )
+        .and_then(|mut st| st.execute(params![id, from]))
+        .ctx("note rows to prune")?;
     }
     if let Some(o) = outbox {
         super::records::write_outbox(&tx, o)?;
@@ -916,7 +1094,8 @@ pub fn insert(
 // --- reads ----------------------------------------------------------------------------------------------------
 
 /// What an allocation of `[from, to)` reads, in one snapshot: the group rollups, except for the buckets named
-/// in `exact`: those come as raw cells per GPU (or, when frozen, as the per-GPU rollups); the usage claims; the
+/// in `exact` that are not frozen: those come as raw cells per GPU (a frozen one, whose raw samples were pruned,
+/// is served by its group rollups, cut at the policy boundaries known when it froze); the usage claims; the
 /// gaps that touch the period. Rollups come in no particular order.
 pub fn usage_for(
     conn: &mut Connection,
@@ -928,32 +1107,18 @@ pub fn usage_for(
     // One read transaction: one consistent snapshot of the file.
     let tx = conn.transaction().ctx("begin read")?;
     let frozen = frozen_before(&tx, cfg)?;
-    let named: BTreeSet<i64> = rollups::exact_buckets(exact, from, to, None, cfg);
     let exact: BTreeSet<i64> = rollups::exact_buckets(exact, from, to, frozen, cfg);
 
-    let mut found = group_rollups_in(&tx, from.0, to.0, &named)?;
-    for &h in &named {
-        if !exact.contains(&h) {
-            // Frozen: its raw samples were pruned; its per-GPU rollups are what is left.
-            let raws = tx
-                .prepare_cached(&format!("{ROLLUP_SELECT} WHERE r.bucket_ms = ?1"))
-                .and_then(|mut st| {
-                    st.query_map([h], raw_rollup)?
-                        .collect::<rusqlite::Result<Vec<_>>>()
-                })
-                .ctx("read a bucket's rollups")?;
-            for raw in raws {
-                found.push(decode_rollup(raw)?);
-            }
-            continue;
-        }
+    let mut found = group_rollups_in(&tx, cfg, from.0, to.0, &exact)?;
+    let whole = Cuts::default();
+    for &h in &exact {
         // A GPU has cells in a bucket exactly when it has rollup rows there.
         let gpus: Vec<(i64, String)> = tx
-            .prepare_cached("SELECT DISTINCT r.gpu_id, g.uuid FROM rollups r JOIN gpus g ON g.id = r.gpu_id WHERE r.bucket_ms = ?1")
-            .and_then(|mut st| st.query_map([h], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+            .prepare_cached("SELECT DISTINCT r.gpu_id, g.uuid FROM rollups r JOIN gpus g ON g.id = r.gpu_id WHERE r.bucket_ms >= ?1 AND r.bucket_ms < ?2")
+            .and_then(|mut st| st.query_map(params![h, h + cfg.bucket_ms], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
             .ctx("read the gpus of a bucket")?;
         for (gpu_id, uuid) in gpus {
-            let (cells, _) = bucket_from_raw(&tx, cfg, gpu_id, &uuid, h)?;
+            let (cells, _) = bucket_from_raw(&tx, cfg, &whole, gpu_id, &uuid, h)?;
             found.extend(cells);
         }
     }
@@ -1000,11 +1165,64 @@ pub fn usage_for(
     })
 }
 
-/// Deletes raw samples that ended before `before`, except the latest sample of each GPU; records the horizon.
-pub fn prune(conn: &mut Connection, before: Timestamp) -> Result<u64> {
+// --- retention ------------------------------------------------------------------------------------------------
+
+/// `(end, window)` of the raw rows of a GPU, by a tail of `WHERE gpu_id = ?1 ...`.
+fn raw_ends(conn: &Connection, tail: &str, p: &[&dyn rusqlite::ToSql]) -> Result<Vec<Stored>> {
+    conn.prepare_cached(&format!(
+        "SELECT end_ms, window_ms FROM gpu_samples WHERE gpu_id = ?1 {tail}"
+    ))
+    .and_then(|mut st| {
+        st.query_map(p, |r| {
+            Ok(Stored {
+                end: r.get(0)?,
+                window: Some(r.get(1)?),
+            })
+        })?
+        .collect()
+    })
+    .ctx("read raw samples")
+}
+
+/// Prunes raw samples that ended before `before` (see [`crate::pruned`]): the hours about to freeze are first
+/// re-cut from raw samples at the policy boundaries recorded; then, per GPU, the raw rows from its pruning start
+/// (the last horizon, or earlier where late rows were written below it) to its cutoff are classified: edges and
+/// the latest sample stay whole, the others leave their end in the GPU's end sets. Records the horizon.
+pub fn prune(conn: &mut Connection, cfg: &SqliteConfig, before: Timestamp) -> Result<u64> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin prune")?;
+    let recorded = meta_get(&tx, PRUNED_BEFORE)?;
+    let horizon = rollups::pruned_horizon(recorded, before);
+    let (frozen_old, frozen_new) = (
+        rollups::frozen_before(recorded, cfg),
+        rollups::frozen_before(Some(horizon), cfg),
+    );
+
+    // Hours about to freeze that hold a cut: their rollups are rebuilt at the cuts while raw samples last.
+    let cuts = cuts(&tx)?;
+    let refreeze: BTreeSet<i64> = cuts
+        .within(i64::MIN, i64::MAX)
+        .map(|c| Timestamp(c).floor_to(cfg.bucket_ms).0)
+        .filter(|h| frozen_old.is_none_or(|f| *h >= f) && frozen_new.is_some_and(|f| *h < f))
+        .collect();
+    let mut outbox = cfg.outbox.then(OutboxRows::default);
+    let mut stale: BTreeSet<GroupKey> = BTreeSet::new();
+    for &h in &refreeze {
+        let gpus: Vec<(i64, String)> = tx
+            .prepare_cached("SELECT DISTINCT r.gpu_id, g.uuid FROM rollups r JOIN gpus g ON g.id = r.gpu_id WHERE r.bucket_ms >= ?1 AND r.bucket_ms < ?2")
+            .and_then(|mut st| st.query_map(params![h, h + cfg.bucket_ms], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+            .ctx("read the gpus of a bucket")?;
+        for (id, uuid) in gpus {
+            recompute(&tx, cfg, &cuts, id, &uuid, h, outbox.as_mut(), &mut stale)?;
+        }
+    }
+    apply_groups(&tx, GroupDeltas::default(), &stale)?;
+
+    let pending: HashMap<i64, i64> = tx
+        .prepare("SELECT gpu_id, from_ms FROM prune_pending")
+        .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+        .ctx("read rows to prune")?;
     let gpus: Vec<i64> = tx
         .prepare("SELECT id FROM gpus")
         .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
@@ -1016,14 +1234,60 @@ pub fn prune(conn: &mut Connection, before: Timestamp) -> Result<u64> {
             .and_then(|mut st| st.query_row([gpu_id], |r| r.get(0)))
             .ctx("read the last sample")?;
         let Some(last) = last else { continue };
-        let n = tx
-            .prepare_cached("DELETE FROM gpu_samples WHERE gpu_id = ?1 AND end_ms < ?2")
-            .and_then(|mut st| st.execute(params![gpu_id, rollups::prune_cutoff(before, last)]))
-            .ctx("delete samples")?;
-        deleted += n as u64;
+        let cutoff = rollups::prune_cutoff(before, last);
+        let lo = pending
+            .get(&gpu_id)
+            .copied()
+            .unwrap_or(i64::MAX)
+            .min(recorded.unwrap_or(i64::MIN));
+        if lo >= cutoff {
+            continue;
+        }
+        let mut raw = raw_ends(
+            &tx,
+            "AND end_ms < ?2 ORDER BY end_ms DESC LIMIT 1",
+            &[&gpu_id, &lo],
+        )?;
+        raw.extend(raw_ends(
+            &tx,
+            "AND end_ms >= ?2 AND end_ms < ?3",
+            &[&gpu_id, &lo, &cutoff],
+        )?);
+        raw.extend(raw_ends(
+            &tx,
+            "AND end_ms >= ?2 ORDER BY end_ms ASC LIMIT 1",
+            &[&gpu_id, &cutoff],
+        )?);
+        let mut sets = end_sets_between(
+            &tx,
+            gpu_id,
+            pruned::bucket_of(lo, cfg.bucket_ms),
+            pruned::bucket_of(cutoff, cfg.bucket_ms),
+        )?;
+        let to_index = pruned::to_prune(raw, &sets, lo, cutoff);
+        for e in &to_index {
+            tx.prepare_cached("DELETE FROM gpu_samples WHERE gpu_id = ?1 AND end_ms = ?2")
+                .and_then(|mut st| st.execute(params![gpu_id, e]))
+                .ctx("delete samples")?;
+        }
+        deleted += to_index.len() as u64;
+        let touched: BTreeSet<i64> = to_index
+            .iter()
+            .map(|e| pruned::bucket_of(*e, cfg.bucket_ms))
+            .collect();
+        pruned::add_ends(&mut sets, to_index, cfg.bucket_ms);
+        for b in touched {
+            if let Some(set) = sets.get(&b) {
+                write_end_set(&tx, gpu_id, b, set)?;
+            }
+        }
     }
-    let horizon = rollups::pruned_horizon(meta_get(&tx, PRUNED_BEFORE)?, before);
+    tx.execute("DELETE FROM prune_pending", [])
+        .ctx("clear rows to prune")?;
     meta_set(&tx, PRUNED_BEFORE, horizon)?;
+    if let Some(o) = outbox {
+        super::records::write_outbox(&tx, o)?;
+    }
     tx.commit().ctx("commit prune")?;
     Ok(deleted)
 }

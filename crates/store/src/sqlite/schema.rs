@@ -172,6 +172,29 @@ CREATE TABLE usage_claims (
 ) WITHOUT ROWID;
 "#;
 
+/// 5: what is kept of pruned hours (`crate::pruned`) and the policy boundaries rollups are cut at
+/// (`crate::rollups::Cuts`). `pruned_ends`: per GPU and bucket, the ends of the pruned windows that are not
+/// edges (`EndSet` bytes); `prune_pending`: per GPU, where rows written below the pruning horizon start (the
+/// next pruning classifies from there); `rollup_cuts`: instants where a policy starts or ends inside an hour.
+/// A file pruned before this version records its horizon as `pruned_indexed_from_ms` ([`backfill_v5`]).
+const V5_PRUNED: &str = r#"
+CREATE TABLE pruned_ends (
+    gpu_id    INTEGER NOT NULL REFERENCES gpus (id),
+    bucket_ms INTEGER NOT NULL,
+    ends      BLOB NOT NULL,
+    PRIMARY KEY (gpu_id, bucket_ms)
+) WITHOUT ROWID;
+
+CREATE TABLE prune_pending (
+    gpu_id  INTEGER PRIMARY KEY REFERENCES gpus (id),
+    from_ms INTEGER NOT NULL
+);
+
+CREATE TABLE rollup_cuts (
+    at_ms INTEGER PRIMARY KEY
+) WITHOUT ROWID;
+"#;
+
 /// A migration: its SQL, then what Rust must compute from the rows already there.
 pub struct Migration {
     pub sql: &'static str,
@@ -194,7 +217,33 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: V4_GROUPS,
         backfill: Some(backfill_v4),
     },
+    Migration {
+        sql: V5_PRUNED,
+        backfill: Some(backfill_v5),
+    },
 ];
+
+/// A file pruned before version 5 has no index of its pruned windows: its horizon is where the index starts.
+/// The boundaries of its policies become cuts where their hours are not frozen yet.
+fn backfill_v5(conn: &Connection) -> Result<()> {
+    use crate::rollups::{RollupConfig, PRUNED_BEFORE};
+    let pruned = super::samples::meta_get(conn, PRUNED_BEFORE)?;
+    if let Some(p) = pruned {
+        super::samples::meta_set(conn, crate::pruned::INDEXED_FROM, p)?;
+    }
+    let d = RollupConfig::default();
+    let cfg = RollupConfig {
+        bucket_ms: super::samples::meta_get(conn, "bucket_ms")?.unwrap_or(d.bucket_ms),
+        max_gap_ms: super::samples::meta_get(conn, "max_gap_ms")?.unwrap_or(d.max_gap_ms),
+        outbox: false,
+    };
+    let instants: Vec<eai_engine::time::Timestamp> = super::records::policies(conn)?
+        .iter()
+        .flat_map(|p| [Some(p.spec.effective_from), p.spec.effective_to])
+        .flatten()
+        .collect();
+    super::samples::record_cuts(conn, &cfg, &instants)
+}
 
 /// Builds the group rollups from the per-GPU rollups and the claims from the usage events already stored.
 fn backfill_v4(conn: &Connection) -> Result<()> {
