@@ -92,6 +92,12 @@ for backend in $BACKENDS; do
   stop
 done
 
+echo "== late samples past the raw retention: bytes kept per pruned sample, out-of-order ingest rates (in process)"
+pg_arg=""; case " $BACKENDS " in *" postgres "*) pg_arg=$PG_URL ;; esac
+if [ "$QUICK" = 1 ]; then pruned_fleet="20 6"; else pruned_fleet="50 24"; fi
+# shellcheck disable=SC2086
+cargo run --release -q -p eai-store --example pruned -- $pruned_fleet $pg_arg | tee "$work/pruned.txt"
+
 echo
 echo "== results"
 cat "$results"

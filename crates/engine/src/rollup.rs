@@ -93,6 +93,19 @@ impl Quantities {
         }
     }
 
+    /// The six quantities in declaration order (gpu, busy, estimated GPU-seconds, memory GB-seconds, energy
+    /// watt-seconds, storage GB-seconds): for storing them as columns.
+    pub fn values(&self) -> [Decimal; 6] {
+        [
+            self.gpu_seconds,
+            self.busy_gpu_seconds,
+            self.estimated_gpu_seconds,
+            self.memory_gb_seconds,
+            self.energy_ws,
+            self.storage_gb_seconds,
+        ]
+    }
+
     pub fn energy_wh(&self) -> Decimal {
         self.energy_ws / Decimal::from(3600)
     }

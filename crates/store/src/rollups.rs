@@ -537,19 +537,11 @@ pub fn unmerged(
             .ok_or_else(|| negative(&r.key))?;
         r.q.sub(&x.q);
     }
-    let q = &r.q;
-    let parts = [
-        q.gpu_seconds,
-        q.busy_gpu_seconds,
-        q.estimated_gpu_seconds,
-        q.memory_gb_seconds,
-        q.energy_ws,
-        q.storage_gb_seconds,
-    ];
+    let parts = r.q.values();
     if parts.iter().any(|v| v.is_sign_negative() && !v.is_zero()) {
         return Err(negative(&r.key));
     }
-    if q.gpu_seconds.is_zero() {
+    if r.q.gpu_seconds.is_zero() {
         if parts.iter().all(|v| v.is_zero()) && r.samples == 0 && r.estimated_samples == 0 {
             return Ok(None);
         }
@@ -658,6 +650,27 @@ pub fn exact_buckets(
         .map(|t| t.floor_to(cfg.bucket_ms).0)
         .filter(|h| from.0 <= *h && *h < to.0 && frozen.is_none_or(|f| *h >= f))
         .collect()
+}
+
+/// What pruning up to `before` does to the horizon, given the one recorded: the new horizon, and the hours about
+/// to freeze that hold a cut (to re-cut from raw samples before their raw rows go).
+pub fn refreeze(
+    cuts: &Cuts,
+    recorded: Option<i64>,
+    before: Timestamp,
+    cfg: &RollupConfig,
+) -> (i64, BTreeSet<i64>) {
+    let horizon = pruned_horizon(recorded, before);
+    let (old, new) = (
+        frozen_before(recorded, cfg),
+        frozen_before(Some(horizon), cfg),
+    );
+    let hours = cuts
+        .within(i64::MIN, i64::MAX)
+        .map(|c| Timestamp(c).floor_to(cfg.bucket_ms).0)
+        .filter(|h| old.is_none_or(|f| *h >= f) && new.is_some_and(|f| *h < f))
+        .collect();
+    (horizon, hours)
 }
 
 /// The order in which rollups (and exact cells) are returned by `usage_for`.

@@ -164,6 +164,41 @@ fn sort_claims(v: &mut [eai_engine::allocate::UsageClaim]) {
     });
 }
 
+/// The allocation of what a store read for `p`.
+fn allocation_of(
+    read: &eai_store::UsageRead,
+    p: Period,
+    policies: &[Policy],
+    usage: &[UsageEvent],
+) -> Allocation {
+    allocate(&AllocationInput {
+        period: p,
+        claims: &read.claims,
+        rollups: &read.rollups,
+        usage,
+        policies,
+        gaps: &read.gaps,
+        config: AllocationConfig::default(),
+    })
+}
+
+/// The allocation of `p` from raw samples (the engine alone).
+fn raw_allocation(
+    samples: &[Sample],
+    p: Period,
+    policies: &[Policy],
+    usage: &[UsageEvent],
+) -> Allocation {
+    allocate_samples(
+        samples,
+        usage,
+        policies,
+        p,
+        &SeriesConfig::default(),
+        AllocationConfig::default(),
+    )
+}
+
 /// Inserts the batches in turn; returns (inserted, duplicates) summed.
 async fn insert_all(s: &dyn Store, batches: &[Vec<Sample>]) -> (u64, u64) {
     let mut total = (0, 0);
@@ -968,16 +1003,7 @@ mod contract {
                 q.round(15);
                 gpus.sort();
                 gpus.dedup();
-                let q = [
-                    q.gpu_seconds,
-                    q.busy_gpu_seconds,
-                    q.estimated_gpu_seconds,
-                    q.memory_gb_seconds,
-                    q.energy_ws,
-                    q.storage_gb_seconds,
-                ]
-                .map(|v| v.normalize().to_string())
-                .join(" ");
+                let q = q.values().map(|v| v.normalize().to_string()).join(" ");
                 format!("{k}: {samples} samples, {estimated} estimated, {q}, gpus {gpus:?}")
             })
             .collect()
@@ -1126,23 +1152,8 @@ mod contract {
         assert!(!gaps.is_empty());
         assert_eq!(read.gaps, gaps, "gaps");
         let policies = vec![Policy::new(1, spec("a"))];
-        let stored = allocate(&AllocationInput {
-            period: p,
-            claims: &[],
-            rollups: &read.rollups,
-            usage: &[],
-            policies: &policies,
-            gaps: &read.gaps,
-            config: AllocationConfig::default(),
-        });
-        let raw = allocate_samples(
-            &all,
-            &[],
-            &policies,
-            p,
-            &SeriesConfig::default(),
-            AllocationConfig::default(),
-        );
+        let stored = allocation_of(&read, p, &policies, &[]);
+        let raw = raw_allocation(&all, p, &policies, &[]);
         assert_eq!(stored, raw, "allocation");
         // Sent again, all of it: duplicates only.
         let mut dup = 0;
@@ -1180,23 +1191,8 @@ mod contract {
         let policies = s.policies().await.unwrap();
         let p = period(T0, T0 + H);
         let read = s.usage_for(p.from, p.to, &[at]).await.unwrap();
-        let stored = allocate(&AllocationInput {
-            period: p,
-            claims: &[],
-            rollups: &read.rollups,
-            usage: &[],
-            policies: &policies,
-            gaps: &read.gaps,
-            config: AllocationConfig::default(),
-        });
-        let raw = allocate_samples(
-            &batch,
-            &[],
-            &policies,
-            p,
-            &SeriesConfig::default(),
-            AllocationConfig::default(),
-        );
+        let stored = allocation_of(&read, p, &policies, &[]);
+        let raw = raw_allocation(&batch, p, &policies, &[]);
         assert_eq!(stored, raw);
         assert!(stored.findings.is_empty(), "{:?}", stored.findings);
         let ids: Vec<_> = stored.items.iter().map(|i| i.policy_id.clone()).collect();
@@ -1218,26 +1214,9 @@ mod contract {
         s.supersede_policy(&a.id, at, Some(&b)).await.unwrap();
         let policies = s.policies().await.unwrap();
         let p = period(T0, T0 + 2 * H);
-        let alloc = |read: eai_store::UsageRead| {
-            allocate(&AllocationInput {
-                period: p,
-                claims: &[],
-                rollups: &read.rollups,
-                usage: &[],
-                policies: &policies,
-                gaps: &read.gaps,
-                config: AllocationConfig::default(),
-            })
-        };
+        let alloc = |read: eai_store::UsageRead| allocation_of(&read, p, &policies, &[]);
         let before = alloc(s.usage_for(p.from, p.to, &[at]).await.unwrap());
-        let raw = allocate_samples(
-            &batch,
-            &[],
-            &policies,
-            p,
-            &SeriesConfig::default(),
-            AllocationConfig::default(),
-        );
+        let raw = raw_allocation(&batch, p, &policies, &[]);
         assert_eq!(before, raw);
         s.prune_raw_samples(ts(T0 + 10 * H)).await.unwrap();
         let after = alloc(s.usage_for(p.from, p.to, &[at]).await.unwrap());
@@ -1264,15 +1243,7 @@ mod contract {
         let policies = s.policies().await.unwrap();
         let p = period(T0, T0 + 2 * H);
         let read = s.usage_for(p.from, p.to, &[at]).await.unwrap();
-        let got = allocate(&AllocationInput {
-            period: p,
-            claims: &[],
-            rollups: &read.rollups,
-            usage: &[],
-            policies: &policies,
-            gaps: &read.gaps,
-            config: AllocationConfig::default(),
-        });
+        let got = allocation_of(&read, p, &policies, &[]);
         let f: Vec<_> = got
             .findings
             .iter()
@@ -1343,23 +1314,8 @@ mod contract {
             .filter(|t| t.floor_to(H) != *t)
             .collect();
         let read = s.usage_for(p.from, p.to, &exact).await.unwrap();
-        let stored = allocate(&AllocationInput {
-            period: p,
-            claims: &[],
-            rollups: &read.rollups,
-            usage: &plan.usage,
-            policies: &policies,
-            gaps: &read.gaps,
-            config: AllocationConfig::default(),
-        });
-        let mut from_raw = allocate_samples(
-            &accepted,
-            &plan.usage,
-            &policies,
-            p,
-            &SeriesConfig::default(),
-            AllocationConfig::default(),
-        );
+        let stored = allocation_of(&read, p, &policies, &plan.usage);
+        let mut from_raw = raw_allocation(&accepted, p, &policies, &plan.usage);
         from_raw
             .findings
             .retain(|f| !matches!(f, Finding::ConflictingDuplicate { .. }));

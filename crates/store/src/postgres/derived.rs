@@ -163,15 +163,7 @@ impl<'a> RowCols<'a> {
                 self.samples.push(to_i64(r.samples, "group samples")?);
                 self.estimated
                     .push(to_i64(r.estimated_samples, "group estimated samples")?);
-                let q = quantities_of(&r.q)?;
-                for (col, v) in self.q.iter_mut().zip([
-                    q.gpu_seconds,
-                    q.busy_gpu_seconds,
-                    q.estimated_gpu_seconds,
-                    q.memory_gb_seconds,
-                    q.energy_ws,
-                    q.storage_gb_seconds,
-                ]) {
+                for (col, v) in self.q.iter_mut().zip(quantities_of(&r.q)?.values()) {
                     col.push(v);
                 }
                 self.gpus.push(array_literal(&r.gpus));

@@ -422,14 +422,7 @@ async fn write_rollups(tx: &Transaction<'_>, s: &Statement, rows: &[(i64, Rollup
         last.push(r.last_window_start.0);
         samples.push(to_i64(r.samples, "rollup samples")?);
         est.push(to_i64(r.estimated_samples, "rollup estimated samples")?);
-        for (col, v) in q.iter_mut().zip([
-            r.q.gpu_seconds,
-            r.q.busy_gpu_seconds,
-            r.q.estimated_gpu_seconds,
-            r.q.memory_gb_seconds,
-            r.q.energy_ws,
-            r.q.storage_gb_seconds,
-        ]) {
+        for (col, v) in q.iter_mut().zip(r.q.values()) {
             col.push(v.normalize());
         }
     }
@@ -750,6 +743,24 @@ async fn intern_gpus(
     Ok(rows
         .iter()
         .map(|r| (r.get::<_, String>(1), r.get::<_, i64>(0)))
+        .collect())
+}
+
+/// The GPUs with rollup rows in bucket `h` (any segment of it): a GPU has cells in a bucket exactly when it has
+/// rows there.
+async fn gpus_of_bucket(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    cfg: &RollupConfig,
+    h: i64,
+) -> Result<Vec<i64>> {
+    let s = st.get(tx, GPUS_OF_BUCKET).await?;
+    Ok(tx
+        .query(&s, &[&h, &(h + cfg.bucket_ms)])
+        .await
+        .ctx("read the gpus of a bucket")?
+        .iter()
+        .map(|r| r.get(0))
         .collect())
 }
 
@@ -1163,15 +1174,7 @@ pub async fn usage_for(
     drop(group_rows);
     let whole = Cuts::default();
     for &h in &exact_cells {
-        // A GPU has cells in a bucket exactly when it has rollup rows there.
-        let s = st.get(&tx, GPUS_OF_BUCKET).await?;
-        let gpus: Vec<i64> = tx
-            .query(&s, &[&h, &(h + cfg.bucket_ms)])
-            .await
-            .ctx("read the gpus of a bucket")?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
+        let gpus = gpus_of_bucket(&tx, st, cfg, h).await?;
         for samples in contexts(&tx, st, cfg, &gpus, h).await?.values() {
             found.extend(rollups::bucket_terms(samples, cfg, &whole, h).0);
         }
@@ -1205,11 +1208,6 @@ pub async fn prune(conn: &mut PgConn, cfg: &RollupConfig, before: Timestamp) -> 
         .collect();
     lock(&tx, st, &mut gpus).await?;
     let recorded = meta_get(&tx, st, PRUNED_BEFORE).await?;
-    let horizon = rollups::pruned_horizon(recorded, before);
-    let (frozen_old, frozen_new) = (
-        rollups::frozen_before(recorded, cfg),
-        rollups::frozen_before(Some(horizon), cfg),
-    );
 
     // Hours about to freeze that hold a cut: their rollups are rebuilt at the cuts while raw samples last.
     let s = st.get(&tx, CUTS).await?;
@@ -1220,23 +1218,11 @@ pub async fn prune(conn: &mut PgConn, cfg: &RollupConfig, before: Timestamp) -> 
             .iter()
             .map(|r| r.get::<_, i64>(0)),
     );
-    let refreeze: BTreeSet<i64> = cuts
-        .within(i64::MIN, i64::MAX)
-        .map(|c| Timestamp(c).floor_to(cfg.bucket_ms).0)
-        .filter(|h| frozen_old.is_none_or(|f| *h >= f) && frozen_new.is_some_and(|f| *h < f))
-        .collect();
+    let (horizon, refreeze) = rollups::refreeze(&cuts, recorded, before, cfg);
     let mut outbox = cfg.outbox.then(OutboxRows::default);
     let mut stale: BTreeSet<GroupKey> = BTreeSet::new();
     for &h in &refreeze {
-        let s = st.get(&tx, GPUS_OF_BUCKET).await?;
-        let ids: Vec<i64> = tx
-            .query(&s, &[&h, &(h + cfg.bucket_ms)])
-            .await
-            .ctx("read the gpus of a bucket")?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
-        for id in ids {
+        for id in gpus_of_bucket(&tx, st, cfg, h).await? {
             recompute(&tx, st, cfg, &cuts, id, h, outbox.as_mut(), &mut stale).await?;
         }
     }

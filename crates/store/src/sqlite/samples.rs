@@ -333,16 +333,24 @@ fn take_gap(tx: &Connection, gpu_id: i64, gpu_uuid: &str, from: i64) -> Result<O
         })
         .ctx("delete a gap")?;
     raw.map(|(to, reason, deployment_id, node)| {
-        Ok(Gap {
-            gpu_uuid: gpu_uuid.to_string(),
-            node,
-            deployment_id,
-            from: Timestamp(from),
-            to: Timestamp(to),
-            reason: parse_reason(&reason)?,
-        })
+        gap_of(gpu_uuid, (from, to, reason, deployment_id, node))
     })
     .transpose()
+}
+
+/// A gap row of a GPU: (from, to, reason, deployment, node).
+fn gap_of(
+    gpu_uuid: &str,
+    (from, to, reason, deployment_id, node): (i64, i64, String, String, String),
+) -> Result<Gap> {
+    Ok(Gap {
+        gpu_uuid: gpu_uuid.to_string(),
+        node,
+        deployment_id,
+        from: Timestamp(from),
+        to: Timestamp(to),
+        reason: parse_reason(&reason)?,
+    })
 }
 
 fn parse_reason(s: &str) -> Result<GapReason> {
@@ -386,16 +394,7 @@ fn bucket_rows(
         .ctx("read a bucket's gaps")?;
     let gaps = raws
         .into_iter()
-        .map(|(from, to, reason, deployment_id, node)| {
-            Ok(Gap {
-                gpu_uuid: gpu_uuid.to_string(),
-                node,
-                deployment_id,
-                from: Timestamp(from),
-                to: Timestamp(to),
-                reason: parse_reason(&reason)?,
-            })
-        })
+        .map(|raw| gap_of(gpu_uuid, raw))
         .collect::<Result<Vec<_>>>()?;
     Ok((rollups, gaps))
 }
@@ -849,6 +848,16 @@ fn intern_series(tx: &Connection, l: &Labels, end_ms: i64) -> Result<i64> {
     Ok(tx.last_insert_rowid())
 }
 
+/// The GPUs (id, uuid) with rollup rows in bucket `h` (any segment of it): a GPU has cells in a bucket exactly
+/// when it has rows there.
+fn gpus_of_bucket(tx: &Connection, cfg: &SqliteConfig, h: i64) -> Result<Vec<(i64, String)>> {
+    tx.prepare_cached(
+        "SELECT DISTINCT r.gpu_id, g.uuid FROM rollups r JOIN gpus g ON g.id = r.gpu_id WHERE r.bucket_ms >= ?1 AND r.bucket_ms < ?2",
+    )
+    .and_then(|mut st| st.query_map(params![h, h + cfg.bucket_ms], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+    .ctx("read the gpus of a bucket")
+}
+
 /// Writes one planned sample; every planned row is new, so a row already there is an error.
 fn insert_row(tx: &Connection, gpu_id: i64, series_id: i64, s: &Sample, f: &Figures) -> Result<()> {
     let n = tx
@@ -1112,12 +1121,7 @@ pub fn usage_for(
     let mut found = group_rollups_in(&tx, cfg, from.0, to.0, &exact)?;
     let whole = Cuts::default();
     for &h in &exact {
-        // A GPU has cells in a bucket exactly when it has rollup rows there.
-        let gpus: Vec<(i64, String)> = tx
-            .prepare_cached("SELECT DISTINCT r.gpu_id, g.uuid FROM rollups r JOIN gpus g ON g.id = r.gpu_id WHERE r.bucket_ms >= ?1 AND r.bucket_ms < ?2")
-            .and_then(|mut st| st.query_map(params![h, h + cfg.bucket_ms], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
-            .ctx("read the gpus of a bucket")?;
-        for (gpu_id, uuid) in gpus {
+        for (gpu_id, uuid) in gpus_of_bucket(&tx, cfg, h)? {
             let (cells, _) = bucket_from_raw(&tx, cfg, &whole, gpu_id, &uuid, h)?;
             found.extend(cells);
         }
@@ -1193,27 +1197,14 @@ pub fn prune(conn: &mut Connection, cfg: &SqliteConfig, before: Timestamp) -> Re
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin prune")?;
     let recorded = meta_get(&tx, PRUNED_BEFORE)?;
-    let horizon = rollups::pruned_horizon(recorded, before);
-    let (frozen_old, frozen_new) = (
-        rollups::frozen_before(recorded, cfg),
-        rollups::frozen_before(Some(horizon), cfg),
-    );
 
     // Hours about to freeze that hold a cut: their rollups are rebuilt at the cuts while raw samples last.
     let cuts = cuts(&tx)?;
-    let refreeze: BTreeSet<i64> = cuts
-        .within(i64::MIN, i64::MAX)
-        .map(|c| Timestamp(c).floor_to(cfg.bucket_ms).0)
-        .filter(|h| frozen_old.is_none_or(|f| *h >= f) && frozen_new.is_some_and(|f| *h < f))
-        .collect();
+    let (horizon, refreeze) = rollups::refreeze(&cuts, recorded, before, cfg);
     let mut outbox = cfg.outbox.then(OutboxRows::default);
     let mut stale: BTreeSet<GroupKey> = BTreeSet::new();
     for &h in &refreeze {
-        let gpus: Vec<(i64, String)> = tx
-            .prepare_cached("SELECT DISTINCT r.gpu_id, g.uuid FROM rollups r JOIN gpus g ON g.id = r.gpu_id WHERE r.bucket_ms >= ?1 AND r.bucket_ms < ?2")
-            .and_then(|mut st| st.query_map(params![h, h + cfg.bucket_ms], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
-            .ctx("read the gpus of a bucket")?;
-        for (id, uuid) in gpus {
+        for (id, uuid) in gpus_of_bucket(&tx, cfg, h)? {
             recompute(&tx, cfg, &cuts, id, &uuid, h, outbox.as_mut(), &mut stale)?;
         }
     }
