@@ -1672,6 +1672,62 @@ mod sqlite_only {
         assert_eq!(store.backend(), "sqlite");
     }
 
+    /// A file pruned by a binary older than end sets (schema 4) has no index of its pruned windows: opened by
+    /// this one, its horizon becomes where the index starts, a late sample that would need the older hours is
+    /// refused (it could be a re-send), and one that does not is merged. Its policies' boundaries in hours not
+    /// frozen yet become cuts.
+    #[tokio::test]
+    async fn a_file_pruned_before_end_sets_refuses_what_it_cannot_tell_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("eai.db");
+        let store = SqliteStore::open(&path).unwrap();
+        store
+            .insert_samples(&fleet("vllm-a", 1, T0, T0 + 4 * H))
+            .await
+            .unwrap();
+        let mut p = spec("a");
+        p.effective_from = ts(T0 + 3 * H + 60_000);
+        store.create_policy(&p).await.unwrap();
+        store.prune_raw_samples(ts(T0 + 2 * H)).await.unwrap();
+        drop(store);
+        // What an older binary left: every pruned row gone, no end sets, no cuts.
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(&format!(
+            "DELETE FROM gpu_samples WHERE end_ms < {cut}; \
+             DROP TABLE pruned_ends; DROP TABLE prune_pending; DROP TABLE rollup_cuts; \
+             UPDATE schema_version SET version = 4;",
+            cut = T0 + 2 * H
+        ))
+        .unwrap();
+        drop(c);
+
+        let store = SqliteStore::open(&path).unwrap();
+        let c = raw(&store);
+        let indexed: i64 = c
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'pruned_indexed_from_ms'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(indexed, T0 + 2 * H);
+        assert_eq!(rows(&c, "rollup_cuts"), 1, "the boundary at 3 h + 1 min");
+        let err = store
+            .insert_samples(&[sample("GPU-vllm-a-0", "vllm-a", T0 + H + 7_500)])
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, StoreError::Refused(e) if e[0].reason.contains("before eai-gpu kept an index")),
+            "{err:?}"
+        );
+        // A new GPU's history there has no older neighbour to miss: appended, counted.
+        let o = store
+            .insert_samples(&[sample("GPU-new", "vllm-a", T0 + H + 7_500)])
+            .await
+            .unwrap();
+        assert_eq!(o.inserted, 1);
+    }
+
     /// A file written before group rollups and claims existed (schema 3) gets them built from its rows when a
     /// newer binary opens it: the reads are what they were.
     #[tokio::test]
