@@ -1,7 +1,9 @@
 //! Who is calling and what they may do: API keys (`eai_live_…`, stored as SHA-256), the [`Caller`] extractor,
 //! the one policy table of actions and roles ([`access`]), and the audit of every decision on a mutation.
 
-use axum::extract::FromRequestParts;
+use std::net::{IpAddr, SocketAddr};
+
+use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -12,7 +14,8 @@ use rand::RngCore;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
+use crate::limits;
 use crate::state::{now, AppState};
 use crate::telemetry;
 
@@ -56,6 +59,8 @@ pub struct Caller {
     pub key_id: String,
     pub role: Role,
     pub tenant: Option<TenantId>,
+    /// For a sampler key bound to nodes: the only node names it may post samples of (empty: any).
+    pub nodes: Vec<String>,
 }
 
 fn bearer(parts: &Parts) -> Option<&str> {
@@ -69,6 +74,70 @@ fn bearer(parts: &Parts) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
+/// The client's address, when the server knows it (it does when it serves with connection info).
+pub fn client_ip(parts: &Parts) -> Option<IpAddr> {
+    parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
+}
+
+/// Why a sign-in failed (a label of `eai_auth_failures_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignInFailure {
+    Missing,
+    Malformed,
+    Unknown,
+    Revoked,
+    Expired,
+}
+
+impl SignInFailure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignInFailure::Missing => "missing",
+            SignInFailure::Malformed => "malformed",
+            SignInFailure::Unknown => "unknown",
+            SignInFailure::Revoked => "revoked",
+            SignInFailure::Expired => "expired",
+        }
+    }
+}
+
+/// A failed sign-in: counted, limited per address (a flood of bad keys gets 429), and audited (the address and
+/// the count, never the key) when one address fails [`limits::FAILURES_AUDITED_FROM`] times within a minute.
+async fn failed(state: &AppState, ip: Option<IpAddr>, why: SignInFailure) -> ApiError {
+    state.metrics.auth_failed(why.as_str());
+    if let Some(n) = state.limits.failed_sign_in(ip) {
+        let draft = AuditDraft {
+            occurred_at: now(),
+            actor: "anonymous".into(),
+            actor_role: None,
+            tenant_id: None,
+            action: "auth.repeated_failures".into(),
+            decision: "deny".into(),
+            resource: None,
+            request_id: telemetry::request_id(),
+            details: json!({
+                "address": ip.map(|i| i.to_string()),
+                "failures": n,
+                "window_seconds": limits::FAILURE_WINDOW.as_secs(),
+                "last_reason": why.as_str(),
+            }),
+        };
+        if let Err(e) = state.store.append_audit(&draft).await {
+            tracing::error!(error = %e, "cannot audit repeated sign-in failures");
+        }
+    }
+    if let Err(limited) = state.limits.check_address(ip) {
+        return limited;
+    }
+    match why {
+        SignInFailure::Expired => ApiError::key_expired(),
+        _ => ApiError::unauthorized(),
+    }
+}
+
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
@@ -76,19 +145,42 @@ impl FromRequestParts<AppState> for Caller {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let token = bearer(parts).ok_or_else(ApiError::unauthorized)?;
-        check_key_format(token).map_err(|_| ApiError::unauthorized())?;
-        let record = state.store.api_key_by_hash(&hash_api_key(token)).await?;
-        let record = match record {
-            Some(r) if !r.revoked => r,
-            _ => return Err(ApiError::unauthorized()),
+        let ip = client_ip(parts);
+        let Some(token) = bearer(parts) else {
+            return Err(failed(state, ip, SignInFailure::Missing).await);
         };
-        let tenant = record.tenant_id.map(|t| t.to_string());
-        telemetry::record_caller(&record.id, tenant.as_deref());
+        if check_key_format(token).is_err() {
+            return Err(failed(state, ip, SignInFailure::Malformed).await);
+        }
+        let Some(found) = state.store.api_key_by_hash(&hash_api_key(token)).await? else {
+            return Err(failed(state, ip, SignInFailure::Unknown).await);
+        };
+        let key = &found.key;
+        let at = now();
+        let refused = if key.revoked() {
+            Some(SignInFailure::Revoked)
+        } else if key.expires_at.is_some_and(|e| e <= at)
+            || (found.previous_secret
+                && key.previous.as_ref().is_none_or(|(_, until)| *until <= at))
+        {
+            Some(SignInFailure::Expired)
+        } else {
+            None
+        };
+        if let Some(why) = refused {
+            return Err(failed(state, ip, why).await);
+        }
+        state
+            .limits
+            .check_key(&key.id)
+            .inspect_err(|_| state.metrics.rate_limited())?;
+        let tenant = key.tenant_id.map(|t| t.to_string());
+        telemetry::record_caller(&key.id, tenant.as_deref());
         Ok(Caller {
-            key_id: record.id,
-            role: record.role,
-            tenant: record.tenant_id,
+            key_id: key.id.clone(),
+            role: key.role,
+            tenant: key.tenant_id,
+            nodes: key.nodes.clone(),
         })
     }
 }
@@ -105,7 +197,11 @@ pub enum Action {
     ReadCatalog,
     IngestUsage,
     CreateApiKey,
+    ListApiKeys,
+    RevokeApiKey,
+    RotateApiKey,
     ReadAudit,
+    ReadAuditHead,
 }
 
 impl Action {
@@ -121,7 +217,11 @@ impl Action {
             Action::ReadCatalog => "providers.catalog",
             Action::IngestUsage => "usage_events.ingest",
             Action::CreateApiKey => "api_key.create",
+            Action::ListApiKeys => "api_key.list",
+            Action::RevokeApiKey => "api_key.revoke",
+            Action::RotateApiKey => "api_key.rotate",
             Action::ReadAudit => "audit_events.read",
+            Action::ReadAuditHead => "audit_head.read",
         }
     }
 
@@ -135,6 +235,8 @@ impl Action {
                 | Action::DisablePolicy
                 | Action::IngestUsage
                 | Action::CreateApiKey
+                | Action::RevokeApiKey
+                | Action::RotateApiKey
         )
     }
 }
@@ -151,19 +253,23 @@ pub enum Access {
 
 /// Roles bound to a tenant. A key of one of them without a tenant gets `tenant_required` everywhere.
 pub fn is_tenant_role(role: Role) -> bool {
-    !matches!(role, Role::PlatformAdmin | Role::Sampler)
+    !matches!(
+        role,
+        Role::PlatformAdmin | Role::Sampler | Role::UsageReporter
+    )
 }
 
-/// The policy table: every (action, role) pair, in one place.
+/// The policy table: every (action, role) pair, in one place. Each role holds the least it needs.
 ///
-/// | action | platform_admin | finops, tenant_admin | auditor, security_officer | developer | viewer | sampler |
-/// |---|---|---|---|---|---|---|
-/// | samples ingest | all | - | - | - | - | all |
-/// | allocation, policy list | all | tenant | tenant | tenant | tenant | - |
-/// | policy create/supersede/disable, key create | all | - | - | - | - | - |
-/// | catalog | all | tenant | tenant | tenant | tenant | all |
-/// | usage events ingest | all (tenant in body) | tenant_admin only | - | tenant | - | all (tenant in body) |
-/// | audit events | all | - | tenant | - | - | - |
+/// | action | platform_admin | finops | tenant_admin | auditor, security_officer | developer | viewer | sampler | usage_reporter |
+/// |---|---|---|---|---|---|---|---|---|
+/// | samples ingest | all | - | - | - | - | - | all (its nodes) | - |
+/// | allocation, policy list, catalog | all | tenant | tenant | tenant | tenant | tenant | - | catalog: all |
+/// | policy create/supersede/disable, key create | all | - | - | - | - | - | - | - |
+/// | key list, revoke, rotate | all | - | tenant | - | - | - | - | - |
+/// | usage events ingest | all (tenant in body) | - | tenant | - | tenant | - | - | all (tenant in body) |
+/// | audit events | all | - | - | tenant | - | - | - | - |
+/// | audit head | all | - | - | - | - | - | - | - |
 pub fn access(action: Action, role: Role) -> Access {
     use Access::{Deny, Platform, Tenant};
     use Role::*;
@@ -171,18 +277,23 @@ pub fn access(action: Action, role: Role) -> Access {
         (_, PlatformAdmin) => Platform,
         (Action::IngestSamples, Sampler) => Platform,
         (Action::IngestSamples, _) => Deny,
-        (Action::ReadAllocation | Action::ReadPolicies, Sampler) => Deny,
-        (Action::ReadAllocation | Action::ReadPolicies, _) => Tenant,
+        (Action::ReadCatalog, UsageReporter) => Platform,
+        (
+            Action::ReadAllocation | Action::ReadPolicies | Action::ReadCatalog,
+            Sampler | UsageReporter,
+        ) => Deny,
+        (Action::ReadAllocation | Action::ReadPolicies | Action::ReadCatalog, _) => Tenant,
         (
             Action::CreatePolicy
             | Action::SupersedePolicy
             | Action::DisablePolicy
-            | Action::CreateApiKey,
+            | Action::CreateApiKey
+            | Action::ReadAuditHead,
             _,
         ) => Deny,
-        (Action::ReadCatalog, Sampler) => Platform,
-        (Action::ReadCatalog, _) => Tenant,
-        (Action::IngestUsage, Sampler) => Platform,
+        (Action::ListApiKeys | Action::RevokeApiKey | Action::RotateApiKey, TenantAdmin) => Tenant,
+        (Action::ListApiKeys | Action::RevokeApiKey | Action::RotateApiKey, _) => Deny,
+        (Action::IngestUsage, UsageReporter) => Platform,
         (Action::IngestUsage, TenantAdmin | Developer) => Tenant,
         (Action::IngestUsage, _) => Deny,
         (Action::ReadAudit, Auditor | SecurityOfficer) => Tenant,
@@ -191,8 +302,9 @@ pub fn access(action: Action, role: Role) -> Access {
 }
 
 /// Decides whether `caller` may do `action` and with which scope. A tenant role without a tenant gets
-/// `tenant_required`, then the table decides. Every decision on a mutation is audited; a denied one is
-/// audited here, an allowed one by [`finish`] once its outcome is known.
+/// `tenant_required`, then the table decides. Every decision on a mutation is audited: a denied one here, an
+/// allowed one by the store in the mutation's own transaction (with the draft of [`draft`]), or by [`finish`]
+/// when it failed.
 pub async fn authorize(
     state: &AppState,
     caller: &Caller,
@@ -209,37 +321,48 @@ pub async fn authorize(
         }
     };
     if let Err(e) = &decision {
-        tracing::info!(
-            action = action.name(),
-            role = caller.role.as_str(),
-            code = e.code.as_str(),
-            "denied"
-        );
-        if action.is_mutation() {
-            audit(
-                state,
+        deny(state, caller, action, e).await?;
+    }
+    decision
+}
+
+/// Audits a refusal of a mutation (logged for every action).
+pub async fn deny(
+    state: &AppState,
+    caller: &Caller,
+    action: Action,
+    e: &ApiError,
+) -> Result<(), ApiError> {
+    tracing::info!(
+        action = action.name(),
+        role = caller.role.as_str(),
+        code = e.code.as_str(),
+        "denied"
+    );
+    if action.is_mutation() {
+        state
+            .store
+            .append_audit(&event(
                 caller,
                 action,
                 "deny",
                 None,
                 json!({ "reason": e.code.as_str() }),
-            )
+            ))
             .await?;
-        }
     }
-    decision
+    Ok(())
 }
 
-/// Appends one event to the audit chain for `caller`.
-pub async fn audit(
-    state: &AppState,
+/// An audit event of `caller`.
+fn event(
     caller: &Caller,
     action: Action,
     decision: &str,
     resource: Option<String>,
     details: Value,
-) -> Result<(), ApiError> {
-    let draft = AuditDraft {
+) -> AuditDraft {
+    AuditDraft {
         occurred_at: now(),
         actor: caller.key_id.clone(),
         actor_role: Some(caller.role.as_str().to_string()),
@@ -249,50 +372,70 @@ pub async fn audit(
         resource,
         request_id: telemetry::request_id(),
         details,
-    };
-    state.store.append_audit(&draft).await?;
-    Ok(())
+    }
 }
 
-/// The result of an allowed mutation: the answer, and what the audit event records of it.
+/// The audit event of an allowed mutation, for the store to complete (ids, counts) and write in the mutation's
+/// own transaction: `details` holds what the request says (never a secret); `outcome` is `ok`.
+pub fn draft(
+    caller: &Caller,
+    action: Action,
+    resource: Option<String>,
+    details: Value,
+) -> AuditDraft {
+    let details = match details {
+        Value::Object(mut m) => {
+            m.insert("outcome".into(), "ok".into());
+            Value::Object(m)
+        }
+        _ => json!({ "outcome": "ok" }),
+    };
+    event(caller, action, "allow", resource, details)
+}
+
+/// The answer of an allowed mutation (audited by the store with the change).
 #[derive(Debug)]
 pub struct Done {
     pub status: StatusCode,
     pub body: Value,
-    /// What was acted on (`alp_3`, `key_2`).
-    pub resource: Option<String>,
-    /// Facts for the audit event (counts, ids; never a secret).
-    pub details: Value,
 }
 
-/// Audits an allowed mutation with its outcome (`ok` or the error code), then answers.
+/// Answers an allowed mutation. A failed one stored nothing (its transaction rolled back, or it never reached
+/// the store): its failure is audited here, with the error code as outcome (`deny` when the content was
+/// forbidden).
 pub async fn finish(
     state: &AppState,
     caller: &Caller,
     action: Action,
     outcome: Result<Done, ApiError>,
 ) -> Response {
-    let (resource, details) = match &outcome {
-        Ok(d) => {
-            let mut details = d.details.clone();
-            match details.as_object_mut() {
-                Some(m) => {
-                    m.insert("outcome".into(), "ok".into());
-                }
-                None => details = json!({ "outcome": "ok" }),
-            }
-            (d.resource.clone(), details)
-        }
-        Err(e) => (None, json!({ "outcome": e.code.as_str() })),
-    };
-    if let Err(e) = audit(state, caller, action, "allow", resource, details).await {
-        // An unaudited mutation breaks the contract: say so rather than answer success.
-        return ApiError::internal(format!("audit append failed after {}: {e}", action.name()))
-            .into_response();
-    }
     match outcome {
         Ok(d) => (d.status, Json(d.body)).into_response(),
-        Err(e) => e.into_response(),
+        Err(e) => {
+            let decision = if e.code == ErrorCode::Forbidden {
+                "deny"
+            } else {
+                "allow"
+            };
+            let audited = state
+                .store
+                .append_audit(&event(
+                    caller,
+                    action,
+                    decision,
+                    None,
+                    json!({ "outcome": e.code.as_str() }),
+                ))
+                .await;
+            if let Err(a) = audited {
+                return ApiError::internal(format!(
+                    "audit append failed after a failed {}: {a}",
+                    action.name()
+                ))
+                .into_response();
+            }
+            e.into_response()
+        }
     }
 }
 
@@ -344,5 +487,20 @@ mod tests {
         assert_eq!(access(Action::ReadAudit, Finops), Access::Deny);
         assert_eq!(access(Action::IngestUsage, Developer), Access::Tenant);
         assert_eq!(access(Action::IngestUsage, Viewer), Access::Deny);
+        // Least privilege: a sampler posts samples only, a usage reporter usage only.
+        for a in [
+            Action::IngestUsage,
+            Action::ReadCatalog,
+            Action::ReadAllocation,
+            Action::CreateApiKey,
+        ] {
+            assert_eq!(access(a, Sampler), Access::Deny, "{a:?}");
+        }
+        assert_eq!(access(Action::IngestUsage, UsageReporter), Access::Platform);
+        assert_eq!(access(Action::IngestSamples, UsageReporter), Access::Deny);
+        assert_eq!(access(Action::ReadAllocation, UsageReporter), Access::Deny);
+        assert_eq!(access(Action::RevokeApiKey, TenantAdmin), Access::Tenant);
+        assert_eq!(access(Action::RevokeApiKey, Finops), Access::Deny);
+        assert_eq!(access(Action::ReadAuditHead, Auditor), Access::Deny);
     }
 }

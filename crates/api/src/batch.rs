@@ -91,25 +91,18 @@ pub async fn run_month_from(
         zeroed += 1;
     }
     let written = events.len() - zeroed;
-    for chunk in events.chunks(5000) {
-        store
-            .upsert_usage_events(chunk)
-            .await
-            .context("cannot record the gpu_local events")?;
-    }
+    // One transaction: the month's events and the audit event of the run, together or not at all.
+    let mut audit = AuditDraft::system(
+        "system",
+        "allocation_batch.run",
+        now,
+        json!({ "from": p.from.to_string(), "to": p.to.to_string(), "events": written, "zeroed": zeroed }),
+    );
+    audit.resource = Some(format!("gpu_local/{period}"));
     store
-        .append_audit(&AuditDraft {
-            occurred_at: now,
-            actor: "system".into(),
-            actor_role: None,
-            tenant_id: None,
-            action: "allocation_batch.run".into(),
-            decision: "allow".into(),
-            resource: Some(format!("gpu_local/{period}")),
-            request_id: None,
-            details: json!({ "from": p.from.to_string(), "to": p.to.to_string(), "events": written, "zeroed": zeroed }),
-        })
-        .await?;
+        .upsert_usage_events(&events, &audit)
+        .await
+        .context("cannot record the gpu_local events")?;
     Ok(BatchOutcome {
         period: period.to_string(),
         from: p.from,

@@ -14,6 +14,9 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 pub const DEFAULT_RAW_RETENTION_DAYS: u32 = 35;
 pub const DEFAULT_MAX_GAP_MINUTES: u32 = 15;
 pub const DEFAULT_ALLOCATION_BUCKET_MINUTES: u32 = 60;
+pub const DEFAULT_RATE_LIMIT_PER_KEY: u32 = 50;
+pub const DEFAULT_RATE_LIMIT_PER_ADDRESS: u32 = 20;
+pub const DEFAULT_MAX_CLOCK_SKEW_SECONDS: u32 = 300;
 
 /// Where the data lives, parsed from `EAI_DATABASE_URL`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,6 +120,31 @@ pub struct Config {
     pub allocation_source: AllocationSource,
     /// `EAI_ALLOCATION_BATCH`: `on` (default) runs the allocation batch hourly in `serve`; `off` disables it.
     pub allocation_batch: bool,
+    /// `EAI_RATE_LIMIT_PER_KEY`: requests per second one API key may make (bursts of twice that); 0: no limit.
+    pub rate_limit_per_key: u32,
+    /// `EAI_RATE_LIMIT_PER_ADDRESS`: requests per second one client address may make without a valid key
+    /// (probes, metrics, the portal's files, failed sign-ins; bursts of twice that); 0: no limit.
+    pub rate_limit_per_address: u32,
+    /// `EAI_MAX_CONCURRENT_ALLOCATIONS`: allocation computations at once (beyond: 429). Default: the cores.
+    pub max_concurrent_allocations: usize,
+    /// `EAI_MAX_CLOCK_SKEW_SECONDS`: a sample ending later than this after the server's clock is refused.
+    pub max_clock_skew_seconds: u32,
+    /// `EAI_METRICS_TOKEN`: when set, `/metrics` asks for `Authorization: Bearer <token>`. Secret.
+    pub metrics_token: Option<String>,
+    /// `EAI_TLS_CERT` and `EAI_TLS_KEY`: PEM files; when both are set the server speaks HTTPS only.
+    pub tls: Option<Tls>,
+}
+
+/// The server's certificate chain and private key (PEM files).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tls {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+/// The machine's cores (at least one): the default number of allocations computed at once.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 impl Default for Config {
@@ -134,6 +162,12 @@ impl Default for Config {
             clickhouse_url: None,
             allocation_source: AllocationSource::Primary,
             allocation_batch: true,
+            rate_limit_per_key: DEFAULT_RATE_LIMIT_PER_KEY,
+            rate_limit_per_address: DEFAULT_RATE_LIMIT_PER_ADDRESS,
+            max_concurrent_allocations: cores(),
+            max_clock_skew_seconds: DEFAULT_MAX_CLOCK_SKEW_SECONDS,
+            metrics_token: None,
+            tls: None,
         }
     }
 }
@@ -162,6 +196,18 @@ impl std::fmt::Debug for Config {
             )
             .field("allocation_source", &self.allocation_source)
             .field("allocation_batch", &self.allocation_batch)
+            .field("rate_limit_per_key", &self.rate_limit_per_key)
+            .field("rate_limit_per_address", &self.rate_limit_per_address)
+            .field(
+                "max_concurrent_allocations",
+                &self.max_concurrent_allocations,
+            )
+            .field("max_clock_skew_seconds", &self.max_clock_skew_seconds)
+            .field(
+                "metrics_token",
+                &self.metrics_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -210,6 +256,25 @@ impl Config {
                 _ => bail!("EAI_ALLOCATION_BATCH must be `on` or `off`, not `{v}`"),
             };
         }
+        c.rate_limit_per_key = number(&get, "EAI_RATE_LIMIT_PER_KEY", c.rate_limit_per_key)?;
+        c.rate_limit_per_address =
+            number(&get, "EAI_RATE_LIMIT_PER_ADDRESS", c.rate_limit_per_address)?;
+        c.max_concurrent_allocations = number(
+            &get,
+            "EAI_MAX_CONCURRENT_ALLOCATIONS",
+            c.max_concurrent_allocations,
+        )?;
+        c.max_clock_skew_seconds =
+            number(&get, "EAI_MAX_CLOCK_SKEW_SECONDS", c.max_clock_skew_seconds)?;
+        c.metrics_token = get("EAI_METRICS_TOKEN");
+        c.tls = match (get("EAI_TLS_CERT"), get("EAI_TLS_KEY")) {
+            (Some(cert), Some(key)) => Some(Tls {
+                cert: PathBuf::from(cert),
+                key: PathBuf::from(key),
+            }),
+            (None, None) => None,
+            _ => bail!("EAI_TLS_CERT and EAI_TLS_KEY go together: set both (PEM files) or neither"),
+        };
         c.validate()?;
         Ok(c)
     }
@@ -227,6 +292,14 @@ impl Config {
         }
         if self.max_gap_minutes == 0 {
             bail!("EAI_MAX_GAP_MINUTES must be at least 1");
+        }
+        if self.max_concurrent_allocations == 0 {
+            bail!("EAI_MAX_CONCURRENT_ALLOCATIONS must be at least 1");
+        }
+        if let Some(t) = &self.metrics_token {
+            if t.len() < 16 {
+                bail!("EAI_METRICS_TOKEN must have at least 16 characters");
+            }
         }
         if let Some(k) = &self.bootstrap_admin_key {
             crate::auth::check_key_format(k)

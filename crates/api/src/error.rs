@@ -21,6 +21,7 @@ pub enum ErrorCode {
     NotFound,
     MethodNotAllowed,
     PayloadTooLarge,
+    Conflict,
     ValidationError,
     RateLimited,
     Internal,
@@ -28,13 +29,14 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 10] = [
+    pub const ALL: [ErrorCode; 11] = [
         ErrorCode::Unauthorized,
         ErrorCode::Forbidden,
         ErrorCode::TenantRequired,
         ErrorCode::NotFound,
         ErrorCode::MethodNotAllowed,
         ErrorCode::PayloadTooLarge,
+        ErrorCode::Conflict,
         ErrorCode::ValidationError,
         ErrorCode::RateLimited,
         ErrorCode::Internal,
@@ -50,6 +52,7 @@ impl ErrorCode {
             ErrorCode::NotFound => StatusCode::NOT_FOUND,
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::Conflict => StatusCode::CONFLICT,
             ErrorCode::ValidationError => StatusCode::UNPROCESSABLE_ENTITY,
             ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -65,6 +68,7 @@ impl ErrorCode {
             ErrorCode::NotFound => "not_found",
             ErrorCode::MethodNotAllowed => "method_not_allowed",
             ErrorCode::PayloadTooLarge => "payload_too_large",
+            ErrorCode::Conflict => "conflict",
             ErrorCode::ValidationError => "validation_error",
             ErrorCode::RateLimited => "rate_limited",
             ErrorCode::Internal => "internal",
@@ -82,6 +86,8 @@ pub struct ApiError {
     pub fr: String,
     pub details: Value,
     internal: Option<String>,
+    /// Seconds, for `Retry-After` (rate limits).
+    pub retry_after: Option<u32>,
 }
 
 impl ApiError {
@@ -92,6 +98,7 @@ impl ApiError {
             fr: fr.into(),
             details: Value::Null,
             internal: None,
+            retry_after: None,
         }
     }
 
@@ -106,6 +113,31 @@ impl ApiError {
             "Missing, unknown or revoked API key: send `Authorization: Bearer eai_live_…`.",
             "Clé d'API absente, inconnue ou révoquée : envoyez `Authorization: Bearer eai_live_…`.",
         )
+    }
+
+    /// A key past its `expires_at`, or a rotated key's old secret past its grace period.
+    pub fn key_expired() -> Self {
+        Self::new(
+            ErrorCode::Unauthorized,
+            "This API key has expired: ask an administrator for a new one.",
+            "Cette clé d'API a expiré : demandez-en une nouvelle à un administrateur.",
+        )
+    }
+
+    /// A conflict with stored state. The message names only what the caller sent.
+    pub fn conflict(en: impl Into<String>) -> Self {
+        let en = en.into();
+        let fr = format!("Conflit avec l'état enregistré : {en}");
+        Self::new(
+            ErrorCode::Conflict,
+            format!("Conflict with the stored state: {en}"),
+            fr,
+        )
+    }
+
+    /// What the caller may not do, with the reason in English (stored data the caller may not touch).
+    pub fn forbidden_because(en: impl Into<String>, fr: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Forbidden, en, fr)
     }
 
     pub fn forbidden(role: &str, action: &str) -> Self {
@@ -202,12 +234,26 @@ impl ApiError {
         .with_details(json!([{ "field": "body", "reason": reason.to_string() }]))
     }
 
-    pub fn rate_limited() -> Self {
-        Self::new(
+    /// Too many requests: retry after `seconds` (also in `Retry-After`).
+    pub fn rate_limited(seconds: u32) -> Self {
+        let mut e = Self::new(
             ErrorCode::RateLimited,
-            "Too many requests: retry later.",
-            "Trop de requêtes : réessayez plus tard.",
-        )
+            format!("Too many requests: retry in {seconds} s."),
+            format!("Trop de requêtes : réessayez dans {seconds} s."),
+        );
+        e.retry_after = Some(seconds);
+        e
+    }
+
+    /// Every allocation slot is busy.
+    pub fn allocations_busy() -> Self {
+        let mut e = Self::new(
+            ErrorCode::RateLimited,
+            "Every allocation slot of the server is busy: retry in 1 s.",
+            "Tous les calculs d'allocation du serveur sont occupés : réessayez dans 1 s.",
+        );
+        e.retry_after = Some(1);
+        e
     }
 
     /// An internal failure. `cause` is logged with the request id and never shown.
@@ -272,6 +318,11 @@ impl IntoResponse for ApiError {
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
+        if let Some(s) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(s));
+        }
         response
     }
 }
@@ -284,8 +335,11 @@ impl From<StoreError> for ApiError {
                 format!("Not found: {what}."),
                 format!("Introuvable : {what}."),
             ),
-            // The contract has no 409: a request that contradicts the stored state is invalid as sent.
-            StoreError::Conflict(what) => ApiError::invalid("id", what),
+            StoreError::Conflict(what) => ApiError::conflict(what),
+            StoreError::Forbidden(what) => ApiError::forbidden_because(
+                format!("Forbidden: {what}."),
+                format!("Interdit : {what}."),
+            ),
             StoreError::Refused(errors) => ApiError::validation(errors),
             StoreError::Internal(cause) => ApiError::internal(format!("store: {cause}")),
         }

@@ -12,6 +12,7 @@ pub mod batch;
 pub mod config;
 pub mod error;
 pub mod extract;
+pub mod limits;
 pub mod metrics;
 pub mod routes;
 pub mod startup;

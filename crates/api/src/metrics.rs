@@ -30,6 +30,12 @@ pub struct Metrics {
     pub samples_duplicates: AtomicU64,
     pub samples_rejected: AtomicU64,
     pub usage_events_ingested: AtomicU64,
+    /// Failed sign-ins by reason (`missing`, `malformed`, `unknown`, `revoked`, `expired`).
+    auth_failures: Mutex<BTreeMap<&'static str, u64>>,
+    /// Requests answered 429.
+    pub rate_limited: AtomicU64,
+    /// The audit chain's head as last read (seq, hash): what an operator anchors.
+    audit_head: Mutex<Option<(u64, String)>>,
     /// The ClickHouse replica (all zero when there is none).
     pub replica: ReplicaMetrics,
 }
@@ -70,6 +76,22 @@ impl Metrics {
                     h.buckets[i] += 1;
                 }
             }
+        }
+    }
+
+    pub fn auth_failed(&self, reason: &'static str) {
+        if let Ok(mut m) = self.auth_failures.lock() {
+            *m.entry(reason).or_default() += 1;
+        }
+    }
+
+    pub fn rate_limited(&self) {
+        Self::add(&self.rate_limited, 1);
+    }
+
+    pub fn set_audit_head(&self, seq: u64, hash: &str) {
+        if let Ok(mut h) = self.audit_head.lock() {
+            *h = Some((seq, hash.to_string()));
         }
     }
 
@@ -193,6 +215,29 @@ impl Metrics {
                 "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {}",
                 c.load(Ordering::Relaxed)
             );
+        }
+        out.push_str("# HELP eai_auth_failures_total Failed sign-ins (the key is never recorded), by reason.\n");
+        out.push_str("# TYPE eai_auth_failures_total counter\n");
+        if let Ok(m) = self.auth_failures.lock() {
+            for (reason, n) in m.iter() {
+                let _ = writeln!(out, "eai_auth_failures_total{{reason=\"{reason}\"}} {n}");
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP eai_rate_limited_total Requests answered 429 rate_limited.\n# TYPE eai_rate_limited_total counter\neai_rate_limited_total {}",
+            self.rate_limited.load(Ordering::Relaxed)
+        );
+        if let Ok(h) = self.audit_head.lock() {
+            if let Some((seq, hash)) = h.as_ref() {
+                let _ = writeln!(
+                    out,
+                    "# HELP eai_audit_head_seq Sequence of the audit chain's newest event: anchor it outside the database.\n\
+                     # TYPE eai_audit_head_seq gauge\neai_audit_head_seq {seq}\n\
+                     # HELP eai_audit_head_info The audit chain's newest event (its hash as a label).\n\
+                     # TYPE eai_audit_head_info gauge\neai_audit_head_info{{seq=\"{seq}\",hash=\"{hash}\"}} 1"
+                );
+            }
         }
         out
     }

@@ -14,7 +14,7 @@ use eai_store::clickhouse::{replicate_once, ClickHouse};
 use eai_store::postgres::PgStore;
 use eai_store::rollups::RollupConfig;
 use eai_store::sqlite::{SqliteConfig, SqliteStore};
-use eai_store::{AuditDraft, Role, Store};
+use eai_store::{AuditDraft, NewApiKey, Role, Store};
 use serde_json::json;
 use tokio::net::TcpListener;
 
@@ -72,7 +72,12 @@ impl Application {
             .local_addr()
             .context("cannot read the bound address")?;
         let clickhouse = config.clickhouse()?;
-        let mut state = AppState::new(store, Settings::from_config(&config));
+        let limits = crate::limits::Limits::new(
+            config.rate_limit_per_key,
+            config.rate_limit_per_address,
+            config.max_concurrent_allocations,
+        );
+        let mut state = AppState::new(store, Settings::from_config(&config), limits);
         if let (AllocationSource::ClickHouse, Some(ch)) = (&config.allocation_source, &clickhouse) {
             state.source = Arc::new(Source::ClickHouse(ch.clone()));
         }
@@ -136,12 +141,13 @@ impl Application {
                 BATCH_EVERY,
             )));
         }
+        tasks.push(tokio::spawn(housekeeping(self.state.clone())));
         tracing::info!(
             address = %self.local_addr,
             storage = self.state.store.backend(),
             "eai-gpu control plane listening"
         );
-        let app = router(self.state.clone());
+        let app = router(self.state.clone()).into_make_service_with_connect_info::<SocketAddr>();
         let served = axum::serve(self.listener, app)
             .with_graceful_shutdown(shutdown)
             .await;
@@ -150,6 +156,29 @@ impl Application {
         }
         tracing::info!("eai-gpu control plane stopped");
         served.context("the HTTP server failed")
+    }
+}
+
+/// How often the audit chain's head is logged (an anchor outside the database; also in `/metrics`).
+const AUDIT_HEAD_EVERY: Duration = Duration::from_secs(24 * 3600);
+
+/// Background chores: rate limiters forget idle keys every minute; the audit chain's head is logged at start
+/// and daily, so that the logs anchor it outside the database.
+async fn housekeeping(state: AppState) {
+    let mut minute = tokio::time::interval(Duration::from_secs(60));
+    let mut day = tokio::time::interval(AUDIT_HEAD_EVERY);
+    loop {
+        tokio::select! {
+            _ = minute.tick() => state.limits.retain_recent(),
+            _ = day.tick() => match state.store.audit_head().await {
+                Ok(Some(h)) => {
+                    state.metrics.set_audit_head(h.seq, &h.hash);
+                    tracing::info!(seq = h.seq, hash = %h.hash, "audit chain head (anchor it: eai-gpu audit verify --expect-head SEQ:HASH)");
+                }
+                Ok(None) => tracing::info!("audit chain head: the chain is empty"),
+                Err(e) => tracing::warn!(error = %e, "cannot read the audit chain's head"),
+            },
+        }
     }
 }
 
@@ -226,27 +255,30 @@ pub async fn bootstrap(store: &dyn Store, config: &Config) -> anyhow::Result<Boo
         }
     };
     let at = now();
+    let source = if file.is_some() {
+        "generated"
+    } else {
+        "environment"
+    };
+    let new = NewApiKey {
+        hash: hash_api_key(&key),
+        role: Role::PlatformAdmin,
+        tenant_id: None,
+        name: Some("bootstrap".into()),
+        nodes: Vec::new(),
+        expires_at: None,
+        created_at: at,
+    };
+    let audit = AuditDraft::system(
+        "system",
+        "api_key.bootstrap",
+        at,
+        json!({ "role": "platform_admin", "source": source }),
+    );
     let rec = store
-        .create_api_key(
-            &hash_api_key(&key),
-            Role::PlatformAdmin,
-            None,
-            Some("bootstrap"),
-            at,
-        )
+        .create_api_key(&new, &audit)
         .await
         .context("cannot store the bootstrap key")?;
-    audit_bootstrap(
-        store,
-        &rec.id,
-        at,
-        if file.is_some() {
-            "generated"
-        } else {
-            "environment"
-        },
-    )
-    .await?;
     Ok(match file {
         Some(file) => {
             tracing::warn!(
@@ -265,30 +297,6 @@ pub async fn bootstrap(store: &dyn Store, config: &Config) -> anyhow::Result<Boo
             Bootstrap::FromConfig { key_id: rec.id }
         }
     })
-}
-
-async fn audit_bootstrap(
-    store: &dyn Store,
-    key_id: &str,
-    at: Timestamp,
-    source: &str,
-) -> anyhow::Result<()> {
-    let draft = AuditDraft {
-        occurred_at: at,
-        actor: "system".into(),
-        actor_role: None,
-        tenant_id: None,
-        action: "api_key.bootstrap".into(),
-        decision: "allow".into(),
-        resource: Some(key_id.to_string()),
-        request_id: None,
-        details: json!({ "role": "platform_admin", "source": source }),
-    };
-    store
-        .append_audit(&draft)
-        .await
-        .context("cannot audit the bootstrap key")?;
-    Ok(())
 }
 
 /// Writes a secret readable by its owner only.

@@ -7,6 +7,7 @@ use eai_engine::time::Timestamp;
 use eai_store::Store;
 
 use crate::config::Config;
+use crate::limits::Limits;
 use crate::metrics::Metrics;
 
 /// Limits and knobs the handlers read.
@@ -18,6 +19,10 @@ pub struct Settings {
     pub allocation_bucket_ms: i64,
     /// Longest allocation period a request may ask for.
     pub max_range_days: i64,
+    /// A sample ending later than this after the server's clock is refused.
+    pub max_clock_skew_ms: i64,
+    /// When set, `/metrics` asks for `Authorization: Bearer <token>`.
+    pub metrics_token: Option<String>,
 }
 
 impl Settings {
@@ -27,6 +32,8 @@ impl Settings {
             max_body_bytes: c.max_body_bytes,
             allocation_bucket_ms: i64::from(c.allocation_bucket_minutes) * 60_000,
             max_range_days: 366,
+            max_clock_skew_ms: i64::from(c.max_clock_skew_seconds) * 1000,
+            metrics_token: c.metrics_token.clone(),
         }
     }
 }
@@ -39,15 +46,18 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Where `GET /v1/finops/gpu/allocation` reads rollups, gaps and usage (`EAI_ALLOCATION_SOURCE`).
     pub source: Arc<crate::allocation::Source>,
+    /// Rate limits and allocation slots.
+    pub limits: Arc<Limits>,
 }
 
 impl AppState {
-    pub fn new(store: Arc<dyn Store>, settings: Settings) -> Self {
+    pub fn new(store: Arc<dyn Store>, settings: Settings, limits: Limits) -> Self {
         AppState {
             store,
             settings: Arc::new(settings),
             metrics: Arc::new(Metrics::new()),
             source: Arc::new(crate::allocation::Source::Primary),
+            limits: Arc::new(limits),
         }
     }
 }

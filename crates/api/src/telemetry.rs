@@ -2,12 +2,13 @@
 //! new span id), one tracing span per request with the `eai.*` fields, the locale of error messages, and the
 //! HTTP metrics. Tracing only: no exporter here.
 
+use std::net::SocketAddr;
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
+use axum::extract::{ConnectInfo, MatchedPath, Request, State};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use rand::RngCore;
 use tracing::Instrument;
 
@@ -215,8 +216,24 @@ pub async fn observe(State(state): State<AppState>, req: Request, next: Next) ->
         request_id: request_id.clone(),
         locale,
     };
+    // Requests without a key are limited per client address (those with one, per key, once it is checked).
+    let unauthenticated = !req.headers().contains_key(header::AUTHORIZATION);
+    let ip = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    let limits = state.limits.clone();
+    let metrics = state.metrics.clone();
     let mut response = CONTEXT
-        .scope(ctx, next.run(req))
+        .scope(ctx, async move {
+            if unauthenticated {
+                if let Err(e) = limits.check_address(ip) {
+                    metrics.rate_limited();
+                    return e.into_response();
+                }
+            }
+            next.run(req).await
+        })
         .instrument(span.clone())
         .await;
 

@@ -421,7 +421,7 @@ async fn the_worked_example_of_the_spec_holds_through_the_api() {
     // Every mutation left a link in a chain that verifies.
     let stopped = app.stop().await;
     let store = stopped.store().await;
-    assert_eq!(store.verify_audit_chain().await.expect("verify"), None);
+    assert_eq!(store.verify_audit_chain(None).await.expect("verify"), None);
 }
 
 async fn two_tenants_sharing_70_30_in_tokens_get_70_30_and_see_only_their_own() {
@@ -580,13 +580,19 @@ async fn roles_are_enforced_and_denied_mutations_are_audited() {
     {
         let store = app.second_store().await;
         let at = eai_api::state::now();
+        let new = eai_store::NewApiKey {
+            hash: eai_api::hash_api_key(&orphan),
+            role: Role::Finops,
+            tenant_id: None,
+            name: Some("orphan".into()),
+            nodes: Vec::new(),
+            expires_at: None,
+            created_at: at,
+        };
         store
             .create_api_key(
-                &eai_api::hash_api_key(&orphan),
-                Role::Finops,
-                None,
-                Some("orphan"),
-                at,
+                &new,
+                &eai_store::AuditDraft::system("test", "api_key.create", at, json!({})),
             )
             .await
             .expect("key");
@@ -661,7 +667,7 @@ async fn roles_are_enforced_and_denied_mutations_are_audited() {
 
     let stopped = app.stop().await;
     let store = stopped.store().await;
-    assert_eq!(store.verify_audit_chain().await.expect("verify"), None);
+    assert_eq!(store.verify_audit_chain(None).await.expect("verify"), None);
 }
 
 async fn invalid_policies_are_rejected_field_by_field() {

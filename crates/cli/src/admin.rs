@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use eai_api::routes::keys::{key_request_full, key_view};
 use eai_api::{hash_api_key, new_api_key, open_store};
-use eai_engine::TenantId;
-use eai_store::{AuditDraft, Role};
+use eai_store::{AuditDraft, AuditHead, NewApiKey, Scope};
 
 #[derive(Debug, Args)]
 pub struct StoreArgs {
@@ -31,14 +31,35 @@ pub struct KeysArgs {
 pub enum KeysCommand {
     /// Create an API key and print it (once).
     Create {
-        /// platform_admin, finops, tenant_admin, auditor, developer, viewer, security_officer or sampler.
+        /// platform_admin, finops, tenant_admin, auditor, developer, viewer, security_officer, sampler or
+        /// usage_reporter.
         #[arg(long)]
         role: String,
-        /// The tenant (uuid); required for every role but platform_admin and sampler.
+        /// The tenant (uuid); required for every role but platform_admin, sampler and usage_reporter.
         #[arg(long)]
         tenant: Option<String>,
         #[arg(long)]
         name: Option<String>,
+        /// After this instant (a date or RFC 3339) the key is refused.
+        #[arg(long)]
+        expires_at: Option<String>,
+        /// A sampler key may only post samples of these nodes (repeat the flag, or separate with commas).
+        #[arg(long, value_delimiter = ',')]
+        node: Vec<String>,
+    },
+    /// List the keys (never their secrets).
+    List {
+        /// Print JSON, as `GET /v1/auth/api-keys` answers.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a key (`key_<n>`): the next call with it gets 401.
+    Revoke { id: String },
+    /// Give a key a new secret (printed once); the old one keeps working `--grace` more (e.g. 10m, 1h; 0 default).
+    Rotate {
+        id: String,
+        #[arg(long, default_value = "0s")]
+        grace: String,
     },
 }
 
@@ -53,7 +74,49 @@ pub struct AuditArgs {
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
     /// Walk the hash chain; exit 1 and name the first broken link if any.
-    Verify,
+    Verify {
+        /// A head anchored earlier (`GET /v1/audit/head`, the logs or `/metrics`) as SEQ:HASH: the chain must
+        /// still hold it (a cut tail or a recomputed chain fails).
+        #[arg(long)]
+        expect_head: Option<String>,
+    },
+    /// Print the chain's head as SEQ:HASH (what to anchor outside the database).
+    Head,
+}
+
+/// `SEQ:HASH` as `--expect-head` takes it.
+pub fn parse_head(s: &str) -> anyhow::Result<AuditHead> {
+    let (seq, hash) = s
+        .trim()
+        .split_once(':')
+        .context("--expect-head must be SEQ:HASH, as `eai-gpu audit head` prints it")?;
+    let seq: u64 = seq
+        .parse()
+        .with_context(|| format!("--expect-head: `{seq}` is not a sequence number"))?;
+    if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        anyhow::bail!("--expect-head: the hash must be 64 hex digits");
+    }
+    Ok(AuditHead {
+        seq,
+        hash: hash.to_ascii_lowercase(),
+    })
+}
+
+/// A duration like `90s`, `10m`, `1h`, `2d` (or plain seconds).
+fn parse_grace(s: &str) -> anyhow::Result<u64> {
+    let s = s.trim();
+    let (n, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: u64 = n
+        .parse()
+        .with_context(|| format!("--grace `{s}` is not a duration like 10m"))?;
+    let mult = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => anyhow::bail!("--grace `{s}`: use s, m, h or d"),
+    };
+    Ok(n * mult)
 }
 
 async fn store(args: &StoreArgs) -> anyhow::Result<std::sync::Arc<dyn eai_store::Store>> {
@@ -68,45 +131,133 @@ pub async fn migrate(args: StoreArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What the command records in the audit chain.
+fn cli_audit(action: &str, resource: Option<String>, details: serde_json::Value) -> AuditDraft {
+    let mut d = AuditDraft::system("cli", action, eai_api::state::now(), details);
+    d.resource = resource;
+    d
+}
+
 pub async fn keys(args: KeysArgs) -> anyhow::Result<ExitCode> {
     let s = store(&args.store).await?;
+    let at = eai_api::state::now();
     match args.command {
-        KeysCommand::Create { role, tenant, name } => {
-            let role = Role::parse(&role).with_context(|| {
-                let all: Vec<&str> = Role::ALL.iter().map(|r| r.as_str()).collect();
-                format!("--role must be one of {}", all.join(", "))
+        KeysCommand::Create {
+            role,
+            tenant,
+            name,
+            expires_at,
+            node,
+        } => {
+            let nodes = (!node.is_empty()).then_some(node);
+            let req = key_request_full(
+                Some(&role),
+                tenant.as_deref(),
+                name.as_deref(),
+                expires_at.as_deref(),
+                nodes.as_deref(),
+                at,
+            )
+            .map_err(|errors| {
+                let why: Vec<String> = errors
+                    .iter()
+                    .map(|e| format!("--{}: {}", e.field.replace('_', "-"), e.reason))
+                    .collect();
+                anyhow::anyhow!("{}", why.join("; "))
             })?;
-            let tenant: Option<TenantId> = tenant
-                .map(|t| {
-                    t.parse().map_err(|e: eai_engine::FieldError| {
-                        anyhow::anyhow!("--tenant {}", e.reason)
-                    })
-                })
-                .transpose()?;
-            if tenant.is_none() && !matches!(role, Role::PlatformAdmin | Role::Sampler) {
-                anyhow::bail!("--tenant is required for the role {}", role.as_str());
-            }
             let key = new_api_key();
-            let at = eai_api::state::now();
-            let rec = s
-                .create_api_key(&hash_api_key(&key), role, tenant, name.as_deref(), at)
-                .await?;
-            s.append_audit(&AuditDraft {
-                occurred_at: at,
-                actor: "cli".into(),
-                actor_role: None,
-                tenant_id: tenant,
-                action: "api_key.create".into(),
-                decision: "allow".into(),
-                resource: Some(rec.id.clone()),
-                request_id: None,
-                details: serde_json::json!({ "role": role.as_str(), "via": "eai-gpu keys create" }),
-            })
-            .await?;
+            let audit = cli_audit(
+                "api_key.create",
+                None,
+                serde_json::json!({ "role": req.role.as_str(), "via": "eai-gpu keys create" }),
+            );
+            let new = NewApiKey {
+                hash: hash_api_key(&key),
+                role: req.role,
+                tenant_id: req.tenant_id,
+                name: req.name,
+                nodes: req.nodes,
+                expires_at: req.expires_at,
+                created_at: at,
+            };
+            let rec = s.create_api_key(&new, &audit).await?;
             println!("id:     {}", rec.id);
-            println!("role:   {}", role.as_str());
-            if let Some(t) = tenant {
+            println!("role:   {}", rec.role.as_str());
+            if let Some(t) = rec.tenant_id {
                 println!("tenant: {t}");
+            }
+            if let Some(e) = rec.expires_at {
+                println!("expires: {e}");
+            }
+            if !rec.nodes.is_empty() {
+                println!("nodes:  {}", rec.nodes.join(", "));
+            }
+            println!("key:    {key}");
+            eprintln!("This key is shown once: store it now.");
+            Ok(ExitCode::SUCCESS)
+        }
+        KeysCommand::List { json } => {
+            let keys = s.api_keys(Scope::Platform).await?;
+            if json {
+                let items: Vec<serde_json::Value> = keys.iter().map(|k| key_view(k, at)).collect();
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({ "items": items }))?
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!(
+                "{:<8} {:<16} {:<36} {:<8} {:<20} {:<20} NAME",
+                "ID", "ROLE", "TENANT", "STATUS", "CREATED", "EXPIRES"
+            );
+            for k in &keys {
+                let v = key_view(k, at);
+                println!(
+                    "{:<8} {:<16} {:<36} {:<8} {:<20} {:<20} {}",
+                    k.id,
+                    k.role.as_str(),
+                    k.tenant_id
+                        .map(|t| t.to_string())
+                        .unwrap_or_else(|| "-".into()),
+                    v["status"].as_str().unwrap_or("-"),
+                    k.created_at.to_string(),
+                    k.expires_at
+                        .map(|t| t.to_string())
+                        .unwrap_or_else(|| "-".into()),
+                    k.name.as_deref().unwrap_or("-"),
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        KeysCommand::Revoke { id } => {
+            let audit = cli_audit(
+                "api_key.revoke",
+                Some(id.clone()),
+                serde_json::json!({ "via": "eai-gpu keys revoke" }),
+            );
+            let rec = s.revoke_api_key(Scope::Platform, &id, at, &audit).await?;
+            println!("{} revoked at {}", rec.id, rec.revoked_at.unwrap_or(at));
+            Ok(ExitCode::SUCCESS)
+        }
+        KeysCommand::Rotate { id, grace } => {
+            let grace = parse_grace(&grace)?;
+            let key = new_api_key();
+            let until = eai_engine::time::Timestamp(
+                at.0 + i64::try_from(grace).unwrap_or(i64::MAX / 2000) * 1000,
+            );
+            let audit = cli_audit(
+                "api_key.rotate",
+                Some(id.clone()),
+                serde_json::json!({ "grace_seconds": grace, "via": "eai-gpu keys rotate" }),
+            );
+            let rec = s
+                .rotate_api_key(Scope::Platform, &id, &hash_api_key(&key), at, until, &audit)
+                .await?;
+            println!("id:     {}", rec.id);
+            if grace > 0 {
+                println!("the old secret works until {until}");
+            } else {
+                println!("the old secret no longer works");
             }
             println!("key:    {key}");
             eprintln!("This key is shown once: store it now.");
@@ -118,19 +269,37 @@ pub async fn keys(args: KeysArgs) -> anyhow::Result<ExitCode> {
 pub async fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
     let s = store(&args.store).await?;
     match args.command {
-        AuditCommand::Verify => match s.verify_audit_chain().await? {
-            None => {
-                let n = s
-                    .audit_events(eai_store::Scope::Platform, 0, u64::MAX)
-                    .await?
-                    .len();
-                println!("audit chain intact: {n} events");
-                Ok(ExitCode::SUCCESS)
+        AuditCommand::Verify { expect_head } => {
+            let expect = expect_head.as_deref().map(parse_head).transpose()?;
+            match s.verify_audit_chain(expect.as_ref()).await? {
+                None => {
+                    let head = s.audit_head().await?;
+                    let n = head.as_ref().map_or(0, |h| h.seq);
+                    match (&expect, head) {
+                        (Some(e), _) => println!(
+                            "audit chain intact: {n} events, and it still holds the anchored head {}:{}",
+                            e.seq, e.hash
+                        ),
+                        (None, Some(h)) => println!(
+                            "audit chain intact: {n} events; head {}:{} (anchor it outside the database)",
+                            h.seq, h.hash
+                        ),
+                        (None, None) => println!("audit chain intact: no event yet"),
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                Some(b) => {
+                    println!("audit chain BROKEN at event {}: {}", b.seq, b.reason);
+                    Ok(ExitCode::from(1))
+                }
             }
-            Some(b) => {
-                println!("audit chain BROKEN at event {}: {}", b.seq, b.reason);
-                Ok(ExitCode::from(1))
+        }
+        AuditCommand::Head => {
+            match s.audit_head().await? {
+                Some(h) => println!("{}:{}", h.seq, h.hash),
+                None => println!("0:{}", eai_store::audit::GENESIS_HASH),
             }
-        },
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }

@@ -37,6 +37,11 @@ fn sample(g: i64, k: i64) -> anyhow::Result<Sample> {
     })
 }
 
+/// The audit event of the measurement's changes.
+fn audit() -> eai_store::AuditDraft {
+    eai_store::AuditDraft::system("bench", "bench.load", Timestamp(T0), serde_json::json!({}))
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
@@ -49,7 +54,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let started = Instant::now();
     for batch in all.chunks(8 * 30) {
-        store.insert_samples(batch).await?;
+        store.insert_samples(batch, &audit()).await?;
     }
     let elapsed = started.elapsed();
 

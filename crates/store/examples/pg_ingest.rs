@@ -26,6 +26,11 @@ use tokio_postgres::NoTls;
 
 const T0: i64 = 1_790_812_800_000; // 2026-10-01T00:00:00Z
 
+/// The audit event of the measurement's changes.
+fn audit() -> eai_store::AuditDraft {
+    eai_store::AuditDraft::system("bench", "bench.load", Timestamp(T0), serde_json::json!({}))
+}
+
 /// `gpus` GPUs, 8 to a node, sampled every 15 s for `windows` windows; in batches of one node's `per_batch`
 /// windows (a sampler's spool), in time order.
 fn batches(gpus: usize, windows: i64, per_batch: i64) -> anyhow::Result<Vec<Vec<Sample>>> {
@@ -135,7 +140,7 @@ async fn store_ingest(url: &str, batches: &[Vec<Sample>]) -> anyhow::Result<Dura
     let store = PgStore::open(url).await?;
     let started = Instant::now();
     for b in batches {
-        store.insert_samples(b).await?;
+        store.insert_samples(b, &audit()).await?;
     }
     Ok(started.elapsed())
 }

@@ -27,6 +27,11 @@ use uuid::Uuid;
 
 const H: i64 = 3_600_000;
 const T0: i64 = 1_790_812_800_000; // 2026-10-01T00:00:00Z
+
+/// The audit event of the measurement's changes.
+fn audit() -> eai_store::AuditDraft {
+    eai_store::AuditDraft::system("bench", "bench.load", Timestamp(T0), serde_json::json!({}))
+}
 const PER_DEPLOYMENT: usize = 20;
 
 fn tenant(n: u8) -> TenantId {
@@ -89,7 +94,7 @@ async fn fill(store: &PgStore, gpus: usize, hours: i64) -> anyhow::Result<(Durat
         let batch = (0..gpus)
             .map(|g| sample(g, hour))
             .collect::<anyhow::Result<Vec<_>>>()?;
-        store.insert_samples(&batch).await?;
+        store.insert_samples(&batch, &audit()).await?;
         if (hour + 1) % 24 == 0 {
             eprintln!(
                 "  hour {}: {:.0} ms per batch",
@@ -110,7 +115,7 @@ async fn fill(store: &PgStore, gpus: usize, hours: i64) -> anyhow::Result<(Durat
         }
     }
     for chunk in events.chunks(1000) {
-        store.upsert_usage_events(chunk).await?;
+        store.upsert_usage_events(chunk, &audit()).await?;
     }
     Ok((ingest, started.elapsed()))
 }

@@ -74,7 +74,7 @@ async fn ingest(store: &dyn Store, batches: &[Vec<Sample>]) -> anyhow::Result<(u
     let started = Instant::now();
     let mut n = 0;
     for b in batches {
-        n += store.insert_samples(b).await?.inserted;
+        n += store.insert_samples(b, &audit()).await?.inserted;
     }
     Ok((n, started.elapsed().as_secs_f64()))
 }
@@ -158,6 +158,11 @@ async fn rates(backend: &Backend, batches: &[Vec<Sample>], hours: i64) -> anyhow
         );
     }
     Ok(())
+}
+
+/// The audit event of the measurement's changes.
+fn audit() -> eai_store::AuditDraft {
+    eai_store::AuditDraft::system("bench", "bench.load", Timestamp(T0), serde_json::json!({}))
 }
 
 #[tokio::main]

@@ -1,29 +1,89 @@
 //! The audit hash chain, pure: how an event is linked to the one before it, and how a chain is checked.
 //!
-//! `hash = hex(sha256(prev_hash || canonical_json(draft) || seq))`, where `prev_hash` is the 64 hex characters of
-//! the previous event's hash (64 zeros for the first event, seq 1), `seq` is written in decimal and
-//! `canonical_json` is the draft as JSON with every object's keys sorted, no whitespace. The canonical form is
-//! built here, key by key, so that it does not depend on how `serde_json` happens to be compiled (its
-//! `preserve_order` feature would otherwise change the bytes, and so every hash). A JSON object ends with `}`,
-//! so the three parts cannot be confused with one another.
+//! An event is stored as `(seq, prev_hash, hash, tenant, body)`: `body` is the draft as canonical JSON (every
+//! object's keys sorted, no whitespace; built here key by key, so that it does not depend on how `serde_json`
+//! happens to be compiled), `tenant` the draft's tenant (a column, for scoped reads). The hash covers every
+//! stored column:
+//!
+//! `hash = hex(sha256("eai-audit/2" 0x00 prev_hash 0x00 seq 0x00 tenant 0x00 body))`
+//!
+//! with `prev_hash` the 64 hex characters of the previous event's hash (64 zeros for seq 1), `seq` in decimal,
+//! `tenant` the uuid or nothing, and `body` the bytes as stored. Events written before this form (a chain
+//! started by an older binary, below the store's `audit_v2_from_seq`) were hashed over
+//! `prev_hash || canonical(draft) || seq`; for them the verifier also checks that the tenant column is the
+//! draft's.
+//!
+//! A chain can still be cut at its tail or recomputed whole by someone who can write the database: an operator
+//! anchors the head (`GET /v1/audit/head`, also logged and in `/metrics`) outside it, and [`Verifier::expect`]
+//! checks that the chain still holds it.
 //!
 //! Backends store events; they never compute hashes themselves: they call [`link`] and [`Verifier`].
 
+use eai_engine::domain::TenantId;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::{AuditDraft, AuditEvent, BrokenLink};
+use crate::{AuditDraft, AuditEvent, AuditHead, BrokenLink};
 
 /// The `prev_hash` of the first event of a chain.
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-/// The hash of event `seq` with content `draft`, following the event whose hash is `prev_hash`.
+/// Bookkeeping key: the first sequence hashed with the current form (absent: every event).
+pub const V2_FROM: &str = "audit_v2_from_seq";
+
+/// The tenant column as hashed: the uuid, or empty for a platform event.
+pub fn tenant_text(t: Option<TenantId>) -> String {
+    t.map(|t| t.to_string()).unwrap_or_default()
+}
+
+/// The hash of event `seq` stored with `tenant` and `body`, following the event whose hash is `prev_hash`.
+pub fn link_stored(prev_hash: &str, seq: u64, tenant: &str, body: &str) -> String {
+    let mut h = Sha256::new();
+    for (i, part) in ["eai-audit/2", prev_hash, &seq.to_string(), tenant, body]
+        .iter()
+        .enumerate()
+    {
+        if i > 0 {
+            h.update([0u8]);
+        }
+        h.update(part.as_bytes());
+    }
+    hex::encode(h.finalize())
+}
+
+/// The hash of event `seq` with content `draft` (stored as its canonical JSON and its tenant).
 pub fn link(prev_hash: &str, seq: u64, draft: &AuditDraft) -> String {
+    link_stored(
+        prev_hash,
+        seq,
+        &tenant_text(draft.tenant_id),
+        &canonical_json(draft),
+    )
+}
+
+/// The hash of the first form (events below `audit_v2_from_seq`).
+pub fn link_v1(prev_hash: &str, seq: u64, draft: &AuditDraft) -> String {
     let mut h = Sha256::new();
     h.update(prev_hash.as_bytes());
     h.update(canonical_json(draft).as_bytes());
     h.update(seq.to_string().as_bytes());
     hex::encode(h.finalize())
+}
+
+/// A draft completed by the change it records: the resource it made or touched (when the caller could not
+/// name it before), and facts only the change knows (counts, ids) merged into `details`.
+pub fn completed(draft: &AuditDraft, resource: Option<String>, facts: Value) -> AuditDraft {
+    let mut d = draft.clone();
+    if resource.is_some() {
+        d.resource = resource;
+    }
+    if let Value::Object(f) = facts {
+        match d.details.as_object_mut() {
+            Some(m) => m.extend(f),
+            None => d.details = Value::Object(f),
+        }
+    }
+    d
 }
 
 /// The draft as canonical JSON: keys sorted at every depth, no insignificant whitespace.
@@ -72,6 +132,8 @@ fn write_canonical(v: &Value, out: &mut String) {
 pub struct Verifier {
     next_seq: u64,
     prev_hash: String,
+    v2_from: u64,
+    expect: Option<AuditHead>,
 }
 
 impl Default for Verifier {
@@ -79,6 +141,8 @@ impl Default for Verifier {
         Verifier {
             next_seq: 1,
             prev_hash: GENESIS_HASH.to_string(),
+            v2_from: 1,
+            expect: None,
         }
     }
 }
@@ -88,54 +152,113 @@ impl Verifier {
         Self::default()
     }
 
-    /// Checks the next event: its seq follows, its `prev_hash` is the previous event's hash and its own hash
-    /// matches its content. On success the event becomes the previous one.
-    pub fn push(&mut self, e: &AuditEvent) -> Result<(), BrokenLink> {
-        if e.seq != self.next_seq {
-            return Err(BrokenLink {
-                seq: self.next_seq,
-                reason: format!(
-                    "event {} is missing (the next stored event is {})",
-                    self.next_seq, e.seq
-                ),
-            });
+    /// A verifier for a chain whose events from `v2_from` on are hashed with the current form (`None`: all).
+    pub fn from_v2(v2_from: Option<u64>) -> Self {
+        Verifier {
+            v2_from: v2_from.unwrap_or(1),
+            ..Self::default()
         }
-        if e.prev_hash != self.prev_hash {
-            return Err(BrokenLink {
-                seq: e.seq,
-                reason: "prev_hash does not match the hash of the previous event".to_string(),
-            });
-        }
-        if link(&e.prev_hash, e.seq, &e.draft) != e.hash {
-            return Err(BrokenLink {
-                seq: e.seq,
-                reason: "hash does not match the event's content".to_string(),
-            });
-        }
-        self.next_seq += 1;
-        self.prev_hash.clone_from(&e.hash);
-        Ok(())
     }
 
-    /// Checks the next event as a backend stores it (the draft as JSON text): a body that no longer reads as
-    /// an audit event is a broken link too.
+    /// The chain must also still hold this head, anchored earlier outside the database.
+    pub fn expect(mut self, head: Option<&AuditHead>) -> Self {
+        self.expect = head.cloned();
+        self
+    }
+
+    fn broken(seq: u64, reason: impl Into<String>) -> BrokenLink {
+        BrokenLink {
+            seq,
+            reason: reason.into(),
+        }
+    }
+
+    /// Checks the next event as a backend stores it: its seq follows, its `prev_hash` is the previous event's
+    /// hash, its body reads as an audit event of the tenant in its tenant column, and its hash covers them. On
+    /// success the event becomes the previous one.
     pub fn push_stored(
         &mut self,
         seq: u64,
         prev_hash: String,
         hash: String,
+        tenant: &str,
         body: &str,
     ) -> Result<(), BrokenLink> {
-        let draft: AuditDraft = serde_json::from_str(body).map_err(|e| BrokenLink {
-            seq,
-            reason: format!("the event no longer reads as an audit event: {e}"),
+        if seq != self.next_seq {
+            return Err(Self::broken(
+                self.next_seq,
+                format!(
+                    "event {} is missing (the next stored event is {seq})",
+                    self.next_seq
+                ),
+            ));
+        }
+        if prev_hash != self.prev_hash {
+            return Err(Self::broken(
+                seq,
+                "prev_hash does not match the hash of the previous event",
+            ));
+        }
+        let draft: AuditDraft = serde_json::from_str(body).map_err(|e| {
+            Self::broken(
+                seq,
+                format!("the event no longer reads as an audit event: {e}"),
+            )
         })?;
-        self.push(&AuditEvent {
-            seq,
-            draft,
-            prev_hash,
-            hash,
-        })
+        if tenant_text(draft.tenant_id) != tenant {
+            return Err(Self::broken(
+                seq,
+                "the tenant column does not match the event's tenant",
+            ));
+        }
+        let want = if seq >= self.v2_from {
+            link_stored(&prev_hash, seq, tenant, body)
+        } else {
+            link_v1(&prev_hash, seq, &draft)
+        };
+        if want != hash {
+            return Err(Self::broken(seq, "hash does not match the event's content"));
+        }
+        if let Some(head) = &self.expect {
+            if head.seq == seq && head.hash != hash {
+                return Err(Self::broken(
+                    seq,
+                    format!(
+                        "event {seq} no longer has the anchored hash {}: the chain was rewritten at or before it",
+                        head.hash
+                    ),
+                ));
+            }
+        }
+        self.next_seq += 1;
+        self.prev_hash = hash;
+        Ok(())
+    }
+
+    /// Checks the next event (as its backend would store it).
+    pub fn push(&mut self, e: &AuditEvent) -> Result<(), BrokenLink> {
+        self.push_stored(
+            e.seq,
+            e.prev_hash.clone(),
+            e.hash.clone(),
+            &tenant_text(e.draft.tenant_id),
+            &canonical_json(&e.draft),
+        )
+    }
+
+    /// Once every event was pushed: an anchored head beyond the last event means the tail was cut.
+    pub fn finish(&self) -> Result<(), BrokenLink> {
+        match &self.expect {
+            Some(head) if head.seq >= self.next_seq => Err(Self::broken(
+                self.next_seq,
+                format!(
+                    "the chain ends at event {} but event {} was anchored: its tail was cut",
+                    self.next_seq - 1,
+                    head.seq
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// The seq the next event must have.
@@ -147,7 +270,10 @@ impl Verifier {
 /// Checks a whole chain (starting at seq 1); `None` when intact, else the first broken link.
 pub fn verify(events: &[AuditEvent]) -> Option<BrokenLink> {
     let mut v = Verifier::new();
-    events.iter().find_map(|e| v.push(e).err())
+    events
+        .iter()
+        .find_map(|e| v.push(e).err())
+        .or_else(|| v.finish().err())
 }
 
 /// Serde of [`eai_engine::time::Timestamp`] as RFC 3339 text (the audit contract's `date-time`).
@@ -238,6 +364,68 @@ mod tests {
         assert_ne!(h, link(&"1".repeat(64), 1, &d));
         assert_ne!(h, link(GENESIS_HASH, 1, &draft("b")));
         assert_eq!(h, link(GENESIS_HASH, 1, &d.clone()));
+    }
+
+    #[test]
+    fn the_hash_covers_the_tenant_column_and_the_body_as_stored() {
+        let d = draft("a");
+        let body = canonical_json(&d);
+        let h = link_stored(GENESIS_HASH, 1, "", &body);
+        assert_eq!(h, link(GENESIS_HASH, 1, &d));
+        let t = "8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10";
+        assert_ne!(h, link_stored(GENESIS_HASH, 1, t, &body));
+        assert_ne!(h, link_stored(GENESIS_HASH, 1, "", &format!("{body} ")));
+        // A row whose tenant column was changed is caught even when its hash is recomputed.
+        let mut v = Verifier::new();
+        let e = v.push_stored(
+            1,
+            GENESIS_HASH.into(),
+            link_stored(GENESIS_HASH, 1, t, &body),
+            t,
+            &body,
+        );
+        assert!(e.expect_err("tenant").reason.contains("tenant column"));
+        // Events of the first form verify below the switch.
+        let mut v = Verifier::from_v2(Some(2));
+        v.push_stored(
+            1,
+            GENESIS_HASH.into(),
+            link_v1(GENESIS_HASH, 1, &d),
+            "",
+            &body,
+        )
+        .expect("a first-form event");
+    }
+
+    #[test]
+    fn an_anchored_head_catches_a_cut_tail_and_a_recomputed_chain() {
+        let c = chain(5);
+        let head = AuditHead {
+            seq: 4,
+            hash: c[3].hash.clone(),
+        };
+        let check = |events: &[AuditEvent]| {
+            let mut v = Verifier::new().expect(Some(&head));
+            events
+                .iter()
+                .find_map(|e| v.push(e).err())
+                .or_else(|| v.finish().err())
+        };
+        assert_eq!(check(&c), None);
+        let cut = check(&c[..3]).expect("tail cut");
+        assert_eq!(cut.seq, 4);
+        assert!(cut.reason.contains("tail was cut"), "{}", cut.reason);
+        // Recomputed from event 2 on with other content: every link holds, the anchored hash does not.
+        let mut r = c.clone();
+        r[1].draft.decision = "deny".into();
+        for i in 1..r.len() {
+            r[i].prev_hash = r[i - 1].hash.clone();
+            r[i].hash = link(&r[i].prev_hash, r[i].seq, &r[i].draft);
+        }
+        assert_eq!(verify(&r), None, "a recomputed chain holds by itself");
+        let b = check(&r).expect("rewritten");
+        assert_eq!(b.seq, 4);
+        assert!(b.reason.contains("rewritten"), "{}", b.reason);
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! readers use `FINAL`.
 //!
 //! Tables (database from the URL, default `eai`):
-//! - `usage_events`: the replica of `eai.usage_events`, keyed by `event_id` (SPEC §4).
+//! - `usage_events` (physically `usage_events_by_tenant`): the replica of `eai.usage_events`, keyed by
+//!   `(tenant_id, event_id)` like the primary (SPEC §8). A replica created by an older binary, keyed by
+//!   `event_id` alone, is copied into it and dropped by [`ClickHouse::migrate`].
 //! - `gpu_samples`: raw samples, keyed by `(gpu_uuid, end_ms)`.
 //! - `gpu_rollups`, `gpu_gaps`: the primary's exact hourly rollups and reported gaps (rows replaced by a
 //!   recomputation carry `deleted = 1`). The allocation read from ClickHouse uses these, so it gives the same
@@ -60,6 +62,17 @@ pub struct OutboxEntry {
 
 /// The names of the replica tables an outbox entry may target.
 pub const TABLES: [&str; 4] = ["usage_events", "gpu_samples", "gpu_rollups", "gpu_gaps"];
+
+/// The ClickHouse table that holds a replica table's rows.
+pub fn physical(table: &str) -> &str {
+    match table {
+        "usage_events" => EVENTS_TABLE,
+        other => other,
+    }
+}
+
+/// Usage events keyed by `(tenant_id, event_id)`.
+pub const EVENTS_TABLE: &str = "usage_events_by_tenant";
 
 /// A ClickHouse server reached over HTTP.
 #[derive(Clone)]
@@ -190,7 +203,11 @@ impl ClickHouse {
             body.push_str(&r.to_string());
             body.push('\n');
         }
-        let q = format!("INSERT INTO {}.{table} FORMAT JSONEachRow", self.database);
+        let q = format!(
+            "INSERT INTO {}.{} FORMAT JSONEachRow",
+            self.database,
+            physical(table)
+        );
         self.post(Some(&q), body).await.map(|_| ())
     }
 
@@ -205,12 +222,12 @@ impl ClickHouse {
             .await?;
         for ddl in [
             format!(
-                "CREATE TABLE IF NOT EXISTS {db}.usage_events (event_id String, tenant_id String, usage_type String, \
+                "CREATE TABLE IF NOT EXISTS {db}.{EVENTS_TABLE} (event_id String, tenant_id String, usage_type String, \
                  source String, occurred_at DateTime('UTC'), occurred_at_ms Int64, deployment_id String, \
                  model_provider String, model_name String, units String, tokens_in String, tokens_out String, \
                  gpu_seconds String, gpu_memory_gb_seconds String, energy_wh String, cost_amount String, \
                  cost_currency String, allocation_policy_id String, project String, agent_id String, run_id String, \
-                 version UInt64) ENGINE = ReplacingMergeTree(version) ORDER BY event_id"
+                 version UInt64) ENGINE = ReplacingMergeTree(version) ORDER BY (tenant_id, event_id)"
             ),
             format!(
                 "CREATE TABLE IF NOT EXISTS {db}.gpu_samples (gpu_uuid String, end_ms Int64, end_at DateTime('UTC'), \
@@ -239,6 +256,19 @@ impl ClickHouse {
             ),
         ] {
             self.exec(&ddl).await?;
+        }
+        // A replica keyed by event_id alone (older binaries): its rows move to the table keyed by tenant too.
+        let old = self
+            .select(&format!(
+                "SELECT count() AS n FROM system.tables WHERE database = '{db}' AND name = 'usage_events'"
+            ))
+            .await?;
+        if old.first().is_some_and(|r| int(r, "n").unwrap_or(0) > 0) {
+            self.exec(&format!(
+                "INSERT INTO {db}.{EVENTS_TABLE} SELECT * FROM {db}.usage_events"
+            ))
+            .await?;
+            self.exec(&format!("DROP TABLE {db}.usage_events")).await?;
         }
         Ok(())
     }
@@ -288,7 +318,7 @@ impl ClickHouse {
     pub async fn usage_events(&self, from: Timestamp, to: Timestamp) -> Result<Vec<UsageEvent>> {
         let rows = self
             .select(&format!(
-                "SELECT * FROM {}.usage_events FINAL WHERE occurred_at_ms >= {} AND occurred_at_ms < {}",
+                "SELECT * FROM {}.{EVENTS_TABLE} FINAL WHERE occurred_at_ms >= {} AND occurred_at_ms < {}",
                 self.database, from.0, to.0
             ))
             .await?;

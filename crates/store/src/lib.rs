@@ -46,12 +46,14 @@ pub enum Role {
     Developer,
     Viewer,
     SecurityOfficer,
-    /// May only post samples.
+    /// May only post samples (optionally only of some nodes).
     Sampler,
+    /// A gateway: posts usage events for any tenant, nothing else.
+    UsageReporter,
 }
 
 impl Role {
-    pub const ALL: [Role; 8] = [
+    pub const ALL: [Role; 9] = [
         Role::PlatformAdmin,
         Role::Finops,
         Role::TenantAdmin,
@@ -60,6 +62,7 @@ impl Role {
         Role::Viewer,
         Role::SecurityOfficer,
         Role::Sampler,
+        Role::UsageReporter,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -72,6 +75,7 @@ impl Role {
             Role::Viewer => "viewer",
             Role::SecurityOfficer => "security_officer",
             Role::Sampler => "sampler",
+            Role::UsageReporter => "usage_reporter",
         }
     }
 
@@ -80,7 +84,7 @@ impl Role {
     }
 }
 
-/// A stored API key: only the SHA-256 of the secret is kept.
+/// A stored API key: only the SHA-256 of the secret is kept (two while a rotation's grace period runs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiKeyRecord {
     /// `key_<n>`: public, safe to log.
@@ -91,7 +95,49 @@ pub struct ApiKeyRecord {
     pub tenant_id: Option<TenantId>,
     pub name: Option<String>,
     pub created_at: Timestamp,
-    pub revoked: bool,
+    /// Node names a sampler key may post samples of (empty: any node).
+    pub nodes: Vec<String>,
+    /// After this instant the key is refused.
+    pub expires_at: Option<Timestamp>,
+    /// When it was revoked (a revoked key is refused).
+    pub revoked_at: Option<Timestamp>,
+    /// The secret before the last rotation, and until when it still works.
+    pub previous: Option<(String, Timestamp)>,
+    /// When the secret was last rotated.
+    pub rotated_at: Option<Timestamp>,
+}
+
+impl ApiKeyRecord {
+    pub fn revoked(&self) -> bool {
+        self.revoked_at.is_some()
+    }
+}
+
+/// A key to store (its secret's hash only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewApiKey {
+    pub hash: String,
+    pub role: Role,
+    pub tenant_id: Option<TenantId>,
+    pub name: Option<String>,
+    pub nodes: Vec<String>,
+    pub expires_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+}
+
+/// The key a secret belongs to, and which of its secrets it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyMatch {
+    pub key: ApiKeyRecord,
+    /// The secret before the last rotation (valid until `key.previous`'s instant).
+    pub previous_secret: bool,
+}
+
+/// The newest event of the audit chain: what an operator anchors outside the database.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditHead {
+    pub seq: u64,
+    pub hash: String,
 }
 
 /// What ingesting a batch did.
@@ -101,6 +147,17 @@ pub struct IngestOutcome {
     pub inserted: u64,
     /// Rows already present (a re-send), counted once.
     pub duplicates: u64,
+}
+
+impl IngestOutcome {
+    /// The audit event of the ingest, completed with its counts.
+    pub fn audited(&self, draft: &AuditDraft) -> AuditDraft {
+        audit::completed(
+            draft,
+            None,
+            serde_json::json!({ "inserted": self.inserted, "duplicates": self.duplicates }),
+        )
+    }
 }
 
 /// An audit event before the chain links it (contract audit-event.schema.json).
@@ -123,7 +180,24 @@ pub struct AuditDraft {
     pub details: serde_json::Value,
 }
 
-/// A linked audit event: `hash = sha256(prev_hash || canonical(draft) || seq)`.
+impl AuditDraft {
+    /// An event of the platform itself (the allocation batch, the bootstrap key, a command), not of a caller.
+    pub fn system(actor: &str, action: &str, at: Timestamp, details: serde_json::Value) -> Self {
+        AuditDraft {
+            occurred_at: at,
+            actor: actor.to_string(),
+            actor_role: None,
+            tenant_id: None,
+            action: action.to_string(),
+            decision: "allow".to_string(),
+            resource: None,
+            request_id: None,
+            details,
+        }
+    }
+}
+
+/// A linked audit event (see [`audit`] for what the hash covers).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditEvent {
     pub seq: u64,
@@ -147,6 +221,9 @@ pub struct DeploymentSeen {
     pub model: String,
     pub first_seen: Timestamp,
     pub last_seen: Timestamp,
+    /// The owners its samples named (`None`: shared), sorted: a tenant reader sees a deployment that is shared
+    /// or its own.
+    pub owners: Vec<Option<TenantId>>,
 }
 
 /// What the allocation reads for a period: group rollups (per-GPU rollups or raw cells where a bucket must be
@@ -163,9 +240,13 @@ pub enum StoreError {
     /// The caller asked for something that does not exist.
     #[error("not found: {0}")]
     NotFound(String),
-    /// The request conflicts with stored state (e.g. superseding a closed policy).
+    /// The request conflicts with stored state (e.g. superseding a closed policy). The text names nothing of
+    /// another tenant.
     #[error("conflict: {0}")]
     Conflict(String),
+    /// The change would touch what the caller may not (the allocation batch's record of a charge).
+    #[error("forbidden: {0}")]
+    Forbidden(String),
     /// Records of a batch that cannot be stored as sent, each located (index in the batch) with its reason; nothing
     /// of the batch was stored.
     #[error("refused: {0:?}")]
@@ -190,7 +271,12 @@ pub trait Store: Send + Sync + 'static {
 
     /// Stores a validated batch atomically and idempotently on `(gpu_uuid, timestamp)` (first received wins),
     /// and brings the hourly rollups and gaps of every touched GPU-hour up to date in the same transaction.
-    async fn insert_samples(&self, samples: &[Sample]) -> Result<IngestOutcome>;
+    ///
+    /// Every change takes its audit event: the store completes it with what only the change knows (counts, ids;
+    /// [`audit::completed`]) and appends it to the chain in the change's own transaction, so that a change is
+    /// never stored unaudited nor audited unstored.
+    async fn insert_samples(&self, samples: &[Sample], audit: &AuditDraft)
+        -> Result<IngestOutcome>;
 
     /// Rollups of every GPU-hour whose bucket starts in `[from, to)`, plus the gaps that touch the period.
     /// Hours listed in `exact_hours` (where a policy starts or ends inside the hour) come back as raw cells
@@ -210,8 +296,10 @@ pub trait Store: Send + Sync + 'static {
 
     // --- usage events --------------------------------------------------------------------------------------
 
-    /// Upserts by `event_id`: a re-sent event replaces the stored one, never doubles. Returns rows written.
-    async fn upsert_usage_events(&self, events: &[UsageEvent]) -> Result<u64>;
+    /// Upserts by `(tenant_id, event_id)`: a re-sent event replaces the stored one, never doubles; an event of
+    /// the allocation batch (`source: allocation`) is only ever replaced by another one
+    /// ([`StoreError::Forbidden`]). Returns rows written.
+    async fn upsert_usage_events(&self, events: &[UsageEvent], audit: &AuditDraft) -> Result<u64>;
 
     /// Usage events with `occurred_at` in `[from, to)`, of one tenant or all.
     async fn usage_events(
@@ -224,7 +312,7 @@ pub trait Store: Send + Sync + 'static {
     // --- allocation policies -------------------------------------------------------------------------------
 
     /// Stores a new policy; the store assigns `alp_<seq>`.
-    async fn create_policy(&self, spec: &PolicySpec) -> Result<Policy>;
+    async fn create_policy(&self, spec: &PolicySpec, audit: &AuditDraft) -> Result<Policy>;
 
     /// Every policy, closed ones included, oldest first.
     async fn policies(&self) -> Result<Vec<Policy>>;
@@ -236,35 +324,60 @@ pub trait Store: Send + Sync + 'static {
         id: &str,
         at: Timestamp,
         replacement: Option<&PolicySpec>,
+        audit: &AuditDraft,
     ) -> Result<(Policy, Option<Policy>)>;
 
     // --- API keys ------------------------------------------------------------------------------------------
 
     /// Stores a key (hash only); the store assigns `key_<n>`.
-    async fn create_api_key(
-        &self,
-        hash: &str,
-        role: Role,
-        tenant_id: Option<TenantId>,
-        name: Option<&str>,
-        at: Timestamp,
-    ) -> Result<ApiKeyRecord>;
+    async fn create_api_key(&self, key: &NewApiKey, audit: &AuditDraft) -> Result<ApiKeyRecord>;
 
-    async fn api_key_by_hash(&self, hash: &str) -> Result<Option<ApiKeyRecord>>;
+    /// The key whose current secret, or whose previous secret (within its rotation's grace period or not: the
+    /// caller decides), hashes to `hash`.
+    async fn api_key_by_hash(&self, hash: &str) -> Result<Option<KeyMatch>>;
 
     async fn api_key_count(&self) -> Result<u64>;
 
+    /// Every key (platform) or a tenant's keys, oldest first.
+    async fn api_keys(&self, scope: Scope) -> Result<Vec<ApiKeyRecord>>;
+
+    /// Revokes key `id` at `at` (within `scope`: another tenant's key is [`StoreError::NotFound`]).
+    async fn revoke_api_key(
+        &self,
+        scope: Scope,
+        id: &str,
+        at: Timestamp,
+        audit: &AuditDraft,
+    ) -> Result<ApiKeyRecord>;
+
+    /// Gives key `id` the secret hashing to `new_hash`; the old secret keeps working until `grace_until`.
+    async fn rotate_api_key(
+        &self,
+        scope: Scope,
+        id: &str,
+        new_hash: &str,
+        at: Timestamp,
+        grace_until: Timestamp,
+        audit: &AuditDraft,
+    ) -> Result<ApiKeyRecord>;
+
     // --- audit ---------------------------------------------------------------------------------------------
 
-    /// Appends to the hash chain atomically (the previous hash is read and the new event written in one
-    /// transaction, so concurrent appends never fork the chain).
+    /// Appends an event that records no change of the store (a denied request, a failed one, a run of the
+    /// allocation batch that wrote nothing) to the hash chain atomically (the previous hash is read and the new
+    /// event written in one transaction, so concurrent appends never fork the chain).
     async fn append_audit(&self, draft: &AuditDraft) -> Result<AuditEvent>;
+
+    /// The newest event's sequence and hash (`None`: an empty chain).
+    async fn audit_head(&self) -> Result<Option<AuditHead>>;
 
     /// Events with `seq > after`, oldest first, at most `limit`; filtered to a tenant when scoped.
     async fn audit_events(&self, scope: Scope, after: u64, limit: u64) -> Result<Vec<AuditEvent>>;
 
-    /// Walks the whole chain; `None` when intact, else the first broken link.
-    async fn verify_audit_chain(&self) -> Result<Option<BrokenLink>>;
+    /// Walks the whole chain; `None` when intact, else the first broken link. With `expect`, a head anchored
+    /// earlier outside the database: the chain must still hold that event with that hash (a cut tail or a
+    /// recomputed chain is a broken link).
+    async fn verify_audit_chain(&self, expect: Option<&AuditHead>) -> Result<Option<BrokenLink>>;
 
     // --- replica outbox ------------------------------------------------------------------------------------
 

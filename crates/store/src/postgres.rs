@@ -50,8 +50,8 @@ use uuid::Uuid;
 use self::pool::{Pool, Stmts};
 use crate::rollups::RollupConfig;
 use crate::{
-    ApiKeyRecord, AuditDraft, AuditEvent, BrokenLink, DeploymentSeen, IngestOutcome, OutboxEntry,
-    OutboxStats, Result, Role, Scope, Store, StoreError, UsageRead,
+    ApiKeyRecord, AuditDraft, AuditEvent, AuditHead, BrokenLink, DeploymentSeen, IngestOutcome,
+    KeyMatch, NewApiKey, OutboxEntry, OutboxStats, Result, Scope, Store, StoreError, UsageRead,
 };
 
 /// The role the service acts as: not the owner, `NOBYPASSRLS`.
@@ -320,12 +320,13 @@ impl Store for PgStore {
         Ok(())
     }
 
-    async fn insert_samples(&self, samples: &[Sample]) -> Result<IngestOutcome> {
-        if samples.is_empty() {
-            return Ok(IngestOutcome::default());
-        }
+    async fn insert_samples(
+        &self,
+        samples: &[Sample],
+        audit: &AuditDraft,
+    ) -> Result<IngestOutcome> {
         let mut c = self.conn().await?;
-        samples::insert(c.conn()?, &self.inner.cfg, samples).await
+        samples::insert(c.conn()?, &self.inner.cfg, samples, audit).await
     }
 
     async fn usage_for(
@@ -348,9 +349,9 @@ impl Store for PgStore {
         samples::deployments_seen(c.conn()?).await
     }
 
-    async fn upsert_usage_events(&self, events: &[UsageEvent]) -> Result<u64> {
+    async fn upsert_usage_events(&self, events: &[UsageEvent], audit: &AuditDraft) -> Result<u64> {
         let mut c = self.conn().await?;
-        records::upsert_usage_events(c.conn()?, events, self.inner.cfg.outbox).await
+        records::upsert_usage_events(c.conn()?, events, self.inner.cfg.outbox, audit).await
     }
 
     async fn usage_events(
@@ -363,9 +364,9 @@ impl Store for PgStore {
         records::usage_events(c.conn()?, scope, from, to).await
     }
 
-    async fn create_policy(&self, spec: &PolicySpec) -> Result<Policy> {
+    async fn create_policy(&self, spec: &PolicySpec, audit: &AuditDraft) -> Result<Policy> {
         let mut c = self.conn().await?;
-        records::create_policy(c.conn()?, &self.inner.cfg, spec).await
+        records::create_policy(c.conn()?, &self.inner.cfg, spec, audit).await
     }
 
     async fn policies(&self) -> Result<Vec<Policy>> {
@@ -378,24 +379,18 @@ impl Store for PgStore {
         id: &str,
         at: Timestamp,
         replacement: Option<&PolicySpec>,
+        audit: &AuditDraft,
     ) -> Result<(Policy, Option<Policy>)> {
         let mut c = self.conn().await?;
-        records::supersede_policy(c.conn()?, &self.inner.cfg, id, at, replacement).await
+        records::supersede_policy(c.conn()?, &self.inner.cfg, id, at, replacement, audit).await
     }
 
-    async fn create_api_key(
-        &self,
-        hash: &str,
-        role: Role,
-        tenant_id: Option<TenantId>,
-        name: Option<&str>,
-        at: Timestamp,
-    ) -> Result<ApiKeyRecord> {
+    async fn create_api_key(&self, key: &NewApiKey, audit: &AuditDraft) -> Result<ApiKeyRecord> {
         let mut c = self.conn().await?;
-        records::create_api_key(c.conn()?, hash, role, tenant_id, name, at).await
+        records::create_api_key(c.conn()?, key, audit).await
     }
 
-    async fn api_key_by_hash(&self, hash: &str) -> Result<Option<ApiKeyRecord>> {
+    async fn api_key_by_hash(&self, hash: &str) -> Result<Option<KeyMatch>> {
         let mut c = self.conn().await?;
         records::api_key_by_hash(c.conn()?, hash).await
     }
@@ -403,6 +398,35 @@ impl Store for PgStore {
     async fn api_key_count(&self) -> Result<u64> {
         let mut c = self.conn().await?;
         records::api_key_count(c.conn()?).await
+    }
+
+    async fn api_keys(&self, scope: Scope) -> Result<Vec<ApiKeyRecord>> {
+        let mut c = self.conn().await?;
+        records::api_keys(c.conn()?, scope).await
+    }
+
+    async fn revoke_api_key(
+        &self,
+        scope: Scope,
+        id: &str,
+        at: Timestamp,
+        audit: &AuditDraft,
+    ) -> Result<ApiKeyRecord> {
+        let mut c = self.conn().await?;
+        records::revoke_api_key(c.conn()?, scope, id, at, audit).await
+    }
+
+    async fn rotate_api_key(
+        &self,
+        scope: Scope,
+        id: &str,
+        new_hash: &str,
+        at: Timestamp,
+        grace_until: Timestamp,
+        audit: &AuditDraft,
+    ) -> Result<ApiKeyRecord> {
+        let mut c = self.conn().await?;
+        records::rotate_api_key(c.conn()?, scope, id, new_hash, at, grace_until, audit).await
     }
 
     async fn append_audit(&self, draft: &AuditDraft) -> Result<AuditEvent> {
@@ -415,9 +439,14 @@ impl Store for PgStore {
         records::audit_events(c.conn()?, scope, after, limit).await
     }
 
-    async fn verify_audit_chain(&self) -> Result<Option<BrokenLink>> {
+    async fn audit_head(&self) -> Result<Option<AuditHead>> {
         let mut c = self.conn().await?;
-        records::verify_audit_chain(c.conn()?).await
+        records::audit_head(c.conn()?).await
+    }
+
+    async fn verify_audit_chain(&self, expect: Option<&AuditHead>) -> Result<Option<BrokenLink>> {
+        let mut c = self.conn().await?;
+        records::verify_audit_chain(c.conn()?, expect).await
     }
 
     async fn outbox_pending(&self, limit: u64) -> Result<Vec<OutboxEntry>> {

@@ -1,16 +1,19 @@
 //! Records whatever the backend: usage events and policies as the JSON bodies both backends store, and the
 //! rules of records that the [`crate::Store`] trait leaves to the store, settled once here:
 //!
-//! - A usage event is stored as its contract JSON (decimals as strings). Re-sending an `event_id` replaces the
-//!   stored event, but only within the same tenant: an `event_id` that already belongs to another tenant
-//!   rejects the whole batch with [`StoreError::Conflict`] ([`event_of_another_tenant`]).
+//! - A usage event is stored as its contract JSON (decimals as strings) and identified by `(tenant_id,
+//!   event_id)`: tenants' ids never collide, so nothing of another tenant can be probed. Re-sending an event
+//!   replaces the stored one, except that an event of the allocation batch (`source: allocation`, the platform's
+//!   record of a charge) is only ever replaced by another one ([`check_replace`]: [`StoreError::Forbidden`]).
 //! - A policy's pricing terms are a JSON body written once; its effective dates are columns. Superseding policy
 //!   `p` at `at` needs `p.effective_from < at` and `p` still open at `at` (no `effective_to`, or one after
 //!   `at`): closing a policy at or before its start would leave it empty, and moving an end later would edit
 //!   history ([`check_supersede`]). Anything else is a [`StoreError::Conflict`]; an unknown id is
 //!   [`StoreError::NotFound`]. The replacement is stored as given, in the same transaction.
 //! - An API key hash is unique: storing it twice is a [`StoreError::Conflict`]. `api_key_count` counts every key,
-//!   revoked ones included. Ids are `key_<seq>` and `alp_<seq>`.
+//!   revoked ones included. Ids are `key_<seq>` and `alp_<seq>`. A tenant-scoped caller sees and touches its
+//!   tenant's keys only: another tenant's key is not found ([`check_key_scope`]). A revoked key cannot be
+//!   rotated ([`check_rotate`]). A sampler key's node names are stored as a JSON array.
 //! - The audit body is the draft's canonical JSON ([`crate::audit::canonical_json`]), the very bytes hashed.
 
 use std::collections::BTreeMap;
@@ -156,12 +159,17 @@ pub fn event_parse(body: &str) -> Result<UsageEvent> {
     from_json::<EventBody>(body, "usage event")?.into_event()
 }
 
-/// The refusal of a batch holding an `event_id` that already belongs to another tenant.
-pub fn event_of_another_tenant(event_id: &Uuid) -> StoreError {
-    StoreError::Conflict(format!(
-        "usage event {} already belongs to another tenant",
-        event_id.hyphenated()
-    ))
+/// Whether the stored event `old` may be replaced by `new` (same tenant and id): the allocation batch's record
+/// of a charge only by another one.
+pub fn check_replace(old: &UsageEvent, new: &UsageEvent) -> Result<()> {
+    use eai_engine::domain::ALLOCATION_SOURCE;
+    if old.source == ALLOCATION_SOURCE && new.source != ALLOCATION_SOURCE {
+        return Err(StoreError::Forbidden(format!(
+            "usage event {} is the platform's record of an allocated charge: only the allocation batch may write it",
+            new.event_id.hyphenated()
+        )));
+    }
+    Ok(())
 }
 
 // --- allocation policies --------------------------------------------------------------------------------------
@@ -268,6 +276,47 @@ pub fn check_supersede(old: &Policy, id: &str, at: Timestamp) -> Result<()> {
 /// The public id of the API key stored with sequence number `seq`.
 pub fn key_id(seq: i64) -> String {
     format!("key_{seq}")
+}
+
+/// The sequence number in a key id (`key_<seq>`), or `NotFound`.
+pub fn key_seq(id: &str) -> Result<i64> {
+    id.strip_prefix("key_")
+        .and_then(|n| n.parse::<i64>().ok())
+        .ok_or_else(|| key_not_found(id))
+}
+
+pub fn key_not_found(id: &str) -> StoreError {
+    StoreError::NotFound(format!("API key {id}"))
+}
+
+/// A tenant-scoped caller may only see its tenant's keys: another one is not found (nothing told of it).
+pub fn check_key_scope(key: &crate::ApiKeyRecord, scope: crate::Scope, id: &str) -> Result<()> {
+    match scope {
+        crate::Scope::Tenant(t) if key.tenant_id != Some(t) => Err(key_not_found(id)),
+        _ => Ok(()),
+    }
+}
+
+/// A revoked key cannot be given a new secret.
+pub fn check_rotate(key: &crate::ApiKeyRecord, id: &str, _at: Timestamp) -> Result<()> {
+    if key.revoked() {
+        return Err(StoreError::Conflict(format!(
+            "API key {id} is revoked: create a new key"
+        )));
+    }
+    Ok(())
+}
+
+/// A sampler key's node names as stored (`None`: any node).
+pub fn nodes_json(nodes: &[String]) -> Result<Option<String>> {
+    if nodes.is_empty() {
+        return Ok(None);
+    }
+    to_json(&nodes, "key nodes").map(Some)
+}
+
+pub fn nodes_parse(text: Option<&str>) -> Result<Vec<String>> {
+    text.map_or(Ok(Vec::new()), |t| from_json(t, "api_keys.nodes"))
 }
 
 /// The refusal of a second key with the same hash.

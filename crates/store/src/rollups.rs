@@ -693,20 +693,31 @@ pub fn pruned_horizon(recorded: Option<i64>, before: Timestamp) -> i64 {
 
 // --- deployments ---------------------------------------------------------------------------------------------
 
-/// A `series` row as [`deployments_seen`] folds it: deployment, namespace, model, first and last window end.
-pub type SeriesSeen = (String, String, String, i64, i64);
+/// A `series` row as [`deployments_seen`] folds it: deployment, namespace, model, first and last window end,
+/// owner.
+pub type SeriesSeen = (
+    String,
+    String,
+    String,
+    i64,
+    i64,
+    Option<eai_engine::domain::TenantId>,
+);
 
 /// Folds series rows, ordered by deployment then by when they were seen last, into one entry per deployment
-/// carrying the namespace and model seen last and the widest span.
+/// carrying the namespace and model seen last, the widest span and every owner.
 pub fn deployments_seen(rows: impl IntoIterator<Item = SeriesSeen>) -> Vec<DeploymentSeen> {
     let mut out: Vec<DeploymentSeen> = Vec::new();
-    for (deployment_id, namespace, model, first, last) in rows {
+    for (deployment_id, namespace, model, first, last, owner) in rows {
         match out.last_mut() {
             Some(d) if d.deployment_id == deployment_id => {
                 d.first_seen = d.first_seen.min(Timestamp(first));
                 d.last_seen = d.last_seen.max(Timestamp(last));
                 d.namespace = namespace;
                 d.model = model;
+                if let Err(i) = d.owners.binary_search(&owner) {
+                    d.owners.insert(i, owner);
+                }
             }
             _ => out.push(DeploymentSeen {
                 deployment_id,
@@ -714,6 +725,7 @@ pub fn deployments_seen(rows: impl IntoIterator<Item = SeriesSeen>) -> Vec<Deplo
                 model,
                 first_seen: Timestamp(first),
                 last_seen: Timestamp(last),
+                owners: vec![owner],
             }),
         }
     }

@@ -27,14 +27,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use eai_engine::domain::{Policy, PolicySpec, Sample, TenantId, UsageEvent};
+use eai_engine::domain::{Policy, PolicySpec, Sample, UsageEvent};
 use eai_engine::time::Timestamp;
 use rusqlite::{Connection, OpenFlags};
 
 use self::codec::Ctx;
 use crate::{
-    ApiKeyRecord, AuditDraft, AuditEvent, BrokenLink, DeploymentSeen, IngestOutcome, OutboxEntry,
-    OutboxStats, Result, Role, Scope, Store, StoreError, UsageRead,
+    ApiKeyRecord, AuditDraft, AuditEvent, AuditHead, BrokenLink, DeploymentSeen, IngestOutcome,
+    KeyMatch, NewApiKey, OutboxEntry, OutboxStats, Result, Scope, Store, StoreError, UsageRead,
 };
 
 pub use crate::rollups::{RollupConfig, MAX_WINDOW_MS};
@@ -209,9 +209,13 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn insert_samples(&self, samples: &[Sample]) -> Result<IngestOutcome> {
-        let batch = samples.to_vec();
-        self.write(move |c, cfg| samples::insert(c, cfg, &batch))
+    async fn insert_samples(
+        &self,
+        samples: &[Sample],
+        audit: &AuditDraft,
+    ) -> Result<IngestOutcome> {
+        let (batch, audit) = (samples.to_vec(), audit.clone());
+        self.write(move |c, cfg| samples::insert(c, cfg, &batch, &audit))
             .await
     }
 
@@ -235,9 +239,9 @@ impl Store for SqliteStore {
         self.read(|c, _| samples::deployments_seen(c)).await
     }
 
-    async fn upsert_usage_events(&self, events: &[UsageEvent]) -> Result<u64> {
-        let events = events.to_vec();
-        self.write(move |c, cfg| records::upsert_usage_events(c, &events, cfg.outbox))
+    async fn upsert_usage_events(&self, events: &[UsageEvent], audit: &AuditDraft) -> Result<u64> {
+        let (events, audit) = (events.to_vec(), audit.clone());
+        self.write(move |c, cfg| records::upsert_usage_events(c, &events, cfg.outbox, &audit))
             .await
     }
 
@@ -251,9 +255,9 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn create_policy(&self, spec: &PolicySpec) -> Result<Policy> {
-        let spec = spec.clone();
-        self.write(move |c, cfg| records::create_policy(c, cfg, &spec))
+    async fn create_policy(&self, spec: &PolicySpec, audit: &AuditDraft) -> Result<Policy> {
+        let (spec, audit) = (spec.clone(), audit.clone());
+        self.write(move |c, cfg| records::create_policy(c, cfg, &spec, &audit))
             .await
     }
 
@@ -266,28 +270,22 @@ impl Store for SqliteStore {
         id: &str,
         at: Timestamp,
         replacement: Option<&PolicySpec>,
+        audit: &AuditDraft,
     ) -> Result<(Policy, Option<Policy>)> {
-        let (id, replacement) = (id.to_string(), replacement.cloned());
-        self.write(move |c, cfg| records::supersede_policy(c, cfg, &id, at, replacement.as_ref()))
-            .await
-    }
-
-    async fn create_api_key(
-        &self,
-        hash: &str,
-        role: Role,
-        tenant_id: Option<TenantId>,
-        name: Option<&str>,
-        at: Timestamp,
-    ) -> Result<ApiKeyRecord> {
-        let (hash, name) = (hash.to_string(), name.map(str::to_string));
-        self.write(move |c, _| {
-            records::create_api_key(c, &hash, role, tenant_id, name.as_deref(), at)
+        let (id, replacement, audit) = (id.to_string(), replacement.cloned(), audit.clone());
+        self.write(move |c, cfg| {
+            records::supersede_policy(c, cfg, &id, at, replacement.as_ref(), &audit)
         })
         .await
     }
 
-    async fn api_key_by_hash(&self, hash: &str) -> Result<Option<ApiKeyRecord>> {
+    async fn create_api_key(&self, key: &NewApiKey, audit: &AuditDraft) -> Result<ApiKeyRecord> {
+        let (key, audit) = (key.clone(), audit.clone());
+        self.write(move |c, _| records::create_api_key(c, &key, &audit))
+            .await
+    }
+
+    async fn api_key_by_hash(&self, hash: &str) -> Result<Option<KeyMatch>> {
         let hash = hash.to_string();
         self.read(move |c, _| records::api_key_by_hash(c, &hash))
             .await
@@ -295,6 +293,38 @@ impl Store for SqliteStore {
 
     async fn api_key_count(&self) -> Result<u64> {
         self.read(|c, _| records::api_key_count(c)).await
+    }
+
+    async fn api_keys(&self, scope: Scope) -> Result<Vec<ApiKeyRecord>> {
+        self.read(move |c, _| records::api_keys(c, scope)).await
+    }
+
+    async fn revoke_api_key(
+        &self,
+        scope: Scope,
+        id: &str,
+        at: Timestamp,
+        audit: &AuditDraft,
+    ) -> Result<ApiKeyRecord> {
+        let (id, audit) = (id.to_string(), audit.clone());
+        self.write(move |c, _| records::revoke_api_key(c, scope, &id, at, &audit))
+            .await
+    }
+
+    async fn rotate_api_key(
+        &self,
+        scope: Scope,
+        id: &str,
+        new_hash: &str,
+        at: Timestamp,
+        grace_until: Timestamp,
+        audit: &AuditDraft,
+    ) -> Result<ApiKeyRecord> {
+        let (id, new_hash, audit) = (id.to_string(), new_hash.to_string(), audit.clone());
+        self.write(move |c, _| {
+            records::rotate_api_key(c, scope, &id, &new_hash, at, grace_until, &audit)
+        })
+        .await
     }
 
     async fn append_audit(&self, draft: &AuditDraft) -> Result<AuditEvent> {
@@ -308,8 +338,14 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn verify_audit_chain(&self) -> Result<Option<BrokenLink>> {
-        self.read(|c, _| records::verify_audit_chain(c)).await
+    async fn audit_head(&self) -> Result<Option<AuditHead>> {
+        self.read(|c, _| records::audit_head(c)).await
+    }
+
+    async fn verify_audit_chain(&self, expect: Option<&AuditHead>) -> Result<Option<BrokenLink>> {
+        let expect = expect.cloned();
+        self.read(move |c, _| records::verify_audit_chain(c, expect.as_ref()))
+            .await
     }
 
     async fn outbox_pending(&self, limit: u64) -> Result<Vec<OutboxEntry>> {

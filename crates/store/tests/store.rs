@@ -119,6 +119,30 @@ fn tokens(t: TenantId, dep: &str, at_ms: i64, n: u64) -> UsageEvent {
     }
 }
 
+/// The audit event a test's change records.
+fn audit() -> AuditDraft {
+    AuditDraft::system("test", "test.change", Timestamp(T0), serde_json::json!({}))
+}
+
+/// A key to store.
+fn new_key(
+    hash: &str,
+    role: Role,
+    tenant_id: Option<TenantId>,
+    name: Option<&str>,
+    at: Timestamp,
+) -> eai_store::NewApiKey {
+    eai_store::NewApiKey {
+        hash: hash.to_string(),
+        role,
+        tenant_id,
+        name: name.map(str::to_string),
+        nodes: Vec::new(),
+        expires_at: None,
+        created_at: at,
+    }
+}
+
 fn draft(action: &str, tenant_id: Option<TenantId>) -> AuditDraft {
     AuditDraft {
         occurred_at: Timestamp(T0),
@@ -203,7 +227,7 @@ fn raw_allocation(
 async fn insert_all(s: &dyn Store, batches: &[Vec<Sample>]) -> (u64, u64) {
     let mut total = (0, 0);
     for b in batches {
-        let o = s.insert_samples(b).await.unwrap();
+        let o = s.insert_samples(b, &audit()).await.unwrap();
         total.0 += o.inserted;
         total.1 += o.duplicates;
     }
@@ -221,12 +245,12 @@ mod contract {
 
     pub async fn ingest_is_idempotent(s: &dyn Store) {
         let batch = fleet("vllm-a", 2, T0, T0 + H);
-        let o = s.insert_samples(&batch).await.unwrap();
+        let o = s.insert_samples(&batch, &audit()).await.unwrap();
         assert_eq!((o.inserted, o.duplicates), (480, 0));
         let first = all_usage(s).await;
         assert_eq!(first.rollups, expected_rollups(&batch));
 
-        let o = s.insert_samples(&batch).await.unwrap();
+        let o = s.insert_samples(&batch, &audit()).await.unwrap();
         assert_eq!(
             (o.inserted, o.duplicates),
             (0, 480),
@@ -238,9 +262,15 @@ mod contract {
 
         // A re-send inside one batch counts once; an empty batch is a no-op.
         let one = sample("GPU-x", "vllm-a", T0 + 15_000);
-        let o = s.insert_samples(&[one.clone(), one]).await.unwrap();
+        let o = s
+            .insert_samples(&[one.clone(), one], &audit())
+            .await
+            .unwrap();
         assert_eq!((o.inserted, o.duplicates), (1, 1));
-        assert_eq!(s.insert_samples(&[]).await.unwrap(), Default::default());
+        assert_eq!(
+            s.insert_samples(&[], &audit()).await.unwrap(),
+            Default::default()
+        );
     }
 
     pub async fn first_received_wins(s: &dyn Store) {
@@ -248,8 +278,10 @@ mod contract {
         let mut b = a.clone();
         b.utilization = UnitInterval::new(d("0.9")).unwrap();
         b.deployment_id = "vllm-z".into();
-        s.insert_samples(std::slice::from_ref(&a)).await.unwrap();
-        let o = s.insert_samples(&[b]).await.unwrap();
+        s.insert_samples(std::slice::from_ref(&a), &audit())
+            .await
+            .unwrap();
+        let o = s.insert_samples(&[b], &audit()).await.unwrap();
         assert_eq!(o.duplicates, 1);
         let r = all_usage(s).await.rollups;
         assert_eq!(r.len(), 1);
@@ -275,14 +307,17 @@ mod contract {
     pub async fn the_worked_example_prices_from_the_store(s: &dyn Store) {
         let samples = fleet("vllm-llama-70b", 2, T0, T0 + H);
         for chunk in samples.chunks(16) {
-            s.insert_samples(chunk).await.unwrap();
+            s.insert_samples(chunk, &audit()).await.unwrap();
         }
         let usage = vec![
             tokens(tenant(1), "vllm-llama-70b", T0 + 60_000, 7000),
             tokens(tenant(2), "vllm-llama-70b", T0 + 1_800_000, 3000),
         ];
-        s.upsert_usage_events(&usage).await.unwrap();
-        let p = s.create_policy(&spec("local-gpu-default")).await.unwrap();
+        s.upsert_usage_events(&usage, &audit()).await.unwrap();
+        let p = s
+            .create_policy(&spec("local-gpu-default"), &audit())
+            .await
+            .unwrap();
         let read = s.usage_for(ts(T0), ts(T0 + H), &[]).await.unwrap();
         assert_eq!(read.rollups.len(), 1, "one rollup per deployment-hour");
         assert_eq!(read.rollups[0].gpus.as_ref().map(|g| g.len()), Some(2));
@@ -314,7 +349,7 @@ mod contract {
         let mut v = fleet("vllm-a", 1, T0, T0 + 600_000);
         v.extend(fleet("vllm-a", 1, T0 + 900_000, T0 + 1_500_000));
         v.extend(fleet("vllm-a", 1, T0 + 3_300_000, T0 + 3_900_000));
-        s.insert_samples(&v).await.unwrap();
+        s.insert_samples(&v, &audit()).await.unwrap();
         let read = all_usage(s).await;
         let est: Decimal = read.rollups.iter().map(|r| r.q.estimated_gpu_seconds).sum();
         assert_eq!(est, d("300"), "the 5 minute hole is interpolated");
@@ -335,10 +370,10 @@ mod contract {
             .iter()
             .cloned()
             .partition(|x| x.end.0 > hole_from && x.end.0 <= hole_to);
-        s.insert_samples(&first).await.unwrap();
+        s.insert_samples(&first, &audit()).await.unwrap();
         let read = all_usage(s).await;
         assert_eq!(read.gaps.len(), 2, "a 20 minute hole per GPU is a gap");
-        let o = s.insert_samples(&missing).await.unwrap();
+        let o = s.insert_samples(&missing, &audit()).await.unwrap();
         assert_eq!(o.inserted, missing.len() as u64);
         let read = all_usage(s).await;
         assert!(read.gaps.is_empty(), "{:?}", read.gaps);
@@ -356,22 +391,28 @@ mod contract {
             at("GPU-1", T0 + H - 360_000, "0.1"),
             at("GPU-1", T0 + H + 300_000, "0.9"),
         );
-        s.insert_samples(&[a.clone(), n.clone()]).await.unwrap();
+        s.insert_samples(&[a.clone(), n.clone()], &audit())
+            .await
+            .unwrap();
         assert_eq!(
             all_usage(s).await.rollups,
             expected_rollups(&[a.clone(), n.clone()])
         );
         // A late sample 3 min before the hour changes the interpolation on both sides of the hour.
         let late = at("GPU-1", T0 + H - 180_000, "0.5");
-        s.insert_samples(std::slice::from_ref(&late)).await.unwrap();
+        s.insert_samples(std::slice::from_ref(&late), &audit())
+            .await
+            .unwrap();
         let gpu1 = vec![a, n, late];
         assert_eq!(all_usage(s).await.rollups, expected_rollups(&gpu1));
 
         // Another GPU: a sample earlier than everything stored, whose span to the first one crosses the hour.
         let b = at("GPU-2", T0 + H + 300_000, "0.9");
-        s.insert_samples(std::slice::from_ref(&b)).await.unwrap();
+        s.insert_samples(std::slice::from_ref(&b), &audit())
+            .await
+            .unwrap();
         let early = at("GPU-2", T0 + H - 240_000, "0.3");
-        s.insert_samples(std::slice::from_ref(&early))
+        s.insert_samples(std::slice::from_ref(&early), &audit())
             .await
             .unwrap();
         let all: Vec<Sample> = gpu1.into_iter().chain([b, early]).collect();
@@ -380,7 +421,7 @@ mod contract {
 
     pub async fn exact_hours_come_back_as_cells(s: &dyn Store) {
         let all = fleet("vllm-a", 2, T0, T0 + 3 * H);
-        s.insert_samples(&all).await.unwrap();
+        s.insert_samples(&all, &audit()).await.unwrap();
         let plain = s.usage_for(ts(T0), ts(T0 + 3 * H), &[]).await.unwrap();
         assert_eq!(
             plain.rollups.len(),
@@ -430,14 +471,17 @@ mod contract {
         let mut e5 = tokens(tenant(2), "vllm-a", T0 + 40_000, 11);
         e5.deployment_id = None;
         let e6 = tokens(tenant(3), "vllm-a", T0 + 3_599_999, 1);
-        s.upsert_usage_events(&[
-            e1.clone(),
-            e2.clone(),
-            e3.clone(),
-            e4.clone(),
-            e5.clone(),
-            e6.clone(),
-        ])
+        s.upsert_usage_events(
+            &[
+                e1.clone(),
+                e2.clone(),
+                e3.clone(),
+                e4.clone(),
+                e5.clone(),
+                e6.clone(),
+            ],
+            &audit(),
+        )
         .await
         .unwrap();
         let first = all_usage(s).await.claims;
@@ -460,7 +504,7 @@ mod contract {
             .insert("tokens_out".into(), NonNegative::new(d("0.25")).unwrap());
         let mut e6b = e6.clone();
         e6b.deployment_id = Some("vllm-c".into());
-        s.upsert_usage_events(&[e1.clone(), e3.clone(), e6b.clone()])
+        s.upsert_usage_events(&[e1.clone(), e3.clone(), e6b.clone()], &audit())
             .await
             .unwrap();
         let all = [e1.clone(), e2.clone(), e3.clone(), e4, e5, e6b];
@@ -485,7 +529,7 @@ mod contract {
     pub async fn usage_is_read_for_the_period_only(s: &dyn Store) {
         let mut v = fleet("vllm-a", 1, T0, T0 + H);
         v.extend(fleet("vllm-a", 1, T0 + 3 * H, T0 + 4 * H));
-        s.insert_samples(&v).await.unwrap();
+        s.insert_samples(&v, &audit()).await.unwrap();
         let r = s.usage_for(ts(T0 + H), ts(T0 + 3 * H), &[]).await.unwrap();
         assert!(r.rollups.is_empty());
         assert_eq!(r.gaps.len(), 1, "the gap that spans the period is reported");
@@ -507,7 +551,7 @@ mod contract {
         let mut v = fleet("vllm-a", 2, T0, T0 + 3 * H);
         // A third GPU that stopped reporting after the first hour.
         v.extend(fleet("vllm-b", 1, T0, T0 + H));
-        s.insert_samples(&v).await.unwrap();
+        s.insert_samples(&v, &audit()).await.unwrap();
         let before = all_usage(s).await;
         let deployments = s.deployments_seen().await.unwrap();
 
@@ -527,21 +571,24 @@ mod contract {
 
         // The silent GPU comes back: its gap starts at its last sample, which pruning kept.
         let back = fleet("vllm-b", 1, T0 + 4 * H, T0 + 4 * H + 60_000);
-        s.insert_samples(&back).await.unwrap();
+        s.insert_samples(&back, &audit()).await.unwrap();
         let gaps = all_usage(s).await.gaps;
         assert_eq!(gaps.len(), 1);
         assert_eq!((gaps[0].from, gaps[0].to), (ts(T0 + H), ts(T0 + 4 * H)));
 
         // A sample arriving after its hour was pruned is merged there exactly, once.
         let late = sample("GPU-vllm-a-0", "vllm-a", T0 + 7_500);
-        let o = s.insert_samples(std::slice::from_ref(&late)).await.unwrap();
+        let o = s
+            .insert_samples(std::slice::from_ref(&late), &audit())
+            .await
+            .unwrap();
         assert_eq!(o.inserted, 1);
         let mut all = v.clone();
         all.extend(back);
         all.push(late.clone());
         let merged = all_usage(s).await;
         assert_eq!(hourly(&merged.rollups), hourly(&expected_rollups(&all)));
-        let o = s.insert_samples(&[late]).await.unwrap();
+        let o = s.insert_samples(&[late], &audit()).await.unwrap();
         assert_eq!(
             (o.inserted, o.duplicates),
             (0, 1),
@@ -556,7 +603,7 @@ mod contract {
         moved.model = "L40S".into();
         v.push(moved);
         v.extend(fleet("tgi-b", 1, T0 + 30_000, T0 + 90_000));
-        s.insert_samples(&v).await.unwrap();
+        s.insert_samples(&v, &audit()).await.unwrap();
         let seen = s.deployments_seen().await.unwrap();
         assert_eq!(seen.len(), 2);
         assert_eq!(seen[0].deployment_id, "tgi-b");
@@ -593,7 +640,7 @@ mod contract {
         let mut e3 = tokens(tenant(1), "vllm-a", T0 + H, 300);
         e3.deployment_id = None;
         assert_eq!(
-            s.upsert_usage_events(&[e1.clone(), e2.clone(), e3.clone()])
+            s.upsert_usage_events(&[e1.clone(), e2.clone(), e3.clone()], &audit())
                 .await
                 .unwrap(),
             3
@@ -624,30 +671,69 @@ mod contract {
         e1b.units
             .insert("tokens_in".into(), NonNegative::new(d("150")).unwrap());
         e1b.occurred_at = ts(T0 + 3000);
-        assert_eq!(s.upsert_usage_events(&[e1b.clone()]).await.unwrap(), 1);
+        assert_eq!(
+            s.upsert_usage_events(&[e1b.clone()], &audit())
+                .await
+                .unwrap(),
+            1
+        );
         let all = s
             .usage_events(Scope::Platform, ts(T0), ts(T0 + 2 * H))
             .await
             .unwrap();
-        assert_eq!(all, vec![e2.clone(), e1b, e3]);
+        assert_eq!(all, vec![e2.clone(), e1b.clone(), e3.clone()]);
 
-        // Another tenant cannot overwrite it; the batch is rejected whole.
-        let mut stolen = e1.clone();
-        stolen.tenant_id = tenant(2);
-        let fresh = tokens(tenant(2), "vllm-a", T0 + 4000, 1);
-        let err = s.upsert_usage_events(&[fresh, stolen]).await.unwrap_err();
-        assert!(matches!(err, StoreError::Conflict(_)), "{err}");
+        // Another tenant using the same event id writes an event of its own: ids are per tenant, so nothing of
+        // tenant 1 is touched or told.
+        let mut same_id = e1.clone();
+        same_id.tenant_id = tenant(2);
+        same_id.units.insert(
+            "tokens_in".into(),
+            NonNegative::new(Decimal::from(9)).unwrap(),
+        );
+        s.upsert_usage_events(std::slice::from_ref(&same_id), &audit())
+            .await
+            .unwrap();
         let mine = s
             .usage_events(Scope::Tenant(tenant(2)), ts(T0), ts(T0 + 2 * H))
             .await
             .unwrap();
-        assert_eq!(mine, vec![e2]);
+        assert_eq!(mine, vec![same_id, e2], "in time order");
+        let theirs = s
+            .usage_events(Scope::Tenant(tenant(1)), ts(T0), ts(T0 + 2 * H))
+            .await
+            .unwrap();
+        assert_eq!(theirs, vec![e1b.clone(), e3.clone()]);
+
+        // The allocation batch's record of a charge is replaced only by the batch.
+        let mut charge = tokens(tenant(1), "vllm-a", T0 + 5000, 0);
+        charge.source = eai_engine::domain::ALLOCATION_SOURCE.into();
+        charge.usage_type = "gpu_local".into();
+        s.upsert_usage_events(std::slice::from_ref(&charge), &audit())
+            .await
+            .unwrap();
+        let mut forged = charge.clone();
+        forged.source = "gateway".into();
+        let fresh = tokens(tenant(1), "vllm-a", T0 + 6000, 1);
+        let err = s
+            .upsert_usage_events(&[fresh, forged], &audit())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Forbidden(_)), "{err}");
+        let after = s
+            .usage_events(Scope::Tenant(tenant(1)), ts(T0), ts(T0 + 2 * H))
+            .await
+            .unwrap();
+        assert_eq!(after, vec![e1b, charge.clone(), e3], "nothing of the batch");
+        let mut again = charge;
+        again.units.insert("gpu_seconds".into(), NonNegative::ZERO);
+        s.upsert_usage_events(&[again], &audit()).await.unwrap();
     }
 
     pub async fn policies_are_superseded_never_edited(s: &dyn Store) {
         let mut a = spec("default");
         a.effective_from = ts(T0);
-        let p1 = s.create_policy(&a).await.unwrap();
+        let p1 = s.create_policy(&a, &audit()).await.unwrap();
         assert_eq!((p1.id.as_str(), p1.seq), ("alp_1", 1));
         let mut b = spec("l40s");
         b.gpu_model = Some("L40S".into());
@@ -657,14 +743,14 @@ mod contract {
         b.currency = "JPY".parse().unwrap();
         b.effective_from = ts(T0);
         b.effective_to = Some(ts(T0 + 10 * H));
-        let p2 = s.create_policy(&b).await.unwrap();
+        let p2 = s.create_policy(&b, &audit()).await.unwrap();
         assert_eq!(p2.id, "alp_2");
 
         let mut c = a.clone();
         c.gpu_hourly_cost = NonNegative::new(d("2.50")).unwrap();
         c.effective_from = ts(T0 + H);
         let (closed, opened) = s
-            .supersede_policy("alp_1", ts(T0 + H), Some(&c))
+            .supersede_policy("alp_1", ts(T0 + H), Some(&c), &audit())
             .await
             .unwrap();
         assert_eq!(closed.spec.effective_to, Some(ts(T0 + H)));
@@ -683,23 +769,29 @@ mod contract {
         // Closed already, closing before its start, unknown ids.
         let conflict = |r: Result<_, StoreError>| matches!(r, Err(StoreError::Conflict(_)));
         assert!(conflict(
-            s.supersede_policy("alp_1", ts(T0 + 2 * H), None).await
+            s.supersede_policy("alp_1", ts(T0 + 2 * H), None, &audit())
+                .await
         ));
         assert!(conflict(
-            s.supersede_policy("alp_1", ts(T0 + H), None).await
+            s.supersede_policy("alp_1", ts(T0 + H), None, &audit())
+                .await
         ));
         assert!(conflict(
-            s.supersede_policy("alp_3", ts(T0 + H), None).await
+            s.supersede_policy("alp_3", ts(T0 + H), None, &audit())
+                .await
         ));
         assert!(conflict(
-            s.supersede_policy("alp_2", ts(T0 + 11 * H), None).await
+            s.supersede_policy("alp_2", ts(T0 + 11 * H), None, &audit())
+                .await
         ));
         assert!(matches!(
-            s.supersede_policy("alp_9", ts(T0 + 2 * H), None).await,
+            s.supersede_policy("alp_9", ts(T0 + 2 * H), None, &audit())
+                .await,
             Err(StoreError::NotFound(_))
         ));
         assert!(matches!(
-            s.supersede_policy("nope", ts(T0 + 2 * H), None).await,
+            s.supersede_policy("nope", ts(T0 + 2 * H), None, &audit())
+                .await,
             Err(StoreError::NotFound(_))
         ));
         assert_eq!(
@@ -710,7 +802,7 @@ mod contract {
 
         // Closing earlier than a scheduled end, without a replacement.
         let (closed2, none) = s
-            .supersede_policy("alp_2", ts(T0 + 5 * H), None)
+            .supersede_policy("alp_2", ts(T0 + 5 * H), None, &audit())
             .await
             .unwrap();
         assert!(none.is_none());
@@ -721,26 +813,38 @@ mod contract {
     pub async fn api_keys_are_found_by_hash(s: &dyn Store) {
         assert_eq!(s.api_key_count().await.unwrap(), 0);
         let k1 = s
-            .create_api_key("h1", Role::PlatformAdmin, None, Some("bootstrap"), ts(T0))
+            .create_api_key(
+                &new_key("h1", Role::PlatformAdmin, None, Some("bootstrap"), ts(T0)),
+                &audit(),
+            )
             .await
             .unwrap();
         let k2 = s
-            .create_api_key("h2", Role::Auditor, Some(tenant(3)), None, ts(T0 + 1))
+            .create_api_key(
+                &new_key("h2", Role::Auditor, Some(tenant(3)), None, ts(T0 + 1)),
+                &audit(),
+            )
             .await
             .unwrap();
         assert_eq!((k1.id.as_str(), k2.id.as_str()), ("key_1", "key_2"));
-        assert_eq!(s.api_key_by_hash("h2").await.unwrap(), Some(k2.clone()));
-        assert_eq!(s.api_key_by_hash("h1").await.unwrap(), Some(k1));
-        assert_eq!(s.api_key_by_hash("h3").await.unwrap(), None);
+        assert_eq!(
+            s.api_key_by_hash("h2").await.unwrap().map(|m| m.key),
+            Some(k2.clone())
+        );
+        assert_eq!(
+            s.api_key_by_hash("h1").await.unwrap().map(|m| m.key),
+            Some(k1)
+        );
+        assert_eq!(s.api_key_by_hash("h3").await.unwrap().map(|m| m.key), None);
         assert_eq!(s.api_key_count().await.unwrap(), 2);
         let dup = s
-            .create_api_key("h2", Role::Viewer, None, None, ts(T0))
+            .create_api_key(&new_key("h2", Role::Viewer, None, None, ts(T0)), &audit())
             .await;
         assert!(matches!(dup, Err(StoreError::Conflict(_))));
         assert_eq!(s.api_key_count().await.unwrap(), 2);
         for role in Role::ALL {
             let k = s
-                .create_api_key(role.as_str(), role, None, None, ts(T0))
+                .create_api_key(&new_key(role.as_str(), role, None, None, ts(T0)), &audit())
                 .await
                 .unwrap();
             assert_eq!(
@@ -748,6 +852,7 @@ mod contract {
                     .await
                     .unwrap()
                     .unwrap()
+                    .key
                     .role,
                 k.role
             );
@@ -756,7 +861,7 @@ mod contract {
 
     pub async fn the_audit_chain_links_and_verifies(s: &dyn Store) {
         assert_eq!(
-            s.verify_audit_chain().await.unwrap(),
+            s.verify_audit_chain(None).await.unwrap(),
             None,
             "an empty chain is intact"
         );
@@ -799,7 +904,7 @@ mod contract {
             .await
             .unwrap()
             .is_empty());
-        assert_eq!(s.verify_audit_chain().await.unwrap(), None);
+        assert_eq!(s.verify_audit_chain(None).await.unwrap(), None);
     }
 
     pub async fn concurrent_appends_never_fork_the_chain(s: &dyn Store) {
@@ -810,7 +915,7 @@ mod contract {
         let mut seqs: Vec<u64> = futures_join_all(futs).await;
         seqs.sort_unstable();
         assert_eq!(seqs, (1..=16).collect::<Vec<_>>());
-        assert_eq!(s.verify_audit_chain().await.unwrap(), None);
+        assert_eq!(s.verify_audit_chain(None).await.unwrap(), None);
     }
 
     pub async fn concurrent_batches_of_one_gpu_count_each_sample_once(s: &dyn Store) {
@@ -826,7 +931,7 @@ mod contract {
             async move {
                 let mut n = 0;
                 for b in mine.chunks(50) {
-                    n += s.insert_samples(b).await.unwrap().inserted;
+                    n += s.insert_samples(b, &audit()).await.unwrap().inserted;
                 }
                 n
             }
@@ -929,13 +1034,15 @@ mod contract {
         use eai_store::clickhouse;
         let mut batch = fleet("vllm-a", 1, T0, T0 + H);
         let late = batch.remove(100);
-        s.insert_samples(&batch).await.unwrap();
+        s.insert_samples(&batch, &audit()).await.unwrap();
         let e = tokens(tenant(1), "vllm-a", T0 + 60_000, 10);
-        s.upsert_usage_events(std::slice::from_ref(&e))
+        s.upsert_usage_events(std::slice::from_ref(&e), &audit())
             .await
             .unwrap();
-        s.insert_samples(std::slice::from_ref(&late)).await.unwrap();
-        let o = s.insert_samples(&batch[..10]).await.unwrap();
+        s.insert_samples(std::slice::from_ref(&late), &audit())
+            .await
+            .unwrap();
+        let o = s.insert_samples(&batch[..10], &audit()).await.unwrap();
         assert_eq!(o.inserted, 0);
 
         let pending = s.outbox_pending(1000).await.unwrap();
@@ -970,7 +1077,7 @@ mod contract {
             eai_store::OutboxStats::default()
         );
         // Sequences go on after an acknowledgement (they are the replica's row versions).
-        s.upsert_usage_events(&[e]).await.unwrap();
+        s.upsert_usage_events(&[e], &audit()).await.unwrap();
         let next = s.outbox_pending(10).await.unwrap();
         assert_eq!(next.len(), 1);
         assert!(next[0].seq > last);
@@ -1015,14 +1122,17 @@ mod contract {
         let t = T0 + 10 * H;
         let first = sample("GPU-1", "vllm-a", t + 30_000);
         let o = s
-            .insert_samples(std::slice::from_ref(&first))
+            .insert_samples(std::slice::from_ref(&first), &audit())
             .await
             .unwrap();
         assert_eq!((o.inserted, o.duplicates), (1, 0));
         // The retention passes over that hour (40 days later, 35 days kept).
         s.prune_raw_samples(ts(t + 5 * 24 * H)).await.unwrap();
         let late = sample("GPU-1", "vllm-a", t + 15_000);
-        let o = s.insert_samples(std::slice::from_ref(&late)).await.unwrap();
+        let o = s
+            .insert_samples(std::slice::from_ref(&late), &audit())
+            .await
+            .unwrap();
         assert_eq!((o.inserted, o.duplicates), (1, 0));
         let read = s.usage_for(ts(t), ts(t + H), &[]).await.unwrap();
         assert_eq!(read.rollups.len(), 1);
@@ -1035,7 +1145,7 @@ mod contract {
         );
         // Re-sends of both, after another pruning: duplicates, never counted again.
         s.prune_raw_samples(ts(t + 6 * 24 * H)).await.unwrap();
-        let o = s.insert_samples(&[late, first]).await.unwrap();
+        let o = s.insert_samples(&[late, first], &audit()).await.unwrap();
         assert_eq!((o.inserted, o.duplicates), (0, 2));
         let again = s.usage_for(ts(t), ts(t + H), &[]).await.unwrap();
         assert_eq!(hourly(&again.rollups), hourly(&read.rollups));
@@ -1046,7 +1156,7 @@ mod contract {
     /// stored; the same window inside the retention is stored as usual.
     pub async fn an_unmergeable_late_sample_is_refused_and_nothing_is_stored(s: &dyn Store) {
         let batch = fleet("vllm-a", 1, T0, T0 + H);
-        s.insert_samples(&batch).await.unwrap();
+        s.insert_samples(&batch, &audit()).await.unwrap();
         s.prune_raw_samples(ts(T0 + 5 * H)).await.unwrap();
         let before = all_usage(s).await;
         // Windows end every 15 s; the 40th ends at T0 + 600 s. A 5 s window ending at T0 + 607 s starts after
@@ -1054,7 +1164,7 @@ mod contract {
         let mut odd = sample("GPU-vllm-a-0", "vllm-a", T0 + 607_000);
         odd.window_ms = 5_000;
         let fine = sample("GPU-other", "vllm-a", T0 + 15_000);
-        let err = s.insert_samples(&[fine, odd]).await.unwrap_err();
+        let err = s.insert_samples(&[fine, odd], &audit()).await.unwrap_err();
         match err {
             StoreError::Refused(errors) => {
                 assert_eq!(errors.len(), 1, "{errors:?}");
@@ -1074,7 +1184,7 @@ mod contract {
         );
         assert_eq!(after.gaps, before.gaps);
         // A re-send of a counted window of that hour is still a duplicate.
-        let o = s.insert_samples(&batch[39..41]).await.unwrap();
+        let o = s.insert_samples(&batch[39..41], &audit()).await.unwrap();
         assert_eq!((o.inserted, o.duplicates), (0, 2));
     }
 
@@ -1133,7 +1243,7 @@ mod contract {
         s.prune_raw_samples(ts(now - 35 * 24 * H)).await.unwrap();
         let mut inserted = 0;
         for (i, b) in sent.chunks(500).enumerate() {
-            inserted += s.insert_samples(b).await.unwrap().inserted;
+            inserted += s.insert_samples(b, &audit()).await.unwrap().inserted;
             if i % 3 == 2 {
                 s.prune_raw_samples(ts(now - 35 * 24 * H)).await.unwrap();
             }
@@ -1158,7 +1268,7 @@ mod contract {
         // Sent again, all of it: duplicates only.
         let mut dup = 0;
         for b in all.chunks(2000) {
-            let o = s.insert_samples(b).await.unwrap();
+            let o = s.insert_samples(b, &audit()).await.unwrap();
             assert_eq!(o.inserted, 0);
             dup += o.duplicates;
         }
@@ -1171,12 +1281,15 @@ mod contract {
     pub async fn a_policy_made_before_a_backfill_prices_both_parts_of_its_hour(s: &dyn Store) {
         let mut a = spec("a");
         a.effective_from = ts(T0 - 24 * H);
-        let a = s.create_policy(&a).await.unwrap();
+        let a = s.create_policy(&a, &audit()).await.unwrap();
         let at = ts(T0 + 20 * 60_000);
         let mut b = spec("b");
         b.gpu_hourly_cost = NonNegative::new(d("3.30")).unwrap();
         b.effective_from = at;
-        let (_, b) = s.supersede_policy(&a.id, at, Some(&b)).await.unwrap();
+        let (_, b) = s
+            .supersede_policy(&a.id, at, Some(&b), &audit())
+            .await
+            .unwrap();
         let b = b.unwrap();
         s.prune_raw_samples(ts(T0 + 30 * 24 * H)).await.unwrap();
         // Dedicated to a tenant, so that each policy's part is an item of its own.
@@ -1186,7 +1299,7 @@ mod contract {
         }
         batch.reverse();
         for chunk in batch.chunks(37) {
-            s.insert_samples(chunk).await.unwrap();
+            s.insert_samples(chunk, &audit()).await.unwrap();
         }
         let policies = s.policies().await.unwrap();
         let p = period(T0, T0 + H);
@@ -1203,15 +1316,17 @@ mod contract {
     /// it, it first cuts its rollups at the boundary: the allocation is the same before and after.
     pub async fn pruning_cuts_an_hour_at_its_policy_boundary_before_freezing_it(s: &dyn Store) {
         let batch = fleet("vllm-a", 2, T0, T0 + 2 * H);
-        s.insert_samples(&batch).await.unwrap();
+        s.insert_samples(&batch, &audit()).await.unwrap();
         let mut a = spec("a");
         a.effective_from = ts(T0 - 24 * H);
-        let a = s.create_policy(&a).await.unwrap();
+        let a = s.create_policy(&a, &audit()).await.unwrap();
         let at = ts(T0 + H + 17 * 60_000 + 7_500);
         let mut b = spec("b");
         b.gpu_hourly_cost = NonNegative::new(d("9.99")).unwrap();
         b.effective_from = at;
-        s.supersede_policy(&a.id, at, Some(&b)).await.unwrap();
+        s.supersede_policy(&a.id, at, Some(&b), &audit())
+            .await
+            .unwrap();
         let policies = s.policies().await.unwrap();
         let p = period(T0, T0 + 2 * H);
         let alloc = |read: eai_store::UsageRead| allocation_of(&read, p, &policies, &[]);
@@ -1229,15 +1344,15 @@ mod contract {
     pub async fn a_policy_made_after_its_hour_froze_is_reported_with_its_gpu_seconds(
         s: &dyn Store,
     ) {
-        s.insert_samples(&fleet("vllm-a", 2, T0, T0 + 2 * H))
+        s.insert_samples(&fleet("vllm-a", 2, T0, T0 + 2 * H), &audit())
             .await
             .unwrap();
         s.prune_raw_samples(ts(T0 + 10 * H)).await.unwrap();
         let mut a = spec("a");
         a.effective_from = ts(T0 - 24 * H);
-        let a = s.create_policy(&a).await.unwrap();
+        let a = s.create_policy(&a, &audit()).await.unwrap();
         let at = ts(T0 + H + 20 * 60_000);
-        s.supersede_policy(&a.id, at, Some(&spec("b")))
+        s.supersede_policy(&a.id, at, Some(&spec("b")), &audit())
             .await
             .unwrap();
         let policies = s.policies().await.unwrap();
@@ -1267,7 +1382,7 @@ mod contract {
         prunes: &[Option<i64>],
     ) {
         for p in &plan.policies {
-            s.create_policy(&p.spec).await.unwrap();
+            s.create_policy(&p.spec, &audit()).await.unwrap();
         }
         let mut accepted: Vec<Sample> = Vec::new();
         let (mut inserted, mut duplicates) = (0, 0);
@@ -1275,7 +1390,7 @@ mod contract {
             if let Some(Some(k)) = prunes.get(i) {
                 s.prune_raw_samples(ts(T0 + k * 15 * 60_000)).await.unwrap();
             }
-            match s.insert_samples(b).await {
+            match s.insert_samples(b, &audit()).await {
                 Ok(o) => {
                     accepted.extend(b.iter().cloned());
                     inserted += o.inserted;
@@ -1324,10 +1439,10 @@ mod contract {
 
     /// With the outbox off (no replica configured), nothing is queued.
     pub async fn without_the_outbox_nothing_is_queued(s: &dyn Store) {
-        s.insert_samples(&fleet("vllm-a", 1, T0, T0 + H))
+        s.insert_samples(&fleet("vllm-a", 1, T0, T0 + H), &audit())
             .await
             .unwrap();
-        s.upsert_usage_events(&[tokens(tenant(1), "vllm-a", T0, 1)])
+        s.upsert_usage_events(&[tokens(tenant(1), "vllm-a", T0, 1)], &audit())
             .await
             .unwrap();
         assert!(s.outbox_pending(10).await.unwrap().is_empty());
@@ -1668,9 +1783,16 @@ mod sqlite_only {
         let version: i64 = c
             .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 5);
+        assert_eq!(version, 6);
         assert_eq!(store.backend(), "sqlite");
     }
+
+    /// What schema 6 added, taken out again: a file as an older binary left it.
+    const UNDO_V6: &str = "DROP INDEX api_keys_by_previous_hash; \
+        ALTER TABLE api_keys DROP COLUMN nodes; ALTER TABLE api_keys DROP COLUMN expires_at_ms; \
+        ALTER TABLE api_keys DROP COLUMN revoked_at_ms; ALTER TABLE api_keys DROP COLUMN previous_hash; \
+        ALTER TABLE api_keys DROP COLUMN previous_valid_until_ms; ALTER TABLE api_keys DROP COLUMN rotated_at_ms; \
+        DELETE FROM meta WHERE key = 'audit_v2_from_seq';";
 
     /// A file pruned by a binary older than end sets (schema 4) has no index of its pruned windows: opened by
     /// this one, its horizon becomes where the index starts, a late sample that would need the older hours is
@@ -1682,18 +1804,18 @@ mod sqlite_only {
         let path = dir.path().join("eai.db");
         let store = SqliteStore::open(&path).unwrap();
         store
-            .insert_samples(&fleet("vllm-a", 1, T0, T0 + 4 * H))
+            .insert_samples(&fleet("vllm-a", 1, T0, T0 + 4 * H), &audit())
             .await
             .unwrap();
         let mut p = spec("a");
         p.effective_from = ts(T0 + 3 * H + 60_000);
-        store.create_policy(&p).await.unwrap();
+        store.create_policy(&p, &audit()).await.unwrap();
         store.prune_raw_samples(ts(T0 + 2 * H)).await.unwrap();
         drop(store);
         // What an older binary left: every pruned row gone, no end sets, no cuts.
         let c = rusqlite::Connection::open(&path).unwrap();
         c.execute_batch(&format!(
-            "DELETE FROM gpu_samples WHERE end_ms < {cut}; \
+            "DELETE FROM gpu_samples WHERE end_ms < {cut}; {UNDO_V6} \
              DROP TABLE pruned_ends; DROP TABLE prune_pending; DROP TABLE rollup_cuts; \
              UPDATE schema_version SET version = 4;",
             cut = T0 + 2 * H
@@ -1713,7 +1835,10 @@ mod sqlite_only {
         assert_eq!(indexed, T0 + 2 * H);
         assert_eq!(rows(&c, "rollup_cuts"), 1, "the boundary at 3 h + 1 min");
         let err = store
-            .insert_samples(&[sample("GPU-vllm-a-0", "vllm-a", T0 + H + 7_500)])
+            .insert_samples(
+                &[sample("GPU-vllm-a-0", "vllm-a", T0 + H + 7_500)],
+                &audit(),
+            )
             .await
             .unwrap_err();
         assert!(
@@ -1722,7 +1847,7 @@ mod sqlite_only {
         );
         // A new GPU's history there has no older neighbour to miss: appended, counted.
         let o = store
-            .insert_samples(&[sample("GPU-new", "vllm-a", T0 + H + 7_500)])
+            .insert_samples(&[sample("GPU-new", "vllm-a", T0 + H + 7_500)], &audit())
             .await
             .unwrap();
         assert_eq!(o.inserted, 1);
@@ -1738,18 +1863,21 @@ mod sqlite_only {
         let mut batch = fleet("vllm-a", 3, T0, T0 + 2 * H);
         batch.extend(fleet("vllm-b", 2, T0 + H, T0 + 3 * H));
         let late = batch.remove(7);
-        store.insert_samples(&batch).await.unwrap();
-        store.insert_samples(&[late]).await.unwrap();
+        store.insert_samples(&batch, &audit()).await.unwrap();
+        store.insert_samples(&[late], &audit()).await.unwrap();
         let mut events = vec![
             tokens(tenant(1), "vllm-a", T0 + 60_000, 7000),
             tokens(tenant(2), "vllm-a", T0 + 61_000, 3000),
             tokens(tenant(2), "vllm-b", T0 + H + 1, 5),
         ];
-        store.upsert_usage_events(&events).await.unwrap();
+        store.upsert_usage_events(&events, &audit()).await.unwrap();
         events[0]
             .units
             .insert("tokens_out".into(), NonNegative::new(d("1")).unwrap());
-        store.upsert_usage_events(&events[..1]).await.unwrap();
+        store
+            .upsert_usage_events(&events[..1], &audit())
+            .await
+            .unwrap();
         let before = all_usage(&store).await;
         assert_eq!(before.rollups.len(), 4, "two deployments, two hours each");
         assert_eq!(before.claims, sum_claims(&events));
@@ -1757,10 +1885,10 @@ mod sqlite_only {
 
         // Back to schema 3: what an older binary left.
         let c = rusqlite::Connection::open(&path).unwrap();
-        c.execute_batch(
-            "DROP TABLE pruned_ends; DROP TABLE prune_pending; DROP TABLE rollup_cuts; \
-             DROP TABLE deployment_rollups; DROP TABLE usage_claims; UPDATE schema_version SET version = 3;",
-        )
+        c.execute_batch(&format!(
+            "{UNDO_V6} DROP TABLE pruned_ends; DROP TABLE prune_pending; DROP TABLE rollup_cuts; \
+             DROP TABLE deployment_rollups; DROP TABLE usage_claims; UPDATE schema_version SET version = 3;"
+        ))
         .unwrap();
         drop(c);
 
@@ -1783,7 +1911,7 @@ mod sqlite_only {
              BEGIN SELECT RAISE(ABORT, 'refused by test'); END;"
         ))
         .unwrap();
-        let err = store.insert_samples(&batch).await.unwrap_err();
+        let err = store.insert_samples(&batch, &audit()).await.unwrap_err();
         assert!(
             matches!(err, StoreError::Internal(ref m) if m.contains("refused by test")),
             "{err}"
@@ -1792,7 +1920,7 @@ mod sqlite_only {
             assert_eq!(rows(&c, table), 0, "{table} after a failed batch");
         }
         c.execute_batch("DROP TRIGGER refuse").unwrap();
-        let o = store.insert_samples(&batch).await.unwrap();
+        let o = store.insert_samples(&batch, &audit()).await.unwrap();
         assert_eq!(
             (o.inserted, o.duplicates),
             (480, 0),
@@ -1811,10 +1939,10 @@ mod sqlite_only {
             "CREATE TRIGGER refuse BEFORE INSERT ON outbox BEGIN SELECT RAISE(ABORT, 'refused by test'); END;",
         )
         .unwrap();
-        let err = store.insert_samples(&batch).await.unwrap_err();
+        let err = store.insert_samples(&batch, &audit()).await.unwrap_err();
         assert!(err.to_string().contains("refused by test"), "{err}");
         let err = store
-            .upsert_usage_events(&[tokens(tenant(1), "vllm-a", T0, 1)])
+            .upsert_usage_events(&[tokens(tenant(1), "vllm-a", T0, 1)], &audit())
             .await
             .unwrap_err();
         assert!(err.to_string().contains("refused by test"), "{err}");
@@ -1827,10 +1955,10 @@ mod sqlite_only {
              BEGIN SELECT RAISE(ABORT, 'refused by test'); END;",
         )
         .unwrap();
-        assert!(store.insert_samples(&batch).await.is_err());
+        assert!(store.insert_samples(&batch, &audit()).await.is_err());
         assert_eq!(rows(&c, "outbox"), 0);
         c.execute_batch("DROP TRIGGER refuse").unwrap();
-        store.insert_samples(&batch).await.unwrap();
+        store.insert_samples(&batch, &audit()).await.unwrap();
         assert!(rows(&c, "outbox") > 0);
     }
 
@@ -1840,7 +1968,7 @@ mod sqlite_only {
         let mut bad = sample("GPU-1", "vllm-a", T0 + 30_000);
         bad.utilization = UnitInterval::new(d("0.1234567")).unwrap();
         let err = store
-            .insert_samples(&[sample("GPU-1", "vllm-a", T0 + 15_000), bad])
+            .insert_samples(&[sample("GPU-1", "vllm-a", T0 + 15_000), bad], &audit())
             .await
             .unwrap_err();
         assert!(err.to_string().contains("utilization"), "{err}");
@@ -1855,11 +1983,14 @@ mod sqlite_only {
         let events = vec![tokens(tenant(1), "vllm-a", T0 + 5, 10)];
         let (usage, policies, key, chain) = {
             let s = SqliteStore::open(&path).unwrap();
-            s.insert_samples(&samples).await.unwrap();
-            s.upsert_usage_events(&events).await.unwrap();
-            s.create_policy(&spec("p")).await.unwrap();
+            s.insert_samples(&samples, &audit()).await.unwrap();
+            s.upsert_usage_events(&events, &audit()).await.unwrap();
+            s.create_policy(&spec("p"), &audit()).await.unwrap();
             let key = s
-                .create_api_key("h", Role::Finops, Some(tenant(1)), None, ts(T0))
+                .create_api_key(
+                    &new_key("h", Role::Finops, Some(tenant(1)), None, ts(T0)),
+                    &audit(),
+                )
                 .await
                 .unwrap();
             s.append_audit(&draft("one", None)).await.unwrap();
@@ -1883,14 +2014,25 @@ mod sqlite_only {
             events
         );
         assert_eq!(s.policies().await.unwrap(), policies);
-        assert_eq!(s.api_key_by_hash("h").await.unwrap(), Some(key));
+        assert_eq!(
+            s.api_key_by_hash("h").await.unwrap().map(|m| m.key),
+            Some(key)
+        );
         assert_eq!(s.audit_events(Scope::Platform, 0, 10).await.unwrap(), chain);
         // Sequences continue; appending continues the chain; re-sent samples are still duplicates.
-        assert_eq!(s.create_policy(&spec("q")).await.unwrap().id, "alp_2");
-        assert_eq!(s.append_audit(&draft("three", None)).await.unwrap().seq, 3);
-        assert_eq!(s.verify_audit_chain().await.unwrap(), None);
         assert_eq!(
-            s.insert_samples(&samples).await.unwrap().duplicates,
+            s.create_policy(&spec("q"), &audit()).await.unwrap().id,
+            "alp_2"
+        );
+        // Six events so far: four changes and two appends.
+        assert_eq!(chain.len(), 6);
+        assert_eq!(s.append_audit(&draft("three", None)).await.unwrap().seq, 8);
+        assert_eq!(s.verify_audit_chain(None).await.unwrap(), None);
+        assert_eq!(
+            s.insert_samples(&samples, &audit())
+                .await
+                .unwrap()
+                .duplicates,
             samples.len() as u64
         );
     }
@@ -1918,12 +2060,12 @@ mod sqlite_only {
                 .await
                 .unwrap();
         }
-        assert_eq!(store.verify_audit_chain().await.unwrap(), None);
+        assert_eq!(store.verify_audit_chain(None).await.unwrap(), None);
         let c = raw(&store);
         let n = c.execute("UPDATE audit_events SET body = replace(body, '\"allow\"', '\"deny\"') WHERE seq = 3", []).unwrap();
         assert_eq!(n, 1);
         let broken = store
-            .verify_audit_chain()
+            .verify_audit_chain(None)
             .await
             .unwrap()
             .expect("tampering is detected");
@@ -1941,7 +2083,11 @@ mod sqlite_only {
         c2.execute("DELETE FROM audit_events WHERE seq = 4", [])
             .unwrap();
         assert_eq!(
-            store2.verify_audit_chain().await.unwrap().map(|b| b.seq),
+            store2
+                .verify_audit_chain(None)
+                .await
+                .unwrap()
+                .map(|b| b.seq),
             Some(4)
         );
         c2.execute(
@@ -1950,7 +2096,11 @@ mod sqlite_only {
         )
         .unwrap();
         assert_eq!(
-            store2.verify_audit_chain().await.unwrap().map(|b| b.seq),
+            store2
+                .verify_audit_chain(None)
+                .await
+                .unwrap()
+                .map(|b| b.seq),
             Some(2)
         );
     }
@@ -1976,7 +2126,7 @@ mod sqlite_only {
             }
         }
         for b in v.chunks(240) {
-            store.insert_samples(b).await.unwrap();
+            store.insert_samples(b, &audit()).await.unwrap();
         }
         let c = raw(&store);
         c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
@@ -2186,15 +2336,18 @@ mod postgres_only {
                 v.push(x);
             }
         }
-        s.insert_samples(&v).await.unwrap();
-        s.upsert_usage_events(&[
-            tokens(a, "dep-GPU-s", T0 + 1000, 10),
-            tokens(b, "dep-GPU-s", T0 + 2000, 20),
-        ])
+        s.insert_samples(&v, &audit()).await.unwrap();
+        s.upsert_usage_events(
+            &[
+                tokens(a, "dep-GPU-s", T0 + 1000, 10),
+                tokens(b, "dep-GPU-s", T0 + 2000, 20),
+            ],
+            &audit(),
+        )
         .await
         .unwrap();
         for (hash, t) in [("ha", Some(a)), ("hb", Some(b)), ("hp", None)] {
-            s.create_api_key(hash, Role::Viewer, t, None, ts(T0))
+            s.create_api_key(&new_key(hash, Role::Viewer, t, None, ts(T0)), &audit())
                 .await
                 .unwrap();
         }
@@ -2419,8 +2572,8 @@ mod postgres_only {
     async fn reopening_migrates_once_and_keeps_everything() {
         let (db, s) = fresh().await;
         let samples = fleet("vllm-a", 2, T0, T0 + 2 * H);
-        s.insert_samples(&samples).await.unwrap();
-        s.create_policy(&spec("p")).await.unwrap();
+        s.insert_samples(&samples, &audit()).await.unwrap();
+        s.create_policy(&spec("p"), &audit()).await.unwrap();
         s.append_audit(&draft("one", None)).await.unwrap();
         let usage = all_usage(&s).await;
         drop(s);
@@ -2429,11 +2582,18 @@ mod postgres_only {
         let (x, y) = (x.unwrap(), y.unwrap());
         let again = all_usage(&x).await;
         assert_eq!((again.rollups, again.gaps), (usage.rollups, usage.gaps));
-        assert_eq!(y.create_policy(&spec("q")).await.unwrap().id, "alp_2");
-        assert_eq!(y.append_audit(&draft("two", None)).await.unwrap().seq, 2);
-        assert_eq!(x.verify_audit_chain().await.unwrap(), None);
         assert_eq!(
-            x.insert_samples(&samples).await.unwrap().duplicates,
+            y.create_policy(&spec("q"), &audit()).await.unwrap().id,
+            "alp_2"
+        );
+        // Ingest, policy, "one", policy: the fifth event.
+        assert_eq!(y.append_audit(&draft("two", None)).await.unwrap().seq, 5);
+        assert_eq!(x.verify_audit_chain(None).await.unwrap(), None);
+        assert_eq!(
+            x.insert_samples(&samples, &audit())
+                .await
+                .unwrap()
+                .duplicates,
             samples.len() as u64
         );
         assert_eq!(x.backend(), "postgres");
@@ -2466,7 +2626,7 @@ mod postgres_only {
         )
         .await
         .unwrap();
-        let err = store.insert_samples(&batch).await.unwrap_err();
+        let err = store.insert_samples(&batch, &audit()).await.unwrap_err();
         assert!(
             matches!(err, StoreError::Internal(ref m) if m.contains("refused by test")),
             "{err}"
@@ -2485,7 +2645,7 @@ mod postgres_only {
         c.batch_execute("DROP TRIGGER refuse ON eai.gpu_samples")
             .await
             .unwrap();
-        let o = store.insert_samples(&batch).await.unwrap();
+        let o = store.insert_samples(&batch, &audit()).await.unwrap();
         assert_eq!((o.inserted, o.duplicates), (480, 0));
         assert_eq!(all_usage(&store).await.rollups, expected_rollups(&batch));
     }
@@ -2503,11 +2663,11 @@ mod postgres_only {
         .await
         .unwrap();
         let batch = fleet("vllm-a", 1, T0, T0 + H);
-        let err = store.insert_samples(&batch).await.unwrap_err();
+        let err = store.insert_samples(&batch, &audit()).await.unwrap_err();
         assert!(err.to_string().contains("refused by test"), "{err}");
         let a = tenant(1);
         let err = store
-            .upsert_usage_events(&[tokens(a, "vllm-a", T0, 1)])
+            .upsert_usage_events(&[tokens(a, "vllm-a", T0, 1)], &audit())
             .await
             .unwrap_err();
         assert!(err.to_string().contains("refused by test"), "{err}");
@@ -2525,9 +2685,9 @@ mod postgres_only {
         c.batch_execute("DROP TRIGGER refuse ON eai.outbox")
             .await
             .unwrap();
-        store.insert_samples(&batch).await.unwrap();
+        store.insert_samples(&batch, &audit()).await.unwrap();
         store
-            .upsert_usage_events(&[tokens(a, "vllm-a", T0, 1)])
+            .upsert_usage_events(&[tokens(a, "vllm-a", T0, 1)], &audit())
             .await
             .unwrap();
         assert!(store.outbox_stats().await.unwrap().pending >= 2);
@@ -2557,12 +2717,15 @@ mod postgres_only {
         let (_db, s) = fresh().await;
         let nil = TenantId(PLATFORM_TENANT);
         let err = s
-            .upsert_usage_events(&[tokens(nil, "d", T0, 1)])
+            .upsert_usage_events(&[tokens(nil, "d", T0, 1)], &audit())
             .await
             .unwrap_err();
         assert!(matches!(err, StoreError::Conflict(_)), "{err}");
         let err = s
-            .create_api_key("h", Role::Viewer, Some(nil), None, ts(T0))
+            .create_api_key(
+                &new_key("h", Role::Viewer, Some(nil), None, ts(T0)),
+                &audit(),
+            )
             .await
             .unwrap_err();
         assert!(matches!(err, StoreError::Conflict(_)), "{err}");
@@ -2581,7 +2744,7 @@ mod postgres_member_login {
     #[tokio::test]
     async fn a_member_of_the_service_role_serves_a_database_an_owner_migrated() {
         let (db, owner) = fresh().await;
-        owner.create_policy(&spec("p")).await.unwrap();
+        owner.create_policy(&spec("p"), &audit()).await.unwrap();
         let (admin, connection) = tokio_postgres::connect(db.url(), NoTls).await.unwrap();
         tokio::spawn(connection);
         let login = format!("eai_t_login_{}", &Uuid::new_v4().simple().to_string()[..12]);
@@ -2596,7 +2759,8 @@ mod postgres_member_login {
         let served = PgStore::open(&url).await;
         let result = async {
             let s = served?;
-            s.insert_samples(&fleet("vllm-a", 1, T0, T0 + H)).await?;
+            s.insert_samples(&fleet("vllm-a", 1, T0, T0 + H), &audit())
+                .await?;
             let n = s.usage_for(ts(T0), ts(T0 + H), &[]).await?.rollups.len();
             let p = s.policies().await?.len();
             let sessions: i64 = admin

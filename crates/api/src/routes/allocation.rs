@@ -56,6 +56,11 @@ pub async fn get(
     let period =
         Period::new(from, to, config.bucket_ms).map_err(|e| ApiError::validation(vec![e]))?;
 
+    // At most EAI_MAX_CONCURRENT_ALLOCATIONS computations at once; beyond, 429 with Retry-After.
+    let _slot = st
+        .limits
+        .allocation_slot()
+        .inspect_err(|_| st.metrics.rate_limited())?;
     let allocation =
         crate::allocation::compute_from(&st.source, st.store.as_ref(), period, config).await?;
     let allocation = match scope {

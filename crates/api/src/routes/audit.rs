@@ -1,5 +1,6 @@
 //! `GET /v1/audit/events?after&limit`: the audit hash chain, oldest first (platform_admin: all of it; auditor
-//! and security_officer: their tenant's events).
+//! and security_officer: their tenant's events). `GET /v1/audit/head` (platform_admin): the newest event's
+//! `{seq, hash}`, to anchor outside the database (`eai-gpu audit verify --expect-head SEQ:HASH` checks it).
 
 use axum::extract::State;
 use axum::Json;
@@ -39,6 +40,17 @@ pub fn view(e: &AuditEvent) -> Value {
         "prev_hash": e.prev_hash,
         "hash": e.hash,
     })
+}
+
+/// `{"seq", "hash"}` of the chain's newest event (`{"seq": 0, "hash": <64 zeros>}` for an empty chain).
+pub async fn head(State(st): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    authorize(&st, &caller, Action::ReadAuditHead).await?;
+    let head = st.store.audit_head().await?;
+    let (seq, hash) = head.map_or((0, eai_store::audit::GENESIS_HASH.to_string()), |h| {
+        (h.seq, h.hash)
+    });
+    st.metrics.set_audit_head(seq, &hash);
+    Ok(Json(json!({ "seq": seq, "hash": hash })))
 }
 
 /// `{"items": [...]}`: pass the last `seq` as `after` to read on.

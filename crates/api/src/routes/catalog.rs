@@ -1,10 +1,11 @@
 //! `GET /v1/providers/catalog`: the local inference providers, one per deployment seen in GPU samples, shaped
-//! as in the seed (`discovery: "api"`: seen through the API; the contract admits no other field). The catalog is not tenant data (it names deployments, not usage or cost): every
-//! authenticated caller sees all of it.
+//! as in the seed (`discovery: "api"`: seen through the API; the contract admits no other field). A tenant's
+//! readers see the shared deployments and their tenant's dedicated ones, never another tenant's; platform
+//! identities (platform_admin, usage_reporter: a gateway routing every tenant) see all.
 
 use axum::extract::State;
 use axum::Json;
-use eai_store::DeploymentSeen;
+use eai_store::{DeploymentSeen, Scope};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -47,13 +48,22 @@ pub fn item(d: &DeploymentSeen) -> Value {
     })
 }
 
+/// Whether `scope` may see deployment `d`: a shared one (samples without an owner) or one of its own.
+pub fn visible(d: &DeploymentSeen, scope: Scope) -> bool {
+    match scope {
+        Scope::Platform => true,
+        Scope::Tenant(t) => d.owners.iter().any(|o| o.is_none_or(|o| o == t)),
+    }
+}
+
 pub async fn get(State(st): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
-    authorize(&st, &caller, Action::ReadCatalog).await?;
+    let scope = authorize(&st, &caller, Action::ReadCatalog).await?;
     let items: Vec<Value> = st
         .store
         .deployments_seen()
         .await?
         .iter()
+        .filter(|d| visible(d, scope))
         .map(item)
         .collect();
     Ok(Json(json!({ "items": items })))

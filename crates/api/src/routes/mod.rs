@@ -1,7 +1,7 @@
 //! The routes of the control plane and the one function that assembles them: [`router`].
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::{middleware, Router};
 
 use crate::state::AppState;
@@ -42,9 +42,12 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/v1/providers/catalog", get(catalog::get))
         .route("/v1/usage/events", post(usage::ingest))
-        .route("/v1/auth/api-keys", post(keys::create))
+        .route("/v1/auth/api-keys", get(keys::list).post(keys::create))
+        .route("/v1/auth/api-keys/{id}", delete(keys::revoke))
+        .route("/v1/auth/api-keys/{id}/rotate", post(keys::rotate))
         .route("/v1/auth/whoami", get(keys::whoami))
         .route("/v1/audit/events", get(audit::list))
+        .route("/v1/audit/head", get(audit::head))
         .route("/openapi.json", get(system::openapi))
         .route("/healthz", get(system::healthz))
         .route("/readyz", get(system::readyz))

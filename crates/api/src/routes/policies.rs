@@ -15,7 +15,7 @@ use rust_decimal::Decimal;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::auth::{authorize, finish, Action, Caller, Done};
+use crate::auth::{authorize, draft, finish, Action, Caller, Done};
 use crate::error::ApiError;
 use crate::extract::Body;
 use crate::state::{now, AppState};
@@ -109,13 +109,17 @@ pub async fn create(
         let now = now();
         // `effective_from` defaults to now; a backdated one is allowed since only platform_admin gets here.
         let spec = parse_policy(&loose, now).map_err(ApiError::validation)?;
-        let p = st.store.create_policy(&spec).await?;
+        let audit = draft(
+            &caller,
+            Action::CreatePolicy,
+            None,
+            json!({ "name": spec.name, "effective_from": spec.effective_from.to_string() }),
+        );
+        let p = st.store.create_policy(&spec, &audit).await?;
         let status = status(&p, now);
         Ok(Done {
             status: StatusCode::CREATED,
             body: json!({ "id": p.id, "status": status }),
-            resource: Some(p.id.clone()),
-            details: json!({ "name": p.spec.name, "status": status, "effective_from": p.spec.effective_from.to_string() }),
         })
     }
     .await;
@@ -225,7 +229,8 @@ pub async fn supersede(
         }
         fields.insert("effective_from".into(), Loose::Str(at.to_string()));
         let spec = parse_policy(&Loose::Object(fields), at).map_err(ApiError::validation)?;
-        close_and_open(&st, &old, at, &spec, now).await
+        let audit = draft(&caller, Action::SupersedePolicy, None, json!({ "effective_at": at.to_string() }));
+        close_and_open(&st, &old, at, &spec, now, &audit).await
     }
     .await;
     Ok(finish(&st, &caller, Action::SupersedePolicy, outcome).await)
@@ -256,10 +261,10 @@ pub async fn disable(
         };
         let old = find(&st, &id).await?;
         if !old.spec.enabled {
-            return Err(ApiError::invalid(
-                "id",
-                format!("the policy {} is already disabled", old.id),
-            ));
+            return Err(ApiError::conflict(format!(
+                "the policy {} is already disabled",
+                old.id
+            )));
         }
         check_closable(&old, at)?;
         let copy = PolicySpec {
@@ -267,7 +272,13 @@ pub async fn disable(
             effective_from: at,
             ..old.spec.clone()
         };
-        close_and_open(&st, &old, at, &copy, now).await
+        let audit = draft(
+            &caller,
+            Action::DisablePolicy,
+            None,
+            json!({ "effective_at": at.to_string() }),
+        );
+        close_and_open(&st, &old, at, &copy, now, &audit).await
     }
     .await;
     Ok(finish(&st, &caller, Action::DisablePolicy, outcome).await)
@@ -279,16 +290,15 @@ async fn close_and_open(
     at: Timestamp,
     replacement: &PolicySpec,
     now: Timestamp,
+    audit: &eai_store::AuditDraft,
 ) -> Result<Done, ApiError> {
     let (closed, opened) = st
         .store
-        .supersede_policy(&old.id, at, Some(replacement))
+        .supersede_policy(&old.id, at, Some(replacement), audit)
         .await?;
     Ok(Done {
         status: StatusCode::OK,
         body: json!({ "closed": view(&closed, now), "opened": opened.as_ref().map(|p| view(p, now)) }),
-        resource: Some(closed.id.clone()),
-        details: json!({ "effective_at": at.to_string(), "opened": opened.as_ref().map(|p| p.id.clone()) }),
     })
 }
 

@@ -1,13 +1,18 @@
 //! `POST /v1/finops/gpu/samples`: a batch of GPU samples, all or nothing, idempotent on (gpu_uuid, timestamp).
+//! Refused sample by sample (422, each index in `details`): a sample ending more than `EAI_MAX_CLOCK_SKEW_SECONDS`
+//! after the server's clock (it would block the real window, first received winning), and, for a sampler key
+//! bound to nodes, a sample of another node.
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
+use eai_engine::error::FieldError;
+use eai_engine::time::Timestamp;
 use eai_engine::wire::{parse_samples, Loose};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::auth::{authorize, finish, Action, Caller, Done};
+use crate::auth::{authorize, draft, finish, Action, Caller, Done};
 use crate::error::ApiError;
 use crate::extract::Body;
 use crate::metrics::Metrics;
@@ -26,11 +31,49 @@ pub async fn ingest(
     body: Body,
 ) -> Result<Response, ApiError> {
     authorize(&st, &caller, Action::IngestSamples).await?;
-    let outcome = ingest_batch(&st, &body).await;
+    let outcome = ingest_batch(&st, &caller, &body).await;
     Ok(finish(&st, &caller, Action::IngestSamples, outcome).await)
 }
 
-async fn ingest_batch(st: &AppState, body: &Body) -> Result<Done, ApiError> {
+/// What the parser leaves to the server: the clock, and the caller's nodes.
+fn check_samples(
+    samples: &[eai_engine::domain::Sample],
+    now: Timestamp,
+    max_skew_ms: i64,
+    nodes: &[String],
+) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for (i, s) in samples.iter().enumerate() {
+        if s.end.0 > now.0.saturating_add(max_skew_ms) {
+            errors.push(
+                FieldError::new(
+                    "timestamp",
+                    format!(
+                        "ends at {}, more than {} s after the server's clock ({now}): check the sender's clock",
+                        s.end,
+                        max_skew_ms / 1000
+                    ),
+                )
+                .at(i),
+            );
+        }
+        if !nodes.is_empty() && !nodes.contains(&s.node) {
+            errors.push(
+                FieldError::new(
+                    "node",
+                    format!(
+                        "this sampler key may only post samples of the nodes {}",
+                        nodes.join(", ")
+                    ),
+                )
+                .at(i),
+            );
+        }
+    }
+    errors
+}
+
+async fn ingest_batch(st: &AppState, caller: &Caller, body: &Body) -> Result<Done, ApiError> {
     let batch: SamplesBody = body.json()?;
     let n = batch.samples.len();
     let rejected = |st: &AppState| Metrics::add(&st.metrics.samples_rejected, n as u64);
@@ -49,22 +92,31 @@ async fn ingest_batch(st: &AppState, body: &Body) -> Result<Done, ApiError> {
             "must hold at least one sample",
         ));
     }
-    let samples = parse_samples(&batch.samples, now()).map_err(|errors| {
+    let at = now();
+    let samples = parse_samples(&batch.samples, at).map_err(|errors| {
         rejected(st);
         ApiError::validation(errors)
     })?;
-    let out = st.store.insert_samples(&samples).await.map_err(|e| {
-        if matches!(e, eai_store::StoreError::Refused(_)) {
-            rejected(st);
-        }
-        e
-    })?;
+    let refused = check_samples(&samples, at, st.settings.max_clock_skew_ms, &caller.nodes);
+    if !refused.is_empty() {
+        rejected(st);
+        return Err(ApiError::validation(refused));
+    }
+    let audit = draft(caller, Action::IngestSamples, None, json!({ "samples": n }));
+    let out = st
+        .store
+        .insert_samples(&samples, &audit)
+        .await
+        .map_err(|e| {
+            if matches!(e, eai_store::StoreError::Refused(_)) {
+                rejected(st);
+            }
+            e
+        })?;
     Metrics::add(&st.metrics.samples_ingested, out.inserted);
     Metrics::add(&st.metrics.samples_duplicates, out.duplicates);
     Ok(Done {
         status: StatusCode::OK,
         body: json!({ "accepted": n, "duplicates": out.duplicates }),
-        resource: None,
-        details: json!({ "samples": n, "inserted": out.inserted, "duplicates": out.duplicates }),
     })
 }

@@ -1,12 +1,12 @@
 //! Unauthenticated endpoints (probes, metrics, the OpenAPI document) and the envelope fallbacks.
 
 use axum::extract::State;
-use axum::http::{header, Method, StatusCode, Uri};
+use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
 
 /// The OpenAPI document of `/v1`, as the contracts folder holds it.
@@ -35,8 +35,30 @@ pub async fn readyz(State(st): State<AppState>) -> Result<Json<serde_json::Value
     ))
 }
 
-/// Prometheus text exposition.
-pub async fn metrics(State(st): State<AppState>) -> Response {
+/// Prometheus text exposition. With `EAI_METRICS_TOKEN` set it asks for `Authorization: Bearer <token>`
+/// (compared in constant time). The audit chain's head is read at each scrape: the scrape history anchors it.
+pub async fn metrics(State(st): State<AppState>, headers: HeaderMap) -> Response {
+    if let Some(want) = &st.settings.metrics_token {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        if !constant_time_eq(given.trim().as_bytes(), want.as_bytes()) {
+            st.metrics.auth_failed("metrics_token");
+            return ApiError::new(
+                ErrorCode::Unauthorized,
+                "/metrics asks for the metrics token: send `Authorization: Bearer <EAI_METRICS_TOKEN>`.",
+                "/metrics demande le jeton des métriques : envoyez `Authorization: Bearer <EAI_METRICS_TOKEN>`.",
+            )
+            .into_response();
+        }
+    }
+    match st.store.audit_head().await {
+        Ok(Some(h)) => st.metrics.set_audit_head(h.seq, &h.hash),
+        Ok(None) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot read the audit chain's head for /metrics"),
+    }
     (
         StatusCode::OK,
         [(
@@ -46,6 +68,15 @@ pub async fn metrics(State(st): State<AppState>) -> Response {
         st.metrics.render(),
     )
         .into_response()
+}
+
+/// Equal bytes, in a time that does not depend on where they differ.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = u8::from(a.len() != b.len());
+    for (x, y) in a.iter().zip(b.iter().cycle()) {
+        diff |= x ^ y;
+    }
+    diff == 0 && !b.is_empty()
 }
 
 pub async fn not_found(method: Method, uri: Uri) -> ApiError {

@@ -1,15 +1,18 @@
-//! `POST /v1/usage/events`: usage events, upserted by `event_id`. The tenant comes from the credential; only a
-//! platform identity (platform_admin, sampler) names it in the body.
+//! `POST /v1/usage/events`: usage events, upserted by `(tenant_id, event_id)`. The tenant comes from the
+//! credential; only a platform identity (platform_admin, usage_reporter) names it in the body. No caller may
+//! write an event of `source: allocation`: those are the allocation batch's record of each tenant's charge (403,
+//! audited; the store also refuses to let another source replace one).
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
+use eai_engine::domain::ALLOCATION_SOURCE;
 use eai_engine::wire::{parse_usage_events, Loose, TenantSource};
 use eai_store::Scope;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::auth::{authorize, finish, Action, Caller, Done};
+use crate::auth::{authorize, draft, finish, Action, Caller, Done};
 use crate::error::ApiError;
 use crate::extract::Body;
 use crate::metrics::Metrics;
@@ -32,11 +35,16 @@ pub async fn ingest(
         Scope::Platform => TenantSource::Body,
         Scope::Tenant(t) => TenantSource::Credential(t),
     };
-    let outcome = ingest_batch(&st, &body, source).await;
+    let outcome = ingest_batch(&st, &caller, &body, source).await;
     Ok(finish(&st, &caller, Action::IngestUsage, outcome).await)
 }
 
-async fn ingest_batch(st: &AppState, body: &Body, source: TenantSource) -> Result<Done, ApiError> {
+async fn ingest_batch(
+    st: &AppState,
+    caller: &Caller,
+    body: &Body,
+    source: TenantSource,
+) -> Result<Done, ApiError> {
     let batch: EventsBody = body.json()?;
     let n = batch.events.len();
     if n > st.settings.max_batch {
@@ -51,12 +59,17 @@ async fn ingest_batch(st: &AppState, body: &Body, source: TenantSource) -> Resul
         return Err(ApiError::invalid("events", "must hold at least one event"));
     }
     let events = parse_usage_events(&batch.events, source).map_err(ApiError::validation)?;
-    let written = st.store.upsert_usage_events(&events).await?;
+    if let Some(i) = events.iter().position(|e| e.source == ALLOCATION_SOURCE) {
+        return Err(ApiError::forbidden_because(
+            format!("Event {i} has `source: {ALLOCATION_SOURCE}`: only the platform's allocation batch records allocated charges."),
+            format!("L'événement {i} a `source: {ALLOCATION_SOURCE}` : seul le calcul d'allocation de la plateforme enregistre les coûts alloués."),
+        ));
+    }
+    let audit = draft(caller, Action::IngestUsage, None, json!({ "events": n }));
+    st.store.upsert_usage_events(&events, &audit).await?;
     Metrics::add(&st.metrics.usage_events_ingested, n as u64);
     Ok(Done {
         status: StatusCode::OK,
         body: json!({ "accepted": n }),
-        resource: None,
-        details: json!({ "events": n, "written": written }),
     })
 }

@@ -26,6 +26,11 @@ use super::{Backend, BACKEND};
 
 const T0: i64 = 1_790_812_800_000; // 2026-10-01T00:00:00Z
 
+/// The audit event a test's change records.
+fn audit() -> eai_store::AuditDraft {
+    eai_store::AuditDraft::system("test", "test.change", Timestamp(T0), json!({}))
+}
+
 fn dec(s: &str) -> Decimal {
     Decimal::from_str(s).expect("decimal")
 }
@@ -176,9 +181,12 @@ async fn load(store: &dyn Store) {
         }
         end += 15_000;
     }
-    store.insert_samples(&batch).await.expect("ingest");
+    store
+        .insert_samples(&batch, &audit())
+        .await
+        .expect("ingest");
     let p1 = store
-        .create_policy(&policy("base", "2.10", 0))
+        .create_policy(&policy("base", "2.10", 0), &audit())
         .await
         .expect("policy");
     store
@@ -186,21 +194,25 @@ async fn load(store: &dyn Store) {
             &p1.id,
             Timestamp(T0 + 90 * 60_000),
             Some(&policy("raised", "2.45", T0 + 90 * 60_000)),
+            &audit(),
         )
         .await
         .expect("supersede");
     store
-        .upsert_usage_events(&[
-            tokens(Uuid::from_u128(0xa1), a, "vllm-shared", T0 + 600_000, 700),
-            tokens(B_EVENT, b, "vllm-shared", T0 + 700_000, 300),
-            tokens(
-                Uuid::from_u128(0xa2),
-                a,
-                "vllm-shared",
-                T0 + HOUR_MS + 60_000,
-                500,
-            ),
-        ])
+        .upsert_usage_events(
+            &[
+                tokens(Uuid::from_u128(0xa1), a, "vllm-shared", T0 + 600_000, 700),
+                tokens(B_EVENT, b, "vllm-shared", T0 + 700_000, 300),
+                tokens(
+                    Uuid::from_u128(0xa2),
+                    a,
+                    "vllm-shared",
+                    T0 + HOUR_MS + 60_000,
+                    500,
+                ),
+            ],
+            &audit(),
+        )
         .await
         .expect("usage");
 }
@@ -213,7 +225,10 @@ async fn allocation_from_clickhouse_equals_the_primary() {
     let r = replicated().await;
     load(r.store.as_ref()).await;
     r.store
-        .insert_samples(&[gpu_sample("GPU-1", "vllm-shared", None, LATE_END, "400")])
+        .insert_samples(
+            &[gpu_sample("GPU-1", "vllm-shared", None, LATE_END, "400")],
+            &audit(),
+        )
         .await
         .expect("late sample");
     drain(r.store.as_ref(), &r.ch).await;
@@ -240,7 +255,7 @@ async fn allocation_from_clickhouse_equals_the_primary() {
 async fn gpu_local_in_clickhouse(ch: &ClickHouse) -> Vec<(String, String, u64)> {
     let rows = ch
         .select(&format!(
-            "SELECT event_id, cost_amount, count() AS n FROM {}.usage_events FINAL \
+            "SELECT event_id, cost_amount, count() AS n FROM {}.usage_events_by_tenant FINAL \
              WHERE usage_type = '{GPU_LOCAL}' GROUP BY event_id, cost_amount ORDER BY event_id",
             ch.database()
         ))
@@ -307,17 +322,23 @@ async fn the_batch_run_twice_leaves_one_corrected_event_per_key_in_clickhouse() 
     // A late sample raises the shared deployment's cost; B's only event moves to a deployment without GPUs,
     // so B's share of the shared deployment disappears.
     store
-        .insert_samples(&[gpu_sample("GPU-1", "vllm-shared", None, LATE_END, "400")])
+        .insert_samples(
+            &[gpu_sample("GPU-1", "vllm-shared", None, LATE_END, "400")],
+            &audit(),
+        )
         .await
         .expect("late sample");
     store
-        .upsert_usage_events(&[tokens(
-            B_EVENT,
-            tenant(TENANT_B),
-            "elsewhere",
-            T0 + 700_000,
-            300,
-        )])
+        .upsert_usage_events(
+            &[tokens(
+                B_EVENT,
+                tenant(TENANT_B),
+                "elsewhere",
+                T0 + 700_000,
+                300,
+            )],
+            &audit(),
+        )
         .await
         .expect("moved event");
     drain(store, &r.ch).await;

@@ -2,14 +2,14 @@
 //! [`crate::records`], shared with SQLite; what is PostgreSQL's own:
 //!
 //! - Usage events are written tenant by tenant, each group under its own `app.tenant_id`, so the database itself
-//!   refuses a row of another tenant: an `event_id` that already belongs to another tenant fails the policy's
-//!   check on the existing row, and the batch is rejected whole with [`StoreError::Conflict`]. Within a batch,
-//!   the last copy of an `event_id` wins (as upserting them one after the other would).
+//!   refuses a row of another tenant. They are identified by `(tenant_id, event_id)`: two tenants' ids never
+//!   meet. Within a batch, the last copy of an event wins (as upserting them one after the other would).
 //! - Scoped reads (`usage_events`, `audit_events`) run the same SQL for every scope, with no tenant clause:
 //!   under [`Scope::Tenant`] the database returns only that tenant's rows.
 //! - Policies are platform-wide configuration (no tenant): the service role may insert them and set
 //!   `effective_to_ms`, nothing else. API keys and audit events are append-only for it.
-//! - The audit chain is appended under a transaction advisory lock, so concurrent appends never fork it.
+//! - The audit chain is appended under a transaction advisory lock, so concurrent appends never fork it, in the
+//!   transaction of the change it records ([`append_in`], last before the commit).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -30,7 +30,8 @@ use crate::outbox::{self, OutboxRows, OutboxStats};
 use crate::records as rec;
 use crate::rollups::RollupConfig;
 use crate::{
-    ApiKeyRecord, AuditDraft, AuditEvent, BrokenLink, OutboxEntry, Result, Role, Scope, StoreError,
+    ApiKeyRecord, AuditDraft, AuditEvent, AuditHead, BrokenLink, KeyMatch, NewApiKey, OutboxEntry,
+    Result, Role, Scope, StoreError,
 };
 
 /// Serializes appends to the audit chain (advisory locks are per database).
@@ -41,11 +42,11 @@ const EVENTS_UPSERT: &str = "INSERT INTO eai.usage_events AS u \
      SELECT x.event_id, x.tenant_id, x.occurred_at_ms, x.deployment_id, x.body::jsonb \
      FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::text[], $5::text[]) \
      AS x(event_id, tenant_id, occurred_at_ms, deployment_id, body) \
-     ON CONFLICT (event_id) DO UPDATE SET occurred_at_ms = EXCLUDED.occurred_at_ms, \
-     deployment_id = EXCLUDED.deployment_id, body = EXCLUDED.body \
-     WHERE u.tenant_id = EXCLUDED.tenant_id";
+     ON CONFLICT (tenant_id, event_id) DO UPDATE SET occurred_at_ms = EXCLUDED.occurred_at_ms, \
+     deployment_id = EXCLUDED.deployment_id, body = EXCLUDED.body";
 /// The stored events a batch is about to replace (of the tenant the transaction acts for).
-const EVENTS_OLD: &str = "SELECT body::text FROM eai.usage_events WHERE event_id = ANY($1::uuid[])";
+const EVENTS_OLD: &str =
+    "SELECT body::text FROM eai.usage_events WHERE tenant_id = $2 AND event_id = ANY($1::uuid[])";
 /// Two-key advisory locks: a key space apart from the one-key locks of GPUs, the audit chain and migrations.
 const EVENTS_LOCK: &str = "SELECT pg_advisory_xact_lock($1::int4, k) FROM unnest($2::int4[]) AS k";
 /// The class of usage event locks ("eaiu").
@@ -61,11 +62,40 @@ const POLICY_LOCK: &str = "SELECT seq, body::text, effective_from_ms, effective_
      FROM eai.allocation_policies WHERE seq = $1 FOR UPDATE";
 const POLICY_CLOSE: &str = "UPDATE eai.allocation_policies SET effective_to_ms = $2 WHERE seq = $1";
 
-const KEY_INSERT: &str =
-    "INSERT INTO eai.api_keys (hash, role, tenant_id, name, created_at_ms, revoked) \
-     VALUES ($1, $2, $3, $4, $5, false) RETURNING seq";
-const KEY_BY_HASH: &str = "SELECT seq, hash, role, tenant_id, name, created_at_ms, revoked \
-     FROM eai.api_keys WHERE hash = $1";
+/// The columns [`key_of`] reads.
+macro_rules! key_cols {
+    () => {
+        "seq, hash, role, tenant_id, name, created_at_ms, nodes, expires_at_ms, revoked_at_ms, \
+         previous_hash, previous_valid_until_ms, rotated_at_ms"
+    };
+}
+const KEY_INSERT: &str = concat!(
+    "INSERT INTO eai.api_keys (hash, role, tenant_id, name, created_at_ms, revoked, nodes, expires_at_ms) \
+     VALUES ($1, $2, $3, $4, $5, false, $6, $7) RETURNING ",
+    key_cols!()
+);
+const KEY_BY_HASH: &str = concat!(
+    "SELECT ",
+    key_cols!(),
+    " FROM eai.api_keys WHERE hash = $1 UNION ALL SELECT ",
+    key_cols!(),
+    " FROM eai.api_keys WHERE previous_hash = $1"
+);
+const KEYS_ALL: &str = concat!("SELECT ", key_cols!(), " FROM eai.api_keys ORDER BY seq");
+const KEY_LOCK: &str = concat!(
+    "SELECT ",
+    key_cols!(),
+    " FROM eai.api_keys WHERE seq = $1 FOR UPDATE"
+);
+const KEY_REVOKE: &str = concat!(
+    "UPDATE eai.api_keys SET revoked = true, revoked_at_ms = $2 WHERE seq = $1 RETURNING ",
+    key_cols!()
+);
+const KEY_ROTATE: &str = concat!(
+    "UPDATE eai.api_keys SET hash = $2, previous_hash = $3, previous_valid_until_ms = $4, rotated_at_ms = $5 \
+     WHERE seq = $1 RETURNING ",
+    key_cols!()
+);
 const KEY_COUNT: &str = "SELECT count(*) FROM eai.api_keys";
 
 const AUDIT_LOCK_SQL: &str = "SELECT pg_advisory_xact_lock($1)";
@@ -74,20 +104,14 @@ const AUDIT_INSERT: &str = "INSERT INTO eai.audit_events (seq, prev_hash, hash, 
      VALUES ($1, $2, $3, $4, $5)";
 const AUDIT_AFTER: &str = "SELECT seq, prev_hash, hash, body FROM eai.audit_events \
      WHERE seq > $1 ORDER BY seq LIMIT $2";
-const AUDIT_ALL: &str = "SELECT seq, prev_hash, hash, body FROM eai.audit_events ORDER BY seq";
+const AUDIT_ALL: &str =
+    "SELECT seq, prev_hash, hash, body, tenant_id FROM eai.audit_events ORDER BY seq";
 
 const OUTBOX_INSERT: &str = "INSERT INTO eai.outbox (table_name, rows, created_at_ms) \
      SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])";
 const OUTBOX_PENDING: &str = "SELECT seq, table_name, rows FROM eai.outbox ORDER BY seq LIMIT $1";
 const OUTBOX_ACK: &str = "DELETE FROM eai.outbox WHERE seq <= $1";
 const OUTBOX_STATS: &str = "SELECT count(*), min(created_at_ms) FROM eai.outbox";
-
-/// True when the server refused a row under a row level security policy.
-fn is_rls_violation(e: &tokio_postgres::Error) -> bool {
-    sqlstate(e) == Some("42501")
-        && e.as_db_error()
-            .is_some_and(|d| d.message().contains("row-level security"))
-}
 
 // --- replica outbox -------------------------------------------------------------------------------------------
 
@@ -155,32 +179,32 @@ pub async fn upsert_usage_events(
     conn: &mut PgConn,
     events: &[UsageEvent],
     with_outbox: bool,
+    draft: &AuditDraft,
 ) -> Result<u64> {
-    if events.is_empty() {
-        return Ok(0);
-    }
-    let mut last: HashMap<Uuid, &UsageEvent> = HashMap::new();
+    let mut last: HashMap<(TenantId, Uuid), &UsageEvent> = HashMap::new();
     for e in events {
         tenant_uuid(e.tenant_id)?;
-        if let Some(prev) = last.insert(e.event_id, e) {
-            if prev.tenant_id != e.tenant_id {
-                return Err(rec::event_of_another_tenant(&e.event_id));
-            }
-        }
+        last.insert((e.tenant_id, e.event_id), e);
     }
     let mut by_tenant: BTreeMap<TenantId, Vec<&UsageEvent>> = BTreeMap::new();
     for e in events {
-        if last.get(&e.event_id).is_some_and(|l| std::ptr::eq(*l, e)) {
+        if last
+            .get(&(e.tenant_id, e.event_id))
+            .is_some_and(|l| std::ptr::eq(*l, e))
+        {
             by_tenant.entry(e.tenant_id).or_default().push(e);
         }
     }
-    let Some(first) = by_tenant.keys().next().copied() else {
-        return Ok(0);
-    };
-    let mut keys: Vec<i32> = last.keys().map(event_lock_key).collect();
+    let first = by_tenant.keys().next().copied();
+    let mut keys: Vec<i32> = last.keys().map(|(t, id)| event_lock_key(t, id)).collect();
     keys.sort_unstable();
     keys.dedup();
-    let (tx, st) = begin(conn, Scope::Tenant(first), Mode::Write).await?;
+    let (tx, st) = begin(
+        conn,
+        first.map_or(Scope::Platform, Scope::Tenant),
+        Mode::Write,
+    )
+    .await?;
     let s = st.get(&tx, EVENTS_LOCK).await?;
     tx.execute(&s, &[&EVENT_LOCK_CLASS, &keys])
         .await
@@ -211,7 +235,7 @@ pub async fn upsert_usage_events(
                     .ctx("set the transaction's scope")
             },
             async {
-                tx.query(&old_sql, &[&ids])
+                tx.query(&old_sql, &[&ids, &tenant.0])
                     .await
                     .ctx("read the usage events a batch replaces")
             },
@@ -223,21 +247,22 @@ pub async fn upsert_usage_events(
         scoped?;
         match upserted {
             Ok(n) if n == group.len() as u64 => {}
-            Ok(_) => {
-                return Err(StoreError::Conflict(
-                    "a usage event of the batch already belongs to another tenant".into(),
-                ))
-            }
-            Err(e) if is_rls_violation(&e) => {
-                return Err(StoreError::Conflict(
-                    "a usage event of the batch already belongs to another tenant".into(),
-                ))
+            Ok(n) => {
+                return Err(StoreError::Internal(format!(
+                    "upsert usage events: {n} rows written of {}",
+                    group.len()
+                )))
             }
             Err(e) => return Err(e).ctx("upsert usage events"),
         }
+        let news: HashMap<Uuid, &&UsageEvent> = group.iter().map(|e| (e.event_id, e)).collect();
         let mut claims = ClaimDeltas::default();
         for r in old? {
             let replaced = rec::event_parse(r.try_get(0).ctx("read a replaced usage event")?)?;
+            if let Some(new) = news.get(&replaced.event_id) {
+                // The transaction is not committed: refusing here undoes the upsert.
+                rec::check_replace(&replaced, new)?;
+            }
             claims.remove(claim_of(&replaced).as_ref())?;
         }
         for e in group.iter() {
@@ -254,16 +279,21 @@ pub async fn upsert_usage_events(
         }
         write_outbox(&tx, st, rows).await?;
     }
+    append_in(
+        &tx,
+        st,
+        &audit::completed(draft, None, serde_json::json!({ "stored": events.len() })),
+    )
+    .await?;
     tx.commit().await.ctx("commit usage upsert")?;
     Ok(events.len() as u64)
 }
 
-/// The key of an event id's transaction advisory lock (with [`EVENT_LOCK_CLASS`]): its 16 bytes folded to 32
-/// bits. Two ids that fold alike only wait for each other.
-pub(super) fn event_lock_key(id: &Uuid) -> i32 {
-    let b = id.as_bytes();
+/// The key of an event's transaction advisory lock (with [`EVENT_LOCK_CLASS`]): the 32 bytes of its tenant and
+/// id folded to 32 bits. Two events that fold alike only wait for each other.
+pub(super) fn event_lock_key(tenant: &TenantId, id: &Uuid) -> i32 {
     let mut k = [0u8; 4];
-    for (i, x) in b.iter().enumerate() {
+    for (i, x) in tenant.0.as_bytes().iter().chain(id.as_bytes()).enumerate() {
         k[i % 4] ^= x;
     }
     i32::from_le_bytes(k)
@@ -338,9 +368,16 @@ pub async fn create_policy(
     conn: &mut PgConn,
     cfg: &RollupConfig,
     spec: &PolicySpec,
+    draft: &AuditDraft,
 ) -> Result<Policy> {
     let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
     let p = insert_policy_cut(&tx, st, cfg, spec).await?;
+    append_in(
+        &tx,
+        st,
+        &audit::completed(draft, Some(p.id.clone()), serde_json::Value::Null),
+    )
+    .await?;
     tx.commit().await.ctx("commit policy create")?;
     Ok(p)
 }
@@ -359,6 +396,7 @@ pub async fn supersede_policy(
     id: &str,
     at: Timestamp,
     replacement: Option<&PolicySpec>,
+    draft: &AuditDraft,
 ) -> Result<(Policy, Option<Policy>)> {
     let seq = rec::policy_seq(id)?;
     let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
@@ -378,6 +416,16 @@ pub async fn supersede_policy(
         Some(spec) => Some(insert_policy_cut(&tx, st, cfg, spec).await?),
         None => None,
     };
+    append_in(
+        &tx,
+        st,
+        &audit::completed(
+            draft,
+            Some(old.id.clone()),
+            serde_json::json!({ "opened": opened.as_ref().map(|p| p.id.clone()) }),
+        ),
+    )
+    .await?;
     tx.commit().await.ctx("commit policy supersede")?;
     Ok((old, opened))
 }
@@ -386,53 +434,76 @@ pub async fn supersede_policy(
 
 pub async fn create_api_key(
     conn: &mut PgConn,
-    hash: &str,
-    role: Role,
-    tenant_id: Option<TenantId>,
-    name: Option<&str>,
-    at: Timestamp,
+    key: &NewApiKey,
+    draft: &AuditDraft,
 ) -> Result<ApiKeyRecord> {
-    let tenant = owner_uuid(tenant_id)?;
+    let tenant = owner_uuid(key.tenant_id)?;
+    let nodes = rec::nodes_json(&key.nodes)?;
     let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
     let s = st.get(&tx, KEY_INSERT).await?;
-    let seq: i64 = match tx
-        .query_one(&s, &[&hash, &role.as_str(), &tenant, &name, &at.0])
+    let row = match tx
+        .query_one(
+            &s,
+            &[
+                &key.hash,
+                &key.role.as_str(),
+                &tenant,
+                &key.name,
+                &key.created_at.0,
+                &nodes,
+                &key.expires_at.map(|t| t.0),
+            ],
+        )
         .await
     {
-        Ok(r) => r.get(0),
+        Ok(r) => r,
         Err(e) if sqlstate(&e) == Some("23505") => return Err(rec::duplicate_key()),
         Err(e) => return Err(e).ctx("insert an API key"),
     };
+    let stored = key_of(&row)?;
+    append_in(
+        &tx,
+        st,
+        &audit::completed(draft, Some(stored.id.clone()), serde_json::Value::Null),
+    )
+    .await?;
     tx.commit().await.ctx("commit key create")?;
-    Ok(ApiKeyRecord {
-        id: rec::key_id(seq),
-        hash: hash.to_string(),
-        role,
-        tenant_id,
-        name: name.map(str::to_string),
-        created_at: at,
-        revoked: false,
-    })
+    Ok(stored)
 }
 
-/// On the platform path: a key is looked up before its caller's tenant is known.
-pub async fn api_key_by_hash(conn: &mut PgConn, hash: &str) -> Result<Option<ApiKeyRecord>> {
-    let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
-    let s = st.get(&tx, KEY_BY_HASH).await?;
-    let row = tx.query_opt(&s, &[&hash]).await.ctx("read an API key")?;
-    tx.commit().await.ctx("end read")?;
-    let Some(r) = row else {
-        return Ok(None);
-    };
+/// A key row of [`KEY_COLS`].
+fn key_of(r: &tokio_postgres::Row) -> Result<ApiKeyRecord> {
     let role: String = r.get(2);
-    Ok(Some(ApiKeyRecord {
+    let nodes: Option<String> = r.get(6);
+    let prev: Option<String> = r.get(9);
+    let prev_until: Option<i64> = r.get(10);
+    Ok(ApiKeyRecord {
         id: rec::key_id(r.get(0)),
         hash: r.get(1),
         role: Role::parse(&role).ok_or_else(|| corrupt("api_keys.role", &role))?,
         tenant_id: owner_of(r.get(3)),
         name: r.get(4),
         created_at: Timestamp(r.get(5)),
-        revoked: r.get(6),
+        nodes: rec::nodes_parse(nodes.as_deref())?,
+        expires_at: r.get::<_, Option<i64>>(7).map(Timestamp),
+        revoked_at: r.get::<_, Option<i64>>(8).map(Timestamp),
+        previous: prev.zip(prev_until.map(Timestamp)),
+        rotated_at: r.get::<_, Option<i64>>(11).map(Timestamp),
+    })
+}
+
+/// On the platform path: a key is looked up before its caller's tenant is known.
+pub async fn api_key_by_hash(conn: &mut PgConn, hash: &str) -> Result<Option<KeyMatch>> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
+    let s = st.get(&tx, KEY_BY_HASH).await?;
+    let row = tx.query_opt(&s, &[&hash]).await.ctx("read an API key")?;
+    tx.commit().await.ctx("end read")?;
+    let Some(key) = row.as_ref().map(key_of).transpose()? else {
+        return Ok(None);
+    };
+    Ok(Some(KeyMatch {
+        previous_secret: key.hash != hash,
+        key,
     }))
 }
 
@@ -444,16 +515,124 @@ pub async fn api_key_count(conn: &mut PgConn) -> Result<u64> {
     count(n, "api key count")
 }
 
+/// Under [`Scope::Tenant`] the database returns that tenant's keys only: the SQL has no tenant clause.
+pub async fn api_keys(conn: &mut PgConn, scope: Scope) -> Result<Vec<ApiKeyRecord>> {
+    let (tx, st) = begin(conn, scope, Mode::Snapshot).await?;
+    let s = st.get(&tx, KEYS_ALL).await?;
+    let rows = tx.query(&s, &[]).await.ctx("read API keys")?;
+    tx.commit().await.ctx("end read")?;
+    rows.iter().map(key_of).collect()
+}
+
+/// The key `id` as `scope` may see it, locked for the change (another tenant's key is not found: the database
+/// hides it from a tenant-scoped transaction).
+async fn key_for_change(
+    tx: &tokio_postgres::Transaction<'_>,
+    st: &mut super::pool::Stmts,
+    scope: Scope,
+    id: &str,
+) -> Result<ApiKeyRecord> {
+    let seq = rec::key_seq(id)?;
+    let s = st.get(tx, KEY_LOCK).await?;
+    let row = tx
+        .query_opt(&s, &[&seq])
+        .await
+        .ctx("read an API key")?
+        .ok_or_else(|| rec::key_not_found(id))?;
+    let key = key_of(&row)?;
+    rec::check_key_scope(&key, scope, id)?;
+    Ok(key)
+}
+
+pub async fn revoke_api_key(
+    conn: &mut PgConn,
+    scope: Scope,
+    id: &str,
+    at: Timestamp,
+    draft: &AuditDraft,
+) -> Result<ApiKeyRecord> {
+    let (tx, st) = begin(conn, scope, Mode::Write).await?;
+    let key = key_for_change(&tx, st, scope, id).await?;
+    let stored = if key.revoked_at.is_none() {
+        let s = st.get(&tx, KEY_REVOKE).await?;
+        let row = tx
+            .query_one(&s, &[&rec::key_seq(id)?, &at.0])
+            .await
+            .ctx("revoke an API key")?;
+        key_of(&row)?
+    } else {
+        key
+    };
+    set_scope(&tx, st, Scope::Platform).await?;
+    append_in(
+        &tx,
+        st,
+        &audit::completed(draft, Some(stored.id.clone()), serde_json::Value::Null),
+    )
+    .await?;
+    tx.commit().await.ctx("commit key revoke")?;
+    Ok(stored)
+}
+
+pub async fn rotate_api_key(
+    conn: &mut PgConn,
+    scope: Scope,
+    id: &str,
+    new_hash: &str,
+    at: Timestamp,
+    grace_until: Timestamp,
+    draft: &AuditDraft,
+) -> Result<ApiKeyRecord> {
+    let (tx, st) = begin(conn, scope, Mode::Write).await?;
+    let key = key_for_change(&tx, st, scope, id).await?;
+    rec::check_rotate(&key, id, at)?;
+    let s = st.get(&tx, KEY_ROTATE).await?;
+    let row = match tx
+        .query_one(
+            &s,
+            &[
+                &rec::key_seq(id)?,
+                &new_hash,
+                &key.hash,
+                &grace_until.0,
+                &at.0,
+            ],
+        )
+        .await
+    {
+        Ok(r) => r,
+        Err(e) if sqlstate(&e) == Some("23505") => return Err(rec::duplicate_key()),
+        Err(e) => return Err(e).ctx("rotate an API key"),
+    };
+    let stored = key_of(&row)?;
+    set_scope(&tx, st, Scope::Platform).await?;
+    append_in(
+        &tx,
+        st,
+        &audit::completed(draft, Some(stored.id.clone()), serde_json::Value::Null),
+    )
+    .await?;
+    tx.commit().await.ctx("commit key rotate")?;
+    Ok(stored)
+}
+
 // --- audit ----------------------------------------------------------------------------------------------------
 
-pub async fn append_audit(conn: &mut PgConn, draft: &AuditDraft) -> Result<AuditEvent> {
+/// Appends an event to the chain inside the caller's transaction, on the platform path (the chain links every
+/// tenant's events): the chain's advisory lock is held until the transaction ends, so that concurrent appends
+/// never fork it. Call it last, just before the commit.
+pub(super) async fn append_in(
+    tx: &tokio_postgres::Transaction<'_>,
+    st: &mut super::pool::Stmts,
+    draft: &AuditDraft,
+) -> Result<AuditEvent> {
     let tenant = owner_uuid(draft.tenant_id)?;
-    let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
-    let s = st.get(&tx, AUDIT_LOCK_SQL).await?;
+    set_scope(tx, st, Scope::Platform).await?;
+    let s = st.get(tx, AUDIT_LOCK_SQL).await?;
     tx.execute(&s, &[&AUDIT_LOCK])
         .await
         .ctx("lock the audit chain")?;
-    let s = st.get(&tx, AUDIT_LAST).await?;
+    let s = st.get(tx, AUDIT_LAST).await?;
     let (last_seq, prev_hash) = match tx
         .query_opt(&s, &[])
         .await
@@ -464,7 +643,7 @@ pub async fn append_audit(conn: &mut PgConn, draft: &AuditDraft) -> Result<Audit
     };
     let seq = last_seq + 1;
     let hash = audit::link(&prev_hash, seq, draft);
-    let s = st.get(&tx, AUDIT_INSERT).await?;
+    let s = st.get(tx, AUDIT_INSERT).await?;
     tx.execute(
         &s,
         &[
@@ -477,13 +656,33 @@ pub async fn append_audit(conn: &mut PgConn, draft: &AuditDraft) -> Result<Audit
     )
     .await
     .ctx("append an audit event")?;
-    tx.commit().await.ctx("commit audit append")?;
     Ok(AuditEvent {
         seq,
         draft: draft.clone(),
         prev_hash,
         hash,
     })
+}
+
+pub async fn append_audit(conn: &mut PgConn, draft: &AuditDraft) -> Result<AuditEvent> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
+    let e = append_in(&tx, st, draft).await?;
+    tx.commit().await.ctx("commit audit append")?;
+    Ok(e)
+}
+
+pub async fn audit_head(conn: &mut PgConn) -> Result<Option<AuditHead>> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
+    let s = st.get(&tx, AUDIT_LAST).await?;
+    let row = tx.query_opt(&s, &[]).await.ctx("read the chain's head")?;
+    tx.commit().await.ctx("end read")?;
+    row.map(|r| {
+        Ok(AuditHead {
+            seq: count(r.get(0), "audit_events.seq")?,
+            hash: r.get(1),
+        })
+    })
+    .transpose()
 }
 
 /// Under [`Scope::Tenant`] the database returns that tenant's events only: the SQL has no tenant clause.
@@ -515,11 +714,15 @@ pub async fn audit_events(
 }
 
 /// Streams the whole chain (1,000 rows at a time, from one snapshot) through a [`Verifier`].
-pub async fn verify_audit_chain(conn: &mut PgConn) -> Result<Option<BrokenLink>> {
+pub async fn verify_audit_chain(
+    conn: &mut PgConn,
+    expect: Option<&AuditHead>,
+) -> Result<Option<BrokenLink>> {
     let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
+    let v2_from = super::samples::meta_get(&tx, st, audit::V2_FROM).await?;
     let s = st.get(&tx, AUDIT_ALL).await?;
     let portal = tx.bind(&s, &[]).await.ctx("read the chain")?;
-    let mut v = Verifier::new();
+    let mut v = Verifier::from_v2(v2_from.and_then(|s| u64::try_from(s).ok())).expect(expect);
     loop {
         let rows = tx.query_portal(&portal, 1000).await.ctx("read the chain")?;
         if rows.is_empty() {
@@ -528,11 +731,12 @@ pub async fn verify_audit_chain(conn: &mut PgConn) -> Result<Option<BrokenLink>>
         for r in &rows {
             let seq = u64::try_from(r.get::<_, i64>(0)).unwrap_or(0);
             let body: &str = r.get(3);
-            if let Err(b) = v.push_stored(seq, r.get(1), r.get(2), body) {
+            let tenant = audit::tenant_text(owner_of(r.get(4)));
+            if let Err(b) = v.push_stored(seq, r.get(1), r.get(2), &tenant, body) {
                 return Ok(Some(b));
             }
         }
     }
     tx.commit().await.ctx("end read")?;
-    Ok(None)
+    Ok(v.finish().err())
 }

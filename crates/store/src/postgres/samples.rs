@@ -274,7 +274,7 @@ const GAPS_TAKE: &str = "DELETE FROM eai.gaps x USING unnest($1::bigint[], $2::b
      RETURNING (SELECT g.uuid FROM eai.gpus g WHERE g.id = x.gpu_id), x.node, x.deployment_id, x.from_ms, x.to_ms, x.reason";
 
 const SERIES_SEEN: &str =
-    "SELECT deployment_id, namespace, model, first_seen_ms, last_seen_ms FROM eai.series \
+    "SELECT deployment_id, namespace, model, first_seen_ms, last_seen_ms, tenant_id FROM eai.series \
      ORDER BY deployment_id COLLATE \"C\", last_seen_ms, id";
 
 // --- bookkeeping ----------------------------------------------------------------------------------------------
@@ -807,6 +807,7 @@ pub async fn insert(
     conn: &mut PgConn,
     cfg: &RollupConfig,
     batch: &[Sample],
+    draft: &crate::AuditDraft,
 ) -> Result<IngestOutcome> {
     // A figure that cannot be stored exactly rejects the batch before anything is written.
     let encoded = encode_batch(batch)?;
@@ -1123,14 +1124,17 @@ pub async fn insert(
     if let Some(o) = outbox {
         super::records::write_outbox(&tx, st, o).await?;
     }
-    // Last: the group rows every batch of a deployment-hour adds to are locked until the commit.
+    // Last: the group rows every batch of a deployment-hour adds to are locked until the commit, and so is the
+    // audit chain.
     derived::write_groups(&tx, st, group_deltas, stale).await?;
-    tx.commit().await.ctx("commit ingest")?;
     let inserted = plan.rows.len() as u64;
-    Ok(IngestOutcome {
+    let outcome = IngestOutcome {
         inserted,
         duplicates: batch.len() as u64 - inserted,
-    })
+    };
+    super::records::append_in(&tx, st, &outcome.audited(draft)).await?;
+    tx.commit().await.ctx("commit ingest")?;
+    Ok(outcome)
 }
 
 // --- reads ----------------------------------------------------------------------------------------------------
@@ -1342,7 +1346,16 @@ pub async fn deployments_seen(conn: &mut PgConn) -> Result<Vec<DeploymentSeen>> 
         .await
         .ctx("read series")?
         .iter()
-        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4)))
+        .map(|r| {
+            (
+                r.get(0),
+                r.get(1),
+                r.get(2),
+                r.get(3),
+                r.get(4),
+                owner_of(r.get(5)),
+            )
+        })
         .collect();
     tx.commit().await.ctx("end read")?;
     Ok(rollups::deployments_seen(rows))

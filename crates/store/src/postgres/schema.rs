@@ -375,8 +375,34 @@ WHERE ((t.at_ms % s.b) + s.b) % s.b <> 0
 ON CONFLICT DO NOTHING;
 "#;
 
+/// 5: usage events identified by `(tenant_id, event_id)` (tenants' ids never collide); API keys bound to node
+/// names (a JSON array), with an expiry, a revocation time and a rotation (the previous secret's hash and until
+/// when it still works; the service role may update those columns and nothing else of a key). A database with
+/// audit events records where the current hash form starts.
+const V5: &str = r#"
+SELECT set_config('app.platform', 'on', true);
+
+ALTER TABLE eai.usage_events DROP CONSTRAINT usage_events_pkey;
+ALTER TABLE eai.usage_events ADD PRIMARY KEY (tenant_id, event_id);
+
+ALTER TABLE eai.api_keys
+    ADD COLUMN nodes text,
+    ADD COLUMN expires_at_ms bigint,
+    ADD COLUMN revoked_at_ms bigint,
+    ADD COLUMN previous_hash text UNIQUE,
+    ADD COLUMN previous_valid_until_ms bigint,
+    ADD COLUMN rotated_at_ms bigint;
+UPDATE eai.api_keys SET revoked_at_ms = created_at_ms WHERE revoked;
+GRANT UPDATE (revoked, revoked_at_ms, hash, previous_hash, previous_valid_until_ms, rotated_at_ms)
+    ON eai.api_keys TO eai_app;
+
+INSERT INTO eai.meta (key, value)
+SELECT 'audit_v2_from_seq', max(seq) + 1 FROM eai.audit_events HAVING count(*) > 0
+ON CONFLICT (key) DO NOTHING;
+"#;
+
 /// Every migration, in order. `schema_version` = how many have been applied.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this binary writes.
 pub fn latest() -> u32 {

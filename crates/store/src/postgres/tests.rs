@@ -28,6 +28,11 @@ fn d(s: &str) -> Decimal {
     Decimal::from_str(s).unwrap()
 }
 
+/// The audit event a test's change records.
+fn audit() -> crate::AuditDraft {
+    crate::AuditDraft::system("test", "test.change", Timestamp(T0), serde_json::json!({}))
+}
+
 fn tenant(n: u8) -> TenantId {
     TenantId(Uuid::from_bytes([n; 16]))
 }
@@ -130,12 +135,15 @@ async fn row_level_security_binds_group_rollups_and_claims_at_the_database() {
             v.push(x);
         }
     }
-    store.insert_samples(&v).await.unwrap();
+    store.insert_samples(&v, &audit()).await.unwrap();
     store
-        .upsert_usage_events(&[
-            event(a, Some("dep-s"), T0 + 1000, &[("tokens_in", "10")]),
-            event(b, Some("dep-s"), T0 + 2000, &[("tokens_in", "20")]),
-        ])
+        .upsert_usage_events(
+            &[
+                event(a, Some("dep-s"), T0 + 1000, &[("tokens_in", "10")]),
+                event(b, Some("dep-s"), T0 + 2000, &[("tokens_in", "20")]),
+            ],
+            &audit(),
+        )
         .await
         .unwrap();
 
@@ -403,9 +411,9 @@ async fn migration_3_builds_groups_and_claims_from_an_older_database() {
         // And kept from there on: an event replaced, more samples.
         let mut moved = events[0].clone();
         moved.occurred_at = Timestamp(T0 + 2 * H);
-        store.upsert_usage_events(std::slice::from_ref(&moved)).await.unwrap();
+        store.upsert_usage_events(std::slice::from_ref(&moved), &audit()).await.unwrap();
         let more = fleet("vllm-b", 2, T0 + 3 * H, T0 + 4 * H);
-        store.insert_samples(&more).await.unwrap();
+        store.insert_samples(&more, &audit()).await.unwrap();
         samples.extend(more);
         let mut all_events = events.clone();
         all_events[0] = moved;
@@ -463,7 +471,7 @@ async fn concurrent_writers_of_one_deployment_keep_its_groups_exact() {
                 let mut n = 0;
                 while !rest.is_empty() {
                     let (b, r) = rest.split_at(sizes[k % sizes.len()].min(rest.len()));
-                    n += store.insert_samples(b).await.unwrap().inserted;
+                    n += store.insert_samples(b, &audit()).await.unwrap().inserted;
                     rest = r;
                     k += 1;
                 }
@@ -506,8 +514,8 @@ async fn a_rebuild_waits_for_a_concurrent_delta_into_its_group() {
     let (appended, gpu1_first): (Vec<Sample>, Vec<Sample>) =
         gpu1.into_iter().partition(|x| x.end.0 > T0 + H - 45_000);
     assert_eq!((late.len(), appended.len()), (1, 3));
-    store.insert_samples(&gpu0_first).await.unwrap();
-    store.insert_samples(&gpu1_first).await.unwrap();
+    store.insert_samples(&gpu0_first, &audit()).await.unwrap();
+    store.insert_samples(&gpu1_first, &audit()).await.unwrap();
 
     let owner = connect(db.url()).await;
     owner
@@ -520,10 +528,10 @@ async fn a_rebuild_waits_for_a_concurrent_delta_into_its_group() {
         .unwrap();
     let b = {
         let store = store.clone();
-        tokio::spawn(async move { store.insert_samples(&appended).await.unwrap() })
+        tokio::spawn(async move { store.insert_samples(&appended, &audit()).await.unwrap() })
     };
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
-    let a = store.insert_samples(&late).await.unwrap();
+    let a = store.insert_samples(&late, &audit()).await.unwrap();
     assert_eq!(a.inserted, 1);
     assert_eq!(b.await.unwrap().inserted, 3);
     let read = store
@@ -572,7 +580,7 @@ async fn concurrent_resends_of_one_event_keep_its_claims_exact() {
                         e
                     })
                     .collect();
-                store.upsert_usage_events(&batch).await.unwrap();
+                store.upsert_usage_events(&batch, &audit()).await.unwrap();
             }
         }));
     }
@@ -597,7 +605,7 @@ async fn concurrent_resends_of_one_event_keep_its_claims_exact() {
 async fn a_frozen_exact_hour_comes_back_as_its_group_rollup() {
     let (_db, store) = fresh().await;
     let all = fleet("vllm-a", 2, T0, T0 + 4 * H);
-    store.insert_samples(&all).await.unwrap();
+    store.insert_samples(&all, &audit()).await.unwrap();
     store
         .prune_raw_samples(Timestamp(T0 + 2 * H))
         .await
@@ -630,9 +638,17 @@ fn event_lock_keys_fold_every_byte() {
     let a = Uuid::from_bytes([0; 16]);
     let mut b = [0u8; 16];
     b[15] = 1;
+    let t = tenant(1);
     assert_ne!(
-        super::records::event_lock_key(&a),
-        super::records::event_lock_key(&Uuid::from_bytes(b))
+        super::records::event_lock_key(&t, &a),
+        super::records::event_lock_key(&t, &Uuid::from_bytes(b))
+    );
+    let mut u = [1u8; 16];
+    u[3] = 7;
+    assert_ne!(
+        super::records::event_lock_key(&t, &a),
+        super::records::event_lock_key(&TenantId(Uuid::from_bytes(u)), &a),
+        "the tenant counts"
     );
 }
 

@@ -16,8 +16,10 @@ use crate::groups::{fixed_bytes, fixed_from_bytes, ClaimDeltas, ClaimKey, ClaimS
 use crate::outbox::{self, OutboxRows, OutboxStats};
 use crate::records::{self as rec, from_json};
 use crate::{
-    ApiKeyRecord, AuditDraft, AuditEvent, BrokenLink, OutboxEntry, Result, Role, Scope, StoreError,
+    ApiKeyRecord, AuditDraft, AuditEvent, AuditHead, BrokenLink, KeyMatch, NewApiKey, OutboxEntry,
+    Result, Role, Scope, StoreError,
 };
+use serde_json::Value;
 
 // --- replica outbox -------------------------------------------------------------------------------------------
 
@@ -78,6 +80,7 @@ pub fn upsert_usage_events(
     conn: &mut Connection,
     events: &[UsageEvent],
     with_outbox: bool,
+    draft: &AuditDraft,
 ) -> Result<u64> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -86,23 +89,21 @@ pub fn upsert_usage_events(
     for e in events {
         let id = e.event_id.hyphenated().to_string();
         let tenant = e.tenant_id.to_string();
-        let stored: Option<(String, String)> = tx
-            .prepare_cached("SELECT tenant_id, body FROM usage_events WHERE event_id = ?1")
-            .and_then(|mut st| {
-                st.query_row([&id], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .optional()
-            })
+        let stored: Option<String> = tx
+            .prepare_cached("SELECT body FROM usage_events WHERE tenant_id = ?1 AND event_id = ?2")
+            .and_then(|mut st| st.query_row([&tenant, &id], |r| r.get(0)).optional())
             .ctx("read a usage event")?;
         let body = rec::event_json(e)?;
         match stored {
-            Some((t, _)) if t != tenant => return Err(rec::event_of_another_tenant(&e.event_id)),
-            Some((_, old)) => {
+            Some(old) => {
+                let old = rec::event_parse(&old)?;
+                rec::check_replace(&old, e)?;
                 // Replaced: its old claim goes.
-                claims.remove(claim_of(&rec::event_parse(&old)?).as_ref())?;
+                claims.remove(claim_of(&old).as_ref())?;
                 tx.prepare_cached(
-                    "UPDATE usage_events SET occurred_at_ms = ?2, deployment_id = ?3, body = ?4 WHERE event_id = ?1",
+                    "UPDATE usage_events SET occurred_at_ms = ?3, deployment_id = ?4, body = ?5 WHERE tenant_id = ?1 AND event_id = ?2",
                 )
-                .and_then(|mut st| st.execute(params![id, e.occurred_at.0, e.deployment_id, body]))
+                .and_then(|mut st| st.execute(params![tenant, id, e.occurred_at.0, e.deployment_id, body]))
                 .ctx("replace a usage event")?;
             }
             None => {
@@ -123,6 +124,10 @@ pub fn upsert_usage_events(
         }
         write_outbox(&tx, rows)?;
     }
+    append_in(
+        &tx,
+        &audit::completed(draft, None, serde_json::json!({ "stored": events.len() })),
+    )?;
     tx.commit().ctx("commit usage upsert")?;
     Ok(events.len() as u64)
 }
@@ -295,11 +300,16 @@ pub fn create_policy(
     conn: &mut Connection,
     cfg: &SqliteConfig,
     spec: &PolicySpec,
+    draft: &AuditDraft,
 ) -> Result<Policy> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin policy create")?;
     let p = insert_policy_cut(&tx, cfg, spec)?;
+    append_in(
+        &tx,
+        &audit::completed(draft, Some(p.id.clone()), Value::Null),
+    )?;
     tx.commit().ctx("commit policy create")?;
     Ok(p)
 }
@@ -318,6 +328,7 @@ pub fn supersede_policy(
     id: &str,
     at: Timestamp,
     replacement: Option<&PolicySpec>,
+    draft: &AuditDraft,
 ) -> Result<(Policy, Option<Policy>)> {
     let seq = rec::policy_seq(id)?;
     let tx = conn
@@ -338,26 +349,114 @@ pub fn supersede_policy(
     let opened = replacement
         .map(|spec| insert_policy_cut(&tx, cfg, spec))
         .transpose()?;
+    append_in(
+        &tx,
+        &audit::completed(
+            draft,
+            Some(old.id.clone()),
+            serde_json::json!({ "opened": opened.as_ref().map(|p| p.id.clone()) }),
+        ),
+    )?;
     tx.commit().ctx("commit policy supersede")?;
     Ok((old, opened))
 }
 
 // --- API keys -------------------------------------------------------------------------------------------------
 
+const KEY_COLS: &str =
+    "seq, hash, role, tenant_id, name, created_at_ms, nodes, expires_at_ms, revoked_at_ms, \
+     previous_hash, previous_valid_until_ms, rotated_at_ms";
+
+type KeyRow = (
+    i64,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    i64,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+);
+
+fn key_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<KeyRow> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+        r.get(7)?,
+        r.get(8)?,
+        r.get(9)?,
+        r.get(10)?,
+        r.get(11)?,
+    ))
+}
+
+fn decode_key(row: KeyRow) -> Result<ApiKeyRecord> {
+    let (
+        seq,
+        hash,
+        role,
+        tenant,
+        name,
+        created,
+        nodes,
+        expires,
+        revoked,
+        prev,
+        prev_until,
+        rotated,
+    ) = row;
+    Ok(ApiKeyRecord {
+        id: rec::key_id(seq),
+        hash,
+        role: Role::parse(&role).ok_or_else(|| corrupt("api_keys.role", &role))?,
+        tenant_id: opt_tenant_parse(tenant, "api_keys.tenant_id")?,
+        name,
+        created_at: Timestamp(created),
+        nodes: rec::nodes_parse(nodes.as_deref())?,
+        expires_at: expires.map(Timestamp),
+        revoked_at: revoked.map(Timestamp),
+        previous: prev.zip(prev_until.map(Timestamp)),
+        rotated_at: rotated.map(Timestamp),
+    })
+}
+
+fn key_by_seq(tx: &Connection, seq: i64) -> Result<Option<ApiKeyRecord>> {
+    let row: Option<KeyRow> = tx
+        .prepare_cached(&format!("SELECT {KEY_COLS} FROM api_keys WHERE seq = ?1"))
+        .and_then(|mut st| st.query_row([seq], key_row).optional())
+        .ctx("read an API key")?;
+    row.map(decode_key).transpose()
+}
+
 pub fn create_api_key(
     conn: &mut Connection,
-    hash: &str,
-    role: Role,
-    tenant_id: Option<TenantId>,
-    name: Option<&str>,
-    at: Timestamp,
+    key: &NewApiKey,
+    draft: &AuditDraft,
 ) -> Result<ApiKeyRecord> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin key create")?;
     let r = tx.execute(
-        "INSERT INTO api_keys (hash, role, tenant_id, name, created_at_ms, revoked) VALUES (?1, ?2, ?3, ?4, ?5, 0)",
-        params![hash, role.as_str(), tenant_id.map(|t| t.to_string()), name, at.0],
+        "INSERT INTO api_keys (hash, role, tenant_id, name, created_at_ms, revoked, nodes, expires_at_ms) \
+         VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?7)",
+        params![
+            key.hash,
+            key.role.as_str(),
+            key.tenant_id.map(|t| t.to_string()),
+            key.name,
+            key.created_at.0,
+            rec::nodes_json(&key.nodes)?,
+            key.expires_at.map(|t| t.0)
+        ],
     );
     match r {
         Ok(_) => {}
@@ -369,46 +468,29 @@ pub fn create_api_key(
         }
     }
     let seq = tx.last_insert_rowid();
+    let stored = key_by_seq(&tx, seq)?
+        .ok_or_else(|| StoreError::Internal("an API key just written is missing".into()))?;
+    append_in(
+        &tx,
+        &audit::completed(draft, Some(stored.id.clone()), Value::Null),
+    )?;
     tx.commit().ctx("commit key create")?;
-    Ok(ApiKeyRecord {
-        id: rec::key_id(seq),
-        hash: hash.to_string(),
-        role,
-        tenant_id,
-        name: name.map(str::to_string),
-        created_at: at,
-        revoked: false,
-    })
+    Ok(stored)
 }
 
-pub fn api_key_by_hash(conn: &Connection, hash: &str) -> Result<Option<ApiKeyRecord>> {
-    type Row = (
-        i64,
-        String,
-        String,
-        Option<String>,
-        Option<String>,
-        i64,
-        i64,
-    );
-    let row: Option<Row> = conn
-        .prepare_cached("SELECT seq, hash, role, tenant_id, name, created_at_ms, revoked FROM api_keys WHERE hash = ?1")
-        .and_then(|mut st| {
-            st.query_row([hash], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)))
-                .optional()
-        })
+pub fn api_key_by_hash(conn: &Connection, hash: &str) -> Result<Option<KeyMatch>> {
+    let row: Option<KeyRow> = conn
+        .prepare_cached(&format!(
+            "SELECT {KEY_COLS} FROM api_keys WHERE hash = ?1 UNION ALL SELECT {KEY_COLS} FROM api_keys WHERE previous_hash = ?1"
+        ))
+        .and_then(|mut st| st.query_row([hash], key_row).optional())
         .ctx("read an API key")?;
-    let Some((seq, hash, role, tenant, name, created, revoked)) = row else {
+    let Some(key) = row.map(decode_key).transpose()? else {
         return Ok(None);
     };
-    Ok(Some(ApiKeyRecord {
-        id: rec::key_id(seq),
-        hash,
-        role: Role::parse(&role).ok_or_else(|| corrupt("api_keys.role", &role))?,
-        tenant_id: opt_tenant_parse(tenant, "api_keys.tenant_id")?,
-        name,
-        created_at: Timestamp(created),
-        revoked: revoked != 0,
+    Ok(Some(KeyMatch {
+        previous_secret: key.hash != hash,
+        key,
     }))
 }
 
@@ -419,19 +501,100 @@ pub fn api_key_count(conn: &Connection) -> Result<u64> {
     count(n, "api key count")
 }
 
-// --- audit ----------------------------------------------------------------------------------------------------
+pub fn api_keys(conn: &Connection, scope: Scope) -> Result<Vec<ApiKeyRecord>> {
+    let rows: Vec<KeyRow> = match scope {
+        Scope::Platform => conn
+            .prepare_cached(&format!("SELECT {KEY_COLS} FROM api_keys ORDER BY seq"))
+            .and_then(|mut st| st.query_map([], key_row)?.collect()),
+        Scope::Tenant(t) => conn
+            .prepare_cached(&format!(
+                "SELECT {KEY_COLS} FROM api_keys WHERE tenant_id = ?1 ORDER BY seq"
+            ))
+            .and_then(|mut st| st.query_map([t.to_string()], key_row)?.collect()),
+    }
+    .ctx("read API keys")?;
+    rows.into_iter().map(decode_key).collect()
+}
 
-pub fn append_audit(conn: &mut Connection, draft: &AuditDraft) -> Result<AuditEvent> {
+/// The key `id` as `scope` may see it (another tenant's key is not found), in a write transaction.
+fn key_in_scope(tx: &Connection, scope: Scope, id: &str) -> Result<ApiKeyRecord> {
+    let seq = rec::key_seq(id)?;
+    let key = key_by_seq(tx, seq)?.ok_or_else(|| rec::key_not_found(id))?;
+    rec::check_key_scope(&key, scope, id)?;
+    Ok(key)
+}
+
+pub fn revoke_api_key(
+    conn: &mut Connection,
+    scope: Scope,
+    id: &str,
+    at: Timestamp,
+    draft: &AuditDraft,
+) -> Result<ApiKeyRecord> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
-        .ctx("begin audit append")?;
-    let last: Option<(i64, String)> = tx
-        .query_row(
-            "SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+        .ctx("begin key revoke")?;
+    let key = key_in_scope(&tx, scope, id)?;
+    if key.revoked_at.is_none() {
+        tx.execute(
+            "UPDATE api_keys SET revoked = 1, revoked_at_ms = ?2 WHERE seq = ?1",
+            params![rec::key_seq(id)?, at.0],
         )
-        .optional()
+        .ctx("revoke an API key")?;
+    }
+    let stored = key_by_seq(&tx, rec::key_seq(id)?)?.ok_or_else(|| rec::key_not_found(id))?;
+    append_in(
+        &tx,
+        &audit::completed(draft, Some(stored.id.clone()), Value::Null),
+    )?;
+    tx.commit().ctx("commit key revoke")?;
+    Ok(stored)
+}
+
+pub fn rotate_api_key(
+    conn: &mut Connection,
+    scope: Scope,
+    id: &str,
+    new_hash: &str,
+    at: Timestamp,
+    grace_until: Timestamp,
+    draft: &AuditDraft,
+) -> Result<ApiKeyRecord> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("begin key rotate")?;
+    let key = key_in_scope(&tx, scope, id)?;
+    rec::check_rotate(&key, id, at)?;
+    let r = tx.execute(
+        "UPDATE api_keys SET hash = ?2, previous_hash = ?3, previous_valid_until_ms = ?4, rotated_at_ms = ?5 WHERE seq = ?1",
+        params![rec::key_seq(id)?, new_hash, key.hash, grace_until.0, at.0],
+    );
+    match r {
+        Ok(_) => {}
+        Err(e) if super::codec::is_unique_violation(&e) => return Err(rec::duplicate_key()),
+        Err(e) => {
+            return Err(StoreError::Internal(format!(
+                "sqlite: rotate an API key: {e}"
+            )))
+        }
+    }
+    let stored = key_by_seq(&tx, rec::key_seq(id)?)?.ok_or_else(|| rec::key_not_found(id))?;
+    append_in(
+        &tx,
+        &audit::completed(draft, Some(stored.id.clone()), Value::Null),
+    )?;
+    tx.commit().ctx("commit key rotate")?;
+    Ok(stored)
+}
+
+// --- audit ----------------------------------------------------------------------------------------------------
+
+/// Appends an event to the chain inside the caller's write transaction (SQLite has one writer: the
+/// transaction is the chain's lock).
+pub fn append_in(tx: &Connection, draft: &AuditDraft) -> Result<AuditEvent> {
+    let last: Option<(i64, String)> = tx
+        .prepare_cached("SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1")
+        .and_then(|mut st| st.query_row([], |r| Ok((r.get(0)?, r.get(1)?))).optional())
         .ctx("read the chain's last event")?;
     let (last_seq, prev_hash) = match last {
         Some((s, h)) => (count(s, "audit_events.seq")?, h),
@@ -439,18 +602,48 @@ pub fn append_audit(conn: &mut Connection, draft: &AuditDraft) -> Result<AuditEv
     };
     let seq = last_seq + 1;
     let hash = audit::link(&prev_hash, seq, draft);
-    tx.execute(
+    tx.prepare_cached(
         "INSERT INTO audit_events (seq, prev_hash, hash, tenant_id, body) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![to_i64(seq, "audit seq")?, prev_hash, hash, draft.tenant_id.map(|t| t.to_string()), audit::canonical_json(draft)],
     )
+    .and_then(|mut st| {
+        st.execute(params![
+            to_i64(seq, "audit seq").map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(std::io::Error::other(e.to_string()))))?,
+            prev_hash,
+            hash,
+            draft.tenant_id.map(|t| t.to_string()),
+            audit::canonical_json(draft)
+        ])
+    })
     .ctx("append an audit event")?;
-    tx.commit().ctx("commit audit append")?;
     Ok(AuditEvent {
         seq,
         draft: draft.clone(),
         prev_hash,
         hash,
     })
+}
+
+pub fn append_audit(conn: &mut Connection, draft: &AuditDraft) -> Result<AuditEvent> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("begin audit append")?;
+    let e = append_in(&tx, draft)?;
+    tx.commit().ctx("commit audit append")?;
+    Ok(e)
+}
+
+pub fn audit_head(conn: &Connection) -> Result<Option<AuditHead>> {
+    let last: Option<(i64, String)> = conn
+        .prepare_cached("SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1")
+        .and_then(|mut st| st.query_row([], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+        .ctx("read the chain's head")?;
+    last.map(|(seq, hash)| {
+        Ok(AuditHead {
+            seq: count(seq, "audit_events.seq")?,
+            hash,
+        })
+    })
+    .transpose()
 }
 
 type AuditRow = (i64, String, String, String);
@@ -491,19 +684,25 @@ pub fn audit_events(
 }
 
 /// Streams the whole chain through a [`Verifier`]; a body that no longer parses is a broken link too.
-pub fn verify_audit_chain(conn: &mut Connection) -> Result<Option<BrokenLink>> {
+pub fn verify_audit_chain(
+    conn: &mut Connection,
+    expect: Option<&AuditHead>,
+) -> Result<Option<BrokenLink>> {
     let tx = conn.transaction().ctx("begin read")?;
+    let v2_from = super::samples::meta_get(&tx, audit::V2_FROM)?;
+    let mut v = Verifier::from_v2(v2_from.and_then(|s| u64::try_from(s).ok())).expect(expect);
     let mut st = tx
-        .prepare("SELECT seq, prev_hash, hash, body FROM audit_events ORDER BY seq")
+        .prepare("SELECT seq, prev_hash, hash, body, tenant_id FROM audit_events ORDER BY seq")
         .ctx("prepare chain read")?;
     let mut rows = st.query([]).ctx("read the chain")?;
-    let mut v = Verifier::new();
     while let Some(row) = rows.next().ctx("read the chain")? {
         let (seq, prev_hash, hash, body) = audit_row(row).ctx("read the chain")?;
+        let tenant: Option<String> = row.get(4).ctx("read the chain")?;
         let seq = u64::try_from(seq).unwrap_or(0);
-        if let Err(b) = v.push_stored(seq, prev_hash, hash, &body) {
+        if let Err(b) = v.push_stored(seq, prev_hash, hash, tenant.as_deref().unwrap_or(""), &body)
+        {
             return Ok(Some(b));
         }
     }
-    Ok(None)
+    Ok(v.finish().err())
 }

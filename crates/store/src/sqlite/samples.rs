@@ -938,10 +938,8 @@ pub fn insert(
     conn: &mut Connection,
     cfg: &SqliteConfig,
     batch: &[Sample],
+    draft: &crate::AuditDraft,
 ) -> Result<IngestOutcome> {
-    if batch.is_empty() {
-        return Ok(IngestOutcome::default());
-    }
     // A figure that cannot be stored exactly rejects the batch before anything is written.
     let encoded = encode_batch(batch)?;
     let figures: HashMap<(&str, i64), &Figures> = encoded
@@ -1092,12 +1090,14 @@ pub fn insert(
     if let Some(o) = outbox {
         super::records::write_outbox(&tx, o)?;
     }
-    tx.commit().ctx("commit ingest")?;
     let inserted = plan.rows.len() as u64;
-    Ok(IngestOutcome {
+    let outcome = IngestOutcome {
         inserted,
         duplicates: batch.len() as u64 - inserted,
-    })
+    };
+    super::records::append_in(&tx, &outcome.audited(draft))?;
+    tx.commit().ctx("commit ingest")?;
+    Ok(outcome)
 }
 
 // --- reads ----------------------------------------------------------------------------------------------------
@@ -1287,9 +1287,12 @@ pub fn prune(conn: &mut Connection, cfg: &SqliteConfig, before: Timestamp) -> Re
 pub fn deployments_seen(conn: &Connection) -> Result<Vec<DeploymentSeen>> {
     let rows: Vec<rollups::SeriesSeen> = conn
         .prepare_cached(
-            "SELECT deployment_id, namespace, model, first_seen_ms, last_seen_ms FROM series ORDER BY deployment_id, last_seen_ms, id",
+            "SELECT deployment_id, namespace, model, first_seen_ms, last_seen_ms, owner FROM series ORDER BY deployment_id, last_seen_ms, id",
         )
-        .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?.collect())
-        .ctx("read series")?;
+        .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get::<_, String>(5)?)))?.collect::<rusqlite::Result<Vec<_>>>())
+        .ctx("read series")?
+        .into_iter()
+        .map(|(d, n, m, f, l, o)| Ok((d, n, m, f, l, owner_parse(&o, "series.owner")?)))
+        .collect::<Result<_>>()?;
     Ok(rollups::deployments_seen(rows))
 }

@@ -195,6 +195,35 @@ CREATE TABLE rollup_cuts (
 ) WITHOUT ROWID;
 "#;
 
+/// 6: usage events identified by `(tenant_id, event_id)` (tenants' ids never collide); API keys bound to node
+/// names (a JSON array), with an expiry, a revocation time and a rotation (the previous secret's hash and until
+/// when it still works). A file with audit events records where the current hash form starts ([`backfill_v6`]).
+const V6_TRUST: &str = r#"
+CREATE TABLE usage_events_v6 (
+    tenant_id      TEXT NOT NULL,
+    event_id       TEXT NOT NULL,
+    occurred_at_ms INTEGER NOT NULL,
+    deployment_id  TEXT,
+    body           TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, event_id)
+) WITHOUT ROWID;
+INSERT INTO usage_events_v6 (tenant_id, event_id, occurred_at_ms, deployment_id, body)
+    SELECT tenant_id, event_id, occurred_at_ms, deployment_id, body FROM usage_events;
+DROP TABLE usage_events;
+ALTER TABLE usage_events_v6 RENAME TO usage_events;
+CREATE INDEX usage_events_by_time ON usage_events (occurred_at_ms);
+CREATE INDEX usage_events_by_tenant ON usage_events (tenant_id, occurred_at_ms);
+
+ALTER TABLE api_keys ADD COLUMN nodes TEXT;
+ALTER TABLE api_keys ADD COLUMN expires_at_ms INTEGER;
+ALTER TABLE api_keys ADD COLUMN revoked_at_ms INTEGER;
+ALTER TABLE api_keys ADD COLUMN previous_hash TEXT;
+ALTER TABLE api_keys ADD COLUMN previous_valid_until_ms INTEGER;
+ALTER TABLE api_keys ADD COLUMN rotated_at_ms INTEGER;
+UPDATE api_keys SET revoked_at_ms = created_at_ms WHERE revoked <> 0;
+CREATE UNIQUE INDEX api_keys_by_previous_hash ON api_keys (previous_hash);
+"#;
+
 /// A migration: its SQL, then what Rust must compute from the rows already there.
 pub struct Migration {
     pub sql: &'static str,
@@ -221,7 +250,22 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: V5_PRUNED,
         backfill: Some(backfill_v5),
     },
+    Migration {
+        sql: V6_TRUST,
+        backfill: Some(backfill_v6),
+    },
 ];
+
+/// Events already in the chain keep the hash form they were written with: the current one starts after them.
+fn backfill_v6(conn: &Connection) -> Result<()> {
+    let last: Option<i64> = conn
+        .query_row("SELECT MAX(seq) FROM audit_events", [], |r| r.get(0))
+        .ctx("read the chain's last event")?;
+    if let Some(last) = last {
+        super::samples::meta_set(conn, crate::audit::V2_FROM, last + 1)?;
+    }
+    Ok(())
+}
 
 /// A file pruned before version 5 has no index of its pruned windows: its horizon is where the index starts.
 /// The boundaries of its policies become cuts where their hours are not frozen yet.

@@ -1,0 +1,187 @@
+//! Request limits: a token bucket per API key and one per client address for requests without a valid key
+//! (governor's GCRA: `rate` requests per second, bursts of twice that), the slots of allocation computations,
+//! and the count of failed sign-ins per address (repeated ones are audited, never with the key).
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::error::ApiError;
+
+/// Failed sign-ins from one address within this window...
+pub const FAILURE_WINDOW: Duration = Duration::from_secs(60);
+/// ...from this many on are audited (once per window and address).
+pub const FAILURES_AUDITED_FROM: u32 = 10;
+/// Addresses tracked for failed sign-ins at most (the oldest windows go first).
+const MAX_TRACKED: usize = 10_000;
+
+#[derive(Debug, Clone, Copy)]
+struct Failures {
+    since: Instant,
+    count: u32,
+    audited: bool,
+}
+
+/// The limits of one server. Cheap to share behind an `Arc`.
+pub struct Limits {
+    per_key: Option<DefaultKeyedRateLimiter<String>>,
+    per_address: Option<DefaultKeyedRateLimiter<IpAddr>>,
+    allocations: Arc<Semaphore>,
+    failures: Mutex<HashMap<IpAddr, Failures>>,
+}
+
+impl std::fmt::Debug for Limits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Limits")
+            .field("per_key", &self.per_key.is_some())
+            .field("per_address", &self.per_address.is_some())
+            .field("allocations", &self.allocations.available_permits())
+            .finish_non_exhaustive()
+    }
+}
+
+fn limiter<K: std::hash::Hash + Eq + Clone>(rate: u32) -> Option<DefaultKeyedRateLimiter<K>> {
+    let rate = NonZeroU32::new(rate)?;
+    let burst = rate.saturating_mul(NonZeroU32::MIN.saturating_add(1));
+    Some(RateLimiter::keyed(
+        Quota::per_second(rate).allow_burst(burst),
+    ))
+}
+
+/// Whole seconds to wait (at least one), for `Retry-After`.
+fn retry_after<K: std::hash::Hash + Eq + Clone>(
+    l: &DefaultKeyedRateLimiter<K>,
+    key: &K,
+) -> Result<(), ApiError> {
+    l.check_key(key).map_err(|not_until| {
+        let wait = not_until.wait_time_from(DefaultClock::default().now());
+        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        ApiError::rate_limited(u32::try_from(secs).unwrap_or(u32::MAX).max(1))
+    })
+}
+
+impl Limits {
+    /// `per_key` and `per_address` requests per second (0: unlimited), `allocations` computations at once.
+    pub fn new(per_key: u32, per_address: u32, allocations: usize) -> Self {
+        Limits {
+            per_key: limiter(per_key),
+            per_address: limiter(per_address),
+            allocations: Arc::new(Semaphore::new(allocations.max(1))),
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// One request of an authenticated key.
+    pub fn check_key(&self, key_id: &str) -> Result<(), ApiError> {
+        match &self.per_key {
+            Some(l) => retry_after(l, &key_id.to_string()),
+            None => Ok(()),
+        }
+    }
+
+    /// One request from an address without a valid key (unknown address: not limited).
+    pub fn check_address(&self, ip: Option<IpAddr>) -> Result<(), ApiError> {
+        match (&self.per_address, ip) {
+            (Some(l), Some(ip)) => retry_after(l, &ip),
+            _ => Ok(()),
+        }
+    }
+
+    /// A slot to compute an allocation in, or 429 when every slot is busy.
+    pub fn allocation_slot(&self) -> Result<OwnedSemaphorePermit, ApiError> {
+        self.allocations
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| ApiError::allocations_busy())
+    }
+
+    /// Counts a failed sign-in from `ip`; returns the count when it reaches [`FAILURES_AUDITED_FROM`] in the
+    /// current window (once per window: that failure is to be audited).
+    pub fn failed_sign_in(&self, ip: Option<IpAddr>) -> Option<u32> {
+        let ip = ip?;
+        let now = Instant::now();
+        let mut m = self.failures.lock().ok()?;
+        if m.len() >= MAX_TRACKED && !m.contains_key(&ip) {
+            m.retain(|_, f| now.duration_since(f.since) < FAILURE_WINDOW);
+            if m.len() >= MAX_TRACKED {
+                return None;
+            }
+        }
+        let f = m.entry(ip).or_insert(Failures {
+            since: now,
+            count: 0,
+            audited: false,
+        });
+        if now.duration_since(f.since) >= FAILURE_WINDOW {
+            *f = Failures {
+                since: now,
+                count: 0,
+                audited: false,
+            };
+        }
+        f.count += 1;
+        if f.count >= FAILURES_AUDITED_FROM && !f.audited {
+            f.audited = true;
+            return Some(f.count);
+        }
+        None
+    }
+
+    /// Forgets keys and addresses idle long enough that their buckets are full again (bounded memory).
+    pub fn retain_recent(&self) {
+        if let Some(l) = &self.per_key {
+            l.retain_recent();
+        }
+        if let Some(l) = &self.per_address {
+            l.retain_recent();
+        }
+        let now = Instant::now();
+        if let Ok(mut m) = self.failures.lock() {
+            m.retain(|_, f| now.duration_since(f.since) < FAILURE_WINDOW);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_gets_its_burst_then_a_retry_after() {
+        let l = Limits::new(2, 0, 1);
+        for _ in 0..4 {
+            l.check_key("key_1").expect("within the burst of 4");
+        }
+        let e = l.check_key("key_1").expect_err("over");
+        assert_eq!(e.code.as_str(), "rate_limited");
+        assert!(e.retry_after.is_some_and(|s| s >= 1));
+        l.check_key("key_2")
+            .expect("another key has its own bucket");
+        l.check_address(Some(IpAddr::from([127, 0, 0, 1])))
+            .expect("addresses unlimited at 0");
+    }
+
+    #[test]
+    fn allocation_slots_are_counted() {
+        let l = Limits::new(0, 0, 1);
+        let slot = l.allocation_slot().expect("one slot");
+        assert!(l.allocation_slot().is_err());
+        drop(slot);
+        let _again = l.allocation_slot().expect("free again");
+    }
+
+    #[test]
+    fn repeated_failed_sign_ins_are_reported_once_per_window() {
+        let l = Limits::new(0, 0, 1);
+        let ip = Some(IpAddr::from([10, 0, 0, 1]));
+        let reported: Vec<u32> = (0..30).filter_map(|_| l.failed_sign_in(ip)).collect();
+        assert_eq!(reported, vec![FAILURES_AUDITED_FROM]);
+        assert_eq!(l.failed_sign_in(None), None);
+    }
+}
