@@ -249,7 +249,7 @@ def _openapi_refs() -> None:
 
 
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
-ERROR_STATUSES = {"401", "403", "404", "405", "413", "422", "429", "500", "503"}
+ERROR_STATUSES = {"401", "403", "404", "405", "409", "413", "422", "429", "500", "503"}
 
 
 @section("openapi.json operation rules")
@@ -327,7 +327,7 @@ def _openapi_operations() -> None:
     codes = openapi["components"]["schemas"]["ErrorCode"]["enum"]
     R.check("error codes", set(codes) == {
         "unauthorized", "forbidden", "tenant_required", "not_found", "method_not_allowed", "payload_too_large",
-        "validation_error", "rate_limited", "internal", "unavailable"}, f"{codes}")
+        "conflict", "validation_error", "rate_limited", "internal", "unavailable"}, f"{codes}")
 
 
 @section("examples of openapi.json")

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use axum_server::tls_rustls::RustlsConfig;
 use eai_engine::allocate::AllocationConfig;
 use eai_engine::time::Timestamp;
 use eai_store::clickhouse::{replicate_once, ClickHouse};
@@ -42,6 +43,8 @@ const REPLICATE_BACKOFF: (Duration, Duration) =
 pub struct Application {
     listener: TcpListener,
     local_addr: SocketAddr,
+    /// `EAI_TLS_CERT`/`EAI_TLS_KEY` loaded: the server speaks HTTPS only.
+    tls: Option<RustlsConfig>,
     state: AppState,
     raw_retention_days: u32,
     clickhouse: Option<ClickHouse>,
@@ -54,6 +57,7 @@ impl Application {
     /// Opens the store named by the config, bootstraps it, and binds `config.listen` (port 0: a free port).
     pub async fn build(config: Config) -> anyhow::Result<Application> {
         config.validate()?;
+        install_crypto_provider();
         let store = open_store(&config).await?;
         Self::build_with_store(config, store).await
     }
@@ -64,6 +68,22 @@ impl Application {
         store: Arc<dyn Store>,
     ) -> anyhow::Result<Application> {
         config.validate()?;
+        install_crypto_provider();
+        // The certificate first: a server that cannot speak TLS must not start at all.
+        let tls = match &config.tls {
+            Some(t) => Some(
+                RustlsConfig::from_pem_file(&t.cert, &t.key)
+                    .await
+                    .with_context(|| {
+                        format!(
+                            "cannot load the TLS certificate {} and key {} (PEM)",
+                            t.cert.display(),
+                            t.key.display()
+                        )
+                    })?,
+            ),
+            None => None,
+        };
         bootstrap(store.as_ref(), &config).await?;
         let listener = TcpListener::bind(config.listen)
             .await
@@ -84,6 +104,7 @@ impl Application {
         Ok(Application {
             listener,
             local_addr,
+            tls,
             state,
             raw_retention_days: config.raw_retention_days,
             clickhouse,
@@ -145,18 +166,44 @@ impl Application {
         tracing::info!(
             address = %self.local_addr,
             storage = self.state.store.backend(),
+            tls = self.tls.is_some(),
             "eai-gpu control plane listening"
         );
         let app = router(self.state.clone()).into_make_service_with_connect_info::<SocketAddr>();
-        let served = axum::serve(self.listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let served = match self.tls {
+            None => axum::serve(self.listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+                .map_err(anyhow::Error::from),
+            Some(tls) => {
+                let handle = axum_server::Handle::new();
+                let stopper = handle.clone();
+                tokio::spawn(async move {
+                    shutdown.await;
+                    stopper.graceful_shutdown(Some(Duration::from_secs(30)));
+                });
+                let listener = self
+                    .listener
+                    .into_std()
+                    .context("cannot hand the listener to the TLS server")?;
+                axum_server::from_tcp_rustls(listener, tls)
+                    .handle(handle)
+                    .serve(app)
+                    .await
+                    .map_err(anyhow::Error::from)
+            }
+        };
         for t in tasks {
             t.abort();
         }
         tracing::info!("eai-gpu control plane stopped");
         served.context("the HTTP server failed")
     }
+}
+
+/// Makes rustls use the `ring` provider (the one this build compiles), once per process.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// How often the audit chain's head is logged (an anchor outside the database; also in `/metrics`).

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use axum::extract::{ConnectInfo, MatchedPath, Request, State};
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rand::RngCore;
@@ -216,8 +216,9 @@ pub async fn observe(State(state): State<AppState>, req: Request, next: Next) ->
         request_id: request_id.clone(),
         locale,
     };
-    // Requests without a key are limited per client address (those with one, per key, once it is checked).
-    let unauthenticated = !req.headers().contains_key(header::AUTHORIZATION);
+    // Routes that take no key (probes, metrics, the OpenAPI document, the portal's files) are limited per client
+    // address; the API's routes per key once it is checked, and per address when it is not valid.
+    let unauthenticated = !route.starts_with("/v1/");
     let ip = req
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()

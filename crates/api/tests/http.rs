@@ -64,6 +64,8 @@ struct TestApp {
     dir: tempfile::TempDir,
     /// The PostgreSQL database of the test, dropped with it.
     _db: Option<ScratchDb>,
+    /// The running server's limits (to hold an allocation slot from a test).
+    limits: Arc<eai_api::limits::Limits>,
 }
 
 async fn spawn_app() -> TestApp {
@@ -101,7 +103,18 @@ async fn spawn_app_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
     let app = Application::build(config.clone())
         .await
         .expect("the application builds");
-    let base = format!("http://127.0.0.1:{}", app.port());
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let host = if config.tls.is_some() {
+        "localhost"
+    } else {
+        "127.0.0.1"
+    };
+    let base = format!("{scheme}://{host}:{}", app.port());
+    let limits = app.state().limits.clone();
     let (tx, rx) = oneshot::channel::<()>();
     let server = tokio::spawn(app.run_until_stopped(async {
         let _ = rx.await;
@@ -115,6 +128,7 @@ async fn spawn_app_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
         config,
         dir,
         _db: db,
+        limits,
     }
 }
 
@@ -1217,3 +1231,18 @@ on_both_backends!(
 
 #[path = "http/clickhouse.rs"]
 mod clickhouse;
+
+#[path = "http/security.rs"]
+mod security;
+use security::*;
+
+on_both_backends!(
+    the_allocation_record_belongs_to_the_platform,
+    every_role_holds_the_least_it_needs,
+    keys_are_listed_revoked_expired_and_rotated,
+    requests_are_rate_limited,
+    conflicts_reveal_nothing,
+    the_audit_trail_cannot_be_cut_or_rewritten_unnoticed,
+    a_change_and_its_audit_event_are_stored_together,
+    failed_sign_ins_are_counted_and_audited_without_the_key,
+);

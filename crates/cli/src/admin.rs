@@ -159,9 +159,16 @@ pub async fn keys(args: KeysArgs) -> anyhow::Result<ExitCode> {
                 at,
             )
             .map_err(|errors| {
+                let flag = |field: &str| match field {
+                    "tenant_id" => "--tenant",
+                    "nodes" => "--node",
+                    "expires_at" => "--expires-at",
+                    "name" => "--name",
+                    _ => "--role",
+                };
                 let why: Vec<String> = errors
                     .iter()
-                    .map(|e| format!("--{}: {}", e.field.replace('_', "-"), e.reason))
+                    .map(|e| format!("{} {}", flag(&e.field), e.reason))
                     .collect();
                 anyhow::anyhow!("{}", why.join("; "))
             })?;

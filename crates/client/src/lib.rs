@@ -94,11 +94,49 @@ pub struct EnterpriseAi {
     http: reqwest::Client,
 }
 
+/// The certificates of a PEM file, to trust beside the system's roots (a private CA).
+pub fn ca_certificates(path: &std::path::Path) -> Result<Vec<reqwest::Certificate>> {
+    let pem = std::fs::read(path).map_err(|e| {
+        ClientError::Transport(format!("cannot read the CA file {}: {e}", path.display()))
+    })?;
+    let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+        ClientError::Transport(format!(
+            "{} is not a PEM certificate bundle: {e}",
+            path.display()
+        ))
+    })?;
+    if certs.is_empty() {
+        return Err(ClientError::Transport(format!(
+            "{} holds no certificate",
+            path.display()
+        )));
+    }
+    Ok(certs)
+}
+
 impl EnterpriseAi {
+    /// A client of the control plane at `base_url` (`http://` or `https://`, trusting the system's roots and,
+    /// when `EAI_CA_FILE` names a PEM file, its certificates too).
     pub fn new(base_url: &str, api_key: &str) -> Result<Self> {
-        let http = reqwest::Client::builder()
+        let ca = std::env::var_os("EAI_CA_FILE").filter(|v| !v.is_empty());
+        Self::with_ca_file(base_url, api_key, ca.as_deref().map(std::path::Path::new))
+    }
+
+    /// Like [`EnterpriseAi::new`], trusting the certificates of `ca_file` (a private CA) beside the system's.
+    pub fn with_ca_file(
+        base_url: &str,
+        api_key: &str,
+        ca_file: Option<&std::path::Path>,
+    ) -> Result<Self> {
+        let mut builder = reqwest::Client::builder()
             .timeout(Duration::from_secs(60))
-            .connect_timeout(Duration::from_secs(5))
+            .connect_timeout(Duration::from_secs(5));
+        if let Some(path) = ca_file {
+            for c in ca_certificates(path)? {
+                builder = builder.add_root_certificate(c);
+            }
+        }
+        let http = builder
             .build()
             .map_err(|e| ClientError::Transport(e.to_string()))?;
         Ok(EnterpriseAi {

@@ -39,9 +39,14 @@ pub struct SamplerArgs {
     /// The NVML library to load (default: libnvidia-ml.so.1 from the loader's path).
     #[arg(long, value_name = "PATH", requires = "nvml")]
     pub nvml_library: Option<PathBuf>,
-    /// The control plane's URL (EAI_CONTROL_PLANE_URL). The API key is read from EAI_API_KEY.
+    /// The control plane's URL (EAI_CONTROL_PLANE_URL), `http://` or `https://`. The API key is read from
+    /// EAI_API_KEY.
     #[arg(long, env = "EAI_CONTROL_PLANE_URL", value_name = "URL")]
     pub control_plane: Option<String>,
+    /// A PEM file of certificates to trust beside the system's roots (a private CA of the control plane, DCGM
+    /// exporter or Prometheus).
+    #[arg(long, env = "EAI_CA_FILE", value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
     /// Window length and tick period: 15s, 1m, 1m30s (1s to 1h).
     #[arg(long, default_value = "15s", value_parser = parse_duration_ms, value_name = "DURATION")]
     pub interval: i64,
@@ -213,9 +218,11 @@ pub fn build(
                  {\"role\":\"sampler\"}) and export it, or use --dry-run",
             )
         })?;
-        let client = eai_client::EnterpriseAi::new(url, key.trim()).map_err(|e| {
-            SamplerError::Unavailable(format!("cannot build the control plane client: {e}"))
-        })?;
+        let client =
+            eai_client::EnterpriseAi::with_ca_file(url, key.trim(), args.ca_file.as_deref())
+                .map_err(|e| {
+                    SamplerError::config(format!("cannot build the control plane client: {e}"))
+                })?;
         let spool = Spool::open(&args.spool_dir, args.spool_max_bytes)?;
         let (batches, samples) = spool.pending_counts();
         if batches > 0 {
@@ -477,8 +484,31 @@ mod tests {
         .to_string();
         assert!(e.contains("--dcgm-url"), "{e}");
         let https = parse(&["--prometheus-url", "https://prom", "--dry-run"]).unwrap();
-        let e = build(&https, None, m()).unwrap_err().to_string();
-        assert!(e.contains("https://") && e.contains("TLS"), "{e}");
+        assert!(build(&https, None, m()).is_ok(), "https:// is taken");
+        let e = build(
+            &parse(&["--prometheus-url", "https://", "--dry-run"]).unwrap(),
+            None,
+            m(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--prometheus-url"), "{e}");
+        let e = build(
+            &parse(&[
+                "--dcgm-url",
+                "http://x",
+                "--control-plane",
+                "https://cp",
+                "--ca-file",
+                "/nonexistent/ca.pem",
+            ])
+            .unwrap(),
+            Some("eai_live_0123456789abcdef0123456789".into()),
+            m(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("/nonexistent/ca.pem"), "{e}");
         assert!(build(&with(&["--dry-run"]), None, m()).is_ok());
     }
 

@@ -143,12 +143,23 @@ struct ControlPlane {
 }
 
 async fn control_plane(dir: &Path, port: u16) -> ControlPlane {
+    control_plane_with(dir, port, None).await
+}
+
+/// [`control_plane`], speaking HTTPS with `tls` when given (its base URL then names `localhost`).
+async fn control_plane_with(
+    dir: &Path,
+    port: u16,
+    tls: Option<eai_api::config::Tls>,
+) -> ControlPlane {
     let db = dir.join("eai-gpu.db");
+    let https = tls.is_some();
     let config = Config {
         listen: SocketAddr::from(([127, 0, 0, 1], port)),
         data_dir: dir.to_path_buf(),
         database_url: Some(format!("sqlite://{}", db.display())),
         bootstrap_admin_key: Some(ADMIN_KEY.to_string()),
+        tls,
         ..Config::default()
     };
     let app = Application::build(config)
@@ -160,7 +171,11 @@ async fn control_plane(dir: &Path, port: u16) -> ControlPlane {
         let _ = rx.await;
     }));
     ControlPlane {
-        base: format!("http://127.0.0.1:{port}"),
+        base: if https {
+            format!("https://localhost:{port}")
+        } else {
+            format!("http://127.0.0.1:{port}")
+        },
         port,
         stop: Some(tx),
         server: Some(server),
@@ -968,5 +983,101 @@ async fn a_refused_key_keeps_every_window_in_the_spool_until_it_is_fixed() {
     let mut sampler = dcgm_sampler(exp.addr, &spool_dir, &cp.base, &key);
     let r = sampler.tick(Timestamp(t0.0 + 2 * W)).await;
     assert_eq!((r.delivered.batches, r.delivered.samples), (2, 16), "{r:?}");
+    cp.stop().await;
+}
+
+/// TLS end to end: the control plane serves HTTPS with a certificate of a private CA; the sampler, given that CA
+/// with `--ca-file` (as in production), delivers every window; without it, the certificate is refused and the
+/// windows wait in the spool, never lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sampler_delivers_to_an_https_control_plane_with_a_private_ca() {
+    use clap::Parser;
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: eai_sampler::cli::SamplerArgs,
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let ca = eai_store::testing::TestCa::new(&["localhost", "127.0.0.1"]).unwrap();
+    let files = ca.write(dir.path()).unwrap();
+    let mut cp = control_plane_with(
+        dir.path(),
+        0,
+        Some(eai_api::config::Tls {
+            cert: files.cert.clone(),
+            key: files.key.clone(),
+        }),
+    )
+    .await;
+    let admin = EnterpriseAi::with_ca_file(&cp.base, ADMIN_KEY, Some(&files.ca)).unwrap();
+    let key = admin
+        .auth()
+        .create_api_key("sampler", None, Some("gpu-node-1"))
+        .await
+        .unwrap()
+        .key;
+    let exp = exporter(&fixture(H100)).await;
+    let dcgm = format!("http://{}/metrics", exp.addr);
+    let args = |spool: &str, ca: Option<&Path>| {
+        let mut argv = vec![
+            "sampler".to_string(),
+            "--dcgm-url".into(),
+            dcgm.clone(),
+            "--control-plane".into(),
+            cp.base.clone(),
+            "--spool-dir".into(),
+            dir.path().join(spool).display().to_string(),
+        ];
+        if let Some(ca) = ca {
+            argv.push("--ca-file".into());
+            argv.push(ca.display().to_string());
+        }
+        Cli::try_parse_from(argv).unwrap().args
+    };
+    let t0 = base_time();
+
+    // Without the private CA: the certificate is refused, the window stays in the spool.
+    let mut untrusting = eai_sampler::cli::build(
+        &args("spool-untrusting", None),
+        Some(key.clone()),
+        Arc::new(Metrics::default()),
+    )
+    .unwrap();
+    let r = untrusting.tick(Timestamp(t0.0 + W + 1000)).await;
+    assert_eq!(r.delivered.samples, 0, "{r:?}");
+    assert_eq!(
+        Spool::open(&dir.path().join("spool-untrusting"), DEFAULT_MAX_BYTES)
+            .unwrap()
+            .pending_counts(),
+        (1, 8)
+    );
+
+    // With it: delivered.
+    let mut sampler = eai_sampler::cli::build(
+        &args("spool", Some(&files.ca)),
+        Some(key),
+        Arc::new(Metrics::default()),
+    )
+    .unwrap();
+    for k in 1..=2 {
+        let r = sampler.tick(Timestamp(t0.0 + k * W + 1000)).await;
+        assert_eq!((r.delivered.batches, r.delivered.samples), (1, 8), "{r:?}");
+    }
+    let v = admin
+        .finops()
+        .gpu_allocation(
+            &Timestamp(t0.0 - 3_600_000).to_string(),
+            &Timestamp(t0.0 + 3_600_000).to_string(),
+        )
+        .await
+        .unwrap();
+    let samples: u64 = v["deployments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["samples"].as_u64().unwrap())
+        .sum();
+    assert_eq!(samples, 16, "{v}");
     cp.stop().await;
 }

@@ -125,9 +125,22 @@ impl ClickHouse {
         if !is_identifier(database) {
             return Err(bad());
         }
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(3))
-            .timeout(Duration::from_secs(120))
+            .timeout(Duration::from_secs(120));
+        // `https://`: the system's roots, and a private CA's when EAI_CA_FILE names one.
+        if let Some(path) = std::env::var_os("EAI_CA_FILE").filter(|v| !v.is_empty()) {
+            let pem = std::fs::read(&path).map_err(|e| {
+                ClickHouseError::Unreachable(format!("cannot read EAI_CA_FILE: {e}"))
+            })?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+                ClickHouseError::Unreachable(format!("EAI_CA_FILE is not PEM: {e}"))
+            })?;
+            for c in certs {
+                builder = builder.add_root_certificate(c);
+            }
+        }
+        let http = builder
             .build()
             .map_err(|e| ClickHouseError::Unreachable(e.to_string()))?;
         Ok(ClickHouse {

@@ -24,6 +24,8 @@ pub mod pruned;
 pub mod records;
 pub mod rollups;
 pub mod sqlite;
+#[cfg(feature = "test-support")]
+pub mod testing;
 
 /// Whose rows a read may return.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -36,8 +36,8 @@ mod schema;
 pub mod scratch;
 #[cfg(test)]
 mod tests;
+pub mod tls;
 
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -225,9 +225,7 @@ impl PgStore {
 
     pub async fn open_with(url: &str, cfg: RollupConfig) -> Result<PgStore> {
         cfg.check()?;
-        let mut pg = tokio_postgres::Config::from_str(url).map_err(|e| {
-            StoreError::Internal(format!("postgres: the database URL does not parse: {e}"))
-        })?;
+        let (mut pg, connector) = tls::parse(url)?;
         if pg.get_connect_timeout().is_none() {
             pg.connect_timeout(Duration::from_secs(10));
         }
@@ -237,7 +235,7 @@ impl PgStore {
         let target = target_of(&pg);
 
         // As the owner: migrations, and the settings the stored rollups embody.
-        let mut owner = pool::connect(&pg, "").await.map_err(|e| {
+        let mut owner = pool::connect(&pg, &connector, "").await.map_err(|e| {
             StoreError::Internal(format!("cannot reach PostgreSQL at {target}: {e}"))
         })?;
         schema::migrate(&mut owner.client).await?;
@@ -245,7 +243,12 @@ impl PgStore {
 
         let store = PgStore {
             inner: Arc::new(Inner {
-                pool: Pool::new(pg, POOL_SIZE, format!("SET ROLE {SERVICE_ROLE}; {SESSION}")),
+                pool: Pool::new(
+                    pg,
+                    connector,
+                    POOL_SIZE,
+                    format!("SET ROLE {SERVICE_ROLE}; {SESSION}"),
+                ),
                 cfg,
                 target,
             }),

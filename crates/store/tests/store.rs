@@ -2269,6 +2269,74 @@ mod postgres_only {
     use eai_store::rollups::RollupConfig;
     use tokio_postgres::{Client, NoTls};
 
+    /// TLS to PostgreSQL, end to end: a cluster of its own that serves TLS only, with a certificate of a private
+    /// CA for `localhost`. `sslmode=verify-full` with that CA connects (and the connection is encrypted); a plain
+    /// connection, another CA, or a host name the certificate does not name, is refused; `verify-ca` checks the
+    /// chain only.
+    #[tokio::test]
+    async fn the_store_reaches_postgres_over_tls_with_verify_full() {
+        use eai_store::postgres::tls::{self, Connector};
+        use eai_store::testing::{ScratchTlsCluster, TestCa};
+        let dir = tempfile::tempdir().unwrap();
+        let files = TestCa::new(&["localhost"])
+            .unwrap()
+            .write(dir.path())
+            .unwrap();
+        let cluster = ScratchTlsCluster::start(&files).unwrap_or_else(|e| panic!("{e}"));
+        let ca = files.ca.display().to_string();
+        let url = cluster.url(&format!("sslmode=verify-full&sslrootcert={ca}"));
+
+        let store = PgStore::open(&url).await.unwrap();
+        let batch = fleet("vllm-a", 1, T0, T0 + H);
+        assert_eq!(
+            store
+                .insert_samples(&batch, &audit())
+                .await
+                .unwrap()
+                .inserted,
+            240
+        );
+        assert_eq!(all_usage(&store).await.rollups, expected_rollups(&batch));
+        let (cfg, connector) = tls::parse(&url).unwrap();
+        let Connector::Tls(tls) = connector else {
+            panic!("verify-full must use TLS")
+        };
+        let (client, conn) = cfg.connect(tls).await.unwrap();
+        tokio::spawn(conn);
+        let ssl: bool = client
+            .query_one(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert!(ssl, "the connection is encrypted");
+
+        let refused = |url: String| async move {
+            match PgStore::open(&url).await {
+                Ok(_) => panic!("{url} must be refused"),
+                Err(e) => e.to_string(),
+            }
+        };
+        refused(cluster.url("sslmode=disable")).await;
+        let other = tempfile::tempdir().unwrap();
+        let stranger = TestCa::new(&["localhost"])
+            .unwrap()
+            .write(other.path())
+            .unwrap();
+        refused(cluster.url(&format!(
+            "sslmode=verify-full&sslrootcert={}",
+            stranger.ca.display()
+        )))
+        .await;
+        let by_ip = url.replace("@localhost:", "@127.0.0.1:");
+        refused(by_ip.clone()).await;
+        PgStore::open(&by_ip.replace("verify-full", "verify-ca"))
+            .await
+            .unwrap();
+    }
+
     /// Every table that holds tenant rows.
     const TENANT_TABLES: [&str; 9] = [
         "usage_events",

@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::{Client, NoTls, Statement, Transaction};
 
+use super::tls::Connector;
 use super::Ctx;
 use crate::{Result, StoreError};
 
@@ -40,6 +41,7 @@ impl Stmts {
 
 struct Inner {
     cfg: tokio_postgres::Config,
+    connector: Connector,
     /// Run once on each new connection (the `SET ROLE` to the service role).
     on_connect: String,
     idle: Mutex<Vec<PgConn>>,
@@ -59,10 +61,16 @@ pub(super) struct Pooled {
 }
 
 impl Pool {
-    pub fn new(cfg: tokio_postgres::Config, size: usize, on_connect: String) -> Pool {
+    pub fn new(
+        cfg: tokio_postgres::Config,
+        connector: Connector,
+        size: usize,
+        on_connect: String,
+    ) -> Pool {
         Pool {
             inner: Arc::new(Inner {
                 cfg,
+                connector,
                 on_connect,
                 idle: Mutex::new(Vec::new()),
                 permits: Arc::new(Semaphore::new(size.max(1))),
@@ -97,7 +105,14 @@ impl Pool {
         };
         let conn = match reused {
             Some(c) => c,
-            None => connect(&self.inner.cfg, &self.inner.on_connect).await?,
+            None => {
+                connect(
+                    &self.inner.cfg,
+                    &self.inner.connector,
+                    &self.inner.on_connect,
+                )
+                .await?
+            }
         };
         Ok(Pooled {
             conn: Some(conn),
@@ -107,14 +122,32 @@ impl Pool {
     }
 }
 
-/// Opens one connection and runs `on_connect` on it.
-pub(super) async fn connect(cfg: &tokio_postgres::Config, on_connect: &str) -> Result<PgConn> {
-    let (client, connection) = cfg.connect(NoTls).await.ctx("connect")?;
-    tokio::spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::debug!(error = %e, "a postgres connection closed");
+/// Opens one connection (plain or TLS, as the URL's `sslmode` says) and runs `on_connect` on it.
+pub(super) async fn connect(
+    cfg: &tokio_postgres::Config,
+    connector: &Connector,
+    on_connect: &str,
+) -> Result<PgConn> {
+    let client = match connector {
+        Connector::Plain => {
+            let (client, connection) = cfg.connect(NoTls).await.ctx("connect")?;
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::debug!(error = %e, "a postgres connection closed");
+                }
+            });
+            client
         }
-    });
+        Connector::Tls(tls) => {
+            let (client, connection) = cfg.connect(tls.clone()).await.ctx("connect (TLS)")?;
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::debug!(error = %e, "a postgres connection closed");
+                }
+            });
+            client
+        }
+    };
     if !on_connect.is_empty() {
         client
             .batch_execute(on_connect)
