@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use eai_api::routes::keys::{key_request_full, key_view};
 use eai_api::{hash_api_key, new_api_key, open_store};
-use eai_store::{AuditDraft, AuditHead, NewApiKey, Scope};
+use eai_store::{AuditDraft, AuditHead, Scope};
 
 #[derive(Debug, Args)]
 pub struct StoreArgs {
@@ -178,15 +178,7 @@ pub async fn keys(args: KeysArgs) -> anyhow::Result<ExitCode> {
                 None,
                 serde_json::json!({ "role": req.role.as_str(), "via": "eai-gpu keys create" }),
             );
-            let new = NewApiKey {
-                hash: hash_api_key(&key),
-                role: req.role,
-                tenant_id: req.tenant_id,
-                name: req.name,
-                nodes: req.nodes,
-                expires_at: req.expires_at,
-                created_at: at,
-            };
+            let new = req.into_new_key(hash_api_key(&key), at);
             let rec = s.create_api_key(&new, &audit).await?;
             println!("id:     {}", rec.id);
             println!("role:   {}", rec.role.as_str());

@@ -138,6 +138,10 @@ async fn load(
         .auth()
         .create_api_key("viewer", Some(INITECH), Some("initech viewer"))
         .await?;
+    let gateway_key = admin
+        .auth()
+        .create_api_key("usage_reporter", None, Some("demo gateway"))
+        .await?;
 
     for p in demo_data::policies(start) {
         admin.finops().create_allocation_policy(&p).await?;
@@ -156,9 +160,11 @@ async fn load(
         samples.len() as f64 / secs
     );
 
+    // What a gateway does: each tenant's token usage, with the usage_reporter role (usage only).
     let events = demo_data::usage_events(end, args.days);
+    let gateway = EnterpriseAi::new(base, &gateway_key.key)?;
     for batch in events.chunks(1000) {
-        admin.usage().events(batch).await?;
+        gateway.usage().events(batch).await?;
     }
     eprintln!("loaded {} usage events", events.len());
 
@@ -184,6 +190,11 @@ async fn load(
             "sampler".into(),
             sampler_key.key,
             "posts samples only".into(),
+        ),
+        (
+            "usage_reporter".into(),
+            gateway_key.key,
+            "posts usage events only".into(),
         ),
     ])
 }

@@ -49,6 +49,21 @@ pub struct KeyRequest {
     pub nodes: Vec<String>,
 }
 
+impl KeyRequest {
+    /// The key to store, with the hash of its secret.
+    pub fn into_new_key(self, hash: String, at: Timestamp) -> NewApiKey {
+        NewApiKey {
+            hash,
+            role: self.role,
+            tenant_id: self.tenant_id,
+            name: self.name,
+            nodes: self.nodes,
+            expires_at: self.expires_at,
+            created_at: at,
+        }
+    }
+}
+
 /// Node names a sampler key may be bound to: 1 to 1,000 non-empty names of at most 253 characters.
 fn check_nodes(role: Option<Role>, nodes: Option<&[String]>) -> Result<Vec<String>, FieldError> {
     let Some(nodes) = nodes else {
@@ -236,15 +251,7 @@ pub async fn create(
             None,
             json!({ "role": req.role.as_str(), "tenant_id": tenant, "name": req.name, "expires_at": req.expires_at.map(|t| t.to_string()), "nodes": req.nodes }),
         );
-        let new = NewApiKey {
-            hash: hash_api_key(&key),
-            role: req.role,
-            tenant_id: req.tenant_id,
-            name: req.name,
-            nodes: req.nodes,
-            expires_at: req.expires_at,
-            created_at: at,
-        };
+        let new = req.into_new_key(hash_api_key(&key), at);
         let rec = st.store.create_api_key(&new, &audit).await?;
         let mut body = key_view(&rec, at);
         body["key"] = json!(key);

@@ -460,14 +460,20 @@ pub async fn create_api_key(
         Err(e) if sqlstate(&e) == Some("23505") => return Err(rec::duplicate_key()),
         Err(e) => return Err(e).ctx("insert an API key"),
     };
-    let stored = key_of(&row)?;
-    append_in(
-        &tx,
-        st,
-        &audit::completed(draft, Some(stored.id.clone()), serde_json::Value::Null),
-    )
-    .await?;
-    tx.commit().await.ctx("commit key create")?;
+    commit_key_change(tx, st, draft, key_of(&row)?, "create").await
+}
+
+/// Audits a key's change (its id as the resource) and commits it.
+async fn commit_key_change(
+    tx: tokio_postgres::Transaction<'_>,
+    st: &mut super::pool::Stmts,
+    draft: &AuditDraft,
+    stored: ApiKeyRecord,
+    what: &str,
+) -> Result<ApiKeyRecord> {
+    let event = audit::completed(draft, Some(stored.id.clone()), serde_json::Value::Null);
+    append_in(&tx, st, &event).await?;
+    tx.commit().await.ctx(&format!("commit key {what}"))?;
     Ok(stored)
 }
 
@@ -563,15 +569,7 @@ pub async fn revoke_api_key(
     } else {
         key
     };
-    set_scope(&tx, st, Scope::Platform).await?;
-    append_in(
-        &tx,
-        st,
-        &audit::completed(draft, Some(stored.id.clone()), serde_json::Value::Null),
-    )
-    .await?;
-    tx.commit().await.ctx("commit key revoke")?;
-    Ok(stored)
+    commit_key_change(tx, st, draft, stored, "revoke").await
 }
 
 pub async fn rotate_api_key(
@@ -605,15 +603,7 @@ pub async fn rotate_api_key(
         Err(e) => return Err(e).ctx("rotate an API key"),
     };
     let stored = key_of(&row)?;
-    set_scope(&tx, st, Scope::Platform).await?;
-    append_in(
-        &tx,
-        st,
-        &audit::completed(draft, Some(stored.id.clone()), serde_json::Value::Null),
-    )
-    .await?;
-    tx.commit().await.ctx("commit key rotate")?;
-    Ok(stored)
+    commit_key_change(tx, st, draft, stored, "rotate").await
 }
 
 // --- audit ----------------------------------------------------------------------------------------------------

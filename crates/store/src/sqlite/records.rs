@@ -367,74 +367,39 @@ const KEY_COLS: &str =
     "seq, hash, role, tenant_id, name, created_at_ms, nodes, expires_at_ms, revoked_at_ms, \
      previous_hash, previous_valid_until_ms, rotated_at_ms";
 
-type KeyRow = (
-    i64,
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    i64,
-    Option<String>,
-    Option<i64>,
-    Option<i64>,
-    Option<String>,
-    Option<i64>,
-    Option<i64>,
-);
-
-fn key_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<KeyRow> {
-    Ok((
-        r.get(0)?,
-        r.get(1)?,
-        r.get(2)?,
-        r.get(3)?,
-        r.get(4)?,
-        r.get(5)?,
-        r.get(6)?,
-        r.get(7)?,
-        r.get(8)?,
-        r.get(9)?,
-        r.get(10)?,
-        r.get(11)?,
-    ))
-}
-
-fn decode_key(row: KeyRow) -> Result<ApiKeyRecord> {
-    let (
-        seq,
-        hash,
-        role,
-        tenant,
-        name,
-        created,
-        nodes,
-        expires,
-        revoked,
-        prev,
-        prev_until,
-        rotated,
-    ) = row;
-    Ok(ApiKeyRecord {
-        id: rec::key_id(seq),
-        hash,
-        role: Role::parse(&role).ok_or_else(|| corrupt("api_keys.role", &role))?,
-        tenant_id: opt_tenant_parse(tenant, "api_keys.tenant_id")?,
-        name,
-        created_at: Timestamp(created),
-        nodes: rec::nodes_parse(nodes.as_deref())?,
-        expires_at: expires.map(Timestamp),
-        revoked_at: revoked.map(Timestamp),
-        previous: prev.zip(prev_until.map(Timestamp)),
-        rotated_at: rotated.map(Timestamp),
-    })
+/// A key row of [`KEY_COLS`], decoded (the outer result is the driver's, the inner one the decoding's).
+fn key_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<ApiKeyRecord>> {
+    let role: String = r.get(2)?;
+    let tenant: Option<String> = r.get(3)?;
+    let nodes: Option<String> = r.get(6)?;
+    let previous: Option<String> = r.get(9)?;
+    let previous_until: Option<i64> = r.get(10)?;
+    let (seq, hash, name, created): (i64, String, Option<String>, i64) =
+        (r.get(0)?, r.get(1)?, r.get(4)?, r.get(5)?);
+    let (expires, revoked, rotated): (Option<i64>, Option<i64>, Option<i64>) =
+        (r.get(7)?, r.get(8)?, r.get(11)?);
+    Ok((|| {
+        Ok(ApiKeyRecord {
+            id: rec::key_id(seq),
+            hash,
+            role: Role::parse(&role).ok_or_else(|| corrupt("api_keys.role", &role))?,
+            tenant_id: opt_tenant_parse(tenant, "api_keys.tenant_id")?,
+            name,
+            created_at: Timestamp(created),
+            nodes: rec::nodes_parse(nodes.as_deref())?,
+            expires_at: expires.map(Timestamp),
+            revoked_at: revoked.map(Timestamp),
+            previous: previous.zip(previous_until.map(Timestamp)),
+            rotated_at: rotated.map(Timestamp),
+        })
+    })())
 }
 
 fn key_by_seq(tx: &Connection, seq: i64) -> Result<Option<ApiKeyRecord>> {
-    let row: Option<KeyRow> = tx
-        .prepare_cached(&format!("SELECT {KEY_COLS} FROM api_keys WHERE seq = ?1"))
-        .and_then(|mut st| st.query_row([seq], key_row).optional())
-        .ctx("read an API key")?;
-    row.map(decode_key).transpose()
+    tx.prepare_cached(&format!("SELECT {KEY_COLS} FROM api_keys WHERE seq = ?1"))
+        .and_then(|mut st| st.query_row([seq], key_of).optional())
+        .ctx("read an API key")?
+        .transpose()
 }
 
 pub fn create_api_key(
@@ -479,13 +444,13 @@ pub fn create_api_key(
 }
 
 pub fn api_key_by_hash(conn: &Connection, hash: &str) -> Result<Option<KeyMatch>> {
-    let row: Option<KeyRow> = conn
+    let found = conn
         .prepare_cached(&format!(
             "SELECT {KEY_COLS} FROM api_keys WHERE hash = ?1 UNION ALL SELECT {KEY_COLS} FROM api_keys WHERE previous_hash = ?1"
         ))
-        .and_then(|mut st| st.query_row([hash], key_row).optional())
+        .and_then(|mut st| st.query_row([hash], key_of).optional())
         .ctx("read an API key")?;
-    let Some(key) = row.map(decode_key).transpose()? else {
+    let Some(key) = found.transpose()? else {
         return Ok(None);
     };
     Ok(Some(KeyMatch {
@@ -502,18 +467,18 @@ pub fn api_key_count(conn: &Connection) -> Result<u64> {
 }
 
 pub fn api_keys(conn: &Connection, scope: Scope) -> Result<Vec<ApiKeyRecord>> {
-    let rows: Vec<KeyRow> = match scope {
+    let rows: Vec<Result<ApiKeyRecord>> = match scope {
         Scope::Platform => conn
             .prepare_cached(&format!("SELECT {KEY_COLS} FROM api_keys ORDER BY seq"))
-            .and_then(|mut st| st.query_map([], key_row)?.collect()),
+            .and_then(|mut st| st.query_map([], key_of)?.collect()),
         Scope::Tenant(t) => conn
             .prepare_cached(&format!(
                 "SELECT {KEY_COLS} FROM api_keys WHERE tenant_id = ?1 ORDER BY seq"
             ))
-            .and_then(|mut st| st.query_map([t.to_string()], key_row)?.collect()),
+            .and_then(|mut st| st.query_map([t.to_string()], key_of)?.collect()),
     }
     .ctx("read API keys")?;
-    rows.into_iter().map(decode_key).collect()
+    rows.into_iter().collect()
 }
 
 /// The key `id` as `scope` may see it (another tenant's key is not found), in a write transaction.
