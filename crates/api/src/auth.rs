@@ -9,7 +9,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use eai_engine::domain::TenantId;
-use eai_store::{AuditDraft, Role, Scope};
+use eai_store::{AuditDraft, Role, Scope, TenantRef};
 use rand::RngCore;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -61,6 +61,69 @@ pub struct Caller {
     pub tenant: Option<TenantId>,
     /// For a sampler key bound to nodes: the only node names it may post samples of (empty: any).
     pub nodes: Vec<String>,
+    /// A platform identity "signed in to" a tenant with `X-EAI-Tenant`: its reads are scoped as that tenant's
+    /// readers' are (SPEC §7). A tenant's key may only name its own tenant.
+    pub acting_tenant: Option<TenantId>,
+}
+
+/// The tenant header (SPEC §7): a slug or an id.
+pub const TENANT_HEADER: &str = "x-eai-tenant";
+
+/// The tenant `X-EAI-Tenant` names, if any, as given: a slug or an id.
+fn header_tenant(parts: &Parts) -> Result<Option<TenantRef>, ApiError> {
+    let Some(v) = parts.headers.get(TENANT_HEADER) else {
+        return Ok(None);
+    };
+    let bad = || {
+        ApiError::invalid(
+            "X-EAI-Tenant",
+            "must be a tenant slug (e.g. acme) or id (a uuid)",
+        )
+    };
+    let text = v.to_str().map_err(|_| bad())?.trim();
+    text.parse().map(Some).map_err(|_| bad())
+}
+
+/// The tenant a key acts as, given the header: a platform key may name any tenant (an id as given, registered
+/// or only seen in data; a slug looked up, unknown: 404); a tenant key only its own (anything else is 403,
+/// whether or not that tenant exists, so a tenant cannot probe for others' names).
+async fn acting_tenant(
+    state: &AppState,
+    own: Option<TenantId>,
+    named: Option<TenantRef>,
+) -> Result<Option<TenantId>, ApiError> {
+    let Some(named) = named else {
+        return Ok(None);
+    };
+    match own {
+        Some(own) => {
+            let same = match &named {
+                TenantRef::Id(id) => *id == own,
+                TenantRef::Slug(_) => state
+                    .store
+                    .tenant(&TenantRef::Id(own))
+                    .await?
+                    .is_some_and(|t| TenantRef::Slug(t.slug) == named),
+            };
+            if same {
+                Ok(None)
+            } else {
+                Err(ApiError::forbidden_because(
+                    "a tenant's key may only name its own tenant in X-EAI-Tenant",
+                    "la clé d'un locataire ne peut nommer que son propre locataire dans X-EAI-Tenant",
+                ))
+            }
+        }
+        None => match named {
+            TenantRef::Id(id) => Ok(Some(id)),
+            TenantRef::Slug(ref slug) => state
+                .store
+                .tenant(&named)
+                .await?
+                .map(|t| Some(t.id))
+                .ok_or_else(|| ApiError::tenant_not_found(slug.as_str())),
+        },
+    }
 }
 
 fn bearer(parts: &Parts) -> Option<&str> {
@@ -174,13 +237,15 @@ impl FromRequestParts<AppState> for Caller {
             .limits
             .check_key(&key.id)
             .inspect_err(|_| state.metrics.rate_limited())?;
-        let tenant = key.tenant_id.map(|t| t.to_string());
+        let acting_tenant = acting_tenant(state, key.tenant_id, header_tenant(parts)?).await?;
+        let tenant = key.tenant_id.or(acting_tenant).map(|t| t.to_string());
         telemetry::record_caller(&key.id, tenant.as_deref());
         Ok(Caller {
             key_id: key.id.clone(),
             role: key.role,
             tenant: key.tenant_id,
             nodes: key.nodes.clone(),
+            acting_tenant,
         })
     }
 }
@@ -202,6 +267,8 @@ pub enum Action {
     RotateApiKey,
     ReadAudit,
     ReadAuditHead,
+    CreateTenant,
+    ReadTenants,
 }
 
 impl Action {
@@ -222,7 +289,26 @@ impl Action {
             Action::RotateApiKey => "api_key.rotate",
             Action::ReadAudit => "audit_events.read",
             Action::ReadAuditHead => "audit_head.read",
+            Action::CreateTenant => "tenant.create",
+            Action::ReadTenants => "tenant.read",
         }
+    }
+
+    /// Reads (and a tenant's usage) a platform identity signed in to a tenant does as that tenant does; other
+    /// platform actions (samples, policies, keys of any tenant, tenants) keep their platform scope.
+    pub fn follows_tenant_header(self) -> bool {
+        matches!(
+            self,
+            Action::ReadAllocation
+                | Action::ReadPolicies
+                | Action::ReadCatalog
+                | Action::IngestUsage
+                | Action::ListApiKeys
+                | Action::RevokeApiKey
+                | Action::RotateApiKey
+                | Action::ReadAudit
+                | Action::ReadTenants
+        )
     }
 
     /// Mutations are audited, allowed or denied.
@@ -237,6 +323,7 @@ impl Action {
                 | Action::CreateApiKey
                 | Action::RevokeApiKey
                 | Action::RotateApiKey
+                | Action::CreateTenant
         )
     }
 }
@@ -269,7 +356,8 @@ pub fn is_tenant_role(role: Role) -> bool {
 /// | key list, revoke, rotate | all | - | tenant | - | - | - | - | - |
 /// | usage events ingest | all (tenant in body) | - | tenant | - | tenant | - | - | all (tenant in body) |
 /// | audit events | all | - | - | tenant | - | - | - | - |
-/// | audit head | all | - | - | - | - | - | - | - |
+/// | audit head, tenant create | all | - | - | - | - | - | - | - |
+/// | tenants read | all | own | own | own | own | own | - | all |
 pub fn access(action: Action, role: Role) -> Access {
     use Access::{Deny, Platform, Tenant};
     use Role::*;
@@ -277,7 +365,9 @@ pub fn access(action: Action, role: Role) -> Access {
         (_, PlatformAdmin) => Platform,
         (Action::IngestSamples, Sampler) => Platform,
         (Action::IngestSamples, _) => Deny,
-        (Action::ReadCatalog, UsageReporter) => Platform,
+        (Action::ReadCatalog | Action::ReadTenants, UsageReporter) => Platform,
+        (Action::ReadTenants, Sampler) => Deny,
+        (Action::ReadTenants, _) => Tenant,
         (
             Action::ReadAllocation | Action::ReadPolicies | Action::ReadCatalog,
             Sampler | UsageReporter,
@@ -288,7 +378,8 @@ pub fn access(action: Action, role: Role) -> Access {
             | Action::SupersedePolicy
             | Action::DisablePolicy
             | Action::CreateApiKey
-            | Action::ReadAuditHead,
+            | Action::ReadAuditHead
+            | Action::CreateTenant,
             _,
         ) => Deny,
         (Action::ListApiKeys | Action::RevokeApiKey | Action::RotateApiKey, TenantAdmin) => Tenant,
@@ -315,7 +406,10 @@ pub async fn authorize(
     } else {
         match (access(action, caller.role), caller.tenant) {
             (Access::Deny, _) => Err(ApiError::forbidden(caller.role.as_str(), action.name())),
-            (Access::Platform, _) => Ok(Scope::Platform),
+            (Access::Platform, _) => Ok(match caller.acting_tenant {
+                Some(t) if action.follows_tenant_header() => Scope::Tenant(t),
+                _ => Scope::Platform,
+            }),
             (Access::Tenant, Some(t)) => Ok(Scope::Tenant(t)),
             (Access::Tenant, None) => Err(ApiError::tenant_required()),
         }
@@ -366,7 +460,10 @@ fn event(
         occurred_at: now(),
         actor: caller.key_id.clone(),
         actor_role: Some(caller.role.as_str().to_string()),
-        tenant_id: caller.tenant,
+        // Signed in to a tenant, what is done as that tenant is on its trail; platform actions are not its.
+        tenant_id: caller.tenant.or(caller
+            .acting_tenant
+            .filter(|_| action.follows_tenant_header())),
         action: action.name().to_string(),
         decision: decision.to_string(),
         resource,

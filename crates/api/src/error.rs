@@ -164,6 +164,14 @@ impl ApiError {
         )
     }
 
+    pub fn tenant_not_found(key: &str) -> Self {
+        Self::new(
+            ErrorCode::NotFound,
+            format!("The tenant `{key}` does not exist."),
+            format!("Le tenant `{key}` n'existe pas."),
+        )
+    }
+
     pub fn policy_not_found(id: &str) -> Self {
         Self::new(
             ErrorCode::NotFound,

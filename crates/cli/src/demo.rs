@@ -122,6 +122,15 @@ async fn load(
     let end = eai_api::state::now();
     let start = Timestamp(end.floor_to(3_600_000).0 - args.days * 86_400_000);
 
+    // Two tenants by name; initech stays known by id only, as a tenant seen in data but never registered.
+    admin
+        .tenants()
+        .create("acme", "Acme Corp", Some(ACME))
+        .await?;
+    admin
+        .tenants()
+        .create("globex", "Globex Corporation", Some(GLOBEX))
+        .await?;
     let sampler_key = admin
         .auth()
         .create_api_key("sampler", None, Some("demo sampler"))

@@ -92,6 +92,8 @@ pub struct EnterpriseAi {
     base: String,
     key: String,
     http: reqwest::Client,
+    tenant: Option<String>,
+    locale: Option<String>,
 }
 
 /// The certificates of a PEM file, to trust beside the system's roots (a private CA).
@@ -143,7 +145,22 @@ impl EnterpriseAi {
             base: base_url.trim_end_matches('/').to_string(),
             key: api_key.to_string(),
             http,
+            tenant: None,
+            locale: None,
         })
+    }
+
+    /// Every call "signed in to" `tenant` (a slug such as `acme`, or an id), sent as `X-EAI-Tenant`: a platform
+    /// key reads as that tenant's readers do; a tenant's key may only name its own tenant.
+    pub fn with_tenant(mut self, tenant: &str) -> Self {
+        self.tenant = Some(tenant.to_string());
+        self
+    }
+
+    /// The language of error messages (`en` or `fr`), sent as `Accept-Language`.
+    pub fn with_locale(mut self, locale: &str) -> Self {
+        self.locale = Some(locale.to_string());
+        self
     }
 
     pub fn base_url(&self) -> &str {
@@ -170,9 +187,19 @@ impl EnterpriseAi {
         Audit(self)
     }
 
+    pub fn tenants(&self) -> Tenants<'_> {
+        Tenants(self)
+    }
+
     async fn send<T: for<'de> Deserialize<'de>>(&self, req: reqwest::RequestBuilder) -> Result<T> {
+        let mut req = req.bearer_auth(&self.key);
+        if let Some(t) = &self.tenant {
+            req = req.header("X-EAI-Tenant", t);
+        }
+        if let Some(l) = &self.locale {
+            req = req.header(reqwest::header::ACCEPT_LANGUAGE, l);
+        }
         let resp = req
-            .bearer_auth(&self.key)
             .send()
             .await
             .map_err(|e| ClientError::Transport(e.to_string()))?;
@@ -306,5 +333,42 @@ impl Audit<'_> {
                 &[("after", &after.to_string()), ("limit", &limit.to_string())],
             )
             .await
+    }
+}
+
+/// A registered tenant: a stable id, a unique immutable slug, a display name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tenant {
+    pub id: String,
+    pub slug: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Tenants<'a>(&'a EnterpriseAi);
+
+impl Tenants<'_> {
+    /// POST /v1/tenants (platform_admin): registers `slug` (and `id`, to name a tenant already seen in data).
+    pub async fn create(&self, slug: &str, name: &str, id: Option<&str>) -> Result<Tenant> {
+        let mut body = serde_json::json!({ "slug": slug, "name": name });
+        if let Some(id) = id {
+            body["id"] = Value::String(id.to_string());
+        }
+        self.0.post("/v1/tenants", &body).await
+    }
+
+    /// GET /v1/tenants: all of them for the platform, a tenant's own for its keys.
+    pub async fn list(&self) -> Result<Vec<Tenant>> {
+        #[derive(Deserialize)]
+        struct Items {
+            items: Vec<Tenant>,
+        }
+        let items: Items = self.0.get("/v1/tenants", &[]).await?;
+        Ok(items.items)
+    }
+
+    /// GET /v1/tenants/{id or slug}.
+    pub async fn get(&self, key: &str) -> Result<Tenant> {
+        self.0.get(&format!("/v1/tenants/{key}"), &[]).await
     }
 }

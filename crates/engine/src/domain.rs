@@ -35,6 +35,50 @@ impl fmt::Display for TenantId {
     }
 }
 
+/// A tenant's short name: `^[a-z0-9][a-z0-9-]{0,62}$` (unique, immutable, e.g. `acme`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TenantSlug(String);
+
+impl TenantSlug {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromStr for TenantSlug {
+    type Err = FieldError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let b = s.as_bytes();
+        let ok = !b.is_empty()
+            && b.len() <= 63
+            && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
+            && b.iter()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-');
+        if ok {
+            Ok(TenantSlug(s.to_string()))
+        } else {
+            Err(FieldError::new(
+                "slug",
+                "must be 1 to 63 lowercase letters, digits or dashes, starting with a letter or a digit (e.g. acme)",
+            ))
+        }
+    }
+}
+
+impl fmt::Display for TenantSlug {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A registered tenant: its id (what every row carries), slug and display name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tenant {
+    pub id: TenantId,
+    pub slug: TenantSlug,
+    pub name: String,
+}
+
 /// A decimal that is zero or more (prices, quantities).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub struct NonNegative(Decimal);
@@ -243,4 +287,28 @@ impl UsageEvent {
 pub struct ModelRef {
     pub provider: String,
     pub name: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_short_lowercase_names() {
+        for ok in ["acme", "a", "acme-corp", "42", "a-1-b"] {
+            assert!(ok.parse::<TenantSlug>().is_ok(), "{ok}");
+        }
+        let long = "a".repeat(64);
+        for bad in [
+            "",
+            "-acme",
+            "Acme",
+            "acme_corp",
+            "acme corp",
+            "é",
+            long.as_str(),
+        ] {
+            assert!(bad.parse::<TenantSlug>().is_err(), "{bad}");
+        }
+    }
 }

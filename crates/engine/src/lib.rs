@@ -23,7 +23,7 @@ pub mod view;
 pub mod wire;
 
 pub use allocate::{allocate, allocate_samples, price, AllocationConfig, AllocationInput, Period};
-pub use domain::{Policy, PolicySpec, Sample, TenantId, UsageEvent};
+pub use domain::{Policy, PolicySpec, Sample, Tenant, TenantId, TenantSlug, UsageEvent};
 pub use error::{FieldError, ValidationErrors};
 pub use money::{Currency, Money};
 pub use report::{Allocation, DeploymentRow, Finding, Gap, Item, TenantRow};

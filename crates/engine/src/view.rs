@@ -1,11 +1,15 @@
 //! The allocation as the API, the CLI's `--json` and the portal show it (SPEC §4): the seed's `period` and
-//! `items`, plus `from`, `to`, `deployments`, `tenants`, `daily`, `gaps` and `findings`. Decimals travel as strings.
+//! `items`, plus `from`, `to`, `deployments`, `tenants`, `daily`, `gaps` and `findings`. Money travels as
+//! decimal strings; quantities (GPU-seconds, GB-seconds, energy, shares) as JSON numbers written exactly, digit for
+//! digit as the decimal ([`Quantity`]: never through a float).
 
 use rust_decimal::Decimal;
-use serde::Serialize;
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
 
 use crate::domain::TenantId;
 use crate::report::{Allocation, Finding};
+use crate::wire::EXACT_NUMBER;
 
 #[derive(Debug, Serialize)]
 pub struct MoneyView {
@@ -17,9 +21,9 @@ pub struct MoneyView {
 pub struct ItemView {
     pub tenant_id: String,
     pub deployment_id: String,
-    pub gpu_seconds: String,
-    pub gpu_memory_gb_seconds: String,
-    pub energy_wh: String,
+    pub gpu_seconds: Quantity,
+    pub gpu_memory_gb_seconds: Quantity,
+    pub energy_wh: Quantity,
     pub allocated: MoneyView,
     pub policy_id: String,
 }
@@ -31,11 +35,11 @@ pub struct DeploymentView {
     pub samples: u64,
     pub estimated_samples: u64,
     pub gpus: u64,
-    pub gpu_hours: String,
-    pub busy_gpu_hours: String,
-    pub estimated_gpu_seconds: String,
-    pub gpu_memory_gb_seconds: String,
-    pub energy_kwh: String,
+    pub gpu_hours: Quantity,
+    pub busy_gpu_hours: Quantity,
+    pub estimated_gpu_seconds: Quantity,
+    pub gpu_memory_gb_seconds: Quantity,
+    pub energy_kwh: Quantity,
     pub cost: String,
     pub allocated: String,
     pub unallocated: String,
@@ -46,8 +50,8 @@ pub struct DeploymentView {
 #[derive(Debug, Serialize)]
 pub struct TenantView {
     pub tenant_id: String,
-    pub gpu_seconds: String,
-    pub share: String,
+    pub gpu_seconds: Quantity,
+    pub share: Quantity,
     pub cost: MoneyView,
 }
 
@@ -90,6 +94,30 @@ pub struct AllocationView {
 /// A decimal for display: at most `dp` places, no trailing zeros.
 pub fn fmt_dec(d: Decimal, dp: u32) -> String {
     d.round_dp(dp).normalize().to_string()
+}
+
+/// A quantity as an exact JSON number: [`fmt_dec`]'s digits, never a float.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quantity(String);
+
+impl Quantity {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Serialize for Quantity {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut n = s.serialize_struct(EXACT_NUMBER, 1)?;
+        n.serialize_field(EXACT_NUMBER, &self.0)?;
+        n.end()
+    }
+}
+
+/// A quantity of at most `dp` places. A normalized decimal prints as plain digits (no exponent): always a valid
+/// JSON number.
+pub fn quantity(d: Decimal, dp: u32) -> Quantity {
+    Quantity(fmt_dec(d, dp))
 }
 
 fn money(amount: Decimal, currency: &str) -> MoneyView {
@@ -157,9 +185,9 @@ impl AllocationView {
                 .map(|i| ItemView {
                     tenant_id: tid(&i.tenant_id),
                     deployment_id: i.deployment_id.clone(),
-                    gpu_seconds: fmt_dec(i.gpu_seconds, 3),
-                    gpu_memory_gb_seconds: fmt_dec(i.gpu_memory_gb_seconds, 3),
-                    energy_wh: fmt_dec(i.energy_wh, 3),
+                    gpu_seconds: quantity(i.gpu_seconds, 3),
+                    gpu_memory_gb_seconds: quantity(i.gpu_memory_gb_seconds, 3),
+                    energy_wh: quantity(i.energy_wh, 3),
                     allocated: money(i.allocated.amount, i.allocated.currency.as_str()),
                     policy_id: i.policy_id.clone(),
                 })
@@ -173,11 +201,11 @@ impl AllocationView {
                     samples: d.samples,
                     estimated_samples: d.estimated_samples,
                     gpus: d.gpus,
-                    gpu_hours: fmt_dec(d.gpu_hours(), 4),
-                    busy_gpu_hours: fmt_dec(d.busy_gpu_hours(), 4),
-                    estimated_gpu_seconds: fmt_dec(d.estimated_gpu_seconds, 3),
-                    gpu_memory_gb_seconds: fmt_dec(d.gpu_memory_gb_seconds, 3),
-                    energy_kwh: fmt_dec(d.energy_kwh(), 4),
+                    gpu_hours: quantity(d.gpu_hours(), 4),
+                    busy_gpu_hours: quantity(d.busy_gpu_hours(), 4),
+                    estimated_gpu_seconds: quantity(d.estimated_gpu_seconds, 3),
+                    gpu_memory_gb_seconds: quantity(d.gpu_memory_gb_seconds, 3),
+                    energy_kwh: quantity(d.energy_kwh(), 4),
                     cost: d.cost.to_string(),
                     allocated: d.allocated.to_string(),
                     unallocated: d.unallocated.to_string(),
@@ -190,8 +218,8 @@ impl AllocationView {
                 .iter()
                 .map(|t| TenantView {
                     tenant_id: tid(&t.tenant_id),
-                    gpu_seconds: fmt_dec(t.gpu_seconds, 3),
-                    share: fmt_dec(t.share, 4),
+                    gpu_seconds: quantity(t.gpu_seconds, 3),
+                    share: quantity(t.share, 4),
                     cost: money(t.cost, t.currency.as_str()),
                 })
                 .collect(),
@@ -225,5 +253,30 @@ impl AllocationView {
                 })
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::str::FromStr;
+
+    #[test]
+    fn quantities_are_json_numbers_with_the_decimals_digits() {
+        let d = |s: &str| Decimal::from_str(s).expect("decimal");
+        let out = |q: Quantity| serde_json::to_string(&q).expect("json");
+        assert_eq!(out(quantity(d("182300.000"), 3)), "182300");
+        assert_eq!(out(quantity(d("0.69944"), 4)), "0.6994");
+        // 17 significant digits: a double would print 12345678901234.57 or worse.
+        assert_eq!(
+            out(quantity(d("12345678901234.567"), 3)),
+            "12345678901234.567"
+        );
+        assert_eq!(out(quantity(d("0.0000004"), 3)), "0");
+        assert_eq!(out(quantity(d("-2.5"), 3)), "-2.5");
+        // Read back by serde_json as the same number, digit for digit.
+        let v: serde_json::Value =
+            serde_json::from_str(&out(quantity(d("7.1234"), 4))).expect("back");
+        assert_eq!(v.to_string(), "7.1234");
     }
 }

@@ -47,6 +47,11 @@ impl Loose {
     }
 }
 
+/// The name under which serde_json, built with `arbitrary_precision` (as this workspace is), carries a number's
+/// text as written: what it hands a visitor, and what it writes as is (the way `serde_json::Number` serializes
+/// itself). Numbers thus travel exactly, and the engine needs no JSON dependency.
+pub(crate) const EXACT_NUMBER: &str = "$serde_json::private::Number";
+
 impl<'de> Deserialize<'de> for Loose {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
@@ -91,6 +96,10 @@ impl<'de> Deserialize<'de> for Loose {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Loose, A::Error> {
                 let mut m = BTreeMap::new();
                 while let Some(k) = map.next_key::<String>()? {
+                    if k == EXACT_NUMBER && m.is_empty() {
+                        // serde_json (`arbitrary_precision`) hands a number over as its text, exactly as written.
+                        return Ok(Loose::Number(map.next_value::<String>()?));
+                    }
                     let v: Loose = map.next_value()?;
                     m.insert(k, v);
                 }
@@ -199,7 +208,13 @@ impl<'a> Record<'a> {
                 return None;
             }
         };
-        let Ok(mut d) = Decimal::from_str(&text) else {
+        let parsed = if text.contains(['e', 'E']) {
+            // A JSON number may carry an exponent (`1e-7`, `2.5E+3`): read exactly, never through a float.
+            Decimal::from_scientific(&text.to_ascii_lowercase().replace("e+", "e"))
+        } else {
+            Decimal::from_str(&text)
+        };
+        let Ok(mut d) = parsed else {
             self.fail(name, format!("`{text}` is not a decimal number"));
             return None;
         };
@@ -718,4 +733,40 @@ pub fn parse_stored_policy(v: &Loose, index: usize) -> Result<Policy, Vec<FieldE
     let spec = parse_policy(&Loose::Object(rest), Timestamp(0))
         .map_err(|es| es.into_iter().map(|e| e.at(index)).collect::<Vec<_>>())?;
     Ok(Policy::new(seq, spec))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decimal(json: &str, bounds: Bounds) -> (Option<Decimal>, Vec<FieldError>) {
+        let v: Loose = serde_json::from_str(&format!(r#"{{"x": {json}}}"#)).expect("json");
+        let mut r = Record::new(&v, "r").expect("object");
+        (r.opt_decimal("x", bounds), r.errors)
+    }
+
+    #[test]
+    fn json_numbers_arrive_digit_for_digit() {
+        // 0.1 + 17 more digits is not a double: a float round trip would print 0.1.
+        let long = "0.10000000000000000001";
+        assert_eq!(
+            decimal(long, Bounds::non_negative(1, 20)).0,
+            Some(Decimal::from_str(long).expect("d"))
+        );
+        assert_eq!(
+            decimal("2.5E+3", Bounds::non_negative(10_000, 6)).0,
+            Some(Decimal::from(2500))
+        );
+        assert_eq!(
+            decimal("1e-7", Bounds::non_negative(1, 10)).0,
+            Some(Decimal::new(1, 7))
+        );
+        assert_eq!(
+            decimal("12345678901234567.5", Bounds::non_negative(i64::MAX, 1)).0,
+            Some(Decimal::from_str("12345678901234567.5").expect("d"))
+        );
+        // A price keeps its places or is refused, whether a number or a string.
+        let (d, errors) = decimal("2.00000000001", Bounds::price(10));
+        assert_eq!((d, errors.len()), (None, 1));
+    }
 }

@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 use eai_engine::allocate::UsageClaim;
-use eai_engine::domain::{Policy, PolicySpec, Sample, TenantId, UsageEvent};
+use eai_engine::domain::{Policy, PolicySpec, Sample, Tenant, TenantId, UsageEvent};
 use eai_engine::report::Gap;
 use eai_engine::rollup::Rollup;
 use eai_engine::time::Timestamp;
@@ -26,6 +26,9 @@ pub mod rollups;
 pub mod sqlite;
 #[cfg(feature = "test-support")]
 pub mod testing;
+
+/// The id of rows that belong to no tenant (shared deployments, platform keys and events): no tenant may use it.
+pub const PLATFORM_TENANT_ID: uuid::Uuid = uuid::Uuid::nil();
 
 /// Whose rows a read may return.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,6 +136,25 @@ pub struct KeyMatch {
     pub key: ApiKeyRecord,
     /// The secret before the last rotation (valid until `key.previous`'s instant).
     pub previous_secret: bool,
+}
+
+/// How a tenant is named: by id or by slug.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TenantRef {
+    Id(TenantId),
+    Slug(eai_engine::domain::TenantSlug),
+}
+
+impl std::str::FromStr for TenantRef {
+    type Err = eai_engine::FieldError;
+    /// A uuid is an id; anything else must be a slug.
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        let s = s.trim();
+        match s.parse::<TenantId>() {
+            Ok(id) => Ok(TenantRef::Id(id)),
+            Err(_) => s.parse().map(TenantRef::Slug),
+        }
+    }
 }
 
 /// The newest event of the audit chain: what an operator anchors outside the database.
@@ -362,6 +384,18 @@ pub trait Store: Send + Sync + 'static {
         grace_until: Timestamp,
         audit: &AuditDraft,
     ) -> Result<ApiKeyRecord>;
+
+    // --- tenants -------------------------------------------------------------------------------------------
+
+    /// Registers a tenant (its slug unique and immutable; the reserved platform tenant refused).
+    async fn create_tenant(&self, tenant: &Tenant, audit: &AuditDraft) -> Result<Tenant>;
+
+    /// Every registered tenant (platform) or the caller's own (if registered), by slug.
+    async fn tenants(&self, scope: Scope) -> Result<Vec<Tenant>>;
+
+    /// The registered tenant with this id or slug, looked up on the platform path (before a caller's tenant is
+    /// known: the `X-EAI-Tenant` header names one).
+    async fn tenant(&self, key: &TenantRef) -> Result<Option<Tenant>>;
 
     // --- audit ---------------------------------------------------------------------------------------------
 

@@ -42,7 +42,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use eai_engine::domain::{Policy, PolicySpec, Sample, TenantId, UsageEvent};
+use eai_engine::domain::{Policy, PolicySpec, Sample, Tenant, TenantId, UsageEvent};
 use eai_engine::time::Timestamp;
 use tokio_postgres::{IsolationLevel, Transaction};
 use uuid::Uuid;
@@ -51,7 +51,8 @@ use self::pool::{Pool, Stmts};
 use crate::rollups::RollupConfig;
 use crate::{
     ApiKeyRecord, AuditDraft, AuditEvent, AuditHead, BrokenLink, DeploymentSeen, IngestOutcome,
-    KeyMatch, NewApiKey, OutboxEntry, OutboxStats, Result, Scope, Store, StoreError, UsageRead,
+    KeyMatch, NewApiKey, OutboxEntry, OutboxStats, Result, Scope, Store, StoreError, TenantRef,
+    UsageRead,
 };
 
 /// The role the service acts as: not the owner, `NOBYPASSRLS`.
@@ -59,7 +60,7 @@ pub const SERVICE_ROLE: &str = "eai_app";
 
 /// The tenant of rows that belong to no tenant: samples, rollups and gaps of shared deployments, platform API
 /// keys, platform audit events. Reserved: no tenant may have this id.
-pub const PLATFORM_TENANT: Uuid = Uuid::nil();
+pub const PLATFORM_TENANT: Uuid = crate::PLATFORM_TENANT_ID;
 
 /// Connections in the pool.
 const POOL_SIZE: usize = 8;
@@ -430,6 +431,21 @@ impl Store for PgStore {
     ) -> Result<ApiKeyRecord> {
         let mut c = self.conn().await?;
         records::rotate_api_key(c.conn()?, scope, id, new_hash, at, grace_until, audit).await
+    }
+
+    async fn create_tenant(&self, tenant: &Tenant, audit: &AuditDraft) -> Result<Tenant> {
+        let mut c = self.conn().await?;
+        records::create_tenant(c.conn()?, tenant, audit).await
+    }
+
+    async fn tenants(&self, scope: Scope) -> Result<Vec<Tenant>> {
+        let mut c = self.conn().await?;
+        records::tenants(c.conn()?, scope).await
+    }
+
+    async fn tenant(&self, key: &TenantRef) -> Result<Option<Tenant>> {
+        let mut c = self.conn().await?;
+        records::tenant(c.conn()?, key).await
     }
 
     async fn append_audit(&self, draft: &AuditDraft) -> Result<AuditEvent> {

@@ -323,3 +323,33 @@ pub fn nodes_parse(text: Option<&str>) -> Result<Vec<String>> {
 pub fn duplicate_key() -> StoreError {
     StoreError::Conflict("an API key with this hash already exists".into())
 }
+
+// --- tenants --------------------------------------------------------------------------------------------------
+
+/// The reserved platform tenant (the id of rows that belong to no tenant) cannot be registered or used.
+pub fn check_tenant_id(t: TenantId) -> Result<()> {
+    if t.0 == crate::PLATFORM_TENANT_ID {
+        return Err(StoreError::Conflict(format!(
+            "tenant id {} is reserved for platform rows",
+            t
+        )));
+    }
+    Ok(())
+}
+
+/// The refusal of a slug or an id already registered.
+pub fn tenant_taken(t: &eai_engine::domain::Tenant) -> StoreError {
+    StoreError::Conflict(format!(
+        "a tenant with the slug {} or the id {} is registered already",
+        t.slug, t.id
+    ))
+}
+
+/// A stored tenant row back.
+pub fn tenant_parse(id: &str, slug: &str, name: String) -> Result<eai_engine::domain::Tenant> {
+    Ok(eai_engine::domain::Tenant {
+        id: TenantId::from_str(id).map_err(|_| corrupt("tenants.id", id))?,
+        slug: slug.parse().map_err(|_| corrupt("tenants.slug", slug))?,
+        name,
+    })
+}

@@ -27,14 +27,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use eai_engine::domain::{Policy, PolicySpec, Sample, UsageEvent};
+use eai_engine::domain::{Policy, PolicySpec, Sample, Tenant, UsageEvent};
 use eai_engine::time::Timestamp;
 use rusqlite::{Connection, OpenFlags};
 
 use self::codec::Ctx;
 use crate::{
     ApiKeyRecord, AuditDraft, AuditEvent, AuditHead, BrokenLink, DeploymentSeen, IngestOutcome,
-    KeyMatch, NewApiKey, OutboxEntry, OutboxStats, Result, Scope, Store, StoreError, UsageRead,
+    KeyMatch, NewApiKey, OutboxEntry, OutboxStats, Result, Scope, Store, StoreError, TenantRef,
+    UsageRead,
 };
 
 pub use crate::rollups::{RollupConfig, MAX_WINDOW_MS};
@@ -325,6 +326,21 @@ impl Store for SqliteStore {
             records::rotate_api_key(c, scope, &id, &new_hash, at, grace_until, &audit)
         })
         .await
+    }
+
+    async fn create_tenant(&self, tenant: &Tenant, audit: &AuditDraft) -> Result<Tenant> {
+        let (tenant, audit) = (tenant.clone(), audit.clone());
+        self.write(move |c, _| records::create_tenant(c, &tenant, &audit))
+            .await
+    }
+
+    async fn tenants(&self, scope: Scope) -> Result<Vec<Tenant>> {
+        self.read(move |c, _| records::tenants(c, scope)).await
+    }
+
+    async fn tenant(&self, key: &TenantRef) -> Result<Option<Tenant>> {
+        let key = key.clone();
+        self.read(move |c, _| records::tenant(c, &key)).await
     }
 
     async fn append_audit(&self, draft: &AuditDraft) -> Result<AuditEvent> {

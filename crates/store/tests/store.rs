@@ -810,6 +810,73 @@ mod contract {
         assert_eq!(s.policies().await.unwrap()[1], closed2);
     }
 
+    pub async fn tenants_are_registered_once_and_read_in_scope(s: &dyn Store) {
+        use eai_engine::domain::Tenant;
+        use eai_store::TenantRef;
+        let reg = |n: u8, slug: &str, name: &str| Tenant {
+            id: tenant(n),
+            slug: slug.parse().unwrap(),
+            name: name.to_string(),
+        };
+        let acme = reg(1, "acme", "Acme Corp");
+        let globex = reg(2, "globex", "Globex");
+        assert_eq!(s.tenants(Scope::Platform).await.unwrap(), vec![]);
+        let before = s.audit_head().await.unwrap().map_or(0, |h| h.seq);
+        assert_eq!(
+            s.create_tenant(&globex, &draft("tenant.create", None))
+                .await
+                .unwrap(),
+            globex
+        );
+        assert_eq!(
+            s.create_tenant(&acme, &draft("tenant.create", None))
+                .await
+                .unwrap(),
+            acme
+        );
+        assert_eq!(
+            s.audit_head().await.unwrap().map_or(0, |h| h.seq),
+            before + 2,
+            "each registration is audited with it"
+        );
+        // The slug and the id are each registered once; a refused registration writes no audit event.
+        for dup in [reg(3, "acme", "Other"), reg(1, "acme-2", "Other")] {
+            let r = s.create_tenant(&dup, &draft("tenant.create", None)).await;
+            assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
+        }
+        assert_eq!(
+            s.audit_head().await.unwrap().map_or(0, |h| h.seq),
+            before + 2
+        );
+        assert_eq!(
+            s.tenants(Scope::Platform).await.unwrap(),
+            vec![acme.clone(), globex.clone()],
+            "by slug"
+        );
+        assert_eq!(
+            s.tenants(Scope::Tenant(tenant(1))).await.unwrap(),
+            vec![acme.clone()]
+        );
+        assert_eq!(
+            s.tenants(Scope::Tenant(tenant(9))).await.unwrap(),
+            vec![],
+            "a tenant only seen in data has no registration"
+        );
+        for key in [
+            TenantRef::Id(tenant(1)),
+            TenantRef::Slug("acme".parse().unwrap()),
+        ] {
+            assert_eq!(s.tenant(&key).await.unwrap(), Some(acme.clone()));
+        }
+        assert_eq!(
+            s.tenant(&TenantRef::Slug("nobody".parse().unwrap()))
+                .await
+                .unwrap(),
+            None
+        );
+        assert_eq!(s.tenant(&TenantRef::Id(tenant(9))).await.unwrap(), None);
+    }
+
     pub async fn api_keys_are_found_by_hash(s: &dyn Store) {
         assert_eq!(s.api_key_count().await.unwrap(), 0);
         let k1 = s
@@ -1707,6 +1774,7 @@ mod sqlite_harness {
         usage_events_upsert_and_scope,
         policies_are_superseded_never_edited,
         api_keys_are_found_by_hash,
+        tenants_are_registered_once_and_read_in_scope,
         the_audit_chain_links_and_verifies,
         concurrent_appends_never_fork_the_chain,
         concurrent_batches_of_one_gpu_count_each_sample_once,
@@ -1783,9 +1851,12 @@ mod sqlite_only {
         let version: i64 = c
             .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 6);
+        assert_eq!(version, 7);
         assert_eq!(store.backend(), "sqlite");
     }
+
+    /// What schema 7 added (registered tenants), taken out again.
+    const UNDO_V7: &str = "DROP TABLE tenants;";
 
     /// What schema 6 added, taken out again: a file as an older binary left it.
     const UNDO_V6: &str = "DROP INDEX api_keys_by_previous_hash; \
@@ -1815,7 +1886,7 @@ mod sqlite_only {
         // What an older binary left: every pruned row gone, no end sets, no cuts.
         let c = rusqlite::Connection::open(&path).unwrap();
         c.execute_batch(&format!(
-            "DELETE FROM gpu_samples WHERE end_ms < {cut}; {UNDO_V6} \
+            "DELETE FROM gpu_samples WHERE end_ms < {cut}; {UNDO_V7} {UNDO_V6} \
              DROP TABLE pruned_ends; DROP TABLE prune_pending; DROP TABLE rollup_cuts; \
              UPDATE schema_version SET version = 4;",
             cut = T0 + 2 * H
@@ -1886,7 +1957,7 @@ mod sqlite_only {
         // Back to schema 3: what an older binary left.
         let c = rusqlite::Connection::open(&path).unwrap();
         c.execute_batch(&format!(
-            "{UNDO_V6} DROP TABLE pruned_ends; DROP TABLE prune_pending; DROP TABLE rollup_cuts; \
+            "{UNDO_V7} {UNDO_V6} DROP TABLE pruned_ends; DROP TABLE prune_pending; DROP TABLE rollup_cuts; \
              DROP TABLE deployment_rollups; DROP TABLE usage_claims; UPDATE schema_version SET version = 3;"
         ))
         .unwrap();
@@ -2201,6 +2272,7 @@ mod postgres_harness {
         usage_events_upsert_and_scope,
         policies_are_superseded_never_edited,
         api_keys_are_found_by_hash,
+        tenants_are_registered_once_and_read_in_scope,
         the_audit_chain_links_and_verifies,
         concurrent_appends_never_fork_the_chain,
         concurrent_batches_of_one_gpu_count_each_sample_once,
@@ -2338,7 +2410,8 @@ mod postgres_only {
     }
 
     /// Every table that holds tenant rows.
-    const TENANT_TABLES: [&str; 9] = [
+    const TENANT_TABLES: [&str; 10] = [
+        "tenants",
         "usage_events",
         "audit_events",
         "api_keys",
@@ -2421,6 +2494,14 @@ mod postgres_only {
         }
         for t in [Some(a), Some(b), None] {
             s.append_audit(&draft("x", t)).await.unwrap();
+        }
+        for (t, slug) in [(a, "tenant-a"), (b, "tenant-b")] {
+            let reg = eai_engine::domain::Tenant {
+                id: t,
+                slug: slug.parse().unwrap(),
+                name: slug.to_uppercase(),
+            };
+            s.create_tenant(&reg, &audit()).await.unwrap();
         }
     }
 
@@ -2512,6 +2593,8 @@ mod postgres_only {
         // Inserting a row of B while acting for A fails the policy's WITH CHECK; the same row for A goes in
         // (so the refusal is the tenant's, not a malformed statement).
         let inserts = [
+            ("tenants", "INSERT INTO eai.tenants (tenant_id, slug, name, created_at_ms) \
+              VALUES ('{T}', 'new-' || md5(random()::text), 'New', 0) RETURNING 1"),
             ("usage_events", "INSERT INTO eai.usage_events (event_id, tenant_id, occurred_at_ms, body) \
               VALUES (gen_random_uuid(), '{T}', 0, '{}') RETURNING 1"),
             ("audit_events", "INSERT INTO eai.audit_events (seq, prev_hash, hash, tenant_id, body) \
@@ -2540,6 +2623,20 @@ mod postgres_only {
                 "eai.{t}: inserting a row of B as A must be refused: {r:?}"
             );
             let r = as_tenant(&mut c, a, &of(a)).await;
+            if t == "tenants" {
+                // A is registered already: its second row passes the policy and stops at the primary key.
+                let unique = r
+                    .as_ref()
+                    .err()
+                    .and_then(|e| e.as_db_error())
+                    .map(|d| d.code().code());
+                assert_eq!(
+                    unique,
+                    Some("23505"),
+                    "eai.tenants: A's row passes the policy: {r:?}"
+                );
+                continue;
+            }
             assert_eq!(
                 r.map(|v| v.len()).ok(),
                 Some(1),
@@ -2593,6 +2690,8 @@ mod postgres_only {
             format!("UPDATE eai.audit_events SET body = '{{}}' WHERE tenant_id = '{a}'"),
             format!("UPDATE eai.gpu_samples SET util_e6 = 0 WHERE tenant_id = '{a}'"),
             format!("UPDATE eai.api_keys SET tenant_id = '{a}'"),
+            format!("UPDATE eai.tenants SET slug = 'renamed' WHERE tenant_id = '{a}'"),
+            format!("DELETE FROM eai.tenants WHERE tenant_id = '{a}'"),
         ] {
             let r = as_tenant(&mut c, a, &sql).await;
             assert!(not_granted(&r), "{sql}: {r:?}");
@@ -2617,7 +2716,7 @@ mod postgres_only {
                     "eai.{t} on the platform path: {tenants:?}"
                 );
             }
-            if !matches!(t, "usage_events" | "usage_claims") {
+            if !matches!(t, "usage_events" | "usage_claims" | "tenants") {
                 assert!(
                     tenants.contains(&PLATFORM_TENANT),
                     "eai.{t}: platform rows carry the platform tenant"

@@ -55,10 +55,25 @@ export class ApiFailure extends Error {
   }
 }
 
-/** Calls the API; resolves to the JSON body of a 2xx answer, rejects with an ApiFailure. */
-export async function call(path, { method = "GET", body, key } = {}) {
+/** The allocation's quantities: JSON numbers written exactly by the API, kept here as their exact text (the
+ * money beside them is decimal text already), so that no figure goes through a float. */
+const QUANTITIES = new Set([
+  "gpu_seconds", "gpu_memory_gb_seconds", "energy_wh", "gpu_hours", "busy_gpu_hours", "estimated_gpu_seconds",
+  "energy_kwh", "share",
+]);
+
+/** JSON.parse's reviver: a quantity's source text where the browser gives it (else the number's shortest text). */
+function exactQuantities(name, value, context) {
+  if (typeof value !== "number" || !QUANTITIES.has(name)) return value;
+  return context && typeof context.source === "string" ? context.source : String(value);
+}
+
+/** Calls the API; resolves to the JSON body of a 2xx answer, rejects with an ApiFailure. `tenant` (a slug or
+ * an id) signs a platform key in to that tenant (`X-EAI-Tenant`). */
+export async function call(path, { method = "GET", body, key, tenant } = {}) {
   const headers = { Accept: "application/json", "Accept-Language": lang() };
   if (key) headers.Authorization = `Bearer ${key}`;
+  if (tenant) headers["X-EAI-Tenant"] = tenant;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let response;
   let data = null;
@@ -71,7 +86,7 @@ export async function call(path, { method = "GET", body, key } = {}) {
       credentials: "omit",
     });
     const text = await response.text();
-    data = text ? JSON.parse(text) : null;
+    data = text ? JSON.parse(text, exactQuantities) : null;
   } catch (e) {
     if (!response) throw new ApiFailure({ code: "network" });
     // An answer that is not JSON: said below.

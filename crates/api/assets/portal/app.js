@@ -32,6 +32,12 @@ const state = {
   signin: { busy: false, error: null },
   period: { from: fmt.utcDay(-30), to: fmt.utcDay(0), error: null },
   alloc: { status: "idle", data: null, error: null, seq: 0 },
+  /** Registered tenants the key may see (GET /v1/tenants), by id; tenants only seen in data have none. */
+  tenants: new Map(),
+  /** Tenant ids seen in allocations, registered or not: what a platform_admin may view as. */
+  seenTenants: new Set(),
+  /** The tenant a platform_admin views the page as (an id sent as X-EAI-Tenant), or null. */
+  viewAs: null,
   policies: { status: "idle", items: [], error: null, seq: 0 },
   form: { open: false, values: { ...FORM_DEFAULTS }, errors: {}, failure: null, busy: false, opener: null },
 };
@@ -82,6 +88,25 @@ const ICON_LOCK = ["M5 11h14v10H5z", "M8 11V7a4 4 0 0 1 8 0v4"];
 
 const $ = (sel) => document.querySelector(sel);
 
+/** Calls the API with this tab's key, signed in to the tenant viewed as (if any). */
+function api(path, opts = {}) {
+  return call(path, { ...opts, key: state.key, tenant: state.viewAs });
+}
+
+/** A tenant as people know it: its registered name (and slug), else its id. */
+function tenantLabel(id) {
+  const known = id ? state.tenants.get(id) : null;
+  return known ? known.name : id;
+}
+
+/** A tenant cell: the name, with the id on hover; a tenant never registered shows its id. */
+function tenantCell(id) {
+  const known = state.tenants.get(id);
+  if (!known) return h("span", { class: "mono", title: id }, id);
+  return h("span", { class: "tenant-name", title: id, "data-slug": known.slug }, known.name,
+    h("span", { class: "muted slug" }, ` ${known.slug}`));
+}
+
 function toast(message) {
   const el = $("#toast");
   el.textContent = message;
@@ -118,7 +143,8 @@ function renderTopbar() {
       who ? h("div", { class: "who", id: "who", "data-role": who.role },
         h("span", { class: "visually-hidden" }, `${t("who.label")} `),
         h("span", { class: "who-role" }, roleName(who.role)),
-        h("span", { class: "who-tenant" }, who.tenant_id ? t("who.tenant", { id: who.tenant_id }) : t("who.all"))) : null,
+        h("span", { class: "who-tenant", title: who.tenant_id || null },
+          who.tenant_id ? t("who.tenant", { name: (who.tenant && who.tenant.name) || who.tenant_id }) : t("who.all"))) : null,
       h("label", { class: "lang" },
         h("span", { class: "visually-hidden" }, t("lang.label")),
         h("select", { id: "lang", onchange: (e) => changeLang(e.target.value) },
@@ -145,6 +171,7 @@ function renderMain() {
     main.replaceChildren(renderDenied());
   } else {
     main.replaceChildren(renderPage());
+    renderViewAs();
     renderAllocation();
     renderPolicies();
   }
@@ -216,6 +243,9 @@ function signOut() {
   forgetKey();
   state.key = null;
   state.who = null;
+  state.tenants = new Map();
+  state.seenTenants = new Set();
+  state.viewAs = null;
   state.alloc = { status: "idle", data: null, error: null, seq: state.alloc.seq + 1 };
   state.policies = { status: "idle", items: [], error: null, seq: state.policies.seq + 1 };
   state.form = { open: false, values: { ...FORM_DEFAULTS }, errors: {}, failure: null, busy: false, opener: null };
@@ -228,9 +258,55 @@ function signOut() {
 function enter() {
   renderShell();
   if (READERS.has(state.who.role)) {
+    loadTenants();
     loadAllocation();
     loadPolicies();
   }
+}
+
+/** The registered tenants the key may see, for names; without them the page shows ids. */
+async function loadTenants() {
+  try {
+    const data = await call("/v1/tenants", { key: state.key });
+    state.tenants = new Map((data.items || []).map((x) => [x.id, x]));
+  } catch {
+    state.tenants = new Map();
+  }
+  renderViewAs();
+  renderAllocation();
+}
+
+/** Whether this caller may view the page as a tenant: a platform_admin (no tenant of its own). */
+function canViewAs() {
+  return state.who && state.who.role === "platform_admin" && !state.who.tenant_id;
+}
+
+function renderViewAs() {
+  const slot = $("#view-as-slot");
+  if (!slot) return;
+  if (!canViewAs()) {
+    slot.replaceChildren();
+    return;
+  }
+  const ids = new Set([...state.tenants.keys(), ...state.seenTenants]);
+  if (state.viewAs) ids.add(state.viewAs);
+  // Registered tenants by name, then those only seen in data, by id.
+  const options = [...ids].map((id) => ({ id, label: tenantLabel(id), named: state.tenants.has(id) }))
+    .sort((a, b) => (b.named - a.named) || a.label.localeCompare(b.label, lang()));
+  const onChange = (e) => {
+    state.viewAs = e.target.value || null;
+    renderViewAs();
+    loadAllocation();
+    loadPolicies();
+  };
+  slot.replaceChildren(
+    h("div", { class: "field inline view-as" },
+      h("label", { for: "view-as" }, t("viewas.label")),
+      h("select", { id: "view-as", onchange: onChange, "aria-describedby": "view-as-hint" },
+        h("option", { value: "", selected: !state.viewAs }, t("viewas.all")),
+        options.map((o) => h("option", { value: o.id, selected: o.id === state.viewAs, title: o.id }, o.label))),
+      h("p", { class: "hint", id: "view-as-hint" },
+        state.viewAs ? t("viewas.scoped", { name: tenantLabel(state.viewAs) }) : t("viewas.hint"))));
 }
 
 async function boot() {
@@ -280,7 +356,7 @@ function renderPage() {
       h("div", {},
         h("h1", {}, t("page.title")),
         h("p", { class: "lead" }, t("page.lead"))),
-      renderPeriod()),
+      h("div", { class: "head-controls" }, h("div", { id: "view-as-slot" }), renderPeriod())),
     h("section", { id: "allocation", class: "card", "aria-labelledby": "alloc-title" },
       h("div", { class: "section-head" },
         h("h2", { id: "alloc-title" }, t("alloc.title")),
@@ -341,9 +417,12 @@ async function loadAllocation() {
   state.alloc.status = "loading";
   renderAllocation();
   try {
-    const data = await call(`/v1/finops/gpu/allocation?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`, { key: state.key });
+    const data = await api(`/v1/finops/gpu/allocation?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`);
     if (seq !== state.alloc.seq) return;
     state.alloc = { ...state.alloc, status: "ok", data, error: null };
+    const before = state.seenTenants.size;
+    for (const x of data.tenants || []) state.seenTenants.add(x.tenant_id);
+    if (state.seenTenants.size !== before) renderViewAs();
   } catch (e) {
     if (seq !== state.alloc.seq) return;
     state.alloc = { ...state.alloc, status: "error", error: e };
@@ -375,7 +454,7 @@ function renderAllocation() {
     parts.push(renderTotals(d));
     parts.push(renderDeployments(d));
     if (d.tenants.length > 0) parts.push(renderTenants(d));
-    const scoped = !POLICY_ADMINS.has(state.who.role);
+    const scoped = !POLICY_ADMINS.has(state.who.role) || Boolean(state.viewAs);
     parts.push(h("div", { class: "block", id: "chart" },
       renderCharts(d.daily, d.from, d.to, colorOf(d)),
       scoped ? h("p", { class: "note" }, t("chart.scoped")) : null));
@@ -470,7 +549,7 @@ function renderDeployments(d) {
 
 function renderTenants(d) {
   const rows = d.tenants.map((x) => h("tr", { "data-tenant": x.tenant_id, "data-currency": x.cost.currency },
-    h("th", { scope: "row", class: "id" }, h("span", { class: "mono" }, x.tenant_id)),
+    h("th", { scope: "row", class: "id" }, tenantCell(x.tenant_id)),
     num(x.gpu_seconds, fmt.number(x.gpu_seconds, 3), "gpu_seconds"),
     num(x.share, fmt.percent(x.share), "share", { title: t("title.exact", { value: x.share }) }),
     num(x.cost.amount, fmt.money(x.cost.amount, x.cost.currency), "cost")));
@@ -525,7 +604,7 @@ async function loadPolicies() {
   state.policies.status = "loading";
   renderPolicies();
   try {
-    const data = await call("/v1/finops/allocation-policies", { key: state.key });
+    const data = await api("/v1/finops/allocation-policies");
     if (seq !== state.policies.seq) return;
     state.policies = { ...state.policies, status: "ok", items: data.items || [], error: null };
   } catch (e) {
@@ -783,7 +862,7 @@ async function submitForm(event) {
   state.form.busy = true;
   renderDrawer();
   try {
-    const created = await call("/v1/finops/allocation-policies", { method: "POST", body, key: state.key });
+    const created = await api("/v1/finops/allocation-policies", { method: "POST", body });
     state.form = { ...state.form, busy: false, errors: {}, failure: null, values: { ...FORM_DEFAULTS } };
     closeForm();
     toast(t("toast.created", { name: body.name, id: created.id }));

@@ -349,14 +349,31 @@ pub async fn rotate(
     Ok(finish(&st, &caller, Action::RotateApiKey, outcome).await)
 }
 
-/// Answers `{"key_id", "role", "tenant_id"}` for any valid key: nothing the caller does not already hold.
-/// Read-only and never audited, like the other reads.
-pub async fn whoami(caller: Caller) -> Json<Value> {
-    Json(json!({
+/// Answers `{"key_id", "role", "tenant_id", "tenant", "acting_tenant"}` for any valid key: nothing the caller
+/// does not already hold (its tenant's registration, and the tenant `X-EAI-Tenant` signed it in to). Read-only
+/// and never audited, like the other reads.
+pub async fn whoami(State(st): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    let describe = |id: Option<TenantId>| {
+        let st = &st;
+        async move {
+            let Some(id) = id else {
+                return Ok::<Value, ApiError>(Value::Null);
+            };
+            Ok(
+                match st.store.tenant(&eai_store::TenantRef::Id(id)).await? {
+                    Some(t) => crate::routes::tenants::view(&t),
+                    None => json!({ "id": id.to_string(), "slug": null, "name": null }),
+                },
+            )
+        }
+    };
+    Ok(Json(json!({
         "key_id": caller.key_id,
         "role": caller.role.as_str(),
         "tenant_id": caller.tenant.map(|t| t.to_string()),
-    }))
+        "tenant": describe(caller.tenant).await?,
+        "acting_tenant": describe(caller.acting_tenant).await?,
+    })))
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub mod policies;
 pub mod portal;
 pub mod samples;
 pub mod system;
+pub mod tenants;
 pub mod usage;
 
 /// The whole HTTP API as a value: every route, the envelope fallbacks (404, 405), the body limit and the
@@ -46,6 +47,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/auth/api-keys/{id}", delete(keys::revoke))
         .route("/v1/auth/api-keys/{id}/rotate", post(keys::rotate))
         .route("/v1/auth/whoami", get(keys::whoami))
+        .route("/v1/tenants", get(tenants::list).post(tenants::create))
+        .route("/v1/tenants/{key}", get(tenants::get_one))
         .route("/v1/audit/events", get(audit::list))
         .route("/v1/audit/head", get(audit::head))
         .route("/openapi.json", get(system::openapi))

@@ -823,7 +823,12 @@ async fn assert_tables_match(b: &Browser, api: &Value) {
         }
         for col in ["gpu_hours", "busy_gpu_hours", "energy_kwh"] {
             let (value, text) = cell(row, col);
-            assert_eq!(value, d[col].as_str().expect("decimal"), "{id} {col}");
+            assert!(d[col].is_number(), "{id} {col}: a JSON number");
+            assert_eq!(
+                value,
+                d[col].to_string(),
+                "{id} {col}: the number's exact text"
+            );
             assert_eq!(text, en_number(value, 2), "{id} {col}");
         }
         for col in ["cost", "allocated", "unallocated"] {
@@ -849,10 +854,10 @@ async fn assert_tables_match(b: &Browser, api: &Value) {
             .find(|r| r["key"] == id)
             .unwrap_or_else(|| panic!("no row for tenant {id}"));
         let (v, text) = cell(row, "gpu_seconds");
-        assert_eq!(v, t["gpu_seconds"].as_str().expect("decimal"));
+        assert_eq!(v, t["gpu_seconds"].to_string());
         assert_eq!(text, en_number(v, 3));
         let (v, text) = cell(row, "share");
-        assert_eq!(v, t["share"].as_str().expect("decimal"));
+        assert_eq!(v, t["share"].to_string());
         assert_eq!(text, en_percent(v));
         let (v, text) = cell(row, "cost");
         assert_eq!(v, t["cost"]["amount"].as_str().expect("decimal"));
@@ -1451,6 +1456,109 @@ async fn finops_tenant_admin_and_auditor_read_their_tenant_without_the_button() 
         }
         b.sign_out().await;
     }
+    b.assert_clean_console().await;
+}
+
+#[tokio::test]
+async fn tenants_show_by_name_and_an_administrator_views_the_page_as_one() {
+    let _one = BROWSER.lock().await;
+    let portal = Portal::start().await;
+    portal.load_fleet().await;
+    let (status, v) = portal
+        .post(
+            "/v1/tenants",
+            ADMIN_KEY,
+            &json!({ "slug": "acme", "name": "Acme Corp", "id": ACME }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{v}");
+    let b = Browser::launch().await;
+    b.goto(&portal.url("/finops/gpu")).await;
+    b.sign_in(ADMIN_KEY).await;
+    wait_allocation(&b).await;
+    b.wait(
+        "document.querySelector('#tenants-table .tenant-name')",
+        "the tenant names",
+    )
+    .await;
+
+    // A registered tenant by name (its id on hover); one only seen in data by id.
+    let names = b
+        .js(
+            "return Object.fromEntries([...document.querySelectorAll('#tenants-table tbody tr')].map(tr => {
+                const th = tr.querySelector('th span'); return [tr.dataset.tenant, [th.textContent, th.title]]; }));",
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        names,
+        json!({ ACME: ["Acme Corp acme", ACME], GLOBEX: [GLOBEX, GLOBEX] })
+    );
+
+    // View as acme: the page is what acme's readers see, exactly as the API gives it under X-EAI-Tenant.
+    let options = b
+        .js(
+            "return [...document.querySelectorAll('#view-as option')].map(o => [o.value, o.textContent]);",
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        options,
+        json!([
+            ["", "The platform (all tenants)"],
+            [ACME, "Acme Corp"],
+            [GLOBEX, GLOBEX]
+        ])
+    );
+    b.set_value("#view-as", ACME).await;
+    b.wait(
+        "document.querySelectorAll('#tenants-table tbody tr').length === 1 && document.querySelector('#view-as-hint').textContent.includes('Acme Corp')",
+        "the page as acme",
+    )
+    .await;
+    wait_policies(&b).await;
+    let (from, to) = default_period();
+    let path = format!("/v1/finops/gpu/allocation?from={from}&to={to}");
+    let (status, as_acme) = portal
+        .send(
+            portal
+                .client
+                .get(portal.url(&path))
+                .bearer_auth(ADMIN_KEY)
+                .header("X-EAI-Tenant", "acme"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{as_acme}");
+    let finops = portal.key("finops", Some(ACME)).await;
+    assert_eq!(
+        as_acme,
+        portal.default_allocation(&finops).await,
+        "signed in to acme, the platform reads what acme's finops reads"
+    );
+    assert_tables_match(&b, &as_acme).await;
+    assert!(
+        b.text("#chart .note").await.len() > 10,
+        "the chart says it is scoped"
+    );
+    b.screenshot("07b-view-as-tenant").await;
+
+    // Back to the platform: every tenant again.
+    b.set_value("#view-as", "").await;
+    b.wait(
+        "document.querySelectorAll('#tenants-table tbody tr').length === 2",
+        "the platform view",
+    )
+    .await;
+
+    // A tenant's own key shows its name in the top bar.
+    b.sign_out().await;
+    b.sign_in(&finops).await;
+    wait_allocation(&b).await;
+    assert_eq!(b.text("#who .who-tenant").await, "Tenant Acme Corp");
+    assert!(
+        !b.exists("#view-as").await,
+        "only the platform views as a tenant"
+    );
     b.assert_clean_console().await;
 }
 

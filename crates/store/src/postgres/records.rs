@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use eai_engine::allocate::claim_of;
-use eai_engine::domain::{Policy, PolicySpec, TenantId, UsageEvent};
+use eai_engine::domain::{Policy, PolicySpec, Tenant, TenantId, UsageEvent};
 use eai_engine::time::Timestamp;
 use uuid::Uuid;
 
@@ -31,7 +31,7 @@ use crate::records as rec;
 use crate::rollups::RollupConfig;
 use crate::{
     ApiKeyRecord, AuditDraft, AuditEvent, AuditHead, BrokenLink, KeyMatch, NewApiKey, OutboxEntry,
-    Result, Role, Scope, StoreError,
+    Result, Role, Scope, StoreError, TenantRef,
 };
 
 /// Serializes appends to the audit chain (advisory locks are per database).
@@ -604,6 +604,68 @@ pub async fn rotate_api_key(
     };
     let stored = key_of(&row)?;
     commit_key_change(tx, st, draft, stored, "rotate").await
+}
+
+// --- tenants --------------------------------------------------------------------------------------------------
+
+const TENANT_INSERT: &str =
+    "INSERT INTO eai.tenants (tenant_id, slug, name, created_at_ms) VALUES ($1, $2, $3, $4)";
+const TENANTS: &str = "SELECT tenant_id::text, slug, name FROM eai.tenants ORDER BY slug";
+const TENANT_BY_ID: &str =
+    "SELECT tenant_id::text, slug, name FROM eai.tenants WHERE tenant_id = $1";
+const TENANT_BY_SLUG: &str = "SELECT tenant_id::text, slug, name FROM eai.tenants WHERE slug = $1";
+
+fn tenant_of(r: &tokio_postgres::Row) -> Result<Tenant> {
+    rec::tenant_parse(r.get(0), r.get(1), r.get(2))
+}
+
+pub async fn create_tenant(conn: &mut PgConn, t: &Tenant, draft: &AuditDraft) -> Result<Tenant> {
+    rec::check_tenant_id(t.id)?;
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
+    let s = st.get(&tx, TENANT_INSERT).await?;
+    match tx
+        .execute(&s, &[&t.id.0, &t.slug.as_str(), &t.name, &now_ms()])
+        .await
+    {
+        Ok(_) => {}
+        Err(e) if sqlstate(&e) == Some("23505") => return Err(rec::tenant_taken(t)),
+        Err(e) => return Err(e).ctx("insert a tenant"),
+    }
+    append_in(
+        &tx,
+        st,
+        &audit::completed(draft, Some(t.id.to_string()), serde_json::Value::Null),
+    )
+    .await?;
+    tx.commit().await.ctx("commit tenant create")?;
+    Ok(t.clone())
+}
+
+/// Under [`Scope::Tenant`] the database returns that tenant's row only: the SQL has no tenant clause.
+pub async fn tenants(conn: &mut PgConn, scope: Scope) -> Result<Vec<Tenant>> {
+    let (tx, st) = begin(conn, scope, Mode::Snapshot).await?;
+    let s = st.get(&tx, TENANTS).await?;
+    let rows = tx.query(&s, &[]).await.ctx("read tenants")?;
+    tx.commit().await.ctx("end read")?;
+    rows.iter().map(tenant_of).collect()
+}
+
+/// On the platform path: a tenant is looked up before its caller's tenant is known.
+pub async fn tenant(conn: &mut PgConn, key: &TenantRef) -> Result<Option<Tenant>> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
+    let row = match key {
+        TenantRef::Id(id) => {
+            let s = st.get(&tx, TENANT_BY_ID).await?;
+            tx.query_opt(&s, &[&id.0]).await
+        }
+        TenantRef::Slug(slug) => {
+            let s = st.get(&tx, TENANT_BY_SLUG).await?;
+            tx.query_opt(&s, &[&slug.as_str()]).await
+        }
+    }
+    .ctx("read a tenant")?;
+    tx.commit().await.ctx("end read")?;
+    row.as_ref().map(tenant_of).transpose()
 }
 
 // --- audit ----------------------------------------------------------------------------------------------------

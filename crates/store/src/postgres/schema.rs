@@ -401,8 +401,30 @@ SELECT 'audit_v2_from_seq', max(seq) + 1 FROM eai.audit_events HAVING count(*) >
 ON CONFLICT (key) DO NOTHING;
 "#;
 
+/// 6: registered tenants. A tenant's row is its own data: `tenant_id` is its id, under the same `tenant_rows` and
+/// `platform_rows` policies as every tenant table (a tenant's readers see their row only; a slug is looked up on
+/// the platform path, before a caller's tenant is known). The service role may insert and read them, never
+/// change or delete one (slugs are immutable).
+const V6: &str = r#"
+CREATE TABLE eai.tenants (
+    tenant_id     uuid PRIMARY KEY,
+    slug          text NOT NULL UNIQUE,
+    name          text NOT NULL,
+    created_at_ms bigint NOT NULL
+);
+ALTER TABLE eai.tenants ENABLE ROW LEVEL SECURITY;
+ALTER TABLE eai.tenants FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_rows ON eai.tenants
+    USING (tenant_id = NULLIF(current_setting('app.tenant_id', true), '')::uuid)
+    WITH CHECK (tenant_id = NULLIF(current_setting('app.tenant_id', true), '')::uuid);
+CREATE POLICY platform_rows ON eai.tenants
+    USING (current_setting('app.platform', true) = 'on')
+    WITH CHECK (current_setting('app.platform', true) = 'on');
+GRANT SELECT, INSERT ON eai.tenants TO eai_app;
+"#;
+
 /// Every migration, in order. `schema_version` = how many have been applied.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// The schema version this binary writes.
 pub fn latest() -> u32 {

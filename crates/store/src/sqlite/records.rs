@@ -5,7 +5,7 @@
 use std::str::FromStr;
 
 use eai_engine::allocate::{claim_of, UsageClaim};
-use eai_engine::domain::{Policy, PolicySpec, TenantId, UsageEvent};
+use eai_engine::domain::{Policy, PolicySpec, Tenant, TenantId, UsageEvent};
 use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
@@ -17,7 +17,7 @@ use crate::outbox::{self, OutboxRows, OutboxStats};
 use crate::records::{self as rec, from_json};
 use crate::{
     ApiKeyRecord, AuditDraft, AuditEvent, AuditHead, BrokenLink, KeyMatch, NewApiKey, OutboxEntry,
-    Result, Role, Scope, StoreError,
+    Result, Role, Scope, StoreError, TenantRef,
 };
 use serde_json::Value;
 
@@ -550,6 +550,71 @@ pub fn rotate_api_key(
     )?;
     tx.commit().ctx("commit key rotate")?;
     Ok(stored)
+}
+
+// --- tenants --------------------------------------------------------------------------------------------------
+
+pub fn create_tenant(conn: &mut Connection, t: &Tenant, draft: &AuditDraft) -> Result<Tenant> {
+    rec::check_tenant_id(t.id)?;
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("begin tenant create")?;
+    match tx.execute(
+        "INSERT INTO tenants (id, slug, name, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
+        params![t.id.to_string(), t.slug.as_str(), t.name, now_ms()],
+    ) {
+        Ok(_) => {}
+        Err(e) if super::codec::is_unique_violation(&e) => return Err(rec::tenant_taken(t)),
+        Err(e) => {
+            return Err(StoreError::Internal(format!(
+                "sqlite: insert a tenant: {e}"
+            )))
+        }
+    }
+    append_in(
+        &tx,
+        &audit::completed(draft, Some(t.id.to_string()), Value::Null),
+    )?;
+    tx.commit().ctx("commit tenant create")?;
+    Ok(t.clone())
+}
+
+fn tenant_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, String, String)> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+}
+
+pub fn tenants(conn: &Connection, scope: Scope) -> Result<Vec<Tenant>> {
+    let rows: Vec<(String, String, String)> = match scope {
+        Scope::Platform => conn
+            .prepare_cached("SELECT id, slug, name FROM tenants ORDER BY slug")
+            .and_then(|mut st| st.query_map([], tenant_row)?.collect()),
+        Scope::Tenant(t) => conn
+            .prepare_cached("SELECT id, slug, name FROM tenants WHERE id = ?1")
+            .and_then(|mut st| st.query_map([t.to_string()], tenant_row)?.collect()),
+    }
+    .ctx("read tenants")?;
+    rows.into_iter()
+        .map(|(id, slug, name)| rec::tenant_parse(&id, &slug, name))
+        .collect()
+}
+
+pub fn tenant(conn: &Connection, key: &TenantRef) -> Result<Option<Tenant>> {
+    let (sql, value) = match key {
+        TenantRef::Id(id) => (
+            "SELECT id, slug, name FROM tenants WHERE id = ?1",
+            id.to_string(),
+        ),
+        TenantRef::Slug(s) => (
+            "SELECT id, slug, name FROM tenants WHERE slug = ?1",
+            s.to_string(),
+        ),
+    };
+    let row = conn
+        .prepare_cached(sql)
+        .and_then(|mut st| st.query_row([value], tenant_row).optional())
+        .ctx("read a tenant")?;
+    row.map(|(id, slug, name)| rec::tenant_parse(&id, &slug, name))
+        .transpose()
 }
 
 // --- audit ----------------------------------------------------------------------------------------------------

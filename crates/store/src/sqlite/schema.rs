@@ -224,6 +224,16 @@ UPDATE api_keys SET revoked_at_ms = created_at_ms WHERE revoked <> 0;
 CREATE UNIQUE INDEX api_keys_by_previous_hash ON api_keys (previous_hash);
 "#;
 
+/// 7: registered tenants (id, unique immutable slug, display name).
+const V7_TENANTS: &str = r#"
+CREATE TABLE tenants (
+    id            TEXT PRIMARY KEY,
+    slug          TEXT NOT NULL UNIQUE,
+    name          TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL
+);
+"#;
+
 /// A migration: its SQL, then what Rust must compute from the rows already there.
 pub struct Migration {
     pub sql: &'static str,
@@ -254,6 +264,7 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: V6_TRUST,
         backfill: Some(backfill_v6),
     },
+    sql(V7_TENANTS),
 ];
 
 /// Events already in the chain keep the hash form they were written with: the current one starts after them.
