@@ -11,6 +11,14 @@ log() { printf '\n== %s\n' "$*"; }
 need_pkgs=()
 command -v python3 >/dev/null || need_pkgs+=(python3 python3-venv python3-pip)
 command -v curl >/dev/null || need_pkgs+=(curl)
+# The Python SDK's suite makes virtualenvs.
+python3 -c 'import ensurepip, venv' 2>/dev/null || need_pkgs+=(python3-venv)
+# The SDKs' suites: Node >= 20 with npm (TypeScript), Go (>= 1.21), Java 17 with Maven. The machine image has
+# them; on a bare Debian the distribution's packages are taken.
+command -v npm >/dev/null || need_pkgs+=(nodejs npm)
+command -v go >/dev/null || need_pkgs+=(golang-go)
+command -v mvn >/dev/null || need_pkgs+=(maven)
+command -v javac >/dev/null || need_pkgs+=(openjdk-17-jdk-headless)
 # The sampler's tests start a real Prometheus (Debian's package; the tests fail loudly without it).
 [ -x /usr/bin/prometheus ] || need_pkgs+=(prometheus)
 # The portal's browser tests (crates/api/tests/http/portal.rs) drive headless Chromium through chromedriver.
@@ -102,3 +110,13 @@ if grep -E "panicked|ERROR" "$tmp/server.log"; then
   exit 1
 fi
 echo "schemathesis: no 5xx, every response conforms"
+
+log "SDKs: each suite against a real eai-gpu serve (this build's binary)"
+export EAI_GPU_BIN="$PWD/${CARGO_TARGET_DIR:-target}/debug/eai-gpu"
+cargo build -p eai-gpu   # a no-op after the full cargo test; never a stale binary
+for sdk in sdks/python sdks/typescript; do
+  started=$(date +%s)
+  log "$sdk/test.sh"
+  "$sdk/test.sh"
+  echo "$sdk: passed in $(( $(date +%s) - started )) s"
+done

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use rust_decimal::Decimal;
 
 use crate::decimal_ops;
-use crate::domain::{IdleCapacity, Policy, Sample, TenantId, UsageEvent, ALLOCATION_SOURCE};
+use crate::domain::{is_platform_record, IdleCapacity, Policy, Sample, TenantId, UsageEvent};
 use crate::error::FieldError;
 use crate::money::{apportion, Currency, Money};
 use crate::policy::Candidates;
@@ -111,7 +111,7 @@ pub fn claim_of(e: &UsageEvent) -> Option<UsageClaim> {
 /// one's deployment id would cost an allocation per event.
 fn event_claim(e: &UsageEvent) -> Option<(&str, Claim)> {
     let deployment_id = e.deployment_id.as_deref()?;
-    if e.source == ALLOCATION_SOURCE {
+    if is_platform_record(&e.source) {
         return None;
     }
     let claim = match e.unit("gpu_seconds") {

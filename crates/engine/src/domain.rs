@@ -272,6 +272,16 @@ pub struct UsageEvent {
 /// Events written by our own allocation batch carry this source; they never weigh a split (that would loop).
 pub const ALLOCATION_SOURCE: &str = "allocation";
 
+/// Events a reservation's commit records carry this source (`crate::budget::commit_event`): spend against a
+/// budget, not usage of a GPU deployment, so they never weigh a split either.
+pub const RESERVATION_SOURCE: &str = "reservation";
+
+/// Sources only the platform writes: the allocation batch's charges and committed reservations. No API caller
+/// may post, replace or block such an event.
+pub fn is_platform_record(source: &str) -> bool {
+    source == ALLOCATION_SOURCE || source == RESERVATION_SOURCE
+}
+
 impl UsageEvent {
     pub fn unit(&self, name: &str) -> Option<Decimal> {
         self.units.get(name).map(|v| v.get())

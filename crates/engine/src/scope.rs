@@ -52,7 +52,8 @@ pub fn scoped_to(a: &Allocation, t: TenantId) -> Allocation {
                 energy_wh: *wh,
                 cost: *amount,
                 allocated: *amount,
-                unallocated: Decimal::ZERO,
+                // Zero to the cent, as every amount is written.
+                unallocated: cur.round(Decimal::ZERO),
                 unpriced_samples: 0,
                 unpriced_gpu_seconds: Decimal::ZERO,
             })

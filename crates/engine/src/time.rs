@@ -55,11 +55,18 @@ impl Timestamp {
 
     /// A date (`2026-10-01`, midnight UTC) or an RFC 3339 date-time.
     pub fn parse_date_or_datetime(s: &str) -> Result<Self, FieldError> {
-        if s.len() == 10 {
+        let parsed = if s.len() == 10 {
             Self::parse_date(s)
         } else {
             Self::parse_rfc3339(s)
-        }
+        };
+        parsed.map_err(|e| match e.reason.as_str() {
+            r if r.starts_with("must be") => FieldError::new(
+                &e.field,
+                "must be a date YYYY-MM-DD or an RFC 3339 date-time, e.g. 2026-10-01 or 2026-10-01T00:00:15Z",
+            ),
+            _ => e,
+        })
     }
 
     /// The start of the bucket of `bucket_ms` that holds this instant (buckets aligned to the epoch, so to UTC).

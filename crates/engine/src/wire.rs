@@ -7,7 +7,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use rust_decimal::Decimal;
-use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use uuid::Uuid;
 
 use crate::domain::{
@@ -30,18 +30,18 @@ pub enum Loose {
     /// A number, as its shortest decimal text (so `0.82` stays `0.82`).
     Number(String),
     Str(String),
-    Array,
+    Array(Vec<Loose>),
     Object(BTreeMap<String, Loose>),
 }
 
 impl Loose {
-    fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> &'static str {
         match self {
             Loose::Null => "null",
             Loose::Bool(_) => "a boolean",
             Loose::Number(_) => "a number",
             Loose::Str(_) => "a string",
-            Loose::Array => "an array",
+            Loose::Array(_) => "an array",
             Loose::Object(_) => "an object",
         }
     }
@@ -90,8 +90,11 @@ impl<'de> Deserialize<'de> for Loose {
                 Ok(Loose::Str(v))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Loose, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Loose::Array)
+                let mut items = Vec::new();
+                while let Some(v) = seq.next_element::<Loose>()? {
+                    items.push(v);
+                }
+                Ok(Loose::Array(items))
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Loose, A::Error> {
                 let mut m = BTreeMap::new();
@@ -131,14 +134,14 @@ impl<'a> Record<'a> {
         }
     }
 
-    fn get(&self, name: &str) -> Option<&'a Loose> {
+    pub(crate) fn get(&self, name: &str) -> Option<&'a Loose> {
         match self.fields.get(name) {
             None | Some(Loose::Null) => None,
             Some(v) => Some(v),
         }
     }
 
-    fn fail(&mut self, name: &str, reason: impl Into<String>) {
+    pub(crate) fn fail(&mut self, name: &str, reason: impl Into<String>) {
         self.errors.push(FieldError::new(name, reason));
     }
 
@@ -273,6 +276,51 @@ impl<'a> Record<'a> {
                 None
             }
         }
+    }
+
+    /// The object under `name`, read by `read` as a record of its own; its errors are named `name.field`.
+    pub fn nested<T>(
+        &mut self,
+        name: &str,
+        read: impl FnOnce(&mut Record<'_>) -> Option<T>,
+    ) -> Option<T> {
+        let value = self.get(name)?;
+        let mut sub = match Record::new(value, name) {
+            Ok(sub) => sub,
+            Err(e) => {
+                self.errors.push(e);
+                return None;
+            }
+        };
+        let out = read(&mut sub);
+        for mut e in sub.errors.drain(..) {
+            e.field = format!("{name}.{}", e.field);
+            self.errors.push(e);
+        }
+        out
+    }
+
+    /// The array under `name`.
+    pub fn opt_array(&mut self, name: &str) -> Option<&'a [Loose]> {
+        match self.get(name)? {
+            Loose::Array(items) => Some(items),
+            other => {
+                let k = other.kind();
+                self.fail(name, format!("must be an array, not {k}"));
+                None
+            }
+        }
+    }
+
+    /// A whole number in `0..=max` (a JSON integer or an integer string).
+    pub fn opt_count(&mut self, name: &str, max: i64) -> Option<u64> {
+        let bounds = Bounds {
+            dp: 0,
+            round: false,
+            ..Bounds::non_negative(max, 0)
+        };
+        let d = self.opt_decimal(name, bounds)?;
+        u64::try_from(d.mantissa()).ok().filter(|_| d.scale() == 0)
     }
 
     pub fn object(&mut self, name: &str) -> Option<&'a BTreeMap<String, Loose>> {

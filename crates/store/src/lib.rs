@@ -10,11 +10,13 @@ use eai_engine::report::Gap;
 use eai_engine::rollup::Rollup;
 use eai_engine::time::Timestamp;
 use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
 pub use crate::clickhouse::OutboxEntry;
 pub use crate::outbox::OutboxStats;
 
 pub mod audit;
+pub mod budgets;
 pub mod clickhouse;
 pub mod codec;
 pub mod groups;
@@ -414,6 +416,87 @@ pub trait Store: Send + Sync + 'static {
     /// earlier outside the database: the chain must still hold that event with that hash (a cut tail or a
     /// recomputed chain is a broken link).
     async fn verify_audit_chain(&self, expect: Option<&AuditHead>) -> Result<Option<BrokenLink>>;
+
+    // --- budgets and reservations (see [`budgets`]) -------------------------------------------------------
+
+    /// Stores a new budget; the store assigns `bud_<seq>`.
+    async fn create_budget(
+        &self,
+        budget: &budgets::NewBudget,
+        audit: &AuditDraft,
+    ) -> Result<budgets::BudgetRecord>;
+
+    /// Every budget (platform) or a tenant's, closed ones included, oldest first.
+    async fn budgets(&self, scope: Scope) -> Result<Vec<budgets::BudgetRecord>>;
+
+    /// Closes budget `id` at `at` and, when `replacement` is given (same tenant), opens it in the same
+    /// transaction (its webhook secret carried over). Another tenant's budget is [`StoreError::NotFound`].
+    async fn supersede_budget(
+        &self,
+        scope: Scope,
+        id: &str,
+        at: Timestamp,
+        replacement: Option<&eai_engine::budget::BudgetSpec>,
+        audit: &AuditDraft,
+    ) -> Result<(budgets::BudgetRecord, Option<budgets::BudgetRecord>)>;
+
+    /// The budgets in force at `at` (of the scope), with the spend of `at`'s month and the open holds.
+    async fn budget_standings(
+        &self,
+        scope: Scope,
+        at: Timestamp,
+    ) -> Result<Vec<eai_engine::budget::Standing>>;
+
+    /// Decides a reservation against its tenant's enforcing budgets and, when granted, holds it: atomically
+    /// (concurrent requests never over-grant). A refusal stores nothing (the caller audits it).
+    async fn reserve(
+        &self,
+        request: &budgets::NewReservation,
+        audit: &AuditDraft,
+    ) -> Result<budgets::ReserveOutcome>;
+
+    /// A reservation (another tenant's is `None` under a tenant scope).
+    async fn reservation(&self, scope: Scope, id: &str) -> Result<Option<budgets::Reservation>>;
+
+    /// Commits a reservation with its actual amounts: writes its usage event and frees the hold, in one
+    /// transaction; a committed one is returned as it is (idempotent).
+    async fn commit_reservation(
+        &self,
+        scope: Scope,
+        id: &str,
+        actual: eai_engine::budget::Amounts,
+        at: Timestamp,
+        audit: &AuditDraft,
+    ) -> Result<budgets::Reservation>;
+
+    /// Frees a held reservation; a released or expired one is returned as it is.
+    async fn release_reservation(
+        &self,
+        scope: Scope,
+        id: &str,
+        at: Timestamp,
+        audit: &AuditDraft,
+    ) -> Result<budgets::Reservation>;
+
+    /// Marks holds past their expiry as expired (they stopped counting at their expiry already). Returns how
+    /// many; audited as one event when any.
+    async fn expire_reservations(&self, at: Timestamp) -> Result<u64>;
+
+    /// Records the thresholds the budgets in force at `at` have reached this month and not recorded yet, each
+    /// with its audit event (`budget.threshold_crossed`), in one transaction. Returns the new alerts.
+    async fn record_crossings(&self, at: Timestamp) -> Result<Vec<budgets::Alert>>;
+
+    /// Alerts whose budget has a webhook, not delivered yet, due at `at`, oldest first.
+    async fn due_deliveries(&self, at: Timestamp, limit: u64) -> Result<Vec<budgets::Delivery>>;
+
+    /// Records a delivery attempt: delivered, or failed with the next attempt's time (`None`: given up).
+    async fn delivery_attempted(
+        &self,
+        alert: Uuid,
+        at: Timestamp,
+        outcome: std::result::Result<(), String>,
+        next: Option<Timestamp>,
+    ) -> Result<()>;
 
     // --- replica outbox ------------------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@
 //! (usage events, policies, keys, audit chain), [`derived`] (group rollups and claims: writes and reads),
 //! [`scratch`] (throw-away databases for tests and benchmarks).
 
+mod budgets;
 mod derived;
 mod pool;
 mod records;
@@ -48,12 +49,16 @@ use tokio_postgres::{IsolationLevel, Transaction};
 use uuid::Uuid;
 
 use self::pool::{Pool, Stmts};
+use crate::budgets::{
+    Alert, BudgetRecord, Delivery, NewBudget, NewReservation, Reservation, ReserveOutcome,
+};
 use crate::rollups::RollupConfig;
 use crate::{
     ApiKeyRecord, AuditDraft, AuditEvent, AuditHead, BrokenLink, DeploymentSeen, IngestOutcome,
     KeyMatch, NewApiKey, OutboxEntry, OutboxStats, Result, Scope, Store, StoreError, TenantRef,
     UsageRead,
 };
+use eai_engine::budget::{Amounts, BudgetSpec, Standing};
 
 /// The role the service acts as: not the owner, `NOBYPASSRLS`.
 pub const SERVICE_ROLE: &str = "eai_app";
@@ -431,6 +436,105 @@ impl Store for PgStore {
     ) -> Result<ApiKeyRecord> {
         let mut c = self.conn().await?;
         records::rotate_api_key(c.conn()?, scope, id, new_hash, at, grace_until, audit).await
+    }
+
+    async fn create_budget(&self, budget: &NewBudget, audit: &AuditDraft) -> Result<BudgetRecord> {
+        let mut c = self.conn().await?;
+        budgets::create_budget(c.conn()?, budget, audit).await
+    }
+
+    async fn budgets(&self, scope: Scope) -> Result<Vec<BudgetRecord>> {
+        let mut c = self.conn().await?;
+        budgets::budgets(c.conn()?, scope).await
+    }
+
+    async fn supersede_budget(
+        &self,
+        scope: Scope,
+        id: &str,
+        at: Timestamp,
+        replacement: Option<&BudgetSpec>,
+        audit: &AuditDraft,
+    ) -> Result<(BudgetRecord, Option<BudgetRecord>)> {
+        let mut c = self.conn().await?;
+        budgets::supersede_budget(c.conn()?, scope, id, at, replacement, audit).await
+    }
+
+    async fn budget_standings(&self, scope: Scope, at: Timestamp) -> Result<Vec<Standing>> {
+        let mut c = self.conn().await?;
+        budgets::standings(c.conn()?, scope, at).await
+    }
+
+    async fn reserve(
+        &self,
+        request: &NewReservation,
+        audit: &AuditDraft,
+    ) -> Result<ReserveOutcome> {
+        let mut c = self.conn().await?;
+        budgets::reserve(c.conn()?, request, audit).await
+    }
+
+    async fn reservation(&self, scope: Scope, id: &str) -> Result<Option<Reservation>> {
+        let mut c = self.conn().await?;
+        budgets::reservation(c.conn()?, scope, id).await
+    }
+
+    async fn commit_reservation(
+        &self,
+        scope: Scope,
+        id: &str,
+        actual: Amounts,
+        at: Timestamp,
+        audit: &AuditDraft,
+    ) -> Result<Reservation> {
+        let mut c = self.conn().await?;
+        budgets::commit(
+            c.conn()?,
+            scope,
+            id,
+            actual,
+            at,
+            self.inner.cfg.outbox,
+            audit,
+        )
+        .await
+    }
+
+    async fn release_reservation(
+        &self,
+        scope: Scope,
+        id: &str,
+        at: Timestamp,
+        audit: &AuditDraft,
+    ) -> Result<Reservation> {
+        let mut c = self.conn().await?;
+        budgets::release(c.conn()?, scope, id, at, audit).await
+    }
+
+    async fn expire_reservations(&self, at: Timestamp) -> Result<u64> {
+        let mut c = self.conn().await?;
+        budgets::expire(c.conn()?, at).await
+    }
+
+    async fn record_crossings(&self, at: Timestamp) -> Result<Vec<Alert>> {
+        let mut c = self.conn().await?;
+        budgets::record_crossings(c.conn()?, at).await
+    }
+
+    async fn due_deliveries(&self, at: Timestamp, limit: u64) -> Result<Vec<Delivery>> {
+        let mut c = self.conn().await?;
+        budgets::due_deliveries(c.conn()?, at, limit).await
+    }
+
+    async fn delivery_attempted(
+        &self,
+        alert: Uuid,
+        at: Timestamp,
+        outcome: std::result::Result<(), String>,
+        next: Option<Timestamp>,
+    ) -> Result<()> {
+        let mut c = self.conn().await?;
+        budgets::delivery_attempted(c.conn()?, alert, at, outcome, next).await
     }
 
     async fn create_tenant(&self, tenant: &Tenant, audit: &AuditDraft) -> Result<Tenant> {

@@ -159,14 +159,15 @@ pub fn event_parse(body: &str) -> Result<UsageEvent> {
     from_json::<EventBody>(body, "usage event")?.into_event()
 }
 
-/// Whether the stored event `old` may be replaced by `new` (same tenant and id): the allocation batch's record
-/// of a charge only by another one.
+/// Whether the stored event `old` may be replaced by `new` (same tenant and id): the platform's records (the
+/// allocation batch's charges, committed reservations) only by another of the same source.
 pub fn check_replace(old: &UsageEvent, new: &UsageEvent) -> Result<()> {
-    use eai_engine::domain::ALLOCATION_SOURCE;
-    if old.source == ALLOCATION_SOURCE && new.source != ALLOCATION_SOURCE {
+    use eai_engine::domain::is_platform_record;
+    if is_platform_record(&old.source) && new.source != old.source {
         return Err(StoreError::Forbidden(format!(
-            "usage event {} is the platform's record of an allocated charge: only the allocation batch may write it",
-            new.event_id.hyphenated()
+            "usage event {} is the platform's record of a charge (source {}): only the platform may write it",
+            new.event_id.hyphenated(),
+            old.source
         )));
     }
     Ok(())

@@ -16,6 +16,7 @@
 //! Layout: [`schema`] (embedded migrations), [`codec`] (column encodings), [`samples`] (raw samples, rollups,
 //! gaps), [`records`] (usage events, policies, keys, audit chain).
 
+mod budgets;
 mod codec;
 mod records;
 mod samples;
@@ -32,11 +33,15 @@ use eai_engine::time::Timestamp;
 use rusqlite::{Connection, OpenFlags};
 
 use self::codec::Ctx;
+use crate::budgets::{
+    Alert, BudgetRecord, Delivery, NewBudget, NewReservation, Reservation, ReserveOutcome,
+};
 use crate::{
     ApiKeyRecord, AuditDraft, AuditEvent, AuditHead, BrokenLink, DeploymentSeen, IngestOutcome,
     KeyMatch, NewApiKey, OutboxEntry, OutboxStats, Result, Scope, Store, StoreError, TenantRef,
     UsageRead,
 };
+use eai_engine::budget::{Amounts, BudgetSpec, Standing};
 
 pub use crate::rollups::{RollupConfig, MAX_WINDOW_MS};
 
@@ -341,6 +346,102 @@ impl Store for SqliteStore {
     async fn tenant(&self, key: &TenantRef) -> Result<Option<Tenant>> {
         let key = key.clone();
         self.read(move |c, _| records::tenant(c, &key)).await
+    }
+
+    async fn create_budget(&self, budget: &NewBudget, audit: &AuditDraft) -> Result<BudgetRecord> {
+        let (budget, audit) = (budget.clone(), audit.clone());
+        self.write(move |c, _| budgets::create_budget(c, &budget, &audit))
+            .await
+    }
+
+    async fn budgets(&self, scope: Scope) -> Result<Vec<BudgetRecord>> {
+        self.read(move |c, _| budgets::budgets(c, scope)).await
+    }
+
+    async fn supersede_budget(
+        &self,
+        scope: Scope,
+        id: &str,
+        at: Timestamp,
+        replacement: Option<&BudgetSpec>,
+        audit: &AuditDraft,
+    ) -> Result<(BudgetRecord, Option<BudgetRecord>)> {
+        let (id, replacement, audit) = (id.to_string(), replacement.cloned(), audit.clone());
+        self.write(move |c, _| {
+            budgets::supersede_budget(c, scope, &id, at, replacement.as_ref(), &audit)
+        })
+        .await
+    }
+
+    async fn budget_standings(&self, scope: Scope, at: Timestamp) -> Result<Vec<Standing>> {
+        self.read(move |c, _| budgets::standings(c, scope, at))
+            .await
+    }
+
+    async fn reserve(
+        &self,
+        request: &NewReservation,
+        audit: &AuditDraft,
+    ) -> Result<ReserveOutcome> {
+        let (request, audit) = (request.clone(), audit.clone());
+        self.write(move |c, _| budgets::reserve(c, &request, &audit))
+            .await
+    }
+
+    async fn reservation(&self, scope: Scope, id: &str) -> Result<Option<Reservation>> {
+        let id = id.to_string();
+        self.read(move |c, _| budgets::reservation(c, scope, &id))
+            .await
+    }
+
+    async fn commit_reservation(
+        &self,
+        scope: Scope,
+        id: &str,
+        actual: Amounts,
+        at: Timestamp,
+        audit: &AuditDraft,
+    ) -> Result<Reservation> {
+        let (id, audit) = (id.to_string(), audit.clone());
+        self.write(move |c, cfg| budgets::commit(c, scope, &id, actual, at, cfg.outbox, &audit))
+            .await
+    }
+
+    async fn release_reservation(
+        &self,
+        scope: Scope,
+        id: &str,
+        at: Timestamp,
+        audit: &AuditDraft,
+    ) -> Result<Reservation> {
+        let (id, audit) = (id.to_string(), audit.clone());
+        self.write(move |c, _| budgets::release(c, scope, &id, at, &audit))
+            .await
+    }
+
+    async fn expire_reservations(&self, at: Timestamp) -> Result<u64> {
+        self.write(move |c, _| budgets::expire(c, at)).await
+    }
+
+    async fn record_crossings(&self, at: Timestamp) -> Result<Vec<Alert>> {
+        self.write(move |c, _| budgets::record_crossings(c, at))
+            .await
+    }
+
+    async fn due_deliveries(&self, at: Timestamp, limit: u64) -> Result<Vec<Delivery>> {
+        self.read(move |c, _| budgets::due_deliveries(c, at, limit))
+            .await
+    }
+
+    async fn delivery_attempted(
+        &self,
+        alert: uuid::Uuid,
+        at: Timestamp,
+        outcome: std::result::Result<(), String>,
+        next: Option<Timestamp>,
+    ) -> Result<()> {
+        self.write(move |c, _| budgets::delivery_attempted(c, alert, at, outcome, next))
+            .await
     }
 
     async fn append_audit(&self, draft: &AuditDraft) -> Result<AuditEvent> {

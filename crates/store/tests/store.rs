@@ -1010,6 +1010,469 @@ mod contract {
         assert!(read.gaps.is_empty(), "{:?}", read.gaps);
     }
 
+    // --- budgets and reservations ---------------------------------------------------------------------------
+
+    fn eur() -> Currency {
+        Currency::from_str("EUR").unwrap()
+    }
+
+    fn budget_spec(t: TenantId, limit: &str, enforce: bool) -> eai_engine::budget::BudgetSpec {
+        eai_engine::budget::BudgetSpec {
+            tenant_id: t,
+            name: format!("{t} monthly"),
+            limit: d(limit),
+            currency: eur(),
+            tokens_limit: None,
+            thresholds_pct: vec![50, 80, 100],
+            enforce,
+            webhook_url: Some("https://hooks.example.com/eai".into()),
+            effective_from: ts(T0),
+            effective_to: None,
+        }
+    }
+
+    fn new_budget(spec: eai_engine::budget::BudgetSpec) -> eai_store::budgets::NewBudget {
+        eai_store::budgets::NewBudget {
+            spec,
+            webhook_secret: Some("whsec_test".into()),
+        }
+    }
+
+    fn reservation(t: TenantId, cost: &str, at: i64) -> eai_store::budgets::NewReservation {
+        eai_store::budgets::NewReservation::new(
+            eai_engine::budget::ReservationRequest {
+                tenant_id: t,
+                action: "llm.invoke".into(),
+                estimate: eai_engine::budget::Amounts {
+                    cost: d(cost),
+                    tokens: Decimal::from(100),
+                },
+                currency: None,
+                deployment_id: Some("vllm-a".into()),
+                ttl_ms: 60_000,
+            },
+            ts(at),
+        )
+    }
+
+    fn amounts(cost: &str, tokens: i64) -> eai_engine::budget::Amounts {
+        eai_engine::budget::Amounts {
+            cost: d(cost),
+            tokens: Decimal::from(tokens),
+        }
+    }
+
+    /// The allocation batch's `gpu_local` charge of a tenant for October.
+    fn gpu_local(t: TenantId, cost: &str) -> UsageEvent {
+        let mut e = tokens(t, "vllm-a", T0, 0);
+        e.event_id = eai_engine::batch::event_id("2026-10", &t.to_string(), "vllm-a", "alp_1");
+        e.source = eai_engine::domain::ALLOCATION_SOURCE.into();
+        e.usage_type = eai_engine::batch::GPU_LOCAL.into();
+        e.units = BTreeMap::new();
+        e.cost = Some((NonNegative::new(d(cost)).unwrap(), eur()));
+        e
+    }
+
+    fn granted(o: eai_store::budgets::ReserveOutcome) -> Option<eai_store::budgets::Reservation> {
+        match o {
+            eai_store::budgets::ReserveOutcome::Granted(r) => Some(r),
+            eai_store::budgets::ReserveOutcome::Refused(_) => None,
+        }
+    }
+
+    async fn standing(s: &dyn Store, t: TenantId, at: i64) -> eai_engine::budget::Standing {
+        let all = s.budget_standings(Scope::Tenant(t), ts(at)).await.unwrap();
+        assert_eq!(all.len(), 1, "{all:?}");
+        all.into_iter().next().unwrap()
+    }
+
+    pub async fn budgets_are_scoped_and_superseded_never_edited(s: &dyn Store) {
+        let (a, b) = (tenant(1), tenant(2));
+        let ba = s
+            .create_budget(&new_budget(budget_spec(a, "100", true)), &audit())
+            .await
+            .unwrap();
+        s.create_budget(&new_budget(budget_spec(b, "50", false)), &audit())
+            .await
+            .unwrap();
+        assert_eq!(ba.budget.id, "bud_1");
+        assert_eq!(s.budgets(Scope::Platform).await.unwrap().len(), 2);
+        let mine = s.budgets(Scope::Tenant(a)).await.unwrap();
+        assert_eq!(mine, vec![ba.clone()]);
+        assert_eq!(mine[0].webhook_secret.as_deref(), Some("whsec_test"));
+
+        // Another tenant's budget is not found; closing at its start is a conflict.
+        let r = s
+            .supersede_budget(Scope::Tenant(b), "bud_1", ts(T0 + H), None, &audit())
+            .await;
+        assert!(matches!(r, Err(StoreError::NotFound(_))), "{r:?}");
+        let r = s
+            .supersede_budget(Scope::Platform, "bud_1", ts(T0), None, &audit())
+            .await;
+        assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
+        let mut raised = budget_spec(a, "150", true);
+        raised.effective_from = ts(T0 + H);
+        let (closed, opened) = s
+            .supersede_budget(
+                Scope::Tenant(a),
+                "bud_1",
+                ts(T0 + H),
+                Some(&raised),
+                &audit(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(closed.budget.spec.effective_to, Some(ts(T0 + H)));
+        let opened = opened.unwrap();
+        assert_eq!(opened.budget.id, "bud_3");
+        assert_eq!(
+            opened.webhook_secret.as_deref(),
+            Some("whsec_test"),
+            "carried over"
+        );
+        let mut other = budget_spec(b, "1", true);
+        other.effective_from = ts(T0 + 2 * H);
+        let r = s
+            .supersede_budget(
+                Scope::Platform,
+                "bud_3",
+                ts(T0 + 2 * H),
+                Some(&other),
+                &audit(),
+            )
+            .await;
+        assert!(
+            matches!(r, Err(StoreError::Conflict(_))),
+            "a successor of another tenant: {r:?}"
+        );
+        // In force: the successor only.
+        let now = s
+            .budget_standings(Scope::Tenant(a), ts(T0 + 2 * H))
+            .await
+            .unwrap();
+        assert_eq!(now.len(), 1);
+        assert_eq!(now[0].budget.id, "bud_3");
+    }
+
+    pub async fn spend_is_gpu_local_cost_and_commits_and_follows_replacements(s: &dyn Store) {
+        let (a, b) = (tenant(1), tenant(2));
+        s.create_budget(&new_budget(budget_spec(a, "100", true)), &audit())
+            .await
+            .unwrap();
+        s.create_budget(&new_budget(budget_spec(b, "100", true)), &audit())
+            .await
+            .unwrap();
+        let mut gateway = tokens(a, "vllm-a", T0 + 60_000, 10);
+        gateway.cost = Some((NonNegative::new(d("99")).unwrap(), eur()));
+        s.upsert_usage_events(
+            &[gpu_local(a, "10.25"), gpu_local(b, "1"), gateway],
+            &audit(),
+        )
+        .await
+        .unwrap();
+        let at = T0 + 10 * H;
+        assert_eq!(
+            standing(s, a, at).await.spent.cost,
+            d("10.25"),
+            "gpu_local only"
+        );
+        // The batch re-runs with a corrected charge: replaced, never added.
+        s.upsert_usage_events(&[gpu_local(a, "12.50")], &audit())
+            .await
+            .unwrap();
+        assert_eq!(standing(s, a, at).await.spent.cost, d("12.5"));
+        assert_eq!(standing(s, b, at).await.spent.cost, d("1"));
+        // The next month starts from nothing.
+        assert_eq!(
+            standing(s, a, T0 + 32 * 24 * H).await.spent.cost,
+            Decimal::ZERO
+        );
+        // A commit counts at once, with its tokens.
+        let r = granted(s.reserve(&reservation(a, "5", at), &audit()).await.unwrap()).unwrap();
+        assert_eq!(standing(s, a, at).await.held.cost, d("5"));
+        s.commit_reservation(
+            Scope::Tenant(a),
+            &r.id,
+            amounts("4.10", 321),
+            ts(at + 1),
+            &audit(),
+        )
+        .await
+        .unwrap();
+        let after = standing(s, a, at + 2).await;
+        assert_eq!(
+            (after.spent.cost, after.spent.tokens),
+            (d("16.6"), Decimal::from(321))
+        );
+        assert_eq!(after.held.cost, Decimal::ZERO);
+    }
+
+    pub async fn reservations_hold_commit_once_release_and_expire(s: &dyn Store) {
+        let a = tenant(1);
+        s.create_budget(&new_budget(budget_spec(a, "1.00", true)), &audit())
+            .await
+            .unwrap();
+        let at = T0 + H;
+        let first = granted(
+            s.reserve(&reservation(a, "0.50", at), &audit())
+                .await
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(first.currency, eur(), "the budget's currency");
+        let second = granted(
+            s.reserve(&reservation(a, "0.50", at), &audit())
+                .await
+                .unwrap(),
+        )
+        .unwrap();
+        let refused = s
+            .reserve(&reservation(a, "0.01", at), &audit())
+            .await
+            .unwrap();
+        let eai_store::budgets::ReserveOutcome::Refused(why) = refused else {
+            panic!("a full budget grants nothing: {refused:?}");
+        };
+        assert_eq!((why.by, why.standing.left()), ("cost", Decimal::ZERO));
+        assert_eq!(why.standing.held.cost, d("1"));
+
+        // Releasing frees the hold; a second release changes nothing.
+        let released = s
+            .release_reservation(Scope::Tenant(a), &first.id, ts(at + 1), &audit())
+            .await
+            .unwrap();
+        assert_eq!(released.status.as_str(), "released");
+        let again = s
+            .release_reservation(Scope::Tenant(a), &first.id, ts(at + 2), &audit())
+            .await
+            .unwrap();
+        assert_eq!(again, released);
+        let third = granted(
+            s.reserve(&reservation(a, "0.30", at + 3), &audit())
+                .await
+                .unwrap(),
+        )
+        .unwrap();
+
+        // A commit records one event; a re-commit changes nothing, whatever it says.
+        let c = s
+            .commit_reservation(
+                Scope::Tenant(a),
+                &second.id,
+                amounts("0.40", 90),
+                ts(at + 4),
+                &audit(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (c.status.as_str(), c.actual),
+            ("committed", Some(amounts("0.40", 90)))
+        );
+        let c2 = s
+            .commit_reservation(
+                Scope::Tenant(a),
+                &second.id,
+                amounts("9.99", 1),
+                ts(at + 5),
+                &audit(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(c2, c);
+        let events = s
+            .usage_events(Scope::Tenant(a), ts(T0), ts(T0 + 2 * H))
+            .await
+            .unwrap();
+        let recorded: Vec<_> = events
+            .iter()
+            .filter(|e| e.source == eai_engine::domain::RESERVATION_SOURCE)
+            .collect();
+        assert_eq!(recorded.len(), 1);
+        assert_eq!(recorded[0].event_id, c.event_id.unwrap());
+        assert_eq!(
+            recorded[0].cost,
+            Some((NonNegative::new(d("0.40")).unwrap(), eur()))
+        );
+        assert_eq!(recorded[0].usage_type, "llm.invoke");
+        let s_now = standing(s, a, at + 6).await;
+        assert_eq!((s_now.spent.cost, s_now.held.cost), (d("0.4"), d("0.3")));
+        // Committed cannot be released; released cannot be committed; another tenant's is not found.
+        let r = s
+            .release_reservation(Scope::Tenant(a), &second.id, ts(at + 7), &audit())
+            .await;
+        assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
+        let r = s
+            .commit_reservation(
+                Scope::Tenant(a),
+                &first.id,
+                amounts("0.1", 0),
+                ts(at + 7),
+                &audit(),
+            )
+            .await;
+        assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
+        let r = s
+            .reservation(Scope::Tenant(tenant(2)), &second.id)
+            .await
+            .unwrap();
+        assert_eq!(r, None);
+        let r = s
+            .commit_reservation(
+                Scope::Tenant(tenant(2)),
+                &second.id,
+                amounts("0", 0),
+                ts(at + 7),
+                &audit(),
+            )
+            .await;
+        assert!(matches!(r, Err(StoreError::NotFound(_))), "{r:?}");
+
+        // A hold past its expiry stops counting at once; housekeeping marks it; a late commit still records.
+        let late = at + 120_000;
+        assert_eq!(standing(s, a, late).await.held.cost, Decimal::ZERO);
+        assert_eq!(s.expire_reservations(ts(late)).await.unwrap(), 1);
+        let expired = s
+            .reservation(Scope::Tenant(a), &third.id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(expired.status.as_str(), "expired");
+        assert_eq!(s.expire_reservations(ts(late)).await.unwrap(), 0);
+        let c = s
+            .commit_reservation(
+                Scope::Tenant(a),
+                &third.id,
+                amounts("0.25", 5),
+                ts(late + 1),
+                &audit(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            c.status.as_str(),
+            "committed",
+            "what was spent is recorded, expired hold or not"
+        );
+        assert_eq!(standing(s, a, late + 2).await.spent.cost, d("0.65"));
+    }
+
+    pub async fn concurrent_reservations_never_over_grant(s: &dyn Store) {
+        let a = tenant(1);
+        s.create_budget(&new_budget(budget_spec(a, "50", true)), &audit())
+            .await
+            .unwrap();
+        let at = T0 + H;
+        let futs = (0..200).map(|_| async move {
+            let r = s.reserve(&reservation(a, "1", at), &audit()).await.unwrap();
+            u64::from(granted(r).is_some())
+        });
+        let granted: u64 = futures_join_all(futs).await.into_iter().sum();
+        assert_eq!(granted, 50, "a budget that fits 50 grants exactly 50");
+        assert_eq!(standing(s, a, at).await.held.cost, d("50"));
+    }
+
+    pub async fn thresholds_are_recorded_once_and_delivered_until_acknowledged(s: &dyn Store) {
+        let (a, b) = (tenant(1), tenant(2));
+        s.create_budget(&new_budget(budget_spec(a, "100", false)), &audit())
+            .await
+            .unwrap();
+        let mut quiet = budget_spec(b, "100", false);
+        quiet.webhook_url = None;
+        s.create_budget(
+            &eai_store::budgets::NewBudget {
+                spec: quiet,
+                webhook_secret: None,
+            },
+            &audit(),
+        )
+        .await
+        .unwrap();
+        let at = T0 + 10 * H;
+        assert!(s.record_crossings(ts(at)).await.unwrap().is_empty());
+        s.upsert_usage_events(&[gpu_local(a, "60"), gpu_local(b, "100")], &audit())
+            .await
+            .unwrap();
+        let head = s.audit_head().await.unwrap().map_or(0, |h| h.seq);
+        let first = s.record_crossings(ts(at)).await.unwrap();
+        let mut seen: Vec<(String, u32)> = first
+            .iter()
+            .map(|x| (x.budget_id.clone(), x.threshold_pct))
+            .collect();
+        seen.sort();
+        assert_eq!(
+            seen,
+            vec![
+                ("bud_1".into(), 50),
+                ("bud_2".into(), 50),
+                ("bud_2".into(), 80),
+                ("bud_2".into(), 100)
+            ]
+        );
+        assert_eq!(
+            s.audit_head().await.unwrap().map_or(0, |h| h.seq),
+            head + 4,
+            "each crossing audited"
+        );
+        let crossed = s.audit_events(Scope::Tenant(b), 0, 100).await.unwrap();
+        assert_eq!(
+            crossed
+                .iter()
+                .filter(|e| e.draft.action == "budget.threshold_crossed")
+                .count(),
+            3,
+            "on the tenant's own trail"
+        );
+        assert!(
+            s.record_crossings(ts(at + 1)).await.unwrap().is_empty(),
+            "once each"
+        );
+        s.upsert_usage_events(&[gpu_local(a, "100")], &audit())
+            .await
+            .unwrap();
+        let more = s.record_crossings(ts(at + 2)).await.unwrap();
+        assert_eq!(
+            more.iter().map(|x| x.threshold_pct).collect::<Vec<_>>(),
+            vec![80, 100]
+        );
+
+        // Deliveries: only the budget with a webhook; until acknowledged; retried later after a failure.
+        let due = s.due_deliveries(ts(at + 3), 100).await.unwrap();
+        assert_eq!(due.len(), 3);
+        assert!(due
+            .iter()
+            .all(|x| x.url == "https://hooks.example.com/eai" && x.secret == "whsec_test"));
+        s.delivery_attempted(due[0].alert.id, ts(at + 4), Ok(()), None)
+            .await
+            .unwrap();
+        s.delivery_attempted(
+            due[1].alert.id,
+            ts(at + 4),
+            Err("503".into()),
+            Some(ts(at + 60_000)),
+        )
+        .await
+        .unwrap();
+        let now = s.due_deliveries(ts(at + 5), 100).await.unwrap();
+        assert_eq!(now.len(), 1, "delivered and backing-off ones wait");
+        let later = s.due_deliveries(ts(at + 60_000), 100).await.unwrap();
+        assert_eq!(later.len(), 2);
+        let retried = later
+            .iter()
+            .find(|x| x.alert.id == due[1].alert.id)
+            .unwrap();
+        assert_eq!(retried.alert.attempts, 1);
+        s.delivery_attempted(due[2].alert.id, ts(at + 60_001), Err("gone".into()), None)
+            .await
+            .unwrap();
+        let left = s.due_deliveries(ts(at + 120_000), 100).await.unwrap();
+        assert_eq!(left.len(), 1, "an abandoned delivery is not tried again");
+        let trail = s.audit_events(Scope::Platform, 0, 1000).await.unwrap();
+        assert!(trail
+            .iter()
+            .any(|e| e.draft.action == "budget.webhook_abandoned"));
+    }
+
     /// Joins futures without an extra dependency (they run concurrently on the one task).
     async fn futures_join_all<F: std::future::Future<Output = u64>>(
         futs: impl Iterator<Item = F>,
@@ -1775,6 +2238,11 @@ mod sqlite_harness {
         policies_are_superseded_never_edited,
         api_keys_are_found_by_hash,
         tenants_are_registered_once_and_read_in_scope,
+        budgets_are_scoped_and_superseded_never_edited,
+        spend_is_gpu_local_cost_and_commits_and_follows_replacements,
+        reservations_hold_commit_once_release_and_expire,
+        concurrent_reservations_never_over_grant,
+        thresholds_are_recorded_once_and_delivered_until_acknowledged,
         the_audit_chain_links_and_verifies,
         concurrent_appends_never_fork_the_chain,
         concurrent_batches_of_one_gpu_count_each_sample_once,
@@ -1851,12 +2319,13 @@ mod sqlite_only {
         let version: i64 = c
             .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 7);
+        assert_eq!(version, 8);
         assert_eq!(store.backend(), "sqlite");
     }
 
-    /// What schema 7 added (registered tenants), taken out again.
-    const UNDO_V7: &str = "DROP TABLE tenants;";
+    /// What schemas 8 (budgets) and 7 (registered tenants) added, taken out again.
+    const UNDO_V7: &str = "DROP TABLE budgets; DROP TABLE reservations; DROP TABLE spend; \
+        DROP TABLE budget_alerts; DROP TABLE tenants;";
 
     /// What schema 6 added, taken out again: a file as an older binary left it.
     const UNDO_V6: &str = "DROP INDEX api_keys_by_previous_hash; \
@@ -1922,6 +2391,62 @@ mod sqlite_only {
             .await
             .unwrap();
         assert_eq!(o.inserted, 1);
+    }
+
+    /// A file from before budgets (schema 7) gets its spend built from the allocation charges already stored.
+    #[tokio::test]
+    async fn a_file_from_before_budgets_gets_its_spend_built_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("eai.db");
+        let store = SqliteStore::open(&path).unwrap();
+        let a = tenant(1);
+        let mut charge = tokens(a, "vllm-a", T0, 0);
+        charge.source = eai_engine::domain::ALLOCATION_SOURCE.into();
+        charge.usage_type = eai_engine::batch::GPU_LOCAL.into();
+        charge.cost = Some((
+            NonNegative::new(d("7.25")).unwrap(),
+            Currency::from_str("EUR").unwrap(),
+        ));
+        store
+            .upsert_usage_events(&[charge], &audit())
+            .await
+            .unwrap();
+        drop(store);
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(
+            "DROP TABLE budgets; DROP TABLE reservations; DROP TABLE spend; DROP TABLE budget_alerts; \
+             UPDATE schema_version SET version = 7;",
+        )
+        .unwrap();
+        drop(c);
+        let store = SqliteStore::open(&path).unwrap();
+        let spec = eai_engine::budget::BudgetSpec {
+            tenant_id: a,
+            name: "b".into(),
+            limit: d("10"),
+            currency: Currency::from_str("EUR").unwrap(),
+            tokens_limit: None,
+            thresholds_pct: vec![50],
+            enforce: true,
+            webhook_url: None,
+            effective_from: ts(T0),
+            effective_to: None,
+        };
+        store
+            .create_budget(
+                &eai_store::budgets::NewBudget {
+                    spec,
+                    webhook_secret: None,
+                },
+                &audit(),
+            )
+            .await
+            .unwrap();
+        let st = store
+            .budget_standings(Scope::Tenant(a), ts(T0 + H))
+            .await
+            .unwrap();
+        assert_eq!(st[0].spent.cost, d("7.25"));
     }
 
     /// A file written before group rollups and claims existed (schema 3) gets them built from its rows when a
@@ -2273,6 +2798,11 @@ mod postgres_harness {
         policies_are_superseded_never_edited,
         api_keys_are_found_by_hash,
         tenants_are_registered_once_and_read_in_scope,
+        budgets_are_scoped_and_superseded_never_edited,
+        spend_is_gpu_local_cost_and_commits_and_follows_replacements,
+        reservations_hold_commit_once_release_and_expire,
+        concurrent_reservations_never_over_grant,
+        thresholds_are_recorded_once_and_delivered_until_acknowledged,
         the_audit_chain_links_and_verifies,
         concurrent_appends_never_fork_the_chain,
         concurrent_batches_of_one_gpu_count_each_sample_once,
@@ -2410,7 +2940,11 @@ mod postgres_only {
     }
 
     /// Every table that holds tenant rows.
-    const TENANT_TABLES: [&str; 10] = [
+    const TENANT_TABLES: [&str; 14] = [
+        "budgets",
+        "reservations",
+        "spend",
+        "budget_alerts",
         "tenants",
         "usage_events",
         "audit_events",
@@ -2495,6 +3029,55 @@ mod postgres_only {
         for t in [Some(a), Some(b), None] {
             s.append_audit(&draft("x", t)).await.unwrap();
         }
+        for t in [a, b] {
+            let spec = eai_engine::budget::BudgetSpec {
+                tenant_id: t,
+                name: "monthly".into(),
+                limit: d("1"),
+                currency: Currency::from_str("EUR").unwrap(),
+                tokens_limit: None,
+                thresholds_pct: vec![50],
+                enforce: true,
+                webhook_url: None,
+                effective_from: ts(T0),
+                effective_to: None,
+            };
+            s.create_budget(
+                &eai_store::budgets::NewBudget {
+                    spec,
+                    webhook_secret: None,
+                },
+                &audit(),
+            )
+            .await
+            .unwrap();
+            let mut charge = tokens(t, "dep-GPU-s", T0, 0);
+            charge.source = eai_engine::domain::ALLOCATION_SOURCE.into();
+            charge.usage_type = eai_engine::batch::GPU_LOCAL.into();
+            charge.cost = Some((
+                NonNegative::new(d("0.6")).unwrap(),
+                Currency::from_str("EUR").unwrap(),
+            ));
+            s.upsert_usage_events(&[charge], &audit()).await.unwrap();
+            let req = eai_engine::budget::ReservationRequest {
+                tenant_id: t,
+                action: "llm.invoke".into(),
+                estimate: eai_engine::budget::Amounts {
+                    cost: d("0.1"),
+                    tokens: Decimal::ZERO,
+                },
+                currency: None,
+                deployment_id: None,
+                ttl_ms: 60_000,
+            };
+            s.reserve(
+                &eai_store::budgets::NewReservation::new(req, ts(T0 + H)),
+                &audit(),
+            )
+            .await
+            .unwrap();
+        }
+        assert_eq!(s.record_crossings(ts(T0 + H)).await.unwrap().len(), 2);
         for (t, slug) in [(a, "tenant-a"), (b, "tenant-b")] {
             let reg = eai_engine::domain::Tenant {
                 id: t,
@@ -2593,6 +3176,16 @@ mod postgres_only {
         // Inserting a row of B while acting for A fails the policy's WITH CHECK; the same row for A goes in
         // (so the refusal is the tenant's, not a malformed statement).
         let inserts = [
+            ("budgets", "INSERT INTO eai.budgets (tenant_id, body, effective_from_ms, created_at_ms) \
+              VALUES ('{T}', '{}', 0, 0) RETURNING 1"),
+            ("reservations", "INSERT INTO eai.reservations (id, tenant_id, action, currency, estimate_cost, \
+              estimate_tokens, status, created_at_ms, expires_at_ms) \
+              VALUES ('res_' || md5(random()::text), '{T}', 'x', 'EUR', 0, 0, 'held', 0, 0) RETURNING 1"),
+            ("spend", "INSERT INTO eai.spend (tenant_id, month_ms, currency, cost, tokens) \
+              VALUES ('{T}', 7, 'EUR', 0, 0) RETURNING 1"),
+            ("budget_alerts", "INSERT INTO eai.budget_alerts (id, budget_seq, tenant_id, month_ms, threshold_pct, \
+              spent, crossed_at_ms, attempts, next_attempt_ms) \
+              VALUES (gen_random_uuid(), 999, '{T}', 7, 1, 0, 0, 0, 0) RETURNING 1"),
             ("tenants", "INSERT INTO eai.tenants (tenant_id, slug, name, created_at_ms) \
               VALUES ('{T}', 'new-' || md5(random()::text), 'New', 0) RETURNING 1"),
             ("usage_events", "INSERT INTO eai.usage_events (event_id, tenant_id, occurred_at_ms, body) \
@@ -2692,6 +3285,10 @@ mod postgres_only {
             format!("UPDATE eai.api_keys SET tenant_id = '{a}'"),
             format!("UPDATE eai.tenants SET slug = 'renamed' WHERE tenant_id = '{a}'"),
             format!("DELETE FROM eai.tenants WHERE tenant_id = '{a}'"),
+            format!("UPDATE eai.budgets SET body = '{{}}' WHERE tenant_id = '{a}'"),
+            format!("UPDATE eai.reservations SET estimate_cost = 0 WHERE tenant_id = '{a}'"),
+            format!("DELETE FROM eai.spend WHERE tenant_id = '{a}'"),
+            format!("DELETE FROM eai.budget_alerts WHERE tenant_id = '{a}'"),
         ] {
             let r = as_tenant(&mut c, a, &sql).await;
             assert!(not_granted(&r), "{sql}: {r:?}");
@@ -2716,7 +3313,16 @@ mod postgres_only {
                     "eai.{t} on the platform path: {tenants:?}"
                 );
             }
-            if !matches!(t, "usage_events" | "usage_claims" | "tenants") {
+            if !matches!(
+                t,
+                "usage_events"
+                    | "usage_claims"
+                    | "tenants"
+                    | "budgets"
+                    | "reservations"
+                    | "spend"
+                    | "budget_alerts"
+            ) {
                 assert!(
                     tenants.contains(&PLATFORM_TENANT),
                     "eai.{t}: platform rows carry the platform tenant"
@@ -2730,9 +3336,11 @@ mod postgres_only {
             .usage_events(Scope::Tenant(a), ts(T0), ts(T0 + H))
             .await
             .unwrap();
-        assert!(mine.len() == 1 && mine.iter().all(|e| e.tenant_id == a));
+        // Its token usage and its gpu_local charge.
+        assert!(mine.len() == 2 && mine.iter().all(|e| e.tenant_id == a));
         let audit = store.audit_events(Scope::Tenant(a), 0, 100).await.unwrap();
-        assert!(audit.len() == 1 && audit.iter().all(|e| e.draft.tenant_id == Some(a)));
+        // Its own event and its budget's crossing.
+        assert!(audit.len() == 2 && audit.iter().all(|e| e.draft.tenant_id == Some(a)));
     }
 
     #[tokio::test]
@@ -2764,6 +3372,66 @@ mod postgres_only {
             samples.len() as u64
         );
         assert_eq!(x.backend(), "postgres");
+    }
+
+    /// A database from before budgets (schema 6) gets its spend built from the stored charges, exactly.
+    #[tokio::test]
+    async fn a_database_from_before_budgets_gets_its_spend_built_on_open() {
+        let (db, s) = fresh().await;
+        let a = tenant(1);
+        let eur = Currency::from_str("EUR").unwrap();
+        let mut events = Vec::new();
+        for (i, cost) in ["7.25", "0.1", "0.2"].iter().enumerate() {
+            let mut charge = tokens(a, &format!("vllm-{i}"), T0, 0);
+            charge.source = eai_engine::domain::ALLOCATION_SOURCE.into();
+            charge.usage_type = eai_engine::batch::GPU_LOCAL.into();
+            charge.cost = Some((NonNegative::new(d(cost)).unwrap(), eur));
+            events.push(charge);
+        }
+        let mut gateway = tokens(a, "vllm-a", T0 + 1, 5);
+        gateway.cost = Some((NonNegative::new(d("99")).unwrap(), eur));
+        events.push(gateway);
+        s.upsert_usage_events(&events, &audit()).await.unwrap();
+        drop(s);
+        let (c, connection) = tokio_postgres::connect(db.url(), NoTls).await.unwrap();
+        tokio::spawn(connection);
+        c.batch_execute(
+            "DROP TABLE eai.budgets, eai.reservations, eai.spend, eai.budget_alerts; \
+             UPDATE eai.schema_version SET version = 6;",
+        )
+        .await
+        .unwrap();
+        let s = PgStore::open(db.url()).await.unwrap();
+        let spec = eai_engine::budget::BudgetSpec {
+            tenant_id: a,
+            name: "b".into(),
+            limit: d("10"),
+            currency: eur,
+            tokens_limit: None,
+            thresholds_pct: vec![50],
+            enforce: true,
+            webhook_url: None,
+            effective_from: ts(T0),
+            effective_to: None,
+        };
+        s.create_budget(
+            &eai_store::budgets::NewBudget {
+                spec,
+                webhook_secret: None,
+            },
+            &audit(),
+        )
+        .await
+        .unwrap();
+        let st = s
+            .budget_standings(Scope::Tenant(a), ts(T0 + H))
+            .await
+            .unwrap();
+        assert_eq!(
+            st[0].spent.cost,
+            d("7.55"),
+            "the charges, not the gateway's cost"
+        );
     }
 
     #[tokio::test]

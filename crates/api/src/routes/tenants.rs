@@ -9,7 +9,7 @@ use axum::response::Response;
 use axum::Json;
 use eai_engine::domain::{Tenant, TenantId, TenantSlug};
 use eai_engine::error::FieldError;
-use eai_store::{Scope, TenantRef};
+use eai_store::{Scope, StoreError, TenantRef};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -83,7 +83,21 @@ pub async fn create(
             None,
             json!({ "slug": t.slug.as_str(), "name": t.name }),
         );
-        let stored = st.store.create_tenant(&t, &audit).await?;
+        let stored = st
+            .store
+            .create_tenant(&t, &audit)
+            .await
+            .map_err(|e| match e {
+                // Named by what the caller sent only (a generated id is not the caller's).
+                StoreError::Conflict(_) => ApiError::conflict(match &b.id {
+                    Some(_) => format!(
+                        "a tenant with the slug {} or the id {} is registered already",
+                        t.slug, t.id
+                    ),
+                    None => format!("a tenant with the slug {} is registered already", t.slug),
+                }),
+                other => other.into(),
+            })?;
         Ok(Done {
             status: StatusCode::CREATED,
             body: view(&stored),

@@ -6,7 +6,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use eai_engine::domain::ALLOCATION_SOURCE;
+use eai_engine::domain::is_platform_record;
 use eai_engine::wire::{parse_usage_events, Loose, TenantSource};
 use eai_store::Scope;
 use serde::Deserialize;
@@ -59,10 +59,15 @@ async fn ingest_batch(
         return Err(ApiError::invalid("events", "must hold at least one event"));
     }
     let events = parse_usage_events(&batch.events, source).map_err(ApiError::validation)?;
-    if let Some(i) = events.iter().position(|e| e.source == ALLOCATION_SOURCE) {
+    if let Some((i, e)) = events
+        .iter()
+        .enumerate()
+        .find(|(_, e)| is_platform_record(&e.source))
+    {
+        let source = &e.source;
         return Err(ApiError::forbidden_because(
-            format!("Event {i} has `source: {ALLOCATION_SOURCE}`: only the platform's allocation batch records allocated charges."),
-            format!("L'événement {i} a `source: {ALLOCATION_SOURCE}` : seul le calcul d'allocation de la plateforme enregistre les coûts alloués."),
+            format!("Event {i} has `source: {source}`: only the platform records allocated charges and committed reservations."),
+            format!("L'événement {i} a `source: {source}` : seule la plateforme enregistre les coûts alloués et les réservations engagées."),
         ));
     }
     let audit = draft(caller, Action::IngestUsage, None, json!({ "events": n }));

@@ -24,6 +24,7 @@ use super::{
     SET_SCOPE,
 };
 use crate::audit::{self, Verifier, GENESIS_HASH};
+use crate::budgets::SpendDeltas;
 use crate::codec::{corrupt, count, now_ms, to_i64};
 use crate::groups::ClaimDeltas;
 use crate::outbox::{self, OutboxRows, OutboxStats};
@@ -181,6 +182,32 @@ pub async fn upsert_usage_events(
     with_outbox: bool,
     draft: &AuditDraft,
 ) -> Result<u64> {
+    let first = events.first().map(|e| e.tenant_id);
+    let (tx, st) = begin(
+        conn,
+        first.map_or(Scope::Platform, Scope::Tenant),
+        Mode::Write,
+    )
+    .await?;
+    upsert_in(&tx, st, events, with_outbox).await?;
+    append_in(
+        &tx,
+        st,
+        &audit::completed(draft, None, serde_json::json!({ "stored": events.len() })),
+    )
+    .await?;
+    tx.commit().await.ctx("commit usage upsert")?;
+    Ok(events.len() as u64)
+}
+
+/// Upserts `events` inside the caller's transaction, tenant by tenant (each under its own scope: the scope is
+/// the last tenant's afterwards), with their claims, their spend and their outbox rows.
+pub(super) async fn upsert_in(
+    tx: &tokio_postgres::Transaction<'_>,
+    st: &mut super::pool::Stmts,
+    events: &[UsageEvent],
+    with_outbox: bool,
+) -> Result<()> {
     let mut last: HashMap<(TenantId, Uuid), &UsageEvent> = HashMap::new();
     for e in events {
         tenant_uuid(e.tenant_id)?;
@@ -195,17 +222,10 @@ pub async fn upsert_usage_events(
             by_tenant.entry(e.tenant_id).or_default().push(e);
         }
     }
-    let first = by_tenant.keys().next().copied();
     let mut keys: Vec<i32> = last.keys().map(|(t, id)| event_lock_key(t, id)).collect();
     keys.sort_unstable();
     keys.dedup();
-    let (tx, st) = begin(
-        conn,
-        first.map_or(Scope::Platform, Scope::Tenant),
-        Mode::Write,
-    )
-    .await?;
-    let s = st.get(&tx, EVENTS_LOCK).await?;
+    let s = st.get(tx, EVENTS_LOCK).await?;
     tx.execute(&s, &[&EVENT_LOCK_CLASS, &keys])
         .await
         .ctx("lock usage event ids")?;
@@ -213,9 +233,9 @@ pub async fn upsert_usage_events(
         // Rows in id order: two batches that share events lock them in the same order.
         group.sort_by_key(|e| e.event_id);
         let (scope_sql, old_sql, upsert_sql) = (
-            st.get(&tx, SET_SCOPE).await?,
-            st.get(&tx, EVENTS_OLD).await?,
-            st.get(&tx, EVENTS_UPSERT).await?,
+            st.get(tx, SET_SCOPE).await?,
+            st.get(tx, EVENTS_OLD).await?,
+            st.get(tx, EVENTS_UPSERT).await?,
         );
         let (tenant_arg, platform_arg) = scope_args(Scope::Tenant(*tenant))?;
         let ids: Vec<Uuid> = group.iter().map(|e| e.event_id).collect();
@@ -257,6 +277,7 @@ pub async fn upsert_usage_events(
         }
         let news: HashMap<Uuid, &&UsageEvent> = group.iter().map(|e| (e.event_id, e)).collect();
         let mut claims = ClaimDeltas::default();
+        let mut spend = SpendDeltas::default();
         for r in old? {
             let replaced = rec::event_parse(r.try_get(0).ctx("read a replaced usage event")?)?;
             if let Some(new) = news.get(&replaced.event_id) {
@@ -264,11 +285,14 @@ pub async fn upsert_usage_events(
                 rec::check_replace(&replaced, new)?;
             }
             claims.remove(claim_of(&replaced).as_ref())?;
+            spend.remove(&replaced);
         }
         for e in group.iter() {
             claims.add(claim_of(e).as_ref())?;
+            spend.add(e);
         }
-        derived::write_claims(&tx, st, &claims).await?;
+        derived::write_claims(tx, st, &claims).await?;
+        super::budgets::write_spend(tx, st, &spend).await?;
     }
     if with_outbox {
         let mut rows = OutboxRows::default();
@@ -277,16 +301,9 @@ pub async fn upsert_usage_events(
                 rows.event(e);
             }
         }
-        write_outbox(&tx, st, rows).await?;
+        write_outbox(tx, st, rows).await?;
     }
-    append_in(
-        &tx,
-        st,
-        &audit::completed(draft, None, serde_json::json!({ "stored": events.len() })),
-    )
-    .await?;
-    tx.commit().await.ctx("commit usage upsert")?;
-    Ok(events.len() as u64)
+    Ok(())
 }
 
 /// The key of an event's transaction advisory lock (with [`EVENT_LOCK_CLASS`]): the 32 bytes of its tenant and

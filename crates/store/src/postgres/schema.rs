@@ -423,8 +423,108 @@ CREATE POLICY platform_rows ON eai.tenants
 GRANT SELECT, INSERT ON eai.tenants TO eai_app;
 "#;
 
+/// 7: budgets, reservations, spend per tenant, month and currency, threshold alerts: tenant rows under the same
+/// `tenant_rows`/`platform_rows` policies as every tenant table. The service role may close a budget (set
+/// `effective_to_ms`), move a reservation through its states, keep spend sums and record deliveries; nothing
+/// else is ever updated, nothing deleted. Spend is built from the usage events already stored (exact numeric
+/// sums).
+const V7: &str = r#"
+SELECT set_config('app.platform', 'on', true);
+
+CREATE TABLE eai.budgets (
+    seq               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    tenant_id         uuid NOT NULL,
+    body              jsonb NOT NULL,
+    effective_from_ms bigint NOT NULL,
+    effective_to_ms   bigint,
+    webhook_secret    text,
+    created_at_ms     bigint NOT NULL
+);
+CREATE INDEX budgets_by_tenant ON eai.budgets (tenant_id, seq);
+
+CREATE TABLE eai.reservations (
+    id              text PRIMARY KEY,
+    tenant_id       uuid NOT NULL,
+    action          text NOT NULL,
+    deployment_id   text,
+    currency        text NOT NULL,
+    estimate_cost   numeric NOT NULL,
+    estimate_tokens numeric NOT NULL,
+    status          text NOT NULL,
+    created_at_ms   bigint NOT NULL,
+    expires_at_ms   bigint NOT NULL,
+    closed_at_ms    bigint,
+    actual_cost     numeric,
+    actual_tokens   numeric,
+    event_id        uuid
+);
+CREATE INDEX reservations_held ON eai.reservations (tenant_id, status, expires_at_ms);
+CREATE INDEX reservations_expiring ON eai.reservations (status, expires_at_ms);
+
+CREATE TABLE eai.spend (
+    tenant_id uuid NOT NULL,
+    month_ms  bigint NOT NULL,
+    currency  text NOT NULL,
+    cost      numeric NOT NULL,
+    tokens    numeric NOT NULL,
+    PRIMARY KEY (tenant_id, month_ms, currency)
+);
+
+CREATE TABLE eai.budget_alerts (
+    id              uuid PRIMARY KEY,
+    budget_seq      bigint NOT NULL,
+    tenant_id       uuid NOT NULL,
+    month_ms        bigint NOT NULL,
+    threshold_pct   integer NOT NULL,
+    spent           numeric NOT NULL,
+    crossed_at_ms   bigint NOT NULL,
+    attempts        integer NOT NULL,
+    next_attempt_ms bigint NOT NULL,
+    delivered_at_ms bigint,
+    last_error      text,
+    UNIQUE (budget_seq, month_ms, threshold_pct)
+);
+CREATE INDEX budget_alerts_due ON eai.budget_alerts (delivered_at_ms, next_attempt_ms);
+
+DO $$
+DECLARE t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['budgets', 'reservations', 'spend', 'budget_alerts']
+    LOOP
+        EXECUTE format('ALTER TABLE eai.%I ENABLE ROW LEVEL SECURITY', t);
+        EXECUTE format('ALTER TABLE eai.%I FORCE ROW LEVEL SECURITY', t);
+        EXECUTE format(
+            'CREATE POLICY tenant_rows ON eai.%I '
+            'USING (tenant_id = NULLIF(current_setting(''app.tenant_id'', true), '''')::uuid) '
+            'WITH CHECK (tenant_id = NULLIF(current_setting(''app.tenant_id'', true), '''')::uuid)', t);
+        EXECUTE format(
+            'CREATE POLICY platform_rows ON eai.%I '
+            'USING (current_setting(''app.platform'', true) = ''on'') '
+            'WITH CHECK (current_setting(''app.platform'', true) = ''on'')', t);
+        EXECUTE format('GRANT SELECT, INSERT ON eai.%I TO eai_app', t);
+    END LOOP;
+END $$;
+GRANT UPDATE (effective_to_ms) ON eai.budgets TO eai_app;
+GRANT UPDATE (status, closed_at_ms, actual_cost, actual_tokens, event_id) ON eai.reservations TO eai_app;
+GRANT UPDATE (cost, tokens) ON eai.spend TO eai_app;
+GRANT UPDATE (attempts, next_attempt_ms, delivered_at_ms, last_error) ON eai.budget_alerts TO eai_app;
+
+INSERT INTO eai.spend (tenant_id, month_ms, currency, cost, tokens)
+SELECT tenant_id, month_ms, currency, sum(cost), sum(tokens) FROM (
+    SELECT tenant_id,
+           (extract(epoch FROM date_trunc('month', to_timestamp(occurred_at_ms / 1000.0) AT TIME ZONE 'UTC')) * 1000)::bigint AS month_ms,
+           body->'cost'->>'currency' AS currency,
+           (body->'cost'->>'amount')::numeric AS cost,
+           CASE WHEN body->>'source' = 'reservation' THEN COALESCE((body->'units'->>'tokens')::numeric, 0) ELSE 0 END AS tokens
+    FROM eai.usage_events
+    WHERE body ? 'cost'
+      AND ((body->>'source' = 'allocation' AND body->>'usage_type' = 'gpu_local') OR body->>'source' = 'reservation')
+) AS x
+GROUP BY tenant_id, month_ms, currency;
+"#;
+
 /// Every migration, in order. `schema_version` = how many have been applied.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 /// The schema version this binary writes.
 pub fn latest() -> u32 {

@@ -12,6 +12,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use super::codec::{corrupt, count, now_ms, opt_tenant_parse, to_i64, Ctx};
 use super::SqliteConfig;
 use crate::audit::{self, Verifier, GENESIS_HASH};
+use crate::budgets::SpendDeltas;
 use crate::groups::{fixed_bytes, fixed_from_bytes, ClaimDeltas, ClaimKey, ClaimSums};
 use crate::outbox::{self, OutboxRows, OutboxStats};
 use crate::records::{self as rec, from_json};
@@ -85,7 +86,19 @@ pub fn upsert_usage_events(
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin usage upsert")?;
+    upsert_in(&tx, events, with_outbox)?;
+    append_in(
+        &tx,
+        &audit::completed(draft, None, serde_json::json!({ "stored": events.len() })),
+    )?;
+    tx.commit().ctx("commit usage upsert")?;
+    Ok(events.len() as u64)
+}
+
+/// Upserts `events` inside the caller's transaction, with their claims, their spend and their outbox rows.
+pub(super) fn upsert_in(tx: &Connection, events: &[UsageEvent], with_outbox: bool) -> Result<()> {
     let mut claims = ClaimDeltas::default();
+    let mut spend = SpendDeltas::default();
     for e in events {
         let id = e.event_id.hyphenated().to_string();
         let tenant = e.tenant_id.to_string();
@@ -98,8 +111,9 @@ pub fn upsert_usage_events(
             Some(old) => {
                 let old = rec::event_parse(&old)?;
                 rec::check_replace(&old, e)?;
-                // Replaced: its old claim goes.
+                // Replaced: its old claim and spend go.
                 claims.remove(claim_of(&old).as_ref())?;
+                spend.remove(&old);
                 tx.prepare_cached(
                     "UPDATE usage_events SET occurred_at_ms = ?3, deployment_id = ?4, body = ?5 WHERE tenant_id = ?1 AND event_id = ?2",
                 )
@@ -115,21 +129,18 @@ pub fn upsert_usage_events(
             }
         }
         claims.add(claim_of(e).as_ref())?;
+        spend.add(e);
     }
-    apply_claims(&tx, claims)?;
+    apply_claims(tx, claims)?;
+    super::budgets::apply_spend(tx, &spend)?;
     if with_outbox {
         let mut rows = OutboxRows::default();
         for e in events {
             rows.event(e);
         }
-        write_outbox(&tx, rows)?;
+        write_outbox(tx, rows)?;
     }
-    append_in(
-        &tx,
-        &audit::completed(draft, None, serde_json::json!({ "stored": events.len() })),
-    )?;
-    tx.commit().ctx("commit usage upsert")?;
-    Ok(events.len() as u64)
+    Ok(())
 }
 
 // --- usage claims (crate::groups) -----------------------------------------------------------------------------

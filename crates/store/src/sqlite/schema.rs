@@ -234,6 +234,65 @@ CREATE TABLE tenants (
 );
 "#;
 
+/// 8: budgets (terms as a body, dates as columns, the webhook secret), reservations, spend per tenant, month
+/// and currency (maintained with the usage events), and threshold alerts with their deliveries.
+const V8_BUDGETS: &str = r#"
+CREATE TABLE budgets (
+    seq               INTEGER PRIMARY KEY AUTOINCREMENT,
+    tenant_id         TEXT NOT NULL,
+    body              TEXT NOT NULL,
+    effective_from_ms INTEGER NOT NULL,
+    effective_to_ms   INTEGER,
+    webhook_secret    TEXT,
+    created_at_ms     INTEGER NOT NULL
+);
+CREATE INDEX budgets_by_tenant ON budgets (tenant_id, seq);
+
+CREATE TABLE reservations (
+    id              TEXT PRIMARY KEY,
+    tenant_id       TEXT NOT NULL,
+    action          TEXT NOT NULL,
+    deployment_id   TEXT,
+    currency        TEXT NOT NULL,
+    estimate_cost   TEXT NOT NULL,
+    estimate_tokens TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    created_at_ms   INTEGER NOT NULL,
+    expires_at_ms   INTEGER NOT NULL,
+    closed_at_ms    INTEGER,
+    actual_cost     TEXT,
+    actual_tokens   TEXT,
+    event_id        TEXT
+);
+CREATE INDEX reservations_held ON reservations (tenant_id, status, expires_at_ms);
+CREATE INDEX reservations_expiring ON reservations (status, expires_at_ms);
+
+CREATE TABLE spend (
+    tenant_id TEXT NOT NULL,
+    month_ms  INTEGER NOT NULL,
+    currency  TEXT NOT NULL,
+    cost      TEXT NOT NULL,
+    tokens    TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, month_ms, currency)
+) WITHOUT ROWID;
+
+CREATE TABLE budget_alerts (
+    id              TEXT PRIMARY KEY,
+    budget_seq      INTEGER NOT NULL,
+    tenant_id       TEXT NOT NULL,
+    month_ms        INTEGER NOT NULL,
+    threshold_pct   INTEGER NOT NULL,
+    spent           TEXT NOT NULL,
+    crossed_at_ms   INTEGER NOT NULL,
+    attempts        INTEGER NOT NULL,
+    next_attempt_ms INTEGER NOT NULL,
+    delivered_at_ms INTEGER,
+    last_error      TEXT,
+    UNIQUE (budget_seq, month_ms, threshold_pct)
+);
+CREATE INDEX budget_alerts_due ON budget_alerts (delivered_at_ms, next_attempt_ms);
+"#;
+
 /// A migration: its SQL, then what Rust must compute from the rows already there.
 pub struct Migration {
     pub sql: &'static str,
@@ -265,6 +324,10 @@ pub const MIGRATIONS: &[Migration] = &[
         backfill: Some(backfill_v6),
     },
     sql(V7_TENANTS),
+    Migration {
+        sql: V8_BUDGETS,
+        backfill: Some(super::budgets::rebuild_all_spend),
+    },
 ];
 
 /// Events already in the chain keep the hash form they were written with: the current one starts after them.

@@ -1,0 +1,656 @@
+//! Budgets, reservations, spend and threshold alerts in PostgreSQL (the rules are [`crate::budgets`]). A
+//! tenant's reservation decisions, commits and releases take the tenant's transaction advisory lock first, so
+//! concurrent requests are decided one after the other and never over-grant; every table is a tenant table under
+//! row level security, read and written under the caller's scope.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use eai_engine::budget::{crossed, Amounts, BudgetSpec, Standing};
+use eai_engine::domain::TenantId;
+use eai_engine::money::Currency;
+use eai_engine::time::Timestamp;
+use rust_decimal::Decimal;
+use serde_json::json;
+use tokio_postgres::{Row, Transaction};
+use uuid::Uuid;
+
+use super::pool::{PgConn, Stmts};
+use super::records::{append_in, upsert_in};
+use super::{begin, set_scope, tenant_uuid, Ctx, Mode};
+use crate::audit;
+use crate::budgets::{
+    self as b, Alert, BudgetRecord, Delivery, NewBudget, NewReservation, Reservation,
+    ReservationStatus, ReserveOutcome, SpendDeltas, SpendKey,
+};
+use crate::codec::{corrupt, now_ms};
+use crate::{AuditDraft, Result, Scope, StoreError};
+
+/// The class of the budget locks ("eaib"), with the tenant folded to 32 bits as the second key.
+const BUDGET_LOCK_CLASS: i32 = 0x6561_6962;
+const BUDGET_LOCK: &str = "SELECT pg_advisory_xact_lock($1::int4, $2::int4)";
+
+fn tenant_lock_key(t: TenantId) -> i32 {
+    let mut k = [0u8; 4];
+    for (i, x) in t.0.as_bytes().iter().enumerate() {
+        k[i % 4] ^= x;
+    }
+    i32::from_le_bytes(k)
+}
+
+async fn lock_tenant(tx: &Transaction<'_>, st: &mut Stmts, t: TenantId) -> Result<()> {
+    let s = st.get(tx, BUDGET_LOCK).await?;
+    tx.execute(&s, &[&BUDGET_LOCK_CLASS, &tenant_lock_key(t)])
+        .await
+        .ctx("lock the tenant's budgets")?;
+    Ok(())
+}
+
+fn currency_parse(s: &str, what: &str) -> Result<Currency> {
+    Currency::from_str(s).map_err(|_| corrupt(what, s))
+}
+
+// --- spend -----------------------------------------------------------------------------------------------------
+
+const SPEND_ADD: &str = "INSERT INTO eai.spend AS s (tenant_id, month_ms, currency, cost, tokens) \
+     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (tenant_id, month_ms, currency) \
+     DO UPDATE SET cost = s.cost + EXCLUDED.cost, tokens = s.tokens + EXCLUDED.tokens";
+
+/// Adds a transaction's spend changes into the stored rows (SQL-side sums: exact numerics). Called under the
+/// scope of the events' tenant.
+pub(super) async fn write_spend(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    deltas: &SpendDeltas,
+) -> Result<()> {
+    for (key, d) in deltas.changed() {
+        let s = st.get(tx, SPEND_ADD).await?;
+        tx.execute(
+            &s,
+            &[
+                &tenant_uuid(key.tenant_id)?,
+                &key.month.0,
+                &key.currency.as_str(),
+                &d.cost,
+                &d.tokens,
+            ],
+        )
+        .await
+        .ctx("write spend")?;
+    }
+    Ok(())
+}
+
+const SPENT: &str = "SELECT tenant_id, currency, cost, tokens FROM eai.spend WHERE month_ms = $1";
+
+async fn spent(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    month: Timestamp,
+) -> Result<BTreeMap<SpendKey, Amounts>> {
+    let s = st.get(tx, SPENT).await?;
+    let rows = tx.query(&s, &[&month.0]).await.ctx("read spend")?;
+    rows.iter()
+        .map(|r| {
+            Ok((
+                SpendKey {
+                    tenant_id: TenantId(r.get(0)),
+                    month,
+                    currency: currency_parse(r.get(1), "spend.currency")?,
+                },
+                Amounts {
+                    cost: r.get(2),
+                    tokens: r.get(3),
+                },
+            ))
+        })
+        .collect()
+}
+
+const HELD: &str = "SELECT tenant_id, currency, sum(estimate_cost), sum(estimate_tokens) \
+     FROM eai.reservations WHERE status = 'held' AND expires_at_ms > $1 GROUP BY tenant_id, currency";
+
+async fn held(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    at: Timestamp,
+) -> Result<BTreeMap<(TenantId, Currency), Amounts>> {
+    let s = st.get(tx, HELD).await?;
+    let rows = tx.query(&s, &[&at.0]).await.ctx("read holds")?;
+    rows.iter()
+        .map(|r| {
+            Ok((
+                (
+                    TenantId(r.get(0)),
+                    currency_parse(r.get(1), "reservations.currency")?,
+                ),
+                Amounts {
+                    cost: r.get(2),
+                    tokens: r.get(3),
+                },
+            ))
+        })
+        .collect()
+}
+
+// --- budgets ---------------------------------------------------------------------------------------------------
+
+const BUDGET_COLS: &str =
+    "seq, tenant_id, body::text, effective_from_ms, effective_to_ms, webhook_secret";
+const BUDGETS: &str =
+    "SELECT seq, tenant_id, body::text, effective_from_ms, effective_to_ms, webhook_secret \
+     FROM eai.budgets ORDER BY seq";
+const BUDGET_BY_SEQ: &str =
+    "SELECT seq, tenant_id, body::text, effective_from_ms, effective_to_ms, webhook_secret \
+     FROM eai.budgets WHERE seq = $1";
+const BUDGET_INSERT: &str = "INSERT INTO eai.budgets \
+     (tenant_id, body, effective_from_ms, effective_to_ms, webhook_secret, created_at_ms) \
+     VALUES ($1, $2::text::jsonb, $3, $4, $5, $6) RETURNING seq";
+const BUDGET_CLOSE: &str = "UPDATE eai.budgets SET effective_to_ms = $2 WHERE seq = $1";
+
+fn budget_of(r: &Row) -> Result<BudgetRecord> {
+    debug_assert!(BUDGET_COLS.starts_with("seq"));
+    b::budget_parse(
+        r.get(0),
+        TenantId(r.get(1)),
+        r.get(2),
+        r.get(3),
+        r.get(4),
+        r.get(5),
+    )
+}
+
+async fn insert_budget(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    spec: &BudgetSpec,
+    secret: Option<&str>,
+) -> Result<BudgetRecord> {
+    let s = st.get(tx, BUDGET_INSERT).await?;
+    let row = tx
+        .query_one(
+            &s,
+            &[
+                &tenant_uuid(spec.tenant_id)?,
+                &b::budget_json(spec)?,
+                &spec.effective_from.0,
+                &spec.effective_to.map(|t| t.0),
+                &secret,
+                &now_ms(),
+            ],
+        )
+        .await
+        .ctx("insert a budget")?;
+    let seq: i64 = row.get(0);
+    Ok(BudgetRecord {
+        budget: eai_engine::budget::Budget::new(
+            u64::try_from(seq).map_err(|_| corrupt("budgets.seq", seq))?,
+            spec.clone(),
+        ),
+        webhook_secret: secret.map(str::to_string),
+    })
+}
+
+pub async fn create_budget(
+    conn: &mut PgConn,
+    nb: &NewBudget,
+    draft: &AuditDraft,
+) -> Result<BudgetRecord> {
+    let (tx, st) = begin(conn, Scope::Tenant(nb.spec.tenant_id), Mode::Write).await?;
+    let r = insert_budget(&tx, st, &nb.spec, nb.webhook_secret.as_deref()).await?;
+    append_in(
+        &tx,
+        st,
+        &audit::completed(draft, Some(r.budget.id.clone()), json!({})),
+    )
+    .await?;
+    tx.commit().await.ctx("commit budget create")?;
+    Ok(r)
+}
+
+/// Under [`Scope::Tenant`] the database returns that tenant's budgets only.
+pub async fn budgets(conn: &mut PgConn, scope: Scope) -> Result<Vec<BudgetRecord>> {
+    let (tx, st) = begin(conn, scope, Mode::Snapshot).await?;
+    let out = budgets_in(&tx, st).await?;
+    tx.commit().await.ctx("end read")?;
+    Ok(out)
+}
+
+async fn budgets_in(tx: &Transaction<'_>, st: &mut Stmts) -> Result<Vec<BudgetRecord>> {
+    let s = st.get(tx, BUDGETS).await?;
+    let rows = tx.query(&s, &[]).await.ctx("read budgets")?;
+    rows.iter().map(budget_of).collect()
+}
+
+pub async fn supersede_budget(
+    conn: &mut PgConn,
+    scope: Scope,
+    id: &str,
+    at: Timestamp,
+    replacement: Option<&BudgetSpec>,
+    draft: &AuditDraft,
+) -> Result<(BudgetRecord, Option<BudgetRecord>)> {
+    let seq = b::budget_seq(id)?;
+    let (tx, st) = begin(conn, scope, Mode::Write).await?;
+    let s = st.get(&tx, BUDGET_BY_SEQ).await?;
+    let row = tx
+        .query_opt(&s, &[&seq])
+        .await
+        .ctx("read a budget")?
+        .ok_or_else(|| StoreError::NotFound(format!("budget {id}")))?;
+    let mut old = budget_of(&row)?;
+    b::check_close(&old.budget, at)?;
+    if let Some(spec) = replacement {
+        b::check_replacement(&old.budget, spec)?;
+    }
+    // The budget's own tenant writes its successor, whoever the caller is.
+    set_scope(&tx, st, Scope::Tenant(old.budget.spec.tenant_id)).await?;
+    let s = st.get(&tx, BUDGET_CLOSE).await?;
+    tx.execute(&s, &[&seq, &at.0]).await.ctx("close a budget")?;
+    old.budget.spec.effective_to = Some(at);
+    let opened = match replacement {
+        Some(spec) => Some(insert_budget(&tx, st, spec, old.webhook_secret.as_deref()).await?),
+        None => None,
+    };
+    append_in(
+        &tx,
+        st,
+        &audit::completed(
+            draft,
+            Some(old.budget.id.clone()),
+            json!({ "opened": opened.as_ref().map(|o| o.budget.id.clone()) }),
+        ),
+    )
+    .await?;
+    tx.commit().await.ctx("commit budget supersede")?;
+    Ok((old, opened))
+}
+
+async fn standings_in(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    at: Timestamp,
+) -> Result<Vec<Standing>> {
+    let active: Vec<_> = budgets_in(tx, st)
+        .await?
+        .into_iter()
+        .map(|r| r.budget)
+        .filter(|bud| bud.active_at(at))
+        .collect();
+    let spent = spent(tx, st, b::month_start(at)).await?;
+    let held = held(tx, st, at).await?;
+    Ok(b::standings(active, &spent, &held, at))
+}
+
+/// The database scopes every read: a tenant's standings are computed from its rows only.
+pub async fn standings(conn: &mut PgConn, scope: Scope, at: Timestamp) -> Result<Vec<Standing>> {
+    let (tx, st) = begin(conn, scope, Mode::Snapshot).await?;
+    let out = standings_in(&tx, st, at).await?;
+    tx.commit().await.ctx("end read")?;
+    Ok(out)
+}
+
+// --- reservations ----------------------------------------------------------------------------------------------
+
+const RES_SELECT: &str =
+    "SELECT id, tenant_id, action, deployment_id, currency, estimate_cost, estimate_tokens, \
+     status, created_at_ms, expires_at_ms, closed_at_ms, actual_cost, actual_tokens, event_id \
+     FROM eai.reservations WHERE id = $1";
+const RES_INSERT: &str =
+    "INSERT INTO eai.reservations (id, tenant_id, action, deployment_id, currency, \
+     estimate_cost, estimate_tokens, status, created_at_ms, expires_at_ms) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, 'held', $8, $9)";
+const RES_CLOSE: &str =
+    "UPDATE eai.reservations SET status = $2, closed_at_ms = $3, actual_cost = $4, \
+     actual_tokens = $5, event_id = $6 WHERE id = $1";
+const RES_EXPIRE: &str =
+    "UPDATE eai.reservations SET status = 'expired', closed_at_ms = expires_at_ms \
+     WHERE status = 'held' AND expires_at_ms <= $1";
+
+fn reservation_of(r: &Row) -> Result<Reservation> {
+    let actual: (Option<Decimal>, Option<Decimal>) = (r.get(11), r.get(12));
+    Ok(Reservation {
+        id: r.get(0),
+        tenant_id: TenantId(r.get(1)),
+        action: r.get(2),
+        deployment_id: r.get(3),
+        currency: currency_parse(r.get(4), "reservations.currency")?,
+        estimate: Amounts {
+            cost: r.get(5),
+            tokens: r.get(6),
+        },
+        status: ReservationStatus::from_str(r.get(7))?,
+        created_at: Timestamp(r.get(8)),
+        expires_at: Timestamp(r.get(9)),
+        closed_at: r.get::<_, Option<i64>>(10).map(Timestamp),
+        actual: match actual {
+            (Some(cost), Some(tokens)) => Some(Amounts { cost, tokens }),
+            _ => None,
+        },
+        event_id: r.get(13),
+    })
+}
+
+async fn reservation_in(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    id: &str,
+) -> Result<Option<Reservation>> {
+    let s = st.get(tx, RES_SELECT).await?;
+    tx.query_opt(&s, &[&id])
+        .await
+        .ctx("read a reservation")?
+        .map(|r| reservation_of(&r))
+        .transpose()
+}
+
+pub async fn reservation(conn: &mut PgConn, scope: Scope, id: &str) -> Result<Option<Reservation>> {
+    let (tx, st) = begin(conn, scope, Mode::Snapshot).await?;
+    let r = reservation_in(&tx, st, id).await?;
+    tx.commit().await.ctx("end read")?;
+    Ok(r)
+}
+
+pub async fn reserve(
+    conn: &mut PgConn,
+    req: &NewReservation,
+    draft: &AuditDraft,
+) -> Result<ReserveOutcome> {
+    let tenant = req.request.tenant_id;
+    let (tx, st) = begin(conn, Scope::Tenant(tenant), Mode::Write).await?;
+    lock_tenant(&tx, st, tenant).await?;
+    let outcome = b::decide(req, &standings_in(&tx, st, req.created_at).await?)?;
+    if let ReserveOutcome::Granted(r) = &outcome {
+        let s = st.get(&tx, RES_INSERT).await?;
+        tx.execute(
+            &s,
+            &[
+                &r.id,
+                &tenant_uuid(r.tenant_id)?,
+                &r.action,
+                &r.deployment_id,
+                &r.currency.as_str(),
+                &r.estimate.cost,
+                &r.estimate.tokens,
+                &r.created_at.0,
+                &r.expires_at.0,
+            ],
+        )
+        .await
+        .ctx("hold a reservation")?;
+        append_in(
+            &tx,
+            st,
+            &audit::completed(
+                draft,
+                Some(r.id.clone()),
+                json!({ "currency": r.currency.as_str(), "expires_at": r.expires_at.to_string() }),
+            ),
+        )
+        .await?;
+        tx.commit().await.ctx("commit reserve")?;
+    }
+    Ok(outcome)
+}
+
+async fn close_reservation(tx: &Transaction<'_>, st: &mut Stmts, r: &Reservation) -> Result<()> {
+    let s = st.get(tx, RES_CLOSE).await?;
+    tx.execute(
+        &s,
+        &[
+            &r.id,
+            &r.status.as_str(),
+            &r.closed_at.map(|t| t.0),
+            &r.actual.map(|a| a.cost),
+            &r.actual.map(|a| a.tokens),
+            &r.event_id,
+        ],
+    )
+    .await
+    .ctx("close a reservation")?;
+    Ok(())
+}
+
+/// Reads a reservation under `scope`, then acts for its tenant under the tenant's budget lock.
+async fn locked_reservation(tx: &Transaction<'_>, st: &mut Stmts, id: &str) -> Result<Reservation> {
+    let r = reservation_in(tx, st, id)
+        .await?
+        .ok_or_else(|| StoreError::NotFound(format!("reservation {id}")))?;
+    set_scope(tx, st, Scope::Tenant(r.tenant_id)).await?;
+    lock_tenant(tx, st, r.tenant_id).await?;
+    // Read again under the lock: a concurrent commit or release has finished by now.
+    reservation_in(tx, st, id)
+        .await?
+        .ok_or_else(|| StoreError::NotFound(format!("reservation {id}")))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub async fn commit(
+    conn: &mut PgConn,
+    scope: Scope,
+    id: &str,
+    actual: Amounts,
+    at: Timestamp,
+    with_outbox: bool,
+    draft: &AuditDraft,
+) -> Result<Reservation> {
+    let (tx, st) = begin(conn, scope, Mode::Write).await?;
+    let mut r = locked_reservation(&tx, st, id).await?;
+    let changed = b::check_commit(&r)?.is_some();
+    if changed {
+        let event = b::commit_event_of(&r, actual, at);
+        upsert_in(&tx, st, std::slice::from_ref(&event), with_outbox).await?;
+        r.status = ReservationStatus::Committed;
+        r.actual = Some(actual);
+        r.event_id = Some(event.event_id);
+        r.closed_at = Some(at);
+        close_reservation(&tx, st, &r).await?;
+    }
+    append_in(
+        &tx,
+        st,
+        &audit::completed(draft, Some(r.id.clone()), json!({ "unchanged": !changed })),
+    )
+    .await?;
+    tx.commit().await.ctx("commit a reservation")?;
+    Ok(r)
+}
+
+pub async fn release(
+    conn: &mut PgConn,
+    scope: Scope,
+    id: &str,
+    at: Timestamp,
+    draft: &AuditDraft,
+) -> Result<Reservation> {
+    let (tx, st) = begin(conn, scope, Mode::Write).await?;
+    let mut r = locked_reservation(&tx, st, id).await?;
+    let changed = b::check_release(&r, at)?.is_some();
+    if changed {
+        r.status = ReservationStatus::Released;
+        r.closed_at = Some(at);
+        close_reservation(&tx, st, &r).await?;
+    } else {
+        r.status = r.status_at(at);
+    }
+    append_in(
+        &tx,
+        st,
+        &audit::completed(draft, Some(r.id.clone()), json!({ "unchanged": !changed })),
+    )
+    .await?;
+    tx.commit().await.ctx("commit release")?;
+    Ok(r)
+}
+
+pub async fn expire(conn: &mut PgConn, at: Timestamp) -> Result<u64> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
+    let s = st.get(&tx, RES_EXPIRE).await?;
+    let n = tx.execute(&s, &[&at.0]).await.ctx("expire holds")?;
+    if n > 0 {
+        append_in(
+            &tx,
+            st,
+            &AuditDraft::system("system", "reservation.expire", at, json!({ "expired": n })),
+        )
+        .await?;
+    }
+    tx.commit().await.ctx("commit expire")?;
+    Ok(n)
+}
+
+// --- threshold alerts ------------------------------------------------------------------------------------------
+
+const ALERT_INSERT: &str =
+    "INSERT INTO eai.budget_alerts (id, budget_seq, tenant_id, month_ms, threshold_pct, \
+     spent, crossed_at_ms, attempts, next_attempt_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $7) \
+     ON CONFLICT (budget_seq, month_ms, threshold_pct) DO NOTHING";
+/// One transaction at a time records crossings (two servers on one database would otherwise race).
+const CROSSINGS_LOCK: &str = "SELECT pg_advisory_xact_lock($1::int4, 0)";
+const DUE: &str = "SELECT a.id, a.budget_seq, a.tenant_id, a.month_ms, a.threshold_pct, a.spent, a.crossed_at_ms, \
+     a.attempts, b.body::text, b.webhook_secret FROM eai.budget_alerts a JOIN eai.budgets b ON b.seq = a.budget_seq \
+     WHERE a.delivered_at_ms IS NULL AND a.next_attempt_ms <= $1 AND a.attempts < $2 \
+     AND b.webhook_secret IS NOT NULL ORDER BY a.crossed_at_ms, a.id LIMIT $3";
+const DELIVERED: &str =
+    "UPDATE eai.budget_alerts SET attempts = attempts + 1, delivered_at_ms = $2, \
+     last_error = NULL WHERE id = $1";
+const FAILED: &str = "UPDATE eai.budget_alerts SET attempts = attempts + 1, next_attempt_ms = $2, \
+     last_error = $3 WHERE id = $1";
+const ABANDONED: &str = "UPDATE eai.budget_alerts SET attempts = $2, last_error = $3 WHERE id = $1";
+
+pub async fn record_crossings(conn: &mut PgConn, at: Timestamp) -> Result<Vec<Alert>> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
+    let s = st.get(&tx, CROSSINGS_LOCK).await?;
+    tx.execute(&s, &[&BUDGET_LOCK_CLASS])
+        .await
+        .ctx("lock the crossings")?;
+    let month = b::month_start(at);
+    let mut out = Vec::new();
+    for s in standings_in(&tx, st, at).await? {
+        let spec = &s.budget.spec;
+        let seq = b::budget_seq(&s.budget.id)?;
+        for pct in crossed(spec, s.spent.cost) {
+            let id = Uuid::new_v4();
+            let pct_i = i32::try_from(pct).map_err(|_| corrupt("threshold", pct))?;
+            let ins = st.get(&tx, ALERT_INSERT).await?;
+            let n = tx
+                .execute(
+                    &ins,
+                    &[
+                        &id,
+                        &seq,
+                        &tenant_uuid(spec.tenant_id)?,
+                        &month.0,
+                        &pct_i,
+                        &s.spent.cost,
+                        &at.0,
+                    ],
+                )
+                .await
+                .ctx("record a crossing")?;
+            if n == 0 {
+                continue;
+            }
+            out.push(Alert {
+                id,
+                budget_id: s.budget.id.clone(),
+                tenant_id: spec.tenant_id,
+                month,
+                threshold_pct: pct,
+                spent: s.spent.cost,
+                limit: spec.limit,
+                currency: spec.currency,
+                crossed_at: at,
+                attempts: 0,
+                delivered_at: None,
+            });
+        }
+    }
+    for a in &out {
+        append_in(&tx, st, &b::crossing_audit(a)).await?;
+    }
+    tx.commit().await.ctx("commit crossings")?;
+    Ok(out)
+}
+
+pub async fn due_deliveries(conn: &mut PgConn, at: Timestamp, limit: u64) -> Result<Vec<Delivery>> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
+    let s = st.get(&tx, DUE).await?;
+    let max = i32::try_from(b::MAX_ATTEMPTS).unwrap_or(i32::MAX);
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = tx
+        .query(&s, &[&at.0, &max, &limit])
+        .await
+        .ctx("read due deliveries")?;
+    tx.commit().await.ctx("end read")?;
+    let mut out = Vec::new();
+    for r in rows {
+        let tenant = TenantId(r.get(2));
+        let secret: Option<String> = r.get(9);
+        let rec = b::budget_parse(r.get(1), tenant, r.get(8), 0, None, secret.clone())?;
+        let spec = &rec.budget.spec;
+        let (Some(url), Some(secret)) = (spec.webhook_url.clone(), secret) else {
+            continue;
+        };
+        let pct: i32 = r.get(4);
+        let attempts: i32 = r.get(7);
+        out.push(Delivery {
+            alert: Alert {
+                id: r.get(0),
+                budget_id: rec.budget.id.clone(),
+                tenant_id: tenant,
+                month: Timestamp(r.get(3)),
+                threshold_pct: u32::try_from(pct)
+                    .map_err(|_| corrupt("budget_alerts.threshold_pct", pct))?,
+                spent: r.get(5),
+                limit: spec.limit,
+                currency: spec.currency,
+                crossed_at: Timestamp(r.get(6)),
+                attempts: u32::try_from(attempts)
+                    .map_err(|_| corrupt("budget_alerts.attempts", attempts))?,
+                delivered_at: None,
+            },
+            url,
+            secret,
+        });
+    }
+    Ok(out)
+}
+
+pub async fn delivery_attempted(
+    conn: &mut PgConn,
+    alert: Uuid,
+    at: Timestamp,
+    outcome: std::result::Result<(), String>,
+    next: Option<Timestamp>,
+) -> Result<()> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
+    match (&outcome, next) {
+        (Ok(()), _) => {
+            let s = st.get(&tx, DELIVERED).await?;
+            tx.execute(&s, &[&alert, &at.0]).await
+        }
+        (Err(e), Some(next)) => {
+            let s = st.get(&tx, FAILED).await?;
+            tx.execute(&s, &[&alert, &next.0, e]).await
+        }
+        (Err(e), None) => {
+            let s = st.get(&tx, ABANDONED).await?;
+            let max = i32::try_from(b::MAX_ATTEMPTS).unwrap_or(i32::MAX);
+            tx.execute(&s, &[&alert, &max, e]).await
+        }
+    }
+    .ctx("record a delivery")?;
+    if let (Err(e), None) = (&outcome, next) {
+        let mut d = AuditDraft::system(
+            "system",
+            "budget.webhook_abandoned",
+            at,
+            json!({ "alert_id": alert.hyphenated().to_string(), "last_error": e }),
+        );
+        d.decision = "deny".into();
+        append_in(&tx, st, &d).await?;
+    }
+    tx.commit().await.ctx("commit delivery")?;
+    Ok(())
+}

@@ -1,0 +1,678 @@
+//! Budgets, reservations, spend and threshold alerts in SQLite (the rules are [`crate::budgets`]). Every
+//! decision runs in one `IMMEDIATE` transaction of the one writer: concurrent reservations are decided one
+//! after the other, so they never over-grant.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use eai_engine::budget::{crossed, Amounts, BudgetSpec, Standing};
+use eai_engine::domain::TenantId;
+use eai_engine::money::Currency;
+use eai_engine::time::Timestamp;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::codec::{corrupt, dec_parse, dec_text, now_ms, Ctx};
+use super::records::{append_in, upsert_in};
+use crate::audit;
+use crate::budgets::{
+    self as b, Alert, BudgetRecord, Delivery, NewBudget, NewReservation, Reservation,
+    ReservationStatus, ReserveOutcome, SpendDeltas, SpendKey,
+};
+use crate::records as rec;
+use crate::{AuditDraft, Result, Scope, StoreError};
+
+fn tenant_parse(s: &str, what: &str) -> Result<TenantId> {
+    TenantId::from_str(s).map_err(|_| corrupt(what, s))
+}
+
+fn currency_parse(s: &str, what: &str) -> Result<Currency> {
+    Currency::from_str(s).map_err(|_| corrupt(what, s))
+}
+
+// --- spend -----------------------------------------------------------------------------------------------------
+
+/// Adds a transaction's spend changes into the stored rows.
+pub fn apply_spend(tx: &Connection, deltas: &SpendDeltas) -> Result<()> {
+    for (key, delta) in deltas.changed() {
+        let (tenant, currency) = (key.tenant_id.to_string(), key.currency.as_str().to_string());
+        let stored: Option<(String, String)> = tx
+            .prepare_cached(
+                "SELECT cost, tokens FROM spend WHERE tenant_id = ?1 AND month_ms = ?2 AND currency = ?3",
+            )
+            .and_then(|mut st| {
+                st.query_row(params![tenant, key.month.0, currency], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()
+            })
+            .ctx("read spend")?;
+        let now = match stored {
+            Some((cost, tokens)) => b::amounts_parse(&cost, &tokens, "spend")?.plus(*delta),
+            None => *delta,
+        };
+        tx.prepare_cached(
+            "INSERT INTO spend (tenant_id, month_ms, currency, cost, tokens) VALUES (?1, ?2, ?3, ?4, ?5) \
+             ON CONFLICT (tenant_id, month_ms, currency) DO UPDATE SET cost = excluded.cost, tokens = excluded.tokens",
+        )
+        .and_then(|mut st| {
+            st.execute(params![
+                tenant,
+                key.month.0,
+                currency,
+                dec_text(now.cost),
+                dec_text(now.tokens)
+            ])
+        })
+        .ctx("write spend")?;
+    }
+    Ok(())
+}
+
+/// Builds the spend rows from the usage events already stored (a file from before budgets).
+pub fn rebuild_all_spend(conn: &Connection) -> Result<()> {
+    conn.execute("DELETE FROM spend", []).ctx("clear spend")?;
+    let bodies: Vec<String> = conn
+        .prepare("SELECT body FROM usage_events")
+        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+        .ctx("read usage events")?;
+    let mut spend = SpendDeltas::default();
+    for body in &bodies {
+        spend.add(&rec::event_parse(body)?);
+    }
+    apply_spend(conn, &spend)
+}
+
+/// The spend rows of `month` (of one tenant or all).
+fn spent(conn: &Connection, scope: Scope, month: Timestamp) -> Result<BTreeMap<SpendKey, Amounts>> {
+    type Row = (String, String, String, String);
+    let map = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Row> {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+    };
+    let rows: Vec<Row> = match scope {
+        Scope::Platform => conn
+            .prepare_cached("SELECT tenant_id, currency, cost, tokens FROM spend WHERE month_ms = ?1")
+            .and_then(|mut st| st.query_map([month.0], map)?.collect()),
+        Scope::Tenant(t) => conn
+            .prepare_cached(
+                "SELECT tenant_id, currency, cost, tokens FROM spend WHERE month_ms = ?1 AND tenant_id = ?2",
+            )
+            .and_then(|mut st| st.query_map(params![month.0, t.to_string()], map)?.collect()),
+    }
+    .ctx("read spend")?;
+    rows.into_iter()
+        .map(|(t, c, cost, tokens)| {
+            Ok((
+                SpendKey {
+                    tenant_id: tenant_parse(&t, "spend.tenant_id")?,
+                    month,
+                    currency: currency_parse(&c, "spend.currency")?,
+                },
+                b::amounts_parse(&cost, &tokens, "spend")?,
+            ))
+        })
+        .collect()
+}
+
+/// The open holds at `at` per (tenant, currency).
+fn held(
+    conn: &Connection,
+    scope: Scope,
+    at: Timestamp,
+) -> Result<BTreeMap<(TenantId, Currency), Amounts>> {
+    type Row = (String, String, String, String);
+    let map = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Row> {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+    };
+    let rows: Vec<Row> = match scope {
+        Scope::Platform => conn
+            .prepare_cached(
+                "SELECT tenant_id, currency, estimate_cost, estimate_tokens FROM reservations \
+                 WHERE status = 'held' AND expires_at_ms > ?1",
+            )
+            .and_then(|mut st| st.query_map([at.0], map)?.collect()),
+        Scope::Tenant(t) => conn
+            .prepare_cached(
+                "SELECT tenant_id, currency, estimate_cost, estimate_tokens FROM reservations \
+                 WHERE tenant_id = ?2 AND status = 'held' AND expires_at_ms > ?1",
+            )
+            .and_then(|mut st| st.query_map(params![at.0, t.to_string()], map)?.collect()),
+    }
+    .ctx("read holds")?;
+    let mut out: BTreeMap<(TenantId, Currency), Amounts> = BTreeMap::new();
+    for (t, c, cost, tokens) in rows {
+        let key = (
+            tenant_parse(&t, "reservations.tenant_id")?,
+            currency_parse(&c, "reservations.currency")?,
+        );
+        let a = b::amounts_parse(&cost, &tokens, "reservations.estimate")?;
+        let e = out.entry(key).or_default();
+        *e = e.plus(a);
+    }
+    Ok(out)
+}
+
+// --- budgets ---------------------------------------------------------------------------------------------------
+
+const BUDGET_COLS: &str =
+    "seq, tenant_id, body, effective_from_ms, effective_to_ms, webhook_secret";
+
+type BudgetRow = (i64, String, String, i64, Option<i64>, Option<String>);
+
+fn budget_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<BudgetRow> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+    ))
+}
+
+fn decode_budget((seq, tenant, body, from, to, secret): BudgetRow) -> Result<BudgetRecord> {
+    let tenant = tenant_parse(&tenant, "budgets.tenant_id")?;
+    b::budget_parse(seq, tenant, &body, from, to, secret)
+}
+
+fn insert_budget(tx: &Connection, spec: &BudgetSpec, secret: Option<&str>) -> Result<BudgetRecord> {
+    let body = b::budget_json(spec)?;
+    tx.prepare_cached(
+        "INSERT INTO budgets (tenant_id, body, effective_from_ms, effective_to_ms, webhook_secret, created_at_ms) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )
+    .and_then(|mut st| {
+        st.execute(params![
+            spec.tenant_id.to_string(),
+            body,
+            spec.effective_from.0,
+            spec.effective_to.map(|t| t.0),
+            secret,
+            now_ms()
+        ])
+    })
+    .ctx("insert a budget")?;
+    let seq = u64::try_from(tx.last_insert_rowid()).map_err(|_| corrupt("budgets.seq", "<0"))?;
+    Ok(BudgetRecord {
+        budget: eai_engine::budget::Budget::new(seq, spec.clone()),
+        webhook_secret: secret.map(str::to_string),
+    })
+}
+
+pub fn create_budget(
+    conn: &mut Connection,
+    nb: &NewBudget,
+    draft: &AuditDraft,
+) -> Result<BudgetRecord> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("begin budget create")?;
+    let r = insert_budget(&tx, &nb.spec, nb.webhook_secret.as_deref())?;
+    append_in(
+        &tx,
+        &audit::completed(draft, Some(r.budget.id.clone()), json!({})),
+    )?;
+    tx.commit().ctx("commit budget create")?;
+    Ok(r)
+}
+
+pub fn budgets(conn: &Connection, scope: Scope) -> Result<Vec<BudgetRecord>> {
+    let rows: Vec<BudgetRow> = match scope {
+        Scope::Platform => conn
+            .prepare_cached(&format!("SELECT {BUDGET_COLS} FROM budgets ORDER BY seq"))
+            .and_then(|mut st| st.query_map([], budget_row)?.collect()),
+        Scope::Tenant(t) => conn
+            .prepare_cached(&format!(
+                "SELECT {BUDGET_COLS} FROM budgets WHERE tenant_id = ?1 ORDER BY seq"
+            ))
+            .and_then(|mut st| st.query_map([t.to_string()], budget_row)?.collect()),
+    }
+    .ctx("read budgets")?;
+    rows.into_iter().map(decode_budget).collect()
+}
+
+/// A budget by id, within `scope` (another tenant's is not found).
+fn budget_in(tx: &Connection, scope: Scope, id: &str) -> Result<BudgetRecord> {
+    let seq = b::budget_seq(id)?;
+    let row: Option<BudgetRow> = tx
+        .prepare_cached(&format!("SELECT {BUDGET_COLS} FROM budgets WHERE seq = ?1"))
+        .and_then(|mut st| st.query_row([seq], budget_row).optional())
+        .ctx("read a budget")?;
+    let r = row.map(decode_budget).transpose()?;
+    r.filter(|r| match scope {
+        Scope::Platform => true,
+        Scope::Tenant(t) => r.budget.spec.tenant_id == t,
+    })
+    .ok_or_else(|| StoreError::NotFound(format!("budget {id}")))
+}
+
+pub fn supersede_budget(
+    conn: &mut Connection,
+    scope: Scope,
+    id: &str,
+    at: Timestamp,
+    replacement: Option<&BudgetSpec>,
+    draft: &AuditDraft,
+) -> Result<(BudgetRecord, Option<BudgetRecord>)> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("begin budget supersede")?;
+    let mut old = budget_in(&tx, scope, id)?;
+    b::check_close(&old.budget, at)?;
+    if let Some(spec) = replacement {
+        b::check_replacement(&old.budget, spec)?;
+    }
+    let seq = b::budget_seq(id)?;
+    tx.prepare_cached("UPDATE budgets SET effective_to_ms = ?2 WHERE seq = ?1")
+        .and_then(|mut st| st.execute(params![seq, at.0]))
+        .ctx("close a budget")?;
+    old.budget.spec.effective_to = Some(at);
+    let opened = replacement
+        .map(|spec| insert_budget(&tx, spec, old.webhook_secret.as_deref()))
+        .transpose()?;
+    append_in(
+        &tx,
+        &audit::completed(
+            draft,
+            Some(old.budget.id.clone()),
+            json!({ "opened": opened.as_ref().map(|o| o.budget.id.clone()) }),
+        ),
+    )?;
+    tx.commit().ctx("commit budget supersede")?;
+    Ok((old, opened))
+}
+
+pub fn standings(conn: &Connection, scope: Scope, at: Timestamp) -> Result<Vec<Standing>> {
+    let active: Vec<_> = budgets(conn, scope)?
+        .into_iter()
+        .map(|r| r.budget)
+        .filter(|bud| bud.active_at(at))
+        .collect();
+    let spent = spent(conn, scope, b::month_start(at))?;
+    let held = held(conn, scope, at)?;
+    Ok(b::standings(active, &spent, &held, at))
+}
+
+// --- reservations ----------------------------------------------------------------------------------------------
+
+const RES_COLS: &str =
+    "id, tenant_id, action, deployment_id, currency, estimate_cost, estimate_tokens, status, \
+     created_at_ms, expires_at_ms, closed_at_ms, actual_cost, actual_tokens, event_id";
+
+fn reservation_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Reservation>> {
+    let id: String = r.get(0)?;
+    let tenant: String = r.get(1)?;
+    let currency: String = r.get(4)?;
+    let (cost, tokens): (String, String) = (r.get(5)?, r.get(6)?);
+    let status: String = r.get(7)?;
+    let actual: (Option<String>, Option<String>) = (r.get(11)?, r.get(12)?);
+    let event: Option<String> = r.get(13)?;
+    let (action, deployment_id, created, expires, closed): (
+        String,
+        Option<String>,
+        i64,
+        i64,
+        Option<i64>,
+    ) = (r.get(2)?, r.get(3)?, r.get(8)?, r.get(9)?, r.get(10)?);
+    Ok((|| {
+        Ok(Reservation {
+            tenant_id: tenant_parse(&tenant, "reservations.tenant_id")?,
+            action,
+            deployment_id,
+            currency: currency_parse(&currency, "reservations.currency")?,
+            estimate: b::amounts_parse(&cost, &tokens, "reservations.estimate")?,
+            status: ReservationStatus::from_str(&status)?,
+            created_at: Timestamp(created),
+            expires_at: Timestamp(expires),
+            closed_at: closed.map(Timestamp),
+            actual: match actual {
+                (Some(c), Some(t)) => Some(b::amounts_parse(&c, &t, "reservations.actual")?),
+                _ => None,
+            },
+            event_id: event
+                .map(|e| Uuid::parse_str(&e).map_err(|_| corrupt("reservations.event_id", e)))
+                .transpose()?,
+            id,
+        })
+    })())
+}
+
+fn reservation_in(conn: &Connection, scope: Scope, id: &str) -> Result<Option<Reservation>> {
+    let r = conn
+        .prepare_cached(&format!(
+            "SELECT {RES_COLS} FROM reservations WHERE id = ?1"
+        ))
+        .and_then(|mut st| st.query_row([id], reservation_row).optional())
+        .ctx("read a reservation")?
+        .transpose()?;
+    Ok(r.filter(|r| match scope {
+        Scope::Platform => true,
+        Scope::Tenant(t) => r.tenant_id == t,
+    }))
+}
+
+pub fn reservation(conn: &Connection, scope: Scope, id: &str) -> Result<Option<Reservation>> {
+    reservation_in(conn, scope, id)
+}
+
+pub fn reserve(
+    conn: &mut Connection,
+    req: &NewReservation,
+    draft: &AuditDraft,
+) -> Result<ReserveOutcome> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("begin reserve")?;
+    let at = req.created_at;
+    let scope = Scope::Tenant(req.request.tenant_id);
+    let outcome = b::decide(req, &standings(&tx, scope, at)?)?;
+    if let ReserveOutcome::Granted(r) = &outcome {
+        tx.prepare_cached(
+            "INSERT INTO reservations (id, tenant_id, action, deployment_id, currency, estimate_cost, estimate_tokens, \
+             status, created_at_ms, expires_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'held', ?8, ?9)",
+        )
+        .and_then(|mut st| {
+            st.execute(params![
+                r.id,
+                r.tenant_id.to_string(),
+                r.action,
+                r.deployment_id,
+                r.currency.as_str(),
+                dec_text(r.estimate.cost),
+                dec_text(r.estimate.tokens),
+                r.created_at.0,
+                r.expires_at.0
+            ])
+        })
+        .ctx("hold a reservation")?;
+        append_in(
+            &tx,
+            &audit::completed(
+                draft,
+                Some(r.id.clone()),
+                json!({ "currency": r.currency.as_str(), "expires_at": r.expires_at.to_string() }),
+            ),
+        )?;
+        tx.commit().ctx("commit reserve")?;
+    }
+    Ok(outcome)
+}
+
+fn close_reservation(
+    tx: &Connection,
+    r: &Reservation,
+    status: ReservationStatus,
+    at: Timestamp,
+) -> Result<()> {
+    let (cost, tokens) = match r.actual {
+        Some(a) => (Some(dec_text(a.cost)), Some(dec_text(a.tokens))),
+        None => (None, None),
+    };
+    tx.prepare_cached(
+        "UPDATE reservations SET status = ?2, closed_at_ms = ?3, actual_cost = ?4, actual_tokens = ?5, event_id = ?6 \
+         WHERE id = ?1",
+    )
+    .and_then(|mut st| {
+        st.execute(params![
+            r.id,
+            status.as_str(),
+            at.0,
+            cost,
+            tokens,
+            r.event_id.map(|e| e.hyphenated().to_string())
+        ])
+    })
+    .ctx("close a reservation")?;
+    Ok(())
+}
+
+pub fn commit(
+    conn: &mut Connection,
+    scope: Scope,
+    id: &str,
+    actual: Amounts,
+    at: Timestamp,
+    with_outbox: bool,
+    draft: &AuditDraft,
+) -> Result<Reservation> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("begin commit")?;
+    let mut r = reservation_in(&tx, scope, id)?
+        .ok_or_else(|| StoreError::NotFound(format!("reservation {id}")))?;
+    let changed = b::check_commit(&r)?.is_some();
+    if changed {
+        let event = b::commit_event_of(&r, actual, at);
+        upsert_in(&tx, std::slice::from_ref(&event), with_outbox)?;
+        r.status = ReservationStatus::Committed;
+        r.actual = Some(actual);
+        r.event_id = Some(event.event_id);
+        r.closed_at = Some(at);
+        close_reservation(&tx, &r, ReservationStatus::Committed, at)?;
+    }
+    append_in(
+        &tx,
+        &audit::completed(draft, Some(r.id.clone()), json!({ "unchanged": !changed })),
+    )?;
+    tx.commit().ctx("commit a reservation")?;
+    Ok(r)
+}
+
+pub fn release(
+    conn: &mut Connection,
+    scope: Scope,
+    id: &str,
+    at: Timestamp,
+    draft: &AuditDraft,
+) -> Result<Reservation> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("begin release")?;
+    let mut r = reservation_in(&tx, scope, id)?
+        .ok_or_else(|| StoreError::NotFound(format!("reservation {id}")))?;
+    let changed = b::check_release(&r, at)?.is_some();
+    if changed {
+        r.status = ReservationStatus::Released;
+        r.closed_at = Some(at);
+        close_reservation(&tx, &r, ReservationStatus::Released, at)?;
+    } else {
+        r.status = r.status_at(at);
+    }
+    append_in(
+        &tx,
+        &audit::completed(draft, Some(r.id.clone()), json!({ "unchanged": !changed })),
+    )?;
+    tx.commit().ctx("commit release")?;
+    Ok(r)
+}
+
+pub fn expire(conn: &mut Connection, at: Timestamp) -> Result<u64> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("begin expire")?;
+    let n = tx
+        .execute(
+            "UPDATE reservations SET status = 'expired', closed_at_ms = expires_at_ms \
+             WHERE status = 'held' AND expires_at_ms <= ?1",
+            [at.0],
+        )
+        .ctx("expire holds")?;
+    if n > 0 {
+        append_in(
+            &tx,
+            &AuditDraft::system("system", "reservation.expire", at, json!({ "expired": n })),
+        )?;
+    }
+    tx.commit().ctx("commit expire")?;
+    Ok(n as u64)
+}
+
+// --- threshold alerts ------------------------------------------------------------------------------------------
+
+pub fn record_crossings(conn: &mut Connection, at: Timestamp) -> Result<Vec<Alert>> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("begin crossings")?;
+    let month = b::month_start(at);
+    let mut out = Vec::new();
+    for s in standings(&tx, Scope::Platform, at)? {
+        let spec = &s.budget.spec;
+        let seq = b::budget_seq(&s.budget.id)?;
+        for pct in crossed(spec, s.spent.cost) {
+            let id = Uuid::new_v4();
+            let n = tx
+                .prepare_cached(
+                    "INSERT INTO budget_alerts (id, budget_seq, tenant_id, month_ms, threshold_pct, spent, crossed_at_ms, \
+                     attempts, next_attempt_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?7) \
+                     ON CONFLICT (budget_seq, month_ms, threshold_pct) DO NOTHING",
+                )
+                .and_then(|mut st| {
+                    st.execute(params![
+                        id.hyphenated().to_string(),
+                        seq,
+                        spec.tenant_id.to_string(),
+                        month.0,
+                        pct,
+                        dec_text(s.spent.cost),
+                        at.0
+                    ])
+                })
+                .ctx("record a crossing")?;
+            if n == 0 {
+                continue;
+            }
+            let alert = Alert {
+                id,
+                budget_id: s.budget.id.clone(),
+                tenant_id: spec.tenant_id,
+                month,
+                threshold_pct: pct,
+                spent: s.spent.cost,
+                limit: spec.limit,
+                currency: spec.currency,
+                crossed_at: at,
+                attempts: 0,
+                delivered_at: None,
+            };
+            append_in(&tx, &b::crossing_audit(&alert))?;
+            out.push(alert);
+        }
+    }
+    tx.commit().ctx("commit crossings")?;
+    Ok(out)
+}
+
+pub fn due_deliveries(conn: &Connection, at: Timestamp, limit: u64) -> Result<Vec<Delivery>> {
+    type Row = (
+        String,
+        i64,
+        String,
+        i64,
+        i64,
+        String,
+        i64,
+        i64,
+        String,
+        Option<String>,
+        Option<String>,
+    );
+    let rows: Vec<Row> = conn
+        .prepare_cached(
+            "SELECT a.id, a.budget_seq, a.tenant_id, a.month_ms, a.threshold_pct, a.spent, a.crossed_at_ms, a.attempts, \
+             b.body, b.webhook_secret, NULL FROM budget_alerts a JOIN budgets b ON b.seq = a.budget_seq \
+             WHERE a.delivered_at_ms IS NULL AND a.next_attempt_ms <= ?1 AND a.attempts < ?2 \
+             AND b.webhook_secret IS NOT NULL ORDER BY a.crossed_at_ms, a.id LIMIT ?3",
+        )
+        .and_then(|mut st| {
+            st.query_map(params![at.0, b::MAX_ATTEMPTS, limit], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                    r.get(8)?,
+                    r.get(9)?,
+                    r.get(10)?,
+                ))
+            })?
+            .collect()
+        })
+        .ctx("read due deliveries")?;
+    rows.into_iter()
+        .filter_map(
+            |(id, seq, tenant, month, pct, spent, crossed_at, attempts, body, secret, _)| {
+                let delivery = (|| {
+                    let tenant = tenant_parse(&tenant, "budget_alerts.tenant_id")?;
+                    let rec = b::budget_parse(seq, tenant, &body, 0, None, secret.clone())?;
+                    let spec = &rec.budget.spec;
+                    let (Some(url), Some(secret)) = (spec.webhook_url.clone(), secret) else {
+                        return Ok(None);
+                    };
+                    Ok(Some(Delivery {
+                        alert: Alert {
+                            id: Uuid::parse_str(&id)
+                                .map_err(|_| corrupt("budget_alerts.id", &id))?,
+                            budget_id: rec.budget.id.clone(),
+                            tenant_id: tenant,
+                            month: Timestamp(month),
+                            threshold_pct: u32::try_from(pct)
+                                .map_err(|_| corrupt("budget_alerts.threshold_pct", pct))?,
+                            spent: dec_parse(&spent, "budget_alerts.spent")?,
+                            limit: spec.limit,
+                            currency: spec.currency,
+                            crossed_at: Timestamp(crossed_at),
+                            attempts: u32::try_from(attempts)
+                                .map_err(|_| corrupt("budget_alerts.attempts", attempts))?,
+                            delivered_at: None,
+                        },
+                        url,
+                        secret,
+                    }))
+                })();
+                delivery.transpose()
+            },
+        )
+        .collect()
+}
+
+pub fn delivery_attempted(
+    conn: &mut Connection,
+    alert: Uuid,
+    at: Timestamp,
+    outcome: std::result::Result<(), String>,
+    next: Option<Timestamp>,
+) -> Result<()> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("begin delivery")?;
+    let id = alert.hyphenated().to_string();
+    match &outcome {
+        Ok(()) => tx.execute(
+            "UPDATE budget_alerts SET attempts = attempts + 1, delivered_at_ms = ?2, last_error = NULL WHERE id = ?1",
+            params![id, at.0],
+        ),
+        Err(e) => tx.execute(
+            "UPDATE budget_alerts SET attempts = CASE WHEN ?3 IS NULL THEN ?4 ELSE attempts + 1 END, \
+             next_attempt_ms = COALESCE(?3, next_attempt_ms), last_error = ?2 WHERE id = ?1",
+            params![id, e, next.map(|t| t.0), b::MAX_ATTEMPTS],
+        ),
+    }
+    .ctx("record a delivery")?;
+    if let (Err(e), None) = (&outcome, next) {
+        let mut d = AuditDraft::system(
+            "system",
+            "budget.webhook_abandoned",
+            at,
+            json!({ "alert_id": id, "last_error": e }),
+        );
+        d.decision = "deny".into();
+        append_in(&tx, &d)?;
+    }
+    tx.commit().ctx("commit delivery")?;
+    Ok(())
+}

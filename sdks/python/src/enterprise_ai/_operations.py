@@ -1,0 +1,300 @@
+"""Every endpoint of the API as an operation (see :mod:`enterprise_ai._core`), shared by the sync and the
+async resources: the paths, parameters, bodies, idempotency and result types live here only."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
+
+from ._core import (
+    ClientConfig,
+    Op,
+    as_object,
+    call,
+    ingest,
+    path_segment,
+    prepare_events,
+    prepare_samples,
+    split_count,
+)
+from ._json import DateLike, format_date_param
+from .types import (
+    Allocation,
+    AllocationPolicyChange,
+    AllocationPolicyCreated,
+    AllocationPolicyList,
+    ApiKey,
+    ApiKeyCreated,
+    ApiKeyList,
+    AuditEventList,
+    AuditHead,
+    Catalog,
+    SampleIngestResult,
+    Tenant,
+    TenantList,
+    UsageIngestResult,
+    WhoAmI,
+)
+
+SAMPLES_PATH = "/v1/finops/gpu/samples"
+EVENTS_PATH = "/v1/usage/events"
+POLICIES_PATH = "/v1/finops/allocation-policies"
+
+
+def _body(positional: Optional[Mapping[str, Any]], keywords: Mapping[str, Any], what: str) -> Dict[str, Any]:
+    if positional is not None and not isinstance(positional, Mapping):
+        raise TypeError(f"{what} must be a mapping, not {type(positional).__name__}")
+    body: Dict[str, Any] = dict(positional or {})
+    body.update(keywords)
+    return body
+
+
+# ---------------------------------------------------------------------------------------------- finops
+
+
+def gpu_samples(
+    cfg: ClientConfig,
+    samples: Iterable[Mapping[str, Any]],
+    *,
+    batch_size: Optional[int],
+    split_on_payload_too_large: Optional[bool],
+) -> Op[SampleIngestResult]:
+    records = prepare_samples(samples)
+
+    def finish(totals: Dict[str, Any], requests: int) -> SampleIngestResult:
+        return SampleIngestResult(
+            accepted=split_count(totals, "accepted"),
+            duplicates=split_count(totals, "duplicates"),
+            requests=requests,
+            raw=totals,
+        )
+
+    return ingest(
+        cfg,
+        SAMPLES_PATH,
+        "samples",
+        records,
+        finish,
+        batch_size=batch_size,
+        split_on_payload_too_large=split_on_payload_too_large,
+    )
+
+
+def gpu_allocation(cfg: ClientConfig, start: Optional[DateLike], end: Optional[DateLike]) -> Op[Allocation]:
+    params = {
+        "from": None if start is None else format_date_param(start, "start"),
+        "to": None if end is None else format_date_param(end, "end"),
+    }
+    return call(
+        cfg,
+        "GET",
+        "/v1/finops/gpu/allocation",
+        lambda d: Allocation.from_json(as_object(d)),
+        params=params,
+        idempotent=True,
+    )
+
+
+def create_allocation_policy(
+    cfg: ClientConfig, policy: Optional[Mapping[str, Any]], fields: Mapping[str, Any]
+) -> Op[AllocationPolicyCreated]:
+    body = _body(policy, fields, "policy")
+    return call(
+        cfg,
+        "POST",
+        POLICIES_PATH,
+        lambda d: AllocationPolicyCreated.from_json(as_object(d)),
+        body=body,
+        idempotent=False,
+    )
+
+
+def list_allocation_policies(cfg: ClientConfig) -> Op[AllocationPolicyList]:
+    return call(
+        cfg,
+        "GET",
+        POLICIES_PATH,
+        lambda d: AllocationPolicyList.from_json(as_object(d)),
+        idempotent=True,
+    )
+
+
+def supersede_allocation_policy(
+    cfg: ClientConfig, policy_id: str, changes: Optional[Mapping[str, Any]], fields: Mapping[str, Any]
+) -> Op[AllocationPolicyChange]:
+    body = _body(changes, fields, "changes")
+    return call(
+        cfg,
+        "POST",
+        f"{POLICIES_PATH}/{path_segment(policy_id)}/supersede",
+        lambda d: AllocationPolicyChange.from_json(as_object(d)),
+        body=body,
+        idempotent=False,
+    )
+
+
+def disable_allocation_policy(
+    cfg: ClientConfig, policy_id: str, effective_at: Optional[DateLike]
+) -> Op[AllocationPolicyChange]:
+    body: Dict[str, Any] = {}
+    if effective_at is not None:
+        body["effective_at"] = format_date_param(effective_at, "effective_at")
+    return call(
+        cfg,
+        "POST",
+        f"{POLICIES_PATH}/{path_segment(policy_id)}/disable",
+        lambda d: AllocationPolicyChange.from_json(as_object(d)),
+        body=body,
+        idempotent=False,
+    )
+
+
+# --------------------------------------------------------------------------------------------- providers
+
+
+def catalog(cfg: ClientConfig) -> Op[Catalog]:
+    return call(
+        cfg, "GET", "/v1/providers/catalog", lambda d: Catalog.from_json(as_object(d)), idempotent=True
+    )
+
+
+# ------------------------------------------------------------------------------------------------- usage
+
+
+def usage_events(
+    cfg: ClientConfig,
+    events: Iterable[Mapping[str, Any]],
+    *,
+    batch_size: Optional[int],
+    split_on_payload_too_large: Optional[bool],
+) -> Op[UsageIngestResult]:
+    records = prepare_events(events)
+    ids = [str(r["event_id"]) for r in records]
+
+    def finish(totals: Dict[str, Any], requests: int) -> UsageIngestResult:
+        return UsageIngestResult(
+            accepted=split_count(totals, "accepted"), requests=requests, event_ids=ids, raw=totals
+        )
+
+    return ingest(
+        cfg,
+        EVENTS_PATH,
+        "events",
+        records,
+        finish,
+        batch_size=batch_size,
+        split_on_payload_too_large=split_on_payload_too_large,
+    )
+
+
+# ----------------------------------------------------------------------------------------------- tenants
+
+
+def create_tenant(cfg: ClientConfig, slug: str, name: str, tenant_id: Optional[str]) -> Op[Tenant]:
+    body: Dict[str, Any] = {"slug": slug, "name": name}
+    if tenant_id is not None:
+        body["id"] = tenant_id
+    return call(
+        cfg, "POST", "/v1/tenants", lambda d: Tenant.from_json(as_object(d)), body=body, idempotent=False
+    )
+
+
+def list_tenants(cfg: ClientConfig) -> Op[TenantList]:
+    return call(cfg, "GET", "/v1/tenants", lambda d: TenantList.from_json(as_object(d)), idempotent=True)
+
+
+def get_tenant(cfg: ClientConfig, key: str) -> Op[Tenant]:
+    return call(
+        cfg,
+        "GET",
+        f"/v1/tenants/{path_segment(key)}",
+        lambda d: Tenant.from_json(as_object(d)),
+        idempotent=True,
+    )
+
+
+# -------------------------------------------------------------------------------------------------- auth
+
+
+def whoami(cfg: ClientConfig) -> Op[WhoAmI]:
+    return call(cfg, "GET", "/v1/auth/whoami", lambda d: WhoAmI.from_json(as_object(d)), idempotent=True)
+
+
+def create_api_key(
+    cfg: ClientConfig,
+    role: str,
+    tenant_id: Optional[str],
+    name: Optional[str],
+    expires_at: Optional[DateLike],
+    nodes: Optional[Sequence[str]],
+) -> Op[ApiKeyCreated]:
+    body: Dict[str, Any] = {"role": role}
+    if tenant_id is not None:
+        body["tenant_id"] = tenant_id
+    if name is not None:
+        body["name"] = name
+    if expires_at is not None:
+        body["expires_at"] = format_date_param(expires_at, "expires_at")
+    if nodes is not None:
+        if isinstance(nodes, str):
+            raise TypeError("nodes must be a list of node names, not a string")
+        body["nodes"] = list(nodes)
+    return call(
+        cfg,
+        "POST",
+        "/v1/auth/api-keys",
+        lambda d: ApiKeyCreated.from_json(as_object(d)),
+        body=body,
+        idempotent=False,
+    )
+
+
+def list_api_keys(cfg: ClientConfig) -> Op[ApiKeyList]:
+    return call(
+        cfg, "GET", "/v1/auth/api-keys", lambda d: ApiKeyList.from_json(as_object(d)), idempotent=True
+    )
+
+
+def revoke_api_key(cfg: ClientConfig, key_id: str) -> Op[ApiKey]:
+    return call(
+        cfg,
+        "DELETE",
+        f"/v1/auth/api-keys/{path_segment(key_id)}",
+        lambda d: ApiKey.from_json(as_object(d)),
+        idempotent=True,
+    )
+
+
+def rotate_api_key(cfg: ClientConfig, key_id: str, grace_seconds: Optional[int]) -> Op[ApiKeyCreated]:
+    body: Dict[str, Any] = {}
+    if grace_seconds is not None:
+        body["grace_seconds"] = int(grace_seconds)
+    return call(
+        cfg,
+        "POST",
+        f"/v1/auth/api-keys/{path_segment(key_id)}/rotate",
+        lambda d: ApiKeyCreated.from_json(as_object(d)),
+        body=body,
+        idempotent=False,
+    )
+
+
+# ------------------------------------------------------------------------------------------------- audit
+
+
+def audit_events(cfg: ClientConfig, after: Optional[int], limit: Optional[int]) -> Op[AuditEventList]:
+    params = {
+        "after": None if after is None else str(int(after)),
+        "limit": None if limit is None else str(int(limit)),
+    }
+    return call(
+        cfg,
+        "GET",
+        "/v1/audit/events",
+        lambda d: AuditEventList.from_json(as_object(d)),
+        params=params,
+        idempotent=True,
+    )
+
+
+def audit_head(cfg: ClientConfig) -> Op[AuditHead]:
+    return call(cfg, "GET", "/v1/audit/head", lambda d: AuditHead.from_json(as_object(d)), idempotent=True)

@@ -1,0 +1,435 @@
+"""The API's resources, as attributes of a client: ``client.finops``, ``client.providers``, ``client.usage``,
+``client.tenants``, ``client.auth``, ``client.audit``.
+
+Each sync method has an async twin of the same name and signature on :class:`AsyncEnterpriseAI`'s resources.
+Both only hand the shared operation (:mod:`enterprise_ai._operations`) to their client's driver.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Optional, Protocol, Sequence, TypeVar
+
+from . import _operations as ops
+from ._core import ClientConfig, Op
+from ._json import DateLike
+from .types import (
+    Allocation,
+    AllocationPolicyChange,
+    AllocationPolicyCreated,
+    AllocationPolicyList,
+    ApiKey,
+    ApiKeyCreated,
+    ApiKeyList,
+    AuditEventList,
+    AuditHead,
+    Catalog,
+    SampleIngestResult,
+    Tenant,
+    TenantList,
+    UsageIngestResult,
+    WhoAmI,
+)
+
+__all__ = [
+    "AsyncAudit",
+    "AsyncAuth",
+    "AsyncFinops",
+    "AsyncProviders",
+    "AsyncTenants",
+    "AsyncUsage",
+    "Audit",
+    "Auth",
+    "Finops",
+    "Providers",
+    "Tenants",
+    "Usage",
+]
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class SyncHost(Protocol):
+    """What a sync resource needs of its client."""
+
+    _config: ClientConfig
+
+    def _run(self, op: Op[T]) -> T: ...
+
+
+class AsyncHost(Protocol):
+    """What an async resource needs of its client."""
+
+    _config: ClientConfig
+
+    def _run(self, op: Op[T]) -> Awaitable[T]: ...
+
+
+def _doc(source: Callable[..., Any]) -> Callable[[F], F]:
+    """Gives an async method the docstring of its sync twin."""
+
+    def wrap(f: F) -> F:
+        f.__doc__ = source.__doc__
+        return f
+
+    return wrap
+
+
+class _SyncResource:
+    def __init__(self, client: SyncHost) -> None:
+        self._client = client
+
+    @property
+    def _cfg(self) -> ClientConfig:
+        return self._client._config
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} of {self._cfg.base_url}>"
+
+
+class _AsyncResource:
+    def __init__(self, client: AsyncHost) -> None:
+        self._client = client
+
+    @property
+    def _cfg(self) -> ClientConfig:
+        return self._client._config
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} of {self._cfg.base_url}>"
+
+
+# ---------------------------------------------------------------------------------------------- finops
+
+
+class Finops(_SyncResource):
+    """GPU samples, the allocation and allocation policies (``/v1/finops``)."""
+
+    def gpu_samples(
+        self,
+        samples: Iterable[Mapping[str, Any]],
+        *,
+        batch_size: Optional[int] = None,
+        split_on_payload_too_large: Optional[bool] = None,
+    ) -> SampleIngestResult:
+        """Ingests GPU samples (``POST /v1/finops/gpu/samples``; platform_admin or sampler).
+
+        Samples without ``timestamp`` are stamped once with the current instant before the first attempt, so
+        that a retry is recognised as a duplicate by the server and never counts twice. Your list and dicts
+        are not modified. The samples go in batches of ``batch_size`` (default: the client's
+        ``max_batch_size``, 5,000); a batch answered 413 is split in half and re-sent (unless
+        ``split_on_payload_too_large=False``). Each batch is atomic; the counts of all batches are summed.
+
+        Raises :class:`~enterprise_ai.ValidationError` with ``details`` indexed in *your* list when a sample
+        is refused; batches before it were stored (``error.partial_result`` counts them).
+        """
+        return self._client._run(
+            ops.gpu_samples(
+                self._cfg,
+                samples,
+                batch_size=batch_size,
+                split_on_payload_too_large=split_on_payload_too_large,
+            )
+        )
+
+    def gpu_allocation(
+        self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None
+    ) -> Allocation:
+        """The GPU cost allocation of ``[start, end)`` (``GET /v1/finops/gpu/allocation``).
+
+        ``start`` and ``end`` are ``"YYYY-MM-DD"`` / RFC 3339 strings, ``date`` or aware ``datetime``. A date
+        ``end`` includes that whole UTC day (``start="2026-10-01", end="2026-10-31"`` is October); a
+        datetime ``end`` is exclusive. Defaults: ``end`` now, ``start`` 30 days before ``end``.
+        """
+        return self._client._run(ops.gpu_allocation(self._cfg, start, end))
+
+    def create_allocation_policy(
+        self, policy: Optional[Mapping[str, Any]] = None, /, **fields: Any
+    ) -> AllocationPolicyCreated:
+        """Creates an allocation policy (``POST /v1/finops/allocation-policies``; platform_admin).
+
+        Give the policy as a dict, as keyword arguments, or both (keywords win)::
+
+            client.finops.create_allocation_policy(
+                name="local-gpu-default", gpu_hourly_cost="2.10", currency="EUR", effective_from="2026-01-01"
+            )
+
+        ``name`` and ``gpu_hourly_cost`` are required. Money and rates may be ``Decimal`` or strings.
+        """
+        return self._client._run(ops.create_allocation_policy(self._cfg, policy, fields))
+
+    def list_allocation_policies(self) -> AllocationPolicyList:
+        """Every allocation policy, closed and disabled ones included, oldest first."""
+        return self._client._run(ops.list_allocation_policies(self._cfg))
+
+    def supersede_allocation_policy(
+        self, policy_id: str, changes: Optional[Mapping[str, Any]] = None, /, **fields: Any
+    ) -> AllocationPolicyChange:
+        """Closes a policy at ``effective_at`` (default now) and opens its replacement: the closed policy's
+        fields overridden by the ones given (``POST .../{id}/supersede``; platform_admin)."""
+        return self._client._run(ops.supersede_allocation_policy(self._cfg, policy_id, changes, fields))
+
+    def disable_allocation_policy(
+        self, policy_id: str, effective_at: Optional[DateLike] = None
+    ) -> AllocationPolicyChange:
+        """Closes a policy at ``effective_at`` (default now) and opens a disabled copy
+        (``POST .../{id}/disable``; platform_admin)."""
+        return self._client._run(ops.disable_allocation_policy(self._cfg, policy_id, effective_at))
+
+
+class AsyncFinops(_AsyncResource):
+    """GPU samples, the allocation and allocation policies (``/v1/finops``), async."""
+
+    @_doc(Finops.gpu_samples)
+    async def gpu_samples(
+        self,
+        samples: Iterable[Mapping[str, Any]],
+        *,
+        batch_size: Optional[int] = None,
+        split_on_payload_too_large: Optional[bool] = None,
+    ) -> SampleIngestResult:
+        return await self._client._run(
+            ops.gpu_samples(
+                self._cfg,
+                samples,
+                batch_size=batch_size,
+                split_on_payload_too_large=split_on_payload_too_large,
+            )
+        )
+
+    @_doc(Finops.gpu_allocation)
+    async def gpu_allocation(
+        self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None
+    ) -> Allocation:
+        return await self._client._run(ops.gpu_allocation(self._cfg, start, end))
+
+    @_doc(Finops.create_allocation_policy)
+    async def create_allocation_policy(
+        self, policy: Optional[Mapping[str, Any]] = None, /, **fields: Any
+    ) -> AllocationPolicyCreated:
+        return await self._client._run(ops.create_allocation_policy(self._cfg, policy, fields))
+
+    @_doc(Finops.list_allocation_policies)
+    async def list_allocation_policies(self) -> AllocationPolicyList:
+        return await self._client._run(ops.list_allocation_policies(self._cfg))
+
+    @_doc(Finops.supersede_allocation_policy)
+    async def supersede_allocation_policy(
+        self, policy_id: str, changes: Optional[Mapping[str, Any]] = None, /, **fields: Any
+    ) -> AllocationPolicyChange:
+        return await self._client._run(ops.supersede_allocation_policy(self._cfg, policy_id, changes, fields))
+
+    @_doc(Finops.disable_allocation_policy)
+    async def disable_allocation_policy(
+        self, policy_id: str, effective_at: Optional[DateLike] = None
+    ) -> AllocationPolicyChange:
+        return await self._client._run(ops.disable_allocation_policy(self._cfg, policy_id, effective_at))
+
+
+# --------------------------------------------------------------------------------------------- providers
+
+
+class Providers(_SyncResource):
+    """The providers catalog (``/v1/providers``)."""
+
+    def catalog(self) -> Catalog:
+        """The providers catalog: shared deployments and the caller's tenant's dedicated ones
+        (``GET /v1/providers/catalog``)."""
+        return self._client._run(ops.catalog(self._cfg))
+
+
+class AsyncProviders(_AsyncResource):
+    """The providers catalog (``/v1/providers``), async."""
+
+    @_doc(Providers.catalog)
+    async def catalog(self) -> Catalog:
+        return await self._client._run(ops.catalog(self._cfg))
+
+
+# ------------------------------------------------------------------------------------------------- usage
+
+
+class Usage(_SyncResource):
+    """Usage events (``/v1/usage``). For workers, see :class:`enterprise_ai.usage.Emitter`."""
+
+    def events(
+        self,
+        events: Iterable[Mapping[str, Any]],
+        *,
+        batch_size: Optional[int] = None,
+        split_on_payload_too_large: Optional[bool] = None,
+    ) -> UsageIngestResult:
+        """Ingests usage events (``POST /v1/usage/events``), upserted by ``(tenant, event_id)``.
+
+        Events without ``event_id`` get a uuid4, without ``schema_version`` ``"1.0"``, without
+        ``occurred_at`` the current instant -- once, before the first attempt, so a retry replaces rather
+        than doubles. ``result.event_ids`` lists the ids sent, in your order. A tenant key may omit
+        ``tenant_id``; a platform or usage_reporter key must give it in each event. Batching as for
+        :meth:`Finops.gpu_samples`.
+        """
+        return self._client._run(
+            ops.usage_events(
+                self._cfg,
+                events,
+                batch_size=batch_size,
+                split_on_payload_too_large=split_on_payload_too_large,
+            )
+        )
+
+
+class AsyncUsage(_AsyncResource):
+    """Usage events (``/v1/usage``), async."""
+
+    @_doc(Usage.events)
+    async def events(
+        self,
+        events: Iterable[Mapping[str, Any]],
+        *,
+        batch_size: Optional[int] = None,
+        split_on_payload_too_large: Optional[bool] = None,
+    ) -> UsageIngestResult:
+        return await self._client._run(
+            ops.usage_events(
+                self._cfg,
+                events,
+                batch_size=batch_size,
+                split_on_payload_too_large=split_on_payload_too_large,
+            )
+        )
+
+
+# ----------------------------------------------------------------------------------------------- tenants
+
+
+class Tenants(_SyncResource):
+    """Registered tenants (``/v1/tenants``)."""
+
+    def create(self, *, slug: str, name: str, id: Optional[str] = None) -> Tenant:
+        """Registers a tenant (platform_admin): a unique, immutable ``slug``, a display ``name`` and
+        optionally the ``id`` (uuid) of a tenant already seen in data. 409 ``ConflictError`` when the slug or
+        the id is registered already."""
+        return self._client._run(ops.create_tenant(self._cfg, slug, name, id))
+
+    def list(self) -> TenantList:
+        """Registered tenants, by slug (a tenant key sees its own)."""
+        return self._client._run(ops.list_tenants(self._cfg))
+
+    def get(self, key: str) -> Tenant:
+        """A tenant by slug or id (404 ``NotFoundError`` when unknown)."""
+        return self._client._run(ops.get_tenant(self._cfg, key))
+
+
+class AsyncTenants(_AsyncResource):
+    """Registered tenants (``/v1/tenants``), async."""
+
+    @_doc(Tenants.create)
+    async def create(self, *, slug: str, name: str, id: Optional[str] = None) -> Tenant:
+        return await self._client._run(ops.create_tenant(self._cfg, slug, name, id))
+
+    @_doc(Tenants.list)
+    async def list(self) -> TenantList:
+        return await self._client._run(ops.list_tenants(self._cfg))
+
+    @_doc(Tenants.get)
+    async def get(self, key: str) -> Tenant:
+        return await self._client._run(ops.get_tenant(self._cfg, key))
+
+
+# -------------------------------------------------------------------------------------------------- auth
+
+
+class Auth(_SyncResource):
+    """The caller's identity and API keys (``/v1/auth``)."""
+
+    def whoami(self) -> WhoAmI:
+        """The identity behind the client's API key (and the tenant it is signed in to)."""
+        return self._client._run(ops.whoami(self._cfg))
+
+    def create_api_key(
+        self,
+        *,
+        role: str,
+        tenant_id: Optional[str] = None,
+        name: Optional[str] = None,
+        expires_at: Optional[DateLike] = None,
+        nodes: Optional[Sequence[str]] = None,
+    ) -> ApiKeyCreated:
+        """Creates an API key (platform_admin). ``tenant_id`` is required for every role but
+        ``platform_admin``, ``sampler`` and ``usage_reporter``; ``nodes`` binds a sampler key to node names.
+        The secret is in ``result.key`` only (never in ``repr``)."""
+        return self._client._run(ops.create_api_key(self._cfg, role, tenant_id, name, expires_at, nodes))
+
+    def list_api_keys(self) -> ApiKeyList:
+        """API keys (platform_admin: all; tenant_admin: its tenant's), never their secrets."""
+        return self._client._run(ops.list_api_keys(self._cfg))
+
+    def revoke_api_key(self, key_id: str) -> ApiKey:
+        """Revokes a key (``key_3``): its next call gets 401. Idempotent."""
+        return self._client._run(ops.revoke_api_key(self._cfg, key_id))
+
+    def rotate_api_key(self, key_id: str, *, grace_seconds: Optional[int] = None) -> ApiKeyCreated:
+        """Gives a key a new secret (in ``result.key``); the previous one keeps working ``grace_seconds``
+        (default 0). A revoked key answers 409 ``ConflictError``."""
+        return self._client._run(ops.rotate_api_key(self._cfg, key_id, grace_seconds))
+
+
+class AsyncAuth(_AsyncResource):
+    """The caller's identity and API keys (``/v1/auth``), async."""
+
+    @_doc(Auth.whoami)
+    async def whoami(self) -> WhoAmI:
+        return await self._client._run(ops.whoami(self._cfg))
+
+    @_doc(Auth.create_api_key)
+    async def create_api_key(
+        self,
+        *,
+        role: str,
+        tenant_id: Optional[str] = None,
+        name: Optional[str] = None,
+        expires_at: Optional[DateLike] = None,
+        nodes: Optional[Sequence[str]] = None,
+    ) -> ApiKeyCreated:
+        return await self._client._run(
+            ops.create_api_key(self._cfg, role, tenant_id, name, expires_at, nodes)
+        )
+
+    @_doc(Auth.list_api_keys)
+    async def list_api_keys(self) -> ApiKeyList:
+        return await self._client._run(ops.list_api_keys(self._cfg))
+
+    @_doc(Auth.revoke_api_key)
+    async def revoke_api_key(self, key_id: str) -> ApiKey:
+        return await self._client._run(ops.revoke_api_key(self._cfg, key_id))
+
+    @_doc(Auth.rotate_api_key)
+    async def rotate_api_key(self, key_id: str, *, grace_seconds: Optional[int] = None) -> ApiKeyCreated:
+        return await self._client._run(ops.rotate_api_key(self._cfg, key_id, grace_seconds))
+
+
+# ------------------------------------------------------------------------------------------------- audit
+
+
+class Audit(_SyncResource):
+    """The audit trail (``/v1/audit``)."""
+
+    def events(self, *, after: Optional[int] = None, limit: Optional[int] = None) -> AuditEventList:
+        """Audit events with ``seq > after`` (default 0), oldest first, at most ``limit`` (1..1000, default
+        100). Page on with ``after=page.last_seq``. platform_admin, auditor, security_officer."""
+        return self._client._run(ops.audit_events(self._cfg, after, limit))
+
+    def head(self) -> AuditHead:
+        """The newest event's ``seq`` and ``hash``, to anchor outside the database (platform_admin)."""
+        return self._client._run(ops.audit_head(self._cfg))
+
+
+class AsyncAudit(_AsyncResource):
+    """The audit trail (``/v1/audit``), async."""
+
+    @_doc(Audit.events)
+    async def events(self, *, after: Optional[int] = None, limit: Optional[int] = None) -> AuditEventList:
+        return await self._client._run(ops.audit_events(self._cfg, after, limit))
+
+    @_doc(Audit.head)
+    async def head(self) -> AuditHead:
+        return await self._client._run(ops.audit_head(self._cfg))

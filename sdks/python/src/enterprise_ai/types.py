@@ -1,0 +1,856 @@
+"""Typed results (frozen dataclasses) and typed inputs (``TypedDict``) of the API.
+
+Money and every quantity are :class:`~decimal.Decimal`, never ``float``: the server writes exact decimals
+(money as strings such as ``"412.70"``, quantities as exact JSON numbers) and the SDK reads them digit for
+digit. Instants are timezone-aware :class:`~datetime.datetime` (UTC).
+
+Every result keeps the JSON object it was read from in ``.raw`` (excluded from ``repr`` and equality): fields
+a newer server adds are there before the SDK knows them, and unknown fields never break parsing.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Generic,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    TypedDict,
+    TypeVar,
+    Union,
+    overload,
+)
+
+from ._json import parse_instant
+
+__all__ = [
+    "Allocation",
+    "AllocationDaily",
+    "AllocationDeployment",
+    "AllocationFinding",
+    "AllocationGap",
+    "AllocationItem",
+    "AllocationPolicy",
+    "AllocationPolicyChange",
+    "AllocationPolicyCreated",
+    "AllocationPolicyList",
+    "AllocationTenant",
+    "ApiKey",
+    "ApiKeyCreated",
+    "ApiKeyList",
+    "AuditEvent",
+    "AuditEventList",
+    "AuditHead",
+    "Catalog",
+    "GpuSample",
+    "IngestResult",
+    "ItemList",
+    "Money",
+    "Provider",
+    "SampleIngestResult",
+    "Tenant",
+    "TenantList",
+    "TenantRef",
+    "UsageEvent",
+    "UsageIngestResult",
+    "WhoAmI",
+]
+
+T = TypeVar("T")
+
+Number = Union[int, float, str, Decimal]
+
+
+# --------------------------------------------------------------------------------------------------- inputs
+
+
+class GpuSample(TypedDict, total=False):
+    """One GPU sample (``contracts/v1/gpu-sample.schema.json``). ``timestamp`` may be left out: the SDK
+    stamps it once, before the first attempt, so that a retry never counts twice."""
+
+    node: str
+    gpu_uuid: str
+    model: str
+    namespace: str
+    pod: str
+    deployment_id: str
+    tenant_id: Optional[str]
+    window_seconds: Number
+    utilization: Number
+    memory_used_gb: Number
+    power_w: Number
+    timestamp: Union[str, _dt.datetime, None]
+    storage_gb: Optional[Number]
+    gpu_fraction: Optional[Number]
+
+
+class _UsageModel(TypedDict):
+    provider: str
+    name: str
+
+
+class _UsageCost(TypedDict):
+    amount: Number
+    currency: str
+
+
+class UsageEvent(TypedDict, total=False):
+    """One usage event (``contracts/v1/usage-event.schema.json``). ``event_id`` (uuid4),
+    ``schema_version`` (``"1.0"``) and ``occurred_at`` (now) are filled in by the SDK when absent."""
+
+    event_id: str
+    schema_version: str
+    tenant_id: Optional[str]
+    usage_type: str
+    source: str
+    occurred_at: Union[str, _dt.datetime]
+    deployment_id: Optional[str]
+    model: Optional[_UsageModel]
+    units: Mapping[str, Number]
+    cost: Optional[_UsageCost]
+    allocation_policy_id: Optional[str]
+    project: Optional[str]
+    agent_id: Optional[str]
+    run_id: Optional[str]
+
+
+# ------------------------------------------------------------------------------------------- value helpers
+
+
+def _dec(value: Any) -> Decimal:
+    if isinstance(value, bool):
+        raise TypeError(f"expected a decimal, got a boolean: {value!r}")
+    if isinstance(value, Decimal):
+        return value
+    if isinstance(value, (int, str)):
+        return Decimal(value)
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    raise TypeError(f"expected a decimal, got {type(value).__name__}: {value!r}")
+
+
+def _opt_dec(value: Any) -> Optional[Decimal]:
+    return None if value is None else _dec(value)
+
+
+def _str(value: Any) -> str:
+    if value is None:
+        raise TypeError("expected a string, got null")
+    return str(value)
+
+
+def _opt_str(value: Any) -> Optional[str]:
+    return None if value is None else str(value)
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, Decimal, str)):
+        raise TypeError(f"expected an integer, got {value!r}")
+    return int(value)
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"expected a boolean, got {value!r}")
+    return value
+
+
+def _instant(value: Any) -> _dt.datetime:
+    return parse_instant(_str(value))
+
+
+def _opt_instant(value: Any) -> Optional[_dt.datetime]:
+    return None if value is None else _instant(value)
+
+
+def _list(value: Any, parse: Callable[[Mapping[str, Any]], T]) -> List[T]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise TypeError(f"expected a list, got {type(value).__name__}")
+    return [parse(_obj(v)) for v in value]
+
+
+def _obj(value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"expected an object, got {type(value).__name__}")
+    return value
+
+
+def _raw(d: Mapping[str, Any]) -> Dict[str, Any]:
+    return dict(d)
+
+
+# ------------------------------------------------------------------------------------------------- common
+
+
+@dataclass(frozen=True)
+class Money:
+    """An amount in a currency, rounded to the currency's minor unit (``Money(Decimal("412.70"), "EUR")``)."""
+
+    amount: Decimal
+    currency: str
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Money:
+        return cls(amount=_dec(d["amount"]), currency=_str(d["currency"]))
+
+    def __str__(self) -> str:
+        return f"{self.amount} {self.currency}"
+
+
+@dataclass(frozen=True)
+class ItemList(Generic[T]):
+    """A list answer (``{"items": [...]}``): iterable, sized and indexable like a list."""
+
+    items: List[T]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> List[T]: ...
+
+    def __getitem__(self, index: Union[int, slice]) -> Union[T, List[T]]:
+        return self.items[index]
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+
+# ----------------------------------------------------------------------------------------------- ingest
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """What the server counted for an ingest call, summed over every request the SDK made.
+
+    ``accepted`` is the server's count (summed over batches); ``requests`` the number of successful HTTP
+    requests the records went in (batches, after any split on 413). ``raw`` holds every integer counter of the
+    server's answers summed, so that counters added by a newer server are summed too.
+    """
+
+    accepted: int
+    requests: int
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class SampleIngestResult(IngestResult):
+    """Result of :meth:`~enterprise_ai.resources.Finops.gpu_samples`.
+
+    ``accepted``: samples of the batches, re-sent duplicates included; ``duplicates``: of those, samples the
+    server already held (same ``gpu_uuid`` and ``timestamp``), counted once.
+    """
+
+    duplicates: int = 0
+
+    @property
+    def new(self) -> int:
+        """Samples stored for the first time (``accepted - duplicates``)."""
+        return self.accepted - self.duplicates
+
+
+@dataclass(frozen=True)
+class UsageIngestResult(IngestResult):
+    """Result of :meth:`~enterprise_ai.resources.Usage.events`: ``accepted`` events (a re-sent
+    ``event_id`` replaces the stored event) and the ``event_ids`` sent, in the order of your list (ids the SDK
+    generated included)."""
+
+    event_ids: List[str] = field(default_factory=list, repr=False)
+
+
+# ----------------------------------------------------------------------------------------------- allocation
+
+
+@dataclass(frozen=True)
+class AllocationItem:
+    """What a tenant is charged for a deployment under one policy."""
+
+    tenant_id: str
+    deployment_id: str
+    gpu_seconds: Decimal
+    gpu_memory_gb_seconds: Decimal
+    energy_wh: Decimal
+    allocated: Money
+    policy_id: str
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AllocationItem:
+        return cls(
+            tenant_id=_str(d["tenant_id"]),
+            deployment_id=_str(d["deployment_id"]),
+            gpu_seconds=_dec(d["gpu_seconds"]),
+            gpu_memory_gb_seconds=_dec(d["gpu_memory_gb_seconds"]),
+            energy_wh=_dec(d["energy_wh"]),
+            allocated=Money.from_json(_obj(d["allocated"])),
+            policy_id=_str(d["policy_id"]),
+            raw=_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class AllocationDeployment:
+    """One row per (deployment, currency). To the cent: ``allocated + unallocated == cost``."""
+
+    deployment_id: str
+    dedicated: bool
+    samples: int
+    estimated_samples: int
+    gpus: int
+    gpu_hours: Decimal
+    busy_gpu_hours: Decimal
+    estimated_gpu_seconds: Decimal
+    gpu_memory_gb_seconds: Decimal
+    energy_kwh: Decimal
+    cost: Decimal
+    allocated: Decimal
+    unallocated: Decimal
+    unpriced_samples: int
+    currency: Optional[str]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AllocationDeployment:
+        return cls(
+            deployment_id=_str(d["deployment_id"]),
+            dedicated=_bool(d["dedicated"]),
+            samples=_int(d["samples"]),
+            estimated_samples=_int(d["estimated_samples"]),
+            gpus=_int(d["gpus"]),
+            gpu_hours=_dec(d["gpu_hours"]),
+            busy_gpu_hours=_dec(d["busy_gpu_hours"]),
+            estimated_gpu_seconds=_dec(d["estimated_gpu_seconds"]),
+            gpu_memory_gb_seconds=_dec(d["gpu_memory_gb_seconds"]),
+            energy_kwh=_dec(d["energy_kwh"]),
+            cost=_dec(d["cost"]),
+            allocated=_dec(d["allocated"]),
+            unallocated=_dec(d["unallocated"]),
+            unpriced_samples=_int(d["unpriced_samples"]),
+            currency=_opt_str(d.get("currency")),
+            raw=_raw(d),
+        )
+
+    @property
+    def cost_money(self) -> Optional[Money]:
+        """``cost`` with its currency (``None`` when nothing of the deployment was priced)."""
+        return None if self.currency is None else Money(self.cost, self.currency)
+
+
+@dataclass(frozen=True)
+class AllocationTenant:
+    """One row per (tenant, currency): GPU-seconds, share of the view's cost (0..1) and cost."""
+
+    tenant_id: str
+    gpu_seconds: Decimal
+    share: Decimal
+    cost: Money
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AllocationTenant:
+        return cls(
+            tenant_id=_str(d["tenant_id"]),
+            gpu_seconds=_dec(d["gpu_seconds"]),
+            share=_dec(d["share"]),
+            cost=Money.from_json(_obj(d["cost"])),
+            raw=_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class AllocationDaily:
+    """Cost of a deployment on one UTC day."""
+
+    date: _dt.date
+    deployment_id: str
+    cost: Money
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AllocationDaily:
+        return cls(
+            date=_dt.date.fromisoformat(_str(d["date"])),
+            deployment_id=_str(d["deployment_id"]),
+            cost=Money.from_json(_obj(d["cost"])),
+            raw=_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class AllocationGap:
+    """A span of a GPU series with no sample that was not filled (``reason``: ``too_long``,
+    ``series_changed``)."""
+
+    gpu_uuid: str
+    node: str
+    deployment_id: str
+    from_: _dt.datetime
+    to: _dt.datetime
+    reason: str
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AllocationGap:
+        return cls(
+            gpu_uuid=_str(d["gpu_uuid"]),
+            node=_str(d["node"]),
+            deployment_id=_str(d["deployment_id"]),
+            from_=_instant(d["from"]),
+            to=_instant(d["to"]),
+            reason=_str(d["reason"]),
+            raw=_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class AllocationFinding:
+    """Something the figures rest on that a FinOps reader should know (``code``: ``unpriced_samples``,
+    ``over_attribution``, ``usage_without_samples``, ...)."""
+
+    code: str
+    message: str
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AllocationFinding:
+        return cls(code=_str(d["code"]), message=_str(d["message"]), raw=_raw(d))
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """The GPU cost allocation of a period ``[from_, to)`` (``from_`` because ``from`` is a keyword).
+
+    A tenant-scoped view (a tenant key, or a platform key signed in with ``tenant=``) holds only that tenant's
+    items, tenant row and share of each deployment.
+    """
+
+    period: str
+    from_: _dt.datetime
+    to: _dt.datetime
+    items: List[AllocationItem]
+    deployments: List[AllocationDeployment]
+    tenants: List[AllocationTenant]
+    daily: List[AllocationDaily]
+    gaps: List[AllocationGap]
+    findings: List[AllocationFinding]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Allocation:
+        return cls(
+            period=_str(d["period"]),
+            from_=_instant(d["from"]),
+            to=_instant(d["to"]),
+            items=_list(d.get("items"), AllocationItem.from_json),
+            deployments=_list(d.get("deployments"), AllocationDeployment.from_json),
+            tenants=_list(d.get("tenants"), AllocationTenant.from_json),
+            daily=_list(d.get("daily"), AllocationDaily.from_json),
+            gaps=_list(d.get("gaps"), AllocationGap.from_json),
+            findings=_list(d.get("findings"), AllocationFinding.from_json),
+            raw=_raw(d),
+        )
+
+    def deployment(
+        self, deployment_id: str, currency: Optional[str] = None
+    ) -> Optional[AllocationDeployment]:
+        """The row of a deployment (in ``currency`` when given), or ``None``."""
+        for row in self.deployments:
+            if row.deployment_id == deployment_id and (currency is None or row.currency == currency):
+                return row
+        return None
+
+    def tenant(self, tenant_id: str, currency: Optional[str] = None) -> Optional[AllocationTenant]:
+        """The row of a tenant (in ``currency`` when given), or ``None``."""
+        for row in self.tenants:
+            if row.tenant_id == tenant_id and (currency is None or row.cost.currency == currency):
+                return row
+        return None
+
+    def items_for(
+        self, *, tenant_id: Optional[str] = None, deployment_id: Optional[str] = None
+    ) -> List[AllocationItem]:
+        """The items of a tenant and/or a deployment."""
+        return [
+            i
+            for i in self.items
+            if (tenant_id is None or i.tenant_id == tenant_id)
+            and (deployment_id is None or i.deployment_id == deployment_id)
+        ]
+
+    @property
+    def tenant_ids(self) -> List[str]:
+        """The tenants of the view (from its tenant rows and items), in order of first appearance."""
+        seen: List[str] = []
+        for t in [r.tenant_id for r in self.tenants] + [i.tenant_id for i in self.items]:
+            if t not in seen:
+                seen.append(t)
+        return seen
+
+
+# ------------------------------------------------------------------------------------------------ policies
+
+
+@dataclass(frozen=True)
+class AllocationPolicy:
+    """A stored allocation policy (``status``: ``active``, ``scheduled``, ``closed``, ``disabled``). Never
+    edited in place: a change closes it (``effective_to``) and opens another."""
+
+    id: str
+    status: str
+    name: str
+    deployment_pattern: str
+    gpu_model: Optional[str]
+    currency: str
+    gpu_hourly_cost: Decimal
+    overhead_pct: Decimal
+    energy_kwh_price: Decimal
+    pue: Decimal
+    storage_gb_month_price: Decimal
+    idle_capacity: str
+    enabled: bool
+    effective_from: _dt.datetime
+    effective_to: Optional[_dt.datetime]
+    created_at: Optional[_dt.datetime] = None
+    created_by: Optional[str] = None
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AllocationPolicy:
+        return cls(
+            id=_str(d["id"]),
+            status=_str(d["status"]),
+            name=_str(d["name"]),
+            deployment_pattern=_str(d["deployment_pattern"]),
+            gpu_model=_opt_str(d.get("gpu_model")),
+            currency=_str(d["currency"]),
+            gpu_hourly_cost=_dec(d["gpu_hourly_cost"]),
+            overhead_pct=_dec(d["overhead_pct"]),
+            energy_kwh_price=_dec(d["energy_kwh_price"]),
+            pue=_dec(d["pue"]),
+            storage_gb_month_price=_dec(d["storage_gb_month_price"]),
+            idle_capacity=_str(d["idle_capacity"]),
+            enabled=_bool(d["enabled"]),
+            effective_from=_instant(d["effective_from"]),
+            effective_to=_opt_instant(d.get("effective_to")),
+            created_at=_opt_instant(d.get("created_at")),
+            created_by=_opt_str(d.get("created_by")),
+            raw=_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class AllocationPolicyCreated:
+    """The answer to a policy creation: its id (``alp_1``) and status."""
+
+    id: str
+    status: str
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AllocationPolicyCreated:
+        return cls(id=_str(d["id"]), status=_str(d["status"]), raw=_raw(d))
+
+
+@dataclass(frozen=True)
+class AllocationPolicyChange:
+    """A supersede or disable: the policy as closed, and the one opened in its place."""
+
+    closed: AllocationPolicy
+    opened: AllocationPolicy
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AllocationPolicyChange:
+        return cls(
+            closed=AllocationPolicy.from_json(_obj(d["closed"])),
+            opened=AllocationPolicy.from_json(_obj(d["opened"])),
+            raw=_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class AllocationPolicyList(ItemList[AllocationPolicy]):
+    """Every policy, closed ones included, oldest first."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AllocationPolicyList:
+        return cls(items=_list(d.get("items"), AllocationPolicy.from_json), raw=_raw(d))
+
+    def get(self, policy_id: str) -> Optional[AllocationPolicy]:
+        """The policy with this id, or ``None``."""
+        return next((p for p in self.items if p.id == policy_id), None)
+
+
+# ------------------------------------------------------------------------------------------------ catalog
+
+
+@dataclass(frozen=True)
+class Provider:
+    """A provider of the catalog (``discovery``: ``api`` -- seen in GPU samples -- or ``config``)."""
+
+    id: str
+    label: str
+    local: bool
+    base_url: str
+    provider_id: str
+    enabled: bool
+    discovery: str
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Provider:
+        return cls(
+            id=_str(d["id"]),
+            label=_str(d["label"]),
+            local=_bool(d["local"]),
+            base_url=_str(d["base_url"]),
+            provider_id=_str(d["provider_id"]),
+            enabled=_bool(d["enabled"]),
+            discovery=_str(d["discovery"]),
+            raw=_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class Catalog(ItemList[Provider]):
+    """The providers catalog (``GET /v1/providers/catalog``)."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Catalog:
+        return cls(items=_list(d.get("items"), Provider.from_json), raw=_raw(d))
+
+    @property
+    def providers(self) -> List[Provider]:
+        """The providers (same as ``items``)."""
+        return self.items
+
+
+# ------------------------------------------------------------------------------------------------ tenants
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """A registered tenant: uuid ``id``, immutable ``slug``, display ``name``."""
+
+    id: str
+    slug: str
+    name: str
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Tenant:
+        return cls(id=_str(d["id"]), slug=_str(d["slug"]), name=_str(d["name"]), raw=_raw(d))
+
+
+@dataclass(frozen=True)
+class TenantList(ItemList[Tenant]):
+    """Registered tenants, by slug."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> TenantList:
+        return cls(items=_list(d.get("items"), Tenant.from_json), raw=_raw(d))
+
+    def get(self, key: str) -> Optional[Tenant]:
+        """The tenant with this slug or id, or ``None``."""
+        return next((t for t in self.items if key in (t.slug, t.id)), None)
+
+
+@dataclass(frozen=True)
+class TenantRef:
+    """A tenant as ``whoami`` describes it (``slug`` and ``name`` are ``None`` for a tenant only seen in
+    data)."""
+
+    id: str
+    slug: Optional[str]
+    name: Optional[str]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> TenantRef:
+        return cls(id=_str(d["id"]), slug=_opt_str(d.get("slug")), name=_opt_str(d.get("name")), raw=_raw(d))
+
+
+def _opt_tenant_ref(value: Any) -> Optional[TenantRef]:
+    return None if value is None else TenantRef.from_json(_obj(value))
+
+
+# ----------------------------------------------------------------------------------------------------- auth
+
+
+@dataclass(frozen=True)
+class WhoAmI:
+    """The identity behind the API key: its public id, role, tenant (``None`` for platform identities) and
+    the tenant a platform key is signed in to (``acting_tenant``)."""
+
+    key_id: str
+    role: str
+    tenant_id: Optional[str]
+    tenant: Optional[TenantRef]
+    acting_tenant: Optional[TenantRef]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> WhoAmI:
+        return cls(
+            key_id=_str(d["key_id"]),
+            role=_str(d["role"]),
+            tenant_id=_opt_str(d.get("tenant_id")),
+            tenant=_opt_tenant_ref(d.get("tenant")),
+            acting_tenant=_opt_tenant_ref(d.get("acting_tenant")),
+            raw=_raw(d),
+        )
+
+
+def _opt_str_list(value: Any) -> Optional[List[str]]:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise TypeError(f"expected a list, got {type(value).__name__}")
+    return [str(v) for v in value]
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """An API key as listed: never its secret (``status``: ``active``, ``expired``, ``revoked``)."""
+
+    id: str
+    role: str
+    tenant_id: Optional[str]
+    name: Optional[str]
+    status: str
+    created_at: _dt.datetime
+    expires_at: Optional[_dt.datetime] = None
+    revoked_at: Optional[_dt.datetime] = None
+    rotated_at: Optional[_dt.datetime] = None
+    previous_secret_valid_until: Optional[_dt.datetime] = None
+    nodes: Optional[List[str]] = None
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def _fields_from_json(cls, d: Mapping[str, Any]) -> Dict[str, Any]:
+        return dict(
+            id=_str(d["id"]),
+            role=_str(d["role"]),
+            tenant_id=_opt_str(d.get("tenant_id")),
+            name=_opt_str(d.get("name")),
+            status=_str(d["status"]),
+            created_at=_instant(d["created_at"]),
+            expires_at=_opt_instant(d.get("expires_at")),
+            revoked_at=_opt_instant(d.get("revoked_at")),
+            rotated_at=_opt_instant(d.get("rotated_at")),
+            previous_secret_valid_until=_opt_instant(d.get("previous_secret_valid_until")),
+            nodes=_opt_str_list(d.get("nodes")),
+        )
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ApiKey:
+        return cls(**cls._fields_from_json(d), raw=_raw(d))
+
+
+@dataclass(frozen=True)
+class ApiKeyCreated(ApiKey):
+    """A key just created or rotated. ``key`` is the secret: shown in this answer only, and never in
+    ``repr`` (nor is ``raw``)."""
+
+    key: str = field(default="", repr=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ApiKeyCreated:
+        return cls(**cls._fields_from_json(d), key=_str(d["key"]), raw=_raw(d))
+
+
+@dataclass(frozen=True)
+class ApiKeyList(ItemList[ApiKey]):
+    """API keys (never their secrets)."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ApiKeyList:
+        return cls(items=_list(d.get("items"), ApiKey.from_json), raw=_raw(d))
+
+    def get(self, key_id: str) -> Optional[ApiKey]:
+        """The key with this id, or ``None``."""
+        return next((k for k in self.items if k.id == key_id), None)
+
+
+# ----------------------------------------------------------------------------------------------------- audit
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    """One link of the audit hash chain."""
+
+    seq: int
+    occurred_at: _dt.datetime
+    actor: str
+    actor_role: Optional[str]
+    tenant_id: Optional[str]
+    action: str
+    decision: str
+    resource: Optional[str]
+    request_id: Optional[str]
+    details: Dict[str, Any]
+    prev_hash: str
+    hash: str
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AuditEvent:
+        details = d.get("details")
+        return cls(
+            seq=_int(d["seq"]),
+            occurred_at=_instant(d["occurred_at"]),
+            actor=_str(d["actor"]),
+            actor_role=_opt_str(d.get("actor_role")),
+            tenant_id=_opt_str(d.get("tenant_id")),
+            action=_str(d["action"]),
+            decision=_str(d["decision"]),
+            resource=_opt_str(d.get("resource")),
+            request_id=_opt_str(d.get("request_id")),
+            details=dict(details) if isinstance(details, Mapping) else {},
+            prev_hash=_str(d["prev_hash"]),
+            hash=_str(d["hash"]),
+            raw=_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class AuditEventList(ItemList[AuditEvent]):
+    """Audit events with ``seq > after``, oldest first. Page on with ``after=page.last_seq``."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AuditEventList:
+        return cls(items=_list(d.get("items"), AuditEvent.from_json), raw=_raw(d))
+
+    @property
+    def last_seq(self) -> Optional[int]:
+        """The ``seq`` of the last event of the page (``None`` when empty): the next page's ``after``."""
+        return self.items[-1].seq if self.items else None
+
+
+@dataclass(frozen=True)
+class AuditHead:
+    """The newest event of the audit chain: anchor ``seq:hash`` outside the database."""
+
+    seq: int
+    hash: str
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AuditHead:
+        return cls(seq=_int(d["seq"]), hash=_str(d["hash"]), raw=_raw(d))

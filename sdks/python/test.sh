@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The Python SDK's checks, end to end, from anywhere:
+#   1. a virtualenv in sdks/python/.venv (created once, reused), the SDK installed editable with [test]
+#   2. ruff, mypy --strict (package and tests)
+#   3. pytest against a real `eai-gpu serve` (binary: $EAI_GPU_BIN, else <repo>/target/debug/eai-gpu,
+#      else eai-gpu on PATH -- missing, the tests FAIL)
+#   4. sdist + wheel (python -m build), then `pip install <wheel>` and `pip install ./sdks/python` into
+#      throwaway virtualenvs, each imported
+# Exits non-zero on any failure; prints how long it took.
+#
+# Environment: PYTHON (default python3, >= 3.9), EAI_GPU_BIN, PYTEST_ARGS (extra pytest arguments).
+set -euo pipefail
+
+START=$(date +%s)
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PYTHON="${PYTHON:-python3}"
+VENV="$HERE/.venv"
+SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/enterprise-ai-sdk.XXXXXX")"
+
+elapsed() { echo "$(( $(date +%s) - START ))s"; }
+finish() {
+  rc=$?
+  rm -rf "$SCRATCH"
+  if [ "$rc" -eq 0 ]; then
+    echo "test.sh: OK in $(elapsed)"
+  else
+    echo "test.sh: FAILED (exit $rc) after $(elapsed)" >&2
+  fi
+  exit "$rc"
+}
+trap finish EXIT
+step() { echo; echo "== $* [$(elapsed)]"; }
+
+cd "$HERE"
+
+step "virtualenv $VENV"
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PYTHON" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[test]"
+"$VENV/bin/python" --version
+
+step "ruff"
+"$VENV/bin/ruff" check src tests
+"$VENV/bin/ruff" format --check src tests
+
+step "mypy --strict"
+"$VENV/bin/mypy" --strict src/enterprise_ai
+"$VENV/bin/mypy" --strict src/enterprise_ai tests
+
+step "pytest (real eai-gpu server)"
+# shellcheck disable=SC2086
+"$VENV/bin/python" -m pytest -q ${PYTEST_ARGS:-}
+
+step "build sdist + wheel"
+rm -rf "$HERE/dist"
+"$VENV/bin/python" -m build --sdist --wheel --outdir "$HERE/dist" "$HERE" >"$SCRATCH/build.log" 2>&1 \
+  || { cat "$SCRATCH/build.log"; exit 1; }
+ls -l "$HERE"/dist
+WHEEL="$(ls "$HERE"/dist/enterprise_ai-*.whl)"
+"$VENV/bin/python" - "$WHEEL" <<'PY'
+import sys, zipfile
+names = zipfile.ZipFile(sys.argv[1]).namelist()
+for required in ("enterprise_ai/__init__.py", "enterprise_ai/py.typed", "enterprise_ai/usage.py"):
+    assert required in names, f"{required} missing from the wheel: {names}"
+assert not any(n.startswith("tests/") for n in names), "tests shipped in the wheel"
+print("wheel contents OK:", len(names), "files")
+PY
+
+check_install() {  # $1: label, $2: what to pip install
+  local venv="$SCRATCH/venv-$1"
+  "$PYTHON" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "$2"
+  (cd "$SCRATCH" && "$venv/bin/python" - <<'PY'
+import importlib.metadata as md
+import pathlib
+import enterprise_ai
+from enterprise_ai import AsyncEnterpriseAI, EnterpriseAI, ValidationError
+from enterprise_ai.usage import Emitter
+
+assert enterprise_ai.__version__ == md.version("enterprise-ai") == "0.1.0", enterprise_ai.__version__
+assert (pathlib.Path(enterprise_ai.__file__).parent / "py.typed").is_file()
+requires = md.requires("enterprise-ai") or []
+runtime = [r for r in requires if "extra ==" not in r]
+assert len(runtime) == 1 and runtime[0].startswith("httpx"), runtime
+client = EnterpriseAI(base_url="http://127.0.0.1:9", api_key="eai_live_installcheck")
+assert "installcheck" not in repr(client)
+client.close()
+print("import OK:", enterprise_ai.__file__)
+PY
+  )
+}
+
+step "pip install <wheel> into a throwaway virtualenv"
+check_install wheel "$WHEEL"
+
+step "pip install ./sdks/python (the source directory) into a throwaway virtualenv"
+check_install source "$HERE"

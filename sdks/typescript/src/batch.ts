@@ -1,0 +1,72 @@
+import { EnterpriseAIError, PayloadTooLargeError } from "./errors.js";
+import type { FieldError } from "./types.js";
+
+/** @internal How a list is cut into requests. */
+export interface BatchPlan<T, R> {
+  /** The records, already normalised (ids and timestamps chosen). */
+  records: T[];
+  /** Records per request at most. */
+  maxBatchSize: number;
+  /** Halve a batch the server refused with 413 `payload_too_large` and send the halves. */
+  splitOnPayloadTooLarge: boolean;
+  /** Sends one batch. */
+  send: (batch: T[]) => Promise<R>;
+  /** Adds one batch's answer into the running total. */
+  merge: (total: R, next: R) => R;
+  /** The total before any batch. */
+  zero: () => R;
+}
+
+/**
+ * @internal Sends `records` in consecutive batches of at most `maxBatchSize`, in order, one at a time. A batch
+ * of more than one record that the server refuses with 413 (a 413 stores nothing) is halved and the halves
+ * sent in turn. Returns the merged answer; on failure, the error carries `batch` (where it stopped) and its
+ * `details[].index` are rebased on the caller's list.
+ */
+export async function sendInBatches<T, R extends { accepted: number; duplicates?: number }>(
+  plan: BatchPlan<T, R>,
+): Promise<R> {
+  const { records } = plan;
+  const size = Math.max(1, Math.floor(plan.maxBatchSize));
+  let total = plan.zero();
+  let completed = 0;
+
+  const sendRange = async (start: number, end: number): Promise<void> => {
+    try {
+      const answer = await plan.send(records.slice(start, end));
+      total = plan.merge(total, answer);
+      completed += end - start;
+    } catch (err) {
+      if (err instanceof PayloadTooLargeError && plan.splitOnPayloadTooLarge && end - start > 1) {
+        const mid = start + Math.ceil((end - start) / 2);
+        await sendRange(start, mid);
+        await sendRange(mid, end);
+        return;
+      }
+      if (err instanceof EnterpriseAIError && err.batch === undefined) {
+        annotate(err, start, end - start, records.length, completed, total);
+      }
+      throw err;
+    }
+  };
+
+  for (let start = 0; start < records.length; start += size) {
+    await sendRange(start, Math.min(records.length, start + size));
+  }
+  return total;
+}
+
+function annotate(
+  err: EnterpriseAIError,
+  offset: number,
+  size: number,
+  total: number,
+  completed: number,
+  result: { accepted: number; duplicates?: number },
+): void {
+  err.batch = { offset, size, total, completed, result: { ...result } };
+  if (offset !== 0 && err.details) {
+    const rebased = err.details.map((d) => (d.index === undefined ? d : { ...d, index: d.index + offset }));
+    (err as { details: FieldError[] | null }).details = rebased;
+  }
+}

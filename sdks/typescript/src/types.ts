@@ -1,0 +1,131 @@
+/**
+ * Public types of the SDK. Every shape the API sends or takes is an alias of a component schema of the
+ * OpenAPI document (`contracts/v1/openapi.json`, generated into `./generated/openapi.ts` by
+ * `npm run generate`), so the SDK's types cannot drift from the contract.
+ *
+ * Money (`Money.amount`, `AllocationDeployment.cost`, policy prices) is ALWAYS a decimal string such as
+ * `"412.70"`: keep it a string (or hand it to a decimal library); never `parseFloat` it. The allocation's
+ * quantities (`gpu_seconds`, `gpu_hours`, `energy_kwh`, `share`, …) are JSON numbers.
+ */
+import type { components, operations } from "./generated/openapi.js";
+
+type Schemas = components["schemas"];
+
+/** The generated OpenAPI types themselves, for anything not aliased below. */
+export type { components, operations, paths } from "./generated/openapi.js";
+
+/** One GPU sample (the item of `POST /v1/finops/gpu/samples`). */
+export type GpuSample = Schemas["GpuSample"];
+/** The body of `POST /v1/finops/gpu/samples`. */
+export type GpuSampleBatch = Schemas["GpuSampleBatch"];
+/** What `POST /v1/finops/gpu/samples` answers (the SDK sums it over the batches it sent). */
+export type GpuSampleIngestResult = Schemas["GpuSampleIngestResult"];
+/** One usage event (the item of `POST /v1/usage/events`). */
+export type UsageEvent = Schemas["UsageEvent"];
+/** The body of `POST /v1/usage/events`. */
+export type UsageEventBatch = Schemas["UsageEventBatch"];
+/** What `POST /v1/usage/events` answers (the SDK sums it over the batches it sent). */
+export type UsageEventIngestResult = Schemas["UsageEventIngestResult"];
+/** An exact decimal as a string (`"412.70"`). */
+export type DecimalString = Schemas["DecimalString"];
+/** ISO 4217 currency code (`"EUR"`). */
+export type Currency = Schemas["Currency"];
+/** An amount (decimal string) and its currency. */
+export type Money = Schemas["Money"];
+/** An exact decimal quantity, sent as a JSON number. */
+export type Quantity = Schemas["Quantity"];
+/** The error codes of the API's error envelope. */
+export type ErrorCode = Schemas["ErrorCode"];
+/** One rejected field of a `validation_error`. */
+export type FieldError = Schemas["FieldError"];
+/** The API's error envelope. */
+export type ErrorEnvelope = Schemas["Error"];
+/** The allocation of a period (`GET /v1/finops/gpu/allocation`). */
+export type Allocation = Schemas["Allocation"];
+/** What a tenant is charged for a deployment under one policy. */
+export type AllocationItem = Schemas["AllocationItem"];
+/** One row per (deployment, currency): `allocated + unallocated = cost` to the cent. */
+export type AllocationDeployment = Schemas["AllocationDeployment"];
+/** One row per (tenant, currency). */
+export type AllocationTenant = Schemas["AllocationTenant"];
+/** Cost of a deployment on one UTC day. */
+export type AllocationDaily = Schemas["AllocationDaily"];
+/** A span of a GPU series with no sample that was not filled. */
+export type AllocationGap = Schemas["AllocationGap"];
+/** Something the allocation's figures rest on that a reader should know. */
+export type AllocationFinding = Schemas["AllocationFinding"];
+/** The body of `POST /v1/finops/allocation-policies`. */
+export type AllocationPolicyCreate = Schemas["AllocationPolicyCreate"];
+/** The body of `POST /v1/finops/allocation-policies/{id}/supersede`. */
+export type AllocationPolicySupersede = Schemas["AllocationPolicySupersede"];
+/** The body of `POST /v1/finops/allocation-policies/{id}/disable`. */
+export type AllocationPolicyDisable = Schemas["AllocationPolicyDisable"];
+/** A stored allocation policy. */
+export type AllocationPolicy = Schemas["AllocationPolicy"];
+/** What creating a policy answers. */
+export type AllocationPolicyCreated = Schemas["AllocationPolicyCreated"];
+/** Every policy, oldest first. */
+export type AllocationPolicyList = Schemas["AllocationPolicyList"];
+/** The policy as closed and the one opened in its place. */
+export type AllocationPolicyChange = Schemas["AllocationPolicyChange"];
+/** A local inference provider. */
+export type Provider = Schemas["Provider"];
+/** `GET /v1/providers/catalog`. */
+export type ProviderCatalog = Schemas["ProviderCatalog"];
+/** The body of `POST /v1/tenants`. */
+export type TenantCreate = Schemas["TenantCreate"];
+/** A registered tenant. */
+export type Tenant = Schemas["Tenant"];
+/** `GET /v1/tenants`. */
+export type TenantList = Schemas["TenantList"];
+/** A tenant as whoami describes it. */
+export type TenantOfKey = Schemas["TenantOfKey"];
+/** `GET /v1/auth/whoami`. */
+export type WhoAmI = Schemas["WhoAmI"];
+/** The body of `POST /v1/auth/api-keys`. */
+export type ApiKeyCreate = Schemas["ApiKeyCreate"];
+/** A key just made or rotated, with its secret (shown once). */
+export type ApiKeyCreated = Schemas["ApiKeyCreated"];
+/** An API key as listed (never its secret). */
+export type ApiKey = Schemas["ApiKey"];
+/** `GET /v1/auth/api-keys`. */
+export type ApiKeyList = Schemas["ApiKeyList"];
+/** The body of `POST /v1/auth/api-keys/{id}/rotate`. */
+export type ApiKeyRotate = Schemas["ApiKeyRotate"];
+/** The roles an API key may have. */
+export type Role = ApiKeyCreate["role"];
+/** One link of the audit hash chain. */
+export type AuditEvent = Schemas["AuditEvent"];
+/** `GET /v1/audit/events`. */
+export type AuditEventList = Schemas["AuditEventList"];
+/** `GET /v1/audit/head`. */
+export type AuditHead = Schemas["AuditHead"];
+
+/** The query of `GET /v1/finops/gpu/allocation`, as the contract spells it. */
+export type AllocationQuery = NonNullable<operations["getGpuAllocation"]["parameters"]["query"]>;
+/** The query of `GET /v1/audit/events`, as the contract spells it. */
+export type AuditEventsQuery = NonNullable<operations["listAuditEvents"]["parameters"]["query"]>;
+
+/**
+ * A GPU sample as `ingestSamples` takes it: a {@link GpuSample} whose `timestamp` may also be a `Date`.
+ * A sample without a timestamp is stamped once by the SDK (the time of the call), before the first attempt.
+ */
+export type GpuSampleInput = Omit<GpuSample, "timestamp"> & { timestamp?: GpuSample["timestamp"] | Date };
+
+/**
+ * A usage event as `usage.events` takes it: `event_id` (default: a random UUID, chosen once) and
+ * `schema_version` (default `"1.0"`) may be left out, and `occurred_at` may be a `Date`.
+ */
+export type UsageEventInput = Omit<UsageEvent, "event_id" | "schema_version" | "occurred_at"> & {
+  event_id?: UsageEvent["event_id"];
+  schema_version?: UsageEvent["schema_version"];
+  occurred_at: UsageEvent["occurred_at"] | Date;
+};
+
+/** The period of an allocation: dates (`YYYY-MM-DD`, `to` includes its whole day), RFC 3339 strings or `Date`s. */
+export interface AllocationParams {
+  /** Start (inclusive). A `Date` is sent as its instant. Default: `to` minus 30 days. */
+  from?: AllocationQuery["from"] | Date;
+  /** End: a date includes that whole UTC day; an instant (RFC 3339 or `Date`) is exclusive. Default: now. */
+  to?: AllocationQuery["to"] | Date;
+}

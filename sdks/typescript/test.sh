@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The TypeScript SDK's full check, runnable from anywhere:
+#   npm ci, check:generated, typecheck, build, the tests against a real `eai-gpu serve`, then npm pack and an
+#   install of the tarball into a scratch project that imports it as ESM and as CommonJS (and type-checks both).
+# The server binary: EAI_GPU_BIN, else <repo>/target/debug/eai-gpu, else eai-gpu on PATH (the tests fail without one).
+set -euo pipefail
+
+started=$(date +%s)
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$here"
+
+scratch="$(mktemp -d "${TMPDIR:-/tmp}/eai-sdk-pack.XXXXXX")"
+finish() {
+  rc=$?
+  rm -rf "$scratch"
+  elapsed=$(( $(date +%s) - started ))
+  if [ "$rc" -eq 0 ]; then
+    echo "sdks/typescript/test.sh: PASSED in ${elapsed}s"
+  else
+    echo "sdks/typescript/test.sh: FAILED (exit $rc) after ${elapsed}s" >&2
+  fi
+  exit "$rc"
+}
+trap finish EXIT
+
+step() { echo; echo "== $* ($(( $(date +%s) - started ))s)"; }
+
+step "node $(node --version), npm $(npm --version)"
+node -e 'const [maj] = process.versions.node.split(".").map(Number); if (maj < 20) { console.error("Node >= 20 is required"); process.exit(1); }'
+
+step "npm ci"
+npm ci --no-audit --no-fund
+
+step "npm run check:generated"
+npm run check:generated
+
+step "npm run typecheck"
+npm run typecheck
+
+step "npm run build"
+npm run build
+
+step "npm test"
+npm test
+
+step "npm pack + install into a scratch project"
+npm pack --ignore-scripts --pack-destination "$scratch" --silent >/dev/null  # dist/ was just built and tested
+tarball="$(ls "$scratch"/*.tgz)"
+echo "packed: $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB)"
+tar -tzf "$tarball" | sort > "$scratch/contents.txt"
+grep -qx 'package/dist/esm/index.js' "$scratch/contents.txt"
+grep -qx 'package/dist/esm/index.d.ts' "$scratch/contents.txt"
+grep -qx 'package/dist/cjs/index.js' "$scratch/contents.txt"
+grep -qx 'package/dist/cjs/index.d.ts' "$scratch/contents.txt"
+grep -qx 'package/dist/cjs/package.json' "$scratch/contents.txt"
+grep -qx 'package/README.md' "$scratch/contents.txt"
+if grep -qE '^package/(src|test|node_modules|build-test)/' "$scratch/contents.txt"; then
+  echo "the tarball carries sources or tests" >&2; exit 1
+fi
+
+consumer="$scratch/consumer"
+mkdir -p "$consumer"
+cd "$consumer"
+echo '{ "name": "eai-sdk-consumer", "version": "1.0.0", "private": true }' > package.json
+npm install --no-audit --no-fund --no-save "$tarball" >/dev/null
+node -e '
+const pkg = require("@enterprise-ai/sdk/package.json");
+if (pkg.dependencies && Object.keys(pkg.dependencies).length) { console.error("runtime dependencies:", pkg.dependencies); process.exit(1); }'
+
+cat > esm.mjs <<'JS'
+import assert from "node:assert/strict";
+import EnterpriseAIDefault, { EnterpriseAI, NotFoundError, EnterpriseAIError, VERSION } from "@enterprise-ai/sdk";
+assert.equal(VERSION, "0.1.0");
+assert.equal(EnterpriseAIDefault, EnterpriseAI);
+assert.ok(new NotFoundError({ code: "not_found", message: "x", status: 404 }) instanceof EnterpriseAIError);
+const client = new EnterpriseAI({ baseUrl: "http://127.0.0.1:9", apiKey: "eai_live_smoke_test_key_0000000000", tenant: "acme" });
+assert.equal(typeof client.finops.gpu.ingestSamples, "function");
+assert.ok(!JSON.stringify(client).includes("smoke_test_key"));
+assert.ok(import.meta.resolve("@enterprise-ai/sdk").endsWith("/dist/esm/index.js"));
+console.log("ESM import OK:", VERSION);
+JS
+node esm.mjs
+
+cat > cjs.cjs <<'JS'
+const assert = require("node:assert/strict");
+const sdk = require("@enterprise-ai/sdk");
+assert.equal(sdk.VERSION, "0.1.0");
+assert.equal(sdk.default, sdk.EnterpriseAI);
+const client = new sdk.EnterpriseAI({ baseUrl: "http://127.0.0.1:9", apiKey: "eai_live_smoke_test_key_0000000000" });
+assert.equal(typeof client.usage.emitter, "function");
+assert.ok(require.resolve("@enterprise-ai/sdk").endsWith(require("node:path").join("dist", "cjs", "index.js")));
+console.log("CJS require OK:", sdk.VERSION);
+JS
+node cjs.cjs
+
+# The published declarations type-check for an ESM and a CommonJS consumer (strict, node16 resolution).
+cat > consumer.mts <<'TS'
+import { EnterpriseAI, type Allocation, type GpuSampleIngestResult, ValidationError } from "@enterprise-ai/sdk";
+const client = new EnterpriseAI({ baseUrl: "http://127.0.0.1:9", apiKey: "eai_live_x" });
+export async function f(): Promise<string> {
+  const r: GpuSampleIngestResult = await client.finops.gpu.ingestSamples({ samples: [] });
+  const a: Allocation = await client.finops.gpu.allocation({ from: "2026-10-01", to: new Date() });
+  const cost: string | undefined = a.deployments[0]?.cost;
+  try { await client.tenants.get("acme"); } catch (e) { if (e instanceof ValidationError) return e.fields.join(","); }
+  return `${r.accepted} ${cost ?? ""}`;
+}
+TS
+cat > consumer.cts <<'TS'
+import sdk = require("@enterprise-ai/sdk");
+const client = new sdk.EnterpriseAI({ baseUrl: "http://127.0.0.1:9", apiKey: "eai_live_x", tenant: "acme" });
+export const whoami: Promise<sdk.WhoAmI> = client.auth.whoami();
+TS
+cat > tsconfig.json <<'JSON'
+{
+  "compilerOptions": {
+    "strict": true, "noEmit": true, "module": "node16", "moduleResolution": "node16",
+    "target": "es2022", "lib": ["es2022", "dom"], "types": [], "skipLibCheck": false
+  },
+  "files": ["consumer.mts", "consumer.cts"]
+}
+JSON
+node "$here/node_modules/typescript/bin/tsc" -p tsconfig.json
+echo "consumer type check OK (ESM and CJS declarations)"
