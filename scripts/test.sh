@@ -114,7 +114,7 @@ echo "schemathesis: no 5xx, every response conforms"
 log "SDKs: each suite against a real eai-gpu serve (this build's binary)"
 export EAI_GPU_BIN="$PWD/${CARGO_TARGET_DIR:-target}/debug/eai-gpu"
 cargo build -p eai-gpu   # a no-op after the full cargo test; never a stale binary
-for sdk in sdks/python sdks/typescript; do
+for sdk in sdks/python sdks/typescript sdks/go sdks/java; do
   started=$(date +%s)
   log "$sdk/test.sh"
   "$sdk/test.sh"

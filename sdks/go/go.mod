@@ -1,0 +1,3 @@
+module github.com/enterprise-ai/eai-go
+
+go 1.21

@@ -1,0 +1,312 @@
+package eai
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Defaults of the client's settings.
+const (
+	// DefaultTimeout is the time allowed to one attempt of a request (answer and body).
+	DefaultTimeout = 30 * time.Second
+	// DefaultMaxRetries is how many times a failed request is sent again (so 1 + 3 attempts at most).
+	DefaultMaxRetries = 3
+	// DefaultMaxBatchSize is how many samples or usage events go in one request: half the server's
+	// default EAI_MAX_BATCH (10,000).
+	DefaultMaxBatchSize = 5000
+	// DefaultRetryBaseDelay is the first step of the exponential backoff.
+	DefaultRetryBaseDelay = 500 * time.Millisecond
+	// DefaultRetryMaxDelay caps one backoff wait.
+	DefaultRetryMaxDelay = 8 * time.Second
+	// DefaultMaxRetryAfter caps the wait a Retry-After header may impose.
+	DefaultMaxRetryAfter = 60 * time.Second
+)
+
+// settings are a client's configuration; a call works on a copy its RequestOptions may change.
+type settings struct {
+	baseURL        *url.URL
+	apiKey         string
+	tenant         string
+	locale         string
+	userAgent      string
+	httpClient     *http.Client
+	timeout        time.Duration
+	maxRetries     int
+	maxBatchSize   int
+	splitTooLarge  bool
+	retryBaseDelay time.Duration
+	retryMaxDelay  time.Duration
+	maxRetryAfter  time.Duration
+	headers        http.Header
+	onRetry        func(RetryEvent)
+}
+
+// call is the configuration of one call: the client's settings as changed by the call's options.
+type call struct {
+	settings
+	query      url.Values
+	requestID  string
+	idempotent *bool
+}
+
+// ClientOption configures a Client (NewClient).
+type ClientOption interface {
+	applyClient(*settings) error
+}
+
+// RequestOption configures one call; it overrides the client's setting for that call only.
+type RequestOption interface {
+	applyRequest(*call) error
+}
+
+// Option is an option usable both with NewClient and on one call (WithTenant, WithLocale, WithTimeout, …).
+type Option interface {
+	ClientOption
+	RequestOption
+}
+
+type clientOnly func(*settings) error
+
+func (f clientOnly) applyClient(s *settings) error { return f(s) }
+
+type requestOnly func(*call) error
+
+func (f requestOnly) applyRequest(c *call) error { return f(c) }
+
+type both func(*settings) error
+
+func (f both) applyClient(s *settings) error { return f(s) }
+func (f both) applyRequest(c *call) error    { return f(&c.settings) }
+
+// WithBaseURL sets the control plane's URL, e.g. `https://eai-gpu.internal:8080` (a path prefix is kept).
+// Default: the EAI_BASE_URL environment variable.
+func WithBaseURL(baseURL string) ClientOption {
+	return clientOnly(func(s *settings) error {
+		u, err := parseBaseURL(baseURL)
+		if err != nil {
+			return err
+		}
+		s.baseURL = u
+		return nil
+	})
+}
+
+func parseBaseURL(raw string) (*url.URL, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return nil, configError("the base URL is empty (WithBaseURL or EAI_BASE_URL)")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, configError("base URL %q: %v", raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, configError("base URL %q: the scheme must be http or https", raw)
+	}
+	if u.Host == "" {
+		return nil, configError("base URL %q has no host", raw)
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath = ""
+	u.RawQuery, u.Fragment = "", ""
+	return u, nil
+}
+
+// WithAPIKey sets the API key (`eai_live_…`) sent as `Authorization: Bearer`. Default: the EAI_API_KEY
+// environment variable; NewClient fails when neither gives one. On a call, it uses another key for that call.
+func WithAPIKey(key string) Option {
+	return both(func(s *settings) error {
+		key = strings.TrimSpace(key)
+		if key == "" {
+			return configError("the API key is empty (WithAPIKey or EAI_API_KEY)")
+		}
+		s.apiKey = key
+		return nil
+	})
+}
+
+// WithTenant signs every call (or, on a call, that call) in to a tenant, by slug (`acme`) or id, with the
+// `X-EAI-Tenant` header: a platform_admin's reads become that tenant's; a tenant key may only name its own.
+// An empty tenant sends no header (on a call: not even the client's).
+func WithTenant(tenant string) Option {
+	return both(func(s *settings) error {
+		s.tenant = strings.TrimSpace(tenant)
+		return nil
+	})
+}
+
+// WithLocale sets the language of error messages (`Accept-Language`): "en" (the server's default) or "fr".
+// APIError.MessageI18n always holds both.
+func WithLocale(locale string) Option {
+	return both(func(s *settings) error {
+		s.locale = strings.TrimSpace(locale)
+		return nil
+	})
+}
+
+// WithHTTPClient sets the *http.Client that sends the requests (proxies, TLS, instrumentation). Its own
+// Timeout, if any, applies on top of WithTimeout. Default: a client of its own with a pooled transport.
+func WithHTTPClient(hc *http.Client) ClientOption {
+	return clientOnly(func(s *settings) error {
+		if hc == nil {
+			return configError("WithHTTPClient(nil)")
+		}
+		s.httpClient = hc
+		return nil
+	})
+}
+
+// WithTimeout sets the time allowed to one attempt (the answer and its body); retries get as much again.
+// Default DefaultTimeout; 0 means no limit (the context's deadline still applies).
+func WithTimeout(d time.Duration) Option {
+	return both(func(s *settings) error {
+		if d < 0 {
+			return configError("WithTimeout(%v): must be >= 0", d)
+		}
+		s.timeout = d
+		return nil
+	})
+}
+
+// WithMaxRetries sets how many times a failed request is sent again (network errors, 429 and 5xx; never
+// another 4xx). 0 disables retries. Default DefaultMaxRetries.
+func WithMaxRetries(n int) Option {
+	return both(func(s *settings) error {
+		if n < 0 {
+			return configError("WithMaxRetries(%d): must be >= 0", n)
+		}
+		s.maxRetries = n
+		return nil
+	})
+}
+
+// WithMaxBatchSize sets how many samples or usage events go in one request (keep it at or under the
+// server's EAI_MAX_BATCH). Default DefaultMaxBatchSize.
+func WithMaxBatchSize(n int) Option {
+	return both(func(s *settings) error {
+		if n < 1 {
+			return configError("WithMaxBatchSize(%d): must be >= 1", n)
+		}
+		s.maxBatchSize = n
+		return nil
+	})
+}
+
+// WithSplitOnPayloadTooLarge sets whether a batch refused with 413 `payload_too_large` (which stored
+// nothing) is halved and sent again, and the rest of the call sent in batches of that size. Default true.
+func WithSplitOnPayloadTooLarge(split bool) Option {
+	return both(func(s *settings) error {
+		s.splitTooLarge = split
+		return nil
+	})
+}
+
+// WithUserAgent sets the User-Agent header. Default `eai-go/<Version>`.
+func WithUserAgent(ua string) ClientOption {
+	return clientOnly(func(s *settings) error {
+		s.userAgent = ua
+		return nil
+	})
+}
+
+// WithRetryBackoff sets the exponential backoff between attempts: a random wait in
+// [0, min(maxDelay, base × 2^retry)] (full jitter). Defaults DefaultRetryBaseDelay and DefaultRetryMaxDelay.
+func WithRetryBackoff(base, maxDelay time.Duration) Option {
+	return both(func(s *settings) error {
+		if base < 0 || maxDelay < 0 {
+			return configError("WithRetryBackoff(%v, %v): must be >= 0", base, maxDelay)
+		}
+		s.retryBaseDelay, s.retryMaxDelay = base, maxDelay
+		return nil
+	})
+}
+
+// WithMaxRetryAfter caps the wait a Retry-After header may impose before a retry. Default
+// DefaultMaxRetryAfter.
+func WithMaxRetryAfter(d time.Duration) Option {
+	return both(func(s *settings) error {
+		if d < 0 {
+			return configError("WithMaxRetryAfter(%v): must be >= 0", d)
+		}
+		s.maxRetryAfter = d
+		return nil
+	})
+}
+
+// RetryEvent describes a failed attempt that is about to be retried (see WithOnRetry).
+type RetryEvent struct {
+	// Method and Path name the request.
+	Method, Path string
+	// Attempt is the number of the attempt that failed (1 for the first).
+	Attempt int
+	// Err is its error (*APIError or *TransportError).
+	Err error
+	// Wait is how long the client waits before the next attempt.
+	Wait time.Duration
+}
+
+// WithOnRetry sets a function called before each retry (for logs or metrics). It must not block.
+func WithOnRetry(fn func(RetryEvent)) Option {
+	return both(func(s *settings) error {
+		s.onRetry = fn
+		return nil
+	})
+}
+
+// WithHeader adds a header to every request (or, on a call, to that call). The SDK's own headers
+// (Authorization, X-EAI-Tenant, Accept-Language, Content-Type) cannot be overridden this way.
+func WithHeader(key, value string) Option {
+	return both(func(s *settings) error {
+		if s.headers == nil {
+			s.headers = http.Header{}
+		} else {
+			s.headers = s.headers.Clone()
+		}
+		s.headers.Add(key, value)
+		return nil
+	})
+}
+
+// WithQuery adds query parameters to a call, e.g. the period of FinOps.GpuAllocation:
+//
+//	eai.WithQuery(map[string]string{"from": "2026-10-01", "to": "2026-10-31"})
+//
+// An empty value leaves the parameter out.
+func WithQuery(params map[string]string) RequestOption {
+	return requestOnly(func(c *call) error {
+		for k, v := range params {
+			if v == "" {
+				continue
+			}
+			c.query.Set(k, v)
+		}
+		return nil
+	})
+}
+
+// WithQueryParam adds one query parameter to a call (see WithQuery).
+func WithQueryParam(key, value string) RequestOption {
+	return WithQuery(map[string]string{key: value})
+}
+
+// WithRequestID sets the call's X-Request-Id, echoed by the server in its answer, its logs and the audit
+// trail. Every attempt of the call carries it.
+func WithRequestID(id string) RequestOption {
+	return requestOnly(func(c *call) error {
+		c.requestID = id
+		return nil
+	})
+}
+
+// Idempotent declares whether sending the call twice has the effect of sending it once, which lets the client
+// retry it after an error where the server may have acted (a timeout, a 500). Default: true for GET, HEAD,
+// PUT, DELETE and for the SDK's ingests (samples and usage events are deduplicated), false for other POSTs,
+// which are then retried only when the server surely did not act (429, 503, connection refused).
+func Idempotent(idempotent bool) RequestOption {
+	return requestOnly(func(c *call) error {
+		c.idempotent = &idempotent
+		return nil
+	})
+}

@@ -1,0 +1,276 @@
+package eai
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// pathID escapes an id as one path segment.
+func pathID(id string) string { return url.PathEscape(id) }
+
+func (c *Client) get(ctx context.Context, path string, out any, opts []RequestOption) error {
+	cl, err := c.newCall(opts)
+	if err != nil {
+		return err
+	}
+	return c.send(ctx, cl, http.MethodGet, path, nil, out)
+}
+
+func (c *Client) post(ctx context.Context, path string, body, out any, opts []RequestOption) error {
+	cl, err := c.newCall(opts)
+	if err != nil {
+		return err
+	}
+	raw := []byte("{}")
+	if body != nil {
+		if raw, err = encodeBody(body); err != nil {
+			return err
+		}
+	}
+	return c.send(ctx, cl, http.MethodPost, path, raw, out)
+}
+
+// ---------------------------------------------------------------------------------------------- FinOps
+
+// FinOpsService groups the FinOps endpoints: GPU samples, the cost allocation and allocation policies.
+type FinOpsService struct{ c *Client }
+
+// GpuSamples stores GPU samples (POST /v1/finops/gpu/samples; platform_admin or sampler keys). body is a
+// GpuSamplesRequest (or pointer), a map such as map[string]any{"samples": samples}, or a bare list of
+// samples ([]GpuSample, []map[string]any, …).
+//
+// Samples without a timestamp are stamped with the current instant once, before the first attempt (the
+// caller's values are not modified), so a retry is counted once: ingest is idempotent on (gpu_uuid,
+// timestamp). The list is sent in batches of WithMaxBatchSize; a batch refused with 413 is halved and sent
+// again (WithSplitOnPayloadTooLarge). The result sums the answers. On an error, the result (never nil) holds
+// what earlier batches stored, and an *APIError's detail indexes are positions in the caller's list.
+func (f *FinOpsService) GpuSamples(ctx context.Context, body any, opts ...RequestOption) (*IngestResult, error) {
+	cl, err := f.c.newCall(opts)
+	if err != nil {
+		return &IngestResult{}, err
+	}
+	b, err := splitBody(body, "samples")
+	if err != nil {
+		return &IngestResult{}, err
+	}
+	if b.whole == nil {
+		if b.records, err = stampSamples(b.records, time.Now()); err != nil {
+			return &IngestResult{}, err
+		}
+	}
+	return f.c.ingest(ctx, cl, "/v1/finops/gpu/samples", b)
+}
+
+// GpuAllocation returns the GPU cost allocation of a period (GET /v1/finops/gpu/allocation). Give the
+// period with WithQuery(map[string]string{"from": "2026-10-01", "to": "2026-10-31"}) (a date `to` includes
+// its whole day; default: the last 30 days). A tenant-scoped caller (or a platform key WithTenant) sees
+// only its own items, tenant row and share of each deployment.
+func (f *FinOpsService) GpuAllocation(ctx context.Context, opts ...RequestOption) (*Allocation, error) {
+	var out Allocation
+	if err := f.c.get(ctx, "/v1/finops/gpu/allocation", &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// CreateAllocationPolicy creates an allocation policy (POST /v1/finops/allocation-policies;
+// platform_admin). body is an AllocationPolicyCreate or a map such as
+// map[string]any{"name": "local-gpu-default", "gpu_hourly_cost": "2.50"}. Not retried after an error where
+// the server may have acted (see Idempotent).
+func (f *FinOpsService) CreateAllocationPolicy(ctx context.Context, body any, opts ...RequestOption) (*AllocationPolicyCreated, error) {
+	var out AllocationPolicyCreated
+	if err := f.c.post(ctx, "/v1/finops/allocation-policies", body, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListAllocationPolicies lists every allocation policy, closed ones included, oldest first
+// (GET /v1/finops/allocation-policies).
+func (f *FinOpsService) ListAllocationPolicies(ctx context.Context, opts ...RequestOption) (*AllocationPolicyList, error) {
+	var out AllocationPolicyList
+	if err := f.c.get(ctx, "/v1/finops/allocation-policies", &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// SupersedeAllocationPolicy closes a policy and opens its replacement (POST
+// /v1/finops/allocation-policies/{id}/supersede; platform_admin). body is an AllocationPolicySupersede, a
+// map, or nil (a copy from now).
+func (f *FinOpsService) SupersedeAllocationPolicy(ctx context.Context, id string, body any, opts ...RequestOption) (*AllocationPolicyChange, error) {
+	var out AllocationPolicyChange
+	if err := f.c.post(ctx, "/v1/finops/allocation-policies/"+pathID(id)+"/supersede", body, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DisableAllocationPolicy closes a policy and opens a disabled copy (POST
+// /v1/finops/allocation-policies/{id}/disable; platform_admin). body is an AllocationPolicyDisable, a map,
+// or nil (from now).
+func (f *FinOpsService) DisableAllocationPolicy(ctx context.Context, id string, body any, opts ...RequestOption) (*AllocationPolicyChange, error) {
+	var out AllocationPolicyChange
+	if err := f.c.post(ctx, "/v1/finops/allocation-policies/"+pathID(id)+"/disable", body, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ------------------------------------------------------------------------------------------- Providers
+
+// ProvidersService groups the providers endpoints.
+type ProvidersService struct{ c *Client }
+
+// Catalog returns the catalog of model providers (GET /v1/providers/catalog).
+func (p *ProvidersService) Catalog(ctx context.Context, opts ...RequestOption) (*Catalog, error) {
+	var out Catalog
+	if err := p.c.get(ctx, "/v1/providers/catalog", &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ----------------------------------------------------------------------------------------------- Usage
+
+// UsageService groups the usage endpoints. See package usage for a builder and a background emitter.
+type UsageService struct{ c *Client }
+
+// Events stores usage events (POST /v1/usage/events). events is a []UsageEvent, a UsageEventsRequest, a
+// map such as map[string]any{"events": events}, or a list of maps.
+//
+// Events without event_id get a random uuid v4, without schema_version "1.0", without occurred_at the
+// current instant: once, before the first attempt (the caller's values are not modified), so a retry
+// replaces rather than doubles (events are upserted by tenant and event_id). Batching, 413 splitting and
+// errors work as in FinOpsService.GpuSamples. The tenant comes from the key, from WithTenant for a platform
+// key, or from each event's tenant_id.
+func (u *UsageService) Events(ctx context.Context, events any, opts ...RequestOption) (*IngestResult, error) {
+	cl, err := u.c.newCall(opts)
+	if err != nil {
+		return &IngestResult{}, err
+	}
+	b, err := splitBody(events, "events")
+	if err != nil {
+		return &IngestResult{}, err
+	}
+	if b.whole == nil {
+		if b.records, err = prepareEvents(b.records, time.Now()); err != nil {
+			return &IngestResult{}, err
+		}
+	}
+	return u.c.ingest(ctx, cl, "/v1/usage/events", b)
+}
+
+// --------------------------------------------------------------------------------------------- Tenants
+
+// TenantsService groups the tenants endpoints.
+type TenantsService struct{ c *Client }
+
+// Create registers a tenant (POST /v1/tenants; platform_admin). body is a TenantCreate or a map.
+func (t *TenantsService) Create(ctx context.Context, body any, opts ...RequestOption) (*Tenant, error) {
+	var out Tenant
+	if err := t.c.post(ctx, "/v1/tenants", body, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// List returns the registered tenants, by slug (GET /v1/tenants).
+func (t *TenantsService) List(ctx context.Context, opts ...RequestOption) (*TenantList, error) {
+	var out TenantList
+	if err := t.c.get(ctx, "/v1/tenants", &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Get returns a tenant by slug or id (GET /v1/tenants/{key}).
+func (t *TenantsService) Get(ctx context.Context, slugOrID string, opts ...RequestOption) (*Tenant, error) {
+	var out Tenant
+	if err := t.c.get(ctx, "/v1/tenants/"+pathID(slugOrID), &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ------------------------------------------------------------------------------------------------ Auth
+
+// AuthService groups the identity and API key endpoints.
+type AuthService struct{ c *Client }
+
+// WhoAmI returns the identity behind the client's key (GET /v1/auth/whoami).
+func (a *AuthService) WhoAmI(ctx context.Context, opts ...RequestOption) (*WhoAmI, error) {
+	var out WhoAmI
+	if err := a.c.get(ctx, "/v1/auth/whoami", &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// CreateAPIKey makes an API key (POST /v1/auth/api-keys; platform_admin). body is an APIKeyCreate or a map.
+// The secret is in the answer's Key only.
+func (a *AuthService) CreateAPIKey(ctx context.Context, body any, opts ...RequestOption) (*APIKeyCreated, error) {
+	var out APIKeyCreated
+	if err := a.c.post(ctx, "/v1/auth/api-keys", body, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListAPIKeys lists the API keys, never their secrets (GET /v1/auth/api-keys).
+func (a *AuthService) ListAPIKeys(ctx context.Context, opts ...RequestOption) (*APIKeyList, error) {
+	var out APIKeyList
+	if err := a.c.get(ctx, "/v1/auth/api-keys", &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// RevokeAPIKey revokes an API key (DELETE /v1/auth/api-keys/{id}) and returns it as revoked.
+func (a *AuthService) RevokeAPIKey(ctx context.Context, id string, opts ...RequestOption) (*APIKey, error) {
+	cl, err := a.c.newCall(opts)
+	if err != nil {
+		return nil, err
+	}
+	var out APIKey
+	if err := a.c.send(ctx, cl, http.MethodDelete, "/v1/auth/api-keys/"+pathID(id), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// RotateAPIKey gives a key a new secret (POST /v1/auth/api-keys/{id}/rotate). body is an APIKeyRotate, a
+// map, or nil (the old secret stops at once).
+func (a *AuthService) RotateAPIKey(ctx context.Context, id string, body any, opts ...RequestOption) (*APIKeyCreated, error) {
+	var out APIKeyCreated
+	if err := a.c.post(ctx, "/v1/auth/api-keys/"+pathID(id)+"/rotate", body, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ----------------------------------------------------------------------------------------------- Audit
+
+// AuditService groups the audit chain endpoints.
+type AuditService struct{ c *Client }
+
+// Events returns audit events with seq > after, oldest first (GET /v1/audit/events; platform_admin,
+// auditor, security_officer). Page with WithQuery(map[string]string{"after": "100", "limit": "1000"}).
+func (a *AuditService) Events(ctx context.Context, opts ...RequestOption) (*AuditEventList, error) {
+	var out AuditEventList
+	if err := a.c.get(ctx, "/v1/audit/events", &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Head returns the audit chain's newest event (GET /v1/audit/head).
+func (a *AuditService) Head(ctx context.Context, opts ...RequestOption) (*AuditHead, error) {
+	var out AuditHead
+	if err := a.c.get(ctx, "/v1/audit/head", &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

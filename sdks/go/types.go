@@ -1,0 +1,580 @@
+package eai
+
+import "encoding/json"
+
+// Quantity is an exact decimal quantity the server writes as a JSON number (`182300`, `50.6389`): the
+// allocation's GPU-seconds, GB-seconds, energy, GPU-hours and shares. It is a json.Number, so no digit is
+// lost: read it with String(), or exactly with QuantityRat; Float64() only for display.
+type Quantity = json.Number
+
+// ---------------------------------------------------------------------------------------------- samples
+
+// GpuSample is what one GPU (or MIG slice) did during one window: an item of POST /v1/finops/gpu/samples.
+// Decimal fields accept any plain decimal text ("15", "0.82"); see DecimalFromFloat for measured values.
+type GpuSample struct {
+	// Node is the Kubernetes node name.
+	Node string `json:"node"`
+	// GpuUUID identifies the GPU series (`GPU-…`, with `/mig-…` for a MIG instance).
+	GpuUUID string `json:"gpu_uuid"`
+	// Model is the GPU model as reported (`H100-80GB`).
+	Model string `json:"model"`
+	// Namespace is the pod's Kubernetes namespace.
+	Namespace string `json:"namespace"`
+	// Pod is the pod name.
+	Pod string `json:"pod"`
+	// DeploymentID is the model deployment the pod serves.
+	DeploymentID string `json:"deployment_id"`
+	// TenantID is the owner tenant's uuid for a dedicated deployment; empty for a shared one.
+	TenantID string `json:"tenant_id,omitempty"`
+	// WindowSeconds is the window length: 0 < w <= 3600, at most 3 decimal places.
+	WindowSeconds Decimal `json:"window_seconds"`
+	// Utilization is the busy fraction, 0..1.
+	Utilization Decimal `json:"utilization"`
+	// MemoryUsedGB is the GPU memory used, in GiB.
+	MemoryUsedGB Decimal `json:"memory_used_gb"`
+	// PowerW is the average power over the window, in watts.
+	PowerW Decimal `json:"power_w"`
+	// Timestamp is the end of the window, RFC 3339 with at most millisecond precision. Empty: the SDK
+	// stamps the current instant once, before the first attempt, so that a retry is never counted twice.
+	Timestamp string `json:"timestamp,omitempty"`
+	// StorageGB is the storage held by the pod, in GiB (empty: 0).
+	StorageGB Decimal `json:"storage_gb,omitempty"`
+	// GpuFraction is the share of a physical GPU, 0 < f <= 1 (empty: 1).
+	GpuFraction Decimal `json:"gpu_fraction,omitempty"`
+}
+
+// GpuSamplesRequest is the body of POST /v1/finops/gpu/samples.
+type GpuSamplesRequest struct {
+	// Samples to store; the SDK sends them in batches (WithMaxBatchSize).
+	Samples []GpuSample `json:"samples"`
+}
+
+// IngestResult is the sum of the answers to the requests of one ingest (samples or usage events).
+type IngestResult struct {
+	// Accepted counts the records stored, re-sent ones included.
+	Accepted int `json:"accepted"`
+	// Duplicates counts, of those, the samples already stored (same gpu_uuid and timestamp), counted once.
+	// Always 0 for usage events (a re-sent event_id replaces the stored event).
+	Duplicates int `json:"duplicates"`
+	// Requests is the number of batches the server accepted (not sent on the wire).
+	Requests int `json:"-"`
+	// Splits is the number of times a batch refused with 413 was halved.
+	Splits int `json:"-"`
+}
+
+// ----------------------------------------------------------------------------------------- usage events
+
+// UsageModel is the model of a usage event.
+type UsageModel struct {
+	// Provider is e.g. `local`, `vllm`.
+	Provider string `json:"provider"`
+	// Name is e.g. `llama-70b-local`.
+	Name string `json:"name"`
+}
+
+// UsageCost is the cost of a usage event, when known.
+type UsageCost struct {
+	// Amount is >= 0, at most 10^12, at most 10 decimal places.
+	Amount Decimal `json:"amount"`
+	// Currency is an ISO 4217 code (`EUR`).
+	Currency string `json:"currency"`
+}
+
+// UsageEvent is one usage record (schema_version 1.0): an item of POST /v1/usage/events. Empty optional
+// fields are left out. See package usage for a validating builder.
+type UsageEvent struct {
+	// EventID is the dedup key (a uuid): a re-sent event replaces the stored one. Empty: the SDK assigns a
+	// random uuid v4 once, before the first attempt.
+	EventID string `json:"event_id"`
+	// SchemaVersion is "1.0" (empty: the SDK sets it).
+	SchemaVersion string `json:"schema_version"`
+	// TenantID is the tenant charged: omitted by tenant keys (and by a platform key signed in to a tenant
+	// with WithTenant); required otherwise.
+	TenantID string `json:"tenant_id,omitempty"`
+	// UsageType is what was consumed, e.g. `llm_tokens`, `gpu_local`.
+	UsageType string `json:"usage_type"`
+	// Source is who reports it, e.g. `gateway`, `worker`.
+	Source string `json:"source"`
+	// OccurredAt is when it happened, RFC 3339 with at most millisecond precision (empty: the SDK stamps
+	// the current instant).
+	OccurredAt string `json:"occurred_at"`
+	// DeploymentID is the model deployment used (needed to weigh a shared deployment's split).
+	DeploymentID string `json:"deployment_id,omitempty"`
+	// Model is the model used.
+	Model *UsageModel `json:"model,omitempty"`
+	// Units maps unit names (`tokens_in`, `gpu_seconds`, …) to quantities.
+	Units map[string]Decimal `json:"units"`
+	// Cost is the cost of the usage, when known.
+	Cost *UsageCost `json:"cost,omitempty"`
+	// AllocationPolicyID is the policy that priced it (`alp_1`), on gpu_local events.
+	AllocationPolicyID string `json:"allocation_policy_id,omitempty"`
+	// Project is trace context.
+	Project string `json:"project,omitempty"`
+	// AgentID is trace context.
+	AgentID string `json:"agent_id,omitempty"`
+	// RunID is trace context.
+	RunID string `json:"run_id,omitempty"`
+}
+
+// UsageEventsRequest is the body of POST /v1/usage/events.
+type UsageEventsRequest struct {
+	// Events to store; the SDK sends them in batches (WithMaxBatchSize).
+	Events []UsageEvent `json:"events"`
+}
+
+// ------------------------------------------------------------------------------------------- allocation
+
+// Money is an amount rounded to its currency's minor unit, e.g. {"amount": "412.70", "currency": "EUR"}.
+type Money struct {
+	// Amount is an exact decimal string.
+	Amount Decimal `json:"amount"`
+	// Currency is an ISO 4217 code.
+	Currency string `json:"currency"`
+}
+
+// AllocationItem is what a tenant is charged for a deployment under one policy.
+type AllocationItem struct {
+	// TenantID is the tenant's uuid.
+	TenantID string `json:"tenant_id"`
+	// DeploymentID is the deployment.
+	DeploymentID string `json:"deployment_id"`
+	// GpuSeconds allocated to the tenant.
+	GpuSeconds Quantity `json:"gpu_seconds"`
+	// GpuMemoryGBSeconds allocated to the tenant.
+	GpuMemoryGBSeconds Quantity `json:"gpu_memory_gb_seconds"`
+	// EnergyWh allocated to the tenant.
+	EnergyWh Quantity `json:"energy_wh"`
+	// Allocated is the cost charged.
+	Allocated Money `json:"allocated"`
+	// PolicyID is the pricing policy (`alp_1`).
+	PolicyID string `json:"policy_id"`
+}
+
+// AllocationDeployment is one row per (deployment, currency): allocated + unallocated = cost, to the cent.
+type AllocationDeployment struct {
+	// DeploymentID is the deployment.
+	DeploymentID string `json:"deployment_id"`
+	// Dedicated: its samples carry an owner tenant, who gets all of it.
+	Dedicated bool `json:"dedicated"`
+	// Samples received in the period.
+	Samples int64 `json:"samples"`
+	// EstimatedSamples are windows filled by interpolation.
+	EstimatedSamples int64 `json:"estimated_samples"`
+	// Gpus is the number of distinct GPUs (or MIG slices) seen.
+	Gpus int64 `json:"gpus"`
+	// GpuHours measured.
+	GpuHours Quantity `json:"gpu_hours"`
+	// BusyGpuHours is GpuHours weighted by utilization.
+	BusyGpuHours Quantity `json:"busy_gpu_hours"`
+	// EstimatedGpuSeconds filled by interpolation.
+	EstimatedGpuSeconds Quantity `json:"estimated_gpu_seconds"`
+	// GpuMemoryGBSeconds measured.
+	GpuMemoryGBSeconds Quantity `json:"gpu_memory_gb_seconds"`
+	// EnergyKwh measured.
+	EnergyKwh Quantity `json:"energy_kwh"`
+	// Cost of the deployment (a tenant-scoped reader sees only its share).
+	Cost Decimal `json:"cost"`
+	// Allocated to tenants.
+	Allocated Decimal `json:"allocated"`
+	// Unallocated (idle capacity).
+	Unallocated Decimal `json:"unallocated"`
+	// UnpricedSamples are samples no enabled policy prices.
+	UnpricedSamples int64 `json:"unpriced_samples"`
+	// Currency of the row; nil when nothing of the deployment was priced.
+	Currency *string `json:"currency"`
+}
+
+// AllocationTenant is one row per (tenant, currency).
+type AllocationTenant struct {
+	// TenantID is the tenant's uuid.
+	TenantID string `json:"tenant_id"`
+	// GpuSeconds allocated to the tenant.
+	GpuSeconds Quantity `json:"gpu_seconds"`
+	// Share is the tenant's cost over the cost of every deployment in the view (0..1, 4 places).
+	Share Quantity `json:"share"`
+	// Cost charged to the tenant.
+	Cost Money `json:"cost"`
+}
+
+// AllocationDaily is the cost of a deployment on one UTC day.
+type AllocationDaily struct {
+	// Date is the UTC day (`2026-10-01`).
+	Date string `json:"date"`
+	// DeploymentID is the deployment.
+	DeploymentID string `json:"deployment_id"`
+	// Cost of that day.
+	Cost Money `json:"cost"`
+}
+
+// AllocationGap is a span of a GPU series with no sample that was not filled.
+type AllocationGap struct {
+	// GpuUUID is the series.
+	GpuUUID string `json:"gpu_uuid"`
+	// Node is the node.
+	Node string `json:"node"`
+	// DeploymentID is the deployment.
+	DeploymentID string `json:"deployment_id"`
+	// From is the start of the gap.
+	From string `json:"from"`
+	// To is the end of the gap.
+	To string `json:"to"`
+	// Reason is `too_long` or `series_changed`.
+	Reason string `json:"reason"`
+}
+
+// AllocationFinding is something the figures rest on that a FinOps reader should know.
+type AllocationFinding struct {
+	// Code is e.g. `unpriced_samples`, `usage_without_samples`.
+	Code string `json:"code"`
+	// Message explains it.
+	Message string `json:"message"`
+}
+
+// Allocation is the GPU cost allocation of a period (GET /v1/finops/gpu/allocation).
+type Allocation struct {
+	// Period is `2026-10` for exactly one calendar month, else `FROM/TO`.
+	Period string `json:"period"`
+	// From is the start of the period (inclusive).
+	From string `json:"from"`
+	// To is the end of the period (exclusive).
+	To string `json:"to"`
+	// Items: what each tenant is charged for each deployment under each policy.
+	Items []AllocationItem `json:"items"`
+	// Deployments: one row per (deployment, currency).
+	Deployments []AllocationDeployment `json:"deployments"`
+	// Tenants: one row per (tenant, currency).
+	Tenants []AllocationTenant `json:"tenants"`
+	// Daily: cost per deployment and UTC day.
+	Daily []AllocationDaily `json:"daily"`
+	// Gaps: unfilled spans of GPU series.
+	Gaps []AllocationGap `json:"gaps"`
+	// Findings: what a reader should know.
+	Findings []AllocationFinding `json:"findings"`
+}
+
+// ------------------------------------------------------------------------------------------- policies
+
+// AllocationPolicyCreate is the body of POST /v1/finops/allocation-policies. Empty fields are left out (the
+// server's default). A map[string]any is accepted too.
+type AllocationPolicyCreate struct {
+	// Name shown in the policies table (required).
+	Name string `json:"name"`
+	// DeploymentPattern is a glob on deployment_id (default `*`).
+	DeploymentPattern string `json:"deployment_pattern,omitempty"`
+	// GpuModel matches the sample's model by prefix or equality (default: any).
+	GpuModel string `json:"gpu_model,omitempty"`
+	// Currency is an ISO 4217 code (default USD).
+	Currency string `json:"currency,omitempty"`
+	// GpuHourlyCost is the price of one GPU-hour (required).
+	GpuHourlyCost Decimal `json:"gpu_hourly_cost"`
+	// OverheadPct is the percent added to the GPU cost (default 0).
+	OverheadPct Decimal `json:"overhead_pct,omitempty"`
+	// EnergyKwhPrice is the price of one kWh (default 0).
+	EnergyKwhPrice Decimal `json:"energy_kwh_price,omitempty"`
+	// Pue is the power usage effectiveness, 1..100 (default 1).
+	Pue Decimal `json:"pue,omitempty"`
+	// StorageGBMonthPrice is the price of one GiB held for 30 days (default 0).
+	StorageGBMonthPrice Decimal `json:"storage_gb_month_price,omitempty"`
+	// IdleCapacity is `unallocated` (default) or `proportional`.
+	IdleCapacity string `json:"idle_capacity,omitempty"`
+	// Enabled defaults to true.
+	Enabled *bool `json:"enabled,omitempty"`
+	// EffectiveFrom is inclusive, a date or an RFC 3339 instant (default: now).
+	EffectiveFrom string `json:"effective_from,omitempty"`
+	// EffectiveTo is exclusive (default: open-ended).
+	EffectiveTo string `json:"effective_to,omitempty"`
+}
+
+// AllocationPolicySupersede is the body of POST /v1/finops/allocation-policies/{id}/supersede: the fields
+// given override the closed policy's. To reset a field to its default (JSON null), send a map[string]any.
+type AllocationPolicySupersede struct {
+	// Name of the replacement.
+	Name string `json:"name,omitempty"`
+	// DeploymentPattern of the replacement.
+	DeploymentPattern string `json:"deployment_pattern,omitempty"`
+	// GpuModel of the replacement.
+	GpuModel string `json:"gpu_model,omitempty"`
+	// Currency of the replacement.
+	Currency string `json:"currency,omitempty"`
+	// GpuHourlyCost of the replacement.
+	GpuHourlyCost Decimal `json:"gpu_hourly_cost,omitempty"`
+	// OverheadPct of the replacement.
+	OverheadPct Decimal `json:"overhead_pct,omitempty"`
+	// EnergyKwhPrice of the replacement.
+	EnergyKwhPrice Decimal `json:"energy_kwh_price,omitempty"`
+	// Pue of the replacement.
+	Pue Decimal `json:"pue,omitempty"`
+	// StorageGBMonthPrice of the replacement.
+	StorageGBMonthPrice Decimal `json:"storage_gb_month_price,omitempty"`
+	// IdleCapacity of the replacement.
+	IdleCapacity string `json:"idle_capacity,omitempty"`
+	// Enabled of the replacement.
+	Enabled *bool `json:"enabled,omitempty"`
+	// EffectiveTo of the replacement.
+	EffectiveTo string `json:"effective_to,omitempty"`
+	// EffectiveAt is when the policy is closed and its replacement starts (default: now).
+	EffectiveAt string `json:"effective_at,omitempty"`
+}
+
+// AllocationPolicyDisable is the body of POST /v1/finops/allocation-policies/{id}/disable.
+type AllocationPolicyDisable struct {
+	// EffectiveAt is when the policy is closed and its disabled copy starts (default: now).
+	EffectiveAt string `json:"effective_at,omitempty"`
+}
+
+// AllocationPolicy is a stored allocation policy (never edited in place).
+type AllocationPolicy struct {
+	// ID is `alp_N`.
+	ID string `json:"id"`
+	// Status is `active`, `scheduled`, `closed` or `disabled`.
+	Status string `json:"status"`
+	// Name shown in the policies table.
+	Name string `json:"name"`
+	// DeploymentPattern is a glob on deployment_id.
+	DeploymentPattern string `json:"deployment_pattern"`
+	// GpuModel matched (nil: any).
+	GpuModel *string `json:"gpu_model"`
+	// Currency of its prices.
+	Currency string `json:"currency"`
+	// GpuHourlyCost is the price of one GPU-hour.
+	GpuHourlyCost Decimal `json:"gpu_hourly_cost"`
+	// OverheadPct is the percent added to the GPU cost.
+	OverheadPct Decimal `json:"overhead_pct"`
+	// EnergyKwhPrice is the price of one kWh.
+	EnergyKwhPrice Decimal `json:"energy_kwh_price"`
+	// Pue is the power usage effectiveness.
+	Pue Decimal `json:"pue"`
+	// StorageGBMonthPrice is the price of one GiB held for 30 days.
+	StorageGBMonthPrice Decimal `json:"storage_gb_month_price"`
+	// IdleCapacity is `unallocated` or `proportional`.
+	IdleCapacity string `json:"idle_capacity"`
+	// Enabled is false for a disabled policy.
+	Enabled bool `json:"enabled"`
+	// EffectiveFrom is inclusive.
+	EffectiveFrom string `json:"effective_from"`
+	// EffectiveTo is exclusive (nil: open-ended).
+	EffectiveTo *string `json:"effective_to"`
+	// CreatedAt is when it was created (optional member).
+	CreatedAt string `json:"created_at,omitempty"`
+	// CreatedBy is the key id of its creator (optional member).
+	CreatedBy *string `json:"created_by,omitempty"`
+}
+
+// AllocationPolicyCreated is the answer of POST /v1/finops/allocation-policies.
+type AllocationPolicyCreated struct {
+	// ID of the new policy (`alp_N`).
+	ID string `json:"id"`
+	// Status of the new policy.
+	Status string `json:"status"`
+}
+
+// AllocationPolicyList is every policy, closed ones included, oldest first.
+type AllocationPolicyList struct {
+	// Items are the policies.
+	Items []AllocationPolicy `json:"items"`
+}
+
+// AllocationPolicyChange is the policy as closed and the policy opened in its place.
+type AllocationPolicyChange struct {
+	// Closed is the policy as closed.
+	Closed AllocationPolicy `json:"closed"`
+	// Opened is its replacement (or disabled copy).
+	Opened AllocationPolicy `json:"opened"`
+}
+
+// ------------------------------------------------------------------------------------------- providers
+
+// Provider is an entry of the providers catalog.
+type Provider struct {
+	// ID is the provider kind, e.g. `vllm`.
+	ID string `json:"id"`
+	// Label is for people.
+	Label string `json:"label"`
+	// Local: runs on the platform's own GPUs.
+	Local bool `json:"local"`
+	// BaseURL is the deployment's OpenAI-compatible endpoint.
+	BaseURL string `json:"base_url"`
+	// ProviderID is the stable uuid of this entry.
+	ProviderID string `json:"provider_id"`
+	// Enabled is whether it is in use.
+	Enabled bool `json:"enabled"`
+	// Discovery is `api` (seen in GPU samples) or `config`.
+	Discovery string `json:"discovery"`
+}
+
+// Catalog is the providers catalog (GET /v1/providers/catalog).
+type Catalog struct {
+	// Items are the providers.
+	Items []Provider `json:"items"`
+}
+
+// ------------------------------------------------------------------------------------------- tenants
+
+// TenantCreate is the body of POST /v1/tenants.
+type TenantCreate struct {
+	// Slug is the tenant's short name, unique and immutable (`acme`).
+	Slug string `json:"slug"`
+	// Name is the display name.
+	Name string `json:"name"`
+	// ID names a tenant already seen in data by its uuid (default: a new uuid).
+	ID string `json:"id,omitempty"`
+}
+
+// Tenant is a registered tenant.
+type Tenant struct {
+	// ID is the tenant's uuid.
+	ID string `json:"id"`
+	// Slug is its short name.
+	Slug string `json:"slug"`
+	// Name is its display name.
+	Name string `json:"name"`
+}
+
+// TenantList is the registered tenants, by slug.
+type TenantList struct {
+	// Items are the tenants.
+	Items []Tenant `json:"items"`
+}
+
+// TenantOfKey is a tenant as whoami describes it: Slug and Name are nil for a tenant only seen in data.
+type TenantOfKey struct {
+	// ID is the tenant's uuid.
+	ID string `json:"id"`
+	// Slug is its short name, if registered.
+	Slug *string `json:"slug"`
+	// Name is its display name, if registered.
+	Name *string `json:"name"`
+}
+
+// ---------------------------------------------------------------------------------------------- auth
+
+// API key roles.
+const (
+	RolePlatformAdmin   = "platform_admin"
+	RoleFinOps          = "finops"
+	RoleTenantAdmin     = "tenant_admin"
+	RoleAuditor         = "auditor"
+	RoleDeveloper       = "developer"
+	RoleViewer          = "viewer"
+	RoleSecurityOfficer = "security_officer"
+	RoleSampler         = "sampler"
+	RoleUsageReporter   = "usage_reporter"
+)
+
+// WhoAmI is the identity behind an API key (GET /v1/auth/whoami).
+type WhoAmI struct {
+	// KeyID is the key's public id (`key_3`).
+	KeyID string `json:"key_id"`
+	// Role is the key's role.
+	Role string `json:"role"`
+	// TenantID is the key's tenant (nil for platform identities).
+	TenantID *string `json:"tenant_id"`
+	// Tenant describes the key's tenant (nil for platform identities).
+	Tenant *TenantOfKey `json:"tenant"`
+	// ActingTenant is the tenant a platform key is signed in to with X-EAI-Tenant (nil otherwise).
+	ActingTenant *TenantOfKey `json:"acting_tenant"`
+}
+
+// APIKeyCreate is the body of POST /v1/auth/api-keys.
+type APIKeyCreate struct {
+	// Role is one of the RoleXxx constants.
+	Role string `json:"role"`
+	// TenantID binds the key to a tenant; required for every role but platform_admin, sampler and
+	// usage_reporter.
+	TenantID string `json:"tenant_id,omitempty"`
+	// Name is a label for people.
+	Name string `json:"name,omitempty"`
+	// ExpiresAt is when the key stops working (a date or RFC 3339, in the future).
+	ExpiresAt string `json:"expires_at,omitempty"`
+	// Nodes restricts a sampler key to these node names.
+	Nodes []string `json:"nodes,omitempty"`
+}
+
+// APIKey is an API key as listed: never its secret.
+type APIKey struct {
+	// ID is the public id (`key_3`).
+	ID string `json:"id"`
+	// Role is the key's role.
+	Role string `json:"role"`
+	// TenantID is the key's tenant (nil for platform identities).
+	TenantID *string `json:"tenant_id"`
+	// Name is a label for people.
+	Name *string `json:"name"`
+	// Status is `active`, `expired` or `revoked`.
+	Status string `json:"status"`
+	// CreatedAt is when it was made.
+	CreatedAt string `json:"created_at"`
+	// ExpiresAt is when it stops working (nil: never).
+	ExpiresAt *string `json:"expires_at"`
+	// RevokedAt is when it was revoked.
+	RevokedAt *string `json:"revoked_at"`
+	// RotatedAt is when its secret was last rotated.
+	RotatedAt *string `json:"rotated_at"`
+	// PreviousSecretValidUntil is, after a rotation with a grace period, until when the old secret works.
+	PreviousSecretValidUntil *string `json:"previous_secret_valid_until"`
+	// Nodes are the nodes a sampler key may post samples of (nil: any).
+	Nodes []string `json:"nodes"`
+}
+
+// APIKeyCreated is a key just made or rotated: Key is its secret, shown in this answer only.
+type APIKeyCreated struct {
+	APIKey
+	// Key is the secret (`eai_live_…`).
+	Key string `json:"key"`
+}
+
+// APIKeyList is the API keys.
+type APIKeyList struct {
+	// Items are the keys.
+	Items []APIKey `json:"items"`
+}
+
+// APIKeyRotate is the body of POST /v1/auth/api-keys/{id}/rotate.
+type APIKeyRotate struct {
+	// GraceSeconds is how long the previous secret keeps working (default 0), at most 604800.
+	GraceSeconds *int `json:"grace_seconds,omitempty"`
+}
+
+// --------------------------------------------------------------------------------------------- audit
+
+// AuditEvent is one link of the audit hash chain.
+type AuditEvent struct {
+	// Seq is the position in the chain, from 1.
+	Seq int64 `json:"seq"`
+	// OccurredAt is when the decision was taken (UTC).
+	OccurredAt string `json:"occurred_at"`
+	// Actor is the caller's key id, `system` or `anonymous`.
+	Actor string `json:"actor"`
+	// ActorRole is the actor's role (nil for system or an unknown caller).
+	ActorRole *string `json:"actor_role"`
+	// TenantID is the actor's tenant (nil for platform keys and the system).
+	TenantID *string `json:"tenant_id"`
+	// Action is what was attempted, e.g. `allocation_policy.create`.
+	Action string `json:"action"`
+	// Decision is `allow` or `deny`.
+	Decision string `json:"decision"`
+	// Resource is what it applied to (`alp_1`), when there is one.
+	Resource *string `json:"resource"`
+	// RequestID is the HTTP request's X-Request-Id (nil for a CLI action).
+	RequestID *string `json:"request_id"`
+	// Details are facts of the event (numbers as json.Number).
+	Details map[string]any `json:"details"`
+	// PrevHash is the previous link's hash.
+	PrevHash string `json:"prev_hash"`
+	// Hash is this link's sha256, lowercase hex.
+	Hash string `json:"hash"`
+}
+
+// AuditEventList is a page of the audit chain, oldest first.
+type AuditEventList struct {
+	// Items are the events.
+	Items []AuditEvent `json:"items"`
+}
+
+// AuditHead is the audit chain's newest event.
+type AuditHead struct {
+	// Seq is its position (0 for an empty chain).
+	Seq int64 `json:"seq"`
+	// Hash is its hash.
+	Hash string `json:"hash"`
+}

@@ -1,0 +1,33 @@
+package ai.enterprise.eai;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * 404 {@code not_found}: no such resource (a policy, a key, a tenant slug named in {@code X-EAI-Tenant}, ...).
+ */
+public class NotFoundException extends EnterpriseAIException {
+
+    /**
+     * Makes the error (the SDK does, from the server's answer).
+     *
+     * @param status the HTTP status
+     * @param code the error code
+     * @param message the message, in the client's locale
+     * @param messageI18n the message in English and French
+     * @param details the rejected fields
+     * @param requestId the server's request id
+     * @param retryAfter the wait the server asked for, or {@code null}
+     */
+    public NotFoundException(
+            int status,
+            String code,
+            String message,
+            Map<String, String> messageI18n,
+            List<FieldError> details,
+            String requestId,
+            Duration retryAfter) {
+        super(status, code, message, messageI18n, details, requestId, retryAfter, null);
+    }
+}

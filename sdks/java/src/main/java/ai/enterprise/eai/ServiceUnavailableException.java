@@ -1,0 +1,33 @@
+package ai.enterprise.eai;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * 503 {@code unavailable}: the server cannot reach its storage for now; retried by the SDK.
+ */
+public class ServiceUnavailableException extends EnterpriseAIException {
+
+    /**
+     * Makes the error (the SDK does, from the server's answer).
+     *
+     * @param status the HTTP status
+     * @param code the error code
+     * @param message the message, in the client's locale
+     * @param messageI18n the message in English and French
+     * @param details the rejected fields
+     * @param requestId the server's request id
+     * @param retryAfter the wait the server asked for, or {@code null}
+     */
+    public ServiceUnavailableException(
+            int status,
+            String code,
+            String message,
+            Map<String, String> messageI18n,
+            List<FieldError> details,
+            String requestId,
+            Duration retryAfter) {
+        super(status, code, message, messageI18n, details, requestId, retryAfter, null);
+    }
+}
