@@ -269,6 +269,13 @@ pub enum Action {
     ReadAuditHead,
     CreateTenant,
     ReadTenants,
+    CreateBudget,
+    SupersedeBudget,
+    ReadBudgets,
+    Reserve,
+    CommitReservation,
+    ReleaseReservation,
+    ReadReservation,
 }
 
 impl Action {
@@ -291,6 +298,13 @@ impl Action {
             Action::ReadAuditHead => "audit_head.read",
             Action::CreateTenant => "tenant.create",
             Action::ReadTenants => "tenant.read",
+            Action::CreateBudget => "budget.create",
+            Action::SupersedeBudget => "budget.supersede",
+            Action::ReadBudgets => "budget.read",
+            Action::Reserve => "reservation.create",
+            Action::CommitReservation => "reservation.commit",
+            Action::ReleaseReservation => "reservation.release",
+            Action::ReadReservation => "reservation.read",
         }
     }
 
@@ -308,6 +322,13 @@ impl Action {
                 | Action::RotateApiKey
                 | Action::ReadAudit
                 | Action::ReadTenants
+                | Action::CreateBudget
+                | Action::SupersedeBudget
+                | Action::ReadBudgets
+                | Action::Reserve
+                | Action::CommitReservation
+                | Action::ReleaseReservation
+                | Action::ReadReservation
         )
     }
 
@@ -324,6 +345,11 @@ impl Action {
                 | Action::RevokeApiKey
                 | Action::RotateApiKey
                 | Action::CreateTenant
+                | Action::CreateBudget
+                | Action::SupersedeBudget
+                | Action::Reserve
+                | Action::CommitReservation
+                | Action::ReleaseReservation
         )
     }
 }
@@ -358,11 +384,33 @@ pub fn is_tenant_role(role: Role) -> bool {
 /// | audit events | all | - | - | tenant | - | - | - | - |
 /// | audit head, tenant create | all | - | - | - | - | - | - | - |
 /// | tenants read | all | own | own | own | own | own | - | all |
+/// | budget create, supersede, disable | all | tenant | - | - | - | - | - | - |
+/// | budgets read | all | tenant | tenant | tenant | tenant | tenant | - | - |
+/// | reserve, commit, release | all | - | tenant | - | tenant | - | - | all (tenant named) |
+/// | reservation read | all | tenant | tenant | tenant | tenant | tenant | - | all (tenant named) |
 pub fn access(action: Action, role: Role) -> Access {
     use Access::{Deny, Platform, Tenant};
     use Role::*;
     match (action, role) {
         (_, PlatformAdmin) => Platform,
+        (Action::CreateBudget | Action::SupersedeBudget, Finops) => Tenant,
+        (Action::CreateBudget | Action::SupersedeBudget, _) => Deny,
+        (Action::ReadBudgets, Sampler | UsageReporter) => Deny,
+        (Action::ReadBudgets, _) => Tenant,
+        (
+            Action::Reserve
+            | Action::CommitReservation
+            | Action::ReleaseReservation
+            | Action::ReadReservation,
+            UsageReporter,
+        ) => Platform,
+        (
+            Action::Reserve | Action::CommitReservation | Action::ReleaseReservation,
+            TenantAdmin | Developer,
+        ) => Tenant,
+        (Action::Reserve | Action::CommitReservation | Action::ReleaseReservation, _) => Deny,
+        (Action::ReadReservation, Sampler) => Deny,
+        (Action::ReadReservation, _) => Tenant,
         (Action::IngestSamples, Sampler) => Platform,
         (Action::IngestSamples, _) => Deny,
         (Action::ReadCatalog | Action::ReadTenants, UsageReporter) => Platform,

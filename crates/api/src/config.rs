@@ -133,6 +133,9 @@ pub struct Config {
     pub metrics_token: Option<String>,
     /// `EAI_TLS_CERT` and `EAI_TLS_KEY`: PEM files; when both are set the server speaks HTTPS only.
     pub tls: Option<Tls>,
+    /// `EAI_BUDGET_CHECK_SECONDS` (15): how often budgets' thresholds are checked, expired holds marked and due
+    /// webhooks delivered.
+    pub budget_check_seconds: u32,
 }
 
 /// The server's certificate chain and private key (PEM files).
@@ -168,6 +171,7 @@ impl Default for Config {
             max_clock_skew_seconds: DEFAULT_MAX_CLOCK_SKEW_SECONDS,
             metrics_token: None,
             tls: None,
+            budget_check_seconds: 15,
         }
     }
 }
@@ -267,6 +271,8 @@ impl Config {
         c.max_clock_skew_seconds =
             number(&get, "EAI_MAX_CLOCK_SKEW_SECONDS", c.max_clock_skew_seconds)?;
         c.metrics_token = get("EAI_METRICS_TOKEN");
+        c.budget_check_seconds =
+            number(&get, "EAI_BUDGET_CHECK_SECONDS", c.budget_check_seconds)?.max(1);
         c.tls = match (get("EAI_TLS_CERT"), get("EAI_TLS_KEY")) {
             (Some(cert), Some(key)) => Some(Tls {
                 cert: PathBuf::from(cert),

@@ -26,10 +26,11 @@ pub enum ErrorCode {
     RateLimited,
     Internal,
     Unavailable,
+    BudgetExceeded,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 11] = [
+    pub const ALL: [ErrorCode; 12] = [
         ErrorCode::Unauthorized,
         ErrorCode::Forbidden,
         ErrorCode::TenantRequired,
@@ -41,6 +42,7 @@ impl ErrorCode {
         ErrorCode::RateLimited,
         ErrorCode::Internal,
         ErrorCode::Unavailable,
+        ErrorCode::BudgetExceeded,
     ];
 
     /// The table: code, HTTP status.
@@ -57,6 +59,7 @@ impl ErrorCode {
             ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::BudgetExceeded => StatusCode::PAYMENT_REQUIRED,
         }
     }
 
@@ -73,6 +76,7 @@ impl ErrorCode {
             ErrorCode::RateLimited => "rate_limited",
             ErrorCode::Internal => "internal",
             ErrorCode::Unavailable => "unavailable",
+            ErrorCode::BudgetExceeded => "budget_exceeded",
         }
     }
 }
@@ -169,6 +173,20 @@ impl ApiError {
             ErrorCode::NotFound,
             format!("The tenant `{key}` does not exist."),
             format!("Le tenant `{key}` n'existe pas."),
+        )
+    }
+
+    /// `what` (`budget`, `reservation`) `id` does not exist, or is another tenant's.
+    pub fn not_found_named(what: &str, id: &str) -> Self {
+        let fr = match what {
+            "budget" => "Le budget",
+            "reservation" => "La réservation",
+            _ => "L'objet",
+        };
+        Self::new(
+            ErrorCode::NotFound,
+            format!("The {what} `{id}` does not exist."),
+            format!("{fr} `{id}` n'existe pas."),
         )
     }
 

@@ -9,6 +9,7 @@
 pub mod allocation;
 pub mod auth;
 pub mod batch;
+pub mod budget_alerts;
 pub mod config;
 pub mod error;
 pub mod extract;

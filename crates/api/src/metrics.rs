@@ -38,6 +38,12 @@ pub struct Metrics {
     audit_head: Mutex<Option<(u64, String)>>,
     /// The ClickHouse replica (all zero when there is none).
     pub replica: ReplicaMetrics,
+    /// Budgets in force: (budget id, tenant id) -> spent over the limit, as last checked.
+    budget_ratio: Mutex<BTreeMap<(String, String), String>>,
+    /// Threshold crossings recorded, webhook deliveries acknowledged and failed.
+    pub budget_crossings: AtomicU64,
+    pub webhooks_delivered: AtomicU64,
+    pub webhooks_failed: AtomicU64,
 }
 
 /// Lag and failures of the ClickHouse replica, set by the replicator.
@@ -87,6 +93,13 @@ impl Metrics {
 
     pub fn rate_limited(&self) {
         Self::add(&self.rate_limited, 1);
+    }
+
+    /// The budgets in force as last checked: (budget id, tenant id, spent / limit as a decimal text).
+    pub fn set_budgets(&self, rows: Vec<(String, String, String)>) {
+        if let Ok(mut m) = self.budget_ratio.lock() {
+            *m = rows.into_iter().map(|(b, t, r)| ((b, t), r)).collect();
+        }
     }
 
     pub fn set_audit_head(&self, seq: u64, hash: &str) {
@@ -147,7 +160,34 @@ impl Metrics {
                 );
             }
         }
-        let counters: [(&str, &str, &AtomicU64); 4] = [
+        out.push_str("# HELP eai_budget_spent_ratio Spent this month over the limit, per budget in force (1 = the limit).\n");
+        out.push_str("# TYPE eai_budget_spent_ratio gauge\n");
+        if let Ok(m) = self.budget_ratio.lock() {
+            for ((budget, tenant), ratio) in m.iter() {
+                let _ = writeln!(
+                    out,
+                    "eai_budget_spent_ratio{{budget_id=\"{}\",tenant_id=\"{}\"}} {ratio}",
+                    escape(budget),
+                    escape(tenant)
+                );
+            }
+        }
+        let counters: [(&str, &str, &AtomicU64); 7] = [
+            (
+                "eai_budget_threshold_crossings_total",
+                "Budget thresholds crossed (each once a month).",
+                &self.budget_crossings,
+            ),
+            (
+                "eai_budget_webhooks_delivered_total",
+                "Threshold webhooks acknowledged by their receiver (2xx).",
+                &self.webhooks_delivered,
+            ),
+            (
+                "eai_budget_webhooks_failed_total",
+                "Threshold webhook attempts that failed (retried with backoff).",
+                &self.webhooks_failed,
+            ),
             (
                 "eai_gpu_samples_ingested_total",
                 "GPU samples stored (re-sends not counted).",

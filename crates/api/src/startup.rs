@@ -51,6 +51,7 @@ pub struct Application {
     allocation_source: AllocationSource,
     allocation_batch: bool,
     allocation_bucket_ms: i64,
+    budget_check: Duration,
 }
 
 impl Application {
@@ -107,6 +108,7 @@ impl Application {
             tls,
             state,
             raw_retention_days: config.raw_retention_days,
+            budget_check: Duration::from_secs(u64::from(config.budget_check_seconds)),
             clickhouse,
             allocation_source: config.allocation_source,
             allocation_batch: config.allocation_batch,
@@ -163,6 +165,11 @@ impl Application {
             )));
         }
         tasks.push(tokio::spawn(housekeeping(self.state.clone())));
+        tasks.push(tokio::spawn(crate::budget_alerts::run(
+            self.state.store.clone(),
+            self.state.metrics.clone(),
+            self.budget_check,
+        )));
         tracing::info!(
             address = %self.local_addr,
             storage = self.state.store.backend(),

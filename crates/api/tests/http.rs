@@ -1251,6 +1251,16 @@ on_both_backends!(
     failed_sign_ins_are_counted_and_audited_without_the_key,
 );
 
+#[path = "http/budgets.rs"]
+mod budgets;
+use budgets::*;
+
+on_both_backends!(
+    concurrent_reservations_grant_exactly_what_the_budget_fits,
+    reservations_commit_once_release_and_stay_in_their_tenant,
+    thresholds_fire_once_with_a_signed_webhook,
+);
+
 #[path = "http/tenants.rs"]
 mod tenants;
 use tenants::*;

@@ -9,6 +9,7 @@ use crate::telemetry;
 
 pub mod allocation;
 pub mod audit;
+pub mod budgets;
 pub mod catalog;
 pub mod keys;
 pub mod policies;
@@ -47,6 +48,26 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/auth/api-keys/{id}", delete(keys::revoke))
         .route("/v1/auth/api-keys/{id}/rotate", post(keys::rotate))
         .route("/v1/auth/whoami", get(keys::whoami))
+        .route(
+            "/v1/finops/budgets",
+            get(budgets::list).post(budgets::create),
+        )
+        .route("/v1/finops/budgets/{id}", get(budgets::get_one))
+        .route(
+            "/v1/finops/budgets/{id}/supersede",
+            post(budgets::supersede),
+        )
+        .route("/v1/finops/budgets/{id}/disable", post(budgets::disable))
+        .route("/v1/finops/reservations", post(budgets::reserve))
+        .route(
+            "/v1/finops/reservations/{id}",
+            get(budgets::get_reservation),
+        )
+        .route("/v1/finops/reservations/{id}/commit", post(budgets::commit))
+        .route(
+            "/v1/finops/reservations/{id}/release",
+            post(budgets::release),
+        )
         .route("/v1/tenants", get(tenants::list).post(tenants::create))
         .route("/v1/tenants/{key}", get(tenants::get_one))
         .route("/v1/audit/events", get(audit::list))

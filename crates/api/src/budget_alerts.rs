@@ -1,0 +1,204 @@
+//! Budget chores, every `EAI_BUDGET_CHECK_SECONDS`: holds past their expiry are marked expired, thresholds
+//! reached this month are recorded (once each, audited, counted in `/metrics`), and due webhooks are delivered.
+//!
+//! A webhook is a `POST` of a JSON body to the budget's `webhook_url`, signed like Stripe's: header
+//! `X-EAI-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" with the budget's webhook secret>`,
+//! plus `X-EAI-Webhook-Id` (the alert's id: a receiver that sees it twice drops the second). Delivery is at
+//! least once: any answer but a 2xx is retried with exponential backoff (2^n s, at most an hour) for
+//! [`eai_store::budgets::MAX_ATTEMPTS`] attempts (about two days), then given up and audited.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use eai_engine::time::Timestamp;
+use eai_store::budgets::{next_attempt, Alert, Delivery, MAX_ATTEMPTS};
+use eai_store::{Scope, Store};
+use rust_decimal::Decimal;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::metrics::Metrics;
+use crate::state::now;
+
+/// How long a receiver may take to answer.
+const DELIVERY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs the chores forever.
+pub async fn run(store: Arc<dyn Store>, metrics: Arc<Metrics>, every: Duration) {
+    let http = match reqwest::Client::builder().timeout(DELIVERY_TIMEOUT).build() {
+        Ok(h) => h,
+        Err(e) => {
+            tracing::error!(error = %e, "budget webhooks: no HTTP client");
+            return;
+        }
+    };
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(e) = check_once(store.as_ref(), &metrics, &http, now()).await {
+            tracing::warn!(error = %e, "budget check failed (retried next time)");
+        }
+    }
+}
+
+/// One round of the chores at `at`.
+pub async fn check_once(
+    store: &dyn Store,
+    metrics: &Metrics,
+    http: &reqwest::Client,
+    at: Timestamp,
+) -> eai_store::Result<()> {
+    let expired = store.expire_reservations(at).await?;
+    if expired > 0 {
+        tracing::info!(expired, "reservation holds expired");
+    }
+    let crossed = store.record_crossings(at).await?;
+    for a in &crossed {
+        tracing::info!(budget = %a.budget_id, tenant = %a.tenant_id, threshold_pct = a.threshold_pct, "budget threshold crossed");
+    }
+    Metrics::add(&metrics.budget_crossings, crossed.len() as u64);
+    let ratios = store
+        .budget_standings(Scope::Platform, at)
+        .await?
+        .into_iter()
+        .map(|s| {
+            let ratio = if s.budget.spec.limit.is_zero() {
+                Decimal::ZERO
+            } else {
+                (s.spent.cost / s.budget.spec.limit).round_dp(6)
+            };
+            (
+                s.budget.id.clone(),
+                s.budget.spec.tenant_id.to_string(),
+                ratio.normalize().to_string(),
+            )
+        })
+        .collect();
+    metrics.set_budgets(ratios);
+    for d in store.due_deliveries(at, 100).await? {
+        let outcome = deliver(http, &d, at).await;
+        let next = match &outcome {
+            Ok(()) => None,
+            Err(_) if d.alert.attempts + 1 >= MAX_ATTEMPTS => None,
+            Err(_) => Some(next_attempt(at, d.alert.attempts)),
+        };
+        match &outcome {
+            Ok(()) => Metrics::add(&metrics.webhooks_delivered, 1),
+            Err(e) => {
+                Metrics::add(&metrics.webhooks_failed, 1);
+                tracing::warn!(alert = %d.alert.id, url = %d.url, error = %e, "budget webhook not delivered");
+            }
+        }
+        store
+            .delivery_attempted(d.alert.id, at, outcome, next)
+            .await?;
+    }
+    Ok(())
+}
+
+/// The body of a threshold webhook.
+pub fn payload(a: &Alert) -> serde_json::Value {
+    let c = a.currency;
+    let money = |d: Decimal| {
+        let mut d = d.normalize();
+        if d.scale() < c.minor_unit_digits() {
+            d.rescale(c.minor_unit_digits());
+        }
+        json!({ "amount": d.to_string(), "currency": c.as_str() })
+    };
+    json!({
+        "type": "budget.threshold_crossed",
+        "id": a.id.hyphenated().to_string(),
+        "budget_id": a.budget_id,
+        "tenant_id": a.tenant_id.to_string(),
+        "month": eai_engine::batch::month_of(a.month),
+        "threshold_pct": a.threshold_pct,
+        "spent": money(a.spent),
+        "limit": money(a.limit),
+        "crossed_at": a.crossed_at.to_string(),
+    })
+}
+
+async fn deliver(http: &reqwest::Client, d: &Delivery, at: Timestamp) -> Result<(), String> {
+    let body = payload(&d.alert).to_string();
+    let t = at.0.div_euclid(1000);
+    let resp = http
+        .post(&d.url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .header("X-EAI-Webhook-Id", d.alert.id.hyphenated().to_string())
+        .header("X-EAI-Signature", signature(&d.secret, t, &body))
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| format!("no answer: {e}"))?;
+    if resp.status().is_success() {
+        Ok(())
+    } else {
+        Err(format!("answered {}", resp.status()))
+    }
+}
+
+/// `t=<seconds>,v1=<hex HMAC-SHA256(secret, "<seconds>.<body>")>`.
+pub fn signature(secret: &str, unix_seconds: i64, body: &str) -> String {
+    let mac = hmac_sha256(
+        secret.as_bytes(),
+        format!("{unix_seconds}.{body}").as_bytes(),
+    );
+    format!("t={unix_seconds},v1={}", hex::encode(mac))
+}
+
+/// HMAC (RFC 2104) over SHA-256.
+pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    const BLOCK: usize = 64;
+    let mut k = [0u8; BLOCK];
+    if key.len() > BLOCK {
+        k[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        k[..key.len()].copy_from_slice(key);
+    }
+    let pad = |byte: u8| k.map(|x| x ^ byte);
+    let inner = Sha256::new()
+        .chain_update(pad(0x36))
+        .chain_update(message)
+        .finalize();
+    Sha256::new()
+        .chain_update(pad(0x5c))
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hmac_is_rfc_4231() {
+        // RFC 4231, test cases 1 and 2.
+        assert_eq!(
+            hex::encode(hmac_sha256(&[0x0b; 20], b"Hi There")),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"
+        );
+        assert_eq!(
+            hex::encode(hmac_sha256(b"Jefe", b"what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        // Test case 6: a key longer than the block is hashed first.
+        assert_eq!(
+            hex::encode(hmac_sha256(
+                &[0xaa; 131],
+                b"Test Using Larger Than Block-Size Key - Hash Key First"
+            )),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+        );
+    }
+
+    #[test]
+    fn the_signature_covers_the_time_and_the_body() {
+        let s = signature("whsec_x", 1_790_812_800, "{}");
+        assert!(s.starts_with("t=1790812800,v1="), "{s}");
+        assert_ne!(s, signature("whsec_x", 1_790_812_801, "{}"));
+        assert_ne!(s, signature("whsec_y", 1_790_812_800, "{}"));
+    }
+}
