@@ -249,7 +249,7 @@ def _openapi_refs() -> None:
 
 
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
-ERROR_STATUSES = {"401", "403", "404", "405", "409", "413", "422", "429", "500", "503"}
+ERROR_STATUSES = {"401", "402", "403", "404", "405", "409", "413", "422", "429", "500", "503"}
 
 
 @section("openapi.json operation rules")
@@ -327,7 +327,7 @@ def _openapi_operations() -> None:
     codes = openapi["components"]["schemas"]["ErrorCode"]["enum"]
     R.check("error codes", set(codes) == {
         "unauthorized", "forbidden", "tenant_required", "not_found", "method_not_allowed", "payload_too_large",
-        "conflict", "validation_error", "rate_limited", "internal", "unavailable"}, f"{codes}")
+        "conflict", "validation_error", "rate_limited", "internal", "unavailable", "budget_exceeded"}, f"{codes}")
 
 
 @section("examples of openapi.json")
@@ -490,6 +490,10 @@ OA_VALID = [
         "enabled": False, "effective_from": "2026-10-01", "effective_to": "2026-11-01T00:00:00Z"}),
     ("AllocationPolicySupersede", "empty body", {}),
     ("TenantCreate", "slug and name", {"slug": "acme", "name": "Acme Corp"}),
+    ("BudgetCreate", "a monthly budget", {"tenant_id": TENANT, "name": "acme", "limit": {"amount": "1000.00", "currency": "EUR"},
+                                          "thresholds_pct": [50, 100], "enforce": True}),
+    ("ReservationCreate", "an estimate", {"action": "llm.invoke", "estimate": {"cost": 0.5, "tokens": 4000}}),
+    ("ReservationCommit", "the actual", {"actual": {"cost": "0.42", "tokens": 3100}}),
     ("TenantCreate", "an id seen in data", {"slug": "globex-2", "name": "Globex", "id": TENANT}),
     ("WhoAmI", "platform key signed in to acme", {"key_id": "key_1", "role": "platform_admin", "tenant_id": None,
         "tenant": None, "acting_tenant": {"id": TENANT, "slug": "acme", "name": "Acme Corp"}}),
@@ -539,6 +543,13 @@ OA_INVALID = [
                    "allocated": {"amount": 412.70, "currency": "EUR"}, "policy_id": "alp_1"}],
         "deployments": [], "tenants": [], "daily": [], "gaps": [], "findings": []}),
     ("TenantCreate", "slug in capitals", {"slug": "Acme", "name": "Acme Corp"}),
+    ("BudgetCreate", "limit without currency", {"name": "b", "limit": {"amount": "1"}}),
+    ("BudgetCreate", "a weekly period", {"name": "b", "period": "week", "limit": {"amount": "1", "currency": "EUR"}}),
+    ("BudgetCreate", "threshold 0", {"name": "b", "limit": {"amount": "1", "currency": "EUR"}, "thresholds_pct": [0]}),
+    ("BudgetCreate", "ftp webhook", {"name": "b", "limit": {"amount": "1", "currency": "EUR"}, "webhook_url": "ftp://x"}),
+    ("ReservationCreate", "no estimate", {"action": "llm.invoke"}),
+    ("ReservationCreate", "negative cost", {"action": "a", "estimate": {"cost": "-1"}}),
+    ("ReservationCreate", "ttl of two days", {"action": "a", "estimate": {"cost": "1"}, "ttl_seconds": 172800}),
     ("TenantCreate", "slug of 64 characters", {"slug": "a" * 64, "name": "A"}),
     ("TenantCreate", "missing name", {"slug": "acme"}),
     ("TenantCreate", "empty name", {"slug": "acme", "name": ""}),

@@ -154,7 +154,9 @@ impl<'a> Record<'a> {
             .cloned()
             .collect();
         for k in unknown {
-            self.fail(&k, "is not a known field");
+            // A field is always named: an empty key is shown as `""`.
+            let name = if k.is_empty() { "\"\"" } else { k.as_str() };
+            self.fail(name, "is not a known field");
         }
     }
 
@@ -813,6 +815,11 @@ mod tests {
             decimal("12345678901234567.5", Bounds::non_negative(i64::MAX, 1)).0,
             Some(Decimal::from_str("12345678901234567.5").expect("d"))
         );
+        // An empty key is still named in the error.
+        let v: Loose = serde_json::from_str(r#"{"": 1}"#).expect("json");
+        let mut r = Record::new(&v, "r").expect("object");
+        r.deny_unknown(&["x"]);
+        assert_eq!(r.errors[0].field, "\"\"");
         // A price keeps its places or is refused, whether a number or a string.
         let (d, errors) = decimal("2.00000000001", Bounds::price(10));
         assert_eq!((d, errors.len()), (None, 1));

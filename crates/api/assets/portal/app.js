@@ -39,6 +39,8 @@ const state = {
   /** The tenant a platform_admin views the page as (an id sent as X-EAI-Tenant), or null. */
   viewAs: null,
   policies: { status: "idle", items: [], error: null, seq: 0 },
+  /** Budgets in force or scheduled (GET /v1/finops/budgets); the section shows only when there are some. */
+  budgets: { items: [], seq: 0 },
   form: { open: false, values: { ...FORM_DEFAULTS }, errors: {}, failure: null, busy: false, opener: null },
 };
 
@@ -173,6 +175,7 @@ function renderMain() {
     main.replaceChildren(renderPage());
     renderViewAs();
     renderAllocation();
+    renderBudgets();
     renderPolicies();
   }
 }
@@ -248,6 +251,7 @@ function signOut() {
   state.viewAs = null;
   state.alloc = { status: "idle", data: null, error: null, seq: state.alloc.seq + 1 };
   state.policies = { status: "idle", items: [], error: null, seq: state.policies.seq + 1 };
+  state.budgets = { items: [], seq: state.budgets.seq + 1 };
   state.form = { open: false, values: { ...FORM_DEFAULTS }, errors: {}, failure: null, busy: false, opener: null };
   state.signin = { busy: false, error: null };
   renderShell();
@@ -261,6 +265,7 @@ function enter() {
     loadTenants();
     loadAllocation();
     loadPolicies();
+    loadBudgets();
   }
 }
 
@@ -298,6 +303,7 @@ function renderViewAs() {
     renderViewAs();
     loadAllocation();
     loadPolicies();
+    loadBudgets();
   };
   slot.replaceChildren(
     h("div", { class: "field inline view-as" },
@@ -362,6 +368,7 @@ function renderPage() {
         h("h2", { id: "alloc-title" }, t("alloc.title")),
         h("span", { class: "muted", id: "alloc-period" })),
       h("div", { id: "alloc-body" })),
+    h("div", { id: "budgets-slot" }),
     h("section", { id: "policies", class: "card", "aria-labelledby": "policies-title" },
       h("div", { class: "section-head" },
         h("h2", { id: "policies-title" }, t("policies.title")),
@@ -598,6 +605,53 @@ function tableWrap(labelledBy, table) {
 }
 
 // ---------------------------------------------------------------------------------------------- policies
+
+/** The tenant's budgets (all tenants' for the platform): what is spent, held and left this month. */
+async function loadBudgets() {
+  const seq = ++state.budgets.seq;
+  try {
+    const data = await api("/v1/finops/budgets");
+    if (seq !== state.budgets.seq) return;
+    state.budgets.items = (data.items || []).filter((x) => x.status !== "closed");
+  } catch {
+    if (seq !== state.budgets.seq) return;
+    state.budgets.items = [];
+  }
+  renderBudgets();
+}
+
+function renderBudgets() {
+  const slot = $("#budgets-slot");
+  if (!slot) return;
+  const items = state.budgets.items;
+  if (items.length === 0) {
+    slot.replaceChildren();
+    return;
+  }
+  const cols = [["col.budget", false], ["col.tenant", false], ["col.limit", true], ["col.spent", true], ["col.held", true],
+    ["col.left", true], ["col.thresholds", false]];
+  const rows = items.map((x) => {
+    const c = x.current;
+    const cur = x.limit.currency;
+    const reached = new Set(c ? c.crossed_pct : []);
+    return h("tr", { "data-budget": x.id, "data-currency": cur },
+      h("th", { scope: "row" }, h("span", { class: "strong" }, x.name), h("span", { class: "sub muted" }, x.id, " ",
+        badge(x.enforce ? t("budget.enforced") : t("budget.alertOnly"), x.enforce ? "info" : "muted"))),
+      h("td", {}, tenantCell(x.tenant_id)),
+      num(x.limit.amount, fmt.money(x.limit.amount, cur), "limit"),
+      num(c ? c.spent.amount : "", c ? fmt.money(c.spent.amount, cur) : "—", "spent"),
+      num(c ? c.held.amount : "", c ? fmt.money(c.held.amount, cur) : "—", "held"),
+      num(c ? c.left.amount : "", c ? fmt.money(c.left.amount, cur) : "—", "left"),
+      h("td", { "data-col": "thresholds" }, x.thresholds_pct.map((p) =>
+        badge(`${p} %`, reached.has(p) ? "warn" : "muted", reached.has(p) ? t("budget.reached") : null))));
+  });
+  slot.replaceChildren(h("section", { id: "budgets", class: "card", "aria-labelledby": "budgets-title" },
+    h("div", { class: "section-head" }, h("h2", { id: "budgets-title" }, t("budgets.title"))),
+    tableWrap("budgets-title", h("table", { class: "data", id: "budgets-table" },
+      h("thead", {}, h("tr", {}, cols.map(([k, n]) => h("th", { scope: "col", class: n ? "num" : null }, t(k))))),
+      h("tbody", {}, rows))),
+    h("p", { class: "note" }, t("budgets.note"))));
+}
 
 async function loadPolicies() {
   const seq = ++state.policies.seq;

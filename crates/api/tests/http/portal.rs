@@ -1472,6 +1472,41 @@ async fn tenants_show_by_name_and_an_administrator_views_the_page_as_one() {
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{v}");
+    // A budget of acme with a committed reservation: the page shows what is spent, held and left.
+    let (status, v) = portal
+        .post(
+            "/v1/finops/budgets",
+            ADMIN_KEY,
+            &json!({ "tenant_id": ACME, "name": "acme monthly", "limit": { "amount": "100", "currency": "EUR" },
+                     "thresholds_pct": [2, 50], "enforce": true }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{v}");
+    let dev = portal.key("developer", Some(ACME)).await;
+    let (status, r) = portal
+        .post(
+            "/v1/finops/reservations",
+            &dev,
+            &json!({ "action": "llm.invoke", "estimate": { "cost": "3" } }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{r}");
+    let commit = format!(
+        "/v1/finops/reservations/{}/commit",
+        r["id"].as_str().expect("id")
+    );
+    let (status, c) = portal
+        .post(&commit, &dev, &json!({ "actual": { "cost": "2.10" } }))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{c}");
+    let (status, _) = portal
+        .post(
+            "/v1/finops/reservations",
+            &dev,
+            &json!({ "action": "llm.invoke", "estimate": { "cost": "1.5" } }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
     let b = Browser::launch().await;
     b.goto(&portal.url("/finops/gpu")).await;
     b.sign_in(ADMIN_KEY).await;
@@ -1481,6 +1516,25 @@ async fn tenants_show_by_name_and_an_administrator_views_the_page_as_one() {
         "the tenant names",
     )
     .await;
+    b.wait("document.querySelector('#budgets-table')", "the budgets")
+        .await;
+    let budget = b
+        .js(
+            "const tr = document.querySelector('#budgets-table tr[data-budget=\"bud_1\"]');
+             return Object.fromEntries([...tr.querySelectorAll('[data-col]')].map(td => [td.dataset.col, td.dataset.value || td.textContent.trim()]));",
+            json!([]),
+        )
+        .await;
+    assert_eq!(budget["limit"], "100.00", "{budget}");
+    assert_eq!(budget["spent"], "2.10", "{budget}");
+    assert_eq!(budget["held"], "1.50", "{budget}");
+    assert_eq!(budget["left"], "96.40", "{budget}");
+    assert_eq!(budget["thresholds"], "2 %50 %", "{budget}");
+    assert!(
+        b.exists("#budgets-table tr[data-budget='bud_1'] .badge.warn")
+            .await,
+        "the 2 % threshold is reached"
+    );
 
     // A registered tenant by name (its id on hover); one only seen in data by id.
     let names = b
