@@ -20,7 +20,7 @@ import (
 // Client is a client of the eai-gpu control plane's API (contracts/v1/openapi.json). Its services group the
 // endpoints; Do calls any other. A Client is safe for concurrent use; create one and share it.
 type Client struct {
-	// FinOps: GPU samples, the cost allocation and allocation policies (/v1/finops/…).
+	// FinOps: GPU samples, the cost allocation, allocation policies, budgets and reservations (/v1/finops/…).
 	FinOps *FinOpsService
 	// Providers: the catalog of model providers (/v1/providers/catalog).
 	Providers *ProvidersService
@@ -124,7 +124,7 @@ func (c *Client) With(opts ...ClientOption) (*Client, error) {
 // body is JSON-encoded (nil: no body; json.RawMessage or []byte: sent as is). An error answer is an
 // *APIError. POST is retried only when the server surely did not act unless Idempotent(true) is given.
 //
-// Do is how endpoints without a typed method are called, e.g. a gateway middleware's reservations.
+// Do is how endpoints without a typed method are called.
 func (c *Client) Do(ctx context.Context, method, path string, body, out any, opts ...RequestOption) error {
 	cl, err := c.newCall(opts)
 	if err != nil {

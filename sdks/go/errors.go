@@ -22,6 +22,7 @@ const (
 	CodeRateLimited      = "rate_limited"       // 429: see APIError.RetryAfter
 	CodeInternal         = "internal"           // 500
 	CodeUnavailable      = "unavailable"        // 503
+	CodeBudgetExceeded   = "budget_exceeded"    // 402: a reservation would pass an enforcing budget
 )
 
 // sentinel is the type of the ErrXxx values: an error code, matched by errors.Is against an *APIError.
@@ -61,6 +62,9 @@ var (
 	ErrInternal error = &sentinel{CodeInternal, http.StatusInternalServerError}
 	// ErrUnavailable matches a 503 `unavailable` answer (and a 502 or 504 of a proxy without an envelope).
 	ErrUnavailable error = &sentinel{CodeUnavailable, http.StatusServiceUnavailable}
+	// ErrBudgetExceeded matches a 402 `budget_exceeded` answer: a reservation (FinOpsService.Reserve) would
+	// pass an enforcing budget; the message names the budget, its limit and what is left, and nothing is held.
+	ErrBudgetExceeded error = &sentinel{CodeBudgetExceeded, http.StatusPaymentRequired}
 )
 
 var sentinels = map[string]error{
@@ -75,6 +79,7 @@ var sentinels = map[string]error{
 	CodeRateLimited:      ErrRateLimited,
 	CodeInternal:         ErrInternal,
 	CodeUnavailable:      ErrUnavailable,
+	CodeBudgetExceeded:   ErrBudgetExceeded,
 }
 
 // SentinelFor returns the ErrXxx sentinel of an error code, or nil for a code this SDK does not know.
@@ -217,6 +222,8 @@ func codeForStatus(status int) string {
 	switch status {
 	case http.StatusUnauthorized:
 		return CodeUnauthorized
+	case http.StatusPaymentRequired:
+		return CodeBudgetExceeded
 	case http.StatusForbidden:
 		return CodeForbidden
 	case http.StatusNotFound:

@@ -254,6 +254,7 @@ func TestSentinels(t *testing.T) {
 		{"rate_limited", 429, eai.ErrRateLimited},
 		{"internal", 500, eai.ErrInternal},
 		{"unavailable", 503, eai.ErrUnavailable},
+		{"budget_exceeded", 402, eai.ErrBudgetExceeded},
 	}
 	all := []error{}
 	for _, c := range cases {

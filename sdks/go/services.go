@@ -34,7 +34,8 @@ func (c *Client) post(ctx context.Context, path string, body, out any, opts []Re
 
 // ---------------------------------------------------------------------------------------------- FinOps
 
-// FinOpsService groups the FinOps endpoints: GPU samples, the cost allocation and allocation policies.
+// FinOpsService groups the FinOps endpoints: GPU samples, the cost allocation, allocation policies, budgets
+// and reservations.
 type FinOpsService struct{ c *Client }
 
 // GpuSamples stores GPU samples (POST /v1/finops/gpu/samples; platform_admin or sampler keys). body is a
@@ -270,6 +271,109 @@ func (a *AuditService) Events(ctx context.Context, opts ...RequestOption) (*Audi
 func (a *AuditService) Head(ctx context.Context, opts ...RequestOption) (*AuditHead, error) {
 	var out AuditHead
 	if err := a.c.get(ctx, "/v1/audit/head", &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ------------------------------------------------------------------------------ budgets and reservations
+
+// CreateBudget creates a monthly budget of a tenant (POST /v1/finops/budgets; platform_admin for any tenant,
+// finops for its own). body is a BudgetCreate or a map. The answer carries WebhookSecret (once) when the
+// budget has a webhook. Not retried after an error where the server may have acted (see Idempotent).
+func (f *FinOpsService) CreateBudget(ctx context.Context, body any, opts ...RequestOption) (*Budget, error) {
+	var out Budget
+	if err := f.c.post(ctx, "/v1/finops/budgets", body, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListBudgets lists the budgets the caller may see (a platform key WithTenant: that tenant's), closed ones
+// included, oldest first (GET /v1/finops/budgets).
+func (f *FinOpsService) ListBudgets(ctx context.Context, opts ...RequestOption) (*BudgetList, error) {
+	var out BudgetList
+	if err := f.c.get(ctx, "/v1/finops/budgets", &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetBudget returns one budget with its month's standing (GET /v1/finops/budgets/{id}).
+func (f *FinOpsService) GetBudget(ctx context.Context, id string, opts ...RequestOption) (*Budget, error) {
+	var out Budget
+	if err := f.c.get(ctx, "/v1/finops/budgets/"+pathID(id), &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// SupersedeBudget closes a budget at effective_at and opens its successor with the fields given (POST
+// /v1/finops/budgets/{id}/supersede). body is a BudgetSupersede, a map, or nil (a copy from now).
+func (f *FinOpsService) SupersedeBudget(ctx context.Context, id string, body any, opts ...RequestOption) (*BudgetChange, error) {
+	var out BudgetChange
+	if err := f.c.post(ctx, "/v1/finops/budgets/"+pathID(id)+"/supersede", body, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DisableBudget closes a budget at effectiveAt ("" for now; a date or an RFC 3339 date-time); nothing opens,
+// so the answer's Opened is nil (POST /v1/finops/budgets/{id}/disable).
+func (f *FinOpsService) DisableBudget(ctx context.Context, id, effectiveAt string, opts ...RequestOption) (*BudgetChange, error) {
+	body := map[string]string{}
+	if effectiveAt != "" {
+		body["effective_at"] = effectiveAt
+	}
+	var out BudgetChange
+	if err := f.c.post(ctx, "/v1/finops/budgets/"+pathID(id)+"/disable", body, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Reserve holds an estimate against the tenant's enforcing budgets (POST /v1/finops/reservations;
+// usage_reporter naming the tenant with WithTenant or TenantID, tenant_admin, developer, platform_admin).
+// Granted: a Reservation with Status "held" until ExpiresAt. Refused: an *APIError matching
+// ErrBudgetExceeded (402), and nothing is held. A create: retried only when the server surely did not act
+// (a 429, a 503, a refused connection), unless Idempotent(true) is given.
+func (f *FinOpsService) Reserve(ctx context.Context, req ReservationRequest, opts ...RequestOption) (*Reservation, error) {
+	var out Reservation
+	if err := f.c.post(ctx, "/v1/finops/reservations", req, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetReservation returns a reservation (GET /v1/finops/reservations/{id}); a hold past its expiry reads
+// `expired`.
+func (f *FinOpsService) GetReservation(ctx context.Context, id string, opts ...RequestOption) (*Reservation, error) {
+	var out Reservation
+	if err := f.c.get(ctx, "/v1/finops/reservations/"+pathID(id), &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// CommitReservation records what a reservation actually spent as one usage event (source `reservation`,
+// usage type the action) and frees the hold (POST /v1/finops/reservations/{id}/commit). Idempotent (and
+// retried as such): a committed reservation is answered as it is. A released one is 409 (ErrConflict).
+func (f *FinOpsService) CommitReservation(ctx context.Context, id string, actual Actual, opts ...RequestOption) (*Reservation, error) {
+	var out Reservation
+	opts = append([]RequestOption{Idempotent(true)}, opts...)
+	if err := f.c.post(ctx, "/v1/finops/reservations/"+pathID(id)+"/commit", map[string]any{"actual": actual}, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ReleaseReservation frees a hold without recording usage (POST /v1/finops/reservations/{id}/release).
+// Idempotent (and retried as such): a released or expired one is answered as it is; a committed one is 409
+// (ErrConflict).
+func (f *FinOpsService) ReleaseReservation(ctx context.Context, id string, opts ...RequestOption) (*Reservation, error) {
+	var out Reservation
+	opts = append([]RequestOption{Idempotent(true)}, opts...)
+	if err := f.c.post(ctx, "/v1/finops/reservations/"+pathID(id)+"/release", nil, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil

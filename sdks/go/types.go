@@ -578,3 +578,163 @@ type AuditHead struct {
 	// Hash is its hash.
 	Hash string `json:"hash"`
 }
+
+// ------------------------------------------------------------------------------ budgets and reservations
+
+// BudgetCreate is the body of FinOpsService.CreateBudget: a monthly budget of one tenant. The tenant is
+// TenantID, or the one WithTenant names (platform_admin), or a finops key's own.
+type BudgetCreate struct {
+	// TenantID is the tenant's uuid (platform_admin; optional with WithTenant or a tenant key).
+	TenantID string `json:"tenant_id,omitempty"`
+	// Name is for people.
+	Name string `json:"name"`
+	// Period is "month" (the only one; default).
+	Period string `json:"period,omitempty"`
+	// Limit is the monthly limit, e.g. {"amount": "1000.00", "currency": "EUR"}.
+	Limit Money `json:"limit"`
+	// TokensLimit is an optional monthly limit of tokens.
+	TokensLimit *int64 `json:"tokens_limit,omitempty"`
+	// ThresholdsPct are the percentages of the limit that alert once a month each (default [50, 80, 100]).
+	ThresholdsPct []int `json:"thresholds_pct,omitempty"`
+	// Enforce refuses reservations that would pass the limit (default false: alert only).
+	Enforce bool `json:"enforce,omitempty"`
+	// WebhookURL receives the signed threshold crossings; the secret is in the creation's answer only.
+	WebhookURL string `json:"webhook_url,omitempty"`
+	// EffectiveFrom is a date or an RFC 3339 date-time (default now).
+	EffectiveFrom string `json:"effective_from,omitempty"`
+	// EffectiveTo is a date or an RFC 3339 date-time, after EffectiveFrom.
+	EffectiveTo string `json:"effective_to,omitempty"`
+}
+
+// BudgetSupersede is the body of FinOpsService.SupersedeBudget: the fields that change (the others and the
+// webhook secret are carried over); the successor starts at EffectiveAt (default now).
+type BudgetSupersede struct {
+	Name          string `json:"name,omitempty"`
+	Limit         *Money `json:"limit,omitempty"`
+	TokensLimit   *int64 `json:"tokens_limit,omitempty"`
+	ThresholdsPct []int  `json:"thresholds_pct,omitempty"`
+	Enforce       *bool  `json:"enforce,omitempty"`
+	WebhookURL    string `json:"webhook_url,omitempty"`
+	EffectiveTo   string `json:"effective_to,omitempty"`
+	// EffectiveAt is a date or an RFC 3339 date-time (default now), after the budget's start.
+	EffectiveAt string `json:"effective_at,omitempty"`
+}
+
+// BudgetCurrent is the month's standing of a budget in force. Left = limit - spent - held, never below zero.
+type BudgetCurrent struct {
+	// Month is `YYYY-MM` (UTC).
+	Month string `json:"month"`
+	// Spent is what committed reservations and usage events cost this month.
+	Spent Money `json:"spent"`
+	// Held is what live reservations hold.
+	Held Money `json:"held"`
+	// Left is what is left.
+	Left Money `json:"left"`
+	// SpentTokens, HeldTokens: tokens spent and held this month.
+	SpentTokens Quantity `json:"spent_tokens"`
+	HeldTokens  Quantity `json:"held_tokens"`
+	// TokensLeft is nil without a tokens limit.
+	TokensLeft *Quantity `json:"tokens_left"`
+	// CrossedPct are the thresholds crossed this month.
+	CrossedPct []int `json:"crossed_pct"`
+}
+
+// Budget is a budget as the API shows it (never its webhook secret, except WebhookSecret in the answer to
+// its creation when it has a webhook).
+type Budget struct {
+	// ID is `bud_<n>`.
+	ID string `json:"id"`
+	// TenantID is the tenant's uuid.
+	TenantID string `json:"tenant_id"`
+	Name     string `json:"name"`
+	// Period is "month".
+	Period string `json:"period"`
+	Limit  Money  `json:"limit"`
+	// TokensLimit is nil without a tokens limit.
+	TokensLimit   *int64  `json:"tokens_limit"`
+	ThresholdsPct []int   `json:"thresholds_pct"`
+	Enforce       bool    `json:"enforce"`
+	WebhookURL    *string `json:"webhook_url"`
+	// EffectiveFrom and EffectiveTo (nil: open-ended) are RFC 3339 instants.
+	EffectiveFrom string  `json:"effective_from"`
+	EffectiveTo   *string `json:"effective_to"`
+	// Status is `active`, `scheduled` or `closed`.
+	Status string `json:"status"`
+	// Current is the month's standing; nil for a budget not in force.
+	Current *BudgetCurrent `json:"current"`
+	// WebhookSecret (`whsec_…`) is only in the answer to the creation of a budget with a webhook.
+	WebhookSecret string `json:"webhook_secret,omitempty"`
+}
+
+// BudgetList is the budgets the caller may see, closed ones included, oldest first.
+type BudgetList struct {
+	Items []Budget `json:"items"`
+}
+
+// BudgetChange is the budget as closed and its successor (nil when disabled).
+type BudgetChange struct {
+	Closed Budget  `json:"closed"`
+	Opened *Budget `json:"opened"`
+}
+
+// Reservation states.
+const (
+	ReservationHeld      = "held"
+	ReservationCommitted = "committed"
+	ReservationReleased  = "released"
+	ReservationExpired   = "expired"
+)
+
+// Estimate is what a reservation holds: a cost (required), optional tokens and currency (default: the one
+// currency of the tenant's budgets, USD without any).
+type Estimate struct {
+	Cost     Decimal `json:"cost"`
+	Tokens   int64   `json:"tokens,omitempty"`
+	Currency string  `json:"currency,omitempty"`
+}
+
+// Actual is what a committed reservation spent (the reservation's currency).
+type Actual struct {
+	Cost   Decimal `json:"cost"`
+	Tokens int64   `json:"tokens,omitempty"`
+}
+
+// ReservationRequest is the body of FinOpsService.Reserve.
+type ReservationRequest struct {
+	// Action is what the hold is for (the usage type of the event a commit records), e.g. `llm.invoke`.
+	Action string `json:"action"`
+	// Estimate is what to hold.
+	Estimate Estimate `json:"estimate"`
+	// DeploymentID is optional.
+	DeploymentID string `json:"deployment_id,omitempty"`
+	// TTLSeconds is how long the hold lasts (1..86400, default 300): an expired hold frees itself.
+	TTLSeconds int `json:"ttl_seconds,omitempty"`
+	// TenantID names the tenant (a usage_reporter or platform_admin; or WithTenant).
+	TenantID string `json:"tenant_id,omitempty"`
+}
+
+// ReservationAmounts are a reservation's estimate or actual, as the API shows them.
+type ReservationAmounts struct {
+	Cost     Decimal  `json:"cost"`
+	Tokens   Quantity `json:"tokens"`
+	Currency string   `json:"currency"`
+}
+
+// Reservation is a hold against a tenant's enforcing budgets.
+type Reservation struct {
+	// ID is `res_<32 hex>`.
+	ID           string  `json:"id"`
+	TenantID     string  `json:"tenant_id"`
+	Action       string  `json:"action"`
+	DeploymentID *string `json:"deployment_id"`
+	// Status is one of the ReservationXxx constants (a hold past its expiry reads `expired`).
+	Status   string              `json:"status"`
+	Estimate ReservationAmounts  `json:"estimate"`
+	Actual   *ReservationAmounts `json:"actual"`
+	// CreatedAt, ExpiresAt and ClosedAt are RFC 3339 instants.
+	CreatedAt string  `json:"created_at"`
+	ExpiresAt string  `json:"expires_at"`
+	ClosedAt  *string `json:"closed_at"`
+	// UsageEventID is the usage event a commit recorded (source `reservation`).
+	UsageEventID *string `json:"usage_event_id"`
+}

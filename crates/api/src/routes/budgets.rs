@@ -268,11 +268,13 @@ async fn close(
         .supersede_budget(scope, id, at, replacement.as_ref(), &audit)
         .await?;
     let now = now();
+    // The successor's standing as a read would show it (the closed one has none).
+    let standing = standings(st, Scope::Tenant(closed.budget.spec.tenant_id), now).await?;
     Ok(Done {
         status: StatusCode::OK,
         body: json!({
-            "closed": view(&closed.budget, None, now),
-            "opened": opened.as_ref().map(|o| view(&o.budget, None, now)),
+            "closed": view(&closed.budget, standing.get(&closed.budget.id), now),
+            "opened": opened.as_ref().map(|o| view(&o.budget, standing.get(&o.budget.id), now)),
         }),
     })
 }
@@ -297,6 +299,8 @@ pub async fn supersede(
         };
         let at = effective_at(&mut given, now())?;
         let old = find(&st, scope, &id).await?;
+        // A closed budget is a conflict before anything of its successor is read.
+        eai_store::budgets::check_close(&old.budget, at)?;
         let mut fields = fields_of(&old.budget);
         for (k, v) in given {
             if k == "tenant_id" || k == "effective_from" {

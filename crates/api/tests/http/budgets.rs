@@ -281,6 +281,10 @@ pub async fn reservations_commit_once_release_and_stay_in_their_tenant() {
         ),
         (Some("closed"), Some("20.00"))
     );
+    assert!(
+        v["opened"]["current"].is_object(),
+        "the successor's standing: {v}"
+    );
 }
 
 /// What the local receiver got: (headers, body).

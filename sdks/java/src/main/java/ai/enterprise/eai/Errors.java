@@ -107,6 +107,8 @@ final class Errors {
                 return InternalServerException::new;
             case "unavailable":
                 return ServiceUnavailableException::new;
+            case "budget_exceeded":
+                return BudgetExceededException::new;
             default:
                 return null;
         }
@@ -139,6 +141,8 @@ final class Errors {
         switch (status) {
             case 401:
                 return "unauthorized";
+            case 402:
+                return "budget_exceeded";
             case 403:
                 return "forbidden";
             case 404:

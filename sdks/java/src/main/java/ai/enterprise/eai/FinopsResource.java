@@ -4,23 +4,30 @@ import ai.enterprise.eai.model.Allocation;
 import ai.enterprise.eai.model.AllocationPolicy;
 import ai.enterprise.eai.model.AllocationPolicyChange;
 import ai.enterprise.eai.model.AllocationPolicyCreated;
+import ai.enterprise.eai.model.Budget;
+import ai.enterprise.eai.model.BudgetChange;
 import ai.enterprise.eai.model.IngestResult;
+import ai.enterprise.eai.model.Reservation;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.math.BigDecimal;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.Function;
 
 /**
- * GPU samples, the allocation and allocation policies ({@code /v1/finops}). Get it from
+ * GPU samples, the allocation, allocation policies, budgets and reservations ({@code /v1/finops}). Get it from
  * {@link EnterpriseAIClient#finops()}.
  */
 public final class FinopsResource extends Resource {
 
     private static final String SAMPLES = "/v1/finops/gpu/samples";
     private static final String POLICIES = "/v1/finops/allocation-policies";
+    private static final String BUDGETS = "/v1/finops/budgets";
+    private static final String RESERVATIONS = "/v1/finops/reservations";
 
     FinopsResource(EnterpriseAIClient client, Transport transport) {
         super(client, transport);
@@ -233,5 +240,249 @@ public final class FinopsResource extends Resource {
     public AllocationPolicyChange disableAllocationPolicy(String id, Map<String, ?> body) {
         return t().call("POST", POLICIES + "/" + Transport.segment(id) + "/disable", null,
                 body == null ? Map.of() : body, false, AllocationPolicyChange.class);
+    }
+
+    // --------------------------------------------------------------------------------------------- budgets
+
+    /**
+     * Creates a monthly budget ({@code POST /v1/finops/budgets}; platform_admin for any tenant, finops for its
+     * own).
+     *
+     * <p>Members: {@code name} and {@code limit} (required; {@code {"amount": "1000.00", "currency": "EUR"}}
+     * or a {@link ai.enterprise.eai.model.Money}), {@code tenant_id} (platform_admin: else the client's tenant,
+     * see {@link EnterpriseAIClient#withTenant(String)}), {@code tokens_limit}, {@code thresholds_pct} (default
+     * {@code [50, 80, 100]}), {@code enforce} (default false: alert only), {@code webhook_url},
+     * {@code effective_from}, {@code effective_to}. Not retried after the request may have reached the server.
+     *
+     * @param budget the budget
+     * @return the budget with its {@code current} standing and, when it has a webhook, its
+     *     {@code webhookSecret} (shown this once: store it now)
+     * @throws ValidationException field by field
+     * @throws EnterpriseAIException on any other error
+     */
+    public Budget createBudget(Map<String, ?> budget) {
+        Objects.requireNonNull(budget, "budget");
+        return t().call("POST", BUDGETS, null, budget, false, Budget.class);
+    }
+
+    /**
+     * Every budget the caller may read, closed ones included, oldest first ({@code GET /v1/finops/budgets}).
+     *
+     * @return the budgets (with the month's standing of those in force)
+     * @throws EnterpriseAIException on an error
+     */
+    public List<Budget> listBudgets() {
+        return t().callItems("GET", BUDGETS, null, Budget.class);
+    }
+
+    /**
+     * One budget ({@code GET /v1/finops/budgets/{id}}).
+     *
+     * @param id the budget ({@code bud_1})
+     * @return the budget with its {@code current} standing when in force
+     * @throws NotFoundException when there is no such budget, or it is another tenant's
+     * @throws EnterpriseAIException on any other error
+     */
+    public Budget getBudget(String id) {
+        return t().call("GET", BUDGETS + "/" + Transport.segment(id), null, null, true, Budget.class);
+    }
+
+    /**
+     * Closes a budget at {@code effective_at} (default now) and opens its successor with the fields given, the
+     * others (and the webhook secret) carried over ({@code POST /v1/finops/budgets/{id}/supersede};
+     * platform_admin, finops). Not retried after the request may have reached the server.
+     *
+     * @param id the budget ({@code bud_1})
+     * @param changes the fields that change ({@code name}, {@code limit}, {@code tokens_limit},
+     *     {@code thresholds_pct}, {@code enforce}, {@code webhook_url}, {@code effective_to}) and
+     *     {@code effective_at}; {@code null} for none
+     * @return the budget as closed and its successor
+     * @throws NotFoundException when there is no such budget, or it is another tenant's
+     * @throws EnterpriseAIException on any other error
+     */
+    public BudgetChange supersedeBudget(String id, Map<String, ?> changes) {
+        return t().call("POST", BUDGETS + "/" + Transport.segment(id) + "/supersede", null,
+                changes == null ? Map.of() : changes, false, BudgetChange.class);
+    }
+
+    /**
+     * Disables a budget now ({@code POST /v1/finops/budgets/{id}/disable}); nothing opens in its place.
+     *
+     * @param id the budget ({@code bud_1})
+     * @return the budget as closed ({@code opened} is {@code null})
+     * @throws EnterpriseAIException on an error
+     */
+    public BudgetChange disableBudget(String id) {
+        return disableBudget(id, null);
+    }
+
+    /**
+     * Disables a budget from {@code effectiveAt} on ({@code POST /v1/finops/budgets/{id}/disable}; platform_admin,
+     * finops). Not retried after the request may have reached the server.
+     *
+     * @param id the budget ({@code bud_1})
+     * @param effectiveAt a date ({@code 2026-12-01}) or an RFC 3339 date-time, or {@code null} for now
+     * @return the budget as closed ({@code opened} is {@code null})
+     * @throws NotFoundException when there is no such budget, or it is another tenant's
+     * @throws EnterpriseAIException on any other error
+     */
+    public BudgetChange disableBudget(String id, String effectiveAt) {
+        Map<String, Object> body = new LinkedHashMap<>();
+        if (effectiveAt != null) {
+            body.put("effective_at", effectiveAt);
+        }
+        return t().call("POST", BUDGETS + "/" + Transport.segment(id) + "/disable", null, body, false,
+                BudgetChange.class);
+    }
+
+    // ---------------------------------------------------------------------------------------- reservations
+
+    /**
+     * Reserves against the tenant's enforcing budgets ({@code POST /v1/finops/reservations}; usage_reporter,
+     * tenant_admin, developer, platform_admin).
+     *
+     * <p>Members: {@code action} (e.g. {@code llm.invoke}) and {@code estimate}
+     * ({@code {"cost": "0.50", "tokens": 4000, "currency": "EUR"}}; only {@code cost} required), optional
+     * {@code deployment_id}, {@code ttl_seconds} (default 300) and {@code tenant_id} (a usage_reporter or a
+     * platform_admin names the tenant, or uses {@link EnterpriseAIClient#withTenant(String)}). Granted when
+     * every enforcing budget stays within its limit, decided atomically. A create: retried only when the server
+     * surely did nothing (the connection could not be opened, 429, 503), so a hold is never taken twice.
+     *
+     * @param request the reservation
+     * @return the reservation, {@code held} until {@code expiresAt}
+     * @throws BudgetExceededException when it would pass an enforcing budget (nothing is held)
+     * @throws ValidationException field by field
+     * @throws EnterpriseAIException on any other error
+     */
+    public Reservation reserve(Map<String, ?> request) {
+        Objects.requireNonNull(request, "request");
+        return t().call("POST", RESERVATIONS, null, request, false, Reservation.class);
+    }
+
+    /**
+     * Reserves an estimated cost for an action; see {@link #reserve(Map)}.
+     *
+     * @param action what it is for, e.g. {@code llm.invoke}
+     * @param estimatedCost the estimated cost (in the currency of the tenant's budgets)
+     * @param estimatedTokens the estimated tokens, or {@code null}
+     * @param deploymentId the deployment, or {@code null}
+     * @return the reservation, {@code held}
+     * @throws BudgetExceededException when it would pass an enforcing budget (nothing is held)
+     * @throws EnterpriseAIException on any other error
+     */
+    public Reservation reserve(String action, BigDecimal estimatedCost, Long estimatedTokens, String deploymentId) {
+        return reserve(reservationRequest(action, estimatedCost, estimatedTokens, deploymentId));
+    }
+
+    /**
+     * The request body of {@link #reserve(Map)}, to add members to ({@code ttl_seconds}, {@code tenant_id},
+     * {@code estimate.currency}) before passing it on.
+     *
+     * @param action what it is for, e.g. {@code llm.invoke}
+     * @param estimatedCost the estimated cost
+     * @param estimatedTokens the estimated tokens, or {@code null}
+     * @param deploymentId the deployment, or {@code null}
+     * @return a new, modifiable map
+     */
+    public static Map<String, Object> reservationRequest(String action, BigDecimal estimatedCost,
+            Long estimatedTokens, String deploymentId) {
+        Map<String, Object> estimate = new LinkedHashMap<>();
+        estimate.put("cost", Objects.requireNonNull(estimatedCost, "estimatedCost"));
+        if (estimatedTokens != null) {
+            estimate.put("tokens", estimatedTokens);
+        }
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("action", Objects.requireNonNull(action, "action"));
+        body.put("estimate", estimate);
+        if (deploymentId != null) {
+            body.put("deployment_id", deploymentId);
+        }
+        return body;
+    }
+
+    /**
+     * One reservation ({@code GET /v1/finops/reservations/{id}}); a hold past its expiry reads {@code expired}.
+     *
+     * @param id the reservation ({@code res_...})
+     * @return the reservation
+     * @throws NotFoundException when there is no such reservation, or it is another tenant's
+     * @throws EnterpriseAIException on any other error
+     */
+    public Reservation getReservation(String id) {
+        return t().call("GET", RESERVATIONS + "/" + Transport.segment(id), null, null, true, Reservation.class);
+    }
+
+    /**
+     * Commits a reservation: records one usage event (source {@code reservation}, usage type the action) and frees
+     * the hold ({@code POST /v1/finops/reservations/{id}/commit}). Idempotent, so retried: a committed
+     * reservation is answered as it is (the first commit's actual kept). An expired hold may still be committed.
+     *
+     * @param id the reservation ({@code res_...})
+     * @param cost the actual cost (in the reservation's currency)
+     * @param tokens the actual tokens, or {@code null}
+     * @return the reservation, {@code committed}
+     * @throws ConflictException when it was released
+     * @throws NotFoundException when there is no such reservation
+     * @throws EnterpriseAIException on any other error
+     */
+    public Reservation commitReservation(String id, BigDecimal cost, Long tokens) {
+        Map<String, Object> actual = new LinkedHashMap<>();
+        actual.put("cost", Objects.requireNonNull(cost, "cost"));
+        if (tokens != null) {
+            actual.put("tokens", tokens);
+        }
+        return t().call("POST", RESERVATIONS + "/" + Transport.segment(id) + "/commit", null,
+                Map.of("actual", actual), true, Reservation.class);
+    }
+
+    /**
+     * Releases a reservation: frees the hold ({@code POST /v1/finops/reservations/{id}/release}). Idempotent, so
+     * retried: a released or expired one is answered as it is.
+     *
+     * @param id the reservation ({@code res_...})
+     * @return the reservation, {@code released} (or {@code expired})
+     * @throws ConflictException when it was committed
+     * @throws NotFoundException when there is no such reservation
+     * @throws EnterpriseAIException on any other error
+     */
+    public Reservation releaseReservation(String id) {
+        return t().call("POST", RESERVATIONS + "/" + Transport.segment(id) + "/release", null, null, true,
+                Reservation.class);
+    }
+
+    /**
+     * Reserves, runs the work, then commits what it returns; releases the hold when the work throws.
+     *
+     * <p>The work gets the granted reservation and returns the actual cost, or {@code null} to commit the
+     * estimate. When it throws, the hold is released and the exception rethrown (a failed release is added to
+     * it as suppressed). When the reservation is refused, the work does not run: the
+     * {@link BudgetExceededException} is thrown.
+     *
+     * @param request the reservation, as for {@link #reserve(Map)}
+     * @param work what the reservation is for
+     * @return the reservation, {@code committed}
+     * @throws BudgetExceededException when the reservation is refused (the work did not run)
+     * @throws EnterpriseAIException when reserving or committing fails
+     */
+    public Reservation withReservation(Map<String, ?> request, Function<Reservation, Reservation.Actual> work) {
+        Objects.requireNonNull(work, "work");
+        Reservation held = reserve(request);
+        Reservation.Actual actual;
+        try {
+            actual = work.apply(held);
+        } catch (RuntimeException | Error e) {
+            try {
+                releaseReservation(held.id());
+            } catch (RuntimeException releaseFailed) {
+                e.addSuppressed(releaseFailed);
+            }
+            throw e;
+        }
+        if (actual == null) {
+            BigDecimal tokens = held.estimate().tokens();
+            return commitReservation(held.id(), held.estimate().cost(),
+                    tokens == null ? null : tokens.longValueExact());
+        }
+        return commitReservation(held.id(), Objects.requireNonNull(actual.cost(), "actual.cost"), actual.tokens());
     }
 }

@@ -144,8 +144,8 @@ final class Transport {
      *
      * <p>Retried: connection failures and timeouts, 429 and 5xx, at most {@code maxRetries} more attempts,
      * waiting {@code Retry-After} (capped) or an exponential backoff with full jitter. A call that is not
-     * idempotent (creating a policy, a tenant or a key, superseding, disabling, rotating) is retried only when
-     * the server surely did not act on it: the connection could not be opened, 429 or 503. Other 4xx: never.
+     * idempotent (creating a policy, a tenant, a key, a budget or a reservation, superseding, disabling,
+     * rotating) is retried only when the server surely did not act on it: the connection could not be opened, 429 or 503. Other 4xx: never.
      */
     JsonNode call(String method, String path, Map<String, ?> params, Object body, boolean idempotent) {
         byte[] content = body == null ? null : (body instanceof byte[] b ? b : Json.encode(body));

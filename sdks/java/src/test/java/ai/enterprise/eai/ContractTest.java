@@ -32,6 +32,15 @@ class ContractTest {
             "GET /v1/finops/allocation-policies",
             "POST /v1/finops/allocation-policies/{id}/supersede",
             "POST /v1/finops/allocation-policies/{id}/disable",
+            "POST /v1/finops/budgets",
+            "GET /v1/finops/budgets",
+            "GET /v1/finops/budgets/{id}",
+            "POST /v1/finops/budgets/{id}/supersede",
+            "POST /v1/finops/budgets/{id}/disable",
+            "POST /v1/finops/reservations",
+            "GET /v1/finops/reservations/{id}",
+            "POST /v1/finops/reservations/{id}/commit",
+            "POST /v1/finops/reservations/{id}/release",
             "GET /v1/providers/catalog",
             "POST /v1/usage/events",
             "POST /v1/tenants",
@@ -75,5 +84,29 @@ class ContractTest {
         String pom = Files.readString(Path.of("pom.xml"));
         assertTrue(pom.contains("<artifactId>eai-sdk</artifactId>\n  <version>" + EnterpriseAIClient.VERSION
                 + "</version>"), "EnterpriseAIClient.VERSION must match the pom's version");
+    }
+
+    @Test
+    void everyErrorCodeOfTheServedContractHasItsOwnException() throws Exception {
+        EaiServer server = EaiServers.shared();
+        HttpResponse<String> r = HttpClient.newHttpClient().send(
+                HttpRequest.newBuilder(URI.create(server.baseUrl() + "/openapi.json")).build(),
+                HttpResponse.BodyHandlers.ofString());
+        JsonNode codes = new ObjectMapper().readTree(r.body()).path("components").path("schemas")
+                .path("ErrorCode").path("enum");
+        assertTrue(codes.isArray() && codes.size() > 0, "ErrorCode enum");
+        Set<String> seen = new TreeSet<>();
+        for (JsonNode c : codes) {
+            String code = c.asText();
+            seen.add(code);
+            // status 400 has no class of its own: the class must come from the code
+            EnterpriseAIException e = Errors.make(400, code, "m", Map.of(), java.util.List.of(), null, null);
+            assertTrue(e.getClass() != EnterpriseAIException.class, "no exception class for " + code);
+            assertEquals(code, e.getCode());
+        }
+        assertTrue(seen.contains("budget_exceeded"));
+        assertEquals(BudgetExceededException.class,
+                Errors.make(402, "budget_exceeded", "m", Map.of(), java.util.List.of(), null, null).getClass());
+        assertEquals("budget_exceeded", Errors.defaultCode(402));
     }
 }
