@@ -116,6 +116,12 @@ export class RateLimitError extends EnterpriseAIError {
   }
 }
 
+/**
+ * 402 `budget_exceeded`: a reservation would pass an enforcing budget, and nothing was held. The message names
+ * the budget, its limit and what is left; `details` names `estimate.cost` (or `estimate.tokens`).
+ */
+export class BudgetExceededError extends EnterpriseAIError {}
+
 /** 500 `internal` (or another 5xx without an envelope). */
 export class InternalServerError extends EnterpriseAIError {}
 /** 503 `unavailable`: the storage is unreachable, or the server is starting or stopping. */
@@ -153,10 +159,12 @@ const CLASSES: Record<ErrorCode, new (init: ErrorInit) => EnterpriseAIError> = {
   rate_limited: RateLimitError,
   internal: InternalServerError,
   unavailable: ServiceUnavailableError,
+  budget_exceeded: BudgetExceededError,
 };
 
 const CODE_OF_STATUS: Record<number, ErrorCode> = {
   401: "unauthorized",
+  402: "budget_exceeded",
   403: "forbidden",
   404: "not_found",
   405: "method_not_allowed",

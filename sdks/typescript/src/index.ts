@@ -15,6 +15,7 @@ export {
   APIConnectionError,
   APITimeoutError,
   AuthenticationError,
+  BudgetExceededError,
   ConflictError,
   EnterpriseAIError,
   InternalServerError,
@@ -31,7 +32,7 @@ export {
 export type { BatchProgress, ClientErrorCode } from "./errors.js";
 export { UsageEmitter } from "./emitter.js";
 export type { EmitterFailure, UsageEmitterOptions } from "./emitter.js";
-export { AllocationPolicies, FinOps, FinOpsGpu } from "./resources/finops.js";
+export { AllocationPolicies, Budgets, FinOps, FinOpsGpu, Reservations } from "./resources/finops.js";
 export { Audit } from "./resources/audit.js";
 export { ApiKeys, Auth } from "./resources/auth.js";
 export { Providers } from "./resources/providers.js";

@@ -68,6 +68,28 @@ export type AllocationPolicyCreated = Schemas["AllocationPolicyCreated"];
 export type AllocationPolicyList = Schemas["AllocationPolicyList"];
 /** The policy as closed and the one opened in its place. */
 export type AllocationPolicyChange = Schemas["AllocationPolicyChange"];
+/** The body of `POST /v1/finops/budgets`. */
+export type BudgetCreate = Schemas["BudgetCreate"];
+/** The body of `POST /v1/finops/budgets/{id}/supersede`: the fields that change, and `effective_at`. */
+export type BudgetSupersede = Schemas["BudgetSupersede"];
+/** The body of `POST /v1/finops/budgets/{id}/disable`. */
+export type BudgetDisable = Schemas["BudgetDisable"];
+/** A monthly budget of one tenant (`webhook_secret` only in the answer to its creation). */
+export type Budget = Schemas["Budget"];
+/** The month's standing of a budget in force (`spent`, `held`, `left` are Money). */
+export type BudgetCurrent = Schemas["BudgetCurrent"];
+/** `GET /v1/finops/budgets`. */
+export type BudgetList = Schemas["BudgetList"];
+/** The budget as closed and its successor (`opened` is null after a disable). */
+export type BudgetChange = Schemas["BudgetChange"];
+/** The body of `POST /v1/finops/reservations`. */
+export type ReservationCreate = Schemas["ReservationCreate"];
+/** The body of `POST /v1/finops/reservations/{id}/commit`. */
+export type ReservationCommit = Schemas["ReservationCommit"];
+/** What was actually spent: the `actual` of a commit. */
+export type ReservationActual = ReservationCommit["actual"];
+/** A hold against a tenant's enforcing budgets (`held`, `committed`, `released`, `expired`). */
+export type Reservation = Schemas["Reservation"];
 /** A local inference provider. */
 export type Provider = Schemas["Provider"];
 /** `GET /v1/providers/catalog`. */

@@ -27,7 +27,12 @@ from .types import (
     ApiKeyList,
     AuditEventList,
     AuditHead,
+    Budget,
+    BudgetChange,
+    BudgetList,
     Catalog,
+    Money,
+    Reservation,
     SampleIngestResult,
     Tenant,
     TenantList,
@@ -38,6 +43,8 @@ from .types import (
 SAMPLES_PATH = "/v1/finops/gpu/samples"
 EVENTS_PATH = "/v1/usage/events"
 POLICIES_PATH = "/v1/finops/allocation-policies"
+BUDGETS_PATH = "/v1/finops/budgets"
+RESERVATIONS_PATH = "/v1/finops/reservations"
 
 
 def _body(positional: Optional[Mapping[str, Any]], keywords: Mapping[str, Any], what: str) -> Dict[str, Any]:
@@ -145,6 +152,153 @@ def disable_allocation_policy(
         lambda d: AllocationPolicyChange.from_json(as_object(d)),
         body=body,
         idempotent=False,
+    )
+
+
+# ------------------------------------------------------------------------------------ budgets, reservations
+
+
+def _budget_body(body: Dict[str, Any]) -> Dict[str, Any]:
+    """``limit`` as the contract's ``{"amount", "currency"}``: a mapping passes as it is, a :class:`Money`
+    becomes one, a bare amount takes the ``currency`` keyword (which is not a field of the contract)."""
+    currency = body.pop("currency", None)
+    limit = body.get("limit")
+    if isinstance(limit, Money):
+        body["limit"] = {"amount": limit.amount, "currency": limit.currency}
+    elif limit is not None and not isinstance(limit, Mapping):
+        if currency is None:
+            raise TypeError("a bare limit amount needs currency= (or give limit={'amount', 'currency'})")
+        body["limit"] = {"amount": limit, "currency": currency}
+    elif currency is not None:
+        raise TypeError("currency= goes with a bare limit amount; put it in limit={'amount', 'currency'}")
+    for key in ("effective_from", "effective_to", "effective_at"):
+        if body.get(key) is not None and not isinstance(body[key], str):
+            body[key] = format_date_param(body[key], key)
+    return body
+
+
+def create_budget(
+    cfg: ClientConfig, budget: Optional[Mapping[str, Any]], fields: Mapping[str, Any]
+) -> Op[Budget]:
+    body = _budget_body(_body(budget, fields, "budget"))
+    return call(
+        cfg, "POST", BUDGETS_PATH, lambda d: Budget.from_json(as_object(d)), body=body, idempotent=False
+    )
+
+
+def list_budgets(cfg: ClientConfig) -> Op[BudgetList]:
+    return call(cfg, "GET", BUDGETS_PATH, lambda d: BudgetList.from_json(as_object(d)), idempotent=True)
+
+
+def get_budget(cfg: ClientConfig, budget_id: str) -> Op[Budget]:
+    return call(
+        cfg,
+        "GET",
+        f"{BUDGETS_PATH}/{path_segment(budget_id)}",
+        lambda d: Budget.from_json(as_object(d)),
+        idempotent=True,
+    )
+
+
+def supersede_budget(
+    cfg: ClientConfig, budget_id: str, changes: Optional[Mapping[str, Any]], fields: Mapping[str, Any]
+) -> Op[BudgetChange]:
+    body = _budget_body(_body(changes, fields, "changes"))
+    return call(
+        cfg,
+        "POST",
+        f"{BUDGETS_PATH}/{path_segment(budget_id)}/supersede",
+        lambda d: BudgetChange.from_json(as_object(d)),
+        body=body,
+        idempotent=False,
+    )
+
+
+def disable_budget(cfg: ClientConfig, budget_id: str, effective_at: Optional[DateLike]) -> Op[BudgetChange]:
+    body: Dict[str, Any] = {}
+    if effective_at is not None:
+        body["effective_at"] = format_date_param(effective_at, "effective_at")
+    return call(
+        cfg,
+        "POST",
+        f"{BUDGETS_PATH}/{path_segment(budget_id)}/disable",
+        lambda d: BudgetChange.from_json(as_object(d)),
+        body=body,
+        idempotent=False,
+    )
+
+
+def _amounts(
+    given: Optional[Mapping[str, Any]], cost: Any, tokens: Any, currency: Optional[str], what: str
+) -> Dict[str, Any]:
+    out: Dict[str, Any] = dict(_body(given, {}, what))
+    if cost is not None:
+        out["cost"] = cost
+    if tokens is not None:
+        out["tokens"] = tokens
+    if currency is not None:
+        out["currency"] = currency
+    if "cost" not in out:
+        raise TypeError(f"the {what} needs a cost (cost= or {what}={{'cost': ...}})")
+    return out
+
+
+def reserve(
+    cfg: ClientConfig,
+    action: str,
+    estimate: Dict[str, Any],
+    deployment_id: Optional[str],
+    ttl_seconds: Optional[int],
+    tenant_id: Optional[str],
+) -> Op[Reservation]:
+    body: Dict[str, Any] = {"action": action, "estimate": estimate}
+    if deployment_id is not None:
+        body["deployment_id"] = deployment_id
+    if ttl_seconds is not None:
+        body["ttl_seconds"] = int(ttl_seconds)
+    if tenant_id is not None:
+        body["tenant_id"] = tenant_id
+    # Not idempotent: a retry after an unclear failure could hold twice.
+    return call(
+        cfg,
+        "POST",
+        RESERVATIONS_PATH,
+        lambda d: Reservation.from_json(as_object(d)),
+        body=body,
+        idempotent=False,
+    )
+
+
+def get_reservation(cfg: ClientConfig, reservation_id: str) -> Op[Reservation]:
+    return call(
+        cfg,
+        "GET",
+        f"{RESERVATIONS_PATH}/{path_segment(reservation_id)}",
+        lambda d: Reservation.from_json(as_object(d)),
+        idempotent=True,
+    )
+
+
+def commit_reservation(cfg: ClientConfig, reservation_id: str, actual: Dict[str, Any]) -> Op[Reservation]:
+    # Idempotent on the server: a committed reservation is answered as it is.
+    return call(
+        cfg,
+        "POST",
+        f"{RESERVATIONS_PATH}/{path_segment(reservation_id)}/commit",
+        lambda d: Reservation.from_json(as_object(d)),
+        body={"actual": actual},
+        idempotent=True,
+    )
+
+
+def release_reservation(cfg: ClientConfig, reservation_id: str) -> Op[Reservation]:
+    # Idempotent on the server: a released (or expired) reservation is answered as it is.
+    return call(
+        cfg,
+        "POST",
+        f"{RESERVATIONS_PATH}/{path_segment(reservation_id)}/release",
+        lambda d: Reservation.from_json(as_object(d)),
+        idempotent=True,
     )
 
 

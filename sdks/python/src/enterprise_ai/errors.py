@@ -23,6 +23,7 @@ code                          exception                          status
 ``rate_limited``              :class:`RateLimitError`            429
 ``internal``                  :class:`InternalServerError`       500
 ``unavailable``               :class:`ServiceUnavailableError`   503
+``budget_exceeded``           :class:`BudgetExceededError`       402
 (transport failure)           :class:`APIConnectionError`        --
 (transport timeout)           :class:`APITimeoutError`           --
 ============================  =================================  ======
@@ -42,6 +43,7 @@ __all__ = [
     "APIConnectionError",
     "APITimeoutError",
     "AuthenticationError",
+    "BudgetExceededError",
     "ConfigurationError",
     "ConflictError",
     "EnterpriseAIError",
@@ -270,6 +272,14 @@ class ServiceUnavailableError(EnterpriseAIError):
     default_code = "unavailable"
 
 
+class BudgetExceededError(EnterpriseAIError):
+    """402 ``budget_exceeded``: a reservation would pass an enforcing budget; nothing was held. The message
+    names the budget, its limit and what is left; ``details`` names ``estimate.cost`` or
+    ``estimate.tokens``."""
+
+    default_code = "budget_exceeded"
+
+
 _BY_CODE: Dict[str, Type[EnterpriseAIError]] = {
     "unauthorized": AuthenticationError,
     "forbidden": PermissionDeniedError,
@@ -282,10 +292,12 @@ _BY_CODE: Dict[str, Type[EnterpriseAIError]] = {
     "rate_limited": RateLimitError,
     "internal": InternalServerError,
     "unavailable": ServiceUnavailableError,
+    "budget_exceeded": BudgetExceededError,
 }
 
 _BY_STATUS: Dict[int, Type[EnterpriseAIError]] = {
     401: AuthenticationError,
+    402: BudgetExceededError,
     403: PermissionDeniedError,
     404: NotFoundError,
     405: MethodNotAllowedError,

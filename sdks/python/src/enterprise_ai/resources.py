@@ -7,7 +7,23 @@ Both only hand the shared operation (:mod:`enterprise_ai._operations`) to their 
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Iterable, Mapping, Optional, Protocol, Sequence, TypeVar
+import logging
+from decimal import Decimal
+from types import TracebackType
+from typing import (
+    Any,
+    Awaitable,
+    Callable,
+    Dict,
+    Iterable,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    Type,
+    TypeVar,
+    Union,
+)
 
 from . import _operations as ops
 from ._core import ClientConfig, Op
@@ -22,7 +38,11 @@ from .types import (
     ApiKeyList,
     AuditEventList,
     AuditHead,
+    Budget,
+    BudgetChange,
+    BudgetList,
     Catalog,
+    Reservation,
     SampleIngestResult,
     Tenant,
     TenantList,
@@ -35,17 +55,22 @@ __all__ = [
     "AsyncAuth",
     "AsyncFinops",
     "AsyncProviders",
+    "AsyncReservationScope",
     "AsyncTenants",
     "AsyncUsage",
     "Audit",
     "Auth",
     "Finops",
     "Providers",
+    "ReservationScope",
     "Tenants",
     "Usage",
 ]
 
+logger = logging.getLogger("enterprise_ai")
+
 T = TypeVar("T")
+Amount = Union[int, float, str, Decimal]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -103,7 +128,7 @@ class _AsyncResource:
 
 
 class Finops(_SyncResource):
-    """GPU samples, the allocation and allocation policies (``/v1/finops``)."""
+    """GPU samples, the allocation, allocation policies, budgets and reservations (``/v1/finops``)."""
 
     def gpu_samples(
         self,
@@ -176,9 +201,118 @@ class Finops(_SyncResource):
         (``POST .../{id}/disable``; platform_admin)."""
         return self._client._run(ops.disable_allocation_policy(self._cfg, policy_id, effective_at))
 
+    # ------------------------------------------------------------------ budgets
+
+    def create_budget(self, budget: Optional[Mapping[str, Any]] = None, /, **fields: Any) -> Budget:
+        """Creates a monthly budget (``POST /v1/finops/budgets``; platform_admin for any tenant, finops for
+        its own). Give it as a dict, as keyword arguments, or both (keywords win)::
+
+            client.finops.create_budget(
+                tenant_id=acme.id, name="acme monthly", limit={"amount": "1000.00", "currency": "EUR"},
+                enforce=True, webhook_url="https://hooks.example.com/eai",
+            )
+
+        ``limit`` may also be a :class:`~enterprise_ai.Money`, or a bare amount with ``currency="EUR"``.
+        The tenant: ``tenant_id``, else the client's ``tenant``, else a finops key's own. The answer carries
+        ``webhook_secret`` this once when a ``webhook_url`` was given.
+        """
+        return self._client._run(ops.create_budget(self._cfg, budget, fields))
+
+    def list_budgets(self) -> BudgetList:
+        """The budgets the caller may read (closed ones included, oldest first), each with the month's
+        ``current`` standing when in force."""
+        return self._client._run(ops.list_budgets(self._cfg))
+
+    def get_budget(self, budget_id: str) -> Budget:
+        """One budget (another tenant's is :class:`~enterprise_ai.NotFoundError`)."""
+        return self._client._run(ops.get_budget(self._cfg, budget_id))
+
+    def supersede_budget(
+        self, budget_id: str, changes: Optional[Mapping[str, Any]] = None, /, **fields: Any
+    ) -> BudgetChange:
+        """Closes a budget at ``effective_at`` (default now) and opens its successor with the fields given
+        (the others, and the webhook secret, carried over) (``POST .../{id}/supersede``)."""
+        return self._client._run(ops.supersede_budget(self._cfg, budget_id, changes, fields))
+
+    def disable_budget(self, budget_id: str, effective_at: Optional[DateLike] = None) -> BudgetChange:
+        """Closes a budget at ``effective_at`` (default now); nothing opens (``opened`` is ``None``)."""
+        return self._client._run(ops.disable_budget(self._cfg, budget_id, effective_at))
+
+    # ------------------------------------------------------------- reservations
+
+    def reserve(
+        self,
+        action: str,
+        *,
+        cost: Optional[Amount] = None,
+        tokens: Optional[Union[int, str]] = None,
+        currency: Optional[str] = None,
+        estimate: Optional[Mapping[str, Any]] = None,
+        deployment_id: Optional[str] = None,
+        ttl_seconds: Optional[int] = None,
+        tenant_id: Optional[str] = None,
+    ) -> Reservation:
+        """Reserves ``cost`` (and ``tokens``) against the tenant's enforcing budgets
+        (``POST /v1/finops/reservations``): a ``held`` :class:`~enterprise_ai.Reservation` until its
+        ``expires_at`` (``ttl_seconds``, default 300), or :class:`~enterprise_ai.BudgetExceededError` (402)
+        and nothing held. The estimate may also be given as ``estimate={"cost", "tokens", "currency"}``.
+
+        Not idempotent: retried only when the server surely did nothing (as every creation).
+        """
+        amounts = ops._amounts(estimate, cost, tokens, currency, "estimate")
+        return self._client._run(
+            ops.reserve(self._cfg, action, amounts, deployment_id, ttl_seconds, tenant_id)
+        )
+
+    def get_reservation(self, reservation_id: str) -> Reservation:
+        """One reservation (a hold past its expiry reads ``expired``)."""
+        return self._client._run(ops.get_reservation(self._cfg, reservation_id))
+
+    def commit_reservation(
+        self,
+        reservation_id: str,
+        *,
+        cost: Optional[Amount] = None,
+        tokens: Optional[Union[int, str]] = None,
+        actual: Optional[Mapping[str, Any]] = None,
+    ) -> Reservation:
+        """Commits what was actually spent: records one usage event and frees the hold. Idempotent: a
+        committed reservation is answered as it is; a released one is
+        :class:`~enterprise_ai.ConflictError`."""
+        amounts = ops._amounts(actual, cost, tokens, None, "actual")
+        return self._client._run(ops.commit_reservation(self._cfg, reservation_id, amounts))
+
+    def release_reservation(self, reservation_id: str) -> Reservation:
+        """Frees the hold (idempotent); a committed reservation is :class:`~enterprise_ai.ConflictError`."""
+        return self._client._run(ops.release_reservation(self._cfg, reservation_id))
+
+    def reservation(
+        self,
+        action: str,
+        *,
+        cost: Optional[Amount] = None,
+        tokens: Optional[Union[int, str]] = None,
+        currency: Optional[str] = None,
+        estimate: Optional[Mapping[str, Any]] = None,
+        deployment_id: Optional[str] = None,
+        ttl_seconds: Optional[int] = None,
+        tenant_id: Optional[str] = None,
+    ) -> ReservationScope:
+        """A reservation as a context manager: reserves on enter (:class:`~enterprise_ai.BudgetExceededError`
+        when refused), commits on a normal exit -- the actual given to ``set_actual``, else the estimate --
+        and releases when the block raises (the exception propagates)::
+
+            with client.finops.reservation("llm.invoke", cost="0.50", tokens=4000) as r:
+                answer = call_the_model()
+                r.set_actual(cost="0.42", tokens=3100)
+            print(r.result.status)  # committed
+        """
+        amounts = ops._amounts(estimate, cost, tokens, currency, "estimate")
+        return ReservationScope(self, action, amounts, deployment_id, ttl_seconds, tenant_id)
+
 
 class AsyncFinops(_AsyncResource):
-    """GPU samples, the allocation and allocation policies (``/v1/finops``), async."""
+    """GPU samples, the allocation, allocation policies, budgets and reservations (``/v1/finops``), async."""
 
     @_doc(Finops.gpu_samples)
     async def gpu_samples(
@@ -224,6 +358,214 @@ class AsyncFinops(_AsyncResource):
         self, policy_id: str, effective_at: Optional[DateLike] = None
     ) -> AllocationPolicyChange:
         return await self._client._run(ops.disable_allocation_policy(self._cfg, policy_id, effective_at))
+
+    @_doc(Finops.create_budget)
+    async def create_budget(self, budget: Optional[Mapping[str, Any]] = None, /, **fields: Any) -> Budget:
+        return await self._client._run(ops.create_budget(self._cfg, budget, fields))
+
+    @_doc(Finops.list_budgets)
+    async def list_budgets(self) -> BudgetList:
+        return await self._client._run(ops.list_budgets(self._cfg))
+
+    @_doc(Finops.get_budget)
+    async def get_budget(self, budget_id: str) -> Budget:
+        return await self._client._run(ops.get_budget(self._cfg, budget_id))
+
+    @_doc(Finops.supersede_budget)
+    async def supersede_budget(
+        self, budget_id: str, changes: Optional[Mapping[str, Any]] = None, /, **fields: Any
+    ) -> BudgetChange:
+        return await self._client._run(ops.supersede_budget(self._cfg, budget_id, changes, fields))
+
+    @_doc(Finops.disable_budget)
+    async def disable_budget(self, budget_id: str, effective_at: Optional[DateLike] = None) -> BudgetChange:
+        return await self._client._run(ops.disable_budget(self._cfg, budget_id, effective_at))
+
+    @_doc(Finops.reserve)
+    async def reserve(
+        self,
+        action: str,
+        *,
+        cost: Optional[Amount] = None,
+        tokens: Optional[Union[int, str]] = None,
+        currency: Optional[str] = None,
+        estimate: Optional[Mapping[str, Any]] = None,
+        deployment_id: Optional[str] = None,
+        ttl_seconds: Optional[int] = None,
+        tenant_id: Optional[str] = None,
+    ) -> Reservation:
+        amounts = ops._amounts(estimate, cost, tokens, currency, "estimate")
+        return await self._client._run(
+            ops.reserve(self._cfg, action, amounts, deployment_id, ttl_seconds, tenant_id)
+        )
+
+    @_doc(Finops.get_reservation)
+    async def get_reservation(self, reservation_id: str) -> Reservation:
+        return await self._client._run(ops.get_reservation(self._cfg, reservation_id))
+
+    @_doc(Finops.commit_reservation)
+    async def commit_reservation(
+        self,
+        reservation_id: str,
+        *,
+        cost: Optional[Amount] = None,
+        tokens: Optional[Union[int, str]] = None,
+        actual: Optional[Mapping[str, Any]] = None,
+    ) -> Reservation:
+        amounts = ops._amounts(actual, cost, tokens, None, "actual")
+        return await self._client._run(ops.commit_reservation(self._cfg, reservation_id, amounts))
+
+    @_doc(Finops.release_reservation)
+    async def release_reservation(self, reservation_id: str) -> Reservation:
+        return await self._client._run(ops.release_reservation(self._cfg, reservation_id))
+
+    def reservation(
+        self,
+        action: str,
+        *,
+        cost: Optional[Amount] = None,
+        tokens: Optional[Union[int, str]] = None,
+        currency: Optional[str] = None,
+        estimate: Optional[Mapping[str, Any]] = None,
+        deployment_id: Optional[str] = None,
+        ttl_seconds: Optional[int] = None,
+        tenant_id: Optional[str] = None,
+    ) -> AsyncReservationScope:
+        """A reservation as an async context manager (``async with``): reserves on enter, commits on a
+        normal exit (the actual given to ``set_actual``, else the estimate), releases when the block
+        raises."""
+        amounts = ops._amounts(estimate, cost, tokens, currency, "estimate")
+        return AsyncReservationScope(self, action, amounts, deployment_id, ttl_seconds, tenant_id)
+
+
+class _ScopeBase:
+    """What the sync and async reservation scopes share."""
+
+    def __init__(
+        self,
+        action: str,
+        estimate: Dict[str, Any],
+        deployment_id: Optional[str],
+        ttl_seconds: Optional[int],
+        tenant_id: Optional[str],
+    ) -> None:
+        self._action = action
+        self._estimate = estimate
+        self._deployment_id = deployment_id
+        self._ttl_seconds = ttl_seconds
+        self._tenant_id = tenant_id
+        self._actual: Optional[Dict[str, Any]] = None
+        self._held: Optional[Reservation] = None
+        #: The reservation as committed or released on exit (``None`` before).
+        self.result: Optional[Reservation] = None
+
+    @property
+    def reservation(self) -> Reservation:
+        """The held reservation (after enter)."""
+        if self._held is None:
+            raise RuntimeError("the reservation is made on entering the `with` block")
+        return self._held
+
+    @property
+    def id(self) -> str:
+        """The held reservation's id."""
+        return self.reservation.id
+
+    def set_actual(self, *, cost: Amount, tokens: Optional[Union[int, str]] = None) -> None:
+        """What was actually spent: committed on a normal exit instead of the estimate."""
+        actual: Dict[str, Any] = {"cost": cost}
+        if tokens is not None:
+            actual["tokens"] = tokens
+        self._actual = actual
+
+    def _to_commit(self) -> Dict[str, Any]:
+        if self._actual is not None:
+            return self._actual
+        return {k: v for k, v in self._estimate.items() if k in ("cost", "tokens")}
+
+    def __repr__(self) -> str:
+        rid = self._held.id if self._held is not None else None
+        return f"<{type(self).__name__} {self._action!r} id={rid!r}>"
+
+
+class ReservationScope(_ScopeBase):
+    """``with client.finops.reservation(...) as r:`` -- see :meth:`Finops.reservation`."""
+
+    def __init__(
+        self,
+        finops: Finops,
+        action: str,
+        estimate: Dict[str, Any],
+        deployment_id: Optional[str],
+        ttl_seconds: Optional[int],
+        tenant_id: Optional[str],
+    ) -> None:
+        super().__init__(action, estimate, deployment_id, ttl_seconds, tenant_id)
+        self._finops = finops
+
+    def __enter__(self) -> ReservationScope:
+        f = self._finops
+        self._held = f._client._run(
+            ops.reserve(
+                f._cfg, self._action, self._estimate, self._deployment_id, self._ttl_seconds, self._tenant_id
+            )
+        )
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        held = self.reservation
+        if exc_type is None:
+            self.result = self._finops.commit_reservation(held.id, actual=self._to_commit())
+            return
+        try:
+            self.result = self._finops.release_reservation(held.id)
+        except Exception as release_error:  # the block's exception matters more
+            logger.warning("enterprise_ai: releasing reservation %s failed: %s", held.id, release_error)
+
+
+class AsyncReservationScope(_ScopeBase):
+    """``async with client.finops.reservation(...) as r:`` -- see :meth:`AsyncFinops.reservation`."""
+
+    def __init__(
+        self,
+        finops: AsyncFinops,
+        action: str,
+        estimate: Dict[str, Any],
+        deployment_id: Optional[str],
+        ttl_seconds: Optional[int],
+        tenant_id: Optional[str],
+    ) -> None:
+        super().__init__(action, estimate, deployment_id, ttl_seconds, tenant_id)
+        self._finops = finops
+
+    async def __aenter__(self) -> AsyncReservationScope:
+        f = self._finops
+        self._held = await f._client._run(
+            ops.reserve(
+                f._cfg, self._action, self._estimate, self._deployment_id, self._ttl_seconds, self._tenant_id
+            )
+        )
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        held = self.reservation
+        if exc_type is None:
+            self.result = await self._finops.commit_reservation(held.id, actual=self._to_commit())
+            return
+        try:
+            self.result = await self._finops.release_reservation(held.id)
+        except Exception as release_error:  # the block's exception matters more
+            logger.warning("enterprise_ai: releasing reservation %s failed: %s", held.id, release_error)
 
 
 # --------------------------------------------------------------------------------------------- providers

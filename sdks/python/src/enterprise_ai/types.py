@@ -48,12 +48,18 @@ __all__ = [
     "AuditEvent",
     "AuditEventList",
     "AuditHead",
+    "Budget",
+    "BudgetChange",
+    "BudgetCurrent",
+    "BudgetList",
     "Catalog",
     "GpuSample",
     "IngestResult",
     "ItemList",
     "Money",
     "Provider",
+    "Reservation",
+    "ReservationAmounts",
     "SampleIngestResult",
     "Tenant",
     "TenantList",
@@ -595,6 +601,172 @@ class AllocationPolicyList(ItemList[AllocationPolicy]):
     def get(self, policy_id: str) -> Optional[AllocationPolicy]:
         """The policy with this id, or ``None``."""
         return next((p for p in self.items if p.id == policy_id), None)
+
+
+# ------------------------------------------------------------------------------------------------ budgets
+
+
+@dataclass(frozen=True)
+class BudgetCurrent:
+    """The month's standing of a budget in force: ``left = limit - spent - held`` (never below zero);
+    ``tokens_left`` is ``None`` without a token limit; ``crossed_pct`` lists the thresholds crossed."""
+
+    month: str
+    spent: Money
+    held: Money
+    left: Money
+    spent_tokens: Decimal
+    held_tokens: Decimal
+    tokens_left: Optional[Decimal]
+    crossed_pct: List[int]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> BudgetCurrent:
+        crossed = d.get("crossed_pct") or []
+        return cls(
+            month=_str(d["month"]),
+            spent=Money.from_json(_obj(d["spent"])),
+            held=Money.from_json(_obj(d["held"])),
+            left=Money.from_json(_obj(d["left"])),
+            spent_tokens=_dec(d["spent_tokens"]),
+            held_tokens=_dec(d["held_tokens"]),
+            tokens_left=_opt_dec(d.get("tokens_left")),
+            crossed_pct=[_int(v) for v in crossed],
+            raw=_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A monthly budget of one tenant (``status``: ``active``, ``scheduled``, ``closed``). Never edited in
+    place: a supersede closes it and opens its successor. ``current`` is the month's standing of one in force
+    (else ``None``); ``webhook_secret`` is only set in the answer to its creation (with a ``webhook_url``)."""
+
+    id: str
+    tenant_id: str
+    name: str
+    period: str
+    limit: Money
+    tokens_limit: Optional[int]
+    thresholds_pct: List[int]
+    enforce: bool
+    webhook_url: Optional[str]
+    effective_from: _dt.datetime
+    effective_to: Optional[_dt.datetime]
+    status: str
+    current: Optional[BudgetCurrent]
+    webhook_secret: Optional[str] = field(default=None, repr=False)
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Budget:
+        current = d.get("current")
+        tokens_limit = d.get("tokens_limit")
+        return cls(
+            id=_str(d["id"]),
+            tenant_id=_str(d["tenant_id"]),
+            name=_str(d["name"]),
+            period=_str(d.get("period", "month")),
+            limit=Money.from_json(_obj(d["limit"])),
+            tokens_limit=None if tokens_limit is None else _int(tokens_limit),
+            thresholds_pct=[_int(v) for v in d.get("thresholds_pct") or []],
+            enforce=_bool(d["enforce"]),
+            webhook_url=_opt_str(d.get("webhook_url")),
+            effective_from=_instant(d["effective_from"]),
+            effective_to=_opt_instant(d.get("effective_to")),
+            status=_str(d["status"]),
+            current=None if current is None else BudgetCurrent.from_json(_obj(current)),
+            webhook_secret=_opt_str(d.get("webhook_secret")),
+            raw=_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class BudgetChange:
+    """A supersede or disable: the budget as closed, and its successor (``None`` after a disable)."""
+
+    closed: Budget
+    opened: Optional[Budget]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> BudgetChange:
+        opened = d.get("opened")
+        return cls(
+            closed=Budget.from_json(_obj(d["closed"])),
+            opened=None if opened is None else Budget.from_json(_obj(opened)),
+            raw=_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class BudgetList(ItemList[Budget]):
+    """The budgets, closed ones included, oldest first."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> BudgetList:
+        return cls(items=_list(d.get("items"), Budget.from_json), raw=_raw(d))
+
+    def get(self, budget_id: str) -> Optional[Budget]:
+        """The budget with this id, or ``None``."""
+        return next((b for b in self.items if b.id == budget_id), None)
+
+
+@dataclass(frozen=True)
+class ReservationAmounts:
+    """The estimate or the actual of a reservation: a cost, a token count and their currency."""
+
+    cost: Decimal
+    tokens: Decimal
+    currency: str
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ReservationAmounts:
+        return cls(cost=_dec(d["cost"]), tokens=_dec(d["tokens"]), currency=_str(d["currency"]), raw=_raw(d))
+
+    @property
+    def money(self) -> Money:
+        """The cost as :class:`Money`."""
+        return Money(self.cost, self.currency)
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """A hold against a tenant's enforcing budgets (``status``: ``held``, ``committed``, ``released``,
+    ``expired``). A commit records one usage event (``usage_event_id``) with the ``actual`` amounts."""
+
+    id: str
+    tenant_id: str
+    action: str
+    deployment_id: Optional[str]
+    status: str
+    estimate: ReservationAmounts
+    actual: Optional[ReservationAmounts]
+    created_at: _dt.datetime
+    expires_at: _dt.datetime
+    closed_at: Optional[_dt.datetime]
+    usage_event_id: Optional[str]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Reservation:
+        actual = d.get("actual")
+        return cls(
+            id=_str(d["id"]),
+            tenant_id=_str(d["tenant_id"]),
+            action=_str(d["action"]),
+            deployment_id=_opt_str(d.get("deployment_id")),
+            status=_str(d["status"]),
+            estimate=ReservationAmounts.from_json(_obj(d["estimate"])),
+            actual=None if actual is None else ReservationAmounts.from_json(_obj(actual)),
+            created_at=_instant(d["created_at"]),
+            expires_at=_instant(d["expires_at"]),
+            closed_at=_opt_instant(d.get("closed_at")),
+            usage_event_id=_opt_str(d.get("usage_event_id")),
+            raw=_raw(d),
+        )
 
 
 # ------------------------------------------------------------------------------------------------ catalog

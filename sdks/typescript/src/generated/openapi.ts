@@ -396,6 +396,170 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/finops/budgets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List budgets
+         * @description Who: platform_admin (all; with X-EAI-Tenant: that tenant's), a tenant's readers (theirs). Closed ones included; `current` is the month's standing of those in force.
+         */
+        get: operations["listBudgets"];
+        put?: never;
+        /**
+         * Create a budget
+         * @description Who: platform_admin (any tenant), finops (its own). Audited. Never edited in place: supersede or disable it.
+         */
+        post: operations["createBudget"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/finops/budgets/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One budget
+         * @description Who: as for the list; another tenant's is not found.
+         */
+        get: operations["getBudget"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/finops/budgets/{id}/supersede": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Supersede a budget
+         * @description Who: platform_admin, finops (its tenant's). Closes the budget at effective_at and opens its successor with the fields given (the others and the webhook secret carried over).
+         */
+        post: operations["supersedeBudget"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/finops/budgets/{id}/disable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Disable a budget
+         * @description Who: platform_admin, finops (its tenant's). Closes the budget at effective_at (default now); nothing opens.
+         */
+        post: operations["disableBudget"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/finops/reservations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reserve against the budgets
+         * @description Who: usage_reporter (the gateway: name the tenant), tenant_admin, developer (their tenant), platform_admin. Granted (201, held until expires_at) when every enforcing budget of the tenant in the estimate's currency stays within its limit with spent + held + estimate; else 402 budget_exceeded and nothing is held. Decided atomically. Audited, granted or refused.
+         */
+        post: operations["createReservation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/finops/reservations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One reservation
+         * @description Who: those who may reserve, and the tenant's readers.
+         */
+        get: operations["getReservation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/finops/reservations/{id}/commit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Commit a reservation
+         * @description Records one usage event (source `reservation`, usage type the action, the actual cost and tokens) and frees the hold; idempotent: a committed reservation is answered as it is. An expired hold may still be committed (what was spent is recorded); a released one is 409.
+         */
+        post: operations["commitReservation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/finops/reservations/{id}/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Release a reservation
+         * @description Frees the hold; a released or expired one is answered as it is; a committed one is 409.
+         */
+        post: operations["releaseReservation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -648,10 +812,10 @@ export interface components {
             currency: components["schemas"]["Currency"];
         };
         /**
-         * @description unauthorized 401, forbidden 403, tenant_required 403, not_found 404, method_not_allowed 405, payload_too_large 413, conflict 409 (the request contradicts the stored state; the message names only what the caller sent, never another tenant's data), validation_error 422, rate_limited 429 (with Retry-After), internal 500, unavailable 503.
+         * @description unauthorized 401, forbidden 403, tenant_required 403, not_found 404, method_not_allowed 405, payload_too_large 413, conflict 409 (the request contradicts the stored state; the message names only what the caller sent, never another tenant's data), validation_error 422, rate_limited 429 (with Retry-After), internal 500, unavailable 503, budget_exceeded 402 (a reservation would pass an enforcing budget: the message names the budget, its limit and what is left).
          * @enum {string}
          */
-        ErrorCode: "unauthorized" | "forbidden" | "tenant_required" | "not_found" | "method_not_allowed" | "payload_too_large" | "conflict" | "validation_error" | "rate_limited" | "internal" | "unavailable";
+        ErrorCode: "unauthorized" | "forbidden" | "tenant_required" | "not_found" | "method_not_allowed" | "payload_too_large" | "conflict" | "validation_error" | "rate_limited" | "internal" | "unavailable" | "budget_exceeded";
         /** @description One rejected field. */
         FieldError: {
             /** @description Index of the bad record in the batch (absent for a single object or a query parameter). */
@@ -1073,6 +1237,142 @@ export interface components {
             slug: components["schemas"]["TenantSlug"] | null;
             name: string | null;
         } | null;
+        /** @description An amount (a decimal string or a number, at most 10 places) and its currency. */
+        MoneyInput: {
+            amount: number | string;
+            currency: components["schemas"]["Currency"];
+        };
+        /** @description A monthly budget of one tenant (POST /v1/finops/budgets). The tenant: `tenant_id`, or the one X-EAI-Tenant names, or a finops key's own. */
+        BudgetCreate: {
+            /** Format: uuid */
+            tenant_id?: string;
+            name: string;
+            /**
+             * @description Calendar months, UTC (the only period).
+             * @enum {string}
+             */
+            period?: "month";
+            limit: components["schemas"]["MoneyInput"];
+            tokens_limit?: number | string;
+            /** @description Percentages of the limit that alert once a month each (default [50, 80, 100]). */
+            thresholds_pct?: number[];
+            /** @description Refuse reservations that would pass the limit (default false: alert only). */
+            enforce?: boolean;
+            /** @description Where threshold crossings are POSTed, signed (X-EAI-Signature: t=<seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" with the webhook secret>). */
+            webhook_url?: string;
+            /** @description A date or an RFC 3339 date-time (default now). */
+            effective_from?: string;
+            /** @description A date or an RFC 3339 date-time, after effective_from. */
+            effective_to?: string;
+        };
+        /** @description The month's standing of a budget in force. left = limit - spent - held, never below zero. */
+        BudgetCurrent: {
+            month: string;
+            spent: components["schemas"]["Money"];
+            held: components["schemas"]["Money"];
+            left: components["schemas"]["Money"];
+            spent_tokens: number;
+            held_tokens: number;
+            tokens_left: number | null;
+            crossed_pct: number[];
+        };
+        /** @description A budget (never its webhook secret, shown once at creation as `webhook_secret`). */
+        Budget: {
+            id: string;
+            /** Format: uuid */
+            tenant_id: string;
+            name: string;
+            /** @enum {string} */
+            period: "month";
+            limit: components["schemas"]["Money"];
+            tokens_limit: number | null;
+            thresholds_pct: number[];
+            enforce: boolean;
+            webhook_url: string | null;
+            /** Format: date-time */
+            effective_from: string;
+            /** Format: date-time */
+            effective_to: string | null;
+            /** @enum {string} */
+            status: "active" | "scheduled" | "closed";
+            current: components["schemas"]["BudgetCurrent"] | null;
+            /** @description Only in the answer to its creation. */
+            webhook_secret?: string;
+        };
+        BudgetList: {
+            items: components["schemas"]["Budget"][];
+        };
+        BudgetChange: {
+            closed: components["schemas"]["Budget"];
+            opened: components["schemas"]["Budget"] | null;
+        };
+        /** @description Fields that change from the closed budget (others carried over); its successor starts at effective_at (default now). */
+        BudgetSupersede: {
+            name?: string;
+            limit?: components["schemas"]["MoneyInput"];
+            tokens_limit?: number | string;
+            /** @description Percentages of the limit that alert once a month each (default [50, 80, 100]). */
+            thresholds_pct?: number[];
+            /** @description Refuse reservations that would pass the limit (default false: alert only). */
+            enforce?: boolean;
+            /** @description Where threshold crossings are POSTed, signed (X-EAI-Signature: t=<seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" with the webhook secret>). */
+            webhook_url?: string;
+            /** @description A date or an RFC 3339 date-time, after effective_from. */
+            effective_to?: string;
+            /** @description A date or an RFC 3339 date-time (default now), after the budget's start. */
+            effective_at?: string;
+        };
+        BudgetDisable: {
+            effective_at?: string;
+        };
+        /** @description A hold against the tenant's enforcing budgets. The tenant: the caller's, or the one X-EAI-Tenant or `tenant_id` names (the gateway). The estimate's currency defaults to the one currency of the tenant's budgets (USD without any). */
+        ReservationCreate: {
+            /** Format: uuid */
+            tenant_id?: string;
+            /** @description What the hold is for (the usage type of the event a commit records), e.g. llm.invoke. */
+            action: string;
+            estimate: {
+                cost: number | string;
+                tokens?: number | string;
+                currency?: components["schemas"]["Currency"];
+            };
+            deployment_id?: string;
+            /** @description How long the hold lasts (default 300): an expired hold frees itself. */
+            ttl_seconds?: number;
+        };
+        ReservationCommit: {
+            actual: {
+                cost: number | string;
+                tokens?: number | string;
+                currency?: components["schemas"]["Currency"];
+            };
+        };
+        Reservation: {
+            id: string;
+            /** Format: uuid */
+            tenant_id: string;
+            action: string;
+            deployment_id: string | null;
+            /** @enum {string} */
+            status: "held" | "committed" | "released" | "expired";
+            estimate: {
+                cost: components["schemas"]["DecimalString"];
+                tokens: number;
+                currency: components["schemas"]["Currency"];
+            };
+            actual: {
+                cost: components["schemas"]["DecimalString"];
+                tokens: number;
+                currency: components["schemas"]["Currency"];
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            expires_at: string;
+            closed_at: string | null;
+            /** Format: uuid */
+            usage_event_id: string | null;
+        };
     };
     responses: {
         /** @description No, unknown or revoked API key. */
@@ -1224,6 +1524,21 @@ export interface components {
                     error?: {
                         /** @enum {unknown} */
                         code?: "conflict";
+                    };
+                };
+            };
+        };
+        /** @description An enforcing budget of the tenant would be passed by spent + held + this estimate: nothing is held. The message names the budget, its limit and what is left this month; `details` names `estimate.cost` or `estimate.tokens`. */
+        BudgetExceeded: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    error?: {
+                        /** @enum {unknown} */
+                        code?: "budget_exceeded";
                     };
                 };
             };
@@ -2383,6 +2698,513 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listBudgets: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The budgets, oldest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BudgetList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createBudget: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BudgetCreate"];
+            };
+        };
+        responses: {
+            /** @description Created; `webhook_secret` is shown this once. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Budget"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getBudget: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path: {
+                /**
+                 * @description The budget's id.
+                 * @example bud_1
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The budget. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Budget"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    supersedeBudget: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path: {
+                /**
+                 * @description The budget's id.
+                 * @example bud_1
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["BudgetSupersede"];
+            };
+        };
+        responses: {
+            /** @description Closed and opened. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BudgetChange"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    disableBudget: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path: {
+                /**
+                 * @description The budget's id.
+                 * @example bud_1
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["BudgetDisable"];
+            };
+        };
+        responses: {
+            /** @description Closed (`opened` is null). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BudgetChange"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createReservation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReservationCreate"];
+            };
+        };
+        responses: {
+            /** @description Held. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reservation"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            402: components["responses"]["BudgetExceeded"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getReservation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path: {
+                /**
+                 * @description The reservation's id.
+                 * @example res_5f0c2a4e1b7d4c559a512f3e6d7c9b10
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reservation (a hold past its expiry reads `expired`). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reservation"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    commitReservation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path: {
+                /**
+                 * @description The reservation's id.
+                 * @example res_5f0c2a4e1b7d4c559a512f3e6d7c9b10
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReservationCommit"];
+            };
+        };
+        responses: {
+            /** @description Committed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reservation"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    releaseReservation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path: {
+                /**
+                 * @description The reservation's id.
+                 * @example res_5f0c2a4e1b7d4c559a512f3e6d7c9b10
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Released. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reservation"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];

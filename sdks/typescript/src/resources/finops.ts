@@ -9,9 +9,18 @@ import type {
   AllocationPolicyDisable,
   AllocationPolicyList,
   AllocationPolicySupersede,
+  Budget,
+  BudgetChange,
+  BudgetCreate,
+  BudgetDisable,
+  BudgetList,
+  BudgetSupersede,
   GpuSample,
   GpuSampleIngestResult,
   GpuSampleInput,
+  Reservation,
+  ReservationActual,
+  ReservationCreate,
 } from "../types.js";
 import { isoInstant } from "../util.js";
 
@@ -156,16 +165,179 @@ export class AllocationPolicies {
   }
 }
 
-/** `client.finops`: GPU FinOps. */
+/** `client.finops.budgets`: monthly budgets of a tenant, with their month's standing. */
+export class Budgets {
+  #client: EnterpriseAI;
+
+  /** @internal */
+  constructor(client: EnterpriseAI) {
+    this.#client = client;
+  }
+
+  /**
+   * Creates a monthly budget (`POST /v1/finops/budgets`). The tenant: `tenant_id`, else the client's `tenant`,
+   * else a finops key's own. `enforce: true` makes reservations that would pass the limit fail with 402
+   * (default: alert only). With a `webhook_url`, the answer carries `webhook_secret`, this once.
+   * Not retried after a lost answer (it would create a second budget); 429 and 503 are.
+   *
+   * Who: platform_admin (any tenant), finops (its own).
+   *
+   * @example
+   * const budget = await client.finops.budgets.create({ tenant_id: acmeId, name: "acme monthly",
+   *   limit: { amount: "1000.00", currency: "EUR" }, enforce: true });
+   */
+  create(body: BudgetCreate, options?: RequestOptions): Promise<Budget> {
+    return this.#client.request("POST", "/v1/finops/budgets", { body }, options);
+  }
+
+  /**
+   * The budgets, closed ones included, oldest first (`GET /v1/finops/budgets`); `current` is the month's
+   * standing of those in force.
+   *
+   * Who: platform_admin (all; with `tenant`, that tenant's), a tenant's readers (theirs).
+   */
+  list(options?: RequestOptions): Promise<BudgetList> {
+    return this.#client.request("GET", "/v1/finops/budgets", {}, options);
+  }
+
+  /** One budget (`GET /v1/finops/budgets/{id}`); another tenant's is a `NotFoundError`. */
+  get(id: string, options?: RequestOptions): Promise<Budget> {
+    return this.#client.request("GET", `/v1/finops/budgets/${encodeURIComponent(id)}`, {}, options);
+  }
+
+  /**
+   * Closes budget `id` at `effective_at` (default now) and opens its successor with the fields given (the
+   * others and the webhook secret carried over) (`POST /v1/finops/budgets/{id}/supersede`).
+   *
+   * Who: platform_admin, finops (its tenant's).
+   *
+   * @example
+   * const { closed, opened } = await client.finops.budgets.supersede("bud_1", { limit: { amount: "1500.00", currency: "EUR" } });
+   */
+  supersede(id: string, body: BudgetSupersede = {}, options?: RequestOptions): Promise<BudgetChange> {
+    return this.#client.request("POST", `/v1/finops/budgets/${encodeURIComponent(id)}/supersede`, { body }, options);
+  }
+
+  /**
+   * Closes budget `id` at `effective_at` (default now); nothing opens (`opened` is null)
+   * (`POST /v1/finops/budgets/{id}/disable`).
+   *
+   * Who: platform_admin, finops (its tenant's).
+   */
+  disable(id: string, body: BudgetDisable = {}, options?: RequestOptions): Promise<BudgetChange> {
+    return this.#client.request("POST", `/v1/finops/budgets/${encodeURIComponent(id)}/disable`, { body }, options);
+  }
+}
+
+/** `client.finops.reservations`: holds against a tenant's enforcing budgets, committed or released. */
+export class Reservations {
+  #client: EnterpriseAI;
+
+  /** @internal */
+  constructor(client: EnterpriseAI) {
+    this.#client = client;
+  }
+
+  /**
+   * Reserves an estimate against the tenant's enforcing budgets (`POST /v1/finops/reservations`): a `held`
+   * reservation until `expires_at` (`ttl_seconds`, default 300), or a `BudgetExceededError` (402) and nothing
+   * held. Not retried after a lost answer (it could hold twice); 429 and 503 are.
+   *
+   * Who: usage_reporter (names the tenant: `tenant` or `tenant_id`), tenant_admin and developer (their tenant),
+   * platform_admin.
+   *
+   * @example
+   * const r = await client.finops.reservations.create({ action: "llm.invoke", estimate: { cost: "0.50", tokens: 4000 } });
+   */
+  create(body: ReservationCreate, options?: RequestOptions): Promise<Reservation> {
+    return this.#client.request("POST", "/v1/finops/reservations", { body }, options);
+  }
+
+  /** One reservation (`GET /v1/finops/reservations/{id}`); a hold past its expiry reads `expired`. */
+  get(id: string, options?: RequestOptions): Promise<Reservation> {
+    return this.#client.request("GET", `/v1/finops/reservations/${encodeURIComponent(id)}`, {}, options);
+  }
+
+  /**
+   * Commits what was actually spent (`POST /v1/finops/reservations/{id}/commit`): records one usage event and
+   * frees the hold. Idempotent (a committed reservation is answered as it is), so it is retried like a read;
+   * a released one is a `ConflictError`.
+   */
+  commit(id: string, actual: ReservationActual, options?: RequestOptions): Promise<Reservation> {
+    return this.#client.request(
+      "POST",
+      `/v1/finops/reservations/${encodeURIComponent(id)}/commit`,
+      { body: { actual }, idempotent: true },
+      options,
+    );
+  }
+
+  /**
+   * Frees the hold (`POST /v1/finops/reservations/{id}/release`). Idempotent (a released or expired one is
+   * answered as it is); a committed one is a `ConflictError`.
+   */
+  release(id: string, options?: RequestOptions): Promise<Reservation> {
+    return this.#client.request(
+      "POST",
+      `/v1/finops/reservations/${encodeURIComponent(id)}/release`,
+      { idempotent: true },
+      options,
+    );
+  }
+
+  /**
+   * Reserves, runs `fn` with the held reservation, then commits what `fn` returns as the actual (or the
+   * estimate when it returns `undefined`), and resolves to the committed reservation. If `fn` throws, the hold
+   * is released and the error rethrown (a failing release does not hide it). A refused reservation throws
+   * `BudgetExceededError` and `fn` does not run.
+   *
+   * @example
+   * const done = await client.finops.reservations.run(
+   *   { action: "llm.invoke", estimate: { cost: "0.50", tokens: 4000 } },
+   *   async () => { const out = await callTheModel(); return { cost: out.cost, tokens: out.tokens }; },
+   * );
+   */
+  async run(
+    body: ReservationCreate,
+    fn: (reservation: Reservation) => Promise<ReservationActual | undefined | void> | ReservationActual | undefined | void,
+    options?: RequestOptions,
+  ): Promise<Reservation> {
+    const held = await this.create(body, options);
+    let actual: ReservationActual | undefined | void;
+    try {
+      actual = await fn(held);
+    } catch (error) {
+      try {
+        await this.release(held.id, options);
+      } catch {
+        // The callback's error is the one that matters; the hold expires on its own.
+      }
+      throw error;
+    }
+    const committed: ReservationActual = actual ?? {
+      cost: body.estimate.cost,
+      ...(body.estimate.tokens === undefined ? {} : { tokens: body.estimate.tokens }),
+    };
+    return this.commit(held.id, committed, options);
+  }
+}
+
+/** `client.finops`: GPU FinOps, budgets and reservations. */
 export class FinOps {
   /** GPU samples and the cost allocation. */
   readonly gpu: FinOpsGpu;
   /** Allocation policies. */
   readonly allocationPolicies: AllocationPolicies;
+  /** Monthly budgets. */
+  readonly budgets: Budgets;
+  /** Reservations against the budgets. */
+  readonly reservations: Reservations;
 
   /** @internal */
   constructor(client: EnterpriseAI) {
     this.gpu = new FinOpsGpu(client);
     this.allocationPolicies = new AllocationPolicies(client);
+    this.budgets = new Budgets(client);
+    this.reservations = new Reservations(client);
   }
 }
