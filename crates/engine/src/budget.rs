@@ -190,25 +190,7 @@ pub fn parse_budget(
 ) -> Result<BudgetSpec, Vec<FieldError>> {
     let mut r = Record::new(v, "budget").map_err(|e| vec![e])?;
     r.deny_unknown(BUDGET_FIELDS);
-    let body_tenant = r.opt_parsed("tenant_id", TenantId::from_str);
-    let tenant_id = match (tenant, body_tenant) {
-        (TenantSource::Credential(t), None) => Some(t),
-        (TenantSource::Credential(t), Some(b)) if b == t => Some(t),
-        (TenantSource::Credential(_), Some(_)) => {
-            r.fail("tenant_id", "differs from the caller's tenant; omit it");
-            None
-        }
-        (TenantSource::Body, Some(b)) => Some(b),
-        (TenantSource::Body, None) => {
-            if r.get("tenant_id").is_none() {
-                r.fail(
-                    "tenant_id",
-                    "is required (or name the tenant with X-EAI-Tenant)",
-                );
-            }
-            None
-        }
-    };
+    let tenant_id = r.tenant(tenant);
     let name = r.req_str("name", 200);
     match r.opt_str("period", 16).as_deref() {
         None | Some("month") => {}
@@ -297,24 +279,7 @@ pub fn parse_reservation(
 ) -> Result<ReservationRequest, Vec<FieldError>> {
     let mut r = Record::new(v, "reservation").map_err(|e| vec![e])?;
     r.deny_unknown(RESERVATION_FIELDS);
-    let body_tenant = r.opt_parsed("tenant_id", TenantId::from_str);
-    let tenant_id = match (tenant, body_tenant) {
-        (TenantSource::Credential(t), None) => Some(t),
-        (TenantSource::Credential(t), Some(b)) if b == t => Some(t),
-        (TenantSource::Credential(_), Some(_)) => {
-            r.fail("tenant_id", "differs from the caller's tenant; omit it");
-            None
-        }
-        (TenantSource::Body, b) => {
-            if b.is_none() && r.get("tenant_id").is_none() {
-                r.fail(
-                    "tenant_id",
-                    "is required (or name the tenant with X-EAI-Tenant)",
-                );
-            }
-            b
-        }
-    };
+    let tenant_id = r.tenant(tenant);
     let action = r.req_str("action", 64);
     if action.as_deref().is_some_and(|a| {
         !a.bytes()

@@ -302,6 +302,30 @@ impl<'a> Record<'a> {
         out
     }
 
+    /// The tenant of a record: a credential's own (`tenant_id` may repeat it, not name another), or the body's
+    /// `tenant_id` for a platform identity (required then: the tenant `X-EAI-Tenant` names comes as a credential).
+    pub fn tenant(&mut self, source: TenantSource) -> Option<TenantId> {
+        let body = self.opt_parsed("tenant_id", TenantId::from_str);
+        match (source, body) {
+            (TenantSource::Credential(t), None) => Some(t),
+            (TenantSource::Credential(t), Some(b)) if b == t => Some(t),
+            (TenantSource::Credential(_), Some(_)) => {
+                self.fail("tenant_id", "differs from the caller's tenant; omit it");
+                None
+            }
+            (TenantSource::Body, Some(b)) => Some(b),
+            (TenantSource::Body, None) => {
+                if self.get("tenant_id").is_none() {
+                    self.fail(
+                        "tenant_id",
+                        "is required (or name the tenant with X-EAI-Tenant)",
+                    );
+                }
+                None
+            }
+        }
+    }
+
     /// The array under `name`.
     pub fn opt_array(&mut self, name: &str) -> Option<&'a [Loose]> {
         match self.get(name)? {

@@ -269,6 +269,18 @@ pub fn crossing_audit(a: &Alert) -> crate::AuditDraft {
     d
 }
 
+/// The audit event of a delivery given up after its last attempt.
+pub fn abandoned_audit(alert: Uuid, at: Timestamp, last_error: &str) -> crate::AuditDraft {
+    let mut d = crate::AuditDraft::system(
+        "system",
+        "budget.webhook_abandoned",
+        at,
+        serde_json::json!({ "alert_id": alert.hyphenated().to_string(), "last_error": last_error }),
+    );
+    d.decision = "deny".into();
+    d
+}
+
 /// A webhook is tried this many times (about two days with [`next_attempt`]) before it is given up (and the
 /// giving up audited).
 pub const MAX_ATTEMPTS: u32 = 20;

@@ -237,15 +237,7 @@ fn fields_of(b: &Budget) -> BTreeMap<String, Loose> {
 }
 
 fn effective_at(given: &mut BTreeMap<String, Loose>, at: Timestamp) -> Result<Timestamp, ApiError> {
-    match given.remove("effective_at") {
-        None | Some(Loose::Null) => Ok(at),
-        Some(Loose::Str(s)) => Timestamp::parse_date_or_datetime(s.trim())
-            .map_err(|e| ApiError::validation(vec![e.field("effective_at")])),
-        Some(_) => Err(ApiError::invalid(
-            "effective_at",
-            "must be a date (YYYY-MM-DD) or an RFC 3339 date-time",
-        )),
-    }
+    Ok(super::policies::take_instant(given, "effective_at")?.unwrap_or(at))
 }
 
 async fn close(

@@ -127,7 +127,7 @@ pub async fn create(
 }
 
 /// Reads an optional instant field (a date or RFC 3339) out of a body.
-fn take_instant(
+pub(crate) fn take_instant(
     fields: &mut BTreeMap<String, Loose>,
     name: &str,
 ) -> Result<Option<Timestamp>, ApiError> {

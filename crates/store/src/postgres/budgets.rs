@@ -642,14 +642,7 @@ pub async fn delivery_attempted(
     }
     .ctx("record a delivery")?;
     if let (Err(e), None) = (&outcome, next) {
-        let mut d = AuditDraft::system(
-            "system",
-            "budget.webhook_abandoned",
-            at,
-            json!({ "alert_id": alert.hyphenated().to_string(), "last_error": e }),
-        );
-        d.decision = "deny".into();
-        append_in(&tx, st, &d).await?;
+        append_in(&tx, st, &b::abandoned_audit(alert, at, e)).await?;
     }
     tx.commit().await.ctx("commit delivery")?;
     Ok(())

@@ -664,14 +664,7 @@ pub fn delivery_attempted(
     }
     .ctx("record a delivery")?;
     if let (Err(e), None) = (&outcome, next) {
-        let mut d = AuditDraft::system(
-            "system",
-            "budget.webhook_abandoned",
-            at,
-            json!({ "alert_id": id, "last_error": e }),
-        );
-        d.decision = "deny".into();
-        append_in(&tx, &d)?;
+        append_in(&tx, &b::abandoned_audit(alert, at, e))?;
     }
     tx.commit().ctx("commit delivery")?;
     Ok(())
