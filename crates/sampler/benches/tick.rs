@@ -190,9 +190,9 @@ fn main() {
         .unwrap_or(20_000);
     let fixtures = std::env::var("EAI_FIXTURES_DIR")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"));
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"));
     let h100 = std::fs::read_to_string(fixtures.join("dcgm_h100x8_k8s_gpu_operator_sampled.prom"))
-        .expect("the H100x8 fixture (shared/fixtures, or EAI_FIXTURES_DIR)");
+        .expect("the H100x8 fixture (the repository's fixtures/, or EAI_FIXTURES_DIR)");
     let texts: Vec<String> = (0..64).map(synthetic).collect();
     let (rss0, _) = rss_kib();
 

@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used)]
-//! The sampler against the real formats and real servers: every DCGM and Prometheus fixture of
-//! `shared/fixtures` to exact samples; a real Prometheus (Debian's `prometheus`) scraping a local exporter that
-//! serves the H100 fixture, read back by the `prometheus` source (instant and range queries); and the sampler
+//! The sampler against the real formats and real servers: every DCGM and Prometheus fixture of the repository's
+//! `fixtures/` (real exporter output) to exact samples; a real Prometheus (Debian's `prometheus`) scraping a local
+//! exporter that serves the H100 fixture, read back by the `prometheus` source (instant and range queries); and the sampler
 //! end to end into an in-process control plane, through an outage and a restart, every window arriving once.
 
 use std::net::SocketAddr;
@@ -30,19 +30,19 @@ const W: i64 = 15_000;
 // ---------------------------------------------------------------------------------------------------------
 // Helpers
 
-/// `shared/fixtures` beside the repository (or `EAI_FIXTURES_DIR`).
+/// The repository's `fixtures/` (or `EAI_FIXTURES_DIR`).
 fn fixtures_dir() -> PathBuf {
     if let Ok(d) = std::env::var("EAI_FIXTURES_DIR") {
         return PathBuf::from(d);
     }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
 }
 
 fn fixture(name: &str) -> String {
     let path = fixtures_dir().join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!(
-            "cannot read the fixture {} ({e}): the tests need shared/fixtures beside the repository \
+            "cannot read the fixture {} ({e}): the tests read the repository's fixtures/ \
              (or EAI_FIXTURES_DIR)",
             path.display()
         )
