@@ -112,7 +112,9 @@ fi
 echo "schemathesis: no 5xx, every response conforms"
 
 log "SDKs: each suite against a real eai-gpu serve (this build's binary)"
-export EAI_GPU_BIN="$PWD/${CARGO_TARGET_DIR:-target}/debug/eai-gpu"
+target_dir="${CARGO_TARGET_DIR:-target}"
+case "$target_dir" in /*) ;; *) target_dir="$PWD/$target_dir" ;; esac
+export EAI_GPU_BIN="$target_dir/debug/eai-gpu"
 cargo build -p eai-gpu   # a no-op after the full cargo test; never a stale binary
 for sdk in sdks/python sdks/typescript sdks/go sdks/java; do
   started=$(date +%s)
