@@ -19,6 +19,8 @@ command -v npm >/dev/null || need_pkgs+=(nodejs npm)
 command -v go >/dev/null || need_pkgs+=(golang-go)
 command -v mvn >/dev/null || need_pkgs+=(maven)
 command -v javac >/dev/null || need_pkgs+=(openjdk-17-jdk-headless)
+# The bare-metal units (deploy/systemd) are checked with systemd-analyze.
+command -v systemd-analyze >/dev/null || need_pkgs+=(systemd)
 # The sampler's tests start a real Prometheus (Debian's package; the tests fail loudly without it).
 [ -x /usr/bin/prometheus ] || need_pkgs+=(prometheus)
 # The portal's browser tests (crates/api/tests/http/portal.rs) drive headless Chromium through chromedriver.
@@ -116,6 +118,20 @@ target_dir="${CARGO_TARGET_DIR:-target}"
 case "$target_dir" in /*) ;; *) target_dir="$PWD/$target_dir" ;; esac
 export EAI_GPU_BIN="$target_dir/debug/eai-gpu"
 cargo build -p eai-gpu   # a no-op after the full cargo test; never a stale binary
+log "systemd units (deploy/systemd): systemd-analyze verify, silent, and a hardening exposure of at most 2.5"
+units=$(mktemp -d)
+for u in deploy/systemd/*.service; do
+  sed "s|/usr/local/bin/eai-gpu|$EAI_GPU_BIN|" "$u" > "$units/$(basename "$u")"
+done
+# verify exits 0 on an unknown key (a typo silently dropping a hardening line): any output fails too.
+out=$(systemd-analyze verify "$units"/*.service 2>&1) || { echo "$out" >&2; exit 1; }
+[ -z "$out" ] || { echo "systemd-analyze verify: $out" >&2; exit 1; }
+for u in "$units"/*.service; do
+  # The threshold is in tenths: an overall exposure of at most 2.5 (of 10).
+  systemd-analyze security --offline=yes --threshold=25 "$u" | tail -n 1
+done
+rm -rf "$units"
+
 for sdk in sdks/python sdks/typescript sdks/go sdks/java; do
   started=$(date +%s)
   log "$sdk/test.sh"
