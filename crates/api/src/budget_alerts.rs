@@ -100,13 +100,7 @@ pub async fn check_once(
 /// The body of a threshold webhook.
 pub fn payload(a: &Alert) -> serde_json::Value {
     let c = a.currency;
-    let money = |d: Decimal| {
-        let mut d = d.normalize();
-        if d.scale() < c.minor_unit_digits() {
-            d.rescale(c.minor_unit_digits());
-        }
-        json!({ "amount": d.to_string(), "currency": c.as_str() })
-    };
+    let money = |d: Decimal| json!({ "amount": c.amount_text(d), "currency": c.as_str() });
     json!({
         "type": "budget.threshold_crossed",
         "id": a.id.hyphenated().to_string(),

@@ -36,6 +36,16 @@ impl Currency {
         Decimal::new(1, self.minor_unit_digits())
     }
 
+    /// An exact amount as text with at least the minor unit's digits (`12.50`, not `12.5`; `2.125` stays), never
+    /// rounded: how prices and budget figures are shown.
+    pub fn amount_text(&self, amount: Decimal) -> String {
+        let mut d = amount.normalize();
+        if d.scale() < self.minor_unit_digits() {
+            d.rescale(self.minor_unit_digits());
+        }
+        d.to_string()
+    }
+
     /// Rounds an exact amount once to the minor unit, half away from zero (commercial rounding).
     pub fn round(&self, amount: Decimal) -> Decimal {
         let mut r = amount.round_dp_with_strategy(

@@ -26,12 +26,16 @@ impl Timestamp {
 
     /// Parses RFC 3339 (`2026-10-01T00:00:15Z`, any offset); sub-millisecond digits are rejected rather than lost.
     pub fn parse_rfc3339(s: &str) -> Result<Self, FieldError> {
-        let dt = OffsetDateTime::parse(s, &Rfc3339).map_err(|_| {
-            FieldError::new(
-                "timestamp",
-                "must be an RFC 3339 date-time, e.g. 2026-10-01T00:00:15Z",
-            )
-        })?;
+        Self::rfc3339(
+            s,
+            "must be an RFC 3339 date-time, e.g. 2026-10-01T00:00:15Z",
+        )
+    }
+
+    /// [`Timestamp::parse_rfc3339`], saying `not_a_datetime` when `s` is not one.
+    fn rfc3339(s: &str, not_a_datetime: &str) -> Result<Self, FieldError> {
+        let dt = OffsetDateTime::parse(s, &Rfc3339)
+            .map_err(|_| FieldError::new("timestamp", not_a_datetime))?;
         let nanos = dt.unix_timestamp_nanos();
         if nanos % 1_000_000 != 0 {
             return Err(FieldError::new(
@@ -55,18 +59,12 @@ impl Timestamp {
 
     /// A date (`2026-10-01`, midnight UTC) or an RFC 3339 date-time.
     pub fn parse_date_or_datetime(s: &str) -> Result<Self, FieldError> {
-        let parsed = if s.len() == 10 {
-            Self::parse_date(s)
+        const EITHER: &str = "must be a date YYYY-MM-DD or an RFC 3339 date-time, e.g. 2026-10-01 or 2026-10-01T00:00:15Z";
+        if s.len() == 10 {
+            Self::parse_date(s).map_err(|e| FieldError::new(&e.field, EITHER))
         } else {
-            Self::parse_rfc3339(s)
-        };
-        parsed.map_err(|e| match e.reason.as_str() {
-            r if r.starts_with("must be") => FieldError::new(
-                &e.field,
-                "must be a date YYYY-MM-DD or an RFC 3339 date-time, e.g. 2026-10-01 or 2026-10-01T00:00:15Z",
-            ),
-            _ => e,
-        })
+            Self::rfc3339(s, EITHER)
+        }
     }
 
     /// The start of the bucket of `bucket_ms` that holds this instant (buckets aligned to the epoch, so to UTC).

@@ -232,6 +232,26 @@ pub struct Alert {
     pub delivered_at: Option<Timestamp>,
 }
 
+impl Alert {
+    /// The alert of `standing`'s budget reaching `threshold_pct` in the month of `at`, not delivered yet.
+    pub fn crossed(id: Uuid, standing: &Standing, threshold_pct: u32, at: Timestamp) -> Alert {
+        let spec = &standing.budget.spec;
+        Alert {
+            id,
+            budget_id: standing.budget.id.clone(),
+            tenant_id: spec.tenant_id,
+            month: month_start(at),
+            threshold_pct,
+            spent: standing.spent.cost,
+            limit: spec.limit,
+            currency: spec.currency,
+            crossed_at: at,
+            attempts: 0,
+            delivered_at: None,
+        }
+    }
+}
+
 /// An alert due for delivery, with where to and the secret that signs it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Delivery {

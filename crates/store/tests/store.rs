@@ -1016,7 +1016,7 @@ mod contract {
         Currency::from_str("EUR").unwrap()
     }
 
-    fn budget_spec(t: TenantId, limit: &str, enforce: bool) -> eai_engine::budget::BudgetSpec {
+    pub fn budget_spec(t: TenantId, limit: &str, enforce: bool) -> eai_engine::budget::BudgetSpec {
         eai_engine::budget::BudgetSpec {
             tenant_id: t,
             name: format!("{t} monthly"),
@@ -2420,18 +2420,7 @@ mod sqlite_only {
         .unwrap();
         drop(c);
         let store = SqliteStore::open(&path).unwrap();
-        let spec = eai_engine::budget::BudgetSpec {
-            tenant_id: a,
-            name: "b".into(),
-            limit: d("10"),
-            currency: Currency::from_str("EUR").unwrap(),
-            tokens_limit: None,
-            thresholds_pct: vec![50],
-            enforce: true,
-            webhook_url: None,
-            effective_from: ts(T0),
-            effective_to: None,
-        };
+        let spec = super::contract::budget_spec(a, "10", true);
         store
             .create_budget(
                 &eai_store::budgets::NewBudget {
@@ -3030,18 +3019,7 @@ mod postgres_only {
             s.append_audit(&draft("x", t)).await.unwrap();
         }
         for t in [a, b] {
-            let spec = eai_engine::budget::BudgetSpec {
-                tenant_id: t,
-                name: "monthly".into(),
-                limit: d("1"),
-                currency: Currency::from_str("EUR").unwrap(),
-                tokens_limit: None,
-                thresholds_pct: vec![50],
-                enforce: true,
-                webhook_url: None,
-                effective_from: ts(T0),
-                effective_to: None,
-            };
+            let spec = super::contract::budget_spec(t, "1", true);
             s.create_budget(
                 &eai_store::budgets::NewBudget {
                     spec,
@@ -3402,18 +3380,7 @@ mod postgres_only {
         .await
         .unwrap();
         let s = PgStore::open(db.url()).await.unwrap();
-        let spec = eai_engine::budget::BudgetSpec {
-            tenant_id: a,
-            name: "b".into(),
-            limit: d("10"),
-            currency: eur,
-            tokens_limit: None,
-            thresholds_pct: vec![50],
-            enforce: true,
-            webhook_url: None,
-            effective_from: ts(T0),
-            effective_to: None,
-        };
+        let spec = super::contract::budget_spec(a, "10", true);
         s.create_budget(
             &eai_store::budgets::NewBudget {
                 spec,

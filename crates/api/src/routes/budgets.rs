@@ -35,11 +35,7 @@ use crate::state::{now, AppState};
 
 /// An amount with at least its currency's minor digits (`12.50`, not `12.5`).
 fn amount(d: Decimal, c: Currency) -> String {
-    let mut d = d.normalize();
-    if d.scale() < c.minor_unit_digits() {
-        d.rescale(c.minor_unit_digits());
-    }
-    d.to_string()
+    c.amount_text(d)
 }
 
 fn money(d: Decimal, c: Currency) -> Value {

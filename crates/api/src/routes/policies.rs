@@ -35,11 +35,7 @@ pub fn status(p: &Policy, now: Timestamp) -> &'static str {
 
 /// A price as a string with at least the currency's minor digits (`2.10`, not `2.1`).
 fn price(d: Decimal, c: Currency) -> String {
-    let mut d = d;
-    if d.scale() < c.minor_unit_digits() {
-        d.rescale(c.minor_unit_digits());
-    }
-    d.to_string()
+    c.amount_text(d)
 }
 
 /// A policy as the API shows it: every field, decimals as strings, plus `id` and `status`.

@@ -551,19 +551,7 @@ pub async fn record_crossings(conn: &mut PgConn, at: Timestamp) -> Result<Vec<Al
             if n == 0 {
                 continue;
             }
-            out.push(Alert {
-                id,
-                budget_id: s.budget.id.clone(),
-                tenant_id: spec.tenant_id,
-                month,
-                threshold_pct: pct,
-                spent: s.spent.cost,
-                limit: spec.limit,
-                currency: spec.currency,
-                crossed_at: at,
-                attempts: 0,
-                delivered_at: None,
-            });
+            out.push(Alert::crossed(id, &s, pct, at));
         }
     }
     for a in &out {

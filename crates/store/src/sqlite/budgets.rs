@@ -542,19 +542,7 @@ pub fn record_crossings(conn: &mut Connection, at: Timestamp) -> Result<Vec<Aler
             if n == 0 {
                 continue;
             }
-            let alert = Alert {
-                id,
-                budget_id: s.budget.id.clone(),
-                tenant_id: spec.tenant_id,
-                month,
-                threshold_pct: pct,
-                spent: s.spent.cost,
-                limit: spec.limit,
-                currency: spec.currency,
-                crossed_at: at,
-                attempts: 0,
-                delivered_at: None,
-            };
+            let alert = Alert::crossed(id, &s, pct, at);
             append_in(&tx, &b::crossing_audit(&alert))?;
             out.push(alert);
         }
