@@ -96,7 +96,13 @@ pub async fn run_month_from(
         "system",
         "allocation_batch.run",
         now,
-        json!({ "from": p.from.to_string(), "to": p.to.to_string(), "events": written, "zeroed": zeroed }),
+        json!({
+            "from": p.from.to_string(),
+            "to": p.to.to_string(),
+            "events": written,
+            "zeroed": zeroed,
+            "instance": crate::leader::instance(),
+        }),
     );
     audit.resource = Some(format!("gpu_local/{period}"));
     store
@@ -129,21 +135,40 @@ pub fn months_due(now: Timestamp) -> Vec<String> {
     due
 }
 
-/// Runs the batch every `every` (first run one minute after start), forever, reading from `source`.
+/// How the scheduled batch runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Schedule {
+    /// Between two runs on the leading replica (`EAI_ALLOCATION_BATCH_INTERVAL_SECONDS`, an hour).
+    pub every: Duration,
+    /// Between two lease checks (`EAI_LEADER_POLL_SECONDS`): a replica takes over within this once the
+    /// leader is gone.
+    pub poll: Duration,
+}
+
+/// Runs the batch forever on the replica that holds its lease, reading from `source`: every `every` while it
+/// leads, and at once when it takes the lease over (the last leader may have died before its run). The first
+/// run waits a minute (or `every`, if shorter) after start.
 pub async fn schedule(
     store: Arc<dyn Store>,
     source: Source,
     config: AllocationConfig,
-    every: Duration,
+    schedule: Schedule,
+    metrics: Arc<crate::metrics::Metrics>,
 ) {
-    tokio::time::sleep(Duration::from_secs(60).min(every)).await;
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
+    let lease = crate::leader::Lease::new(
+        store.clone(),
+        eai_store::lease::LeaderJob::AllocationBatch,
+        metrics.clone(),
+    );
+    tokio::time::sleep(Duration::from_secs(60).min(schedule.every)).await;
+    crate::leader::every_while_leading(lease, schedule.every, schedule.poll, || async {
         let now = crate::state::now();
         for period in months_due(now) {
-            match run_month_from(&source, store.as_ref(), &period, now, config).await {
+            let started = std::time::Instant::now();
+            let result = run_month_from(&source, store.as_ref(), &period, now, config).await;
+            let at = u64::try_from(crate::state::now().0 / 1000).unwrap_or(0);
+            metrics.jobs.batch_ran(result.is_ok(), started.elapsed(), at);
+            match result {
                 Ok(o) => {
                     tracing::info!(period = %o.period, events = o.events, zeroed = o.zeroed, "allocation batch recorded gpu_local events")
                 }
@@ -152,7 +177,8 @@ pub async fn schedule(
                 }
             }
         }
-    }
+    })
+    .await;
 }
 
 #[cfg(test)]

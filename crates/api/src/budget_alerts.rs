@@ -1,4 +1,4 @@
-//! Budget chores, every `EAI_BUDGET_CHECK_SECONDS`: holds past their expiry are marked expired, thresholds
+//! Budget chores, every `EAI_BUDGET_CHECK_SECONDS` on the replica that holds their lease: holds past their expiry are marked expired, thresholds
 //! reached this month are recorded (once each, audited, counted in `/metrics`), and due webhooks are delivered.
 //!
 //! A webhook is a `POST` of a JSON body to the budget's `webhook_url`, signed like Stripe's: header
@@ -32,10 +32,19 @@ pub async fn run(store: Arc<dyn Store>, metrics: Arc<Metrics>, every: Duration) 
             return;
         }
     };
+    let mut lease = crate::leader::Lease::new(
+        store.clone(),
+        eai_store::lease::LeaderJob::BudgetChores,
+        metrics.clone(),
+    );
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
+        // One replica delivers the webhooks (each is also deduplicated by its id).
+        if !lease.check().await {
+            continue;
+        }
         if let Err(e) = check_once(store.as_ref(), &metrics, &http, now()).await {
             tracing::warn!(error = %e, "budget check failed (retried next time)");
         }

@@ -120,6 +120,12 @@ pub struct Config {
     pub allocation_source: AllocationSource,
     /// `EAI_ALLOCATION_BATCH`: `on` (default) runs the allocation batch hourly in `serve`; `off` disables it.
     pub allocation_batch: bool,
+    /// `EAI_ALLOCATION_BATCH_INTERVAL_SECONDS` (3600): between two runs of the allocation batch.
+    pub allocation_batch_interval_seconds: u32,
+    /// `EAI_LEADER_POLL_SECONDS` (15, at most 60): how often a replica checks or tries to take the lease of each
+    /// one-replica job (the batch, the pruner, the replicator, the budget chores); a replica takes over within
+    /// this once the leader is gone.
+    pub leader_poll_seconds: u32,
     /// `EAI_RATE_LIMIT_PER_KEY`: requests per second one API key may make (bursts of twice that); 0: no limit.
     pub rate_limit_per_key: u32,
     /// `EAI_RATE_LIMIT_PER_ADDRESS`: requests per second one client address may make without a valid key
@@ -165,6 +171,8 @@ impl Default for Config {
             clickhouse_url: None,
             allocation_source: AllocationSource::Primary,
             allocation_batch: true,
+            allocation_batch_interval_seconds: 3600,
+            leader_poll_seconds: 15,
             rate_limit_per_key: DEFAULT_RATE_LIMIT_PER_KEY,
             rate_limit_per_address: DEFAULT_RATE_LIMIT_PER_ADDRESS,
             max_concurrent_allocations: cores(),
@@ -200,6 +208,12 @@ impl std::fmt::Debug for Config {
             )
             .field("allocation_source", &self.allocation_source)
             .field("allocation_batch", &self.allocation_batch)
+            .field(
+                "allocation_batch_interval_seconds",
+                &self.allocation_batch_interval_seconds,
+            )
+            .field("leader_poll_seconds", &self.leader_poll_seconds)
+            .field("budget_check_seconds", &self.budget_check_seconds)
             .field("rate_limit_per_key", &self.rate_limit_per_key)
             .field("rate_limit_per_address", &self.rate_limit_per_address)
             .field(
@@ -260,6 +274,12 @@ impl Config {
                 _ => bail!("EAI_ALLOCATION_BATCH must be `on` or `off`, not `{v}`"),
             };
         }
+        c.allocation_batch_interval_seconds = number(
+            &get,
+            "EAI_ALLOCATION_BATCH_INTERVAL_SECONDS",
+            c.allocation_batch_interval_seconds,
+        )?;
+        c.leader_poll_seconds = number(&get, "EAI_LEADER_POLL_SECONDS", c.leader_poll_seconds)?;
         c.rate_limit_per_key = number(&get, "EAI_RATE_LIMIT_PER_KEY", c.rate_limit_per_key)?;
         c.rate_limit_per_address =
             number(&get, "EAI_RATE_LIMIT_PER_ADDRESS", c.rate_limit_per_address)?;
@@ -295,6 +315,12 @@ impl Config {
         }
         if self.allocation_bucket_minutes == 0 || self.allocation_bucket_minutes % 60 != 0 {
             bail!("EAI_ALLOCATION_BUCKET_MINUTES must be a whole number of hours (60, 120, …): rollups are hourly");
+        }
+        if self.allocation_batch_interval_seconds == 0 {
+            bail!("EAI_ALLOCATION_BATCH_INTERVAL_SECONDS must be at least 1");
+        }
+        if !(1..=60).contains(&self.leader_poll_seconds) {
+            bail!("EAI_LEADER_POLL_SECONDS must be from 1 to 60: a replica takes over within this once the leader is gone");
         }
         if self.max_gap_minutes == 0 {
             bail!("EAI_MAX_GAP_MINUTES must be at least 1");

@@ -13,6 +13,7 @@ pub mod budget_alerts;
 pub mod config;
 pub mod error;
 pub mod extract;
+pub mod leader;
 pub mod limits;
 pub mod metrics;
 pub mod routes;

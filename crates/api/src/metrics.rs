@@ -44,6 +44,8 @@ pub struct Metrics {
     pub budget_crossings: AtomicU64,
     pub webhooks_delivered: AtomicU64,
     pub webhooks_failed: AtomicU64,
+    /// Leases and the allocation batch.
+    pub jobs: crate::leader::JobMetrics,
 }
 
 /// Lag and failures of the ClickHouse replica, set by the replicator.
@@ -279,12 +281,13 @@ impl Metrics {
                 );
             }
         }
+        self.jobs.render(&mut out);
         out
     }
 }
 
 /// Microseconds as decimal seconds, without floating point.
-fn seconds(us: u64) -> String {
+pub(crate) fn seconds(us: u64) -> String {
     let frac = us % 1_000_000;
     if frac == 0 {
         format!("{}", us / 1_000_000)

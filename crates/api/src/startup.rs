@@ -22,14 +22,14 @@ use tokio::net::TcpListener;
 use crate::allocation::Source;
 use crate::auth::{hash_api_key, new_api_key};
 use crate::config::{redact_url, AllocationSource, Config, Database};
+use crate::leader::Lease;
 use crate::metrics::Metrics;
 use crate::routes::router;
 use crate::state::{now, AppState, Settings};
+use eai_store::lease::LeaderJob;
 
 /// How often raw samples past their retention are pruned.
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
-/// How often the allocation batch runs (`EAI_ALLOCATION_BATCH=off` disables it).
-const BATCH_EVERY: Duration = Duration::from_secs(3600);
 /// Outbox entries one delivery takes.
 const REPLICATE_BATCH: u64 = 50;
 /// How often the replicator looks for new outbox entries when it has caught up.
@@ -51,6 +51,8 @@ pub struct Application {
     allocation_source: AllocationSource,
     allocation_batch: bool,
     allocation_bucket_ms: i64,
+    batch_every: Duration,
+    leader_poll: Duration,
     budget_check: Duration,
 }
 
@@ -113,6 +115,8 @@ impl Application {
             allocation_source: config.allocation_source,
             allocation_batch: config.allocation_batch,
             allocation_bucket_ms: i64::from(config.allocation_bucket_minutes) * 60_000,
+            batch_every: Duration::from_secs(u64::from(config.allocation_batch_interval_seconds)),
+            leader_poll: Duration::from_secs(u64::from(config.leader_poll_seconds)),
         })
     }
 
@@ -138,6 +142,8 @@ impl Application {
             tasks.push(tokio::spawn(prune_raw_samples(
                 self.state.store.clone(),
                 self.raw_retention_days,
+                self.state.metrics.clone(),
+                self.leader_poll,
             )));
         }
         if let Some(ch) = &self.clickhouse {
@@ -146,6 +152,7 @@ impl Application {
                 self.state.store.clone(),
                 ch.clone(),
                 self.state.metrics.clone(),
+                self.leader_poll,
             )));
         }
         if self.allocation_batch {
@@ -161,7 +168,11 @@ impl Application {
                 self.state.store.clone(),
                 source,
                 config,
-                BATCH_EVERY,
+                crate::batch::Schedule {
+                    every: self.batch_every,
+                    poll: self.leader_poll,
+                },
+                self.state.metrics.clone(),
             )));
         }
         tasks.push(tokio::spawn(housekeeping(self.state.clone())));
@@ -170,6 +181,7 @@ impl Application {
             self.state.metrics.clone(),
             self.budget_check,
         )));
+        tracing::info!(instance = crate::leader::instance(), "one replica runs each of the batch, the pruner, the replicator and the budget chores (a lease each)");
         tracing::info!(
             address = %self.local_addr,
             storage = self.state.store.backend(),
@@ -383,12 +395,15 @@ fn write_secret(path: &Path, secret: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Deletes raw samples past their retention, hourly (rollups stay).
-async fn prune_raw_samples(store: Arc<dyn Store>, days: u32) {
-    let mut tick = tokio::time::interval(PRUNE_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
+/// Deletes raw samples past their retention, hourly (rollups stay), on the replica that holds the pruner's lease.
+async fn prune_raw_samples(
+    store: Arc<dyn Store>,
+    days: u32,
+    metrics: Arc<Metrics>,
+    poll: Duration,
+) {
+    let lease = Lease::new(store.clone(), LeaderJob::Pruner, metrics);
+    crate::leader::every_while_leading(lease, PRUNE_EVERY, poll, || async {
         let before = Timestamp(now().0 - i64::from(days) * 86_400_000);
         match store.prune_raw_samples(before).await {
             Ok(0) => {}
@@ -397,12 +412,41 @@ async fn prune_raw_samples(store: Arc<dyn Store>, days: u32) {
             }
             Err(e) => tracing::warn!(error = %e, "pruning raw samples failed; will retry"),
         }
+    })
+    .await;
+}
+
+/// The replicator, on the replica that holds its lease: creates the ClickHouse schema, then delivers the outbox
+/// for as long as it leads, retrying with backoff while ClickHouse is down (ingest never waits for it: the outbox
+/// keeps the rows).
+async fn replicate(store: Arc<dyn Store>, ch: ClickHouse, metrics: Arc<Metrics>, poll: Duration) {
+    let mut lease = Lease::new(store.clone(), LeaderJob::Replicator, metrics.clone());
+    let poll = crate::leader::poll(poll);
+    loop {
+        while !lease.check().await {
+            tokio::time::sleep(poll).await;
+        }
+        // Leading: deliver until a lease check fails.
+        let checked = tokio::time::Instant::now();
+        tokio::select! {
+            _ = replicate_while_leading(&store, &ch, &metrics) => {}
+            _ = async {
+                let mut at = checked;
+                loop {
+                    at += poll;
+                    tokio::time::sleep_until(at).await;
+                    if !lease.check().await {
+                        break;
+                    }
+                }
+            } => {}
+        }
     }
 }
 
-/// The replicator: creates the ClickHouse schema, then delivers the outbox for as long as the server runs,
-/// retrying with backoff while ClickHouse is down (ingest never waits for it: the outbox keeps the rows).
-async fn replicate(store: Arc<dyn Store>, ch: ClickHouse, metrics: Arc<Metrics>) {
+/// Delivers the outbox forever (the caller stops it when the lease is lost). A delivery cut short is
+/// redelivered by the next leader: the replica dedups on its keys.
+async fn replicate_while_leading(store: &Arc<dyn Store>, ch: &ClickHouse, metrics: &Metrics) {
     let r = &metrics.replica;
     let (first, last) = REPLICATE_BACKOFF;
     let mut backoff = first;
@@ -425,7 +469,7 @@ async fn replicate(store: Arc<dyn Store>, ch: ClickHouse, metrics: Arc<Metrics>)
             }
             Err(e) => tracing::warn!(error = %e, "cannot read the outbox size"),
         }
-        match replicate_once(store.as_ref(), &ch, REPLICATE_BATCH).await {
+        match replicate_once(store.as_ref(), ch, REPLICATE_BATCH).await {
             Ok(d) => {
                 backoff = first;
                 Metrics::add(&r.delivered_rows, d.rows as u64);

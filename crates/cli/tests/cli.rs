@@ -547,3 +547,399 @@ fn keys_and_the_anchored_audit_head_from_the_command_line() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Several replicas on one PostgreSQL database: one runs each job, another takes over when it dies.
+
+/// Every audit event, oldest first, read page by page.
+fn audit_events(http: &reqwest::blocking::Client, base: &str, key: &str) -> Vec<serde_json::Value> {
+    let mut all = Vec::new();
+    let mut after = 0u64;
+    loop {
+        let page: serde_json::Value = http
+            .get(format!("{base}/v1/audit/events?after={after}&limit=1000"))
+            .bearer_auth(key)
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        let items = page["items"].as_array().unwrap().clone();
+        let Some(last) = items.last() else {
+            return all;
+        };
+        after = last["seq"].as_u64().unwrap();
+        all.extend(items);
+    }
+}
+
+/// The value of an unlabelled or labelled series in a `/metrics` text, if present.
+fn metric(text: &str, series: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        l.strip_prefix(series)?
+            .strip_prefix(' ')
+            .map(str::to_string)
+    })
+}
+
+fn leads_batch(http: &reqwest::blocking::Client, base: &str) -> Option<bool> {
+    let text = http
+        .get(format!("{base}/metrics"))
+        .send()
+        .ok()?
+        .text()
+        .ok()?;
+    metric(&text, "eai_leader{job=\"allocation_batch\"}").map(|v| v == "1")
+}
+
+/// Samples of `gpus` GPUs of deployment `vllm-ha` (GPU uuids prefixed by `prefix`) over `hours` closed hours
+/// from `t0`, in batches of 240.
+fn ha_batches(prefix: &str, gpus: usize, t0: i64, hours: i64) -> Vec<serde_json::Value> {
+    let mut samples = Vec::new();
+    for g in 0..gpus {
+        for k in 0..(hours * 240) {
+            samples.push(serde_json::json!({
+                "node": format!("node-{prefix}"), "gpu_uuid": format!("GPU-{prefix}-{g}"), "model": "H100-80GB",
+                "namespace": "ns", "pod": format!("vllm-ha-{prefix}"), "deployment_id": "vllm-ha",
+                "window_seconds": 15, "utilization": 0.5, "memory_used_gb": 40, "power_w": 400,
+                "timestamp": rfc3339(t0 + 15 * (k + 1)),
+            }));
+        }
+    }
+    samples
+        .chunks(240)
+        .map(|c| serde_json::json!({ "samples": c }))
+        .collect()
+}
+
+/// The `gpu_local` events of `period` the batch wrote, checked against the allocation of the period its last run
+/// covered: one event per item of that allocation, each with the item's cost, none twice.
+fn check_gpu_local_events(
+    http: &reqwest::blocking::Client,
+    base: &str,
+    key: &str,
+    url: &str,
+    last_run: &serde_json::Value,
+) -> usize {
+    let (from, to) = (
+        last_run["details"]["from"].as_str().unwrap(),
+        last_run["details"]["to"].as_str().unwrap(),
+    );
+    let period = last_run["resource"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("gpu_local/")
+        .to_string();
+    let a: serde_json::Value = http
+        .get(format!(
+            "{base}/v1/finops/gpu/allocation?from={from}&to={to}"
+        ))
+        .bearer_auth(key)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let mut expected: std::collections::BTreeMap<(String, String), rust_decimal::Decimal> =
+        Default::default();
+    for i in a["items"].as_array().unwrap() {
+        let amount: rust_decimal::Decimal =
+            i["allocated"]["amount"].as_str().unwrap().parse().unwrap();
+        if amount.is_zero() {
+            continue;
+        }
+        let k = (
+            i["tenant_id"].as_str().unwrap().to_string(),
+            i["deployment_id"].as_str().unwrap().to_string(),
+        );
+        assert!(
+            expected.insert(k, amount).is_none(),
+            "one item per tenant and deployment here: {a}"
+        );
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let events = rt.block_on(async {
+        use eai_store::Store as _;
+        let store = eai_store::postgres::PgStore::open(url).await.unwrap();
+        let (start, end) = eai_engine::batch::month(&period).unwrap();
+        store
+            .usage_events(eai_store::Scope::Platform, start, end)
+            .await
+            .unwrap()
+    });
+    let mut got: std::collections::BTreeMap<(String, String), rust_decimal::Decimal> =
+        Default::default();
+    let mut ids = std::collections::BTreeSet::new();
+    for e in events.iter().filter(|e| {
+        e.usage_type == eai_engine::batch::GPU_LOCAL && e.run_id.as_deref() == Some(period.as_str())
+    }) {
+        assert!(ids.insert(e.event_id), "event {} twice", e.event_id);
+        let amount = e.cost.as_ref().unwrap().0.get();
+        if amount.is_zero() {
+            continue;
+        }
+        let k = (e.tenant_id.to_string(), e.deployment_id.clone().unwrap());
+        assert!(
+            got.insert(k, amount).is_none(),
+            "two events for one tenant and deployment"
+        );
+    }
+    assert_eq!(
+        got, expected,
+        "the gpu_local events are the allocation's items, once each"
+    );
+    got.len()
+}
+
+#[test]
+fn several_replicas_run_each_job_once_and_a_survivor_takes_over_after_a_kill_9() {
+    let db = eai_store::postgres::scratch::ScratchDb::create_blocking(
+        &eai_store::postgres::scratch::test_server_url(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let url = db.url().to_string();
+    let dir = temp_dir("replicas");
+    let key = "eai_live_replicatestreplicatestreplicatestreplicatest01";
+    let start = |name: &str| {
+        let port = free_port();
+        let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
+        let child = bin()
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--data-dir",
+            ])
+            .arg(dir.join(name))
+            .args(["--database-url", &url])
+            .env("EAI_BOOTSTRAP_ADMIN_KEY", key)
+            .env("EAI_INSTANCE", name)
+            .env("EAI_ALLOCATION_BATCH_INTERVAL_SECONDS", "2")
+            .env("EAI_LEADER_POLL_SECONDS", "1")
+            .env("EAI_BUDGET_CHECK_SECONDS", "1")
+            .env("EAI_RATE_LIMIT_PER_KEY", "0")
+            .env("EAI_RATE_LIMIT_PER_ADDRESS", "0")
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        (Server(child), base)
+    };
+    let (mut a, base_a) = start("replica-a");
+    wait_healthy(&base_a, Duration::from_secs(30));
+    let (mut b, base_b) = start("replica-b");
+    wait_healthy(&base_b, Duration::from_secs(30));
+    let http = reqwest::blocking::Client::new();
+    let post = |base: &str, path: &str, body: &serde_json::Value| {
+        let r = http
+            .post(format!("{base}{path}"))
+            .bearer_auth(key)
+            .json(body)
+            .send()
+            .unwrap();
+        assert!(r.status().is_success(), "{path}: {}", r.text().unwrap());
+    };
+    post(
+        &base_a,
+        "/v1/finops/allocation-policies",
+        &serde_json::json!({
+            "name": "ha", "deployment_pattern": "*", "currency": "EUR", "gpu_hourly_cost": "2.10",
+            "energy_kwh_price": "0.21", "pue": "1.4", "effective_from": "2026-01-01T00:00:00Z"
+        }),
+    );
+    // Two closed hours of this month (or the last, which the batch also runs in a month's first days).
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let t0 = (now / 3600 - 2) * 3600;
+    let tenants = [
+        "8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10",
+        "2d1c7e3a-5f64-4b8e-8c1d-7a9e0b3f4c21",
+    ];
+    let usage = |n: usize, tenant: &str, tokens: u64| {
+        serde_json::json!({ "events": [{
+            "event_id": uuid::Uuid::new_v4().to_string(), "schema_version": "1.0", "tenant_id": tenant,
+            "usage_type": "llm_tokens", "source": "gateway", "occurred_at": rfc3339(t0 + 600 * n as i64 + 60),
+            "deployment_id": "vllm-ha", "model": { "provider": "local", "name": "llama" },
+            "units": { "tokens_in": tokens, "tokens_out": tokens / 2 }
+        }]})
+    };
+
+    // Both replicas ingest at once: samples of different GPUs, and usage events of both tenants.
+    std::thread::scope(|s| {
+        for (prefix, base) in [("a", &base_a), ("b", &base_b)] {
+            let post = &post;
+            let usage = &usage;
+            s.spawn(move || {
+                for (i, batch) in ha_batches(prefix, 2, t0, 2).iter().enumerate() {
+                    post(base, "/v1/finops/gpu/samples", batch);
+                    if i % 2 == 0 {
+                        let tenant = tenants[(i / 2) % 2];
+                        post(
+                            base,
+                            "/v1/usage/events",
+                            &usage(i / 2, tenant, 1000 + i as u64),
+                        );
+                    }
+                }
+            });
+        }
+    });
+    let ingested_through = audit_events(&http, &base_a, key).last().unwrap()["seq"]
+        .as_u64()
+        .unwrap();
+
+    // Exactly one replica leads the batch; it alone runs it, every 2 s.
+    let leaders = || (leads_batch(&http, &base_a), leads_batch(&http, &base_b));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (leader, follower) = loop {
+        match leaders() {
+            (Some(true), Some(false)) => break ("replica-a", "replica-b"),
+            (Some(false), Some(true)) => break ("replica-b", "replica-a"),
+            other => {
+                assert!(Instant::now() < deadline, "no single leader: {other:?}");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    };
+    std::thread::sleep(Duration::from_secs(7));
+    // Each job has one leader (not necessarily the same replica for every job).
+    for job in ["allocation_batch", "pruner", "budget_chores"] {
+        let series = format!("eai_leader{{job=\"{job}\"}}");
+        let leading: Vec<&String> = [&base_a, &base_b]
+            .into_iter()
+            .filter(|b| {
+                let text = http
+                    .get(format!("{b}/metrics"))
+                    .send()
+                    .unwrap()
+                    .text()
+                    .unwrap();
+                metric(&text, &series).as_deref() == Some("1")
+            })
+            .collect();
+        assert_eq!(leading.len(), 1, "{job}: {leading:?}");
+    }
+    let runs = |events: &[serde_json::Value]| -> Vec<serde_json::Value> {
+        events
+            .iter()
+            .filter(|e| e["action"] == "allocation_batch.run")
+            .cloned()
+            .collect()
+    };
+    let events = audit_events(&http, &base_a, key);
+    let before_kill = runs(&events);
+    assert!(
+        before_kill.len() >= 2,
+        "the leader ran the batch: {before_kill:?}"
+    );
+    for r in &before_kill {
+        assert_eq!(
+            r["details"]["instance"], leader,
+            "only the leader runs the batch: {r}"
+        );
+    }
+    // Once per interval: a month's runs are at least (nearly) the interval apart.
+    let times = |rs: &[serde_json::Value], period: &str| -> Vec<i64> {
+        rs.iter()
+            .filter(|r| r["resource"] == format!("gpu_local/{period}"))
+            .map(|r| {
+                time::OffsetDateTime::parse(
+                    r["occurred_at"].as_str().unwrap(),
+                    &time::format_description::well_known::Rfc3339,
+                )
+                .unwrap()
+                .unix_timestamp()
+            })
+            .collect()
+    };
+    let period = before_kill.last().unwrap()["resource"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("gpu_local/")
+        .to_string();
+    let t = times(&before_kill, &period);
+    for w in t.windows(2) {
+        assert!(
+            w[1] - w[0] >= 1,
+            "two runs of {period} within a second: {t:?}"
+        );
+    }
+    let last = before_kill
+        .iter()
+        .rev()
+        .find(|r| {
+            r["seq"].as_u64().unwrap() > ingested_through
+                && r["resource"] == format!("gpu_local/{}", &rfc3339(t0)[..7])
+        })
+        .expect("a run after the ingest");
+    let n = check_gpu_local_events(&http, &base_a, key, &url, last);
+    assert!(n >= 2, "both tenants are charged: {n}");
+
+    // kill -9 the leader: the survivor takes the lease within the poll (well within a minute) and runs the batch.
+    let (dead, survivor_base) = if leader == "replica-a" {
+        (&mut a, base_b.clone())
+    } else {
+        (&mut b, base_a.clone())
+    };
+    dead.0.kill().unwrap(); // SIGKILL
+    dead.0.wait().unwrap();
+    let killed = Instant::now();
+    while leads_batch(&http, &survivor_base) != Some(true) {
+        assert!(
+            killed.elapsed() < Duration::from_secs(60),
+            "no takeover within a minute"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let takeover = killed.elapsed();
+    // The other one-replica jobs move too.
+    for job in ["pruner", "budget_chores"] {
+        let series = format!("eai_leader{{job=\"{job}\"}}");
+        loop {
+            let text = http
+                .get(format!("{survivor_base}/metrics"))
+                .send()
+                .unwrap()
+                .text()
+                .unwrap();
+            if metric(&text, &series).as_deref() == Some("1") {
+                break;
+            }
+            assert!(
+                killed.elapsed() < Duration::from_secs(60),
+                "{job}: no takeover within a minute"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    // More usage after the kill, sent to the survivor: the next run charges it, nothing lost or doubled.
+    post(
+        &survivor_base,
+        "/v1/usage/events",
+        &usage(5, tenants[0], 7777),
+    );
+    let sent = audit_events(&http, &survivor_base, key).last().unwrap()["seq"]
+        .as_u64()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let after = loop {
+        let events = audit_events(&http, &survivor_base, key);
+        if let Some(r) = runs(&events).into_iter().rev().find(|r| {
+            r["seq"].as_u64().unwrap() > sent
+                && r["resource"] == format!("gpu_local/{}", &rfc3339(t0)[..7])
+        }) {
+            break r;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the survivor never ran the batch"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(after["details"]["instance"], follower, "{after}");
+    check_gpu_local_events(&http, &survivor_base, key, &url, &after);
+    eprintln!("takeover after kill -9: {takeover:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -20,6 +20,7 @@ pub mod budgets;
 pub mod clickhouse;
 pub mod codec;
 pub mod groups;
+pub mod lease;
 pub mod outbox;
 pub mod postgres;
 pub mod pruned;
@@ -292,6 +293,14 @@ pub trait Store: Send + Sync + 'static {
 
     /// Cheap liveness check of the storage.
     async fn ping(&self) -> Result<()>;
+
+    /// Takes, or checks that this process still holds, the lease of `job` (see [`lease`]): true when this
+    /// process is the one replica that runs it now. Cheap enough to call before each run of a job. The
+    /// embedded SQLite store is one process per file: it always leads.
+    async fn try_lead(&self, job: lease::LeaderJob) -> Result<bool> {
+        let _ = job;
+        Ok(true)
+    }
 
     // --- GPU samples ---------------------------------------------------------------------------------------
 

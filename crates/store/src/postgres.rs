@@ -39,6 +39,7 @@ pub mod scratch;
 mod tests;
 pub mod tls;
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -52,6 +53,7 @@ use self::pool::{Pool, Stmts};
 use crate::budgets::{
     Alert, BudgetRecord, Delivery, NewBudget, NewReservation, Reservation, ReserveOutcome,
 };
+use crate::lease::LeaderJob;
 use crate::rollups::RollupConfig;
 use crate::{
     ApiKeyRecord, AuditDraft, AuditEvent, AuditHead, BrokenLink, DeploymentSeen, IngestOutcome,
@@ -69,6 +71,8 @@ pub const PLATFORM_TENANT: Uuid = crate::PLATFORM_TENANT_ID;
 
 /// Connections in the pool.
 const POOL_SIZE: usize = 8;
+/// How long a lease check may take before the lease is given up.
+const LEASE_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Session settings of every pooled connection. `jit = off`: row level security policies make the planner
 /// believe that few rows of a table are visible (it cannot evaluate `current_setting` at plan time), so an index
@@ -189,6 +193,8 @@ pub struct PgStore {
 
 struct Inner {
     pool: Pool,
+    /// The connection that holds this process's leases, and the jobs it holds (see [`crate::lease`]).
+    lease: tokio::sync::Mutex<Option<(pool::PgConn, BTreeSet<LeaderJob>)>>,
     cfg: RollupConfig,
     /// host/port/dbname, for logs (never the password).
     target: String,
@@ -255,6 +261,7 @@ impl PgStore {
                     POOL_SIZE,
                     format!("SET ROLE {SERVICE_ROLE}; {SESSION}"),
                 ),
+                lease: tokio::sync::Mutex::new(None),
                 cfg,
                 target,
             }),
@@ -317,6 +324,55 @@ impl PgStore {
 impl Store for PgStore {
     fn backend(&self) -> &'static str {
         "postgres"
+    }
+
+    async fn try_lead(&self, job: LeaderJob) -> Result<bool> {
+        let mut lease = self.inner.lease.lock().await;
+        if lease.as_ref().is_some_and(|(c, _)| c.client.is_closed()) {
+            // The connection broke: whatever it held is gone with it.
+            *lease = None;
+        }
+        if lease.is_none() {
+            *lease = Some((self.inner.pool.dedicated().await?, BTreeSet::new()));
+        }
+        let Some((conn, held)) = lease.as_mut() else {
+            return Ok(false);
+        };
+        let answer = if held.contains(&job) {
+            // Still held while the session lives: prove it answers.
+            tokio::time::timeout(LEASE_CHECK_TIMEOUT, conn.client.simple_query("SELECT 1"))
+                .await
+                .map_err(|_| {
+                    StoreError::Internal("postgres: the lease connection does not answer".into())
+                })
+                .and_then(|r| r.map(|_| true).ctx("check the lease connection"))
+        } else {
+            tokio::time::timeout(
+                LEASE_CHECK_TIMEOUT,
+                conn.client.query_one(
+                    "SELECT pg_try_advisory_lock($1, $2)",
+                    &[&crate::lease::LOCK_CLASS, &job.lock_key()],
+                ),
+            )
+            .await
+            .map_err(|_| {
+                StoreError::Internal("postgres: the lease connection does not answer".into())
+            })
+            .and_then(|r| r.map(|row| row.get::<_, bool>(0)).ctx("take a lease"))
+        };
+        match answer {
+            Ok(true) => {
+                held.insert(job);
+                Ok(true)
+            }
+            Ok(false) => Ok(false),
+            Err(e) => {
+                // Unsure whether the session lives: drop it, so that the server frees every lock it held, and
+                // lead nothing until a new session takes them again.
+                *lease = None;
+                Err(e)
+            }
+        }
     }
 
     async fn ping(&self) -> Result<()> {

@@ -122,6 +122,24 @@ impl Pool {
     }
 }
 
+impl Pool {
+    /// A connection of its own, outside the pool, with TCP keepalives on both ends so that a dead peer is
+    /// noticed within about half a minute (the lease connection: a lock held on it goes when it goes).
+    pub async fn dedicated(&self) -> Result<PgConn> {
+        let mut cfg = self.inner.cfg.clone();
+        cfg.keepalives(true)
+            .keepalives_idle(Duration::from_secs(10))
+            .keepalives_interval(Duration::from_secs(5))
+            .keepalives_retries(3);
+        // The server's side: it drops the session (and its locks) when this client stops answering.
+        let on_connect = format!(
+            "{}; SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3",
+            self.inner.on_connect
+        );
+        connect(&cfg, &self.inner.connector, &on_connect).await
+    }
+}
+
 /// Opens one connection (plain or TLS, as the URL's `sslmode` says) and runs `on_connect` on it.
 pub(super) async fn connect(
     cfg: &tokio_postgres::Config,

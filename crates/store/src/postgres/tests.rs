@@ -659,3 +659,43 @@ fn the_backfill_skips_the_allocations_own_events() {
         eai_engine::domain::ALLOCATION_SOURCE
     )));
 }
+
+/// Two stores on one database (two replicas): each job's lease goes to one; the other's stays free; a holder
+/// keeps its lease on every check; when the holder's session ends, the other takes the lease over.
+#[tokio::test]
+async fn each_lease_has_one_holder_and_passes_on_when_its_session_ends() {
+    use crate::lease::LeaderJob;
+    let (db, first) = fresh().await;
+    let second = PgStore::open(db.url()).await.unwrap();
+    assert!(first.try_lead(LeaderJob::AllocationBatch).await.unwrap());
+    assert!(!second.try_lead(LeaderJob::AllocationBatch).await.unwrap());
+    assert!(second.try_lead(LeaderJob::Replicator).await.unwrap());
+    assert!(!first.try_lead(LeaderJob::Replicator).await.unwrap());
+    // A holder keeps what it holds.
+    assert!(first.try_lead(LeaderJob::AllocationBatch).await.unwrap());
+    assert!(second.try_lead(LeaderJob::Replicator).await.unwrap());
+    // The first replica's lease session ends (as when its process dies): its locks go with it.
+    let c = connect(db.url()).await;
+    c.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::oid \
+         AND objid = $2::oid AND granted",
+        &[
+            &(crate::lease::LOCK_CLASS as u32),
+            &(LeaderJob::AllocationBatch.lock_key() as u32),
+        ],
+    )
+    .await
+    .unwrap();
+    let mut took_over = false;
+    for _ in 0..50 {
+        if second.try_lead(LeaderJob::AllocationBatch).await.unwrap() {
+            took_over = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(took_over, "the lease did not pass on");
+    // The first replica notices: it no longer leads (an error or false), and does not get the lease back.
+    let again = first.try_lead(LeaderJob::AllocationBatch).await;
+    assert!(!again.unwrap_or(false), "two holders of one lease");
+}

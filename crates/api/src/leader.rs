@@ -1,0 +1,241 @@
+//! The jobs that run on one replica only (see [`eai_store::lease`]): each loop asks its [`Lease`] before it
+//! works, and the lease's holder shows in `/metrics` as `eai_leader{job}` = 1. With the embedded SQLite store
+//! the one process always leads.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use eai_store::lease::LeaderJob;
+use eai_store::Store;
+
+use crate::metrics::Metrics;
+
+/// This process among the replicas, in logs and audit events: `<host>/<pid>` (`EAI_INSTANCE` overrides it).
+pub fn instance() -> &'static str {
+    static INSTANCE: OnceLock<String> = OnceLock::new();
+    INSTANCE.get_or_init(|| {
+        if let Some(i) = std::env::var("EAI_INSTANCE")
+            .ok()
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+        {
+            return i;
+        }
+        let host = std::env::var("HOSTNAME")
+            .ok()
+            .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "localhost".into());
+        format!("{host}/{}", std::process::id())
+    })
+}
+
+/// One job's lease, as seen by this process.
+pub struct Lease {
+    store: Arc<dyn Store>,
+    job: LeaderJob,
+    metrics: Arc<Metrics>,
+    leading: bool,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("job", &self.job)
+            .field("leading", &self.leading)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Lease {
+    pub fn new(store: Arc<dyn Store>, job: LeaderJob, metrics: Arc<Metrics>) -> Lease {
+        metrics.jobs.set_leader(job, false);
+        Lease {
+            store,
+            job,
+            metrics,
+            leading: false,
+        }
+    }
+
+    /// Takes or keeps the lease: true when this process runs the job now. A failure to ask counts as not
+    /// leading (the job waits; another replica, or this one later, takes over).
+    pub async fn check(&mut self) -> bool {
+        let now = match self.store.try_lead(self.job).await {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!(job = %self.job, error = %e, "cannot take or keep the job's lease; not running it");
+                false
+            }
+        };
+        if now != self.leading {
+            if now {
+                tracing::info!(job = %self.job, instance = instance(), "this replica now runs the job");
+            } else {
+                tracing::warn!(job = %self.job, instance = instance(), "this replica no longer runs the job");
+            }
+        }
+        self.leading = now;
+        self.metrics.jobs.set_leader(self.job, now);
+        now
+    }
+
+    /// Whether the last [`Lease::check`] found this process leading.
+    pub fn leading(&self) -> bool {
+        self.leading
+    }
+}
+
+/// What the jobs tell `/metrics`: who leads, and how the allocation batch fares.
+#[derive(Debug, Default)]
+pub struct JobMetrics {
+    leader: Mutex<BTreeMap<LeaderJob, bool>>,
+    /// Runs of the allocation batch by outcome (one run allocates one month).
+    pub batch_success: AtomicU64,
+    pub batch_failure: AtomicU64,
+    /// Unix time of the last run that succeeded (0: none since start).
+    pub batch_last_success_seconds: AtomicU64,
+    /// How long the last run took, in microseconds.
+    pub batch_last_duration_us: AtomicU64,
+}
+
+impl JobMetrics {
+    pub fn set_leader(&self, job: LeaderJob, leading: bool) {
+        if let Ok(mut m) = self.leader.lock() {
+            m.insert(job, leading);
+        }
+    }
+
+    /// Whether this process leads `job` as last checked.
+    pub fn is_leader(&self, job: LeaderJob) -> bool {
+        self.leader
+            .lock()
+            .map(|m| m.get(&job).copied().unwrap_or(false))
+            .unwrap_or(false)
+    }
+
+    /// A finished batch run.
+    pub fn batch_ran(&self, ok: bool, took: Duration, at_unix_seconds: u64) {
+        let c = if ok {
+            &self.batch_success
+        } else {
+            &self.batch_failure
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+        self.batch_last_duration_us.store(
+            u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        if ok {
+            self.batch_last_success_seconds
+                .store(at_unix_seconds, Ordering::Relaxed);
+        }
+    }
+
+    /// Appends this part of the exposition.
+    pub fn render(&self, out: &mut String) {
+        out.push_str("# HELP eai_leader 1 when this replica runs the job (one replica per job holds its lease).\n");
+        out.push_str("# TYPE eai_leader gauge\n");
+        if let Ok(m) = self.leader.lock() {
+            for (job, leading) in m.iter() {
+                let _ = writeln!(out, "eai_leader{{job=\"{job}\"}} {}", u8::from(*leading));
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP eai_batch_runs_total Runs of the allocation batch on this replica (one month each), by outcome.\n\
+             # TYPE eai_batch_runs_total counter\n\
+             eai_batch_runs_total{{outcome=\"success\"}} {}\n\
+             eai_batch_runs_total{{outcome=\"failure\"}} {}",
+            self.batch_success.load(Ordering::Relaxed),
+            self.batch_failure.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP eai_batch_last_success_timestamp_seconds Unix time of this replica's last successful batch run (0: none since start).\n\
+             # TYPE eai_batch_last_success_timestamp_seconds gauge\n\
+             eai_batch_last_success_timestamp_seconds {}",
+            self.batch_last_success_seconds.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP eai_batch_last_duration_seconds How long this replica's last batch run took.\n\
+             # TYPE eai_batch_last_duration_seconds gauge\n\
+             eai_batch_last_duration_seconds {}",
+            crate::metrics::seconds(self.batch_last_duration_us.load(Ordering::Relaxed))
+        );
+    }
+}
+
+/// How long a job waits between lease checks when it does not lead.
+pub fn poll(every: Duration) -> Duration {
+    every.max(Duration::from_secs(1))
+}
+
+/// Runs `work` forever on the replica that holds `lease`: every `every` while it leads, and at once when it
+/// takes the lease (the last holder may have died just before its run). The lease is checked every `poll`
+/// (at most `every`), so a replica takes over within `poll` of the holder's loss.
+pub async fn every_while_leading<F, Fut>(
+    mut lease: Lease,
+    every: Duration,
+    poll: Duration,
+    mut work: F,
+) where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let poll = self::poll(poll).min(every);
+    let mut last_run: Option<tokio::time::Instant> = None;
+    loop {
+        if !lease.check().await {
+            last_run = None;
+        } else if last_run.is_none_or(|t| t.elapsed() >= every) {
+            last_run = Some(tokio::time::Instant::now());
+            work().await;
+        }
+        tokio::time::sleep(poll).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_the_leader_and_the_batch() {
+        let m = JobMetrics::default();
+        m.set_leader(LeaderJob::AllocationBatch, true);
+        m.set_leader(LeaderJob::Pruner, false);
+        m.batch_ran(true, Duration::from_millis(1500), 1_790_000_000);
+        m.batch_ran(false, Duration::from_millis(20), 1_790_000_100);
+        let mut out = String::new();
+        m.render(&mut out);
+        assert!(
+            out.contains("eai_leader{job=\"allocation_batch\"} 1\n"),
+            "{out}"
+        );
+        assert!(out.contains("eai_leader{job=\"pruner\"} 0\n"), "{out}");
+        assert!(
+            out.contains("eai_batch_runs_total{outcome=\"success\"} 1\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("eai_batch_runs_total{outcome=\"failure\"} 1\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("eai_batch_last_success_timestamp_seconds 1790000000\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("eai_batch_last_duration_seconds 0.02\n"),
+            "{out}"
+        );
+        assert!(m.is_leader(LeaderJob::AllocationBatch));
+        assert!(!m.is_leader(LeaderJob::Replicator));
+    }
+}
