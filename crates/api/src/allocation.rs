@@ -28,6 +28,16 @@ pub enum Source {
     ClickHouse(ClickHouse),
 }
 
+impl Source {
+    /// `primary` or `clickhouse`, for spans and logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Source::Primary => "primary",
+            Source::ClickHouse(_) => "clickhouse",
+        }
+    }
+}
+
 const HOUR_MS: i64 = 3_600_000;
 
 /// The hours of the period in which a policy starts or ends off the hour: those are read as raw cells so
@@ -63,7 +73,9 @@ fn replica_failed(e: eai_store::clickhouse::ClickHouseError) -> StoreError {
     StoreError::Internal(format!("reading the ClickHouse replica: {e}"))
 }
 
-/// The whole allocation of `period`, read from `source` (policies always from the primary `store`).
+/// The whole allocation of `period`, read from `source` (policies always from the primary `store`). One span
+/// (`allocation`) with the phases as children: the reads (store spans), then `allocation.compute`.
+#[tracing::instrument(name = "allocation", skip_all, fields(from = %period.from, to = %period.to, source = source.name()))]
 pub async fn compute_from(
     source: &Source,
     store: &dyn Store,
@@ -116,7 +128,13 @@ pub async fn compute_from(
         }
     };
     // The engine is CPU work (a month of a fleet): off the async workers.
+    let span = tracing::info_span!(
+        "allocation.compute",
+        rollups = read.rollups.len(),
+        claims = read.claims.len()
+    );
     tokio::task::spawn_blocking(move || {
+        let _in = span.enter();
         allocate(&AllocationInput {
             period,
             rollups: &read.rollups,

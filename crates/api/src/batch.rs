@@ -49,6 +49,7 @@ pub async fn run_month(
 }
 
 /// Like [`run_month`], reading usage from `source` (the events are always written to the primary `store`).
+#[tracing::instrument(name = "allocation_batch.run", skip_all, fields(period = %period, instance = crate::leader::instance()))]
 pub async fn run_month_from(
     source: &Source,
     store: &dyn Store,

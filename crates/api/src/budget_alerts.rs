@@ -123,14 +123,19 @@ pub fn payload(a: &Alert) -> serde_json::Value {
     })
 }
 
+#[tracing::instrument(name = "budget.webhook", skip_all, fields(otel.kind = "client", eai.tenant_id = %d.alert.tenant_id, budget_id = %d.alert.budget_id))]
 async fn deliver(http: &reqwest::Client, d: &Delivery, at: Timestamp) -> Result<(), String> {
     let body = payload(&d.alert).to_string();
     let t = at.0.div_euclid(1000);
-    let resp = http
+    let mut req = http
         .post(&d.url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .header("X-EAI-Webhook-Id", d.alert.id.hyphenated().to_string())
-        .header("X-EAI-Signature", signature(&d.secret, t, &body))
+        .header("X-EAI-Signature", signature(&d.secret, t, &body));
+    if let Some(tp) = eai_telemetry::traceparent() {
+        req = req.header("traceparent", tp);
+    }
+    let resp = req
         .body(body)
         .send()
         .await

@@ -1,6 +1,6 @@
 //! The request middleware: request id (echoed or generated), W3C `traceparent` (honoured and propagated with a
 //! new span id), one tracing span per request with the `eai.*` fields, the locale of error messages, and the
-//! HTTP metrics. Tracing only: no exporter here.
+//! HTTP metrics. Spans are exported when the binary sets up an exporter (`eai_telemetry::export`).
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -174,7 +174,7 @@ pub async fn observe(State(state): State<AppState>, req: Request, next: Next) ->
     let headers = req.headers();
     let request_id = sane_request_id(headers.get(&REQUEST_ID).and_then(|v| v.to_str().ok()))
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    let trace =
+    let mut trace =
         TraceContext::continue_or_start(headers.get(&TRACEPARENT).and_then(|v| v.to_str().ok()));
     let locale = Locale::from_headers(headers);
     let project = trace_attribute(headers, "x-eai-project", "eai.project");
@@ -189,12 +189,14 @@ pub async fn observe(State(state): State<AppState>, req: Request, next: Next) ->
 
     let span = tracing::info_span!(
         "http_request",
+        otel.name = format!("{method} {route}"),
+        otel.kind = "server",
         http.method = method,
         http.route = %route,
         http.status = tracing::field::Empty,
         request_id = %request_id,
-        trace_id = %trace.trace_id,
-        span_id = %trace.span_id,
+        trace_id = tracing::field::Empty,
+        span_id = tracing::field::Empty,
         parent_span_id = trace.parent_id.as_deref().unwrap_or(""),
         eai.tenant_id = tracing::field::Empty,
         eai.project = tracing::field::Empty,
@@ -202,6 +204,18 @@ pub async fn observe(State(state): State<AppState>, req: Request, next: Next) ->
         eai.run_id = tracing::field::Empty,
         eai.key_id = tracing::field::Empty,
     );
+    // Exported spans continue the caller's trace, and their ids are the ones answered in `traceparent`.
+    if let Some(parent) = &trace.parent_id {
+        let sampled = u8::from_str_radix(&trace.flags, 16).is_ok_and(|f| f & 1 == 1);
+        eai_telemetry::continue_trace(&span, &trace.trace_id, parent, sampled);
+    }
+    if let Some((trace_id, span_id, sampled)) = eai_telemetry::ids(&span) {
+        trace.trace_id = trace_id;
+        trace.span_id = span_id;
+        trace.flags = if sampled { "01" } else { "00" }.into();
+    }
+    span.record("trace_id", trace.trace_id.as_str());
+    span.record("span_id", trace.span_id.as_str());
     if let Some(p) = &project {
         span.record("eai.project", p.as_str());
     }

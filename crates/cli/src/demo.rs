@@ -59,7 +59,7 @@ fn fresh_dir(dir: &Path) -> anyhow::Result<()> {
 
 pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     // Requests are not logged one by one here: the demo prints what it loaded.
-    crate::init_logging("warn");
+    let _telemetry = crate::init_logging("eai-gpu", "warn")?;
     if !(1..=90).contains(&args.days) || !(1..=3600).contains(&args.window_seconds) {
         bail!("--days must be 1..=90 and --window-seconds 1..=3600");
     }

@@ -59,7 +59,7 @@ fn main() -> std::process::ExitCode {
         Command::Audit(args) => runtime().and_then(|rt| rt.block_on(admin::audit(args))),
         Command::Migrate(args) => runtime().and_then(|rt| rt.block_on(admin::migrate(args))),
         Command::Sampler(args) => runtime().and_then(|rt| {
-            init_logging("info");
+            let _telemetry = init_logging("eai-gpu-sampler", "info")?;
             Ok(rt.block_on(eai_sampler::cli::run(args, shutdown_signal()))?)
         }),
         Command::Bench(args) => runtime().and_then(|rt| rt.block_on(bench::run(args))),
@@ -79,19 +79,14 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-/// Logs to stderr; `RUST_LOG` (e.g. `info,eai_api=debug`) or `EAI_LOG_FORMAT=json` adjust it.
-pub fn init_logging(default_filter: &str) {
-    use tracing_subscriber::EnvFilter;
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if std::env::var("EAI_LOG_FORMAT").is_ok_and(|v| v == "json") {
-        builder.json().init();
-    } else {
-        builder.init();
-    }
+/// Logs to stderr (`RUST_LOG`, e.g. `info,eai_api=debug`; `EAI_LOG_FORMAT=json`) and, when
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` is set, exports spans over OTLP (see `eai_telemetry::export`). Keep the guard
+/// until the command ends: dropping it flushes the last spans.
+pub fn init_logging(
+    service: &str,
+    default_filter: &str,
+) -> anyhow::Result<eai_telemetry::export::Guard> {
+    eai_telemetry::export::init(service, default_filter)
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -41,7 +41,7 @@ pub fn config(
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    crate::init_logging("info");
+    let _telemetry = crate::init_logging("eai-gpu", "info")?;
     let config = config(args.listen, args.data_dir, args.database_url)?;
     tracing::info!(?config, "starting eai-gpu");
     let app = Application::build(config).await?;

@@ -199,6 +199,10 @@ impl EnterpriseAi {
         if let Some(l) = &self.locale {
             req = req.header(reqwest::header::ACCEPT_LANGUAGE, l);
         }
+        // The caller's trace continues in the control plane.
+        if let Some(tp) = eai_telemetry::traceparent() {
+            req = req.header("traceparent", tp);
+        }
         let resp = req
             .send()
             .await

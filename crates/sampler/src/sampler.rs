@@ -175,6 +175,7 @@ impl Sampler {
     /// One tick at `now`: the window that ended at the last interval boundary is read (and, for a source with
     /// history, the windows missed since the last run), converted, spooled, then everything spooled is
     /// delivered as far as the control plane allows.
+    #[tracing::instrument(name = "sampler.tick", skip_all, fields(at = %now))]
     pub async fn tick(&mut self, now: Timestamp) -> TickReport {
         let i = self.opts.interval_ms;
         let window = Window::ending_at_or_before(now, i);
@@ -308,6 +309,7 @@ impl Sampler {
 
     /// Sends what the spool holds, oldest first, until it is empty, a failure stops the round, or the round's
     /// time budget is spent.
+    #[tracing::instrument(name = "sampler.deliver", skip_all)]
     pub async fn deliver(&mut self, now: Timestamp) -> Delivered {
         let mut d = Delivered::default();
         let Output::Deliver { spool, sink } = &mut self.output else {

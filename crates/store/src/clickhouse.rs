@@ -156,8 +156,12 @@ impl ClickHouse {
         &self.database
     }
 
+    #[tracing::instrument(name = "clickhouse.query", skip_all, fields(otel.kind = "client", db.system = "clickhouse", db.namespace = %self.database))]
     async fn post(&self, query: Option<&str>, body: String) -> Result<String> {
         let mut req = self.http.post(format!("{}/", self.base));
+        if let Some(tp) = eai_telemetry::traceparent() {
+            req = req.header("traceparent", tp);
+        }
         if let Some(q) = query {
             req = req.query(&[("query", q)]);
         }
@@ -359,6 +363,7 @@ pub struct Delivered {
 /// them only once ClickHouse answered. At least once: a crash or a failure between the insert and the
 /// acknowledgement delivers the entries again, which the replica's `ReplacingMergeTree(version)` and `FINAL`
 /// reads make harmless.
+#[tracing::instrument(name = "replicate", skip_all, fields(limit))]
 pub async fn replicate_once(
     store: &dyn crate::Store,
     ch: &ClickHouse,

@@ -385,6 +385,7 @@ impl Store for PgStore {
         Ok(())
     }
 
+    #[tracing::instrument(name = "store.insert_samples", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn insert_samples(
         &self,
         samples: &[Sample],
@@ -394,6 +395,7 @@ impl Store for PgStore {
         samples::insert(c.conn()?, &self.inner.cfg, samples, audit).await
     }
 
+    #[tracing::instrument(name = "store.usage_for", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn usage_for(
         &self,
         from: Timestamp,
@@ -404,21 +406,25 @@ impl Store for PgStore {
         samples::usage_for(c.conn()?, &self.inner.cfg, from, to, exact_hours).await
     }
 
+    #[tracing::instrument(name = "store.prune_raw_samples", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn prune_raw_samples(&self, before: Timestamp) -> Result<u64> {
         let mut c = self.conn().await?;
         samples::prune(c.conn()?, &self.inner.cfg, before).await
     }
 
+    #[tracing::instrument(name = "store.deployments_seen", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn deployments_seen(&self) -> Result<Vec<DeploymentSeen>> {
         let mut c = self.conn().await?;
         samples::deployments_seen(c.conn()?).await
     }
 
+    #[tracing::instrument(name = "store.upsert_usage_events", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn upsert_usage_events(&self, events: &[UsageEvent], audit: &AuditDraft) -> Result<u64> {
         let mut c = self.conn().await?;
         records::upsert_usage_events(c.conn()?, events, self.inner.cfg.outbox, audit).await
     }
 
+    #[tracing::instrument(name = "store.usage_events", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn usage_events(
         &self,
         scope: Scope,
@@ -429,16 +435,19 @@ impl Store for PgStore {
         records::usage_events(c.conn()?, scope, from, to).await
     }
 
+    #[tracing::instrument(name = "store.create_policy", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn create_policy(&self, spec: &PolicySpec, audit: &AuditDraft) -> Result<Policy> {
         let mut c = self.conn().await?;
         records::create_policy(c.conn()?, &self.inner.cfg, spec, audit).await
     }
 
+    #[tracing::instrument(name = "store.policies", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn policies(&self) -> Result<Vec<Policy>> {
         let mut c = self.conn().await?;
         records::policies(c.conn()?).await
     }
 
+    #[tracing::instrument(name = "store.supersede_policy", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn supersede_policy(
         &self,
         id: &str,
@@ -450,26 +459,31 @@ impl Store for PgStore {
         records::supersede_policy(c.conn()?, &self.inner.cfg, id, at, replacement, audit).await
     }
 
+    #[tracing::instrument(name = "store.create_api_key", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn create_api_key(&self, key: &NewApiKey, audit: &AuditDraft) -> Result<ApiKeyRecord> {
         let mut c = self.conn().await?;
         records::create_api_key(c.conn()?, key, audit).await
     }
 
+    #[tracing::instrument(name = "store.api_key_by_hash", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn api_key_by_hash(&self, hash: &str) -> Result<Option<KeyMatch>> {
         let mut c = self.conn().await?;
         records::api_key_by_hash(c.conn()?, hash).await
     }
 
+    #[tracing::instrument(name = "store.api_key_count", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn api_key_count(&self) -> Result<u64> {
         let mut c = self.conn().await?;
         records::api_key_count(c.conn()?).await
     }
 
+    #[tracing::instrument(name = "store.api_keys", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn api_keys(&self, scope: Scope) -> Result<Vec<ApiKeyRecord>> {
         let mut c = self.conn().await?;
         records::api_keys(c.conn()?, scope).await
     }
 
+    #[tracing::instrument(name = "store.revoke_api_key", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn revoke_api_key(
         &self,
         scope: Scope,
@@ -481,6 +495,7 @@ impl Store for PgStore {
         records::revoke_api_key(c.conn()?, scope, id, at, audit).await
     }
 
+    #[tracing::instrument(name = "store.rotate_api_key", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn rotate_api_key(
         &self,
         scope: Scope,
@@ -494,16 +509,19 @@ impl Store for PgStore {
         records::rotate_api_key(c.conn()?, scope, id, new_hash, at, grace_until, audit).await
     }
 
+    #[tracing::instrument(name = "store.create_budget", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn create_budget(&self, budget: &NewBudget, audit: &AuditDraft) -> Result<BudgetRecord> {
         let mut c = self.conn().await?;
         budgets::create_budget(c.conn()?, budget, audit).await
     }
 
+    #[tracing::instrument(name = "store.budgets", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn budgets(&self, scope: Scope) -> Result<Vec<BudgetRecord>> {
         let mut c = self.conn().await?;
         budgets::budgets(c.conn()?, scope).await
     }
 
+    #[tracing::instrument(name = "store.supersede_budget", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn supersede_budget(
         &self,
         scope: Scope,
@@ -516,11 +534,13 @@ impl Store for PgStore {
         budgets::supersede_budget(c.conn()?, scope, id, at, replacement, audit).await
     }
 
+    #[tracing::instrument(name = "store.budget_standings", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn budget_standings(&self, scope: Scope, at: Timestamp) -> Result<Vec<Standing>> {
         let mut c = self.conn().await?;
         budgets::standings(c.conn()?, scope, at).await
     }
 
+    #[tracing::instrument(name = "store.reserve", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn reserve(
         &self,
         request: &NewReservation,
@@ -530,11 +550,13 @@ impl Store for PgStore {
         budgets::reserve(c.conn()?, request, audit).await
     }
 
+    #[tracing::instrument(name = "store.reservation", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn reservation(&self, scope: Scope, id: &str) -> Result<Option<Reservation>> {
         let mut c = self.conn().await?;
         budgets::reservation(c.conn()?, scope, id).await
     }
 
+    #[tracing::instrument(name = "store.commit_reservation", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn commit_reservation(
         &self,
         scope: Scope,
@@ -556,6 +578,7 @@ impl Store for PgStore {
         .await
     }
 
+    #[tracing::instrument(name = "store.release_reservation", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn release_reservation(
         &self,
         scope: Scope,
@@ -567,21 +590,25 @@ impl Store for PgStore {
         budgets::release(c.conn()?, scope, id, at, audit).await
     }
 
+    #[tracing::instrument(name = "store.expire_reservations", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn expire_reservations(&self, at: Timestamp) -> Result<u64> {
         let mut c = self.conn().await?;
         budgets::expire(c.conn()?, at).await
     }
 
+    #[tracing::instrument(name = "store.record_crossings", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn record_crossings(&self, at: Timestamp) -> Result<Vec<Alert>> {
         let mut c = self.conn().await?;
         budgets::record_crossings(c.conn()?, at).await
     }
 
+    #[tracing::instrument(name = "store.due_deliveries", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn due_deliveries(&self, at: Timestamp, limit: u64) -> Result<Vec<Delivery>> {
         let mut c = self.conn().await?;
         budgets::due_deliveries(c.conn()?, at, limit).await
     }
 
+    #[tracing::instrument(name = "store.delivery_attempted", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn delivery_attempted(
         &self,
         alert: Uuid,
@@ -593,51 +620,61 @@ impl Store for PgStore {
         budgets::delivery_attempted(c.conn()?, alert, at, outcome, next).await
     }
 
+    #[tracing::instrument(name = "store.create_tenant", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn create_tenant(&self, tenant: &Tenant, audit: &AuditDraft) -> Result<Tenant> {
         let mut c = self.conn().await?;
         records::create_tenant(c.conn()?, tenant, audit).await
     }
 
+    #[tracing::instrument(name = "store.tenants", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn tenants(&self, scope: Scope) -> Result<Vec<Tenant>> {
         let mut c = self.conn().await?;
         records::tenants(c.conn()?, scope).await
     }
 
+    #[tracing::instrument(name = "store.tenant", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn tenant(&self, key: &TenantRef) -> Result<Option<Tenant>> {
         let mut c = self.conn().await?;
         records::tenant(c.conn()?, key).await
     }
 
+    #[tracing::instrument(name = "store.append_audit", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn append_audit(&self, draft: &AuditDraft) -> Result<AuditEvent> {
         let mut c = self.conn().await?;
         records::append_audit(c.conn()?, draft).await
     }
 
+    #[tracing::instrument(name = "store.audit_events", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn audit_events(&self, scope: Scope, after: u64, limit: u64) -> Result<Vec<AuditEvent>> {
         let mut c = self.conn().await?;
         records::audit_events(c.conn()?, scope, after, limit).await
     }
 
+    #[tracing::instrument(name = "store.audit_head", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn audit_head(&self) -> Result<Option<AuditHead>> {
         let mut c = self.conn().await?;
         records::audit_head(c.conn()?).await
     }
 
+    #[tracing::instrument(name = "store.verify_audit_chain", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn verify_audit_chain(&self, expect: Option<&AuditHead>) -> Result<Option<BrokenLink>> {
         let mut c = self.conn().await?;
         records::verify_audit_chain(c.conn()?, expect).await
     }
 
+    #[tracing::instrument(name = "store.outbox_pending", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn outbox_pending(&self, limit: u64) -> Result<Vec<OutboxEntry>> {
         let mut c = self.conn().await?;
         records::outbox_pending(c.conn()?, limit).await
     }
 
+    #[tracing::instrument(name = "store.outbox_ack", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn outbox_ack(&self, through: u64) -> Result<u64> {
         let mut c = self.conn().await?;
         records::outbox_ack(c.conn()?, through).await
     }
 
+    #[tracing::instrument(name = "store.outbox_stats", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn outbox_stats(&self) -> Result<OutboxStats> {
         let mut c = self.conn().await?;
         records::outbox_stats(c.conn()?).await

@@ -215,6 +215,7 @@ impl Store for SqliteStore {
             .await
     }
 
+    #[tracing::instrument(name = "store.insert_samples", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn insert_samples(
         &self,
         samples: &[Sample],
@@ -225,6 +226,7 @@ impl Store for SqliteStore {
             .await
     }
 
+    #[tracing::instrument(name = "store.usage_for", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn usage_for(
         &self,
         from: Timestamp,
@@ -236,21 +238,25 @@ impl Store for SqliteStore {
             .await
     }
 
+    #[tracing::instrument(name = "store.prune_raw_samples", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn prune_raw_samples(&self, before: Timestamp) -> Result<u64> {
         self.write(move |c, cfg| samples::prune(c, cfg, before))
             .await
     }
 
+    #[tracing::instrument(name = "store.deployments_seen", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn deployments_seen(&self) -> Result<Vec<DeploymentSeen>> {
         self.read(|c, _| samples::deployments_seen(c)).await
     }
 
+    #[tracing::instrument(name = "store.upsert_usage_events", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn upsert_usage_events(&self, events: &[UsageEvent], audit: &AuditDraft) -> Result<u64> {
         let (events, audit) = (events.to_vec(), audit.clone());
         self.write(move |c, cfg| records::upsert_usage_events(c, &events, cfg.outbox, &audit))
             .await
     }
 
+    #[tracing::instrument(name = "store.usage_events", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn usage_events(
         &self,
         scope: Scope,
@@ -261,16 +267,19 @@ impl Store for SqliteStore {
             .await
     }
 
+    #[tracing::instrument(name = "store.create_policy", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn create_policy(&self, spec: &PolicySpec, audit: &AuditDraft) -> Result<Policy> {
         let (spec, audit) = (spec.clone(), audit.clone());
         self.write(move |c, cfg| records::create_policy(c, cfg, &spec, &audit))
             .await
     }
 
+    #[tracing::instrument(name = "store.policies", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn policies(&self) -> Result<Vec<Policy>> {
         self.read(|c, _| records::policies(c)).await
     }
 
+    #[tracing::instrument(name = "store.supersede_policy", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn supersede_policy(
         &self,
         id: &str,
@@ -285,26 +294,31 @@ impl Store for SqliteStore {
         .await
     }
 
+    #[tracing::instrument(name = "store.create_api_key", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn create_api_key(&self, key: &NewApiKey, audit: &AuditDraft) -> Result<ApiKeyRecord> {
         let (key, audit) = (key.clone(), audit.clone());
         self.write(move |c, _| records::create_api_key(c, &key, &audit))
             .await
     }
 
+    #[tracing::instrument(name = "store.api_key_by_hash", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn api_key_by_hash(&self, hash: &str) -> Result<Option<KeyMatch>> {
         let hash = hash.to_string();
         self.read(move |c, _| records::api_key_by_hash(c, &hash))
             .await
     }
 
+    #[tracing::instrument(name = "store.api_key_count", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn api_key_count(&self) -> Result<u64> {
         self.read(|c, _| records::api_key_count(c)).await
     }
 
+    #[tracing::instrument(name = "store.api_keys", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn api_keys(&self, scope: Scope) -> Result<Vec<ApiKeyRecord>> {
         self.read(move |c, _| records::api_keys(c, scope)).await
     }
 
+    #[tracing::instrument(name = "store.revoke_api_key", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn revoke_api_key(
         &self,
         scope: Scope,
@@ -317,6 +331,7 @@ impl Store for SqliteStore {
             .await
     }
 
+    #[tracing::instrument(name = "store.rotate_api_key", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn rotate_api_key(
         &self,
         scope: Scope,
@@ -333,31 +348,37 @@ impl Store for SqliteStore {
         .await
     }
 
+    #[tracing::instrument(name = "store.create_tenant", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn create_tenant(&self, tenant: &Tenant, audit: &AuditDraft) -> Result<Tenant> {
         let (tenant, audit) = (tenant.clone(), audit.clone());
         self.write(move |c, _| records::create_tenant(c, &tenant, &audit))
             .await
     }
 
+    #[tracing::instrument(name = "store.tenants", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn tenants(&self, scope: Scope) -> Result<Vec<Tenant>> {
         self.read(move |c, _| records::tenants(c, scope)).await
     }
 
+    #[tracing::instrument(name = "store.tenant", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn tenant(&self, key: &TenantRef) -> Result<Option<Tenant>> {
         let key = key.clone();
         self.read(move |c, _| records::tenant(c, &key)).await
     }
 
+    #[tracing::instrument(name = "store.create_budget", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn create_budget(&self, budget: &NewBudget, audit: &AuditDraft) -> Result<BudgetRecord> {
         let (budget, audit) = (budget.clone(), audit.clone());
         self.write(move |c, _| budgets::create_budget(c, &budget, &audit))
             .await
     }
 
+    #[tracing::instrument(name = "store.budgets", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn budgets(&self, scope: Scope) -> Result<Vec<BudgetRecord>> {
         self.read(move |c, _| budgets::budgets(c, scope)).await
     }
 
+    #[tracing::instrument(name = "store.supersede_budget", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn supersede_budget(
         &self,
         scope: Scope,
@@ -373,11 +394,13 @@ impl Store for SqliteStore {
         .await
     }
 
+    #[tracing::instrument(name = "store.budget_standings", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn budget_standings(&self, scope: Scope, at: Timestamp) -> Result<Vec<Standing>> {
         self.read(move |c, _| budgets::standings(c, scope, at))
             .await
     }
 
+    #[tracing::instrument(name = "store.reserve", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn reserve(
         &self,
         request: &NewReservation,
@@ -388,12 +411,14 @@ impl Store for SqliteStore {
             .await
     }
 
+    #[tracing::instrument(name = "store.reservation", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn reservation(&self, scope: Scope, id: &str) -> Result<Option<Reservation>> {
         let id = id.to_string();
         self.read(move |c, _| budgets::reservation(c, scope, &id))
             .await
     }
 
+    #[tracing::instrument(name = "store.commit_reservation", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn commit_reservation(
         &self,
         scope: Scope,
@@ -407,6 +432,7 @@ impl Store for SqliteStore {
             .await
     }
 
+    #[tracing::instrument(name = "store.release_reservation", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn release_reservation(
         &self,
         scope: Scope,
@@ -419,20 +445,24 @@ impl Store for SqliteStore {
             .await
     }
 
+    #[tracing::instrument(name = "store.expire_reservations", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn expire_reservations(&self, at: Timestamp) -> Result<u64> {
         self.write(move |c, _| budgets::expire(c, at)).await
     }
 
+    #[tracing::instrument(name = "store.record_crossings", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn record_crossings(&self, at: Timestamp) -> Result<Vec<Alert>> {
         self.write(move |c, _| budgets::record_crossings(c, at))
             .await
     }
 
+    #[tracing::instrument(name = "store.due_deliveries", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn due_deliveries(&self, at: Timestamp, limit: u64) -> Result<Vec<Delivery>> {
         self.read(move |c, _| budgets::due_deliveries(c, at, limit))
             .await
     }
 
+    #[tracing::instrument(name = "store.delivery_attempted", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn delivery_attempted(
         &self,
         alert: uuid::Uuid,
@@ -444,37 +474,44 @@ impl Store for SqliteStore {
             .await
     }
 
+    #[tracing::instrument(name = "store.append_audit", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn append_audit(&self, draft: &AuditDraft) -> Result<AuditEvent> {
         let draft = draft.clone();
         self.write(move |c, _| records::append_audit(c, &draft))
             .await
     }
 
+    #[tracing::instrument(name = "store.audit_events", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn audit_events(&self, scope: Scope, after: u64, limit: u64) -> Result<Vec<AuditEvent>> {
         self.read(move |c, _| records::audit_events(c, scope, after, limit))
             .await
     }
 
+    #[tracing::instrument(name = "store.audit_head", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn audit_head(&self) -> Result<Option<AuditHead>> {
         self.read(|c, _| records::audit_head(c)).await
     }
 
+    #[tracing::instrument(name = "store.verify_audit_chain", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn verify_audit_chain(&self, expect: Option<&AuditHead>) -> Result<Option<BrokenLink>> {
         let expect = expect.cloned();
         self.read(move |c, _| records::verify_audit_chain(c, expect.as_ref()))
             .await
     }
 
+    #[tracing::instrument(name = "store.outbox_pending", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn outbox_pending(&self, limit: u64) -> Result<Vec<OutboxEntry>> {
         self.read(move |c, _| records::outbox_pending(c, limit))
             .await
     }
 
+    #[tracing::instrument(name = "store.outbox_ack", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn outbox_ack(&self, through: u64) -> Result<u64> {
         self.write(move |c, _| records::outbox_ack(c, through))
             .await
     }
 
+    #[tracing::instrument(name = "store.outbox_stats", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn outbox_stats(&self) -> Result<OutboxStats> {
         self.read(|c, _| records::outbox_stats(c)).await
     }
