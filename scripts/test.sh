@@ -132,6 +132,9 @@ for u in "$units"/*.service; do
 done
 rm -rf "$units"
 
+log "Helm chart (deploy/helm/enterprise-ai): lint, render every ci/ values file, validate every object, must-fail values"
+scripts/helm-check.sh
+
 for sdk in sdks/python sdks/typescript sdks/go sdks/java; do
   started=$(date +%s)
   log "$sdk/test.sh"
