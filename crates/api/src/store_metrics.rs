@@ -67,7 +67,7 @@ impl Default for Options {
 /// What the refresher read last: the cache every scrape renders.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Figures {
-    /// When the last refresh ended (`None`: not yet), and how long it took.
+    /// When the last refresh that read every part ended (`None`: none yet), and how long the last one took.
     pub refreshed_at: Option<Timestamp>,
     pub refresh_duration_ms: u64,
     /// The latest sample of each GPU seen within [`SEEN_HORIZON_MS`], the newest first, at most the limit.
@@ -315,7 +315,9 @@ pub async fn refresh(
             Err(e) => failed("the audit chain", &e),
         }
     }
-    f.refreshed_at = Some(now());
+    if failures == 0 {
+        f.refreshed_at = Some(now());
+    }
     f.refresh_duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     (f, failures)
 }
@@ -377,6 +379,9 @@ fn num(d: Decimal) -> String {
     d.normalize().to_string()
 }
 
+/// A family rendered from a list of rows: its name (or name part), its help, and the value of a row.
+type Family<T, V> = (&'static str, &'static str, fn(&T) -> V);
+
 fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
@@ -399,7 +404,7 @@ fn series(out: &mut String, name: &str, labels: &[(&str, &str)], value: &str) {
 
 /// The cached figures in the text exposition. Values are the decimals' exact text.
 pub fn render(f: &Figures, out: &mut String) {
-    let gpu_families: [(&str, &str, fn(&Sample) -> Option<String>); 4] = [
+    let gpu_families: [Family<Sample, Option<String>>; 4] = [
         (
             "eai_gpu_utilization_ratio",
             "Utilization (0..1) of the GPU's latest stored sample.",
@@ -529,7 +534,7 @@ pub fn render(f: &Figures, out: &mut String) {
             out,
             "eai_metrics_refresh_timestamp_seconds",
             "gauge",
-            "When the store-derived metrics were last refreshed (Unix time).",
+            "When a refresh of the store-derived metrics last read every part (Unix time).",
         );
         series(
             out,
@@ -565,7 +570,7 @@ fn render_month(out: &mut String, p: Option<&PeriodFigures>) {
         Some(p) => (p.costs.as_slice(), p.usage.as_slice(), p.gaps.as_slice()),
         None => (&[][..], &[][..], &[][..]),
     };
-    let money: [(&str, &str, fn(&CostRow) -> Decimal); 3] = [
+    let money: [Family<CostRow, Decimal>; 3] = [
         ("cost", "Cost of the deployment", |c| c.cost),
         (
             "allocated",
@@ -589,7 +594,7 @@ fn render_month(out: &mut String, p: Option<&PeriodFigures>) {
             series(out, &name, &labels, &value(c).to_string());
         }
     }
-    let quantities: [(&str, &str, fn(&DeploymentUsage) -> String); 2] = [
+    let quantities: [Family<DeploymentUsage, String>; 2] = [
         (
             "gpu_seconds",
             "GPU-seconds (x GPU fraction) measured of the deployment",
@@ -609,7 +614,7 @@ fn render_month(out: &mut String, p: Option<&PeriodFigures>) {
         }
     }
     render_unpriced(out, usage, "month_to_date", MONTH);
-    let counts: [(&str, &str, fn(&GapCount) -> String); 2] = [
+    let counts: [Family<GapCount, String>; 2] = [
         (
             "eai_deployment_gaps_month_to_date",
             "Gaps (spans of a GPU series left unfilled) the allocation reports",
@@ -649,7 +654,7 @@ fn render_last_hour(out: &mut String, p: Option<&PeriodFigures>) {
 }
 
 fn render_unpriced(out: &mut String, usage: &[DeploymentUsage], suffix: &str, when: &str) {
-    let unpriced: [(&str, &str, fn(&DeploymentUsage) -> String); 2] = [
+    let unpriced: [Family<DeploymentUsage, String>; 2] = [
         (
             "unpriced_samples",
             "Samples of the deployment no policy prices",
