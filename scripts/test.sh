@@ -132,6 +132,9 @@ for u in "$units"/*.service; do
 done
 rm -rf "$units"
 
+log "observability: every dashboard query and alert expression against a real Prometheus"
+EAI_OBSERVE_SKIP_BUILD=1 scripts/observe-check.sh
+
 for sdk in sdks/python sdks/typescript sdks/go sdks/java; do
   started=$(date +%s)
   log "$sdk/test.sh"
