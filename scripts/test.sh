@@ -134,6 +134,8 @@ rm -rf "$units"
 
 log "Helm chart (deploy/helm/enterprise-ai): lint, render every ci/ values file, validate every object, must-fail values"
 scripts/helm-check.sh
+log "observability: every dashboard query and alert expression against a real Prometheus"
+EAI_OBSERVE_SKIP_BUILD=1 scripts/observe-check.sh
 
 for sdk in sdks/python sdks/typescript sdks/go sdks/java; do
   started=$(date +%s)

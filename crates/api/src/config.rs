@@ -17,6 +17,8 @@ pub const DEFAULT_ALLOCATION_BUCKET_MINUTES: u32 = 60;
 pub const DEFAULT_RATE_LIMIT_PER_KEY: u32 = 50;
 pub const DEFAULT_RATE_LIMIT_PER_ADDRESS: u32 = 20;
 pub const DEFAULT_MAX_CLOCK_SKEW_SECONDS: u32 = 300;
+pub const DEFAULT_METRICS_REFRESH_SECONDS: u32 = 60;
+pub const DEFAULT_METRICS_MAX_GPU_SERIES: u64 = 10_000;
 
 /// Where the data lives, parsed from `EAI_DATABASE_URL`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,6 +144,14 @@ pub struct Config {
     /// `EAI_BUDGET_CHECK_SECONDS` (15): how often budgets' thresholds are checked, expired holds marked and due
     /// webhooks delivered.
     pub budget_check_seconds: u32,
+    /// `EAI_METRICS_REFRESH_SECONDS` (60): how often the figures `/metrics` reads from the store (latest sample per
+    /// GPU, the month to date's allocation, the audit chain's verification…) are refreshed; scrapes read the cache.
+    pub metrics_refresh_seconds: u32,
+    /// `EAI_METRICS_MAX_GPU_SERIES` (10,000): GPUs shown in the per-GPU series; beyond, those seen longest ago are
+    /// left out and counted in `eai_metrics_gpu_series_omitted`.
+    pub metrics_max_gpu_series: u64,
+    /// `EAI_METRICS_TENANT_COST` (off): the month to date's cost per tenant in `/metrics` (a series per tenant).
+    pub metrics_tenant_cost: bool,
 }
 
 /// The server's certificate chain and private key (PEM files).
@@ -180,6 +190,9 @@ impl Default for Config {
             metrics_token: None,
             tls: None,
             budget_check_seconds: 15,
+            metrics_refresh_seconds: DEFAULT_METRICS_REFRESH_SECONDS,
+            metrics_max_gpu_series: DEFAULT_METRICS_MAX_GPU_SERIES,
+            metrics_tenant_cost: false,
         }
     }
 }
@@ -226,6 +239,10 @@ impl std::fmt::Debug for Config {
                 &self.metrics_token.as_ref().map(|_| "<redacted>"),
             )
             .field("tls", &self.tls)
+            .field("budget_check_seconds", &self.budget_check_seconds)
+            .field("metrics_refresh_seconds", &self.metrics_refresh_seconds)
+            .field("metrics_max_gpu_series", &self.metrics_max_gpu_series)
+            .field("metrics_tenant_cost", &self.metrics_tenant_cost)
             .finish()
     }
 }
@@ -268,11 +285,17 @@ impl Config {
             c.allocation_source = AllocationSource::parse(&v)?;
         }
         if let Some(v) = get("EAI_ALLOCATION_BATCH") {
-            c.allocation_batch = match v.to_ascii_lowercase().as_str() {
-                "on" | "true" | "1" => true,
-                "off" | "false" | "0" => false,
-                _ => bail!("EAI_ALLOCATION_BATCH must be `on` or `off`, not `{v}`"),
-            };
+            c.allocation_batch = switch("EAI_ALLOCATION_BATCH", &v)?;
+        }
+        c.metrics_refresh_seconds = number(
+            &get,
+            "EAI_METRICS_REFRESH_SECONDS",
+            c.metrics_refresh_seconds,
+        )?;
+        c.metrics_max_gpu_series =
+            number(&get, "EAI_METRICS_MAX_GPU_SERIES", c.metrics_max_gpu_series)?;
+        if let Some(v) = get("EAI_METRICS_TENANT_COST") {
+            c.metrics_tenant_cost = switch("EAI_METRICS_TENANT_COST", &v)?;
         }
         c.allocation_batch_interval_seconds = number(
             &get,
@@ -325,6 +348,9 @@ impl Config {
         if self.max_gap_minutes == 0 {
             bail!("EAI_MAX_GAP_MINUTES must be at least 1");
         }
+        if self.metrics_refresh_seconds == 0 {
+            bail!("EAI_METRICS_REFRESH_SECONDS must be at least 1");
+        }
         if self.max_concurrent_allocations == 0 {
             bail!("EAI_MAX_CONCURRENT_ALLOCATIONS must be at least 1");
         }
@@ -370,6 +396,15 @@ impl Config {
 
 pub fn bootstrap_key_file(data_dir: &Path) -> PathBuf {
     data_dir.join("bootstrap-admin-key")
+}
+
+/// An on/off setting: `on`, `true`, `1` or `off`, `false`, `0`.
+fn switch(key: &str, v: &str) -> anyhow::Result<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "on" | "true" | "1" => Ok(true),
+        "off" | "false" | "0" => Ok(false),
+        _ => bail!("{key} must be `on` or `off`, not `{v}`"),
+    }
 }
 
 fn number<T: std::str::FromStr>(
@@ -474,6 +509,37 @@ mod tests {
         assert!(e.to_string().contains("EAI_CLICKHOUSE_URL"), "{e}");
         let e = from(&[("EAI_CLICKHOUSE_URL", "tcp://u:pw@h:9000")]).expect_err("bad url");
         assert!(!format!("{e:#}").contains("pw@"), "{e:#}");
+    }
+
+    #[test]
+    fn the_metrics_settings_are_read_and_checked() {
+        let d = from(&[]).expect("defaults");
+        assert_eq!(
+            (
+                d.metrics_refresh_seconds,
+                d.metrics_max_gpu_series,
+                d.metrics_tenant_cost
+            ),
+            (60, 10_000, false)
+        );
+        let c = from(&[
+            ("EAI_METRICS_REFRESH_SECONDS", "5"),
+            ("EAI_METRICS_MAX_GPU_SERIES", "200"),
+            ("EAI_METRICS_TENANT_COST", "true"),
+        ])
+        .expect("valid");
+        assert_eq!(
+            (
+                c.metrics_refresh_seconds,
+                c.metrics_max_gpu_series,
+                c.metrics_tenant_cost
+            ),
+            (5, 200, true)
+        );
+        let e = from(&[("EAI_METRICS_REFRESH_SECONDS", "0")]).expect_err("zero");
+        assert!(e.to_string().contains("EAI_METRICS_REFRESH_SECONDS"), "{e}");
+        let e = from(&[("EAI_METRICS_TENANT_COST", "maybe")]).expect_err("bad switch");
+        assert!(e.to_string().contains("EAI_METRICS_TENANT_COST"), "{e}");
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The jobs that run on one replica only (see [`eai_store::lease`]): each loop asks its [`Lease`] before it
-//! works, and the lease's holder shows in `/metrics` as `eai_leader{job}` = 1. With the embedded SQLite store
+//! works, and the lease's holder shows in `/metrics` as `eai_leader{task}` = 1. With the embedded SQLite store
 //! the one process always leads.
 
 use std::collections::BTreeMap;
@@ -142,7 +142,7 @@ impl JobMetrics {
         out.push_str("# TYPE eai_leader gauge\n");
         if let Ok(m) = self.leader.lock() {
             for (job, leading) in m.iter() {
-                let _ = writeln!(out, "eai_leader{{job=\"{job}\"}} {}", u8::from(*leading));
+                let _ = writeln!(out, "eai_leader{{task=\"{job}\"}} {}", u8::from(*leading));
             }
         }
         let _ = writeln!(
@@ -215,10 +215,10 @@ mod tests {
         let mut out = String::new();
         m.render(&mut out);
         assert!(
-            out.contains("eai_leader{job=\"allocation_batch\"} 1\n"),
+            out.contains("eai_leader{task=\"allocation_batch\"} 1\n"),
             "{out}"
         );
-        assert!(out.contains("eai_leader{job=\"pruner\"} 0\n"), "{out}");
+        assert!(out.contains("eai_leader{task=\"pruner\"} 0\n"), "{out}");
         assert!(
             out.contains("eai_batch_runs_total{outcome=\"success\"} 1\n"),
             "{out}"

@@ -4,7 +4,8 @@
 //! Code map: [`config`] (typed `EAI_*` configuration), [`startup`] (build, bootstrap, run), [`routes`] (one
 //! module per resource), [`auth`] (API keys, the `Caller` extractor, the role policy table, audit of
 //! mutations), [`error`] (the one envelope and its code table), [`extract`] (body and query extractors whose
-//! rejections use the envelope), [`telemetry`] (request id, traceparent, spans), [`metrics`] (Prometheus).
+//! rejections use the envelope), [`telemetry`] (request id, traceparent, spans), [`metrics`] (Prometheus),
+//! [`store_metrics`] (the figures `/metrics` reads from the store, refreshed in the background).
 
 pub mod allocation;
 pub mod auth;
@@ -19,6 +20,7 @@ pub mod metrics;
 pub mod routes;
 pub mod startup;
 pub mod state;
+pub mod store_metrics;
 pub mod telemetry;
 
 pub use auth::{hash_api_key, new_api_key, Caller};

@@ -1,11 +1,15 @@
 //! Prometheus metrics, hand-rolled: a few counters and one latency histogram, rendered in the text format.
-//! Names are in base units with `_total` on counters.
+//! Names are in base units with `_total` on counters. These are this process's own; the figures read from the
+//! store (the same on every replica) are cached by [`crate::store_metrics`] and rendered with them. Every
+//! metric is documented in docs/METRICS.md.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use crate::store_metrics::Figures;
 
 /// Upper bounds of the latency histogram, in microseconds (5 ms .. 10 s).
 const BUCKETS_US: [u64; 12] = [
@@ -46,6 +50,10 @@ pub struct Metrics {
     pub webhooks_failed: AtomicU64,
     /// Leases and the allocation batch.
     pub jobs: crate::leader::JobMetrics,
+    /// The store-derived figures as last refreshed (rendered by every scrape).
+    figures: Mutex<Arc<Figures>>,
+    /// Parts of a refresh of the store-derived figures that failed (their last values were kept).
+    pub refresh_failures: AtomicU64,
 }
 
 /// Lag and failures of the ClickHouse replica, set by the replicator.
@@ -101,6 +109,20 @@ impl Metrics {
     pub fn set_budgets(&self, rows: Vec<(String, String, String)>) {
         if let Ok(mut m) = self.budget_ratio.lock() {
             *m = rows.into_iter().map(|(b, t, r)| ((b, t), r)).collect();
+        }
+    }
+
+    /// The store-derived figures as last refreshed.
+    pub fn figures(&self) -> Arc<Figures> {
+        self.figures
+            .lock()
+            .map(|f| Arc::clone(&f))
+            .unwrap_or_default()
+    }
+
+    pub fn set_figures(&self, figures: Figures) {
+        if let Ok(mut f) = self.figures.lock() {
+            *f = Arc::new(figures);
         }
     }
 
@@ -174,7 +196,12 @@ impl Metrics {
                 );
             }
         }
-        let counters: [(&str, &str, &AtomicU64); 7] = [
+        let counters: [(&str, &str, &AtomicU64); 8] = [
+            (
+                "eai_metrics_refresh_failures_total",
+                "Parts of a refresh of the store-derived metrics that failed (their last values were kept).",
+                &self.refresh_failures,
+            ),
             (
                 "eai_budget_threshold_crossings_total",
                 "Budget thresholds crossed (each once a month).",
@@ -282,6 +309,7 @@ impl Metrics {
             }
         }
         self.jobs.render(&mut out);
+        crate::store_metrics::render(&self.figures(), &mut out);
         out
     }
 }
@@ -298,7 +326,7 @@ pub(crate) fn seconds(us: u64) -> String {
 }
 
 /// Escapes a label value (backslash, double quote, newline).
-fn escape(v: &str) -> String {
+pub(crate) fn escape(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")

@@ -176,6 +176,7 @@ impl Application {
             )));
         }
         tasks.push(tokio::spawn(housekeeping(self.state.clone())));
+        tasks.push(tokio::spawn(crate::store_metrics::run(self.state.clone())));
         tasks.push(tokio::spawn(crate::budget_alerts::run(
             self.state.store.clone(),
             self.state.metrics.clone(),

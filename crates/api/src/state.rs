@@ -23,6 +23,8 @@ pub struct Settings {
     pub max_clock_skew_ms: i64,
     /// When set, `/metrics` asks for `Authorization: Bearer <token>`.
     pub metrics_token: Option<String>,
+    /// How the store-derived figures of `/metrics` are refreshed.
+    pub store_metrics: crate::store_metrics::Options,
 }
 
 impl Settings {
@@ -34,6 +36,11 @@ impl Settings {
             max_range_days: 366,
             max_clock_skew_ms: i64::from(c.max_clock_skew_seconds) * 1000,
             metrics_token: c.metrics_token.clone(),
+            store_metrics: crate::store_metrics::Options {
+                every: std::time::Duration::from_secs(u64::from(c.metrics_refresh_seconds)),
+                max_gpu_series: c.metrics_max_gpu_series,
+                tenant_cost: c.metrics_tenant_cost,
+            },
         }
     }
 }

@@ -1270,3 +1270,9 @@ on_both_backends!(
     the_tenant_header_scopes_a_platform_key_and_binds_a_tenant_key,
     allocation_quantities_are_exact_json_numbers,
 );
+
+#[path = "http/metrics.rs"]
+mod metrics;
+use metrics::*;
+
+on_both_backends!(metrics_show_the_fleet_and_its_cost_from_the_store_on_every_replica);

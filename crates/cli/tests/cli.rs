@@ -588,7 +588,7 @@ fn leads_batch(http: &reqwest::blocking::Client, base: &str) -> Option<bool> {
         .ok()?
         .text()
         .ok()?;
-    metric(&text, "eai_leader{job=\"allocation_batch\"}").map(|v| v == "1")
+    metric(&text, "eai_leader{task=\"allocation_batch\"}").map(|v| v == "1")
 }
 
 /// Samples of `gpus` GPUs of deployment `vllm-ha` (GPU uuids prefixed by `prefix`) over `hours` closed hours
@@ -806,7 +806,7 @@ fn several_replicas_run_each_job_once_and_a_survivor_takes_over_after_a_kill_9()
     std::thread::sleep(Duration::from_secs(7));
     // Each job has one leader (not necessarily the same replica for every job).
     for job in ["allocation_batch", "pruner", "budget_chores"] {
-        let series = format!("eai_leader{{job=\"{job}\"}}");
+        let series = format!("eai_leader{{task=\"{job}\"}}");
         let leading: Vec<&String> = [&base_a, &base_b]
             .into_iter()
             .filter(|b| {
@@ -896,7 +896,7 @@ fn several_replicas_run_each_job_once_and_a_survivor_takes_over_after_a_kill_9()
     let takeover = killed.elapsed();
     // The other one-replica jobs move too.
     for job in ["pruner", "budget_chores"] {
-        let series = format!("eai_leader{{job=\"{job}\"}}");
+        let series = format!("eai_leader{{task=\"{job}\"}}");
         loop {
             let text = http
                 .get(format!("{survivor_base}/metrics"))

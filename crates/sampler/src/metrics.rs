@@ -19,6 +19,11 @@ pub struct Metrics {
     pub samples_duplicate: AtomicU64,
     pub delivery_errors: AtomicU64,
     pub spool_bytes: AtomicU64,
+    /// Batches (one per window) and samples in the spool not delivered yet.
+    pub spool_batches: AtomicU64,
+    pub spool_samples: AtomicU64,
+    /// When the last tick ran (Unix ms; 0: none yet).
+    pub last_tick_ms: AtomicU64,
     pub last_success_ms: AtomicU64,
     pub malformed_lines: AtomicU64,
     pub sentinel_values: AtomicU64,
@@ -39,13 +44,21 @@ impl Metrics {
         c.store(n, Ordering::Relaxed);
     }
 
+    /// The spool's size: bytes, and the batches and samples not delivered yet.
+    pub fn set_spool(&self, spool: &crate::spool::Spool) {
+        let (batches, samples) = spool.pending();
+        Self::set(&self.spool_bytes, spool.bytes());
+        Self::set(&self.spool_batches, batches);
+        Self::set(&self.spool_samples, samples);
+    }
+
     pub fn get(c: &AtomicU64) -> u64 {
         c.load(Ordering::Relaxed)
     }
 
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
-        let rows: [(&str, &str, &str, f64); 18] = [
+        let rows: [(&str, &str, &str, f64); 21] = [
             (
                 "scrapes_total",
                 "counter",
@@ -91,7 +104,7 @@ impl Metrics {
             (
                 "delivery_errors_total",
                 "counter",
-                "Deliveries that failed and will be retried.",
+                "Sends to the control plane that failed and will be retried (unreachable, 5xx, 429, refused key).",
                 Self::get(&self.delivery_errors) as f64,
             ),
             (
@@ -99,6 +112,24 @@ impl Metrics {
                 "gauge",
                 "Bytes held in the spool's segments.",
                 Self::get(&self.spool_bytes) as f64,
+            ),
+            (
+                "spool_batches",
+                "gauge",
+                "Batches (one per window) in the spool not delivered yet.",
+                Self::get(&self.spool_batches) as f64,
+            ),
+            (
+                "spool_samples",
+                "gauge",
+                "Samples in the spool not delivered yet.",
+                Self::get(&self.spool_samples) as f64,
+            ),
+            (
+                "last_tick_timestamp_seconds",
+                "gauge",
+                "When the sampler last ticked (read its source and tried to deliver).",
+                Self::get(&self.last_tick_ms) as f64 / 1000.0,
             ),
             (
                 "last_success_timestamp_seconds",
@@ -221,6 +252,10 @@ mod tests {
             "samples_spooled_total",
             "samples_dropped_total",
             "spool_bytes",
+            "spool_batches",
+            "spool_samples",
+            "delivery_errors_total",
+            "last_tick_timestamp_seconds",
             "malformed_lines_total",
         ] {
             assert!(

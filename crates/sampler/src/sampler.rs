@@ -147,7 +147,7 @@ impl Sampler {
             Output::DryRun => None,
         };
         if let Output::Deliver { spool, .. } = &output {
-            Metrics::set(&metrics.spool_bytes, spool.bytes());
+            metrics.set_spool(spool);
         }
         let seed = wall_clock().0 as u64 ^ u64::from(std::process::id()).rotate_left(32);
         Ok(Sampler {
@@ -177,6 +177,7 @@ impl Sampler {
     /// delivered as far as the control plane allows.
     #[tracing::instrument(name = "sampler.tick", skip_all, fields(at = %now))]
     pub async fn tick(&mut self, now: Timestamp) -> TickReport {
+        Metrics::set(&self.metrics.last_tick_ms, now.0.max(0) as u64);
         let i = self.opts.interval_ms;
         let window = Window::ending_at_or_before(now, i);
         let mut report = TickReport {
@@ -290,7 +291,7 @@ impl Sampler {
                     Ok(a) => {
                         Metrics::add(&m.samples_spooled, batch.samples.len() as u64);
                         Metrics::add(&m.samples_dropped, a.dropped_samples);
-                        Metrics::set(&m.spool_bytes, spool.bytes());
+                        m.set_spool(spool);
                     }
                     Err(e) => {
                         tracing::error!(window_end = %window.end, error = %e, "cannot spool the window");
@@ -392,7 +393,7 @@ impl Sampler {
                 },
             }
         }
-        Metrics::set(&m.spool_bytes, spool.bytes());
+        m.set_spool(spool);
         d
     }
 

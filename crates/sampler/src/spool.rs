@@ -45,6 +45,8 @@ pub struct Position {
     pub offset: u64,
     /// Offset just after the batch's line.
     pub next: u64,
+    /// Samples of the batch there (0 for a line that is not a batch).
+    pub samples: u64,
 }
 
 /// The next batch to deliver.
@@ -82,6 +84,8 @@ pub struct Spool {
     next_seq: u64,
     /// Torn lines cut off at open.
     pub torn_at_open: u64,
+    /// Batches and samples not delivered yet, kept as they change (counted from the files once, at open).
+    pending: (u64, u64),
 }
 
 fn err(path: &Path, e: impl std::fmt::Display) -> SamplerError {
@@ -122,6 +126,7 @@ impl Spool {
             cursor: (0, 0),
             next_seq: seqs.last().map_or(1, |s| s + 1),
             torn_at_open: 0,
+            pending: (0, 0),
         };
         for seq in seqs {
             let path = spool.segment_path(seq);
@@ -129,6 +134,7 @@ impl Spool {
             spool.segments.push_back(Segment { seq, bytes });
         }
         spool.cursor = spool.read_cursor();
+        spool.pending = spool.pending_counts();
         Ok(spool)
     }
 
@@ -184,6 +190,11 @@ impl Spool {
         self.write_small("state", &format!("{end_ms}\n"))
     }
 
+    /// Batches and samples not delivered yet (without reading the files: for the metrics of every tick).
+    pub fn pending(&self) -> (u64, u64) {
+        self.pending
+    }
+
     /// Bytes held on disk by segments.
     pub fn bytes(&self) -> u64 {
         self.segments.iter().map(|s| s.bytes).sum()
@@ -230,6 +241,8 @@ impl Spool {
         if let Some(last) = self.segments.back_mut() {
             last.bytes += len;
         }
+        self.pending.0 += 1;
+        self.pending.1 += batch.samples.len() as u64;
         self.enforce_bound()
     }
 
@@ -251,6 +264,8 @@ impl Spool {
             let (batches, samples) = count_from(&path, from);
             out.dropped_batches += batches;
             out.dropped_samples += samples;
+            self.pending.0 = self.pending.0.saturating_sub(batches);
+            self.pending.1 = self.pending.1.saturating_sub(samples);
             fs::remove_file(&path).map_err(|e| err(&path, e))?;
             if self.cursor.0 <= old.seq {
                 if let Some(next) = self.segments.front() {
@@ -304,6 +319,7 @@ impl Spool {
                     seq,
                     offset: self.cursor.1,
                     next: self.cursor.1 + n,
+                    samples: batch.as_ref().map_or(0, |b| b.samples.len() as u64),
                 },
                 batch,
                 raw,
@@ -326,6 +342,10 @@ impl Spool {
 
     /// Marks a batch delivered; deletes its segment when it was the segment's last.
     pub fn ack(&mut self, pos: Position) -> Result<()> {
+        if (pos.seq, pos.next) > self.cursor {
+            self.pending.0 = self.pending.0.saturating_sub(1);
+            self.pending.1 = self.pending.1.saturating_sub(pos.samples);
+        }
         self.cursor = (pos.seq, pos.next);
         let done = self
             .segments
@@ -441,6 +461,7 @@ mod tests {
         drop(s);
         let mut s = Spool::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
         assert_eq!(s.pending_counts(), (2, 4));
+        assert_eq!(s.pending(), (2, 4), "counted from the files at open");
         let p = s.peek().unwrap().unwrap();
         assert_eq!(p.batch.unwrap().window_end, "2026-10-01T00:01:00Z");
         s.ack(p.pos).unwrap();
@@ -451,6 +472,7 @@ mod tests {
             s.ack(p.pos).unwrap();
         }
         assert_eq!(ends, vec!["2026-10-01T00:02:00Z", "2026-10-01T00:03:00Z"]);
+        assert_eq!(s.pending(), (0, 0));
         assert_eq!(s.bytes(), 0, "delivered segments are deleted");
         assert_eq!(
             fs::read_dir(dir.path().join("segments")).unwrap().count(),
@@ -496,6 +518,11 @@ mod tests {
             "every sample is either kept or counted as dropped"
         );
         assert_eq!(samples, batches * 4);
+        assert_eq!(
+            s.pending(),
+            (batches, samples),
+            "kept as segments are dropped"
+        );
         // What is left is the newest, in order.
         let mut last = String::new();
         while let Some(p) = s.peek().unwrap() {
@@ -503,6 +530,29 @@ mod tests {
             s.ack(p.pos).unwrap();
         }
         assert_eq!(last, "2026-10-01T00:39:00Z");
+        assert_eq!(s.pending(), (0, 0));
+    }
+
+    #[test]
+    fn the_pending_counts_follow_appends_acks_rejects_and_drops() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Spool::open(dir.path(), 8192).unwrap();
+        for i in 0..30 {
+            s.append(&batch(i, 3)).unwrap();
+            assert_eq!(s.pending(), s.pending_counts(), "after append {i}");
+            if i % 4 == 1 {
+                let p = s.peek().unwrap().unwrap();
+                s.ack(p.pos).unwrap();
+                s.ack(p.pos).unwrap(); // an ack repeated counts once
+                assert_eq!(s.pending(), s.pending_counts(), "after ack {i}");
+            }
+            if i % 7 == 3 {
+                let p = s.peek().unwrap().unwrap();
+                s.reject(&p, "422").unwrap();
+                assert_eq!(s.pending(), s.pending_counts(), "after reject {i}");
+            }
+        }
+        assert!(s.pending().0 > 0);
     }
 
     #[test]

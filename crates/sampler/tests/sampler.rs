@@ -833,6 +833,17 @@ async fn outage_and_restart_every_window_arrives_exactly_once() {
     }
     assert!(Metrics::get(&sampler.metrics().delivery_errors) >= 1);
     assert_eq!(sampler.spool().unwrap().pending_counts(), (3, 24));
+    // Its metrics say so: the spool's depth, and when it last ticked.
+    let m = sampler.metrics();
+    assert_eq!(
+        (
+            Metrics::get(&m.spool_batches),
+            Metrics::get(&m.spool_samples)
+        ),
+        (3, 24)
+    );
+    assert!(Metrics::get(&m.spool_bytes) > 0);
+    assert_eq!(Metrics::get(&m.last_tick_ms), at(5).0 as u64);
     // The exporter fails too for one window: no sample is made for it (the control plane reports the gap).
     *exp.text.lock().unwrap() = None;
     let r = sampler.tick(at(6)).await;
@@ -857,6 +868,15 @@ async fn outage_and_restart_every_window_arrives_exactly_once() {
         "{r:?}"
     );
     assert_eq!(sampler.spool().unwrap().pending_counts(), (0, 0));
+    let m = sampler.metrics();
+    assert_eq!(
+        (
+            Metrics::get(&m.spool_batches),
+            Metrics::get(&m.spool_samples),
+            Metrics::get(&m.spool_bytes)
+        ),
+        (0, 0, 0)
+    );
 
     let period = (Timestamp(t0.0 - 3_600_000), Timestamp(t0.0 + 3_600_000));
     let (rows, gaps) = cp.deployments(period.0, period.1).await;

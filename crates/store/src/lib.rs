@@ -253,6 +253,22 @@ pub struct DeploymentSeen {
     pub owners: Vec<Option<TenantId>>,
 }
 
+/// The latest stored sample of each GPU seen recently: what `/metrics` shows of each GPU.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LatestSamples {
+    /// One per GPU (or MIG slice), the newest first (equal ends by uuid), at most the limit asked for.
+    pub samples: Vec<Sample>,
+    /// The GPUs whose latest sample ended at or after the instant asked for, listed or left out by the limit.
+    pub gpus: u64,
+}
+
+/// The latest window end stored for a node (of any of its GPUs): a node whose sampler stopped shows an old one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeSeen {
+    pub node: String,
+    pub last_seen: Timestamp,
+}
+
 /// What the allocation reads for a period: group rollups (per-GPU rollups or raw cells where a bucket must be
 /// priced exactly), gaps, and every tenant's usage as hourly claims (see [`groups`]).
 #[derive(Debug, Clone, Default)]
@@ -328,6 +344,15 @@ pub trait Store: Send + Sync + 'static {
 
     /// Deployments seen in samples, with the namespace and model last seen.
     async fn deployments_seen(&self) -> Result<Vec<DeploymentSeen>>;
+
+    /// The latest stored sample of each GPU (or MIG slice) whose latest window ended at or after `since`, the
+    /// newest first (equal ends by uuid), at most `limit` of them, with the number of such GPUs (platform data:
+    /// every tenant's GPUs). Pruning keeps each GPU's latest sample, so this never depends on the retention.
+    async fn latest_samples(&self, since: Timestamp, limit: u64) -> Result<LatestSamples>;
+
+    /// Per node, the latest window end stored for any of its GPUs, for the nodes seen at or after `since`, by
+    /// node name.
+    async fn nodes_last_seen(&self, since: Timestamp) -> Result<Vec<NodeSeen>>;
 
     // --- usage events --------------------------------------------------------------------------------------
 

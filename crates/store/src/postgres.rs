@@ -57,8 +57,8 @@ use crate::lease::LeaderJob;
 use crate::rollups::RollupConfig;
 use crate::{
     ApiKeyRecord, AuditDraft, AuditEvent, AuditHead, BrokenLink, DeploymentSeen, IngestOutcome,
-    KeyMatch, NewApiKey, OutboxEntry, OutboxStats, Result, Scope, Store, StoreError, TenantRef,
-    UsageRead,
+    KeyMatch, LatestSamples, NewApiKey, NodeSeen, OutboxEntry, OutboxStats, Result, Scope, Store,
+    StoreError, TenantRef, UsageRead,
 };
 use eai_engine::budget::{Amounts, BudgetSpec, Standing};
 
@@ -416,6 +416,16 @@ impl Store for PgStore {
     async fn deployments_seen(&self) -> Result<Vec<DeploymentSeen>> {
         let mut c = self.conn().await?;
         samples::deployments_seen(c.conn()?).await
+    }
+
+    async fn latest_samples(&self, since: Timestamp, limit: u64) -> Result<LatestSamples> {
+        let mut c = self.conn().await?;
+        samples::latest_samples(c.conn()?, since.0, limit).await
+    }
+
+    async fn nodes_last_seen(&self, since: Timestamp) -> Result<Vec<NodeSeen>> {
+        let mut c = self.conn().await?;
+        samples::nodes_last_seen(c.conn()?, since.0).await
     }
 
     #[tracing::instrument(name = "store.upsert_usage_events", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]

@@ -38,8 +38,8 @@ use crate::budgets::{
 };
 use crate::{
     ApiKeyRecord, AuditDraft, AuditEvent, AuditHead, BrokenLink, DeploymentSeen, IngestOutcome,
-    KeyMatch, NewApiKey, OutboxEntry, OutboxStats, Result, Scope, Store, StoreError, TenantRef,
-    UsageRead,
+    KeyMatch, LatestSamples, NewApiKey, NodeSeen, OutboxEntry, OutboxStats, Result, Scope, Store,
+    StoreError, TenantRef, UsageRead,
 };
 use eai_engine::budget::{Amounts, BudgetSpec, Standing};
 
@@ -247,6 +247,16 @@ impl Store for SqliteStore {
     #[tracing::instrument(name = "store.deployments_seen", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn deployments_seen(&self) -> Result<Vec<DeploymentSeen>> {
         self.read(|c, _| samples::deployments_seen(c)).await
+    }
+
+    async fn latest_samples(&self, since: Timestamp, limit: u64) -> Result<LatestSamples> {
+        self.read(move |c, _| samples::latest_samples(c, since.0, limit))
+            .await
+    }
+
+    async fn nodes_last_seen(&self, since: Timestamp) -> Result<Vec<NodeSeen>> {
+        self.read(move |c, _| samples::nodes_last_seen(c, since.0))
+            .await
     }
 
     #[tracing::instrument(name = "store.upsert_usage_events", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]

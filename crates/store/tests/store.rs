@@ -621,6 +621,81 @@ mod contract {
         assert_eq!((a.first_seen, a.last_seen), (ts(T0 + 15_000), ts(T0 + H)));
     }
 
+    /// What `/metrics` shows of each GPU and node: the latest sample per GPU (newest first, bounded, counted in
+    /// all), the latest window end per node; a late sample changes neither, and pruning keeps both.
+    pub async fn the_latest_sample_of_each_gpu_and_node(s: &dyn Store) {
+        let empty = s.latest_samples(ts(0), 10).await.unwrap();
+        assert_eq!((empty.samples.len(), empty.gpus), (0, 0));
+        assert!(s.nodes_last_seen(ts(0)).await.unwrap().is_empty());
+
+        let mut v = fleet("vllm-a", 1, T0, T0 + 60_000); // GPU-vllm-a-0 on gpu-node-1, up to T0+60s
+        let mut last = sample("GPU-vllm-a-0", "vllm-b", T0 + 75_000);
+        last.utilization = UnitInterval::new(d("0.25")).unwrap();
+        last.memory_used_gb = NonNegative::new(d("61.2")).unwrap();
+        last.power_w = NonNegative::new(d("312.5")).unwrap();
+        v.push(last.clone());
+        let mut mig = sample("GPU-c/mig-1g.10gb-13", "vllm-a", T0 + 75_000);
+        mig.gpu_fraction = GpuFraction::new(d("0.142857")).unwrap();
+        v.push(mig.clone());
+        // A dedicated deployment on another node (a tenant's rows: read on the platform path), seen earlier.
+        let mut owned = sample("GPU-z", "acme-train", T0 + 30_000);
+        owned.node = "gpu-node-2".into();
+        owned.owner = Some(tenant(7));
+        v.push(owned.clone());
+        s.insert_samples(&v, &audit()).await.unwrap();
+        // A late sample of GPU-vllm-a-0 is not its latest.
+        s.insert_samples(&[sample("GPU-vllm-a-0", "vllm-a", T0)], &audit())
+            .await
+            .unwrap();
+
+        let all = s.latest_samples(ts(T0), 10).await.unwrap();
+        assert_eq!(all.gpus, 3);
+        let uuids: Vec<&str> = all.samples.iter().map(|x| x.gpu_uuid.as_str()).collect();
+        assert_eq!(
+            uuids,
+            ["GPU-c/mig-1g.10gb-13", "GPU-vllm-a-0", "GPU-z"],
+            "newest first, equal ends by uuid"
+        );
+        assert_eq!(all.samples[1], last, "the latest sample, exactly as sent");
+        assert_eq!(all.samples[0], mig);
+        assert_eq!(all.samples[2], owned);
+
+        let bounded = s.latest_samples(ts(T0), 2).await.unwrap();
+        assert_eq!(
+            (bounded.samples.len(), bounded.gpus),
+            (2, 3),
+            "the limit leaves the oldest out, still counted"
+        );
+        assert_eq!(bounded.samples[..], all.samples[..2]);
+        let recent = s.latest_samples(ts(T0 + 60_000), 10).await.unwrap();
+        assert_eq!(
+            (recent.samples.len(), recent.gpus),
+            (2, 2),
+            "GPU-z was last seen before"
+        );
+
+        let nodes = s.nodes_last_seen(ts(T0)).await.unwrap();
+        let got: Vec<(&str, Timestamp)> = nodes
+            .iter()
+            .map(|n| (n.node.as_str(), n.last_seen))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("gpu-node-1", ts(T0 + 75_000)),
+                ("gpu-node-2", ts(T0 + 30_000))
+            ]
+        );
+        let got = s.nodes_last_seen(ts(T0 + 60_000)).await.unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].node, "gpu-node-1");
+
+        // Pruning every raw sample keeps each GPU's latest.
+        s.prune_raw_samples(ts(T0 + 2 * H)).await.unwrap();
+        assert_eq!(s.latest_samples(ts(T0), 10).await.unwrap(), all);
+        assert_eq!(s.nodes_last_seen(ts(T0)).await.unwrap(), nodes);
+    }
+
     pub async fn usage_events_upsert_and_scope(s: &dyn Store) {
         let mut e1 = tokens(tenant(1), "vllm-a", T0 + 1000, 100);
         e1.model = Some(ModelRef {
@@ -2234,6 +2309,7 @@ mod sqlite_harness {
         pruning_cuts_an_hour_at_its_policy_boundary_before_freezing_it,
         a_policy_made_after_its_hour_froze_is_reported_with_its_gpu_seconds,
         deployments_seen_come_from_samples,
+        the_latest_sample_of_each_gpu_and_node,
         usage_events_upsert_and_scope,
         policies_are_superseded_never_edited,
         api_keys_are_found_by_hash,
@@ -2783,6 +2859,7 @@ mod postgres_harness {
         pruning_cuts_an_hour_at_its_policy_boundary_before_freezing_it,
         a_policy_made_after_its_hour_froze_is_reported_with_its_gpu_seconds,
         deployments_seen_come_from_samples,
+        the_latest_sample_of_each_gpu_and_node,
         usage_events_upsert_and_scope,
         policies_are_superseded_never_edited,
         api_keys_are_found_by_hash,

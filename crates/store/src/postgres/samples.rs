@@ -29,7 +29,9 @@ use crate::groups::{GroupDeltas, GroupKey};
 use crate::outbox::OutboxRows;
 use crate::pruned::{self, EndSet, EndSets, Known, Stored, INDEXED_FROM};
 use crate::rollups::{self, BatchPlan, Cuts, Horizon, Late, RollupConfig, PRUNED_BEFORE};
-use crate::{DeploymentSeen, IngestOutcome, Result, Scope, StoreError, UsageRead};
+use crate::{
+    DeploymentSeen, IngestOutcome, LatestSamples, NodeSeen, Result, Scope, StoreError, UsageRead,
+};
 
 /// Why the statements below join the way they do. Row level security makes the planner believe that few rows
 /// of a tenant table are visible: the policies compare columns with `current_setting(…)`, which it cannot
@@ -272,6 +274,20 @@ const ROLLUPS_DELETE: &str = "DELETE FROM eai.rollups r \
 const GAPS_TAKE: &str = "DELETE FROM eai.gaps x USING unnest($1::bigint[], $2::bigint[]) AS k(gpu_id, from_ms) \
      WHERE x.gpu_id = k.gpu_id AND x.from_ms = k.from_ms \
      RETURNING (SELECT g.uuid FROM eai.gpus g WHERE g.id = x.gpu_id), x.node, x.deployment_id, x.from_ms, x.to_ms, x.reason";
+
+/// The latest sample of every GPU seen at or after $1, the newest first, at most $2 (one index probe per GPU).
+const LATEST_SAMPLES: &str = concat!(
+    "SELECT ",
+    sample_only_cols!(),
+    "FROM eai.gpus k CROSS JOIN LATERAL \
+     (SELECT * FROM eai.gpu_samples x WHERE x.gpu_id = k.id ORDER BY x.end_ms DESC LIMIT 1) s",
+    sample_joins!(),
+    "WHERE s.end_ms >= $1 ORDER BY s.end_ms DESC, g.uuid COLLATE \"C\" LIMIT $2"
+);
+const LATEST_COUNT: &str = "SELECT count(*) FROM eai.gpus k \
+     WHERE (SELECT max(x.end_ms) FROM eai.gpu_samples x WHERE x.gpu_id = k.id) >= $1";
+const NODES_SEEN: &str = "SELECT node, max(last_seen_ms) FROM eai.series GROUP BY node \
+     HAVING max(last_seen_ms) >= $1 ORDER BY node COLLATE \"C\"";
 
 const SERIES_SEEN: &str =
     "SELECT deployment_id, namespace, model, first_seen_ms, last_seen_ms, tenant_id FROM eai.series \
@@ -1359,4 +1375,46 @@ pub async fn deployments_seen(conn: &mut PgConn) -> Result<Vec<DeploymentSeen>> 
         .collect();
     tx.commit().await.ctx("end read")?;
     Ok(rollups::deployments_seen(rows))
+}
+
+/// The latest sample of each GPU whose latest window ended at or after `since`: the newest first, at most
+/// `limit`, and how many GPUs there are in all. One snapshot, on the platform path.
+pub async fn latest_samples(conn: &mut PgConn, since: i64, limit: u64) -> Result<LatestSamples> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
+    let (latest, counted) = (
+        st.get(&tx, LATEST_SAMPLES).await?,
+        st.get(&tx, LATEST_COUNT).await?,
+    );
+    let limit = to_i64(limit.min(i64::MAX as u64), "limit")?;
+    let both: [&(dyn ToSql + Sync); 2] = [&since, &limit];
+    let one: [&(dyn ToSql + Sync); 1] = [&since];
+    let (rows, n) = tokio::try_join!(tx.query(&latest, &both), tx.query_one(&counted, &one))
+        .ctx("read the latest samples")?;
+    let samples = rows
+        .iter()
+        .map(|r| sample_of(r).map(|(_, s)| s))
+        .collect::<Result<Vec<_>>>()?;
+    tx.commit().await.ctx("end read")?;
+    Ok(LatestSamples {
+        samples,
+        gpus: count(n.get(0), "GPU count")?,
+    })
+}
+
+/// Per node, the latest window end stored (of any of its series), for nodes seen at or after `since`.
+pub async fn nodes_last_seen(conn: &mut PgConn, since: i64) -> Result<Vec<NodeSeen>> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
+    let s = st.get(&tx, NODES_SEEN).await?;
+    let nodes = tx
+        .query(&s, &[&since])
+        .await
+        .ctx("read the nodes last seen")?
+        .iter()
+        .map(|r| NodeSeen {
+            node: r.get(0),
+            last_seen: Timestamp(r.get(1)),
+        })
+        .collect();
+    tx.commit().await.ctx("end read")?;
+    Ok(nodes)
 }

@@ -24,7 +24,9 @@ use crate::groups::{
 use crate::outbox::OutboxRows;
 use crate::pruned::{self, EndSet, EndSets, Known, Stored, INDEXED_FROM};
 use crate::rollups::{self, BatchPlan, Cuts, Horizon, Late, PRUNED_BEFORE};
-use crate::{DeploymentSeen, IngestOutcome, Result, StoreError, UsageRead};
+use crate::{
+    DeploymentSeen, IngestOutcome, LatestSamples, NodeSeen, Result, StoreError, UsageRead,
+};
 
 // --- reading raw samples --------------------------------------------------------------------------------------
 
@@ -1295,4 +1297,80 @@ pub fn deployments_seen(conn: &Connection) -> Result<Vec<DeploymentSeen>> {
         .map(|(d, n, m, f, l, o)| Ok((d, n, m, f, l, owner_parse(&o, "series.owner")?)))
         .collect::<Result<_>>()?;
     Ok(rollups::deployments_seen(rows))
+}
+
+/// The latest sample of each GPU whose latest window ended at or after `since`: the newest first, at most
+/// `limit`, and how many GPUs there are in all. One read transaction.
+pub fn latest_samples(conn: &mut Connection, since: i64, limit: u64) -> Result<LatestSamples> {
+    let tx = conn.transaction().ctx("begin read")?;
+    let gpus: i64 = tx
+        .prepare_cached(
+            "SELECT COUNT(*) FROM gpus g \
+             WHERE (SELECT MAX(x.end_ms) FROM gpu_samples x WHERE x.gpu_id = g.id) >= ?1",
+        )
+        .and_then(|mut st| st.query_row(params![since], |r| r.get(0)))
+        .ctx("count GPUs seen")?;
+    let limit = to_i64(limit.min(i64::MAX as u64), "limit")?;
+    let rows: Vec<(String, RawSample)> = tx
+        .prepare_cached(
+            "SELECT g.uuid, s.end_ms, s.window_ms, s.util_e6, s.mem_e10, s.power_e6, s.storage_e6, \
+             s.fraction_e6, se.node, se.model, se.namespace, se.pod, se.deployment_id, se.owner \
+             FROM gpus g \
+             JOIN gpu_samples s ON s.gpu_id = g.id \
+                 AND s.end_ms = (SELECT MAX(x.end_ms) FROM gpu_samples x WHERE x.gpu_id = g.id) \
+             JOIN series se ON se.id = s.series_id \
+             WHERE s.end_ms >= ?1 ORDER BY s.end_ms DESC, g.uuid LIMIT ?2",
+        )
+        .and_then(|mut st| {
+            st.query_map(params![since, limit], |r| {
+                let uuid: String = r.get(0)?;
+                let rest = (
+                    r.get(1)?,
+                    Figures {
+                        window_ms: r.get(2)?,
+                        util_e6: r.get(3)?,
+                        mem_e10: r.get(4)?,
+                        power_e6: r.get(5)?,
+                        storage_e6: r.get(6)?,
+                        fraction_e6: r.get(7)?,
+                    },
+                    [
+                        r.get(8)?,
+                        r.get(9)?,
+                        r.get(10)?,
+                        r.get(11)?,
+                        r.get(12)?,
+                        r.get(13)?,
+                    ],
+                );
+                Ok((uuid, rest))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .ctx("read the latest samples")?;
+    let samples = rows
+        .into_iter()
+        .map(|(uuid, raw)| decode_raw(&uuid, raw))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(LatestSamples {
+        samples,
+        gpus: count(gpus, "GPU count")?,
+    })
+}
+
+/// Per node, the latest window end stored (of any of its series), for nodes seen at or after `since`.
+pub fn nodes_last_seen(conn: &Connection, since: i64) -> Result<Vec<NodeSeen>> {
+    conn.prepare_cached(
+        "SELECT node, MAX(last_seen_ms) FROM series GROUP BY node HAVING MAX(last_seen_ms) >= ?1 ORDER BY node",
+    )
+    .and_then(|mut st| {
+        st.query_map(params![since], |r| {
+            Ok(NodeSeen {
+                node: r.get(0)?,
+                last_seen: Timestamp(r.get(1)?),
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()
+    })
+    .ctx("read the nodes last seen")
 }

@@ -1,0 +1,1039 @@
+//! The figures `/metrics` shows from the store rather than from this process: each GPU's latest sample, each
+//! node's latest window, the month to date's cost per deployment (and per tenant, opt-in), the last closed
+//! hour's idle ratio and unpriced samples, the gaps the month's allocation reports, and the audit chain's
+//! verification. A refresher task ([`run`]) reads them every `EAI_METRICS_REFRESH_SECONDS` and caches them
+//! ([`Figures`]); a scrape renders the cache ([`render`]) and never runs an allocation. Every replica reads the
+//! same store, so every replica shows the same values: aggregate them with `max`, never `sum`
+//! (docs/METRICS.md).
+//!
+//! Definitions (docs/METRICS.md says the same):
+//! - *month to date*: the allocation of `[first instant of the UTC month, now)` widened to whole buckets, as
+//!   `GET /v1/finops/gpu/allocation` computes it (same code path, same `EAI_ALLOCATION_SOURCE`);
+//! - *last hour*: the allocation of the last closed UTC hour `[floor(now) - 1 h, floor(now))`;
+//! - *idle ratio* of a deployment: `1 - busy GPU-seconds / GPU-seconds` over the last hour, where the engine's
+//!   busy GPU-seconds are each window's GPU-seconds times its utilization (`busy_gpu_seconds` of the allocation):
+//!   the share of the GPU time the deployment's GPUs were measured doing nothing;
+//! - *gaps*: the gaps the month's allocation reports (a span of a GPU series longer than `EAI_MAX_GAP_MINUTES`,
+//!   or across a change of series, left unfilled), counted per deployment and reason, with the seconds of the
+//!   month they cover.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use eai_engine::allocate::{AllocationConfig, Period};
+use eai_engine::batch::{month, month_of};
+use eai_engine::domain::Sample;
+use eai_engine::money::Currency;
+use eai_engine::report::Allocation;
+use eai_engine::time::Timestamp;
+use eai_store::{AuditHead, NodeSeen, Scope, Store, StoreError};
+use rust_decimal::Decimal;
+
+use crate::metrics::{escape, Metrics};
+use crate::state::{now, AppState};
+
+const HOUR_MS: i64 = 3_600_000;
+const DAY_MS: i64 = 86_400_000;
+/// GPUs and nodes not seen for this long are taken as retired: they leave the per-GPU and per-node series (a
+/// silent node's alert has fired for a week by then).
+pub const SEEN_HORIZON_MS: i64 = 7 * DAY_MS;
+/// How often the audit chain is verified (and once at start).
+pub const AUDIT_VERIFY_EVERY_MS: i64 = DAY_MS;
+/// GiB (the samples' `memory_used_gb`) to bytes.
+const BYTES_PER_GIB: i64 = 1 << 30;
+
+/// What the refresher reads and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// `EAI_METRICS_REFRESH_SECONDS` (60).
+    pub every: Duration,
+    /// `EAI_METRICS_MAX_GPU_SERIES` (10,000): beyond, the GPUs seen longest ago are left out and counted.
+    pub max_gpu_series: u64,
+    /// `EAI_METRICS_TENANT_COST` (off): the month to date's cost per tenant (one series per tenant and currency).
+    pub tenant_cost: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            every: Duration::from_secs(60),
+            max_gpu_series: 10_000,
+            tenant_cost: false,
+        }
+    }
+}
+
+/// What the refresher read last: the cache every scrape renders.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Figures {
+    /// When the last refresh that read every part ended (`None`: none yet), and how long the last one took.
+    pub refreshed_at: Option<Timestamp>,
+    pub refresh_duration_ms: u64,
+    /// The latest sample of each GPU seen within [`SEEN_HORIZON_MS`], the newest first, at most the limit.
+    pub gpus: Vec<Sample>,
+    /// The GPUs seen within the horizon, listed or not (those beyond the limit are left out).
+    pub gpus_seen: u64,
+    pub nodes: Vec<NodeSeen>,
+    pub month: Option<PeriodFigures>,
+    pub last_hour: Option<PeriodFigures>,
+    /// The month to date's cost per tenant, when `EAI_METRICS_TENANT_COST` is on.
+    pub tenants: Option<Vec<TenantCost>>,
+    pub audit: Option<AuditCheck>,
+}
+
+/// What one allocation says, per deployment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PeriodFigures {
+    pub from: Timestamp,
+    pub to: Timestamp,
+    /// One per (deployment, currency) priced.
+    pub costs: Vec<CostRow>,
+    /// One per deployment (its currency rows added up).
+    pub usage: Vec<DeploymentUsage>,
+    /// Per (deployment, reason).
+    pub gaps: Vec<GapCount>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CostRow {
+    pub deployment: String,
+    pub currency: Currency,
+    pub cost: Decimal,
+    pub allocated: Decimal,
+    pub unallocated: Decimal,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeploymentUsage {
+    pub deployment: String,
+    pub gpu_seconds: Decimal,
+    pub busy_gpu_seconds: Decimal,
+    pub unpriced_samples: u64,
+    pub unpriced_gpu_seconds: Decimal,
+}
+
+impl DeploymentUsage {
+    /// `1 - busy / GPU-seconds`, to 6 places; `None` without GPU time.
+    pub fn idle_ratio(&self) -> Option<Decimal> {
+        if self.gpu_seconds <= Decimal::ZERO {
+            return None;
+        }
+        let busy = self.busy_gpu_seconds.checked_div(self.gpu_seconds)?;
+        Some(
+            (Decimal::ONE - busy.min(Decimal::ONE))
+                .round_dp(6)
+                .normalize(),
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GapCount {
+    pub deployment: String,
+    pub reason: &'static str,
+    pub gaps: u64,
+    /// Seconds of the period the gaps cover, summed over GPUs.
+    pub seconds: Decimal,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantCost {
+    pub tenant_id: String,
+    /// The registered slug, else the id.
+    pub tenant: String,
+    pub currency: Currency,
+    pub cost: Decimal,
+}
+
+/// The last verification of the audit chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditCheck {
+    /// Intact (and still holding the head verified before: a cut tail or a recomputed chain is not).
+    pub verified: bool,
+    pub at: Timestamp,
+    /// The head the verification saw (`None`: an empty chain).
+    pub head: Option<AuditHead>,
+}
+
+impl PeriodFigures {
+    /// The figures of an allocation of `[from, to)`.
+    pub fn of(a: &Allocation) -> PeriodFigures {
+        let mut costs = Vec::new();
+        let mut usage: BTreeMap<&str, DeploymentUsage> = BTreeMap::new();
+        for d in &a.deployments {
+            if let Some(currency) = d.currency {
+                costs.push(CostRow {
+                    deployment: d.deployment_id.clone(),
+                    currency,
+                    cost: d.cost,
+                    allocated: d.allocated,
+                    unallocated: d.unallocated,
+                });
+            }
+            let u = usage
+                .entry(&d.deployment_id)
+                .or_insert_with(|| DeploymentUsage {
+                    deployment: d.deployment_id.clone(),
+                    gpu_seconds: Decimal::ZERO,
+                    busy_gpu_seconds: Decimal::ZERO,
+                    unpriced_samples: 0,
+                    unpriced_gpu_seconds: Decimal::ZERO,
+                });
+            u.gpu_seconds += d.gpu_seconds;
+            u.busy_gpu_seconds += d.busy_gpu_seconds;
+            u.unpriced_samples += d.unpriced_samples;
+            u.unpriced_gpu_seconds += d.unpriced_gpu_seconds;
+        }
+        let mut gaps: BTreeMap<(&str, &'static str), GapCount> = BTreeMap::new();
+        for g in &a.gaps {
+            let reason = g.reason.as_str();
+            let c = gaps
+                .entry((&g.deployment_id, reason))
+                .or_insert_with(|| GapCount {
+                    deployment: g.deployment_id.clone(),
+                    reason,
+                    gaps: 0,
+                    seconds: Decimal::ZERO,
+                });
+            c.gaps += 1;
+            let span = g.to.0.min(a.to.0) - g.from.0.max(a.from.0);
+            c.seconds += Decimal::new(span.max(0), 3);
+        }
+        PeriodFigures {
+            from: a.from,
+            to: a.to,
+            costs,
+            usage: usage.into_values().collect(),
+            gaps: gaps.into_values().collect(),
+        }
+    }
+}
+
+/// The month to date at `now`: `[first instant of the UTC month, now)` (one bucket at least).
+pub fn month_to_date(now: Timestamp, bucket_ms: i64) -> Option<Period> {
+    let (start, _) = month(&month_of(now))?;
+    Period::new(start, Timestamp(now.0.max(start.0 + 1)), bucket_ms).ok()
+}
+
+/// The last closed UTC hour at `now`.
+pub fn last_hour(now: Timestamp) -> Option<Period> {
+    let to = now.floor_to(HOUR_MS);
+    Period::new(Timestamp(to.0 - HOUR_MS), to, HOUR_MS).ok()
+}
+
+/// Refreshes the figures every `EAI_METRICS_REFRESH_SECONDS` for as long as the server runs (the first at once).
+pub async fn run(state: AppState) {
+    let options = state.settings.store_metrics;
+    let mut tick = tokio::time::interval(options.every.max(Duration::from_secs(1)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut anchor: Option<AuditHead> = None;
+    loop {
+        tick.tick().await;
+        let previous = state.metrics.figures();
+        let (figures, failures) = refresh(&state, options, &previous, &mut anchor).await;
+        if failures > 0 {
+            Metrics::add(&state.metrics.refresh_failures, failures);
+        }
+        state.metrics.set_figures(figures);
+    }
+}
+
+/// One refresh: every part read again; a part that cannot be read keeps its previous value (and counts a
+/// failure). The audit chain is verified when it never was or a day has passed, anchored on the head verified
+/// last (so a tail cut or a chain recomputed since is a broken link).
+pub async fn refresh(
+    state: &AppState,
+    options: Options,
+    previous: &Figures,
+    anchor: &mut Option<AuditHead>,
+) -> (Figures, u64) {
+    let started = Instant::now();
+    let store = state.store.as_ref();
+    let at = now();
+    let mut failures = 0;
+    let mut failed = |what: &str, e: &StoreError| {
+        failures += 1;
+        tracing::warn!(error = %e, "cannot refresh the metrics of {what}; keeping the last values");
+    };
+    let mut f = previous.clone();
+    let since = Timestamp(at.0 - SEEN_HORIZON_MS);
+    match store.latest_samples(since, options.max_gpu_series).await {
+        Ok(l) => {
+            f.gpus = l.samples;
+            f.gpus_seen = l.gpus;
+        }
+        Err(e) => failed("the GPUs", &e),
+    }
+    match store.nodes_last_seen(since).await {
+        Ok(n) => f.nodes = n,
+        Err(e) => failed("the nodes", &e),
+    }
+    let config = AllocationConfig {
+        bucket_ms: state.settings.allocation_bucket_ms,
+        ..AllocationConfig::default()
+    };
+    if let Some(p) = month_to_date(at, config.bucket_ms) {
+        match crate::allocation::compute_from(&state.source, store, p, config).await {
+            Ok(a) => {
+                f.month = Some(PeriodFigures::of(&a));
+                if options.tenant_cost {
+                    match tenant_costs(store, &a).await {
+                        Ok(t) => f.tenants = Some(t),
+                        Err(e) => failed("the tenants", &e),
+                    }
+                }
+            }
+            Err(e) => failed("the month to date", &e),
+        }
+    }
+    if !options.tenant_cost {
+        f.tenants = None;
+    }
+    if let Some(p) = last_hour(at) {
+        let hourly = AllocationConfig {
+            bucket_ms: HOUR_MS,
+            ..config
+        };
+        match crate::allocation::compute_from(&state.source, store, p, hourly).await {
+            Ok(a) => f.last_hour = Some(PeriodFigures::of(&a)),
+            Err(e) => failed("the last hour", &e),
+        }
+    }
+    let due = f
+        .audit
+        .as_ref()
+        .is_none_or(|a| at.0 - a.at.0 >= AUDIT_VERIFY_EVERY_MS);
+    if due {
+        match verify_audit(store, anchor.as_ref(), at).await {
+            Ok(check) => {
+                if check.verified {
+                    anchor.clone_from(&check.head);
+                }
+                f.audit = Some(check);
+            }
+            Err(e) => failed("the audit chain", &e),
+        }
+    }
+    if failures == 0 {
+        f.refreshed_at = Some(now());
+    }
+    f.refresh_duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    (f, failures)
+}
+
+/// Verifies the whole chain (as `eai-gpu audit verify` does), anchored on `anchor` when given.
+async fn verify_audit(
+    store: &dyn Store,
+    anchor: Option<&AuditHead>,
+    at: Timestamp,
+) -> Result<AuditCheck, StoreError> {
+    let head = store.audit_head().await?;
+    let broken = store.verify_audit_chain(anchor).await?;
+    match &broken {
+        None => tracing::info!(
+            seq = head.as_ref().map_or(0, |h| h.seq),
+            "audit chain verified: intact"
+        ),
+        Some(b) => {
+            tracing::error!(seq = b.seq, reason = %b.reason, "audit chain verification FAILED: broken link")
+        }
+    }
+    Ok(AuditCheck {
+        verified: broken.is_none(),
+        at,
+        head,
+    })
+}
+
+/// The month's cost per tenant and currency, named by slug where registered.
+async fn tenant_costs(store: &dyn Store, a: &Allocation) -> Result<Vec<TenantCost>, StoreError> {
+    let names: BTreeMap<String, String> = store
+        .tenants(Scope::Platform)
+        .await?
+        .into_iter()
+        .map(|t| (t.id.to_string(), t.slug.to_string()))
+        .collect();
+    Ok(a.tenants
+        .iter()
+        .map(|t| {
+            let id = t.tenant_id.to_string();
+            TenantCost {
+                tenant: names.get(&id).cloned().unwrap_or_else(|| id.clone()),
+                tenant_id: id,
+                currency: t.currency,
+                cost: t.cost,
+            }
+        })
+        .collect())
+}
+
+// --- rendering ------------------------------------------------------------------------------------------------
+
+/// Milliseconds as exact decimal seconds.
+fn seconds(t: Timestamp) -> String {
+    Decimal::new(t.0, 3).normalize().to_string()
+}
+
+fn num(d: Decimal) -> String {
+    d.normalize().to_string()
+}
+
+/// A family rendered from a list of rows: its name (or name part), its help, and the value of a row.
+type Family<T, V> = (&'static str, &'static str, fn(&T) -> V);
+
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// One series: `labels` as (name, value) pairs, escaped here.
+fn series(out: &mut String, name: &str, labels: &[(&str, &str)], value: &str) {
+    out.push_str(name);
+    if !labels.is_empty() {
+        out.push('{');
+        for (i, (k, v)) in labels.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "{k}=\"{}\"", escape(v));
+        }
+        out.push('}');
+    }
+    let _ = writeln!(out, " {value}");
+}
+
+/// The cached figures in the text exposition. Values are the decimals' exact text.
+pub fn render(f: &Figures, out: &mut String) {
+    let gpu_families: [Family<Sample, Option<String>>; 4] = [
+        (
+            "eai_gpu_utilization_ratio",
+            "Utilization (0..1) of the GPU's latest stored sample.",
+            |s| Some(num(s.utilization.get())),
+        ),
+        (
+            "eai_gpu_memory_used_bytes",
+            "GPU memory used in the GPU's latest stored sample, in bytes.",
+            |s| {
+                s.memory_used_gb
+                    .get()
+                    .checked_mul(Decimal::from(BYTES_PER_GIB))
+                    .map(num)
+            },
+        ),
+        (
+            "eai_gpu_power_watts",
+            "Average power over the GPU's latest stored sample, in watts.",
+            |s| Some(num(s.power_w.get())),
+        ),
+        (
+            "eai_gpu_last_sample_timestamp_seconds",
+            "End of the GPU's latest stored sample window (Unix time).",
+            |s| Some(seconds(s.end)),
+        ),
+    ];
+    for (name, help, value) in gpu_families {
+        family(out, name, "gauge", help);
+        for s in &f.gpus {
+            if let Some(v) = value(s) {
+                let labels = [
+                    ("node", s.node.as_str()),
+                    ("gpu", s.gpu_uuid.as_str()),
+                    ("model", s.model.as_str()),
+                    ("deployment", s.deployment_id.as_str()),
+                ];
+                series(out, name, &labels, &v);
+            }
+        }
+    }
+    family(
+        out,
+        "eai_gpus_seen",
+        "gauge",
+        "GPUs (or MIG slices) with a sample stored in the last 7 days.",
+    );
+    series(out, "eai_gpus_seen", &[], &f.gpus_seen.to_string());
+    let omitted = f.gpus_seen.saturating_sub(f.gpus.len() as u64);
+    family(
+        out,
+        "eai_metrics_gpu_series_omitted",
+        "gauge",
+        "GPUs left out of the eai_gpu_* series by EAI_METRICS_MAX_GPU_SERIES (those seen longest ago).",
+    );
+    series(
+        out,
+        "eai_metrics_gpu_series_omitted",
+        &[],
+        &omitted.to_string(),
+    );
+
+    family(
+        out,
+        "eai_node_last_sample_timestamp_seconds",
+        "gauge",
+        "Latest sample window end stored for the node, any GPU (Unix time): an old value is a silent sampler.",
+    );
+    for n in &f.nodes {
+        series(
+            out,
+            "eai_node_last_sample_timestamp_seconds",
+            &[("node", &n.node)],
+            &seconds(n.last_seen),
+        );
+    }
+
+    render_month(out, f.month.as_ref());
+    render_last_hour(out, f.last_hour.as_ref());
+
+    if let Some(tenants) = &f.tenants {
+        family(
+            out,
+            "eai_tenant_cost_month_to_date",
+            "gauge",
+            "The tenant's allocated GPU cost this UTC month to date (EAI_METRICS_TENANT_COST).",
+        );
+        for t in tenants {
+            series(
+                out,
+                "eai_tenant_cost_month_to_date",
+                &[
+                    ("tenant_id", &t.tenant_id),
+                    ("tenant", &t.tenant),
+                    ("currency", t.currency.as_str()),
+                ],
+                &t.cost.to_string(),
+            );
+        }
+    }
+
+    if let Some(a) = &f.audit {
+        let head = a.head.as_ref().map_or(0, |h| h.seq);
+        for (name, help, v) in [
+            (
+                "eai_audit_chain_verified",
+                "1 when the last verification found the audit chain intact (and still holding the head verified before), else 0.",
+                u8::from(a.verified).to_string(),
+            ),
+            (
+                "eai_audit_chain_verified_timestamp_seconds",
+                "When the audit chain was last verified (Unix time; at start and daily).",
+                seconds(a.at),
+            ),
+            (
+                "eai_audit_chain_verified_seq",
+                "Sequence of the newest audit event when the chain was last verified.",
+                head.to_string(),
+            ),
+        ] {
+            family(out, name, "gauge", help);
+            series(out, name, &[], &v);
+        }
+    }
+
+    if let Some(at) = f.refreshed_at {
+        family(
+            out,
+            "eai_metrics_refresh_timestamp_seconds",
+            "gauge",
+            "When a refresh of the store-derived metrics last read every part (Unix time).",
+        );
+        series(
+            out,
+            "eai_metrics_refresh_timestamp_seconds",
+            &[],
+            &seconds(at),
+        );
+        family(
+            out,
+            "eai_metrics_refresh_duration_seconds",
+            "gauge",
+            "How long the last refresh of the store-derived metrics took.",
+        );
+        series(
+            out,
+            "eai_metrics_refresh_duration_seconds",
+            &[],
+            &num(Decimal::new(
+                i64::try_from(f.refresh_duration_ms).unwrap_or(i64::MAX),
+                3,
+            )),
+        );
+    }
+}
+
+const MONTH: &str = "this UTC month to date";
+const LAST_HOUR: &str = "the last closed UTC hour";
+
+/// The month to date's families: cost, allocated and unallocated per currency; GPU-seconds, busy GPU-seconds,
+/// unpriced samples and GPU-seconds; gaps by reason.
+fn render_month(out: &mut String, p: Option<&PeriodFigures>) {
+    let (costs, usage, gaps) = match p {
+        Some(p) => (p.costs.as_slice(), p.usage.as_slice(), p.gaps.as_slice()),
+        None => (&[][..], &[][..], &[][..]),
+    };
+    let money: [Family<CostRow, Decimal>; 3] = [
+        ("cost", "Cost of the deployment", |c| c.cost),
+        (
+            "allocated",
+            "Cost of the deployment allocated to tenants",
+            |c| c.allocated,
+        ),
+        (
+            "unallocated",
+            "Cost of the deployment no tenant's usage accounts for (idle capacity)",
+            |c| c.unallocated,
+        ),
+    ];
+    for (what, help, value) in money {
+        let name = format!("eai_deployment_{what}_month_to_date");
+        family(out, &name, "gauge", &format!("{help}, {MONTH}."));
+        for c in costs {
+            let labels = [
+                ("deployment", c.deployment.as_str()),
+                ("currency", c.currency.as_str()),
+            ];
+            series(out, &name, &labels, &value(c).to_string());
+        }
+    }
+    let quantities: [Family<DeploymentUsage, String>; 2] = [
+        (
+            "gpu_seconds",
+            "GPU-seconds (x GPU fraction) measured of the deployment",
+            |u| num(u.gpu_seconds),
+        ),
+        (
+            "busy_gpu_seconds",
+            "Busy GPU-seconds (GPU-seconds x utilization) of the deployment",
+            |u| num(u.busy_gpu_seconds),
+        ),
+    ];
+    for (what, help, value) in quantities {
+        let name = format!("eai_deployment_{what}_month_to_date");
+        family(out, &name, "gauge", &format!("{help}, {MONTH}."));
+        for u in usage {
+            series(out, &name, &[("deployment", &u.deployment)], &value(u));
+        }
+    }
+    render_unpriced(out, usage, "month_to_date", MONTH);
+    let counts: [Family<GapCount, String>; 2] = [
+        (
+            "eai_deployment_gaps_month_to_date",
+            "Gaps (spans of a GPU series left unfilled) the allocation reports",
+            |g| g.gaps.to_string(),
+        ),
+        (
+            "eai_deployment_gap_seconds_month_to_date",
+            "Seconds the reported gaps cover, summed over GPUs",
+            |g| num(g.seconds),
+        ),
+    ];
+    for (name, help, value) in counts {
+        family(out, name, "gauge", &format!("{help}, {MONTH}, by reason."));
+        for g in gaps {
+            let labels = [("deployment", g.deployment.as_str()), ("reason", g.reason)];
+            series(out, name, &labels, &value(g));
+        }
+    }
+}
+
+/// The last closed hour's families: unpriced samples and GPU-seconds, idle ratio.
+fn render_last_hour(out: &mut String, p: Option<&PeriodFigures>) {
+    let usage = p.map_or(&[][..], |p| p.usage.as_slice());
+    render_unpriced(out, usage, "last_hour", LAST_HOUR);
+    let name = "eai_deployment_idle_ratio_last_hour";
+    family(
+        out,
+        name,
+        "gauge",
+        &format!("1 - busy GPU-seconds / GPU-seconds of the deployment (busy = GPU-seconds x utilization), {LAST_HOUR}."),
+    );
+    for u in usage {
+        if let Some(r) = u.idle_ratio() {
+            series(out, name, &[("deployment", &u.deployment)], &num(r));
+        }
+    }
+}
+
+fn render_unpriced(out: &mut String, usage: &[DeploymentUsage], suffix: &str, when: &str) {
+    let unpriced: [Family<DeploymentUsage, String>; 2] = [
+        (
+            "unpriced_samples",
+            "Samples of the deployment no policy prices",
+            |u| u.unpriced_samples.to_string(),
+        ),
+        (
+            "unpriced_gpu_seconds",
+            "GPU-seconds of the deployment no policy prices",
+            |u| num(u.unpriced_gpu_seconds),
+        ),
+    ];
+    for (what, help, value) in unpriced {
+        let name = format!("eai_deployment_{what}_{suffix}");
+        family(out, &name, "gauge", &format!("{help}, {when}."));
+        for u in usage {
+            series(out, &name, &[("deployment", &u.deployment)], &value(u));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::str::FromStr;
+
+    use eai_engine::allocate::allocate_samples;
+    use eai_engine::domain::{
+        GpuFraction, IdleCapacity, NonNegative, Policy, PolicySpec, Pue, TenantId, UnitInterval,
+    };
+    use eai_engine::policy::Glob;
+    use eai_engine::series::SeriesConfig;
+
+    use super::*;
+
+    const T0: i64 = 1_790_812_800_000; // 2026-10-01T00:00:00Z
+
+    fn d(s: &str) -> Decimal {
+        Decimal::from_str(s).unwrap()
+    }
+
+    fn sample(node: &str, gpu: &str, dep: &str, end_ms: i64, util: &str) -> Sample {
+        Sample {
+            node: node.into(),
+            gpu_uuid: gpu.into(),
+            model: "H100-80GB".into(),
+            namespace: "eai".into(),
+            pod: format!("{dep}-0"),
+            deployment_id: dep.into(),
+            owner: None,
+            window_ms: 15_000,
+            end: Timestamp(end_ms),
+            utilization: UnitInterval::new(d(util)).unwrap(),
+            memory_used_gb: NonNegative::new(d("61.2")).unwrap(),
+            power_w: NonNegative::new(d("312.5")).unwrap(),
+            storage_gb: NonNegative::ZERO,
+            gpu_fraction: GpuFraction::WHOLE,
+        }
+    }
+
+    fn policy(pattern: &str) -> Policy {
+        Policy {
+            id: "alp_1".into(),
+            seq: 1,
+            spec: PolicySpec {
+                name: "p".into(),
+                deployment_pattern: Glob::new(pattern).unwrap(),
+                gpu_model: None,
+                currency: Currency::EUR,
+                gpu_hourly_cost: NonNegative::new(d("2.10")).unwrap(),
+                overhead_pct: NonNegative::new(d("18")).unwrap(),
+                energy_kwh_price: NonNegative::new(d("0.21")).unwrap(),
+                pue: Pue::new(d("1.4")).unwrap(),
+                storage_gb_month_price: NonNegative::ZERO,
+                idle_capacity: IdleCapacity::Unallocated,
+                enabled: true,
+                effective_from: Timestamp(0),
+                effective_to: None,
+            },
+        }
+    }
+
+    /// An hour of `dep` on one GPU every 15 s, with a hole of 20 minutes (a gap) when `hole`.
+    fn hour(node: &str, gpu: &str, dep: &str, util: &str, hole: bool) -> Vec<Sample> {
+        (1..=240)
+            .filter(|k| !hole || !(80..160).contains(k))
+            .map(|k| sample(node, gpu, dep, T0 + k * 15_000, util))
+            .collect()
+    }
+
+    /// The value of the one series whose line starts with `prefix` (name and labels).
+    fn value<'a>(text: &'a str, prefix: &str) -> &'a str {
+        let found: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with(prefix) && l[prefix.len()..].starts_with(' '))
+            .collect();
+        assert_eq!(found.len(), 1, "{prefix} in:\n{text}");
+        found[0][prefix.len() + 1..].trim()
+    }
+
+    /// Every line is a comment or `name{labels} value` with a float value, and every family has a TYPE.
+    fn well_formed(text: &str) {
+        let mut typed = std::collections::BTreeSet::new();
+        for l in text.lines() {
+            if let Some(rest) = l.strip_prefix("# TYPE ") {
+                let mut it = rest.split(' ');
+                typed.insert(it.next().unwrap().to_string());
+                assert!(matches!(it.next(), Some("gauge" | "counter")), "{l}");
+                continue;
+            }
+            if l.starts_with('#') {
+                continue;
+            }
+            let (series, v) = l.rsplit_once(' ').unwrap();
+            assert!(v.parse::<f64>().is_ok(), "not a number: {l}");
+            let name = series.split('{').next().unwrap();
+            assert!(typed.contains(name), "no TYPE before {l}");
+            if let Some(labels) = series.strip_prefix(name) {
+                assert!(
+                    labels.is_empty() || (labels.starts_with('{') && labels.ends_with('}')),
+                    "{l}"
+                );
+            }
+        }
+    }
+
+    fn figures() -> Figures {
+        let mut samples = hour("gpu-node-1", "GPU-a", "vllm-llama-70b", "0.82", false);
+        samples.extend(hour("gpu-node-2", "GPU-b", "legacy-train", "0.02", true));
+        let period = Period::new(Timestamp(T0), Timestamp(T0 + HOUR_MS), HOUR_MS).unwrap();
+        let a = allocate_samples(
+            &samples,
+            &[],
+            &[policy("vllm-*")],
+            period,
+            &SeriesConfig::default(),
+            AllocationConfig::default(),
+        );
+        let p = PeriodFigures::of(&a);
+        let mut mig = sample(
+            "gpu-node-1",
+            "GPU-a/mig-1g.10gb-13",
+            "vllm-llama-70b",
+            T0 + HOUR_MS,
+            "0.5",
+        );
+        mig.memory_used_gb = NonNegative::new(d("0.0009765625")).unwrap(); // 1 MiB
+        Figures {
+            refreshed_at: Some(Timestamp(T0 + HOUR_MS + 1_500)),
+            refresh_duration_ms: 42,
+            gpus: vec![
+                mig,
+                sample(
+                    "gpu-node-1",
+                    "GPU-a",
+                    "vllm-llama-70b",
+                    T0 + HOUR_MS,
+                    "0.82",
+                ),
+            ],
+            gpus_seen: 3,
+            nodes: vec![NodeSeen {
+                node: "gpu-node-\"2\"".into(),
+                last_seen: Timestamp(T0 + 45 * 60_000),
+            }],
+            month: Some(p.clone()),
+            last_hour: Some(p),
+            tenants: Some(vec![TenantCost {
+                tenant_id: TenantId(uuid::Uuid::nil()).to_string(),
+                tenant: "acme".into(),
+                currency: Currency::EUR,
+                cost: d("3.63"),
+            }]),
+            audit: Some(AuditCheck {
+                verified: true,
+                at: Timestamp(T0 + 1_000),
+                head: Some(AuditHead {
+                    seq: 12,
+                    hash: "ab".into(),
+                }),
+            }),
+        }
+    }
+
+    #[test]
+    fn gpus_nodes_and_bounds_render_as_exact_decimals() {
+        let mut text = String::new();
+        render(&figures(), &mut text);
+        well_formed(&text);
+        let a = r#"{node="gpu-node-1",gpu="GPU-a",model="H100-80GB",deployment="vllm-llama-70b"}"#;
+        assert_eq!(
+            value(&text, &format!("eai_gpu_utilization_ratio{a}")),
+            "0.82"
+        );
+        // 61.2 GiB, exactly.
+        assert_eq!(
+            value(&text, &format!("eai_gpu_memory_used_bytes{a}")),
+            "65712999628.8"
+        );
+        assert_eq!(value(&text, &format!("eai_gpu_power_watts{a}")), "312.5");
+        assert_eq!(
+            value(&text, &format!("eai_gpu_last_sample_timestamp_seconds{a}")),
+            "1790816400"
+        );
+        let mig = r#"{node="gpu-node-1",gpu="GPU-a/mig-1g.10gb-13",model="H100-80GB",deployment="vllm-llama-70b"}"#;
+        assert_eq!(
+            value(&text, &format!("eai_gpu_memory_used_bytes{mig}")),
+            "1048576"
+        );
+        assert_eq!(value(&text, "eai_gpus_seen"), "3");
+        assert_eq!(value(&text, "eai_metrics_gpu_series_omitted"), "1");
+        assert_eq!(
+            value(
+                &text,
+                r#"eai_node_last_sample_timestamp_seconds{node="gpu-node-\"2\""}"#
+            ),
+            "1790815500",
+            "label values are escaped"
+        );
+        assert_eq!(
+            value(&text, "eai_metrics_refresh_timestamp_seconds"),
+            "1790816401.5"
+        );
+        assert_eq!(
+            value(&text, "eai_metrics_refresh_duration_seconds"),
+            "0.042"
+        );
+        assert_eq!(value(&text, "eai_audit_chain_verified"), "1");
+        assert_eq!(value(&text, "eai_audit_chain_verified_seq"), "12");
+        assert_eq!(
+            value(&text, "eai_audit_chain_verified_timestamp_seconds"),
+            "1790812801"
+        );
+    }
+
+    #[test]
+    fn the_allocation_figures_per_deployment_and_tenant() {
+        let mut text = String::new();
+        render(&figures(), &mut text);
+        well_formed(&text);
+        // One GPU for an hour at 312.5 W: 2.10 x 1.18 + 0.3125 kWh x 1.4 x 0.21 = 2.570875 -> 2.57, no usage.
+        let eur = r#"{deployment="vllm-llama-70b",currency="EUR"}"#;
+        assert_eq!(
+            value(&text, &format!("eai_deployment_cost_month_to_date{eur}")),
+            "2.57"
+        );
+        assert_eq!(
+            value(
+                &text,
+                &format!("eai_deployment_allocated_month_to_date{eur}")
+            ),
+            "0.00"
+        );
+        assert_eq!(
+            value(
+                &text,
+                &format!("eai_deployment_unallocated_month_to_date{eur}")
+            ),
+            "2.57"
+        );
+        let v = r#"{deployment="vllm-llama-70b"}"#;
+        let l = r#"{deployment="legacy-train"}"#;
+        assert_eq!(
+            value(
+                &text,
+                &format!("eai_deployment_gpu_seconds_month_to_date{v}")
+            ),
+            "3600"
+        );
+        assert_eq!(
+            value(
+                &text,
+                &format!("eai_deployment_busy_gpu_seconds_month_to_date{v}")
+            ),
+            "2952"
+        );
+        assert_eq!(
+            value(
+                &text,
+                &format!("eai_deployment_unpriced_samples_month_to_date{v}")
+            ),
+            "0"
+        );
+        // legacy-train: no policy; 160 samples of 15 s (80 left out: a 20-minute hole, a gap).
+        assert_eq!(
+            value(
+                &text,
+                &format!("eai_deployment_unpriced_samples_month_to_date{l}")
+            ),
+            "160"
+        );
+        assert_eq!(
+            value(
+                &text,
+                &format!("eai_deployment_unpriced_gpu_seconds_last_hour{l}")
+            ),
+            "2400"
+        );
+        assert!(
+            !text.contains(r#"eai_deployment_cost_month_to_date{deployment="legacy-train""#),
+            "an unpriced deployment has no cost row"
+        );
+        let gap = r#"{deployment="legacy-train",reason="too_long"}"#;
+        assert_eq!(
+            value(&text, &format!("eai_deployment_gaps_month_to_date{gap}")),
+            "1"
+        );
+        assert_eq!(
+            value(
+                &text,
+                &format!("eai_deployment_gap_seconds_month_to_date{gap}")
+            ),
+            "1200"
+        );
+        assert_eq!(
+            value(&text, &format!("eai_deployment_idle_ratio_last_hour{v}")),
+            "0.18"
+        );
+        assert_eq!(
+            value(&text, &format!("eai_deployment_idle_ratio_last_hour{l}")),
+            "0.98"
+        );
+        assert_eq!(
+            value(
+                &text,
+                r#"eai_tenant_cost_month_to_date{tenant_id="00000000-0000-0000-0000-000000000000",tenant="acme",currency="EUR"}"#
+            ),
+            "3.63"
+        );
+    }
+
+    #[test]
+    fn before_the_first_refresh_only_the_bounds_are_shown() {
+        let mut text = String::new();
+        render(&Figures::default(), &mut text);
+        well_formed(&text);
+        assert_eq!(value(&text, "eai_gpus_seen"), "0");
+        assert!(!text.contains("eai_audit_chain_verified "), "{text}");
+        assert!(
+            !text.contains("eai_metrics_refresh_timestamp_seconds "),
+            "{text}"
+        );
+        assert!(!text.contains("eai_tenant_cost_month_to_date"), "opt-in");
+    }
+
+    #[test]
+    fn the_idle_ratio_is_the_share_of_gpu_time_not_busy() {
+        let u = |gs: &str, busy: &str| DeploymentUsage {
+            deployment: "d".into(),
+            gpu_seconds: d(gs),
+            busy_gpu_seconds: d(busy),
+            unpriced_samples: 0,
+            unpriced_gpu_seconds: Decimal::ZERO,
+        };
+        assert_eq!(u("15", "7.5").idle_ratio(), Some(d("0.5")));
+        assert_eq!(u("3", "1").idle_ratio(), Some(d("0.666667")));
+        assert_eq!(u("10", "10").idle_ratio(), Some(Decimal::ZERO));
+        assert_eq!(u("0", "0").idle_ratio(), None);
+    }
+
+    #[test]
+    fn the_periods_are_the_month_to_date_and_the_last_closed_hour() {
+        let now = Timestamp(T0 + 3 * 86_400_000 + 90 * 60_000 + 7); // 2026-10-04T01:30:00.007Z
+        let m = month_to_date(now, HOUR_MS).unwrap();
+        assert_eq!(
+            (m.from, m.to),
+            (Timestamp(T0), Timestamp(T0 + 3 * 86_400_000 + 2 * HOUR_MS))
+        );
+        let h = last_hour(now).unwrap();
+        assert_eq!(
+            (h.from, h.to),
+            (
+                Timestamp(T0 + 3 * 86_400_000),
+                Timestamp(T0 + 3 * 86_400_000 + HOUR_MS)
+            )
+        );
+        let at_start = month_to_date(Timestamp(T0), HOUR_MS).unwrap();
+        assert_eq!(
+            (at_start.from, at_start.to),
+            (Timestamp(T0), Timestamp(T0 + HOUR_MS))
+        );
+    }
+}
