@@ -13,6 +13,7 @@ pub mod budget;
 mod decimal_ops;
 pub mod domain;
 pub mod error;
+pub mod fixed;
 pub mod money;
 pub mod policy;
 pub mod report;

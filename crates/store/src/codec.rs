@@ -5,6 +5,7 @@
 use std::str::FromStr;
 
 use eai_engine::domain::{GpuFraction, NonNegative, Sample, TenantId, UnitInterval};
+use eai_engine::fixed;
 use eai_engine::time::Timestamp;
 use rust_decimal::Decimal;
 
@@ -23,10 +24,9 @@ pub fn corrupt(what: &str, value: impl std::fmt::Display) -> StoreError {
 }
 
 /// `d x 10^dp` as an integer, exactly, or an error naming `field` when that would lose a digit or overflow
-/// ([`crate::groups::to_fixed`], narrowed to the 64 bits of a sample column).
+/// ([`eai_engine::fixed::to_fixed`], narrowed to the 64 bits of a sample column).
 pub fn to_scaled(d: Decimal, dp: u32, field: &str) -> Result<i64> {
-    crate::groups::to_fixed(d, dp, field)
-        .ok()
+    fixed::to_fixed(d, dp)
         .and_then(|v| i64::try_from(v).ok())
         .ok_or_else(|| {
             StoreError::Internal(format!(
@@ -37,9 +37,9 @@ pub fn to_scaled(d: Decimal, dp: u32, field: &str) -> Result<i64> {
 
 /// The inverse of [`to_scaled`], normalized.
 pub fn from_scaled(v: i64, dp: u32, what: &str) -> Result<Decimal> {
-    Decimal::try_new(v, dp)
+    fixed::from_fixed(i128::from(v), dp)
         .map(|d| d.normalize())
-        .map_err(|_| corrupt(what, v))
+        .ok_or_else(|| corrupt(what, v))
 }
 
 /// An exact decimal as text (normalized: no trailing zeros).

@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use eai_engine::allocate::UsageClaim;
 use eai_engine::domain::TenantId;
+use eai_engine::fixed;
 use eai_engine::rollup::{GpuSet, GpuSets, Quantities, Rollup, RollupKey, CELL_DP};
 use eai_engine::time::Timestamp;
 use rust_decimal::Decimal;
@@ -31,26 +32,25 @@ use crate::{Result, StoreError};
 /// Decimal places of the integers of a claim.
 pub const CLAIM_DP: u32 = 6;
 
-/// `d x 10^dp` exactly, or an error naming `what` when `d` has more places.
+/// `d x 10^dp` exactly ([`eai_engine::fixed::to_fixed`]), or an error naming `what` when `d` has more places
+/// (or the integer would overflow).
 pub fn to_fixed(d: Decimal, dp: u32, what: &str) -> Result<i128> {
-    let d = d.normalize();
-    if d.scale() > dp {
-        return Err(StoreError::Internal(format!(
-            "{what} {d} has more than {dp} decimal places: it cannot be summed exactly"
-        )));
-    }
-    let factor = 10i128
-        .checked_pow(dp - d.scale())
-        .ok_or_else(|| corrupt(what, d))?;
-    d.mantissa()
-        .checked_mul(factor)
-        .ok_or_else(|| corrupt(what, d))
+    fixed::to_fixed(d, dp).ok_or_else(|| {
+        let d = d.normalize();
+        if d.scale() > dp {
+            StoreError::Internal(format!(
+                "{what} {d} has more than {dp} decimal places: it cannot be summed exactly"
+            ))
+        } else {
+            corrupt(what, d)
+        }
+    })
 }
 
 /// The inverse of [`to_fixed`], at `dp` places (not normalized: reads stay cheap, and the value is the same);
 /// an error when it does not fit a decimal (never for real sums).
 pub fn from_fixed(v: i128, dp: u32, what: &str) -> Result<Decimal> {
-    Decimal::try_from_i128_with_scale(v, dp).map_err(|_| corrupt(what, v))
+    fixed::from_fixed(v, dp).ok_or_else(|| corrupt(what, v))
 }
 
 /// The six quantities of a rollup as integers of 10^-15, in the order of [`Quantities`]' fields.

@@ -1,10 +1,11 @@
 //! Prices and the sums they apply to: the cost of quantities under a policy over one common denominator, the
-//! fixed-point accumulator of quantities (10^-15) and the priced parts of a settlement.
+//! fixed-point accumulator of quantities ([`crate::fixed`], 10^-15) and the priced parts of a settlement.
 
 use rust_decimal::Decimal;
 
 use crate::decimal_ops;
 use crate::domain::{Policy, TenantId};
+use crate::fixed;
 use crate::rollup::{Quantities, CELL_DP};
 
 /// The cost of quantities under a policy, exact:
@@ -76,38 +77,16 @@ pub(super) struct Acc {
     pub(super) storage: i128,
 }
 
-pub(super) const POW10: [i128; 16] = {
-    let mut t = [1i128; 16];
-    let mut i = 1;
-    while i < 16 {
-        t[i] = t[i - 1] * 10;
-        i += 1;
-    }
-    t
-};
-
+/// A quantity in the accumulator's units.
+#[inline]
 pub(super) fn to_fixed(d: Decimal) -> i128 {
-    let d = if d.scale() > CELL_DP {
-        d.round_dp(CELL_DP)
-    } else {
-        d
-    };
-    d.mantissa() * POW10[(CELL_DP - d.scale()) as usize]
+    fixed::to_fixed_rounded(d, CELL_DP)
 }
 
-pub(super) fn from_fixed(mut v: i128) -> Decimal {
-    let mut scale = CELL_DP;
-    loop {
-        if let Ok(d) = Decimal::try_from_i128_with_scale(v, scale) {
-            return d;
-        }
-        // Beyond 28 digits (never for a real fleet): drop the least significant place.
-        if scale == 0 {
-            return Decimal::MAX;
-        }
-        v /= 10;
-        scale -= 1;
-    }
+/// A sum of the accumulator back as a decimal.
+#[inline]
+pub(super) fn from_fixed(v: i128) -> Decimal {
+    fixed::from_fixed_lossy(v, CELL_DP)
 }
 
 impl Acc {
