@@ -704,7 +704,7 @@ mod tests {
             pod: format!("{dep}-0"),
             deployment_id: dep.into(),
             owner: None,
-            window_ms: 15_000,
+            window_ms: eai_engine::domain::WindowMs::new(15_000).expect("a window"),
             end: Timestamp(end_ms),
             utilization: UnitInterval::new(d(util)).unwrap(),
             memory_used_gb: NonNegative::new(d("61.2")).unwrap(),

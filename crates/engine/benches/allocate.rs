@@ -46,7 +46,7 @@ fn sample(g: usize, end: i64, i: i64) -> Sample {
         pod: format!("vllm-{dep}-0"),
         deployment_id: format!("vllm-{dep}"),
         owner: (dep < 10).then(|| tenant(dep as u8)),
-        window_ms: 15_000,
+        window_ms: eai_engine::domain::WindowMs::new(15_000).expect("a window"),
         end: Timestamp(end),
         utilization: UnitInterval::new(Decimal::new(30 + (i % 60), 2))
             .unwrap_or(UnitInterval::new(Decimal::ONE).unwrap_or_else(|| unreachable!())),

@@ -134,6 +134,42 @@ impl GpuFraction {
     }
 }
 
+/// The length of a sample's window in milliseconds: above 0 and at most an hour (what the wire accepts:
+/// `0 < window_seconds <= 3600` with at most 3 places, so at least 1 ms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WindowMs(i64);
+
+impl WindowMs {
+    /// The shortest window: 1 ms.
+    pub const MIN: WindowMs = WindowMs(1);
+    /// The longest window: one hour.
+    pub const MAX: WindowMs = WindowMs(3_600_000);
+
+    /// `ms` if it is a window length (`1..=3_600_000`).
+    pub const fn new(ms: i64) -> Option<WindowMs> {
+        if ms >= Self::MIN.0 && ms <= Self::MAX.0 {
+            Some(WindowMs(ms))
+        } else {
+            None
+        }
+    }
+
+    pub const fn get(self) -> i64 {
+        self.0
+    }
+
+    /// The length in seconds, exact.
+    pub fn seconds(self) -> Decimal {
+        Decimal::new(self.0, 3)
+    }
+}
+
+impl fmt::Display for WindowMs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ms", self.0)
+    }
+}
+
 /// One GPU sample: what a GPU (or a MIG slice of one) did during `[end - window, end)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sample {
@@ -146,8 +182,8 @@ pub struct Sample {
     pub deployment_id: String,
     /// The tenant that owns the pod (dedicated deployment); `None` for a shared deployment.
     pub owner: Option<TenantId>,
-    /// Window length in milliseconds: 0 < w <= 3,600,000.
-    pub window_ms: i64,
+    /// Window length.
+    pub window_ms: WindowMs,
     /// End of the window (exclusive).
     pub end: Timestamp,
     pub utilization: UnitInterval,
@@ -160,12 +196,12 @@ pub struct Sample {
 
 impl Sample {
     pub fn start(&self) -> Timestamp {
-        Timestamp(self.end.0 - self.window_ms)
+        Timestamp(self.end.0 - self.window_ms.get())
     }
 
     /// Window length in seconds, exact.
     pub fn window_seconds(&self) -> Decimal {
-        Decimal::new(self.window_ms, 3)
+        self.window_ms.seconds()
     }
 }
 
@@ -302,6 +338,17 @@ pub struct ModelRef {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn window_lengths_are_1_ms_to_an_hour() {
+        assert_eq!(WindowMs::new(0), None);
+        assert_eq!(WindowMs::new(-15_000), None);
+        assert_eq!(WindowMs::new(3_600_001), None);
+        assert_eq!(WindowMs::new(1), Some(WindowMs::MIN));
+        assert_eq!(WindowMs::new(3_600_000), Some(WindowMs::MAX));
+        let w = WindowMs::new(15_500).expect("a window");
+        assert_eq!((w.get(), w.seconds()), (15_500, Decimal::new(155, 1)));
+    }
 
     #[test]
     fn slugs_are_short_lowercase_names() {

@@ -137,7 +137,7 @@ pub fn fill_between(a: &Sample, b: &Sample, cfg: &SeriesConfig, out: &mut Series
     let fraction = a.gpu_fraction.get();
     let g = Decimal::from(hole);
     // Estimated windows: the span measured in the series' own window length, rounded half up.
-    let estimated = u64::try_from((hole + a.window_ms / 2) / a.window_ms).unwrap_or(0);
+    let estimated = u64::try_from((hole + a.window_ms.get() / 2) / a.window_ms.get()).unwrap_or(0);
     let mut first = true;
     for (p, q) in parts(from, to, cfg.bucket_ms) {
         // Average of the linear interpolation over [p, q): its value at the midpoint.
@@ -206,7 +206,7 @@ pub fn sample_cells(s: &Sample, bucket_ms: i64, cells: &mut Vec<Rollup>) {
         let part = if i + 1 == n {
             left
         } else {
-            whole.part(Decimal::from(q.0 - p.0), Decimal::from(s.window_ms))
+            whole.part(Decimal::from(q.0 - p.0), Decimal::from(s.window_ms.get()))
         };
         left.sub(&part);
         cells.push(Rollup {

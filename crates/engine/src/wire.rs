@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::domain::{
     GpuFraction, IdleCapacity, ModelRef, NonNegative, Policy, PolicySpec, Pue, Sample, TenantId,
-    UnitInterval, UsageEvent,
+    UnitInterval, UsageEvent, WindowMs,
 };
 use crate::error::FieldError;
 use crate::money::Currency;
@@ -483,8 +483,16 @@ pub fn parse_sample(v: &Loose, now: Timestamp) -> Result<Sample, Vec<FieldError>
     else {
         return Err(vec![FieldError::new("sample", "is incomplete")]);
     };
-    let window_ms = (window * Decimal::from(1000)).trunc();
-    let window_ms = i64::try_from(window_ms).unwrap_or(0);
+    // Bounds: above 0, at most 3600 s with at most 3 places, so a whole number of ms in 1..=3,600,000.
+    let window_ms = i64::try_from((window * Decimal::from(1000)).trunc())
+        .ok()
+        .and_then(WindowMs::new)
+        .ok_or_else(|| {
+            vec![FieldError::new(
+                "window_seconds",
+                "must be above 0 and at most 3600",
+            )]
+        })?;
     let fraction = match fraction {
         None => GpuFraction::WHOLE,
         Some(f) => GpuFraction::new(f).ok_or_else(|| {
@@ -847,5 +855,31 @@ mod tests {
         // A price keeps its places or is refused, whether a number or a string.
         let (d, errors) = decimal("2.00000000001", Bounds::price(10));
         assert_eq!((d, errors.len()), (None, 1));
+    }
+
+    fn sample_with(tenant: &str, window: &str) -> Result<Sample, Vec<FieldError>> {
+        let json = format!(
+            r#"{{"node": "n", "gpu_uuid": "GPU-1", "model": "H100", "namespace": "ns", "pod": "p",
+                "deployment_id": "d", "window_seconds": {window}, "utilization": 0.5,
+                "memory_used_gb": 1, "power_w": 100, "timestamp": "2026-01-01T00:00:15Z"{tenant}}}"#
+        );
+        let v: Loose = serde_json::from_str(&json).expect("json");
+        parse_sample(&v, Timestamp(0))
+    }
+
+    #[test]
+    fn a_sample_window_is_1_ms_to_an_hour() {
+        assert_eq!(
+            sample_with("", "0.001").expect("1 ms").window_ms,
+            WindowMs::MIN
+        );
+        assert_eq!(
+            sample_with("", "3600").expect("1 h").window_ms,
+            WindowMs::MAX
+        );
+        for bad in ["0", "3600.001", "-1", "0.0001"] {
+            let errors = sample_with("", bad).expect_err(bad);
+            assert_eq!(errors[0].field, "window_seconds", "{bad}");
+        }
     }
 }

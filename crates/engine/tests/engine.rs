@@ -42,7 +42,7 @@ fn sample(gpu: &str, dep: &str, end_ms: i64) -> Sample {
         pod: format!("{dep}-0"),
         deployment_id: dep.into(),
         owner: None,
-        window_ms: 15_000,
+        window_ms: eai_engine::domain::WindowMs::new(15_000).expect("a window"),
         end: Timestamp(end_ms),
         utilization: UnitInterval::new(d("0.5")).unwrap(),
         memory_used_gb: NonNegative::new(d("40")).unwrap(),

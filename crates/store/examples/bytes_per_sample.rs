@@ -24,7 +24,7 @@ fn sample(g: i64, k: i64) -> anyhow::Result<Sample> {
         pod: "vllm-llama-70b-7d9f8c6b5-x2k4q".into(),
         deployment_id: "vllm-llama-70b".into(),
         owner: None,
-        window_ms: 15_000,
+        window_ms: eai_engine::domain::WindowMs::new(15_000).expect("a window"),
         end: Timestamp(T0 + k * 15_000),
         utilization: UnitInterval::new(Decimal::new((k * 7 + g) % 1000, 3))
             .context("utilization")?,

@@ -61,7 +61,7 @@ fn sample(g: usize, k: i64) -> anyhow::Result<Sample> {
         pod: format!("vllm-{}-0", g / 16),
         deployment_id: format!("vllm-{}", g / 16),
         owner: None,
-        window_ms: 15_000,
+        window_ms: eai_engine::domain::WindowMs::new(15_000).expect("a window"),
         end: Timestamp(T0 + (k + 1) * 15_000),
         utilization: UnitInterval::new(Decimal::new((k * 7 + gi) % 1000, 3))
             .context("utilization")?,

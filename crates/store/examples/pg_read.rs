@@ -51,7 +51,7 @@ fn sample(g: usize, hour: i64) -> anyhow::Result<Sample> {
         owner: dep
             .is_multiple_of(5)
             .then(|| tenant(10 + u8::try_from(dep % 200).unwrap_or(0))),
-        window_ms: H,
+        window_ms: eai_engine::domain::WindowMs::new(H).expect("a window"),
         end: Timestamp(T0 + (hour + 1) * H),
         utilization: UnitInterval::new(Decimal::new(i64::try_from((g * 7 + 3) % 1000)?, 3))
             .context("utilization")?,

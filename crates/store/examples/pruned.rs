@@ -35,7 +35,7 @@ fn sample(g: i64, k: i64) -> anyhow::Result<Sample> {
         pod: format!("vllm-{}-7d9f8c6b5-x2k4q", g % 10),
         deployment_id: format!("vllm-{}", g % 10),
         owner: None,
-        window_ms: 15_000,
+        window_ms: eai_engine::domain::WindowMs::new(15_000).expect("a window"),
         end: Timestamp(T0 + k * 15_000),
         utilization: UnitInterval::new(Decimal::new((k * 7 + g) % 1000, 3))
             .context("utilization")?,

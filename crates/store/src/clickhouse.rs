@@ -440,7 +440,7 @@ pub fn sample_row(s: &eai_engine::domain::Sample) -> Value {
     json!({
         "gpu_uuid": s.gpu_uuid, "end_ms": s.end.0, "end_at": datetime(s.end), "node": s.node, "model": s.model,
         "namespace": s.namespace, "pod": s.pod, "deployment_id": s.deployment_id, "owner": owner_text(s.owner),
-        "window_ms": s.window_ms, "utilization": dec(s.utilization.get()), "memory_used_gb": dec(s.memory_used_gb.get()),
+        "window_ms": s.window_ms.get(), "utilization": dec(s.utilization.get()), "memory_used_gb": dec(s.memory_used_gb.get()),
         "power_w": dec(s.power_w.get()), "storage_gb": dec(s.storage_gb.get()), "gpu_fraction": dec(s.gpu_fraction.get()),
     })
 }

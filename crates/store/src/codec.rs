@@ -4,12 +4,11 @@
 
 use std::str::FromStr;
 
-use eai_engine::domain::{GpuFraction, NonNegative, Sample, TenantId, UnitInterval};
+use eai_engine::domain::{GpuFraction, NonNegative, Sample, TenantId, UnitInterval, WindowMs};
 use eai_engine::fixed;
 use eai_engine::time::Timestamp;
 use rust_decimal::Decimal;
 
-use crate::rollups::MAX_WINDOW_MS;
 use crate::{Result, StoreError};
 
 /// Decimal places of the integer columns of `gpu_samples`: what the wire keeps (see `eai_engine::wire`).
@@ -83,14 +82,8 @@ pub struct Figures {
 impl Figures {
     /// Exactly what will be stored, or an error if a figure cannot be stored without loss.
     pub fn encode(s: &Sample) -> Result<Figures> {
-        if s.window_ms <= 0 || s.window_ms > MAX_WINDOW_MS {
-            return Err(StoreError::Internal(format!(
-                "sample of {} at {} has a window of {} ms: must be above 0 and at most {MAX_WINDOW_MS}",
-                s.gpu_uuid, s.end, s.window_ms
-            )));
-        }
         Ok(Figures {
-            window_ms: s.window_ms,
+            window_ms: s.window_ms.get(),
             util_e6: to_scaled(s.utilization.get(), UTIL_DP, "utilization")?,
             mem_e10: to_scaled(s.memory_used_gb.get(), MEMORY_DP, "memory_used_gb")?,
             power_e6: to_scaled(s.power_w.get(), POWER_DP, "power_w")?,
@@ -127,9 +120,8 @@ impl Labels {
 /// A stored sample read back.
 pub fn decode(gpu_uuid: &str, end_ms: i64, f: &Figures, l: Labels) -> Result<Sample> {
     let what = "gpu_samples";
-    if f.window_ms <= 0 || f.window_ms > MAX_WINDOW_MS {
-        return Err(corrupt("gpu_samples.window_ms", f.window_ms));
-    }
+    let window_ms =
+        WindowMs::new(f.window_ms).ok_or_else(|| corrupt("gpu_samples.window_ms", f.window_ms))?;
     Ok(Sample {
         node: l.node,
         gpu_uuid: gpu_uuid.to_string(),
@@ -138,7 +130,7 @@ pub fn decode(gpu_uuid: &str, end_ms: i64, f: &Figures, l: Labels) -> Result<Sam
         pod: l.pod,
         deployment_id: l.deployment_id,
         owner: l.owner,
-        window_ms: f.window_ms,
+        window_ms,
         end: Timestamp(end_ms),
         utilization: UnitInterval::new(from_scaled(f.util_e6, UTIL_DP, what)?)
             .ok_or_else(|| corrupt("gpu_samples.util_e6", f.util_e6))?,

@@ -357,7 +357,7 @@ mod tests {
             pod: "p".into(),
             deployment_id: "d".into(),
             owner: None,
-            window_ms: 5,
+            window_ms: eai_engine::domain::WindowMs::new(5).expect("a window"),
             end: eai_engine::time::Timestamp(end),
             utilization: UnitInterval::new(rust_decimal::Decimal::ONE).unwrap(),
             memory_used_gb: NonNegative::ZERO,

@@ -54,7 +54,7 @@ use crate::pruned::Known;
 use crate::{DeploymentSeen, Result, StoreError};
 
 /// Longest window a sample may cover (SPEC §2: `window_seconds` <= 3600).
-pub const MAX_WINDOW_MS: i64 = 3_600_000;
+pub const MAX_WINDOW_MS: i64 = eai_engine::domain::WindowMs::MAX.get();
 
 /// Bookkeeping key: how far raw samples were pruned (milliseconds).
 pub const PRUNED_BEFORE: &str = "raw_pruned_before_ms";

@@ -55,7 +55,7 @@ fn sample(gpu: &str, dep: &str, end_ms: i64) -> Sample {
         pod: format!("{dep}-0"),
         deployment_id: dep.into(),
         owner: None,
-        window_ms: 15_000,
+        window_ms: eai_engine::domain::WindowMs::new(15_000).expect("a window"),
         end: Timestamp(end_ms),
         utilization: UnitInterval::new(d("0.5")).unwrap(),
         memory_used_gb: NonNegative::new(d("40")).unwrap(),
@@ -1767,7 +1767,7 @@ mod contract {
         // Windows end every 15 s; the 40th ends at T0 + 600 s. A 5 s window ending at T0 + 607 s starts after
         // it ends and overlaps the next one.
         let mut odd = sample("GPU-vllm-a-0", "vllm-a", T0 + 607_000);
-        odd.window_ms = 5_000;
+        odd.window_ms = eai_engine::domain::WindowMs::new(5_000).expect("a window");
         let fine = sample("GPU-other", "vllm-a", T0 + 15_000);
         let err = s.insert_samples(&[fine, odd], &audit()).await.unwrap_err();
         match err {
@@ -1825,7 +1825,7 @@ mod contract {
                     "vllm-a"
                 };
                 let mut v = sample(&format!("GPU-{g}"), dep, T0 + (slot + 1) * 300_000);
-                v.window_ms = 300_000;
+                v.window_ms = eai_engine::domain::WindowMs::new(300_000).expect("a window");
                 v.power_w = NonNegative::new(Decimal::from(100 + next() % 600)).unwrap();
                 v.utilization = UnitInterval::new(Decimal::new((next() % 101) as i64, 2)).unwrap();
                 if g == 1 {
@@ -2070,7 +2070,10 @@ mod plans {
         let dep = deps[((slot / 120 + i64::from(g)) % 2) as usize ^ usize::from(other)];
         let end = T0 + (slot + 1) * 15_000 + if jitter { 3_000 } else { 0 };
         let mut s = sample(&format!("GPU-{g}"), dep, end);
-        s.window_ms = [15_000, 15_000, 15_000, 40_000, 5_000][window as usize];
+        s.window_ms = eai_engine::domain::WindowMs::new(
+            [15_000, 15_000, 15_000, 40_000, 5_000][window as usize],
+        )
+        .expect("a window");
         // The same value written with trailing zeros must be stored and read back as the same number.
         s.utilization = UnitInterval::new(if pad {
             Decimal::new(i64::from(util) * 10_000, 6)
@@ -2262,7 +2265,8 @@ mod plans {
                 let mut s = to_sample((g, slot, false, 0, 50, false, 4000, 40, false, 0));
                 s.pod = "p".into();
                 s.end = Timestamp(s.end.0 + off * 1_000);
-                s.window_ms = if long { 40_000 } else { 5_000 };
+                s.window_ms = eai_engine::domain::WindowMs::new(if long { 40_000 } else { 5_000 })
+                    .expect("a window");
                 plan.batches.push(vec![s]);
             }
             plan

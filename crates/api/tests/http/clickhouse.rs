@@ -109,7 +109,7 @@ fn gpu_sample(gpu: &str, dep: &str, owner: Option<TenantId>, end_ms: i64, power:
         pod: format!("{dep}-0"),
         deployment_id: dep.into(),
         owner,
-        window_ms: 15_000,
+        window_ms: eai_engine::domain::WindowMs::new(15_000).expect("a window"),
         end: Timestamp(end_ms),
         utilization: UnitInterval::new(dec("0.75")).expect("util"),
         memory_used_gb: NonNegative::new(dec("40.5")).expect("mem"),
