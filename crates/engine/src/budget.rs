@@ -67,6 +67,17 @@ impl Budget {
         }
     }
 
+    /// This budget closed at `at`, or why it cannot be (the rule of policies: [`crate::domain::close_at`]).
+    pub fn close_at(&self, at: Timestamp) -> Result<Budget, crate::domain::CloseRefused> {
+        let mut closed = self.clone();
+        closed.spec.effective_to = Some(crate::domain::close_at(
+            self.spec.effective_from,
+            self.spec.effective_to,
+            at,
+        )?);
+        Ok(closed)
+    }
+
     /// In force at `t`.
     pub fn active_at(&self, t: Timestamp) -> bool {
         self.spec.effective_from <= t && self.spec.effective_to.is_none_or(|to| t < to)

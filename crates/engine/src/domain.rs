@@ -278,11 +278,62 @@ impl Policy {
         }
     }
 
+    /// This policy closed at `at` (its `effective_to`), or why it cannot be: see [`close_at`].
+    pub fn close_at(&self, at: Timestamp) -> Result<Policy, CloseRefused> {
+        let mut closed = self.clone();
+        closed.spec.effective_to = Some(close_at(
+            self.spec.effective_from,
+            self.spec.effective_to,
+            at,
+        )?);
+        Ok(closed)
+    }
+
     /// In effect (and enabled) at instant `t`.
     pub fn in_effect_at(&self, t: Timestamp) -> bool {
         self.spec.enabled
             && self.spec.effective_from <= t
             && self.spec.effective_to.is_none_or(|to| t < to)
+    }
+}
+
+/// Why a record in effect over `[from, to)` (a policy, a budget) cannot be closed at an instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseRefused {
+    /// At or before its start: closing would leave it empty.
+    AtOrBeforeStart { from: Timestamp, at: Timestamp },
+    /// It ends at or before that instant already: moving its end later would edit history.
+    AlreadyClosed { to: Timestamp },
+}
+
+impl fmt::Display for CloseRefused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CloseRefused::AtOrBeforeStart { from, at } => write!(
+                f,
+                "starts at {from}: it cannot be closed at {at}, at or before its start"
+            ),
+            CloseRefused::AlreadyClosed { to } => write!(f, "is already closed since {to}"),
+        }
+    }
+}
+
+impl std::error::Error for CloseRefused {}
+
+/// The rule of closing a record in effect over `[from, to)` (`to` `None`: open-ended) at `at`: after its start,
+/// while it is still open at `at`. Records are never edited in place: a change closes one and opens another.
+/// Returns the new end, `at`.
+pub fn close_at(
+    from: Timestamp,
+    to: Option<Timestamp>,
+    at: Timestamp,
+) -> Result<Timestamp, CloseRefused> {
+    if at <= from {
+        return Err(CloseRefused::AtOrBeforeStart { from, at });
+    }
+    match to {
+        Some(to) if to <= at => Err(CloseRefused::AlreadyClosed { to }),
+        _ => Ok(at),
     }
 }
 
@@ -348,6 +399,27 @@ mod tests {
         assert_eq!(WindowMs::new(3_600_000), Some(WindowMs::MAX));
         let w = WindowMs::new(15_500).expect("a window");
         assert_eq!((w.get(), w.seconds()), (15_500, Decimal::new(155, 1)));
+    }
+
+    #[test]
+    fn a_record_closes_after_its_start_while_it_is_open() {
+        let (from, to) = (Timestamp(1_000), Some(Timestamp(5_000)));
+        assert_eq!(close_at(from, None, Timestamp(1_001)), Ok(Timestamp(1_001)));
+        assert_eq!(close_at(from, to, Timestamp(4_999)), Ok(Timestamp(4_999)));
+        for at in [Timestamp(1_000), Timestamp(999)] {
+            assert_eq!(
+                close_at(from, to, at),
+                Err(CloseRefused::AtOrBeforeStart { from, at })
+            );
+        }
+        for at in [Timestamp(5_000), Timestamp(9_000)] {
+            assert_eq!(
+                close_at(from, to, at),
+                Err(CloseRefused::AlreadyClosed {
+                    to: Timestamp(5_000)
+                })
+            );
+        }
     }
 
     #[test]

@@ -383,21 +383,12 @@ pub fn budget_seq(id: &str) -> Result<i64> {
         .ok_or_else(|| StoreError::NotFound(format!("budget {id}")))
 }
 
-/// Whether budget `b` may be closed at `at`: after its start, while still open.
+/// Whether budget `b` may be closed at `at`: [`Budget::close_at`]'s rule (that of policies), its refusal a
+/// conflict.
 pub fn check_close(b: &Budget, at: Timestamp) -> Result<()> {
-    if at <= b.spec.effective_from {
-        return Err(StoreError::Conflict(format!(
-            "budget {} starts at {}: it cannot be closed at {at}, at or before its start",
-            b.id, b.spec.effective_from
-        )));
-    }
-    if let Some(to) = b.spec.effective_to.filter(|to| *to <= at) {
-        return Err(StoreError::Conflict(format!(
-            "budget {} is already closed since {to}",
-            b.id
-        )));
-    }
-    Ok(())
+    b.close_at(at)
+        .map(drop)
+        .map_err(|refused| StoreError::Conflict(format!("budget {} {refused}", b.id)))
 }
 
 /// A replacement belongs to the budget's tenant.

@@ -254,22 +254,11 @@ pub fn policy_seq(id: &str) -> Result<i64> {
         .ok_or_else(|| StoreError::NotFound(format!("allocation policy {id}")))
 }
 
-/// Whether policy `old` (id `id`) may be closed at `at`: after its start, while it is still open.
+/// Whether policy `old` (id `id`) may be closed at `at`: [`Policy::close_at`]'s rule, its refusal a conflict.
 pub fn check_supersede(old: &Policy, id: &str, at: Timestamp) -> Result<()> {
-    if at <= old.spec.effective_from {
-        return Err(StoreError::Conflict(format!(
-            "policy {id} starts at {}: it cannot be closed at {at}, at or before its start",
-            old.spec.effective_from
-        )));
-    }
-    if let Some(to) = old.spec.effective_to {
-        if to <= at {
-            return Err(StoreError::Conflict(format!(
-                "policy {id} is already closed since {to}"
-            )));
-        }
-    }
-    Ok(())
+    old.close_at(at)
+        .map(drop)
+        .map_err(|refused| StoreError::Conflict(format!("policy {id} {refused}")))
 }
 
 // --- API keys -------------------------------------------------------------------------------------------------
