@@ -1269,6 +1269,7 @@ on_both_backends!(
     tenants_are_registered_by_slug_and_read_by_slug_or_id,
     the_tenant_header_scopes_a_platform_key_and_binds_a_tenant_key,
     allocation_quantities_are_exact_json_numbers,
+    the_platform_tenant_id_is_refused_wherever_a_request_names_it,
 );
 
 #[path = "http/metrics.rs"]

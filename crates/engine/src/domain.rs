@@ -17,15 +17,40 @@ use crate::time::Timestamp;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TenantId(pub Uuid);
 
+impl TenantId {
+    /// The reserved platform tenant, the nil uuid: what the stores write on rows that belong to no tenant
+    /// (samples of shared deployments, platform keys and audit events). No tenant may be it: parsing refuses it.
+    pub const PLATFORM: TenantId = TenantId(Uuid::nil());
+
+    /// Whether this is the reserved [`TenantId::PLATFORM`].
+    pub fn is_platform(self) -> bool {
+        self == Self::PLATFORM
+    }
+
+    /// A tenant id read back from storage, where the reserved id may stand (rows written before it was
+    /// refused, the platform's own rows): any uuid. Input goes through [`FromStr`], which refuses it.
+    pub fn from_stored(s: &str) -> Option<TenantId> {
+        Uuid::parse_str(s).ok().map(TenantId)
+    }
+}
+
+/// A tenant id as given (a body, a path, a header): a uuid, never the reserved [`TenantId::PLATFORM`].
 impl FromStr for TenantId {
     type Err = FieldError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Uuid::parse_str(s).map(TenantId).map_err(|_| {
+        let id = Uuid::parse_str(s).map(TenantId).map_err(|_| {
             FieldError::new(
                 "tenant_id",
                 "must be a uuid, e.g. 8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10",
             )
-        })
+        })?;
+        if id.is_platform() {
+            return Err(FieldError::new(
+                "tenant_id",
+                "is the reserved platform tenant (the nil uuid): no tenant may use it",
+            ));
+        }
+        Ok(id)
     }
 }
 
@@ -389,6 +414,22 @@ pub struct ModelRef {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_platform_tenant_is_refused_as_input_and_read_back_from_storage() {
+        let nil = "00000000-0000-0000-0000-000000000000";
+        let e = nil.parse::<TenantId>().expect_err("reserved");
+        assert_eq!(e.field, "tenant_id");
+        assert!(e.reason.contains("reserved"), "{}", e.reason);
+        assert_eq!(TenantId::from_stored(nil), Some(TenantId::PLATFORM));
+        assert!(TenantId::PLATFORM.is_platform());
+        let t: TenantId = "8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10"
+            .parse()
+            .expect("a tenant");
+        assert!(!t.is_platform());
+        assert!("not-a-uuid".parse::<TenantId>().is_err());
+        assert_eq!(TenantId::from_stored("not-a-uuid"), None);
+    }
 
     #[test]
     fn window_lengths_are_1_ms_to_an_hour() {

@@ -882,4 +882,26 @@ mod tests {
             assert_eq!(errors[0].field, "window_seconds", "{bad}");
         }
     }
+
+    #[test]
+    fn a_sample_or_an_event_naming_the_platform_tenant_is_refused() {
+        let nil = r#", "tenant_id": "00000000-0000-0000-0000-000000000000""#;
+        let errors = sample_with(nil, "15").expect_err("reserved tenant");
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].field, "tenant_id");
+        assert!(
+            errors[0].reason.contains("reserved"),
+            "{}",
+            errors[0].reason
+        );
+        let event: Loose = serde_json::from_str(
+            r#"{"event_id": "6f1c1b8e-5d0a-4c1e-9b7a-2f1d3c4b5a69", "schema_version": "1.0",
+                "tenant_id": "00000000-0000-0000-0000-000000000000", "usage_type": "llm_tokens",
+                "source": "gateway", "occurred_at": "2026-01-01T00:00:00Z", "units": {"tokens_in": 1}}"#,
+        )
+        .expect("json");
+        let errors = parse_usage_event(&event, TenantSource::Body).expect_err("reserved tenant");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].field, "tenant_id");
+    }
 }

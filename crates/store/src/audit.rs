@@ -305,8 +305,11 @@ pub(crate) mod opt_tenant {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<TenantId>, D::Error> {
         let text: Option<String> = Option::deserialize(d)?;
-        text.map(|t| t.parse::<TenantId>().map_err(serde::de::Error::custom))
-            .transpose()
+        text.map(|t| {
+            TenantId::from_stored(&t)
+                .ok_or_else(|| serde::de::Error::custom(format!("`{t}` is not a tenant id")))
+        })
+        .transpose()
     }
 }
 

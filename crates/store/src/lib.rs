@@ -31,7 +31,7 @@ pub mod sqlite;
 pub mod testing;
 
 /// The id of rows that belong to no tenant (shared deployments, platform keys and events): no tenant may use it.
-pub const PLATFORM_TENANT_ID: uuid::Uuid = uuid::Uuid::nil();
+pub const PLATFORM_TENANT_ID: uuid::Uuid = TenantId::PLATFORM.0;
 
 /// Whose rows a read may return.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,13 +150,13 @@ pub enum TenantRef {
 
 impl std::str::FromStr for TenantRef {
     type Err = eai_engine::FieldError;
-    /// A uuid is an id; anything else must be a slug.
+    /// A uuid is an id (never the reserved platform tenant's); anything else must be a slug.
     fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
         let s = s.trim();
-        match s.parse::<TenantId>() {
-            Ok(id) => Ok(TenantRef::Id(id)),
-            Err(_) => s.parse().map(TenantRef::Slug),
+        if uuid::Uuid::parse_str(s).is_ok() {
+            return s.parse::<TenantId>().map(TenantRef::Id);
         }
+        s.parse().map(TenantRef::Slug)
     }
 }
 

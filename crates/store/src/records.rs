@@ -120,8 +120,8 @@ impl EventBody {
         };
         Ok(UsageEvent {
             event_id: Uuid::parse_str(&self.event_id).map_err(|_| corrupt(w, &self.event_id))?,
-            tenant_id: TenantId::from_str(&self.tenant_id)
-                .map_err(|_| corrupt(w, &self.tenant_id))?,
+            tenant_id: TenantId::from_stored(&self.tenant_id)
+                .ok_or_else(|| corrupt(w, &self.tenant_id))?,
             usage_type: self.usage_type,
             source: self.source,
             occurred_at: Timestamp::parse_rfc3339(&self.occurred_at)
@@ -318,7 +318,7 @@ pub fn duplicate_key() -> StoreError {
 
 /// The reserved platform tenant (the id of rows that belong to no tenant) cannot be registered or used.
 pub fn check_tenant_id(t: TenantId) -> Result<()> {
-    if t.0 == crate::PLATFORM_TENANT_ID {
+    if t.is_platform() {
         return Err(StoreError::Conflict(format!(
             "tenant id {} is reserved for platform rows",
             t
@@ -338,7 +338,7 @@ pub fn tenant_taken(t: &eai_engine::domain::Tenant) -> StoreError {
 /// A stored tenant row back.
 pub fn tenant_parse(id: &str, slug: &str, name: String) -> Result<eai_engine::domain::Tenant> {
     Ok(eai_engine::domain::Tenant {
-        id: TenantId::from_str(id).map_err(|_| corrupt("tenants.id", id))?,
+        id: TenantId::from_stored(id).ok_or_else(|| corrupt("tenants.id", id))?,
         slug: slug.parse().map_err(|_| corrupt("tenants.slug", slug))?,
         name,
     })

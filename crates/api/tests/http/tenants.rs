@@ -302,3 +302,61 @@ pub async fn allocation_quantities_are_exact_json_numbers() {
         assert!(item["allocated"]["amount"].is_string(), "{item}");
     }
 }
+
+/// The reserved platform tenant (the nil uuid, the id of rows that belong to no tenant) is refused wherever a
+/// request names a tenant, on both backends alike, as a validation error on the field that names it.
+pub async fn the_platform_tenant_id_is_refused_wherever_a_request_names_it() {
+    let app = spawn_app().await;
+    let admin = app.admin_key.clone();
+    let nil = "00000000-0000-0000-0000-000000000000";
+    let refused = |status: StatusCode, v: &Value, field: &str| {
+        assert_error(
+            status,
+            v,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "validation_error",
+        );
+        assert_eq!(detail_fields(v), vec![field.to_string()], "{v}");
+        assert!(v.to_string().contains("reserved"), "{v}");
+    };
+    let (status, v) = app
+        .post(
+            "/v1/tenants",
+            &admin,
+            &json!({ "slug": "platform", "name": "Platform", "id": nil }),
+        )
+        .await;
+    refused(status, &v, "id");
+    let (status, v) = app
+        .post(
+            "/v1/auth/api-keys",
+            &admin,
+            &json!({ "role": "viewer", "name": "v", "tenant_id": nil }),
+        )
+        .await;
+    refused(status, &v, "tenant_id");
+    let mut ev = usage_event("vllm-shared", recent_hour(), json!({ "tokens_in": 1 }));
+    ev["tenant_id"] = json!(nil);
+    let (status, v) = app
+        .post("/v1/usage/events", &admin, &json!({ "events": [ev] }))
+        .await;
+    refused(status, &v, "tenant_id");
+    let mut s = sample("GPU-nil", "vllm-dedicated", recent_hour(), 300);
+    s["tenant_id"] = json!(nil);
+    let (status, v) = app
+        .post("/v1/finops/gpu/samples", &admin, &json!({ "samples": [s] }))
+        .await;
+    refused(status, &v, "tenant_id");
+    // Nothing of it was stored: no tenant, no key, no sample, no event.
+    let (status, v) = app.get("/v1/tenants", &admin).await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["items"], json!([]), "{v}");
+    // As the tenant a platform key signs in to, it is not a slug either.
+    let (status, v) = as_tenant(&app, "/v1/tenants", &admin, nil, None).await;
+    assert_error(
+        status,
+        &v,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation_error",
+    );
+}

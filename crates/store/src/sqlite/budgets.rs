@@ -24,7 +24,7 @@ use crate::records as rec;
 use crate::{AuditDraft, Result, Scope, StoreError};
 
 fn tenant_parse(s: &str, what: &str) -> Result<TenantId> {
-    TenantId::from_str(s).map_err(|_| corrupt(what, s))
+    TenantId::from_stored(s).ok_or_else(|| corrupt(what, s))
 }
 
 fn currency_parse(s: &str, what: &str) -> Result<Currency> {

@@ -2,8 +2,6 @@
 //! for sample figures, exact decimal text for sums), plus what is SQLite's own: `''` for "no owner" inside keys,
 //! and the mapping of SQLite errors to [`StoreError`].
 
-use std::str::FromStr;
-
 use eai_engine::domain::TenantId;
 
 pub use crate::codec::{corrupt, count, dec_parse, dec_text, now_ms, to_i64};
@@ -41,13 +39,13 @@ pub fn owner_parse(s: &str, what: &str) -> Result<Option<TenantId>> {
     if s.is_empty() {
         Ok(None)
     } else {
-        TenantId::from_str(s)
+        TenantId::from_stored(s)
             .map(Some)
-            .map_err(|_| corrupt(what, s))
+            .ok_or_else(|| corrupt(what, s))
     }
 }
 
 pub fn opt_tenant_parse(s: Option<String>, what: &str) -> Result<Option<TenantId>> {
-    s.map(|s| TenantId::from_str(&s).map_err(|_| corrupt(what, s)))
+    s.map(|s| TenantId::from_stored(&s).ok_or_else(|| corrupt(what, s)))
         .transpose()
 }

@@ -2,8 +2,6 @@
 //! records (same-tenant upserts, superseding policies, unique key hashes) are [`crate::records`], shared with
 //! PostgreSQL; the audit tenant is copied into a column for scoped reads.
 
-use std::str::FromStr;
-
 use eai_engine::allocate::{claim_of, UsageClaim};
 use eai_engine::domain::{Policy, PolicySpec, Tenant, TenantId, UsageEvent};
 use eai_engine::time::Timestamp;
@@ -220,8 +218,8 @@ pub fn claims_in(conn: &Connection, from: Timestamp, to: Timestamp) -> Result<Ve
         let key = ClaimKey {
             bucket_ms: r.get(0).ctx("read claims")?,
             deployment_id: r.get(1).ctx("read claims")?,
-            tenant_id: TenantId::from_str(tenant)
-                .map_err(|_| corrupt("usage_claims.tenant_id", tenant))?,
+            tenant_id: TenantId::from_stored(tenant)
+                .ok_or_else(|| corrupt("usage_claims.tenant_id", tenant))?,
         };
         let sums = ClaimSums {
             gpu_seconds: fixed_from_bytes::<1>(
