@@ -75,13 +75,12 @@ impl<'de> Deserialize<'de> for Loose {
             fn visit_u64<E>(self, v: u64) -> Result<Loose, E> {
                 Ok(Loose::Number(v.to_string()))
             }
-            fn visit_f64<E>(self, v: f64) -> Result<Loose, E> {
-                // Rust prints the shortest text that reads back as the same double: the number as written.
-                Ok(Loose::Number(if v.is_finite() {
-                    format!("{v}")
-                } else {
-                    "NaN".into()
-                }))
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Loose, E> {
+                // serde_json built with `arbitrary_precision` (as this workspace is) never hands a number over as
+                // a float; a deserializer that does has already rounded it. Refused, never read through a float.
+                Err(E::custom(format_args!(
+                    "the number {v} arrived as a floating-point value: numbers are read exactly, from their text"
+                )))
             }
             fn visit_str<E>(self, v: &str) -> Result<Loose, E> {
                 Ok(Loose::Str(v.to_string()))
@@ -855,6 +854,27 @@ mod tests {
         // A price keeps its places or is refused, whether a number or a string.
         let (d, errors) = decimal("2.00000000001", Bounds::price(10));
         assert_eq!((d, errors.len()), (None, 1));
+    }
+
+    #[test]
+    fn a_number_never_goes_through_a_float() {
+        // Through a `serde_json::Value` too (what a handler holds once it has looked at a body): its text.
+        let long = "0.10000000000000000001";
+        let value: serde_json::Value = serde_json::from_str(long).expect("json");
+        assert_eq!(
+            serde_json::from_value::<Loose>(value).expect("loose"),
+            Loose::Number(long.into())
+        );
+        // A deserializer that hands over a float has rounded the number already: refused, not read.
+        use serde::de::IntoDeserializer;
+        let from_float: Result<Loose, serde::de::value::Error> =
+            Loose::deserialize(0.1f64.into_deserializer());
+        let e = from_float.expect_err("a float is refused");
+        assert!(e.to_string().contains("floating-point"), "{e}");
+        // Integers are exact whatever the deserializer.
+        let from_int: Result<Loose, serde::de::value::Error> =
+            Loose::deserialize(u64::MAX.into_deserializer());
+        assert_eq!(from_int.expect("int"), Loose::Number(u64::MAX.to_string()));
     }
 
     fn sample_with(tenant: &str, window: &str) -> Result<Sample, Vec<FieldError>> {
