@@ -10,47 +10,15 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use eai_engine::domain::TenantId;
 use eai_store::{AuditDraft, Role, Scope, TenantRef};
-use rand::RngCore;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
+use crate::clock::now;
 use crate::error::{ApiError, ErrorCode};
+use crate::key_format::{check_key_format, hash_api_key};
 use crate::limits;
-use crate::state::{now, AppState};
+use crate::request_context;
+use crate::state::AppState;
 use crate::telemetry;
-
-/// Every API key starts with this.
-pub const KEY_PREFIX: &str = "eai_live_";
-
-/// A new API key: `eai_live_` + 32 random bytes in hex. Shown once; only its hash is stored.
-pub fn new_api_key() -> String {
-    let mut b = [0u8; 32];
-    rand::rngs::OsRng.fill_bytes(&mut b);
-    format!("{KEY_PREFIX}{}", hex::encode(b))
-}
-
-/// Hex SHA-256 of the full key text: what the store keeps and looks up.
-pub fn hash_api_key(key: &str) -> String {
-    hex::encode(Sha256::digest(key.as_bytes()))
-}
-
-/// A key we are willing to hash and look up: the prefix, then 24 to 200 characters of `[A-Za-z0-9_-]`.
-/// The reason never repeats the key.
-pub fn check_key_format(key: &str) -> Result<(), &'static str> {
-    let Some(secret) = key.strip_prefix(KEY_PREFIX) else {
-        return Err("it must start with eai_live_");
-    };
-    if secret.len() < 24 || secret.len() > 200 {
-        return Err("it must have 24 to 200 characters after eai_live_");
-    }
-    if !secret
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    {
-        return Err("it may only hold letters, digits, _ and -");
-    }
-    Ok(())
-}
 
 /// The authenticated caller, from `Authorization: Bearer eai_live_…`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,7 +148,7 @@ async fn failed(state: &AppState, ip: Option<IpAddr>, why: SignInFailure) -> Api
             action: "auth.repeated_failures".into(),
             decision: "deny".into(),
             resource: None,
-            request_id: telemetry::request_id(),
+            request_id: request_context::request_id(),
             details: json!({
                 "address": ip.map(|i| i.to_string()),
                 "failures": n,
@@ -515,7 +483,7 @@ fn event(
         action: action.name().to_string(),
         decision: decision.to_string(),
         resource,
-        request_id: telemetry::request_id(),
+        request_id: request_context::request_id(),
         details,
     }
 }
@@ -587,23 +555,6 @@ pub async fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn keys_have_the_prefix_and_64_hex_digits() {
-        let k = new_api_key();
-        assert!(k.starts_with(KEY_PREFIX));
-        assert_eq!(k.len(), KEY_PREFIX.len() + 64);
-        assert!(check_key_format(&k).is_ok());
-        assert_ne!(k, new_api_key());
-        assert_eq!(hash_api_key(&k).len(), 64);
-    }
-
-    #[test]
-    fn malformed_keys_are_refused_before_any_lookup() {
-        assert!(check_key_format("Bearer").is_err());
-        assert!(check_key_format("eai_live_short").is_err());
-        assert!(check_key_format("eai_live_0123456789abcdef0123456789abcdef'--").is_err());
-    }
 
     #[test]
     fn the_policy_table() {

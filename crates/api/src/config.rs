@@ -360,7 +360,7 @@ impl Config {
             }
         }
         if let Some(k) = &self.bootstrap_admin_key {
-            crate::auth::check_key_format(k)
+            crate::key_format::check_key_format(k)
                 .map_err(|why| anyhow::anyhow!("EAI_BOOTSTRAP_ADMIN_KEY is not usable: {why}"))?;
         }
         self.database()?;

@@ -10,7 +10,7 @@ use eai_engine::FieldError;
 use eai_store::StoreError;
 use serde_json::{json, Value};
 
-use crate::telemetry::{self, Locale};
+use crate::request_context::{self, Locale};
 
 /// Every error code of the API. [`ErrorCode::status`] is the one table of code -> HTTP status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -331,7 +331,7 @@ impl std::error::Error for ApiError {}
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let ctx = telemetry::current();
+        let ctx = request_context::current();
         let request_id = ctx.as_ref().map_or("unknown", |c| c.request_id.as_str());
         let locale = ctx.as_ref().map_or(Locale::En, |c| c.locale);
         if let Some(cause) = &self.internal {

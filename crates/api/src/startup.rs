@@ -20,8 +20,8 @@ use serde_json::json;
 use tokio::net::TcpListener;
 
 use crate::allocation::Source;
-use crate::auth::{hash_api_key, new_api_key};
 use crate::config::{redact_url, AllocationSource, Config, Database};
+use crate::key_format::{hash_api_key, new_api_key};
 use crate::leader::Lease;
 use crate::metrics::Metrics;
 use crate::routes::router;

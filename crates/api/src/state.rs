@@ -1,9 +1,7 @@
 //! What every handler shares: the store behind its trait, the request limits, the metrics.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use eai_engine::time::Timestamp;
 use eai_store::Store;
 
 use crate::config::Config;
@@ -78,11 +76,4 @@ impl std::fmt::Debug for AppState {
     }
 }
 
-/// The wall clock as the engine counts time (the engine itself never reads a clock).
-pub fn now() -> Timestamp {
-    let ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or(0);
-    Timestamp(i64::try_from(ms).unwrap_or(i64::MAX))
-}
+pub use crate::clock::now;

@@ -12,53 +12,11 @@ use axum::response::{IntoResponse, Response};
 use rand::RngCore;
 use tracing::Instrument;
 
+use crate::request_context::{self, Locale, RequestContext};
 use crate::state::AppState;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
-
-/// Language of the `message` of an error (both are always in `message_i18n`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Locale {
-    En,
-    Fr,
-}
-
-impl Locale {
-    /// French when `Accept-Language` prefers it (first tag), else English.
-    pub fn from_headers(h: &HeaderMap) -> Self {
-        let first = h
-            .get(axum::http::header::ACCEPT_LANGUAGE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(',').next())
-            .map(|t| t.trim().to_ascii_lowercase());
-        match first {
-            Some(t) if t == "fr" || t.starts_with("fr-") || t.starts_with("fr;") => Locale::Fr,
-            _ => Locale::En,
-        }
-    }
-}
-
-/// What the rest of the request may want to know about it, without threading it through every call.
-#[derive(Debug, Clone)]
-pub struct RequestContext {
-    pub request_id: String,
-    pub locale: Locale,
-}
-
-tokio::task_local! {
-    static CONTEXT: RequestContext;
-}
-
-/// The context of the request being served, if any.
-pub fn current() -> Option<RequestContext> {
-    CONTEXT.try_with(|c| c.clone()).ok()
-}
-
-/// The request id of the request being served.
-pub fn request_id() -> Option<String> {
-    current().map(|c| c.request_id)
-}
 
 /// A W3C trace context: the caller's trace id, and the span id this service uses for the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -239,18 +197,17 @@ pub async fn observe(State(state): State<AppState>, req: Request, next: Next) ->
         .map(|c| c.0.ip());
     let limits = state.limits.clone();
     let metrics = state.metrics.clone();
-    let mut response = CONTEXT
-        .scope(ctx, async move {
-            if unauthenticated {
-                if let Err(e) = limits.check_address(ip) {
-                    metrics.rate_limited();
-                    return e.into_response();
-                }
+    let mut response = request_context::scope(ctx, async move {
+        if unauthenticated {
+            if let Err(e) = limits.check_address(ip) {
+                metrics.rate_limited();
+                return e.into_response();
             }
-            next.run(req).await
-        })
-        .instrument(span.clone())
-        .await;
+        }
+        next.run(req).await
+    })
+    .instrument(span.clone())
+    .await;
 
     let status = response.status();
     span.record("http.status", status.as_u16());

@@ -22,11 +22,10 @@ use eai_store::{ApiKeyRecord, NewApiKey, Role};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::auth::{
-    authorize, draft, finish, hash_api_key, is_tenant_role, new_api_key, Action, Caller, Done,
-};
+use crate::auth::{authorize, draft, finish, is_tenant_role, Action, Caller, Done};
 use crate::error::ApiError;
 use crate::extract::Body;
+use crate::key_format::{hash_api_key, new_api_key};
 use crate::state::{now, AppState};
 
 #[derive(Debug, Deserialize)]
