@@ -1,6 +1,8 @@
 //! Who is calling and what they may do: API keys (`eai_live_…`, stored as SHA-256), the [`Caller`] extractor,
-//! the one policy table of actions and roles ([`access`]), and the audit of every decision on a mutation.
+//! the one policy table ([`actions`]: one type per action, naming the roles that may do it), the
+//! [`Authorized`] extractor every handler takes for its action, and the audit of every decision on a mutation.
 
+use std::marker::PhantomData;
 use std::net::{IpAddr, SocketAddr};
 
 use axum::extract::{ConnectInfo, FromRequestParts};
@@ -218,108 +220,22 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
-/// What a request wants to do. Each action has one row in the policy table ([`access`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
-    IngestSamples,
-    ReadAllocation,
-    ReadPolicies,
-    CreatePolicy,
-    SupersedePolicy,
-    DisablePolicy,
-    ReadCatalog,
-    IngestUsage,
-    CreateApiKey,
-    ListApiKeys,
-    RevokeApiKey,
-    RotateApiKey,
-    ReadAudit,
-    ReadAuditHead,
-    CreateTenant,
-    ReadTenants,
-    CreateBudget,
-    SupersedeBudget,
-    ReadBudgets,
-    Reserve,
-    CommitReservation,
-    ReleaseReservation,
-    ReadReservation,
-}
-
-impl Action {
+/// What a request wants to do, as a type: its name, whether it changes anything, and who may do it. A handler
+/// names its action in the type of its [`Authorized`] argument and receives its caller and scope from it: the
+/// check cannot be forgotten, nor made for another action than the one the handler audits.
+pub trait Action: Send + Sync + std::fmt::Debug + 'static {
     /// The name in audit events and error messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Action::IngestSamples => "gpu_samples.ingest",
-            Action::ReadAllocation => "gpu_allocation.read",
-            Action::ReadPolicies => "allocation_policy.list",
-            Action::CreatePolicy => "allocation_policy.create",
-            Action::SupersedePolicy => "allocation_policy.supersede",
-            Action::DisablePolicy => "allocation_policy.disable",
-            Action::ReadCatalog => "providers.catalog",
-            Action::IngestUsage => "usage_events.ingest",
-            Action::CreateApiKey => "api_key.create",
-            Action::ListApiKeys => "api_key.list",
-            Action::RevokeApiKey => "api_key.revoke",
-            Action::RotateApiKey => "api_key.rotate",
-            Action::ReadAudit => "audit_events.read",
-            Action::ReadAuditHead => "audit_head.read",
-            Action::CreateTenant => "tenant.create",
-            Action::ReadTenants => "tenant.read",
-            Action::CreateBudget => "budget.create",
-            Action::SupersedeBudget => "budget.supersede",
-            Action::ReadBudgets => "budget.read",
-            Action::Reserve => "reservation.create",
-            Action::CommitReservation => "reservation.commit",
-            Action::ReleaseReservation => "reservation.release",
-            Action::ReadReservation => "reservation.read",
-        }
-    }
-
-    /// Reads (and a tenant's usage) a platform identity signed in to a tenant does as that tenant does; other
-    /// platform actions (samples, policies, keys of any tenant, tenants) keep their platform scope.
-    pub fn follows_tenant_header(self) -> bool {
-        matches!(
-            self,
-            Action::ReadAllocation
-                | Action::ReadPolicies
-                | Action::ReadCatalog
-                | Action::IngestUsage
-                | Action::ListApiKeys
-                | Action::RevokeApiKey
-                | Action::RotateApiKey
-                | Action::ReadAudit
-                | Action::ReadTenants
-                | Action::CreateBudget
-                | Action::SupersedeBudget
-                | Action::ReadBudgets
-                | Action::Reserve
-                | Action::CommitReservation
-                | Action::ReleaseReservation
-                | Action::ReadReservation
-        )
-    }
-
+    const NAME: &'static str;
     /// Mutations are audited, allowed or denied.
-    pub fn is_mutation(self) -> bool {
-        matches!(
-            self,
-            Action::IngestSamples
-                | Action::CreatePolicy
-                | Action::SupersedePolicy
-                | Action::DisablePolicy
-                | Action::IngestUsage
-                | Action::CreateApiKey
-                | Action::RevokeApiKey
-                | Action::RotateApiKey
-                | Action::CreateTenant
-                | Action::CreateBudget
-                | Action::SupersedeBudget
-                | Action::Reserve
-                | Action::CommitReservation
-                | Action::ReleaseReservation
-        )
-    }
+    const MUTATION: bool;
+    /// Reads (and a tenant's usage) a platform identity signed in to a tenant (`X-EAI-Tenant`) does as that
+    /// tenant does; other platform actions (samples, policies, keys of any tenant, tenants) keep their platform
+    /// scope.
+    const FOLLOWS_TENANT_HEADER: bool;
+    /// The roles that may do it for every tenant ([`Access::Platform`]).
+    const PLATFORM: &'static [Role];
+    /// The roles that may do it for their own tenant only ([`Access::Tenant`]); any other role is denied.
+    const TENANT: &'static [Role];
 }
 
 /// What a role may do with an action.
@@ -340,7 +256,49 @@ pub fn is_tenant_role(role: Role) -> bool {
     )
 }
 
-/// The policy table: every (action, role) pair, in one place. Each role holds the least it needs.
+/// What `role` may do with action `A`: the row of `A` in the policy table ([`actions`]).
+pub fn access<A: Action>(role: Role) -> Access {
+    if A::PLATFORM.contains(&role) {
+        Access::Platform
+    } else if A::TENANT.contains(&role) {
+        Access::Tenant
+    } else {
+        Access::Deny
+    }
+}
+
+macro_rules! actions {
+    ($(
+        $(#[$doc:meta])*
+        $ty:ident {
+            name: $name:literal,
+            mutation: $mutation:literal,
+            follows_tenant_header: $header:literal,
+            platform: [$($p:ident),*],
+            tenant: [$($t:ident),*] $(,)?
+        }
+    )*) => {
+        $(
+            $(#[$doc])*
+            #[derive(Debug, Clone, Copy)]
+            pub struct $ty;
+
+            impl Action for $ty {
+                const NAME: &'static str = $name;
+                const MUTATION: bool = $mutation;
+                const FOLLOWS_TENANT_HEADER: bool = $header;
+                const PLATFORM: &'static [Role] = &[$(Role::$p),*];
+                const TENANT: &'static [Role] = &[$(Role::$t),*];
+            }
+        )*
+
+        /// Every action by name, with its row of the policy table.
+        pub const ALL: &[(&str, fn(Role) -> Access)] = &[$(($name, access::<$ty>)),*];
+    };
+}
+
+/// The policy table: every action and the roles that may do it, in one place. Each role holds the least it
+/// needs.
 ///
 /// | action | platform_admin | finops | tenant_admin | auditor, security_officer | developer | viewer | sampler | usage_reporter |
 /// |---|---|---|---|---|---|---|---|---|
@@ -356,105 +314,254 @@ pub fn is_tenant_role(role: Role) -> bool {
 /// | budgets read | all | tenant | tenant | tenant | tenant | tenant | - | - |
 /// | reserve, commit, release | all | - | tenant | - | tenant | - | - | all (tenant named) |
 /// | reservation read | all | tenant | tenant | tenant | tenant | tenant | - | all (tenant named) |
-pub fn access(action: Action, role: Role) -> Access {
-    use Access::{Deny, Platform, Tenant};
-    use Role::*;
-    match (action, role) {
-        (_, PlatformAdmin) => Platform,
-        (Action::CreateBudget | Action::SupersedeBudget, Finops) => Tenant,
-        (Action::CreateBudget | Action::SupersedeBudget, _) => Deny,
-        (Action::ReadBudgets, Sampler | UsageReporter) => Deny,
-        (Action::ReadBudgets, _) => Tenant,
-        (
-            Action::Reserve
-            | Action::CommitReservation
-            | Action::ReleaseReservation
-            | Action::ReadReservation,
-            UsageReporter,
-        ) => Platform,
-        (
-            Action::Reserve | Action::CommitReservation | Action::ReleaseReservation,
-            TenantAdmin | Developer,
-        ) => Tenant,
-        (Action::Reserve | Action::CommitReservation | Action::ReleaseReservation, _) => Deny,
-        (Action::ReadReservation, Sampler) => Deny,
-        (Action::ReadReservation, _) => Tenant,
-        (Action::IngestSamples, Sampler) => Platform,
-        (Action::IngestSamples, _) => Deny,
-        (Action::ReadCatalog | Action::ReadTenants, UsageReporter) => Platform,
-        (Action::ReadTenants, Sampler) => Deny,
-        (Action::ReadTenants, _) => Tenant,
-        (
-            Action::ReadAllocation | Action::ReadPolicies | Action::ReadCatalog,
-            Sampler | UsageReporter,
-        ) => Deny,
-        (Action::ReadAllocation | Action::ReadPolicies | Action::ReadCatalog, _) => Tenant,
-        (
-            Action::CreatePolicy
-            | Action::SupersedePolicy
-            | Action::DisablePolicy
-            | Action::CreateApiKey
-            | Action::ReadAuditHead
-            | Action::CreateTenant,
-            _,
-        ) => Deny,
-        (Action::ListApiKeys | Action::RevokeApiKey | Action::RotateApiKey, TenantAdmin) => Tenant,
-        (Action::ListApiKeys | Action::RevokeApiKey | Action::RotateApiKey, _) => Deny,
-        (Action::IngestUsage, UsageReporter) => Platform,
-        (Action::IngestUsage, TenantAdmin | Developer) => Tenant,
-        (Action::IngestUsage, _) => Deny,
-        (Action::ReadAudit, Auditor | SecurityOfficer) => Tenant,
-        (Action::ReadAudit, _) => Deny,
+pub mod actions {
+    use super::{access, Access, Action};
+    use eai_store::Role;
+
+    actions! {
+        /// `POST /v1/finops/gpu/samples` (a sampler: only its nodes' samples).
+        IngestSamples {
+            name: "gpu_samples.ingest", mutation: true, follows_tenant_header: false,
+            platform: [PlatformAdmin, Sampler], tenant: [],
+        }
+        /// `GET /v1/finops/gpu/allocation`.
+        ReadAllocation {
+            name: "gpu_allocation.read", mutation: false, follows_tenant_header: true,
+            platform: [PlatformAdmin],
+            tenant: [Finops, TenantAdmin, Auditor, SecurityOfficer, Developer, Viewer],
+        }
+        /// `GET /v1/finops/allocation-policies[/{id}]`.
+        ReadPolicies {
+            name: "allocation_policy.list", mutation: false, follows_tenant_header: true,
+            platform: [PlatformAdmin],
+            tenant: [Finops, TenantAdmin, Auditor, SecurityOfficer, Developer, Viewer],
+        }
+        /// `POST /v1/finops/allocation-policies`.
+        CreatePolicy {
+            name: "allocation_policy.create", mutation: true, follows_tenant_header: false,
+            platform: [PlatformAdmin], tenant: [],
+        }
+        /// `POST /v1/finops/allocation-policies/{id}/supersede`.
+        SupersedePolicy {
+            name: "allocation_policy.supersede", mutation: true, follows_tenant_header: false,
+            platform: [PlatformAdmin], tenant: [],
+        }
+        /// `POST /v1/finops/allocation-policies/{id}/disable`.
+        DisablePolicy {
+            name: "allocation_policy.disable", mutation: true, follows_tenant_header: false,
+            platform: [PlatformAdmin], tenant: [],
+        }
+        /// `GET /v1/providers/catalog`.
+        ReadCatalog {
+            name: "providers.catalog", mutation: false, follows_tenant_header: true,
+            platform: [PlatformAdmin, UsageReporter],
+            tenant: [Finops, TenantAdmin, Auditor, SecurityOfficer, Developer, Viewer],
+        }
+        /// `POST /v1/usage/events` (a platform identity names the tenant in the body).
+        IngestUsage {
+            name: "usage_events.ingest", mutation: true, follows_tenant_header: true,
+            platform: [PlatformAdmin, UsageReporter], tenant: [TenantAdmin, Developer],
+        }
+        /// `POST /v1/auth/api-keys`.
+        CreateApiKey {
+            name: "api_key.create", mutation: true, follows_tenant_header: false,
+            platform: [PlatformAdmin], tenant: [],
+        }
+        /// `GET /v1/auth/api-keys`.
+        ListApiKeys {
+            name: "api_key.list", mutation: false, follows_tenant_header: true,
+            platform: [PlatformAdmin], tenant: [TenantAdmin],
+        }
+        /// `DELETE /v1/auth/api-keys/{id}`.
+        RevokeApiKey {
+            name: "api_key.revoke", mutation: true, follows_tenant_header: true,
+            platform: [PlatformAdmin], tenant: [TenantAdmin],
+        }
+        /// `POST /v1/auth/api-keys/{id}/rotate`.
+        RotateApiKey {
+            name: "api_key.rotate", mutation: true, follows_tenant_header: true,
+            platform: [PlatformAdmin], tenant: [TenantAdmin],
+        }
+        /// `GET /v1/audit/events`.
+        ReadAudit {
+            name: "audit_events.read", mutation: false, follows_tenant_header: true,
+            platform: [PlatformAdmin], tenant: [Auditor, SecurityOfficer],
+        }
+        /// `GET /v1/audit/head`.
+        ReadAuditHead {
+            name: "audit_head.read", mutation: false, follows_tenant_header: false,
+            platform: [PlatformAdmin], tenant: [],
+        }
+        /// `POST /v1/tenants`.
+        CreateTenant {
+            name: "tenant.create", mutation: true, follows_tenant_header: false,
+            platform: [PlatformAdmin], tenant: [],
+        }
+        /// `GET /v1/tenants[/{key}]` (a tenant's roles: their own tenant).
+        ReadTenants {
+            name: "tenant.read", mutation: false, follows_tenant_header: true,
+            platform: [PlatformAdmin, UsageReporter],
+            tenant: [Finops, TenantAdmin, Auditor, SecurityOfficer, Developer, Viewer],
+        }
+        /// `POST /v1/finops/budgets`.
+        CreateBudget {
+            name: "budget.create", mutation: true, follows_tenant_header: true,
+            platform: [PlatformAdmin], tenant: [Finops],
+        }
+        /// `POST /v1/finops/budgets/{id}/supersede` and `/disable`.
+        SupersedeBudget {
+            name: "budget.supersede", mutation: true, follows_tenant_header: true,
+            platform: [PlatformAdmin], tenant: [Finops],
+        }
+        /// `GET /v1/finops/budgets[/{id}]`.
+        ReadBudgets {
+            name: "budget.read", mutation: false, follows_tenant_header: true,
+            platform: [PlatformAdmin],
+            tenant: [Finops, TenantAdmin, Auditor, SecurityOfficer, Developer, Viewer],
+        }
+        /// `POST /v1/finops/reservations`.
+        Reserve {
+            name: "reservation.create", mutation: true, follows_tenant_header: true,
+            platform: [PlatformAdmin, UsageReporter], tenant: [TenantAdmin, Developer],
+        }
+        /// `POST /v1/finops/reservations/{id}/commit`.
+        CommitReservation {
+            name: "reservation.commit", mutation: true, follows_tenant_header: true,
+            platform: [PlatformAdmin, UsageReporter], tenant: [TenantAdmin, Developer],
+        }
+        /// `POST /v1/finops/reservations/{id}/release`.
+        ReleaseReservation {
+            name: "reservation.release", mutation: true, follows_tenant_header: true,
+            platform: [PlatformAdmin, UsageReporter], tenant: [TenantAdmin, Developer],
+        }
+        /// `GET /v1/finops/reservations/{id}`.
+        ReadReservation {
+            name: "reservation.read", mutation: false, follows_tenant_header: true,
+            platform: [PlatformAdmin, UsageReporter],
+            tenant: [Finops, TenantAdmin, Auditor, SecurityOfficer, Developer, Viewer],
+        }
     }
 }
 
-/// Decides whether `caller` may do `action` and with which scope. A tenant role without a tenant gets
-/// `tenant_required`, then the table decides. Every decision on a mutation is audited: a denied one here, an
-/// allowed one by the store in the mutation's own transaction (with the draft of [`draft`]), or by [`finish`]
-/// when it failed.
-pub async fn authorize(
-    state: &AppState,
-    caller: &Caller,
-    action: Action,
-) -> Result<Scope, ApiError> {
-    let decision = if is_tenant_role(caller.role) && caller.tenant.is_none() {
-        Err(ApiError::tenant_required())
-    } else {
-        match (access(action, caller.role), caller.tenant) {
-            (Access::Deny, _) => Err(ApiError::forbidden(caller.role.as_str(), action.name())),
-            (Access::Platform, _) => Ok(match caller.acting_tenant {
-                Some(t) if action.follows_tenant_header() => Scope::Tenant(t),
-                _ => Scope::Platform,
-            }),
-            (Access::Tenant, Some(t)) => Ok(Scope::Tenant(t)),
-            (Access::Tenant, None) => Err(ApiError::tenant_required()),
+/// An authenticated caller allowed to do `A`, and the scope it does it in: the argument of every handler of
+/// `A` (in the manner of meilisearch's `GuardedData`). Extracting it signs the caller in ([`Caller`]), then
+/// decides with `A`'s row of the policy table: a tenant role without a tenant gets `tenant_required`, a role
+/// the row does not name `forbidden`; a refused mutation is audited. A handler thus never runs unauthorized,
+/// and audits (with [`Authorized::draft`], [`Authorized::finish`]) under the action it was authorized for.
+#[derive(Debug, Clone)]
+pub struct Authorized<A: Action> {
+    pub caller: Caller,
+    /// Whose rows the handler may read and write: every tenant's, or one tenant's.
+    pub scope: Scope,
+    action: PhantomData<A>,
+}
+
+impl<A: Action> FromRequestParts<AppState> for Authorized<A> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let caller = Caller::from_request_parts(parts, state).await?;
+        let scope = authorize::<A>(state, &caller).await?;
+        Ok(Authorized {
+            caller,
+            scope,
+            action: PhantomData,
+        })
+    }
+}
+
+impl<A: Action> Authorized<A> {
+    /// The audit event of the allowed mutation, for the store to complete (ids, counts) and write in the
+    /// mutation's own transaction: `details` holds what the request says (never a secret); `outcome` is `ok`.
+    pub fn draft(&self, resource: Option<String>, details: Value) -> AuditDraft {
+        let details = match details {
+            Value::Object(mut m) => {
+                m.insert("outcome".into(), "ok".into());
+                Value::Object(m)
+            }
+            _ => json!({ "outcome": "ok" }),
+        };
+        event::<A>(&self.caller, "allow", resource, details)
+    }
+
+    /// Answers the allowed mutation. A failed one stored nothing (its transaction rolled back, or it never
+    /// reached the store): its failure is audited here, with the error code as outcome (`deny` when the content
+    /// was forbidden).
+    pub async fn finish(&self, state: &AppState, outcome: Result<Done, ApiError>) -> Response {
+        match outcome {
+            Ok(d) => (d.status, Json(d.body)).into_response(),
+            Err(e) => {
+                let decision = if e.code == ErrorCode::Forbidden {
+                    "deny"
+                } else {
+                    "allow"
+                };
+                let audited = state
+                    .store
+                    .append_audit(&event::<A>(
+                        &self.caller,
+                        decision,
+                        None,
+                        json!({ "outcome": e.code.as_str() }),
+                    ))
+                    .await;
+                if let Err(a) = audited {
+                    return ApiError::internal(format!(
+                        "audit append failed after a failed {}: {a}",
+                        A::NAME
+                    ))
+                    .into_response();
+                }
+                e.into_response()
+            }
         }
-    };
+    }
+}
+
+/// Decides whether `caller` may do `A` and with which scope. A tenant role without a tenant gets
+/// `tenant_required`, then the table decides. Every decision on a mutation is audited: a denied one here, an
+/// allowed one by the store in the mutation's own transaction (with [`Authorized::draft`]), or by
+/// [`Authorized::finish`] when it failed.
+async fn authorize<A: Action>(state: &AppState, caller: &Caller) -> Result<Scope, ApiError> {
+    let decision = decide::<A>(caller);
     if let Err(e) = &decision {
-        deny(state, caller, action, e).await?;
+        deny::<A>(state, caller, e).await?;
     }
     decision
 }
 
+/// The decision of [`authorize`], without its audit.
+fn decide<A: Action>(caller: &Caller) -> Result<Scope, ApiError> {
+    if is_tenant_role(caller.role) && caller.tenant.is_none() {
+        return Err(ApiError::tenant_required());
+    }
+    match (access::<A>(caller.role), caller.tenant) {
+        (Access::Deny, _) => Err(ApiError::forbidden(caller.role.as_str(), A::NAME)),
+        (Access::Platform, _) => Ok(match caller.acting_tenant {
+            Some(t) if A::FOLLOWS_TENANT_HEADER => Scope::Tenant(t),
+            _ => Scope::Platform,
+        }),
+        (Access::Tenant, Some(t)) => Ok(Scope::Tenant(t)),
+        (Access::Tenant, None) => Err(ApiError::tenant_required()),
+    }
+}
+
 /// Audits a refusal of a mutation (logged for every action).
-pub async fn deny(
-    state: &AppState,
-    caller: &Caller,
-    action: Action,
-    e: &ApiError,
-) -> Result<(), ApiError> {
+async fn deny<A: Action>(state: &AppState, caller: &Caller, e: &ApiError) -> Result<(), ApiError> {
     tracing::info!(
-        action = action.name(),
+        action = A::NAME,
         role = caller.role.as_str(),
         code = e.code.as_str(),
         "denied"
     );
-    if action.is_mutation() {
+    if A::MUTATION {
         state
             .store
-            .append_audit(&event(
+            .append_audit(&event::<A>(
                 caller,
-                action,
                 "deny",
                 None,
                 json!({ "reason": e.code.as_str() }),
@@ -464,10 +571,9 @@ pub async fn deny(
     Ok(())
 }
 
-/// An audit event of `caller`.
-fn event(
+/// An audit event of `caller` doing `A`.
+fn event<A: Action>(
     caller: &Caller,
-    action: Action,
     decision: &str,
     resource: Option<String>,
     details: Value,
@@ -477,33 +583,15 @@ fn event(
         actor: caller.key_id.clone(),
         actor_role: Some(caller.role.as_str().to_string()),
         // Signed in to a tenant, what is done as that tenant is on its trail; platform actions are not its.
-        tenant_id: caller.tenant.or(caller
-            .acting_tenant
-            .filter(|_| action.follows_tenant_header())),
-        action: action.name().to_string(),
+        tenant_id: caller
+            .tenant
+            .or(caller.acting_tenant.filter(|_| A::FOLLOWS_TENANT_HEADER)),
+        action: A::NAME.to_string(),
         decision: decision.to_string(),
         resource,
         request_id: request_context::request_id(),
         details,
     }
-}
-
-/// The audit event of an allowed mutation, for the store to complete (ids, counts) and write in the mutation's
-/// own transaction: `details` holds what the request says (never a secret); `outcome` is `ok`.
-pub fn draft(
-    caller: &Caller,
-    action: Action,
-    resource: Option<String>,
-    details: Value,
-) -> AuditDraft {
-    let details = match details {
-        Value::Object(mut m) => {
-            m.insert("outcome".into(), "ok".into());
-            Value::Object(m)
-        }
-        _ => json!({ "outcome": "ok" }),
-    };
-    event(caller, action, "allow", resource, details)
 }
 
 /// The answer of an allowed mutation (audited by the store with the change).
@@ -513,90 +601,132 @@ pub struct Done {
     pub body: Value,
 }
 
-/// Answers an allowed mutation. A failed one stored nothing (its transaction rolled back, or it never reached
-/// the store): its failure is audited here, with the error code as outcome (`deny` when the content was
-/// forbidden).
-pub async fn finish(
-    state: &AppState,
-    caller: &Caller,
-    action: Action,
-    outcome: Result<Done, ApiError>,
-) -> Response {
-    match outcome {
-        Ok(d) => (d.status, Json(d.body)).into_response(),
-        Err(e) => {
-            let decision = if e.code == ErrorCode::Forbidden {
-                "deny"
-            } else {
-                "allow"
-            };
-            let audited = state
-                .store
-                .append_audit(&event(
-                    caller,
-                    action,
-                    decision,
-                    None,
-                    json!({ "outcome": e.code.as_str() }),
-                ))
-                .await;
-            if let Err(a) = audited {
-                return ApiError::internal(format!(
-                    "audit append failed after a failed {}: {a}",
-                    action.name()
-                ))
-                .into_response();
-            }
-            e.into_response()
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_policy_table() {
+    /// The policy table as it was written before actions were types (one `match` over (action, role)): the
+    /// rows of [`actions`] must give exactly these decisions.
+    fn table(action: &str, role: Role) -> Access {
+        use Access::{Deny, Platform, Tenant};
         use Role::*;
-        assert_eq!(access(Action::IngestSamples, Sampler), Access::Platform);
-        assert_eq!(access(Action::ReadAllocation, Sampler), Access::Deny);
-        assert_eq!(access(Action::CreatePolicy, Finops), Access::Deny);
+        match (action, role) {
+            (_, PlatformAdmin) => Platform,
+            ("budget.create" | "budget.supersede", Finops) => Tenant,
+            ("budget.create" | "budget.supersede", _) => Deny,
+            ("budget.read", Sampler | UsageReporter) => Deny,
+            ("budget.read", _) => Tenant,
+            (
+                "reservation.create"
+                | "reservation.commit"
+                | "reservation.release"
+                | "reservation.read",
+                UsageReporter,
+            ) => Platform,
+            (
+                "reservation.create" | "reservation.commit" | "reservation.release",
+                TenantAdmin | Developer,
+            ) => Tenant,
+            ("reservation.create" | "reservation.commit" | "reservation.release", _) => Deny,
+            ("reservation.read", Sampler) => Deny,
+            ("reservation.read", _) => Tenant,
+            ("gpu_samples.ingest", Sampler) => Platform,
+            ("gpu_samples.ingest", _) => Deny,
+            ("providers.catalog" | "tenant.read", UsageReporter) => Platform,
+            ("tenant.read", Sampler) => Deny,
+            ("tenant.read", _) => Tenant,
+            (
+                "gpu_allocation.read" | "allocation_policy.list" | "providers.catalog",
+                Sampler | UsageReporter,
+            ) => Deny,
+            ("gpu_allocation.read" | "allocation_policy.list" | "providers.catalog", _) => Tenant,
+            (
+                "allocation_policy.create"
+                | "allocation_policy.supersede"
+                | "allocation_policy.disable"
+                | "api_key.create"
+                | "audit_head.read"
+                | "tenant.create",
+                _,
+            ) => Deny,
+            ("api_key.list" | "api_key.revoke" | "api_key.rotate", TenantAdmin) => Tenant,
+            ("api_key.list" | "api_key.revoke" | "api_key.rotate", _) => Deny,
+            ("usage_events.ingest", UsageReporter) => Platform,
+            ("usage_events.ingest", TenantAdmin | Developer) => Tenant,
+            ("usage_events.ingest", _) => Deny,
+            ("audit_events.read", Auditor | SecurityOfficer) => Tenant,
+            ("audit_events.read", _) => Deny,
+            (other, _) => panic!("unknown action {other}"),
+        }
+    }
+
+    const ROLES: [Role; 9] = [
+        Role::PlatformAdmin,
+        Role::Finops,
+        Role::TenantAdmin,
+        Role::Auditor,
+        Role::Developer,
+        Role::Viewer,
+        Role::SecurityOfficer,
+        Role::Sampler,
+        Role::UsageReporter,
+    ];
+
+    #[test]
+    fn every_action_gives_every_role_what_the_policy_table_says() {
+        assert_eq!(actions::ALL.len(), 23);
+        let mut names: Vec<&str> = actions::ALL.iter().map(|(n, _)| *n).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), actions::ALL.len(), "one row per action");
+        for (name, access) in actions::ALL {
+            for role in ROLES {
+                assert_eq!(access(role), table(name, role), "{name} {role:?}");
+            }
+        }
+    }
+
+    fn caller(role: Role, tenant: Option<&str>, acting: Option<&str>) -> Caller {
+        let t = |s: &str| s.parse::<TenantId>().expect("tenant");
+        Caller {
+            key_id: "key_1".into(),
+            role,
+            tenant: tenant.map(t),
+            nodes: Vec::new(),
+            acting_tenant: acting.map(t),
+        }
+    }
+
+    #[test]
+    fn the_decision_gives_the_scope_of_the_action() {
+        use actions::*;
+        let a = "8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10";
+        let ta: TenantId = a.parse().expect("tenant");
+        // A tenant role acts in its tenant; without one it is refused whatever the action.
+        let viewer = caller(Role::Viewer, Some(a), None);
         assert_eq!(
-            access(Action::CreatePolicy, PlatformAdmin),
-            Access::Platform
+            decide::<ReadAllocation>(&viewer).ok(),
+            Some(Scope::Tenant(ta))
         );
-        for r in [
-            Finops,
-            TenantAdmin,
-            Auditor,
-            Developer,
-            Viewer,
-            SecurityOfficer,
-        ] {
-            assert_eq!(access(Action::ReadAllocation, r), Access::Tenant, "{r:?}");
-            assert_eq!(access(Action::ReadPolicies, r), Access::Tenant, "{r:?}");
-            assert_eq!(access(Action::CreateApiKey, r), Access::Deny, "{r:?}");
-        }
-        assert_eq!(access(Action::ReadAudit, Auditor), Access::Tenant);
-        assert_eq!(access(Action::ReadAudit, SecurityOfficer), Access::Tenant);
-        assert_eq!(access(Action::ReadAudit, Finops), Access::Deny);
-        assert_eq!(access(Action::IngestUsage, Developer), Access::Tenant);
-        assert_eq!(access(Action::IngestUsage, Viewer), Access::Deny);
-        // Least privilege: a sampler posts samples only, a usage reporter usage only.
-        for a in [
-            Action::IngestUsage,
-            Action::ReadCatalog,
-            Action::ReadAllocation,
-            Action::CreateApiKey,
-        ] {
-            assert_eq!(access(a, Sampler), Access::Deny, "{a:?}");
-        }
-        assert_eq!(access(Action::IngestUsage, UsageReporter), Access::Platform);
-        assert_eq!(access(Action::IngestSamples, UsageReporter), Access::Deny);
-        assert_eq!(access(Action::ReadAllocation, UsageReporter), Access::Deny);
-        assert_eq!(access(Action::RevokeApiKey, TenantAdmin), Access::Tenant);
-        assert_eq!(access(Action::RevokeApiKey, Finops), Access::Deny);
-        assert_eq!(access(Action::ReadAuditHead, Auditor), Access::Deny);
+        let e = decide::<CreatePolicy>(&viewer).expect_err("forbidden");
+        assert_eq!(e.code, ErrorCode::Forbidden);
+        let lost = caller(Role::Viewer, None, None);
+        let e = decide::<ReadAllocation>(&lost).expect_err("no tenant");
+        assert_eq!(e.code, ErrorCode::TenantRequired);
+        // A platform identity signed in to a tenant reads as that tenant, and keeps its platform scope for
+        // platform actions.
+        let admin = caller(Role::PlatformAdmin, None, Some(a));
+        assert_eq!(
+            decide::<ReadAllocation>(&admin).ok(),
+            Some(Scope::Tenant(ta))
+        );
+        assert_eq!(decide::<CreatePolicy>(&admin).ok(), Some(Scope::Platform));
+        assert_eq!(decide::<IngestSamples>(&admin).ok(), Some(Scope::Platform));
+        let sampler = caller(Role::Sampler, None, None);
+        assert_eq!(
+            decide::<IngestSamples>(&sampler).ok(),
+            Some(Scope::Platform)
+        );
+        assert!(decide::<IngestUsage>(&sampler).is_err());
     }
 }

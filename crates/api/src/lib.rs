@@ -2,10 +2,12 @@
 //! store, bootstraps the first platform_admin key, binds and serves it with graceful shutdown.
 //!
 //! Code map: [`config`] (typed `EAI_*` configuration), [`startup`] (build, bootstrap, run), [`routes`] (one
-//! module per resource), [`auth`] (API keys, the `Caller` extractor, the role policy table, audit of
+//! module per resource), [`auth`] (sign-in: the `Caller` extractor; the policy table, one type per action;
+//! `Authorized<A>`, the extractor that gives a handler of `A` its caller and scope, and the audit of
 //! mutations), [`error`] (the one envelope and its code table), [`extract`] (body and query extractors whose
 //! rejections use the envelope), [`telemetry`] (request id, traceparent, spans), [`metrics`] (Prometheus),
-//! [`store_metrics`] (the figures `/metrics` reads from the store, refreshed in the background).
+//! [`store_metrics`] (the figures `/metrics` reads from the store, refreshed in the background). Leaves, which
+//! import nothing of the crate: [`clock`], [`key_format`], [`request_context`].
 
 pub mod allocation;
 pub mod auth;
@@ -26,7 +28,7 @@ pub mod state;
 pub mod store_metrics;
 pub mod telemetry;
 
-pub use auth::Caller;
+pub use auth::{Authorized, Caller};
 pub use config::{Config, Database};
 pub use error::{ApiError, ErrorCode};
 pub use key_format::{hash_api_key, new_api_key};

@@ -17,7 +17,8 @@ use eai_engine::view::AllocationView;
 use eai_store::Scope;
 use serde::Deserialize;
 
-use crate::auth::{authorize, Action, Caller};
+use crate::auth::actions::ReadAllocation;
+use crate::auth::Authorized;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::state::{now, AppState};
@@ -38,10 +39,10 @@ pub struct AllocationQuery {
 
 pub async fn get(
     State(st): State<AppState>,
-    caller: Caller,
+    auth: Authorized<ReadAllocation>,
     ApiQuery(q): ApiQuery<AllocationQuery>,
 ) -> Result<Json<AllocationView>, ApiError> {
-    let scope = authorize(&st, &caller, Action::ReadAllocation).await?;
+    let scope = auth.scope;
     let (from, to) = requested_period(
         q.from.as_deref(),
         q.to.as_deref(),

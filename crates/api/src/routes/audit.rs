@@ -8,7 +8,8 @@ use eai_store::AuditEvent;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::auth::{authorize, Action, Caller};
+use crate::auth::actions::{ReadAudit, ReadAuditHead};
+use crate::auth::Authorized;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::state::AppState;
@@ -43,8 +44,10 @@ pub fn view(e: &AuditEvent) -> Value {
 }
 
 /// `{"seq", "hash"}` of the chain's newest event (`{"seq": 0, "hash": <64 zeros>}` for an empty chain).
-pub async fn head(State(st): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
-    authorize(&st, &caller, Action::ReadAuditHead).await?;
+pub async fn head(
+    State(st): State<AppState>,
+    _auth: Authorized<ReadAuditHead>,
+) -> Result<Json<Value>, ApiError> {
     let head = st.store.audit_head().await?;
     let (seq, hash) = head.map_or((0, eai_store::audit::GENESIS_HASH.to_string()), |h| {
         (h.seq, h.hash)
@@ -56,10 +59,10 @@ pub async fn head(State(st): State<AppState>, caller: Caller) -> Result<Json<Val
 /// `{"items": [...]}`: pass the last `seq` as `after` to read on.
 pub async fn list(
     State(st): State<AppState>,
-    caller: Caller,
+    auth: Authorized<ReadAudit>,
     ApiQuery(q): ApiQuery<AuditQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let scope = authorize(&st, &caller, Action::ReadAudit).await?;
+    let scope = auth.scope;
     let after = q.after.unwrap_or(0);
     let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
     if limit == 0 || limit > MAX_LIMIT {

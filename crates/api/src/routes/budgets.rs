@@ -28,7 +28,11 @@ use rust_decimal::Decimal;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::auth::{authorize, draft, finish, Action, Caller, Done};
+use crate::auth::actions::{
+    CommitReservation, CreateBudget, ReadBudgets, ReadReservation, ReleaseReservation, Reserve,
+    SupersedeBudget,
+};
+use crate::auth::{Authorized, Done};
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::Body;
 use crate::state::{now, AppState};
@@ -127,19 +131,16 @@ async fn standings(
 /// `POST /v1/finops/budgets`: 201 with the budget and, when it has a webhook, its `webhook_secret` (shown once).
 pub async fn create(
     State(st): State<AppState>,
-    caller: Caller,
+    auth: Authorized<CreateBudget>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let scope = authorize(&st, &caller, Action::CreateBudget).await?;
+    let scope = auth.scope;
     let outcome = async {
         let loose: Loose = body.json()?;
         let at = now();
         let spec = parse_budget(&loose, tenant_source(scope), at).map_err(ApiError::validation)?;
         let secret = spec.webhook_url.as_ref().map(|_| webhook_secret());
-        let audit = draft(
-            &caller,
-            Action::CreateBudget,
-            None,
+        let audit = auth.draft(None,
             json!({ "tenant_id": spec.tenant_id.to_string(), "name": spec.name, "limit": amount(spec.limit, spec.currency),
                     "currency": spec.currency.as_str(), "enforce": spec.enforce }),
         );
@@ -155,12 +156,15 @@ pub async fn create(
         Ok(Done { status: StatusCode::CREATED, body })
     }
     .await;
-    Ok(finish(&st, &caller, Action::CreateBudget, outcome).await)
+    Ok(auth.finish(&st, outcome).await)
 }
 
 /// `GET /v1/finops/budgets`: `{"items": [...]}`, oldest first, closed ones included.
-pub async fn list(State(st): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
-    let scope = authorize(&st, &caller, Action::ReadBudgets).await?;
+pub async fn list(
+    State(st): State<AppState>,
+    auth: Authorized<ReadBudgets>,
+) -> Result<Json<Value>, ApiError> {
+    let scope = auth.scope;
     let at = now();
     let standing = standings(&st, scope, at).await?;
     let items: Vec<Value> = st
@@ -184,10 +188,10 @@ async fn find(st: &AppState, scope: Scope, id: &str) -> Result<BudgetRecord, Api
 
 pub async fn get_one(
     State(st): State<AppState>,
-    caller: Caller,
+    auth: Authorized<ReadBudgets>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let scope = authorize(&st, &caller, Action::ReadBudgets).await?;
+    let scope = auth.scope;
     let at = now();
     let r = find(&st, scope, &id).await?;
     let standing = standings(&st, scope, at).await?;
@@ -238,22 +242,15 @@ fn effective_at(given: &mut BTreeMap<String, Loose>, at: Timestamp) -> Result<Ti
 
 async fn close(
     st: &AppState,
-    caller: &Caller,
-    action: Action,
-    scope: Scope,
+    auth: &Authorized<SupersedeBudget>,
     id: &str,
     at: Timestamp,
     replacement: Option<BudgetSpec>,
 ) -> Result<Done, ApiError> {
-    let audit = draft(
-        caller,
-        action,
-        None,
-        json!({ "effective_at": at.to_string() }),
-    );
+    let audit = auth.draft(None, json!({ "effective_at": at.to_string() }));
     let (closed, opened) = st
         .store
-        .supersede_budget(scope, id, at, replacement.as_ref(), &audit)
+        .supersede_budget(auth.scope, id, at, replacement.as_ref(), &audit)
         .await?;
     let now = now();
     // The successor's standing as a read would show it (the closed one has none).
@@ -271,11 +268,11 @@ async fn close(
 /// successor from then: its fields overridden by the body's (the webhook secret carried over).
 pub async fn supersede(
     State(st): State<AppState>,
-    caller: Caller,
+    auth: Authorized<SupersedeBudget>,
     Path(id): Path<String>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let scope = authorize(&st, &caller, Action::SupersedeBudget).await?;
+    let scope = auth.scope;
     let outcome = async {
         let loose: Loose = if body.is_empty() {
             Loose::Object(BTreeMap::new())
@@ -310,19 +307,10 @@ pub async fn supersede(
             at,
         )
         .map_err(ApiError::validation)?;
-        close(
-            &st,
-            &caller,
-            Action::SupersedeBudget,
-            scope,
-            &id,
-            at,
-            Some(spec),
-        )
-        .await
+        close(&st, &auth, &id, at, Some(spec)).await
     }
     .await;
-    Ok(finish(&st, &caller, Action::SupersedeBudget, outcome).await)
+    Ok(auth.finish(&st, outcome).await)
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -334,11 +322,11 @@ struct DisableBody {
 /// `POST /v1/finops/budgets/{id}/disable`: closes the budget at `effective_at` (default now), no successor.
 pub async fn disable(
     State(st): State<AppState>,
-    caller: Caller,
+    auth: Authorized<SupersedeBudget>,
     Path(id): Path<String>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let scope = authorize(&st, &caller, Action::SupersedeBudget).await?;
+    let scope = auth.scope;
     let outcome = async {
         let b: DisableBody = body.json_or_default()?;
         let at = match b.effective_at.as_deref() {
@@ -347,10 +335,10 @@ pub async fn disable(
             None => now(),
         };
         find(&st, scope, &id).await?;
-        close(&st, &caller, Action::SupersedeBudget, scope, &id, at, None).await
+        close(&st, &auth, &id, at, None).await
     }
     .await;
-    Ok(finish(&st, &caller, Action::SupersedeBudget, outcome).await)
+    Ok(auth.finish(&st, outcome).await)
 }
 
 // --- reservations ----------------------------------------------------------------------------------------------
@@ -409,19 +397,16 @@ fn exceeded(r: &Refusal) -> ApiError {
 /// `POST /v1/finops/reservations`: 201 `held`, or 402 `budget_exceeded`.
 pub async fn reserve(
     State(st): State<AppState>,
-    caller: Caller,
+    auth: Authorized<Reserve>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let scope = authorize(&st, &caller, Action::Reserve).await?;
+    let scope = auth.scope;
     let outcome = async {
         let loose: Loose = body.json()?;
         let at = now();
         let request = parse_reservation(&loose, tenant_source(scope)).map_err(ApiError::validation)?;
         let new = NewReservation::new(request, at);
-        let audit = draft(
-            &caller,
-            Action::Reserve,
-            Some(new.id.clone()),
+        let audit = auth.draft(Some(new.id.clone()),
             json!({ "action": new.request.action, "estimate": new.request.estimate.cost.to_string() }),
         );
         match st.store.reserve(&new, &audit).await? {
@@ -433,15 +418,15 @@ pub async fn reserve(
         }
     }
     .await;
-    Ok(finish(&st, &caller, Action::Reserve, outcome).await)
+    Ok(auth.finish(&st, outcome).await)
 }
 
 pub async fn get_reservation(
     State(st): State<AppState>,
-    caller: Caller,
+    auth: Authorized<ReadReservation>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let scope = authorize(&st, &caller, Action::ReadReservation).await?;
+    let scope = auth.scope;
     let r = st
         .store
         .reservation(scope, &id)
@@ -454,11 +439,11 @@ pub async fn get_reservation(
 /// the hold; a committed reservation is answered as it is.
 pub async fn commit(
     State(st): State<AppState>,
-    caller: Caller,
+    auth: Authorized<CommitReservation>,
     Path(id): Path<String>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let scope = authorize(&st, &caller, Action::CommitReservation).await?;
+    let scope = auth.scope;
     let outcome = async {
         let loose: Loose = body.json()?;
         let (actual, currency) = parse_commit(&loose).map_err(ApiError::validation)?;
@@ -474,9 +459,7 @@ pub async fn commit(
                 format!("must be the reservation's currency, {}", existing.currency),
             ));
         }
-        let audit = draft(
-            &caller,
-            Action::CommitReservation,
+        let audit = auth.draft(
             Some(id.clone()),
             json!({ "actual": actual.cost.to_string() }),
         );
@@ -490,24 +473,19 @@ pub async fn commit(
         })
     }
     .await;
-    Ok(finish(&st, &caller, Action::CommitReservation, outcome).await)
+    Ok(auth.finish(&st, outcome).await)
 }
 
 /// `POST /v1/finops/reservations/{id}/release`: frees the hold.
 pub async fn release(
     State(st): State<AppState>,
-    caller: Caller,
+    auth: Authorized<ReleaseReservation>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let scope = authorize(&st, &caller, Action::ReleaseReservation).await?;
+    let scope = auth.scope;
     let outcome = async {
         let at = now();
-        let audit = draft(
-            &caller,
-            Action::ReleaseReservation,
-            Some(id.clone()),
-            json!({}),
-        );
+        let audit = auth.draft(Some(id.clone()), json!({}));
         let r = st.store.release_reservation(scope, &id, at, &audit).await?;
         Ok(Done {
             status: StatusCode::OK,
@@ -515,5 +493,5 @@ pub async fn release(
         })
     }
     .await;
-    Ok(finish(&st, &caller, Action::ReleaseReservation, outcome).await)
+    Ok(auth.finish(&st, outcome).await)
 }

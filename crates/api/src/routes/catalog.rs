@@ -9,7 +9,8 @@ use eai_store::{DeploymentSeen, Scope};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::auth::{authorize, Action, Caller};
+use crate::auth::actions::ReadCatalog;
+use crate::auth::Authorized;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -56,8 +57,11 @@ pub fn visible(d: &DeploymentSeen, scope: Scope) -> bool {
     }
 }
 
-pub async fn get(State(st): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
-    let scope = authorize(&st, &caller, Action::ReadCatalog).await?;
+pub async fn get(
+    State(st): State<AppState>,
+    auth: Authorized<ReadCatalog>,
+) -> Result<Json<Value>, ApiError> {
+    let scope = auth.scope;
     let items: Vec<Value> = st
         .store
         .deployments_seen()

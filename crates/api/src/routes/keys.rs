@@ -22,7 +22,8 @@ use eai_store::{ApiKeyRecord, NewApiKey, Role};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::auth::{authorize, draft, finish, is_tenant_role, Action, Caller, Done};
+use crate::auth::actions::{CreateApiKey, ListApiKeys, RevokeApiKey, RotateApiKey};
+use crate::auth::{is_tenant_role, Authorized, Caller, Done};
 use crate::error::ApiError;
 use crate::extract::Body;
 use crate::key_format::{hash_api_key, new_api_key};
@@ -226,10 +227,9 @@ pub fn key_view(k: &ApiKeyRecord, now: Timestamp) -> Value {
 /// Answers 201 `{"id", "key", "role", "tenant_id", "name"}`.
 pub async fn create(
     State(st): State<AppState>,
-    caller: Caller,
+    auth: Authorized<CreateApiKey>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    authorize(&st, &caller, Action::CreateApiKey).await?;
     let outcome = async {
         let b: NewKey = body.json()?;
         let at = now();
@@ -244,10 +244,7 @@ pub async fn create(
         .map_err(ApiError::validation)?;
         let key = new_api_key();
         let tenant = req.tenant_id.map(|t| t.to_string());
-        let audit = draft(
-            &caller,
-            Action::CreateApiKey,
-            None,
+        let audit = auth.draft(None,
             json!({ "role": req.role.as_str(), "tenant_id": tenant, "name": req.name, "expires_at": req.expires_at.map(|t| t.to_string()), "nodes": req.nodes }),
         );
         let new = req.into_new_key(hash_api_key(&key), at);
@@ -260,12 +257,15 @@ pub async fn create(
         })
     }
     .await;
-    Ok(finish(&st, &caller, Action::CreateApiKey, outcome).await)
+    Ok(auth.finish(&st, outcome).await)
 }
 
 /// Answers `{"items": [...]}`: every key (platform_admin) or the caller's tenant's (tenant_admin).
-pub async fn list(State(st): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
-    let scope = authorize(&st, &caller, Action::ListApiKeys).await?;
+pub async fn list(
+    State(st): State<AppState>,
+    auth: Authorized<ListApiKeys>,
+) -> Result<Json<Value>, ApiError> {
+    let scope = auth.scope;
     let at = now();
     let items: Vec<Value> = st
         .store
@@ -280,13 +280,13 @@ pub async fn list(State(st): State<AppState>, caller: Caller) -> Result<Json<Val
 /// `DELETE /v1/auth/api-keys/{id}`: revokes the key (idempotent); answers the key as listed.
 pub async fn revoke(
     State(st): State<AppState>,
-    caller: Caller,
+    auth: Authorized<RevokeApiKey>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let scope = authorize(&st, &caller, Action::RevokeApiKey).await?;
+    let scope = auth.scope;
     let outcome = async {
         let at = now();
-        let audit = draft(&caller, Action::RevokeApiKey, Some(id.clone()), json!({}));
+        let audit = auth.draft(Some(id.clone()), json!({}));
         let rec = st.store.revoke_api_key(scope, &id, at, &audit).await?;
         Ok(Done {
             status: StatusCode::OK,
@@ -294,7 +294,7 @@ pub async fn revoke(
         })
     }
     .await;
-    Ok(finish(&st, &caller, Action::RevokeApiKey, outcome).await)
+    Ok(auth.finish(&st, outcome).await)
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -310,11 +310,11 @@ const MAX_GRACE_SECONDS: u64 = 7 * 24 * 3600;
 /// the old one valid `grace_seconds` more.
 pub async fn rotate(
     State(st): State<AppState>,
-    caller: Caller,
+    auth: Authorized<RotateApiKey>,
     Path(id): Path<String>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let scope = authorize(&st, &caller, Action::RotateApiKey).await?;
+    let scope = auth.scope;
     let outcome = async {
         let b: RotateBody = body.json_or_default()?;
         let grace = b.grace_seconds.unwrap_or(0);
@@ -327,12 +327,7 @@ pub async fn rotate(
         let at = now();
         let until = Timestamp(at.0 + i64::try_from(grace).unwrap_or(0) * 1000);
         let key = new_api_key();
-        let audit = draft(
-            &caller,
-            Action::RotateApiKey,
-            Some(id.clone()),
-            json!({ "grace_seconds": grace }),
-        );
+        let audit = auth.draft(Some(id.clone()), json!({ "grace_seconds": grace }));
         let rec = st
             .store
             .rotate_api_key(scope, &id, &hash_api_key(&key), at, until, &audit)
@@ -345,7 +340,7 @@ pub async fn rotate(
         })
     }
     .await;
-    Ok(finish(&st, &caller, Action::RotateApiKey, outcome).await)
+    Ok(auth.finish(&st, outcome).await)
 }
 
 /// Answers `{"key_id", "role", "tenant_id", "tenant", "acting_tenant"}` for any valid key: nothing the caller

@@ -15,7 +15,8 @@ use rust_decimal::Decimal;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::auth::{authorize, draft, finish, Action, Caller, Done};
+use crate::auth::actions::{CreatePolicy, DisablePolicy, ReadPolicies, SupersedePolicy};
+use crate::auth::{Authorized, Done};
 use crate::error::ApiError;
 use crate::extract::Body;
 use crate::state::{now, AppState};
@@ -61,8 +62,10 @@ pub fn view(p: &Policy, now: Timestamp) -> Value {
 }
 
 /// `{"items": [...]}`, oldest first.
-pub async fn list(State(st): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
-    authorize(&st, &caller, Action::ReadPolicies).await?;
+pub async fn list(
+    State(st): State<AppState>,
+    _auth: Authorized<ReadPolicies>,
+) -> Result<Json<Value>, ApiError> {
     let now = now();
     let items: Vec<Value> = st
         .store
@@ -76,10 +79,9 @@ pub async fn list(State(st): State<AppState>, caller: Caller) -> Result<Json<Val
 
 pub async fn get_one(
     State(st): State<AppState>,
-    caller: Caller,
+    _auth: Authorized<ReadPolicies>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    authorize(&st, &caller, Action::ReadPolicies).await?;
     let p = find(&st, &id).await?;
     Ok(Json(view(&p, now())))
 }
@@ -96,18 +98,15 @@ async fn find(st: &AppState, id: &str) -> Result<Policy, ApiError> {
 /// Answers 201 `{"id": "alp_1", "status": "active"}` (`scheduled` when it starts later).
 pub async fn create(
     State(st): State<AppState>,
-    caller: Caller,
+    auth: Authorized<CreatePolicy>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    authorize(&st, &caller, Action::CreatePolicy).await?;
     let outcome = async {
         let loose: Loose = body.json()?;
         let now = now();
         // `effective_from` defaults to now; a backdated one is allowed since only platform_admin gets here.
         let spec = parse_policy(&loose, now).map_err(ApiError::validation)?;
-        let audit = draft(
-            &caller,
-            Action::CreatePolicy,
+        let audit = auth.draft(
             None,
             json!({ "name": spec.name, "effective_from": spec.effective_from.to_string() }),
         );
@@ -119,7 +118,7 @@ pub async fn create(
         })
     }
     .await;
-    Ok(finish(&st, &caller, Action::CreatePolicy, outcome).await)
+    Ok(auth.finish(&st, outcome).await)
 }
 
 /// Reads an optional instant field (a date or RFC 3339) out of a body.
@@ -192,11 +191,10 @@ fn fields_of(p: &Policy, now: Timestamp) -> BTreeMap<String, Loose> {
 /// `{"closed": policy, "opened": policy}`.
 pub async fn supersede(
     State(st): State<AppState>,
-    caller: Caller,
+    auth: Authorized<SupersedePolicy>,
     Path(id): Path<String>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    authorize(&st, &caller, Action::SupersedePolicy).await?;
     let outcome = async {
         let loose: Loose = if body.is_empty() { Loose::Object(BTreeMap::new()) } else { body.json()? };
         let Loose::Object(mut given) = loose else {
@@ -225,11 +223,11 @@ pub async fn supersede(
         }
         fields.insert("effective_from".into(), Loose::Str(at.to_string()));
         let spec = parse_policy(&Loose::Object(fields), at).map_err(ApiError::validation)?;
-        let audit = draft(&caller, Action::SupersedePolicy, None, json!({ "effective_at": at.to_string() }));
+        let audit = auth.draft(None, json!({ "effective_at": at.to_string() }));
         close_and_open(&st, &old, at, &spec, now, &audit).await
     }
     .await;
-    Ok(finish(&st, &caller, Action::SupersedePolicy, outcome).await)
+    Ok(auth.finish(&st, outcome).await)
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -242,11 +240,10 @@ struct DisableBody {
 /// closes the policy then and opens a disabled copy in its place. Answers like supersede.
 pub async fn disable(
     State(st): State<AppState>,
-    caller: Caller,
+    auth: Authorized<DisablePolicy>,
     Path(id): Path<String>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    authorize(&st, &caller, Action::DisablePolicy).await?;
     let outcome = async {
         let b: DisableBody = body.json_or_default()?;
         let now = now();
@@ -268,16 +265,11 @@ pub async fn disable(
             effective_from: at,
             ..old.spec.clone()
         };
-        let audit = draft(
-            &caller,
-            Action::DisablePolicy,
-            None,
-            json!({ "effective_at": at.to_string() }),
-        );
+        let audit = auth.draft(None, json!({ "effective_at": at.to_string() }));
         close_and_open(&st, &old, at, &copy, now, &audit).await
     }
     .await;
-    Ok(finish(&st, &caller, Action::DisablePolicy, outcome).await)
+    Ok(auth.finish(&st, outcome).await)
 }
 
 async fn close_and_open(

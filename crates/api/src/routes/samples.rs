@@ -12,7 +12,8 @@ use eai_engine::wire::{parse_samples, Loose};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::auth::{authorize, draft, finish, Action, Caller, Done};
+use crate::auth::actions::IngestSamples;
+use crate::auth::{Authorized, Done};
 use crate::error::ApiError;
 use crate::extract::Body;
 use crate::metrics::Metrics;
@@ -27,12 +28,11 @@ struct SamplesBody {
 /// Answers `{"accepted": N, "duplicates": K}`: N counts the whole batch, re-sent samples included.
 pub async fn ingest(
     State(st): State<AppState>,
-    caller: Caller,
+    auth: Authorized<IngestSamples>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    authorize(&st, &caller, Action::IngestSamples).await?;
-    let outcome = ingest_batch(&st, &caller, &body).await;
-    Ok(finish(&st, &caller, Action::IngestSamples, outcome).await)
+    let outcome = ingest_batch(&st, &auth, &body).await;
+    Ok(auth.finish(&st, outcome).await)
 }
 
 /// What the parser leaves to the server: the clock, and the caller's nodes.
@@ -73,7 +73,11 @@ fn check_samples(
     errors
 }
 
-async fn ingest_batch(st: &AppState, caller: &Caller, body: &Body) -> Result<Done, ApiError> {
+async fn ingest_batch(
+    st: &AppState,
+    auth: &Authorized<IngestSamples>,
+    body: &Body,
+) -> Result<Done, ApiError> {
     let batch: SamplesBody = body.json()?;
     let n = batch.samples.len();
     let rejected = |st: &AppState| Metrics::add(&st.metrics.samples_rejected, n as u64);
@@ -97,12 +101,17 @@ async fn ingest_batch(st: &AppState, caller: &Caller, body: &Body) -> Result<Don
         rejected(st);
         ApiError::validation(errors)
     })?;
-    let refused = check_samples(&samples, at, st.settings.max_clock_skew_ms, &caller.nodes);
+    let refused = check_samples(
+        &samples,
+        at,
+        st.settings.max_clock_skew_ms,
+        &auth.caller.nodes,
+    );
     if !refused.is_empty() {
         rejected(st);
         return Err(ApiError::validation(refused));
     }
-    let audit = draft(caller, Action::IngestSamples, None, json!({ "samples": n }));
+    let audit = auth.draft(None, json!({ "samples": n }));
     let out = st
         .store
         .insert_samples(&samples, &audit)

@@ -14,7 +14,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::auth::{authorize, draft, finish, Action, Caller, Done};
+use crate::auth::actions::{CreateTenant, ReadTenants};
+use crate::auth::{Authorized, Done};
 use crate::error::ApiError;
 use crate::extract::Body;
 use crate::state::AppState;
@@ -70,19 +71,13 @@ fn tenant_request(b: &NewTenant) -> Result<Tenant, Vec<FieldError>> {
 /// `POST /v1/tenants`.
 pub async fn create(
     State(st): State<AppState>,
-    caller: Caller,
+    auth: Authorized<CreateTenant>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    authorize(&st, &caller, Action::CreateTenant).await?;
     let outcome = async {
         let b: NewTenant = body.json()?;
         let t = tenant_request(&b).map_err(ApiError::validation)?;
-        let audit = draft(
-            &caller,
-            Action::CreateTenant,
-            None,
-            json!({ "slug": t.slug.as_str(), "name": t.name }),
-        );
+        let audit = auth.draft(None, json!({ "slug": t.slug.as_str(), "name": t.name }));
         let stored = st
             .store
             .create_tenant(&t, &audit)
@@ -104,12 +99,15 @@ pub async fn create(
         })
     }
     .await;
-    Ok(finish(&st, &caller, Action::CreateTenant, outcome).await)
+    Ok(auth.finish(&st, outcome).await)
 }
 
 /// `GET /v1/tenants`: `{"items": [...]}`, by slug.
-pub async fn list(State(st): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
-    let scope = authorize(&st, &caller, Action::ReadTenants).await?;
+pub async fn list(
+    State(st): State<AppState>,
+    auth: Authorized<ReadTenants>,
+) -> Result<Json<Value>, ApiError> {
+    let scope = auth.scope;
     let items: Vec<Value> = st.store.tenants(scope).await?.iter().map(view).collect();
     Ok(Json(json!({ "items": items })))
 }
@@ -117,10 +115,10 @@ pub async fn list(State(st): State<AppState>, caller: Caller) -> Result<Json<Val
 /// `GET /v1/tenants/{id or slug}`.
 pub async fn get_one(
     State(st): State<AppState>,
-    caller: Caller,
+    auth: Authorized<ReadTenants>,
     Path(key): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let scope = authorize(&st, &caller, Action::ReadTenants).await?;
+    let scope = auth.scope;
     let not_found = || ApiError::tenant_not_found(&key);
     let r: TenantRef = key.parse().map_err(|_| not_found())?;
     let t = st.store.tenant(&r).await?.ok_or_else(not_found)?;

@@ -12,7 +12,8 @@ use eai_store::Scope;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::auth::{authorize, draft, finish, Action, Caller, Done};
+use crate::auth::actions::IngestUsage;
+use crate::auth::{Authorized, Done};
 use crate::error::ApiError;
 use crate::extract::Body;
 use crate::metrics::Metrics;
@@ -27,21 +28,21 @@ struct EventsBody {
 /// Answers `{"accepted": N}`.
 pub async fn ingest(
     State(st): State<AppState>,
-    caller: Caller,
+    auth: Authorized<IngestUsage>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let scope = authorize(&st, &caller, Action::IngestUsage).await?;
+    let scope = auth.scope;
     let source = match scope {
         Scope::Platform => TenantSource::Body,
         Scope::Tenant(t) => TenantSource::Credential(t),
     };
-    let outcome = ingest_batch(&st, &caller, &body, source).await;
-    Ok(finish(&st, &caller, Action::IngestUsage, outcome).await)
+    let outcome = ingest_batch(&st, &auth, &body, source).await;
+    Ok(auth.finish(&st, outcome).await)
 }
 
 async fn ingest_batch(
     st: &AppState,
-    caller: &Caller,
+    auth: &Authorized<IngestUsage>,
     body: &Body,
     source: TenantSource,
 ) -> Result<Done, ApiError> {
@@ -70,7 +71,7 @@ async fn ingest_batch(
             format!("L'événement {i} a `source: {source}` : seule la plateforme enregistre les coûts alloués et les réservations engagées."),
         ));
     }
-    let audit = draft(caller, Action::IngestUsage, None, json!({ "events": n }));
+    let audit = auth.draft(None, json!({ "events": n }));
     st.store.upsert_usage_events(&events, &audit).await?;
     Metrics::add(&st.metrics.usage_events_ingested, n as u64);
     Ok(Done {
