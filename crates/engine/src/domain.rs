@@ -464,6 +464,44 @@ mod tests {
     }
 
     #[test]
+    fn a_policy_closed_at_an_instant_ends_there_and_only_once() {
+        let spec = PolicySpec {
+            name: "p".into(),
+            deployment_pattern: Glob::any(),
+            gpu_model: None,
+            currency: Currency::USD,
+            gpu_hourly_cost: NonNegative::ZERO,
+            overhead_pct: NonNegative::ZERO,
+            energy_kwh_price: NonNegative::ZERO,
+            pue: Pue::ONE,
+            storage_gb_month_price: NonNegative::ZERO,
+            idle_capacity: IdleCapacity::Unallocated,
+            enabled: true,
+            effective_from: Timestamp(1_000),
+            effective_to: None,
+        };
+        let open = Policy::new(1, spec);
+        let closed = open.close_at(Timestamp(2_000)).expect("closes");
+        assert_eq!(closed.spec.effective_to, Some(Timestamp(2_000)));
+        assert_eq!((closed.id.as_str(), closed.seq), ("alp_1", 1));
+        assert!(open.in_effect_at(Timestamp(2_000)) && !closed.in_effect_at(Timestamp(2_000)));
+        assert_eq!(
+            closed.close_at(Timestamp(3_000)),
+            Err(CloseRefused::AlreadyClosed {
+                to: Timestamp(2_000)
+            })
+        );
+        assert_eq!(
+            closed
+                .close_at(Timestamp(1_500))
+                .map(|p| p.spec.effective_to),
+            Ok(Some(Timestamp(1_500))),
+            "an end may move earlier, never later"
+        );
+        assert!(open.close_at(Timestamp(1_000)).is_err());
+    }
+
+    #[test]
     fn slugs_are_short_lowercase_names() {
         for ok in ["acme", "a", "acme-corp", "42", "a-1-b"] {
             assert!(ok.parse::<TenantSlug>().is_ok(), "{ok}");

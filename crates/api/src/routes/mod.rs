@@ -86,3 +86,47 @@ pub fn router(state: AppState) -> Router {
         ))
         .with_state(state)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// Every handler of a resource takes `Authorized<A>` (its check cannot be forgotten): read from the sources
+    /// of `routes/`, so that a new handler that signs its caller in without an action, or calls the old
+    /// `authorize`, fails here. The open routes are `system.rs` (health, OpenAPI, the token-guarded metrics,
+    /// fallbacks) and `portal.rs` (static assets); `whoami` only tells a key about itself.
+    #[test]
+    fn every_resource_handler_is_authorized_for_its_action() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/routes");
+        let mut handlers = 0;
+        for entry in std::fs::read_dir(&dir).expect("routes/") {
+            let path = entry.expect("an entry").path();
+            let file = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if matches!(file, "mod.rs" | "system.rs" | "portal.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("a source file");
+            assert!(
+                !text.contains("authorize("),
+                "{file} calls authorize itself"
+            );
+            for handler in text.split("pub async fn ").skip(1) {
+                let name = handler.split('(').next().unwrap_or_default();
+                let signature = handler.split(") ->").next().unwrap_or_default();
+                handlers += 1;
+                if file == "keys.rs" && name == "whoami" {
+                    assert!(signature.contains("caller: Caller"), "{signature}");
+                    continue;
+                }
+                assert!(
+                    signature.contains(": Authorized<"),
+                    "{file}: {name} does not take Authorized<A>: {signature}"
+                );
+            }
+        }
+        assert!(handlers >= 28, "only {handlers} handlers found");
+    }
+}

@@ -10,7 +10,7 @@ use crate::domain::{is_platform_record, TenantId, UsageEvent};
 use crate::time::Timestamp;
 
 /// What usage events claim on a shared deployment in one hour, per tenant. The split of a shared bucket weighs
-/// GPU-seconds claimed first, then tokens (see [`split`]); an hour's claims of a tenant add up.
+/// GPU-seconds claimed first, then tokens (see `split`); an hour's claims of a tenant add up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsageClaim {
     pub deployment_id: String,
@@ -27,7 +27,7 @@ pub struct UsageClaim {
 pub const CLAIM_BUCKET_MS: i64 = 3_600_000;
 
 /// The claim one event makes, or `None` when it weighs no split: no deployment, or written by the allocation
-/// itself. Summing the claims of distinct events per (deployment, tenant, hour) gives what [`allocate`] reads
+/// itself. Summing the claims of distinct events per (deployment, tenant, hour) gives what [`allocate`](super::allocate) reads
 /// from `usage` (where an event re-sent with the same id replaces the earlier one).
 pub fn claim_of(e: &UsageEvent) -> Option<UsageClaim> {
     let (deployment_id, claim) = event_claim(e)?;
