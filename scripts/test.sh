@@ -44,6 +44,9 @@ if [ -n "$forbidden" ]; then
 fi
 echo "ok: eai-engine depends on none of tokio, sqlx, hyper, reqwest, rusqlite, postgres, axum, serde_json"
 
+log "tidy: the tree checks itself (scripts/tidy.sh)"
+scripts/tidy.sh
+
 log "PostgreSQL: a server for the PostgreSQL tests (EAI_TEST_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/postgres)"
 # The PostgreSQL tests fail (never skip) without a server: make sure the local one answers. With
 # EAI_TEST_POSTGRES_URL set, that server is used as it is.
