@@ -1276,3 +1276,8 @@ mod metrics;
 use metrics::*;
 
 on_both_backends!(metrics_show_the_fleet_and_its_cost_from_the_store_on_every_replica);
+
+// The router against the OpenAPI document (one router whatever the backend).
+#[path = "http/routes.rs"]
+mod routes;
+
