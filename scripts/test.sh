@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 
 log() { printf '\n== %s\n' "$*"; }
 
+# Snapshot tests (insta) compare with the committed snapshots and never write: a missing or different snapshot
+# fails (review one with `cargo insta review`, or INSTA_UPDATE=always cargo test ... then git diff).
+export INSTA_UPDATE=no
+
 # Debian packages the suites need, installed only when missing.
 need_pkgs=()
 command -v python3 >/dev/null || need_pkgs+=(python3 python3-venv python3-pip)
