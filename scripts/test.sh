@@ -48,6 +48,25 @@ if [ -n "$forbidden" ]; then
 fi
 echo "ok: eai-engine depends on none of tokio, sqlx, hyper, reqwest, rusqlite, postgres, axum, serde_json"
 
+log "architecture: the shipped binary carries no test support and no load generator"
+# The stores' scratch servers and the test CA are eai-store's feature test-support; `eai-gpu bench` is eai-gpu's
+# feature bench (scripts/bench.sh builds with it; crates/cli/tests/cli.rs checks the subcommand is absent
+# without it). Neither may be on in `cargo build -p eai-gpu`.
+store_features=$(cargo tree -p eai-gpu -e normal,features -i eai-store --prefix none --format '{p}' \
+  | grep -o 'eai-store feature "[a-z-]*"' | sort -u)
+if grep -q test-support <<<"$store_features"; then
+  echo "the shipped binary (cargo build -p eai-gpu) must not enable eai-store's test-support: a normal dependency" >&2
+  echo "turns it on (only [dev-dependencies] may): $(tr '\n' ' ' <<<"$store_features")" >&2
+  exit 1
+fi
+default_features=$(cargo metadata --no-deps --format-version 1 \
+  | python3 -c 'import json,sys; m=json.load(sys.stdin); print(*[p for p in m["packages"] if p["name"]=="eai-gpu"][0]["features"].get("default", []))')
+if grep -qw bench <<<"$default_features"; then
+  echo "eai-gpu's default features must not include bench (the load generator): $default_features" >&2
+  exit 1
+fi
+echo "ok: cargo build -p eai-gpu has neither eai-store/test-support nor the bench feature"
+
 log "tidy: the tree checks itself (scripts/tidy.sh)"
 scripts/tidy.sh
 
