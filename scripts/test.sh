@@ -108,6 +108,14 @@ fi
 log "cargo test"
 cargo test --workspace "$@"
 
+log "cargo test --all-features: the crates whose code changes with a feature (sampler: nvml; eai-gpu: bench, nvml)"
+# The other crates' features (eai-store/test-support, eai-telemetry/export) are already on in the run above.
+started=$(date +%s)
+cargo test -p eai-sampler -p eai-gpu --all-features "$@"
+echo "cargo test --all-features: $(( $(date +%s) - started )) s"
+# Back to the shipped binary's features: schemathesis and the SDK suites run target/debug/eai-gpu.
+cargo build -p eai-gpu
+
 log "contracts: JSON Schemas, examples and the OpenAPI document"
 python3 scripts/contracts/check.py
 

@@ -77,7 +77,7 @@ pub struct AllocationInput<'a> {
 }
 
 /// What usage events claim on a shared deployment in one hour, per tenant. The split of a shared bucket weighs
-/// GPU-seconds claimed first, then tokens (see [`split`]); an hour's claims of a tenant add up.
+/// GPU-seconds claimed first, then tokens (see `split`); an hour's claims of a tenant add up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsageClaim {
     pub deployment_id: String,

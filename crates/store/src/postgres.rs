@@ -24,8 +24,8 @@
 //! tenant-hour) are kept in the transactions of the rows they derive from, with SQL-side sums; `usage_for` reads
 //! them for a period in one range scan each.
 //!
-//! Layout: [`schema`] (migrations, policies, grants), [`samples`] (raw samples, rollups, gaps), [`records`]
-//! (usage events, policies, keys, audit chain), [`derived`] (group rollups and claims: writes and reads),
+//! Layout: `schema` (migrations, policies, grants), `samples` (raw samples, rollups, gaps), `records`
+//! (usage events, policies, keys, audit chain), `derived` (group rollups and claims: writes and reads),
 //! `scratch` (feature `test-support`: throw-away databases for tests and benchmarks).
 
 mod budgets;
