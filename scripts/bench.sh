@@ -18,7 +18,8 @@ MIXED_S=${MIXED_SECONDS:-$MIXED_S}
 PG_MIXED_S=${PG_MIXED_SECONDS:-$MIXED_S}
 BIG_BACKENDS=${BIG_BACKENDS:-"sqlite postgres"}
 
-cargo build --release -q -p eai-gpu
+# The load generator is the cargo feature `bench` (not in the shipped binary).
+cargo build --release -q -p eai-gpu --features bench
 bin="${CARGO_TARGET_DIR:-target}/release/eai-gpu"
 work=$(mktemp -d)
 results="$work/results"

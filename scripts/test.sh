@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 
 log() { printf '\n== %s\n' "$*"; }
 
+# Snapshot tests (insta) compare with the committed snapshots and never write: a missing or different snapshot
+# fails (review one with `cargo insta review`, or INSTA_UPDATE=always cargo test ... then git diff).
+export INSTA_UPDATE=no
+
 # Debian packages the suites need, installed only when missing.
 need_pkgs=()
 command -v python3 >/dev/null || need_pkgs+=(python3 python3-venv python3-pip)
@@ -43,6 +47,28 @@ if [ -n "$forbidden" ]; then
   exit 1
 fi
 echo "ok: eai-engine depends on none of tokio, sqlx, hyper, reqwest, rusqlite, postgres, axum, serde_json"
+
+log "architecture: the shipped binary carries no test support and no load generator"
+# The stores' scratch servers and the test CA are eai-store's feature test-support; `eai-gpu bench` is eai-gpu's
+# feature bench (scripts/bench.sh builds with it; crates/cli/tests/cli.rs checks the subcommand is absent
+# without it). Neither may be on in `cargo build -p eai-gpu`.
+store_features=$(cargo tree -p eai-gpu -e normal,features -i eai-store --prefix none --format '{p}' \
+  | grep -o 'eai-store feature "[a-z-]*"' | sort -u)
+if grep -q test-support <<<"$store_features"; then
+  echo "the shipped binary (cargo build -p eai-gpu) must not enable eai-store's test-support: a normal dependency" >&2
+  echo "turns it on (only [dev-dependencies] may): $(tr '\n' ' ' <<<"$store_features")" >&2
+  exit 1
+fi
+default_features=$(cargo metadata --no-deps --format-version 1 \
+  | python3 -c 'import json,sys; m=json.load(sys.stdin); print(*[p for p in m["packages"] if p["name"]=="eai-gpu"][0]["features"].get("default", []))')
+if grep -qw bench <<<"$default_features"; then
+  echo "eai-gpu's default features must not include bench (the load generator): $default_features" >&2
+  exit 1
+fi
+echo "ok: cargo build -p eai-gpu has neither eai-store/test-support nor the bench feature"
+
+log "tidy: the tree checks itself (scripts/tidy.sh)"
+scripts/tidy.sh
 
 log "PostgreSQL: a server for the PostgreSQL tests (EAI_TEST_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/postgres)"
 # The PostgreSQL tests fail (never skip) without a server: make sure the local one answers. With
@@ -81,6 +107,14 @@ fi
 
 log "cargo test"
 cargo test --workspace "$@"
+
+log "cargo test --all-features: the crates whose code changes with a feature (sampler: nvml; eai-gpu: bench, nvml)"
+# The other crates' features (eai-store/test-support, eai-telemetry/export) are already on in the run above.
+started=$(date +%s)
+cargo test -p eai-sampler -p eai-gpu --all-features "$@"
+echo "cargo test --all-features: $(( $(date +%s) - started )) s"
+# Back to the shipped binary's features: schemathesis and the SDK suites run target/debug/eai-gpu.
+cargo build -p eai-gpu
 
 log "contracts: JSON Schemas, examples and the OpenAPI document"
 python3 scripts/contracts/check.py

@@ -1277,3 +1277,11 @@ mod metrics;
 use metrics::*;
 
 on_both_backends!(metrics_show_the_fleet_and_its_cost_from_the_store_on_every_replica);
+
+// The router against the OpenAPI document (one router whatever the backend).
+#[path = "http/routes.rs"]
+mod routes;
+
+// Snapshots of the error envelope and of the worked example's allocation (insta; committed in http/snapshots/).
+#[path = "http/snapshots.rs"]
+mod snapshots;

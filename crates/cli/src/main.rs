@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod admin;
 mod allocate_cmd;
+#[cfg(feature = "bench")]
 mod bench;
 mod demo;
 mod demo_data;
@@ -42,7 +43,8 @@ enum Command {
     /// Read GPU metrics (DCGM exporter, Prometheus or NVML) and push them to the control plane, never losing a
     /// window (durable spool, retries).
     Sampler(eai_sampler::cli::SamplerArgs),
-    /// Load generator against a running control plane (see scripts/bench.sh).
+    /// Load generator against a running control plane (see scripts/bench.sh; cargo feature `bench`).
+    #[cfg(feature = "bench")]
     Bench(bench::BenchArgs),
 }
 
@@ -62,6 +64,7 @@ fn main() -> std::process::ExitCode {
             let _telemetry = init_logging("eai-gpu-sampler", "info")?;
             Ok(rt.block_on(eai_sampler::cli::run(args, shutdown_signal()))?)
         }),
+        #[cfg(feature = "bench")]
         Command::Bench(args) => runtime().and_then(|rt| rt.block_on(bench::run(args))),
     };
     match result {

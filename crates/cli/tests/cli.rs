@@ -14,6 +14,26 @@ fn example(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The load generator is the cargo feature `bench` (scripts/bench.sh builds it): the shipped binary has none.
+#[test]
+fn bench_is_in_the_binary_only_with_the_bench_feature() {
+    let out = bin().args(["bench", "--help"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if cfg!(feature = "bench") {
+        assert!(out.status.success(), "{stderr}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("ingest"));
+    } else {
+        assert!(
+            !out.status.success(),
+            "`eai-gpu bench` ran without the bench feature"
+        );
+        assert!(
+            stderr.contains("unrecognized subcommand 'bench'"),
+            "{stderr}"
+        );
+    }
+}
+
 #[test]
 fn allocate_prints_the_worked_example() {
     let out = bin()

@@ -21,6 +21,8 @@
 //! `FINAL`, `JSONEachRow`, decimals carried as exact strings and read with `toDecimal128(x, 15)`, no column
 //! defaults on insert (18.16 does not apply them to `JSONEachRow`), 64-bit integers read back as strings.
 
+// A ClickHouse server for tests: not in the shipped binary (feature `test-support`).
+#[cfg(any(test, feature = "test-support"))]
 pub mod scratch;
 
 use std::collections::BTreeMap;

@@ -24,9 +24,9 @@
 //! tenant-hour) are kept in the transactions of the rows they derive from, with SQL-side sums; `usage_for` reads
 //! them for a period in one range scan each.
 //!
-//! Layout: [`schema`] (migrations, policies, grants), [`samples`] (raw samples, rollups, gaps), [`records`]
-//! (usage events, policies, keys, audit chain), [`derived`] (group rollups and claims: writes and reads),
-//! [`scratch`] (throw-away databases for tests and benchmarks).
+//! Layout: `schema` (migrations, policies, grants), `samples` (raw samples, rollups, gaps), `records`
+//! (usage events, policies, keys, audit chain), `derived` (group rollups and claims: writes and reads),
+//! `scratch` (feature `test-support`: throw-away databases for tests and benchmarks).
 
 mod budgets;
 mod derived;
@@ -34,6 +34,8 @@ mod pool;
 mod records;
 mod samples;
 mod schema;
+// Throw-away databases for tests and benchmarks: not in the shipped binary (feature `test-support`).
+#[cfg(any(test, feature = "test-support"))]
 pub mod scratch;
 #[cfg(test)]
 mod tests;

@@ -154,7 +154,7 @@ pub type EndSets = BTreeMap<i64, EndSet>;
 
 /// What the end sets say about the instant `end`: a pruned sample ends there, and the nearest pruned ends
 /// before and after it (as far as the sets read reach: a backend reads the set of `end`'s bucket and the
-/// nearest set on each side, see [`near_buckets`]).
+/// nearest set on each side).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EndsNear {
     pub contains: bool,

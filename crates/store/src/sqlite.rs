@@ -13,8 +13,8 @@
 //! Settings that shape stored data ([`SqliteConfig`]: bucket length, interpolation limit) are recorded in the file
 //! when it is created; opening it with other values is refused, because the stored rollups embody them.
 //!
-//! Layout: [`schema`] (embedded migrations), [`codec`] (column encodings), [`samples`] (raw samples, rollups,
-//! gaps), [`records`] (usage events, policies, keys, audit chain).
+//! Layout: `schema` (embedded migrations), `codec` (column encodings), `samples` (raw samples, rollups,
+//! gaps), `records` (usage events, policies, keys, audit chain).
 
 mod budgets;
 mod codec;

@@ -21,6 +21,7 @@ SDK_OPERATIONS: Dict[Tuple[str, str], str] = {
     ("GET", "/v1/finops/gpu/allocation"): "finops.gpu_allocation",
     ("POST", "/v1/finops/allocation-policies"): "finops.create_allocation_policy",
     ("GET", "/v1/finops/allocation-policies"): "finops.list_allocation_policies",
+    ("GET", "/v1/finops/allocation-policies/{id}"): "finops.get_allocation_policy",
     ("POST", "/v1/finops/allocation-policies/{id}/supersede"): "finops.supersede_allocation_policy",
     ("POST", "/v1/finops/allocation-policies/{id}/disable"): "finops.disable_allocation_policy",
     ("POST", "/v1/finops/budgets"): "finops.create_budget",

@@ -160,6 +160,8 @@ async def test_allocation_policies(client: AnyClient) -> None:
     assert p.effective_from == dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)
     k = listing.get(kw.id)
     assert k is not None and k.name == "from kwargs" and k.gpu_hourly_cost == Decimal("1.2345")
+    one = await maybe(client.finops.get_allocation_policy(created.id))
+    assert isinstance(one, AllocationPolicy) and one == p
     assert k.currency == "USD" and k.idle_capacity == "proportional"
 
     change = await maybe(

@@ -3,9 +3,10 @@
 //! screen are checked against the API's JSON; screenshots of the main states go to
 //! `target/portal-screenshots/` for a reviewer.
 //!
-//! The WebDriver client is the few commands below over the reqwest client the other tests already use: no
-//! browser-automation crate to compile. Chromium and chromedriver are Debian's `chromium` and
-//! `chromium-driver` (scripts/test.sh installs them); without them these tests fail and say so.
+//! The WebDriver client is fantoccini (plain HTTP to the local chromedriver, no TLS stack); chromedriver's own
+//! commands (the console log, DevTools) go through its custom-command trait. Chromium and chromedriver are
+//! Debian's `chromium` and `chromium-driver` (scripts/test.sh installs them); without them these tests fail and
+//! say so.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -16,6 +17,11 @@ use std::time::{Duration, Instant};
 
 use eai_api::{Application, Config};
 use eai_engine::time::Timestamp;
+use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+use fantoccini::elements::Element;
+use fantoccini::wd::WebDriverCompatibleCommand;
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
 use reqwest::StatusCode;
 use rust_decimal::{Decimal, RoundingStrategy};
 use serde_json::{json, Value};
@@ -30,8 +36,6 @@ const HOUR_MS: i64 = 3_600_000;
 const DAY_MS: i64 = 86_400_000;
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
-/// The WebDriver name of an element reference.
-const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 /// How long a condition on the page may take to hold.
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -342,13 +346,40 @@ fn screenshot_dir() -> PathBuf {
     target.join("portal-screenshots")
 }
 
-/// A headless Chromium session through chromedriver. Dropping it ends the session and the driver.
+/// A headless Chromium session through chromedriver, driven by fantoccini. Dropping it ends the session and
+/// the driver.
 struct Browser {
     driver: Child,
     port: u16,
-    http: reqwest::Client,
+    client: Client,
     session: String,
-    profile: tempfile::TempDir,
+    _profile: tempfile::TempDir,
+}
+
+/// A command of chromedriver's own (`POST /session/{id}/PATH`) that the W3C protocol does not have: the
+/// browser's console log, Chrome DevTools commands.
+#[derive(Debug)]
+struct Vendor {
+    path: &'static str,
+    body: Value,
+}
+
+impl WebDriverCompatibleCommand for Vendor {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/{}",
+            session_id.unwrap_or_default(),
+            self.path
+        ))
+    }
+
+    fn method_and_body(&self, _request_url: &url::Url) -> (http::Method, Option<String>) {
+        (http::Method::POST, Some(self.body.to_string()))
+    }
 }
 
 impl Browser {
@@ -366,7 +397,7 @@ impl Browser {
             );
         }
         let port = free_port();
-        let driver = Command::new(CHROMEDRIVER)
+        let mut driver = Command::new(CHROMEDRIVER)
             .arg(format!("--port={port}"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -374,17 +405,10 @@ impl Browser {
             .spawn()
             .expect("chromedriver starts");
         let profile = tempfile::tempdir().expect("profile dir");
-        let mut b = Browser {
-            driver,
-            port,
-            http: reqwest::Client::new(),
-            session: String::new(),
-            profile,
-        };
         let started = Instant::now();
+        let http = reqwest::Client::new();
         loop {
-            let ready = b
-                .http
+            let ready = http
                 .get(format!("http://127.0.0.1:{port}/status"))
                 .send()
                 .await
@@ -393,10 +417,10 @@ impl Browser {
             if ready.is_some() {
                 break;
             }
-            assert!(
-                started.elapsed() < WAIT,
-                "chromedriver did not answer on port {port}"
-            );
+            if started.elapsed() > WAIT {
+                let _ = driver.kill();
+                panic!("chromedriver did not answer on port {port}");
+            }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let args = vec![
@@ -412,9 +436,9 @@ impl Browser {
             "--hide-scrollbars".into(),
             "--window-size=1366,900".into(),
             format!("--lang={lang}"),
-            format!("--user-data-dir={}", b.profile.path().display()),
+            format!("--user-data-dir={}", profile.path().display()),
         ];
-        let caps = json!({ "capabilities": { "alwaysMatch": {
+        let caps = json!({
             "browserName": "chrome",
             "goog:chromeOptions": {
                 "binary": CHROMIUM,
@@ -422,50 +446,53 @@ impl Browser {
                 "prefs": { "intl.accept_languages": lang },
             },
             "goog:loggingPrefs": { "browser": "ALL" },
-        }}});
-        let v = b.raw("POST", "/session", Some(caps)).await;
-        b.session = v["sessionId"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no session: {v}"))
-            .to_string();
-        b
-    }
-
-    /// One WebDriver command; its `value`, or a panic that says what the driver answered.
-    async fn raw(&self, method: &str, path: &str, body: Option<Value>) -> Value {
-        let url = format!("http://127.0.0.1:{}{path}", self.port);
-        let req = match method {
-            "GET" => self.http.get(url),
-            "DELETE" => self.http.delete(url),
-            _ => self.http.post(url).json(&body.unwrap_or_else(|| json!({}))),
+        });
+        let Value::Object(caps) = caps else {
+            unreachable!("an object")
         };
-        let resp = req.send().await.expect("chromedriver answers");
-        let status = resp.status();
-        let v: Value = resp.json().await.expect("chromedriver speaks JSON");
-        assert!(
-            status.is_success(),
-            "WebDriver {method} {path}: {status} {v}"
-        );
-        v["value"].clone()
-    }
-
-    async fn cmd(&self, method: &str, path: &str, body: Option<Value>) -> Value {
-        self.raw(method, &format!("/session/{}{path}", self.session), body)
+        let connected = ClientBuilder::new(HttpConnector::new())
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await;
+        let client = match connected {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = driver.kill();
+                panic!("no WebDriver session: {e}");
+            }
+        };
+        let session = client
+            .session_id()
             .await
+            .ok()
+            .flatten()
+            .expect("a session id");
+        Browser {
+            driver,
+            port,
+            client,
+            session,
+            _profile: profile,
+        }
     }
 
     async fn goto(&self, url: &str) {
-        self.cmd("POST", "/url", Some(json!({ "url": url }))).await;
+        self.client
+            .goto(url)
+            .await
+            .unwrap_or_else(|e| panic!("WebDriver goto {url}: {e}"));
     }
 
     /// Runs `script` (a function body: `return …`) in the page.
     async fn js(&self, script: &str, args: Value) -> Value {
-        self.cmd(
-            "POST",
-            "/execute/sync",
-            Some(json!({ "script": script, "args": args })),
-        )
-        .await
+        let args = match args {
+            Value::Array(a) => a,
+            other => vec![other],
+        };
+        self.client
+            .execute(script, args)
+            .await
+            .unwrap_or_else(|e| panic!("WebDriver execute {script}: {e}"))
     }
 
     /// Waits until the expression holds in the page; its value then.
@@ -491,56 +518,56 @@ impl Browser {
         }
     }
 
-    async fn find(&self, css: &str) -> String {
-        let v = self
-            .cmd(
-                "POST",
-                "/element",
-                Some(json!({ "using": "css selector", "value": css })),
-            )
-            .await;
-        v[ELEMENT]
-            .as_str()
-            .unwrap_or_else(|| panic!("no element {css}: {v}"))
-            .to_string()
+    async fn find(&self, css: &str) -> Element {
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no element {css}: {e}"))
     }
 
     async fn click(&self, css: &str) {
-        let e = self.find(css).await;
-        self.cmd("POST", &format!("/element/{e}/click"), None).await;
+        self.find(css)
+            .await
+            .click()
+            .await
+            .unwrap_or_else(|e| panic!("WebDriver click {css}: {e}"));
     }
 
     /// Clears a field and types into it, as a person would.
     async fn fill(&self, css: &str, text: &str) {
         let e = self.find(css).await;
-        self.cmd("POST", &format!("/element/{e}/clear"), None).await;
+        e.clear()
+            .await
+            .unwrap_or_else(|err| panic!("WebDriver clear {css}: {err}"));
         if !text.is_empty() {
-            self.cmd(
-                "POST",
-                &format!("/element/{e}/value"),
-                Some(json!({ "text": text })),
-            )
-            .await;
+            e.send_keys(text)
+                .await
+                .unwrap_or_else(|err| panic!("WebDriver send keys to {css}: {err}"));
         }
     }
 
     /// Sends keys (WebDriver key codes included: `\u{E007}` Enter, `\u{E00C}` Escape) to an element.
     async fn keys(&self, css: &str, text: &str) {
-        let e = self.find(css).await;
-        self.cmd(
-            "POST",
-            &format!("/element/{e}/value"),
-            Some(json!({ "text": text })),
-        )
-        .await;
+        self.find(css)
+            .await
+            .send_keys(text)
+            .await
+            .unwrap_or_else(|e| panic!("WebDriver send keys to {css}: {e}"));
     }
 
     /// Presses a key (`\u{E007}` Enter, `\u{E00C}` Escape) on whatever has the focus.
     async fn press(&self, key: &str) {
-        let actions = json!({ "actions": [{ "type": "key", "id": "keyboard", "actions": [
-            { "type": "keyDown", "value": key }, { "type": "keyUp", "value": key }
-        ]}]});
-        self.cmd("POST", "/actions", Some(actions)).await;
+        let mut chars = key.chars();
+        let (Some(value), None) = (chars.next(), chars.next()) else {
+            panic!("press takes one key, not {key:?}")
+        };
+        let actions = KeyActions::new("keyboard".to_string())
+            .then(KeyAction::Down { value })
+            .then(KeyAction::Up { value });
+        self.client
+            .perform_actions(actions)
+            .await
+            .unwrap_or_else(|e| panic!("WebDriver press {key:?}: {e}"));
     }
 
     /// Sets the value of an input whose typing is locale-dependent (a date) and fires `change`.
@@ -587,12 +614,11 @@ impl Browser {
     }
 
     async fn resize(&self, width: i64, height: i64) {
-        self.cmd(
-            "POST",
-            "/window/rect",
-            Some(json!({ "width": width, "height": height })),
-        )
-        .await;
+        let size = |v: i64| u32::try_from(v).unwrap_or_else(|_| panic!("a window size, not {v}"));
+        self.client
+            .set_window_size(size(width), size(height))
+            .await
+            .unwrap_or_else(|e| panic!("WebDriver window size {width}x{height}: {e}"));
     }
 
     /// Emulates a phone 390 CSS pixels wide and `height` tall (Chrome DevTools through chromedriver), or
@@ -605,12 +631,13 @@ impl Browser {
             ),
             None => ("Emulation.clearDeviceMetricsOverride", json!({})),
         };
-        self.cmd(
-            "POST",
-            "/goog/cdp/execute",
-            Some(json!({ "cmd": cmd, "params": params })),
-        )
-        .await;
+        self.client
+            .issue_cmd(Vendor {
+                path: "goog/cdp/execute",
+                body: json!({ "cmd": cmd, "params": params }),
+            })
+            .await
+            .unwrap_or_else(|e| panic!("chromedriver {cmd}: {e}"));
     }
 
     /// A PNG of the whole page (the window is made as tall as the page for the shot).
@@ -627,11 +654,14 @@ impl Browser {
         if tall {
             self.resize(w, (page + (h - inner)).min(8000)).await;
         }
-        let b64 = self.cmd("GET", "/screenshot", None).await;
+        let png = self
+            .client
+            .screenshot()
+            .await
+            .unwrap_or_else(|e| panic!("WebDriver screenshot: {e}"));
         if tall {
             self.resize(w, h).await;
         }
-        let png = base64_decode(b64.as_str().expect("base64 screenshot"));
         assert!(png.starts_with(b"\x89PNG"), "not a PNG");
         let dir = screenshot_dir();
         std::fs::create_dir_all(&dir).expect("screenshot dir");
@@ -641,8 +671,13 @@ impl Browser {
     /// Console messages that must never appear: script errors and Content-Security-Policy violations.
     async fn assert_clean_console(&self) {
         let logs = self
-            .cmd("POST", "/se/log", Some(json!({ "type": "browser" })))
-            .await;
+            .client
+            .issue_cmd(Vendor {
+                path: "se/log",
+                body: json!({ "type": "browser" }),
+            })
+            .await
+            .unwrap_or_else(|e| panic!("chromedriver's browser log: {e}"));
         let bad: Vec<String> = logs
             .as_array()
             .into_iter()
@@ -676,49 +711,24 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        // End the session (Chromium exits with it), then the driver. Plain HTTP/1.1: no runtime needed here.
-        if !self.session.is_empty() {
-            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
-                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-                let req = format!(
-                    "DELETE /session/{} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                    self.session, self.port
-                );
-                if s.write_all(req.as_bytes()).is_ok() {
-                    // The answer comes once Chromium has quit; the driver may keep the connection open.
-                    let mut answer = [0u8; 512];
-                    let _ = s.read(&mut answer);
-                }
+        // fantoccini ends the session from its own task once the client is dropped, but that task runs on the
+        // test's runtime, which may be gone by then: end it here (Chromium exits with it), then the driver.
+        // Plain HTTP/1.1, no runtime needed.
+        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+            let req = format!(
+                "DELETE /session/{} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                self.session, self.port
+            );
+            if s.write_all(req.as_bytes()).is_ok() {
+                // The answer comes once Chromium has quit; the driver may keep the connection open.
+                let mut answer = [0u8; 512];
+                let _ = s.read(&mut answer);
             }
         }
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
-}
-
-fn base64_decode(s: &str) -> Vec<u8> {
-    let val = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for c in s.bytes().filter_map(val) {
-        acc = (acc << 6) | c;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    out
 }
 
 // ------------------------------------------------------------------------------------------------ expected text

@@ -19,6 +19,7 @@ from ._core import (
 from ._json import DateLike, format_date_param
 from .types import (
     Allocation,
+    AllocationPolicy,
     AllocationPolicyChange,
     AllocationPolicyCreated,
     AllocationPolicyList,
@@ -121,6 +122,16 @@ def list_allocation_policies(cfg: ClientConfig) -> Op[AllocationPolicyList]:
         "GET",
         POLICIES_PATH,
         lambda d: AllocationPolicyList.from_json(as_object(d)),
+        idempotent=True,
+    )
+
+
+def get_allocation_policy(cfg: ClientConfig, policy_id: str) -> Op[AllocationPolicy]:
+    return call(
+        cfg,
+        "GET",
+        f"{POLICIES_PATH}/{path_segment(policy_id)}",
+        lambda d: AllocationPolicy.from_json(as_object(d)),
         idempotent=True,
     )
 

@@ -30,6 +30,7 @@ from ._core import ClientConfig, Op
 from ._json import DateLike
 from .types import (
     Allocation,
+    AllocationPolicy,
     AllocationPolicyChange,
     AllocationPolicyCreated,
     AllocationPolicyList,
@@ -186,6 +187,11 @@ class Finops(_SyncResource):
     def list_allocation_policies(self) -> AllocationPolicyList:
         """Every allocation policy, closed and disabled ones included, oldest first."""
         return self._client._run(ops.list_allocation_policies(self._cfg))
+
+    def get_allocation_policy(self, policy_id: str) -> AllocationPolicy:
+        """One allocation policy, closed or disabled ones too (an unknown id is
+        :class:`~enterprise_ai.NotFoundError`)."""
+        return self._client._run(ops.get_allocation_policy(self._cfg, policy_id))
 
     def supersede_allocation_policy(
         self, policy_id: str, changes: Optional[Mapping[str, Any]] = None, /, **fields: Any
@@ -346,6 +352,10 @@ class AsyncFinops(_AsyncResource):
     @_doc(Finops.list_allocation_policies)
     async def list_allocation_policies(self) -> AllocationPolicyList:
         return await self._client._run(ops.list_allocation_policies(self._cfg))
+
+    @_doc(Finops.get_allocation_policy)
+    async def get_allocation_policy(self, policy_id: str) -> AllocationPolicy:
+        return await self._client._run(ops.get_allocation_policy(self._cfg, policy_id))
 
     @_doc(Finops.supersede_allocation_policy)
     async def supersede_allocation_policy(
