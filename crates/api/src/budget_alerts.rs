@@ -80,7 +80,7 @@ pub async fn check_once(
             (
                 s.budget.id.clone(),
                 s.budget.spec.tenant_id.to_string(),
-                ratio.normalize().to_string(),
+                ratio,
             )
         })
         .collect();

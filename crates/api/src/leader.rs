@@ -3,15 +3,18 @@
 //! the one process always leads.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use eai_store::lease::LeaderJob;
 use eai_store::Store;
 
-use crate::metrics::Metrics;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::metrics::{register, FGauge, Metrics, UGauge};
 
 /// This process among the replicas, in logs and audit events: `<host>/<pid>` (`EAI_INSTANCE` overrides it).
 pub fn instance() -> &'static str {
@@ -91,16 +94,33 @@ impl Lease {
 }
 
 /// What the jobs tell `/metrics`: who leads, and how the allocation batch fares.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct JobMetrics {
     leader: Mutex<BTreeMap<LeaderJob, bool>>,
+    leader_gauge: Family<[(&'static str, String); 1], Gauge>,
     /// Runs of the allocation batch by outcome (one run allocates one month).
-    pub batch_success: AtomicU64,
-    pub batch_failure: AtomicU64,
+    batch_runs: Family<[(&'static str, &'static str); 1], Counter>,
     /// Unix time of the last run that succeeded (0: none since start).
-    pub batch_last_success_seconds: AtomicU64,
-    /// How long the last run took, in microseconds.
-    pub batch_last_duration_us: AtomicU64,
+    pub batch_last_success_seconds: UGauge,
+    /// How long the last run took, in seconds.
+    pub batch_last_duration_seconds: FGauge,
+}
+
+impl Default for JobMetrics {
+    fn default() -> Self {
+        let m = JobMetrics {
+            leader: Mutex::default(),
+            leader_gauge: Family::default(),
+            batch_runs: Family::default(),
+            batch_last_success_seconds: UGauge::default(),
+            batch_last_duration_seconds: FGauge::default(),
+        };
+        // Both outcomes are shown from the start (0 until a run).
+        for outcome in ["success", "failure"] {
+            drop(m.batch_runs.get_or_create(&[("outcome", outcome)]));
+        }
+        m
+    }
 }
 
 impl JobMetrics {
@@ -108,6 +128,9 @@ impl JobMetrics {
         if let Ok(mut m) = self.leader.lock() {
             m.insert(job, leading);
         }
+        self.leader_gauge
+            .get_or_create(&[("task", job.to_string())])
+            .set(i64::from(leading));
     }
 
     /// Whether this process leads `job` as last checked.
@@ -120,53 +143,39 @@ impl JobMetrics {
 
     /// A finished batch run.
     pub fn batch_ran(&self, ok: bool, took: Duration, at_unix_seconds: u64) {
-        let c = if ok {
-            &self.batch_success
-        } else {
-            &self.batch_failure
-        };
-        c.fetch_add(1, Ordering::Relaxed);
-        self.batch_last_duration_us.store(
-            u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
-            Ordering::Relaxed,
-        );
+        let outcome = if ok { "success" } else { "failure" };
+        self.batch_runs.get_or_create(&[("outcome", outcome)]).inc();
+        self.batch_last_duration_seconds.set(took.as_secs_f64());
         if ok {
-            self.batch_last_success_seconds
-                .store(at_unix_seconds, Ordering::Relaxed);
+            self.batch_last_success_seconds.set(at_unix_seconds);
         }
     }
 
-    /// Appends this part of the exposition.
-    pub fn render(&self, out: &mut String) {
-        out.push_str("# HELP eai_leader 1 when this replica runs the job (one replica per job holds its lease).\n");
-        out.push_str("# TYPE eai_leader gauge\n");
-        if let Ok(m) = self.leader.lock() {
-            for (job, leading) in m.iter() {
-                let _ = writeln!(out, "eai_leader{{task=\"{job}\"}} {}", u8::from(*leading));
-            }
-        }
-        let _ = writeln!(
-            out,
-            "# HELP eai_batch_runs_total Runs of the allocation batch on this replica (one month each), by outcome.\n\
-             # TYPE eai_batch_runs_total counter\n\
-             eai_batch_runs_total{{outcome=\"success\"}} {}\n\
-             eai_batch_runs_total{{outcome=\"failure\"}} {}",
-            self.batch_success.load(Ordering::Relaxed),
-            self.batch_failure.load(Ordering::Relaxed)
+    /// Registers this part of the exposition.
+    pub fn register(&self, r: &mut Registry) {
+        register(
+            r,
+            "eai_leader",
+            "1 when this replica runs the job (one replica per job holds its lease).",
+            self.leader_gauge.clone(),
         );
-        let _ = writeln!(
-            out,
-            "# HELP eai_batch_last_success_timestamp_seconds Unix time of this replica's last successful batch run (0: none since start).\n\
-             # TYPE eai_batch_last_success_timestamp_seconds gauge\n\
-             eai_batch_last_success_timestamp_seconds {}",
-            self.batch_last_success_seconds.load(Ordering::Relaxed)
+        register(
+            r,
+            "eai_batch_runs",
+            "Runs of the allocation batch on this replica (one month each), by outcome.",
+            self.batch_runs.clone(),
         );
-        let _ = writeln!(
-            out,
-            "# HELP eai_batch_last_duration_seconds How long this replica's last batch run took.\n\
-             # TYPE eai_batch_last_duration_seconds gauge\n\
-             eai_batch_last_duration_seconds {}",
-            crate::metrics::seconds(self.batch_last_duration_us.load(Ordering::Relaxed))
+        register(
+            r,
+            "eai_batch_last_success_timestamp_seconds",
+            "Unix time of this replica's last successful batch run (0: none since start).",
+            self.batch_last_success_seconds.clone(),
+        );
+        register(
+            r,
+            "eai_batch_last_duration_seconds",
+            "How long this replica's last batch run took.",
+            self.batch_last_duration_seconds.clone(),
         );
     }
 }
@@ -212,8 +221,10 @@ mod tests {
         m.set_leader(LeaderJob::Pruner, false);
         m.batch_ran(true, Duration::from_millis(1500), 1_790_000_000);
         m.batch_ran(false, Duration::from_millis(20), 1_790_000_100);
+        let mut r = Registry::default();
+        m.register(&mut r);
         let mut out = String::new();
-        m.render(&mut out);
+        prometheus_client::encoding::text::encode(&mut out, &r).unwrap_or_default();
         assert!(
             out.contains("eai_leader{task=\"allocation_batch\"} 1\n"),
             "{out}"

@@ -1,335 +1,352 @@
-//! Prometheus metrics, hand-rolled: a few counters and one latency histogram, rendered in the text format.
-//! Names are in base units with `_total` on counters. These are this process's own; the figures read from the
-//! store (the same on every replica) are cached by [`crate::store_metrics`] and rendered with them. Every
-//! metric is documented in docs/METRICS.md.
+//! Prometheus metrics with the prometheus-client crate: this process's counters, gauges and one latency
+//! histogram in a [`Registry`], rendered in the OpenMetrics text format ([`CONTENT_TYPE`]). Names are in base
+//! units with `_total` on counters (registered without it: the crate appends it, and OpenMetrics names the
+//! counter's family without it). The figures read from the store (the same on every replica) are cached by
+//! [`crate::store_metrics`] and encoded by its collector at scrape time. Every metric is documented in
+//! docs/METRICS.md.
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Metric, Registry};
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::Decimal;
+
 use crate::store_metrics::Figures;
 
-/// Upper bounds of the latency histogram, in microseconds (5 ms .. 10 s).
-const BUCKETS_US: [u64; 12] = [
-    5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000, 5_000_000,
-    10_000_000, 30_000_000,
+/// The content type of the exposition.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Upper bounds of the latency histogram, in seconds (5 ms .. 30 s).
+const BUCKETS: [f64; 12] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 ];
 
-#[derive(Debug, Default, Clone)]
-struct Histogram {
-    /// Cumulative counts per bound of [`BUCKETS_US`].
-    buckets: [u64; BUCKETS_US.len()],
-    count: u64,
-    sum_us: u64,
+/// A gauge of whole numbers (counts, Unix seconds).
+pub type UGauge = Gauge<u64, AtomicU64>;
+/// A gauge of fractional values (seconds, ratios).
+pub type FGauge = Gauge<f64, AtomicU64>;
+type Labels<const N: usize> = [(&'static str, String); N];
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(BUCKETS)
 }
 
-/// The registry. Cheap to share behind an `Arc`.
-#[derive(Debug, Default)]
+/// Registers `metric` under `name` (a counter without its `_total`) with `help` as documented (the crate adds
+/// the final period).
+pub(crate) fn register(registry: &mut Registry, name: &str, help: &str, metric: impl Metric) {
+    registry.register(name, help.strip_suffix('.').unwrap_or(help), metric);
+}
+
+/// The registry and the handles that feed it. Cheap to share behind an `Arc`.
+#[derive(Debug)]
 pub struct Metrics {
-    requests: Mutex<BTreeMap<(String, String, u16), u64>>,
-    durations: Mutex<BTreeMap<String, Histogram>>,
-    pub samples_ingested: AtomicU64,
-    pub samples_duplicates: AtomicU64,
-    pub samples_rejected: AtomicU64,
-    pub usage_events_ingested: AtomicU64,
+    registry: Registry,
+    requests: Family<Labels<3>, Counter>,
+    durations: Family<Labels<1>, Histogram, fn() -> Histogram>,
+    pub samples_ingested: Counter,
+    pub samples_duplicates: Counter,
+    pub samples_rejected: Counter,
+    pub usage_events_ingested: Counter,
     /// Failed sign-ins by reason (`missing`, `malformed`, `unknown`, `revoked`, `expired`).
-    auth_failures: Mutex<BTreeMap<&'static str, u64>>,
+    auth_failures: Family<Labels<1>, Counter>,
     /// Requests answered 429.
-    pub rate_limited: AtomicU64,
-    /// The audit chain's head as last read (seq, hash): what an operator anchors.
-    audit_head: Mutex<Option<(u64, String)>>,
+    pub rate_limited: Counter,
     /// The ClickHouse replica (all zero when there is none).
     pub replica: ReplicaMetrics,
     /// Budgets in force: (budget id, tenant id) -> spent over the limit, as last checked.
-    budget_ratio: Mutex<BTreeMap<(String, String), String>>,
+    budget_ratio: Family<Labels<2>, FGauge>,
     /// Threshold crossings recorded, webhook deliveries acknowledged and failed.
-    pub budget_crossings: AtomicU64,
-    pub webhooks_delivered: AtomicU64,
-    pub webhooks_failed: AtomicU64,
+    pub budget_crossings: Counter,
+    pub webhooks_delivered: Counter,
+    pub webhooks_failed: Counter,
     /// Leases and the allocation batch.
     pub jobs: crate::leader::JobMetrics,
-    /// The store-derived figures as last refreshed (rendered by every scrape).
-    figures: Mutex<Arc<Figures>>,
+    /// The audit head and the store-derived figures, encoded at scrape time.
+    cached: Arc<Cached>,
     /// Parts of a refresh of the store-derived figures that failed (their last values were kept).
-    pub refresh_failures: AtomicU64,
+    pub refresh_failures: Counter,
 }
 
 /// Lag and failures of the ClickHouse replica, set by the replicator.
 #[derive(Debug, Default)]
 pub struct ReplicaMetrics {
     /// Outbox entries not delivered yet (gauge).
-    pub outbox_pending: AtomicU64,
+    pub outbox_pending: UGauge,
     /// Age of the oldest of them, in seconds (gauge; 0 when none wait).
-    pub outbox_oldest_age_seconds: AtomicU64,
+    pub outbox_oldest_age_seconds: UGauge,
     /// Rows ClickHouse stored (counter; a redelivery counts again).
-    pub delivered_rows: AtomicU64,
+    pub delivered_rows: Counter,
     /// Failed attempts: schema migration, delivery or acknowledgement (counter).
-    pub failures: AtomicU64,
+    pub failures: Counter,
     /// Unix time of the last delivery that succeeded (gauge; 0: never).
-    pub last_success_timestamp_seconds: AtomicU64,
+    pub last_success_timestamp_seconds: UGauge,
+}
+
+/// What a scrape encodes from a cache rather than from a metric handle: the audit head (shown once read) and
+/// the store-derived figures.
+#[derive(Debug, Default)]
+struct Cached {
+    /// The audit chain's head as last read (seq, hash): what an operator anchors.
+    audit_head: Mutex<Option<(u64, String)>>,
+    /// The store-derived figures as last refreshed.
+    figures: Mutex<Arc<Figures>>,
+}
+
+impl Collector for Cached {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let head = self.audit_head.lock().map(|h| h.clone()).unwrap_or(None);
+        if let Some((seq, hash)) = head {
+            let m = encoder.encode_descriptor(
+                "eai_audit_head_seq",
+                "Sequence of the audit chain's newest event: anchor it outside the database.",
+                None,
+                MetricType::Gauge,
+            )?;
+            ConstGauge::new(seq).encode(m)?;
+            let mut m = encoder.encode_descriptor(
+                "eai_audit_head_info",
+                "The audit chain's newest event (its hash as a label).",
+                None,
+                MetricType::Gauge,
+            )?;
+            let labels = [("seq", seq.to_string()), ("hash", hash)];
+            ConstGauge::new(1_u64).encode(m.encode_family(&labels)?)?;
+        }
+        let figures = self
+            .figures
+            .lock()
+            .map(|f| Arc::clone(&f))
+            .unwrap_or_default();
+        crate::store_metrics::encode(&figures, &mut encoder)
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Metrics {
     pub fn new() -> Self {
-        Self::default()
+        let mut m = Metrics {
+            registry: Registry::default(),
+            requests: Family::default(),
+            durations: Family::new_with_constructor(latency_histogram),
+            samples_ingested: Counter::default(),
+            samples_duplicates: Counter::default(),
+            samples_rejected: Counter::default(),
+            usage_events_ingested: Counter::default(),
+            auth_failures: Family::default(),
+            rate_limited: Counter::default(),
+            replica: ReplicaMetrics::default(),
+            budget_ratio: Family::default(),
+            budget_crossings: Counter::default(),
+            webhooks_delivered: Counter::default(),
+            webhooks_failed: Counter::default(),
+            jobs: crate::leader::JobMetrics::default(),
+            cached: Arc::new(Cached::default()),
+            refresh_failures: Counter::default(),
+        };
+        let r = &mut m.registry;
+        register(
+            r,
+            "eai_http_requests",
+            "HTTP requests answered, by method, route template and status.",
+            m.requests.clone(),
+        );
+        register(
+            r,
+            "eai_http_request_duration_seconds",
+            "Time to answer an HTTP request, by route template.",
+            m.durations.clone(),
+        );
+        register(
+            r,
+            "eai_budget_spent_ratio",
+            "Spent this month over the limit, per budget in force (1 = the limit).",
+            m.budget_ratio.clone(),
+        );
+        let counters: [(&str, &str, &Counter); 9] = [
+            (
+                "eai_metrics_refresh_failures",
+                "Parts of a refresh of the store-derived metrics that failed (their last values were kept).",
+                &m.refresh_failures,
+            ),
+            (
+                "eai_budget_threshold_crossings",
+                "Budget thresholds crossed (each once a month).",
+                &m.budget_crossings,
+            ),
+            (
+                "eai_budget_webhooks_delivered",
+                "Threshold webhooks acknowledged by their receiver (2xx).",
+                &m.webhooks_delivered,
+            ),
+            (
+                "eai_budget_webhooks_failed",
+                "Threshold webhook attempts that failed (retried with backoff).",
+                &m.webhooks_failed,
+            ),
+            (
+                "eai_gpu_samples_ingested",
+                "GPU samples stored (re-sends not counted).",
+                &m.samples_ingested,
+            ),
+            (
+                "eai_gpu_samples_duplicates",
+                "GPU samples received again and counted once.",
+                &m.samples_duplicates,
+            ),
+            (
+                "eai_gpu_samples_rejected",
+                "GPU samples of batches rejected as invalid or too large.",
+                &m.samples_rejected,
+            ),
+            (
+                "eai_usage_events_ingested",
+                "Usage events accepted (upserted by event_id).",
+                &m.usage_events_ingested,
+            ),
+            (
+                "eai_rate_limited",
+                "Requests answered 429 rate_limited.",
+                &m.rate_limited,
+            ),
+        ];
+        for (name, help, c) in counters {
+            register(r, name, help, c.clone());
+        }
+        let rep = &m.replica;
+        let gauges: [(&str, &str, &UGauge); 3] = [
+            (
+                "eai_replica_outbox_pending",
+                "Outbox entries not yet delivered to the ClickHouse replica.",
+                &rep.outbox_pending,
+            ),
+            (
+                "eai_replica_outbox_oldest_age_seconds",
+                "Age of the oldest outbox entry not yet delivered (0 when none wait).",
+                &rep.outbox_oldest_age_seconds,
+            ),
+            (
+                "eai_replica_last_success_timestamp_seconds",
+                "Unix time of the last successful delivery to the ClickHouse replica (0: never).",
+                &rep.last_success_timestamp_seconds,
+            ),
+        ];
+        for (name, help, g) in gauges {
+            register(r, name, help, g.clone());
+        }
+        register(
+            r,
+            "eai_replica_delivered_rows",
+            "Rows delivered to the ClickHouse replica (redeliveries included).",
+            rep.delivered_rows.clone(),
+        );
+        register(
+            r,
+            "eai_replica_failures",
+            "Failed attempts to migrate or deliver to the ClickHouse replica.",
+            rep.failures.clone(),
+        );
+        register(
+            r,
+            "eai_auth_failures",
+            "Failed sign-ins (the key is never recorded), by reason.",
+            m.auth_failures.clone(),
+        );
+        m.jobs.register(r);
+        r.register_collector(Box::new(Arc::clone(&m.cached)));
+        m
     }
 
     /// Records one finished request. `route` must be a route template (bounded cardinality), never a raw path.
     pub fn observe_request(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
-        if let Ok(mut m) = self.requests.lock() {
-            *m.entry((method.to_string(), route.to_string(), status))
-                .or_default() += 1;
-        }
-        let us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
-        if let Ok(mut d) = self.durations.lock() {
-            let h = d.entry(route.to_string()).or_default();
-            h.count += 1;
-            h.sum_us = h.sum_us.saturating_add(us);
-            for (i, bound) in BUCKETS_US.iter().enumerate() {
-                if us <= *bound {
-                    h.buckets[i] += 1;
-                }
-            }
-        }
+        self.requests
+            .get_or_create(&[
+                ("method", method.to_string()),
+                ("route", route.to_string()),
+                ("status", status.to_string()),
+            ])
+            .inc();
+        self.durations
+            .get_or_create(&[("route", route.to_string())])
+            .observe(elapsed.as_secs_f64());
     }
 
     pub fn auth_failed(&self, reason: &'static str) {
-        if let Ok(mut m) = self.auth_failures.lock() {
-            *m.entry(reason).or_default() += 1;
-        }
+        self.auth_failures
+            .get_or_create(&[("reason", reason.to_string())])
+            .inc();
     }
 
     pub fn rate_limited(&self) {
-        Self::add(&self.rate_limited, 1);
+        self.rate_limited.inc();
     }
 
-    /// The budgets in force as last checked: (budget id, tenant id, spent / limit as a decimal text).
-    pub fn set_budgets(&self, rows: Vec<(String, String, String)>) {
-        if let Ok(mut m) = self.budget_ratio.lock() {
-            *m = rows.into_iter().map(|(b, t, r)| ((b, t), r)).collect();
+    /// The budgets in force as last checked: (budget id, tenant id, spent / limit). The ratio is exact here
+    /// and a float64 in the exposition (as Prometheus keeps every sample).
+    pub fn set_budgets(&self, rows: Vec<(String, String, Decimal)>) {
+        self.budget_ratio.clear();
+        for (budget, tenant, ratio) in rows {
+            self.budget_ratio
+                .get_or_create(&[("budget_id", budget), ("tenant_id", tenant)])
+                .set(ratio.to_f64().unwrap_or(f64::NAN));
         }
     }
 
     /// The store-derived figures as last refreshed.
     pub fn figures(&self) -> Arc<Figures> {
-        self.figures
+        self.cached
+            .figures
             .lock()
             .map(|f| Arc::clone(&f))
             .unwrap_or_default()
     }
 
     pub fn set_figures(&self, figures: Figures) {
-        if let Ok(mut f) = self.figures.lock() {
+        if let Ok(mut f) = self.cached.figures.lock() {
             *f = Arc::new(figures);
         }
     }
 
     pub fn set_audit_head(&self, seq: u64, hash: &str) {
-        if let Ok(mut h) = self.audit_head.lock() {
+        if let Ok(mut h) = self.cached.audit_head.lock() {
             *h = Some((seq, hash.to_string()));
         }
     }
 
-    pub fn add(counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Ordering::Relaxed);
+    pub fn add(counter: &Counter, n: u64) {
+        counter.inc_by(n);
     }
 
-    pub fn set(gauge: &AtomicU64, v: u64) {
-        gauge.store(v, Ordering::Relaxed);
+    pub fn set(gauge: &UGauge, v: u64) {
+        gauge.set(v);
     }
 
-    /// The Prometheus text exposition (version 0.0.4).
+    /// The OpenMetrics text exposition ([`CONTENT_TYPE`]), `# EOF` included.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        out.push_str("# HELP eai_http_requests_total HTTP requests answered, by method, route template and status.\n");
-        out.push_str("# TYPE eai_http_requests_total counter\n");
-        if let Ok(m) = self.requests.lock() {
-            for ((method, route, status), n) in m.iter() {
-                let _ = writeln!(
-                    out,
-                    "eai_http_requests_total{{method=\"{}\",route=\"{}\",status=\"{status}\"}} {n}",
-                    escape(method),
-                    escape(route)
-                );
-            }
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
+            tracing::error!(error = %e, "cannot encode the metrics");
         }
-        out.push_str("# HELP eai_http_request_duration_seconds Time to answer an HTTP request, by route template.\n");
-        out.push_str("# TYPE eai_http_request_duration_seconds histogram\n");
-        if let Ok(d) = self.durations.lock() {
-            for (route, h) in d.iter() {
-                let r = escape(route);
-                for (bound, n) in BUCKETS_US.iter().zip(h.buckets.iter()) {
-                    let _ = writeln!(
-                        out,
-                        "eai_http_request_duration_seconds_bucket{{route=\"{r}\",le=\"{}\"}} {n}",
-                        seconds(*bound)
-                    );
-                }
-                let _ = writeln!(
-                    out,
-                    "eai_http_request_duration_seconds_bucket{{route=\"{r}\",le=\"+Inf\"}} {}",
-                    h.count
-                );
-                let _ = writeln!(
-                    out,
-                    "eai_http_request_duration_seconds_sum{{route=\"{r}\"}} {}",
-                    seconds(h.sum_us)
-                );
-                let _ = writeln!(
-                    out,
-                    "eai_http_request_duration_seconds_count{{route=\"{r}\"}} {}",
-                    h.count
-                );
-            }
-        }
-        out.push_str("# HELP eai_budget_spent_ratio Spent this month over the limit, per budget in force (1 = the limit).\n");
-        out.push_str("# TYPE eai_budget_spent_ratio gauge\n");
-        if let Ok(m) = self.budget_ratio.lock() {
-            for ((budget, tenant), ratio) in m.iter() {
-                let _ = writeln!(
-                    out,
-                    "eai_budget_spent_ratio{{budget_id=\"{}\",tenant_id=\"{}\"}} {ratio}",
-                    escape(budget),
-                    escape(tenant)
-                );
-            }
-        }
-        let counters: [(&str, &str, &AtomicU64); 8] = [
-            (
-                "eai_metrics_refresh_failures_total",
-                "Parts of a refresh of the store-derived metrics that failed (their last values were kept).",
-                &self.refresh_failures,
-            ),
-            (
-                "eai_budget_threshold_crossings_total",
-                "Budget thresholds crossed (each once a month).",
-                &self.budget_crossings,
-            ),
-            (
-                "eai_budget_webhooks_delivered_total",
-                "Threshold webhooks acknowledged by their receiver (2xx).",
-                &self.webhooks_delivered,
-            ),
-            (
-                "eai_budget_webhooks_failed_total",
-                "Threshold webhook attempts that failed (retried with backoff).",
-                &self.webhooks_failed,
-            ),
-            (
-                "eai_gpu_samples_ingested_total",
-                "GPU samples stored (re-sends not counted).",
-                &self.samples_ingested,
-            ),
-            (
-                "eai_gpu_samples_duplicates_total",
-                "GPU samples received again and counted once.",
-                &self.samples_duplicates,
-            ),
-            (
-                "eai_gpu_samples_rejected_total",
-                "GPU samples of batches rejected as invalid or too large.",
-                &self.samples_rejected,
-            ),
-            (
-                "eai_usage_events_ingested_total",
-                "Usage events accepted (upserted by event_id).",
-                &self.usage_events_ingested,
-            ),
-        ];
-        let r = &self.replica;
-        let replica: [(&str, &str, &str, &AtomicU64); 5] = [
-            (
-                "eai_replica_outbox_pending",
-                "gauge",
-                "Outbox entries not yet delivered to the ClickHouse replica.",
-                &r.outbox_pending,
-            ),
-            (
-                "eai_replica_outbox_oldest_age_seconds",
-                "gauge",
-                "Age of the oldest outbox entry not yet delivered (0 when none wait).",
-                &r.outbox_oldest_age_seconds,
-            ),
-            (
-                "eai_replica_delivered_rows_total",
-                "counter",
-                "Rows delivered to the ClickHouse replica (redeliveries included).",
-                &r.delivered_rows,
-            ),
-            (
-                "eai_replica_failures_total",
-                "counter",
-                "Failed attempts to migrate or deliver to the ClickHouse replica.",
-                &r.failures,
-            ),
-            (
-                "eai_replica_last_success_timestamp_seconds",
-                "gauge",
-                "Unix time of the last successful delivery to the ClickHouse replica (0: never).",
-                &r.last_success_timestamp_seconds,
-            ),
-        ];
-        for (name, help, c) in counters {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
-                c.load(Ordering::Relaxed)
-            );
-        }
-        for (name, kind, help, c) in replica {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {}",
-                c.load(Ordering::Relaxed)
-            );
-        }
-        out.push_str("# HELP eai_auth_failures_total Failed sign-ins (the key is never recorded), by reason.\n");
-        out.push_str("# TYPE eai_auth_failures_total counter\n");
-        if let Ok(m) = self.auth_failures.lock() {
-            for (reason, n) in m.iter() {
-                let _ = writeln!(out, "eai_auth_failures_total{{reason=\"{reason}\"}} {n}");
-            }
-        }
-        let _ = writeln!(
-            out,
-            "# HELP eai_rate_limited_total Requests answered 429 rate_limited.\n# TYPE eai_rate_limited_total counter\neai_rate_limited_total {}",
-            self.rate_limited.load(Ordering::Relaxed)
-        );
-        if let Ok(h) = self.audit_head.lock() {
-            if let Some((seq, hash)) = h.as_ref() {
-                let _ = writeln!(
-                    out,
-                    "# HELP eai_audit_head_seq Sequence of the audit chain's newest event: anchor it outside the database.\n\
-                     # TYPE eai_audit_head_seq gauge\neai_audit_head_seq {seq}\n\
-                     # HELP eai_audit_head_info The audit chain's newest event (its hash as a label).\n\
-                     # TYPE eai_audit_head_info gauge\neai_audit_head_info{{seq=\"{seq}\",hash=\"{hash}\"}} 1"
-                );
-            }
-        }
-        self.jobs.render(&mut out);
-        crate::store_metrics::render(&self.figures(), &mut out);
         out
     }
 }
 
-/// Microseconds as decimal seconds, without floating point.
-pub(crate) fn seconds(us: u64) -> String {
-    let frac = us % 1_000_000;
-    if frac == 0 {
-        format!("{}", us / 1_000_000)
-    } else {
-        let s = format!("{}.{:06}", us / 1_000_000, frac);
-        s.trim_end_matches('0').to_string()
-    }
-}
-
-/// Escapes a label value (backslash, double quote, newline).
-pub(crate) fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+/// The figures a Prometheus sample holds: a float64 (the exact decimal kept elsewhere).
+pub(crate) fn float(d: Decimal) -> f64 {
+    d.to_f64().unwrap_or(f64::NAN)
 }
 
 #[cfg(test)]
@@ -343,44 +360,51 @@ mod tests {
         m.observe_request("GET", "/healthz", 200, Duration::from_millis(30));
         Metrics::add(&m.samples_ingested, 480);
         let text = m.render();
+        for line in [
+            "# TYPE eai_http_requests counter",
+            "eai_http_requests_total{method=\"GET\",route=\"/healthz\",status=\"200\"} 2",
+            "eai_http_request_duration_seconds_bucket{le=\"0.005\",route=\"/healthz\"} 1",
+            "eai_http_request_duration_seconds_bucket{le=\"0.05\",route=\"/healthz\"} 2",
+            "eai_http_request_duration_seconds_bucket{le=\"+Inf\",route=\"/healthz\"} 2",
+            "eai_http_request_duration_seconds_count{route=\"/healthz\"} 2",
+            "# HELP eai_gpu_samples_ingested GPU samples stored (re-sends not counted).",
+            "eai_gpu_samples_ingested_total 480",
+            "eai_rate_limited_total 0",
+            "# EOF",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
+        }
+        let sum = text
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("eai_http_request_duration_seconds_sum{route=\"/healthz\"} ")
+            })
+            .and_then(|v| v.parse::<f64>().ok());
+        assert!(sum.is_some_and(|s| (s - 0.033).abs() < 1e-9), "{text}");
         assert!(
-            text.contains(
-                "eai_http_requests_total{method=\"GET\",route=\"/healthz\",status=\"200\"} 2"
-            ),
+            !text.contains("..\n"),
+            "one period after each HELP:\n{text}"
+        );
+        assert!(!text.contains("eai_audit_head_seq"), "not read yet");
+        m.set_audit_head(7, "ab\"c");
+        let text = m.render();
+        assert!(
+            text.contains("eai_audit_head_info{seq=\"7\",hash=\"ab\\\"c\"} 1\n"),
             "{text}"
         );
-        assert!(
-            text.contains(
-                "eai_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"0.005\"} 1"
-            ),
-            "{text}"
-        );
-        assert!(
-            text.contains(
-                "eai_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"0.05\"} 2"
-            ),
-            "{text}"
-        );
-        assert!(
-            text.contains(
-                "eai_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"+Inf\"} 2"
-            ),
-            "{text}"
-        );
-        assert!(
-            text.contains("eai_http_request_duration_seconds_sum{route=\"/healthz\"} 0.033"),
-            "{text}"
-        );
-        assert!(
-            text.contains("eai_gpu_samples_ingested_total 480"),
-            "{text}"
-        );
+        assert!(text.ends_with("# EOF\n"), "{text}");
     }
 
     #[test]
-    fn seconds_are_exact() {
-        assert_eq!(seconds(5_000), "0.005");
-        assert_eq!(seconds(2_500_000), "2.5");
-        assert_eq!(seconds(10_000_000), "10");
+    fn budgets_in_force_replace_the_last_ones() {
+        let m = Metrics::new();
+        m.set_budgets(vec![("bud_1".into(), "t1".into(), Decimal::new(11, 1))]);
+        m.set_budgets(vec![("bud_2".into(), "t1".into(), Decimal::new(5, 1))]);
+        let text = m.render();
+        assert!(!text.contains("bud_1"), "{text}");
+        assert!(
+            text.contains("eai_budget_spent_ratio{budget_id=\"bud_2\",tenant_id=\"t1\"} 0.5\n"),
+            "{text}"
+        );
     }
 }

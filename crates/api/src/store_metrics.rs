@@ -2,7 +2,7 @@
 //! node's latest window, the month to date's cost per deployment (and per tenant, opt-in), the last closed
 //! hour's idle ratio and unpriced samples, the gaps the month's allocation reports, and the audit chain's
 //! verification. A refresher task ([`run`]) reads them every `EAI_METRICS_REFRESH_SECONDS` and caches them
-//! ([`Figures`]); a scrape renders the cache ([`render`]) and never runs an allocation. Every replica reads the
+//! ([`Figures`]); a scrape encodes the cache ([`encode`], as float64 samples) and never runs an allocation. Every replica reads the
 //! same store, so every replica shows the same values: aggregate them with `max`, never `sum`
 //! (docs/METRICS.md).
 //!
@@ -18,7 +18,7 @@
 //!   month they cover.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::fmt;
 use std::time::{Duration, Instant};
 
 use eai_engine::allocate::{AllocationConfig, Period};
@@ -28,9 +28,14 @@ use eai_engine::money::Currency;
 use eai_engine::report::Allocation;
 use eai_engine::time::Timestamp;
 use eai_store::{AuditHead, NodeSeen, Scope, Store, StoreError};
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeGaugeValue, EncodeMetric, MetricEncoder,
+};
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
 use rust_decimal::Decimal;
 
-use crate::metrics::{escape, Metrics};
+use crate::metrics::{float, Metrics};
 use crate::state::{now, AppState};
 
 const HOUR_MS: i64 = 3_600_000;
@@ -368,47 +373,55 @@ async fn tenant_costs(store: &dyn Store, a: &Allocation) -> Result<Vec<TenantCos
         .collect())
 }
 
-// --- rendering ------------------------------------------------------------------------------------------------
+// --- encoding -------------------------------------------------------------------------------------------------
+// The figures stay exact decimals in the cache; a sample of the exposition is a float64 (Prometheus keeps every
+// sample as one), converted here and nowhere else.
 
-/// Milliseconds as exact decimal seconds.
-fn seconds(t: Timestamp) -> String {
-    Decimal::new(t.0, 3).normalize().to_string()
+/// Milliseconds as seconds.
+fn seconds(t: Timestamp) -> f64 {
+    float(Decimal::new(t.0, 3))
 }
 
-fn num(d: Decimal) -> String {
-    d.normalize().to_string()
+/// A family of gauges rendered from a list of rows: its name (or name part), its help, and the value of a row.
+type Rows<T> = (&'static str, &'static str, fn(&T) -> Option<f64>);
+
+type Enc<'a> = DescriptorEncoder<'a>;
+
+/// A gauge family's HELP and TYPE.
+fn family<'s>(
+    e: &'s mut Enc<'_>,
+    name: &'s str,
+    help: &str,
+) -> Result<MetricEncoder<'s>, fmt::Error> {
+    e.encode_descriptor(name, help, None, MetricType::Gauge)
 }
 
-/// A family rendered from a list of rows: its name (or name part), its help, and the value of a row.
-type Family<T, V> = (&'static str, &'static str, fn(&T) -> V);
-
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+/// One series of a family (label values are escaped by the encoder).
+fn series(
+    m: &mut MetricEncoder<'_>,
+    labels: &[(&str, &str)],
+    value: impl EncodeGaugeValue + fmt::Debug + Send + Sync,
+) -> fmt::Result {
+    ConstGauge::new(value).encode(m.encode_family(&labels)?)
 }
 
-/// One series: `labels` as (name, value) pairs, escaped here.
-fn series(out: &mut String, name: &str, labels: &[(&str, &str)], value: &str) {
-    out.push_str(name);
-    if !labels.is_empty() {
-        out.push('{');
-        for (i, (k, v)) in labels.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            let _ = write!(out, "{k}=\"{}\"", escape(v));
-        }
-        out.push('}');
-    }
-    let _ = writeln!(out, " {value}");
+/// A family of one series without labels.
+fn single(
+    e: &mut Enc<'_>,
+    name: &str,
+    help: &str,
+    value: impl EncodeGaugeValue + fmt::Debug + Send + Sync,
+) -> fmt::Result {
+    ConstGauge::new(value).encode(family(e, name, help)?)
 }
 
-/// The cached figures in the text exposition. Values are the decimals' exact text.
-pub fn render(f: &Figures, out: &mut String) {
-    let gpu_families: [Family<Sample, Option<String>>; 4] = [
+/// The cached figures, encoded (the collector of [`crate::metrics`] calls it at each scrape).
+pub fn encode(f: &Figures, e: &mut Enc<'_>) -> fmt::Result {
+    let gpu_families: [Rows<Sample>; 4] = [
         (
             "eai_gpu_utilization_ratio",
             "Utilization (0..1) of the GPU's latest stored sample.",
-            |s| Some(num(s.utilization.get())),
+            |s| Some(float(s.utilization.get())),
         ),
         (
             "eai_gpu_memory_used_bytes",
@@ -417,13 +430,13 @@ pub fn render(f: &Figures, out: &mut String) {
                 s.memory_used_gb
                     .get()
                     .checked_mul(Decimal::from(BYTES_PER_GIB))
-                    .map(num)
+                    .map(float)
             },
         ),
         (
             "eai_gpu_power_watts",
             "Average power over the GPU's latest stored sample, in watts.",
-            |s| Some(num(s.power_w.get())),
+            |s| Some(float(s.power_w.get())),
         ),
         (
             "eai_gpu_last_sample_timestamp_seconds",
@@ -432,7 +445,7 @@ pub fn render(f: &Figures, out: &mut String) {
         ),
     ];
     for (name, help, value) in gpu_families {
-        family(out, name, "gauge", help);
+        let mut m = family(e, name, help)?;
         for s in &f.gpus {
             if let Some(v) = value(s) {
                 let labels = [
@@ -441,123 +454,90 @@ pub fn render(f: &Figures, out: &mut String) {
                     ("model", s.model.as_str()),
                     ("deployment", s.deployment_id.as_str()),
                 ];
-                series(out, name, &labels, &v);
+                series(&mut m, &labels, v)?;
             }
         }
     }
-    family(
-        out,
+    single(
+        e,
         "eai_gpus_seen",
-        "gauge",
         "GPUs (or MIG slices) with a sample stored in the last 7 days.",
-    );
-    series(out, "eai_gpus_seen", &[], &f.gpus_seen.to_string());
-    let omitted = f.gpus_seen.saturating_sub(f.gpus.len() as u64);
-    family(
-        out,
+        f.gpus_seen,
+    )?;
+    single(
+        e,
         "eai_metrics_gpu_series_omitted",
-        "gauge",
         "GPUs left out of the eai_gpu_* series by EAI_METRICS_MAX_GPU_SERIES (those seen longest ago).",
-    );
-    series(
-        out,
-        "eai_metrics_gpu_series_omitted",
-        &[],
-        &omitted.to_string(),
-    );
+        f.gpus_seen.saturating_sub(f.gpus.len() as u64),
+    )?;
 
-    family(
-        out,
+    let mut m = family(
+        e,
         "eai_node_last_sample_timestamp_seconds",
-        "gauge",
         "Latest sample window end stored for the node, any GPU (Unix time): an old value is a silent sampler.",
-    );
+    )?;
     for n in &f.nodes {
-        series(
-            out,
-            "eai_node_last_sample_timestamp_seconds",
-            &[("node", &n.node)],
-            &seconds(n.last_seen),
-        );
+        series(&mut m, &[("node", &n.node)], seconds(n.last_seen))?;
     }
 
-    render_month(out, f.month.as_ref());
-    render_last_hour(out, f.last_hour.as_ref());
+    encode_month(e, f.month.as_ref())?;
+    encode_last_hour(e, f.last_hour.as_ref())?;
 
     if let Some(tenants) = &f.tenants {
-        family(
-            out,
+        let mut m = family(
+            e,
             "eai_tenant_cost_month_to_date",
-            "gauge",
             "The tenant's allocated GPU cost this UTC month to date (EAI_METRICS_TENANT_COST).",
-        );
+        )?;
         for t in tenants {
-            series(
-                out,
-                "eai_tenant_cost_month_to_date",
-                &[
-                    ("tenant_id", &t.tenant_id),
-                    ("tenant", &t.tenant),
-                    ("currency", t.currency.as_str()),
-                ],
-                &t.cost.to_string(),
-            );
+            let labels = [
+                ("tenant_id", t.tenant_id.as_str()),
+                ("tenant", t.tenant.as_str()),
+                ("currency", t.currency.as_str()),
+            ];
+            series(&mut m, &labels, float(t.cost))?;
         }
     }
 
     if let Some(a) = &f.audit {
-        let head = a.head.as_ref().map_or(0, |h| h.seq);
-        for (name, help, v) in [
-            (
-                "eai_audit_chain_verified",
-                "1 when the last verification found the audit chain intact (and still holding the head verified before), else 0.",
-                u8::from(a.verified).to_string(),
-            ),
-            (
-                "eai_audit_chain_verified_timestamp_seconds",
-                "When the audit chain was last verified (Unix time; at start and daily).",
-                seconds(a.at),
-            ),
-            (
-                "eai_audit_chain_verified_seq",
-                "Sequence of the newest audit event when the chain was last verified.",
-                head.to_string(),
-            ),
-        ] {
-            family(out, name, "gauge", help);
-            series(out, name, &[], &v);
-        }
+        single(
+            e,
+            "eai_audit_chain_verified",
+            "1 when the last verification found the audit chain intact (and still holding the head verified before), else 0.",
+            u64::from(a.verified),
+        )?;
+        single(
+            e,
+            "eai_audit_chain_verified_timestamp_seconds",
+            "When the audit chain was last verified (Unix time; at start and daily).",
+            seconds(a.at),
+        )?;
+        single(
+            e,
+            "eai_audit_chain_verified_seq",
+            "Sequence of the newest audit event when the chain was last verified.",
+            a.head.as_ref().map_or(0, |h| h.seq),
+        )?;
     }
 
     if let Some(at) = f.refreshed_at {
-        family(
-            out,
+        single(
+            e,
             "eai_metrics_refresh_timestamp_seconds",
-            "gauge",
             "When a refresh of the store-derived metrics last read every part (Unix time).",
-        );
-        series(
-            out,
-            "eai_metrics_refresh_timestamp_seconds",
-            &[],
-            &seconds(at),
-        );
-        family(
-            out,
+            seconds(at),
+        )?;
+        single(
+            e,
             "eai_metrics_refresh_duration_seconds",
-            "gauge",
             "How long the last refresh of the store-derived metrics took.",
-        );
-        series(
-            out,
-            "eai_metrics_refresh_duration_seconds",
-            &[],
-            &num(Decimal::new(
+            float(Decimal::new(
                 i64::try_from(f.refresh_duration_ms).unwrap_or(i64::MAX),
                 3,
             )),
-        );
+        )?;
     }
+    Ok(())
 }
 
 const MONTH: &str = "this UTC month to date";
@@ -565,114 +545,112 @@ const LAST_HOUR: &str = "the last closed UTC hour";
 
 /// The month to date's families: cost, allocated and unallocated per currency; GPU-seconds, busy GPU-seconds,
 /// unpriced samples and GPU-seconds; gaps by reason.
-fn render_month(out: &mut String, p: Option<&PeriodFigures>) {
+fn encode_month(e: &mut Enc<'_>, p: Option<&PeriodFigures>) -> fmt::Result {
     let (costs, usage, gaps) = match p {
         Some(p) => (p.costs.as_slice(), p.usage.as_slice(), p.gaps.as_slice()),
         None => (&[][..], &[][..], &[][..]),
     };
-    let money: [Family<CostRow, Decimal>; 3] = [
-        ("cost", "Cost of the deployment", |c| c.cost),
+    let money: [Rows<CostRow>; 3] = [
+        ("cost", "Cost of the deployment", |c| Some(float(c.cost))),
         (
             "allocated",
             "Cost of the deployment allocated to tenants",
-            |c| c.allocated,
+            |c| Some(float(c.allocated)),
         ),
         (
             "unallocated",
             "Cost of the deployment no tenant's usage accounts for (idle capacity)",
-            |c| c.unallocated,
+            |c| Some(float(c.unallocated)),
         ),
     ];
     for (what, help, value) in money {
         let name = format!("eai_deployment_{what}_month_to_date");
-        family(out, &name, "gauge", &format!("{help}, {MONTH}."));
+        let help = format!("{help}, {MONTH}.");
+        let mut m = family(e, &name, &help)?;
         for c in costs {
             let labels = [
                 ("deployment", c.deployment.as_str()),
                 ("currency", c.currency.as_str()),
             ];
-            series(out, &name, &labels, &value(c).to_string());
+            if let Some(v) = value(c) {
+                series(&mut m, &labels, v)?;
+            }
         }
     }
-    let quantities: [Family<DeploymentUsage, String>; 2] = [
+    let quantities: [Rows<DeploymentUsage>; 2] = [
         (
             "gpu_seconds",
             "GPU-seconds (x GPU fraction) measured of the deployment",
-            |u| num(u.gpu_seconds),
+            |u| Some(float(u.gpu_seconds)),
         ),
         (
             "busy_gpu_seconds",
             "Busy GPU-seconds (GPU-seconds x utilization) of the deployment",
-            |u| num(u.busy_gpu_seconds),
+            |u| Some(float(u.busy_gpu_seconds)),
         ),
     ];
     for (what, help, value) in quantities {
         let name = format!("eai_deployment_{what}_month_to_date");
-        family(out, &name, "gauge", &format!("{help}, {MONTH}."));
+        let help = format!("{help}, {MONTH}.");
+        let mut m = family(e, &name, &help)?;
         for u in usage {
-            series(out, &name, &[("deployment", &u.deployment)], &value(u));
+            if let Some(v) = value(u) {
+                series(&mut m, &[("deployment", &u.deployment)], v)?;
+            }
         }
     }
-    render_unpriced(out, usage, "month_to_date", MONTH);
-    let counts: [Family<GapCount, String>; 2] = [
-        (
-            "eai_deployment_gaps_month_to_date",
-            "Gaps (spans of a GPU series left unfilled) the allocation reports",
-            |g| g.gaps.to_string(),
-        ),
-        (
-            "eai_deployment_gap_seconds_month_to_date",
-            "Seconds the reported gaps cover, summed over GPUs",
-            |g| num(g.seconds),
-        ),
-    ];
-    for (name, help, value) in counts {
-        family(out, name, "gauge", &format!("{help}, {MONTH}, by reason."));
-        for g in gaps {
-            let labels = [("deployment", g.deployment.as_str()), ("reason", g.reason)];
-            series(out, name, &labels, &value(g));
-        }
+    encode_unpriced(e, usage, "month_to_date", MONTH)?;
+    let help = format!(
+        "Gaps (spans of a GPU series left unfilled) the allocation reports, {MONTH}, by reason."
+    );
+    let mut m = family(e, "eai_deployment_gaps_month_to_date", &help)?;
+    for g in gaps {
+        let labels = [("deployment", g.deployment.as_str()), ("reason", g.reason)];
+        series(&mut m, &labels, g.gaps)?;
     }
+    let help = format!("Seconds the reported gaps cover, summed over GPUs, {MONTH}, by reason.");
+    let mut m = family(e, "eai_deployment_gap_seconds_month_to_date", &help)?;
+    for g in gaps {
+        let labels = [("deployment", g.deployment.as_str()), ("reason", g.reason)];
+        series(&mut m, &labels, float(g.seconds))?;
+    }
+    Ok(())
 }
 
 /// The last closed hour's families: unpriced samples and GPU-seconds, idle ratio.
-fn render_last_hour(out: &mut String, p: Option<&PeriodFigures>) {
+fn encode_last_hour(e: &mut Enc<'_>, p: Option<&PeriodFigures>) -> fmt::Result {
     let usage = p.map_or(&[][..], |p| p.usage.as_slice());
-    render_unpriced(out, usage, "last_hour", LAST_HOUR);
-    let name = "eai_deployment_idle_ratio_last_hour";
-    family(
-        out,
-        name,
-        "gauge",
-        &format!("1 - busy GPU-seconds / GPU-seconds of the deployment (busy = GPU-seconds x utilization), {LAST_HOUR}."),
-    );
+    encode_unpriced(e, usage, "last_hour", LAST_HOUR)?;
+    let help = format!("1 - busy GPU-seconds / GPU-seconds of the deployment (busy = GPU-seconds x utilization), {LAST_HOUR}.");
+    let mut m = family(e, "eai_deployment_idle_ratio_last_hour", &help)?;
     for u in usage {
         if let Some(r) = u.idle_ratio() {
-            series(out, name, &[("deployment", &u.deployment)], &num(r));
+            series(&mut m, &[("deployment", &u.deployment)], float(r))?;
         }
     }
+    Ok(())
 }
 
-fn render_unpriced(out: &mut String, usage: &[DeploymentUsage], suffix: &str, when: &str) {
-    let unpriced: [Family<DeploymentUsage, String>; 2] = [
-        (
-            "unpriced_samples",
-            "Samples of the deployment no policy prices",
-            |u| u.unpriced_samples.to_string(),
-        ),
-        (
-            "unpriced_gpu_seconds",
-            "GPU-seconds of the deployment no policy prices",
-            |u| num(u.unpriced_gpu_seconds),
-        ),
-    ];
-    for (what, help, value) in unpriced {
-        let name = format!("eai_deployment_{what}_{suffix}");
-        family(out, &name, "gauge", &format!("{help}, {when}."));
-        for u in usage {
-            series(out, &name, &[("deployment", &u.deployment)], &value(u));
-        }
+fn encode_unpriced(
+    e: &mut Enc<'_>,
+    usage: &[DeploymentUsage],
+    suffix: &str,
+    when: &str,
+) -> fmt::Result {
+    let name = format!("eai_deployment_unpriced_samples_{suffix}");
+    let help = format!("Samples of the deployment no policy prices, {when}.");
+    let mut m = family(e, &name, &help)?;
+    for u in usage {
+        series(&mut m, &[("deployment", &u.deployment)], u.unpriced_samples)?;
     }
+    let name = format!("eai_deployment_unpriced_gpu_seconds_{suffix}");
+    let help = format!("GPU-seconds of the deployment no policy prices, {when}.");
+    let mut m = family(e, &name, &help)?;
+    for u in usage {
+        let v = float(u.unpriced_gpu_seconds);
+        series(&mut m, &[("deployment", &u.deployment)], v)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -744,14 +722,39 @@ mod tests {
             .collect()
     }
 
-    /// The value of the one series whose line starts with `prefix` (name and labels).
-    fn value<'a>(text: &'a str, prefix: &str) -> &'a str {
+    /// The figures alone, encoded as a scrape does.
+    #[derive(Debug)]
+    struct Fixed(Figures);
+
+    impl prometheus_client::collector::Collector for Fixed {
+        fn encode(&self, mut e: DescriptorEncoder) -> fmt::Result {
+            super::encode(&self.0, &mut e)
+        }
+    }
+
+    fn render(f: &Figures) -> String {
+        let mut r = prometheus_client::registry::Registry::default();
+        r.register_collector(Box::new(Fixed(f.clone())));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &r).unwrap();
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        text
+    }
+
+    /// The value of the one series whose line starts with `prefix` (name and labels), as the shortest decimal
+    /// (the exposition writes `3600.0` for 3600).
+    fn value(text: &str, prefix: &str) -> String {
         let found: Vec<&str> = text
             .lines()
             .filter(|l| l.starts_with(prefix) && l[prefix.len()..].starts_with(' '))
             .collect();
         assert_eq!(found.len(), 1, "{prefix} in:\n{text}");
-        found[0][prefix.len() + 1..].trim()
+        let v = found[0][prefix.len() + 1..].trim();
+        Decimal::from_str(v)
+            .or_else(|_| Decimal::from_scientific(v))
+            .unwrap()
+            .normalize()
+            .to_string()
     }
 
     /// Every line is a comment or `name{labels} value` with a float value, and every family has a TYPE.
@@ -840,8 +843,7 @@ mod tests {
 
     #[test]
     fn gpus_nodes_and_bounds_render_as_exact_decimals() {
-        let mut text = String::new();
-        render(&figures(), &mut text);
+        let text = render(&figures());
         well_formed(&text);
         let a = r#"{node="gpu-node-1",gpu="GPU-a",model="H100-80GB",deployment="vllm-llama-70b"}"#;
         assert_eq!(
@@ -891,8 +893,7 @@ mod tests {
 
     #[test]
     fn the_allocation_figures_per_deployment_and_tenant() {
-        let mut text = String::new();
-        render(&figures(), &mut text);
+        let text = render(&figures());
         well_formed(&text);
         // One GPU for an hour at 312.5 W: 2.10 x 1.18 + 0.3125 kWh x 1.4 x 0.21 = 2.570875 -> 2.57, no usage.
         let eur = r#"{deployment="vllm-llama-70b",currency="EUR"}"#;
@@ -905,7 +906,7 @@ mod tests {
                 &text,
                 &format!("eai_deployment_allocated_month_to_date{eur}")
             ),
-            "0.00"
+            "0"
         );
         assert_eq!(
             value(
@@ -987,8 +988,7 @@ mod tests {
 
     #[test]
     fn before_the_first_refresh_only_the_bounds_are_shown() {
-        let mut text = String::new();
-        render(&Figures::default(), &mut text);
+        let text = render(&Figures::default());
         well_formed(&text);
         assert_eq!(value(&text, "eai_gpus_seen"), "0");
         assert!(!text.contains("eai_audit_chain_verified "), "{text}");

@@ -834,8 +834,19 @@ async fn a_resent_batch_is_counted_once() {
         "{after}"
     );
 
+    let scrape = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .expect("scrape");
+    assert_eq!(
+        scrape.headers()["content-type"],
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
     let (status, metrics) = app.get_text("/metrics", "").await;
     assert_eq!(status, StatusCode::OK);
+    assert!(metrics.ends_with("# EOF\n"), "{metrics}");
     assert!(
         metrics.contains("eai_gpu_samples_ingested_total 240"),
         "{metrics}"
@@ -849,7 +860,7 @@ async fn a_resent_batch_is_counted_once() {
         "{metrics}"
     );
     assert!(metrics.contains(
-        "eai_http_request_duration_seconds_bucket{route=\"/v1/finops/gpu/samples\",le=\"+Inf\"} 2"
+        "eai_http_request_duration_seconds_bucket{le=\"+Inf\",route=\"/v1/finops/gpu/samples\"} 2"
     ));
 }
 

@@ -1,47 +1,262 @@
-//! The sampler's own Prometheus metrics (`--metrics-listen`): base units, `_total` on counters.
+//! The sampler's own Prometheus metrics (`--metrics-listen`), with the prometheus-client crate: base units,
+//! `_total` on counters, served in the OpenMetrics text format ([`CONTENT_TYPE`]).
 
-use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 
 use crate::error::{Result, SamplerError};
 
+/// The content type of the exposition.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// A gauge of whole numbers.
+pub type UGauge = Gauge<u64, AtomicU64>;
+
+/// A Unix time set in milliseconds and shown in seconds.
+#[derive(Debug, Clone, Default)]
+pub struct UnixMs {
+    ms: Arc<AtomicU64>,
+    seconds: Gauge<f64, AtomicU64>,
+}
+
+/// What [`Metrics::add`], [`Metrics::set`] and [`Metrics::get`] work on.
+pub trait Value {
+    fn get(&self) -> u64;
+}
+
+impl Value for Counter {
+    fn get(&self) -> u64 {
+        Counter::get(self)
+    }
+}
+
+impl Value for UGauge {
+    fn get(&self) -> u64 {
+        Gauge::get(self)
+    }
+}
+
+impl Value for UnixMs {
+    fn get(&self) -> u64 {
+        self.ms.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// A gauge [`Metrics::set`] sets.
+pub trait Settable: Value {
+    fn set(&self, v: u64);
+}
+
+impl Settable for UGauge {
+    fn set(&self, v: u64) {
+        Gauge::set(self, v);
+    }
+}
+
+impl Settable for UnixMs {
+    fn set(&self, ms: u64) {
+        self.ms.store(ms, std::sync::atomic::Ordering::Relaxed);
+        self.seconds.set(ms as f64 / 1000.0);
+    }
+}
+
+/// A metric to register.
+enum Handle<'a> {
+    C(&'a Counter),
+    G(&'a UGauge),
+    F(&'a Gauge<f64, AtomicU64>),
+}
+
 /// Counters and gauges, shared between the sampler and the metrics listener.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Metrics {
-    pub scrapes: AtomicU64,
-    pub scrape_errors: AtomicU64,
-    pub samples_sent: AtomicU64,
-    pub samples_spooled: AtomicU64,
-    pub samples_dropped: AtomicU64,
-    pub samples_rejected: AtomicU64,
-    pub samples_duplicate: AtomicU64,
-    pub delivery_errors: AtomicU64,
-    pub spool_bytes: AtomicU64,
+    registry: Registry,
+    pub scrapes: Counter,
+    pub scrape_errors: Counter,
+    pub samples_sent: Counter,
+    pub samples_spooled: Counter,
+    pub samples_dropped: Counter,
+    pub samples_rejected: Counter,
+    pub samples_duplicate: Counter,
+    pub delivery_errors: Counter,
+    pub spool_bytes: UGauge,
     /// Batches (one per window) and samples in the spool not delivered yet.
-    pub spool_batches: AtomicU64,
-    pub spool_samples: AtomicU64,
+    pub spool_batches: UGauge,
+    pub spool_samples: UGauge,
     /// When the last tick ran (Unix ms; 0: none yet).
-    pub last_tick_ms: AtomicU64,
-    pub last_success_ms: AtomicU64,
-    pub malformed_lines: AtomicU64,
-    pub sentinel_values: AtomicU64,
-    pub out_of_range_values: AtomicU64,
-    pub unmapped_pod_samples: AtomicU64,
-    pub incomplete_devices: AtomicU64,
-    pub missing_memory_samples: AtomicU64,
-    pub unknown_mig_profiles: AtomicU64,
-    pub backfilled_windows: AtomicU64,
+    pub last_tick_ms: UnixMs,
+    pub last_success_ms: UnixMs,
+    pub malformed_lines: Counter,
+    pub sentinel_values: Counter,
+    pub out_of_range_values: Counter,
+    pub unmapped_pod_samples: Counter,
+    pub incomplete_devices: Counter,
+    pub missing_memory_samples: Counter,
+    pub unknown_mig_profiles: Counter,
+    pub backfilled_windows: Counter,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut m = Metrics {
+            registry: Registry::default(),
+            scrapes: Counter::default(),
+            scrape_errors: Counter::default(),
+            samples_sent: Counter::default(),
+            samples_spooled: Counter::default(),
+            samples_dropped: Counter::default(),
+            samples_rejected: Counter::default(),
+            samples_duplicate: Counter::default(),
+            delivery_errors: Counter::default(),
+            spool_bytes: UGauge::default(),
+            spool_batches: UGauge::default(),
+            spool_samples: UGauge::default(),
+            last_tick_ms: UnixMs::default(),
+            last_success_ms: UnixMs::default(),
+            malformed_lines: Counter::default(),
+            sentinel_values: Counter::default(),
+            out_of_range_values: Counter::default(),
+            unmapped_pod_samples: Counter::default(),
+            incomplete_devices: Counter::default(),
+            missing_memory_samples: Counter::default(),
+            unknown_mig_profiles: Counter::default(),
+            backfilled_windows: Counter::default(),
+        };
+        let mut registry = Registry::default();
+        let rows: [(&str, &str, Handle<'_>); 21] = [
+            (
+                "scrapes",
+                "Reads of the source (successful or not).",
+                Handle::C(&m.scrapes),
+            ),
+            (
+                "scrape_errors",
+                "Reads of the source that failed: no sample was made for their window.",
+                Handle::C(&m.scrape_errors),
+            ),
+            (
+                "samples_sent",
+                "Samples the control plane accepted.",
+                Handle::C(&m.samples_sent),
+            ),
+            (
+                "samples_spooled",
+                "Samples written (fsync'd) to the spool.",
+                Handle::C(&m.samples_spooled),
+            ),
+            (
+                "samples_dropped",
+                "Undelivered samples deleted because the spool was full (oldest first).",
+                Handle::C(&m.samples_dropped),
+            ),
+            (
+                "samples_rejected",
+                "Samples the control plane refused as invalid, kept in rejected/.",
+                Handle::C(&m.samples_rejected),
+            ),
+            (
+                "samples_duplicate",
+                "Samples the control plane already had (re-sends, counted once there).",
+                Handle::C(&m.samples_duplicate),
+            ),
+            (
+                "delivery_errors",
+                "Sends to the control plane that failed and will be retried (unreachable, 5xx, 429, refused key).",
+                Handle::C(&m.delivery_errors),
+            ),
+            (
+                "spool_bytes",
+                "Bytes held in the spool's segments.",
+                Handle::G(&m.spool_bytes),
+            ),
+            (
+                "spool_batches",
+                "Batches (one per window) in the spool not delivered yet.",
+                Handle::G(&m.spool_batches),
+            ),
+            (
+                "spool_samples",
+                "Samples in the spool not delivered yet.",
+                Handle::G(&m.spool_samples),
+            ),
+            (
+                "last_tick_timestamp_seconds",
+                "When the sampler last ticked (read its source and tried to deliver).",
+                Handle::F(&m.last_tick_ms.seconds),
+            ),
+            (
+                "last_success_timestamp_seconds",
+                "When a batch was last accepted by the control plane.",
+                Handle::F(&m.last_success_ms.seconds),
+            ),
+            (
+                "malformed_lines",
+                "Exposition lines (or series) that could not be read: skipped.",
+                Handle::C(&m.malformed_lines),
+            ),
+            (
+                "sentinel_values",
+                "DCGM blank sentinel values skipped.",
+                Handle::C(&m.sentinel_values),
+            ),
+            (
+                "out_of_range_values",
+                "Values out of their range (negative, NaN, percent above 100) skipped.",
+                Handle::C(&m.out_of_range_values),
+            ),
+            (
+                "unmapped_pod_samples",
+                "Samples of pods no attribution rule maps (shared, derived deployment id).",
+                Handle::C(&m.unmapped_pod_samples),
+            ),
+            (
+                "incomplete_devices",
+                "Devices skipped for a window: no utilization or no power.",
+                Handle::C(&m.incomplete_devices),
+            ),
+            (
+                "missing_memory_samples",
+                "Samples sent with memory 0 because the source had no FB_USED.",
+                Handle::C(&m.missing_memory_samples),
+            ),
+            (
+                "unknown_mig_profiles",
+                "MIG instances skipped: unreadable profile.",
+                Handle::C(&m.unknown_mig_profiles),
+            ),
+            (
+                "backfilled_windows",
+                "Past windows read back from Prometheus after a downtime.",
+                Handle::C(&m.backfilled_windows),
+            ),
+        ];
+        for (name, help, metric) in rows {
+            // Counters are registered without `_total` (the crate appends it); the crate adds HELP's period.
+            let name = format!("eai_sampler_{name}");
+            let help = help.strip_suffix('.').unwrap_or(help);
+            match metric {
+                Handle::C(c) => registry.register(name, help, c.clone()),
+                Handle::G(g) => registry.register(name, help, g.clone()),
+                Handle::F(g) => registry.register(name, help, g.clone()),
+            }
+        }
+        m.registry = registry;
+        m
+    }
 }
 
 impl Metrics {
-    pub fn add(c: &AtomicU64, n: u64) {
-        c.fetch_add(n, Ordering::Relaxed);
+    pub fn add(c: &Counter, n: u64) {
+        c.inc_by(n);
     }
 
-    pub fn set(c: &AtomicU64, n: u64) {
-        c.store(n, Ordering::Relaxed);
+    pub fn set(g: &impl Settable, n: u64) {
+        g.set(n);
     }
 
     /// The spool's size: bytes, and the batches and samples not delivered yet.
@@ -52,145 +267,15 @@ impl Metrics {
         Self::set(&self.spool_samples, samples);
     }
 
-    pub fn get(c: &AtomicU64) -> u64 {
-        c.load(Ordering::Relaxed)
+    pub fn get(c: &impl Value) -> u64 {
+        c.get()
     }
 
-    /// The Prometheus text exposition.
+    /// The OpenMetrics text exposition ([`CONTENT_TYPE`]), `# EOF` included.
     pub fn render(&self) -> String {
-        let rows: [(&str, &str, &str, f64); 21] = [
-            (
-                "scrapes_total",
-                "counter",
-                "Reads of the source (successful or not).",
-                Self::get(&self.scrapes) as f64,
-            ),
-            (
-                "scrape_errors_total",
-                "counter",
-                "Reads of the source that failed: no sample was made for their window.",
-                Self::get(&self.scrape_errors) as f64,
-            ),
-            (
-                "samples_sent_total",
-                "counter",
-                "Samples the control plane accepted.",
-                Self::get(&self.samples_sent) as f64,
-            ),
-            (
-                "samples_spooled_total",
-                "counter",
-                "Samples written (fsync'd) to the spool.",
-                Self::get(&self.samples_spooled) as f64,
-            ),
-            (
-                "samples_dropped_total",
-                "counter",
-                "Undelivered samples deleted because the spool was full (oldest first).",
-                Self::get(&self.samples_dropped) as f64,
-            ),
-            (
-                "samples_rejected_total",
-                "counter",
-                "Samples the control plane refused as invalid, kept in rejected/.",
-                Self::get(&self.samples_rejected) as f64,
-            ),
-            (
-                "samples_duplicate_total",
-                "counter",
-                "Samples the control plane already had (re-sends, counted once there).",
-                Self::get(&self.samples_duplicate) as f64,
-            ),
-            (
-                "delivery_errors_total",
-                "counter",
-                "Sends to the control plane that failed and will be retried (unreachable, 5xx, 429, refused key).",
-                Self::get(&self.delivery_errors) as f64,
-            ),
-            (
-                "spool_bytes",
-                "gauge",
-                "Bytes held in the spool's segments.",
-                Self::get(&self.spool_bytes) as f64,
-            ),
-            (
-                "spool_batches",
-                "gauge",
-                "Batches (one per window) in the spool not delivered yet.",
-                Self::get(&self.spool_batches) as f64,
-            ),
-            (
-                "spool_samples",
-                "gauge",
-                "Samples in the spool not delivered yet.",
-                Self::get(&self.spool_samples) as f64,
-            ),
-            (
-                "last_tick_timestamp_seconds",
-                "gauge",
-                "When the sampler last ticked (read its source and tried to deliver).",
-                Self::get(&self.last_tick_ms) as f64 / 1000.0,
-            ),
-            (
-                "last_success_timestamp_seconds",
-                "gauge",
-                "When a batch was last accepted by the control plane.",
-                Self::get(&self.last_success_ms) as f64 / 1000.0,
-            ),
-            (
-                "malformed_lines_total",
-                "counter",
-                "Exposition lines (or series) that could not be read: skipped.",
-                Self::get(&self.malformed_lines) as f64,
-            ),
-            (
-                "sentinel_values_total",
-                "counter",
-                "DCGM blank sentinel values skipped.",
-                Self::get(&self.sentinel_values) as f64,
-            ),
-            (
-                "out_of_range_values_total",
-                "counter",
-                "Values out of their range (negative, NaN, percent above 100) skipped.",
-                Self::get(&self.out_of_range_values) as f64,
-            ),
-            (
-                "unmapped_pod_samples_total",
-                "counter",
-                "Samples of pods no attribution rule maps (shared, derived deployment id).",
-                Self::get(&self.unmapped_pod_samples) as f64,
-            ),
-            (
-                "incomplete_devices_total",
-                "counter",
-                "Devices skipped for a window: no utilization or no power.",
-                Self::get(&self.incomplete_devices) as f64,
-            ),
-            (
-                "missing_memory_samples_total",
-                "counter",
-                "Samples sent with memory 0 because the source had no FB_USED.",
-                Self::get(&self.missing_memory_samples) as f64,
-            ),
-            (
-                "unknown_mig_profiles_total",
-                "counter",
-                "MIG instances skipped: unreadable profile.",
-                Self::get(&self.unknown_mig_profiles) as f64,
-            ),
-            (
-                "backfilled_windows_total",
-                "counter",
-                "Past windows read back from Prometheus after a downtime.",
-                Self::get(&self.backfilled_windows) as f64,
-            ),
-        ];
         let mut out = String::with_capacity(4096);
-        for (name, kind, help, v) in rows {
-            let _ = writeln!(out, "# HELP eai_sampler_{name} {help}");
-            let _ = writeln!(out, "# TYPE eai_sampler_{name} {kind}");
-            let _ = writeln!(out, "eai_sampler_{name} {v}");
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
+            tracing::error!(error = %e, "cannot encode the metrics");
         }
         out
     }
@@ -217,7 +302,7 @@ pub async fn serve(
         "/metrics",
         get(move || {
             let m = metrics.clone();
-            async move { ([("content-type", "text/plain; version=0.0.4")], m.render()) }
+            async move { ([("content-type", CONTENT_TYPE)], m.render()) }
         }),
     );
     let task = tokio::spawn(async move {
@@ -238,6 +323,12 @@ mod tests {
         Metrics::add(&m.samples_sent, 8);
         Metrics::set(&m.last_success_ms, 1_700_000_000_500);
         let text = m.render();
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        assert!(
+            text.contains("# TYPE eai_sampler_samples_sent counter\n"),
+            "{text}"
+        );
+        assert!(!text.contains("..\n"), "{text}");
         let mut seen = Vec::new();
         let stats = crate::exposition::parse(&text, |l| seen.push((l.name.to_string(), l.value)));
         assert_eq!(stats.malformed, 0);

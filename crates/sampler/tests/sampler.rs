@@ -781,12 +781,14 @@ async fn end_to_end_the_allocation_shows_the_gpus() {
     );
     assert_eq!(gaps, json!([]));
 
-    let text = reqwest::get(format!("http://{metrics_addr}/metrics"))
-        .await
-        .unwrap()
-        .text()
+    let resp = reqwest::get(format!("http://{metrics_addr}/metrics"))
         .await
         .unwrap();
+    assert_eq!(
+        resp.headers()["content-type"],
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
+    let text = resp.text().await.unwrap();
     for line in [
         "eai_sampler_samples_sent_total 32",
         "eai_sampler_samples_spooled_total 32",

@@ -61,10 +61,7 @@ pub async fn metrics(State(st): State<AppState>, headers: HeaderMap) -> Response
     }
     (
         StatusCode::OK,
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
+        [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
         st.metrics.render(),
     )
         .into_response()

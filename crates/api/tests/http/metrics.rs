@@ -54,14 +54,20 @@ impl Replica {
     }
 }
 
-/// The value of the one series `name{labels}` (exactly), or `None`.
+/// The value of the one series `name{labels}` (exactly), or `None`, as the shortest decimal (the exposition
+/// writes float64 samples: `3600.0` for 3600).
 fn value(text: &str, series: &str) -> Option<String> {
     let found: Vec<&str> = text
         .lines()
         .filter_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
         .collect();
     assert!(found.len() <= 1, "{series} twice in:\n{text}");
-    found.first().map(|v| v.trim().to_string())
+    found.first().map(|v| {
+        let v = v.trim();
+        Decimal::from_str(v)
+            .or_else(|_| Decimal::from_scientific(v))
+            .map_or_else(|_| v.to_string(), |d| d.normalize().to_string())
+    })
 }
 
 /// Polls `/metrics` until `ok` holds (the refresher runs every second here), or fails after 30 s.
@@ -338,7 +344,10 @@ pub async fn metrics_show_the_fleet_and_its_cost_from_the_store_on_every_replica
         );
         let acme = tenant_row(&alloc, TENANT_A)["cost"]["amount"]
             .as_str()
-            .expect("acme's cost")
+            .expect("acme's cost");
+        let acme = Decimal::from_str(acme)
+            .expect("a decimal")
+            .normalize()
             .to_string();
         assert_eq!(
             value(
