@@ -20,6 +20,7 @@ pub mod budgets;
 pub mod clickhouse;
 pub mod codec;
 pub mod groups;
+pub mod ingest;
 pub mod lease;
 pub mod outbox;
 pub mod postgres;
@@ -276,6 +277,24 @@ pub struct UsageRead {
     pub rollups: Vec<Rollup>,
     pub gaps: Vec<Gap>,
     pub claims: Vec<UsageClaim>,
+}
+
+impl UsageRead {
+    /// The read in the one order every backend answers in: rollups by key and first window
+    /// ([`rollups::sort_for_read`]), gaps by their order, claims by deployment, hour and tenant (the order of
+    /// `eai_engine::allocate::sum_claims`).
+    pub fn in_order(mut self) -> Self {
+        rollups::sort_for_read(&mut self.rollups);
+        self.gaps.sort();
+        self.claims.sort_by(|a, b| {
+            (&a.deployment_id, a.bucket_start, a.tenant_id).cmp(&(
+                &b.deployment_id,
+                b.bucket_start,
+                b.tenant_id,
+            ))
+        });
+        self
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -13,8 +13,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use eai_engine::domain::Sample;
-use eai_engine::report::{Gap, GapReason};
-use eai_engine::rollup::{aggregate, Quantities, Rollup, RollupKey};
+use eai_engine::report::Gap;
+use eai_engine::rollup::{Quantities, Rollup, RollupKey};
 use eai_engine::time::Timestamp;
 use rust_decimal::Decimal;
 use tokio_postgres::types::ToSql;
@@ -24,11 +24,12 @@ use uuid::Uuid;
 use super::derived;
 use super::pool::{PgConn, Stmts};
 use super::{begin, owner_of, owner_uuid, Ctx, Mode, PLATFORM_TENANT};
-use crate::codec::{corrupt, count, decode, encode_batch, to_i64, Encoded, Figures, Labels};
+use crate::codec::{count, decode, to_i64, Figures, Labels};
 use crate::groups::{GroupDeltas, GroupKey};
+use crate::ingest::{Ingest, IngestPlan, LateKey, LateRead, Recompute};
 use crate::outbox::OutboxRows;
-use crate::pruned::{self, EndSet, EndSets, Known, Stored, INDEXED_FROM};
-use crate::rollups::{self, BatchPlan, Cuts, Horizon, Late, RollupConfig, PRUNED_BEFORE};
+use crate::pruned::{self, EndSet, EndSets, Stored, INDEXED_FROM};
+use crate::rollups::{self, Cuts, Horizon, RollupConfig, PRUNED_BEFORE};
 use crate::{
     DeploymentSeen, IngestOutcome, LatestSamples, NodeSeen, Result, Scope, StoreError, UsageRead,
 };
@@ -394,16 +395,8 @@ fn gap_of(r: &Row) -> Result<Gap> {
         deployment_id: r.get(2),
         from: Timestamp(r.get(3)),
         to: Timestamp(r.get(4)),
-        reason: parse_reason(r.get(5))?,
+        reason: crate::codec::gap_reason(r.get(5))?,
     })
-}
-
-fn parse_reason(s: &str) -> Result<GapReason> {
-    match s {
-        "too_long" => Ok(GapReason::TooLong),
-        "series_changed" => Ok(GapReason::SeriesChanged),
-        other => Err(corrupt("gaps.reason", other)),
-    }
 }
 
 // --- writing rollups and gaps ---------------------------------------------------------------------------------
@@ -521,22 +514,18 @@ async fn contexts(
     Ok(out)
 }
 
-/// Replaces the rollup and gap rows of bucket `h` of a GPU (every segment of it) with what its raw samples give,
-/// cut at `cuts`; adds the group keys of
-/// the rows it replaced and of those it wrote to `stale` (their groups must be rebuilt).
-#[allow(clippy::too_many_arguments)]
+/// Recomputes bucket `h` of a GPU (every segment of it) from its raw context ([`Recompute::bucket`]) and replaces
+/// its rollup and gap rows.
 async fn recompute(
     tx: &Transaction<'_>,
     st: &mut Stmts,
     cfg: &RollupConfig,
-    cuts: &Cuts,
+    rc: &mut Recompute<'_>,
     gpu_id: i64,
     h: i64,
-    outbox: Option<&mut OutboxRows>,
-    stale: &mut BTreeSet<GroupKey>,
 ) -> Result<()> {
-    let old = match outbox {
-        Some(_) => {
+    let replaced = match rc.wants_replaced() {
+        true => {
             let s = st.get(tx, BUCKET_ROLLUPS).await?;
             let rollups = tx
                 .query(&s, &[&gpu_id, &h, &(h + cfg.bucket_ms)])
@@ -555,35 +544,28 @@ async fn recompute(
                 .collect::<Result<Vec<_>>>()?;
             Some((rollups, gaps))
         }
-        None => None,
+        false => None,
     };
     let samples = context(tx, st, cfg, gpu_id, h).await?;
-    let (cells, gaps) = rollups::bucket_terms(&samples, cfg, cuts, h);
     let s = st.get(tx, BUCKET_CLEAR_ROLLUPS).await?;
-    for r in tx
+    let keys: Vec<GroupKey> = tx
         .query(&s, &[&gpu_id, &h, &(h + cfg.bucket_ms)])
         .await
         .ctx("clear a bucket's rollups")?
-    {
-        stale.insert(derived::group_key(r.get(0), r.get(1), r.get(2), r.get(3)));
-    }
-    let rows_written: Vec<(i64, Rollup)> =
-        aggregate(cells).into_iter().map(|r| (gpu_id, r)).collect();
-    stale.extend(rows_written.iter().map(|(_, r)| GroupKey::of(&r.key)));
+        .iter()
+        .map(|r| derived::group_key(r.get(0), r.get(1), r.get(2), r.get(3)))
+        .collect();
+    let (fresh, gaps) = rc.bucket(h, &samples, keys, replaced);
+    let rows: Vec<(i64, Rollup)> = fresh.into_iter().map(|r| (gpu_id, r)).collect();
     let s = st.get(tx, ROLLUPS_WRITE).await?;
-    write_rollups(tx, &s, &rows_written).await?;
+    write_rollups(tx, &s, &rows).await?;
     let s = st.get(tx, BUCKET_CLEAR_GAPS).await?;
     tx.execute(&s, &[&gpu_id, &h, &(h + cfg.bucket_ms)])
         .await
         .ctx("clear a bucket's gaps")?;
     let rows: Vec<(i64, &Gap)> = gaps.iter().map(|g| (gpu_id, g)).collect();
     let s = st.get(tx, GAPS_WRITE).await?;
-    write_gaps(tx, &s, &rows).await?;
-    if let (Some(o), Some((old_rollups, old_gaps))) = (outbox, old) {
-        let fresh: Vec<Rollup> = rows_written.into_iter().map(|(_, r)| r).collect();
-        o.recomputed(&old_rollups, &fresh, &old_gaps, &gaps);
-    }
-    Ok(())
+    write_gaps(tx, &s, &rows).await
 }
 
 /// The policy boundaries just made that become rollup cuts (see [`rollups::new_cuts`]).
@@ -647,98 +629,60 @@ async fn end_sets_near(
         .collect())
 }
 
-/// Merges the plan's frozen-hour terms: each rollup they touch read, changed ([`rollups::unmerged`]) and
-/// written back or deleted; the gaps they remove deleted, those they add written; the group keys they touch
-/// marked stale.
+/// Late samples in frozen hours: the rollups their terms change are read, and written back or deleted as the
+/// plan says; the gaps they close are deleted, those they open written.
 async fn merge_frozen(
     tx: &Transaction<'_>,
     st: &mut Stmts,
-    plan: &mut BatchPlan<'_>,
-    id_of: &impl Fn(&str) -> Result<i64>,
-    mut outbox: Option<&mut OutboxRows>,
-    stale: &mut BTreeSet<GroupKey>,
+    plan: &mut IngestPlan<'_>,
 ) -> Result<()> {
     let deltas = plan.frozen_deltas();
     if !deltas.is_empty() {
         let mut keys: RollupKeyCols<'_> = Default::default();
         for (k, _, _) in &deltas {
-            keys.0.push(id_of(&k.gpu_uuid)?);
-            keys.1.push(k.bucket_start.0);
-            keys.2.push(k.deployment_id.as_str());
-            keys.3.push(owner_uuid(k.owner)?);
-            keys.4.push(k.model.as_str());
-            stale.insert(GroupKey::of(k));
+            keys.push(plan.gpu_id(&k.gpu_uuid)?, k)?;
         }
         let s = st.get(tx, ROLLUPS_AT).await?;
-        let mut current: HashMap<RollupKey, Rollup> = tx
+        let current: HashMap<RollupKey, Rollup> = tx
             .query(&s, &[&keys.0, &keys.1, &keys.2, &keys.3, &keys.4])
             .await
             .ctx("read rollups")?
             .iter()
             .map(|r| rollup_of(r).map(|r| (r.key.clone(), r)))
             .collect::<Result<_>>()?;
-        let mut write = Vec::new();
-        let mut gone: RollupKeyCols<'_> = Default::default();
-        for (k, added, removed) in &deltas {
-            let stored = current.remove(k);
-            match rollups::unmerged(stored.clone(), added.clone(), removed.clone())? {
-                Some(r) => {
-                    if let Some(o) = outbox.as_deref_mut() {
-                        o.rollup(&r);
-                    }
-                    write.push((id_of(&k.gpu_uuid)?, r));
-                }
-                None => {
-                    gone.0.push(id_of(&k.gpu_uuid)?);
-                    gone.1.push(k.bucket_start.0);
-                    gone.2.push(k.deployment_id.as_str());
-                    gone.3.push(owner_uuid(k.owner)?);
-                    gone.4.push(k.model.as_str());
-                    if let (Some(o), Some(old)) = (outbox.as_deref_mut(), stored) {
-                        o.rollup_deleted(&old);
-                    }
-                }
-            }
-        }
+        drop(keys);
+        let frozen = plan.frozen(deltas, current)?;
         let s = st.get(tx, ROLLUPS_WRITE).await?;
-        write_rollups(tx, &s, &write).await?;
-        if !gone.0.is_empty() {
+        write_rollups(tx, &s, &frozen.write).await?;
+        if !frozen.delete.is_empty() {
+            let mut gone: RollupKeyCols<'_> = Default::default();
+            for (id, k) in &frozen.delete {
+                gone.push(*id, k)?;
+            }
             let s = st.get(tx, ROLLUPS_DELETE).await?;
             tx.execute(&s, &[&gone.0, &gone.1, &gone.2, &gone.3, &gone.4])
                 .await
                 .ctx("delete rollups")?;
         }
     }
-    let f = &plan.frozen;
-    if !f.gaps_removed.is_empty() {
-        let (ids, froms): (Vec<i64>, Vec<i64>) = f
-            .gaps_removed
-            .iter()
-            .map(|(uuid, from)| Ok((id_of(uuid)?, *from)))
-            .collect::<Result<Vec<_>>>()?
-            .into_iter()
-            .unzip();
+    let removed = plan.gaps_removed()?;
+    if !removed.is_empty() {
+        let (ids, froms): (Vec<i64>, Vec<i64>) = removed.into_iter().unzip();
         let s = st.get(tx, GAPS_TAKE).await?;
-        for r in tx.query(&s, &[&ids, &froms]).await.ctx("delete gaps")? {
-            let g = gap_of(&r)?;
-            if let Some(o) = outbox.as_deref_mut() {
-                o.gap_deleted(&g);
-            }
-        }
-    }
-    if !f.gaps.is_empty() {
-        let rows = f
-            .gaps
+        let taken = tx
+            .query(&s, &[&ids, &froms])
+            .await
+            .ctx("delete gaps")?
             .iter()
-            .map(|g| Ok((id_of(&g.gpu_uuid)?, g)))
+            .map(gap_of)
             .collect::<Result<Vec<_>>>()?;
+        plan.gaps_taken(&taken);
+    }
+    let gaps = plan.frozen_gaps()?;
+    if !gaps.is_empty() {
+        let rows: Vec<(i64, &Gap)> = gaps.iter().map(|(id, g)| (*id, g)).collect();
         let s = st.get(tx, GAPS_WRITE).await?;
         write_gaps(tx, &s, &rows).await?;
-        if let Some(o) = outbox {
-            for g in &f.gaps {
-                o.gap(g);
-            }
-        }
     }
     Ok(())
 }
@@ -813,42 +757,42 @@ async fn samples_at(
 type SeriesCols<'a> = (Vec<Uuid>, [Vec<&'a str>; 5], Vec<i64>, Vec<i64>);
 
 /// Columns of rollup keys: GPU id, bucket, deployment, tenant, model.
-type RollupKeyCols<'a> = (Vec<i64>, Vec<i64>, Vec<&'a str>, Vec<Uuid>, Vec<&'a str>);
+#[derive(Default)]
+struct RollupKeyCols<'a>(Vec<i64>, Vec<i64>, Vec<&'a str>, Vec<Uuid>, Vec<&'a str>);
 
-/// One late sample as looked up: (stored already, end of the stored sample before, end of the one after).
-type Lookup = (bool, Option<i64>, Option<i64>);
+impl<'a> RollupKeyCols<'a> {
+    fn push(&mut self, gpu_id: i64, k: &'a RollupKey) -> Result<()> {
+        self.0.push(gpu_id);
+        self.1.push(k.bucket_start.0);
+        self.2.push(k.deployment_id.as_str());
+        self.3.push(owner_uuid(k.owner)?);
+        self.4.push(k.model.as_str());
+        Ok(())
+    }
+}
 
-/// Stores a batch and brings rollups and gaps up to date (see [`crate::rollups`]).
+/// Stores a batch as [`crate::ingest`] plans it: this only reads what each step asks for (pipelined: a fixed
+/// number of round trips whatever the batch's size) and writes what it returns.
 pub async fn insert(
     conn: &mut PgConn,
     cfg: &RollupConfig,
     batch: &[Sample],
     draft: &crate::AuditDraft,
 ) -> Result<IngestOutcome> {
-    // A figure that cannot be stored exactly rejects the batch before anything is written.
-    let encoded = encode_batch(batch)?;
-    for e in &encoded {
-        owner_uuid(e.sample.owner)?;
-    }
-    let groups = rollups::per_gpu(&encoded, |e: &Encoded| &e.sample);
-    let uuids: Vec<&str> = groups
-        .iter()
-        .filter_map(|g| g.first().map(|e| e.sample.gpu_uuid.as_str()))
-        .collect();
+    let ingest = Ingest::new(batch)?;
+    let uuids = ingest.gpus();
 
     let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
-    let mut outbox = cfg.outbox.then(OutboxRows::default);
     let ids = intern_gpus(&tx, st, &uuids).await?;
-    let id_of = |uuid: &str| {
-        ids.get(uuid)
-            .copied()
-            .ok_or_else(|| StoreError::Internal(format!("ingest: unknown gpu {uuid}")))
-    };
 
     // Lock the GPUs, then read everything the plan needs before writing anything.
     let mut gpu_ids = uuids
         .iter()
-        .map(|u| id_of(u))
+        .map(|u| {
+            ids.get(*u)
+                .copied()
+                .ok_or_else(|| StoreError::Internal(format!("ingest: unknown gpu {u}")))
+        })
         .collect::<Result<Vec<i64>>>()?;
     gpu_ids.sort_unstable();
     let (lock, last, meta, cuts) = (
@@ -871,27 +815,17 @@ pub async fn insert(
         indexed_from: indexed_from.map(|r| r.get(0)),
         cuts: Cuts::new(cut_rows.iter().map(|r| r.get::<_, i64>(0))),
     };
-    let mut stored: HashMap<(i64, i64), Sample> = last_rows
+    let latest: HashMap<i64, Sample> = last_rows
         .iter()
-        .map(|r| sample_of(r).map(|(id, s)| ((id, s.end.0), s)))
+        .map(sample_of)
         .collect::<Result<_>>()?;
-    let last_end: HashMap<i64, i64> = stored.keys().map(|(id, end)| (*id, *end)).collect();
-    let mut splits = Vec::with_capacity(groups.len());
-    for group in &groups {
-        let samples: Vec<&Sample> = group.iter().map(|e| &e.sample).collect();
-        let Some(first) = samples.first() else {
-            continue;
-        };
-        let id = id_of(&first.gpu_uuid)?;
-        let last = last_end.get(&id).copied();
-        splits.push((id, last, rollups::split(&samples, last.map(Timestamp))));
-    }
-    let (late_gpu, late_end): (Vec<i64>, Vec<i64>) = splits
-        .iter()
-        .flat_map(|(id, _, sp)| sp.late.iter().map(move |s| (*id, s.end.0)))
-        .unzip();
-    let mut lookups: HashMap<(i64, i64), Lookup> = HashMap::new();
-    if !late_gpu.is_empty() {
+    let splits = ingest.split(ids, latest)?;
+
+    // The late samples: stored already? the ends of their raw neighbours, then those neighbours.
+    let late = splits.late();
+    let mut lookups: HashMap<LateKey, Lookup> = HashMap::new();
+    if !late.is_empty() {
+        let (late_gpu, late_end): (Vec<i64>, Vec<i64>) = late.iter().copied().unzip();
         let s = st.get(&tx, LATE_LOOKUP).await?;
         for r in tx
             .query(&s, &[&late_gpu, &late_end])
@@ -901,15 +835,6 @@ pub async fn insert(
             lookups.insert((r.get(0), r.get(1)), (r.get(2), r.get(3), r.get(4)));
         }
     }
-    // Late samples that pruned windows may precede (or be re-sends of): their end sets.
-    let near_keys: Vec<(i64, i64)> = lookups
-        .iter()
-        .filter(|(&(_, end), &(is_stored, before, _))| {
-            !is_stored && horizon.reads_index(end, before)
-        })
-        .map(|(k, _)| *k)
-        .collect();
-    let near = end_sets_near(&tx, st, cfg, &near_keys).await?;
     let mut wanted: BTreeSet<(i64, i64)> = BTreeSet::new();
     for ((id, _), (is_stored, before, after)) in &lookups {
         if !is_stored {
@@ -917,11 +842,10 @@ pub async fn insert(
             wanted.extend(after.map(|e| (*id, e)));
         }
     }
-    wanted.retain(|k| !stored.contains_key(k));
-    stored.extend(samples_at(&tx, st, &wanted).await?);
+    let neighbours = samples_at(&tx, st, &wanted).await?;
     let find = |id: i64, end: Option<i64>| -> Result<Option<Sample>> {
         end.map(|e| {
-            stored.get(&(id, e)).cloned().ok_or_else(|| {
+            neighbours.get(&(id, e)).cloned().ok_or_else(|| {
                 StoreError::Internal(format!(
                     "ingest: the stored sample ({id}, {e}) went missing"
                 ))
@@ -929,38 +853,26 @@ pub async fn insert(
         })
         .transpose()
     };
-
-    let mut plan = BatchPlan::new(*cfg, horizon);
-    let mut group_deltas = GroupDeltas::default();
-    let mut stale: BTreeSet<GroupKey> = BTreeSet::new();
-    for (id, last, split) in &splits {
-        let mut late = Vec::with_capacity(split.late.len());
-        for &s in &split.late {
-            let (is_stored, before, after) =
-                lookups.get(&(*id, s.end.0)).copied().ok_or_else(|| {
-                    StoreError::Internal("ingest: a late sample was not looked up".into())
-                })?;
-            if is_stored {
-                continue; // already stored: the first received wins
-            }
-            let n = near.get(&(*id, s.end.0)).copied().unwrap_or_default();
-            if n.contains {
-                continue; // a re-send of a window whose raw row was pruned
-            }
-            late.push(Late {
-                sample: s,
-                before: Known::nearest(find(*id, before)?, n.below, true),
-                after: Known::nearest(find(*id, after)?, n.above, false),
-            });
-        }
-        let last = find(*id, *last)?;
-        plan.add_gpu(last.as_ref(), &split.appended, &late);
+    let mut reads: HashMap<LateKey, LateRead> = HashMap::with_capacity(lookups.len());
+    for (&(id, end), &(stored, before, after)) in &lookups {
+        let read = match stored {
+            true => LateRead {
+                stored,
+                ..LateRead::default()
+            },
+            false => LateRead {
+                stored,
+                before: find(id, before)?,
+                after: find(id, after)?,
+            },
+        };
+        reads.insert((id, end), read);
     }
-    if !plan.refused.is_empty() {
-        return Err(rollups::refusal(batch, &plan.refused));
-    }
+    let near = end_sets_near(&tx, st, cfg, &splits.needs_index(&horizon, &reads)).await?;
+    let mut plan = splits.plan(*cfg, horizon, &reads, &near)?;
 
-    if !plan.rows.is_empty() {
+    let rows = plan.rows()?;
+    if !rows.is_empty() {
         // Series (a re-send alone never creates one), with the span the batch saw.
         let seen = plan.seen();
         let mut cols: SeriesCols<'_> = Default::default();
@@ -1000,17 +912,17 @@ pub async fn insert(
 
         // Rows, all new by construction (the count written is checked), sent together with the read of the
         // rollups that the appended samples' terms add to; then the merged rollups together with the gaps.
-        let n = plan.rows.len();
+        let n = rows.len();
         let mut ints: [Vec<i64>; 9] = Default::default();
         let mut tenants: Vec<Uuid> = Vec::with_capacity(n);
-        for s in &plan.rows {
-            let f = Figures::encode(s)?;
+        for row in &rows {
+            let (s, f) = (row.sample, row.figures);
             let series_id = series
                 .get(&Labels::of(s))
                 .copied()
                 .ok_or_else(|| StoreError::Internal("ingest: a written series has no id".into()))?;
             for (c, v) in ints.iter_mut().zip([
-                id_of(&s.gpu_uuid)?,
+                row.gpu_id,
                 s.end.0,
                 series_id,
                 f.window_ms,
@@ -1027,11 +939,7 @@ pub async fn insert(
         let deltas = plan.deltas();
         let mut keys: RollupKeyCols<'_> = Default::default();
         for d in &deltas {
-            keys.0.push(id_of(&d.key.gpu_uuid)?);
-            keys.1.push(d.key.bucket_start.0);
-            keys.2.push(d.key.deployment_id.as_str());
-            keys.3.push(owner_uuid(d.key.owner)?);
-            keys.4.push(d.key.model.as_str());
+            keys.push(plan.gpu_id(&d.key.gpu_uuid)?, &d.key)?;
         }
         let (insert, at) = (
             st.get(&tx, SAMPLES_INSERT).await?,
@@ -1069,23 +977,14 @@ pub async fn insert(
                 "ingest: {n} samples planned as new, {written} written: a concurrent writer?"
             )));
         }
-        let mut current: HashMap<RollupKey, Rollup> = current
+        let current: HashMap<RollupKey, Rollup> = current
             .iter()
             .map(|r| rollup_of(r).map(|r| (r.key.clone(), r)))
             .collect::<Result<_>>()?;
-        let mut merged = Vec::with_capacity(deltas.len());
-        for d in deltas {
-            let id = id_of(&d.key.gpu_uuid)?;
-            group_deltas.add(id, &d)?;
-            let stored = current.remove(&d.key);
-            merged.push((id, rollups::merged(stored, d)));
-        }
-        let gaps = plan
-            .terms
-            .gaps
-            .iter()
-            .map(|g| Ok((id_of(&g.gpu_uuid)?, g)))
-            .collect::<Result<Vec<_>>>()?;
+        drop(keys);
+        let merged = plan.merged(deltas, current)?;
+        let gaps = plan.gaps()?;
+        let gaps: Vec<(i64, &Gap)> = gaps.iter().map(|(id, g)| (*id, g)).collect();
         let (rw, gw) = (
             st.get(&tx, ROLLUPS_WRITE).await?,
             st.get(&tx, GAPS_WRITE).await?,
@@ -1094,64 +993,39 @@ pub async fn insert(
             write_rollups(&tx, &rw, &merged),
             write_gaps(&tx, &gw, &gaps)
         )?;
-        if let Some(o) = outbox.as_mut() {
-            for s in &plan.rows {
-                o.sample(s);
-            }
-            for (_, r) in &merged {
-                o.rollup(r);
-            }
-            for (_, g) in &gaps {
-                o.gap(g);
-            }
-        }
     }
 
     // Late samples in frozen hours: their terms merged into the stored rollups and gaps.
-    merge_frozen(&tx, st, &mut plan, &id_of, outbox.as_mut(), &mut stale).await?;
+    merge_frozen(&tx, st, &mut plan).await?;
 
     // Slow-path buckets (never frozen): recomputed after the other terms, which they include.
-    let frozen = plan.horizon().frozen(cfg);
-    for (uuid, hours) in &plan.dirty {
-        let id = id_of(uuid)?;
-        for &h in hours {
-            if frozen.is_some_and(|f| h < f) {
-                return Err(StoreError::Internal(format!(
-                    "ingest: the frozen hour {h} of {uuid} was planned for a recomputation"
-                )));
-            }
-            let cuts = &plan.horizon().cuts;
-            recompute(&tx, st, cfg, cuts, id, h, outbox.as_mut(), &mut stale).await?;
-        }
+    let dirty = plan.dirty()?;
+    let mut rc = plan.recompute();
+    for (id, _, h) in dirty {
+        recompute(&tx, st, cfg, &mut rc, id, h).await?;
     }
-    if !plan.pending.is_empty() {
-        let (ids, froms): (Vec<i64>, Vec<i64>) = plan
-            .pending
-            .iter()
-            .map(|(uuid, from)| Ok((id_of(uuid)?, *from)))
-            .collect::<Result<Vec<_>>>()?
-            .into_iter()
-            .unzip();
+    let pending = plan.pending()?;
+    if !pending.is_empty() {
+        let (ids, froms): (Vec<i64>, Vec<i64>) = pending.into_iter().unzip();
         let s = st.get(&tx, PENDING_UPSERT).await?;
         tx.execute(&s, &[&ids, &froms])
             .await
             .ctx("note rows to prune")?;
     }
-    if let Some(o) = outbox {
+    let done = plan.finish(draft);
+    if let Some(o) = done.outbox {
         super::records::write_outbox(&tx, st, o).await?;
     }
     // Last: the group rows every batch of a deployment-hour adds to are locked until the commit, and so is the
     // audit chain.
-    derived::write_groups(&tx, st, group_deltas, stale).await?;
-    let inserted = plan.rows.len() as u64;
-    let outcome = IngestOutcome {
-        inserted,
-        duplicates: batch.len() as u64 - inserted,
-    };
-    super::records::append_in(&tx, st, &outcome.audited(draft)).await?;
+    derived::write_groups(&tx, st, done.groups, done.stale).await?;
+    super::records::append_in(&tx, st, &done.audit).await?;
     tx.commit().await.ctx("commit ingest")?;
-    Ok(outcome)
+    Ok(done.outcome)
 }
+
+/// One late sample as looked up: (stored already, end of the stored sample before, end of the one after).
+type Lookup = (bool, Option<i64>, Option<i64>);
 
 // --- reads ----------------------------------------------------------------------------------------------------
 
@@ -1199,17 +1073,16 @@ pub async fn usage_for(
             found.extend(rollups::bucket_terms(samples, cfg, &whole, h).0);
         }
     }
-    rollups::sort_for_read(&mut found);
 
     let claims = derived::claims_of(&claim_rows)?;
-    let mut gaps = gap_rows.iter().map(gap_of).collect::<Result<Vec<_>>>()?;
-    gaps.sort();
+    let gaps = gap_rows.iter().map(gap_of).collect::<Result<Vec<_>>>()?;
     tx.commit().await.ctx("end read")?;
     Ok(UsageRead {
         claims,
         rollups: found,
         gaps,
-    })
+    }
+    .in_order())
 }
 
 /// Prunes raw samples that ended before `before` (see [`crate::pruned`]): the hours about to freeze are first
@@ -1241,9 +1114,15 @@ pub async fn prune(conn: &mut PgConn, cfg: &RollupConfig, before: Timestamp) -> 
     let (horizon, refreeze) = rollups::refreeze(&cuts, recorded, before, cfg);
     let mut outbox = cfg.outbox.then(OutboxRows::default);
     let mut stale: BTreeSet<GroupKey> = BTreeSet::new();
+    let mut rc = Recompute {
+        cfg: *cfg,
+        cuts: &cuts,
+        outbox: outbox.as_mut(),
+        stale: &mut stale,
+    };
     for &h in &refreeze {
         for id in gpus_of_bucket(&tx, st, cfg, h).await? {
-            recompute(&tx, st, cfg, &cuts, id, h, outbox.as_mut(), &mut stale).await?;
+            recompute(&tx, st, cfg, &mut rc, id, h).await?;
         }
     }
     if !stale.is_empty() {

@@ -2,28 +2,30 @@
 //! so that an allocation reads GPU-hours, never raw rows.
 //!
 //! The maintenance algorithm (fast path for appended samples, dirty GPU-hours recomputed from raw samples for
-//! late ones, frozen hours after pruning) is [`crate::rollups`], shared with PostgreSQL: this module reads what
-//! it asks for and writes what it plans, all in one `IMMEDIATE` transaction.
+//! late ones, frozen hours after pruning) is [`crate::rollups`], and the steps of a batch are
+//! [`crate::ingest`], shared with PostgreSQL: this module reads what they ask for and writes what they plan,
+//! all in one `IMMEDIATE` transaction.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use eai_engine::domain::Sample;
-use eai_engine::report::{Gap, GapReason};
-use eai_engine::rollup::{aggregate, GpuSets, Quantities, Rollup, RollupKey};
+use eai_engine::report::Gap;
+use eai_engine::rollup::{GpuSets, Quantities, Rollup, RollupKey};
 use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
-use super::codec::{corrupt, count, dec_parse, dec_text, owner_parse, owner_text, to_i64, Ctx};
+use super::codec::{count, dec_parse, dec_text, owner_parse, owner_text, to_i64, Ctx};
 use super::SqliteConfig;
-use crate::codec::{decode, encode_batch, Encoded, Figures, Labels};
+use crate::codec::{decode, Figures, Labels};
 use crate::groups::{
     self, fixed_bytes, fixed_from_bytes, ids_bytes, ids_from_bytes, GroupDeltas, GroupKey,
     GroupRow, SetCache,
 };
+use crate::ingest::{Ingest, LateKey, LateRead, Recompute};
 use crate::outbox::OutboxRows;
-use crate::pruned::{self, EndSet, EndSets, Known, Stored, INDEXED_FROM};
-use crate::rollups::{self, BatchPlan, Cuts, Horizon, Late, PRUNED_BEFORE};
+use crate::pruned::{self, EndSet, EndSets, Stored, INDEXED_FROM};
+use crate::rollups::{self, Cuts, Horizon, PRUNED_BEFORE};
 use crate::{
     DeploymentSeen, IngestOutcome, LatestSamples, NodeSeen, Result, StoreError, UsageRead,
 };
@@ -351,16 +353,8 @@ fn gap_of(
         deployment_id,
         from: Timestamp(from),
         to: Timestamp(to),
-        reason: parse_reason(&reason)?,
+        reason: crate::codec::gap_reason(&reason)?,
     })
-}
-
-fn parse_reason(s: &str) -> Result<GapReason> {
-    match s {
-        "too_long" => Ok(GapReason::TooLong),
-        "series_changed" => Ok(GapReason::SeriesChanged),
-        other => Err(corrupt("gaps.reason", other)),
-    }
 }
 
 /// The rollup and gap rows of bucket `h` of a GPU as stored (what a recomputation replaces).
@@ -401,43 +395,36 @@ fn bucket_rows(
     Ok((rollups, gaps))
 }
 
-/// Replaces the rollup and gap rows of bucket `h` of a GPU (every segment of it) with what its raw samples give,
-/// cut at `cuts` (and tells the outbox, when there is one, what was replaced by what).
-#[allow(clippy::too_many_arguments)]
+/// Recomputes bucket `h` of a GPU (every segment of it) from its raw context ([`Recompute::bucket`]) and replaces
+/// its rollup and gap rows.
 fn recompute(
     tx: &Connection,
     cfg: &SqliteConfig,
-    cuts: &Cuts,
+    rc: &mut Recompute<'_>,
     gpu_id: i64,
     gpu_uuid: &str,
     h: i64,
-    outbox: Option<&mut OutboxRows>,
-    stale: &mut BTreeSet<GroupKey>,
 ) -> Result<()> {
-    stale.extend(group_keys_of_bucket(tx, cfg, gpu_id, h)?);
-    let old = match outbox {
-        Some(_) => Some(bucket_rows(tx, cfg, gpu_id, gpu_uuid, h)?),
-        None => None,
+    let keys = group_keys_of_bucket(tx, cfg, gpu_id, h)?;
+    let replaced = match rc.wants_replaced() {
+        true => Some(bucket_rows(tx, cfg, gpu_id, gpu_uuid, h)?),
+        false => None,
     };
-    let (cells, gaps) = bucket_from_raw(tx, cfg, cuts, gpu_id, gpu_uuid, h)?;
+    let context = context(tx, cfg, gpu_id, gpu_uuid, h)?;
+    let (fresh, gaps) = rc.bucket(h, &context, keys, replaced);
     tx.prepare_cached(
         "DELETE FROM rollups WHERE gpu_id = ?1 AND bucket_ms >= ?2 AND bucket_ms < ?3",
     )
     .and_then(|mut st| st.execute(params![gpu_id, h, h + cfg.bucket_ms]))
     .ctx("clear a bucket's rollups")?;
-    let fresh = aggregate(cells);
     for r in &fresh {
         write_rollup(tx, gpu_id, r)?;
-        stale.insert(GroupKey::of(&r.key));
     }
     tx.prepare_cached("DELETE FROM gaps WHERE gpu_id = ?1 AND from_ms >= ?2 AND from_ms < ?3")
         .and_then(|mut st| st.execute(params![gpu_id, h, h + cfg.bucket_ms]))
         .ctx("clear a bucket's gaps")?;
     for g in &gaps {
         write_gap(tx, gpu_id, g)?;
-    }
-    if let (Some(o), Some((old_rollups, old_gaps))) = (outbox, old) {
-        o.recomputed(&old_rollups, &fresh, &old_gaps, &gaps);
     }
     Ok(())
 }
@@ -890,187 +877,121 @@ fn insert_row(tx: &Connection, gpu_id: i64, series_id: i64, s: &Sample, f: &Figu
     Ok(())
 }
 
-/// Reads what [`rollups::split`] leaves to the backend for one GPU: its latest stored sample, and for each late
-/// sample whether it is stored already (a raw row, or a pruned window's end) and, if not, its stored neighbours.
-fn look_up_gpu<'a>(
-    tx: &Connection,
-    cfg: &SqliteConfig,
-    horizon: &Horizon,
-    gpu_id: i64,
-    group: &[&'a Sample],
-) -> Result<(Option<Sample>, rollups::Split<'a>, Vec<Late<'a>>)> {
-    let uuid = group
-        .first()
-        .map(|s| s.gpu_uuid.as_str())
-        .unwrap_or_default();
-    let last = one_sample(tx, Pick::AtOrBefore, gpu_id, uuid, i64::MAX)?;
-    let split = rollups::split(group, last.as_ref().map(|s| s.end));
-    let mut late = Vec::with_capacity(split.late.len());
-    for &s in &split.late {
-        let stored: Option<i64> = tx
-            .prepare_cached("SELECT 1 FROM gpu_samples WHERE gpu_id = ?1 AND end_ms = ?2")
-            .and_then(|mut st| {
-                st.query_row(params![gpu_id, s.end.0], |r| r.get(0))
-                    .optional()
-            })
-            .ctx("look a sample up")?;
-        if stored.is_some() {
-            continue; // already stored: the first received wins
-        }
-        let before = one_sample(tx, Pick::Before, gpu_id, uuid, s.end.0)?;
-        let after = one_sample(tx, Pick::After, gpu_id, uuid, s.end.0)?;
-        let mut near = pruned::EndsNear::default();
-        if horizon.reads_index(s.end.0, before.as_ref().map(|b| b.end.0)) {
-            near = pruned::ends_near(&end_sets_near(tx, cfg, gpu_id, s.end.0)?, s.end.0);
-            if near.contains {
-                continue; // a re-send of a window whose raw row was pruned
-            }
-        }
-        late.push(Late {
-            sample: s,
-            before: Known::nearest(before, near.below, true),
-            after: Known::nearest(after, near.above, false),
-        });
-    }
-    Ok((last, split, late))
-}
-
-/// Stores a batch and brings rollups and gaps up to date (see [`crate::rollups`]).
+/// Stores a batch as [`crate::ingest`] plans it: this only reads what each step asks for and writes what it
+/// returns.
 pub fn insert(
     conn: &mut Connection,
     cfg: &SqliteConfig,
     batch: &[Sample],
     draft: &crate::AuditDraft,
 ) -> Result<IngestOutcome> {
-    // A figure that cannot be stored exactly rejects the batch before anything is written.
-    let encoded = encode_batch(batch)?;
-    let figures: HashMap<(&str, i64), &Figures> = encoded
-        .iter()
-        .map(|e| ((e.sample.gpu_uuid.as_str(), e.sample.end.0), &e.figures))
-        .rev() // the first received wins among re-sends inside the batch
-        .collect();
-
+    let ingest = Ingest::new(batch)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin ingest")?;
-    let mut outbox = cfg.outbox.then(OutboxRows::default);
-    let mut gpu_ids: HashMap<&str, i64> = HashMap::new();
-    let mut plan = BatchPlan::new(*cfg, horizon(&tx)?);
-    for group in rollups::per_gpu(&encoded, |e: &Encoded| &e.sample) {
-        let samples: Vec<&Sample> = group.iter().map(|e| &e.sample).collect();
-        let Some(first) = samples.first() else {
-            continue;
-        };
-        let gpu_id = intern_gpu(&tx, &first.gpu_uuid)?;
-        gpu_ids.insert(first.gpu_uuid.as_str(), gpu_id);
-        // Read before writing anything of this GPU, so that late samples see the neighbours stored before.
-        let (last, split, late) = look_up_gpu(&tx, cfg, plan.horizon(), gpu_id, &samples)?;
-        plan.add_gpu(last.as_ref(), &split.appended, &late);
-    }
-    if !plan.refused.is_empty() {
-        return Err(rollups::refusal(batch, &plan.refused));
-    }
-    let gpu_id = |uuid: &str| {
-        gpu_ids
-            .get(uuid)
-            .copied()
-            .ok_or_else(|| StoreError::Internal(format!("ingest: unknown gpu {uuid}")))
-    };
 
-    // Rows: a series is interned when a sample of it is first written (a re-send alone never creates one).
-    let seen = plan.seen();
+    // Reads, all before any write: the GPUs, the horizon, each GPU's latest sample, then the late samples'.
+    let mut ids: HashMap<String, i64> = HashMap::new();
+    let mut uuids: HashMap<i64, String> = HashMap::new();
+    let mut latest: HashMap<i64, Sample> = HashMap::new();
+    for uuid in ingest.gpus() {
+        let id = intern_gpu(&tx, uuid)?;
+        latest.extend(one_sample(&tx, Pick::AtOrBefore, id, uuid, i64::MAX)?.map(|s| (id, s)));
+        ids.insert(uuid.to_string(), id);
+        uuids.insert(id, uuid.to_string());
+    }
+    let horizon = horizon(&tx)?;
+    let splits = ingest.split(ids, latest)?;
+    let mut reads: HashMap<LateKey, LateRead> = HashMap::new();
+    for (id, end) in splits.late() {
+        let uuid = uuids.get(&id).map(String::as_str).unwrap_or_default();
+        let stored: Option<i64> = tx
+            .prepare_cached("SELECT 1 FROM gpu_samples WHERE gpu_id = ?1 AND end_ms = ?2")
+            .and_then(|mut st| st.query_row(params![id, end], |r| r.get(0)).optional())
+            .ctx("look a sample up")?;
+        let read = match stored {
+            Some(_) => LateRead {
+                stored: true,
+                ..LateRead::default()
+            },
+            None => LateRead {
+                stored: false,
+                before: one_sample(&tx, Pick::Before, id, uuid, end)?,
+                after: one_sample(&tx, Pick::After, id, uuid, end)?,
+            },
+        };
+        reads.insert((id, end), read);
+    }
+    let mut near = HashMap::new();
+    for (id, end) in splits.needs_index(&horizon, &reads) {
+        near.insert(
+            (id, end),
+            pruned::ends_near(&end_sets_near(&tx, cfg, id, end)?, end),
+        );
+    }
+    let mut plan = splits.plan(*cfg, horizon, &reads, &near)?;
+
+    // Rows: a series is interned when a sample of it is first written.
     let mut series: HashMap<Labels, i64> = HashMap::new();
-    for s in &plan.rows {
-        let labels = Labels::of(s);
+    for row in plan.rows()? {
+        let labels = Labels::of(row.sample);
         let series_id = match series.get(&labels) {
             Some(id) => *id,
             None => {
-                let id = intern_series(&tx, &labels, s.end.0)?;
+                let id = intern_series(&tx, &labels, row.sample.end.0)?;
                 series.insert(labels, id);
                 id
             }
         };
-        let f = figures
-            .get(&(s.gpu_uuid.as_str(), s.end.0))
-            .ok_or_else(|| {
-                StoreError::Internal("ingest: a planned sample has no figures".into())
-            })?;
-        insert_row(&tx, gpu_id(&s.gpu_uuid)?, series_id, s, f)?;
-        if let Some(o) = outbox.as_mut() {
-            o.sample(s);
-        }
+        insert_row(&tx, row.gpu_id, series_id, row.sample, row.figures)?;
     }
 
-    // Fast-path terms: added into the stored rollups, one read-modify-write per row, and into their groups.
-    let mut group_deltas = GroupDeltas::default();
-    for delta in plan.deltas() {
-        let id = gpu_id(&delta.key.gpu_uuid)?;
-        group_deltas.add(id, &delta)?;
-        let stored = stored_rollup(&tx, id, &delta.key)?;
-        let merged = rollups::merged(stored, delta);
-        write_rollup(&tx, id, &merged)?;
-        if let Some(o) = outbox.as_mut() {
-            o.rollup(&merged);
-        }
+    // Fast path: the stored rollups of the deltas' keys, merged.
+    let deltas = plan.deltas();
+    let mut current = HashMap::new();
+    for d in &deltas {
+        let id = plan.gpu_id(&d.key.gpu_uuid)?;
+        current.extend(stored_rollup(&tx, id, &d.key)?.map(|r| (d.key.clone(), r)));
     }
-    for g in &plan.terms.gaps {
-        write_gap(&tx, gpu_id(&g.gpu_uuid)?, g)?;
-        if let Some(o) = outbox.as_mut() {
-            o.gap(g);
-        }
+    for (id, r) in plan.merged(deltas, current)? {
+        write_rollup(&tx, id, &r)?;
+    }
+    for (id, g) in plan.gaps()? {
+        write_gap(&tx, id, &g)?;
     }
 
-    // Late samples in frozen hours: their terms merged into the stored rollups and gaps.
-    let mut stale: BTreeSet<GroupKey> = BTreeSet::new();
-    for (key, added, removed) in plan.frozen_deltas() {
-        let id = gpu_id(&key.gpu_uuid)?;
-        stale.insert(GroupKey::of(&key));
-        let stored = stored_rollup(&tx, id, &key)?;
-        match rollups::unmerged(stored.clone(), added, removed)? {
-            Some(r) => {
-                write_rollup(&tx, id, &r)?;
-                if let Some(o) = outbox.as_mut() {
-                    o.rollup(&r);
-                }
-            }
-            None => {
-                delete_rollup(&tx, id, &key)?;
-                if let (Some(o), Some(old)) = (outbox.as_mut(), stored) {
-                    o.rollup_deleted(&old);
-                }
-            }
-        }
+    // Late samples in frozen hours.
+    let deltas = plan.frozen_deltas();
+    let mut current = HashMap::new();
+    for (k, _, _) in &deltas {
+        let id = plan.gpu_id(&k.gpu_uuid)?;
+        current.extend(stored_rollup(&tx, id, k)?.map(|r| (k.clone(), r)));
     }
-    for (uuid, from) in &plan.frozen.gaps_removed {
-        let old = take_gap(&tx, gpu_id(uuid)?, uuid, *from)?;
-        if let (Some(o), Some(g)) = (outbox.as_mut(), old) {
-            o.gap_deleted(&g);
-        }
+    let frozen = plan.frozen(deltas, current)?;
+    for (id, r) in &frozen.write {
+        write_rollup(&tx, *id, r)?;
     }
-    for g in &plan.frozen.gaps {
-        write_gap(&tx, gpu_id(&g.gpu_uuid)?, g)?;
-        if let Some(o) = outbox.as_mut() {
-            o.gap(g);
-        }
+    for (id, k) in &frozen.delete {
+        delete_rollup(&tx, *id, k)?;
+    }
+    let mut taken = Vec::new();
+    for (id, from) in plan.gaps_removed()? {
+        let uuid = uuids.get(&id).map(String::as_str).unwrap_or_default();
+        taken.extend(take_gap(&tx, id, uuid, from)?);
+    }
+    plan.gaps_taken(&taken);
+    for (id, g) in plan.frozen_gaps()? {
+        write_gap(&tx, id, &g)?;
     }
 
-    // Slow-path buckets (never frozen): recomputed after the other terms, which they include.
-    let frozen = plan.horizon().frozen(cfg);
-    for (uuid, hours) in &plan.dirty {
-        let id = gpu_id(uuid)?;
-        for &h in hours {
-            if frozen.is_some_and(|f| h < f) {
-                return Err(StoreError::Internal(format!(
-                    "ingest: the frozen hour {h} of {uuid} was planned for a recomputation"
-                )));
-            }
-            let cuts = &plan.horizon().cuts;
-            recompute(&tx, cfg, cuts, id, uuid, h, outbox.as_mut(), &mut stale)?;
-        }
+    // Dirty hours, recomputed from raw rows.
+    let dirty = plan.dirty()?;
+    let mut rc = plan.recompute();
+    for (id, uuid, h) in dirty {
+        recompute(&tx, cfg, &mut rc, id, &uuid, h)?;
     }
-    apply_groups(&tx, group_deltas, &stale)?;
 
-    for (labels, (first, last)) in &seen {
+    for (labels, (first, last)) in &plan.seen() {
         let series_id = series
             .get(labels)
             .ok_or_else(|| StoreError::Internal("ingest: a written series has no id".into()))?;
@@ -1080,8 +1001,7 @@ pub fn insert(
         .and_then(|mut st| st.execute(params![series_id, first, last]))
         .ctx("update series seen")?;
     }
-    for (uuid, from) in &plan.pending {
-        let id = gpu_id(uuid)?;
+    for (id, from) in plan.pending()? {
         tx.prepare_cached(
             "INSERT INTO prune_pending (gpu_id, from_ms) VALUES (?1, ?2) \
              ON CONFLICT (gpu_id) DO UPDATE SET from_ms = MIN(from_ms, excluded.from_ms)",
@@ -1089,17 +1009,14 @@ pub fn insert(
         .and_then(|mut st| st.execute(params![id, from]))
         .ctx("note rows to prune")?;
     }
-    if let Some(o) = outbox {
+    let done = plan.finish(draft);
+    apply_groups(&tx, done.groups, &done.stale)?;
+    if let Some(o) = done.outbox {
         super::records::write_outbox(&tx, o)?;
     }
-    let inserted = plan.rows.len() as u64;
-    let outcome = IngestOutcome {
-        inserted,
-        duplicates: batch.len() as u64 - inserted,
-    };
-    super::records::append_in(&tx, &outcome.audited(draft))?;
+    super::records::append_in(&tx, &done.audit)?;
     tx.commit().ctx("commit ingest")?;
-    Ok(outcome)
+    Ok(done.outcome)
 }
 
 // --- reads ----------------------------------------------------------------------------------------------------
@@ -1107,7 +1024,7 @@ pub fn insert(
 /// What an allocation of `[from, to)` reads, in one snapshot: the group rollups, except for the buckets named
 /// in `exact` that are not frozen: those come as raw cells per GPU (a frozen one, whose raw samples were pruned,
 /// is served by its group rollups, cut at the policy boundaries known when it froze); the usage claims; the
-/// gaps that touch the period. Rollups come in no particular order.
+/// gaps that touch the period. The answer is in [`UsageRead::in_order`]'s order, as on every backend.
 pub fn usage_for(
     conn: &mut Connection,
     cfg: &SqliteConfig,
@@ -1159,16 +1076,16 @@ pub fn usage_for(
                 deployment_id,
                 from: Timestamp(f),
                 to: Timestamp(t),
-                reason: parse_reason(&reason)?,
+                reason: crate::codec::gap_reason(&reason)?,
             });
         }
     }
-    gaps.sort();
     Ok(UsageRead {
         rollups: found,
         gaps,
         claims,
-    })
+    }
+    .in_order())
 }
 
 // --- retention ------------------------------------------------------------------------------------------------
@@ -1205,9 +1122,15 @@ pub fn prune(conn: &mut Connection, cfg: &SqliteConfig, before: Timestamp) -> Re
     let (horizon, refreeze) = rollups::refreeze(&cuts, recorded, before, cfg);
     let mut outbox = cfg.outbox.then(OutboxRows::default);
     let mut stale: BTreeSet<GroupKey> = BTreeSet::new();
+    let mut rc = Recompute {
+        cfg: *cfg,
+        cuts: &cuts,
+        outbox: outbox.as_mut(),
+        stale: &mut stale,
+    };
     for &h in &refreeze {
         for (id, uuid) in gpus_of_bucket(&tx, cfg, h)? {
-            recompute(&tx, cfg, &cuts, id, &uuid, h, outbox.as_mut(), &mut stale)?;
+            recompute(&tx, cfg, &mut rc, id, &uuid, h)?;
         }
     }
     apply_groups(&tx, GroupDeltas::default(), &stale)?;
