@@ -302,10 +302,10 @@ pub enum StoreError {
     /// The caller asked for something that does not exist.
     #[error("not found: {0}")]
     NotFound(String),
-    /// The request conflicts with stored state (e.g. superseding a closed policy). The text names nothing of
-    /// another tenant.
-    #[error("conflict: {0}")]
-    Conflict(String),
+    /// The request conflicts with stored state (e.g. superseding a closed policy): the field of the request in
+    /// conflict (`effective_to`, `tenant_id`, `slug`...) and why. The reason names nothing of another tenant.
+    #[error("conflict: {field}: {reason}")]
+    Conflict { field: String, reason: String },
     /// The change would touch what the caller may not (the allocation batch's record of a charge).
     #[error("forbidden: {0}")]
     Forbidden(String),
@@ -316,6 +316,16 @@ pub enum StoreError {
     /// Anything the caller cannot fix: I/O, a corrupt file, a lost connection. Its text is for logs only.
     #[error("storage failure: {0}")]
     Internal(String),
+}
+
+impl StoreError {
+    /// A [`StoreError::Conflict`] on `field`.
+    pub fn conflict(field: &str, reason: impl Into<String>) -> Self {
+        StoreError::Conflict {
+            field: field.to_string(),
+            reason: reason.into(),
+        }
+    }
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;

@@ -322,16 +322,20 @@ pub fn policy_seq(id: &str) -> Result<i64> {
 /// Whether policy `old` (id `id`) may be closed at `at`: after its start, while it is still open.
 pub fn check_supersede(old: &Policy, id: &str, at: Timestamp) -> Result<()> {
     if at <= old.spec.effective_from {
-        return Err(StoreError::Conflict(format!(
-            "policy {id} starts at {}: it cannot be closed at {at}, at or before its start",
-            old.spec.effective_from
-        )));
+        return Err(StoreError::conflict(
+            "effective_to",
+            format!(
+                "policy {id} starts at {}: it cannot be closed at {at}, at or before its start",
+                old.spec.effective_from
+            ),
+        ));
     }
     if let Some(to) = old.spec.effective_to {
         if to <= at {
-            return Err(StoreError::Conflict(format!(
-                "policy {id} is already closed since {to}"
-            )));
+            return Err(StoreError::conflict(
+                "effective_to",
+                format!("policy {id} is already closed since {to}"),
+            ));
         }
     }
     Ok(())
@@ -366,9 +370,10 @@ pub fn check_key_scope(key: &crate::ApiKeyRecord, scope: crate::Scope, id: &str)
 /// A revoked key cannot be given a new secret.
 pub fn check_rotate(key: &crate::ApiKeyRecord, id: &str, _at: Timestamp) -> Result<()> {
     if key.revoked() {
-        return Err(StoreError::Conflict(format!(
-            "API key {id} is revoked: create a new key"
-        )));
+        return Err(StoreError::conflict(
+            "id",
+            format!("API key {id} is revoked: create a new key"),
+        ));
     }
     Ok(())
 }
@@ -387,7 +392,7 @@ pub fn nodes_parse(text: Option<&str>) -> Result<Vec<String>> {
 
 /// The refusal of a second key with the same hash.
 pub fn duplicate_key() -> StoreError {
-    StoreError::Conflict("an API key with this hash already exists".into())
+    StoreError::conflict("hash", "an API key with this hash already exists")
 }
 
 // --- tenants --------------------------------------------------------------------------------------------------
@@ -400,20 +405,23 @@ pub fn check_owner(t: Option<TenantId>) -> Result<()> {
 /// The reserved platform tenant (the id of rows that belong to no tenant) cannot be registered or used.
 pub fn check_tenant_id(t: TenantId) -> Result<()> {
     if t.0 == crate::PLATFORM_TENANT_ID {
-        return Err(StoreError::Conflict(format!(
-            "tenant id {} is reserved for platform rows",
-            t
-        )));
+        return Err(StoreError::conflict(
+            "tenant_id",
+            format!("tenant id {} is reserved for platform rows", t),
+        ));
     }
     Ok(())
 }
 
 /// The refusal of a slug or an id already registered.
 pub fn tenant_taken(t: &eai_engine::domain::Tenant) -> StoreError {
-    StoreError::Conflict(format!(
-        "a tenant with the slug {} or the id {} is registered already",
-        t.slug, t.id
-    ))
+    StoreError::conflict(
+        "slug",
+        format!(
+            "a tenant with the slug {} or the id {} is registered already",
+            t.slug, t.id
+        ),
+    )
 }
 
 /// A stored tenant row back.

@@ -847,7 +847,7 @@ mod contract {
         );
 
         // Closed already, closing before its start, unknown ids.
-        let conflict = |r: Result<_, StoreError>| matches!(r, Err(StoreError::Conflict(_)));
+        let conflict = |r: Result<_, StoreError>| matches!(r, Err(StoreError::Conflict { .. }));
         assert!(conflict(
             s.supersede_policy("alp_1", ts(T0 + 2 * H), None, &audit())
                 .await
@@ -896,7 +896,10 @@ mod contract {
         use eai_engine::domain::Tenant;
         let nil = TenantId(eai_store::PLATFORM_TENANT_ID);
         let conflict = |r: eai_store::Result<()>, what: &str| {
-            assert!(matches!(r, Err(StoreError::Conflict(_))), "{what}: {r:?}");
+            assert!(
+                matches!(r, Err(StoreError::Conflict { .. })),
+                "{what}: {r:?}"
+            );
         };
         let mut owned = sample("GPU-0", "vllm-a", T0 + 15_000);
         owned.owner = Some(nil);
@@ -965,7 +968,7 @@ mod contract {
         // The slug and the id are each registered once; a refused registration writes no audit event.
         for dup in [reg(3, "acme", "Other"), reg(1, "acme-2", "Other")] {
             let r = s.create_tenant(&dup, &draft("tenant.create", None)).await;
-            assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
+            assert!(matches!(r, Err(StoreError::Conflict { .. })), "{r:?}");
         }
         assert_eq!(
             s.audit_head().await.unwrap().map_or(0, |h| h.seq),
@@ -1030,7 +1033,7 @@ mod contract {
         let dup = s
             .create_api_key(&new_key("h2", Role::Viewer, None, None, ts(T0)), &audit())
             .await;
-        assert!(matches!(dup, Err(StoreError::Conflict(_))));
+        assert!(matches!(dup, Err(StoreError::Conflict { .. })));
         assert_eq!(s.api_key_count().await.unwrap(), 2);
         for role in Role::ALL {
             let k = s
@@ -1232,7 +1235,7 @@ mod contract {
         let r = s
             .supersede_budget(Scope::Platform, "bud_1", ts(T0), None, &audit())
             .await;
-        assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
+        assert!(matches!(r, Err(StoreError::Conflict { .. })), "{r:?}");
         let mut raised = budget_spec(a, "150", true);
         raised.effective_from = ts(T0 + H);
         let (closed, opened) = s
@@ -1265,7 +1268,7 @@ mod contract {
             )
             .await;
         assert!(
-            matches!(r, Err(StoreError::Conflict(_))),
+            matches!(r, Err(StoreError::Conflict { .. })),
             "a successor of another tenant: {r:?}"
         );
         // In force: the successor only.
@@ -1424,7 +1427,7 @@ mod contract {
         let r = s
             .release_reservation(Scope::Tenant(a), &second.id, ts(at + 7), &audit())
             .await;
-        assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
+        assert!(matches!(r, Err(StoreError::Conflict { .. })), "{r:?}");
         let r = s
             .commit_reservation(
                 Scope::Tenant(a),
@@ -1434,7 +1437,7 @@ mod contract {
                 &audit(),
             )
             .await;
-        assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
+        assert!(matches!(r, Err(StoreError::Conflict { .. })), "{r:?}");
         let r = s
             .reservation(Scope::Tenant(tenant(2)), &second.id)
             .await
