@@ -139,6 +139,15 @@ impl ApiError {
         )
     }
 
+    /// A conflict with stored state on one field of the request: `details` names it (`[{field, reason}]`, the
+    /// shape of a validation error's fields).
+    pub fn conflict_on(field: &str, reason: impl Into<String>) -> Self {
+        let reason = reason.into();
+        let details =
+            serde_json::to_value([FieldError::new(field, reason.clone())]).unwrap_or(Value::Null);
+        Self::conflict(reason).with_details(details)
+    }
+
     /// What the caller may not do, with the reason in English (stored data the caller may not touch).
     pub fn forbidden_because(en: impl Into<String>, fr: impl Into<String>) -> Self {
         Self::new(ErrorCode::Forbidden, en, fr)
@@ -361,7 +370,7 @@ impl From<StoreError> for ApiError {
                 format!("Not found: {what}."),
                 format!("Introuvable : {what}."),
             ),
-            StoreError::Conflict(what) => ApiError::conflict(what),
+            StoreError::Conflict { field, reason } => ApiError::conflict_on(&field, reason),
             StoreError::Forbidden(what) => ApiError::forbidden_because(
                 format!("Forbidden: {what}."),
                 format!("Interdit : {what}."),

@@ -183,10 +183,10 @@ pub fn check_commit(r: &Reservation) -> Result<Option<()>> {
     match r.status {
         ReservationStatus::Committed => Ok(None),
         ReservationStatus::Held | ReservationStatus::Expired => Ok(Some(())),
-        ReservationStatus::Released => Err(StoreError::Conflict(format!(
-            "reservation {} was released: it cannot be committed",
-            r.id
-        ))),
+        ReservationStatus::Released => Err(StoreError::conflict(
+            "status",
+            format!("reservation {} was released: it cannot be committed", r.id),
+        )),
     }
 }
 
@@ -195,10 +195,10 @@ pub fn check_release(r: &Reservation, at: Timestamp) -> Result<Option<()>> {
     match r.status_at(at) {
         ReservationStatus::Held => Ok(Some(())),
         ReservationStatus::Released | ReservationStatus::Expired => Ok(None),
-        ReservationStatus::Committed => Err(StoreError::Conflict(format!(
-            "reservation {} is committed: it cannot be released",
-            r.id
-        ))),
+        ReservationStatus::Committed => Err(StoreError::conflict(
+            "status",
+            format!("reservation {} is committed: it cannot be released", r.id),
+        )),
     }
 }
 
@@ -386,18 +386,21 @@ pub fn budget_seq(id: &str) -> Result<i64> {
 /// Whether budget `b` may be closed at `at`: [`Budget::close_at`]'s rule (that of policies), its refusal a
 /// conflict.
 pub fn check_close(b: &Budget, at: Timestamp) -> Result<()> {
-    b.close_at(at)
-        .map(drop)
-        .map_err(|refused| StoreError::Conflict(format!("budget {} {refused}", b.id)))
+    b.close_at(at).map(drop).map_err(|refused| {
+        StoreError::conflict("effective_to", format!("budget {} {refused}", b.id))
+    })
 }
 
 /// A replacement belongs to the budget's tenant.
 pub fn check_replacement(old: &Budget, new: &BudgetSpec) -> Result<()> {
     if new.tenant_id != old.spec.tenant_id {
-        return Err(StoreError::Conflict(format!(
-            "the successor of budget {} must be of the same tenant",
-            old.id
-        )));
+        return Err(StoreError::conflict(
+            "tenant_id",
+            format!(
+                "the successor of budget {} must be of the same tenant",
+                old.id
+            ),
+        ));
     }
     Ok(())
 }

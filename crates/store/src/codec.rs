@@ -6,6 +6,7 @@ use std::str::FromStr;
 
 use eai_engine::domain::{GpuFraction, NonNegative, Sample, TenantId, UnitInterval, WindowMs};
 use eai_engine::fixed;
+use eai_engine::report::GapReason;
 use eai_engine::time::Timestamp;
 use rust_decimal::Decimal;
 
@@ -145,6 +146,15 @@ pub fn decode(gpu_uuid: &str, end_ms: i64, f: &Figures, l: Labels) -> Result<Sam
     })
 }
 
+/// A stored gap reason back (the text of [`GapReason::as_str`]).
+pub fn gap_reason(s: &str) -> Result<GapReason> {
+    match s {
+        "too_long" => Ok(GapReason::TooLong),
+        "series_changed" => Ok(GapReason::SeriesChanged),
+        other => Err(corrupt("gaps.reason", other)),
+    }
+}
+
 /// A sample of a batch ready to write: its integer columns, and the sample exactly as it will read back
 /// (figures decoded from those integers), which is what rollups must be computed from.
 #[derive(Debug, Clone)]
@@ -153,11 +163,13 @@ pub struct Encoded {
     pub sample: Sample,
 }
 
-/// Encodes a whole batch; a figure that cannot be stored exactly rejects the batch before anything is written.
+/// Encodes a whole batch; a figure that cannot be stored exactly, or the reserved platform tenant as an owner,
+/// rejects the batch before anything is written.
 pub fn encode_batch(batch: &[Sample]) -> Result<Vec<Encoded>> {
     batch
         .iter()
         .map(|s| {
+            crate::records::check_owner(s.owner)?;
             let figures = Figures::encode(s)?;
             let sample = decode(&s.gpu_uuid, s.end.0, &figures, Labels::of(s))?;
             Ok(Encoded { figures, sample })

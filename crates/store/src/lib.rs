@@ -20,6 +20,7 @@ pub mod budgets;
 pub mod clickhouse;
 pub mod codec;
 pub mod groups;
+pub mod ingest;
 pub mod lease;
 pub mod outbox;
 pub mod postgres;
@@ -278,15 +279,33 @@ pub struct UsageRead {
     pub claims: Vec<UsageClaim>,
 }
 
+impl UsageRead {
+    /// The read in the one order every backend answers in: rollups by key and first window
+    /// ([`rollups::sort_for_read`]), gaps by their order, claims by deployment, hour and tenant (the order of
+    /// `eai_engine::allocate::sum_claims`).
+    pub fn in_order(mut self) -> Self {
+        rollups::sort_for_read(&mut self.rollups);
+        self.gaps.sort();
+        self.claims.sort_by(|a, b| {
+            (&a.deployment_id, a.bucket_start, a.tenant_id).cmp(&(
+                &b.deployment_id,
+                b.bucket_start,
+                b.tenant_id,
+            ))
+        });
+        self
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The caller asked for something that does not exist.
     #[error("not found: {0}")]
     NotFound(String),
-    /// The request conflicts with stored state (e.g. superseding a closed policy). The text names nothing of
-    /// another tenant.
-    #[error("conflict: {0}")]
-    Conflict(String),
+    /// The request conflicts with stored state (e.g. superseding a closed policy): the field of the request in
+    /// conflict (`effective_to`, `tenant_id`, `slug`...) and why. The reason names nothing of another tenant.
+    #[error("conflict: {field}: {reason}")]
+    Conflict { field: String, reason: String },
     /// The change would touch what the caller may not (the allocation batch's record of a charge).
     #[error("forbidden: {0}")]
     Forbidden(String),
@@ -297,6 +316,16 @@ pub enum StoreError {
     /// Anything the caller cannot fix: I/O, a corrupt file, a lost connection. Its text is for logs only.
     #[error("storage failure: {0}")]
     Internal(String),
+}
+
+impl StoreError {
+    /// A [`StoreError::Conflict`] on `field`.
+    pub fn conflict(field: &str, reason: impl Into<String>) -> Self {
+        StoreError::Conflict {
+            field: field.to_string(),
+            reason: reason.into(),
+        }
+    }
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;

@@ -120,11 +120,7 @@ fn sqlstate(e: &tokio_postgres::Error) -> Option<&str> {
 
 /// A tenant id as stored: refuses the reserved platform id.
 fn tenant_uuid(t: TenantId) -> Result<Uuid> {
-    if t.0 == PLATFORM_TENANT {
-        return Err(StoreError::Conflict(format!(
-            "tenant id {PLATFORM_TENANT} is reserved for platform rows"
-        )));
-    }
+    crate::records::check_tenant_id(t)?;
     Ok(t.0)
 }
 

@@ -173,6 +173,71 @@ pub fn check_replace(old: &UsageEvent, new: &UsageEvent) -> Result<()> {
     Ok(())
 }
 
+/// What an upsert of usage events writes, planned without I/O: the batch's last event of each `(tenant_id,
+/// event_id)`, grouped by tenant and in id order (two batches that share events lock and write them in the same
+/// order); each tenant's stored events it replaces are read by the backend and turned into the changes of the
+/// claims and the spend by [`UsagePlan::replacing`].
+#[derive(Debug, Default)]
+pub struct UsagePlan<'a> {
+    pub tenants: BTreeMap<TenantId, Vec<&'a UsageEvent>>,
+}
+
+/// The derived rows a tenant group of a [`UsagePlan`] changes.
+#[derive(Debug, Default)]
+pub struct UsageChanges {
+    pub claims: crate::groups::ClaimDeltas,
+    pub spend: crate::budgets::SpendDeltas,
+}
+
+impl<'a> UsagePlan<'a> {
+    /// Refuses the reserved platform tenant; a re-send inside the batch: the last one wins.
+    pub fn new(events: &'a [UsageEvent]) -> Result<Self> {
+        let mut last: BTreeMap<(TenantId, Uuid), &'a UsageEvent> = BTreeMap::new();
+        for e in events {
+            check_tenant_id(e.tenant_id)?;
+            last.insert((e.tenant_id, e.event_id), e);
+        }
+        let mut tenants: BTreeMap<TenantId, Vec<&'a UsageEvent>> = BTreeMap::new();
+        for ((t, _), e) in last {
+            tenants.entry(t).or_default().push(e);
+        }
+        Ok(UsagePlan { tenants })
+    }
+
+    /// The changes of one tenant's group, given the stored events it replaces (any order): each replacement
+    /// allowed ([`check_replace`]), the old events' claims and spend taken out, the new ones' added.
+    pub fn replacing(group: &[&UsageEvent], replaced: &[UsageEvent]) -> Result<UsageChanges> {
+        let news: BTreeMap<Uuid, &UsageEvent> = group.iter().map(|e| (e.event_id, *e)).collect();
+        let mut c = UsageChanges::default();
+        for old in replaced {
+            let new = news.get(&old.event_id).ok_or_else(|| {
+                StoreError::Internal(format!(
+                    "usage upsert: the stored event {} is not of the batch",
+                    old.event_id.hyphenated()
+                ))
+            })?;
+            check_replace(old, new)?;
+            c.claims
+                .remove(eai_engine::allocate::claim_of(old).as_ref())?;
+            c.spend.remove(old);
+        }
+        for e in group {
+            c.claims.add(eai_engine::allocate::claim_of(e).as_ref())?;
+            c.spend.add(e);
+        }
+        Ok(c)
+    }
+
+    /// The replica rows of the batch: its events as written.
+    pub fn outbox(&self) -> crate::outbox::OutboxRows {
+        let mut rows = crate::outbox::OutboxRows::default();
+        for e in self.tenants.values().flatten() {
+            rows.event(e);
+        }
+        rows
+    }
+}
+
 // --- allocation policies --------------------------------------------------------------------------------------
 
 /// The pricing terms of a policy (its effective dates are columns).
@@ -258,7 +323,7 @@ pub fn policy_seq(id: &str) -> Result<i64> {
 pub fn check_supersede(old: &Policy, id: &str, at: Timestamp) -> Result<()> {
     old.close_at(at)
         .map(drop)
-        .map_err(|refused| StoreError::Conflict(format!("policy {id} {refused}")))
+        .map_err(|refused| StoreError::conflict("effective_to", format!("policy {id} {refused}")))
 }
 
 // --- API keys -------------------------------------------------------------------------------------------------
@@ -290,9 +355,10 @@ pub fn check_key_scope(key: &crate::ApiKeyRecord, scope: crate::Scope, id: &str)
 /// A revoked key cannot be given a new secret.
 pub fn check_rotate(key: &crate::ApiKeyRecord, id: &str, _at: Timestamp) -> Result<()> {
     if key.revoked() {
-        return Err(StoreError::Conflict(format!(
-            "API key {id} is revoked: create a new key"
-        )));
+        return Err(StoreError::conflict(
+            "id",
+            format!("API key {id} is revoked: create a new key"),
+        ));
     }
     Ok(())
 }
@@ -311,28 +377,36 @@ pub fn nodes_parse(text: Option<&str>) -> Result<Vec<String>> {
 
 /// The refusal of a second key with the same hash.
 pub fn duplicate_key() -> StoreError {
-    StoreError::Conflict("an API key with this hash already exists".into())
+    StoreError::conflict("hash", "an API key with this hash already exists")
 }
 
 // --- tenants --------------------------------------------------------------------------------------------------
 
+/// An optional tenant as a caller gives it (`None`: the platform's rows): the reserved id refused.
+pub fn check_owner(t: Option<TenantId>) -> Result<()> {
+    t.map_or(Ok(()), check_tenant_id)
+}
+
 /// The reserved platform tenant (the id of rows that belong to no tenant) cannot be registered or used.
 pub fn check_tenant_id(t: TenantId) -> Result<()> {
     if t.is_platform() {
-        return Err(StoreError::Conflict(format!(
-            "tenant id {} is reserved for platform rows",
-            t
-        )));
+        return Err(StoreError::conflict(
+            "tenant_id",
+            format!("tenant id {} is reserved for platform rows", t),
+        ));
     }
     Ok(())
 }
 
 /// The refusal of a slug or an id already registered.
 pub fn tenant_taken(t: &eai_engine::domain::Tenant) -> StoreError {
-    StoreError::Conflict(format!(
-        "a tenant with the slug {} or the id {} is registered already",
-        t.slug, t.id
-    ))
+    StoreError::conflict(
+        "slug",
+        format!(
+            "a tenant with the slug {} or the id {} is registered already",
+            t.slug, t.id
+        ),
+    )
 }
 
 /// A stored tenant row back.

@@ -312,6 +312,10 @@ impl<'a> BatchPlan<'a> {
         &self.horizon
     }
 
+    pub fn cfg(&self) -> RollupConfig {
+        self.cfg
+    }
+
     /// Notes a row written after a stored neighbour ending at `before` (none: the row itself).
     fn note_written(&mut self, s: &Sample, before: Option<i64>) {
         let from = before.unwrap_or(s.end.0).min(s.end.0);

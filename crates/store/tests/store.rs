@@ -167,13 +167,18 @@ fn expected_rollups(samples: &[Sample]) -> Vec<Rollup> {
 }
 
 async fn all_usage(s: &dyn Store) -> eai_store::UsageRead {
-    let mut read = s
+    let read = s
         .usage_for(ts(T0 - 48 * H), ts(T0 + 48 * H), &[])
         .await
         .unwrap();
-    // Rollups and claims come in no particular order.
-    eai_store::rollups::sort_for_read(&mut read.rollups);
-    sort_claims(&mut read.claims);
+    // Every backend answers in one order.
+    let mut sorted = read.clone().in_order();
+    sort_claims(&mut sorted.claims);
+    assert_eq!(
+        (&read.rollups, &read.gaps, &read.claims),
+        (&sorted.rollups, &sorted.gaps, &sorted.claims),
+        "usage_for answers in order"
+    );
     read
 }
 
@@ -842,7 +847,7 @@ mod contract {
         );
 
         // Closed already, closing before its start, unknown ids.
-        let conflict = |r: Result<_, StoreError>| matches!(r, Err(StoreError::Conflict(_)));
+        let conflict = |r: Result<_, StoreError>| matches!(r, Err(StoreError::Conflict { .. }));
         assert!(conflict(
             s.supersede_policy("alp_1", ts(T0 + 2 * H), None, &audit())
                 .await
@@ -885,6 +890,52 @@ mod contract {
         assert_eq!(s.policies().await.unwrap()[1], closed2);
     }
 
+    /// No change may name the reserved platform tenant (the id of rows that belong to no tenant): as a sample's
+    /// owner, an event's tenant, a key's, a budget's, or a registered tenant's. Nothing is stored or audited.
+    pub async fn the_platform_tenant_id_is_reserved(s: &dyn Store) {
+        use eai_engine::domain::Tenant;
+        let nil = TenantId(eai_store::PLATFORM_TENANT_ID);
+        let conflict = |r: eai_store::Result<()>, what: &str| {
+            assert!(
+                matches!(r, Err(StoreError::Conflict { .. })),
+                "{what}: {r:?}"
+            );
+        };
+        let mut owned = sample("GPU-0", "vllm-a", T0 + 15_000);
+        owned.owner = Some(nil);
+        conflict(
+            s.insert_samples(&[owned], &audit()).await.map(drop),
+            "a sample owned by it",
+        );
+        conflict(
+            s.upsert_usage_events(&[tokens(nil, "vllm-a", T0, 1)], &audit())
+                .await
+                .map(drop),
+            "a usage event of it",
+        );
+        conflict(
+            s.create_api_key(
+                &new_key("h", Role::Viewer, Some(nil), None, ts(T0)),
+                &audit(),
+            )
+            .await
+            .map(drop),
+            "a key of it",
+        );
+        let t = Tenant {
+            id: nil,
+            slug: "platform".parse().unwrap(),
+            name: "Platform".into(),
+        };
+        conflict(
+            s.create_tenant(&t, &audit()).await.map(drop),
+            "its registration",
+        );
+        assert_eq!(s.audit_head().await.unwrap(), None, "nothing audited");
+        assert!(all_usage(s).await.rollups.is_empty());
+        assert_eq!(s.api_key_count().await.unwrap(), 0);
+    }
+
     pub async fn tenants_are_registered_once_and_read_in_scope(s: &dyn Store) {
         use eai_engine::domain::Tenant;
         use eai_store::TenantRef;
@@ -917,7 +968,7 @@ mod contract {
         // The slug and the id are each registered once; a refused registration writes no audit event.
         for dup in [reg(3, "acme", "Other"), reg(1, "acme-2", "Other")] {
             let r = s.create_tenant(&dup, &draft("tenant.create", None)).await;
-            assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
+            assert!(matches!(r, Err(StoreError::Conflict { .. })), "{r:?}");
         }
         assert_eq!(
             s.audit_head().await.unwrap().map_or(0, |h| h.seq),
@@ -982,7 +1033,7 @@ mod contract {
         let dup = s
             .create_api_key(&new_key("h2", Role::Viewer, None, None, ts(T0)), &audit())
             .await;
-        assert!(matches!(dup, Err(StoreError::Conflict(_))));
+        assert!(matches!(dup, Err(StoreError::Conflict { .. })));
         assert_eq!(s.api_key_count().await.unwrap(), 2);
         for role in Role::ALL {
             let k = s
@@ -1184,7 +1235,7 @@ mod contract {
         let r = s
             .supersede_budget(Scope::Platform, "bud_1", ts(T0), None, &audit())
             .await;
-        assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
+        assert!(matches!(r, Err(StoreError::Conflict { .. })), "{r:?}");
         let mut raised = budget_spec(a, "150", true);
         raised.effective_from = ts(T0 + H);
         let (closed, opened) = s
@@ -1217,7 +1268,7 @@ mod contract {
             )
             .await;
         assert!(
-            matches!(r, Err(StoreError::Conflict(_))),
+            matches!(r, Err(StoreError::Conflict { .. })),
             "a successor of another tenant: {r:?}"
         );
         // In force: the successor only.
@@ -1376,7 +1427,7 @@ mod contract {
         let r = s
             .release_reservation(Scope::Tenant(a), &second.id, ts(at + 7), &audit())
             .await;
-        assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
+        assert!(matches!(r, Err(StoreError::Conflict { .. })), "{r:?}");
         let r = s
             .commit_reservation(
                 Scope::Tenant(a),
@@ -1386,7 +1437,7 @@ mod contract {
                 &audit(),
             )
             .await;
-        assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
+        assert!(matches!(r, Err(StoreError::Conflict { .. })), "{r:?}");
         let r = s
             .reservation(Scope::Tenant(tenant(2)), &second.id)
             .await
@@ -2062,9 +2113,9 @@ mod plans {
     use proptest::prelude::*;
 
     /// (gpu, slot, jitter, window, util, padded util, power, memory, other deployment, fraction)
-    type Raw = (u8, i64, bool, u8, u32, bool, u32, u32, bool, u8);
+    pub type Raw = (u8, i64, bool, u8, u32, bool, u32, u32, bool, u8);
 
-    fn to_sample((g, slot, jitter, window, util, pad, power, mem, other, frac): Raw) -> Sample {
+    pub fn to_sample((g, slot, jitter, window, util, pad, power, mem, other, frac): Raw) -> Sample {
         let deps = ["vllm-a", "tgi-b"];
         // Mostly one deployment per GPU and half hour, sometimes another: series changes.
         let dep = deps[((slot / 120 + i64::from(g)) % 2) as usize ^ usize::from(other)];
@@ -2119,7 +2170,7 @@ mod plans {
     }
 
     /// Raw parts of a plan: (samples, order, seed, batch sizes, re-sends, events).
-    type Parts = (
+    pub type Parts = (
         u8,
         u64,
         Vec<usize>,
@@ -2127,7 +2178,7 @@ mod plans {
         Vec<(u8, bool, i64, u64)>,
     );
 
-    fn parts() -> impl Strategy<Value = Parts> {
+    pub fn parts() -> impl Strategy<Value = Parts> {
         let event = (1u8..4, any::<bool>(), 0i64..(5 * H), 1u64..10_000);
         (
             0u8..5,
@@ -2139,7 +2190,7 @@ mod plans {
     }
 
     /// Orders, re-sends and batches samples as a plan says.
-    fn make_plan(mut v: Vec<Sample>, (order, seed, sizes, resends, events): Parts) -> Plan {
+    pub fn make_plan(mut v: Vec<Sample>, (order, seed, sizes, resends, events): Parts) -> Plan {
         let mut x = seed | 1;
         let mut next = move || {
             x ^= x << 13;
@@ -2201,8 +2252,8 @@ mod plans {
         }
     }
 
-    pub fn arb_plan() -> impl Strategy<Value = Plan> {
-        let raw = (
+    pub fn arb_raw() -> impl Strategy<Value = Raw> {
+        (
             0u8..3,
             0i64..(4 * 240),
             prop::bool::weighted(0.2),
@@ -2213,8 +2264,11 @@ mod plans {
             0u32..80,
             prop::bool::weighted(0.1),
             0u8..3,
-        );
-        (prop::collection::vec(raw, 0..160), parts())
+        )
+    }
+
+    pub fn arb_plan() -> impl Strategy<Value = Plan> {
+        (prop::collection::vec(arb_raw(), 0..160), parts())
             .prop_map(|(raws, parts)| make_plan(raws.into_iter().map(to_sample).collect(), parts))
     }
 
@@ -2318,6 +2372,7 @@ mod sqlite_harness {
         policies_are_superseded_never_edited,
         api_keys_are_found_by_hash,
         tenants_are_registered_once_and_read_in_scope,
+        the_platform_tenant_id_is_reserved,
         budgets_are_scoped_and_superseded_never_edited,
         spend_is_gpu_local_cost_and_commits_and_follows_replacements,
         reservations_hold_commit_once_release_and_expire,
@@ -2868,6 +2923,7 @@ mod postgres_harness {
         policies_are_superseded_never_edited,
         api_keys_are_found_by_hash,
         tenants_are_registered_once_and_read_in_scope,
+        the_platform_tenant_id_is_reserved,
         budgets_are_scoped_and_superseded_never_edited,
         spend_is_gpu_local_cost_and_commits_and_follows_replacements,
         reservations_hold_commit_once_release_and_expire,
@@ -3594,25 +3650,6 @@ mod postgres_only {
             .await;
         assert!(not_granted(&r), "{r:?}");
     }
-
-    #[tokio::test]
-    async fn the_platform_tenant_id_is_reserved() {
-        let (_db, s) = fresh().await;
-        let nil = TenantId(PLATFORM_TENANT);
-        let err = s
-            .upsert_usage_events(&[tokens(nil, "d", T0, 1)], &audit())
-            .await
-            .unwrap_err();
-        assert!(matches!(err, StoreError::Conflict(_)), "{err}");
-        let err = s
-            .create_api_key(
-                &new_key("h", Role::Viewer, Some(nil), None, ts(T0)),
-                &audit(),
-            )
-            .await
-            .unwrap_err();
-        assert!(matches!(err, StoreError::Conflict(_)), "{err}");
-    }
 }
 
 /// A deployment that wants the service's login to hold no DDL right at all: an owner migrates once, and the
@@ -3661,5 +3698,283 @@ mod postgres_member_login {
             .batch_execute(&format!("DROP OWNED BY {login}; DROP ROLE {login}"))
             .await;
         assert_eq!(result.unwrap(), (1, 1, true), "served by the member login");
+    }
+}
+
+/// The two backends answer alike: random sequences of operations (sample batches in any order, with late
+/// samples and re-sends; usage events with replacements, some refused; policies created and superseded; pruning;
+/// reads) go through a fresh SQLite file and a fresh PostgreSQL database, and every answer (values, order,
+/// errors), the state read after each operation, the audit chain (hashes included) and the final allocation are
+/// the same on both.
+mod differential {
+    use super::plans::{arb_raw, make_plan, parts, to_sample};
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Ingest(Vec<Sample>),
+        Usage(Vec<UsageEvent>),
+        CreatePolicy(PolicySpec),
+        Supersede {
+            policy: u8,
+            at: i64,
+            replacement: Option<PolicySpec>,
+        },
+        Prune(i64),
+        Read {
+            from: i64,
+            to: i64,
+        },
+    }
+
+    /// (kind, index, quarter hours after `T0`, flag, amount)
+    type RawOp = (u8, u8, i64, bool, u64);
+
+    fn policy_spec(name: String, quarter: i64, flag: bool, n: u64) -> PolicySpec {
+        let mut p = spec(&name);
+        p.effective_from = ts(T0 + quarter * H / 4);
+        p.gpu_hourly_cost = NonNegative::new(Decimal::new(100 + (n % 400) as i64, 2)).unwrap();
+        if flag {
+            p.deployment_pattern = Glob::new("tgi-*").unwrap();
+            p.idle_capacity = IdleCapacity::Proportional;
+        }
+        p
+    }
+
+    /// Turns raw parts into a sequence: ingest ops take the plan's batches in turn (those left go last), usage
+    /// ops its events (and re-send earlier ones, changed: replacements, some by another source).
+    fn ops(plan: super::contract::Plan, raw: Vec<RawOp>) -> Vec<Op> {
+        let mut batches = plan.batches.into_iter();
+        let mut usage = plan.usage.into_iter();
+        let mut sent: Vec<UsageEvent> = Vec::new();
+        let mut out = Vec::new();
+        for (i, (kind, ix, quarter, flag, n)) in raw.into_iter().enumerate() {
+            match kind {
+                0..=3 => out.extend(batches.next().map(Op::Ingest)),
+                4 | 5 => {
+                    let mut v: Vec<UsageEvent> = usage.by_ref().take(1 + ix as usize % 3).collect();
+                    if !sent.is_empty() && (flag || v.is_empty()) {
+                        let mut again = sent[ix as usize % sent.len()].clone();
+                        again.units.insert(
+                            "tokens_in".into(),
+                            NonNegative::new(Decimal::from(n % 5_000)).unwrap(),
+                        );
+                        again.occurred_at = ts(T0 + quarter.rem_euclid(20) * H / 4);
+                        // Now and then the platform's record, or a gateway's event replacing one (refused).
+                        again.source = if n % 5 == 0 { "allocation" } else { "gateway" }.into();
+                        v.push(again);
+                    }
+                    sent.extend(v.iter().cloned());
+                    if !v.is_empty() {
+                        out.push(Op::Usage(v));
+                    }
+                }
+                6 => out.push(Op::CreatePolicy(policy_spec(
+                    format!("p{i}"),
+                    quarter,
+                    flag,
+                    n,
+                ))),
+                7 => out.push(Op::Supersede {
+                    policy: ix % 6,
+                    at: quarter,
+                    replacement: flag.then(|| policy_spec(format!("r{i}"), quarter, n % 2 == 0, n)),
+                }),
+                8 => out.push(Op::Prune(quarter)),
+                _ => out.push(Op::Read {
+                    from: quarter.min(quarter + i64::from(ix % 12)),
+                    to: quarter + i64::from(ix % 12) + 1,
+                }),
+            }
+        }
+        out.extend(batches.map(Op::Ingest));
+        out
+    }
+
+    fn arb_ops() -> impl Strategy<Value = Vec<Op>> {
+        let raw_op = (0u8..10, any::<u8>(), -8i64..24, any::<bool>(), any::<u64>());
+        (
+            prop::collection::vec(arb_raw(), 0..120),
+            parts(),
+            prop::collection::vec(raw_op, 4..28),
+        )
+            .prop_map(|(raws, parts, raw_ops)| {
+                let plan = make_plan(raws.into_iter().map(to_sample).collect(), parts);
+                ops(plan, raw_ops)
+            })
+    }
+
+    /// An answer as compared: the value, or the error's text (an internal error is a failure). Values are
+    /// compared as values: decimals by number (SQLite reads sums at 15 places, PostgreSQL's `numeric` at the
+    /// scale written).
+    fn answer<T>(r: eai_store::Result<T>) -> Result<T, String> {
+        match r {
+            Ok(v) => Ok(v),
+            Err(StoreError::Internal(e)) => panic!("a store failed: {e}"),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// The hours a policy starts or ends inside, from the policies stored.
+    fn exact_of(policies: &[Policy]) -> Vec<Timestamp> {
+        policies
+            .iter()
+            .flat_map(|p| std::iter::once(p.spec.effective_from).chain(p.spec.effective_to))
+            .filter(|t| t.floor_to(H) != *t)
+            .collect()
+    }
+
+    /// A usage read as compared: rollups, gaps and claims, in the order read.
+    type Read = (
+        Vec<Rollup>,
+        Vec<eai_engine::report::Gap>,
+        Vec<eai_engine::allocate::UsageClaim>,
+    );
+
+    /// Two reads compared part by part, the first difference named.
+    fn same_read(x: Result<Read, String>, y: Result<Read, String>, what: &str) {
+        let (Ok(x), Ok(y)) = (&x, &y) else {
+            assert_eq!(x, y, "{what}");
+            return;
+        };
+        fn first<T: PartialEq + std::fmt::Debug>(a: &[T], b: &[T], part: &str, what: &str) {
+            if let Some(i) = (0..a.len().max(b.len())).find(|&i| a.get(i) != b.get(i)) {
+                panic!(
+                    "{what}: {part} differ at {i} (of {} / {}):\n  sqlite:   {:?}\n  postgres: {:?}",
+                    a.len(),
+                    b.len(),
+                    a.get(i),
+                    b.get(i)
+                );
+            }
+        }
+        first(&x.0, &y.0, "rollups", what);
+        first(&x.1, &y.1, "gaps", what);
+        first(&x.2, &y.2, "claims", what);
+    }
+
+    async fn read(s: &dyn Store, from: i64, to: i64) -> Result<Read, String> {
+        let exact = exact_of(&s.policies().await.unwrap());
+        answer(s.usage_for(ts(from), ts(to), &exact).await).map(|r| (r.rollups, r.gaps, r.claims))
+    }
+
+    /// Applies `op` to both stores and compares the answers.
+    async fn apply(a: &dyn Store, b: &dyn Store, op: &Op, i: usize) {
+        macro_rules! same {
+            ($s:ident => $call:expr) => {{
+                let x = {
+                    let $s = a;
+                    answer($call.await)
+                };
+                let y = {
+                    let $s = b;
+                    answer($call.await)
+                };
+                assert_eq!(x, y, "operation {i} answered differently: {op:?}");
+            }};
+        }
+        match op {
+            Op::Ingest(batch) => same!(s => s.insert_samples(batch, &audit())),
+            Op::Usage(v) => same!(s => s.upsert_usage_events(v, &audit())),
+            Op::CreatePolicy(p) => same!(s => s.create_policy(p, &audit())),
+            Op::Supersede {
+                policy,
+                at,
+                replacement,
+            } => {
+                let id = format!("alp_{policy}");
+                same!(s => s.supersede_policy(
+                    &id,
+                    ts(T0 + at * H / 4),
+                    replacement.as_ref(),
+                    &audit()
+                ))
+            }
+            Op::Prune(q) => same!(s => s.prune_raw_samples(ts(T0 + q * H / 4))),
+            Op::Read { from, to } => {
+                let (from, to) = (T0 + from * H / 4, T0 + to * H / 4);
+                same_read(
+                    read(a, from, to).await,
+                    read(b, from, to).await,
+                    &format!("operation {i} answered differently: {op:?}"),
+                );
+            }
+        }
+    }
+
+    /// What both stores hold, read back in the order each answers, compared after operation `i`.
+    async fn same_state(a: &dyn Store, b: &dyn Store, i: usize) {
+        macro_rules! same {
+            ($what:literal, $s:ident => $call:expr) => {{
+                let x = {
+                    let $s = a;
+                    answer($call.await)
+                };
+                let y = {
+                    let $s = b;
+                    answer($call.await)
+                };
+                assert_eq!(x, y, "{} after operation {i}", $what);
+            }};
+        }
+        let end = ts(T0 + 48 * H);
+        same_read(
+            read(a, T0 - 4 * H, T0 + 8 * H).await,
+            read(b, T0 - 4 * H, T0 + 8 * H).await,
+            &format!("usage after operation {i}"),
+        );
+        same!("usage events", s => s.usage_events(Scope::Platform, ts(0), end));
+        same!("a tenant's events", s => s
+            .usage_events(Scope::Tenant(tenant(2)), ts(0), end));
+        same!("policies", s => s.policies());
+        same!("deployments", s => s.deployments_seen());
+        same!("latest samples", s => s.latest_samples(ts(0), 100));
+        same!("nodes", s => s.nodes_last_seen(ts(0)));
+        same!("audit head", s => s.audit_head());
+    }
+
+    async fn run(ops: &[Op]) {
+        let (_dir, lite) = super::sqlite_harness::fresh();
+        let (_db, pg) = super::postgres_harness::fresh().await;
+        for (i, op) in ops.iter().enumerate() {
+            apply(&lite, &pg, op, i).await;
+            same_state(&lite, &pg, i).await;
+        }
+        assert_eq!(chain(&lite).await, chain(&pg).await, "the audit chains");
+        assert_eq!(answer(lite.verify_audit_chain(None).await), Ok(None));
+        assert_eq!(answer(pg.verify_audit_chain(None).await), Ok(None));
+        assert_eq!(
+            final_allocation(&lite).await,
+            final_allocation(&pg).await,
+            "the allocations"
+        );
+    }
+
+    async fn chain(s: &dyn Store) -> Result<Vec<eai_store::AuditEvent>, String> {
+        answer(s.audit_events(Scope::Platform, 0, 10_000).await)
+    }
+
+    /// The allocation of the whole span, from a store's reads.
+    async fn final_allocation(s: &dyn Store) -> Allocation {
+        let p = period(T0 - 4 * H, T0 + 8 * H);
+        let policies = s.policies().await.unwrap();
+        let read = s
+            .usage_for(p.from, p.to, &exact_of(&policies))
+            .await
+            .unwrap();
+        let usage = s.usage_events(Scope::Platform, p.from, p.to).await.unwrap();
+        allocation_of(&read, p, &policies, &usage)
+    }
+
+    proptest! {
+        // Each case creates and drops a PostgreSQL database and reads both stores after every operation.
+        #![proptest_config(ProptestConfig { cases: 12, max_shrink_iters: 64, ..ProptestConfig::default() })]
+
+        #[test]
+        fn both_backends_answer_alike(ops in arb_ops()) {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(run(&ops));
+        }
     }
 }

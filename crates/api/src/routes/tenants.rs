@@ -84,13 +84,16 @@ pub async fn create(
             .await
             .map_err(|e| match e {
                 // Named by what the caller sent only (a generated id is not the caller's).
-                StoreError::Conflict(_) => ApiError::conflict(match &b.id {
-                    Some(_) => format!(
-                        "a tenant with the slug {} or the id {} is registered already",
-                        t.slug, t.id
-                    ),
-                    None => format!("a tenant with the slug {} is registered already", t.slug),
-                }),
+                StoreError::Conflict { field, .. } if field == "slug" => ApiError::conflict_on(
+                    &field,
+                    match &b.id {
+                        Some(_) => format!(
+                            "a tenant with the slug {} or the id {} is registered already",
+                            t.slug, t.id
+                        ),
+                        None => format!("a tenant with the slug {} is registered already", t.slug),
+                    },
+                ),
                 other => other.into(),
             })?;
         Ok(Done {

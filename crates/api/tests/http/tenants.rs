@@ -89,7 +89,11 @@ pub async fn tenants_are_registered_by_slug_and_read_by_slug_or_id() {
     ] {
         let (status, v) = app.post("/v1/tenants", &admin, &body).await;
         assert_error(status, &v, StatusCode::CONFLICT, "conflict");
-        assert!(!what.is_empty());
+        // The envelope names the field in conflict (the store cannot tell a taken id from a taken slug).
+        assert_eq!(v["error"]["details"][0]["field"], "slug", "{what}: {v}");
+        assert!(v["error"]["details"][0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("registered already")));
     }
     let (status, v) = app
         .post(

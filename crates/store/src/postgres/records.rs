@@ -11,22 +11,16 @@
 //! - The audit chain is appended under a transaction advisory lock, so concurrent appends never fork it, in the
 //!   transaction of the change it records ([`append_in`], last before the commit).
 
-use std::collections::{BTreeMap, HashMap};
-
-use eai_engine::allocate::claim_of;
 use eai_engine::domain::{Policy, PolicySpec, Tenant, TenantId, UsageEvent};
 use eai_engine::time::Timestamp;
 use uuid::Uuid;
 
 use super::pool::PgConn;
 use super::{
-    begin, derived, owner_of, owner_uuid, scope_args, set_scope, sqlstate, tenant_uuid, Ctx, Mode,
-    SET_SCOPE,
+    begin, derived, owner_of, owner_uuid, scope_args, set_scope, sqlstate, Ctx, Mode, SET_SCOPE,
 };
 use crate::audit::{self, Verifier, GENESIS_HASH};
-use crate::budgets::SpendDeltas;
 use crate::codec::{corrupt, count, now_ms, to_i64};
-use crate::groups::ClaimDeltas;
 use crate::outbox::{self, OutboxRows, OutboxStats};
 use crate::records as rec;
 use crate::rollups::RollupConfig;
@@ -208,30 +202,20 @@ pub(super) async fn upsert_in(
     events: &[UsageEvent],
     with_outbox: bool,
 ) -> Result<()> {
-    let mut last: HashMap<(TenantId, Uuid), &UsageEvent> = HashMap::new();
-    for e in events {
-        tenant_uuid(e.tenant_id)?;
-        last.insert((e.tenant_id, e.event_id), e);
-    }
-    let mut by_tenant: BTreeMap<TenantId, Vec<&UsageEvent>> = BTreeMap::new();
-    for e in events {
-        if last
-            .get(&(e.tenant_id, e.event_id))
-            .is_some_and(|l| std::ptr::eq(*l, e))
-        {
-            by_tenant.entry(e.tenant_id).or_default().push(e);
-        }
-    }
-    let mut keys: Vec<i32> = last.keys().map(|(t, id)| event_lock_key(t, id)).collect();
+    let plan = rec::UsagePlan::new(events)?;
+    let mut keys: Vec<i32> = plan
+        .tenants
+        .values()
+        .flatten()
+        .map(|e| event_lock_key(&e.tenant_id, &e.event_id))
+        .collect();
     keys.sort_unstable();
     keys.dedup();
     let s = st.get(tx, EVENTS_LOCK).await?;
     tx.execute(&s, &[&EVENT_LOCK_CLASS, &keys])
         .await
         .ctx("lock usage event ids")?;
-    for (tenant, group) in by_tenant.iter_mut() {
-        // Rows in id order: two batches that share events lock them in the same order.
-        group.sort_by_key(|e| e.event_id);
+    for (tenant, group) in &plan.tenants {
         let (scope_sql, old_sql, upsert_sql) = (
             st.get(tx, SET_SCOPE).await?,
             st.get(tx, EVENTS_OLD).await?,
@@ -275,32 +259,17 @@ pub(super) async fn upsert_in(
             }
             Err(e) => return Err(e).ctx("upsert usage events"),
         }
-        let news: HashMap<Uuid, &&UsageEvent> = group.iter().map(|e| (e.event_id, e)).collect();
-        let mut claims = ClaimDeltas::default();
-        let mut spend = SpendDeltas::default();
-        for r in old? {
-            let replaced = rec::event_parse(r.try_get(0).ctx("read a replaced usage event")?)?;
-            if let Some(new) = news.get(&replaced.event_id) {
-                // The transaction is not committed: refusing here undoes the upsert.
-                rec::check_replace(&replaced, new)?;
-            }
-            claims.remove(claim_of(&replaced).as_ref())?;
-            spend.remove(&replaced);
-        }
-        for e in group.iter() {
-            claims.add(claim_of(e).as_ref())?;
-            spend.add(e);
-        }
+        // The transaction is not committed: a refused replacement undoes the upsert.
+        let replaced = old?
+            .iter()
+            .map(|r| rec::event_parse(r.try_get(0).ctx("read a replaced usage event")?))
+            .collect::<Result<Vec<_>>>()?;
+        let rec::UsageChanges { claims, spend } = rec::UsagePlan::replacing(group, &replaced)?;
         derived::write_claims(tx, st, &claims).await?;
         super::budgets::write_spend(tx, st, &spend).await?;
     }
     if with_outbox {
-        let mut rows = OutboxRows::default();
-        for group in by_tenant.values() {
-            for e in group {
-                rows.event(e);
-            }
-        }
+        let rows = plan.outbox();
         write_outbox(tx, st, rows).await?;
     }
     Ok(())

@@ -205,6 +205,7 @@ pub fn create_budget(
     nb: &NewBudget,
     draft: &AuditDraft,
 ) -> Result<BudgetRecord> {
+    crate::records::check_tenant_id(nb.spec.tenant_id)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin budget create")?;
@@ -361,6 +362,7 @@ pub fn reserve(
     req: &NewReservation,
     draft: &AuditDraft,
 ) -> Result<ReserveOutcome> {
+    crate::records::check_tenant_id(req.request.tenant_id)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin reserve")?;

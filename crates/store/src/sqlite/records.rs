@@ -10,7 +10,6 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use super::codec::{corrupt, count, now_ms, opt_tenant_parse, to_i64, Ctx};
 use super::SqliteConfig;
 use crate::audit::{self, Verifier, GENESIS_HASH};
-use crate::budgets::SpendDeltas;
 use crate::groups::{fixed_bytes, fixed_from_bytes, ClaimDeltas, ClaimKey, ClaimSums};
 use crate::outbox::{self, OutboxRows, OutboxStats};
 use crate::records::{self as rec, from_json};
@@ -93,50 +92,49 @@ pub fn upsert_usage_events(
     Ok(events.len() as u64)
 }
 
-/// Upserts `events` inside the caller's transaction, with their claims, their spend and their outbox rows.
+/// Upserts `events` inside the caller's transaction, as [`rec::UsagePlan`] says, with their claims, their spend
+/// and their outbox rows.
 pub(super) fn upsert_in(tx: &Connection, events: &[UsageEvent], with_outbox: bool) -> Result<()> {
-    let mut claims = ClaimDeltas::default();
-    let mut spend = SpendDeltas::default();
-    for e in events {
-        let id = e.event_id.hyphenated().to_string();
-        let tenant = e.tenant_id.to_string();
-        let stored: Option<String> = tx
-            .prepare_cached("SELECT body FROM usage_events WHERE tenant_id = ?1 AND event_id = ?2")
-            .and_then(|mut st| st.query_row([&tenant, &id], |r| r.get(0)).optional())
-            .ctx("read a usage event")?;
-        let body = rec::event_json(e)?;
-        match stored {
-            Some(old) => {
-                let old = rec::event_parse(&old)?;
-                rec::check_replace(&old, e)?;
-                // Replaced: its old claim and spend go.
-                claims.remove(claim_of(&old).as_ref())?;
-                spend.remove(&old);
-                tx.prepare_cached(
-                    "UPDATE usage_events SET occurred_at_ms = ?3, deployment_id = ?4, body = ?5 WHERE tenant_id = ?1 AND event_id = ?2",
+    let plan = rec::UsagePlan::new(events)?;
+    for (tenant, group) in &plan.tenants {
+        let tenant = tenant.to_string();
+        let mut replaced = Vec::new();
+        for e in group {
+            let id = e.event_id.hyphenated().to_string();
+            let stored: Option<String> = tx
+                .prepare_cached(
+                    "SELECT body FROM usage_events WHERE tenant_id = ?1 AND event_id = ?2",
                 )
-                .and_then(|mut st| st.execute(params![tenant, id, e.occurred_at.0, e.deployment_id, body]))
-                .ctx("replace a usage event")?;
-            }
-            None => {
-                tx.prepare_cached(
-                    "INSERT INTO usage_events (event_id, tenant_id, occurred_at_ms, deployment_id, body) VALUES (?1, ?2, ?3, ?4, ?5)",
-                )
-                .and_then(|mut st| st.execute(params![id, tenant, e.occurred_at.0, e.deployment_id, body]))
-                .ctx("insert a usage event")?;
+                .and_then(|mut st| st.query_row([&tenant, &id], |r| r.get(0)).optional())
+                .ctx("read a usage event")?;
+            if let Some(old) = stored {
+                replaced.push(rec::event_parse(&old)?);
             }
         }
-        claims.add(claim_of(e).as_ref())?;
-        spend.add(e);
+        let changes = rec::UsagePlan::replacing(group, &replaced)?;
+        for e in group {
+            let body = rec::event_json(e)?;
+            tx.prepare_cached(
+                "INSERT INTO usage_events (event_id, tenant_id, occurred_at_ms, deployment_id, body) VALUES (?1, ?2, ?3, ?4, ?5) \
+                 ON CONFLICT (tenant_id, event_id) DO UPDATE SET occurred_at_ms = excluded.occurred_at_ms, \
+                 deployment_id = excluded.deployment_id, body = excluded.body",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    e.event_id.hyphenated().to_string(),
+                    tenant,
+                    e.occurred_at.0,
+                    e.deployment_id,
+                    body
+                ])
+            })
+            .ctx("upsert a usage event")?;
+        }
+        apply_claims(tx, changes.claims)?;
+        super::budgets::apply_spend(tx, &changes.spend)?;
     }
-    apply_claims(tx, claims)?;
-    super::budgets::apply_spend(tx, &spend)?;
     if with_outbox {
-        let mut rows = OutboxRows::default();
-        for e in events {
-            rows.event(e);
-        }
-        write_outbox(tx, rows)?;
+        write_outbox(tx, plan.outbox())?;
     }
     Ok(())
 }
@@ -416,6 +414,7 @@ pub fn create_api_key(
     key: &NewApiKey,
     draft: &AuditDraft,
 ) -> Result<ApiKeyRecord> {
+    rec::check_owner(key.tenant_id)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin key create")?;
@@ -631,6 +630,7 @@ pub fn tenant(conn: &Connection, key: &TenantRef) -> Result<Option<Tenant>> {
 /// Appends an event to the chain inside the caller's write transaction (SQLite has one writer: the
 /// transaction is the chain's lock).
 pub fn append_in(tx: &Connection, draft: &AuditDraft) -> Result<AuditEvent> {
+    rec::check_owner(draft.tenant_id)?;
     let last: Option<(i64, String)> = tx
         .prepare_cached("SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1")
         .and_then(|mut st| st.query_row([], |r| Ok((r.get(0)?, r.get(1)?))).optional())

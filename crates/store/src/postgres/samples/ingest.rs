@@ -1,0 +1,418 @@
+//! Ingest: a batch as [`crate::ingest`] plans it, in a fixed number of round trips.
+
+use std::collections::{BTreeSet, HashMap};
+
+use eai_engine::domain::Sample;
+use eai_engine::report::Gap;
+use eai_engine::rollup::{Rollup, RollupKey};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Transaction;
+use uuid::Uuid;
+
+use super::rows::*;
+use super::sql::*;
+use crate::codec::Labels;
+use crate::ingest::{Ingest, IngestPlan, LateKey, LateRead};
+use crate::postgres::derived;
+use crate::postgres::pool::{PgConn, Stmts};
+use crate::postgres::{begin, owner_of, owner_uuid, Ctx, Mode};
+use crate::pruned::INDEXED_FROM;
+use crate::rollups::{Cuts, Horizon, RollupConfig, PRUNED_BEFORE};
+use crate::{IngestOutcome, Result, Scope, StoreError};
+
+/// Late samples in frozen hours: the rollups their terms change are read, and written back or deleted as the
+/// plan says; the gaps they close are deleted, those they open written.
+pub(super) async fn merge_frozen(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    plan: &mut IngestPlan<'_>,
+) -> Result<()> {
+    let deltas = plan.frozen_deltas();
+    if !deltas.is_empty() {
+        let mut keys: RollupKeyCols<'_> = Default::default();
+        for (k, _, _) in &deltas {
+            keys.push(plan.gpu_id(&k.gpu_uuid)?, k)?;
+        }
+        let s = st.get(tx, ROLLUPS_AT).await?;
+        let current: HashMap<RollupKey, Rollup> = tx
+            .query(&s, &[&keys.0, &keys.1, &keys.2, &keys.3, &keys.4])
+            .await
+            .ctx("read rollups")?
+            .iter()
+            .map(|r| rollup_of(r).map(|r| (r.key.clone(), r)))
+            .collect::<Result<_>>()?;
+        drop(keys);
+        let frozen = plan.frozen(deltas, current)?;
+        let s = st.get(tx, ROLLUPS_WRITE).await?;
+        write_rollups(tx, &s, &frozen.write).await?;
+        if !frozen.delete.is_empty() {
+            let mut gone: RollupKeyCols<'_> = Default::default();
+            for (id, k) in &frozen.delete {
+                gone.push(*id, k)?;
+            }
+            let s = st.get(tx, ROLLUPS_DELETE).await?;
+            tx.execute(&s, &[&gone.0, &gone.1, &gone.2, &gone.3, &gone.4])
+                .await
+                .ctx("delete rollups")?;
+        }
+    }
+    let removed = plan.gaps_removed()?;
+    if !removed.is_empty() {
+        let (ids, froms): (Vec<i64>, Vec<i64>) = removed.into_iter().unzip();
+        let s = st.get(tx, GAPS_TAKE).await?;
+        let taken = tx
+            .query(&s, &[&ids, &froms])
+            .await
+            .ctx("delete gaps")?
+            .iter()
+            .map(gap_of)
+            .collect::<Result<Vec<_>>>()?;
+        plan.gaps_taken(&taken);
+    }
+    let gaps = plan.frozen_gaps()?;
+    if !gaps.is_empty() {
+        let rows: Vec<(i64, &Gap)> = gaps.iter().map(|(id, g)| (*id, g)).collect();
+        let s = st.get(tx, GAPS_WRITE).await?;
+        write_gaps(tx, &s, &rows).await?;
+    }
+    Ok(())
+}
+
+// --- ingest ---------------------------------------------------------------------------------------------------
+
+/// Interns the batch's GPUs; returns uuid -> id. (Statements sent together are pipelined: they run in order on
+/// the server, without waiting for each answer in between.)
+pub(super) async fn intern_gpus(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    uuids: &[&str],
+) -> Result<HashMap<String, i64>> {
+    let (intern, of) = (st.get(tx, GPUS_INTERN).await?, st.get(tx, GPUS_OF).await?);
+    let params: [&(dyn ToSql + Sync); 1] = [&uuids];
+    let (_, rows) = tokio::try_join!(tx.execute(&intern, &params), tx.query(&of, &params))
+        .ctx("intern gpus")?;
+    Ok(rows
+        .iter()
+        .map(|r| (r.get::<_, String>(1), r.get::<_, i64>(0)))
+        .collect())
+}
+
+/// The GPUs with rollup rows in bucket `h` (any segment of it): a GPU has cells in a bucket exactly when it has
+/// rows there.
+pub(super) async fn gpus_of_bucket(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    cfg: &RollupConfig,
+    h: i64,
+) -> Result<Vec<i64>> {
+    let s = st.get(tx, GPUS_OF_BUCKET).await?;
+    Ok(tx
+        .query(&s, &[&h, &(h + cfg.bucket_ms)])
+        .await
+        .ctx("read the gpus of a bucket")?
+        .iter()
+        .map(|r| r.get(0))
+        .collect())
+}
+
+/// Takes the advisory locks of these GPU ids, in ascending order.
+pub(super) async fn lock(tx: &Transaction<'_>, st: &mut Stmts, ids: &mut [i64]) -> Result<()> {
+    ids.sort_unstable();
+    let s = st.get(tx, GPUS_LOCK).await?;
+    let ids: &[i64] = ids;
+    tx.execute(&s, &[&ids]).await.ctx("lock gpus")?;
+    Ok(())
+}
+
+/// Stored samples by (gpu id, end).
+pub(super) async fn samples_at(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    keys: &BTreeSet<(i64, i64)>,
+) -> Result<HashMap<(i64, i64), Sample>> {
+    if keys.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let gpu: Vec<i64> = keys.iter().map(|k| k.0).collect();
+    let end: Vec<i64> = keys.iter().map(|k| k.1).collect();
+    let s = st.get(tx, SAMPLES_AT).await?;
+    tx.query(&s, &[&gpu, &end])
+        .await
+        .ctx("read samples")?
+        .iter()
+        .map(|r| sample_of(r).map(|(id, s)| ((id, s.end.0), s)))
+        .collect()
+}
+
+/// Columns of a series upsert: tenants; deployment, model, namespace, pod, node; first and last seen.
+pub(super) type SeriesCols<'a> = (Vec<Uuid>, [Vec<&'a str>; 5], Vec<i64>, Vec<i64>);
+
+/// Columns of rollup keys: GPU id, bucket, deployment, tenant, model.
+#[derive(Default)]
+pub(super) struct RollupKeyCols<'a>(Vec<i64>, Vec<i64>, Vec<&'a str>, Vec<Uuid>, Vec<&'a str>);
+
+impl<'a> RollupKeyCols<'a> {
+    fn push(&mut self, gpu_id: i64, k: &'a RollupKey) -> Result<()> {
+        self.0.push(gpu_id);
+        self.1.push(k.bucket_start.0);
+        self.2.push(k.deployment_id.as_str());
+        self.3.push(owner_uuid(k.owner)?);
+        self.4.push(k.model.as_str());
+        Ok(())
+    }
+}
+
+/// Stores a batch as [`crate::ingest`] plans it: this only reads what each step asks for (pipelined: a fixed
+/// number of round trips whatever the batch's size) and writes what it returns.
+pub async fn insert(
+    conn: &mut PgConn,
+    cfg: &RollupConfig,
+    batch: &[Sample],
+    draft: &crate::AuditDraft,
+) -> Result<IngestOutcome> {
+    let ingest = Ingest::new(batch)?;
+    let uuids = ingest.gpus();
+
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
+    let ids = intern_gpus(&tx, st, &uuids).await?;
+
+    // Lock the GPUs, then read everything the plan needs before writing anything.
+    let mut gpu_ids = uuids
+        .iter()
+        .map(|u| {
+            ids.get(*u)
+                .copied()
+                .ok_or_else(|| StoreError::Internal(format!("ingest: unknown gpu {u}")))
+        })
+        .collect::<Result<Vec<i64>>>()?;
+    gpu_ids.sort_unstable();
+    let (lock, last, meta, cuts) = (
+        st.get(&tx, GPUS_LOCK).await?,
+        st.get(&tx, LAST_SAMPLES).await?,
+        st.get(&tx, META_GET).await?,
+        st.get(&tx, CUTS).await?,
+    );
+    let params: [&(dyn ToSql + Sync); 1] = [&gpu_ids];
+    let (_, last_rows, pruned_before, indexed_from, cut_rows) = tokio::try_join!(
+        tx.execute(&lock, &params),
+        tx.query(&last, &params),
+        tx.query_opt(&meta, &[&PRUNED_BEFORE]),
+        tx.query_opt(&meta, &[&INDEXED_FROM]),
+        tx.query(&cuts, &[]),
+    )
+    .ctx("lock gpus and read their latest samples")?;
+    let horizon = Horizon {
+        pruned_before: pruned_before.map(|r| r.get(0)),
+        indexed_from: indexed_from.map(|r| r.get(0)),
+        cuts: Cuts::new(cut_rows.iter().map(|r| r.get::<_, i64>(0))),
+    };
+    let latest: HashMap<i64, Sample> = last_rows.iter().map(sample_of).collect::<Result<_>>()?;
+    let splits = ingest.split(ids, latest)?;
+
+    // The late samples: stored already? the ends of their raw neighbours, then those neighbours.
+    let late = splits.late();
+    let mut lookups: HashMap<LateKey, Lookup> = HashMap::new();
+    if !late.is_empty() {
+        let (late_gpu, late_end): (Vec<i64>, Vec<i64>) = late.iter().copied().unzip();
+        let s = st.get(&tx, LATE_LOOKUP).await?;
+        for r in tx
+            .query(&s, &[&late_gpu, &late_end])
+            .await
+            .ctx("look late samples up")?
+        {
+            lookups.insert((r.get(0), r.get(1)), (r.get(2), r.get(3), r.get(4)));
+        }
+    }
+    let mut wanted: BTreeSet<(i64, i64)> = BTreeSet::new();
+    for ((id, _), (is_stored, before, after)) in &lookups {
+        if !is_stored {
+            wanted.extend(before.map(|e| (*id, e)));
+            wanted.extend(after.map(|e| (*id, e)));
+        }
+    }
+    let neighbours = samples_at(&tx, st, &wanted).await?;
+    let find = |id: i64, end: Option<i64>| -> Result<Option<Sample>> {
+        end.map(|e| {
+            neighbours.get(&(id, e)).cloned().ok_or_else(|| {
+                StoreError::Internal(format!(
+                    "ingest: the stored sample ({id}, {e}) went missing"
+                ))
+            })
+        })
+        .transpose()
+    };
+    let mut reads: HashMap<LateKey, LateRead> = HashMap::with_capacity(lookups.len());
+    for (&(id, end), &(stored, before, after)) in &lookups {
+        let read = match stored {
+            true => LateRead {
+                stored,
+                ..LateRead::default()
+            },
+            false => LateRead {
+                stored,
+                before: find(id, before)?,
+                after: find(id, after)?,
+            },
+        };
+        reads.insert((id, end), read);
+    }
+    let near = end_sets_near(&tx, st, cfg, &splits.needs_index(&horizon, &reads)).await?;
+    let mut plan = splits.plan(*cfg, horizon, &reads, &near)?;
+
+    let rows = plan.rows()?;
+    if !rows.is_empty() {
+        // Series (a re-send alone never creates one), with the span the batch saw.
+        let seen = plan.seen();
+        let mut cols: SeriesCols<'_> = Default::default();
+        for (l, (first, last)) in &seen {
+            cols.0.push(owner_uuid(l.owner)?);
+            for (c, v) in
+                cols.1
+                    .iter_mut()
+                    .zip([&l.deployment_id, &l.model, &l.namespace, &l.pod, &l.node])
+            {
+                c.push(v.as_str());
+            }
+            cols.2.push(*first);
+            cols.3.push(*last);
+        }
+        let s = st.get(&tx, SERIES_UPSERT).await?;
+        let [dep, model, ns, pod, node] = &cols.1;
+        let series: HashMap<Labels, i64> = tx
+            .query(&s, &[&cols.0, dep, model, ns, pod, node, &cols.2, &cols.3])
+            .await
+            .ctx("write series")?
+            .iter()
+            .map(|r| {
+                (
+                    Labels {
+                        owner: owner_of(r.get(1)),
+                        deployment_id: r.get(2),
+                        model: r.get(3),
+                        namespace: r.get(4),
+                        pod: r.get(5),
+                        node: r.get(6),
+                    },
+                    r.get::<_, i64>(0),
+                )
+            })
+            .collect();
+
+        // Rows, all new by construction (the count written is checked), sent together with the read of the
+        // rollups that the appended samples' terms add to; then the merged rollups together with the gaps.
+        let n = rows.len();
+        let mut ints: [Vec<i64>; 9] = Default::default();
+        let mut tenants: Vec<Uuid> = Vec::with_capacity(n);
+        for row in &rows {
+            let (s, f) = (row.sample, row.figures);
+            let series_id = series
+                .get(&Labels::of(s))
+                .copied()
+                .ok_or_else(|| StoreError::Internal("ingest: a written series has no id".into()))?;
+            for (c, v) in ints.iter_mut().zip([
+                row.gpu_id,
+                s.end.0,
+                series_id,
+                f.window_ms,
+                f.util_e6,
+                f.mem_e10,
+                f.power_e6,
+                f.storage_e6,
+                f.fraction_e6,
+            ]) {
+                c.push(v);
+            }
+            tenants.push(owner_uuid(s.owner)?);
+        }
+        let deltas = plan.deltas();
+        let mut keys: RollupKeyCols<'_> = Default::default();
+        for d in &deltas {
+            keys.push(plan.gpu_id(&d.key.gpu_uuid)?, &d.key)?;
+        }
+        let (insert, at) = (
+            st.get(&tx, SAMPLES_INSERT).await?,
+            st.get(&tx, ROLLUPS_AT).await?,
+        );
+        let [gpu, end, series_id, window, util, mem, power, storage, fraction] = &ints;
+        let rows = async {
+            match tx
+                .execute(
+                    &insert,
+                    &[
+                        gpu, end, &tenants, series_id, window, util, mem, power, storage, fraction,
+                    ],
+                )
+                .await
+            {
+                Err(e) if crate::postgres::sqlstate(&e) == Some("23505") => {
+                    Err(StoreError::Internal(
+                        "ingest: a sample planned as new was stored already: a concurrent writer?"
+                            .into(),
+                    ))
+                }
+                other => other.ctx("insert samples"),
+            }
+        };
+        let current = async {
+            tx.query(&at, &[&keys.0, &keys.1, &keys.2, &keys.3, &keys.4])
+                .await
+                .ctx("read rollups")
+        };
+        // Both are pipelined; when the insert fails, the read fails too ("transaction is aborted"): report
+        // the insert's error, the cause.
+        let (written, current) = tokio::join!(rows, current);
+        let (written, current) = (written?, current?);
+        if written != n as u64 {
+            return Err(StoreError::Internal(format!(
+                "ingest: {n} samples planned as new, {written} written: a concurrent writer?"
+            )));
+        }
+        let current: HashMap<RollupKey, Rollup> = current
+            .iter()
+            .map(|r| rollup_of(r).map(|r| (r.key.clone(), r)))
+            .collect::<Result<_>>()?;
+        drop(keys);
+        let merged = plan.merged(deltas, current)?;
+        let gaps = plan.gaps()?;
+        let gaps: Vec<(i64, &Gap)> = gaps.iter().map(|(id, g)| (*id, g)).collect();
+        let (rw, gw) = (
+            st.get(&tx, ROLLUPS_WRITE).await?,
+            st.get(&tx, GAPS_WRITE).await?,
+        );
+        tokio::try_join!(
+            write_rollups(&tx, &rw, &merged),
+            write_gaps(&tx, &gw, &gaps)
+        )?;
+    }
+
+    // Late samples in frozen hours: their terms merged into the stored rollups and gaps.
+    merge_frozen(&tx, st, &mut plan).await?;
+
+    // Slow-path buckets (never frozen): recomputed after the other terms, which they include.
+    let dirty = plan.dirty()?;
+    let mut rc = plan.recompute();
+    for (id, _, h) in dirty {
+        recompute(&tx, st, cfg, &mut rc, id, h).await?;
+    }
+    let pending = plan.pending()?;
+    if !pending.is_empty() {
+        let (ids, froms): (Vec<i64>, Vec<i64>) = pending.into_iter().unzip();
+        let s = st.get(&tx, PENDING_UPSERT).await?;
+        tx.execute(&s, &[&ids, &froms])
+            .await
+            .ctx("note rows to prune")?;
+    }
+    let done = plan.finish(draft);
+    if let Some(o) = done.outbox {
+        crate::postgres::records::write_outbox(&tx, st, o).await?;
+    }
+    // Last: the group rows every batch of a deployment-hour adds to are locked until the commit, and so is the
+    // audit chain.
+    derived::write_groups(&tx, st, done.groups, done.stale).await?;
+    crate::postgres::records::append_in(&tx, st, &done.audit).await?;
+    tx.commit().await.ctx("commit ingest")?;
+    Ok(done.outcome)
+}
+
+/// One late sample as looked up: (stored already, end of the stored sample before, end of the one after).
+pub(super) type Lookup = (bool, Option<i64>, Option<i64>);

@@ -1,0 +1,205 @@
+//! The statements of samples, rollups, gaps, cuts, end sets and bookkeeping (see the note on joins in
+//! [`super`]).
+
+pub(super) const META_GET: &str = "SELECT value FROM eai.meta WHERE key = $1";
+pub(super) const META_SET: &str = "INSERT INTO eai.meta (key, value) VALUES ($1, $2) \
+     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value";
+
+pub(super) const GPUS_INTERN: &str =
+    "INSERT INTO eai.gpus (uuid) SELECT u FROM unnest($1::text[]) AS u \
+     WHERE NOT EXISTS (SELECT 1 FROM eai.gpus g WHERE g.uuid = u) ON CONFLICT (uuid) DO NOTHING";
+pub(super) const GPUS_OF: &str = "SELECT id, uuid FROM eai.gpus WHERE uuid = ANY($1::text[])";
+pub(super) const GPUS_ALL: &str = "SELECT id FROM eai.gpus";
+/// A GPU's id is the key of its transaction advisory lock; keys are taken in the order given (ascending ids,
+/// so that two transactions never wait on each other in a cycle).
+pub(super) const GPUS_LOCK: &str = "SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k";
+
+pub(super) const LAST_ENDS: &str =
+    "SELECT g.id, (SELECT max(s.end_ms) FROM eai.gpu_samples s WHERE s.gpu_id = g.id) \
+     FROM unnest($1::bigint[]) AS g(id)";
+
+/// The latest stored sample of each GPU named (none for a GPU without samples).
+pub(super) const LAST_SAMPLES: &str = concat!(
+    "SELECT ",
+    sample_only_cols!(),
+    "FROM unnest($1::bigint[]) AS k(id) CROSS JOIN LATERAL \
+     (SELECT * FROM eai.gpu_samples x WHERE x.gpu_id = k.id ORDER BY x.end_ms DESC LIMIT 1) s",
+    sample_joins!()
+);
+
+pub(super) const LATE_LOOKUP: &str = "SELECT x.gpu_id, x.end_ms, \
+     EXISTS (SELECT 1 FROM eai.gpu_samples s WHERE s.gpu_id = x.gpu_id AND s.end_ms = x.end_ms), \
+     (SELECT max(s.end_ms) FROM eai.gpu_samples s WHERE s.gpu_id = x.gpu_id AND s.end_ms < x.end_ms), \
+     (SELECT min(s.end_ms) FROM eai.gpu_samples s WHERE s.gpu_id = x.gpu_id AND s.end_ms > x.end_ms) \
+     FROM unnest($1::bigint[], $2::bigint[]) AS x(gpu_id, end_ms)";
+
+pub(super) const SAMPLES_AT: &str = concat!(
+    "SELECT ",
+    sample_only_cols!(),
+    "FROM unnest($1::bigint[], $2::bigint[]) AS k(gpu_id, end_ms) CROSS JOIN LATERAL \
+     (SELECT * FROM eai.gpu_samples x WHERE x.gpu_id = k.gpu_id AND x.end_ms = k.end_ms OFFSET 0) s",
+    sample_joins!()
+);
+
+pub(super) const CONTEXT: &str = concat!(
+    "(SELECT ",
+    sample_cols!(),
+    " WHERE s.gpu_id = $1 AND s.end_ms < $2 ORDER BY s.end_ms DESC LIMIT 1) UNION ALL (SELECT ",
+    sample_cols!(),
+    " WHERE s.gpu_id = $1 AND s.end_ms >= $2 AND s.end_ms < $3) UNION ALL (SELECT ",
+    sample_cols!(),
+    " WHERE s.gpu_id = $1 AND s.end_ms >= $3 ORDER BY s.end_ms LIMIT 1)"
+);
+
+/// [`CONTEXT`] of many GPUs in one statement (an exact hour of a fleet is one round trip, not one per GPU).
+pub(super) const CONTEXTS: &str = concat!(
+    "SELECT ",
+    sample_only_cols!(),
+    "FROM unnest($1::bigint[]) AS k(id) CROSS JOIN LATERAL (\
+     (SELECT * FROM eai.gpu_samples x WHERE x.gpu_id = k.id AND x.end_ms < $2 ORDER BY x.end_ms DESC LIMIT 1) \
+     UNION ALL (SELECT * FROM eai.gpu_samples x WHERE x.gpu_id = k.id AND x.end_ms >= $2 AND x.end_ms < $3) \
+     UNION ALL (SELECT * FROM eai.gpu_samples x WHERE x.gpu_id = k.id AND x.end_ms >= $3 ORDER BY x.end_ms LIMIT 1)\
+     ) s",
+    sample_joins!()
+);
+
+pub(super) const SERIES_UPSERT: &str = "INSERT INTO eai.series AS se \
+     (tenant_id, deployment_id, model, namespace, pod, node, first_seen_ms, last_seen_ms) \
+     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[]) \
+     ON CONFLICT (deployment_id, tenant_id, model, namespace, pod, node) DO UPDATE SET \
+     first_seen_ms = LEAST(se.first_seen_ms, EXCLUDED.first_seen_ms), \
+     last_seen_ms = GREATEST(se.last_seen_ms, EXCLUDED.last_seen_ms) \
+     RETURNING id, tenant_id, deployment_id, model, namespace, pod, node";
+
+/// A plain insert: every row is planned as new under the GPUs' locks, and the primary key refuses (and so rolls
+/// the batch back) any row that is not, so a sample can never be counted twice.
+pub(super) const SAMPLES_INSERT: &str = "INSERT INTO eai.gpu_samples \
+     (gpu_id, end_ms, tenant_id, series_id, window_ms, util_e6, mem_e10, power_e6, storage_e6, fraction_e6) \
+     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::uuid[], $4::bigint[], $5::bigint[], $6::bigint[], \
+     $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[])";
+
+pub(super) const ROLLUPS_AT: &str = concat!(
+    "SELECT ",
+    rollup_only_cols!(),
+    "FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::uuid[], $5::text[]) \
+     AS k(gpu_id, bucket_ms, deployment_id, tenant_id, model) CROSS JOIN LATERAL \
+     (SELECT * FROM eai.rollups x WHERE x.gpu_id = k.gpu_id AND x.bucket_ms = k.bucket_ms \
+     AND x.deployment_id = k.deployment_id AND x.tenant_id = k.tenant_id AND x.model = k.model OFFSET 0) r",
+    rollup_gpu!()
+);
+
+pub(super) const ROLLUPS_WRITE: &str = "INSERT INTO eai.rollups (gpu_id, bucket_ms, deployment_id, tenant_id, model, \
+     first_window_start_ms, last_window_start_ms, samples, estimated_samples, gpu_seconds, busy_gpu_seconds, \
+     estimated_gpu_seconds, memory_gb_seconds, energy_ws, storage_gb_seconds) \
+     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::uuid[], $5::text[], $6::bigint[], \
+     $7::bigint[], $8::bigint[], $9::bigint[], $10::numeric[], $11::numeric[], $12::numeric[], $13::numeric[], \
+     $14::numeric[], $15::numeric[]) \
+     ON CONFLICT (gpu_id, bucket_ms, deployment_id, tenant_id, model) DO UPDATE SET \
+     first_window_start_ms = EXCLUDED.first_window_start_ms, last_window_start_ms = EXCLUDED.last_window_start_ms, \
+     samples = EXCLUDED.samples, estimated_samples = EXCLUDED.estimated_samples, \
+     gpu_seconds = EXCLUDED.gpu_seconds, busy_gpu_seconds = EXCLUDED.busy_gpu_seconds, \
+     estimated_gpu_seconds = EXCLUDED.estimated_gpu_seconds, memory_gb_seconds = EXCLUDED.memory_gb_seconds, \
+     energy_ws = EXCLUDED.energy_ws, storage_gb_seconds = EXCLUDED.storage_gb_seconds";
+
+pub(super) const GAPS_WRITE: &str = "INSERT INTO eai.gaps (gpu_id, from_ms, to_ms, reason, deployment_id, node, tenant_id) \
+     SELECT x.gpu_id, x.from_ms, x.to_ms, x.reason, x.deployment_id, x.node, \
+     COALESCE((SELECT s.tenant_id FROM eai.gpu_samples s WHERE s.gpu_id = x.gpu_id AND s.end_ms = x.from_ms), $7) \
+     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[]) \
+     AS x(gpu_id, from_ms, to_ms, reason, deployment_id, node) \
+     ON CONFLICT (gpu_id, from_ms) DO UPDATE SET to_ms = EXCLUDED.to_ms, reason = EXCLUDED.reason, \
+     deployment_id = EXCLUDED.deployment_id, node = EXCLUDED.node, tenant_id = EXCLUDED.tenant_id";
+
+pub(super) const BUCKET_ROLLUPS: &str = concat!(
+    "SELECT ",
+    rollup_cols!(),
+    " WHERE r.gpu_id = $1 AND r.bucket_ms >= $2 AND r.bucket_ms < $3"
+);
+pub(super) const BUCKET_GAPS: &str = "SELECT g.uuid, x.node, x.deployment_id, x.from_ms, x.to_ms, x.reason \
+     FROM eai.gaps x JOIN eai.gpus g ON g.id = x.gpu_id WHERE x.gpu_id = $1 AND x.from_ms >= $2 AND x.from_ms < $3";
+/// Returns the keys of the rows it deletes: their groups must be rebuilt.
+pub(super) const BUCKET_CLEAR_ROLLUPS: &str =
+    "DELETE FROM eai.rollups WHERE gpu_id = $1 AND bucket_ms >= $2 \
+     AND bucket_ms < $3 RETURNING bucket_ms, deployment_id, tenant_id, model";
+pub(super) const BUCKET_CLEAR_GAPS: &str =
+    "DELETE FROM eai.gaps WHERE gpu_id = $1 AND from_ms >= $2 AND from_ms < $3";
+
+pub(super) const GPUS_OF_BUCKET: &str =
+    "SELECT DISTINCT gpu_id FROM eai.rollups WHERE bucket_ms >= $1 AND bucket_ms < $2";
+pub(super) const GAPS_IN: &str =
+    "SELECT g.uuid, x.node, x.deployment_id, x.from_ms, x.to_ms, x.reason \
+     FROM eai.gaps x JOIN eai.gpus g ON g.id = x.gpu_id WHERE x.to_ms > $1 AND x.from_ms < $2";
+
+/// Deletes raw rows by (gpu, end).
+pub(super) const PRUNE: &str =
+    "DELETE FROM eai.gpu_samples s USING unnest($1::bigint[], $2::bigint[]) AS c(gpu_id, end_ms) \
+     WHERE s.gpu_id = c.gpu_id AND s.end_ms = c.end_ms";
+
+pub(super) const CUTS: &str = "SELECT at_ms FROM eai.rollup_cuts";
+pub(super) const CUTS_INSERT: &str =
+    "INSERT INTO eai.rollup_cuts (at_ms) SELECT unnest($1::bigint[]) ON CONFLICT DO NOTHING";
+
+/// Per late sample (gpu, end, bucket of end): the end sets of its bucket and the nearest one on each side.
+pub(super) const END_SETS_NEAR: &str = "SELECT k.gpu_id, k.end_ms, e.bucket_ms, e.ends \
+     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS k(gpu_id, end_ms, bucket_ms) CROSS JOIN LATERAL (\
+     (SELECT bucket_ms, ends FROM eai.pruned_ends x WHERE x.gpu_id = k.gpu_id AND x.bucket_ms = k.bucket_ms) \
+     UNION ALL (SELECT bucket_ms, ends FROM eai.pruned_ends x WHERE x.gpu_id = k.gpu_id AND x.bucket_ms < k.bucket_ms \
+     ORDER BY x.bucket_ms DESC LIMIT 1) \
+     UNION ALL (SELECT bucket_ms, ends FROM eai.pruned_ends x WHERE x.gpu_id = k.gpu_id AND x.bucket_ms > k.bucket_ms \
+     ORDER BY x.bucket_ms ASC LIMIT 1)) e";
+
+/// Per GPU (id, first bucket, last bucket): its end sets in that range and the nearest one before it.
+pub(super) const END_SETS_BETWEEN: &str = "SELECT k.gpu_id, e.bucket_ms, e.ends \
+     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS k(gpu_id, lo, hi) CROSS JOIN LATERAL (\
+     (SELECT bucket_ms, ends FROM eai.pruned_ends x WHERE x.gpu_id = k.gpu_id AND x.bucket_ms >= k.lo AND x.bucket_ms <= k.hi) \
+     UNION ALL (SELECT bucket_ms, ends FROM eai.pruned_ends x WHERE x.gpu_id = k.gpu_id AND x.bucket_ms < k.lo \
+     ORDER BY x.bucket_ms DESC LIMIT 1)) e";
+
+pub(super) const END_SETS_WRITE: &str = "INSERT INTO eai.pruned_ends (gpu_id, bucket_ms, ends) \
+     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bytea[]) \
+     ON CONFLICT (gpu_id, bucket_ms) DO UPDATE SET ends = EXCLUDED.ends";
+
+/// Per GPU (id, lo, cutoff): the `(end, window)` of its raw rows in `[lo, cutoff)`, of the nearest one before
+/// `lo` and of the first at or after `cutoff`.
+pub(super) const RAW_AROUND: &str = "SELECT k.gpu_id, s.end_ms, s.window_ms \
+     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS k(gpu_id, lo, cutoff) CROSS JOIN LATERAL (\
+     (SELECT end_ms, window_ms FROM eai.gpu_samples x WHERE x.gpu_id = k.gpu_id AND x.end_ms < k.lo \
+     ORDER BY x.end_ms DESC LIMIT 1) \
+     UNION ALL (SELECT end_ms, window_ms FROM eai.gpu_samples x WHERE x.gpu_id = k.gpu_id AND x.end_ms >= k.lo \
+     AND x.end_ms < k.cutoff) \
+     UNION ALL (SELECT end_ms, window_ms FROM eai.gpu_samples x WHERE x.gpu_id = k.gpu_id AND x.end_ms >= k.cutoff \
+     ORDER BY x.end_ms ASC LIMIT 1)) s";
+
+pub(super) const PENDING: &str = "SELECT gpu_id, from_ms FROM eai.prune_pending";
+pub(super) const PENDING_CLEAR: &str = "DELETE FROM eai.prune_pending";
+pub(super) const PENDING_UPSERT: &str = "INSERT INTO eai.prune_pending AS p (gpu_id, from_ms) \
+     SELECT * FROM unnest($1::bigint[], $2::bigint[]) \
+     ON CONFLICT (gpu_id) DO UPDATE SET from_ms = LEAST(p.from_ms, EXCLUDED.from_ms)";
+
+pub(super) const ROLLUPS_DELETE: &str = "DELETE FROM eai.rollups r \
+     USING unnest($1::bigint[], $2::bigint[], $3::text[], $4::uuid[], $5::text[]) \
+     AS k(gpu_id, bucket_ms, deployment_id, tenant_id, model) \
+     WHERE r.gpu_id = k.gpu_id AND r.bucket_ms = k.bucket_ms AND r.deployment_id = k.deployment_id \
+     AND r.tenant_id = k.tenant_id AND r.model = k.model";
+
+/// Deletes gaps by (gpu, from), returning them as [`gap_of`] reads them.
+pub(super) const GAPS_TAKE: &str = "DELETE FROM eai.gaps x USING unnest($1::bigint[], $2::bigint[]) AS k(gpu_id, from_ms) \
+     WHERE x.gpu_id = k.gpu_id AND x.from_ms = k.from_ms \
+     RETURNING (SELECT g.uuid FROM eai.gpus g WHERE g.id = x.gpu_id), x.node, x.deployment_id, x.from_ms, x.to_ms, x.reason";
+
+/// The latest sample of every GPU seen at or after $1, the newest first, at most $2 (one index probe per GPU).
+pub(super) const LATEST_SAMPLES: &str = concat!(
+    "SELECT ",
+    sample_only_cols!(),
+    "FROM eai.gpus k CROSS JOIN LATERAL \
+     (SELECT * FROM eai.gpu_samples x WHERE x.gpu_id = k.id ORDER BY x.end_ms DESC LIMIT 1) s",
+    sample_joins!(),
+    "WHERE s.end_ms >= $1 ORDER BY s.end_ms DESC, g.uuid COLLATE \"C\" LIMIT $2"
+);
+pub(super) const LATEST_COUNT: &str = "SELECT count(*) FROM eai.gpus k \
+     WHERE (SELECT max(x.end_ms) FROM eai.gpu_samples x WHERE x.gpu_id = k.id) >= $1";
+pub(super) const NODES_SEEN: &str = "SELECT node, max(last_seen_ms) FROM eai.series GROUP BY node \
+     HAVING max(last_seen_ms) >= $1 ORDER BY node COLLATE \"C\"";
+
+pub(super) const SERIES_SEEN: &str =
+    "SELECT deployment_id, namespace, model, first_seen_ms, last_seen_ms, tenant_id FROM eai.series \
+     ORDER BY deployment_id COLLATE \"C\", last_seen_ms, id";

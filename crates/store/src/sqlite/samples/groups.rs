@@ -1,0 +1,304 @@
+//! Group rollups (see [`crate::groups`]): rows, deltas added at ingest, rebuilds, the read of a period.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use eai_engine::rollup::{GpuSets, Rollup, RollupKey};
+use eai_engine::time::Timestamp;
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::rows::*;
+use crate::groups::{
+    self, fixed_bytes, fixed_from_bytes, ids_bytes, ids_from_bytes, GroupDeltas, GroupKey,
+    GroupRow, SetCache,
+};
+use crate::sqlite::codec::{count, owner_parse, owner_text, to_i64, Ctx};
+use crate::sqlite::SqliteConfig;
+use crate::{Result, StoreError};
+
+// --- group rollups (crate::groups) ----------------------------------------------------------------------------
+
+pub(super) const GROUP_SELECT: &str =
+    "SELECT bucket_ms, deployment_id, owner, model, first_window_start_ms, last_window_start_ms, \
+     samples, estimated_samples, q, gpus FROM deployment_rollups";
+
+pub(super) type RawGroup = (
+    i64,
+    String,
+    String,
+    String,
+    i64,
+    i64,
+    i64,
+    i64,
+    Vec<u8>,
+    Vec<u8>,
+);
+
+pub(super) fn raw_group(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGroup> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+        r.get(7)?,
+        r.get(8)?,
+        r.get(9)?,
+    ))
+}
+
+pub(super) fn decode_group(raw: RawGroup) -> Result<GroupRow> {
+    let (bucket_ms, deployment_id, owner, model, first, last, samples, estimated, q, gpus) = raw;
+    Ok(GroupRow {
+        key: GroupKey {
+            bucket_ms,
+            deployment_id,
+            owner: owner_parse(&owner, "deployment_rollups.owner")?,
+            model,
+        },
+        first_window_start_ms: first,
+        last_window_start_ms: last,
+        samples: count(samples, "deployment_rollups.samples")?,
+        estimated_samples: count(estimated, "deployment_rollups.estimated_samples")?,
+        q: fixed_from_bytes::<6>(&q, "deployment_rollups.q")?,
+        gpus: ids_from_bytes(&gpus, "deployment_rollups.gpus")?,
+    })
+}
+
+pub(super) fn stored_group(tx: &Connection, key: &GroupKey) -> Result<Option<GroupRow>> {
+    let raw = tx
+        .prepare_cached(&format!(
+            "{GROUP_SELECT} WHERE bucket_ms = ?1 AND deployment_id = ?2 AND owner = ?3 AND model = ?4"
+        ))
+        .and_then(|mut st| {
+            st.query_row(
+                params![key.bucket_ms, key.deployment_id, owner_text(key.owner), key.model],
+                raw_group,
+            )
+            .optional()
+        })
+        .ctx("read a group rollup")?;
+    raw.map(decode_group).transpose()
+}
+
+pub(super) fn write_group(tx: &Connection, g: &GroupRow) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO deployment_rollups (bucket_ms, deployment_id, owner, model, first_window_start_ms, \
+         last_window_start_ms, samples, estimated_samples, q, gpus) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )
+    .and_then(|mut st| {
+        st.execute(params![
+            g.key.bucket_ms,
+            g.key.deployment_id,
+            owner_text(g.key.owner),
+            g.key.model,
+            g.first_window_start_ms,
+            g.last_window_start_ms,
+            to_i64(g.samples, "group samples").map_err(to_sql_err)?,
+            to_i64(g.estimated_samples, "group estimated samples").map_err(to_sql_err)?,
+            fixed_bytes(&g.q),
+            ids_bytes(&g.gpus).map_err(to_sql_err)?,
+        ])
+    })
+    .ctx("write a group rollup")?;
+    Ok(())
+}
+
+pub(super) fn to_sql_err(e: StoreError) -> rusqlite::Error {
+    rusqlite::Error::ToSqlConversionFailure(Box::new(std::io::Error::other(e.to_string())))
+}
+
+/// The keys of the group rows that the per-GPU rows of bucket `h` (every segment of it) of a GPU belong to.
+pub(super) fn group_keys_of_bucket(
+    tx: &Connection,
+    cfg: &SqliteConfig,
+    gpu_id: i64,
+    h: i64,
+) -> Result<Vec<GroupKey>> {
+    let raws: Vec<(i64, String, String, String)> = tx
+        .prepare_cached(
+            "SELECT bucket_ms, deployment_id, owner, model FROM rollups WHERE gpu_id = ?1 AND bucket_ms >= ?2 AND bucket_ms < ?3",
+        )
+        .and_then(|mut st| {
+            st.query_map(params![gpu_id, h, h + cfg.bucket_ms], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?
+            .collect()
+        })
+        .ctx("read a bucket's rollup keys")?;
+    raws.into_iter()
+        .map(|(bucket_ms, deployment_id, owner, model)| {
+            Ok(GroupKey {
+                bucket_ms,
+                deployment_id,
+                owner: owner_parse(&owner, "rollups.owner")?,
+                model,
+            })
+        })
+        .collect()
+}
+
+/// Rebuilds one group row from the per-GPU rows of its key (deletes it when there are none).
+pub(super) fn rebuild_group(tx: &Connection, key: &GroupKey) -> Result<()> {
+    let raws: Vec<(i64, RawRollup)> = tx
+        .prepare_cached(&format!(
+            "SELECT r.gpu_id, {} WHERE r.bucket_ms = ?1 AND r.deployment_id = ?2 AND r.owner = ?3 AND r.model = ?4",
+            &ROLLUP_SELECT["SELECT ".len()..]
+        ))
+        .and_then(|mut st| {
+            st.query_map(
+                params![key.bucket_ms, key.deployment_id, owner_text(key.owner), key.model],
+                |r| Ok((r.get(0)?, raw_rollup_at(r, 1)?)),
+            )?
+            .collect()
+        })
+        .ctx("read a group's rollups")?;
+    let rows = raws
+        .into_iter()
+        .map(|(id, raw)| Ok((id, decode_rollup(raw)?)))
+        .collect::<Result<Vec<_>>>()?;
+    match groups::rebuild(rows)? {
+        Some(g) => write_group(tx, &g),
+        None => {
+            tx.prepare_cached(
+                "DELETE FROM deployment_rollups WHERE bucket_ms = ?1 AND deployment_id = ?2 AND owner = ?3 AND model = ?4",
+            )
+            .and_then(|mut st| {
+                st.execute(params![key.bucket_ms, key.deployment_id, owner_text(key.owner), key.model])
+            })
+            .ctx("delete a group rollup")?;
+            Ok(())
+        }
+    }
+}
+
+/// Brings the group rows up to date after a batch: the fast-path deltas are added into their rows, except
+/// where a key is stale (a recomputed GPU-hour held or holds a row of it): those are rebuilt.
+pub(super) fn apply_groups(
+    tx: &Connection,
+    deltas: GroupDeltas,
+    stale: &BTreeSet<GroupKey>,
+) -> Result<()> {
+    for (key, delta) in deltas.rows {
+        if stale.contains(&key) {
+            continue;
+        }
+        let row = match stored_group(tx, &key)? {
+            Some(mut g) => {
+                g.add(&delta);
+                g
+            }
+            None => delta,
+        };
+        write_group(tx, &row)?;
+    }
+    for key in stale {
+        rebuild_group(tx, key)?;
+    }
+    Ok(())
+}
+
+/// Rebuilds every group row from the per-GPU rollups (the migration that introduced them), one bucket at a
+/// time in bucket order.
+pub fn rebuild_all_groups(conn: &Connection) -> Result<()> {
+    conn.execute("DELETE FROM deployment_rollups", [])
+        .ctx("clear group rollups")?;
+    let mut st = conn
+        .prepare(&format!(
+            "SELECT r.gpu_id, {} ORDER BY r.bucket_ms",
+            &ROLLUP_SELECT["SELECT ".len()..]
+        ))
+        .ctx("prepare the rollups scan")?;
+    let mut rows = st.query([]).ctx("scan rollups")?;
+    let mut bucket: Option<i64> = None;
+    let mut pending = GroupDeltas::default();
+    while let Some(row) = rows.next().ctx("scan rollups")? {
+        let gpu_id: i64 = row.get(0).ctx("scan rollups")?;
+        let r = decode_rollup(raw_rollup_at(row, 1).ctx("scan rollups")?)?;
+        if bucket.is_some_and(|b| b != r.key.bucket_start.0) {
+            for g in std::mem::take(&mut pending).rows.values() {
+                write_group(conn, g)?;
+            }
+        }
+        bucket = Some(r.key.bucket_start.0);
+        pending.add(gpu_id, &r)?;
+    }
+    for g in pending.rows.values() {
+        write_group(conn, g)?;
+    }
+    Ok(())
+}
+
+/// GPU id -> uuid, shared by the group rollups read.
+pub(super) fn gpu_names(tx: &Connection) -> Result<HashMap<i64, Arc<str>>> {
+    tx.prepare_cached("SELECT id, uuid FROM gpus")
+        .and_then(|mut st| {
+            st.query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    Arc::from(r.get::<_, String>(1)?.as_str()),
+                ))
+            })?
+            .collect()
+        })
+        .ctx("read gpus")
+}
+
+/// The group rollups of buckets in `[from, to)` but those in `skip`, as the engine's rollups.
+pub(super) fn group_rollups_in(
+    tx: &Connection,
+    cfg: &SqliteConfig,
+    from: i64,
+    to: i64,
+    skip: &BTreeSet<i64>,
+) -> Result<Vec<Rollup>> {
+    let names = gpu_names(tx)?;
+    let mut sets = GpuSets::default();
+    let mut cache = SetCache::default();
+    let mut out = Vec::new();
+    let mut st = tx
+        .prepare_cached(&format!(
+            "{GROUP_SELECT} WHERE bucket_ms >= ?1 AND bucket_ms < ?2"
+        ))
+        .ctx("prepare group rollups read")?;
+    let mut rows = st.query(params![from, to]).ctx("read group rollups")?;
+    while let Some(row) = rows.next().ctx("read group rollups")? {
+        let bucket: i64 = row.get(0).ctx("read group rollups")?;
+        if skip.contains(&Timestamp(bucket).floor_to(cfg.bucket_ms).0) {
+            continue;
+        }
+        let owner: String = row.get(2).ctx("read group rollups")?;
+        let q = row.get_ref(8).ctx("read group rollups")?;
+        let q = fixed_from_bytes::<6>(
+            q.as_blob().ctx("read group rollups")?,
+            "deployment_rollups.q",
+        )?;
+        let gpus = row.get_ref(9).ctx("read group rollups")?;
+        let gpus = cache.get(gpus.as_blob().ctx("read group rollups")?, &names, &mut sets)?;
+        out.push(Rollup {
+            key: RollupKey {
+                gpu_uuid: String::new(),
+                deployment_id: row.get(1).ctx("read group rollups")?,
+                owner: owner_parse(&owner, "deployment_rollups.owner")?,
+                model: row.get(3).ctx("read group rollups")?,
+                bucket_start: Timestamp(bucket),
+            },
+            first_window_start: Timestamp(row.get(4).ctx("read group rollups")?),
+            last_window_start: Timestamp(row.get(5).ctx("read group rollups")?),
+            samples: count(
+                row.get(6).ctx("read group rollups")?,
+                "deployment_rollups.samples",
+            )?,
+            estimated_samples: count(
+                row.get(7).ctx("read group rollups")?,
+                "deployment_rollups.estimated_samples",
+            )?,
+            q: groups::quantities_of(&q)?,
+            gpus: Some(gpus),
+        });
+    }
+    Ok(out)
+}

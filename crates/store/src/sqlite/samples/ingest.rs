@@ -1,0 +1,246 @@
+//! Ingest: a batch as [`crate::ingest`] plans it.
+
+use std::collections::HashMap;
+
+use eai_engine::domain::Sample;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+use super::groups::*;
+use super::meta::*;
+use super::rows::*;
+use crate::codec::{Figures, Labels};
+use crate::ingest::{Ingest, LateKey, LateRead};
+use crate::pruned;
+use crate::sqlite::codec::{owner_text, Ctx};
+use crate::sqlite::SqliteConfig;
+use crate::{IngestOutcome, Result, StoreError};
+
+// --- ingest ---------------------------------------------------------------------------------------------------
+
+pub(super) fn intern_gpu(tx: &Connection, uuid: &str) -> Result<i64> {
+    let found: Option<i64> = tx
+        .prepare_cached("SELECT id FROM gpus WHERE uuid = ?1")
+        .and_then(|mut st| st.query_row([uuid], |r| r.get(0)).optional())
+        .ctx("read gpus")?;
+    if let Some(id) = found {
+        return Ok(id);
+    }
+    tx.prepare_cached("INSERT INTO gpus (uuid) VALUES (?1)")
+        .and_then(|mut st| st.execute([uuid]))
+        .ctx("insert a gpu")?;
+    Ok(tx.last_insert_rowid())
+}
+
+pub(super) fn intern_series(tx: &Connection, l: &Labels, end_ms: i64) -> Result<i64> {
+    let owner = owner_text(l.owner);
+    let found: Option<i64> = tx
+        .prepare_cached(
+            "SELECT id FROM series WHERE deployment_id = ?1 AND owner = ?2 AND model = ?3 AND namespace = ?4 AND pod = ?5 AND node = ?6",
+        )
+        .and_then(|mut st| {
+            st.query_row(params![l.deployment_id, owner, l.model, l.namespace, l.pod, l.node], |r| r.get(0)).optional()
+        })
+        .ctx("read series")?;
+    if let Some(id) = found {
+        return Ok(id);
+    }
+    tx.prepare_cached(
+        "INSERT INTO series (deployment_id, owner, model, namespace, pod, node, first_seen_ms, last_seen_ms) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+    )
+    .and_then(|mut st| st.execute(params![l.deployment_id, owner, l.model, l.namespace, l.pod, l.node, end_ms]))
+    .ctx("insert a series")?;
+    Ok(tx.last_insert_rowid())
+}
+
+/// The GPUs (id, uuid) with rollup rows in bucket `h` (any segment of it): a GPU has cells in a bucket exactly
+/// when it has rows there.
+pub(super) fn gpus_of_bucket(
+    tx: &Connection,
+    cfg: &SqliteConfig,
+    h: i64,
+) -> Result<Vec<(i64, String)>> {
+    tx.prepare_cached(
+        "SELECT DISTINCT r.gpu_id, g.uuid FROM rollups r JOIN gpus g ON g.id = r.gpu_id WHERE r.bucket_ms >= ?1 AND r.bucket_ms < ?2",
+    )
+    .and_then(|mut st| st.query_map(params![h, h + cfg.bucket_ms], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+    .ctx("read the gpus of a bucket")
+}
+
+/// Writes one planned sample; every planned row is new, so a row already there is an error.
+pub(super) fn insert_row(
+    tx: &Connection,
+    gpu_id: i64,
+    series_id: i64,
+    s: &Sample,
+    f: &Figures,
+) -> Result<()> {
+    let n = tx
+        .prepare_cached(
+            "INSERT OR IGNORE INTO gpu_samples (gpu_id, end_ms, series_id, window_ms, util_e6, mem_e10, power_e6, storage_e6, fraction_e6) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        )
+        .and_then(|mut st| {
+            st.execute(params![
+                gpu_id,
+                s.end.0,
+                series_id,
+                f.window_ms,
+                f.util_e6,
+                f.mem_e10,
+                f.power_e6,
+                f.storage_e6,
+                f.fraction_e6
+            ])
+        })
+        .ctx("insert a sample")?;
+    if n == 0 {
+        return Err(StoreError::Internal(format!(
+            "ingest: the sample of {} at {} was planned as new but is stored already",
+            s.gpu_uuid, s.end
+        )));
+    }
+    Ok(())
+}
+
+/// Stores a batch as [`crate::ingest`] plans it: this only reads what each step asks for and writes what it
+/// returns.
+pub fn insert(
+    conn: &mut Connection,
+    cfg: &SqliteConfig,
+    batch: &[Sample],
+    draft: &crate::AuditDraft,
+) -> Result<IngestOutcome> {
+    let ingest = Ingest::new(batch)?;
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("begin ingest")?;
+
+    // Reads, all before any write: the GPUs, the horizon, each GPU's latest sample, then the late samples'.
+    let mut ids: HashMap<String, i64> = HashMap::new();
+    let mut uuids: HashMap<i64, String> = HashMap::new();
+    let mut latest: HashMap<i64, Sample> = HashMap::new();
+    for uuid in ingest.gpus() {
+        let id = intern_gpu(&tx, uuid)?;
+        latest.extend(one_sample(&tx, Pick::AtOrBefore, id, uuid, i64::MAX)?.map(|s| (id, s)));
+        ids.insert(uuid.to_string(), id);
+        uuids.insert(id, uuid.to_string());
+    }
+    let horizon = horizon(&tx)?;
+    let splits = ingest.split(ids, latest)?;
+    let mut reads: HashMap<LateKey, LateRead> = HashMap::new();
+    for (id, end) in splits.late() {
+        let uuid = uuids.get(&id).map(String::as_str).unwrap_or_default();
+        let stored: Option<i64> = tx
+            .prepare_cached("SELECT 1 FROM gpu_samples WHERE gpu_id = ?1 AND end_ms = ?2")
+            .and_then(|mut st| st.query_row(params![id, end], |r| r.get(0)).optional())
+            .ctx("look a sample up")?;
+        let read = match stored {
+            Some(_) => LateRead {
+                stored: true,
+                ..LateRead::default()
+            },
+            None => LateRead {
+                stored: false,
+                before: one_sample(&tx, Pick::Before, id, uuid, end)?,
+                after: one_sample(&tx, Pick::After, id, uuid, end)?,
+            },
+        };
+        reads.insert((id, end), read);
+    }
+    let mut near = HashMap::new();
+    for (id, end) in splits.needs_index(&horizon, &reads) {
+        near.insert(
+            (id, end),
+            pruned::ends_near(&end_sets_near(&tx, cfg, id, end)?, end),
+        );
+    }
+    let mut plan = splits.plan(*cfg, horizon, &reads, &near)?;
+
+    // Rows: a series is interned when a sample of it is first written.
+    let mut series: HashMap<Labels, i64> = HashMap::new();
+    for row in plan.rows()? {
+        let labels = Labels::of(row.sample);
+        let series_id = match series.get(&labels) {
+            Some(id) => *id,
+            None => {
+                let id = intern_series(&tx, &labels, row.sample.end.0)?;
+                series.insert(labels, id);
+                id
+            }
+        };
+        insert_row(&tx, row.gpu_id, series_id, row.sample, row.figures)?;
+    }
+
+    // Fast path: the stored rollups of the deltas' keys, merged.
+    let deltas = plan.deltas();
+    let mut current = HashMap::new();
+    for d in &deltas {
+        let id = plan.gpu_id(&d.key.gpu_uuid)?;
+        current.extend(stored_rollup(&tx, id, &d.key)?.map(|r| (d.key.clone(), r)));
+    }
+    for (id, r) in plan.merged(deltas, current)? {
+        write_rollup(&tx, id, &r)?;
+    }
+    for (id, g) in plan.gaps()? {
+        write_gap(&tx, id, &g)?;
+    }
+
+    // Late samples in frozen hours.
+    let deltas = plan.frozen_deltas();
+    let mut current = HashMap::new();
+    for (k, _, _) in &deltas {
+        let id = plan.gpu_id(&k.gpu_uuid)?;
+        current.extend(stored_rollup(&tx, id, k)?.map(|r| (k.clone(), r)));
+    }
+    let frozen = plan.frozen(deltas, current)?;
+    for (id, r) in &frozen.write {
+        write_rollup(&tx, *id, r)?;
+    }
+    for (id, k) in &frozen.delete {
+        delete_rollup(&tx, *id, k)?;
+    }
+    let mut taken = Vec::new();
+    for (id, from) in plan.gaps_removed()? {
+        let uuid = uuids.get(&id).map(String::as_str).unwrap_or_default();
+        taken.extend(take_gap(&tx, id, uuid, from)?);
+    }
+    plan.gaps_taken(&taken);
+    for (id, g) in plan.frozen_gaps()? {
+        write_gap(&tx, id, &g)?;
+    }
+
+    // Dirty hours, recomputed from raw rows.
+    let dirty = plan.dirty()?;
+    let mut rc = plan.recompute();
+    for (id, uuid, h) in dirty {
+        recompute(&tx, cfg, &mut rc, id, &uuid, h)?;
+    }
+
+    for (labels, (first, last)) in &plan.seen() {
+        let series_id = series
+            .get(labels)
+            .ok_or_else(|| StoreError::Internal("ingest: a written series has no id".into()))?;
+        tx.prepare_cached(
+            "UPDATE series SET first_seen_ms = MIN(first_seen_ms, ?2), last_seen_ms = MAX(last_seen_ms, ?3) WHERE id = ?1",
+        )
+        .and_then(|mut st| st.execute(params![series_id, first, last]))
+        .ctx("update series seen")?;
+    }
+    for (id, from) in plan.pending()? {
+        tx.prepare_cached(
+            "INSERT INTO prune_pending (gpu_id, from_ms) VALUES (?1, ?2) \
+             ON CONFLICT (gpu_id) DO UPDATE SET from_ms = MIN(from_ms, excluded.from_ms)",
+        )
+        .and_then(|mut st| st.execute(params![id, from]))
+        .ctx("note rows to prune")?;
+    }
+    let done = plan.finish(draft);
+    apply_groups(&tx, done.groups, &done.stale)?;
+    if let Some(o) = done.outbox {
+        crate::sqlite::records::write_outbox(&tx, o)?;
+    }
+    crate::sqlite::records::append_in(&tx, &done.audit)?;
+    tx.commit().ctx("commit ingest")?;
+    Ok(done.outcome)
+}

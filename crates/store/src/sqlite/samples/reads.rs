@@ -1,0 +1,176 @@
+//! Reads: what an allocation reads for a period, deployments, latest samples, nodes.
+
+use std::collections::BTreeSet;
+
+use eai_engine::report::Gap;
+use eai_engine::time::Timestamp;
+use rusqlite::{params, Connection};
+
+use super::groups::*;
+use super::ingest::*;
+use super::meta::*;
+use super::rows::*;
+use crate::codec::Figures;
+use crate::rollups::{self, Cuts};
+use crate::sqlite::codec::{count, owner_parse, to_i64, Ctx};
+use crate::sqlite::SqliteConfig;
+use crate::{DeploymentSeen, LatestSamples, NodeSeen, Result, UsageRead};
+
+// --- reads ----------------------------------------------------------------------------------------------------
+
+/// What an allocation of `[from, to)` reads, in one snapshot: the group rollups, except for the buckets named
+/// in `exact` that are not frozen: those come as raw cells per GPU (a frozen one, whose raw samples were pruned,
+/// is served by its group rollups, cut at the policy boundaries known when it froze); the usage claims; the
+/// gaps that touch the period. The answer is in [`UsageRead::in_order`]'s order, as on every backend.
+pub fn usage_for(
+    conn: &mut Connection,
+    cfg: &SqliteConfig,
+    from: Timestamp,
+    to: Timestamp,
+    exact: &[Timestamp],
+) -> Result<UsageRead> {
+    // One read transaction: one consistent snapshot of the file.
+    let tx = conn.transaction().ctx("begin read")?;
+    let frozen = frozen_before(&tx, cfg)?;
+    let exact: BTreeSet<i64> = rollups::exact_buckets(exact, from, to, frozen, cfg);
+
+    let mut found = group_rollups_in(&tx, cfg, from.0, to.0, &exact)?;
+    let whole = Cuts::default();
+    for &h in &exact {
+        for (gpu_id, uuid) in gpus_of_bucket(&tx, cfg, h)? {
+            let (cells, _) = bucket_from_raw(&tx, cfg, &whole, gpu_id, &uuid, h)?;
+            found.extend(cells);
+        }
+    }
+    let claims = crate::sqlite::records::claims_in(&tx, from, to)?;
+
+    let mut gaps = Vec::new();
+    {
+        let mut st = tx
+            .prepare_cached(
+                "SELECT g.uuid, x.node, x.deployment_id, x.from_ms, x.to_ms, x.reason FROM gaps x JOIN gpus g ON g.id = x.gpu_id \
+                 WHERE x.to_ms > ?1 AND x.from_ms < ?2",
+            )
+            .ctx("prepare gaps read")?;
+        let raws = st
+            .query_map(params![from.0, to.0], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get::<_, String>(5)?,
+                ))
+            })
+            .ctx("read gaps")?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .ctx("read gaps")?;
+        for (gpu_uuid, node, deployment_id, f, t, reason) in raws {
+            gaps.push(Gap {
+                gpu_uuid,
+                node,
+                deployment_id,
+                from: Timestamp(f),
+                to: Timestamp(t),
+                reason: crate::codec::gap_reason(&reason)?,
+            });
+        }
+    }
+    Ok(UsageRead {
+        rollups: found,
+        gaps,
+        claims,
+    }
+    .in_order())
+}
+
+/// Deployments seen in samples: the namespace and model of the series seen last.
+pub fn deployments_seen(conn: &Connection) -> Result<Vec<DeploymentSeen>> {
+    let rows: Vec<rollups::SeriesSeen> = conn
+        .prepare_cached(
+            "SELECT deployment_id, namespace, model, first_seen_ms, last_seen_ms, owner FROM series ORDER BY deployment_id, last_seen_ms, id",
+        )
+        .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get::<_, String>(5)?)))?.collect::<rusqlite::Result<Vec<_>>>())
+        .ctx("read series")?
+        .into_iter()
+        .map(|(d, n, m, f, l, o)| Ok((d, n, m, f, l, owner_parse(&o, "series.owner")?)))
+        .collect::<Result<_>>()?;
+    Ok(rollups::deployments_seen(rows))
+}
+
+/// The latest sample of each GPU whose latest window ended at or after `since`: the newest first, at most
+/// `limit`, and how many GPUs there are in all. One read transaction.
+pub fn latest_samples(conn: &mut Connection, since: i64, limit: u64) -> Result<LatestSamples> {
+    let tx = conn.transaction().ctx("begin read")?;
+    let gpus: i64 = tx
+        .prepare_cached(
+            "SELECT COUNT(*) FROM gpus g \
+             WHERE (SELECT MAX(x.end_ms) FROM gpu_samples x WHERE x.gpu_id = g.id) >= ?1",
+        )
+        .and_then(|mut st| st.query_row(params![since], |r| r.get(0)))
+        .ctx("count GPUs seen")?;
+    let limit = to_i64(limit.min(i64::MAX as u64), "limit")?;
+    let rows: Vec<(String, RawSample)> = tx
+        .prepare_cached(
+            "SELECT g.uuid, s.end_ms, s.window_ms, s.util_e6, s.mem_e10, s.power_e6, s.storage_e6, \
+             s.fraction_e6, se.node, se.model, se.namespace, se.pod, se.deployment_id, se.owner \
+             FROM gpus g \
+             JOIN gpu_samples s ON s.gpu_id = g.id \
+                 AND s.end_ms = (SELECT MAX(x.end_ms) FROM gpu_samples x WHERE x.gpu_id = g.id) \
+             JOIN series se ON se.id = s.series_id \
+             WHERE s.end_ms >= ?1 ORDER BY s.end_ms DESC, g.uuid LIMIT ?2",
+        )
+        .and_then(|mut st| {
+            st.query_map(params![since, limit], |r| {
+                let uuid: String = r.get(0)?;
+                let rest = (
+                    r.get(1)?,
+                    Figures {
+                        window_ms: r.get(2)?,
+                        util_e6: r.get(3)?,
+                        mem_e10: r.get(4)?,
+                        power_e6: r.get(5)?,
+                        storage_e6: r.get(6)?,
+                        fraction_e6: r.get(7)?,
+                    },
+                    [
+                        r.get(8)?,
+                        r.get(9)?,
+                        r.get(10)?,
+                        r.get(11)?,
+                        r.get(12)?,
+                        r.get(13)?,
+                    ],
+                );
+                Ok((uuid, rest))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .ctx("read the latest samples")?;
+    let samples = rows
+        .into_iter()
+        .map(|(uuid, raw)| decode_raw(&uuid, raw))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(LatestSamples {
+        samples,
+        gpus: count(gpus, "GPU count")?,
+    })
+}
+
+/// Per node, the latest window end stored (of any of its series), for nodes seen at or after `since`.
+pub fn nodes_last_seen(conn: &Connection, since: i64) -> Result<Vec<NodeSeen>> {
+    conn.prepare_cached(
+        "SELECT node, MAX(last_seen_ms) FROM series GROUP BY node HAVING MAX(last_seen_ms) >= ?1 ORDER BY node",
+    )
+    .and_then(|mut st| {
+        st.query_map(params![since], |r| {
+            Ok(NodeSeen {
+                node: r.get(0)?,
+                last_seen: Timestamp(r.get(1)?),
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()
+    })
+    .ctx("read the nodes last seen")
+}
