@@ -115,30 +115,34 @@ pub fn load(args: &AllocateArgs) -> anyhow::Result<(Vec<Sample>, Vec<UsageEvent>
 fn records_array(path: &Path, key: &str, single: bool) -> anyhow::Result<Vec<Loose>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    #[derive(serde::Deserialize)]
-    #[serde(untagged)]
-    enum Shape {
-        Bare(Vec<Loose>),
-        Wrapped(std::collections::BTreeMap<String, serde_json::Value>),
-    }
-    let shape: Shape = serde_json::from_str(&text)
+    // Numbers must reach `Loose` as their text: neither an untagged enum (it buffers numbers as floats) nor
+    // `from_value` of a nested `Value` keeps it, so the shape is looked at in a `Value` and the records are
+    // parsed again from their own JSON text.
+    let value: serde_json::Value = serde_json::from_str(&text)
         .with_context(|| format!("{} is not valid JSON", path.display()))?;
-    match shape {
-        Shape::Bare(v) => Ok(v),
-        Shape::Wrapped(m) if single && !m.contains_key(key) => {
-            let one = serde_json::to_value(m)?;
-            Ok(vec![serde_json::from_value(one)?])
+    let exact = |v: &serde_json::Value| -> anyhow::Result<Vec<Loose>> {
+        Ok(serde_json::from_str(&serde_json::to_string(v)?)?)
+    };
+    match &value {
+        serde_json::Value::Array(_) => {
+            exact(&value).with_context(|| format!("{}: not an array of records", path.display()))
         }
-        Shape::Wrapped(mut m) => {
-            let inner = m.remove(key).with_context(|| {
+        serde_json::Value::Object(m) if single && !m.contains_key(key) => {
+            Ok(vec![serde_json::from_str(&serde_json::to_string(&value)?)?])
+        }
+        serde_json::Value::Object(m) => {
+            let inner = m.get(key).with_context(|| {
                 format!(
                     "{}: expected an array or an object with `{key}`",
                     path.display()
                 )
             })?;
-            serde_json::from_value(inner)
-                .with_context(|| format!("{}: `{key}` must be an array", path.display()))
+            exact(inner).with_context(|| format!("{}: `{key}` must be an array", path.display()))
         }
+        _ => anyhow::bail!(
+            "{}: expected an array or an object with `{key}`",
+            path.display()
+        ),
     }
 }
 
