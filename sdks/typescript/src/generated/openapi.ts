@@ -854,7 +854,7 @@ export interface components {
                     en: string;
                     fr: string;
                 };
-                /** @description For validation_error: every bad field of every record. null otherwise. */
+                /** @description For validation_error: every bad field of every record. For conflict: the field of the request in conflict with the stored state (one entry; `index` absent). null otherwise. */
                 details: components["schemas"]["FieldError"][] | null;
                 /** @description Same value as the X-Request-Id response header. */
                 request_id: string;
@@ -2421,7 +2421,7 @@ export interface operations {
                      * @example # TYPE eai_gpu_samples_ingested_total counter
                      *     eai_gpu_samples_ingested_total 1
                      */
-                    "text/plain": string;
+                    "application/openmetrics-text": string;
                 };
             };
             401: components["responses"]["Unauthorized"];
