@@ -2,8 +2,7 @@
 //! works, and the lease's holder shows in `/metrics` as `eai_leader{task}` = 1. With the embedded SQLite store
 //! the one process always leads.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use eai_store::lease::LeaderJob;
@@ -86,17 +85,11 @@ impl Lease {
         self.metrics.jobs.set_leader(self.job, now);
         now
     }
-
-    /// Whether the last [`Lease::check`] found this process leading.
-    pub fn leading(&self) -> bool {
-        self.leading
-    }
 }
 
 /// What the jobs tell `/metrics`: who leads, and how the allocation batch fares.
 #[derive(Debug)]
 pub struct JobMetrics {
-    leader: Mutex<BTreeMap<LeaderJob, bool>>,
     leader_gauge: Family<[(&'static str, String); 1], Gauge>,
     /// Runs of the allocation batch by outcome (one run allocates one month).
     batch_runs: Family<[(&'static str, &'static str); 1], Counter>,
@@ -109,7 +102,6 @@ pub struct JobMetrics {
 impl Default for JobMetrics {
     fn default() -> Self {
         let m = JobMetrics {
-            leader: Mutex::default(),
             leader_gauge: Family::default(),
             batch_runs: Family::default(),
             batch_last_success_seconds: UGauge::default(),
@@ -125,20 +117,9 @@ impl Default for JobMetrics {
 
 impl JobMetrics {
     pub fn set_leader(&self, job: LeaderJob, leading: bool) {
-        if let Ok(mut m) = self.leader.lock() {
-            m.insert(job, leading);
-        }
         self.leader_gauge
             .get_or_create(&[("task", job.to_string())])
             .set(i64::from(leading));
-    }
-
-    /// Whether this process leads `job` as last checked.
-    pub fn is_leader(&self, job: LeaderJob) -> bool {
-        self.leader
-            .lock()
-            .map(|m| m.get(&job).copied().unwrap_or(false))
-            .unwrap_or(false)
     }
 
     /// A finished batch run.
@@ -230,6 +211,8 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("eai_leader{task=\"pruner\"} 0\n"), "{out}");
+        // A task this process never asked about shows no series (not a 1).
+        assert!(!out.contains("task=\"replicator\""), "{out}");
         assert!(
             out.contains("eai_batch_runs_total{outcome=\"success\"} 1\n"),
             "{out}"
@@ -246,7 +229,5 @@ mod tests {
             out.contains("eai_batch_last_duration_seconds 0.02\n"),
             "{out}"
         );
-        assert!(m.is_leader(LeaderJob::AllocationBatch));
-        assert!(!m.is_leader(LeaderJob::Replicator));
     }
 }
