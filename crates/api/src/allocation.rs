@@ -73,15 +73,21 @@ fn replica_failed(e: eai_store::clickhouse::ClickHouseError) -> StoreError {
     StoreError::Internal(format!("reading the ClickHouse replica: {e}"))
 }
 
-/// The whole allocation of `period`, read from `source` (policies always from the primary `store`). One span
-/// (`allocation`) with the phases as children: the reads (store spans), then `allocation.compute`.
-#[tracing::instrument(name = "allocation", skip_all, fields(from = %period.from, to = %period.to, source = source.name()))]
-pub async fn compute_from(
+/// What an allocation of a period reads: the policies (always from the primary), the rollups, gaps and
+/// claims, and (from the replica) raw usage events.
+#[derive(Debug, Clone)]
+pub struct Inputs {
+    pub policies: Vec<Policy>,
+    pub read: eai_store::UsageRead,
+    pub usage: Vec<eai_engine::domain::UsageEvent>,
+}
+
+/// Reads the inputs of `period` from `source` (policies always from the primary `store`).
+pub async fn read_inputs(
     source: &Source,
     store: &dyn Store,
     period: Period,
-    config: AllocationConfig,
-) -> Result<Allocation, StoreError> {
+) -> Result<Inputs, StoreError> {
     let policies = store.policies().await?;
     let exact = exact_hours(&policies, period);
     let (read, usage) = match source {
@@ -127,23 +133,77 @@ pub async fn compute_from(
             )
         }
     };
+    Ok(Inputs {
+        policies,
+        read,
+        usage,
+    })
+}
+
+/// The engine on `inputs` (CPU work: call it off the async workers).
+pub fn allocate_inputs(inputs: &Inputs, period: Period, config: AllocationConfig) -> Allocation {
+    allocate(&AllocationInput {
+        period,
+        rollups: &inputs.read.rollups,
+        usage: &inputs.usage,
+        claims: &inputs.read.claims,
+        policies: &inputs.policies,
+        gaps: &inputs.read.gaps,
+        config,
+    })
+}
+
+/// The inputs of one step `[from, to)` of the period they were read for (steps are whole allocation
+/// buckets: every rollup, claim and event falls in exactly one).
+pub fn cut(inputs: &Inputs, from: Timestamp, to: Timestamp) -> Inputs {
+    let within = |t: Timestamp| from <= t && t < to;
+    Inputs {
+        policies: inputs.policies.clone(),
+        read: eai_store::UsageRead {
+            rollups: inputs
+                .read
+                .rollups
+                .iter()
+                .filter(|r| within(r.key.bucket_start))
+                .cloned()
+                .collect(),
+            gaps: inputs.read.gaps.clone(),
+            claims: inputs
+                .read
+                .claims
+                .iter()
+                .filter(|c| within(c.bucket_start))
+                .cloned()
+                .collect(),
+        },
+        usage: inputs
+            .usage
+            .iter()
+            .filter(|e| within(e.occurred_at))
+            .cloned()
+            .collect(),
+    }
+}
+
+/// The whole allocation of `period`, read from `source` (policies always from the primary `store`). One span
+/// (`allocation`) with the phases as children: the reads (store spans), then `allocation.compute`.
+#[tracing::instrument(name = "allocation", skip_all, fields(from = %period.from, to = %period.to, source = source.name()))]
+pub async fn compute_from(
+    source: &Source,
+    store: &dyn Store,
+    period: Period,
+    config: AllocationConfig,
+) -> Result<Allocation, StoreError> {
+    let inputs = read_inputs(source, store, period).await?;
     // The engine is CPU work (a month of a fleet): off the async workers.
     let span = tracing::info_span!(
         "allocation.compute",
-        rollups = read.rollups.len(),
-        claims = read.claims.len()
+        rollups = inputs.read.rollups.len(),
+        claims = inputs.read.claims.len()
     );
     tokio::task::spawn_blocking(move || {
         let _in = span.enter();
-        allocate(&AllocationInput {
-            period,
-            rollups: &read.rollups,
-            usage: &usage,
-            claims: &read.claims,
-            policies: &policies,
-            gaps: &read.gaps,
-            config,
-        })
+        allocate_inputs(&inputs, period, config)
     })
     .await
     .map_err(|e| StoreError::Internal(format!("the allocation task failed: {e}")))

@@ -306,7 +306,7 @@ macro_rules! actions {
 /// | allocation, policy list, catalog | all | tenant | tenant | tenant | tenant | tenant | - | catalog: all |
 /// | policy create/supersede/disable, key create | all | - | - | - | - | - | - | - |
 /// | key list, revoke, rotate | all | - | tenant | - | - | - | - | - |
-/// | usage events ingest | all (tenant in body) | - | tenant | - | tenant | - | - | all (tenant in body) |
+/// | usage events ingest | all (tenant in body) | - | tenant | - | tenant | - | vLLM counters only | all (tenant in body), no vLLM counters |
 /// | audit events | all | - | - | tenant | - | - | - | - |
 /// | audit head, tenant create | all | - | - | - | - | - | - | - |
 /// | tenants read | all | own | own | own | own | own | - | all |
@@ -357,10 +357,11 @@ pub mod actions {
             platform: [PlatformAdmin, UsageReporter],
             tenant: [Finops, TenantAdmin, Auditor, SecurityOfficer, Developer, Viewer],
         }
-        /// `POST /v1/usage/events` (a platform identity names the tenant in the body).
+        /// `POST /v1/usage/events` (a platform identity names the tenant in the body; a sampler posts only its
+        /// vLLM servers' counters, `source: vllm`, which name no tenant).
         IngestUsage {
             name: "usage_events.ingest", mutation: true, follows_tenant_header: true,
-            platform: [PlatformAdmin, UsageReporter], tenant: [TenantAdmin, Developer],
+            platform: [PlatformAdmin, UsageReporter, Sampler], tenant: [TenantAdmin, Developer],
         }
         /// `POST /v1/auth/api-keys`.
         CreateApiKey {
@@ -727,6 +728,7 @@ mod tests {
             decide::<IngestSamples>(&sampler).ok(),
             Some(Scope::Platform)
         );
-        assert!(decide::<IngestUsage>(&sampler).is_err());
+        // A sampler posts usage events, but only its vLLM servers' counters (the route checks the source).
+        assert_eq!(decide::<IngestUsage>(&sampler).ok(), Some(Scope::Platform));
     }
 }

@@ -1296,3 +1296,13 @@ mod routes;
 // Snapshots of the error envelope and of the worked example's allocation (insta; committed in http/snapshots/).
 #[path = "http/snapshots.rs"]
 mod snapshots;
+
+#[path = "http/token_costs.rs"]
+mod token_costs;
+use token_costs::*;
+
+on_both_backends!(
+    a_token_costs_what_its_share_of_the_allocation_costs,
+    vllm_counters_measure_the_split_but_never_weigh_the_tenants,
+    the_steps_of_a_series_sum_to_the_period_exactly,
+);

@@ -69,6 +69,7 @@ fn policies() -> Vec<Policy> {
         pue: Pue::new(d("1.4")).unwrap_or(Pue::ONE),
         storage_gb_month_price: NonNegative::new(d("0.02")).unwrap_or_default(),
         idle_capacity: idle,
+        output_token_weight: Default::default(),
         enabled: true,
         effective_from: Timestamp(0),
         effective_to: None,

@@ -230,6 +230,29 @@ impl Sample {
     }
 }
 
+/// What one output token weighs against one input token when a deployment's cost is split between input and
+/// output without measured prefill and decode time: above 0, default 2.5 (the ratio OpenCost falls back to).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TokenWeight(Decimal);
+
+impl TokenWeight {
+    pub const DEFAULT: TokenWeight = TokenWeight(Decimal::from_parts(25, 0, 0, false, 1));
+
+    pub fn new(d: Decimal) -> Option<Self> {
+        (d > Decimal::ZERO).then_some(TokenWeight(d))
+    }
+
+    pub fn get(self) -> Decimal {
+        self.0
+    }
+}
+
+impl Default for TokenWeight {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
 /// What happens to GPU time that no tenant usage accounts for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum IdleCapacity {
@@ -277,6 +300,9 @@ pub struct PolicySpec {
     pub pue: Pue,
     pub storage_gb_month_price: NonNegative,
     pub idle_capacity: IdleCapacity,
+    /// What an output token weighs against an input token where a deployment's prefill and decode time are
+    /// not measured (cost per token).
+    pub output_token_weight: TokenWeight,
     pub enabled: bool,
     /// Inclusive.
     pub effective_from: Timestamp,
@@ -394,6 +420,16 @@ pub fn is_platform_record(source: &str) -> bool {
     source == ALLOCATION_SOURCE || source == RESERVATION_SOURCE
 }
 
+/// Events the sampler posts from a vLLM server's own counters: tokens and prefill/decode time of a whole
+/// deployment in an interval. They belong to no tenant (stored under [`TenantId::PLATFORM`]), measure what a
+/// token costs, and never weigh a tenant split.
+pub const VLLM_SOURCE: &str = "vllm";
+
+/// Whether an event of this source may weigh a shared deployment's split between tenants.
+pub fn weighs_split(source: &str) -> bool {
+    !is_platform_record(source) && source != VLLM_SOURCE
+}
+
 impl UsageEvent {
     pub fn unit(&self, name: &str) -> Option<Decimal> {
         self.units.get(name).map(|v| v.get())
@@ -476,6 +512,7 @@ mod tests {
             pue: Pue::ONE,
             storage_gb_month_price: NonNegative::ZERO,
             idle_capacity: IdleCapacity::Unallocated,
+            output_token_weight: TokenWeight::DEFAULT,
             enabled: true,
             effective_from: Timestamp(1_000),
             effective_to: None,

@@ -20,7 +20,9 @@ pub mod report;
 pub mod rollup;
 pub mod scope;
 pub mod series;
+pub mod steps;
 pub mod time;
+pub mod tokens;
 pub mod view;
 pub mod wire;
 

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::domain::{
     GpuFraction, IdleCapacity, ModelRef, NonNegative, Policy, PolicySpec, Pue, Sample, TenantId,
-    UnitInterval, UsageEvent, WindowMs,
+    TokenWeight, UnitInterval, UsageEvent, WindowMs, VLLM_SOURCE,
 };
 use crate::error::FieldError;
 use crate::money::Currency;
@@ -549,6 +549,7 @@ const POLICY_FIELDS: &[&str] = &[
     "pue",
     "storage_gb_month_price",
     "idle_capacity",
+    "output_token_weight",
     "enabled",
     "effective_from",
     "effective_to",
@@ -577,6 +578,10 @@ pub fn parse_policy(v: &Loose, now: Timestamp) -> Result<PolicySpec, Vec<FieldEr
     );
     let storage = r.opt_decimal("storage_gb_month_price", Bounds::price(1_000_000));
     let idle = r.opt_parsed("idle_capacity", IdleCapacity::from_str);
+    let weight = r.opt_decimal("output_token_weight", Bounds::price(1_000));
+    if weight.is_some_and(|w| w.is_zero()) {
+        r.fail("output_token_weight", "must be above 0");
+    }
     let enabled = r.opt_bool("enabled");
     let from = r.opt_parsed("effective_from", Timestamp::parse_date_or_datetime);
     let to = r.opt_parsed("effective_to", Timestamp::parse_date_or_datetime);
@@ -605,6 +610,7 @@ pub fn parse_policy(v: &Loose, now: Timestamp) -> Result<PolicySpec, Vec<FieldEr
         pue: pue.and_then(Pue::new).unwrap_or(Pue::ONE),
         storage_gb_month_price: nn(storage),
         idle_capacity: idle.unwrap_or_default(),
+        output_token_weight: weight.and_then(TokenWeight::new).unwrap_or_default(),
         enabled: enabled.unwrap_or(true),
         effective_from: from,
         effective_to: to,
@@ -660,8 +666,19 @@ pub fn parse_usage_event(v: &Loose, tenant: TenantSource) -> Result<UsageEvent, 
         ),
         None => r.fail("schema_version", "is required"),
     }
+    let measured = matches!(r.get("source"), Some(Loose::Str(s)) if s == VLLM_SOURCE);
     let body_tenant = r.opt_parsed("tenant_id", TenantId::from_str);
     let tenant_id = match (tenant, body_tenant) {
+        // A vLLM server's counters: the whole deployment's, no tenant's.
+        _ if measured => {
+            if r.get("tenant_id").is_some() {
+                r.fail(
+                    "tenant_id",
+                    "must be omitted on `source: vllm` events (a deployment's own counters belong to no tenant)",
+                );
+            }
+            Some(TenantId::PLATFORM)
+        }
         (TenantSource::Credential(t), None) => Some(t),
         (TenantSource::Credential(t), Some(b)) if b == t => Some(t),
         (TenantSource::Credential(_), Some(_)) => {

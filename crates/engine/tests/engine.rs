@@ -77,6 +77,7 @@ fn spec(name: &str) -> PolicySpec {
         pue: Pue::new(d("1.4")).unwrap(),
         storage_gb_month_price: NonNegative::ZERO,
         idle_capacity: IdleCapacity::Unallocated,
+        output_token_weight: Default::default(),
         enabled: true,
         effective_from: Timestamp(0),
         effective_to: None,

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use eai_engine::domain::{
-    IdleCapacity, ModelRef, NonNegative, Policy, PolicySpec, Pue, TenantId, UsageEvent,
+    IdleCapacity, ModelRef, NonNegative, Policy, PolicySpec, Pue, TenantId, TokenWeight, UsageEvent,
 };
 use eai_engine::money::Currency;
 use eai_engine::policy::Glob;
@@ -182,6 +182,16 @@ pub struct UsagePlan<'a> {
     pub tenants: BTreeMap<TenantId, Vec<&'a UsageEvent>>,
 }
 
+/// The scope that writes a tenant group of a [`UsagePlan`]: the tenant's, or the platform's for the rows of no
+/// tenant (a vLLM server's counters).
+pub fn writer_scope(t: TenantId) -> crate::Scope {
+    if t.is_platform() {
+        crate::Scope::Platform
+    } else {
+        crate::Scope::Tenant(t)
+    }
+}
+
 /// The derived rows a tenant group of a [`UsagePlan`] changes.
 #[derive(Debug, Default)]
 pub struct UsageChanges {
@@ -190,11 +200,21 @@ pub struct UsageChanges {
 }
 
 impl<'a> UsagePlan<'a> {
-    /// Refuses the reserved platform tenant; a re-send inside the batch: the last one wins.
+    /// Refuses the reserved platform tenant (but on a vLLM server's counters, which belong to no tenant); a
+    /// re-send inside the batch: the last one wins.
     pub fn new(events: &'a [UsageEvent]) -> Result<Self> {
         let mut last: BTreeMap<(TenantId, Uuid), &'a UsageEvent> = BTreeMap::new();
         for e in events {
-            check_tenant_id(e.tenant_id)?;
+            if e.source == eai_engine::domain::VLLM_SOURCE {
+                if !e.tenant_id.is_platform() {
+                    return Err(StoreError::conflict(
+                        "tenant_id",
+                        "a vLLM server's counters belong to no tenant",
+                    ));
+                }
+            } else {
+                check_tenant_id(e.tenant_id)?;
+            }
             last.insert((e.tenant_id, e.event_id), e);
         }
         let mut tenants: BTreeMap<TenantId, Vec<&'a UsageEvent>> = BTreeMap::new();
@@ -254,6 +274,9 @@ pub struct PolicyBody {
     pue: String,
     storage_gb_month_price: String,
     idle_capacity: String,
+    /// Absent on policies stored before it existed: the default.
+    #[serde(default = "default_token_weight")]
+    output_token_weight: String,
     enabled: bool,
 }
 
@@ -270,6 +293,7 @@ impl PolicyBody {
             pue: s.pue.get().to_string(),
             storage_gb_month_price: s.storage_gb_month_price.get().to_string(),
             idle_capacity: s.idle_capacity.as_str().to_string(),
+            output_token_weight: s.output_token_weight.get().to_string(),
             enabled: s.enabled,
         }
     }
@@ -291,6 +315,9 @@ impl PolicyBody {
             storage_gb_month_price: nn(&self.storage_gb_month_price)?,
             idle_capacity: IdleCapacity::from_str(&self.idle_capacity)
                 .map_err(|_| corrupt(w, &self.idle_capacity))?,
+            output_token_weight: dec_parse(&self.output_token_weight, w).and_then(|d| {
+                TokenWeight::new(d).ok_or_else(|| corrupt(w, &self.output_token_weight))
+            })?,
             enabled: self.enabled,
             name: self.name,
             gpu_model: self.gpu_model,
@@ -298,6 +325,10 @@ impl PolicyBody {
             effective_to: to.map(Timestamp),
         })
     }
+}
+
+fn default_token_weight() -> String {
+    TokenWeight::DEFAULT.get().to_string()
 }
 
 /// The pricing terms of a policy as its stored JSON body.

@@ -17,6 +17,7 @@ pub mod portal;
 pub mod samples;
 pub mod system;
 pub mod tenants;
+pub mod token_costs;
 pub mod usage;
 
 /// The whole HTTP API as a value: every route, the envelope fallbacks (404, 405), the body limit and the
@@ -26,6 +27,11 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/v1/finops/gpu/samples", post(samples::ingest))
         .route("/v1/finops/gpu/allocation", get(allocation::get))
+        .route(
+            "/v1/finops/gpu/allocation/series",
+            get(token_costs::series),
+        )
+        .route("/v1/finops/gpu/token-costs", get(token_costs::get))
         .route(
             "/v1/finops/allocation-policies",
             get(policies::list).post(policies::create),

@@ -55,6 +55,7 @@ pub fn view(p: &Policy, now: Timestamp) -> Value {
         "pue": s.pue.get().normalize().to_string(),
         "storage_gb_month_price": price(s.storage_gb_month_price.get(), s.currency),
         "idle_capacity": s.idle_capacity.as_str(),
+        "output_token_weight": s.output_token_weight.get().normalize().to_string(),
         "enabled": s.enabled,
         "effective_from": s.effective_from.to_string(),
         "effective_to": s.effective_to.map(|t| t.to_string()),
@@ -160,7 +161,7 @@ fn check_closable(old: &Policy, at: Timestamp) -> Result<(), ApiError> {
 
 /// The fields of a stored policy as a body would give them (what a supersede body overrides).
 fn fields_of(p: &Policy, now: Timestamp) -> BTreeMap<String, Loose> {
-    const CARRIED: [&str; 12] = [
+    const CARRIED: [&str; 13] = [
         "name",
         "deployment_pattern",
         "gpu_model",
@@ -171,6 +172,7 @@ fn fields_of(p: &Policy, now: Timestamp) -> BTreeMap<String, Loose> {
         "pue",
         "storage_gb_month_price",
         "idle_capacity",
+        "output_token_weight",
         "enabled",
         "effective_to",
     ];

@@ -1,14 +1,16 @@
 //! `POST /v1/usage/events`: usage events, upserted by `(tenant_id, event_id)`. The tenant comes from the
 //! credential; only a platform identity (platform_admin, usage_reporter) names it in the body. No caller may
 //! write an event of `source: allocation`: those are the allocation batch's record of each tenant's charge (403,
-//! audited; the store also refuses to let another source replace one).
+//! audited; the store also refuses to let another source replace one). Events of `source: vllm` are a vLLM
+//! server's own counters for a whole deployment (tokens, prefill and decode time): they name no tenant, only a
+//! sampler or a platform admin posts them, and a sampler posts nothing else.
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use eai_engine::domain::is_platform_record;
+use eai_engine::domain::{is_platform_record, UsageEvent, VLLM_SOURCE};
 use eai_engine::wire::{parse_usage_events, Loose, TenantSource};
-use eai_store::Scope;
+use eai_store::{Role, Scope};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -70,6 +72,30 @@ async fn ingest_batch(
             format!("Event {i} has `source: {source}`: only the platform records allocated charges and committed reservations."),
             format!("L'événement {i} a `source: {source}` : seule la plateforme enregistre les coûts alloués et les réservations engagées."),
         ));
+    }
+    // A vLLM server's counters (no tenant's) come from the sampler that reads them, or a platform admin; a
+    // sampler posts nothing else.
+    let role = auth.caller.role;
+    let refused = |e: &UsageEvent| {
+        let measured = e.source == VLLM_SOURCE;
+        match role {
+            Role::Sampler => !measured,
+            Role::PlatformAdmin => false,
+            _ => measured,
+        }
+    };
+    if let Some((i, e)) = events.iter().enumerate().find(|(_, e)| refused(e)) {
+        return Err(if role == Role::Sampler {
+            ApiError::forbidden_because(
+                format!("Event {i} has `source: {}`: a sampler posts only its vLLM servers' counters (`source: vllm`).", e.source),
+                format!("L'événement {i} a `source: {}` : un sampler n'envoie que les compteurs de ses serveurs vLLM (`source: vllm`).", e.source),
+            )
+        } else {
+            ApiError::forbidden_because(
+                format!("Event {i} has `source: vllm`: only a sampler (or a platform admin) posts a vLLM server's counters."),
+                format!("L'événement {i} a `source: vllm` : seul un sampler (ou un administrateur de la plateforme) envoie les compteurs d'un serveur vLLM."),
+            )
+        });
     }
     let audit = auth.draft(None, json!({ "events": n }));
     st.store.upsert_usage_events(&events, &audit).await?;

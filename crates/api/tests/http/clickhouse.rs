@@ -131,6 +131,7 @@ fn policy(name: &str, hourly: &str, from: i64) -> PolicySpec {
         pue: Pue::new(dec("1.4")).expect("pue"),
         storage_gb_month_price: NonNegative::ZERO,
         idle_capacity: IdleCapacity::Unallocated,
+        output_token_weight: Default::default(),
         enabled: true,
         effective_from: Timestamp(from),
         effective_to: None,

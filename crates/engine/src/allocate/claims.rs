@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use rust_decimal::Decimal;
 
 use super::Period;
-use crate::domain::{is_platform_record, TenantId, UsageEvent};
+use crate::domain::{weighs_split, TenantId, UsageEvent};
 use crate::time::Timestamp;
 
 /// What usage events claim on a shared deployment in one hour, per tenant. The split of a shared bucket weighs
@@ -26,8 +26,8 @@ pub struct UsageClaim {
 /// Hours: claims are kept per hour, allocation buckets are whole hours.
 pub const CLAIM_BUCKET_MS: i64 = 3_600_000;
 
-/// The claim one event makes, or `None` when it weighs no split: no deployment, or written by the allocation
-/// itself. Summing the claims of distinct events per (deployment, tenant, hour) gives what [`allocate`](super::allocate) reads
+/// The claim one event makes, or `None` when it weighs no split: no deployment, written by the platform
+/// (the allocation itself, a reservation) or a vLLM server's own counters. Summing the claims of distinct events per (deployment, tenant, hour) gives what [`allocate`](super::allocate) reads
 /// from `usage` (where an event re-sent with the same id replaces the earlier one).
 pub fn claim_of(e: &UsageEvent) -> Option<UsageClaim> {
     let (deployment_id, claim) = event_claim(e)?;
@@ -44,7 +44,7 @@ pub fn claim_of(e: &UsageEvent) -> Option<UsageClaim> {
 /// one's deployment id would cost an allocation per event.
 pub(super) fn event_claim(e: &UsageEvent) -> Option<(&str, Claim)> {
     let deployment_id = e.deployment_id.as_deref()?;
-    if is_platform_record(&e.source) {
+    if !weighs_split(&e.source) {
         return None;
     }
     let claim = match e.unit("gpu_seconds") {

@@ -179,7 +179,7 @@ pub async fn upsert_usage_events(
     let first = events.first().map(|e| e.tenant_id);
     let (tx, st) = begin(
         conn,
-        first.map_or(Scope::Platform, Scope::Tenant),
+        first.map_or(Scope::Platform, rec::writer_scope),
         Mode::Write,
     )
     .await?;
@@ -221,7 +221,7 @@ pub(super) async fn upsert_in(
             st.get(tx, EVENTS_OLD).await?,
             st.get(tx, EVENTS_UPSERT).await?,
         );
-        let (tenant_arg, platform_arg) = scope_args(Scope::Tenant(*tenant))?;
+        let (tenant_arg, platform_arg) = scope_args(rec::writer_scope(*tenant))?;
         let ids: Vec<Uuid> = group.iter().map(|e| e.event_id).collect();
         let tenants: Vec<Uuid> = group.iter().map(|e| e.tenant_id.0).collect();
         let at: Vec<i64> = group.iter().map(|e| e.occurred_at.0).collect();
