@@ -226,7 +226,12 @@ mod tests {
             ]
         );
         assert_eq!(
-            bounds(ts("2026-10-01T00:00:00Z"), ts("2026-10-01T03:00:00Z"), Step::Hour).len(),
+            bounds(
+                ts("2026-10-01T00:00:00Z"),
+                ts("2026-10-01T03:00:00Z"),
+                Step::Hour
+            )
+            .len(),
             3
         );
     }

@@ -258,7 +258,10 @@ impl Split {
                 Decimal::ZERO
             }
         };
-        let (per_input, per_output) = (per(m.prefill_seconds, effective), per(m.decode_seconds, m.output));
+        let (per_input, per_output) = (
+            per(m.prefill_seconds, effective),
+            per(m.decode_seconds, m.output),
+        );
         if per_input + per_output <= Decimal::ZERO {
             return Split::weight(fallback);
         }
@@ -431,9 +434,8 @@ pub fn token_costs(
             .and_then(|(p, _)| weights.get(p).copied())
             .unwrap_or_default()
     };
-    let model_of = |d: &str| {
-        most_used(g.vllm_models.get(d)).or_else(|| most_used(g.event_models.get(d)))
-    };
+    let model_of =
+        |d: &str| most_used(g.vllm_models.get(d)).or_else(|| most_used(g.event_models.get(d)));
     let no_measure = Measured::default();
 
     let mut base = Vec::new();
@@ -556,9 +558,8 @@ fn totals(rows: Vec<TokenCost>, key: impl Fn(&TokenCost) -> Key) -> Vec<TokenCos
                     _ => split = false,
                 }
             }
-            let same = |f: &dyn Fn(&TokenCost) -> String| {
-                parts.windows(2).all(|w| f(&w[0]) == f(&w[1]))
-            };
+            let same =
+                |f: &dyn Fn(&TokenCost) -> String| parts.windows(2).all(|w| f(&w[0]) == f(&w[1]));
             let method = if same(&|p| p.method.as_str().to_string()) {
                 parts.first().map_or(SplitMethod::Weight, |p| p.method)
             } else {
@@ -571,7 +572,10 @@ fn totals(rows: Vec<TokenCost>, key: impl Fn(&TokenCost) -> Key) -> Vec<TokenCos
             } else {
                 TokenSource::Mixed
             };
-            let output_token_weight = if parts.windows(2).all(|w| w[0].output_token_weight == w[1].output_token_weight) {
+            let output_token_weight = if parts
+                .windows(2)
+                .all(|w| w[0].output_token_weight == w[1].output_token_weight)
+            {
                 parts.first().and_then(|p| p.output_token_weight)
             } else {
                 None
@@ -657,7 +661,12 @@ mod tests {
             (None, None, None),
             usd,
             d("3.20"),
-            counted(d("12000000"), d("3000000"), Decimal::ZERO, TokenSource::Vllm),
+            counted(
+                d("12000000"),
+                d("3000000"),
+                Decimal::ZERO,
+                TokenSource::Vllm,
+            ),
             &uncorrected,
         );
         assert_eq!(r.input_cost, Some(d("1.60")));
@@ -674,7 +683,12 @@ mod tests {
             (None, None, None),
             eur,
             d("5.19"),
-            counted(d("7000"), d("3000"), Decimal::ZERO, TokenSource::UsageEvents),
+            counted(
+                d("7000"),
+                d("3000"),
+                Decimal::ZERO,
+                TokenSource::UsageEvents,
+            ),
             &split,
         );
         assert_eq!(r.input_cost, Some(d("2.51"))); // 2.5055.. rounded
@@ -686,7 +700,12 @@ mod tests {
             (None, None, None),
             eur,
             d("1.00"),
-            counted(Decimal::ZERO, Decimal::ZERO, Decimal::ZERO, TokenSource::UsageEvents),
+            counted(
+                Decimal::ZERO,
+                Decimal::ZERO,
+                Decimal::ZERO,
+                TokenSource::UsageEvents,
+            ),
             &split,
         );
         assert_eq!((none.input_cost, none.per_mtok), (None, None));
@@ -697,6 +716,9 @@ mod tests {
         assert_eq!("usage".parse::<Basis>().ok(), Some(Basis::Usage));
         assert_eq!("model".parse::<Aggregate>().ok(), Some(Aggregate::Model));
         assert_eq!("cost".parse::<Basis>().expect_err("bad").field, "basis");
-        assert_eq!("pod".parse::<Aggregate>().expect_err("bad").field, "aggregate");
+        assert_eq!(
+            "pod".parse::<Aggregate>().expect_err("bad").field,
+            "aggregate"
+        );
     }
 }

@@ -578,10 +578,14 @@ pub fn parse_policy(v: &Loose, now: Timestamp) -> Result<PolicySpec, Vec<FieldEr
     );
     let storage = r.opt_decimal("storage_gb_month_price", Bounds::price(1_000_000));
     let idle = r.opt_parsed("idle_capacity", IdleCapacity::from_str);
-    let weight = r.opt_decimal("output_token_weight", Bounds::price(1_000));
-    if weight.is_some_and(|w| w.is_zero()) {
-        r.fail("output_token_weight", "must be above 0");
-    }
+    // An output token weighs from a tenth of an input token to a thousand of them.
+    let weight = r.opt_decimal(
+        "output_token_weight",
+        Bounds {
+            min: Decimal::new(1, 1),
+            ..Bounds::price(1_000)
+        },
+    );
     let enabled = r.opt_bool("enabled");
     let from = r.opt_parsed("effective_from", Timestamp::parse_date_or_datetime);
     let to = r.opt_parsed("effective_to", Timestamp::parse_date_or_datetime);

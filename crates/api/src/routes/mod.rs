@@ -27,10 +27,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/v1/finops/gpu/samples", post(samples::ingest))
         .route("/v1/finops/gpu/allocation", get(allocation::get))
-        .route(
-            "/v1/finops/gpu/allocation/series",
-            get(token_costs::series),
-        )
+        .route("/v1/finops/gpu/allocation/series", get(token_costs::series))
         .route("/v1/finops/gpu/token-costs", get(token_costs::get))
         .route(
             "/v1/finops/allocation-policies",

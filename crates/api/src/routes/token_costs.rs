@@ -104,11 +104,11 @@ fn token_cost_view(r: &TokenCost) -> Value {
         "cost": money(r.currency, r.cost),
         "input_cost": amount(r.input_cost),
         "output_cost": amount(r.output_cost),
-        "tokens_in": quantity(r.tokens.input, 6),
-        "tokens_out": quantity(r.tokens.output, 6),
-        "cached_tokens_in": quantity(r.tokens.cached_input, 6),
-        "effective_tokens_in": quantity(r.tokens.effective_input, 6),
-        "tokens": quantity(r.tokens.total(), 6),
+        "tokens_in": quantity(r.tokens.input, 4),
+        "tokens_out": quantity(r.tokens.output, 4),
+        "cached_tokens_in": quantity(r.tokens.cached_input, 4),
+        "effective_tokens_in": quantity(r.tokens.effective_input, 4),
+        "tokens": quantity(r.tokens.total(), 4),
         "token_source": r.token_source.as_str(),
         "allocation_method": r.method.as_str(),
         "output_token_weight": r.output_token_weight.map(|w| w.round_dp(6).normalize().to_string()),
@@ -139,8 +139,8 @@ pub async fn get(
         .limits
         .allocation_slot()
         .inspect_err(|_| st.metrics.rate_limited())?;
-    let answer = compute_token_costs(&st, period, config, basis, aggregate, tenant_of(auth.scope))
-        .await?;
+    let answer =
+        compute_token_costs(&st, period, config, basis, aggregate, tenant_of(auth.scope)).await?;
     let items: Vec<Value> = answer.iter().map(token_cost_view).collect();
     Ok(Json(json!({
         "from": period.from.to_string(),
@@ -259,16 +259,19 @@ fn step_view(
     let mut deployments: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for r in rows {
         let t = tokens.get(&r.deployment_id).copied().unwrap_or_default();
-        deployments.entry(r.deployment_id.clone()).or_default().push(json!({
-            "deployment_id": r.deployment_id,
-            "currency": r.currency.as_str(),
-            "cost": money(r.currency, r.cost),
-            "allocated": money(r.currency, r.allocated),
-            "unallocated": money(r.currency, r.unallocated),
-            "tokens_in": quantity(t.input, 6),
-            "tokens_out": quantity(t.output, 6),
-            "tokens": quantity(t.input + t.output, 6),
-        }));
+        deployments
+            .entry(r.deployment_id.clone())
+            .or_default()
+            .push(json!({
+                "deployment_id": r.deployment_id,
+                "currency": r.currency.as_str(),
+                "cost": money(r.currency, r.cost),
+                "allocated": money(r.currency, r.allocated),
+                "unallocated": money(r.currency, r.unallocated),
+                "tokens_in": quantity(t.input, 4),
+                "tokens_out": quantity(t.output, 4),
+                "tokens": quantity(t.input + t.output, 4),
+            }));
     }
     // Tokens on a deployment that cost nothing in the step.
     for (d, t) in tokens {
@@ -279,22 +282,24 @@ fn step_view(
                 "cost": null,
                 "allocated": null,
                 "unallocated": null,
-                "tokens_in": quantity(t.input, 6),
-                "tokens_out": quantity(t.output, 6),
-                "tokens": quantity(t.input + t.output, 6),
+                "tokens_in": quantity(t.input, 4),
+                "tokens_out": quantity(t.output, 4),
+                "tokens": quantity(t.input + t.output, 4),
             }));
         }
     }
-    let (input, output) = tokens.values().fold((Decimal::ZERO, Decimal::ZERO), |a, t| {
-        (a.0 + t.input, a.1 + t.output)
-    });
+    let (input, output) = tokens
+        .values()
+        .fold((Decimal::ZERO, Decimal::ZERO), |a, t| {
+            (a.0 + t.input, a.1 + t.output)
+        });
     json!({
         "from": from.to_string(),
         "to": to.to_string(),
         "totals": totals_view(rows),
-        "tokens_in": quantity(input, 6),
-        "tokens_out": quantity(output, 6),
-        "tokens": quantity(input + output, 6),
+        "tokens_in": quantity(input, 4),
+        "tokens_out": quantity(output, 4),
+        "tokens": quantity(input + output, 4),
         "deployments": deployments.into_values().flatten().collect::<Vec<_>>(),
     })
 }
@@ -307,7 +312,9 @@ pub async fn series(
 ) -> Result<Json<Value>, ApiError> {
     let step = match q.step.as_deref() {
         None => Step::Day,
-        Some(s) => s.parse::<Step>().map_err(|e| ApiError::validation(vec![e]))?,
+        Some(s) => s
+            .parse::<Step>()
+            .map_err(|e| ApiError::validation(vec![e]))?,
     };
     let (period, config) = period_of(&st, q.from.as_deref(), q.to.as_deref())?;
     let bounds = steps::bounds(period.from, period.to, step);
@@ -373,9 +380,9 @@ pub async fn series(
         "to": period.to.to_string(),
         "step": step.as_str(),
         "totals": totals_view(&all),
-        "tokens_in": quantity(input, 6),
-        "tokens_out": quantity(output, 6),
-        "tokens": quantity(input + output, 6),
+        "tokens_in": quantity(input, 4),
+        "tokens_out": quantity(output, 4),
+        "tokens": quantity(input + output, 4),
         "steps": steps_json,
     })))
 }

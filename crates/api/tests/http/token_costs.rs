@@ -66,7 +66,10 @@ pub async fn a_token_costs_what_its_share_of_the_allocation_costs() {
     // tokens: input 20 x 1600 / 2600 = 12.307.. -> 12.31, output the rest.
     let (status, v) = app.get(&url(""), &app.admin_key).await;
     assert_eq!(status, StatusCode::OK, "{v}");
-    assert_eq!((&v["basis"], &v["aggregate"]), (&json!("allocation"), &json!("deployment")));
+    assert_eq!(
+        (&v["basis"], &v["aggregate"]),
+        (&json!("allocation"), &json!("deployment"))
+    );
     let d = item(&v, "deployment_id", "vllm-shared");
     assert_eq!(d["cost"], "20.00", "{v}");
     assert_eq!(d["tokens_in"].to_string(), "1600");
@@ -74,7 +77,10 @@ pub async fn a_token_costs_what_its_share_of_the_allocation_costs() {
     assert_eq!(d["token_source"], "usage_events");
     assert_eq!(d["allocation_method"], "weight");
     assert_eq!(d["output_token_weight"], "2.5");
-    assert_eq!((&d["input_cost"], &d["output_cost"]), (&json!("12.31"), &json!("7.69")));
+    assert_eq!(
+        (&d["input_cost"], &d["output_cost"]),
+        (&json!("12.31"), &json!("7.69"))
+    );
     assert_eq!(d["cost_per_mtok"], "10000.0000");
     assert_eq!(d["input_cost_per_mtok"], "7693.7500"); // 12.31 / 1600 x 1M
     assert_eq!(d["output_cost_per_mtok"], "19225.0000"); // 7.69 / 400 x 1M
@@ -82,19 +88,40 @@ pub async fn a_token_costs_what_its_share_of_the_allocation_costs() {
     // Per tenant: each one's allocated cost over its own tokens; the tenants sum to the allocated cost.
     let (status, v) = app.get(&url("&aggregate=tenant"), &app.admin_key).await;
     assert_eq!(status, StatusCode::OK, "{v}");
-    let (a, b) = (item(&v, "tenant_id", TENANT_A), item(&v, "tenant_id", TENANT_B));
-    assert_eq!((&a["cost"], &b["cost"]), (&json!("14.00"), &json!("6.00")), "{v}");
+    let (a, b) = (
+        item(&v, "tenant_id", TENANT_A),
+        item(&v, "tenant_id", TENANT_B),
+    );
+    assert_eq!(
+        (&a["cost"], &b["cost"]),
+        (&json!("14.00"), &json!("6.00")),
+        "{v}"
+    );
     assert_eq!(a["cost_per_mtok"], "10000.0000"); // 14.00 / 1,400 tokens
     assert_eq!(b["cost_per_mtok"], "10000.0000"); // 6.00 / 600 tokens
-    assert_eq!((&a["input_cost"], &a["output_cost"]), (&json!("7.00"), &json!("7.00")));
-    assert_eq!((&b["input_cost"], &b["output_cost"]), (&json!("6.00"), &json!("0.00")));
-    assert_eq!(b["output_cost_per_mtok"], Value::Null, "no output token: no rate");
+    assert_eq!(
+        (&a["input_cost"], &a["output_cost"]),
+        (&json!("7.00"), &json!("7.00"))
+    );
+    assert_eq!(
+        (&b["input_cost"], &b["output_cost"]),
+        (&json!("6.00"), &json!("0.00"))
+    );
+    assert_eq!(
+        b["output_cost_per_mtok"],
+        Value::Null,
+        "no output token: no rate"
+    );
     assert_eq!(a["deployments"][0]["deployment_id"], "vllm-shared");
 
     // The usage basis keeps the busy GPU-seconds only: 82 % of 20.00.
     let (status, v) = app.get(&url("&basis=usage"), &app.admin_key).await;
     assert_eq!(status, StatusCode::OK, "{v}");
-    assert_eq!(item(&v, "deployment_id", "vllm-shared")["cost"], "16.40", "{v}");
+    assert_eq!(
+        item(&v, "deployment_id", "vllm-shared")["cost"],
+        "16.40",
+        "{v}"
+    );
 
     // A tenant's readers see their share, whatever the aggregate, and nothing of the other tenant.
     let (finops_a, _) = app.key("finops", Some(TENANT_A)).await;
@@ -110,7 +137,12 @@ pub async fn a_token_costs_what_its_share_of_the_allocation_costs() {
     let (status, v) = app
         .get(&url("&basis=list&aggregate=pod"), &app.admin_key)
         .await;
-    assert_error(status, &v, StatusCode::UNPROCESSABLE_ENTITY, "validation_error");
+    assert_error(
+        status,
+        &v,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation_error",
+    );
     assert_eq!(detail_fields(&v), ["basis", "aggregate"]);
 }
 
@@ -125,12 +157,20 @@ pub async fn vllm_counters_measure_the_split_but_never_weigh_the_tenants() {
                 "prefill_seconds": 30, "decode_seconds": 90, "requests": 40 }),
     );
     let (status, body) = app
-        .post("/v1/usage/events", &sampler, &json!({ "events": [counters.clone()] }))
+        .post(
+            "/v1/usage/events",
+            &sampler,
+            &json!({ "events": [counters.clone()] }),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     // Re-sent: counted once.
     let (status, body) = app
-        .post("/v1/usage/events", &sampler, &json!({ "events": [counters] }))
+        .post(
+            "/v1/usage/events",
+            &sampler,
+            &json!({ "events": [counters] }),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
 
@@ -151,7 +191,10 @@ pub async fn vllm_counters_measure_the_split_but_never_weigh_the_tenants() {
     assert_eq!(d["model"], "meta-llama/Llama-3.1-8B-Instruct");
     assert_eq!(d["tokens"].to_string(), "12000");
     assert_eq!(d["effective_tokens_in"].to_string(), "6000");
-    assert_eq!((&d["input_cost"], &d["output_cost"]), (&json!("5.00"), &json!("15.00")));
+    assert_eq!(
+        (&d["input_cost"], &d["output_cost"]),
+        (&json!("5.00"), &json!("15.00"))
+    );
     assert_eq!(d["cost_per_mtok"], "1666.6667");
     assert_eq!(d["input_cost_per_mtok"], "833.3333");
     assert_eq!(d["output_cost_per_mtok"], "7500.0000");
@@ -164,7 +207,11 @@ pub async fn vllm_counters_measure_the_split_but_never_weigh_the_tenants() {
         .await;
     assert_eq!(status, StatusCode::OK, "{v}");
     let a = item(&v, "tenant_id", TENANT_A);
-    assert_eq!((&a["input_cost"], &a["output_cost"]), (&json!("2.00"), &json!("12.00")), "{v}");
+    assert_eq!(
+        (&a["input_cost"], &a["output_cost"]),
+        (&json!("2.00"), &json!("12.00")),
+        "{v}"
+    );
     assert_eq!(a["allocation_method"], "compute_time");
     // Per model: the deployment's figures under the model vLLM serves.
     let (status, v) = app
@@ -188,7 +235,11 @@ pub async fn vllm_counters_measure_the_split_but_never_weigh_the_tenants() {
     let mut gateway = gateway;
     gateway["tenant_id"] = json!(TENANT_A);
     let (status, v) = app
-        .post("/v1/usage/events", &sampler, &json!({ "events": [gateway] }))
+        .post(
+            "/v1/usage/events",
+            &sampler,
+            &json!({ "events": [gateway] }),
+        )
         .await;
     assert_error(status, &v, StatusCode::FORBIDDEN, "forbidden");
     let mut named = vllm_event("vllm-shared", from, json!({ "tokens_in": 1 }));
@@ -196,7 +247,12 @@ pub async fn vllm_counters_measure_the_split_but_never_weigh_the_tenants() {
     let (status, v) = app
         .post("/v1/usage/events", &sampler, &json!({ "events": [named] }))
         .await;
-    assert_error(status, &v, StatusCode::UNPROCESSABLE_ENTITY, "validation_error");
+    assert_error(
+        status,
+        &v,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation_error",
+    );
     assert_eq!(detail_fields(&v), ["tenant_id"]);
 }
 
@@ -235,7 +291,11 @@ pub async fn the_steps_of_a_series_sum_to_the_period_exactly() {
                 .flat_map(|s| s["totals"].as_array().cloned().unwrap_or_default())
                 .map(|t| cents(&t[col]))
                 .sum();
-            assert_eq!(sum, cents(&whole["deployments"][0][col]), "{step} {col}: {v}");
+            assert_eq!(
+                sum,
+                cents(&whole["deployments"][0][col]),
+                "{step} {col}: {v}"
+            );
             assert_eq!(cents(&v["totals"][0][col]), sum, "{step} {col}");
         }
         assert_eq!(v["tokens"].to_string(), "2000", "{v}");
@@ -262,7 +322,12 @@ pub async fn the_steps_of_a_series_sum_to_the_period_exactly() {
             &app.admin_key,
         )
         .await;
-    assert_error(status, &v, StatusCode::UNPROCESSABLE_ENTITY, "validation_error");
+    assert_error(
+        status,
+        &v,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation_error",
+    );
     assert_eq!(detail_fields(&v), ["step"]);
     let (status, v) = app
         .get(
@@ -270,5 +335,10 @@ pub async fn the_steps_of_a_series_sum_to_the_period_exactly() {
             &app.admin_key,
         )
         .await;
-    assert_error(status, &v, StatusCode::UNPROCESSABLE_ENTITY, "validation_error");
+    assert_error(
+        status,
+        &v,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation_error",
+    );
 }
