@@ -94,13 +94,13 @@ def feed(base, admin, sampler_key_file):
 
 
 def usage(base, admin, deployment, times):
-    """acme and globex use `deployment` at each of `times`: 7,000 and 3,000 tokens."""
+    """acme and globex use `deployment` at each of `times`: 7,000 and 3,000 tokens (four in for one out)."""
     for tenant, tokens in [(ACME, 7000), (GLOBEX, 3000)]:
         dev = call(base, admin, "POST", "/v1/auth/api-keys",
                    {"role": "developer", "tenant_id": tenant, "name": "observe"})["key"]
         events = [{"event_id": str(uuid.uuid4()), "schema_version": "1.0", "usage_type": "llm_tokens",
                    "source": "gateway", "occurred_at": rfc3339(t), "deployment_id": deployment,
-                   "units": {"tokens_in": tokens}} for t in times]
+                   "units": {"tokens_in": tokens * 4 // 5, "tokens_out": tokens // 5}} for t in times]
         call(base, dev, "POST", "/v1/usage/events", {"events": events})
 
 

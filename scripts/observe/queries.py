@@ -45,6 +45,7 @@ SELECTOR_ONLY = {
     "EaiReplicaLagging": "needs an outbox entry undelivered for 10 minutes to a ClickHouse that took the schema",
     "EaiMetricsStale": "needs the store failing, or the refresher stopped, for 10 minutes",
     "EaiAuditChainUnverified": "needs two days without a verification",
+    "EaiTokensMostlyPayIdle": "needs a deployment whose tokens pay three times their busy GPU time for 6 hours",
 }
 
 # Grafana's own variables, as a dashboard over the last hour would have them.

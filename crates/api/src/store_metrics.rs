@@ -27,6 +27,7 @@ use eai_engine::domain::Sample;
 use eai_engine::money::Currency;
 use eai_engine::report::Allocation;
 use eai_engine::time::Timestamp;
+use eai_engine::tokens::{token_costs, Aggregate, Basis, TokenCost, TokenCostInput};
 use eai_store::{AuditHead, NodeSeen, Scope, Store, StoreError};
 use prometheus_client::encoding::{
     DescriptorEncoder, EncodeGaugeValue, EncodeMetric, MetricEncoder,
@@ -84,7 +85,41 @@ pub struct Figures {
     pub last_hour: Option<PeriodFigures>,
     /// The month to date's cost per tenant, when `EAI_METRICS_TENANT_COST` is on.
     pub tenants: Option<Vec<TenantCost>>,
+    /// The month to date's cost per million tokens per deployment, on both bases.
+    pub token_costs: Vec<TokenCostFigure>,
     pub audit: Option<AuditCheck>,
+}
+
+/// A deployment's cost per million tokens on one basis (the month to date).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenCostFigure {
+    pub deployment: String,
+    pub model: String,
+    pub currency: Currency,
+    pub basis: &'static str,
+    pub method: &'static str,
+    pub tokens_in: Decimal,
+    pub tokens_out: Decimal,
+    pub per_mtok: Option<Decimal>,
+    pub input_per_mtok: Option<Decimal>,
+    pub output_per_mtok: Option<Decimal>,
+}
+
+impl TokenCostFigure {
+    fn of(r: &TokenCost, basis: Basis) -> Option<Self> {
+        Some(TokenCostFigure {
+            deployment: r.deployment_id.clone()?,
+            model: r.model.clone().unwrap_or_default(),
+            currency: r.currency,
+            basis: basis.as_str(),
+            method: r.method.as_str(),
+            tokens_in: r.tokens.input,
+            tokens_out: r.tokens.output,
+            per_mtok: r.per_mtok,
+            input_per_mtok: r.input_per_mtok,
+            output_per_mtok: r.output_per_mtok,
+        })
+    }
 }
 
 /// What one allocation says, per deployment.
@@ -282,6 +317,10 @@ pub async fn refresh(
         match crate::allocation::compute_from(&state.source, store, p, config).await {
             Ok(a) => {
                 f.month = Some(PeriodFigures::of(&a));
+                match month_token_costs(store, &a, p).await {
+                    Ok(t) => f.token_costs = t,
+                    Err(e) => failed("the cost per token", &e),
+                }
                 if options.tenant_cost {
                     match tenant_costs(store, &a).await {
                         Ok(t) => f.tenants = Some(t),
@@ -349,6 +388,31 @@ async fn verify_audit(
         at,
         head,
     })
+}
+
+/// The month's cost per million tokens per deployment, on both bases.
+async fn month_token_costs(
+    store: &dyn Store,
+    a: &Allocation,
+    p: Period,
+) -> Result<Vec<TokenCostFigure>, StoreError> {
+    let events = store.usage_events(Scope::Platform, p.from, p.to).await?;
+    let policies = store.policies().await?;
+    let mut out = Vec::new();
+    for basis in [Basis::Allocation, Basis::Usage] {
+        let input = TokenCostInput {
+            allocation: a,
+            events: &events,
+            policies: &policies,
+            basis,
+        };
+        out.extend(
+            token_costs(&input, Aggregate::Deployment, None)
+                .iter()
+                .filter_map(|r| TokenCostFigure::of(r, basis)),
+        );
+    }
+    Ok(out)
 }
 
 /// The month's cost per tenant and currency, named by slug where registered.
@@ -481,6 +545,7 @@ pub fn encode(f: &Figures, e: &mut Enc<'_>) -> fmt::Result {
     }
 
     encode_month(e, f.month.as_ref())?;
+    encode_token_costs(e, &f.token_costs)?;
     encode_last_hour(e, f.last_hour.as_ref())?;
 
     if let Some(tenants) = &f.tenants {
@@ -613,6 +678,57 @@ fn encode_month(e: &mut Enc<'_>, p: Option<&PeriodFigures>) -> fmt::Result {
     for g in gaps {
         let labels = [("deployment", g.deployment.as_str()), ("reason", g.reason)];
         series(&mut m, &labels, float(g.seconds))?;
+    }
+    Ok(())
+}
+
+/// The month to date's cost per million tokens (blended, input, output) per deployment and basis, and its
+/// tokens.
+fn encode_token_costs(e: &mut Enc<'_>, rows: &[TokenCostFigure]) -> fmt::Result {
+    let rates: [Rows<TokenCostFigure>; 3] = [
+        (
+            "eai_deployment_cost_per_mtok_month_to_date",
+            "Cost per million tokens (input and output together) of the deployment",
+            |r| r.per_mtok.map(float),
+        ),
+        (
+            "eai_deployment_input_cost_per_mtok_month_to_date",
+            "Cost per million input tokens that needed compute (prefix-cache hits left out where vLLM reports them) of the deployment",
+            |r| r.input_per_mtok.map(float),
+        ),
+        (
+            "eai_deployment_output_cost_per_mtok_month_to_date",
+            "Cost per million output tokens of the deployment",
+            |r| r.output_per_mtok.map(float),
+        ),
+    ];
+    for (name, help, value) in rates {
+        let help = format!("{help}, {MONTH}; basis allocation (reconciles to the allocation) or usage (busy GPU-seconds only).");
+        let mut m = family(e, name, &help)?;
+        for r in rows {
+            if let Some(v) = value(r) {
+                let labels = [
+                    ("deployment", r.deployment.as_str()),
+                    ("model", r.model.as_str()),
+                    ("currency", r.currency.as_str()),
+                    ("basis", r.basis),
+                    ("allocation_method", r.method),
+                ];
+                series(&mut m, &labels, v)?;
+            }
+        }
+    }
+    let help = format!("Tokens served by the deployment, {MONTH}, by direction (vLLM's counters where the sampler reads them, else the tenants' usage events).");
+    let mut m = family(e, "eai_deployment_tokens_month_to_date", &help)?;
+    for r in rows.iter().filter(|r| r.basis == "allocation") {
+        for (direction, v) in [("input", r.tokens_in), ("output", r.tokens_out)] {
+            let labels = [
+                ("deployment", r.deployment.as_str()),
+                ("model", r.model.as_str()),
+                ("direction", direction),
+            ];
+            series(&mut m, &labels, float(v))?;
+        }
     }
     Ok(())
 }
@@ -831,6 +947,18 @@ mod tests {
                 currency: Currency::EUR,
                 cost: d("3.63"),
             }]),
+            token_costs: vec![TokenCostFigure {
+                deployment: "vllm-shared".into(),
+                model: "meta-llama/Llama-3.1-8B-Instruct".into(),
+                currency: Currency::EUR,
+                basis: "allocation",
+                method: "compute_time",
+                tokens_in: d("12000000"),
+                tokens_out: d("3000000"),
+                per_mtok: Some(d("0.2133")),
+                input_per_mtok: Some(d("0.1429")),
+                output_per_mtok: None,
+            }],
             audit: Some(AuditCheck {
                 verified: true,
                 at: Timestamp(T0 + 1_000),
@@ -889,6 +1017,36 @@ mod tests {
         assert_eq!(
             value(&text, "eai_audit_chain_verified_timestamp_seconds"),
             "1790812801"
+        );
+    }
+
+    #[test]
+    fn cost_per_token_per_deployment_and_basis() {
+        let text = render(&figures());
+        well_formed(&text);
+        let labels = r#"{deployment="vllm-shared",model="meta-llama/Llama-3.1-8B-Instruct",currency="EUR",basis="allocation",allocation_method="compute_time"}"#;
+        assert_eq!(
+            value(
+                &text,
+                &format!("eai_deployment_cost_per_mtok_month_to_date{labels}")
+            ),
+            "0.2133"
+        );
+        assert_eq!(
+            value(
+                &text,
+                &format!("eai_deployment_input_cost_per_mtok_month_to_date{labels}")
+            ),
+            "0.1429"
+        );
+        // No rate (no output token): no series, never a zero.
+        assert!(!text.contains("eai_deployment_output_cost_per_mtok_month_to_date{"));
+        assert_eq!(
+            value(
+                &text,
+                r#"eai_deployment_tokens_month_to_date{deployment="vllm-shared",model="meta-llama/Llama-3.1-8B-Instruct",direction="output"}"#
+            ),
+            "3000000"
         );
     }
 
