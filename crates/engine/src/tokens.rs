@@ -282,7 +282,8 @@ impl Split {
     }
 }
 
-fn rate(amount: Decimal, tokens: Decimal) -> Option<Decimal> {
+/// `amount / tokens x 1,000,000` to [`RATE_DP`] places, half away from zero; `None` without tokens.
+pub fn rate(amount: Decimal, tokens: Decimal) -> Option<Decimal> {
     (tokens > Decimal::ZERO).then(|| {
         let mut r = (amount * MILLION / tokens)
             .round_dp_with_strategy(RATE_DP, RoundingStrategy::MidpointAwayFromZero);

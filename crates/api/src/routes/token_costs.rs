@@ -18,7 +18,7 @@ use eai_engine::error::FieldError;
 use eai_engine::money::Currency;
 use eai_engine::report::Allocation;
 use eai_engine::steps::{self, Step, StepRow};
-use eai_engine::tokens::{token_costs, Aggregate, Basis, TokenCost, TokenCostInput};
+use eai_engine::tokens::{rate, token_costs, Aggregate, Basis, TokenCost, TokenCostInput};
 use eai_engine::view::quantity;
 use eai_store::Scope;
 use rust_decimal::Decimal;
@@ -271,6 +271,7 @@ fn step_view(
                 "tokens_in": quantity(t.input, 4),
                 "tokens_out": quantity(t.output, 4),
                 "tokens": quantity(t.input + t.output, 4),
+                "cost_per_mtok": rate(r.cost, t.input + t.output).map(|r| r.to_string()),
             }));
     }
     // Tokens on a deployment that cost nothing in the step.
@@ -285,6 +286,7 @@ fn step_view(
                 "tokens_in": quantity(t.input, 4),
                 "tokens_out": quantity(t.output, 4),
                 "tokens": quantity(t.input + t.output, 4),
+                "cost_per_mtok": null,
             }));
         }
     }

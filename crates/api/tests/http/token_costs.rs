@@ -284,6 +284,7 @@ pub async fn the_steps_of_a_series_sum_to_the_period_exactly() {
             assert_eq!(steps.len(), 2, "{v}");
             assert_eq!(steps[0]["totals"][0]["cost"], "10.00", "{v}");
             assert_eq!(steps[0]["tokens"].to_string(), "1000");
+            assert_eq!(steps[0]["deployments"][0]["cost_per_mtok"], "10000.0000");
         }
         for col in ["cost", "allocated", "unallocated"] {
             let sum: i64 = steps
