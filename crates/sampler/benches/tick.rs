@@ -224,11 +224,8 @@ fn main() {
             let end = Timestamp(1_800_000_000_000 + i as i64 * W);
             let r = dcgm::from_text(black_box(t), end);
             let out = conv.convert(&r, Window { end, ms: W });
-            let line = serde_json::to_string(&Batch {
-                window_end: end.to_string(),
-                samples: out.samples,
-            })
-            .unwrap();
+            let line =
+                serde_json::to_string(&Batch::samples(end.to_string(), out.samples)).unwrap();
             samples_out += line.len();
             black_box(line);
         });
@@ -264,10 +261,10 @@ fn main() {
         .map(|i| {
             let end = Timestamp(1_800_000_000_000 + i as i64 * W);
             let r = dcgm::from_text(&texts[i % texts.len()], end);
-            Batch {
-                window_end: end.to_string(),
-                samples: conv.convert(&r, Window { end, ms: W }).samples,
-            }
+            Batch::samples(
+                end.to_string(),
+                conv.convert(&r, Window { end, ms: W }).samples,
+            )
         })
         .collect();
     let append = measure(200, |i| {

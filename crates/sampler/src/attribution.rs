@@ -19,6 +19,10 @@
 //!
 //! [mig_slices]                          # model glob -> compute slices of the GPU (see `mig`)
 //! "*A30*" = 4
+//!
+//! [[vllm]]                              # a vLLM server whose token counters are read (like --vllm-url)
+//! deployment_id = "vllm-llama-70b"
+//! url = "http://10.0.0.7:8000/metrics"
 //! ```
 //!
 //! Without a rule for it, a pod's deployment id is its name with the ReplicaSet hash or StatefulSet ordinal
@@ -54,6 +58,15 @@ struct FileConfig {
     deployments: Vec<DeploymentFile>,
     #[serde(default)]
     mig_slices: BTreeMap<String, u32>,
+    #[serde(default)]
+    vllm: Vec<VllmFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VllmFile {
+    deployment_id: String,
+    url: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -104,6 +117,8 @@ pub struct Attribution {
     deployments: Vec<DeploymentRule>,
     /// Model glob -> slices of the GPU (overrides [`crate::mig`]'s table).
     pub mig_slices: Vec<(Glob, u32)>,
+    /// vLLM servers to read (`[[vllm]]`), beside those of `--vllm-url`.
+    pub vllm_targets: Vec<crate::vllm::Target>,
 }
 
 impl Default for Attribution {
@@ -118,6 +133,7 @@ impl Default for Attribution {
             tenants: Vec::new(),
             deployments: Vec::new(),
             mig_slices: Vec::new(),
+            vllm_targets: Vec::new(),
         }
     }
 }
@@ -255,6 +271,11 @@ impl Attribution {
                 )));
             }
             a.mig_slices.push((glob("mig_slices", model)?, *n));
+        }
+        for (i, v) in f.vllm.iter().enumerate() {
+            let t = crate::vllm::Target::new(&v.deployment_id, &v.url)
+                .map_err(|e| SamplerError::config(format!("vllm[{i}]: {e}")))?;
+            a.vllm_targets.push(t);
         }
         Ok(a)
     }
@@ -463,6 +484,15 @@ mod tests {
         );
         let p = a.place(&device("x-0", "team-b"));
         assert_eq!(p.deployment_id, "team-b-vllm");
+        assert!(a.vllm_targets.is_empty());
+        let v = Attribution::from_toml(
+            "[[vllm]]\ndeployment_id = \"llama\"\nurl = \"http://10.0.0.7:8000/metrics\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            v.vllm_targets,
+            vec![crate::vllm::Target::new("llama", "http://10.0.0.7:8000/metrics").unwrap()]
+        );
         assert_eq!(a.idle().deployment_id, "spare");
     }
 
@@ -475,6 +505,8 @@ mod tests {
             ("[[deployment]]\npod = \"a\"\ndeployment_id = \"x\"\nshared = true\ntenant_id = \"8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10\"", "both shared"),
             ("unknown_key = 1", "unknown_key"),
             ("[mig_slices]\n\"*X*\" = 9", "mig_slices"),
+            ("[[vllm]]\ndeployment_id = \"d\"\nurl = \"ftp://x\"", "vllm[0]"),
+            ("[[vllm]]\ndeployment_id = \"d\"", "url"),
             ("this is not toml", ""),
         ] {
             let e = Attribution::from_toml(text).unwrap_err().to_string();

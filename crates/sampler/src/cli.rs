@@ -17,8 +17,10 @@ use crate::metrics::{self, Metrics};
 use crate::sampler::{wall_clock, Output, Sampler, SamplerOptions, SinkBox, TickReport};
 use crate::source::dcgm::DcgmSource;
 use crate::source::prometheus::PrometheusSource;
+use crate::source::vllm::VllmReader;
 use crate::source::Source;
 use crate::spool::Spool;
+use crate::vllm::Target;
 
 /// Read GPU metrics and push them to the control plane, never losing a window.
 #[derive(Debug, Clone, Args)]
@@ -78,6 +80,19 @@ pub struct SamplerArgs {
     /// Serve the sampler's own Prometheus metrics on this address (GET /metrics).
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<SocketAddr>,
+    /// A vLLM server's /metrics to read token and timing counters from, for a deployment:
+    /// DEPLOYMENT=URL (repeatable; EAI_VLLM_URLS, comma-separated; or `[[vllm]]` in --config). Their deltas are
+    /// sent as usage events of source "vllm".
+    #[arg(long = "vllm-url", env = "EAI_VLLM_URLS", value_delimiter = ',', value_parser = Target::parse,
+          value_name = "DEPLOYMENT=URL")]
+    pub vllm_urls: Vec<Target>,
+    /// Also read the vLLM counters of every pod the --prometheus-url server scrapes (deployment by the --config
+    /// rules, from namespace and pod).
+    #[arg(long)]
+    pub vllm_discover: bool,
+    /// Extra PromQL label matchers for --vllm-discover, e.g. 'job="vllm"'.
+    #[arg(long, value_name = "MATCHERS")]
+    pub vllm_matchers: Option<String>,
 }
 
 /// `15s`, `1m`, `1m30s`, `500ms`, `1h`, or plain seconds; returns milliseconds.
@@ -141,13 +156,18 @@ pub fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
     n.checked_mul(mult).ok_or_else(bad)
 }
 
-/// Builds the source the flags name.
-pub fn source(args: &SamplerArgs) -> Result<Box<dyn Source>> {
-    let timeout = Duration::from_millis(
+/// The timeout of one read of a source: `--timeout`, or half the interval, at most 10 s.
+fn read_timeout(args: &SamplerArgs) -> Duration {
+    Duration::from_millis(
         args.timeout
             .unwrap_or_else(|| (args.interval / 2).min(10_000))
             .max(100) as u64,
-    );
+    )
+}
+
+/// Builds the source the flags name.
+pub fn source(args: &SamplerArgs) -> Result<Box<dyn Source>> {
+    let timeout = read_timeout(args);
     if let Some(url) = &args.dcgm_url {
         return Ok(Box::new(DcgmSource::new(url, timeout)?));
     }
@@ -240,9 +260,39 @@ pub fn build(
             "--spool-max-bytes must be at least 4096",
         ));
     }
+    if args.vllm_discover && args.prometheus_url.is_none() {
+        return Err(SamplerError::config(
+            "--vllm-discover reads vLLM's pods through Prometheus: it needs --prometheus-url",
+        ));
+    }
+    if args.vllm_matchers.is_some() && !args.vllm_discover {
+        return Err(SamplerError::config(
+            "--vllm-matchers only applies with --vllm-discover",
+        ));
+    }
     let source = source(args)?;
+    let mut targets = args.vllm_urls.clone();
+    targets.extend(attribution.vllm_targets.iter().cloned());
+    let vllm = if targets.is_empty() && !args.vllm_discover {
+        None
+    } else {
+        let prometheus = match (&args.prometheus_url, args.vllm_discover) {
+            (Some(url), true) => Some((url.as_str(), args.vllm_matchers.as_deref())),
+            _ => None,
+        };
+        Some(VllmReader::new(
+            targets,
+            prometheus,
+            attribution.clone(),
+            read_timeout(args),
+        )?)
+    };
     let converter = Converter::new(attribution, args.node.clone());
-    Sampler::new(source, converter, output, opts, metrics)
+    let sampler = Sampler::new(source, converter, output, opts, metrics)?;
+    match vllm {
+        Some(reader) => sampler.with_vllm(reader),
+        None => Ok(sampler),
+    }
 }
 
 /// The request body `POST /v1/finops/gpu/samples` would get.
@@ -251,19 +301,39 @@ struct Body<'a> {
     samples: &'a [eai_client::GpuSample],
 }
 
+/// The request body `POST /v1/usage/events` would get.
+#[derive(serde::Serialize)]
+struct EventsBody<'a> {
+    events: &'a [crate::vllm::UsageEvent],
+}
+
+fn print_json(body: &impl serde::Serialize, pretty: bool) {
+    let text = if pretty {
+        serde_json::to_string_pretty(body)
+    } else {
+        serde_json::to_string(body)
+    };
+    if let Ok(t) = text {
+        println!("{t}");
+    }
+}
+
 fn print_batches(r: &TickReport, pretty: bool) {
     for b in &r.produced {
-        let body = Body {
-            samples: &b.samples,
-        };
-        let text = if pretty {
-            serde_json::to_string_pretty(&body)
-        } else {
-            serde_json::to_string(&body)
-        };
-        if let Ok(t) = text {
-            println!("{t}");
-        }
+        print_json(
+            &Body {
+                samples: &b.samples,
+            },
+            pretty,
+        );
+    }
+    if !r.vllm_events.is_empty() {
+        print_json(
+            &EventsBody {
+                events: &r.vllm_events,
+            },
+            pretty,
+        );
     }
 }
 
@@ -290,9 +360,13 @@ pub async fn run(
         let produced: usize = r.produced.iter().map(|b| b.samples.len()).sum();
         if args.dry_run {
             eprintln!(
-                "window ending {}: {produced} samples (dry run: printed, not sent)",
-                r.window_end
+                "window ending {}: {produced} samples, {} vLLM events (dry run: printed, not sent)",
+                r.window_end,
+                r.vllm_events.len()
             );
+            for e in &r.vllm_errors {
+                eprintln!("warning: {e}");
+            }
             return Ok(match &r.scrape_error {
                 Some(e) => {
                     eprintln!("error: {e}");
@@ -306,12 +380,14 @@ pub async fn run(
             .map(|s| s.pending_counts())
             .unwrap_or((0, 0));
         eprintln!(
-            "window ending {}: {} samples{}; delivered {} samples ({} duplicates){}; spool holds {} batches ({} samples)",
+            "window ending {}: {} samples, {} vLLM events{}; delivered {} samples ({} duplicates), {} vLLM events{}; spool holds {} batches ({} samples)",
             r.window_end,
             produced,
+            r.vllm_events.len(),
             if r.already_done { " (already read by an earlier run)" } else { "" },
             r.delivered.samples,
             r.delivered.duplicates,
+            r.delivered.events,
             r.delivered.failure.as_deref().map(|f| format!(", delivery failed: {f}")).unwrap_or_default(),
             pending.0,
             pending.1,
@@ -412,6 +488,69 @@ mod tests {
         assert!(parse(&["--dcgm-url", "http://x", "--interval", "soon"])
             .unwrap_err()
             .contains("duration"));
+    }
+
+    #[test]
+    fn vllm_flags() {
+        let a = parse(&[
+            "--dcgm-url",
+            "http://x",
+            "--vllm-url",
+            "llama=http://10.0.0.7:8000/metrics",
+            "--vllm-url",
+            "opt=file:///tmp/opt.prom",
+        ])
+        .unwrap();
+        assert_eq!(
+            a.vllm_urls,
+            vec![
+                Target::new("llama", "http://10.0.0.7:8000/metrics").unwrap(),
+                Target::new("opt", "file:///tmp/opt.prom").unwrap()
+            ]
+        );
+        assert!(parse(&[
+            "--dcgm-url",
+            "http://x",
+            "--vllm-url",
+            "http://10.0.0.7:8000/metrics"
+        ])
+        .unwrap_err()
+        .contains("DEPLOYMENT=URL"));
+        let m = || Arc::new(Metrics::default());
+        let e = build(
+            &parse(&["--dcgm-url", "http://x", "--vllm-discover", "--dry-run"]).unwrap(),
+            None,
+            m(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--prometheus-url"), "{e}");
+        let e = build(
+            &parse(&[
+                "--prometheus-url",
+                "http://p",
+                "--vllm-matchers",
+                "job=\"v\"",
+                "--dry-run",
+            ])
+            .unwrap(),
+            None,
+            m(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--vllm-discover"), "{e}");
+        let a = parse(&[
+            "--prometheus-url",
+            "http://prom:9090",
+            "--vllm-discover",
+            "--vllm-matchers",
+            "job=\"vllm\"",
+            "--dry-run",
+        ])
+        .unwrap();
+        assert!(a.vllm_discover);
+        assert!(build(&a, None, Arc::new(Metrics::default())).is_ok());
     }
 
     #[test]

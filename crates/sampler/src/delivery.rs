@@ -1,4 +1,5 @@
-//! Delivery: where batches go ([`Sink`]: the control plane through the Rust SDK, or stdout for `--dry-run`),
+//! Delivery: where batches go ([`Sink`]: the control plane through the Rust SDK, samples to
+//! `POST /v1/finops/gpu/samples` and vLLM usage events to `POST /v1/usage/events`; or stdout for `--dry-run`),
 //! which failures are worth retrying ([`classify`]), and how long to wait before the next try ([`Backoff`]:
 //! exponential, with jitter, on the caller's clock so that tests can drive it).
 
@@ -6,16 +7,31 @@ use async_trait::async_trait;
 use eai_client::{ClientError, EnterpriseAi, GpuSample, Ingested};
 use eai_engine::Timestamp;
 
+use crate::vllm::UsageEvent;
+
 /// Where batches are delivered.
 #[async_trait]
 pub trait Sink: Send + Sync {
     async fn send(&self, samples: &[GpuSample]) -> Result<Ingested, ClientError>;
+
+    /// Usage events (vLLM's counters); returns how many were accepted.
+    async fn send_events(&self, events: &[UsageEvent]) -> Result<u64, ClientError>;
 }
 
 #[async_trait]
 impl Sink for EnterpriseAi {
     async fn send(&self, samples: &[GpuSample]) -> Result<Ingested, ClientError> {
         self.finops().gpu_samples(samples).await
+    }
+
+    async fn send_events(&self, events: &[UsageEvent]) -> Result<u64, ClientError> {
+        let values = events
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| ClientError::Decode(format!("cannot encode an event: {e}")))?;
+        let answer = self.usage().events(&values).await?;
+        Ok(answer["accepted"].as_u64().unwrap_or(events.len() as u64))
     }
 }
 

@@ -6,11 +6,13 @@
 //! deployment and tenant by [`attribution`]; the batch goes into the durable [`spool`] (fsync) before it is
 //! considered safe; [`delivery`] sends what the spool holds, retrying only what is worth retrying, with
 //! exponential backoff and jitter. [`metrics`] counts everything; [`cli`] is the `eai-gpu sampler` command.
+//! Optionally, each tick also reads vLLM's token and timing counters ([`source::vllm`]) and spools their deltas
+//! as usage events of `source: "vllm"` ([`vllm`]), delivered the same way.
 //!
 //! Code map: [`exposition`] (a tolerant Prometheus text parser), [`dcgm`] (DCGM series -> [`Readings`]),
 //! [`mig`] (MIG profile -> share of a GPU), [`attribution`] (the config file's rules and pod-name defaults),
 //! [`convert`] (readings -> samples), [`source`] (the adapters), [`spool`], [`delivery`], [`metrics`],
-//! [`sampler`] (the testable `tick()` and its thin loop), [`cli`].
+//! [`sampler`] (the testable `tick()` and its thin loop), [`cli`], [`vllm`] (vLLM counters -> deltas -> events).
 
 pub mod attribution;
 pub mod cli;
@@ -24,6 +26,7 @@ pub mod mig;
 pub mod sampler;
 pub mod source;
 pub mod spool;
+pub mod vllm;
 
 pub use attribution::Attribution;
 pub use convert::{Converter, Window};

@@ -99,6 +99,12 @@ pub struct Metrics {
     pub missing_memory_samples: Counter,
     pub unknown_mig_profiles: Counter,
     pub backfilled_windows: Counter,
+    pub vllm_reads: Counter,
+    pub vllm_read_errors: Counter,
+    pub vllm_counter_resets: Counter,
+    pub vllm_events_spooled: Counter,
+    pub vllm_events_sent: Counter,
+    pub vllm_events_rejected: Counter,
 }
 
 impl Default for Metrics {
@@ -126,9 +132,15 @@ impl Default for Metrics {
             missing_memory_samples: Counter::default(),
             unknown_mig_profiles: Counter::default(),
             backfilled_windows: Counter::default(),
+            vllm_reads: Counter::default(),
+            vllm_read_errors: Counter::default(),
+            vllm_counter_resets: Counter::default(),
+            vllm_events_spooled: Counter::default(),
+            vllm_events_sent: Counter::default(),
+            vllm_events_rejected: Counter::default(),
         };
         let mut registry = Registry::default();
-        let rows: [(&str, &str, Handle<'_>); 21] = [
+        let rows: [(&str, &str, Handle<'_>); 27] = [
             (
                 "scrapes",
                 "Reads of the source (successful or not).",
@@ -176,7 +188,7 @@ impl Default for Metrics {
             ),
             (
                 "spool_batches",
-                "Batches (one per window) in the spool not delivered yet.",
+                "Batches (one per window, or of vLLM usage events) in the spool not delivered yet.",
                 Handle::G(&m.spool_batches),
             ),
             (
@@ -233,6 +245,36 @@ impl Default for Metrics {
                 "backfilled_windows",
                 "Past windows read back from Prometheus after a downtime.",
                 Handle::C(&m.backfilled_windows),
+            ),
+            (
+                "vllm_reads",
+                "Reads of vLLM's counters (one per --vllm-url target, one per Prometheus discovery query).",
+                Handle::C(&m.vllm_reads),
+            ),
+            (
+                "vllm_read_errors",
+                "Reads of vLLM's counters that failed: their series keep their baseline until the next read.",
+                Handle::C(&m.vllm_read_errors),
+            ),
+            (
+                "vllm_counter_resets",
+                "vLLM series whose counters went down (a restart of vLLM): the delta is the new value.",
+                Handle::C(&m.vllm_counter_resets),
+            ),
+            (
+                "vllm_events_spooled",
+                "vLLM usage events written (fsync'd) to the spool.",
+                Handle::C(&m.vllm_events_spooled),
+            ),
+            (
+                "vllm_events_sent",
+                "vLLM usage events the control plane accepted.",
+                Handle::C(&m.vllm_events_sent),
+            ),
+            (
+                "vllm_events_rejected",
+                "vLLM usage events the control plane refused as invalid, kept in rejected/.",
+                Handle::C(&m.vllm_events_rejected),
             ),
         ];
         for (name, help, metric) in rows {
@@ -348,6 +390,9 @@ mod tests {
             "delivery_errors_total",
             "last_tick_timestamp_seconds",
             "malformed_lines_total",
+            "vllm_reads_total",
+            "vllm_read_errors_total",
+            "vllm_events_sent_total",
         ] {
             assert!(
                 seen.iter()

@@ -13,8 +13,13 @@ use crate::dcgm::Readings;
 use crate::delivery::{classify, Backoff, Failure, Sink};
 use crate::error::{Result, SamplerError};
 use crate::metrics::Metrics;
+use crate::source::vllm::VllmReader;
 use crate::source::Source;
 use crate::spool::{Batch, Spool};
+use crate::vllm::{Tracker, UsageEvent};
+
+/// vLLM usage events per spooled batch (one request): far under the control plane's `EAI_MAX_BATCH` (10,000).
+pub const MAX_EVENTS_PER_BATCH: usize = 500;
 
 /// How the sampler runs.
 #[derive(Debug, Clone)]
@@ -57,6 +62,9 @@ pub struct Delivered {
     pub duplicates: u64,
     pub rejected_batches: u64,
     pub rejected_samples: u64,
+    /// vLLM usage events accepted, and refused as invalid.
+    pub events: u64,
+    pub rejected_events: u64,
     /// The failure that stopped the round, if any (it will be retried).
     pub failure: Option<String>,
     /// The round was skipped: still backing off after a failure.
@@ -78,6 +86,10 @@ pub struct TickReport {
     pub scrape_error: Option<String>,
     /// The spool could not be written.
     pub spool_error: Option<String>,
+    /// vLLM usage events made this tick (spooled, or printed by a dry run).
+    pub vllm_events: Vec<UsageEvent>,
+    /// vLLM targets that could not be read this tick (their series keep their baseline).
+    pub vllm_errors: Vec<String>,
     pub delivered: Delivered,
 }
 
@@ -97,6 +109,14 @@ impl std::fmt::Debug for SinkBox {
     }
 }
 
+/// The vLLM side of a sampler: where counters are read, their last readings, and the events made from them that
+/// are not in the spool yet (a spool that could not be written: they are appended at the next tick).
+struct Vllm {
+    reader: VllmReader,
+    tracker: Tracker,
+    unspooled: Vec<UsageEvent>,
+}
+
 /// The sampler of one node (or one Prometheus).
 pub struct Sampler {
     source: Box<dyn Source>,
@@ -106,6 +126,7 @@ pub struct Sampler {
     metrics: Arc<Metrics>,
     backoff: Backoff,
     last_window_end: Option<Timestamp>,
+    vllm: Option<Vllm>,
 }
 
 impl std::fmt::Debug for Sampler {
@@ -115,6 +136,7 @@ impl std::fmt::Debug for Sampler {
             .field("output", &self.output)
             .field("opts", &self.opts)
             .field("last_window_end", &self.last_window_end)
+            .field("vllm", &self.vllm.as_ref().map(|v| &v.reader))
             .finish()
     }
 }
@@ -158,7 +180,39 @@ impl Sampler {
             opts,
             metrics,
             last_window_end,
+            vllm: None,
         })
+    }
+
+    /// Also reads vLLM's counters at each tick, from `reader`'s targets. The last readings of an earlier run are
+    /// taken from the spool folder, and events it made but could not spool are spooled now.
+    pub fn with_vllm(mut self, reader: VllmReader) -> Result<Sampler> {
+        let (tracker, unspooled) = match &self.output {
+            Output::Deliver { spool, .. } => match spool.vllm_state()? {
+                Some(state) => Tracker::from_state(state),
+                None => (Tracker::default(), Vec::new()),
+            },
+            Output::DryRun => (Tracker::default(), Vec::new()),
+        };
+        if !tracker.is_empty() {
+            tracing::info!(
+                series = tracker.len(),
+                unspooled = unspooled.len(),
+                "resuming vLLM's counters from the last run"
+            );
+        }
+        let mut v = Vllm {
+            reader,
+            tracker,
+            unspooled,
+        };
+        if let Output::Deliver { spool, .. } = &mut self.output {
+            if let Err(e) = spool_events(spool, &mut v, &self.metrics, "start") {
+                tracing::warn!(error = %e, "cannot spool the vLLM events of the last run yet (retried at each tick)");
+            }
+        }
+        self.vllm = Some(v);
+        Ok(self)
     }
 
     pub fn metrics(&self) -> &Arc<Metrics> {
@@ -196,6 +250,7 @@ impl Sampler {
                     report.scrape_error = Some(e.to_string());
                 }
             }
+            self.read_vllm(window.end, &mut report).await;
         }
         report.delivered = self.deliver(now).await;
         report
@@ -281,10 +336,7 @@ impl Sampler {
                 out_of_range = st.out_of_range, unidentified = st.unidentified, incomplete = c.incomplete,
                 "skipped unreadable values");
         }
-        let batch = Batch {
-            window_end: window.end.to_string(),
-            samples: conv.samples,
-        };
+        let batch = Batch::samples(window.end.to_string(), conv.samples);
         if let Output::Deliver { spool, .. } = &mut self.output {
             if !batch.samples.is_empty() {
                 match spool.append(&batch) {
@@ -306,6 +358,47 @@ impl Sampler {
         }
         self.last_window_end = Some(window.end);
         report.produced.push(batch);
+    }
+
+    /// Reads vLLM's counters for the instant `at` (the window end) and turns them into events since the last
+    /// read. Durability: the new baselines are saved together with the events they made (one atomic file)
+    /// before they replace the old ones; the events are then appended to the spool and dropped from the file. A
+    /// crash in between appends them again at the next start, under the same ids (counted once).
+    async fn read_vllm(&mut self, at: Timestamp, report: &mut TickReport) {
+        let Some(v) = self.vllm.as_mut() else {
+            return;
+        };
+        let m = &self.metrics;
+        let read = v.reader.read(at).await;
+        Metrics::add(&m.vllm_reads, read.reads);
+        Metrics::add(&m.vllm_read_errors, read.errors.len() as u64);
+        Metrics::add(&m.malformed_lines, read.skipped);
+        for e in &read.errors {
+            tracing::warn!(at = %at, error = %e, "cannot read vLLM's counters: the interval is counted at the next read");
+        }
+        report.vllm_errors = read.errors;
+        let mut next = v.tracker.clone();
+        let observed = next.observe(at, &read.series);
+        let mut pending = v.unspooled.clone();
+        pending.extend(observed.events.iter().cloned());
+        if let Output::Deliver { spool, .. } = &mut self.output {
+            if let Err(e) = spool.set_vllm_state(&next.to_state(&pending)) {
+                // The baselines stay where they were: the next read covers this interval too.
+                tracing::error!(error = %e, "cannot save vLLM's counters: this read is not counted yet");
+                report.spool_error.get_or_insert(e.to_string());
+                return;
+            }
+            v.tracker = next;
+            v.unspooled = pending;
+            if let Err(e) = spool_events(spool, v, m, &at.to_string()) {
+                tracing::error!(error = %e, "cannot spool vLLM's events (kept, retried at the next tick)");
+                report.spool_error.get_or_insert(e.to_string());
+            }
+        } else {
+            v.tracker = next;
+        }
+        Metrics::add(&m.vllm_counter_resets, observed.resets);
+        report.vllm_events = observed.events;
     }
 
     /// Sends what the spool holds, oldest first, until it is empty, a failure stops the round, or the round's
@@ -346,7 +439,19 @@ impl Sampler {
                 continue;
             };
             let n = batch.samples.len() as u64;
-            match sink.0.send(&batch.samples).await {
+            let ne = batch.events.len() as u64;
+            let sent = if batch.events.is_empty() {
+                sink.0.send(&batch.samples).await
+            } else {
+                sink.0
+                    .send_events(&batch.events)
+                    .await
+                    .map(|accepted| eai_client::Ingested {
+                        accepted,
+                        duplicates: 0,
+                    })
+            };
+            match sent {
                 Ok(ing) => {
                     if let Err(e) = spool.ack(p.pos) {
                         tracing::error!(error = %e, "cannot advance the spool cursor (the batch will be sent again, harmlessly)");
@@ -356,14 +461,16 @@ impl Sampler {
                     self.backoff.succeeded();
                     d.batches += 1;
                     d.samples += n;
+                    d.events += ne;
                     d.duplicates += ing.duplicates;
                     Metrics::add(&m.samples_sent, n);
+                    Metrics::add(&m.vllm_events_sent, ne);
                     Metrics::add(&m.samples_duplicate, ing.duplicates);
                     Metrics::set(&m.last_success_ms, now.0.max(0) as u64);
                 }
                 Err(e) => match classify(&e) {
                     Failure::Reject => {
-                        tracing::error!(window_end = %batch.window_end, samples = n, error = %e,
+                        tracing::error!(window_end = %batch.window_end, samples = n, events = ne, error = %e,
                             "the control plane refused a batch as invalid (a sampler bug): moved to rejected/, not retried");
                         if let Err(se) = spool.reject(&p, &e.to_string()) {
                             d.failure = Some(se.to_string());
@@ -371,14 +478,20 @@ impl Sampler {
                         }
                         d.rejected_batches += 1;
                         d.rejected_samples += n;
+                        d.rejected_events += ne;
                         Metrics::add(&m.samples_rejected, n);
+                        Metrics::add(&m.vllm_events_rejected, ne);
                     }
                     kind => {
                         Metrics::add(&m.delivery_errors, 1);
                         let wait = self.backoff.failed(now);
                         let failures = self.backoff.failures();
                         if failures.is_power_of_two() {
-                            if kind == Failure::Credentials {
+                            if kind == Failure::Credentials && ne > 0 {
+                                tracing::error!(error = %e, failures, retry_in_ms = wait, events = ne,
+                                    "the control plane refuses vLLM usage events from the sampler's key (it must accept \
+                                     `source: vllm` events from the sampler role): spooling until it does");
+                            } else if kind == Failure::Credentials {
                                 tracing::error!(error = %e, failures, retry_in_ms = wait,
                                     "the control plane refuses the sampler's key (EAI_API_KEY): spooling until it is fixed");
                             } else {
@@ -440,4 +553,28 @@ impl Sampler {
         }
         tracing::info!("sampler stopped (the spool keeps what was not delivered)");
     }
+}
+
+/// Appends the vLLM events not yet spooled (in batches of [`MAX_EVENTS_PER_BATCH`]), then saves the state without
+/// them. Until every batch is appended they stay pending: a batch appended twice holds the same event ids.
+fn spool_events(spool: &mut Spool, v: &mut Vllm, m: &Metrics, at: &str) -> Result<()> {
+    if v.unspooled.is_empty() {
+        return Ok(());
+    }
+    for chunk in v.unspooled.chunks(MAX_EVENTS_PER_BATCH) {
+        let a = spool.append(&Batch {
+            window_end: at.to_string(),
+            samples: Vec::new(),
+            events: chunk.to_vec(),
+        })?;
+        Metrics::add(&m.vllm_events_spooled, chunk.len() as u64);
+        Metrics::add(&m.samples_dropped, a.dropped_samples);
+    }
+    m.set_spool(spool);
+    v.unspooled.clear();
+    if let Err(e) = spool.set_vllm_state(&v.tracker.to_state(&[])) {
+        // Harmless: the events would be spooled again at the next start, under the same ids.
+        tracing::warn!(error = %e, "cannot save vLLM's counters after spooling their events");
+    }
+    Ok(())
 }

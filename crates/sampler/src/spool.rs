@@ -2,13 +2,16 @@
 //! reads it back in order, so an unreachable control plane or a restart never loses a window.
 //!
 //! On disk, under the spool folder:
-//! - `segments/<seq>.jsonl`: append-only segment files, one JSON batch (`{"window_end", "samples"}`) per line. A
+//! - `segments/<seq>.jsonl`: append-only segment files, one JSON batch per line: a window's GPU samples
+//!   (`{"window_end", "samples"}`) or vLLM usage events (`{"window_end", "samples": [], "events"}`). A
 //!   line is written then `fsync`ed (and the folder too when a segment is created) before `append` returns. A
 //!   torn last line (a crash mid-write, before the fsync, so never reported safe) is cut off at the next open.
 //! - `cursor`: `<seq> <offset>` of the first batch not yet delivered, replaced atomically (write + rename) after
 //!   each delivery. It is not fsync'd: after a crash it may point a little back, and the batches after it are
 //!   sent again, which is harmless because the control plane counts a `(gpu_uuid, timestamp)` once.
 //! - `state`: the end of the last window spooled (for Prometheus backfill and to never read a window twice).
+//! - `vllm-state.json`: the last vLLM counters read per series ([`crate::vllm::State`]), replaced atomically
+//!   (write, fsync, rename, fsync of the folder) so that a restart neither loses nor counts twice an interval.
 //! - `rejected/`: batches the control plane refused as invalid (422), with the reason, for a human to look at.
 //!
 //! Delivered segments are deleted. The spool is bounded (`--spool-max-bytes`): when a new batch makes it
@@ -26,16 +29,35 @@ use eai_client::GpuSample;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SamplerError};
+use crate::vllm::{State as VllmState, UsageEvent};
+
+/// The vLLM state's file name in the spool folder.
+pub const VLLM_STATE: &str = "vllm-state.json";
 
 /// The default bound: 256 MiB.
 pub const DEFAULT_MAX_BYTES: u64 = 256 * 1024 * 1024;
 
-/// One window's samples, as spooled and sent.
+/// One window's samples, or vLLM usage events, as spooled and sent (one request each).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Batch {
-    /// RFC 3339 end of the window.
+    /// RFC 3339 end of the window (of the read, for events).
     pub window_end: String,
+    #[serde(default)]
     pub samples: Vec<GpuSample>,
+    /// vLLM usage events (`POST /v1/usage/events`); absent from sample batches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<UsageEvent>,
+}
+
+impl Batch {
+    /// A window's samples.
+    pub fn samples(window_end: String, samples: Vec<GpuSample>) -> Batch {
+        Batch {
+            window_end,
+            samples,
+            events: Vec::new(),
+        }
+    }
 }
 
 /// Where a spooled batch is.
@@ -188,6 +210,36 @@ impl Spool {
 
     pub fn set_last_window_end(&self, end_ms: i64) -> Result<()> {
         self.write_small("state", &format!("{end_ms}\n"))
+    }
+
+    /// The vLLM counters persisted by the last run (`None`: none yet). An unreadable file is an error, never
+    /// read as "no baseline": that would count every counter's whole value again.
+    pub fn vllm_state(&self) -> Result<Option<VllmState>> {
+        let path = self.dir.join(VLLM_STATE);
+        match fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text).map(Some).map_err(|e| {
+                err(
+                    &path,
+                    format!("unreadable ({e}); move it aside to start from new baselines"),
+                )
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(err(&path, e)),
+        }
+    }
+
+    /// Replaces the vLLM state durably: when this returns `Ok`, a crash leaves either the old or the new file.
+    pub fn set_vllm_state(&self, state: &VllmState) -> Result<()> {
+        let path = self.dir.join(VLLM_STATE);
+        let tmp = self.dir.join(format!("{VLLM_STATE}.tmp"));
+        let text = serde_json::to_string(state).map_err(|e| err(&path, e))?;
+        let mut f = File::create(&tmp).map_err(|e| err(&tmp, e))?;
+        f.write_all(text.as_bytes()).map_err(|e| err(&tmp, e))?;
+        f.sync_all().map_err(|e| err(&tmp, e))?;
+        fs::rename(&tmp, &path).map_err(|e| err(&path, e))?;
+        File::open(&self.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| err(&self.dir, e))
     }
 
     /// Batches and samples not delivered yet (without reading the files: for the metrics of every tick).
@@ -442,10 +494,10 @@ mod tests {
     }
 
     fn batch(i: usize, n: usize) -> Batch {
-        Batch {
-            window_end: format!("2026-10-01T00:{:02}:00Z", i % 60),
-            samples: (0..n).map(sample).collect(),
-        }
+        Batch::samples(
+            format!("2026-10-01T00:{:02}:00Z", i % 60),
+            (0..n).map(sample).collect(),
+        )
     }
 
     #[test]
@@ -571,6 +623,57 @@ mod tests {
             s.peek().unwrap().unwrap().batch.unwrap().window_end,
             "2026-10-01T00:01:00Z"
         );
+    }
+
+    #[test]
+    fn event_batches_and_the_vllm_state() {
+        use crate::vllm::{event, SeriesKey, Tracker, TOKENS_IN};
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Spool::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
+        assert_eq!(s.vllm_state().unwrap(), None);
+        let key = SeriesKey {
+            deployment_id: "d".into(),
+            instance: "i".into(),
+            model: "m".into(),
+        };
+        let units = [(TOKENS_IN, rust_decimal::Decimal::from(5))]
+            .into_iter()
+            .collect();
+        let ev = event(
+            &key,
+            eai_engine::Timestamp(0),
+            eai_engine::Timestamp(15_000),
+            &units,
+        );
+        let b = Batch {
+            window_end: ev.occurred_at.clone(),
+            samples: Vec::new(),
+            events: vec![ev.clone()],
+        };
+        s.append(&b).unwrap();
+        s.append(&batch(1, 2)).unwrap();
+        assert_eq!(s.pending_counts(), (2, 2));
+        let p = s.peek().unwrap().unwrap();
+        assert_eq!(p.batch.unwrap(), b);
+        assert!(!p.raw.contains("\"events\":[]"));
+        // A sample batch is written as before (no `events`).
+        s.ack(p.pos).unwrap();
+        let p = s.peek().unwrap().unwrap();
+        assert!(!p.raw.contains("events"), "{}", p.raw);
+        let mut t = Tracker::default();
+        t.observe(eai_engine::Timestamp(15_000), &[(key, units)]);
+        let state = t.to_state(&[ev]);
+        s.set_vllm_state(&state).unwrap();
+        drop(s);
+        let s = Spool::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
+        assert_eq!(s.vllm_state().unwrap(), Some(state));
+        assert!(!dir.path().join("vllm-state.json.tmp").exists());
+        fs::write(dir.path().join(VLLM_STATE), "{").unwrap();
+        assert!(s
+            .vllm_state()
+            .unwrap_err()
+            .to_string()
+            .contains("vllm-state.json"));
     }
 
     #[test]

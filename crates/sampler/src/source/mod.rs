@@ -4,7 +4,8 @@
 //! - [`dcgm::DcgmSource`]: a DCGM exporter's `/metrics` (or a `file://` capture of one);
 //! - [`prometheus::PrometheusSource`]: the same series through a Prometheus server's HTTP API, which can also
 //!   backfill windows missed while the sampler was down;
-//! - `nvml::NvmlSource` (cargo feature `nvml`): the NVIDIA driver's library, loaded at run time.
+//! - `nvml::NvmlSource` (cargo feature `nvml`): the NVIDIA driver's library, loaded at run time;
+//! - [`vllm::VllmReader`]: not a GPU source but read beside one: vLLM servers' token and timing counters.
 
 use async_trait::async_trait;
 use eai_engine::Timestamp;
@@ -16,6 +17,7 @@ pub mod dcgm;
 #[cfg(feature = "nvml")]
 pub mod nvml;
 pub mod prometheus;
+pub mod vllm;
 
 /// A source of per-GPU readings.
 #[async_trait]

@@ -40,17 +40,17 @@ struct Response {
 }
 
 #[derive(Debug, Deserialize)]
-struct Data {
+pub(crate) struct Data {
     #[serde(rename = "resultType")]
-    result_type: String,
-    result: Vec<SeriesJson>,
+    pub(crate) result_type: String,
+    pub(crate) result: Vec<SeriesJson>,
 }
 
 #[derive(Debug, Deserialize)]
-struct SeriesJson {
-    metric: Map<String, Value>,
+pub(crate) struct SeriesJson {
+    pub(crate) metric: Map<String, Value>,
     #[serde(default)]
-    value: Option<(f64, String)>,
+    pub(crate) value: Option<(f64, String)>,
     #[serde(default)]
     values: Option<Vec<(f64, String)>>,
 }
@@ -66,7 +66,8 @@ pub fn selector(extra_matchers: Option<&str>) -> String {
     s
 }
 
-fn secs(t: Timestamp) -> String {
+/// A timestamp as the API takes it: float seconds.
+pub(crate) fn secs(t: Timestamp) -> String {
     format!("{}.{:03}", t.0.div_euclid(1000), t.0.rem_euclid(1000))
 }
 
@@ -78,7 +79,8 @@ fn host_ok(metric: &Map<String, Value>, node: Option<&str>) -> bool {
     }
 }
 
-fn decode(body: &str) -> Result<Data> {
+/// An API answer's data, or the error it reports.
+pub(crate) fn decode(body: &str) -> Result<Data> {
     let r: Response = serde_json::from_str(body)
         .map_err(|e| SamplerError::source("prometheus", format!("unexpected answer: {e}")))?;
     if r.status != "success" {
