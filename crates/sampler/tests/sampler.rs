@@ -1501,18 +1501,13 @@ async fn vllm_pods_are_discovered_through_a_real_prometheus() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_vllm_event_is_valid_for_the_real_control_plane_once_it_names_a_tenant() {
-    // The control plane does not yet take tenant-less events from a sampler key (that is its part of the work):
-    // here a platform key posts the sampler's event with a tenant, to check every other field against the real
-    // parser and store (units as decimal strings, model, the ms-precision time, the v5 id).
+async fn the_real_control_plane_takes_a_samplers_vllm_events_and_counts_them_once() {
+    // The sampler's own key posts its tenant-less events (units as decimal strings, model, the ms-precision
+    // time, the v5 id) to the real parser and store; a re-send counts once, and the counters reach the cost per
+    // token of the deployment.
     let dir = tempfile::tempdir().unwrap();
     let mut cp = control_plane(dir.path(), 0).await;
-    let tenant = cp
-        .admin()
-        .tenants()
-        .create("acme", "Acme", None)
-        .await
-        .unwrap();
+    let sampler = EnterpriseAi::new(&cp.base, &cp.sampler_key().await).unwrap();
     let key = vllm::SeriesKey {
         deployment_id: "vllm-llama".into(),
         instance: "ai/vllm-llama-0".into(),
@@ -1528,9 +1523,32 @@ async fn a_vllm_event_is_valid_for_the_real_control_plane_once_it_names_a_tenant
         (vllm::REQUESTS, "3"),
     ]);
     let e = vllm::event(&key, t, Timestamp(t.0 + 15_250), &c);
-    let mut v = serde_json::to_value(&e).unwrap();
-    v["tenant_id"] = json!(tenant.id);
-    let answer = cp.admin().usage().events(&[v.clone(), v]).await.unwrap();
+    let v = serde_json::to_value(&e).unwrap();
+    assert!(v["tenant_id"].is_null(), "{v}");
+    let answer = sampler
+        .usage()
+        .events(&[v.clone(), v.clone()])
+        .await
+        .unwrap();
     assert_eq!(answer["accepted"], 2, "{answer}");
+    let answer = sampler.usage().events(&[v]).await.unwrap();
+    assert_eq!(answer["accepted"], 1, "{answer}");
+    // Stored once, as the platform's row (no tenant's): read back from the store.
+    let store = eai_store::sqlite::SqliteStore::open(&dir.path().join("eai-gpu.db")).unwrap();
+    let stored = eai_store::Store::usage_events(
+        &store,
+        eai_store::Scope::Platform,
+        t,
+        Timestamp(t.0 + 60_000),
+    )
+    .await
+    .unwrap();
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    assert!(stored[0].tenant_id.is_platform());
+    assert_eq!(stored[0].source, "vllm");
+    assert_eq!(
+        stored[0].unit("prefill_seconds"),
+        Some("0.123457".parse().unwrap())
+    );
     cp.stop().await;
 }
