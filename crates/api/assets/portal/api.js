@@ -59,7 +59,7 @@ export class ApiFailure extends Error {
  * money beside them is decimal text already), so that no figure goes through a float. */
 const QUANTITIES = new Set([
   "gpu_seconds", "gpu_memory_gb_seconds", "energy_wh", "gpu_hours", "busy_gpu_hours", "estimated_gpu_seconds",
-  "energy_kwh", "share",
+  "energy_kwh", "share", "tokens_in", "tokens_out", "tokens", "cached_tokens_in", "effective_tokens_in",
 ]);
 
 /** JSON.parse's reviver: a quantity's source text where the browser gives it (else the number's shortest text). */

@@ -5,7 +5,7 @@
 import { t, lang, setLang, initialLang, LANGS } from "./i18n.js";
 import { call, ApiFailure, storedKey, storeKey, forgetKey } from "./api.js";
 import * as fmt from "./format.js";
-import { renderCharts, swatch, PALETTE } from "./chart.js";
+import { renderCharts, renderRateCharts, swatch, PALETTE } from "./chart.js";
 
 /** Roles for which the FinOps section opens (the portal guide's Roles table). */
 const READERS = new Set(["platform_admin", "finops", "tenant_admin", "auditor"]);
@@ -32,6 +32,11 @@ const state = {
   signin: { busy: false, error: null },
   period: { from: fmt.utcDay(-30), to: fmt.utcDay(0), error: null },
   alloc: { status: "idle", data: null, error: null, seq: 0 },
+  /** Cost per 1M tokens of the period (GET /v1/finops/gpu/token-costs), per deployment and per tenant, keyed
+   * `id\u0000currency`; empty until loaded (or when the call fails: the column then shows a dash). */
+  tokens: { status: "idle", deployments: new Map(), tenants: new Map() },
+  /** The chart: `cost` (daily cost) or `rate` (cost per 1M tokens per day, from the allocation series). */
+  chart: { mode: "cost", series: null, status: "idle", error: null },
   /** Registered tenants the key may see (GET /v1/tenants), by id; tenants only seen in data have none. */
   tenants: new Map(),
   /** Tenant ids seen in allocations, registered or not: what a platform_admin may view as. */
@@ -424,9 +429,16 @@ async function loadAllocation() {
   state.alloc.status = "loading";
   renderAllocation();
   try {
-    const data = await api(`/v1/finops/gpu/allocation?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`);
+    const range = `from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`;
+    const data = await api(`/v1/finops/gpu/allocation?${range}`);
     if (seq !== state.alloc.seq) return;
     state.alloc = { ...state.alloc, status: "ok", data, error: null };
+    state.tokens = { status: "loading", deployments: new Map(), tenants: new Map() };
+    state.chart = { ...state.chart, series: null, status: "idle", error: null };
+    // The cost per token after the allocation, one computation at a time (the server bounds how many run).
+    loadTokenCosts(range, seq).then(() => {
+      if (state.chart.mode === "rate" && seq === state.alloc.seq) loadSeries();
+    });
     const before = state.seenTenants.size;
     for (const x of data.tenants || []) state.seenTenants.add(x.tenant_id);
     if (state.seenTenants.size !== before) renderViewAs();
@@ -435,6 +447,107 @@ async function loadAllocation() {
     state.alloc = { ...state.alloc, status: "error", error: e };
   }
   renderAllocation();
+}
+
+/** The period's cost per 1M tokens per deployment and per tenant, shown in the tables once loaded; a failure
+ * leaves them empty (a dash, said on hover). */
+async function loadTokenCosts(range, seq) {
+  const byKey = (items, id) => new Map(items.map((x) => [`${x[id]}\u0000${x.currency}`, x]));
+  let tokens;
+  try {
+    const deployments = await api(`/v1/finops/gpu/token-costs?${range}&aggregate=deployment`);
+    const tenants = await api(`/v1/finops/gpu/token-costs?${range}&aggregate=tenant`);
+    tokens = { status: "ok", deployments: byKey(deployments.items, "deployment_id"), tenants: byKey(tenants.items, "tenant_id") };
+  } catch {
+    tokens = { status: "failed", deployments: new Map(), tenants: new Map() };
+  }
+  if (seq !== state.alloc.seq) return;
+  state.tokens = tokens;
+  renderRates();
+}
+
+/** The tables' cost-per-token cells, redrawn in place. */
+function renderRates() {
+  const d = state.alloc.data;
+  const body = $("#alloc-body");
+  if (!d || !body) return;
+  for (const x of d.deployments) {
+    const td = document.querySelector(`#deployments-table tr[data-deployment="${CSS.escape(x.deployment_id)}"][data-currency="${CSS.escape(x.currency ?? "")}"] td[data-col=cost_per_mtok]`);
+    td?.replaceWith(rateCell(state.tokens.deployments.get(`${x.deployment_id}\u0000${x.currency}`), "cost_per_mtok"));
+  }
+  for (const x of d.tenants) {
+    const td = document.querySelector(`#tenants-table tr[data-tenant="${CSS.escape(x.tenant_id)}"][data-currency="${CSS.escape(x.cost.currency)}"] td[data-col=cost_per_mtok]`);
+    td?.replaceWith(rateCell(state.tokens.tenants.get(`${x.tenant_id}\u0000${x.cost.currency}`), "cost_per_mtok"));
+  }
+  body.dataset.tokens = state.tokens.status;
+}
+
+/** The daily series of the period (cost and tokens per deployment and day), for the cost-per-token chart. */
+async function loadSeries() {
+  const { from, to } = state.period;
+  const seq = state.alloc.seq;
+  state.chart = { ...state.chart, status: "loading", error: null };
+  renderChart();
+  try {
+    const series = await api(`/v1/finops/gpu/allocation/series?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}&step=day`);
+    if (seq !== state.alloc.seq) return;
+    state.chart = { ...state.chart, status: "ok", series };
+  } catch (e) {
+    if (seq !== state.alloc.seq) return;
+    state.chart = { ...state.chart, status: "error", error: e };
+  }
+  renderChart();
+}
+
+function setChartMode(mode) {
+  if (state.chart.mode === mode) return;
+  state.chart = { ...state.chart, mode };
+  if (mode === "rate" && !state.chart.series && state.chart.status !== "loading") loadSeries();
+  else renderChart();
+}
+
+/** The chart block: the switch between cost and cost per 1M tokens, then the chart. */
+function renderChartBlock(d) {
+  const scoped = !POLICY_ADMINS.has(state.who.role) || Boolean(state.viewAs);
+  const button = (mode, label) => h("button", {
+    type: "button", class: `seg${state.chart.mode === mode ? " on" : ""}`, "aria-pressed": String(state.chart.mode === mode),
+    "data-mode": mode, onclick: () => setChartMode(mode),
+  }, label);
+  return h("div", { class: "block", id: "chart" },
+    h("div", { class: "segmented", role: "group", "aria-label": t("chart.mode") },
+      button("cost", t("chart.modeCost")), button("rate", t("chart.modeRate"))),
+    h("div", { id: "chart-body" }, chartBody(d)),
+    scoped ? h("p", { class: "note" }, t(state.chart.mode === "rate" ? "chart.rateScoped" : "chart.scoped")) : null);
+}
+
+function chartBody(d) {
+  if (state.chart.mode === "cost") return renderCharts(d.daily, d.from, d.to, colorOf(d));
+  if (state.chart.status === "error") return errorPanel(t("error.series"), state.chart.error, () => loadSeries(), "chart-error");
+  if (state.chart.status !== "ok") return loading(t("chart.loading"), "chart-loading");
+  return renderRateCharts(state.chart.series, colorOf(d));
+}
+
+function renderChart() {
+  const block = $("#chart");
+  if (!block || state.alloc.status !== "ok") return;
+  block.replaceWith(renderChartBlock(state.alloc.data));
+  for (const el of document.querySelectorAll("#chart .chart-scroll")) el.scrollLeft = el.scrollWidth;
+}
+
+/** A cost-per-1M-tokens cell: the blended rate, input and output (with how they were split) on hover. */
+function rateCell(row, col) {
+  if (state.tokens.status === "loading") return num("", "…", col, { title: t("chart.loading") });
+  if (!row || row.cost_per_mtok === null) {
+    const why = row || state.tokens.status === "ok" ? t("title.noTokens") : t("title.noTokenCosts");
+    return num("", "—", col, { title: why });
+  }
+  const title = t("title.rate", {
+    input: row.input_cost_per_mtok === null ? "—" : fmt.price(row.input_cost_per_mtok, row.currency),
+    output: row.output_cost_per_mtok === null ? "—" : fmt.price(row.output_cost_per_mtok, row.currency),
+    tokens: fmt.number(row.tokens),
+    method: t(`method.${row.allocation_method}`),
+  });
+  return num(row.cost_per_mtok, fmt.price(row.cost_per_mtok, row.currency), col, { title });
 }
 
 function renderAllocation() {
@@ -461,10 +574,7 @@ function renderAllocation() {
     parts.push(renderTotals(d));
     parts.push(renderDeployments(d));
     if (d.tenants.length > 0) parts.push(renderTenants(d));
-    const scoped = !POLICY_ADMINS.has(state.who.role) || Boolean(state.viewAs);
-    parts.push(h("div", { class: "block", id: "chart" },
-      renderCharts(d.daily, d.from, d.to, colorOf(d)),
-      scoped ? h("p", { class: "note" }, t("chart.scoped")) : null));
+    parts.push(renderChartBlock(d));
   }
   if (d.deployments.length > 0 || d.gaps.length > 0) parts.push(renderGaps(d));
   if (d.findings.length > 0) parts.push(renderFindings(d));
@@ -530,7 +640,7 @@ function renderDeployments(d) {
   const cols = [
     ["col.deployment", false], ["col.samples", true], ["col.estimated", true], ["col.gpus", true], ["col.gpuHours", true],
     ["col.busyGpuHours", true], ["col.energy", true], ["col.cost", true], ["col.allocated", true], ["col.unallocated", true],
-    ["col.unpriced", true],
+    ["col.costPerMtok", true], ["col.unpriced", true],
   ];
   const exact = (v) => t("title.exact", { value: v });
   const rows = d.deployments.map((x) => h("tr", { "data-deployment": x.deployment_id, "data-currency": x.currency ?? "" },
@@ -545,6 +655,7 @@ function renderDeployments(d) {
     num(x.cost, fmt.money(x.currency ? x.cost : null, x.currency), "cost"),
     num(x.allocated, fmt.money(x.currency ? x.allocated : null, x.currency), "allocated"),
     num(x.unallocated, fmt.money(x.currency ? x.unallocated : null, x.currency), "unallocated"),
+    rateCell(state.tokens.deployments.get(`${x.deployment_id}\u0000${x.currency}`), "cost_per_mtok"),
     num(String(x.unpriced_samples), x.unpriced_samples > 0 ? badge(fmt.number(x.unpriced_samples), "warn", t("title.unpriced")) : fmt.number(0), "unpriced_samples")));
   return h("div", { class: "block", id: "deployments" },
     h("h3", { id: "deployments-title" }, t("deployments.title")),
@@ -559,13 +670,15 @@ function renderTenants(d) {
     h("th", { scope: "row", class: "id" }, tenantCell(x.tenant_id)),
     num(x.gpu_seconds, fmt.number(x.gpu_seconds, 3), "gpu_seconds"),
     num(x.share, fmt.percent(x.share), "share", { title: t("title.exact", { value: x.share }) }),
-    num(x.cost.amount, fmt.money(x.cost.amount, x.cost.currency), "cost")));
+    num(x.cost.amount, fmt.money(x.cost.amount, x.cost.currency), "cost"),
+    rateCell(state.tokens.tenants.get(`${x.tenant_id}\u0000${x.cost.currency}`), "cost_per_mtok")));
   return h("div", { class: "block", id: "tenants" },
     h("h3", { id: "tenants-title" }, t("tenants.title")),
     tableWrap("tenants-title", h("table", { class: "data", id: "tenants-table" },
       h("thead", {}, h("tr", {},
         h("th", { scope: "col" }, t("col.tenant")), h("th", { scope: "col", class: "num" }, t("col.gpuSeconds")),
-        h("th", { scope: "col", class: "num" }, t("col.share")), h("th", { scope: "col", class: "num" }, t("col.cost")))),
+        h("th", { scope: "col", class: "num" }, t("col.share")), h("th", { scope: "col", class: "num" }, t("col.cost")),
+        h("th", { scope: "col", class: "num" }, t("col.costPerMtok")))),
       h("tbody", {}, rows))),
     h("p", { class: "note" }, t("tenants.note")));
 }

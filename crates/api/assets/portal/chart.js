@@ -153,3 +153,101 @@ function renderChart(rows, currency, from, to, colorOf, several) {
       h("summary", {}, t("chart.table")),
       h("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": title }, table)));
 }
+
+/**
+ * The cost per 1M tokens per deployment and day, from the allocation series (`step=day`): one figure per
+ * currency, one line per deployment, a point per day with tokens (a day without tokens has no rate: the line
+ * breaks). The rates are the API's decimal strings; floats only place the points.
+ */
+export function renderRateCharts(series, colorOf) {
+  const rows = [];
+  for (const step of series.steps) {
+    const day = step.from.slice(0, 10);
+    for (const d of step.deployments) {
+      if (d.currency && d.cost_per_mtok !== null) rows.push({ day, deployment: d.deployment_id, currency: d.currency, rate: d.cost_per_mtok });
+    }
+  }
+  const currencies = [...new Set(rows.map((r) => r.currency))].sort();
+  if (currencies.length === 0) return [h("p", { class: "note" }, t("chart.rateNone"))];
+  const days = series.steps.map((st) => st.from.slice(0, 10));
+  return currencies.map((c) => renderRateChart(rows.filter((r) => r.currency === c), c, days, colorOf, currencies.length > 1));
+}
+
+function renderRateChart(rows, currency, days, colorOf, several) {
+  const id = `chart-${++uid}`;
+  const deployments = [...new Set(rows.map((r) => r.deployment))].sort();
+  const cell = new Map(rows.map((r) => [`${r.day}\u0000${r.deployment}`, r.rate]));
+  const highest = rows.reduce((m, r) => (!m || fmt.compare(r.rate, m.rate) > 0 ? r : m), null);
+  const max = highest ? Number(highest.rate) : 0;
+
+  const W = 820;
+  const H = 300;
+  const left = 76;
+  const right = 12;
+  const top = 14;
+  const bottom = 40;
+  const plotW = W - left - right;
+  const plotH = H - top - bottom;
+  const ys = ticks(max);
+  const yMax = ys[ys.length - 1] || 1;
+  const y = (v) => top + plotH - (v / yMax) * plotH;
+  const band = plotW / Math.max(days.length, 1);
+  const x = (i) => left + band * i + band / 2;
+
+  const title = several ? t("chart.rateTitleCurrency", { currency }) : t("chart.rateTitle");
+  const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-labelledby": `${id}-title ${id}-desc`, preserveAspectRatio: "xMidYMid meet" });
+  svg.append(s("title", { id: `${id}-title` }, title));
+  svg.append(s("desc", { id: `${id}-desc` }, t("chart.rateDesc", {
+    max: highest ? `${fmt.date(highest.day)}, ${highest.deployment}, ${fmt.price(highest.rate, currency)}` : "—",
+  })));
+  const grid = s("g", { class: "grid", "aria-hidden": "true" });
+  for (const v of ys) {
+    grid.append(s("line", { x1: left, x2: W - right, y1: y(v), y2: y(v) }));
+    grid.append(s("text", { x: left - 8, y: y(v) + 4, "text-anchor": "end" }, fmt.money(String(v), currency)));
+  }
+  svg.append(grid);
+  const lines = s("g", { class: "lines" });
+  for (const dep of deployments) {
+    let path = "";
+    let open = false;
+    days.forEach((d, i) => {
+      const rate = cell.get(`${d}\u0000${dep}`);
+      if (rate === undefined) {
+        open = false;
+        return;
+      }
+      path += `${open ? "L" : "M"}${x(i).toFixed(2)} ${y(Number(rate)).toFixed(2)} `;
+      open = true;
+      lines.append(s("circle", { cx: x(i).toFixed(2), cy: y(Number(rate)).toFixed(2), r: 3, fill: colorOf(dep), "data-date": d, "data-deployment": dep, "data-rate": rate },
+        s("title", {}, `${fmt.date(d)} · ${dep}: ${fmt.price(rate, currency)}`)));
+    });
+    if (path) lines.prepend(s("path", { d: path.trim(), fill: "none", stroke: colorOf(dep), "stroke-width": 2, "data-deployment": dep }));
+  }
+  svg.append(lines);
+  const labelEvery = Math.max(1, Math.ceil(days.length / 10));
+  days.forEach((d, i) => {
+    if (i % labelEvery === 0) svg.append(s("text", { class: "axis", x: x(i).toFixed(2), y: H - bottom + 18, "text-anchor": "middle", "aria-hidden": "true" }, fmt.shortDay(d)));
+  });
+  svg.append(s("line", { class: "baseline", x1: left, x2: W - right, y1: y(0), y2: y(0), "aria-hidden": "true" }));
+
+  const legend = h("ul", { class: "legend", "aria-label": t("chart.legend") },
+    deployments.map((dep) => h("li", {}, swatch(colorOf(dep)), h("span", {}, dep))));
+  const table = h("table", { class: "data chart-table" },
+    h("caption", { class: "visually-hidden" }, title),
+    h("thead", {}, h("tr", {},
+      h("th", { scope: "col" }, t("col.date")),
+      deployments.map((dep) => h("th", { scope: "col", class: "num" }, dep)))),
+    h("tbody", {}, days.map((d) => h("tr", { "data-date": d },
+      h("th", { scope: "row" }, fmt.date(d)),
+      deployments.map((dep) => {
+        const r = cell.get(`${d}\u0000${dep}`);
+        return h("td", { class: "num", "data-value": r ?? "" }, r ? fmt.price(r, currency) : "—");
+      })))));
+  return h("figure", { class: "chart-figure", "data-currency": currency, "data-mode": "rate" },
+    h("figcaption", { id: `${id}-caption` }, h("h3", {}, title)),
+    h("div", { class: "chart-scroll" }, svg),
+    legend,
+    h("details", { class: "chart-data" },
+      h("summary", {}, t("chart.table")),
+      h("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": title }, table)));
+}

@@ -774,6 +774,73 @@ fn en_money(v: &str, currency: &str) -> String {
     format!("{symbol}{}.{f}", grouped(i, ","))
 }
 
+/// A rate as `en` shows it: the currency's two places at least, every given digit kept (`€0.2133`, `€12.50`).
+fn en_price(v: &str, currency: &str) -> String {
+    let d: Decimal = v.parse().expect("decimal");
+    let mut n = d.normalize();
+    if n.scale() < 2 {
+        n.rescale(2);
+    }
+    let s = n.to_string();
+    let (i, f) = s.split_once('.').expect("places");
+    let symbol = match currency {
+        "EUR" => "€",
+        "USD" => "$",
+        other => panic!("no symbol known for {other}"),
+    };
+    format!("{symbol}{}.{f}", grouped(i, ","))
+}
+
+/// The cost per 1M tokens cells of a table: the API's rates (`aggregate`), formatted the `en` way, with input
+/// and output on hover.
+async fn assert_rates_match(b: &Browser, portal: &Portal, key: &str, aggregate: &str) {
+    b.wait(
+        "document.querySelector('#alloc-body').dataset.tokens === 'ok'",
+        "the cost per token",
+    )
+    .await;
+    let (from, to) = default_period();
+    let (status, api) = portal
+        .get(
+            &format!("/v1/finops/gpu/token-costs?from={from}&to={to}&aggregate={aggregate}"),
+            key,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{api}");
+    let (table, attr, id) = match aggregate {
+        "deployment" => ("#deployments-table", "data-deployment", "deployment_id"),
+        _ => ("#tenants-table", "data-tenant", "tenant_id"),
+    };
+    let rows = table_rows(b, table, attr).await;
+    let items = api["items"].as_array().expect("items");
+    assert!(!items.is_empty(), "{api}");
+    for item in items {
+        let row = rows
+            .iter()
+            .find(|r| r["key"] == item[id])
+            .unwrap_or_else(|| panic!("no row for {item}"));
+        let (value, text) = cell(row, "cost_per_mtok");
+        match item["cost_per_mtok"].as_str() {
+            Some(rate) => {
+                assert_eq!(value, rate, "{item}");
+                let currency = item["currency"].as_str().expect("currency");
+                assert_eq!(text, en_price(rate, currency), "{item}");
+            }
+            None => assert_eq!(text, "—", "no tokens, no rate: {item}"),
+        }
+    }
+    let title = b
+        .js(
+            "return document.querySelector(arguments[0] + ' tbody td[data-col=cost_per_mtok]:not([data-value=\"\"])').title;",
+            json!([table]),
+        )
+        .await;
+    assert!(
+        title.as_str().is_some_and(|t| t.starts_with("Input: ")),
+        "input and output on hover: {title}"
+    );
+}
+
 /// An amount in euros as `fr` shows it: `1 234,50 €` (narrow no-break space between groups, no-break space
 /// before the sign).
 fn fr_euros(v: &str) -> String {
@@ -1102,6 +1169,7 @@ async fn an_administrator_reads_every_tenant_and_prices_a_deployment_through_the
             "Cost",
             "Allocated",
             "Unallocated",
+            "Cost per 1M tokens",
             "Unpriced samples"
         ])
     );
@@ -1204,6 +1272,38 @@ async fn an_administrator_reads_every_tenant_and_prices_a_deployment_through_the
     assert_eq!(cell(&policy_rows[0], "overhead_pct").1, "18");
     assert_eq!(cell(&policy_rows[0], "pue").1, "1.4");
     b.screenshot("02-admin-allocation").await;
+
+    // Cost per 1M tokens: a column in both tables, and the chart switched to it.
+    assert_rates_match(&b, &portal, ADMIN_KEY, "deployment").await;
+    assert_rates_match(&b, &portal, ADMIN_KEY, "tenant").await;
+    b.click("#chart .seg[data-mode=rate]").await;
+    b.wait(
+        "document.querySelector('#chart figure[data-mode=rate]')",
+        "the cost per token chart",
+    )
+    .await;
+    let rate_chart = b
+        .js(
+            "return { pressed: document.querySelector('#chart .seg[data-mode=rate]').getAttribute('aria-pressed'),
+                      lines: document.querySelectorAll('#chart path[data-deployment]').length,
+                      points: document.querySelectorAll('#chart circle[data-rate]').length };",
+            json!([]),
+        )
+        .await;
+    assert_eq!(rate_chart["pressed"], "true", "{rate_chart}");
+    // The two shared deployments with tokens (llama, mixtral), a point per day with tokens.
+    assert_eq!(rate_chart["lines"], 2, "{rate_chart}");
+    assert!(
+        rate_chart["points"].as_u64().is_some_and(|n| n >= 8),
+        "{rate_chart}"
+    );
+    b.screenshot("02b-cost-per-token").await;
+    b.click("#chart .seg[data-mode=cost]").await;
+    b.wait(
+        "document.querySelector('#chart figure:not([data-mode=rate])')",
+        "the cost chart again",
+    )
+    .await;
 
     // The form opens on the right from the keyboard, with its defaults, focus on Name.
     b.js(
