@@ -76,6 +76,42 @@ func (f *FinOpsService) GpuAllocation(ctx context.Context, opts ...RequestOption
 	return &out, nil
 }
 
+// GpuTokenCosts returns the cost per million tokens of a period, blended, input and output (GET
+// /v1/finops/gpu/token-costs). Give the period as for GpuAllocation, and optionally the basis
+// (TokenCostBasisAllocation, the default, or TokenCostBasisUsage) and the rows (TokenCostAggregateDeployment,
+// the default, TokenCostAggregateTenant or TokenCostAggregateModel):
+//
+//	costs, err := client.FinOps.GpuTokenCosts(ctx, eai.WithQuery(map[string]string{
+//		"from": "2026-10-01", "to": "2026-10-31", "aggregate": eai.TokenCostAggregateTenant}))
+//
+// The input/output split uses vLLM's measured prefill and decode time where a sampler posts its counters,
+// else the policy's output_token_weight (TokenCost.AllocationMethod says which). A tenant-scoped caller sees
+// only its share, on every aggregate.
+func (f *FinOpsService) GpuTokenCosts(ctx context.Context, opts ...RequestOption) (*TokenCostList, error) {
+	var out TokenCostList
+	if err := f.c.get(ctx, "/v1/finops/gpu/token-costs", &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GpuAllocationSeries returns the cost over time of a period (GET /v1/finops/gpu/allocation/series): the
+// period, given as for GpuAllocation, cut into steps of "step" (SeriesStepHour, SeriesStepDay, the default,
+// SeriesStepWeek or SeriesStepMonth; UTC; at most 1000 steps):
+//
+//	series, err := client.FinOps.GpuAllocationSeries(ctx, eai.WithQuery(map[string]string{
+//		"from": "2026-10-01", "to": "2026-10-31", "step": eai.SeriesStepDay}))
+//
+// Each step's cost, allocated and unallocated are the period's apportioned, so every column of the steps
+// sums to the period's totals (and to GpuAllocation's) to the cent.
+func (f *FinOpsService) GpuAllocationSeries(ctx context.Context, opts ...RequestOption) (*AllocationSeries, error) {
+	var out AllocationSeries
+	if err := f.c.get(ctx, "/v1/finops/gpu/allocation/series", &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // CreateAllocationPolicy creates an allocation policy (POST /v1/finops/allocation-policies;
 // platform_admin). body is an AllocationPolicyCreate or a map such as
 // map[string]any{"name": "local-gpu-default", "gpu_hourly_cost": "2.50"}. Not retried after an error where

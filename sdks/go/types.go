@@ -89,7 +89,8 @@ type UsageEvent struct {
 	// SchemaVersion is "1.0" (empty: the SDK sets it).
 	SchemaVersion string `json:"schema_version"`
 	// TenantID is the tenant charged: omitted by tenant keys (and by a platform key signed in to a tenant
-	// with WithTenant); required otherwise.
+	// with WithTenant); required otherwise, except on events of source `vllm` (a vLLM server's counters for
+	// a whole deployment, posted by a sampler key), which belong to no tenant.
 	TenantID string `json:"tenant_id,omitempty"`
 	// UsageType is what was consumed, e.g. `llm_tokens`, `gpu_local`.
 	UsageType string `json:"usage_type"`
@@ -252,6 +253,229 @@ type Allocation struct {
 	Findings []AllocationFinding `json:"findings"`
 }
 
+// ------------------------------------------------------------------------------------- cost per token
+
+// The basis of FinOps.GpuTokenCosts (query parameter `basis`).
+const (
+	// TokenCostBasisAllocation (the default): the allocated cost, idle included; reconciles to the allocation.
+	TokenCostBasisAllocation = "allocation"
+	// TokenCostBasisUsage: the busy GPU-seconds only.
+	TokenCostBasisUsage = "usage"
+)
+
+// The rows of FinOps.GpuTokenCosts (query parameter `aggregate`).
+const (
+	// TokenCostAggregateDeployment (the default): one row per deployment.
+	TokenCostAggregateDeployment = "deployment"
+	// TokenCostAggregateTenant: one row per tenant, with its rows per deployment.
+	TokenCostAggregateTenant = "tenant"
+	// TokenCostAggregateModel: one row per model, with its rows per deployment.
+	TokenCostAggregateModel = "model"
+)
+
+// How a TokenCost was split between input and output tokens (TokenCost.AllocationMethod).
+const (
+	// AllocationMethodComputeTime: vLLM's measured prefill and decode time, the prefix cache left out.
+	AllocationMethodComputeTime = "compute_time"
+	// AllocationMethodComputeTimeUncorrected: measured time, without prefix-cache figures.
+	AllocationMethodComputeTimeUncorrected = "compute_time_uncorrected"
+	// AllocationMethodWeight: the policy's output_token_weight.
+	AllocationMethodWeight = "weight"
+	// AllocationMethodMixed: a total over rows split differently.
+	AllocationMethodMixed = "mixed"
+)
+
+// Where a TokenCost's token counts come from (TokenCost.TokenSource).
+const (
+	// TokenSourceVLLM: the vLLM server's own counters (usage events of source `vllm`).
+	TokenSourceVLLM = "vllm"
+	// TokenSourceUsageEvents: the tenants' usage events.
+	TokenSourceUsageEvents = "usage_events"
+	// TokenSourceMixed: both, over several deployments.
+	TokenSourceMixed = "mixed"
+)
+
+// TokenCost is what a token costs: a deployment, a tenant's share of one, or a total (a tenant's, a model's)
+// with its rows per deployment in Deployments. Amounts are rounded to the currency's minor unit (InputCost
+// once, OutputCost = Cost - InputCost); rates are per million tokens, 4 decimal places. A Decimal that the
+// server sent as null is "" (IsZero).
+type TokenCost struct {
+	// DeploymentID is nil on a tenant's or a model's total.
+	DeploymentID *string `json:"deployment_id"`
+	// TenantID is the tenant whose share this is; nil on a deployment's or a model's row.
+	TenantID *string `json:"tenant_id"`
+	// Model served (vLLM's model_name, else the usage events' model.name); nil when not known.
+	Model *string `json:"model"`
+	// Currency of the amounts.
+	Currency string `json:"currency"`
+	// Cost is the allocated cost (basis allocation) or its busy part (basis usage).
+	Cost Decimal `json:"cost"`
+	// InputCost is the cost borne by input tokens ("" when the row has no tokens).
+	InputCost Decimal `json:"input_cost"`
+	// OutputCost is the cost borne by output tokens, Cost - InputCost ("" when the row has no tokens).
+	OutputCost Decimal `json:"output_cost"`
+	// TokensIn, TokensOut: the row's input and output tokens.
+	TokensIn  Quantity `json:"tokens_in"`
+	TokensOut Quantity `json:"tokens_out"`
+	// CachedTokensIn are input tokens served from vLLM's prefix cache.
+	CachedTokensIn Quantity `json:"cached_tokens_in"`
+	// EffectiveTokensIn are input tokens that needed compute: the input rate's denominator.
+	EffectiveTokensIn Quantity `json:"effective_tokens_in"`
+	// Tokens is TokensIn + TokensOut.
+	Tokens Quantity `json:"tokens"`
+	// TokenSource is TokenSourceVLLM, TokenSourceUsageEvents or TokenSourceMixed.
+	TokenSource string `json:"token_source"`
+	// AllocationMethod is AllocationMethodComputeTime, AllocationMethodComputeTimeUncorrected,
+	// AllocationMethodWeight or AllocationMethodMixed.
+	AllocationMethod string `json:"allocation_method"`
+	// OutputTokenWeight is what an output token weighed against an effective input token (measured, or
+	// the policy's); "" when none.
+	OutputTokenWeight Decimal `json:"output_token_weight"`
+	// CostPerMtok is Cost / Tokens x 1,000,000 ("" without tokens).
+	CostPerMtok Decimal `json:"cost_per_mtok"`
+	// InputCostPerMtok is InputCost / EffectiveTokensIn x 1,000,000 ("" without input tokens).
+	InputCostPerMtok Decimal `json:"input_cost_per_mtok"`
+	// OutputCostPerMtok is OutputCost / TokensOut x 1,000,000 ("" without output tokens).
+	OutputCostPerMtok Decimal `json:"output_cost_per_mtok"`
+	// Deployments are a total's rows per deployment (empty on a deployment's row).
+	Deployments []TokenCost `json:"deployments,omitempty"`
+}
+
+// TokenCostList is the cost per token of a period (GET /v1/finops/gpu/token-costs).
+type TokenCostList struct {
+	// From is the start of the period (inclusive).
+	From string `json:"from"`
+	// To is the end of the period (exclusive).
+	To string `json:"to"`
+	// Basis is TokenCostBasisAllocation or TokenCostBasisUsage.
+	Basis string `json:"basis"`
+	// Aggregate is TokenCostAggregateDeployment, TokenCostAggregateTenant or TokenCostAggregateModel.
+	Aggregate string `json:"aggregate"`
+	// Items are the rows.
+	Items []TokenCost `json:"items"`
+}
+
+// Deployment returns the first row of a deployment, or nil.
+func (l *TokenCostList) Deployment(id string) *TokenCost {
+	return l.find(func(r *TokenCost) bool { return r.DeploymentID != nil && *r.DeploymentID == id })
+}
+
+// Tenant returns the first row of a tenant, or nil.
+func (l *TokenCostList) Tenant(id string) *TokenCost {
+	return l.find(func(r *TokenCost) bool { return r.TenantID != nil && *r.TenantID == id })
+}
+
+// ModelRow returns the first row of a model, or nil.
+func (l *TokenCostList) ModelRow(model string) *TokenCost {
+	return l.find(func(r *TokenCost) bool { return r.Model != nil && *r.Model == model })
+}
+
+func (l *TokenCostList) find(match func(*TokenCost) bool) *TokenCost {
+	for i := range l.Items {
+		if match(&l.Items[i]) {
+			return &l.Items[i]
+		}
+	}
+	return nil
+}
+
+// ------------------------------------------------------------------------------------- cost over time
+
+// The steps of FinOps.GpuAllocationSeries (query parameter `step`), in UTC.
+const (
+	SeriesStepHour  = "hour"
+	SeriesStepDay   = "day" // the default
+	SeriesStepWeek  = "week"
+	SeriesStepMonth = "month"
+)
+
+// SeriesTotal is a currency's amounts in a step, or in the whole series.
+type SeriesTotal struct {
+	// Currency of the amounts.
+	Currency string `json:"currency"`
+	// Cost, Allocated and Unallocated: exact decimal strings.
+	Cost        Decimal `json:"cost"`
+	Allocated   Decimal `json:"allocated"`
+	Unallocated Decimal `json:"unallocated"`
+}
+
+// SeriesDeployment is a deployment in one step (a tenant's readers: their share). Its amounts are "" (and
+// Currency nil) when the deployment had tokens but cost nothing in the step.
+type SeriesDeployment struct {
+	// DeploymentID is the deployment.
+	DeploymentID string `json:"deployment_id"`
+	// Currency of the amounts (nil: none).
+	Currency *string `json:"currency"`
+	// Cost, Allocated and Unallocated of the deployment in the step.
+	Cost        Decimal `json:"cost"`
+	Allocated   Decimal `json:"allocated"`
+	Unallocated Decimal `json:"unallocated"`
+	// TokensIn, TokensOut and Tokens of the deployment in the step.
+	TokensIn  Quantity `json:"tokens_in"`
+	TokensOut Quantity `json:"tokens_out"`
+	Tokens    Quantity `json:"tokens"`
+}
+
+// SeriesStep is one step [From, To) of a series.
+type SeriesStep struct {
+	// From is the start of the step (inclusive).
+	From string `json:"from"`
+	// To is the end of the step (exclusive).
+	To string `json:"to"`
+	// Totals per currency.
+	Totals []SeriesTotal `json:"totals"`
+	// TokensIn, TokensOut and Tokens of the step.
+	TokensIn  Quantity `json:"tokens_in"`
+	TokensOut Quantity `json:"tokens_out"`
+	Tokens    Quantity `json:"tokens"`
+	// Deployments of the step.
+	Deployments []SeriesDeployment `json:"deployments"`
+}
+
+// Total returns the step's total in a currency, or nil.
+func (s *SeriesStep) Total(currency string) *SeriesTotal { return totalIn(s.Totals, currency) }
+
+// Deployment returns the step's row of a deployment, or nil.
+func (s *SeriesStep) Deployment(id string) *SeriesDeployment {
+	for i := range s.Deployments {
+		if s.Deployments[i].DeploymentID == id {
+			return &s.Deployments[i]
+		}
+	}
+	return nil
+}
+
+// AllocationSeries is the cost over time of a period (GET /v1/finops/gpu/allocation/series): every column
+// of the steps sums to Totals (and to the allocation of the period) to the cent.
+type AllocationSeries struct {
+	// From is the start of the period (inclusive).
+	From string `json:"from"`
+	// To is the end of the period (exclusive).
+	To string `json:"to"`
+	// Step is SeriesStepHour, SeriesStepDay, SeriesStepWeek or SeriesStepMonth.
+	Step string `json:"step"`
+	// Totals of the period per currency.
+	Totals []SeriesTotal `json:"totals"`
+	// TokensIn, TokensOut and Tokens of the period.
+	TokensIn  Quantity `json:"tokens_in"`
+	TokensOut Quantity `json:"tokens_out"`
+	Tokens    Quantity `json:"tokens"`
+	// Steps of the period, in order.
+	Steps []SeriesStep `json:"steps"`
+}
+
+// Total returns the period's total in a currency, or nil.
+func (a *AllocationSeries) Total(currency string) *SeriesTotal { return totalIn(a.Totals, currency) }
+
+func totalIn(totals []SeriesTotal, currency string) *SeriesTotal {
+	for i := range totals {
+		if totals[i].Currency == currency {
+			return &totals[i]
+		}
+	}
+	return nil
+}
+
 // ------------------------------------------------------------------------------------------- policies
 
 // AllocationPolicyCreate is the body of POST /v1/finops/allocation-policies. Empty fields are left out (the
@@ -277,6 +501,9 @@ type AllocationPolicyCreate struct {
 	StorageGBMonthPrice Decimal `json:"storage_gb_month_price,omitempty"`
 	// IdleCapacity is `unallocated` (default) or `proportional`.
 	IdleCapacity string `json:"idle_capacity,omitempty"`
+	// OutputTokenWeight is what one output token weighs against one input token when a deployment's cost
+	// per token is split without measured prefill and decode time, 0.1..=1000 (default 2.5).
+	OutputTokenWeight Decimal `json:"output_token_weight,omitempty"`
 	// Enabled defaults to true.
 	Enabled *bool `json:"enabled,omitempty"`
 	// EffectiveFrom is inclusive, a date or an RFC 3339 instant (default: now).
@@ -308,6 +535,8 @@ type AllocationPolicySupersede struct {
 	StorageGBMonthPrice Decimal `json:"storage_gb_month_price,omitempty"`
 	// IdleCapacity of the replacement.
 	IdleCapacity string `json:"idle_capacity,omitempty"`
+	// OutputTokenWeight of the replacement.
+	OutputTokenWeight Decimal `json:"output_token_weight,omitempty"`
 	// Enabled of the replacement.
 	Enabled *bool `json:"enabled,omitempty"`
 	// EffectiveTo of the replacement.
@@ -348,6 +577,9 @@ type AllocationPolicy struct {
 	StorageGBMonthPrice Decimal `json:"storage_gb_month_price"`
 	// IdleCapacity is `unallocated` or `proportional`.
 	IdleCapacity string `json:"idle_capacity"`
+	// OutputTokenWeight is what an output token weighs against an input token where prefill and decode
+	// time are not measured (cost per token).
+	OutputTokenWeight Decimal `json:"output_token_weight"`
 	// Enabled is false for a disabled policy.
 	Enabled bool `json:"enabled"`
 	// EffectiveFrom is inclusive.

@@ -95,12 +95,16 @@ node cjs.cjs
 
 # The published declarations type-check for an ESM and a CommonJS consumer (strict, node16 resolution).
 cat > consumer.mts <<'TS'
-import { EnterpriseAI, type Allocation, type GpuSampleIngestResult, ValidationError } from "@enterprise-ai/sdk";
+import { EnterpriseAI, type Allocation, type AllocationSeries, type GpuSampleIngestResult, type TokenCostList, ValidationError } from "@enterprise-ai/sdk";
 const client = new EnterpriseAI({ baseUrl: "http://127.0.0.1:9", apiKey: "eai_live_x" });
 export async function f(): Promise<string> {
   const r: GpuSampleIngestResult = await client.finops.gpu.ingestSamples({ samples: [] });
   const a: Allocation = await client.finops.gpu.allocation({ from: "2026-10-01", to: new Date() });
   const cost: string | undefined = a.deployments[0]?.cost;
+  const t: TokenCostList = await client.finops.gpu.tokenCosts({ from: "2026-10-01", basis: "usage", aggregate: "tenant" });
+  const perMtok: string | null | undefined = t.items[0]?.cost_per_mtok;
+  const s: AllocationSeries = await client.finops.gpu.allocationSeries({ to: new Date(), step: "week" });
+  if (perMtok === undefined || s.steps.length < 0) return "";
   try { await client.tenants.get("acme"); } catch (e) { if (e instanceof ValidationError) return e.fields.join(","); }
   return `${r.accepted} ${cost ?? ""}`;
 }

@@ -19,6 +19,8 @@ from helpers import recent_hour, usage_event
 SDK_OPERATIONS: Dict[Tuple[str, str], str] = {
     ("POST", "/v1/finops/gpu/samples"): "finops.gpu_samples",
     ("GET", "/v1/finops/gpu/allocation"): "finops.gpu_allocation",
+    ("GET", "/v1/finops/gpu/token-costs"): "finops.gpu_token_costs",
+    ("GET", "/v1/finops/gpu/allocation/series"): "finops.gpu_allocation_series",
     ("POST", "/v1/finops/allocation-policies"): "finops.create_allocation_policy",
     ("GET", "/v1/finops/allocation-policies"): "finops.list_allocation_policies",
     ("GET", "/v1/finops/allocation-policies/{id}"): "finops.get_allocation_policy",

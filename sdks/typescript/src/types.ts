@@ -54,6 +54,26 @@ export type AllocationDaily = Schemas["AllocationDaily"];
 export type AllocationGap = Schemas["AllocationGap"];
 /** Something the allocation's figures rest on that a reader should know. */
 export type AllocationFinding = Schemas["AllocationFinding"];
+/**
+ * What a token costs (`GET /v1/finops/gpu/token-costs`): a deployment, a tenant's share of one, or a total (a
+ * tenant's, a model's) with its rows per deployment in `deployments`. Amounts and rates are decimal strings
+ * (`"20.00"`, `cost_per_mtok` `"10000.0000"`: per million tokens); token counts are numbers.
+ */
+export type TokenCost = Schemas["TokenCost"];
+/** `GET /v1/finops/gpu/token-costs`: the period, the basis, the aggregate and the rows. */
+export type TokenCostList = Schemas["TokenCostList"];
+/** How a row's cost was split between input and output tokens. */
+export type TokenCostAllocationMethod = TokenCost["allocation_method"];
+/** Where a row's token counts come from: the vLLM server's counters, the tenants' usage events, or both. */
+export type TokenSource = TokenCost["token_source"];
+/** Cost over time (`GET /v1/finops/gpu/allocation/series`): every column of the steps sums to `totals`. */
+export type AllocationSeries = Schemas["AllocationSeries"];
+/** One step of a series: totals per currency, tokens and deployments. */
+export type SeriesStep = Schemas["SeriesStep"];
+/** A deployment in one step (amounts null: tokens on a deployment that cost nothing in the step). */
+export type SeriesDeployment = Schemas["SeriesDeployment"];
+/** A currency's cost, allocated and unallocated amounts (decimal strings) of a step or of the period. */
+export type SeriesTotal = Schemas["SeriesTotal"];
 /** The body of `POST /v1/finops/allocation-policies`. */
 export type AllocationPolicyCreate = Schemas["AllocationPolicyCreate"];
 /** The body of `POST /v1/finops/allocation-policies/{id}/supersede`. */
@@ -125,6 +145,16 @@ export type AuditHead = Schemas["AuditHead"];
 
 /** The query of `GET /v1/finops/gpu/allocation`, as the contract spells it. */
 export type AllocationQuery = NonNullable<operations["getGpuAllocation"]["parameters"]["query"]>;
+/** The query of `GET /v1/finops/gpu/token-costs`, as the contract spells it. */
+export type TokenCostsQuery = NonNullable<operations["getGpuTokenCosts"]["parameters"]["query"]>;
+/** The query of `GET /v1/finops/gpu/allocation/series`, as the contract spells it. */
+export type AllocationSeriesQuery = NonNullable<operations["getGpuAllocationSeries"]["parameters"]["query"]>;
+/** The cost a token bears: `"allocation"` (the allocated cost, idle included) or `"usage"` (busy GPU time only). */
+export type TokenCostBasis = NonNullable<TokenCostsQuery["basis"]>;
+/** The rows of token costs: per `"deployment"`, per `"tenant"` (with its deployments) or per `"model"`. */
+export type TokenCostAggregate = NonNullable<TokenCostsQuery["aggregate"]>;
+/** The step of a series: `"hour"`, `"day"`, `"week"` (ISO, from Monday) or `"month"`, in UTC. */
+export type AllocationSeriesStep = NonNullable<AllocationSeriesQuery["step"]>;
 /** The query of `GET /v1/audit/events`, as the contract spells it. */
 export type AuditEventsQuery = NonNullable<operations["listAuditEvents"]["parameters"]["query"]>;
 
@@ -150,4 +180,18 @@ export interface AllocationParams {
   from?: AllocationQuery["from"] | Date;
   /** End: a date includes that whole UTC day; an instant (RFC 3339 or `Date`) is exclusive. Default: now. */
   to?: AllocationQuery["to"] | Date;
+}
+
+/** The period, basis and aggregate of {@link FinOpsGpu.tokenCosts}. */
+export interface TokenCostsParams extends AllocationParams {
+  /** Default `"allocation"`: reconciles to the allocation. `"usage"`: busy GPU-seconds only. */
+  basis?: TokenCostBasis;
+  /** Default `"deployment"`; `"tenant"` (each tenant with its deployments) or `"model"`. */
+  aggregate?: TokenCostAggregate;
+}
+
+/** The period and step of {@link FinOpsGpu.allocationSeries}. */
+export interface AllocationSeriesParams extends AllocationParams {
+  /** Default `"day"`. At most 1000 steps in the period. */
+  step?: AllocationSeriesStep;
 }

@@ -23,6 +23,7 @@ from .types import (
     AllocationPolicyChange,
     AllocationPolicyCreated,
     AllocationPolicyList,
+    AllocationSeries,
     ApiKey,
     ApiKeyCreated,
     ApiKeyList,
@@ -37,6 +38,7 @@ from .types import (
     SampleIngestResult,
     Tenant,
     TenantList,
+    TokenCostList,
     UsageIngestResult,
     WhoAmI,
 )
@@ -88,15 +90,50 @@ def gpu_samples(
 
 
 def gpu_allocation(cfg: ClientConfig, start: Optional[DateLike], end: Optional[DateLike]) -> Op[Allocation]:
-    params = {
-        "from": None if start is None else format_date_param(start, "start"),
-        "to": None if end is None else format_date_param(end, "end"),
-    }
     return call(
         cfg,
         "GET",
         "/v1/finops/gpu/allocation",
         lambda d: Allocation.from_json(as_object(d)),
+        params=_period(start, end),
+        idempotent=True,
+    )
+
+
+def _period(start: Optional[DateLike], end: Optional[DateLike]) -> Dict[str, Optional[str]]:
+    return {
+        "from": None if start is None else format_date_param(start, "start"),
+        "to": None if end is None else format_date_param(end, "end"),
+    }
+
+
+def gpu_token_costs(
+    cfg: ClientConfig,
+    start: Optional[DateLike],
+    end: Optional[DateLike],
+    basis: Optional[str],
+    aggregate: Optional[str],
+) -> Op[TokenCostList]:
+    params = {**_period(start, end), "basis": basis, "aggregate": aggregate}
+    return call(
+        cfg,
+        "GET",
+        "/v1/finops/gpu/token-costs",
+        lambda d: TokenCostList.from_json(as_object(d)),
+        params=params,
+        idempotent=True,
+    )
+
+
+def gpu_allocation_series(
+    cfg: ClientConfig, start: Optional[DateLike], end: Optional[DateLike], step: Optional[str]
+) -> Op[AllocationSeries]:
+    params = {**_period(start, end), "step": step}
+    return call(
+        cfg,
+        "GET",
+        "/v1/finops/gpu/allocation/series",
+        lambda d: AllocationSeries.from_json(as_object(d)),
         params=params,
         idempotent=True,
     )

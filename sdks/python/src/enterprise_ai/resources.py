@@ -34,6 +34,7 @@ from .types import (
     AllocationPolicyChange,
     AllocationPolicyCreated,
     AllocationPolicyList,
+    AllocationSeries,
     ApiKey,
     ApiKeyCreated,
     ApiKeyList,
@@ -47,6 +48,7 @@ from .types import (
     SampleIngestResult,
     Tenant,
     TenantList,
+    TokenCostList,
     UsageIngestResult,
     WhoAmI,
 )
@@ -168,6 +170,36 @@ class Finops(_SyncResource):
         datetime ``end`` is exclusive. Defaults: ``end`` now, ``start`` 30 days before ``end``.
         """
         return self._client._run(ops.gpu_allocation(self._cfg, start, end))
+
+    def gpu_token_costs(
+        self,
+        *,
+        start: Optional[DateLike] = None,
+        end: Optional[DateLike] = None,
+        basis: str = "allocation",
+        aggregate: str = "deployment",
+    ) -> TokenCostList:
+        """Cost per million tokens of ``[start, end)``, blended, input and output
+        (``GET /v1/finops/gpu/token-costs``; the allocation's readers, a tenant's: its share only).
+
+        ``basis``: ``"allocation"`` (the allocated cost, idle included: reconciles to the allocation) or
+        ``"usage"`` (busy GPU-seconds only). ``aggregate``: ``"deployment"``, ``"tenant"`` (each tenant with
+        its deployments) or ``"model"``. ``start`` and ``end`` as for :meth:`gpu_allocation`. Another value
+        is a :class:`~enterprise_ai.ValidationError` from the server.
+        """
+        return self._client._run(ops.gpu_token_costs(self._cfg, start, end, basis, aggregate))
+
+    def gpu_allocation_series(
+        self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None, step: str = "day"
+    ) -> AllocationSeries:
+        """Cost over time: ``[start, end)`` cut into steps of ``step`` (``"hour"``, ``"day"``, ``"week"`` from
+        Monday, ``"month"``; UTC; at most 1,000 steps) (``GET /v1/finops/gpu/allocation/series``).
+
+        Each step's cost, allocated and unallocated are the period's apportioned, so that the steps sum to
+        the period (and to :meth:`gpu_allocation`) to the cent. ``start`` and ``end`` as for
+        :meth:`gpu_allocation`.
+        """
+        return self._client._run(ops.gpu_allocation_series(self._cfg, start, end, step))
 
     def create_allocation_policy(
         self, policy: Optional[Mapping[str, Any]] = None, /, **fields: Any
@@ -342,6 +374,23 @@ class AsyncFinops(_AsyncResource):
         self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None
     ) -> Allocation:
         return await self._client._run(ops.gpu_allocation(self._cfg, start, end))
+
+    @_doc(Finops.gpu_token_costs)
+    async def gpu_token_costs(
+        self,
+        *,
+        start: Optional[DateLike] = None,
+        end: Optional[DateLike] = None,
+        basis: str = "allocation",
+        aggregate: str = "deployment",
+    ) -> TokenCostList:
+        return await self._client._run(ops.gpu_token_costs(self._cfg, start, end, basis, aggregate))
+
+    @_doc(Finops.gpu_allocation_series)
+    async def gpu_allocation_series(
+        self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None, step: str = "day"
+    ) -> AllocationSeries:
+        return await self._client._run(ops.gpu_allocation_series(self._cfg, start, end, step))
 
     @_doc(Finops.create_allocation_policy)
     async def create_allocation_policy(

@@ -41,6 +41,7 @@ __all__ = [
     "AllocationPolicyChange",
     "AllocationPolicyCreated",
     "AllocationPolicyList",
+    "AllocationSeries",
     "AllocationTenant",
     "ApiKey",
     "ApiKeyCreated",
@@ -61,9 +62,14 @@ __all__ = [
     "Reservation",
     "ReservationAmounts",
     "SampleIngestResult",
+    "SeriesDeployment",
+    "SeriesStep",
+    "SeriesTotal",
     "Tenant",
     "TenantList",
     "TenantRef",
+    "TokenCost",
+    "TokenCostList",
     "UsageEvent",
     "UsageIngestResult",
     "WhoAmI",
@@ -509,6 +515,262 @@ class Allocation:
         return seen
 
 
+# ------------------------------------------------------------------------------------------- cost per token
+
+
+@dataclass(frozen=True)
+class TokenCost:
+    """What a token costs: a deployment (``deployment_id``), a tenant's share of one (``deployment_id`` and
+    ``tenant_id``), or a total (a tenant's or a model's) with its rows per deployment in ``deployments``.
+
+    Amounts are ``Decimal`` in the currency's minor unit (``input_cost`` is rounded once, ``output_cost`` is
+    ``cost - input_cost``; both ``None`` when the row has no tokens). Rates are per million tokens, 4 decimal
+    places, ``None`` without tokens. Token counts are exact ``Decimal`` quantities.
+
+    ``token_source``: ``vllm`` (the vLLM server's own counters), ``usage_events`` or ``mixed``.
+    ``allocation_method``: ``compute_time`` (measured prefill/decode time, prefix cache left out),
+    ``compute_time_uncorrected`` (no cache figures), ``weight`` (the policy's ``output_token_weight``) or
+    ``mixed`` (a total over rows split differently).
+    """
+
+    deployment_id: Optional[str]
+    tenant_id: Optional[str]
+    model: Optional[str]
+    currency: str
+    cost: Decimal
+    input_cost: Optional[Decimal]
+    output_cost: Optional[Decimal]
+    tokens_in: Decimal
+    tokens_out: Decimal
+    cached_tokens_in: Decimal
+    effective_tokens_in: Decimal
+    tokens: Decimal
+    token_source: str
+    allocation_method: str
+    output_token_weight: Optional[Decimal]
+    cost_per_mtok: Optional[Decimal]
+    input_cost_per_mtok: Optional[Decimal]
+    output_cost_per_mtok: Optional[Decimal]
+    deployments: List[TokenCost] = field(default_factory=list)
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> TokenCost:
+        return cls(
+            deployment_id=_opt_str(d.get("deployment_id")),
+            tenant_id=_opt_str(d.get("tenant_id")),
+            model=_opt_str(d.get("model")),
+            currency=_str(d["currency"]),
+            cost=_dec(d["cost"]),
+            input_cost=_opt_dec(d.get("input_cost")),
+            output_cost=_opt_dec(d.get("output_cost")),
+            tokens_in=_dec(d["tokens_in"]),
+            tokens_out=_dec(d["tokens_out"]),
+            cached_tokens_in=_dec(d["cached_tokens_in"]),
+            effective_tokens_in=_dec(d["effective_tokens_in"]),
+            tokens=_dec(d["tokens"]),
+            token_source=_str(d["token_source"]),
+            allocation_method=_str(d["allocation_method"]),
+            output_token_weight=_opt_dec(d.get("output_token_weight")),
+            cost_per_mtok=_opt_dec(d.get("cost_per_mtok")),
+            input_cost_per_mtok=_opt_dec(d.get("input_cost_per_mtok")),
+            output_cost_per_mtok=_opt_dec(d.get("output_cost_per_mtok")),
+            deployments=_list(d.get("deployments"), TokenCost.from_json),
+            raw=_raw(d),
+        )
+
+    @property
+    def cost_money(self) -> Money:
+        """``cost`` with its currency."""
+        return Money(self.cost, self.currency)
+
+
+@dataclass(frozen=True)
+class TokenCostList:
+    """Cost per token of a period ``[from_, to)`` (``GET /v1/finops/gpu/token-costs``): iterable, sized and
+    indexable like a list of :class:`TokenCost`. ``basis``: ``allocation`` or ``usage``; ``aggregate``:
+    ``deployment``, ``tenant`` or ``model``. A tenant-scoped view holds only that tenant's share."""
+
+    from_: _dt.datetime
+    to: _dt.datetime
+    basis: str
+    aggregate: str
+    items: List[TokenCost]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> TokenCostList:
+        return cls(
+            from_=_instant(d["from"]),
+            to=_instant(d["to"]),
+            basis=_str(d["basis"]),
+            aggregate=_str(d["aggregate"]),
+            items=_list(d.get("items"), TokenCost.from_json),
+            raw=_raw(d),
+        )
+
+    def __iter__(self) -> Iterator[TokenCost]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @overload
+    def __getitem__(self, index: int) -> TokenCost: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> List[TokenCost]: ...
+
+    def __getitem__(self, index: Union[int, slice]) -> Union[TokenCost, List[TokenCost]]:
+        return self.items[index]
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def deployment(self, deployment_id: str) -> Optional[TokenCost]:
+        """The first row of a deployment (``aggregate="deployment"``), or ``None``."""
+        return next((r for r in self.items if r.deployment_id == deployment_id), None)
+
+    def tenant(self, tenant_id: str) -> Optional[TokenCost]:
+        """The first row of a tenant (``aggregate="tenant"``), or ``None``."""
+        return next((r for r in self.items if r.tenant_id == tenant_id), None)
+
+    def model(self, model: str) -> Optional[TokenCost]:
+        """The first row of a model (``aggregate="model"``), or ``None``."""
+        return next((r for r in self.items if r.model == model), None)
+
+
+# ------------------------------------------------------------------------------------------ cost over time
+
+
+@dataclass(frozen=True)
+class SeriesTotal:
+    """A currency's cost, allocated and unallocated amounts (of a step, or of the whole series)."""
+
+    currency: str
+    cost: Decimal
+    allocated: Decimal
+    unallocated: Decimal
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> SeriesTotal:
+        return cls(
+            currency=_str(d["currency"]),
+            cost=_dec(d["cost"]),
+            allocated=_dec(d["allocated"]),
+            unallocated=_dec(d["unallocated"]),
+            raw=_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class SeriesDeployment:
+    """A deployment in one step (a tenant's view: its share). The amounts (and ``currency``) are ``None``
+    when the deployment had tokens but cost nothing in the step."""
+
+    deployment_id: str
+    currency: Optional[str]
+    cost: Optional[Decimal]
+    allocated: Optional[Decimal]
+    unallocated: Optional[Decimal]
+    tokens_in: Decimal
+    tokens_out: Decimal
+    tokens: Decimal
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> SeriesDeployment:
+        return cls(
+            deployment_id=_str(d["deployment_id"]),
+            currency=_opt_str(d.get("currency")),
+            cost=_opt_dec(d.get("cost")),
+            allocated=_opt_dec(d.get("allocated")),
+            unallocated=_opt_dec(d.get("unallocated")),
+            tokens_in=_dec(d["tokens_in"]),
+            tokens_out=_dec(d["tokens_out"]),
+            tokens=_dec(d["tokens"]),
+            raw=_raw(d),
+        )
+
+
+def _total(totals: List[SeriesTotal], currency: Optional[str]) -> Optional[SeriesTotal]:
+    return next((t for t in totals if currency is None or t.currency == currency), None)
+
+
+@dataclass(frozen=True)
+class SeriesStep:
+    """One step ``[from_, to)`` of a series: its totals per currency, tokens and deployments."""
+
+    from_: _dt.datetime
+    to: _dt.datetime
+    totals: List[SeriesTotal]
+    tokens_in: Decimal
+    tokens_out: Decimal
+    tokens: Decimal
+    deployments: List[SeriesDeployment]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> SeriesStep:
+        return cls(
+            from_=_instant(d["from"]),
+            to=_instant(d["to"]),
+            totals=_list(d.get("totals"), SeriesTotal.from_json),
+            tokens_in=_dec(d["tokens_in"]),
+            tokens_out=_dec(d["tokens_out"]),
+            tokens=_dec(d["tokens"]),
+            deployments=_list(d.get("deployments"), SeriesDeployment.from_json),
+            raw=_raw(d),
+        )
+
+    def total(self, currency: Optional[str] = None) -> Optional[SeriesTotal]:
+        """The step's total in ``currency`` (the first one when not given), or ``None``."""
+        return _total(self.totals, currency)
+
+    def deployment(self, deployment_id: str, currency: Optional[str] = None) -> Optional[SeriesDeployment]:
+        """The step's row of a deployment (in ``currency`` when given), or ``None``."""
+        for row in self.deployments:
+            if row.deployment_id == deployment_id and (currency is None or row.currency == currency):
+                return row
+        return None
+
+
+@dataclass(frozen=True)
+class AllocationSeries:
+    """Cost over time (``GET /v1/finops/gpu/allocation/series``): the period ``[from_, to)`` cut into steps
+    (``step``: ``hour``, ``day``, ``week`` or ``month``, UTC). Every column of the steps sums to ``totals``
+    (and to the allocation of the period) to the cent."""
+
+    from_: _dt.datetime
+    to: _dt.datetime
+    step: str
+    totals: List[SeriesTotal]
+    tokens_in: Decimal
+    tokens_out: Decimal
+    tokens: Decimal
+    steps: List[SeriesStep]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AllocationSeries:
+        return cls(
+            from_=_instant(d["from"]),
+            to=_instant(d["to"]),
+            step=_str(d["step"]),
+            totals=_list(d.get("totals"), SeriesTotal.from_json),
+            tokens_in=_dec(d["tokens_in"]),
+            tokens_out=_dec(d["tokens_out"]),
+            tokens=_dec(d["tokens"]),
+            steps=_list(d.get("steps"), SeriesStep.from_json),
+            raw=_raw(d),
+        )
+
+    def total(self, currency: Optional[str] = None) -> Optional[SeriesTotal]:
+        """The period's total in ``currency`` (the first one when not given), or ``None``."""
+        return _total(self.totals, currency)
+
+
 # ------------------------------------------------------------------------------------------------ policies
 
 
@@ -534,6 +796,9 @@ class AllocationPolicy:
     effective_to: Optional[_dt.datetime]
     created_at: Optional[_dt.datetime] = None
     created_by: Optional[str] = None
+    output_token_weight: Optional[Decimal] = None
+    """What an output token weighs against an input token when a deployment's cost per token is split without
+    measured prefill and decode time (default ``Decimal("2.5")``; ``None`` from a server that predates it)."""
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -556,6 +821,7 @@ class AllocationPolicy:
             effective_to=_opt_instant(d.get("effective_to")),
             created_at=_opt_instant(d.get("created_at")),
             created_by=_opt_str(d.get("created_by")),
+            output_token_weight=_opt_dec(d.get("output_token_weight")),
             raw=_raw(d),
         )
 

@@ -44,6 +44,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/finops/gpu/allocation/series": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Cost over time
+         * @description Who: the allocation's readers (a tenant's: their share and their tokens). The period cut into steps; each step's cost, allocated and unallocated are the period's apportioned by each step's own allocation (largest remainder), so the steps sum to the period to the cent. Tokens per step: a deployment's vLLM counters where it has any in the period, else its usage events.
+         */
+        get: operations["getGpuAllocationSeries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/finops/gpu/token-costs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What a token costs
+         * @description Who: the allocation's readers (a tenant's: their share only, on every aggregate). Cost per million tokens, blended, input and output, per deployment, tenant or model, on the allocation basis (reconciles to the allocation) or the usage basis (busy GPU-seconds only). The input/output split uses vLLM's measured prefill and decode time when the sampler reads them, else the policy's output_token_weight.
+         */
+        get: operations["getGpuTokenCosts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/finops/allocation-policies": {
         parameters: {
             query?: never;
@@ -708,12 +748,12 @@ export interface components {
             schema_version: "1.0";
             /**
              * Format: uuid
-             * @description The tenant charged. Omitted by tenant credentials (taken from the key); required from a platform identity.
+             * @description The tenant charged. Omitted by tenant credentials (taken from the key); required from a platform identity. Omitted on events of source `vllm` (they belong to no tenant).
              */
             tenant_id?: string | null;
             /** @description What was consumed, e.g. `llm_tokens`, `gpu_local`. */
             usage_type: string;
-            /** @description Who reports it, e.g. `gateway`, `worker`, `allocation` (events of source `allocation` never weigh a GPU split). */
+            /** @description Who reports it, e.g. `gateway`, `worker`, `allocation` (events of source `allocation` never weigh a GPU split). Events of source `vllm` are a vLLM server's own counters for a whole deployment (units tokens_in, tokens_out, cached_tokens_in, prefill_seconds, decode_seconds, requests): posted by a sampler (or a platform admin) without tenant_id, they measure cost per token and never weigh a split. */
             source: string;
             /**
              * Format: date-time
@@ -997,6 +1037,8 @@ export interface components {
              * @enum {string|null}
              */
             idle_capacity?: "unallocated" | "proportional" | null;
+            /** @description What one output token weighs against one input token when a deployment's cost per token is split between input and output without measured prefill and decode time (default 2.5), 0.1..=1000, at most 10 decimal places. */
+            output_token_weight?: number | string | null;
             /** @description Default true. */
             enabled?: boolean | null;
             /** @description Inclusive; a date means its midnight UTC. Default: now. */
@@ -1029,6 +1071,8 @@ export interface components {
              * @enum {string|null}
              */
             idle_capacity?: "unallocated" | "proportional" | null;
+            /** @description What one output token weighs against one input token when a deployment's cost per token is split between input and output without measured prefill and decode time (default 2.5), 0.1..=1000, at most 10 decimal places. */
+            output_token_weight?: number | string | null;
             /** @description Default true. */
             enabled?: boolean | null;
             /** @description Inclusive; a date means its midnight UTC. Default: now. */
@@ -1062,6 +1106,8 @@ export interface components {
             storage_gb_month_price: components["schemas"]["DecimalString"];
             /** @enum {string} */
             idle_capacity: "unallocated" | "proportional";
+            /** @description What one output token weighs against one input token where prefill and decode time are not measured (cost per token). */
+            output_token_weight: components["schemas"]["DecimalString"];
             enabled: boolean;
             /** Format: date-time */
             effective_from: string;
@@ -1393,6 +1439,106 @@ export interface components {
             /** Format: uuid */
             usage_event_id: string | null;
         };
+        /** @description What a token costs: a deployment, a tenant's share of one, or a total (a tenant's, a model's) with its `deployments`. Amounts are the currency's minor unit (input is rounded once, output is the rest); rates per million tokens have 4 decimal places, rounded half away from zero, from the rounded amounts. */
+        TokenCost: {
+            /** @description Null on a tenant's or a model's total. */
+            deployment_id: string | null;
+            /**
+             * Format: uuid
+             * @description The tenant whose share this is; null on a deployment's or a model's row.
+             */
+            tenant_id: string | null;
+            /** @description The model served (vLLM's `model_name`, else the usage events' `model.name`); null: not known. */
+            model: string | null;
+            currency: components["schemas"]["Currency"];
+            /** @description allocation basis: the allocated cost (a deployment's `cost`, idle included; a tenant's allocated amount). usage basis: that times busy/total GPU-seconds. */
+            cost: components["schemas"]["DecimalString"];
+            /** @description The cost borne by input tokens; null when the row has no tokens. */
+            input_cost: components["schemas"]["DecimalString"] | null;
+            /** @description The cost borne by output tokens (cost - input_cost); null when the row has no tokens. */
+            output_cost: components["schemas"]["DecimalString"] | null;
+            tokens_in: components["schemas"]["Quantity"];
+            tokens_out: components["schemas"]["Quantity"];
+            /** @description Input tokens served from vLLM's prefix cache (a tenant's: its share at the deployment's cache ratio). */
+            cached_tokens_in: components["schemas"]["Quantity"];
+            /** @description Input tokens that needed compute: the input rate's denominator. */
+            effective_tokens_in: components["schemas"]["Quantity"];
+            tokens: components["schemas"]["Quantity"];
+            /**
+             * @description vllm: the vLLM server's own counters (events of source vllm); usage_events: the tenants' usage events.
+             * @enum {string}
+             */
+            token_source: "vllm" | "usage_events" | "mixed";
+            /**
+             * @description How input and output were split: measured prefill/decode time with the prefix cache left out of the input tokens (compute_time), without cache figures (compute_time_uncorrected), or the policy's output_token_weight (weight); mixed on a total over rows split differently.
+             * @enum {string}
+             */
+            allocation_method: "compute_time" | "compute_time_uncorrected" | "weight" | "mixed";
+            /** @description What an output token weighed against an effective input token (measured, or the policy's). */
+            output_token_weight: components["schemas"]["DecimalString"] | null;
+            /** @description cost / tokens x 1,000,000; null without tokens. */
+            cost_per_mtok: components["schemas"]["DecimalString"] | null;
+            /** @description input_cost / effective_tokens_in x 1,000,000. */
+            input_cost_per_mtok: components["schemas"]["DecimalString"] | null;
+            /** @description output_cost / tokens_out x 1,000,000. */
+            output_cost_per_mtok: components["schemas"]["DecimalString"] | null;
+            /** @description On a tenant's or a model's total: its rows per deployment. */
+            deployments?: components["schemas"]["TokenCost"][];
+        };
+        TokenCostList: {
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            /** @enum {string} */
+            basis: "allocation" | "usage";
+            /** @enum {string} */
+            aggregate: "deployment" | "tenant" | "model";
+            items: components["schemas"]["TokenCost"][];
+        };
+        SeriesTotal: {
+            currency: components["schemas"]["Currency"];
+            cost: components["schemas"]["DecimalString"];
+            allocated: components["schemas"]["DecimalString"];
+            unallocated: components["schemas"]["DecimalString"];
+        };
+        /** @description A deployment in one step (a tenant's readers: their share). Null amounts: tokens on a deployment that cost nothing in the step. */
+        SeriesDeployment: {
+            deployment_id: string;
+            currency: components["schemas"]["Currency"] | null;
+            cost: components["schemas"]["DecimalString"] | null;
+            allocated: components["schemas"]["DecimalString"] | null;
+            unallocated: components["schemas"]["DecimalString"] | null;
+            tokens_in: components["schemas"]["Quantity"];
+            tokens_out: components["schemas"]["Quantity"];
+            tokens: components["schemas"]["Quantity"];
+        };
+        SeriesStep: {
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            /** @description Per currency. */
+            totals: components["schemas"]["SeriesTotal"][];
+            tokens_in: components["schemas"]["Quantity"];
+            tokens_out: components["schemas"]["Quantity"];
+            tokens: components["schemas"]["Quantity"];
+            deployments: components["schemas"]["SeriesDeployment"][];
+        };
+        /** @description Cost over time: every column of the steps sums to the period's totals (and to GET /v1/finops/gpu/allocation's) to the cent. */
+        AllocationSeries: {
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            /** @enum {string} */
+            step: "hour" | "day" | "week" | "month";
+            totals: components["schemas"]["SeriesTotal"][];
+            tokens_in: components["schemas"]["Quantity"];
+            tokens_out: components["schemas"]["Quantity"];
+            tokens: components["schemas"]["Quantity"];
+            steps: components["schemas"]["SeriesStep"][];
+        };
     };
     responses: {
         /** @description No, unknown or revoked API key. */
@@ -1604,6 +1750,12 @@ export interface components {
          * @example fr
          */
         "Accept-Language": string;
+        /** @description allocation (default): the allocated cost, idle included, reconciles to the allocation; usage: busy GPU-seconds only. */
+        basis: "allocation" | "usage";
+        /** @description deployment (default), tenant (each tenant with its deployments) or model. */
+        aggregate: "deployment" | "tenant" | "model";
+        /** @description hour, day (default), week (ISO, from Monday) or month; UTC. At most 1000 steps. */
+        step: "hour" | "day" | "week" | "month";
     };
     requestBodies: never;
     headers: {
@@ -1723,6 +1875,132 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Allocation"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getGpuAllocationSeries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Start (inclusive): a date (its midnight UTC) or an RFC 3339 date-time. Default: `to` minus 30 days. The period is widened to whole hours (`from` floored, `to` ceiled); the answer's `from` and `to` say which.
+                 * @example 2026-10-01
+                 */
+                from?: components["parameters"]["from"];
+                /**
+                 * @description End: a date includes that whole UTC day (the period ends at the next midnight); an RFC 3339 date-time is exclusive. Default: now. Must be after `from`. The period is widened to whole hours (`from` floored, `to` ceiled); the answer's `from` and `to` say which.
+                 * @example 2026-10-31
+                 */
+                to?: components["parameters"]["to"];
+                /** @description hour, day (default), week (ISO, from Monday) or month; UTC. At most 1000 steps. */
+                step?: components["parameters"]["step"];
+            };
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AllocationSeries"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getGpuTokenCosts: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Start (inclusive): a date (its midnight UTC) or an RFC 3339 date-time. Default: `to` minus 30 days. The period is widened to whole hours (`from` floored, `to` ceiled); the answer's `from` and `to` say which.
+                 * @example 2026-10-01
+                 */
+                from?: components["parameters"]["from"];
+                /**
+                 * @description End: a date includes that whole UTC day (the period ends at the next midnight); an RFC 3339 date-time is exclusive. Default: now. Must be after `from`. The period is widened to whole hours (`from` floored, `to` ceiled); the answer's `from` and `to` say which.
+                 * @example 2026-10-31
+                 */
+                to?: components["parameters"]["to"];
+                /** @description allocation (default): the allocated cost, idle included, reconciles to the allocation; usage: busy GPU-seconds only. */
+                basis?: components["parameters"]["basis"];
+                /** @description deployment (default), tenant (each tenant with its deployments) or model. */
+                aggregate?: components["parameters"]["aggregate"];
+            };
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenCostList"];
                 };
             };
             401: components["responses"]["Unauthorized"];

@@ -9,6 +9,8 @@ import type {
   AllocationPolicyDisable,
   AllocationPolicyList,
   AllocationPolicySupersede,
+  AllocationSeries,
+  AllocationSeriesParams,
   Budget,
   BudgetChange,
   BudgetCreate,
@@ -21,10 +23,12 @@ import type {
   Reservation,
   ReservationActual,
   ReservationCreate,
+  TokenCostList,
+  TokenCostsParams,
 } from "../types.js";
 import { isoInstant } from "../util.js";
 
-/** `client.finops.gpu`: GPU samples and the cost allocation. */
+/** `client.finops.gpu`: GPU samples, the cost allocation, cost per token and cost over time. */
 export class FinOpsGpu {
   #client: EnterpriseAI;
 
@@ -90,14 +94,58 @@ export class FinOpsGpu {
    * const october = await client.finops.gpu.allocation({ from: "2026-10-01", to: "2026-10-31" });
    */
   allocation(params: AllocationParams = {}, options?: RequestOptions): Promise<Allocation> {
-    const date = (v: string | Date | undefined) => (v instanceof Date ? isoInstant(v) : v);
-    return this.#client.request<Allocation>(
+    return this.#client.request<Allocation>("GET", "/v1/finops/gpu/allocation", { query: period(params) }, options);
+  }
+
+  /**
+   * Cost per million tokens of a period, blended, input and output (`GET /v1/finops/gpu/token-costs`), per
+   * deployment (default), per tenant (each with its `deployments`) or per model. `basis` `"allocation"`
+   * (default) takes the allocated cost, idle included, and reconciles to the allocation; `"usage"` keeps the
+   * busy GPU-seconds only. The input/output split uses vLLM's measured prefill and decode time where a sampler
+   * posts its counters (`allocation_method` `"compute_time"`), else the policy's `output_token_weight`
+   * (`"weight"`). `from`/`to` as for {@link allocation}. Amounts and rates are decimal strings.
+   *
+   * Who: the allocation's readers (a tenant's: its share only, on every aggregate).
+   *
+   * @example
+   * const { items } = await client.finops.gpu.tokenCosts({ from: "2026-10-01", to: "2026-10-31", aggregate: "tenant" });
+   * for (const row of items) console.log(row.tenant_id, row.cost, row.cost_per_mtok, row.allocation_method);
+   */
+  tokenCosts(params: TokenCostsParams = {}, options?: RequestOptions): Promise<TokenCostList> {
+    return this.#client.request<TokenCostList>(
       "GET",
-      "/v1/finops/gpu/allocation",
-      { query: { from: date(params.from), to: date(params.to) } },
+      "/v1/finops/gpu/token-costs",
+      { query: { ...period(params), basis: params.basis, aggregate: params.aggregate } },
       options,
     );
   }
+
+  /**
+   * Cost over time (`GET /v1/finops/gpu/allocation/series`): the period cut into steps of `step` (`"hour"`,
+   * `"day"` by default, `"week"`, `"month"`; UTC; at most 1000 steps), each with its cost, allocated and
+   * unallocated per currency and its tokens. The steps are the period's amounts apportioned, so each column
+   * sums to `totals` (and to {@link allocation}) to the cent. `from`/`to` as for {@link allocation}.
+   *
+   * Who: the allocation's readers (a tenant's: its share and its tokens).
+   *
+   * @example
+   * const series = await client.finops.gpu.allocationSeries({ from: "2026-10-01", to: "2026-10-31", step: "day" });
+   * for (const s of series.steps) console.log(s.from, s.totals[0]?.cost, s.tokens);
+   */
+  allocationSeries(params: AllocationSeriesParams = {}, options?: RequestOptions): Promise<AllocationSeries> {
+    return this.#client.request<AllocationSeries>(
+      "GET",
+      "/v1/finops/gpu/allocation/series",
+      { query: { ...period(params), step: params.step } },
+      options,
+    );
+  }
+}
+
+/** The `from`/`to` query of a period: a `Date` is sent as its instant, a string as given. */
+function period(params: AllocationParams): { from: string | undefined; to: string | undefined } {
+  const date = (v: string | Date | undefined) => (v instanceof Date ? isoInstant(v) : v);
+  return { from: date(params.from), to: date(params.to) };
 }
 
 /** `client.finops.allocationPolicies`: the prices GPU time is charged at. */

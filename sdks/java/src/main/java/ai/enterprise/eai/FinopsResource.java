@@ -4,10 +4,12 @@ import ai.enterprise.eai.model.Allocation;
 import ai.enterprise.eai.model.AllocationPolicy;
 import ai.enterprise.eai.model.AllocationPolicyChange;
 import ai.enterprise.eai.model.AllocationPolicyCreated;
+import ai.enterprise.eai.model.AllocationSeries;
 import ai.enterprise.eai.model.Budget;
 import ai.enterprise.eai.model.BudgetChange;
 import ai.enterprise.eai.model.IngestResult;
 import ai.enterprise.eai.model.Reservation;
+import ai.enterprise.eai.model.TokenCostList;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.math.BigDecimal;
 import java.time.Instant;
@@ -147,6 +149,112 @@ public final class FinopsResource extends Resource {
         return gpuAllocation(period(from, to));
     }
 
+    // ---------------------------------------------------------------------------------------- cost per token
+
+    /**
+     * Cost per million tokens of a period, blended, input and output ({@code GET /v1/finops/gpu/token-costs};
+     * the allocation's readers, a tenant's: its share only).
+     *
+     * <p>The input/output split uses vLLM's measured prefill and decode time where a sampler posts its counters
+     * ({@code allocationMethod} {@code compute_time}), else the policy's {@code output_token_weight}
+     * ({@code weight}).
+     *
+     * @param params {@code from} and {@code to} as for {@link #gpuAllocation(Map)}; {@code basis}:
+     *     {@code "allocation"} (default: the allocated cost, idle included) or {@code "usage"} (busy GPU-seconds
+     *     only); {@code aggregate}: {@code "deployment"} (default), {@code "tenant"} or {@code "model"}
+     * @return the rows
+     * @throws ValidationException when a parameter is invalid
+     * @throws EnterpriseAIException on any other error
+     */
+    public TokenCostList gpuTokenCosts(Map<String, ?> params) {
+        return t().call("GET", "/v1/finops/gpu/token-costs", params, null, true, TokenCostList.class);
+    }
+
+    /**
+     * Cost per million tokens of {@code [from, to)}; see {@link #gpuTokenCosts(Map)}.
+     *
+     * @param from start (inclusive)
+     * @param to end (exclusive)
+     * @param basis {@code "allocation"}, {@code "usage"}, or {@code null} for the default ({@code allocation})
+     * @param aggregate {@code "deployment"}, {@code "tenant"}, {@code "model"}, or {@code null} for the default
+     *     ({@code deployment})
+     * @return the rows
+     * @throws EnterpriseAIException on an error
+     */
+    public TokenCostList gpuTokenCosts(Instant from, Instant to, String basis, String aggregate) {
+        Map<String, Object> p = period(from, to);
+        p.put("basis", basis);
+        p.put("aggregate", aggregate);
+        return gpuTokenCosts(p);
+    }
+
+    /**
+     * Cost per million tokens of whole UTC days, {@code from} at midnight until the end of {@code to}; see
+     * {@link #gpuTokenCosts(Map)}.
+     *
+     * @param from first day
+     * @param to last day (included)
+     * @param basis {@code "allocation"}, {@code "usage"}, or {@code null} for the default
+     * @param aggregate {@code "deployment"}, {@code "tenant"}, {@code "model"}, or {@code null} for the default
+     * @return the rows
+     * @throws EnterpriseAIException on an error
+     */
+    public TokenCostList gpuTokenCosts(LocalDate from, LocalDate to, String basis, String aggregate) {
+        Map<String, Object> p = period(from, to);
+        p.put("basis", basis);
+        p.put("aggregate", aggregate);
+        return gpuTokenCosts(p);
+    }
+
+    // ---------------------------------------------------------------------------------------- cost over time
+
+    /**
+     * Cost over time ({@code GET /v1/finops/gpu/allocation/series}; the allocation's readers, a tenant's: its
+     * share and its tokens). Each step's cost, allocated and unallocated are the period's apportioned, so every
+     * column of the steps sums to the period's totals (and to {@link #gpuAllocation(Map)}) to the cent.
+     *
+     * @param params {@code from} and {@code to} as for {@link #gpuAllocation(Map)}; {@code step}: {@code "hour"},
+     *     {@code "day"} (default), {@code "week"} (ISO, from Monday) or {@code "month"}, UTC, at most 1000 steps
+     * @return the series
+     * @throws ValidationException when a parameter is invalid
+     * @throws EnterpriseAIException on any other error
+     */
+    public AllocationSeries gpuAllocationSeries(Map<String, ?> params) {
+        return t().call("GET", "/v1/finops/gpu/allocation/series", params, null, true, AllocationSeries.class);
+    }
+
+    /**
+     * Cost over time of {@code [from, to)}; see {@link #gpuAllocationSeries(Map)}.
+     *
+     * @param from start (inclusive)
+     * @param to end (exclusive)
+     * @param step {@code "hour"}, {@code "day"}, {@code "week"}, {@code "month"}, or {@code null} for the default
+     *     ({@code day})
+     * @return the series
+     * @throws EnterpriseAIException on an error
+     */
+    public AllocationSeries gpuAllocationSeries(Instant from, Instant to, String step) {
+        Map<String, Object> p = period(from, to);
+        p.put("step", step);
+        return gpuAllocationSeries(p);
+    }
+
+    /**
+     * Cost over time of whole UTC days, {@code from} at midnight until the end of {@code to}; see
+     * {@link #gpuAllocationSeries(Map)}.
+     *
+     * @param from first day
+     * @param to last day (included)
+     * @param step {@code "hour"}, {@code "day"}, {@code "week"}, {@code "month"}, or {@code null} for the default
+     * @return the series
+     * @throws EnterpriseAIException on an error
+     */
+    public AllocationSeries gpuAllocationSeries(LocalDate from, LocalDate to, String step) {
+        Map<String, Object> p = period(from, to);
+        p.put("step", step);
+        return gpuAllocationSeries(p);
+    }
+
     private static Map<String, Object> period(Object from, Object to) {
         Map<String, Object> p = new LinkedHashMap<>();
         p.put("from", from);
@@ -161,8 +269,8 @@ public final class FinopsResource extends Resource {
      *
      * <p>Members: {@code name}, {@code gpu_hourly_cost} (required), {@code deployment_pattern},
      * {@code gpu_model}, {@code currency} (default USD), {@code overhead_pct}, {@code energy_kwh_price},
-     * {@code pue}, {@code storage_gb_month_price}, {@code idle_capacity}, {@code enabled},
-     * {@code effective_from}, {@code effective_to}. Money as a {@code BigDecimal}, a decimal string or a number
+     * {@code pue}, {@code storage_gb_month_price}, {@code idle_capacity}, {@code output_token_weight},
+     * {@code enabled}, {@code effective_from}, {@code effective_to}. Money as a {@code BigDecimal}, a decimal string or a number
      * ({@code 2.10} is sent as {@code 2.1}). Not retried after the request may have reached the server (only on
      * connection failures, 429 and 503).
      *

@@ -28,6 +28,8 @@ class ContractTest {
     static final Set<String> SDK_OPERATIONS = Set.of(
             "POST /v1/finops/gpu/samples",
             "GET /v1/finops/gpu/allocation",
+            "GET /v1/finops/gpu/token-costs",
+            "GET /v1/finops/gpu/allocation/series",
             "POST /v1/finops/allocation-policies",
             "GET /v1/finops/allocation-policies",
             "POST /v1/finops/allocation-policies/{id}/supersede",

@@ -18,6 +18,8 @@ import java.time.Instant;
  * @param pue power usage effectiveness
  * @param storageGbMonthPrice price of one GiB held for 30 days
  * @param idleCapacity {@code unallocated} or {@code proportional}
+ * @param outputTokenWeight what an output token weighs against an input token when cost per token is split
+ *     without measured prefill and decode time (default 2.5); {@code null} from a server that predates it
  * @param enabled false for a disabled policy
  * @param effectiveFrom start (inclusive)
  * @param effectiveTo end (exclusive), {@code null} when open-ended
@@ -37,6 +39,7 @@ public record AllocationPolicy(
         BigDecimal pue,
         BigDecimal storageGbMonthPrice,
         String idleCapacity,
+        BigDecimal outputTokenWeight,
         boolean enabled,
         Instant effectiveFrom,
         Instant effectiveTo,

@@ -20,7 +20,8 @@ import java.util.UUID;
  *
  * @param eventId dedup key (uuid), chosen by the producer
  * @param schemaVersion version of the contract, {@code "1.0"}
- * @param tenantId the tenant charged: omitted by tenant credentials, required from a platform identity
+ * @param tenantId the tenant charged: omitted by tenant credentials, required from a platform identity, omitted on
+ *     events of source {@code vllm} (a vLLM server's counters for a whole deployment, posted by a sampler key)
  * @param usageType what was consumed, e.g. {@code llm_tokens}
  * @param source who reports it, e.g. {@code gateway}, {@code worker}
  * @param occurredAt when it happened (picks the allocation bucket); {@code null}: now, set by the SDK
