@@ -304,7 +304,7 @@ macro_rules! actions {
 /// |---|---|---|---|---|---|---|---|---|
 /// | samples ingest | all | - | - | - | - | - | all (its nodes) | - |
 /// | allocation, policy list, catalog | all | tenant | tenant | tenant | tenant | tenant | - | catalog: all |
-/// | policy create/supersede/disable, key create | all | - | - | - | - | - | - | - |
+/// | policy create/supersede/disable, key create, provider register | all | - | - | - | - | - | - | - |
 /// | key list, revoke, rotate | all | - | tenant | - | - | - | - | - |
 /// | usage events ingest | all (tenant in body) | - | tenant | - | tenant | - | vLLM counters only | all (tenant in body), no vLLM counters |
 /// | audit events | all | - | - | tenant | - | - | - | - |
@@ -356,6 +356,11 @@ pub mod actions {
             name: "providers.catalog", mutation: false, follows_tenant_header: true,
             platform: [PlatformAdmin, UsageReporter],
             tenant: [Finops, TenantAdmin, Auditor, SecurityOfficer, Developer, Viewer],
+        }
+        /// `POST /v1/providers`.
+        RegisterProvider {
+            name: "provider.register", mutation: true, follows_tenant_header: false,
+            platform: [PlatformAdmin], tenant: [],
         }
         /// `POST /v1/usage/events` (a platform identity names the tenant in the body; a sampler posts only its
         /// vLLM servers' counters, `source: vllm`, which name no tenant).

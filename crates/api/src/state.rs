@@ -53,7 +53,17 @@ pub struct AppState {
     pub source: Arc<crate::allocation::Source>,
     /// Rate limits and allocation slots.
     pub limits: Arc<Limits>,
+    /// The catalog's prices: the last closed month (`YYYY-MM`), when they were computed, and the cost per
+    /// million tokens per deployment.
+    pub catalog_prices: Arc<tokio::sync::Mutex<Option<CatalogPrices>>>,
 }
+
+/// The last closed month's cost per token per deployment, as the catalog caches it.
+pub type CatalogPrices = (
+    String,
+    eai_engine::time::Timestamp,
+    std::collections::HashMap<String, eai_engine::tokens::TokenCost>,
+);
 
 impl AppState {
     pub fn new(store: Arc<dyn Store>, settings: Settings, limits: Limits) -> Self {
@@ -63,6 +73,7 @@ impl AppState {
             metrics: Arc::new(Metrics::new()),
             source: Arc::new(crate::allocation::Source::Primary),
             limits: Arc::new(limits),
+            catalog_prices: Arc::default(),
         }
     }
 }

@@ -423,7 +423,10 @@ async fn the_worked_example_of_the_spec_holds_through_the_api() {
     assert_eq!(item["id"], "vllm");
     assert_eq!(item["local"], true);
     assert_eq!(item["base_url"], "http://vllm-llama-70b:8000/v1");
-    assert_eq!(item["discovery"], "api");
+    assert_eq!(
+        item["discovery"], "samples",
+        "seen in samples, never registered"
+    );
     assert!(
         item["provider_id"]
             .as_str()
@@ -1305,4 +1308,5 @@ on_both_backends!(
     a_token_costs_what_its_share_of_the_allocation_costs,
     vllm_counters_measure_the_split_but_never_weigh_the_tenants,
     the_steps_of_a_series_sum_to_the_period_exactly,
+    providers_are_registered_confirmed_and_priced_by_last_month,
 );

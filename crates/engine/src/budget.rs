@@ -122,28 +122,9 @@ const BUDGET_FIELDS: &[&str] = &[
     "effective_to",
 ];
 
-/// A webhook target: an absolute `http` or `https` URL with a host, no spaces, at most 2048 characters.
+/// A webhook target: an absolute `http` or `https` URL with a host.
 fn webhook_url(s: &str) -> Result<String, FieldError> {
-    let bad = || {
-        FieldError::new(
-            "webhook_url",
-            "must be an http:// or https:// URL with a host (e.g. https://hooks.example.com/eai)",
-        )
-    };
-    let s = s.trim();
-    let rest = s
-        .strip_prefix("https://")
-        .or_else(|| s.strip_prefix("http://"))
-        .ok_or_else(bad)?;
-    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    if host.is_empty()
-        || host.starts_with(':')
-        || s.len() > 2048
-        || s.chars().any(char::is_whitespace)
-    {
-        return Err(bad());
-    }
-    Ok(s.to_string())
+    crate::wire::http_url("webhook_url", s)
 }
 
 fn thresholds(r: &mut Record<'_>) -> Option<Vec<u32>> {

@@ -16,6 +16,7 @@ pub mod error;
 pub mod fixed;
 pub mod money;
 pub mod policy;
+pub mod provider;
 pub mod report;
 pub mod rollup;
 pub mod scope;

@@ -112,6 +112,31 @@ impl<'de> Deserialize<'de> for Loose {
     }
 }
 
+/// An absolute `http` or `https` URL with a host, no spaces, at most 2048 characters (a webhook, a provider's
+/// endpoint), trimmed.
+pub fn http_url(field: &str, s: &str) -> Result<String, FieldError> {
+    let bad = || {
+        FieldError::new(
+            field,
+            "must be an http:// or https:// URL with a host (e.g. https://hooks.example.com/eai)",
+        )
+    };
+    let s = s.trim();
+    let rest = s
+        .strip_prefix("https://")
+        .or_else(|| s.strip_prefix("http://"))
+        .ok_or_else(bad)?;
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if host.is_empty()
+        || host.starts_with(':')
+        || s.len() > 2048
+        || s.chars().any(char::is_whitespace)
+    {
+        return Err(bad());
+    }
+    Ok(s.to_string())
+}
+
 /// One JSON object being read field by field; errors accumulate instead of stopping at the first.
 #[derive(Debug)]
 pub struct Record<'a> {

@@ -24,6 +24,7 @@ pub mod ingest;
 pub mod lease;
 pub mod outbox;
 pub mod postgres;
+pub mod providers;
 pub mod pruned;
 pub mod records;
 pub mod rollups;
@@ -461,6 +462,18 @@ pub trait Store: Send + Sync + 'static {
     /// The registered tenant with this id or slug, looked up on the platform path (before a caller's tenant is
     /// known: the `X-EAI-Tenant` header names one).
     async fn tenant(&self, key: &TenantRef) -> Result<Option<Tenant>>;
+
+    // --- providers -----------------------------------------------------------------------------------------
+
+    /// Stores (or replaces) a deployment's provider registration with its audit event.
+    async fn register_provider(
+        &self,
+        provider: &providers::ProviderRecord,
+        audit: &AuditDraft,
+    ) -> Result<providers::ProviderRecord>;
+
+    /// Every registered provider, by deployment id.
+    async fn providers(&self) -> Result<Vec<providers::ProviderRecord>>;
 
     // --- audit ---------------------------------------------------------------------------------------------
 

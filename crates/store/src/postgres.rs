@@ -31,6 +31,7 @@
 mod budgets;
 mod derived;
 mod pool;
+mod providers;
 mod records;
 mod samples;
 mod schema;
@@ -644,6 +645,22 @@ impl Store for PgStore {
     async fn tenant(&self, key: &TenantRef) -> Result<Option<Tenant>> {
         let mut c = self.conn().await?;
         records::tenant(c.conn()?, key).await
+    }
+
+    #[tracing::instrument(name = "store.register_provider", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
+    async fn register_provider(
+        &self,
+        provider: &crate::providers::ProviderRecord,
+        audit: &AuditDraft,
+    ) -> Result<crate::providers::ProviderRecord> {
+        let mut c = self.conn().await?;
+        providers::register(c.conn()?, provider, audit).await
+    }
+
+    #[tracing::instrument(name = "store.providers", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
+    async fn providers(&self) -> Result<Vec<crate::providers::ProviderRecord>> {
+        let mut c = self.conn().await?;
+        providers::providers(c.conn()?).await
     }
 
     #[tracing::instrument(name = "store.append_audit", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]

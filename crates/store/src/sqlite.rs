@@ -18,6 +18,7 @@
 
 mod budgets;
 mod codec;
+mod providers;
 mod records;
 mod samples;
 mod schema;
@@ -374,6 +375,22 @@ impl Store for SqliteStore {
     async fn tenant(&self, key: &TenantRef) -> Result<Option<Tenant>> {
         let key = key.clone();
         self.read(move |c, _| records::tenant(c, &key)).await
+    }
+
+    #[tracing::instrument(name = "store.register_provider", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
+    async fn register_provider(
+        &self,
+        provider: &crate::providers::ProviderRecord,
+        audit: &AuditDraft,
+    ) -> Result<crate::providers::ProviderRecord> {
+        let (provider, audit) = (provider.clone(), audit.clone());
+        self.write(move |c, _| providers::register(c, &provider, &audit))
+            .await
+    }
+
+    #[tracing::instrument(name = "store.providers", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
+    async fn providers(&self) -> Result<Vec<crate::providers::ProviderRecord>> {
+        self.read(move |c, _| providers::providers(c)).await
     }
 
     #[tracing::instrument(name = "store.create_budget", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]

@@ -46,6 +46,7 @@ pub fn router(state: AppState) -> Router {
             post(policies::disable),
         )
         .route("/v1/providers/catalog", get(catalog::get))
+        .route("/v1/providers", post(catalog::register))
         .route("/v1/usage/events", post(usage::ingest))
         .route("/v1/auth/api-keys", get(keys::list).post(keys::create))
         .route("/v1/auth/api-keys/{id}", delete(keys::revoke))

@@ -343,3 +343,137 @@ pub async fn the_steps_of_a_series_sum_to_the_period_exactly() {
         "validation_error",
     );
 }
+
+/// A vLLM server's OpenAI-compatible model list, as `GET /v1/models` answers it, on a port of its own.
+async fn fake_vllm(models: Value) -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let app = axum::Router::new().route(
+        "/v1/models",
+        axum::routing::get(move || {
+            let models = models.clone();
+            async move { axum::Json(models) }
+        }),
+    );
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (base, server)
+}
+
+pub async fn providers_are_registered_confirmed_and_priced_by_last_month() {
+    let app = spawn_app().await;
+    // Last month: two hours of a shared deployment at 10 USD per GPU-hour, 2,000 tokens (1,600 in, 400 out).
+    let this_month = eai_engine::batch::month_of(eai_api::state::now());
+    let (start, _) = eai_engine::batch::month(&this_month).expect("month");
+    let hour = Timestamp(start.0 - 10 * 24 * HOUR_MS);
+    app.create_policy(json!({ "name": "flat", "currency": "USD", "gpu_hourly_cost": 10, "effective_from": "2020-01-01" }))
+        .await;
+    let mut samples = hour_of_samples("GPU-dddd", "vllm-llama-70b", hour, 300);
+    samples.extend(hour_of_samples(
+        "GPU-dddd",
+        "vllm-llama-70b",
+        Timestamp(hour.0 + HOUR_MS),
+        300,
+    ));
+    app.ingest(samples).await;
+    let mut ev = usage_event(
+        "vllm-llama-70b",
+        Timestamp(hour.0 + 60_000),
+        json!({ "tokens_in": 1600, "tokens_out": 400 }),
+    );
+    ev["tenant_id"] = json!(TENANT_A);
+    let (status, body) = app
+        .post(
+            "/v1/usage/events",
+            &app.admin_key,
+            &json!({ "events": [ev] }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // Seen in samples only: the in-cluster URL, discovery `samples`, last month's price.
+    let (status, c) = app.get("/v1/providers/catalog", &app.admin_key).await;
+    assert_eq!(status, StatusCode::OK, "{c}");
+    let p = &c["items"][0];
+    assert_eq!(p["discovery"], "samples", "{c}");
+    assert_eq!(p["deployment_id"], "vllm-llama-70b");
+    let last = eai_engine::batch::month_of(Timestamp(start.0 - 1));
+    assert_eq!(
+        p["pricing"],
+        json!({ "per_mtok": "10000.0000", "input_per_mtok": "7693.7500", "output_per_mtok": "19225.0000",
+                "currency": "USD", "period": last, "basis": "allocation", "allocation_method": "weight" }),
+        "{c}"
+    );
+
+    // Registered: the control plane lists its models first.
+    let (base, _server) =
+        fake_vllm(json!({ "object": "list", "data": [{ "id": "meta-llama/Llama-3.1-70B-Instruct", "object": "model" }] }))
+            .await;
+    let (status, r) = app
+        .post(
+            "/v1/providers",
+            &app.admin_key,
+            &json!({ "deployment_id": "vllm-llama-70b", "base_url": format!("{base}/"), "label": "Llama 70B" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{r}");
+    assert_eq!(r["discovery"], "api");
+    assert_eq!(r["base_url"], base);
+    assert_eq!(r["models"], json!(["meta-llama/Llama-3.1-70B-Instruct"]));
+    let (_, c) = app.get("/v1/providers/catalog", &app.admin_key).await;
+    let p = &c["items"][0];
+    assert_eq!(
+        (&p["discovery"], &p["base_url"]),
+        (&json!("api"), &json!(base)),
+        "{c}"
+    );
+    assert_eq!(p["label"], "Llama 70B");
+    assert_eq!(p["model"], "meta-llama/Llama-3.1-70B-Instruct");
+    assert_eq!(p["pricing"]["per_mtok"], "10000.0000", "{c}");
+
+    // A URL that answers no model list is refused, field by field; `verify: false` registers it unconfirmed.
+    let (status, v) = app
+        .post(
+            "/v1/providers",
+            &app.admin_key,
+            &json!({ "deployment_id": "vllm-mistral", "base_url": "http://127.0.0.1:9/v1" }),
+        )
+        .await;
+    assert_error(
+        status,
+        &v,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation_error",
+    );
+    assert_eq!(detail_fields(&v), ["base_url"]);
+    let (status, r) = app
+        .post(
+            "/v1/providers",
+            &app.admin_key,
+            &json!({ "deployment_id": "vllm-mistral", "base_url": "http://vllm-mistral.ai:8000/v1", "verify": false }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{r}");
+    assert_eq!(r["discovery"], "config");
+    let (_, c) = app.get("/v1/providers/catalog", &app.admin_key).await;
+    assert_eq!(c["items"].as_array().map(Vec::len), Some(2), "{c}");
+    assert_eq!(c["items"][1]["pricing"], Value::Null, "never priced: {c}");
+
+    // Only a platform admin registers; a gateway reads the catalog.
+    let (finops_a, _) = app.key("finops", Some(TENANT_A)).await;
+    let (status, v) = app
+        .post(
+            "/v1/providers",
+            &finops_a,
+            &json!({ "deployment_id": "x", "base_url": "http://x:8000/v1", "verify": false }),
+        )
+        .await;
+    assert_error(status, &v, StatusCode::FORBIDDEN, "forbidden");
+    let (gateway, _) = app.key("usage_reporter", None).await;
+    let (status, c) = app.get("/v1/providers/catalog", &gateway).await;
+    assert_eq!(status, StatusCode::OK, "{c}");
+    assert_eq!(c["items"][0]["base_url"], base);
+}

@@ -523,8 +523,25 @@ SELECT tenant_id, month_ms, currency, sum(cost), sum(tokens) FROM (
 GROUP BY tenant_id, month_ms, currency;
 "#;
 
+/// 8: registered local inference providers, one per deployment (the body: `crate::providers`). Platform rows:
+/// readable and writable on the platform path only (`platform_rows`); the service role may insert and replace a
+/// registration, never delete one.
+const V8: &str = r#"
+CREATE TABLE eai.providers (
+    deployment_id    text PRIMARY KEY,
+    body             text NOT NULL,
+    registered_at_ms bigint NOT NULL
+);
+ALTER TABLE eai.providers ENABLE ROW LEVEL SECURITY;
+ALTER TABLE eai.providers FORCE ROW LEVEL SECURITY;
+CREATE POLICY platform_rows ON eai.providers
+    USING (current_setting('app.platform', true) = 'on')
+    WITH CHECK (current_setting('app.platform', true) = 'on');
+GRANT SELECT, INSERT, UPDATE (body, registered_at_ms) ON eai.providers TO eai_app;
+"#;
+
 /// Every migration, in order. `schema_version` = how many have been applied.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// The schema version this binary writes.
 pub fn latest() -> u32 {

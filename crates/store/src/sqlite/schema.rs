@@ -306,6 +306,15 @@ const fn sql(sql: &'static str) -> Migration {
     }
 }
 
+/// 9: registered local inference providers, one per deployment (the body: `crate::providers`).
+const V9_PROVIDERS: &str = r#"
+CREATE TABLE providers (
+    deployment_id    TEXT PRIMARY KEY,
+    body             TEXT NOT NULL,
+    registered_at_ms INTEGER NOT NULL
+);
+"#;
+
 /// Every migration, in order. `schema_version` = how many have been applied.
 pub const MIGRATIONS: &[Migration] = &[
     sql(V1_SAMPLES),
@@ -328,6 +337,7 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: V8_BUDGETS,
         backfill: Some(super::budgets::rebuild_all_spend),
     },
+    sql(V9_PROVIDERS),
 ];
 
 /// Events already in the chain keep the hash form they were written with: the current one starts after them.
