@@ -208,3 +208,38 @@ pub async fn compute_from(
     .await
     .map_err(|e| StoreError::Internal(format!("the allocation task failed: {e}")))
 }
+
+/// The token costs of a period (every tenant's, or `tenant`'s share only), read from `source` (usage events
+/// from the primary: every tenant's and the vLLM servers', since a deployment's measures are all of them).
+#[allow(clippy::too_many_arguments)]
+pub async fn token_costs_of(
+    source: &Source,
+    store: &dyn Store,
+    period: Period,
+    config: AllocationConfig,
+    basis: eai_engine::tokens::Basis,
+    aggregate: eai_engine::tokens::Aggregate,
+    tenant: Option<eai_engine::domain::TenantId>,
+) -> Result<Vec<eai_engine::tokens::TokenCost>, StoreError> {
+    let inputs = read_inputs(source, store, period).await?;
+    let events = store
+        .usage_events(eai_store::Scope::Platform, period.from, period.to)
+        .await?;
+    let span = tracing::info_span!("token_costs.compute", events = events.len());
+    tokio::task::spawn_blocking(move || {
+        let _in = span.enter();
+        let allocation = allocate_inputs(&inputs, period, config);
+        eai_engine::tokens::token_costs(
+            &eai_engine::tokens::TokenCostInput {
+                allocation: &allocation,
+                events: &events,
+                policies: &inputs.policies,
+                basis,
+            },
+            aggregate,
+            tenant,
+        )
+    })
+    .await
+    .map_err(|e| StoreError::Internal(format!("the token cost task failed: {e}")))
+}

@@ -652,12 +652,13 @@ mod tests {
                 | "allocation_policy.disable"
                 | "api_key.create"
                 | "audit_head.read"
-                | "tenant.create",
+                | "tenant.create"
+                | "provider.register",
                 _,
             ) => Deny,
             ("api_key.list" | "api_key.revoke" | "api_key.rotate", TenantAdmin) => Tenant,
             ("api_key.list" | "api_key.revoke" | "api_key.rotate", _) => Deny,
-            ("usage_events.ingest", UsageReporter) => Platform,
+            ("usage_events.ingest", UsageReporter | Sampler) => Platform,
             ("usage_events.ingest", TenantAdmin | Developer) => Tenant,
             ("usage_events.ingest", _) => Deny,
             ("audit_events.read", Auditor | SecurityOfficer) => Tenant,
@@ -680,7 +681,7 @@ mod tests {
 
     #[test]
     fn every_action_gives_every_role_what_the_policy_table_says() {
-        assert_eq!(actions::ALL.len(), 23);
+        assert_eq!(actions::ALL.len(), 24);
         let mut names: Vec<&str> = actions::ALL.iter().map(|(n, _)| *n).collect();
         names.sort_unstable();
         names.dedup();

@@ -309,7 +309,13 @@ fn row(key: Key, currency: Currency, cost: Decimal, counted: Counted, split: &Sp
         cached,
         source,
     } = counted;
-    let effective_input = input * split.effective_ratio;
+    // Input tokens that needed compute: those not served from the prefix cache, where the split corrects
+    // for it.
+    let effective_input = if split.method == SplitMethod::ComputeTime {
+        (input - cached).max(Decimal::ZERO)
+    } else {
+        input
+    };
     let tokens = Tokens {
         input,
         output,
@@ -510,7 +516,7 @@ pub fn token_costs(
                 .copied()
                 .unwrap_or_default();
             // The tenant's cached tokens: its share of the deployment's, at the deployment's cache ratio.
-            let cached = input_t - input_t * split.effective_ratio;
+            let cached = (input_t - input_t * split.effective_ratio).round_dp(6);
             base.push(row(
                 (Some(d.to_string()), Some(t), model.clone()),
                 currency,

@@ -824,3 +824,110 @@ proptest! {
         prop_assert_eq!(whole(&f), whole(&g));
     }
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Cost per token and cost over time: they reconcile to the allocation.
+
+/// The fleet's events, plus vLLM counters on `vllm-a` (a deployment's own measures: they never weigh a split).
+fn with_vllm_counters(f: &Fleet) -> Vec<UsageEvent> {
+    let mut events = f.usage.clone();
+    for h in 0..6 {
+        let mut e = tokens(TenantId::PLATFORM, "vllm-a", T0 + h * H + 1_000, 9_000);
+        e.source = eai_engine::domain::VLLM_SOURCE.into();
+        for (unit, v) in [
+            ("tokens_out", "1500"),
+            ("cached_tokens_in", "3000"),
+            ("prefill_seconds", "12.5"),
+            ("decode_seconds", "40"),
+        ] {
+            e.units.insert(unit.into(), NonNegative::new(d(v)).unwrap());
+        }
+        events.push(e);
+    }
+    events
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
+
+    #[test]
+    fn token_costs_reconcile_to_the_allocation(f in arb_fleet()) {
+        use eai_engine::tokens::{token_costs, Aggregate, Basis, TokenCostInput};
+        let events = with_vllm_counters(&f);
+        let a = run(&f.samples, &events, &f.policies, T0, T0 + 6 * H);
+        // vLLM counters weigh nothing: the same allocation as without them.
+        prop_assert_eq!(&a, &whole(&f));
+        let input = TokenCostInput { allocation: &a, events: &events, policies: &f.policies, basis: Basis::Allocation };
+        let sum = |rows: &[eai_engine::tokens::TokenCost], c: Currency| -> Decimal {
+            rows.iter().filter(|r| r.currency == c).map(|r| r.cost).sum()
+        };
+        let deployments = token_costs(&input, Aggregate::Deployment, None);
+        let tenants = token_costs(&input, Aggregate::Tenant, None);
+        let models = token_costs(&input, Aggregate::Model, None);
+        for c in [Currency::EUR] {
+            let cost: Decimal = a.deployments.iter().filter(|r| r.currency == Some(c)).map(|r| r.cost).sum();
+            let allocated: Decimal = a.deployments.iter().filter(|r| r.currency == Some(c)).map(|r| r.allocated).sum();
+            prop_assert_eq!(sum(&deployments, c), cost, "deployments sum to the cost column");
+            prop_assert_eq!(sum(&models, c), cost, "models sum to the cost column");
+            prop_assert_eq!(sum(&tenants, c), allocated, "tenants sum to the allocated column");
+        }
+        for r in deployments.iter().chain(&tenants).chain(&models).chain(tenants.iter().flat_map(|t| &t.parts)) {
+            if let (Some(i), Some(o)) = (r.input_cost, r.output_cost) {
+                prop_assert_eq!(i + o, r.cost, "input and output split the cost: {:?}", r);
+                prop_assert!(i >= Decimal::ZERO && o >= Decimal::ZERO, "{:?}", r);
+            }
+            prop_assert_eq!(r.per_mtok.is_some(), r.tokens.total() > Decimal::ZERO, "{:?}", r);
+        }
+        // A tenant's share: its allocated cost over its own tokens, on each deployment.
+        for t in &tenants {
+            for p in &t.parts {
+                let mine: Decimal = a.items.iter()
+                    .filter(|i| Some(i.tenant_id) == p.tenant_id && Some(&i.deployment_id) == p.deployment_id.as_ref())
+                    .map(|i| i.allocated.amount)
+                    .sum();
+                prop_assert_eq!(p.cost, mine);
+            }
+        }
+        // vllm-a's tokens are its server's counters, split by measured time with the cache left out.
+        if let Some(r) = deployments.iter().find(|r| r.deployment_id.as_deref() == Some("vllm-a")) {
+            prop_assert_eq!(r.tokens.input, d("54000"));
+            prop_assert_eq!(r.tokens.effective_input, d("36000"));
+            prop_assert_eq!(r.method.as_str(), "compute_time");
+        }
+        // The usage basis never costs more than the allocation basis.
+        let usage = token_costs(&TokenCostInput { basis: Basis::Usage, ..input }, Aggregate::Deployment, None);
+        for (u, full) in usage.iter().zip(&deployments) {
+            prop_assert!(u.cost <= full.cost, "{:?} {:?}", u, full);
+        }
+    }
+
+    #[test]
+    fn the_steps_of_a_series_sum_to_the_period(f in arb_fleet(), step in 0usize..3) {
+        use eai_engine::steps::{apportion_steps, bounds, Step};
+        let step = [Step::Hour, Step::Day, Step::Week][step];
+        let cuts = bounds(Timestamp(T0 + H), Timestamp(T0 + 5 * H), step);
+        let inner = run(&f.samples, &f.usage, &f.policies, T0 + H, T0 + 5 * H);
+        let parts: Vec<Allocation> = cuts
+            .iter()
+            .map(|(from, to)| run(&f.samples, &f.usage, &f.policies, from.0, to.0))
+            .collect();
+        for tenant_view in [None, Some(tenant(1)), Some(tenant(10))] {
+            let rows = apportion_steps(&inner, &parts, tenant_view);
+            prop_assert_eq!(rows.len(), cuts.len());
+            let flat: Vec<_> = rows.iter().flatten().collect();
+            match tenant_view {
+                None => for r in &inner.deployments {
+                    let Some(c) = r.currency else { continue };
+                    let mine = flat.iter().filter(|s| s.deployment_id == r.deployment_id && s.currency == c);
+                    let (cost, al, un) = mine.fold((Decimal::ZERO, Decimal::ZERO, Decimal::ZERO), |acc, s| (acc.0 + s.cost, acc.1 + s.allocated, acc.2 + s.unallocated));
+                    prop_assert_eq!((cost, al, un), (r.cost, r.allocated, r.unallocated), "{}", r.deployment_id);
+                },
+                Some(t) => {
+                    let total: Decimal = flat.iter().map(|s| s.allocated).sum();
+                    let expected: Decimal = inner.items.iter().filter(|i| i.tenant_id == t).map(|i| i.allocated.amount).sum();
+                    prop_assert_eq!(total, expected);
+                }
+            }
+        }
+    }
+}

@@ -36,7 +36,6 @@ use crate::auth::actions::{ReadCatalog, RegisterProvider};
 use crate::auth::{Authorized, Done};
 use crate::error::ApiError;
 use crate::extract::Body;
-use crate::routes::token_costs::compute_token_costs;
 use crate::state::{now, AppState};
 
 /// How long the control plane waits for a provider's model list.
@@ -173,8 +172,9 @@ async fn last_month_prices(st: &AppState) -> (String, HashMap<String, TokenCost>
         ..AllocationConfig::default()
     };
     let rows = match Period::new(from, to, config.bucket_ms) {
-        Ok(p) => compute_token_costs(
-            st,
+        Ok(p) => crate::allocation::token_costs_of(
+            &st.source,
+            st.store.as_ref(),
             p,
             config,
             Basis::Allocation,

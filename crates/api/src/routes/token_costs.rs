@@ -18,7 +18,7 @@ use eai_engine::error::FieldError;
 use eai_engine::money::Currency;
 use eai_engine::report::Allocation;
 use eai_engine::steps::{self, Step, StepRow};
-use eai_engine::tokens::{rate, token_costs, Aggregate, Basis, TokenCost, TokenCostInput};
+use eai_engine::tokens::{rate, Aggregate, Basis, TokenCost};
 use eai_engine::view::quantity;
 use eai_store::Scope;
 use rust_decimal::Decimal;
@@ -139,8 +139,16 @@ pub async fn get(
         .limits
         .allocation_slot()
         .inspect_err(|_| st.metrics.rate_limited())?;
-    let answer =
-        compute_token_costs(&st, period, config, basis, aggregate, tenant_of(auth.scope)).await?;
+    let answer = crate::allocation::token_costs_of(
+        &st.source,
+        st.store.as_ref(),
+        period,
+        config,
+        basis,
+        aggregate,
+        tenant_of(auth.scope),
+    )
+    .await?;
     let items: Vec<Value> = answer.iter().map(token_cost_view).collect();
     Ok(Json(json!({
         "from": period.from.to_string(),
@@ -149,39 +157,6 @@ pub async fn get(
         "aggregate": aggregate.as_str(),
         "items": items,
     })))
-}
-
-/// The token costs of a period (every tenant's, or `tenant`'s share only), from the store.
-pub async fn compute_token_costs(
-    st: &AppState,
-    period: Period,
-    config: AllocationConfig,
-    basis: Basis,
-    aggregate: Aggregate,
-    tenant: Option<TenantId>,
-) -> Result<Vec<TokenCost>, ApiError> {
-    let inputs = read_inputs(&st.source, st.store.as_ref(), period).await?;
-    // Every tenant's events and the vLLM servers': a deployment's measures are all of them.
-    let events = st
-        .store
-        .usage_events(Scope::Platform, period.from, period.to)
-        .await?;
-    let rows = tokio::task::spawn_blocking(move || {
-        let allocation = allocate_inputs(&inputs, period, config);
-        token_costs(
-            &TokenCostInput {
-                allocation: &allocation,
-                events: &events,
-                policies: &inputs.policies,
-                basis,
-            },
-            aggregate,
-            tenant,
-        )
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("the token cost task failed: {e}")))?;
-    Ok(rows)
 }
 
 /// Tokens per deployment of one step: a deployment's vLLM counters where it has any in the period, else its
