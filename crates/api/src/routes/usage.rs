@@ -8,7 +8,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use eai_engine::domain::{is_platform_record, UsageEvent, VLLM_SOURCE};
+use eai_engine::domain::{is_platform_record, VLLM_SOURCE};
 use eai_engine::wire::{parse_usage_events, Loose, TenantSource};
 use eai_store::{Role, Scope};
 use serde::Deserialize;
@@ -61,6 +61,45 @@ async fn ingest_batch(
     if n == 0 {
         return Err(ApiError::invalid("events", "must hold at least one event"));
     }
+    // A vLLM server's counters (no tenant's) come from the sampler that reads them, or a platform admin; a
+    // sampler posts nothing else. Decided on the sources as sent, before anything else is read: a service key
+    // doing more than its job is refused whatever the rest of its body says.
+    let role = auth.caller.role;
+    let refused = |source: Option<&str>| {
+        let measured = source == Some(VLLM_SOURCE);
+        match role {
+            Role::Sampler => !measured,
+            Role::PlatformAdmin => false,
+            _ => measured,
+        }
+    };
+    let source_of = |v: &Loose| match v {
+        Loose::Object(m) => match m.get("source") {
+            Some(Loose::Str(s)) => Some(s.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    if let Some((i, source)) = batch
+        .events
+        .iter()
+        .map(source_of)
+        .enumerate()
+        .find(|(_, s)| refused(s.as_deref()))
+    {
+        let source = source.unwrap_or_else(|| "(none)".to_string());
+        return Err(if role == Role::Sampler {
+            ApiError::forbidden_because(
+                format!("Event {i} has `source: {source}`: a sampler posts only its vLLM servers' counters (`source: vllm`)."),
+                format!("L'événement {i} a `source: {source}` : un sampler n'envoie que les compteurs de ses serveurs vLLM (`source: vllm`)."),
+            )
+        } else {
+            ApiError::forbidden_because(
+                format!("Event {i} has `source: vllm`: only a sampler (or a platform admin) posts a vLLM server's counters."),
+                format!("L'événement {i} a `source: vllm` : seul un sampler (ou un administrateur de la plateforme) envoie les compteurs d'un serveur vLLM."),
+            )
+        });
+    }
     let events = parse_usage_events(&batch.events, source).map_err(ApiError::validation)?;
     if let Some((i, e)) = events
         .iter()
@@ -72,30 +111,6 @@ async fn ingest_batch(
             format!("Event {i} has `source: {source}`: only the platform records allocated charges and committed reservations."),
             format!("L'événement {i} a `source: {source}` : seule la plateforme enregistre les coûts alloués et les réservations engagées."),
         ));
-    }
-    // A vLLM server's counters (no tenant's) come from the sampler that reads them, or a platform admin; a
-    // sampler posts nothing else.
-    let role = auth.caller.role;
-    let refused = |e: &UsageEvent| {
-        let measured = e.source == VLLM_SOURCE;
-        match role {
-            Role::Sampler => !measured,
-            Role::PlatformAdmin => false,
-            _ => measured,
-        }
-    };
-    if let Some((i, e)) = events.iter().enumerate().find(|(_, e)| refused(e)) {
-        return Err(if role == Role::Sampler {
-            ApiError::forbidden_because(
-                format!("Event {i} has `source: {}`: a sampler posts only its vLLM servers' counters (`source: vllm`).", e.source),
-                format!("L'événement {i} a `source: {}` : un sampler n'envoie que les compteurs de ses serveurs vLLM (`source: vllm`).", e.source),
-            )
-        } else {
-            ApiError::forbidden_because(
-                format!("Event {i} has `source: vllm`: only a sampler (or a platform admin) posts a vLLM server's counters."),
-                format!("L'événement {i} a `source: vllm` : seul un sampler (ou un administrateur de la plateforme) envoie les compteurs d'un serveur vLLM."),
-            )
-        });
     }
     let audit = auth.draft(None, json!({ "events": n }));
     st.store.upsert_usage_events(&events, &audit).await?;

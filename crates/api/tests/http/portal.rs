@@ -1936,7 +1936,8 @@ async fn french_is_the_default_for_a_french_browser_labels_numbers_and_the_choic
         )
         .await;
     assert_eq!(headers[7], "Coût");
-    assert_eq!(headers[10], "Échantillons non tarifés");
+    assert_eq!(headers[10], "Coût par million de jetons");
+    assert_eq!(headers[11], "Échantillons non tarifés");
     assert_eq!(b.text("#policies-title").await, "Politiques d'allocation");
     assert_eq!(
         b.text("#policy-new").await,
