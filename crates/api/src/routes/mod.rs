@@ -11,6 +11,7 @@ pub mod allocation;
 pub mod audit;
 pub mod budgets;
 pub mod catalog;
+pub mod focus;
 pub mod keys;
 pub mod policies;
 pub mod portal;
@@ -26,6 +27,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/v1/finops/gpu/samples", post(samples::ingest))
         .route("/v1/finops/gpu/allocation", get(allocation::get))
+        .route("/v1/finops/gpu/allocation/focus", get(focus::get))
         .route(
             "/v1/finops/allocation-policies",
             get(policies::list).post(policies::create),

@@ -44,6 +44,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/finops/gpu/allocation/focus": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * FOCUS 1.2 export of a period's GPU allocation (CSV or Parquet)
+         * @description Who: as GET /v1/finops/gpu/allocation (platform_admin: every tenant and the unallocated rows; the other readers: their tenant's rows only). One row per tenant x deployment x allocation policy x UTC day, FOCUS 1.2 columns plus `x_` ones (README, "FOCUS export"). BilledCost = EffectiveCost = ListCost = ContractedCost = the allocated cost; the days of a (tenant, deployment, policy) sum exactly to that item's `allocated` in GET /v1/finops/gpu/allocation for the same from/to. Rows with `x_Unallocated` true (SubAccountId the nil uuid, platform callers only) hold the idle cost, so all rows sum to the deployments' `cost`. Period rules and limits as GET /v1/finops/gpu/allocation.
+         */
+        get: operations["getGpuAllocationFocus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/finops/allocation-policies": {
         parameters: {
             query?: never;
@@ -1723,6 +1743,75 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Allocation"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getGpuAllocationFocus: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Start (inclusive): a date (its midnight UTC) or an RFC 3339 date-time. Default: `to` minus 30 days. The period is widened to whole hours (`from` floored, `to` ceiled); the answer's `from` and `to` say which.
+                 * @example 2026-10-01
+                 */
+                from?: components["parameters"]["from"];
+                /**
+                 * @description End: a date includes that whole UTC day (the period ends at the next midnight); an RFC 3339 date-time is exclusive. Default: now. Must be after `from`. The period is widened to whole hours (`from` floored, `to` ceiled); the answer's `from` and `to` say which.
+                 * @example 2026-10-31
+                 */
+                to?: components["parameters"]["to"];
+                /** @description `csv` (default) or `parquet`; anything else is 422 validation_error (field `format`). */
+                format?: "csv" | "parquet";
+            };
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The FOCUS rows (CSV: RFC 4180 with a header line; Parquet: money DECIMAL(38,4), GPU-hours DECIMAL(38,9), quantities DECIMAL(38,6), date-times TIMESTAMP(MILLIS, UTC)). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description attachment; filename="focus-FROM-TO.csv" (or .parquet) */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example BilledCost,BillingAccountId,BillingAccountName,BillingCurrency,BillingPeriodEnd,BillingPeriodStart,ChargeCategory,ChargeClass,ChargeDescription,ChargeFrequency,ChargePeriodEnd,ChargePeriodStart,ConsumedQuantity,ConsumedUnit,ContractedCost,EffectiveCost,InvoiceIssuerName,ListCost,PricingQuantity,PricingUnit,ProviderName,PublisherName,ResourceId,ResourceName,ResourceType,ServiceCategory,ServiceName,ServiceSubcategory,SubAccountId,SubAccountName,x_AllocationPolicyId,x_EnergyWh,x_EstimatedGpuSeconds,x_GpuMemoryGbSeconds,x_GpuSeconds,x_Unallocated
+                     *     3.63,eai-gpu,eai-gpu,EUR,2026-10-01T01:00:00Z,2026-10-01T00:00:00Z,Usage,,GPU time on deployment vllm-shared under allocation policy alp_1,Usage-Based,2026-10-01T01:00:00Z,2026-10-01T00:00:00Z,1.4,GPU-Hours,3.63,3.63,eai-gpu,3.63,1.4,GPU-Hours,eai-gpu,eai-gpu,vllm-shared,vllm-shared,GPU Deployment,AI and Machine Learning,GPU Compute,AI Platforms,8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10,Acme,alp_1,560,0,100800,5040,false
+                     */
+                    "text/csv": string;
+                    "application/vnd.apache.parquet": string;
                 };
             };
             401: components["responses"]["Unauthorized"];
