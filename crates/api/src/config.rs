@@ -152,6 +152,9 @@ pub struct Config {
     pub metrics_max_gpu_series: u64,
     /// `EAI_METRICS_TENANT_COST` (off): the month to date's cost per tenant in `/metrics` (a series per tenant).
     pub metrics_tenant_cost: bool,
+    /// `EAI_FOCUS_PROVIDER_NAME` and `EAI_FOCUS_BILLING_ACCOUNT_ID` (both `eai-gpu`): who issues the charges of
+    /// the FOCUS export (ProviderName, PublisherName, InvoiceIssuerName, BillingAccountName; BillingAccountId).
+    pub focus_issuer: eai_engine::focus::Issuer,
 }
 
 /// The server's certificate chain and private key (PEM files).
@@ -193,6 +196,7 @@ impl Default for Config {
             metrics_refresh_seconds: DEFAULT_METRICS_REFRESH_SECONDS,
             metrics_max_gpu_series: DEFAULT_METRICS_MAX_GPU_SERIES,
             metrics_tenant_cost: false,
+            focus_issuer: eai_engine::focus::Issuer::default(),
         }
     }
 }
@@ -243,6 +247,7 @@ impl std::fmt::Debug for Config {
             .field("metrics_refresh_seconds", &self.metrics_refresh_seconds)
             .field("metrics_max_gpu_series", &self.metrics_max_gpu_series)
             .field("metrics_tenant_cost", &self.metrics_tenant_cost)
+            .field("focus_issuer", &self.focus_issuer)
             .finish()
     }
 }
@@ -314,6 +319,12 @@ impl Config {
         c.max_clock_skew_seconds =
             number(&get, "EAI_MAX_CLOCK_SKEW_SECONDS", c.max_clock_skew_seconds)?;
         c.metrics_token = get("EAI_METRICS_TOKEN");
+        if let Some(v) = get("EAI_FOCUS_PROVIDER_NAME") {
+            c.focus_issuer.name = v;
+        }
+        if let Some(v) = get("EAI_FOCUS_BILLING_ACCOUNT_ID") {
+            c.focus_issuer.billing_account_id = v;
+        }
         c.budget_check_seconds =
             number(&get, "EAI_BUDGET_CHECK_SECONDS", c.budget_check_seconds)?.max(1);
         c.tls = match (get("EAI_TLS_CERT"), get("EAI_TLS_KEY")) {

@@ -6,7 +6,8 @@
 //! `Authorized<A>`, the extractor that gives a handler of `A` its caller and scope, and the audit of
 //! mutations), [`error`] (the one envelope and its code table), [`extract`] (body and query extractors whose
 //! rejections use the envelope), [`telemetry`] (request id, traceparent, spans), [`metrics`] (Prometheus),
-//! [`store_metrics`] (the figures `/metrics` reads from the store, refreshed in the background). Leaves, which
+//! [`store_metrics`] (the figures `/metrics` reads from the store, refreshed in the background), [`focus`]
+//! (the FOCUS export: rows of a period, CSV or Parquet). Leaves, which
 //! import nothing of the crate: [`clock`], [`key_format`], [`request_context`].
 
 pub mod allocation;
@@ -17,6 +18,7 @@ pub mod clock;
 pub mod config;
 pub mod error;
 pub mod extract;
+pub mod focus;
 pub mod key_format;
 pub mod leader;
 pub mod limits;

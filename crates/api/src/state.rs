@@ -23,6 +23,8 @@ pub struct Settings {
     pub metrics_token: Option<String>,
     /// How the store-derived figures of `/metrics` are refreshed.
     pub store_metrics: crate::store_metrics::Options,
+    /// Who issues the FOCUS export's charges.
+    pub focus_issuer: eai_engine::focus::Issuer,
 }
 
 impl Settings {
@@ -39,6 +41,7 @@ impl Settings {
                 max_gpu_series: c.metrics_max_gpu_series,
                 tenant_cost: c.metrics_tenant_cost,
             },
+            focus_issuer: c.focus_issuer.clone(),
         }
     }
 }

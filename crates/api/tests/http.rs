@@ -1292,6 +1292,15 @@ use metrics::*;
 
 on_both_backends!(metrics_show_the_fleet_and_its_cost_from_the_store_on_every_replica);
 
+#[path = "http/focus.rs"]
+mod focus;
+use focus::*;
+
+on_both_backends!(
+    the_focus_export_conforms_and_reconciles_to_the_cent,
+    a_tenant_reader_exports_only_its_own_rows,
+);
+
 // The router against the OpenAPI document (one router whatever the backend).
 #[path = "http/routes.rs"]
 mod routes;

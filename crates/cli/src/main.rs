@@ -1,5 +1,5 @@
 //! eai-gpu: the one binary. `serve` runs the control plane, `demo` runs it on a fresh embedded store loaded
-//! with a realistic month, `allocate` works on files without a server, `keys`, `audit verify` and `migrate`
+//! with a realistic month, `allocate` works on files without a server, `export focus` writes a month's FOCUS file, `keys`, `audit verify` and `migrate`
 //! administer a store directly, `sampler` (the `eai-sampler` crate) pushes a node's GPU samples.
 
 use clap::{Parser, Subcommand};
@@ -10,6 +10,7 @@ mod allocate_cmd;
 mod bench;
 mod demo;
 mod demo_data;
+mod export_cmd;
 mod serve;
 mod table;
 
@@ -34,6 +35,8 @@ enum Command {
     /// Allocate GPU cost from JSON files (the API's shapes) without a server, or, with --period YYYY-MM, run the
     /// allocation batch on the store (gpu_local usage events).
     Allocate(allocate_cmd::AllocateArgs),
+    /// Exports from the store: `export focus --period YYYY-MM --out FILE` (FOCUS 1.2, CSV or Parquet).
+    Export(export_cmd::ExportArgs),
     /// API keys, straight on the store (for recovery; the API's POST /v1/auth/api-keys is the usual way).
     Keys(admin::KeysArgs),
     /// The audit trail.
@@ -57,6 +60,7 @@ fn main() -> std::process::ExitCode {
         Command::Allocate(args) => allocate_cmd::run(&args),
         Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::run(args))),
         Command::Demo(args) => runtime().and_then(|rt| rt.block_on(demo::run(args))),
+        Command::Export(args) => runtime().and_then(|rt| rt.block_on(export_cmd::run(args))),
         Command::Keys(args) => runtime().and_then(|rt| rt.block_on(admin::keys(args))),
         Command::Audit(args) => runtime().and_then(|rt| rt.block_on(admin::audit(args))),
         Command::Migrate(args) => runtime().and_then(|rt| rt.block_on(admin::migrate(args))),

@@ -14,6 +14,7 @@ mod decimal_ops;
 pub mod domain;
 pub mod error;
 pub mod fixed;
+pub mod focus;
 pub mod money;
 pub mod policy;
 pub mod provider;

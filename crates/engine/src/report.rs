@@ -21,6 +21,9 @@ pub struct Allocation {
     pub daily: Vec<DailyCost>,
     pub gaps: Vec<Gap>,
     pub findings: Vec<Finding>,
+    /// Each item and each deployment's unallocated cost split per UTC day, apportioned so that the days of an
+    /// item sum to its `allocated` exactly; empty unless asked for (`AllocationConfig::day_items`).
+    pub day_items: Vec<DayItem>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +79,24 @@ pub struct TenantRow {
     /// The tenant's cost over the cost of every deployment in the view, in that currency (0..=1).
     pub share: Decimal,
     pub cost: Decimal,
+}
+
+/// One UTC day of an item (a tenant's charge) or of a deployment's unallocated (idle) cost, per policy.
+/// Quantities are exact to 6 places; `cost` is the item's (or the unallocated) rounded amount apportioned over
+/// its days with the largest-remainder method, weighed by each day's exact cost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DayItem {
+    /// `None`: the deployment's unallocated (idle) cost under the policy that day.
+    pub tenant_id: Option<TenantId>,
+    pub deployment_id: String,
+    pub policy_id: String,
+    /// Midnight (UTC) starting the day.
+    pub day: Timestamp,
+    pub gpu_seconds: Decimal,
+    pub estimated_gpu_seconds: Decimal,
+    pub gpu_memory_gb_seconds: Decimal,
+    pub energy_wh: Decimal,
+    pub cost: Money,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -102,6 +102,12 @@ pub fn scoped_to(a: &Allocation, t: TenantId) -> Allocation {
         .filter(|g| visible.contains(&g.deployment_id.as_str()))
         .cloned()
         .collect();
+    let day_items = a
+        .day_items
+        .iter()
+        .filter(|d| d.tenant_id == Some(t))
+        .cloned()
+        .collect();
     Allocation {
         from: a.from,
         to: a.to,
@@ -111,5 +117,6 @@ pub fn scoped_to(a: &Allocation, t: TenantId) -> Allocation {
         daily,
         gaps,
         findings,
+        day_items,
     }
 }

@@ -182,6 +182,152 @@ fn assert_reconciles(a: &Allocation) {
     }
 }
 
+/// The day items (`AllocationConfig::day_items`): the days of each item sum to its `allocated`, the idle days
+/// of a (deployment, currency) row to its `unallocated`, all its days to its `cost`, to the cent; and asking
+/// for them changes nothing else.
+fn assert_days_reconcile(with_days: &Allocation, without: &Allocation) {
+    let mut rest = with_days.clone();
+    rest.day_items.clear();
+    assert_eq!(&rest, without, "day items change nothing else");
+    for i in &with_days.items {
+        let days: Decimal = with_days
+            .day_items
+            .iter()
+            .filter(|x| {
+                x.tenant_id == Some(i.tenant_id)
+                    && x.deployment_id == i.deployment_id
+                    && x.policy_id == i.policy_id
+            })
+            .map(|x| x.cost.amount)
+            .sum();
+        assert_eq!(days, i.allocated.amount, "days of {i:?}");
+    }
+    for row in &with_days.deployments {
+        let Some(c) = row.currency else { continue };
+        let of_row = |idle: bool| -> Decimal {
+            with_days
+                .day_items
+                .iter()
+                .filter(|x| {
+                    x.deployment_id == row.deployment_id
+                        && x.cost.currency == c
+                        && (x.tenant_id.is_none() || !idle)
+                })
+                .map(|x| x.cost.amount)
+                .sum()
+        };
+        assert_eq!(of_row(true), row.unallocated, "idle days of {row:?}");
+        assert_eq!(of_row(false), row.cost, "days of {row:?}");
+    }
+    for x in &with_days.day_items {
+        assert_eq!(x.day.0 % (24 * H), 0, "a day starts at midnight: {x:?}");
+        assert_eq!(x.cost.amount, x.cost.currency.round(x.cost.amount));
+    }
+}
+
+fn run_by_day(
+    samples: &[Sample],
+    usage: &[UsageEvent],
+    policies: &[Policy],
+    from: i64,
+    to: i64,
+) -> Allocation {
+    let with_days = allocate_samples(
+        samples,
+        usage,
+        policies,
+        period(from, to),
+        &SeriesConfig::default(),
+        AllocationConfig {
+            day_items: true,
+            ..AllocationConfig::default()
+        },
+    );
+    assert_days_reconcile(&with_days, &run(samples, usage, policies, from, to));
+    with_days
+}
+
+#[test]
+fn day_items_of_a_realistic_week_reconcile_to_the_cent() {
+    // Three tenants, a week: a shared deployment (tokens on some hours of some days, idle the rest), a
+    // dedicated one, a proportional one, and a price change at noon on day 3 (policy 1 ends, policy 2 starts).
+    let days = 7;
+    let end = T0 + days * 24 * H;
+    let mut samples = fleet("shared-llm", 2, T0, end);
+    let mut dedicated = fleet("team-b-train", 1, T0 + 12 * H, end - 30 * H);
+    for s in &mut dedicated {
+        s.owner = Some(tenant(2));
+    }
+    samples.extend(dedicated);
+    samples.extend(fleet("embed-prop", 1, T0, T0 + 3 * 24 * H));
+    let mut usage = Vec::new();
+    for day in 0..days {
+        for hour in [2, 9, 13, 17] {
+            let at = T0 + day * 24 * H + hour * H + 60_000;
+            usage.push(tokens(tenant(1), "shared-llm", at, 7000 + day as u64));
+            usage.push(tokens(tenant(3), "shared-llm", at, 3000 + 3 * hour as u64));
+            if day < 3 && hour != 13 {
+                usage.push(tokens(tenant(1), "embed-prop", at, 100));
+                usage.push(tokens(tenant(3), "embed-prop", at, 250));
+            }
+        }
+    }
+    let change = Timestamp(T0 + 2 * 24 * H + 12 * H);
+    let mut before = spec("h100-2026");
+    before.effective_to = Some(change);
+    let mut after = spec("h100-2026-revised");
+    after.gpu_hourly_cost = NonNegative::new(d("2.35")).unwrap();
+    after.effective_from = change;
+    let mut prop = spec("embeddings");
+    prop.deployment_pattern = Glob::new("embed-*").unwrap();
+    prop.idle_capacity = IdleCapacity::Proportional;
+    let policies = vec![
+        Policy::new(1, before),
+        Policy::new(2, after),
+        Policy::new(3, prop),
+    ];
+    let a = run_by_day(&samples, &usage, &policies, T0, end);
+    assert_reconciles(&a);
+    // Every (tenant, deployment, policy) of the shared deployment is there under both prices, per day.
+    let policy_days = |t: Option<TenantId>, dep: &str, policy: &str| {
+        a.day_items
+            .iter()
+            .filter(|x| x.tenant_id == t && x.deployment_id == dep && x.policy_id == policy)
+            .count()
+    };
+    assert_eq!(policy_days(Some(tenant(1)), "shared-llm", "alp_1"), 3);
+    assert_eq!(policy_days(Some(tenant(1)), "shared-llm", "alp_2"), 5);
+    assert_eq!(policy_days(None, "shared-llm", "alp_2"), 5, "idle rows");
+    // The dedicated deployment goes to its owner day by day; no idle rows.
+    assert_eq!(policy_days(Some(tenant(2)), "team-b-train", "alp_1"), 3);
+    assert_eq!(policy_days(Some(tenant(2)), "team-b-train", "alp_2"), 4);
+    assert_eq!(policy_days(None, "team-b-train", "alp_1"), 0);
+    // Proportional idle is spread day by day: nothing left unallocated on embed-prop.
+    assert_eq!(policy_days(None, "embed-prop", "alp_3"), 0);
+    assert_eq!(policy_days(Some(tenant(3)), "embed-prop", "alp_3"), 3);
+    // The days' quantities add up to the item's (each is exact to 6 places).
+    for i in &a.items {
+        let gs: Decimal = a
+            .day_items
+            .iter()
+            .filter(|x| {
+                x.tenant_id == Some(i.tenant_id)
+                    && x.deployment_id == i.deployment_id
+                    && x.policy_id == i.policy_id
+            })
+            .map(|x| x.gpu_seconds)
+            .sum();
+        assert!((gs - i.gpu_seconds).abs() <= d("0.00001"), "{i:?}: {gs}");
+    }
+    // A tenant sees its own days only.
+    let mine = eai_engine::scope::scoped_to(&a, tenant(3));
+    assert!(!mine.day_items.is_empty());
+    assert!(mine
+        .day_items
+        .iter()
+        .all(|x| x.tenant_id == Some(tenant(3))));
+}
+
 #[test]
 fn worked_example_of_the_spec() {
     // 2.10 EUR/GPU-hour, overhead 18 %, PUE 1.4, 0.21 EUR/kWh; 2 GPUs every 15 s for one hour at 400 W.
@@ -804,6 +950,21 @@ proptest! {
     }
 
     #[test]
+    fn day_items_reconcile_over_several_days(f in arb_fleet()) {
+        // The fleet's six hours stretched over three days (every time x12): windows stay 15 s, so the series
+        // has gaps and estimated spans; policies' boundaries land inside days.
+        let stretch = |t: i64| T0 + (t - T0) * 12;
+        let mut g = f.clone();
+        for s in &mut g.samples { s.end = Timestamp(stretch(s.end.0)); }
+        for e in &mut g.usage { e.occurred_at = Timestamp(stretch(e.occurred_at.0)); }
+        for p in &mut g.policies {
+            p.spec.effective_from = Timestamp(stretch(p.spec.effective_from.0));
+            p.spec.effective_to = p.spec.effective_to.map(|t| Timestamp(stretch(t.0)));
+        }
+        run_by_day(&g.samples, &g.usage, &g.policies, T0, T0 + 72 * H);
+    }
+
+    #[test]
     fn input_order_does_not_matter(f in arb_fleet(), seed in any::<u64>()) {
         let mut g = f.clone();
         // A deterministic shuffle of samples and events.
@@ -864,13 +1025,13 @@ proptest! {
         let deployments = token_costs(&input, Aggregate::Deployment, None);
         let tenants = token_costs(&input, Aggregate::Tenant, None);
         let models = token_costs(&input, Aggregate::Model, None);
-        for c in [Currency::EUR] {
-            let cost: Decimal = a.deployments.iter().filter(|r| r.currency == Some(c)).map(|r| r.cost).sum();
-            let allocated: Decimal = a.deployments.iter().filter(|r| r.currency == Some(c)).map(|r| r.allocated).sum();
-            prop_assert_eq!(sum(&deployments, c), cost, "deployments sum to the cost column");
-            prop_assert_eq!(sum(&models, c), cost, "models sum to the cost column");
-            prop_assert_eq!(sum(&tenants, c), allocated, "tenants sum to the allocated column");
-        }
+        // Every policy of the fleet prices in euros.
+        let c = Currency::EUR;
+        let cost: Decimal = a.deployments.iter().filter(|r| r.currency == Some(c)).map(|r| r.cost).sum();
+        let allocated: Decimal = a.deployments.iter().filter(|r| r.currency == Some(c)).map(|r| r.allocated).sum();
+        prop_assert_eq!(sum(&deployments, c), cost, "deployments sum to the cost column");
+        prop_assert_eq!(sum(&models, c), cost, "models sum to the cost column");
+        prop_assert_eq!(sum(&tenants, c), allocated, "tenants sum to the allocated column");
         for r in deployments.iter().chain(&tenants).chain(&models).chain(tenants.iter().flat_map(|t| &t.parts)) {
             if let (Some(i), Some(o)) = (r.input_cost, r.output_cost) {
                 prop_assert_eq!(i + o, r.cost, "input and output split the cost: {:?}", r);

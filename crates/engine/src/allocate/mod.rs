@@ -5,6 +5,7 @@
 //! `allocated + unallocated == cost` and the items of the row sum to `allocated`, to the minor unit.
 
 mod accumulate;
+mod by_day;
 mod claims;
 mod parallel;
 mod pricing;
@@ -40,6 +41,9 @@ pub struct AllocationConfig {
     pub bucket_ms: i64,
     /// Threads to use: 0 = the machine's cores for large inputs, one thread for small ones.
     pub threads: usize,
+    /// Also split each item and each unallocated cost per UTC day (`Allocation::day_items`, the FOCUS
+    /// export's rows). Off by default: it costs a second split of every shared bucket.
+    pub day_items: bool,
 }
 
 impl Default for AllocationConfig {
@@ -47,6 +51,7 @@ impl Default for AllocationConfig {
         AllocationConfig {
             bucket_ms: 3_600_000,
             threads: 0,
+            day_items: false,
         }
     }
 }
@@ -132,10 +137,13 @@ struct Ctx<'a> {
     n_days: usize,
     /// Per bucket: its UTC day, as an index from `day0`.
     bucket_day: Vec<usize>,
+    /// Whether items are also split per day ([`AllocationConfig::day_items`]).
+    day_items: bool,
 }
 
 impl<'a> Ctx<'a> {
-    fn new(period: Period, bucket_ms: i64, policies: &'a [Policy]) -> Self {
+    fn new(period: Period, config: AllocationConfig, policies: &'a [Policy]) -> Self {
+        let bucket_ms = config.bucket_ms;
         let n_buckets =
             usize::try_from((period.to.0 - period.from.0 + bucket_ms - 1) / bucket_ms).unwrap_or(0);
         let day0 = period.from.floor_to(DAY_MS).0;
@@ -158,6 +166,7 @@ impl<'a> Ctx<'a> {
             day0,
             n_days: bucket_day.last().map_or(0, |d| d + 1),
             bucket_day,
+            day_items: config.day_items,
         }
     }
 }
@@ -177,7 +186,7 @@ pub fn allocate(input: &AllocationInput<'_>) -> Allocation {
         config,
     } = *input;
     let bucket_ms = config.bucket_ms;
-    let ctx = Ctx::new(period, bucket_ms, policies);
+    let ctx = Ctx::new(period, config, policies);
     let cores = || {
         std::thread::available_parallelism()
             .map_or(1, |n| n.get())
@@ -234,10 +243,12 @@ pub fn allocate(input: &AllocationInput<'_>) -> Allocation {
     let mut items = Vec::new();
     let mut rows = Vec::new();
     let mut daily = Vec::new();
+    let mut day_items = Vec::new();
     for s in settled {
         items.extend(s.items);
         rows.extend(s.rows);
         daily.extend(s.daily);
+        day_items.extend(s.day_items);
         findings.extend(s.findings);
     }
 
@@ -255,6 +266,14 @@ pub fn allocate(input: &AllocationInput<'_>) -> Allocation {
             &b.policy_id,
         ))
     });
+    day_items.sort_by(|a, b| {
+        (&a.deployment_id, a.tenant_id, &a.policy_id, a.day).cmp(&(
+            &b.deployment_id,
+            b.tenant_id,
+            &b.policy_id,
+            b.day,
+        ))
+    });
     Allocation {
         from: period.from,
         to: period.to,
@@ -264,5 +283,6 @@ pub fn allocate(input: &AllocationInput<'_>) -> Allocation {
         daily,
         gaps,
         findings,
+        day_items,
     }
 }

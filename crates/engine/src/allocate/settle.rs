@@ -6,13 +6,14 @@ use std::collections::{BTreeMap, HashSet};
 use rust_decimal::Decimal;
 
 use super::accumulate::{Bucket, Dep, Stats};
+use super::by_day::ByDay;
 use super::claims::split;
 use super::pricing::{add_part, from_fixed, Acc, Part};
 use super::{report_quantity, Ctx, DAY_MS};
 use crate::decimal_ops;
 use crate::domain::{IdleCapacity, Policy, TenantId};
 use crate::money::{apportion, Currency, Money};
-use crate::report::{DailyCost, DeploymentRow, Finding, Item, TenantRow};
+use crate::report::{DailyCost, DayItem, DeploymentRow, Finding, Item, TenantRow};
 use crate::time::Timestamp;
 
 /// One deployment, priced, split, rounded.
@@ -22,6 +23,7 @@ pub(super) struct Settled {
     pub(super) rows: Vec<DeploymentRow>,
     pub(super) daily: Vec<DailyCost>,
     pub(super) findings: Vec<Finding>,
+    pub(super) day_items: Vec<DayItem>,
 }
 
 pub(super) fn settle(ctx: &Ctx<'_>, dep: &Dep<'_>) -> Settled {
@@ -33,17 +35,27 @@ pub(super) fn settle(ctx: &Ctx<'_>, dep: &Dep<'_>) -> Settled {
         &mut out.daily,
         &mut out.findings,
     );
+    let day_items = &mut out.day_items;
     let dep_id = dep.id;
     let mut parts: Vec<((TenantId, usize), Part)> = Vec::new();
     let mut unalloc: Vec<(usize, Part)> = Vec::new();
     let mut days = Days::default();
+    let mut by_day = ctx.day_items.then(ByDay::default);
     let mut orphan_events = 0u64;
     let mut cursor = 0usize;
     for (owner, buckets) in &dep.owners {
         match owner {
-            Some(t) => settle_dedicated(ctx, *t, buckets, &mut parts, &mut days),
+            Some(t) => settle_dedicated(ctx, *t, buckets, &mut parts, &mut days, by_day.as_mut()),
             None => {
-                let shared = settle_shared(ctx, dep, buckets, &mut parts, &mut unalloc, &mut days);
+                let shared = settle_shared(
+                    ctx,
+                    dep,
+                    buckets,
+                    &mut parts,
+                    &mut unalloc,
+                    &mut days,
+                    by_day.as_mut(),
+                );
                 orphan_events += shared.orphan_events;
                 cursor = shared.cursor;
                 findings.extend(shared.findings);
@@ -63,6 +75,9 @@ pub(super) fn settle(ctx: &Ctx<'_>, dep: &Dep<'_>) -> Settled {
     }
     let mut unalloc: BTreeMap<usize, Part> = unalloc.into_iter().collect();
     let mut parts: BTreeMap<(TenantId, usize), Part> = parts.into_iter().collect();
+    if let Some(b) = &mut by_day {
+        b.spread_idle(policies, &parts);
+    }
     spread_idle(policies, &mut parts, &mut unalloc);
 
     // Rows per currency.
@@ -142,7 +157,10 @@ pub(super) fn settle(ctx: &Ctx<'_>, dep: &Dep<'_>) -> Settled {
         row.gpu_memory_gb_seconds = report_quantity(q.memory_gb_seconds);
         row.energy_wh = report_quantity(q.energy_wh());
         if let Some(cur) = cur {
-            round_row(*cur, dep_id, policies, &parts, &unalloc, &mut row, items);
+            let rounded = round_row(*cur, dep_id, policies, &parts, &unalloc, &mut row, items);
+            if let Some(b) = &by_day {
+                b.apportion(ctx, *cur, dep_id, &rounded, day_items);
+            }
             let (day_keys, quotas): (Vec<i64>, Vec<Decimal>) = days.of(*cur, ctx).unzip();
             for (d, amount) in day_keys
                 .iter()
@@ -168,6 +186,7 @@ pub(super) fn settle_dedicated(
     buckets: &[Bucket],
     parts: &mut Vec<((TenantId, usize), Part)>,
     days: &mut Days,
+    mut by_day: Option<&mut ByDay>,
 ) {
     let mut per_day: BTreeMap<(usize, usize), Acc> = BTreeMap::new();
     for (bi, b) in buckets.iter().enumerate() {
@@ -182,6 +201,9 @@ pub(super) fn settle_dedicated(
         let part = acc.priced(&ctx.rates[p]);
         days.add(ctx, p, day, part.cost);
         add_part(parts, (owner, p), &part);
+        if let Some(b) = by_day.as_deref_mut() {
+            b.add_owned(owner, p, day, &part, from_fixed(acc.est));
+        }
     }
 }
 
@@ -205,6 +227,7 @@ pub(super) fn settle_shared(
     parts: &mut Vec<((TenantId, usize), Part)>,
     unalloc: &mut Vec<(usize, Part)>,
     days: &mut Days,
+    mut by_day: Option<&mut ByDay>,
 ) -> Shared {
     let mut out = Shared::default();
     // Reused for every bucket: a month of buckets would otherwise allocate one list each.
@@ -236,6 +259,15 @@ pub(super) fn settle_shared(
         for (p, acc) in b.per_policy.iter() {
             let whole = acc.priced(&ctx.rates[*p]);
             days.add(ctx, *p, ctx.bucket_day[bi], whole.cost);
+            if let Some(b) = by_day.as_deref_mut() {
+                b.split(
+                    *p,
+                    ctx.bucket_day[bi],
+                    &whole,
+                    from_fixed(acc.est),
+                    &fractions,
+                );
+            }
             let i = unalloc.iter().position(|(q, _)| q == p).unwrap_or_else(|| {
                 unalloc.push((*p, Part::default()));
                 unalloc.len() - 1
@@ -327,11 +359,7 @@ pub(super) fn spread_idle(
     parts: &mut BTreeMap<(TenantId, usize), Part>,
     unalloc: &mut BTreeMap<usize, Part>,
 ) {
-    let mut weights: BTreeMap<TenantId, Decimal> = BTreeMap::new();
-    for ((t, _), p) in parts.iter() {
-        *weights.entry(*t).or_default() += p.cost;
-    }
-    let total: Decimal = weights.values().copied().sum();
+    let (weights, total) = idle_weights(parts);
     if total <= Decimal::ZERO {
         return;
     }
@@ -355,6 +383,26 @@ pub(super) fn spread_idle(
     }
 }
 
+/// What weighs the spread of idle capacity: each tenant's allocated cost on the deployment, and their sum.
+pub(super) fn idle_weights(
+    parts: &BTreeMap<(TenantId, usize), Part>,
+) -> (BTreeMap<TenantId, Decimal>, Decimal) {
+    let mut weights: BTreeMap<TenantId, Decimal> = BTreeMap::new();
+    for ((t, _), p) in parts.iter() {
+        *weights.entry(*t).or_default() += p.cost;
+    }
+    let total: Decimal = weights.values().copied().sum();
+    (weights, total)
+}
+
+/// The rounded amounts of a (deployment, currency) row: each (tenant, policy) item's and each policy's
+/// unallocated amount.
+#[derive(Debug, Default)]
+pub(super) struct Rounded {
+    pub(super) items: Vec<((TenantId, usize), Decimal)>,
+    pub(super) idle: Vec<(usize, Decimal)>,
+}
+
 /// Rounds a (deployment, currency) row once and apportions it between its tenants' items and unallocated.
 pub(super) fn round_row(
     cur: Currency,
@@ -364,25 +412,25 @@ pub(super) fn round_row(
     unalloc: &BTreeMap<usize, Part>,
     row: &mut DeploymentRow,
     items: &mut Vec<Item>,
-) {
+) -> Rounded {
     let in_cur = |p: usize| policies[p].spec.currency == cur;
     let tenant_parts: Vec<(&(TenantId, usize), &Part)> =
         parts.iter().filter(|((_, p), _)| in_cur(*p)).collect();
-    let idle_parts: Vec<&Part> = unalloc
+    let idle_parts: Vec<(usize, &Part)> = unalloc
         .iter()
         .filter(|(p, _)| in_cur(**p))
-        .map(|(_, part)| part)
+        .map(|(p, part)| (*p, part))
         .collect();
     let quotas: Vec<Decimal> = tenant_parts
         .iter()
         .map(|(_, p)| p.cost)
-        .chain(idle_parts.iter().map(|p| p.cost))
+        .chain(idle_parts.iter().map(|(_, p)| p.cost))
         .map(|c| c.max(Decimal::ZERO))
         .collect();
     let exact: Decimal = tenant_parts
         .iter()
         .map(|(_, p)| p.cost)
-        .chain(idle_parts.iter().map(|p| p.cost))
+        .chain(idle_parts.iter().map(|(_, p)| p.cost))
         .sum();
     row.cost = cur.round(exact);
     let amounts = apportion(row.cost, &quotas, cur.minor_unit());
@@ -402,6 +450,18 @@ pub(super) fn round_row(
                 currency: cur,
             },
         });
+    }
+    Rounded {
+        items: tenant_parts
+            .iter()
+            .map(|(key, _)| **key)
+            .zip(tenant_amounts.iter().copied())
+            .collect(),
+        idle: idle_parts
+            .iter()
+            .map(|(p, _)| *p)
+            .zip(idle_amounts.iter().copied())
+            .collect(),
     }
 }
 

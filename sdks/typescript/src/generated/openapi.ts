@@ -44,6 +44,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/finops/gpu/allocation/focus": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * FOCUS 1.2 export of a period's GPU allocation (CSV or Parquet)
+         * @description Who: as GET /v1/finops/gpu/allocation (platform_admin: every tenant and the unallocated rows; the other readers: their tenant's rows only). One row per tenant x deployment x allocation policy x UTC day, FOCUS 1.2 columns plus `x_` ones (README, "FOCUS export"). BilledCost = EffectiveCost = ListCost = ContractedCost = the allocated cost; the days of a (tenant, deployment, policy) sum exactly to that item's `allocated` in GET /v1/finops/gpu/allocation for the same from/to. Rows with `x_Unallocated` true (SubAccountId the nil uuid, platform callers only) hold the idle cost, so all rows sum to the deployments' `cost`. Period rules and limits as GET /v1/finops/gpu/allocation.
+         */
+        get: operations["getGpuAllocationFocus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/finops/gpu/allocation/series": {
         parameters: {
             query?: never;
@@ -182,6 +202,26 @@ export interface paths {
         get: operations["getProvidersCatalog"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Register a local inference provider
+         * @description Who: platform_admin. Registers a deployment's OpenAI-compatible endpoint; with `verify` (default) the control plane first calls GET {base_url}/models (5 s timeout) and refuses a URL that lists no model. Audited as `provider.register`.
+         */
+        post: operations["registerProvider"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1138,12 +1178,13 @@ export interface components {
         Provider: {
             /** @description Provider kind, e.g. `vllm`. */
             id: string;
+            /** @description The registered label, else `vLLM (local inference engine)`. */
             label: string;
             /** @description Runs on the platform's own GPUs. */
             local: boolean;
             /**
              * Format: uri
-             * @description OpenAI-compatible endpoint of the deployment.
+             * @description OpenAI-compatible endpoint of the deployment: the registered one, else `http://<deployment_id>:8000/v1`.
              */
             base_url: string;
             /**
@@ -1153,10 +1194,31 @@ export interface components {
             provider_id: string;
             enabled: boolean;
             /**
-             * @description `api`: seen through the API (GPU samples of the deployment); `config`: configured.
+             * @description `api`: registered and confirmed by its model list (GET {base_url}/models); `config`: registered without confirmation; `samples`: only seen in GPU samples (base_url is the in-cluster URL its name gives).
              * @enum {string}
              */
-            discovery: "api" | "config";
+            discovery: "api" | "config" | "samples";
+            /** @description The deployment this provider serves. */
+            deployment_id: string;
+            /** @description The model served: the first of `models`, else the one its tokens name; null when not known. */
+            model: string | null;
+            /** @description The model ids its GET /models listed when it was confirmed (empty otherwise). */
+            models: string[];
+            /** @description What its tokens cost over the last closed UTC month (GET /v1/finops/gpu/token-costs of that month, per deployment, allocation basis: the deployment's whole cost, idle included); null when it served no token then. Cached for up to 10 minutes. */
+            pricing: null | {
+                /** @description Cost per million tokens, input and output together. */
+                per_mtok: components["schemas"]["DecimalString"] | null;
+                /** @description Per million input tokens that needed compute. */
+                input_per_mtok: components["schemas"]["DecimalString"] | null;
+                /** @description Per million output tokens. */
+                output_per_mtok: components["schemas"]["DecimalString"] | null;
+                currency: components["schemas"]["Currency"];
+                period: string;
+                /** @enum {string} */
+                basis: "allocation";
+                /** @enum {string} */
+                allocation_method: "compute_time" | "compute_time_uncorrected" | "weight" | "mixed";
+            };
         };
         ProviderCatalog: {
             items: components["schemas"]["Provider"][];
@@ -1512,6 +1574,8 @@ export interface components {
             tokens_in: components["schemas"]["Quantity"];
             tokens_out: components["schemas"]["Quantity"];
             tokens: components["schemas"]["Quantity"];
+            /** @description cost / tokens x 1,000,000 in the step (4 places, half away from zero); null without tokens or cost. */
+            cost_per_mtok: components["schemas"]["DecimalString"] | null;
         };
         SeriesStep: {
             /** Format: date-time */
@@ -1538,6 +1602,17 @@ export interface components {
             tokens_out: components["schemas"]["Quantity"];
             tokens: components["schemas"]["Quantity"];
             steps: components["schemas"]["SeriesStep"][];
+        };
+        /** @description A provider registration: the deployment's OpenAI-compatible endpoint. A new registration of a deployment replaces the previous one. */
+        ProviderCreate: {
+            deployment_id: string;
+            /** @description e.g. `http://vllm-llama-70b.ai.svc:8000/v1`; the control plane calls GET {base_url}/models to confirm it (a trailing slash is dropped). */
+            base_url: string;
+            label?: string | null;
+            /** @description Default true. */
+            enabled?: boolean | null;
+            /** @description Default true: refuse a base_url whose GET /models lists no model (422 on base_url). false: register it as `config`, unconfirmed. */
+            verify?: boolean | null;
         };
     };
     responses: {
@@ -1875,6 +1950,75 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Allocation"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getGpuAllocationFocus: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Start (inclusive): a date (its midnight UTC) or an RFC 3339 date-time. Default: `to` minus 30 days. The period is widened to whole hours (`from` floored, `to` ceiled); the answer's `from` and `to` say which.
+                 * @example 2026-10-01
+                 */
+                from?: components["parameters"]["from"];
+                /**
+                 * @description End: a date includes that whole UTC day (the period ends at the next midnight); an RFC 3339 date-time is exclusive. Default: now. Must be after `from`. The period is widened to whole hours (`from` floored, `to` ceiled); the answer's `from` and `to` say which.
+                 * @example 2026-10-31
+                 */
+                to?: components["parameters"]["to"];
+                /** @description `csv` (default) or `parquet`; anything else is 422 validation_error (field `format`). */
+                format?: "csv" | "parquet";
+            };
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The FOCUS rows (CSV: RFC 4180 with a header line; Parquet: money DECIMAL(38,4), GPU-hours DECIMAL(38,9), quantities DECIMAL(38,6), date-times TIMESTAMP(MILLIS, UTC)). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description attachment; filename="focus-FROM-TO.csv" (or .parquet) */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example BilledCost,BillingAccountId,BillingAccountName,BillingCurrency,BillingPeriodEnd,BillingPeriodStart,ChargeCategory,ChargeClass,ChargeDescription,ChargeFrequency,ChargePeriodEnd,ChargePeriodStart,ConsumedQuantity,ConsumedUnit,ContractedCost,EffectiveCost,InvoiceIssuerName,ListCost,PricingQuantity,PricingUnit,ProviderName,PublisherName,ResourceId,ResourceName,ResourceType,ServiceCategory,ServiceName,ServiceSubcategory,SubAccountId,SubAccountName,x_AllocationPolicyId,x_EnergyWh,x_EstimatedGpuSeconds,x_GpuMemoryGbSeconds,x_GpuSeconds,x_Unallocated
+                     *     3.63,eai-gpu,eai-gpu,EUR,2026-10-01T01:00:00Z,2026-10-01T00:00:00Z,Usage,,GPU time on deployment vllm-shared under allocation policy alp_1,Usage-Based,2026-10-01T01:00:00Z,2026-10-01T00:00:00Z,1.4,GPU-Hours,3.63,3.63,eai-gpu,3.63,1.4,GPU-Hours,eai-gpu,eai-gpu,vllm-shared,vllm-shared,GPU Deployment,AI and Machine Learning,GPU Compute,AI Platforms,8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10,Acme,alp_1,560,0,100800,5040,false
+                     */
+                    "text/csv": string;
+                    "application/vnd.apache.parquet": string;
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -2335,6 +2479,55 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    registerProvider: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProviderCreate"];
+            };
+        };
+        responses: {
+            /** @description Registered: the provider as the catalog lists it (pricing null until the catalog prices it). */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Provider"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];

@@ -1,0 +1,81 @@
+//! `GET /v1/finops/gpu/allocation/focus?from&to[&format=csv|parquet]`: the period's allocation as FOCUS 1.2
+//! rows (one per tenant x deployment x policy x UTC day, plus the unallocated cost for platform callers), CSV by
+//! default or Parquet. The period follows `GET /v1/finops/gpu/allocation`'s rules, and so does the scope: a
+//! tenant reader gets its own rows only. The days of an item sum to its `allocated` there, to the cent.
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use eai_engine::allocate::{AllocationConfig, Period};
+use serde::Deserialize;
+
+use crate::auth::actions::ReadAllocation;
+use crate::auth::Authorized;
+use crate::error::ApiError;
+use crate::extract::ApiQuery;
+use crate::focus::{encode, rows, Format};
+use crate::routes::allocation::requested_period;
+use crate::state::{now, AppState};
+
+#[derive(Debug, Default, Deserialize)]
+pub struct FocusQuery {
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub format: Option<String>,
+}
+
+pub async fn get(
+    State(st): State<AppState>,
+    auth: Authorized<ReadAllocation>,
+    ApiQuery(q): ApiQuery<FocusQuery>,
+) -> Result<Response, ApiError> {
+    let mut errors = Vec::new();
+    let format = Format::parse(q.format.as_deref())
+        .map_err(|e| errors.push(e))
+        .ok();
+    let period = requested_period(
+        q.from.as_deref(),
+        q.to.as_deref(),
+        now(),
+        st.settings.max_range_days,
+    )
+    .map_err(|e| errors.push(e))
+    .ok();
+    let (Some(format), Some((from, to))) = (format, period) else {
+        return Err(ApiError::validation(errors));
+    };
+    let config = AllocationConfig {
+        bucket_ms: st.settings.allocation_bucket_ms,
+        ..AllocationConfig::default()
+    };
+    let period =
+        Period::new(from, to, config.bucket_ms).map_err(|e| ApiError::validation(vec![e]))?;
+    let _slot = st
+        .limits
+        .allocation_slot()
+        .inspect_err(|_| st.metrics.rate_limited())?;
+    let found = rows(
+        &st.source,
+        st.store.as_ref(),
+        period,
+        config,
+        auth.scope,
+        &st.settings.focus_issuer,
+    )
+    .await?;
+    let body = encode(&found, format)?;
+    let file = format!(
+        "attachment; filename=\"focus-{}-{}.{}\"",
+        period.from.date_string(),
+        period.to.date_string(),
+        format.extension()
+    );
+    Ok((
+        [
+            (header::CONTENT_TYPE, format.content_type().to_string()),
+            (header::CONTENT_DISPOSITION, file),
+        ],
+        body,
+    )
+        .into_response())
+}

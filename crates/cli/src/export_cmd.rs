@@ -1,0 +1,90 @@
+//! `eai-gpu export focus --period YYYY-MM --out FILE [--format csv|parquet]`: a month's FOCUS 1.2 export read
+//! straight from the store (every tenant and the unallocated rows, as a platform_admin gets from
+//! `GET /v1/finops/gpu/allocation/focus`); `--out -` writes to stdout.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use eai_api::allocation::Source;
+use eai_api::focus::{encode, rows, Format};
+use eai_engine::allocate::{AllocationConfig, Period};
+use eai_engine::batch::month;
+use eai_store::Scope;
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[command(subcommand)]
+    pub what: ExportCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ExportCommand {
+    /// The allocation of a month as FOCUS 1.2 rows (one per tenant x deployment x policy x UTC day, plus the
+    /// unallocated cost), CSV or Parquet.
+    Focus(FocusArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FocusArgs {
+    /// The month, `YYYY-MM` (UTC).
+    #[arg(long)]
+    pub period: String,
+    /// Where to write the file; `-` for stdout.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// `csv` (default) or `parquet`.
+    #[arg(long, default_value = "csv")]
+    pub format: String,
+    /// Folder of the embedded store (EAI_DATA_DIR).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Store URL (EAI_DATABASE_URL).
+    #[arg(long)]
+    pub database_url: Option<String>,
+}
+
+pub async fn run(args: ExportArgs) -> anyhow::Result<std::process::ExitCode> {
+    let ExportCommand::Focus(args) = args.what;
+    let format =
+        Format::parse(Some(&args.format)).map_err(|e| anyhow::anyhow!("--format {}", e.reason))?;
+    let Some((from, to)) = month(&args.period) else {
+        anyhow::bail!("--period must be a month YYYY-MM, not {:?}", args.period);
+    };
+    let config = crate::serve::config(None, args.data_dir.clone(), args.database_url.clone())?;
+    let store = eai_api::open_store(&config).await?;
+    let alloc = AllocationConfig {
+        bucket_ms: i64::from(config.allocation_bucket_minutes) * 60_000,
+        ..AllocationConfig::default()
+    };
+    let period =
+        Period::new(from, to, alloc.bucket_ms).map_err(|e| anyhow::anyhow!("{}", e.reason))?;
+    let found = rows(
+        &Source::Primary,
+        store.as_ref(),
+        period,
+        alloc,
+        Scope::Platform,
+        &config.focus_issuer,
+    )
+    .await?;
+    let bytes = encode(&found, format)?;
+    if args.out.as_os_str() == "-" {
+        let mut out = std::io::stdout().lock();
+        out.write_all(&bytes).context("writing to stdout")?;
+        out.flush().context("writing to stdout")?;
+    } else {
+        std::fs::write(&args.out, &bytes)
+            .with_context(|| format!("cannot write {}", args.out.display()))?;
+        eprintln!(
+            "{}: {} FOCUS row(s), {} .. {}, written to {}",
+            args.period,
+            found.len(),
+            period.from,
+            period.to,
+            args.out.display()
+        );
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
