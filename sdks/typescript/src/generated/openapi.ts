@@ -188,6 +188,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Register a local inference provider
+         * @description Who: platform_admin. Registers a deployment's OpenAI-compatible endpoint; with `verify` (default) the control plane first calls GET {base_url}/models (5 s timeout) and refuses a URL that lists no model. Audited as `provider.register`.
+         */
+        post: operations["registerProvider"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/usage/events": {
         parameters: {
             query?: never;
@@ -1138,12 +1158,13 @@ export interface components {
         Provider: {
             /** @description Provider kind, e.g. `vllm`. */
             id: string;
+            /** @description The registered label, else `vLLM (local inference engine)`. */
             label: string;
             /** @description Runs on the platform's own GPUs. */
             local: boolean;
             /**
              * Format: uri
-             * @description OpenAI-compatible endpoint of the deployment.
+             * @description OpenAI-compatible endpoint of the deployment: the registered one, else `http://<deployment_id>:8000/v1`.
              */
             base_url: string;
             /**
@@ -1153,10 +1174,31 @@ export interface components {
             provider_id: string;
             enabled: boolean;
             /**
-             * @description `api`: seen through the API (GPU samples of the deployment); `config`: configured.
+             * @description `api`: registered and confirmed by its model list (GET {base_url}/models); `config`: registered without confirmation; `samples`: only seen in GPU samples (base_url is the in-cluster URL its name gives).
              * @enum {string}
              */
-            discovery: "api" | "config";
+            discovery: "api" | "config" | "samples";
+            /** @description The deployment this provider serves. */
+            deployment_id: string;
+            /** @description The model served: the first of `models`, else the one its tokens name; null when not known. */
+            model: string | null;
+            /** @description The model ids its GET /models listed when it was confirmed (empty otherwise). */
+            models: string[];
+            /** @description What its tokens cost over the last closed UTC month (GET /v1/finops/gpu/token-costs of that month, per deployment, allocation basis: the deployment's whole cost, idle included); null when it served no token then. Cached for up to 10 minutes. */
+            pricing: null | {
+                /** @description Cost per million tokens, input and output together. */
+                per_mtok: components["schemas"]["DecimalString"] | null;
+                /** @description Per million input tokens that needed compute. */
+                input_per_mtok: components["schemas"]["DecimalString"] | null;
+                /** @description Per million output tokens. */
+                output_per_mtok: components["schemas"]["DecimalString"] | null;
+                currency: components["schemas"]["Currency"];
+                period: string;
+                /** @enum {string} */
+                basis: "allocation";
+                /** @enum {string} */
+                allocation_method: "compute_time" | "compute_time_uncorrected" | "weight" | "mixed";
+            };
         };
         ProviderCatalog: {
             items: components["schemas"]["Provider"][];
@@ -1512,6 +1554,8 @@ export interface components {
             tokens_in: components["schemas"]["Quantity"];
             tokens_out: components["schemas"]["Quantity"];
             tokens: components["schemas"]["Quantity"];
+            /** @description cost / tokens x 1,000,000 in the step (4 places, half away from zero); null without tokens or cost. */
+            cost_per_mtok: components["schemas"]["DecimalString"] | null;
         };
         SeriesStep: {
             /** Format: date-time */
@@ -1538,6 +1582,17 @@ export interface components {
             tokens_out: components["schemas"]["Quantity"];
             tokens: components["schemas"]["Quantity"];
             steps: components["schemas"]["SeriesStep"][];
+        };
+        /** @description A provider registration: the deployment's OpenAI-compatible endpoint. A new registration of a deployment replaces the previous one. */
+        ProviderCreate: {
+            deployment_id: string;
+            /** @description e.g. `http://vllm-llama-70b.ai.svc:8000/v1`; the control plane calls GET {base_url}/models to confirm it (a trailing slash is dropped). */
+            base_url: string;
+            label?: string | null;
+            /** @description Default true. */
+            enabled?: boolean | null;
+            /** @description Default true: refuse a base_url whose GET /models lists no model (422 on base_url). false: register it as `config`, unconfirmed. */
+            verify?: boolean | null;
         };
     };
     responses: {
@@ -2335,6 +2390,55 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    registerProvider: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProviderCreate"];
+            };
+        };
+        responses: {
+            /** @description Registered: the provider as the catalog lists it (pricing null until the catalog prices it). */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Provider"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
