@@ -277,7 +277,8 @@ func TestFinOpsProvidersUsageAudit(t *testing.T) {
 	}
 	seen := false
 	for _, pr := range cat.Items {
-		if pr.BaseURL == "http://calls-shared:8000/v1" && pr.ID == "vllm" && pr.Local && pr.Enabled && pr.ProviderID != "" {
+		if pr.BaseURL == "http://calls-shared:8000/v1" && pr.ID == "vllm" && pr.Local && pr.Enabled && pr.ProviderID != "" &&
+			pr.Discovery == eai.DiscoverySamples && pr.DeploymentID == "calls-shared" {
 			seen = true
 		}
 	}

@@ -22,7 +22,7 @@ import (
 type Client struct {
 	// FinOps: GPU samples, the cost allocation, allocation policies, budgets and reservations (/v1/finops/…).
 	FinOps *FinOpsService
-	// Providers: the catalog of model providers (/v1/providers/catalog).
+	// Providers: the local inference providers: their catalog and registration (/v1/providers).
 	Providers *ProvidersService
 	// Usage: usage events (/v1/usage/events). See package usage for a builder and a background emitter.
 	Usage *UsageService

@@ -141,7 +141,7 @@ func TestSeedSnippet(t *testing.T) {
 	}
 	found = false
 	for _, p := range catalog.Items {
-		if p.BaseURL == "http://seed-vllm-llama-70b:8000/v1" && p.Local && p.Discovery == "api" {
+		if p.BaseURL == "http://seed-vllm-llama-70b:8000/v1" && p.Local && p.Discovery == "samples" {
 			found = true
 		}
 	}

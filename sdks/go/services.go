@@ -170,6 +170,20 @@ func (p *ProvidersService) Catalog(ctx context.Context, opts ...RequestOption) (
 	return &out, nil
 }
 
+// Register registers a deployment's OpenAI-compatible endpoint (POST /v1/providers; platform_admin); a
+// new registration of a deployment replaces the previous one, so it is retried as idempotent. body is a
+// ProviderCreate or a map. With Verify (the default) the server first calls GET {base_url}/models and
+// refuses a URL that lists no model (an *APIError with ErrValidation naming `base_url`); Verify false
+// registers it unconfirmed (DiscoveryConfig).
+func (p *ProvidersService) Register(ctx context.Context, body any, opts ...RequestOption) (*Provider, error) {
+	var out Provider
+	opts = append([]RequestOption{Idempotent(true)}, opts...)
+	if err := p.c.post(ctx, "/v1/providers", body, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // ----------------------------------------------------------------------------------------------- Usage
 
 // UsageService groups the usage endpoints. See package usage for a builder and a background emitter.

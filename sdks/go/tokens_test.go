@@ -165,7 +165,8 @@ func TestGpuAllocationSeries(t *testing.T) {
 	sum := big.NewInt(0)
 	for i, step := range series.Steps {
 		d := step.Deployment(deployment)
-		if d == nil || d.Cost != "10.00" || ptr(d.Currency) != "USD" || d.Tokens.String() != "1000" {
+		// 10.00 over 1,000 tokens in each hour: 10000.0000 per million.
+		if d == nil || d.Cost != "10.00" || ptr(d.Currency) != "USD" || d.Tokens.String() != "1000" || d.CostPerMtok != "10000.0000" {
 			t.Fatalf("step %d: %+v", i, d)
 		}
 		sum.Add(sum, cents(t, d.Cost))
@@ -202,6 +203,9 @@ func TestGpuAllocationSeries(t *testing.T) {
 	for i := range mine.Steps {
 		if st := mine.Steps[i].Total("USD"); st == nil || st.Cost != "7.00" {
 			t.Fatalf("A's step %d: %+v", i, mine.Steps[i].Totals)
+		}
+		if d := mine.Steps[i].Deployment(deployment); d == nil || d.CostPerMtok != "10000.0000" {
+			t.Fatalf("A's step %d: %+v", i, d)
 		}
 	}
 	if tot := mine.Total("USD"); tot == nil || tot.Cost != "14.00" || mine.Tokens.String() != "1400" {

@@ -414,6 +414,8 @@ type SeriesDeployment struct {
 	TokensIn  Quantity `json:"tokens_in"`
 	TokensOut Quantity `json:"tokens_out"`
 	Tokens    Quantity `json:"tokens"`
+	// CostPerMtok is Cost per million tokens in the step, 4 places ("10000.0000"); "" without tokens or cost.
+	CostPerMtok Decimal `json:"cost_per_mtok"`
 }
 
 // SeriesStep is one step [From, To) of a series.
@@ -616,28 +618,90 @@ type AllocationPolicyChange struct {
 
 // ------------------------------------------------------------------------------------------- providers
 
-// Provider is an entry of the providers catalog.
+// Provider is an entry of the providers catalog: a deployment's OpenAI-compatible endpoint.
 type Provider struct {
 	// ID is the provider kind, e.g. `vllm`.
 	ID string `json:"id"`
-	// Label is for people.
+	// Label is for people: the registered label, else `vLLM (local inference engine)`.
 	Label string `json:"label"`
 	// Local: runs on the platform's own GPUs.
 	Local bool `json:"local"`
-	// BaseURL is the deployment's OpenAI-compatible endpoint.
+	// BaseURL is the deployment's OpenAI-compatible endpoint: the registered one, else
+	// `http://<deployment_id>:8000/v1`.
 	BaseURL string `json:"base_url"`
 	// ProviderID is the stable uuid of this entry.
 	ProviderID string `json:"provider_id"`
 	// Enabled is whether it is in use.
 	Enabled bool `json:"enabled"`
-	// Discovery is `api` (seen in GPU samples) or `config`.
+	// Discovery is DiscoveryAPI (registered and confirmed by its model list), DiscoveryConfig (registered,
+	// not confirmed) or DiscoverySamples (only seen in GPU samples).
 	Discovery string `json:"discovery"`
+	// DeploymentID is the deployment this provider serves.
+	DeploymentID string `json:"deployment_id"`
+	// Model is the model served (the first of Models, else the one its tokens name); nil when not known.
+	Model *string `json:"model"`
+	// Models are the model ids its GET /models listed when it was confirmed (empty otherwise).
+	Models []string `json:"models"`
+	// Pricing is what its tokens cost over the last closed month; nil when it served no token then.
+	Pricing *ProviderPricing `json:"pricing"`
+}
+
+// The values of Provider.Discovery.
+const (
+	DiscoveryAPI     = "api"
+	DiscoveryConfig  = "config"
+	DiscoverySamples = "samples"
+)
+
+// ProviderPricing is what a provider's tokens cost over the last closed UTC month (the deployment's whole
+// allocated cost, idle included), per million tokens. A rate is "" when there was no such token.
+type ProviderPricing struct {
+	// PerMtok is the cost per million tokens, input and output together ("10000.0000").
+	PerMtok Decimal `json:"per_mtok"`
+	// InputPerMtok is per million input tokens that needed compute.
+	InputPerMtok Decimal `json:"input_per_mtok"`
+	// OutputPerMtok is per million output tokens.
+	OutputPerMtok Decimal `json:"output_per_mtok"`
+	// Currency of the rates.
+	Currency string `json:"currency"`
+	// Period is the month priced, `YYYY-MM`.
+	Period string `json:"period"`
+	// Basis is `allocation`.
+	Basis string `json:"basis"`
+	// AllocationMethod is how the cost was split between input and output tokens (`compute_time`,
+	// `compute_time_uncorrected`, `weight` or `mixed`).
+	AllocationMethod string `json:"allocation_method"`
+}
+
+// ProviderCreate is the body of POST /v1/providers.
+type ProviderCreate struct {
+	// DeploymentID is the deployment the endpoint serves.
+	DeploymentID string `json:"deployment_id"`
+	// BaseURL is its OpenAI-compatible endpoint, e.g. `http://vllm-llama-70b.ai.svc:8000/v1`.
+	BaseURL string `json:"base_url"`
+	// Label is for people (default: `vLLM (local inference engine)`).
+	Label string `json:"label,omitempty"`
+	// Enabled (nil: true).
+	Enabled *bool `json:"enabled,omitempty"`
+	// Verify (nil: true): the server first calls GET {BaseURL}/models and refuses a URL that lists no
+	// model; false registers it unconfirmed (DiscoveryConfig).
+	Verify *bool `json:"verify,omitempty"`
 }
 
 // Catalog is the providers catalog (GET /v1/providers/catalog).
 type Catalog struct {
 	// Items are the providers.
 	Items []Provider `json:"items"`
+}
+
+// Deployment returns the provider of a deployment, or nil.
+func (c *Catalog) Deployment(id string) *Provider {
+	for i := range c.Items {
+		if c.Items[i].DeploymentID == id {
+			return &c.Items[i]
+		}
+	}
+	return nil
 }
 
 // ------------------------------------------------------------------------------------------- tenants

@@ -36,6 +36,7 @@ SDK_OPERATIONS: Dict[Tuple[str, str], str] = {
     ("POST", "/v1/finops/reservations/{id}/commit"): "finops.commit_reservation",
     ("POST", "/v1/finops/reservations/{id}/release"): "finops.release_reservation",
     ("GET", "/v1/providers/catalog"): "providers.catalog",
+    ("POST", "/v1/providers"): "providers.register",
     ("POST", "/v1/usage/events"): "usage.events",
     ("POST", "/v1/tenants"): "tenants.create",
     ("GET", "/v1/tenants"): "tenants.list",

@@ -220,7 +220,8 @@ async def test_samples_allocation_and_catalog(client: AnyClient) -> None:
     catalog = await maybe(client.providers.catalog())
     assert isinstance(catalog, Catalog)
     mine = [p for p in catalog if deployment in p.base_url]
-    assert len(mine) == 1 and mine[0].discovery == "api" and mine[0].local and mine[0].enabled
+    assert len(mine) == 1 and mine[0].discovery == "samples" and mine[0].local and mine[0].enabled
+    assert mine[0].deployment_id == deployment and mine[0].models == []
     assert catalog.providers == catalog.items and len(catalog) >= 1
 
 

@@ -168,6 +168,9 @@ async def test_allocation_series_steps_sum_to_the_period(client: AnyClient, serv
     assert [str(c) for c in costs] == ["10.00", "10.00"]
     assert sum(c for c in costs if c is not None) == Decimal("20.00")
     assert [r.tokens for r in rows if r is not None] == [1000, 1000]
+    # 10.00 over 1,000 tokens in each hour.
+    assert [str(r.cost_per_mtok) for r in rows if r is not None] == ["10000.0000", "10000.0000"]
+    assert all(isinstance(r.cost_per_mtok, Decimal) for r in rows if r is not None)
 
     # Every column of the steps sums to the period's totals.
     total = series.total("USD")
@@ -181,6 +184,8 @@ async def test_allocation_series_steps_sum_to_the_period(client: AnyClient, serv
     mine = await maybe(a_view.finops.gpu_allocation_series(start=s.start, end=s.end, step="hour"))
     step_totals = [st.total("USD") for st in mine.steps]
     assert [str(t.cost) if t else None for t in step_totals] == ["7.00", "7.00"]
+    a_rows = [st.deployment(s.deployment) for st in mine.steps]
+    assert [str(r.cost_per_mtok) if r else None for r in a_rows] == ["10000.0000", "10000.0000"]
     mine_total = mine.total()
     assert mine_total is not None and str(mine_total.cost) == "14.00"
     assert mine.tokens == 1400 and (mine.tokens_in, mine.tokens_out) == (Decimal(1000), Decimal(400))

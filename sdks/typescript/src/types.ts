@@ -70,7 +70,10 @@ export type TokenSource = TokenCost["token_source"];
 export type AllocationSeries = Schemas["AllocationSeries"];
 /** One step of a series: totals per currency, tokens and deployments. */
 export type SeriesStep = Schemas["SeriesStep"];
-/** A deployment in one step (amounts null: tokens on a deployment that cost nothing in the step). */
+/**
+ * A deployment in one step (amounts null: tokens on a deployment that cost nothing in the step);
+ * `cost_per_mtok` is the step's cost per million tokens (`"10000.0000"`, null without tokens or cost).
+ */
 export type SeriesDeployment = Schemas["SeriesDeployment"];
 /** A currency's cost, allocated and unallocated amounts (decimal strings) of a step or of the period. */
 export type SeriesTotal = Schemas["SeriesTotal"];
@@ -110,8 +113,24 @@ export type ReservationCommit = Schemas["ReservationCommit"];
 export type ReservationActual = ReservationCommit["actual"];
 /** A hold against a tenant's enforcing budgets (`held`, `committed`, `released`, `expired`). */
 export type Reservation = Schemas["Reservation"];
-/** A local inference provider. */
+/**
+ * A local inference provider: a deployment's OpenAI-compatible `base_url`, its `models`, how it was found
+ * (`discovery`) and what its tokens cost last month (`pricing`).
+ */
 export type Provider = Schemas["Provider"];
+/**
+ * How a provider is known: `api` (registered and confirmed by its model list), `config` (registered, not
+ * confirmed) or `samples` (only seen in GPU samples; `base_url` is the in-cluster URL its name gives).
+ */
+export type ProviderDiscovery = Provider["discovery"];
+/**
+ * What a provider's tokens cost over the last closed UTC month (`period`, `"YYYY-MM"`), per million tokens, as
+ * decimal strings (`per_mtok` `"10000.0000"`; null when there was no such token). A provider's `pricing` is
+ * null when it served no token that month.
+ */
+export type ProviderPricing = NonNullable<Provider["pricing"]>;
+/** The body of `POST /v1/providers`. */
+export type ProviderCreate = Schemas["ProviderCreate"];
 /** `GET /v1/providers/catalog`. */
 export type ProviderCatalog = Schemas["ProviderCatalog"];
 /** The body of `POST /v1/tenants`. */

@@ -203,7 +203,9 @@ describe("providers", () => {
     const entry = catalog.items.find((p) => p.base_url.includes(deployment));
     assert.ok(entry, JSON.stringify(catalog));
     assert.equal(entry.local, true);
-    assert.equal(entry.discovery, "api");
+    assert.equal(entry.discovery, "samples");
+    assert.equal(entry.deployment_id, deployment);
+    assert.deepEqual(entry.models, []);
     assert.match(entry.provider_id, /^[0-9a-f-]{36}$/);
   });
 });

@@ -139,6 +139,11 @@ describe("finops.gpu.allocationSeries", () => {
     assert.deepEqual(series.steps.map((s) => s.totals.map((t) => [t.currency, t.cost])), [[["USD", "10.00"]], [["USD", "10.00"]]]);
     assert.deepEqual(series.steps.map((s) => s.deployments.find((d) => d.deployment_id === deployment)?.cost), ["10.00", "10.00"]);
     assert.deepEqual(series.steps.map((s) => s.tokens), [1000, 1000]);
+    // 10.00 over 1,000 tokens in each hour, per million tokens.
+    assert.deepEqual(
+      series.steps.map((s) => s.deployments.find((d) => d.deployment_id === deployment)?.cost_per_mtok),
+      ["10000.0000", "10000.0000"],
+    );
     for (const col of ["cost", "allocated", "unallocated"] as const) {
       assert.equal(sum(series.steps.map((s) => s.totals[0]![col])), series.totals[0]![col], col);
     }
@@ -150,6 +155,7 @@ describe("finops.gpu.allocationSeries", () => {
     // A tenant's view: its share in every step (3.00 each for B), its own tokens; the default step is a day.
     const mine = await admin.withOptions({ tenant: tenantB }).finops.gpu.allocationSeries({ from, to, step: "hour" });
     assert.deepEqual(mine.steps.map((s) => s.totals[0]?.cost), ["3.00", "3.00"]);
+    assert.deepEqual(mine.steps.map((s) => s.deployments[0]?.cost_per_mtok), ["10000.0000", "10000.0000"]);
     assert.equal(mine.tokens, 600);
     const daily = await admin.finops.gpu.allocationSeries({ from, to });
     assert.equal(daily.step, "day");

@@ -34,6 +34,7 @@ from .types import (
     BudgetList,
     Catalog,
     Money,
+    Provider,
     Reservation,
     SampleIngestResult,
     Tenant,
@@ -356,6 +357,24 @@ def release_reservation(cfg: ClientConfig, reservation_id: str) -> Op[Reservatio
 def catalog(cfg: ClientConfig) -> Op[Catalog]:
     return call(
         cfg, "GET", "/v1/providers/catalog", lambda d: Catalog.from_json(as_object(d)), idempotent=True
+    )
+
+
+def register_provider(
+    cfg: ClientConfig,
+    deployment_id: str,
+    base_url: str,
+    label: Optional[str],
+    enabled: Optional[bool],
+    verify: Optional[bool],
+) -> Op[Provider]:
+    body: Dict[str, Any] = {"deployment_id": deployment_id, "base_url": base_url}
+    for name, value in (("label", label), ("enabled", enabled), ("verify", verify)):
+        if value is not None:
+            body[name] = value
+    # Idempotent on the server: a new registration of a deployment replaces the previous one.
+    return call(
+        cfg, "POST", "/v1/providers", lambda d: Provider.from_json(as_object(d)), body=body, idempotent=True
     )
 
 

@@ -44,6 +44,7 @@ from .types import (
     BudgetChange,
     BudgetList,
     Catalog,
+    Provider,
     Reservation,
     SampleIngestResult,
     Tenant,
@@ -631,20 +632,52 @@ class AsyncReservationScope(_ScopeBase):
 
 
 class Providers(_SyncResource):
-    """The providers catalog (``/v1/providers``)."""
+    """The local inference providers (``/v1/providers``)."""
 
     def catalog(self) -> Catalog:
-        """The providers catalog: shared deployments and the caller's tenant's dedicated ones
-        (``GET /v1/providers/catalog``)."""
+        """The providers catalog: shared deployments and the caller's tenant's dedicated ones, each with
+        its last closed month's ``pricing`` (``GET /v1/providers/catalog``)."""
         return self._client._run(ops.catalog(self._cfg))
+
+    def register(
+        self,
+        deployment_id: str,
+        base_url: str,
+        *,
+        label: Optional[str] = None,
+        enabled: Optional[bool] = None,
+        verify: Optional[bool] = None,
+    ) -> Provider:
+        """Registers a deployment's OpenAI-compatible endpoint (platform_admin; ``POST /v1/providers``);
+        a new registration of a deployment replaces the previous one. With ``verify`` (the default) the
+        server first calls ``GET {base_url}/models`` and refuses a URL that lists no model
+        (:class:`~enterprise_ai.ValidationError` on ``base_url``); ``verify=False`` registers it unconfirmed
+        (``discovery == "config"``)."""
+        return self._client._run(
+            ops.register_provider(self._cfg, deployment_id, base_url, label, enabled, verify)
+        )
 
 
 class AsyncProviders(_AsyncResource):
-    """The providers catalog (``/v1/providers``), async."""
+    """The local inference providers (``/v1/providers``), async."""
 
     @_doc(Providers.catalog)
     async def catalog(self) -> Catalog:
         return await self._client._run(ops.catalog(self._cfg))
+
+    @_doc(Providers.register)
+    async def register(
+        self,
+        deployment_id: str,
+        base_url: str,
+        *,
+        label: Optional[str] = None,
+        enabled: Optional[bool] = None,
+        verify: Optional[bool] = None,
+    ) -> Provider:
+        return await self._client._run(
+            ops.register_provider(self._cfg, deployment_id, base_url, label, enabled, verify)
+        )
 
 
 # ------------------------------------------------------------------------------------------------- usage

@@ -59,6 +59,7 @@ __all__ = [
     "ItemList",
     "Money",
     "Provider",
+    "ProviderPricing",
     "Reservation",
     "ReservationAmounts",
     "SampleIngestResult",
@@ -677,6 +678,8 @@ class SeriesDeployment:
     tokens_in: Decimal
     tokens_out: Decimal
     tokens: Decimal
+    cost_per_mtok: Optional[Decimal]
+    """``cost`` per million tokens in the step (4 places); ``None`` without tokens or cost."""
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -690,6 +693,7 @@ class SeriesDeployment:
             tokens_in=_dec(d["tokens_in"]),
             tokens_out=_dec(d["tokens_out"]),
             tokens=_dec(d["tokens"]),
+            cost_per_mtok=_opt_dec(d.get("cost_per_mtok")),
             raw=_raw(d),
         )
 
@@ -1039,8 +1043,41 @@ class Reservation:
 
 
 @dataclass(frozen=True)
+class ProviderPricing:
+    """What a provider's tokens cost over the last closed UTC month (``period``, ``YYYY-MM``): its whole
+    allocated cost, idle included (``basis`` ``allocation``), per million tokens. A rate is ``None`` when
+    there was no such token."""
+
+    per_mtok: Optional[Decimal]
+    input_per_mtok: Optional[Decimal]
+    output_per_mtok: Optional[Decimal]
+    currency: str
+    period: str
+    basis: str
+    allocation_method: str
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ProviderPricing:
+        return cls(
+            per_mtok=_opt_dec(d.get("per_mtok")),
+            input_per_mtok=_opt_dec(d.get("input_per_mtok")),
+            output_per_mtok=_opt_dec(d.get("output_per_mtok")),
+            currency=_str(d["currency"]),
+            period=_str(d["period"]),
+            basis=_str(d["basis"]),
+            allocation_method=_str(d["allocation_method"]),
+            raw=_raw(d),
+        )
+
+
+@dataclass(frozen=True)
 class Provider:
-    """A provider of the catalog (``discovery``: ``api`` -- seen in GPU samples -- or ``config``)."""
+    """A local inference provider of the catalog: a deployment's OpenAI-compatible endpoint.
+
+    ``discovery``: ``api`` (registered and confirmed by its model list), ``config`` (registered, not
+    confirmed) or ``samples`` (only seen in GPU samples; ``base_url`` is the in-cluster URL its name gives).
+    ``pricing`` is ``None`` when it served no token in the last closed month."""
 
     id: str
     label: str
@@ -1049,10 +1086,15 @@ class Provider:
     provider_id: str
     enabled: bool
     discovery: str
+    deployment_id: str
+    model: Optional[str]
+    models: List[str]
+    pricing: Optional[ProviderPricing]
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Provider:
+        pricing = d.get("pricing")
         return cls(
             id=_str(d["id"]),
             label=_str(d["label"]),
@@ -1061,6 +1103,10 @@ class Provider:
             provider_id=_str(d["provider_id"]),
             enabled=_bool(d["enabled"]),
             discovery=_str(d["discovery"]),
+            deployment_id=_str(d["deployment_id"]),
+            model=_opt_str(d.get("model")),
+            models=[_str(m) for m in (d.get("models") or [])],
+            pricing=None if pricing is None else ProviderPricing.from_json(_obj(pricing)),
             raw=_raw(d),
         )
 
@@ -1077,6 +1123,10 @@ class Catalog(ItemList[Provider]):
     def providers(self) -> List[Provider]:
         """The providers (same as ``items``)."""
         return self.items
+
+    def deployment(self, deployment_id: str) -> Optional[Provider]:
+        """The provider of a deployment, or ``None``."""
+        return next((p for p in self.items if p.deployment_id == deployment_id), None)
 
 
 # ------------------------------------------------------------------------------------------------ tenants

@@ -44,6 +44,7 @@ class ContractTest {
             "POST /v1/finops/reservations/{id}/commit",
             "POST /v1/finops/reservations/{id}/release",
             "GET /v1/providers/catalog",
+            "POST /v1/providers",
             "POST /v1/usage/events",
             "POST /v1/tenants",
             "GET /v1/tenants",

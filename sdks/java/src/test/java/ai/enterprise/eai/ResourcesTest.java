@@ -218,7 +218,9 @@ class ResourcesTest {
                 .findFirst().orElseThrow();
         assertEquals("vllm", p.id());
         assertTrue(p.local());
-        assertEquals("api", p.discovery());
+        assertEquals(Provider.DISCOVERY_SAMPLES, p.discovery());
+        assertEquals(deployment, p.deploymentId());
+        assertEquals(List.of(), p.models());
         assertNotNull(UUID.fromString(p.providerId()));
 
         Allocation a = admin.finops().gpuAllocation(end.minusSeconds(60), end.plusSeconds(60));

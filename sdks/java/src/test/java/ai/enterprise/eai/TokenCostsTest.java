@@ -162,6 +162,7 @@ class TokenCostsTest {
             assertAmount("10.00", d.cost());
             assertEquals("USD", d.currency());
             assertEquals(1000L, d.tokens().longValueExact());
+            assertAmount("10000.0000", d.costPerMtok()); // 10.00 over 1,000 tokens, per million
             sum = sum.add(d.cost());
         }
         assertAmount("20.00", sum);
@@ -180,6 +181,8 @@ class TokenCostsTest {
         assertEquals(List.of("7.00", "7.00"), mine.steps().stream()
                 .map(st -> st.total("USD").orElseThrow().cost().toPlainString()).toList());
         assertAmount("14.00", mine.total("USD").orElseThrow().cost());
+        assertEquals(List.of("10000.0000", "10000.0000"), mine.steps().stream()
+                .map(st -> st.deployment(s.deployment()).orElseThrow().costPerMtok().toPlainString()).toList());
         assertEquals(1400L, mine.tokens().longValueExact());
         AllocationSeries daily = asA.finops().gpuAllocationSeries(s.from(), s.to(), null);
         assertEquals("day", daily.step());

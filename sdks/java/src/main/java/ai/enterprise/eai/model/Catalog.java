@@ -1,6 +1,7 @@
 package ai.enterprise.eai.model;
 
 import java.util.List;
+import java.util.Optional;
 
 /**
  * The local inference providers ({@code GET /v1/providers/catalog}).
@@ -16,5 +17,15 @@ public record Catalog(List<Provider> items) {
      */
     public Catalog {
         items = items == null ? List.of() : List.copyOf(items);
+    }
+
+    /**
+     * The provider of a deployment.
+     *
+     * @param deploymentId the deployment
+     * @return its provider, or empty
+     */
+    public Optional<Provider> deployment(String deploymentId) {
+        return items.stream().filter(p -> p.deploymentId().equals(deploymentId)).findFirst();
     }
 }

@@ -14,6 +14,8 @@ import java.math.BigDecimal;
  * @param tokensIn input tokens in the step
  * @param tokensOut output tokens in the step
  * @param tokens all tokens in the step
+ * @param costPerMtok the cost per million tokens in the step, 4 places ({@code 10000.0000}); {@code null} without
+ *     tokens or cost
  */
 public record SeriesDeployment(
         String deploymentId,
@@ -23,4 +25,5 @@ public record SeriesDeployment(
         BigDecimal unallocated,
         BigDecimal tokensIn,
         BigDecimal tokensOut,
-        BigDecimal tokens) {}
+        BigDecimal tokens,
+        BigDecimal costPerMtok) {}
