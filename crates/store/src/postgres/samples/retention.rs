@@ -76,13 +76,8 @@ pub async fn prune(conn: &mut PgConn, cfg: &RollupConfig, before: Timestamp) -> 
             continue;
         };
         let id: i64 = r.get(0);
-        let cutoff = rollups::prune_cutoff(before, last);
-        let lo = pending
-            .get(&id)
-            .copied()
-            .unwrap_or(i64::MAX)
-            .min(recorded.unwrap_or(i64::MIN));
-        if lo < cutoff {
+        if let Some((lo, cutoff)) = pruned::range(before, last, pending.get(&id).copied(), recorded)
+        {
             ranges.push((id, lo, cutoff));
         }
     }
@@ -123,24 +118,21 @@ pub async fn prune(conn: &mut PgConn, cfg: &RollupConfig, before: Timestamp) -> 
         let (mut del_gpu, mut del_end) = (Vec::new(), Vec::new());
         let (mut set_gpu, mut set_bucket, mut set_bytes) = (Vec::new(), Vec::new(), Vec::new());
         for &(id, lo, cutoff) in &ranges {
-            let mut gpu_sets = sets.remove(&id).unwrap_or_default();
-            let to_index =
-                pruned::to_prune(raw.remove(&id).unwrap_or_default(), &gpu_sets, lo, cutoff);
-            let touched: BTreeSet<i64> = to_index
-                .iter()
-                .map(|e| pruned::bucket_of(*e, cfg.bucket_ms))
-                .collect();
-            for e in &to_index {
+            let p = pruned::prune_gpu(
+                raw.remove(&id).unwrap_or_default(),
+                sets.remove(&id).unwrap_or_default(),
+                lo,
+                cutoff,
+                cfg.bucket_ms,
+            );
+            for e in p.delete {
                 del_gpu.push(id);
-                del_end.push(*e);
+                del_end.push(e);
             }
-            pruned::add_ends(&mut gpu_sets, to_index, cfg.bucket_ms);
-            for b in touched {
-                if let Some(set) = gpu_sets.get(&b) {
-                    set_gpu.push(id);
-                    set_bucket.push(b);
-                    set_bytes.push(set.encode(b));
-                }
+            for (b, set) in p.sets {
+                set_gpu.push(id);
+                set_bucket.push(b);
+                set_bytes.push(set.encode(b));
             }
         }
         let (del, write) = (
