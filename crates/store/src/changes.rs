@@ -155,8 +155,13 @@ pub struct KeyInsert {
     pub nodes: Option<String>,
 }
 
-pub fn key_insert(key: &NewApiKey) -> Result<KeyInsert> {
+/// Storing `key`, `taken` when a stored key already has its hash (read first: a refused insert would still use up
+/// a PostgreSQL sequence number, and the next key's id would differ from SQLite's).
+pub fn key_insert(key: &NewApiKey, taken: bool) -> Result<KeyInsert> {
     rec::check_owner(key.tenant_id)?;
+    if taken {
+        return Err(rec::duplicate_key());
+    }
     Ok(KeyInsert {
         nodes: rec::nodes_json(&key.nodes)?,
     })

@@ -92,6 +92,7 @@ const KEY_ROTATE: &str = concat!(
      WHERE seq = $1 RETURNING ",
     key_cols!()
 );
+const KEY_TAKEN: &str = "SELECT EXISTS (SELECT 1 FROM eai.api_keys WHERE hash = $1)";
 const KEY_COUNT: &str = "SELECT count(*) FROM eai.api_keys";
 
 const AUDIT_LOCK_SQL: &str = "SELECT pg_advisory_xact_lock($1)";
@@ -388,9 +389,16 @@ pub async fn create_api_key(
     key: &NewApiKey,
     draft: &AuditDraft,
 ) -> Result<ApiKeyRecord> {
-    let row = changes::key_insert(key)?;
+    rec::check_owner(key.tenant_id)?;
     let tenant = owner_uuid(key.tenant_id)?;
     let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
+    let s = st.get(&tx, KEY_TAKEN).await?;
+    let taken: bool = tx
+        .query_one(&s, &[&key.hash])
+        .await
+        .ctx("read an API key")?
+        .get(0);
+    let row = changes::key_insert(key, taken)?;
     let s = st.get(&tx, KEY_INSERT).await?;
     let row = match tx
         .query_one(

@@ -389,10 +389,14 @@ pub fn create_api_key(
     key: &NewApiKey,
     draft: &AuditDraft,
 ) -> Result<ApiKeyRecord> {
-    let row = changes::key_insert(key)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin key create")?;
+    let taken: bool = tx
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM api_keys WHERE hash = ?1)")
+        .and_then(|mut st| st.query_row([&key.hash], |r| r.get(0)))
+        .ctx("read an API key")?;
+    let row = changes::key_insert(key, taken)?;
     let r = tx.execute(
         "INSERT INTO api_keys (hash, role, tenant_id, name, created_at_ms, revoked, nodes, expires_at_ms) \
          VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?7)",
