@@ -258,7 +258,7 @@ impl PgStore {
                     connector,
                     POOL_SIZE,
                     format!("SET ROLE {SERVICE_ROLE}; {SESSION}"),
-                ),
+                )?,
                 lease: tokio::sync::Mutex::new(None),
                 cfg,
                 target,
