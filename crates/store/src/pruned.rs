@@ -267,6 +267,49 @@ pub fn to_prune(mut raw: Vec<Stored>, sets: &EndSets, lo: i64, cutoff: i64) -> V
     classify(&raw, lo, cutoff)
 }
 
+/// What a prune recomputes before it freezes hours (see [`crate::rollups::refreeze`]): the new horizon, the
+/// hours about to freeze that hold a policy cut (rebuilt from raw samples while they last), and what rebuilding
+/// them adds: the replica rows (when the store keeps an outbox) and the groups to rebuild from their rows.
+#[derive(Debug)]
+pub struct Refreeze {
+    pub horizon: i64,
+    cfg: crate::rollups::RollupConfig,
+    cuts: crate::rollups::Cuts,
+    pub outbox: Option<crate::outbox::OutboxRows>,
+    pub stale: std::collections::BTreeSet<crate::groups::GroupKey>,
+}
+
+impl Refreeze {
+    /// The plan of a prune at `before`, given the cuts and the last horizon (`recorded`), with the hours to
+    /// rebuild, in order.
+    pub fn new(
+        cuts: crate::rollups::Cuts,
+        recorded: Option<i64>,
+        before: eai_engine::time::Timestamp,
+        cfg: &crate::rollups::RollupConfig,
+    ) -> (Refreeze, Vec<i64>) {
+        let (horizon, hours) = crate::rollups::refreeze(&cuts, recorded, before, cfg);
+        let plan = Refreeze {
+            horizon,
+            cfg: *cfg,
+            cuts,
+            outbox: cfg.outbox.then(crate::outbox::OutboxRows::default),
+            stale: Default::default(),
+        };
+        (plan, hours.into_iter().collect())
+    }
+
+    /// The recomputation of the hours to rebuild ([`crate::ingest::Recompute::bucket`], GPU by GPU).
+    pub fn recompute(&mut self) -> crate::ingest::Recompute<'_> {
+        crate::ingest::Recompute {
+            cfg: self.cfg,
+            cuts: &self.cuts,
+            outbox: self.outbox.as_mut(),
+            stale: &mut self.stale,
+        }
+    }
+}
+
 /// The range `[lo, cutoff)` of one GPU's raw rows that a prune at `before` classifies, given its last stored end,
 /// the first end written below the last horizon since (`pending`) and the last horizon (`recorded`): from the
 /// older of those two to the GPU's cutoff ([`crate::rollups::prune_cutoff`]); `None` when empty.

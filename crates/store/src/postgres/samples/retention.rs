@@ -1,6 +1,6 @@
 //! Retention: pruning raw samples (see [`crate::pruned`]).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use eai_engine::time::Timestamp;
 use tokio_postgres::types::ToSql;
@@ -9,14 +9,12 @@ use super::ingest::*;
 use super::meta::*;
 use super::rows::*;
 use super::sql::*;
-use crate::groups::{GroupDeltas, GroupKey};
-use crate::ingest::Recompute;
-use crate::outbox::OutboxRows;
+use crate::groups::GroupDeltas;
 use crate::postgres::derived;
 use crate::postgres::pool::PgConn;
 use crate::postgres::{begin, Ctx, Mode};
 use crate::pruned::{self, EndSets, Stored};
-use crate::rollups::{self, Cuts, RollupConfig, PRUNED_BEFORE};
+use crate::rollups::{Cuts, RollupConfig, PRUNED_BEFORE};
 use crate::{Result, Scope};
 
 /// Prunes raw samples that ended before `before` (see [`crate::pruned`]): the hours about to freeze are first
@@ -45,20 +43,19 @@ pub async fn prune(conn: &mut PgConn, cfg: &RollupConfig, before: Timestamp) -> 
             .iter()
             .map(|r| r.get::<_, i64>(0)),
     );
-    let (horizon, refreeze) = rollups::refreeze(&cuts, recorded, before, cfg);
-    let mut outbox = cfg.outbox.then(OutboxRows::default);
-    let mut stale: BTreeSet<GroupKey> = BTreeSet::new();
-    let mut rc = Recompute {
-        cfg: *cfg,
-        cuts: &cuts,
-        outbox: outbox.as_mut(),
-        stale: &mut stale,
-    };
-    for &h in &refreeze {
+    let (mut plan, hours) = pruned::Refreeze::new(cuts, recorded, before, cfg);
+    let mut rc = plan.recompute();
+    for h in hours {
         for id in gpus_of_bucket(&tx, st, cfg, h).await? {
             recompute(&tx, st, cfg, &mut rc, id, h).await?;
         }
     }
+    let pruned::Refreeze {
+        horizon,
+        outbox,
+        stale,
+        ..
+    } = plan;
     if !stale.is_empty() {
         derived::write_groups(&tx, st, GroupDeltas::default(), stale).await?;
     }

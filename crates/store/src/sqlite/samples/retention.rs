@@ -1,6 +1,6 @@
 //! Retention: pruning raw samples (see [`crate::pruned`]).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, TransactionBehavior};
@@ -9,11 +9,9 @@ use super::groups::*;
 use super::ingest::*;
 use super::meta::*;
 use super::rows::*;
-use crate::groups::{GroupDeltas, GroupKey};
-use crate::ingest::Recompute;
-use crate::outbox::OutboxRows;
+use crate::groups::GroupDeltas;
 use crate::pruned::{self, Stored};
-use crate::rollups::{self, PRUNED_BEFORE};
+use crate::rollups::PRUNED_BEFORE;
 use crate::sqlite::codec::Ctx;
 use crate::sqlite::SqliteConfig;
 use crate::Result;
@@ -53,20 +51,19 @@ pub fn prune(conn: &mut Connection, cfg: &SqliteConfig, before: Timestamp) -> Re
 
     // Hours about to freeze that hold a cut: their rollups are rebuilt at the cuts while raw samples last.
     let cuts = cuts(&tx)?;
-    let (horizon, refreeze) = rollups::refreeze(&cuts, recorded, before, cfg);
-    let mut outbox = cfg.outbox.then(OutboxRows::default);
-    let mut stale: BTreeSet<GroupKey> = BTreeSet::new();
-    let mut rc = Recompute {
-        cfg: *cfg,
-        cuts: &cuts,
-        outbox: outbox.as_mut(),
-        stale: &mut stale,
-    };
-    for &h in &refreeze {
+    let (mut plan, hours) = pruned::Refreeze::new(cuts, recorded, before, cfg);
+    let mut rc = plan.recompute();
+    for h in hours {
         for (id, uuid) in gpus_of_bucket(&tx, cfg, h)? {
             recompute(&tx, cfg, &mut rc, id, &uuid, h)?;
         }
     }
+    let pruned::Refreeze {
+        horizon,
+        outbox,
+        stale,
+        ..
+    } = plan;
     apply_groups(&tx, GroupDeltas::default(), &stale)?;
 
     let pending: HashMap<i64, i64> = tx
