@@ -595,6 +595,83 @@ mod tests {
         ));
     }
 
+    fn tenant(n: u8) -> TenantId {
+        TenantId(Uuid::from_bytes([n; 16]))
+    }
+
+    fn eur() -> eai_engine::money::Currency {
+        "EUR".parse().expect("eur")
+    }
+
+    fn held(t: TenantId) -> Reservation {
+        let req = eai_engine::budget::ReservationRequest {
+            tenant_id: t,
+            action: "llm.invoke".into(),
+            estimate: Amounts {
+                cost: Decimal::new(50, 2),
+                tokens: Decimal::from(10),
+            },
+            currency: None,
+            deployment_id: None,
+            ttl_ms: 60_000,
+        };
+        NewReservation::new(req, Timestamp(1_000)).granted(eur())
+    }
+
+    #[test]
+    fn a_commit_writes_its_event_once_and_a_committed_reservation_is_left_as_it_is() {
+        let r = held(tenant(1));
+        let actual = Amounts {
+            cost: Decimal::new(42, 2),
+            tokens: Decimal::from(7),
+        };
+        let c = commit(&r.id, Some(r.clone()), actual, Timestamp(2_000)).expect("commit");
+        assert!(c.changed);
+        let event = c.event.clone().expect("the commit's usage event");
+        assert_eq!(c.reservation.status, ReservationStatus::Committed);
+        assert_eq!(c.reservation.event_id, Some(event.event_id));
+        assert_eq!(c.reservation.closed_at, Some(Timestamp(2_000)));
+        let again =
+            commit(&r.id, Some(c.reservation.clone()), actual, Timestamp(3_000)).expect("again");
+        assert!(!again.changed && again.event.is_none());
+        assert_eq!(again.reservation, c.reservation);
+        assert!(matches!(
+            release(&r.id, Some(c.reservation), Timestamp(3_000)),
+            Err(StoreError::Conflict { .. })
+        ));
+        assert!(matches!(
+            commit("res_x", None, actual, Timestamp(3_000)),
+            Err(StoreError::NotFound(_))
+        ));
+    }
+
+    #[test]
+    fn a_release_after_the_expiry_changes_nothing_and_says_expired() {
+        let r = held(tenant(1));
+        let late = release(&r.id, Some(r.clone()), Timestamp(61_000)).expect("release");
+        assert!(!late.changed);
+        assert_eq!(late.reservation.status, ReservationStatus::Expired);
+        let id = r.id.clone();
+        let early = release(&id, Some(r), Timestamp(2_000)).expect("release");
+        assert!(early.changed);
+        assert_eq!(early.reservation.status, ReservationStatus::Released);
+    }
+
+    #[test]
+    fn another_tenants_rows_are_not_found_and_the_reserved_scope_finds_nothing() {
+        let r = held(tenant(1));
+        assert_eq!(
+            reservation_in_scope(Scope::Tenant(tenant(2)), Some(r.clone())),
+            None
+        );
+        assert_eq!(
+            reservation_in_scope(Scope::Tenant(tenant(1)), Some(r.clone())),
+            Some(r)
+        );
+        assert!(check_scope(Scope::Tenant(TenantId::PLATFORM), "budget", "bud_1").is_err());
+        assert!(check_scope(Scope::Platform, "budget", "bud_1").is_ok());
+    }
+
     #[test]
     fn giving_up_a_delivery_is_audited_and_a_retry_is_not() {
         let id = Uuid::nil();
