@@ -17,6 +17,7 @@ pub use crate::outbox::OutboxStats;
 
 pub mod audit;
 pub mod budgets;
+pub mod changes;
 pub mod clickhouse;
 pub mod codec;
 pub mod groups;
@@ -43,6 +44,15 @@ pub enum Scope {
     Platform,
     /// One tenant's rows only.
     Tenant(TenantId),
+}
+
+impl Scope {
+    /// Whether a read under this scope can find no row: the scope of the reserved platform tenant (the id of rows
+    /// that belong to no tenant), which no tenant acts as. Every backend answers such a read as it would for a
+    /// tenant with no rows (empty, or none), never with the platform's rows nor an error.
+    pub fn reads_nothing(self) -> bool {
+        matches!(self, Scope::Tenant(t) if t.is_platform())
+    }
 }
 
 /// Roles of SPEC §4, plus the sampler's service identity.

@@ -259,7 +259,7 @@ impl PgStore {
                     connector,
                     POOL_SIZE,
                     format!("SET ROLE {SERVICE_ROLE}; {SESSION}"),
-                ),
+                )?,
                 lease: tokio::sync::Mutex::new(None),
                 cfg,
                 target,
@@ -440,6 +440,9 @@ impl Store for PgStore {
         from: Timestamp,
         to: Timestamp,
     ) -> Result<Vec<UsageEvent>> {
+        if scope.reads_nothing() {
+            return Ok(Default::default());
+        }
         let mut c = self.conn().await?;
         records::usage_events(c.conn()?, scope, from, to).await
     }
@@ -488,6 +491,9 @@ impl Store for PgStore {
 
     #[tracing::instrument(name = "store.api_keys", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn api_keys(&self, scope: Scope) -> Result<Vec<ApiKeyRecord>> {
+        if scope.reads_nothing() {
+            return Ok(Default::default());
+        }
         let mut c = self.conn().await?;
         records::api_keys(c.conn()?, scope).await
     }
@@ -526,6 +532,9 @@ impl Store for PgStore {
 
     #[tracing::instrument(name = "store.budgets", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn budgets(&self, scope: Scope) -> Result<Vec<BudgetRecord>> {
+        if scope.reads_nothing() {
+            return Ok(Default::default());
+        }
         let mut c = self.conn().await?;
         budgets::budgets(c.conn()?, scope).await
     }
@@ -545,6 +554,9 @@ impl Store for PgStore {
 
     #[tracing::instrument(name = "store.budget_standings", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn budget_standings(&self, scope: Scope, at: Timestamp) -> Result<Vec<Standing>> {
+        if scope.reads_nothing() {
+            return Ok(Default::default());
+        }
         let mut c = self.conn().await?;
         budgets::standings(c.conn()?, scope, at).await
     }
@@ -561,6 +573,9 @@ impl Store for PgStore {
 
     #[tracing::instrument(name = "store.reservation", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn reservation(&self, scope: Scope, id: &str) -> Result<Option<Reservation>> {
+        if scope.reads_nothing() {
+            return Ok(Default::default());
+        }
         let mut c = self.conn().await?;
         budgets::reservation(c.conn()?, scope, id).await
     }
@@ -637,6 +652,9 @@ impl Store for PgStore {
 
     #[tracing::instrument(name = "store.tenants", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn tenants(&self, scope: Scope) -> Result<Vec<Tenant>> {
+        if scope.reads_nothing() {
+            return Ok(Default::default());
+        }
         let mut c = self.conn().await?;
         records::tenants(c.conn()?, scope).await
     }
@@ -671,6 +689,9 @@ impl Store for PgStore {
 
     #[tracing::instrument(name = "store.audit_events", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn audit_events(&self, scope: Scope, after: u64, limit: u64) -> Result<Vec<AuditEvent>> {
+        if scope.reads_nothing() {
+            return Ok(Default::default());
+        }
         let mut c = self.conn().await?;
         records::audit_events(c.conn()?, scope, after, limit).await
     }

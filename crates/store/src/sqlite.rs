@@ -274,6 +274,9 @@ impl Store for SqliteStore {
         from: Timestamp,
         to: Timestamp,
     ) -> Result<Vec<UsageEvent>> {
+        if scope.reads_nothing() {
+            return Ok(Default::default());
+        }
         self.read(move |c, _| records::usage_events(c, scope, from, to))
             .await
     }
@@ -326,6 +329,9 @@ impl Store for SqliteStore {
 
     #[tracing::instrument(name = "store.api_keys", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn api_keys(&self, scope: Scope) -> Result<Vec<ApiKeyRecord>> {
+        if scope.reads_nothing() {
+            return Ok(Default::default());
+        }
         self.read(move |c, _| records::api_keys(c, scope)).await
     }
 
@@ -368,6 +374,9 @@ impl Store for SqliteStore {
 
     #[tracing::instrument(name = "store.tenants", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn tenants(&self, scope: Scope) -> Result<Vec<Tenant>> {
+        if scope.reads_nothing() {
+            return Ok(Default::default());
+        }
         self.read(move |c, _| records::tenants(c, scope)).await
     }
 
@@ -402,6 +411,9 @@ impl Store for SqliteStore {
 
     #[tracing::instrument(name = "store.budgets", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn budgets(&self, scope: Scope) -> Result<Vec<BudgetRecord>> {
+        if scope.reads_nothing() {
+            return Ok(Default::default());
+        }
         self.read(move |c, _| budgets::budgets(c, scope)).await
     }
 
@@ -423,6 +435,9 @@ impl Store for SqliteStore {
 
     #[tracing::instrument(name = "store.budget_standings", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn budget_standings(&self, scope: Scope, at: Timestamp) -> Result<Vec<Standing>> {
+        if scope.reads_nothing() {
+            return Ok(Default::default());
+        }
         self.read(move |c, _| budgets::standings(c, scope, at))
             .await
     }
@@ -440,6 +455,9 @@ impl Store for SqliteStore {
 
     #[tracing::instrument(name = "store.reservation", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn reservation(&self, scope: Scope, id: &str) -> Result<Option<Reservation>> {
+        if scope.reads_nothing() {
+            return Ok(Default::default());
+        }
         let id = id.to_string();
         self.read(move |c, _| budgets::reservation(c, scope, &id))
             .await
@@ -510,6 +528,9 @@ impl Store for SqliteStore {
 
     #[tracing::instrument(name = "store.audit_events", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn audit_events(&self, scope: Scope, after: u64, limit: u64) -> Result<Vec<AuditEvent>> {
+        if scope.reads_nothing() {
+            return Ok(Default::default());
+        }
         self.read(move |c, _| records::audit_events(c, scope, after, limit))
             .await
     }

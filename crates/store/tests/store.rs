@@ -937,6 +937,43 @@ mod contract {
         assert_eq!(s.api_key_count().await.unwrap(), 0);
     }
 
+    /// A read scoped to the reserved platform tenant finds nothing, on every backend alike: no error, and never
+    /// the platform's rows (its keys, its audit events) nor a tenant's.
+    pub async fn reads_scoped_to_the_platform_tenant_find_nothing(s: &dyn Store) {
+        let nil = Scope::Tenant(TenantId(eai_store::PLATFORM_TENANT_ID));
+        s.create_api_key(
+            &new_key("h0", Role::PlatformAdmin, None, None, ts(T0)),
+            &audit(),
+        )
+        .await
+        .unwrap();
+        s.upsert_usage_events(&[tokens(tenant(1), "vllm-a", T0, 5)], &audit())
+            .await
+            .unwrap();
+        assert!(s.api_keys(Scope::Platform).await.unwrap().len() == 1);
+        assert!(!s
+            .audit_events(Scope::Platform, 0, 100)
+            .await
+            .unwrap()
+            .is_empty());
+        assert!(s
+            .usage_events(nil, ts(0), ts(T0 + H))
+            .await
+            .unwrap()
+            .is_empty());
+        assert!(s.api_keys(nil).await.unwrap().is_empty());
+        assert!(s.tenants(nil).await.unwrap().is_empty());
+        assert!(s.audit_events(nil, 0, 100).await.unwrap().is_empty());
+        assert!(s.budgets(nil).await.unwrap().is_empty());
+        assert!(s.budget_standings(nil, ts(T0)).await.unwrap().is_empty());
+        assert_eq!(s.reservation(nil, "res_x").await.unwrap(), None);
+        // Nor does a change find anything to change.
+        let r = s.revoke_api_key(nil, "key_1", ts(T0), &audit()).await;
+        assert!(matches!(r, Err(StoreError::NotFound(_))), "{r:?}");
+        let r = s.release_reservation(nil, "res_x", ts(T0), &audit()).await;
+        assert!(matches!(r, Err(StoreError::NotFound(_))), "{r:?}");
+    }
+
     pub async fn tenants_are_registered_once_and_read_in_scope(s: &dyn Store) {
         use eai_engine::domain::Tenant;
         use eai_store::TenantRef;
@@ -1158,7 +1195,7 @@ mod contract {
         }
     }
 
-    fn new_budget(spec: eai_engine::budget::BudgetSpec) -> eai_store::budgets::NewBudget {
+    pub fn new_budget(spec: eai_engine::budget::BudgetSpec) -> eai_store::budgets::NewBudget {
         eai_store::budgets::NewBudget {
             spec,
             webhook_secret: Some("whsec_test".into()),
@@ -2374,6 +2411,7 @@ mod sqlite_harness {
         api_keys_are_found_by_hash,
         tenants_are_registered_once_and_read_in_scope,
         the_platform_tenant_id_is_reserved,
+        reads_scoped_to_the_platform_tenant_find_nothing,
         budgets_are_scoped_and_superseded_never_edited,
         spend_is_gpu_local_cost_and_commits_and_follows_replacements,
         reservations_hold_commit_once_release_and_expire,
@@ -2925,6 +2963,7 @@ mod postgres_harness {
         api_keys_are_found_by_hash,
         tenants_are_registered_once_and_read_in_scope,
         the_platform_tenant_id_is_reserved,
+        reads_scoped_to_the_platform_tenant_find_nothing,
         budgets_are_scoped_and_superseded_never_edited,
         spend_is_gpu_local_cost_and_commits_and_follows_replacements,
         reservations_hold_commit_once_release_and_expire,
@@ -3708,6 +3747,7 @@ mod postgres_member_login {
 /// errors), the state read after each operation, the audit chain (hashes included) and the final allocation are
 /// the same on both.
 mod differential {
+    use super::contract::{budget_spec, new_budget};
     use super::plans::{arb_raw, make_plan, parts, to_sample};
     use super::*;
     use proptest::prelude::*;
@@ -3727,6 +3767,63 @@ mod differential {
             from: i64,
             to: i64,
         },
+        CreateTenant(u8),
+        CreateKey {
+            hash: u8,
+            tenant: Option<u8>,
+        },
+        RevokeKey {
+            scope: Option<u8>,
+            key: u8,
+            at: i64,
+        },
+        RotateKey {
+            scope: Option<u8>,
+            key: u8,
+            hash: u8,
+            at: i64,
+        },
+        CreateBudget {
+            tenant: u8,
+            limit: u64,
+            enforce: bool,
+        },
+        SupersedeBudget {
+            scope: Option<u8>,
+            budget: u8,
+            at: i64,
+            replacement: Option<(u8, u64)>,
+        },
+        /// A reservation request: its id is drawn once, so both stores get the same one.
+        Reserve(eai_store::budgets::NewReservation),
+        Commit {
+            scope: Option<u8>,
+            nth: u8,
+            cost: u64,
+            at: i64,
+        },
+        Release {
+            scope: Option<u8>,
+            nth: u8,
+            at: i64,
+        },
+        Expire(i64),
+    }
+
+    /// A tenant of the sequences (1 to 3), or the reserved platform tenant (0).
+    fn who(n: u8) -> TenantId {
+        match n % 4 {
+            0 => TenantId(eai_store::PLATFORM_TENANT_ID),
+            n => tenant(n),
+        }
+    }
+
+    fn scope_of(s: Option<u8>) -> Scope {
+        s.map_or(Scope::Platform, |n| Scope::Tenant(who(n)))
+    }
+
+    fn cents(n: u64) -> Decimal {
+        Decimal::new((n % 20_000) as i64, 2)
     }
 
     /// (kind, index, quarter hours after `T0`, flag, amount)
@@ -3783,22 +3880,87 @@ mod differential {
                     replacement: flag.then(|| policy_spec(format!("r{i}"), quarter, n % 2 == 0, n)),
                 }),
                 8 => out.push(Op::Prune(quarter)),
-                _ => out.push(Op::Read {
+                9 => out.push(Op::Read {
                     from: quarter.min(quarter + i64::from(ix % 12)),
                     to: quarter + i64::from(ix % 12) + 1,
                 }),
+                10 => out.push(Op::CreateTenant(ix)),
+                11 => out.push(Op::CreateKey {
+                    hash: ix % 8,
+                    tenant: flag.then_some((n % 4) as u8),
+                }),
+                12 => out.push(Op::RevokeKey {
+                    scope: flag.then_some((n % 4) as u8),
+                    key: ix % 6,
+                    at: quarter,
+                }),
+                13 => out.push(Op::RotateKey {
+                    scope: flag.then_some((n % 4) as u8),
+                    key: ix % 6,
+                    hash: (n % 8) as u8,
+                    at: quarter,
+                }),
+                14 => out.push(Op::CreateBudget {
+                    tenant: ix,
+                    limit: n,
+                    enforce: flag,
+                }),
+                15 => out.push(Op::SupersedeBudget {
+                    scope: (n % 3 == 0).then_some(ix),
+                    budget: ix % 5,
+                    at: quarter,
+                    replacement: flag.then_some(((n % 4) as u8, n / 7)),
+                }),
+                16 | 17 => out.push(Op::Reserve(reservation_request(ix, n, quarter))),
+                18 => {
+                    let scope = (n % 3 == 0).then_some(ix);
+                    out.push(if flag {
+                        Op::Commit {
+                            scope,
+                            nth: ix,
+                            cost: n / 3,
+                            at: quarter,
+                        }
+                    } else {
+                        Op::Release {
+                            scope,
+                            nth: ix,
+                            at: quarter,
+                        }
+                    })
+                }
+                _ => out.push(Op::Expire(quarter)),
             }
         }
         out.extend(batches.map(Op::Ingest));
         out
     }
 
+    fn reservation_request(t: u8, n: u64, quarter: i64) -> eai_store::budgets::NewReservation {
+        eai_store::budgets::NewReservation::new(
+            eai_engine::budget::ReservationRequest {
+                tenant_id: who(t),
+                action: "llm.invoke".into(),
+                estimate: eai_engine::budget::Amounts {
+                    cost: cents(n),
+                    tokens: Decimal::from(n % 1_000),
+                },
+                currency: n
+                    .is_multiple_of(5)
+                    .then(|| Currency::from_str("EUR").unwrap()),
+                deployment_id: Some("vllm-a".into()),
+                ttl_ms: 60_000 * (1 + (n % 90) as i64),
+            },
+            ts(T0 + quarter * H / 4),
+        )
+    }
+
     fn arb_ops() -> impl Strategy<Value = Vec<Op>> {
-        let raw_op = (0u8..10, any::<u8>(), -8i64..24, any::<bool>(), any::<u64>());
+        let raw_op = (0u8..20, any::<u8>(), -8i64..24, any::<bool>(), any::<u64>());
         (
             prop::collection::vec(arb_raw(), 0..120),
             parts(),
-            prop::collection::vec(raw_op, 4..28),
+            prop::collection::vec(raw_op, 4..40),
         )
             .prop_map(|(raws, parts, raw_ops)| {
                 let plan = make_plan(raws.into_iter().map(to_sample).collect(), parts);
@@ -3860,8 +4022,8 @@ mod differential {
         answer(s.usage_for(ts(from), ts(to), &exact).await).map(|r| (r.rollups, r.gaps, r.claims))
     }
 
-    /// Applies `op` to both stores and compares the answers.
-    async fn apply(a: &dyn Store, b: &dyn Store, op: &Op, i: usize) {
+    /// Applies `op` to both stores and compares the answers; `held` gathers the reservations granted.
+    async fn apply(a: &dyn Store, b: &dyn Store, op: &Op, i: usize, held: &mut Vec<String>) {
         macro_rules! same {
             ($s:ident => $call:expr) => {{
                 let x = {
@@ -3893,6 +4055,105 @@ mod differential {
                 ))
             }
             Op::Prune(q) => same!(s => s.prune_raw_samples(ts(T0 + q * H / 4))),
+            Op::CreateTenant(n) => {
+                let t = eai_engine::domain::Tenant {
+                    id: who(*n),
+                    slug: format!("team-{}", n % 4).parse().unwrap(),
+                    name: format!("Team {n}"),
+                };
+                same!(s => s.create_tenant(&t, &audit()))
+            }
+            Op::CreateKey { hash, tenant } => {
+                let key = new_key(
+                    &format!("hash-{hash}"),
+                    if tenant.is_some() {
+                        Role::TenantAdmin
+                    } else {
+                        Role::PlatformAdmin
+                    },
+                    tenant.map(who),
+                    Some("k"),
+                    ts(T0),
+                );
+                same!(s => s.create_api_key(&key, &audit()))
+            }
+            Op::RevokeKey { scope, key, at } => {
+                let id = format!("key_{key}");
+                same!(s => s.revoke_api_key(scope_of(*scope), &id, ts(T0 + at * H / 4), &audit()))
+            }
+            Op::RotateKey {
+                scope,
+                key,
+                hash,
+                at,
+            } => {
+                let (id, hash, at) = (
+                    format!("key_{key}"),
+                    format!("hash-{hash}"),
+                    ts(T0 + at * H / 4),
+                );
+                same!(s => s.rotate_api_key(scope_of(*scope), &id, &hash, at, ts(at.0 + H), &audit()))
+            }
+            Op::CreateBudget {
+                tenant,
+                limit,
+                enforce,
+            } => {
+                let nb = new_budget(budget_spec(
+                    who(*tenant),
+                    &cents(*limit).to_string(),
+                    *enforce,
+                ));
+                same!(s => s.create_budget(&nb, &audit()))
+            }
+            Op::SupersedeBudget {
+                scope,
+                budget,
+                at,
+                replacement,
+            } => {
+                let (id, at) = (format!("bud_{budget}"), ts(T0 + at * H / 4));
+                let replacement = replacement.map(|(t, limit)| {
+                    let mut spec = budget_spec(who(t), &cents(limit).to_string(), limit % 2 == 0);
+                    spec.effective_from = at;
+                    spec
+                });
+                same!(s => s.supersede_budget(scope_of(*scope), &id, at, replacement.as_ref(), &audit()))
+            }
+            Op::Reserve(req) => {
+                let x = answer(a.reserve(req, &audit()).await);
+                let y = answer(b.reserve(req, &audit()).await);
+                assert_eq!(x, y, "operation {i} answered differently: {op:?}");
+                if let Ok(eai_store::budgets::ReserveOutcome::Granted(r)) = x {
+                    held.push(r.id);
+                }
+            }
+            Op::Commit {
+                scope,
+                nth,
+                cost,
+                at,
+            } => {
+                let id = held
+                    .get(*nth as usize % held.len().max(1))
+                    .cloned()
+                    .unwrap_or_default();
+                let actual = eai_engine::budget::Amounts {
+                    cost: cents(*cost),
+                    tokens: Decimal::from(cost % 700),
+                };
+                let at = ts(T0 + at * H / 4);
+                same!(s => s.commit_reservation(scope_of(*scope), &id, actual, at, &audit()))
+            }
+            Op::Release { scope, nth, at } => {
+                let id = held
+                    .get(*nth as usize % held.len().max(1))
+                    .cloned()
+                    .unwrap_or_default();
+                let at = ts(T0 + at * H / 4);
+                same!(s => s.release_reservation(scope_of(*scope), &id, at, &audit()))
+            }
+            Op::Expire(q) => same!(s => s.expire_reservations(ts(T0 + q * H / 4))),
             Op::Read { from, to } => {
                 let (from, to) = (T0 + from * H / 4, T0 + to * H / 4);
                 same_read(
@@ -3905,7 +4166,7 @@ mod differential {
     }
 
     /// What both stores hold, read back in the order each answers, compared after operation `i`.
-    async fn same_state(a: &dyn Store, b: &dyn Store, i: usize) {
+    async fn same_state(a: &dyn Store, b: &dyn Store, i: usize, held: &[String]) {
         macro_rules! same {
             ($what:literal, $s:ident => $call:expr) => {{
                 let x = {
@@ -3933,14 +4194,31 @@ mod differential {
         same!("latest samples", s => s.latest_samples(ts(0), 100));
         same!("nodes", s => s.nodes_last_seen(ts(0)));
         same!("audit head", s => s.audit_head());
+        // Every scope: the platform, each tenant, and the reserved platform tenant (which finds nothing).
+        for scope in [None, Some(0), Some(1), Some(2), Some(3)].map(scope_of) {
+            same!("keys", s => s.api_keys(scope));
+            same!("tenants", s => s.tenants(scope));
+            same!("budgets", s => s.budgets(scope));
+            same!("standings", s => s.budget_standings(scope, ts(T0 + 2 * H)));
+            same!("audit events", s => s.audit_events(scope, 0, 10_000));
+            for id in held {
+                same!("a reservation", s => s.reservation(scope, id));
+            }
+        }
+        same!("key count", s => s.api_key_count());
+        for h in 0..8 {
+            let hash = format!("hash-{h}");
+            same!("a key by hash", s => s.api_key_by_hash(&hash));
+        }
     }
 
     async fn run(ops: &[Op]) {
         let (_dir, lite) = super::sqlite_harness::fresh();
         let (_db, pg) = super::postgres_harness::fresh().await;
+        let mut held = Vec::new();
         for (i, op) in ops.iter().enumerate() {
-            apply(&lite, &pg, op, i).await;
-            same_state(&lite, &pg, i).await;
+            apply(&lite, &pg, op, i, &mut held).await;
+            same_state(&lite, &pg, i, &held).await;
         }
         assert_eq!(chain(&lite).await, chain(&pg).await, "the audit chains");
         assert_eq!(answer(lite.verify_audit_chain(None).await), Ok(None));

@@ -6,25 +6,24 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
-use eai_engine::budget::{crossed, Amounts, BudgetSpec, Standing};
+use eai_engine::budget::{Amounts, BudgetSpec, Standing};
 use eai_engine::domain::TenantId;
 use eai_engine::money::Currency;
 use eai_engine::time::Timestamp;
 use rust_decimal::Decimal;
-use serde_json::json;
 use tokio_postgres::{Row, Transaction};
 use uuid::Uuid;
 
 use super::pool::{PgConn, Stmts};
 use super::records::{append_in, upsert_in};
 use super::{begin, set_scope, tenant_uuid, Ctx, Mode};
-use crate::audit;
 use crate::budgets::{
     self as b, Alert, BudgetRecord, Delivery, NewBudget, NewReservation, Reservation,
     ReservationStatus, ReserveOutcome, SpendDeltas, SpendKey,
 };
+use crate::changes::{self, DeliveryWrite};
 use crate::codec::{corrupt, now_ms};
-use crate::{AuditDraft, Result, Scope, StoreError};
+use crate::{AuditDraft, Result, Scope};
 
 /// The class of the budget locks ("eaib"), with the tenant folded to 32 bits as the second key.
 const BUDGET_LOCK_CLASS: i32 = 0x6561_6962;
@@ -163,32 +162,26 @@ fn budget_of(r: &Row) -> Result<BudgetRecord> {
 async fn insert_budget(
     tx: &Transaction<'_>,
     st: &mut Stmts,
-    spec: &BudgetSpec,
-    secret: Option<&str>,
+    nb: &NewBudget,
 ) -> Result<BudgetRecord> {
+    let row = changes::budget_insert(nb)?;
     let s = st.get(tx, BUDGET_INSERT).await?;
-    let row = tx
+    let seq: i64 = tx
         .query_one(
             &s,
             &[
-                &tenant_uuid(spec.tenant_id)?,
-                &b::budget_json(spec)?,
-                &spec.effective_from.0,
-                &spec.effective_to.map(|t| t.0),
-                &secret,
+                &row.tenant_id.0,
+                &row.body,
+                &row.effective_from_ms,
+                &row.effective_to_ms,
+                &row.webhook_secret,
                 &now_ms(),
             ],
         )
         .await
-        .ctx("insert a budget")?;
-    let seq: i64 = row.get(0);
-    Ok(BudgetRecord {
-        budget: eai_engine::budget::Budget::new(
-            u64::try_from(seq).map_err(|_| corrupt("budgets.seq", seq))?,
-            spec.clone(),
-        ),
-        webhook_secret: secret.map(str::to_string),
-    })
+        .ctx("insert a budget")?
+        .get(0);
+    row.stored(nb, seq)
 }
 
 pub async fn create_budget(
@@ -196,14 +189,10 @@ pub async fn create_budget(
     nb: &NewBudget,
     draft: &AuditDraft,
 ) -> Result<BudgetRecord> {
+    changes::budget_insert(nb)?;
     let (tx, st) = begin(conn, Scope::Tenant(nb.spec.tenant_id), Mode::Write).await?;
-    let r = insert_budget(&tx, st, &nb.spec, nb.webhook_secret.as_deref()).await?;
-    append_in(
-        &tx,
-        st,
-        &audit::completed(draft, Some(r.budget.id.clone()), json!({})),
-    )
-    .await?;
+    let r = insert_budget(&tx, st, nb).await?;
+    append_in(&tx, st, &changes::budget_created(draft, &r)).await?;
     tx.commit().await.ctx("commit budget create")?;
     Ok(r)
 }
@@ -230,40 +219,25 @@ pub async fn supersede_budget(
     replacement: Option<&BudgetSpec>,
     draft: &AuditDraft,
 ) -> Result<(BudgetRecord, Option<BudgetRecord>)> {
+    changes::check_scope(scope, "budget", id)?;
     let seq = b::budget_seq(id)?;
     let (tx, st) = begin(conn, scope, Mode::Write).await?;
     let s = st.get(&tx, BUDGET_BY_SEQ).await?;
-    let row = tx
-        .query_opt(&s, &[&seq])
-        .await
-        .ctx("read a budget")?
-        .ok_or_else(|| StoreError::NotFound(format!("budget {id}")))?;
-    let mut old = budget_of(&row)?;
-    b::check_close(&old.budget, at)?;
-    if let Some(spec) = replacement {
-        b::check_replacement(&old.budget, spec)?;
-    }
-    // The budget's own tenant writes its successor, whoever the caller is.
-    set_scope(&tx, st, Scope::Tenant(old.budget.spec.tenant_id)).await?;
+    let row = tx.query_opt(&s, &[&seq]).await.ctx("read a budget")?;
+    let stored = row.as_ref().map(budget_of).transpose()?;
+    let close = changes::budget_close(scope, id, at, stored, replacement)?;
+    set_scope(&tx, st, Scope::Tenant(close.tenant())).await?;
     let s = st.get(&tx, BUDGET_CLOSE).await?;
-    tx.execute(&s, &[&seq, &at.0]).await.ctx("close a budget")?;
-    old.budget.spec.effective_to = Some(at);
-    let opened = match replacement {
-        Some(spec) => Some(insert_budget(&tx, st, spec, old.webhook_secret.as_deref()).await?),
+    tx.execute(&s, &[&close.seq, &close.at.0])
+        .await
+        .ctx("close a budget")?;
+    let opened = match &close.successor {
+        Some(nb) => Some(insert_budget(&tx, st, nb).await?),
         None => None,
     };
-    append_in(
-        &tx,
-        st,
-        &audit::completed(
-            draft,
-            Some(old.budget.id.clone()),
-            json!({ "opened": opened.as_ref().map(|o| o.budget.id.clone()) }),
-        ),
-    )
-    .await?;
+    append_in(&tx, st, &close.audited(draft, opened.as_ref())).await?;
     tx.commit().await.ctx("commit budget supersede")?;
-    Ok((old, opened))
+    Ok((close.closed, opened))
 }
 
 async fn standings_in(
@@ -271,15 +245,10 @@ async fn standings_in(
     st: &mut Stmts,
     at: Timestamp,
 ) -> Result<Vec<Standing>> {
-    let active: Vec<_> = budgets_in(tx, st)
-        .await?
-        .into_iter()
-        .map(|r| r.budget)
-        .filter(|bud| bud.active_at(at))
-        .collect();
+    let budgets = budgets_in(tx, st).await?;
     let spent = spent(tx, st, b::month_start(at)).await?;
     let held = held(tx, st, at).await?;
-    Ok(b::standings(active, &spent, &held, at))
+    Ok(changes::standings(budgets, &spent, &held, at))
 }
 
 /// The database scopes every read: a tenant's standings are computed from its rows only.
@@ -356,6 +325,7 @@ pub async fn reserve(
     req: &NewReservation,
     draft: &AuditDraft,
 ) -> Result<ReserveOutcome> {
+    changes::reserve_check(req)?;
     let tenant = req.request.tenant_id;
     let (tx, st) = begin(conn, Scope::Tenant(tenant), Mode::Write).await?;
     lock_tenant(&tx, st, tenant).await?;
@@ -378,22 +348,23 @@ pub async fn reserve(
         )
         .await
         .ctx("hold a reservation")?;
-        append_in(
-            &tx,
-            st,
-            &audit::completed(
-                draft,
-                Some(r.id.clone()),
-                json!({ "currency": r.currency.as_str(), "expires_at": r.expires_at.to_string() }),
-            ),
-        )
-        .await?;
+        append_in(&tx, st, &changes::reserved(draft, r)).await?;
         tx.commit().await.ctx("commit reserve")?;
     }
     Ok(outcome)
 }
 
-async fn close_reservation(tx: &Transaction<'_>, st: &mut Stmts, r: &Reservation) -> Result<()> {
+/// Writes a commit's or a release's reservation as [`changes::Closing`] says (its usage event first).
+async fn close_reservation(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    c: &changes::Closing,
+    with_outbox: bool,
+) -> Result<()> {
+    if let Some(event) = &c.event {
+        upsert_in(tx, st, std::slice::from_ref(event), with_outbox).await?;
+    }
+    let r = &c.reservation;
     let s = st.get(tx, RES_CLOSE).await?;
     tx.execute(
         &s,
@@ -411,17 +382,20 @@ async fn close_reservation(tx: &Transaction<'_>, st: &mut Stmts, r: &Reservation
     Ok(())
 }
 
-/// Reads a reservation under `scope`, then acts for its tenant under the tenant's budget lock.
-async fn locked_reservation(tx: &Transaction<'_>, st: &mut Stmts, id: &str) -> Result<Reservation> {
-    let r = reservation_in(tx, st, id)
-        .await?
-        .ok_or_else(|| StoreError::NotFound(format!("reservation {id}")))?;
+/// Reads a reservation under `scope`, then acts for its tenant under the tenant's budget lock and reads it again
+/// (a concurrent commit or release has finished by then). None: not found in the scope.
+async fn locked_reservation(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    scope: Scope,
+    id: &str,
+) -> Result<Option<Reservation>> {
+    let Some(r) = changes::reservation_in_scope(scope, reservation_in(tx, st, id).await?) else {
+        return Ok(None);
+    };
     set_scope(tx, st, Scope::Tenant(r.tenant_id)).await?;
     lock_tenant(tx, st, r.tenant_id).await?;
-    // Read again under the lock: a concurrent commit or release has finished by now.
-    reservation_in(tx, st, id)
-        .await?
-        .ok_or_else(|| StoreError::NotFound(format!("reservation {id}")))
+    reservation_in(tx, st, id).await
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -434,26 +408,16 @@ pub async fn commit(
     with_outbox: bool,
     draft: &AuditDraft,
 ) -> Result<Reservation> {
+    changes::check_scope(scope, "reservation", id)?;
     let (tx, st) = begin(conn, scope, Mode::Write).await?;
-    let mut r = locked_reservation(&tx, st, id).await?;
-    let changed = b::check_commit(&r)?.is_some();
-    if changed {
-        let event = b::commit_event_of(&r, actual, at);
-        upsert_in(&tx, st, std::slice::from_ref(&event), with_outbox).await?;
-        r.status = ReservationStatus::Committed;
-        r.actual = Some(actual);
-        r.event_id = Some(event.event_id);
-        r.closed_at = Some(at);
-        close_reservation(&tx, st, &r).await?;
+    let stored = locked_reservation(&tx, st, scope, id).await?;
+    let c = changes::commit(id, stored, actual, at)?;
+    if c.changed {
+        close_reservation(&tx, st, &c, with_outbox).await?;
     }
-    append_in(
-        &tx,
-        st,
-        &audit::completed(draft, Some(r.id.clone()), json!({ "unchanged": !changed })),
-    )
-    .await?;
+    append_in(&tx, st, &c.audited(draft)).await?;
     tx.commit().await.ctx("commit a reservation")?;
-    Ok(r)
+    Ok(c.reservation)
 }
 
 pub async fn release(
@@ -463,37 +427,24 @@ pub async fn release(
     at: Timestamp,
     draft: &AuditDraft,
 ) -> Result<Reservation> {
+    changes::check_scope(scope, "reservation", id)?;
     let (tx, st) = begin(conn, scope, Mode::Write).await?;
-    let mut r = locked_reservation(&tx, st, id).await?;
-    let changed = b::check_release(&r, at)?.is_some();
-    if changed {
-        r.status = ReservationStatus::Released;
-        r.closed_at = Some(at);
-        close_reservation(&tx, st, &r).await?;
-    } else {
-        r.status = r.status_at(at);
+    let stored = locked_reservation(&tx, st, scope, id).await?;
+    let c = changes::release(id, stored, at)?;
+    if c.changed {
+        close_reservation(&tx, st, &c, false).await?;
     }
-    append_in(
-        &tx,
-        st,
-        &audit::completed(draft, Some(r.id.clone()), json!({ "unchanged": !changed })),
-    )
-    .await?;
+    append_in(&tx, st, &c.audited(draft)).await?;
     tx.commit().await.ctx("commit release")?;
-    Ok(r)
+    Ok(c.reservation)
 }
 
 pub async fn expire(conn: &mut PgConn, at: Timestamp) -> Result<u64> {
     let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
     let s = st.get(&tx, RES_EXPIRE).await?;
     let n = tx.execute(&s, &[&at.0]).await.ctx("expire holds")?;
-    if n > 0 {
-        append_in(
-            &tx,
-            st,
-            &AuditDraft::system("system", "reservation.expire", at, json!({ "expired": n })),
-        )
-        .await?;
+    if let Some(event) = changes::expired(at, n) {
+        append_in(&tx, st, &event).await?;
     }
     tx.commit().await.ctx("commit expire")?;
     Ok(n)
@@ -524,34 +475,29 @@ pub async fn record_crossings(conn: &mut PgConn, at: Timestamp) -> Result<Vec<Al
     tx.execute(&s, &[&BUDGET_LOCK_CLASS])
         .await
         .ctx("lock the crossings")?;
-    let month = b::month_start(at);
     let mut out = Vec::new();
-    for s in standings_in(&tx, st, at).await? {
-        let spec = &s.budget.spec;
-        let seq = b::budget_seq(&s.budget.id)?;
-        for pct in crossed(spec, s.spent.cost) {
-            let id = Uuid::new_v4();
-            let pct_i = i32::try_from(pct).map_err(|_| corrupt("threshold", pct))?;
-            let ins = st.get(&tx, ALERT_INSERT).await?;
-            let n = tx
-                .execute(
-                    &ins,
-                    &[
-                        &id,
-                        &seq,
-                        &tenant_uuid(spec.tenant_id)?,
-                        &month.0,
-                        &pct_i,
-                        &s.spent.cost,
-                        &at.0,
-                    ],
-                )
-                .await
-                .ctx("record a crossing")?;
-            if n == 0 {
-                continue;
-            }
-            out.push(Alert::crossed(id, &s, pct, at));
+    for c in changes::crossings(&standings_in(&tx, st, at).await?, at)? {
+        let a = &c.alert;
+        let pct =
+            i32::try_from(a.threshold_pct).map_err(|_| corrupt("threshold", a.threshold_pct))?;
+        let ins = st.get(&tx, ALERT_INSERT).await?;
+        let n = tx
+            .execute(
+                &ins,
+                &[
+                    &a.id,
+                    &c.budget_seq,
+                    &tenant_uuid(a.tenant_id)?,
+                    &c.month.0,
+                    &pct,
+                    &a.spent,
+                    &a.crossed_at.0,
+                ],
+            )
+            .await
+            .ctx("record a crossing")?;
+        if n > 0 {
+            out.push(c.alert);
         }
     }
     for a in &out {
@@ -572,35 +518,20 @@ pub async fn due_deliveries(conn: &mut PgConn, at: Timestamp, limit: u64) -> Res
         .ctx("read due deliveries")?;
     tx.commit().await.ctx("end read")?;
     let mut out = Vec::new();
-    for r in rows {
-        let tenant = TenantId(r.get(2));
-        let secret: Option<String> = r.get(9);
-        let rec = b::budget_parse(r.get(1), tenant, r.get(8), 0, None, secret.clone())?;
-        let spec = &rec.budget.spec;
-        let (Some(url), Some(secret)) = (spec.webhook_url.clone(), secret) else {
-            continue;
+    for r in &rows {
+        let row = changes::DueRow {
+            id: r.get(0),
+            budget_seq: r.get(1),
+            tenant_id: TenantId(r.get(2)),
+            month_ms: r.get(3),
+            threshold_pct: i64::from(r.get::<_, i32>(4)),
+            spent: r.get(5),
+            crossed_at_ms: r.get(6),
+            attempts: i64::from(r.get::<_, i32>(7)),
+            body: r.get(8),
+            webhook_secret: r.get(9),
         };
-        let pct: i32 = r.get(4);
-        let attempts: i32 = r.get(7);
-        out.push(Delivery {
-            alert: Alert {
-                id: r.get(0),
-                budget_id: rec.budget.id.clone(),
-                tenant_id: tenant,
-                month: Timestamp(r.get(3)),
-                threshold_pct: u32::try_from(pct)
-                    .map_err(|_| corrupt("budget_alerts.threshold_pct", pct))?,
-                spent: r.get(5),
-                limit: spec.limit,
-                currency: spec.currency,
-                crossed_at: Timestamp(r.get(6)),
-                attempts: u32::try_from(attempts)
-                    .map_err(|_| corrupt("budget_alerts.attempts", attempts))?,
-                delivered_at: None,
-            },
-            url,
-            secret,
-        });
+        out.extend(changes::delivery(row)?);
     }
     Ok(out)
 }
@@ -613,24 +544,25 @@ pub async fn delivery_attempted(
     next: Option<Timestamp>,
 ) -> Result<()> {
     let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
-    match (&outcome, next) {
-        (Ok(()), _) => {
+    let (write, audit) = changes::delivery_attempt(alert, at, outcome, next);
+    match write {
+        DeliveryWrite::Delivered(at) => {
             let s = st.get(&tx, DELIVERED).await?;
             tx.execute(&s, &[&alert, &at.0]).await
         }
-        (Err(e), Some(next)) => {
+        DeliveryWrite::Retry(next, e) => {
             let s = st.get(&tx, FAILED).await?;
-            tx.execute(&s, &[&alert, &next.0, e]).await
+            tx.execute(&s, &[&alert, &next.0, &e]).await
         }
-        (Err(e), None) => {
+        DeliveryWrite::Abandoned(attempts, e) => {
             let s = st.get(&tx, ABANDONED).await?;
-            let max = i32::try_from(b::MAX_ATTEMPTS).unwrap_or(i32::MAX);
-            tx.execute(&s, &[&alert, &max, e]).await
+            let attempts = i32::try_from(attempts).unwrap_or(i32::MAX);
+            tx.execute(&s, &[&alert, &attempts, &e]).await
         }
     }
     .ctx("record a delivery")?;
-    if let (Err(e), None) = (&outcome, next) {
-        append_in(&tx, st, &b::abandoned_audit(alert, at, e)).await?;
+    if let Some(event) = audit {
+        append_in(&tx, st, &event).await?;
     }
     tx.commit().await.ctx("commit delivery")?;
     Ok(())

@@ -1,12 +1,13 @@
-//! A small pool of PostgreSQL connections. Each connection is switched to the service role when it is opened
-//! (`SET ROLE`), keeps its prepared statements, and goes back to the pool when its guard is dropped unless the
-//! connection broke. A transaction dropped half-way is rolled back by tokio-postgres before the next use.
+//! The pool of PostgreSQL connections: deadpool's managed pool, with what is ours around it. Each connection is
+//! opened with TLS as the URL says and switched to the service role (`SET ROLE`), keeps its own prepared
+//! statements ([`Stmts`]: by SQL text, borrowed beside the transaction), and goes back to the pool when its guard
+//! is dropped; a connection found closed is replaced. A transaction dropped half-way is rolled back by
+//! tokio-postgres before the next use. [`Pool::dedicated`] opens a connection outside the pool (the leases).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use deadpool::managed;
 use tokio_postgres::{Client, NoTls, Statement, Transaction};
 
 use super::tls::Connector;
@@ -39,26 +40,42 @@ impl Stmts {
     }
 }
 
-struct Inner {
+/// Opens the pool's connections: TLS as the URL says, then `on_connect` (the `SET ROLE` to the service role).
+/// A connection found closed when it is taken again is dropped and replaced.
+struct Manager {
     cfg: tokio_postgres::Config,
     connector: Connector,
-    /// Run once on each new connection (the `SET ROLE` to the service role).
     on_connect: String,
-    idle: Mutex<Vec<PgConn>>,
-    permits: Arc<Semaphore>,
 }
 
+impl managed::Manager for Manager {
+    type Type = PgConn;
+    type Error = StoreError;
+
+    async fn create(&self) -> Result<PgConn> {
+        connect(&self.cfg, &self.connector, &self.on_connect).await
+    }
+
+    async fn recycle(
+        &self,
+        conn: &mut PgConn,
+        _: &managed::Metrics,
+    ) -> managed::RecycleResult<StoreError> {
+        if conn.client.is_closed() {
+            return Err(managed::RecycleError::message("the connection closed"));
+        }
+        Ok(())
+    }
+}
+
+/// The pool (deadpool's), cheap to clone.
 #[derive(Clone)]
 pub(super) struct Pool {
-    inner: Arc<Inner>,
+    inner: managed::Pool<Manager>,
 }
 
-/// A connection borrowed from the pool.
-pub(super) struct Pooled {
-    conn: Option<PgConn>,
-    pool: Arc<Inner>,
-    _permit: OwnedSemaphorePermit,
-}
+/// A connection borrowed from the pool: back to it when dropped (a broken one is replaced on the next take).
+pub(super) struct Pooled(managed::Object<Manager>);
 
 impl Pool {
     pub fn new(
@@ -66,58 +83,30 @@ impl Pool {
         connector: Connector,
         size: usize,
         on_connect: String,
-    ) -> Pool {
-        Pool {
-            inner: Arc::new(Inner {
-                cfg,
-                connector,
-                on_connect,
-                idle: Mutex::new(Vec::new()),
-                permits: Arc::new(Semaphore::new(size.max(1))),
-            }),
-        }
+    ) -> Result<Pool> {
+        let manager = Manager {
+            cfg,
+            connector,
+            on_connect,
+        };
+        let inner = managed::Pool::builder(manager)
+            .max_size(size.max(1))
+            .wait_timeout(Some(ACQUIRE_TIMEOUT))
+            .runtime(deadpool::Runtime::Tokio1)
+            .build()
+            .map_err(|e| StoreError::Internal(format!("postgres: build the pool: {e}")))?;
+        Ok(Pool { inner })
     }
 
-    /// A connection: an idle one, or a new one when none is idle and the pool is not full.
+    /// A connection: an idle one, or a new one when none is idle and the pool is not full; waits for one at most
+    /// [`ACQUIRE_TIMEOUT`].
     pub async fn get(&self) -> Result<Pooled> {
-        let permit = tokio::time::timeout(
-            ACQUIRE_TIMEOUT,
-            Arc::clone(&self.inner.permits).acquire_owned(),
-        )
-        .await
-        .map_err(|_| {
-            StoreError::Internal(format!(
+        self.inner.get().await.map(Pooled).map_err(|e| match e {
+            managed::PoolError::Backend(e) => e,
+            managed::PoolError::Timeout(_) => StoreError::Internal(format!(
                 "postgres: no free connection within {ACQUIRE_TIMEOUT:?}"
-            ))
-        })?
-        .map_err(|_| StoreError::Internal("postgres: the pool is closed".into()))?;
-        let reused = loop {
-            let next = self
-                .inner
-                .idle
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .pop();
-            match next {
-                Some(c) if c.client.is_closed() => continue,
-                other => break other,
-            }
-        };
-        let conn = match reused {
-            Some(c) => c,
-            None => {
-                connect(
-                    &self.inner.cfg,
-                    &self.inner.connector,
-                    &self.inner.on_connect,
-                )
-                .await?
-            }
-        };
-        Ok(Pooled {
-            conn: Some(conn),
-            pool: Arc::clone(&self.inner),
-            _permit: permit,
+            )),
+            e => StoreError::Internal(format!("postgres: {e}")),
         })
     }
 }
@@ -126,7 +115,8 @@ impl Pool {
     /// A connection of its own, outside the pool, with TCP keepalives on both ends so that a dead peer is
     /// noticed within about half a minute (the lease connection: a lock held on it goes when it goes).
     pub async fn dedicated(&self) -> Result<PgConn> {
-        let mut cfg = self.inner.cfg.clone();
+        let m = self.inner.manager();
+        let mut cfg = m.cfg.clone();
         cfg.keepalives(true)
             .keepalives_idle(Duration::from_secs(10))
             .keepalives_interval(Duration::from_secs(5))
@@ -134,9 +124,9 @@ impl Pool {
         // The server's side: it drops the session (and its locks) when this client stops answering.
         let on_connect = format!(
             "{}; SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3",
-            self.inner.on_connect
+            m.on_connect
         );
-        connect(&cfg, &self.inner.connector, &on_connect).await
+        connect(&cfg, &m.connector, &on_connect).await
     }
 }
 
@@ -179,24 +169,8 @@ pub(super) async fn connect(
 }
 
 impl Pooled {
-    /// The connection (present from checkout until the guard is dropped).
+    /// The connection.
     pub fn conn(&mut self) -> Result<&mut PgConn> {
-        self.conn.as_mut().ok_or_else(|| {
-            StoreError::Internal("postgres: a pooled connection was used after release".into())
-        })
-    }
-}
-
-impl Drop for Pooled {
-    fn drop(&mut self) {
-        if let Some(c) = self.conn.take() {
-            if !c.client.is_closed() {
-                self.pool
-                    .idle
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(c);
-            }
-        }
+        Ok(&mut self.0)
     }
 }

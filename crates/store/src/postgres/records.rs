@@ -19,7 +19,8 @@ use super::pool::PgConn;
 use super::{
     begin, derived, owner_of, owner_uuid, scope_args, set_scope, sqlstate, Ctx, Mode, SET_SCOPE,
 };
-use crate::audit::{self, Verifier, GENESIS_HASH};
+use crate::audit::{self, Verifier};
+use crate::changes;
 use crate::codec::{corrupt, count, now_ms, to_i64};
 use crate::outbox::{self, OutboxRows, OutboxStats};
 use crate::records as rec;
@@ -91,6 +92,7 @@ const KEY_ROTATE: &str = concat!(
      WHERE seq = $1 RETURNING ",
     key_cols!()
 );
+const KEY_TAKEN: &str = "SELECT EXISTS (SELECT 1 FROM eai.api_keys WHERE hash = $1)";
 const KEY_COUNT: &str = "SELECT count(*) FROM eai.api_keys";
 
 const AUDIT_LOCK_SQL: &str = "SELECT pg_advisory_xact_lock($1)";
@@ -184,12 +186,7 @@ pub async fn upsert_usage_events(
     )
     .await?;
     upsert_in(&tx, st, events, with_outbox).await?;
-    append_in(
-        &tx,
-        st,
-        &audit::completed(draft, None, serde_json::json!({ "stored": events.len() })),
-    )
-    .await?;
+    append_in(&tx, st, &changes::usage_upserted(draft, events.len())).await?;
     tx.commit().await.ctx("commit usage upsert")?;
     Ok(events.len() as u64)
 }
@@ -304,50 +301,37 @@ pub async fn usage_events(
 
 // --- allocation policies --------------------------------------------------------------------------------------
 
-async fn insert_policy(
-    tx: &tokio_postgres::Transaction<'_>,
-    st: &mut super::pool::Stmts,
-    spec: &PolicySpec,
-) -> Result<Policy> {
-    let body = rec::policy_json(spec)?;
-    let s = st.get(tx, POLICY_INSERT).await?;
-    let seq: i64 = tx
-        .query_one(
-            &s,
-            &[
-                &body,
-                &spec.effective_from.0,
-                &spec.effective_to.map(|t| t.0),
-                &now_ms(),
-            ],
-        )
-        .await
-        .ctx("insert a policy")?
-        .get(0);
-    Ok(Policy::new(
-        count(seq, "allocation_policies.seq")?,
-        spec.clone(),
-    ))
-}
-
 fn policy_of(r: &tokio_postgres::Row) -> Result<Policy> {
     rec::policy_parse(r.get(0), r.get(1), r.get(2), r.get(3))
 }
 
-/// Stores a policy and records its boundaries as rollup cuts ([`crate::rollups::Cuts`]).
+/// Stores a policy and its rollup cuts, as [`changes::policy_insert`] says.
 async fn insert_policy_cut(
     tx: &tokio_postgres::Transaction<'_>,
     st: &mut super::pool::Stmts,
     cfg: &RollupConfig,
     spec: &PolicySpec,
 ) -> Result<Policy> {
-    let p = insert_policy(tx, st, spec).await?;
-    let instants: Vec<Timestamp> = [Some(spec.effective_from), spec.effective_to]
-        .into_iter()
-        .flatten()
-        .collect();
-    super::samples::record_cuts(tx, st, cfg, &instants).await?;
-    Ok(p)
+    let row = changes::policy_insert(spec)?;
+    let s = st.get(tx, POLICY_INSERT).await?;
+    let seq: i64 = tx
+        .query_one(
+            &s,
+            &[
+                &row.body,
+                &row.effective_from_ms,
+                &row.effective_to_ms,
+                &now_ms(),
+            ],
+        )
+        .await
+        .ctx("insert a policy")?
+        .get(0);
+    super::samples::record_cuts(tx, st, cfg, &row.cuts).await?;
+    Ok(Policy::new(
+        count(seq, "allocation_policies.seq")?,
+        spec.clone(),
+    ))
 }
 
 pub async fn create_policy(
@@ -358,12 +342,7 @@ pub async fn create_policy(
 ) -> Result<Policy> {
     let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
     let p = insert_policy_cut(&tx, st, cfg, spec).await?;
-    append_in(
-        &tx,
-        st,
-        &audit::completed(draft, Some(p.id.clone()), serde_json::Value::Null),
-    )
-    .await?;
+    append_in(&tx, st, &changes::changed(draft, p.id.clone())).await?;
     tx.commit().await.ctx("commit policy create")?;
     Ok(p)
 }
@@ -387,33 +366,20 @@ pub async fn supersede_policy(
     let seq = rec::policy_seq(id)?;
     let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
     let s = st.get(&tx, POLICY_LOCK).await?;
-    let row = tx
-        .query_opt(&s, &[&seq])
-        .await
-        .ctx("read a policy")?
-        .ok_or_else(|| StoreError::NotFound(format!("allocation policy {id}")))?;
-    let mut old = policy_of(&row)?;
-    rec::check_supersede(&old, id, at)?;
+    let row = tx.query_opt(&s, &[&seq]).await.ctx("read a policy")?;
+    let close = changes::policy_close(id, at, row.as_ref().map(policy_of).transpose()?)?;
     let s = st.get(&tx, POLICY_CLOSE).await?;
-    tx.execute(&s, &[&seq, &at.0]).await.ctx("close a policy")?;
-    old.spec.effective_to = Some(at);
-    super::samples::record_cuts(&tx, st, cfg, &[at]).await?;
+    tx.execute(&s, &[&close.seq, &close.at.0])
+        .await
+        .ctx("close a policy")?;
+    super::samples::record_cuts(&tx, st, cfg, &close.cuts).await?;
     let opened = match replacement {
         Some(spec) => Some(insert_policy_cut(&tx, st, cfg, spec).await?),
         None => None,
     };
-    append_in(
-        &tx,
-        st,
-        &audit::completed(
-            draft,
-            Some(old.id.clone()),
-            serde_json::json!({ "opened": opened.as_ref().map(|p| p.id.clone()) }),
-        ),
-    )
-    .await?;
+    append_in(&tx, st, &close.audited(draft, opened.as_ref())).await?;
     tx.commit().await.ctx("commit policy supersede")?;
-    Ok((old, opened))
+    Ok((close.closed, opened))
 }
 
 // --- API keys -------------------------------------------------------------------------------------------------
@@ -423,9 +389,16 @@ pub async fn create_api_key(
     key: &NewApiKey,
     draft: &AuditDraft,
 ) -> Result<ApiKeyRecord> {
+    rec::check_owner(key.tenant_id)?;
     let tenant = owner_uuid(key.tenant_id)?;
-    let nodes = rec::nodes_json(&key.nodes)?;
     let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
+    let s = st.get(&tx, KEY_TAKEN).await?;
+    let taken: bool = tx
+        .query_one(&s, &[&key.hash])
+        .await
+        .ctx("read an API key")?
+        .get(0);
+    let row = changes::key_insert(key, taken)?;
     let s = st.get(&tx, KEY_INSERT).await?;
     let row = match tx
         .query_one(
@@ -436,7 +409,7 @@ pub async fn create_api_key(
                 &tenant,
                 &key.name,
                 &key.created_at.0,
-                &nodes,
+                &row.nodes,
                 &key.expires_at.map(|t| t.0),
             ],
         )
@@ -457,8 +430,7 @@ async fn commit_key_change(
     stored: ApiKeyRecord,
     what: &str,
 ) -> Result<ApiKeyRecord> {
-    let event = audit::completed(draft, Some(stored.id.clone()), serde_json::Value::Null);
-    append_in(&tx, st, &event).await?;
+    append_in(&tx, st, &changes::changed(draft, stored.id.clone())).await?;
     tx.commit().await.ctx(&format!("commit key {what}"))?;
     Ok(stored)
 }
@@ -490,13 +462,10 @@ pub async fn api_key_by_hash(conn: &mut PgConn, hash: &str) -> Result<Option<Key
     let s = st.get(&tx, KEY_BY_HASH).await?;
     let row = tx.query_opt(&s, &[&hash]).await.ctx("read an API key")?;
     tx.commit().await.ctx("end read")?;
-    let Some(key) = row.as_ref().map(key_of).transpose()? else {
-        return Ok(None);
-    };
-    Ok(Some(KeyMatch {
-        previous_secret: key.hash != hash,
-        key,
-    }))
+    Ok(changes::key_match(
+        row.as_ref().map(key_of).transpose()?,
+        hash,
+    ))
 }
 
 pub async fn api_key_count(conn: &mut PgConn) -> Result<u64> {
@@ -526,14 +495,8 @@ async fn key_for_change(
 ) -> Result<ApiKeyRecord> {
     let seq = rec::key_seq(id)?;
     let s = st.get(tx, KEY_LOCK).await?;
-    let row = tx
-        .query_opt(&s, &[&seq])
-        .await
-        .ctx("read an API key")?
-        .ok_or_else(|| rec::key_not_found(id))?;
-    let key = key_of(&row)?;
-    rec::check_key_scope(&key, scope, id)?;
-    Ok(key)
+    let row = tx.query_opt(&s, &[&seq]).await.ctx("read an API key")?;
+    changes::key_for_change(scope, id, row.as_ref().map(key_of).transpose()?)
 }
 
 pub async fn revoke_api_key(
@@ -543,17 +506,19 @@ pub async fn revoke_api_key(
     at: Timestamp,
     draft: &AuditDraft,
 ) -> Result<ApiKeyRecord> {
+    changes::check_scope(scope, "API key", id)?;
     let (tx, st) = begin(conn, scope, Mode::Write).await?;
     let key = key_for_change(&tx, st, scope, id).await?;
-    let stored = if key.revoked_at.is_none() {
-        let s = st.get(&tx, KEY_REVOKE).await?;
-        let row = tx
-            .query_one(&s, &[&rec::key_seq(id)?, &at.0])
-            .await
-            .ctx("revoke an API key")?;
-        key_of(&row)?
-    } else {
-        key
+    let stored = match changes::key_revoke(&key, at)? {
+        Some((seq, at)) => {
+            let s = st.get(&tx, KEY_REVOKE).await?;
+            let row = tx
+                .query_one(&s, &[&seq, &at.0])
+                .await
+                .ctx("revoke an API key")?;
+            key_of(&row)?
+        }
+        None => key,
     };
     commit_key_change(tx, st, draft, stored, "revoke").await
 }
@@ -567,19 +532,20 @@ pub async fn rotate_api_key(
     grace_until: Timestamp,
     draft: &AuditDraft,
 ) -> Result<ApiKeyRecord> {
+    changes::check_scope(scope, "API key", id)?;
     let (tx, st) = begin(conn, scope, Mode::Write).await?;
     let key = key_for_change(&tx, st, scope, id).await?;
-    rec::check_rotate(&key, id, at)?;
+    let w = changes::key_rotate(&key, new_hash, at, grace_until)?;
     let s = st.get(&tx, KEY_ROTATE).await?;
     let row = match tx
         .query_one(
             &s,
             &[
-                &rec::key_seq(id)?,
-                &new_hash,
-                &key.hash,
-                &grace_until.0,
-                &at.0,
+                &w.seq,
+                &w.hash,
+                &w.previous_hash,
+                &w.previous_valid_until.0,
+                &w.rotated_at.0,
             ],
         )
         .await
@@ -606,7 +572,7 @@ fn tenant_of(r: &tokio_postgres::Row) -> Result<Tenant> {
 }
 
 pub async fn create_tenant(conn: &mut PgConn, t: &Tenant, draft: &AuditDraft) -> Result<Tenant> {
-    rec::check_tenant_id(t.id)?;
+    changes::tenant_insert(t)?;
     let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
     let s = st.get(&tx, TENANT_INSERT).await?;
     match tx
@@ -617,12 +583,7 @@ pub async fn create_tenant(conn: &mut PgConn, t: &Tenant, draft: &AuditDraft) ->
         Err(e) if sqlstate(&e) == Some("23505") => return Err(rec::tenant_taken(t)),
         Err(e) => return Err(e).ctx("insert a tenant"),
     }
-    append_in(
-        &tx,
-        st,
-        &audit::completed(draft, Some(t.id.to_string()), serde_json::Value::Null),
-    )
-    .await?;
+    append_in(&tx, st, &changes::tenant_created(draft, t)).await?;
     tx.commit().await.ctx("commit tenant create")?;
     Ok(t.clone())
 }
@@ -664,42 +625,33 @@ pub(super) async fn append_in(
     st: &mut super::pool::Stmts,
     draft: &AuditDraft,
 ) -> Result<AuditEvent> {
-    let tenant = owner_uuid(draft.tenant_id)?;
+    rec::check_owner(draft.tenant_id)?;
     set_scope(tx, st, Scope::Platform).await?;
     let s = st.get(tx, AUDIT_LOCK_SQL).await?;
     tx.execute(&s, &[&AUDIT_LOCK])
         .await
         .ctx("lock the audit chain")?;
     let s = st.get(tx, AUDIT_LAST).await?;
-    let (last_seq, prev_hash) = match tx
+    let last = tx
         .query_opt(&s, &[])
         .await
         .ctx("read the chain's last event")?
-    {
-        Some(r) => (count(r.get(0), "audit_events.seq")?, r.get::<_, String>(1)),
-        None => (0, GENESIS_HASH.to_string()),
-    };
-    let seq = last_seq + 1;
-    let hash = audit::link(&prev_hash, seq, draft);
+        .map(|r| (r.get(0), r.get(1)));
+    let e = changes::audit_next(changes::audit_last(last)?, draft)?;
     let s = st.get(tx, AUDIT_INSERT).await?;
     tx.execute(
         &s,
         &[
-            &to_i64(seq, "audit seq")?,
-            &prev_hash,
-            &hash,
-            &tenant,
+            &to_i64(e.seq, "audit seq")?,
+            &e.prev_hash,
+            &e.hash,
+            &owner_uuid(draft.tenant_id)?,
             &audit::canonical_json(draft),
         ],
     )
     .await
     .ctx("append an audit event")?;
-    Ok(AuditEvent {
-        seq,
-        draft: draft.clone(),
-        prev_hash,
-        hash,
-    })
+    Ok(e)
 }
 
 pub async fn append_audit(conn: &mut PgConn, draft: &AuditDraft) -> Result<AuditEvent> {
@@ -714,13 +666,7 @@ pub async fn audit_head(conn: &mut PgConn) -> Result<Option<AuditHead>> {
     let s = st.get(&tx, AUDIT_LAST).await?;
     let row = tx.query_opt(&s, &[]).await.ctx("read the chain's head")?;
     tx.commit().await.ctx("end read")?;
-    row.map(|r| {
-        Ok(AuditHead {
-            seq: count(r.get(0), "audit_events.seq")?,
-            hash: r.get(1),
-        })
-    })
-    .transpose()
+    changes::audit_head(row.map(|r| (r.get(0), r.get(1))))
 }
 
 /// Under [`Scope::Tenant`] the database returns that tenant's events only: the SQL has no tenant clause.
@@ -740,14 +686,7 @@ pub async fn audit_events(
         .ctx("read audit events")?;
     tx.commit().await.ctx("end read")?;
     rows.iter()
-        .map(|r| {
-            Ok(AuditEvent {
-                seq: count(r.get(0), "audit_events.seq")?,
-                draft: rec::from_json(r.get(3), "audit event")?,
-                prev_hash: r.get(1),
-                hash: r.get(2),
-            })
-        })
+        .map(|r| changes::audit_event(r.get(0), r.get(1), r.get(2), r.get(3)))
         .collect()
 }
 

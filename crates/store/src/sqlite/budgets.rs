@@ -5,23 +5,22 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
-use eai_engine::budget::{crossed, Amounts, BudgetSpec, Standing};
+use eai_engine::budget::{Amounts, BudgetSpec, Standing};
 use eai_engine::domain::TenantId;
 use eai_engine::money::Currency;
 use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
-use serde_json::json;
 use uuid::Uuid;
 
 use super::codec::{corrupt, dec_parse, dec_text, now_ms, Ctx};
 use super::records::{append_in, upsert_in};
-use crate::audit;
 use crate::budgets::{
     self as b, Alert, BudgetRecord, Delivery, NewBudget, NewReservation, Reservation,
     ReservationStatus, ReserveOutcome, SpendDeltas, SpendKey,
 };
+use crate::changes::{self, DeliveryWrite};
 use crate::records as rec;
-use crate::{AuditDraft, Result, Scope, StoreError};
+use crate::{AuditDraft, Result, Scope};
 
 fn tenant_parse(s: &str, what: &str) -> Result<TenantId> {
     TenantId::from_stored(s).ok_or_else(|| corrupt(what, s))
@@ -176,28 +175,24 @@ fn decode_budget((seq, tenant, body, from, to, secret): BudgetRow) -> Result<Bud
     b::budget_parse(seq, tenant, &body, from, to, secret)
 }
 
-fn insert_budget(tx: &Connection, spec: &BudgetSpec, secret: Option<&str>) -> Result<BudgetRecord> {
-    let body = b::budget_json(spec)?;
+fn insert_budget(tx: &Connection, nb: &NewBudget) -> Result<BudgetRecord> {
+    let row = changes::budget_insert(nb)?;
     tx.prepare_cached(
         "INSERT INTO budgets (tenant_id, body, effective_from_ms, effective_to_ms, webhook_secret, created_at_ms) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )
     .and_then(|mut st| {
         st.execute(params![
-            spec.tenant_id.to_string(),
-            body,
-            spec.effective_from.0,
-            spec.effective_to.map(|t| t.0),
-            secret,
+            row.tenant_id.to_string(),
+            row.body,
+            row.effective_from_ms,
+            row.effective_to_ms,
+            row.webhook_secret,
             now_ms()
         ])
     })
     .ctx("insert a budget")?;
-    let seq = u64::try_from(tx.last_insert_rowid()).map_err(|_| corrupt("budgets.seq", "<0"))?;
-    Ok(BudgetRecord {
-        budget: eai_engine::budget::Budget::new(seq, spec.clone()),
-        webhook_secret: secret.map(str::to_string),
-    })
+    row.stored(nb, tx.last_insert_rowid())
 }
 
 pub fn create_budget(
@@ -205,15 +200,11 @@ pub fn create_budget(
     nb: &NewBudget,
     draft: &AuditDraft,
 ) -> Result<BudgetRecord> {
-    crate::records::check_tenant_id(nb.spec.tenant_id)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin budget create")?;
-    let r = insert_budget(&tx, &nb.spec, nb.webhook_secret.as_deref())?;
-    append_in(
-        &tx,
-        &audit::completed(draft, Some(r.budget.id.clone()), json!({})),
-    )?;
+    let r = insert_budget(&tx, nb)?;
+    append_in(&tx, &changes::budget_created(draft, &r))?;
     tx.commit().ctx("commit budget create")?;
     Ok(r)
 }
@@ -233,19 +224,14 @@ pub fn budgets(conn: &Connection, scope: Scope) -> Result<Vec<BudgetRecord>> {
     rows.into_iter().map(decode_budget).collect()
 }
 
-/// A budget by id, within `scope` (another tenant's is not found).
-fn budget_in(tx: &Connection, scope: Scope, id: &str) -> Result<BudgetRecord> {
+/// A budget by id (any tenant's: [`changes::budget_close`] keeps to the scope).
+fn budget_by_id(tx: &Connection, id: &str) -> Result<Option<BudgetRecord>> {
     let seq = b::budget_seq(id)?;
     let row: Option<BudgetRow> = tx
         .prepare_cached(&format!("SELECT {BUDGET_COLS} FROM budgets WHERE seq = ?1"))
         .and_then(|mut st| st.query_row([seq], budget_row).optional())
         .ctx("read a budget")?;
-    let r = row.map(decode_budget).transpose()?;
-    r.filter(|r| match scope {
-        Scope::Platform => true,
-        Scope::Tenant(t) => r.budget.spec.tenant_id == t,
-    })
-    .ok_or_else(|| StoreError::NotFound(format!("budget {id}")))
+    row.map(decode_budget).transpose()
 }
 
 pub fn supersede_budget(
@@ -256,43 +242,28 @@ pub fn supersede_budget(
     replacement: Option<&BudgetSpec>,
     draft: &AuditDraft,
 ) -> Result<(BudgetRecord, Option<BudgetRecord>)> {
+    changes::check_scope(scope, "budget", id)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin budget supersede")?;
-    let mut old = budget_in(&tx, scope, id)?;
-    b::check_close(&old.budget, at)?;
-    if let Some(spec) = replacement {
-        b::check_replacement(&old.budget, spec)?;
-    }
-    let seq = b::budget_seq(id)?;
+    let close = changes::budget_close(scope, id, at, budget_by_id(&tx, id)?, replacement)?;
     tx.prepare_cached("UPDATE budgets SET effective_to_ms = ?2 WHERE seq = ?1")
-        .and_then(|mut st| st.execute(params![seq, at.0]))
+        .and_then(|mut st| st.execute(params![close.seq, close.at.0]))
         .ctx("close a budget")?;
-    old.budget.spec.effective_to = Some(at);
-    let opened = replacement
-        .map(|spec| insert_budget(&tx, spec, old.webhook_secret.as_deref()))
+    let opened = close
+        .successor
+        .as_ref()
+        .map(|nb| insert_budget(&tx, nb))
         .transpose()?;
-    append_in(
-        &tx,
-        &audit::completed(
-            draft,
-            Some(old.budget.id.clone()),
-            json!({ "opened": opened.as_ref().map(|o| o.budget.id.clone()) }),
-        ),
-    )?;
+    append_in(&tx, &close.audited(draft, opened.as_ref()))?;
     tx.commit().ctx("commit budget supersede")?;
-    Ok((old, opened))
+    Ok((close.closed, opened))
 }
 
 pub fn standings(conn: &Connection, scope: Scope, at: Timestamp) -> Result<Vec<Standing>> {
-    let active: Vec<_> = budgets(conn, scope)?
-        .into_iter()
-        .map(|r| r.budget)
-        .filter(|bud| bud.active_at(at))
-        .collect();
     let spent = spent(conn, scope, b::month_start(at))?;
     let held = held(conn, scope, at)?;
-    Ok(b::standings(active, &spent, &held, at))
+    Ok(changes::standings(budgets(conn, scope)?, &spent, &held, at))
 }
 
 // --- reservations ----------------------------------------------------------------------------------------------
@@ -347,10 +318,7 @@ fn reservation_in(conn: &Connection, scope: Scope, id: &str) -> Result<Option<Re
         .and_then(|mut st| st.query_row([id], reservation_row).optional())
         .ctx("read a reservation")?
         .transpose()?;
-    Ok(r.filter(|r| match scope {
-        Scope::Platform => true,
-        Scope::Tenant(t) => r.tenant_id == t,
-    }))
+    Ok(changes::reservation_in_scope(scope, r))
 }
 
 pub fn reservation(conn: &Connection, scope: Scope, id: &str) -> Result<Option<Reservation>> {
@@ -362,7 +330,7 @@ pub fn reserve(
     req: &NewReservation,
     draft: &AuditDraft,
 ) -> Result<ReserveOutcome> {
-    crate::records::check_tenant_id(req.request.tenant_id)?;
+    changes::reserve_check(req)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin reserve")?;
@@ -388,25 +356,18 @@ pub fn reserve(
             ])
         })
         .ctx("hold a reservation")?;
-        append_in(
-            &tx,
-            &audit::completed(
-                draft,
-                Some(r.id.clone()),
-                json!({ "currency": r.currency.as_str(), "expires_at": r.expires_at.to_string() }),
-            ),
-        )?;
+        append_in(&tx, &changes::reserved(draft, r))?;
         tx.commit().ctx("commit reserve")?;
     }
     Ok(outcome)
 }
 
-fn close_reservation(
-    tx: &Connection,
-    r: &Reservation,
-    status: ReservationStatus,
-    at: Timestamp,
-) -> Result<()> {
+/// Writes a commit's or a release's reservation as [`changes::Closing`] says (its usage event first).
+fn close_reservation(tx: &Connection, c: &changes::Closing, with_outbox: bool) -> Result<()> {
+    if let Some(event) = &c.event {
+        upsert_in(tx, std::slice::from_ref(event), with_outbox)?;
+    }
+    let r = &c.reservation;
     let (cost, tokens) = match r.actual {
         Some(a) => (Some(dec_text(a.cost)), Some(dec_text(a.tokens))),
         None => (None, None),
@@ -418,8 +379,8 @@ fn close_reservation(
     .and_then(|mut st| {
         st.execute(params![
             r.id,
-            status.as_str(),
-            at.0,
+            r.status.as_str(),
+            r.closed_at.map(|t| t.0),
             cost,
             tokens,
             r.event_id.map(|e| e.hyphenated().to_string())
@@ -438,27 +399,17 @@ pub fn commit(
     with_outbox: bool,
     draft: &AuditDraft,
 ) -> Result<Reservation> {
+    changes::check_scope(scope, "reservation", id)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin commit")?;
-    let mut r = reservation_in(&tx, scope, id)?
-        .ok_or_else(|| StoreError::NotFound(format!("reservation {id}")))?;
-    let changed = b::check_commit(&r)?.is_some();
-    if changed {
-        let event = b::commit_event_of(&r, actual, at);
-        upsert_in(&tx, std::slice::from_ref(&event), with_outbox)?;
-        r.status = ReservationStatus::Committed;
-        r.actual = Some(actual);
-        r.event_id = Some(event.event_id);
-        r.closed_at = Some(at);
-        close_reservation(&tx, &r, ReservationStatus::Committed, at)?;
+    let c = changes::commit(id, reservation_in(&tx, scope, id)?, actual, at)?;
+    if c.changed {
+        close_reservation(&tx, &c, with_outbox)?;
     }
-    append_in(
-        &tx,
-        &audit::completed(draft, Some(r.id.clone()), json!({ "unchanged": !changed })),
-    )?;
+    append_in(&tx, &c.audited(draft))?;
     tx.commit().ctx("commit a reservation")?;
-    Ok(r)
+    Ok(c.reservation)
 }
 
 pub fn release(
@@ -468,25 +419,17 @@ pub fn release(
     at: Timestamp,
     draft: &AuditDraft,
 ) -> Result<Reservation> {
+    changes::check_scope(scope, "reservation", id)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin release")?;
-    let mut r = reservation_in(&tx, scope, id)?
-        .ok_or_else(|| StoreError::NotFound(format!("reservation {id}")))?;
-    let changed = b::check_release(&r, at)?.is_some();
-    if changed {
-        r.status = ReservationStatus::Released;
-        r.closed_at = Some(at);
-        close_reservation(&tx, &r, ReservationStatus::Released, at)?;
-    } else {
-        r.status = r.status_at(at);
+    let c = changes::release(id, reservation_in(&tx, scope, id)?, at)?;
+    if c.changed {
+        close_reservation(&tx, &c, false)?;
     }
-    append_in(
-        &tx,
-        &audit::completed(draft, Some(r.id.clone()), json!({ "unchanged": !changed })),
-    )?;
+    append_in(&tx, &c.audited(draft))?;
     tx.commit().ctx("commit release")?;
-    Ok(r)
+    Ok(c.reservation)
 }
 
 pub fn expire(conn: &mut Connection, at: Timestamp) -> Result<u64> {
@@ -500,11 +443,8 @@ pub fn expire(conn: &mut Connection, at: Timestamp) -> Result<u64> {
             [at.0],
         )
         .ctx("expire holds")?;
-    if n > 0 {
-        append_in(
-            &tx,
-            &AuditDraft::system("system", "reservation.expire", at, json!({ "expired": n })),
-        )?;
+    if let Some(event) = changes::expired(at, n as u64) {
+        append_in(&tx, &event)?;
     }
     tx.commit().ctx("commit expire")?;
     Ok(n as u64)
@@ -516,14 +456,10 @@ pub fn record_crossings(conn: &mut Connection, at: Timestamp) -> Result<Vec<Aler
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin crossings")?;
-    let month = b::month_start(at);
     let mut out = Vec::new();
-    for s in standings(&tx, Scope::Platform, at)? {
-        let spec = &s.budget.spec;
-        let seq = b::budget_seq(&s.budget.id)?;
-        for pct in crossed(spec, s.spent.cost) {
-            let id = Uuid::new_v4();
-            let n = tx
+    for c in changes::crossings(&standings(&tx, Scope::Platform, at)?, at)? {
+        let a = &c.alert;
+        let n = tx
                 .prepare_cached(
                     "INSERT INTO budget_alerts (id, budget_seq, tenant_id, month_ms, threshold_pct, spent, crossed_at_ms, \
                      attempts, next_attempt_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?7) \
@@ -531,23 +467,22 @@ pub fn record_crossings(conn: &mut Connection, at: Timestamp) -> Result<Vec<Aler
                 )
                 .and_then(|mut st| {
                     st.execute(params![
-                        id.hyphenated().to_string(),
-                        seq,
-                        spec.tenant_id.to_string(),
-                        month.0,
-                        pct,
-                        dec_text(s.spent.cost),
-                        at.0
+                        a.id.hyphenated().to_string(),
+                        c.budget_seq,
+                        a.tenant_id.to_string(),
+                        c.month.0,
+                        a.threshold_pct,
+                        dec_text(a.spent),
+                        a.crossed_at.0
                     ])
                 })
                 .ctx("record a crossing")?;
-            if n == 0 {
-                continue;
-            }
-            let alert = Alert::crossed(id, &s, pct, at);
-            append_in(&tx, &b::crossing_audit(&alert))?;
-            out.push(alert);
+        if n > 0 {
+            out.push(c.alert);
         }
+    }
+    for a in &out {
+        append_in(&tx, &b::crossing_audit(a))?;
     }
     tx.commit().ctx("commit crossings")?;
     Ok(out)
@@ -593,41 +528,23 @@ pub fn due_deliveries(conn: &Connection, at: Timestamp, limit: u64) -> Result<Ve
             .collect()
         })
         .ctx("read due deliveries")?;
-    rows.into_iter()
-        .filter_map(
-            |(id, seq, tenant, month, pct, spent, crossed_at, attempts, body, secret, _)| {
-                let delivery = (|| {
-                    let tenant = tenant_parse(&tenant, "budget_alerts.tenant_id")?;
-                    let rec = b::budget_parse(seq, tenant, &body, 0, None, secret.clone())?;
-                    let spec = &rec.budget.spec;
-                    let (Some(url), Some(secret)) = (spec.webhook_url.clone(), secret) else {
-                        return Ok(None);
-                    };
-                    Ok(Some(Delivery {
-                        alert: Alert {
-                            id: Uuid::parse_str(&id)
-                                .map_err(|_| corrupt("budget_alerts.id", &id))?,
-                            budget_id: rec.budget.id.clone(),
-                            tenant_id: tenant,
-                            month: Timestamp(month),
-                            threshold_pct: u32::try_from(pct)
-                                .map_err(|_| corrupt("budget_alerts.threshold_pct", pct))?,
-                            spent: dec_parse(&spent, "budget_alerts.spent")?,
-                            limit: spec.limit,
-                            currency: spec.currency,
-                            crossed_at: Timestamp(crossed_at),
-                            attempts: u32::try_from(attempts)
-                                .map_err(|_| corrupt("budget_alerts.attempts", attempts))?,
-                            delivered_at: None,
-                        },
-                        url,
-                        secret,
-                    }))
-                })();
-                delivery.transpose()
-            },
-        )
-        .collect()
+    let mut out = Vec::new();
+    for (id, seq, tenant, month, pct, spent, crossed_at, attempts, body, secret, _) in rows {
+        let row = changes::DueRow {
+            id: Uuid::parse_str(&id).map_err(|_| corrupt("budget_alerts.id", &id))?,
+            budget_seq: seq,
+            tenant_id: tenant_parse(&tenant, "budget_alerts.tenant_id")?,
+            month_ms: month,
+            threshold_pct: pct,
+            spent: dec_parse(&spent, "budget_alerts.spent")?,
+            crossed_at_ms: crossed_at,
+            attempts,
+            body: &body,
+            webhook_secret: secret,
+        };
+        out.extend(changes::delivery(row)?);
+    }
+    Ok(out)
 }
 
 pub fn delivery_attempted(
@@ -641,20 +558,24 @@ pub fn delivery_attempted(
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin delivery")?;
     let id = alert.hyphenated().to_string();
-    match &outcome {
-        Ok(()) => tx.execute(
+    let (write, audit) = changes::delivery_attempt(alert, at, outcome, next);
+    match write {
+        DeliveryWrite::Delivered(at) => tx.execute(
             "UPDATE budget_alerts SET attempts = attempts + 1, delivered_at_ms = ?2, last_error = NULL WHERE id = ?1",
             params![id, at.0],
         ),
-        Err(e) => tx.execute(
-            "UPDATE budget_alerts SET attempts = CASE WHEN ?3 IS NULL THEN ?4 ELSE attempts + 1 END, \
-             next_attempt_ms = COALESCE(?3, next_attempt_ms), last_error = ?2 WHERE id = ?1",
-            params![id, e, next.map(|t| t.0), b::MAX_ATTEMPTS],
+        DeliveryWrite::Retry(next, e) => tx.execute(
+            "UPDATE budget_alerts SET attempts = attempts + 1, next_attempt_ms = ?2, last_error = ?3 WHERE id = ?1",
+            params![id, next.0, e],
+        ),
+        DeliveryWrite::Abandoned(attempts, e) => tx.execute(
+            "UPDATE budget_alerts SET attempts = ?2, last_error = ?3 WHERE id = ?1",
+            params![id, attempts, e],
         ),
     }
     .ctx("record a delivery")?;
-    if let (Err(e), None) = (&outcome, next) {
-        append_in(&tx, &b::abandoned_audit(alert, at, e))?;
+    if let Some(event) = audit {
+        append_in(&tx, &event)?;
     }
     tx.commit().ctx("commit delivery")?;
     Ok(())

@@ -9,15 +9,15 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::codec::{corrupt, count, now_ms, opt_tenant_parse, to_i64, Ctx};
 use super::SqliteConfig;
-use crate::audit::{self, Verifier, GENESIS_HASH};
+use crate::audit::{self, Verifier};
+use crate::changes;
 use crate::groups::{fixed_bytes, fixed_from_bytes, ClaimDeltas, ClaimKey, ClaimSums};
 use crate::outbox::{self, OutboxRows, OutboxStats};
-use crate::records::{self as rec, from_json};
+use crate::records as rec;
 use crate::{
     ApiKeyRecord, AuditDraft, AuditEvent, AuditHead, BrokenLink, KeyMatch, NewApiKey, OutboxEntry,
     Result, Role, Scope, StoreError, TenantRef,
 };
-use serde_json::Value;
 
 // --- replica outbox -------------------------------------------------------------------------------------------
 
@@ -84,10 +84,7 @@ pub fn upsert_usage_events(
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin usage upsert")?;
     upsert_in(&tx, events, with_outbox)?;
-    append_in(
-        &tx,
-        &audit::completed(draft, None, serde_json::json!({ "stored": events.len() })),
-    )?;
+    append_in(&tx, &changes::usage_upserted(draft, events.len()))?;
     tx.commit().ctx("commit usage upsert")?;
     Ok(events.len() as u64)
 }
@@ -275,32 +272,23 @@ pub fn usage_events(
 
 // --- allocation policies --------------------------------------------------------------------------------------
 
-fn insert_policy(tx: &Connection, spec: &PolicySpec) -> Result<Policy> {
-    let body = rec::policy_json(spec)?;
-    tx.prepare_cached(
-        "INSERT INTO allocation_policies (body, effective_from_ms, effective_to_ms, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
-    )
-    .and_then(|mut st| st.execute(params![body, spec.effective_from.0, spec.effective_to.map(|t| t.0), now_ms()]))
-    .ctx("insert a policy")?;
-    let seq = count(tx.last_insert_rowid(), "allocation_policies.seq")?;
-    Ok(Policy::new(seq, spec.clone()))
-}
-
 type PolicyRow = (i64, String, i64, Option<i64>);
 
 fn decode_policy((seq, body, from, to): PolicyRow) -> Result<Policy> {
     rec::policy_parse(seq, &body, from, to)
 }
 
-/// Stores a policy and records its boundaries as rollup cuts ([`crate::rollups::Cuts`]).
+/// Stores a policy and its rollup cuts, as [`changes::policy_insert`] says.
 fn insert_policy_cut(tx: &Connection, cfg: &SqliteConfig, spec: &PolicySpec) -> Result<Policy> {
-    let p = insert_policy(tx, spec)?;
-    let instants: Vec<Timestamp> = [Some(spec.effective_from), spec.effective_to]
-        .into_iter()
-        .flatten()
-        .collect();
-    super::samples::record_cuts(tx, cfg, &instants)?;
-    Ok(p)
+    let row = changes::policy_insert(spec)?;
+    tx.prepare_cached(
+        "INSERT INTO allocation_policies (body, effective_from_ms, effective_to_ms, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
+    )
+    .and_then(|mut st| st.execute(params![row.body, row.effective_from_ms, row.effective_to_ms, now_ms()]))
+    .ctx("insert a policy")?;
+    let seq = count(tx.last_insert_rowid(), "allocation_policies.seq")?;
+    super::samples::record_cuts(tx, cfg, &row.cuts)?;
+    Ok(Policy::new(seq, spec.clone()))
 }
 
 pub fn create_policy(
@@ -313,10 +301,7 @@ pub fn create_policy(
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin policy create")?;
     let p = insert_policy_cut(&tx, cfg, spec)?;
-    append_in(
-        &tx,
-        &audit::completed(draft, Some(p.id.clone()), Value::Null),
-    )?;
+    append_in(&tx, &changes::changed(draft, p.id.clone()))?;
     tx.commit().ctx("commit policy create")?;
     Ok(p)
 }
@@ -345,27 +330,17 @@ pub fn supersede_policy(
         .prepare_cached("SELECT seq, body, effective_from_ms, effective_to_ms FROM allocation_policies WHERE seq = ?1")
         .and_then(|mut st| st.query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).optional())
         .ctx("read a policy")?;
-    let row = row.ok_or_else(|| StoreError::NotFound(format!("allocation policy {id}")))?;
-    let mut old = decode_policy(row)?;
-    rec::check_supersede(&old, id, at)?;
+    let close = changes::policy_close(id, at, row.map(decode_policy).transpose()?)?;
     tx.prepare_cached("UPDATE allocation_policies SET effective_to_ms = ?2 WHERE seq = ?1")
-        .and_then(|mut st| st.execute(params![seq, at.0]))
+        .and_then(|mut st| st.execute(params![close.seq, close.at.0]))
         .ctx("close a policy")?;
-    old.spec.effective_to = Some(at);
-    super::samples::record_cuts(&tx, cfg, &[at])?;
+    super::samples::record_cuts(&tx, cfg, &close.cuts)?;
     let opened = replacement
         .map(|spec| insert_policy_cut(&tx, cfg, spec))
         .transpose()?;
-    append_in(
-        &tx,
-        &audit::completed(
-            draft,
-            Some(old.id.clone()),
-            serde_json::json!({ "opened": opened.as_ref().map(|p| p.id.clone()) }),
-        ),
-    )?;
+    append_in(&tx, &close.audited(draft, opened.as_ref()))?;
     tx.commit().ctx("commit policy supersede")?;
-    Ok((old, opened))
+    Ok((close.closed, opened))
 }
 
 // --- API keys -------------------------------------------------------------------------------------------------
@@ -414,10 +389,14 @@ pub fn create_api_key(
     key: &NewApiKey,
     draft: &AuditDraft,
 ) -> Result<ApiKeyRecord> {
-    rec::check_owner(key.tenant_id)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin key create")?;
+    let taken: bool = tx
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM api_keys WHERE hash = ?1)")
+        .and_then(|mut st| st.query_row([&key.hash], |r| r.get(0)))
+        .ctx("read an API key")?;
+    let row = changes::key_insert(key, taken)?;
     let r = tx.execute(
         "INSERT INTO api_keys (hash, role, tenant_id, name, created_at_ms, revoked, nodes, expires_at_ms) \
          VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?7)",
@@ -427,7 +406,7 @@ pub fn create_api_key(
             key.tenant_id.map(|t| t.to_string()),
             key.name,
             key.created_at.0,
-            rec::nodes_json(&key.nodes)?,
+            row.nodes,
             key.expires_at.map(|t| t.0)
         ],
     );
@@ -443,10 +422,7 @@ pub fn create_api_key(
     let seq = tx.last_insert_rowid();
     let stored = key_by_seq(&tx, seq)?
         .ok_or_else(|| StoreError::Internal("an API key just written is missing".into()))?;
-    append_in(
-        &tx,
-        &audit::completed(draft, Some(stored.id.clone()), Value::Null),
-    )?;
+    append_in(&tx, &changes::changed(draft, stored.id.clone()))?;
     tx.commit().ctx("commit key create")?;
     Ok(stored)
 }
@@ -458,13 +434,7 @@ pub fn api_key_by_hash(conn: &Connection, hash: &str) -> Result<Option<KeyMatch>
         ))
         .and_then(|mut st| st.query_row([hash], key_of).optional())
         .ctx("read an API key")?;
-    let Some(key) = found.transpose()? else {
-        return Ok(None);
-    };
-    Ok(Some(KeyMatch {
-        previous_secret: key.hash != hash,
-        key,
-    }))
+    Ok(changes::key_match(found.transpose()?, hash))
 }
 
 pub fn api_key_count(conn: &Connection) -> Result<u64> {
@@ -489,12 +459,24 @@ pub fn api_keys(conn: &Connection, scope: Scope) -> Result<Vec<ApiKeyRecord>> {
     rows.into_iter().collect()
 }
 
-/// The key `id` as `scope` may see it (another tenant's key is not found), in a write transaction.
+/// The key `id` as `scope` may change it ([`changes::key_for_change`]), in a write transaction.
 fn key_in_scope(tx: &Connection, scope: Scope, id: &str) -> Result<ApiKeyRecord> {
-    let seq = rec::key_seq(id)?;
-    let key = key_by_seq(tx, seq)?.ok_or_else(|| rec::key_not_found(id))?;
-    rec::check_key_scope(&key, scope, id)?;
-    Ok(key)
+    changes::key_for_change(scope, id, key_by_seq(tx, rec::key_seq(id)?)?)
+}
+
+/// Audits a key's change (its id as the resource), read back as stored, and commits it.
+fn commit_key_change(
+    tx: rusqlite::Transaction<'_>,
+    draft: &AuditDraft,
+    seq: i64,
+    what: &str,
+) -> Result<ApiKeyRecord> {
+    let stored = key_by_seq(&tx, seq)?.ok_or_else(|| {
+        StoreError::Internal(format!("an API key just changed ({what}) is missing"))
+    })?;
+    append_in(&tx, &changes::changed(draft, stored.id.clone()))?;
+    tx.commit().ctx(&format!("commit key {what}"))?;
+    Ok(stored)
 }
 
 pub fn revoke_api_key(
@@ -504,24 +486,19 @@ pub fn revoke_api_key(
     at: Timestamp,
     draft: &AuditDraft,
 ) -> Result<ApiKeyRecord> {
+    changes::check_scope(scope, "API key", id)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin key revoke")?;
     let key = key_in_scope(&tx, scope, id)?;
-    if key.revoked_at.is_none() {
+    if let Some((seq, at)) = changes::key_revoke(&key, at)? {
         tx.execute(
             "UPDATE api_keys SET revoked = 1, revoked_at_ms = ?2 WHERE seq = ?1",
-            params![rec::key_seq(id)?, at.0],
+            params![seq, at.0],
         )
         .ctx("revoke an API key")?;
     }
-    let stored = key_by_seq(&tx, rec::key_seq(id)?)?.ok_or_else(|| rec::key_not_found(id))?;
-    append_in(
-        &tx,
-        &audit::completed(draft, Some(stored.id.clone()), Value::Null),
-    )?;
-    tx.commit().ctx("commit key revoke")?;
-    Ok(stored)
+    commit_key_change(tx, draft, rec::key_seq(&key.id)?, "revoke")
 }
 
 pub fn rotate_api_key(
@@ -533,14 +510,15 @@ pub fn rotate_api_key(
     grace_until: Timestamp,
     draft: &AuditDraft,
 ) -> Result<ApiKeyRecord> {
+    changes::check_scope(scope, "API key", id)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin key rotate")?;
     let key = key_in_scope(&tx, scope, id)?;
-    rec::check_rotate(&key, id, at)?;
+    let w = changes::key_rotate(&key, new_hash, at, grace_until)?;
     let r = tx.execute(
         "UPDATE api_keys SET hash = ?2, previous_hash = ?3, previous_valid_until_ms = ?4, rotated_at_ms = ?5 WHERE seq = ?1",
-        params![rec::key_seq(id)?, new_hash, key.hash, grace_until.0, at.0],
+        params![w.seq, w.hash, w.previous_hash, w.previous_valid_until.0, w.rotated_at.0],
     );
     match r {
         Ok(_) => {}
@@ -551,19 +529,13 @@ pub fn rotate_api_key(
             )))
         }
     }
-    let stored = key_by_seq(&tx, rec::key_seq(id)?)?.ok_or_else(|| rec::key_not_found(id))?;
-    append_in(
-        &tx,
-        &audit::completed(draft, Some(stored.id.clone()), Value::Null),
-    )?;
-    tx.commit().ctx("commit key rotate")?;
-    Ok(stored)
+    commit_key_change(tx, draft, w.seq, "rotate")
 }
 
 // --- tenants --------------------------------------------------------------------------------------------------
 
 pub fn create_tenant(conn: &mut Connection, t: &Tenant, draft: &AuditDraft) -> Result<Tenant> {
-    rec::check_tenant_id(t.id)?;
+    changes::tenant_insert(t)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin tenant create")?;
@@ -579,10 +551,7 @@ pub fn create_tenant(conn: &mut Connection, t: &Tenant, draft: &AuditDraft) -> R
             )))
         }
     }
-    append_in(
-        &tx,
-        &audit::completed(draft, Some(t.id.to_string()), Value::Null),
-    )?;
+    append_in(&tx, &changes::tenant_created(draft, t))?;
     tx.commit().ctx("commit tenant create")?;
     Ok(t.clone())
 }
@@ -630,36 +599,25 @@ pub fn tenant(conn: &Connection, key: &TenantRef) -> Result<Option<Tenant>> {
 /// Appends an event to the chain inside the caller's write transaction (SQLite has one writer: the
 /// transaction is the chain's lock).
 pub fn append_in(tx: &Connection, draft: &AuditDraft) -> Result<AuditEvent> {
-    rec::check_owner(draft.tenant_id)?;
     let last: Option<(i64, String)> = tx
         .prepare_cached("SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1")
         .and_then(|mut st| st.query_row([], |r| Ok((r.get(0)?, r.get(1)?))).optional())
         .ctx("read the chain's last event")?;
-    let (last_seq, prev_hash) = match last {
-        Some((s, h)) => (count(s, "audit_events.seq")?, h),
-        None => (0, GENESIS_HASH.to_string()),
-    };
-    let seq = last_seq + 1;
-    let hash = audit::link(&prev_hash, seq, draft);
+    let e = changes::audit_next(changes::audit_last(last)?, draft)?;
     tx.prepare_cached(
         "INSERT INTO audit_events (seq, prev_hash, hash, tenant_id, body) VALUES (?1, ?2, ?3, ?4, ?5)",
     )
     .and_then(|mut st| {
         st.execute(params![
-            to_i64(seq, "audit seq").map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(std::io::Error::other(e.to_string()))))?,
-            prev_hash,
-            hash,
+            to_i64(e.seq, "audit seq").map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(std::io::Error::other(e.to_string()))))?,
+            e.prev_hash,
+            e.hash,
             draft.tenant_id.map(|t| t.to_string()),
             audit::canonical_json(draft)
         ])
     })
     .ctx("append an audit event")?;
-    Ok(AuditEvent {
-        seq,
-        draft: draft.clone(),
-        prev_hash,
-        hash,
-    })
+    Ok(e)
 }
 
 pub fn append_audit(conn: &mut Connection, draft: &AuditDraft) -> Result<AuditEvent> {
@@ -676,13 +634,7 @@ pub fn audit_head(conn: &Connection) -> Result<Option<AuditHead>> {
         .prepare_cached("SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1")
         .and_then(|mut st| st.query_row([], |r| Ok((r.get(0)?, r.get(1)?))).optional())
         .ctx("read the chain's head")?;
-    last.map(|(seq, hash)| {
-        Ok(AuditHead {
-            seq: count(seq, "audit_events.seq")?,
-            hash,
-        })
-    })
-    .transpose()
+    changes::audit_head(last)
 }
 
 type AuditRow = (i64, String, String, String);
@@ -711,14 +663,7 @@ pub fn audit_events(
     }
     .ctx("read audit events")?;
     rows.into_iter()
-        .map(|(seq, prev_hash, hash, body)| {
-            Ok(AuditEvent {
-                seq: count(seq, "audit_events.seq")?,
-                draft: from_json(&body, "audit event")?,
-                prev_hash,
-                hash,
-            })
-        })
+        .map(|(seq, prev_hash, hash, body)| changes::audit_event(seq, prev_hash, hash, &body))
         .collect()
 }
 

@@ -1,6 +1,6 @@
 //! Retention: pruning raw samples (see [`crate::pruned`]).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use eai_engine::time::Timestamp;
 use tokio_postgres::types::ToSql;
@@ -9,14 +9,12 @@ use super::ingest::*;
 use super::meta::*;
 use super::rows::*;
 use super::sql::*;
-use crate::groups::{GroupDeltas, GroupKey};
-use crate::ingest::Recompute;
-use crate::outbox::OutboxRows;
+use crate::groups::GroupDeltas;
 use crate::postgres::derived;
 use crate::postgres::pool::PgConn;
 use crate::postgres::{begin, Ctx, Mode};
 use crate::pruned::{self, EndSets, Stored};
-use crate::rollups::{self, Cuts, RollupConfig, PRUNED_BEFORE};
+use crate::rollups::{Cuts, RollupConfig, PRUNED_BEFORE};
 use crate::{Result, Scope};
 
 /// Prunes raw samples that ended before `before` (see [`crate::pruned`]): the hours about to freeze are first
@@ -45,20 +43,19 @@ pub async fn prune(conn: &mut PgConn, cfg: &RollupConfig, before: Timestamp) -> 
             .iter()
             .map(|r| r.get::<_, i64>(0)),
     );
-    let (horizon, refreeze) = rollups::refreeze(&cuts, recorded, before, cfg);
-    let mut outbox = cfg.outbox.then(OutboxRows::default);
-    let mut stale: BTreeSet<GroupKey> = BTreeSet::new();
-    let mut rc = Recompute {
-        cfg: *cfg,
-        cuts: &cuts,
-        outbox: outbox.as_mut(),
-        stale: &mut stale,
-    };
-    for &h in &refreeze {
+    let (mut plan, hours) = pruned::Refreeze::new(cuts, recorded, before, cfg);
+    let mut rc = plan.recompute();
+    for h in hours {
         for id in gpus_of_bucket(&tx, st, cfg, h).await? {
             recompute(&tx, st, cfg, &mut rc, id, h).await?;
         }
     }
+    let pruned::Refreeze {
+        horizon,
+        outbox,
+        stale,
+        ..
+    } = plan;
     if !stale.is_empty() {
         derived::write_groups(&tx, st, GroupDeltas::default(), stale).await?;
     }
@@ -76,13 +73,8 @@ pub async fn prune(conn: &mut PgConn, cfg: &RollupConfig, before: Timestamp) -> 
             continue;
         };
         let id: i64 = r.get(0);
-        let cutoff = rollups::prune_cutoff(before, last);
-        let lo = pending
-            .get(&id)
-            .copied()
-            .unwrap_or(i64::MAX)
-            .min(recorded.unwrap_or(i64::MIN));
-        if lo < cutoff {
+        if let Some((lo, cutoff)) = pruned::range(before, last, pending.get(&id).copied(), recorded)
+        {
             ranges.push((id, lo, cutoff));
         }
     }
@@ -123,24 +115,21 @@ pub async fn prune(conn: &mut PgConn, cfg: &RollupConfig, before: Timestamp) -> 
         let (mut del_gpu, mut del_end) = (Vec::new(), Vec::new());
         let (mut set_gpu, mut set_bucket, mut set_bytes) = (Vec::new(), Vec::new(), Vec::new());
         for &(id, lo, cutoff) in &ranges {
-            let mut gpu_sets = sets.remove(&id).unwrap_or_default();
-            let to_index =
-                pruned::to_prune(raw.remove(&id).unwrap_or_default(), &gpu_sets, lo, cutoff);
-            let touched: BTreeSet<i64> = to_index
-                .iter()
-                .map(|e| pruned::bucket_of(*e, cfg.bucket_ms))
-                .collect();
-            for e in &to_index {
+            let p = pruned::prune_gpu(
+                raw.remove(&id).unwrap_or_default(),
+                sets.remove(&id).unwrap_or_default(),
+                lo,
+                cutoff,
+                cfg.bucket_ms,
+            );
+            for e in p.delete {
                 del_gpu.push(id);
-                del_end.push(*e);
+                del_end.push(e);
             }
-            pruned::add_ends(&mut gpu_sets, to_index, cfg.bucket_ms);
-            for b in touched {
-                if let Some(set) = gpu_sets.get(&b) {
-                    set_gpu.push(id);
-                    set_bucket.push(b);
-                    set_bytes.push(set.encode(b));
-                }
+            for (b, set) in p.sets {
+                set_gpu.push(id);
+                set_bucket.push(b);
+                set_bytes.push(set.encode(b));
             }
         }
         let (del, write) = (

@@ -1,6 +1,6 @@
 //! Retention: pruning raw samples (see [`crate::pruned`]).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, TransactionBehavior};
@@ -9,11 +9,9 @@ use super::groups::*;
 use super::ingest::*;
 use super::meta::*;
 use super::rows::*;
-use crate::groups::{GroupDeltas, GroupKey};
-use crate::ingest::Recompute;
-use crate::outbox::OutboxRows;
+use crate::groups::GroupDeltas;
 use crate::pruned::{self, Stored};
-use crate::rollups::{self, PRUNED_BEFORE};
+use crate::rollups::PRUNED_BEFORE;
 use crate::sqlite::codec::Ctx;
 use crate::sqlite::SqliteConfig;
 use crate::Result;
@@ -53,20 +51,19 @@ pub fn prune(conn: &mut Connection, cfg: &SqliteConfig, before: Timestamp) -> Re
 
     // Hours about to freeze that hold a cut: their rollups are rebuilt at the cuts while raw samples last.
     let cuts = cuts(&tx)?;
-    let (horizon, refreeze) = rollups::refreeze(&cuts, recorded, before, cfg);
-    let mut outbox = cfg.outbox.then(OutboxRows::default);
-    let mut stale: BTreeSet<GroupKey> = BTreeSet::new();
-    let mut rc = Recompute {
-        cfg: *cfg,
-        cuts: &cuts,
-        outbox: outbox.as_mut(),
-        stale: &mut stale,
-    };
-    for &h in &refreeze {
+    let (mut plan, hours) = pruned::Refreeze::new(cuts, recorded, before, cfg);
+    let mut rc = plan.recompute();
+    for h in hours {
         for (id, uuid) in gpus_of_bucket(&tx, cfg, h)? {
             recompute(&tx, cfg, &mut rc, id, &uuid, h)?;
         }
     }
+    let pruned::Refreeze {
+        horizon,
+        outbox,
+        stale,
+        ..
+    } = plan;
     apply_groups(&tx, GroupDeltas::default(), &stale)?;
 
     let pending: HashMap<i64, i64> = tx
@@ -84,15 +81,11 @@ pub fn prune(conn: &mut Connection, cfg: &SqliteConfig, before: Timestamp) -> Re
             .and_then(|mut st| st.query_row([gpu_id], |r| r.get(0)))
             .ctx("read the last sample")?;
         let Some(last) = last else { continue };
-        let cutoff = rollups::prune_cutoff(before, last);
-        let lo = pending
-            .get(&gpu_id)
-            .copied()
-            .unwrap_or(i64::MAX)
-            .min(recorded.unwrap_or(i64::MIN));
-        if lo >= cutoff {
+        let Some((lo, cutoff)) =
+            pruned::range(before, last, pending.get(&gpu_id).copied(), recorded)
+        else {
             continue;
-        }
+        };
         let mut raw = raw_ends(
             &tx,
             "AND end_ms < ?2 ORDER BY end_ms DESC LIMIT 1",
@@ -108,28 +101,21 @@ pub fn prune(conn: &mut Connection, cfg: &SqliteConfig, before: Timestamp) -> Re
             "AND end_ms >= ?2 ORDER BY end_ms ASC LIMIT 1",
             &[&gpu_id, &cutoff],
         )?);
-        let mut sets = end_sets_between(
+        let sets = end_sets_between(
             &tx,
             gpu_id,
             pruned::bucket_of(lo, cfg.bucket_ms),
             pruned::bucket_of(cutoff, cfg.bucket_ms),
         )?;
-        let to_index = pruned::to_prune(raw, &sets, lo, cutoff);
-        for e in &to_index {
+        let p = pruned::prune_gpu(raw, sets, lo, cutoff, cfg.bucket_ms);
+        for e in &p.delete {
             tx.prepare_cached("DELETE FROM gpu_samples WHERE gpu_id = ?1 AND end_ms = ?2")
                 .and_then(|mut st| st.execute(params![gpu_id, e]))
                 .ctx("delete samples")?;
         }
-        deleted += to_index.len() as u64;
-        let touched: BTreeSet<i64> = to_index
-            .iter()
-            .map(|e| pruned::bucket_of(*e, cfg.bucket_ms))
-            .collect();
-        pruned::add_ends(&mut sets, to_index, cfg.bucket_ms);
-        for b in touched {
-            if let Some(set) = sets.get(&b) {
-                write_end_set(&tx, gpu_id, b, set)?;
-            }
+        deleted += p.delete.len() as u64;
+        for (b, set) in &p.sets {
+            write_end_set(&tx, gpu_id, *b, set)?;
         }
     }
     tx.execute("DELETE FROM prune_pending", [])
