@@ -2493,12 +2493,13 @@ mod sqlite_only {
         let version: i64 = c
             .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 8);
+        assert_eq!(version, 9);
         assert_eq!(store.backend(), "sqlite");
     }
 
-    /// What schemas 8 (budgets) and 7 (registered tenants) added, taken out again.
-    const UNDO_V7: &str = "DROP TABLE budgets; DROP TABLE reservations; DROP TABLE spend; \
+    /// What schemas 9 (providers), 8 (budgets) and 7 (registered tenants) added, taken out again.
+    const UNDO_V7: &str =
+        "DROP TABLE providers; DROP TABLE budgets; DROP TABLE reservations; DROP TABLE spend; \
         DROP TABLE budget_alerts; DROP TABLE tenants;";
 
     /// What schema 6 added, taken out again: a file as an older binary left it.
@@ -2588,8 +2589,8 @@ mod sqlite_only {
         drop(store);
         let c = rusqlite::Connection::open(&path).unwrap();
         c.execute_batch(
-            "DROP TABLE budgets; DROP TABLE reservations; DROP TABLE spend; DROP TABLE budget_alerts; \
-             UPDATE schema_version SET version = 7;",
+            "DROP TABLE providers; DROP TABLE budgets; DROP TABLE reservations; DROP TABLE spend; \
+             DROP TABLE budget_alerts; UPDATE schema_version SET version = 7;",
         )
         .unwrap();
         drop(c);
@@ -3551,7 +3552,7 @@ mod postgres_only {
         let (c, connection) = tokio_postgres::connect(db.url(), NoTls).await.unwrap();
         tokio::spawn(connection);
         c.batch_execute(
-            "DROP TABLE eai.budgets, eai.reservations, eai.spend, eai.budget_alerts; \
+            "DROP TABLE eai.providers, eai.budgets, eai.reservations, eai.spend, eai.budget_alerts; \
              UPDATE eai.schema_version SET version = 6;",
         )
         .await
