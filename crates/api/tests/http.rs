@@ -441,8 +441,9 @@ async fn the_worked_example_of_the_spec_holds_through_the_api() {
     assert_eq!(store.verify_audit_chain(None).await.expect("verify"), None);
 }
 
-async fn two_tenants_sharing_70_30_in_tokens_get_70_30_and_see_only_their_own() {
-    let app = spawn_app().await;
+/// Two hours of a shared deployment at 10 USD per GPU-hour (20.00), busy 82 %; tenant A 500 in / 200 out and
+/// tenant B 300 in per hour (each with a developer key of its own): 70/30 in tokens. Answers the two hours.
+async fn shared_deployment_of_two_tenants(app: &TestApp) -> (Timestamp, Timestamp) {
     let hour = recent_hour();
     app.create_policy(json!({ "name": "flat", "currency": "USD", "gpu_hourly_cost": 10, "effective_from": "2020-01-01" }))
         .await;
@@ -454,32 +455,30 @@ async fn two_tenants_sharing_70_30_in_tokens_get_70_30_and_see_only_their_own() 
         300,
     ));
     app.ingest(samples).await;
-
     let (dev_a, _) = app.key("developer", Some(TENANT_A)).await;
     let (dev_b, _) = app.key("developer", Some(TENANT_B)).await;
     for h in [hour.0, hour.0 + HOUR_MS] {
         let at = Timestamp(h + 10 * 60_000);
-        let ev_a = usage_event(
+        let a = usage_event(
             "vllm-shared",
             at,
             json!({ "tokens_in": 500, "tokens_out": 200 }),
         );
-        let ev_b = usage_event("vllm-shared", at, json!({ "tokens_in": 300 }));
-        assert_eq!(
-            app.post("/v1/usage/events", &dev_a, &json!({ "events": [ev_a] }))
-                .await
-                .0,
-            StatusCode::OK
-        );
-        assert_eq!(
-            app.post("/v1/usage/events", &dev_b, &json!({ "events": [ev_b] }))
-                .await
-                .0,
-            StatusCode::OK
-        );
+        let b = usage_event("vllm-shared", at, json!({ "tokens_in": 300 }));
+        for (key, ev) in [(&dev_a, a), (&dev_b, b)] {
+            let (status, body) = app
+                .post("/v1/usage/events", key, &json!({ "events": [ev] }))
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
     }
+    (hour, Timestamp(hour.0 + 2 * HOUR_MS))
+}
 
-    let (from, to) = (hour, Timestamp(hour.0 + 2 * HOUR_MS));
+async fn two_tenants_sharing_70_30_in_tokens_get_70_30_and_see_only_their_own() {
+    let app = spawn_app().await;
+    let (from, to) = shared_deployment_of_two_tenants(&app).await;
+    let hour = from;
     let (status, a) = app.allocation(&app.admin_key, from, to).await;
     assert_eq!(status, StatusCode::OK, "{a}");
     assert_eq!(a["deployments"][0]["cost"], "20.00", "{a}");

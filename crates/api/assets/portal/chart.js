@@ -37,6 +37,16 @@ export function swatch(color) {
     s("rect", { width: 12, height: 12, rx: 2, fill: color }));
 }
 
+/** The horizontal grid lines and their money labels, from `left` to `end`. */
+function grid(ys, y, left, end, currency) {
+  const g = s("g", { class: "grid", "aria-hidden": "true" });
+  for (const v of ys) {
+    g.append(s("line", { x1: left, x2: end, y1: y(v), y2: y(v) }));
+    g.append(s("text", { x: left - 8, y: y(v) + 4, "text-anchor": "end" }, fmt.money(String(v), currency)));
+  }
+  return g;
+}
+
 /** Round tick values from 0 to at least `max`. */
 function ticks(max) {
   if (!(max > 0)) return [0, 1];
@@ -97,12 +107,7 @@ function renderChart(rows, currency, from, to, colorOf, several) {
   svg.append(s("title", { id: `${id}-title` }, title));
   svg.append(s("desc", { id: `${id}-desc` }, t("chart.desc", { max: maxDay ? `${fmt.date(maxDay)}, ${fmt.money(dayTotal.get(maxDay), currency)}` : fmt.money("0", currency) })));
 
-  const grid = s("g", { class: "grid", "aria-hidden": "true" });
-  for (const v of ys) {
-    grid.append(s("line", { x1: left, x2: W - right, y1: y(v), y2: y(v) }));
-    grid.append(s("text", { x: left - 8, y: y(v) + 4, "text-anchor": "end" }, fmt.money(String(v), currency)));
-  }
-  svg.append(grid);
+  svg.append(grid(ys, y, left, W - right, currency));
 
   const labelEvery = Math.max(1, Math.ceil(days.length / 10));
   const bars = s("g", { class: "bars" });
@@ -200,12 +205,7 @@ function renderRateChart(rows, currency, days, colorOf, several) {
   svg.append(s("desc", { id: `${id}-desc` }, t("chart.rateDesc", {
     max: highest ? `${fmt.date(highest.day)}, ${highest.deployment}, ${fmt.price(highest.rate, currency)}` : "—",
   })));
-  const grid = s("g", { class: "grid", "aria-hidden": "true" });
-  for (const v of ys) {
-    grid.append(s("line", { x1: left, x2: W - right, y1: y(v), y2: y(v) }));
-    grid.append(s("text", { x: left - 8, y: y(v) + 4, "text-anchor": "end" }, fmt.money(String(v), currency)));
-  }
-  svg.append(grid);
+  svg.append(grid(ys, y, left, W - right, currency));
   const lines = s("g", { class: "lines" });
   for (const dep of deployments) {
     let path = "";

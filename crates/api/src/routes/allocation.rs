@@ -50,18 +50,8 @@ pub async fn get(
         st.settings.max_range_days,
     )
     .map_err(|e| ApiError::validation(vec![e]))?;
-    let config = AllocationConfig {
-        bucket_ms: st.settings.allocation_bucket_ms,
-        ..AllocationConfig::default()
-    };
-    let period =
-        Period::new(from, to, config.bucket_ms).map_err(|e| ApiError::validation(vec![e]))?;
-
-    // At most EAI_MAX_CONCURRENT_ALLOCATIONS computations at once; beyond, 429 with Retry-After.
-    let _slot = st
-        .limits
-        .allocation_slot()
-        .inspect_err(|_| st.metrics.rate_limited())?;
+    let (period, config) = bucketed(&st, (from, to))?;
+    let _slot = allocation_slot(&st)?;
     let allocation =
         crate::allocation::compute_from(&st.source, st.store.as_ref(), period, config).await?;
     let allocation = match scope {
@@ -70,6 +60,28 @@ pub async fn get(
     };
     let view = AllocationView::new(&allocation);
     Ok(Json(view))
+}
+
+/// `[from, to)` widened to this server's allocation buckets, with its allocation settings.
+pub fn bucketed(
+    st: &AppState,
+    (from, to): (Timestamp, Timestamp),
+) -> Result<(Period, AllocationConfig), ApiError> {
+    let config = AllocationConfig {
+        bucket_ms: st.settings.allocation_bucket_ms,
+        ..AllocationConfig::default()
+    };
+    let period =
+        Period::new(from, to, config.bucket_ms).map_err(|e| ApiError::validation(vec![e]))?;
+    Ok((period, config))
+}
+
+/// One of the EAI_MAX_CONCURRENT_ALLOCATIONS computations that may run at once (held until dropped); beyond,
+/// 429 with Retry-After (counted).
+pub fn allocation_slot(st: &AppState) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
+    st.limits
+        .allocation_slot()
+        .inspect_err(|_| st.metrics.rate_limited())
 }
 
 /// One bound of the period: a date (a `to` date is inclusive: its next midnight) or an RFC 3339 date-time.

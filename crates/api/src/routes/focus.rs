@@ -6,7 +6,6 @@
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use eai_engine::allocate::{AllocationConfig, Period};
 use serde::Deserialize;
 
 use crate::auth::actions::ReadAllocation;
@@ -14,7 +13,7 @@ use crate::auth::Authorized;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::focus::{encode, rows, Format};
-use crate::routes::allocation::requested_period;
+use crate::routes::allocation::{allocation_slot, bucketed, requested_period};
 use crate::state::{now, AppState};
 
 #[derive(Debug, Default, Deserialize)]
@@ -44,16 +43,8 @@ pub async fn get(
     let (Some(format), Some((from, to))) = (format, period) else {
         return Err(ApiError::validation(errors));
     };
-    let config = AllocationConfig {
-        bucket_ms: st.settings.allocation_bucket_ms,
-        ..AllocationConfig::default()
-    };
-    let period =
-        Period::new(from, to, config.bucket_ms).map_err(|e| ApiError::validation(vec![e]))?;
-    let _slot = st
-        .limits
-        .allocation_slot()
-        .inspect_err(|_| st.metrics.rate_limited())?;
+    let (period, config) = bucketed(&st, (from, to))?;
+    let _slot = allocation_slot(&st)?;
     let found = rows(
         &st.source,
         st.store.as_ref(),

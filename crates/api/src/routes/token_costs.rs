@@ -30,7 +30,7 @@ use crate::auth::actions::ReadAllocation;
 use crate::auth::Authorized;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
-use crate::routes::allocation::requested_period;
+use crate::routes::allocation::{allocation_slot, bucketed, requested_period};
 use crate::state::{now, AppState};
 
 /// At most this many steps in one series.
@@ -57,15 +57,9 @@ fn period_of(
     from: Option<&str>,
     to: Option<&str>,
 ) -> Result<(Period, AllocationConfig), ApiError> {
-    let (from, to) = requested_period(from, to, now(), st.settings.max_range_days)
+    let bounds = requested_period(from, to, now(), st.settings.max_range_days)
         .map_err(|e| ApiError::validation(vec![e]))?;
-    let config = AllocationConfig {
-        bucket_ms: st.settings.allocation_bucket_ms,
-        ..AllocationConfig::default()
-    };
-    let period =
-        Period::new(from, to, config.bucket_ms).map_err(|e| ApiError::validation(vec![e]))?;
-    Ok((period, config))
+    bucketed(st, bounds)
 }
 
 fn parsed<T: std::str::FromStr<Err = FieldError> + Default>(
@@ -135,10 +129,7 @@ pub async fn get(
         return Err(ApiError::validation(errors));
     }
     let (period, config) = period_of(&st, q.from.as_deref(), q.to.as_deref())?;
-    let _slot = st
-        .limits
-        .allocation_slot()
-        .inspect_err(|_| st.metrics.rate_limited())?;
+    let _slot = allocation_slot(&st)?;
     let answer = crate::allocation::token_costs_of(
         &st.source,
         st.store.as_ref(),
@@ -314,10 +305,7 @@ pub async fn series(
             "is shorter than the allocation bucket (EAI_ALLOCATION_BUCKET): choose a longer step",
         )]));
     }
-    let _slot = st
-        .limits
-        .allocation_slot()
-        .inspect_err(|_| st.metrics.rate_limited())?;
+    let _slot = allocation_slot(&st)?;
     let tenant = tenant_of(auth.scope);
     let inputs = read_inputs(&st.source, st.store.as_ref(), period).await?;
     let events = st

@@ -3,40 +3,6 @@
 
 use super::*;
 
-/// Two hours of a shared deployment at 10 USD per GPU-hour (20.00), busy 82 %; tenant A 500 in / 200 out and
-/// tenant B 300 in per hour: 70/30 in tokens.
-async fn shared_deployment_of_two_tenants(app: &TestApp) -> (Timestamp, Timestamp) {
-    let hour = recent_hour();
-    app.create_policy(json!({ "name": "flat", "currency": "USD", "gpu_hourly_cost": 10, "effective_from": "2020-01-01" }))
-        .await;
-    let mut samples = hour_of_samples("GPU-cccc", "vllm-shared", hour, 300);
-    samples.extend(hour_of_samples(
-        "GPU-cccc",
-        "vllm-shared",
-        Timestamp(hour.0 + HOUR_MS),
-        300,
-    ));
-    app.ingest(samples).await;
-    let (dev_a, _) = app.key("developer", Some(TENANT_A)).await;
-    let (dev_b, _) = app.key("developer", Some(TENANT_B)).await;
-    for h in [hour.0, hour.0 + HOUR_MS] {
-        let at = Timestamp(h + 10 * 60_000);
-        let a = usage_event(
-            "vllm-shared",
-            at,
-            json!({ "tokens_in": 500, "tokens_out": 200 }),
-        );
-        let b = usage_event("vllm-shared", at, json!({ "tokens_in": 300 }));
-        for (key, ev) in [(&dev_a, a), (&dev_b, b)] {
-            let (status, body) = app
-                .post("/v1/usage/events", key, &json!({ "events": [ev] }))
-                .await;
-            assert_eq!(status, StatusCode::OK, "{body}");
-        }
-    }
-    (hour, Timestamp(hour.0 + 2 * HOUR_MS))
-}
-
 fn vllm_event(deployment: &str, at: Timestamp, units: Value) -> Value {
     json!({
         "event_id": Uuid::new_v4().to_string(),
