@@ -176,6 +176,12 @@ async fn load(
         gateway.usage().events(batch).await?;
     }
     eprintln!("loaded {} usage events", events.len());
+    // What the sampler also reads: the vLLM server's own counters of one deployment.
+    let counters = demo_data::vllm_counters(end, args.days);
+    for batch in counters.chunks(1000) {
+        sampler.usage().events(batch).await?;
+    }
+    eprintln!("loaded {} vLLM counter events", counters.len());
 
     let a = admin
         .finops()
@@ -198,7 +204,7 @@ async fn load(
         (
             "sampler".into(),
             sampler_key.key,
-            "posts samples only".into(),
+            "posts samples and vLLM counters only".into(),
         ),
         (
             "usage_reporter".into(),

@@ -254,6 +254,44 @@ pub fn usage_events(end: Timestamp, days: i64) -> Vec<Value> {
     out
 }
 
+/// What the vLLM server of `vllm-llama-70b` counts, as the sampler reports it (`source: vllm`, no tenant): one
+/// event per busy hour with the hour's tokens (all of its tenants', a little more than the gateway reports:
+/// health checks and direct calls), half of the prompt tokens served from the prefix cache, and the prefill and
+/// decode time: its cost per token is split by measured compute time.
+pub fn vllm_counters(end: Timestamp, days: i64) -> Vec<Value> {
+    let end = end.floor_to(H).0;
+    let start = end - days * DAY;
+    let mut out = Vec::new();
+    let mut hour = start;
+    while hour < end {
+        let load = diurnal(hour + 1_800_000);
+        if load > 0.1 {
+            let n = (420_000.0 * load * (0.9 + 0.2 * noise(hour as u64 ^ 11))) as u64;
+            let (tokens_in, tokens_out) = (n * 3 / 4, n / 4);
+            let key = format!("demo/vllm/vllm-llama-70b/{hour}");
+            out.push(json!({
+                "event_id": Uuid::new_v5(&Uuid::NAMESPACE_URL, key.as_bytes()).to_string(),
+                "schema_version": "1.0",
+                "usage_type": "llm_tokens",
+                "source": "vllm",
+                "occurred_at": Timestamp(hour + H - 1_000).to_string(),
+                "deployment_id": "vllm-llama-70b",
+                "model": {"provider": "vllm", "name": "meta-llama/Llama-3.1-70B-Instruct"},
+                "units": {
+                    "tokens_in": tokens_in.to_string(),
+                    "tokens_out": tokens_out.to_string(),
+                    "cached_tokens_in": (tokens_in / 2).to_string(),
+                    "prefill_seconds": fmt(tokens_in as f64 / 2.0 / 9_000.0, 3),
+                    "decode_seconds": fmt(tokens_out as f64 / 450.0, 3),
+                    "requests": (n / 900).to_string(),
+                },
+            }));
+        }
+        hour += H;
+    }
+    out
+}
+
 /// The demo's allocation policies: H100 and A100 priced, L40S deliberately not.
 pub fn policies(from: Timestamp) -> Vec<Value> {
     vec![
@@ -303,5 +341,10 @@ mod tests {
             e.iter().filter_map(|x| x["tenant_id"].as_str()).collect();
         assert_eq!(tenants.len(), 3);
         assert_eq!(samples(end, 30, 60), s, "deterministic");
+        let v = vllm_counters(end, 30);
+        assert!(!v.is_empty());
+        assert!(v
+            .iter()
+            .all(|x| x["source"] == "vllm" && x.get("tenant_id").is_none()));
     }
 }

@@ -1515,9 +1515,9 @@ export interface components {
             currency: components["schemas"]["Currency"];
             /** @description allocation basis: the allocated cost (a deployment's `cost`, idle included; a tenant's allocated amount). usage basis: that times busy/total GPU-seconds. */
             cost: components["schemas"]["DecimalString"];
-            /** @description The cost borne by input tokens; null when the row has no tokens. */
+            /** @description The cost borne by input tokens; null when the row has no tokens (on a total: when one of its parts has none, so the split would not cover its cost). */
             input_cost: components["schemas"]["DecimalString"] | null;
-            /** @description The cost borne by output tokens (cost - input_cost); null when the row has no tokens. */
+            /** @description The cost borne by output tokens (cost - input_cost); null as input_cost is. */
             output_cost: components["schemas"]["DecimalString"] | null;
             tokens_in: components["schemas"]["Quantity"];
             tokens_out: components["schemas"]["Quantity"];
