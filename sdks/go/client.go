@@ -315,7 +315,11 @@ func (c *Client) attempt(ctx context.Context, cl *call, method, target string, b
 		}
 	}
 	req.Header.Set("Authorization", "Bearer "+cl.apiKey)
-	req.Header.Set("Accept", "application/json")
+	if cl.accept != "" {
+		req.Header.Set("Accept", cl.accept)
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
 	if cl.userAgent != "" {
 		req.Header.Set("User-Agent", cl.userAgent)
 	}

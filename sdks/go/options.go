@@ -49,6 +49,7 @@ type call struct {
 	query      url.Values
 	requestID  string
 	idempotent *bool
+	accept     string // the Accept header when not application/json (a file download)
 }
 
 // ClientOption configures a Client (NewClient).

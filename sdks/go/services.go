@@ -2,8 +2,10 @@ package eai
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
+	"os"
 	"time"
 )
 
@@ -74,6 +76,46 @@ func (f *FinOpsService) GpuAllocation(ctx context.Context, opts ...RequestOption
 		return nil, err
 	}
 	return &out, nil
+}
+
+// focusAccept is what a FOCUS export may answer: the file (CSV or Parquet), or an error in the JSON envelope.
+const focusAccept = "text/csv, application/vnd.apache.parquet, application/json"
+
+// GpuAllocationFocus returns the allocation of a period as a FOCUS 1.2 file, its bytes (GET
+// /v1/finops/gpu/allocation/focus). Give the period as for GpuAllocation, and optionally the format
+// (FocusFormatCSV, the default: RFC 4180 with a header line, or FocusFormatParquet):
+//
+//	csv, err := client.FinOps.GpuAllocationFocus(ctx, eai.WithQuery(map[string]string{
+//		"from": "2026-10-01", "to": "2026-10-31", "format": eai.FocusFormatCSV}))
+//
+// One row per tenant × deployment × policy × UTC day; BilledCost sums exactly to the allocation's allocated
+// for the same period (a platform caller also gets the x_Unallocated rows, and then the cost). Another
+// format, or a bad period, is an *APIError with Code "validation_error" whose Details name the field. A
+// tenant-scoped caller gets its own rows only.
+func (f *FinOpsService) GpuAllocationFocus(ctx context.Context, opts ...RequestOption) ([]byte, error) {
+	cl, err := f.c.newCall(opts)
+	if err != nil {
+		return nil, err
+	}
+	cl.accept = focusAccept
+	var out json.RawMessage
+	if err := f.c.send(ctx, cl, http.MethodGet, "/v1/finops/gpu/allocation/focus", nil, &out); err != nil {
+		return nil, err
+	}
+	return []byte(out), nil
+}
+
+// GpuAllocationFocusToFile writes GpuAllocationFocus's file to path (created or truncated, mode 0644); on an
+// error nothing is written.
+//
+//	err := client.FinOps.GpuAllocationFocusToFile(ctx, "october.parquet", eai.WithQuery(map[string]string{
+//		"from": "2026-10-01", "to": "2026-10-31", "format": eai.FocusFormatParquet}))
+func (f *FinOpsService) GpuAllocationFocusToFile(ctx context.Context, path string, opts ...RequestOption) error {
+	data, err := f.GpuAllocationFocus(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
 }
 
 // GpuTokenCosts returns the cost per million tokens of a period, blended, input and output (GET

@@ -125,6 +125,12 @@ type UsageEventsRequest struct {
 
 // ------------------------------------------------------------------------------------------- allocation
 
+// The format of FinOps.GpuAllocationFocus ("format" query parameter).
+const (
+	FocusFormatCSV     = "csv" // the default: RFC 4180, a header line
+	FocusFormatParquet = "parquet"
+)
+
 // Money is an amount rounded to its currency's minor unit, e.g. {"amount": "412.70", "currency": "EUR"}.
 type Money struct {
 	// Amount is an exact decimal string.

@@ -90,12 +90,20 @@ export interface RawRequest {
    * Default: true for GET, HEAD, PUT, DELETE and OPTIONS, false for POST and PATCH.
    */
   idempotent?: boolean | undefined;
+  /** The `Accept` header. Default `application/json`. */
+  accept?: string | undefined;
+  /**
+   * `"json"` (default): the answer parsed as JSON. `"bytes"`: the answer's body as it came, a `Uint8Array` (a
+   * file, such as a FOCUS export); an error answer is still the JSON envelope, thrown as its typed error.
+   */
+  responseType?: "json" | "bytes" | undefined;
 }
 
 interface Answer {
   status: number;
   headers: Record<string, string>;
   text: string;
+  bytes: Uint8Array;
 }
 
 const DEFAULTS = {
@@ -258,7 +266,7 @@ export class EnterpriseAI {
     const m = method.toUpperCase();
     const url = this.#url(path, raw.query);
     const body = raw.body === undefined ? undefined : JSON.stringify(raw.body);
-    const headers = this.#headers(options, body !== undefined);
+    const headers = this.#headers(options, body !== undefined, raw.accept);
     const idempotent = raw.idempotent ?? !(m === "POST" || m === "PATCH");
     const maxRetries = nonNegativeInt("maxRetries", options.maxRetries, this.maxRetries);
     const timeoutMs = nonNegativeInt("timeoutMs", options.timeoutMs, this.timeoutMs, 1);
@@ -268,6 +276,7 @@ export class EnterpriseAI {
       try {
         const answer = await this.#attempt(m, url, headers, body, timeoutMs, options.signal);
         if (answer.status >= 200 && answer.status < 300) {
+          if (raw.responseType === "bytes") return answer.bytes as T;
           return this.#parse<T>(answer);
         }
         error = errorFromResponse(answer.status, answer.headers, answer.text);
@@ -322,9 +331,9 @@ export class EnterpriseAI {
     return url;
   }
 
-  #headers(options: RequestOptions, hasBody: boolean): Record<string, string> {
+  #headers(options: RequestOptions, hasBody: boolean, accept = "application/json"): Record<string, string> {
     const h: Record<string, string> = {
-      Accept: "application/json",
+      Accept: accept,
       ...this.#defaultHeaders,
     };
     const node = nodeVersion();
@@ -361,12 +370,13 @@ export class EnterpriseAI {
       const init: RequestInit = { method, headers, signal: controller.signal };
       if (body !== undefined) init.body = body;
       const res = await this.#fetch(url, init);
-      const text = await res.text();
+      const bytes = new Uint8Array(await res.arrayBuffer());
+      const text = new TextDecoder().decode(bytes);
       const h: Record<string, string> = {};
       res.headers.forEach((value, key) => {
         h[key.toLowerCase()] = value;
       });
-      return { status: res.status, headers: h, text };
+      return { status: res.status, headers: h, text, bytes };
     } catch (e) {
       if (timedOut) throw new APITimeoutError(timeoutMs);
       if (signal?.aborted) throw signal.reason;

@@ -174,6 +174,10 @@ export type TokenCostBasis = NonNullable<TokenCostsQuery["basis"]>;
 export type TokenCostAggregate = NonNullable<TokenCostsQuery["aggregate"]>;
 /** The step of a series: `"hour"`, `"day"`, `"week"` (ISO, from Monday) or `"month"`, in UTC. */
 export type AllocationSeriesStep = NonNullable<AllocationSeriesQuery["step"]>;
+/** The query of `GET /v1/finops/gpu/allocation/focus`, as the contract spells it. */
+export type AllocationFocusQuery = NonNullable<operations["getGpuAllocationFocus"]["parameters"]["query"]>;
+/** The file of a FOCUS export: `"csv"` (RFC 4180, a header line) or `"parquet"`. */
+export type FocusFormat = NonNullable<AllocationFocusQuery["format"]>;
 /** The query of `GET /v1/audit/events`, as the contract spells it. */
 export type AuditEventsQuery = NonNullable<operations["listAuditEvents"]["parameters"]["query"]>;
 
@@ -207,6 +211,12 @@ export interface TokenCostsParams extends AllocationParams {
   basis?: TokenCostBasis;
   /** Default `"deployment"`; `"tenant"` (each tenant with its deployments) or `"model"`. */
   aggregate?: TokenCostAggregate;
+}
+
+/** The period and file format of {@link FinOpsGpu.allocationFocus}. */
+export interface AllocationFocusParams extends AllocationParams {
+  /** Default `"csv"`; or `"parquet"`. */
+  format?: FocusFormat;
 }
 
 /** The period and step of {@link FinOpsGpu.allocationSeries}. */

@@ -79,6 +79,7 @@ class Send:
     path: str
     params: Optional[Dict[str, str]] = None
     body: Optional[bytes] = None
+    accept: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -164,8 +165,8 @@ class ClientConfig:
     def url(self, path: str) -> str:
         return self.base_url + path
 
-    def headers(self, has_body: bool) -> Dict[str, str]:
-        h: Dict[str, str] = {"Accept": "application/json", "User-Agent": USER_AGENT}
+    def headers(self, has_body: bool, accept: Optional[str] = None) -> Dict[str, str]:
+        h: Dict[str, str] = {"Accept": accept or "application/json", "User-Agent": USER_AGENT}
         h.update(self.default_headers)
         h["Authorization"] = f"Bearer {self.api_key}"
         h["Accept-Language"] = self.locale
@@ -208,15 +209,18 @@ def call(
     params: Optional[Mapping[str, Optional[str]]] = None,
     body: Any = NO_BODY,
     idempotent: bool,
+    accept: Optional[str] = None,
+    binary: bool = False,
 ) -> Op[T]:
     """One API call with its retries: sends, retries per :class:`RetryPolicy`, raises the error of the final
-    failure, or returns ``parse(json)`` of the answer."""
+    failure, or returns ``parse(json)`` of the answer (``parse(bytes)`` of its body when ``binary``: a file
+    such as a FOCUS export; errors still come as the JSON envelope)."""
     content = None if body is NO_BODY else encode(body)
     query = {k: v for k, v in (params or {}).items() if v is not None} or None
     policy = cfg.retry
     attempt = 0
     while True:
-        outcome = yield Send(method, path, query, content)
+        outcome = yield Send(method, path, query, content, accept)
         if isinstance(outcome, BaseException):
             error: EnterpriseAIError = _transport_error(outcome, method, path)
             retry = policy.retries_transport(outcome, idempotent)
@@ -225,6 +229,8 @@ def call(
                 raise error from outcome
         elif isinstance(outcome, httpx.Response):
             if outcome.status_code < 300:
+                if binary:
+                    return parse(outcome.content)
                 return _parse_answer(outcome, parse, method, path)
             error = error_from_response(outcome)
             retry = policy.retries_status(outcome.status_code, idempotent)
@@ -404,7 +410,7 @@ def _request(http: Union[httpx.Client, httpx.AsyncClient], cfg: ClientConfig, ac
         cfg.url(action.path),
         params=action.params,
         content=action.body,
-        headers=cfg.headers(action.body is not None),
+        headers=cfg.headers(action.body is not None, action.accept),
         timeout=httpx.Timeout(cfg.timeout),
     )
 

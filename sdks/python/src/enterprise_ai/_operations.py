@@ -101,6 +101,25 @@ def gpu_allocation(cfg: ClientConfig, start: Optional[DateLike], end: Optional[D
     )
 
 
+#: What a FOCUS export may answer: the file (CSV or Parquet), or an error in the JSON envelope.
+FOCUS_ACCEPT = "text/csv, application/vnd.apache.parquet, application/json"
+
+
+def gpu_allocation_focus(
+    cfg: ClientConfig, start: Optional[DateLike], end: Optional[DateLike], format: Optional[str]
+) -> Op[bytes]:
+    return call(
+        cfg,
+        "GET",
+        "/v1/finops/gpu/allocation/focus",
+        bytes,
+        params={**_period(start, end), "format": format},
+        idempotent=True,
+        accept=FOCUS_ACCEPT,
+        binary=True,
+    )
+
+
 def _period(start: Optional[DateLike], end: Optional[DateLike]) -> Dict[str, Optional[str]]:
     return {
         "from": None if start is None else format_date_param(start, "start"),

@@ -8,7 +8,9 @@ Both only hand the shared operation (:mod:`enterprise_ai._operations`) to their 
 from __future__ import annotations
 
 import logging
+import os
 from decimal import Decimal
+from pathlib import Path
 from types import TracebackType
 from typing import (
     Any,
@@ -171,6 +173,42 @@ class Finops(_SyncResource):
         datetime ``end`` is exclusive. Defaults: ``end`` now, ``start`` 30 days before ``end``.
         """
         return self._client._run(ops.gpu_allocation(self._cfg, start, end))
+
+    def gpu_allocation_focus(
+        self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None, format: str = "csv"
+    ) -> bytes:
+        """The allocation of ``[start, end)`` as a FOCUS 1.2 file, its bytes
+        (``GET /v1/finops/gpu/allocation/focus``; the allocation's readers, a tenant's: its rows only).
+
+        ``format``: ``"csv"`` (RFC 4180, a header line; default) or ``"parquet"``. One row per tenant x
+        deployment x policy x UTC day; ``BilledCost`` sums to the allocation's ``allocated`` for the same
+        period (a platform_admin also gets the ``x_Unallocated`` rows: then it sums to the cost). ``start``
+        and ``end`` as for :meth:`gpu_allocation`. Another ``format``, or a bad period, is a
+        :class:`~enterprise_ai.ValidationError` naming the field::
+
+            csv = client.finops.gpu_allocation_focus(start="2026-10-01", end="2026-10-31")
+            rows = list(csv_module.DictReader(io.StringIO(csv.decode("utf-8"))))
+        """
+        return self._client._run(ops.gpu_allocation_focus(self._cfg, start, end, format))
+
+    def gpu_allocation_focus_to_file(
+        self,
+        path: Union[str, os.PathLike[str]],
+        *,
+        start: Optional[DateLike] = None,
+        end: Optional[DateLike] = None,
+        format: str = "csv",
+    ) -> Path:
+        """:meth:`gpu_allocation_focus` written to ``path`` (replaced if it exists; nothing is written on an
+        error). Returns the path::
+
+            client.finops.gpu_allocation_focus_to_file("october.parquet", start="2026-10-01",
+                                                       end="2026-10-31", format="parquet")
+        """
+        data = self.gpu_allocation_focus(start=start, end=end, format=format)
+        target = Path(path)
+        target.write_bytes(data)
+        return target
 
     def gpu_token_costs(
         self,
@@ -375,6 +413,26 @@ class AsyncFinops(_AsyncResource):
         self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None
     ) -> Allocation:
         return await self._client._run(ops.gpu_allocation(self._cfg, start, end))
+
+    @_doc(Finops.gpu_allocation_focus)
+    async def gpu_allocation_focus(
+        self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None, format: str = "csv"
+    ) -> bytes:
+        return await self._client._run(ops.gpu_allocation_focus(self._cfg, start, end, format))
+
+    @_doc(Finops.gpu_allocation_focus_to_file)
+    async def gpu_allocation_focus_to_file(
+        self,
+        path: Union[str, os.PathLike[str]],
+        *,
+        start: Optional[DateLike] = None,
+        end: Optional[DateLike] = None,
+        format: str = "csv",
+    ) -> Path:
+        data = await self.gpu_allocation_focus(start=start, end=end, format=format)
+        target = Path(path)
+        target.write_bytes(data)
+        return target
 
     @_doc(Finops.gpu_token_costs)
     async def gpu_token_costs(

@@ -2,6 +2,7 @@ import { sendInBatches } from "../batch.js";
 import type { EnterpriseAI, IngestOptions, RequestOptions } from "../client.js";
 import type {
   Allocation,
+  AllocationFocusParams,
   AllocationParams,
   AllocationPolicyChange,
   AllocationPolicyCreate,
@@ -98,6 +99,28 @@ export class FinOpsGpu {
   }
 
   /**
+   * The allocation of a period as a FOCUS 1.2 file (`GET /v1/finops/gpu/allocation/focus`), its bytes: CSV
+   * (`format: "csv"`, the default; RFC 4180 in UTF-8, a header line) or Parquet (`format: "parquet"`). One row
+   * per tenant x deployment x policy x UTC day; `BilledCost` sums exactly to the allocation's `allocated` for
+   * the same period (a platform caller also gets the `x_Unallocated` rows, and then the cost). `from`/`to` as
+   * for {@link allocation}. Another `format`, or a bad period, is a `ValidationError` naming the field.
+   *
+   * Who: the allocation's readers (a tenant's: its rows only).
+   *
+   * @example
+   * const csv = new TextDecoder().decode(await client.finops.gpu.allocationFocus({ from: "2026-10-01", to: "2026-10-31" }));
+   * // Node: await fs.writeFile("october.parquet", await client.finops.gpu.allocationFocus({ from, to, format: "parquet" }));
+   */
+  allocationFocus(params: AllocationFocusParams = {}, options?: RequestOptions): Promise<Uint8Array> {
+    return this.#client.request<Uint8Array>(
+      "GET",
+      "/v1/finops/gpu/allocation/focus",
+      { query: { ...period(params), format: params.format }, accept: FOCUS_ACCEPT, responseType: "bytes" },
+      options,
+    );
+  }
+
+  /**
    * Cost per million tokens of a period, blended, input and output (`GET /v1/finops/gpu/token-costs`), per
    * deployment (default), per tenant (each with its `deployments`) or per model. `basis` `"allocation"`
    * (default) takes the allocated cost, idle included, and reconciles to the allocation; `"usage"` keeps the
@@ -141,6 +164,9 @@ export class FinOpsGpu {
     );
   }
 }
+
+/** What a FOCUS export may answer: the file (CSV or Parquet), or an error in the JSON envelope. */
+const FOCUS_ACCEPT = "text/csv, application/vnd.apache.parquet, application/json";
 
 /** The `from`/`to` query of a period: a `Date` is sent as its instant, a string as given. */
 function period(params: AllocationParams): { from: string | undefined; to: string | undefined } {

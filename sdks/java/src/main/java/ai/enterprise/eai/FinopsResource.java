@@ -11,7 +11,11 @@ import ai.enterprise.eai.model.IngestResult;
 import ai.enterprise.eai.model.Reservation;
 import ai.enterprise.eai.model.TokenCostList;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.math.BigDecimal;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.util.LinkedHashMap;
@@ -147,6 +151,87 @@ public final class FinopsResource extends Resource {
      */
     public Allocation gpuAllocation(Instant from, Instant to) {
         return gpuAllocation(period(from, to));
+    }
+
+    // ------------------------------------------------------------------------------------------ FOCUS export
+
+    /** What a FOCUS export may answer: the file (CSV or Parquet), or an error in the JSON envelope. */
+    private static final String FOCUS_ACCEPT = "text/csv, application/vnd.apache.parquet, application/json";
+
+    /**
+     * The allocation of a period as a FOCUS 1.2 file, its bytes ({@code GET /v1/finops/gpu/allocation/focus};
+     * the allocation's readers, a tenant's: its rows only). One row per tenant x deployment x policy x UTC day;
+     * {@code BilledCost} sums exactly to the allocation's {@code allocated} for the same period (a platform caller
+     * also gets the {@code x_Unallocated} rows, and then the cost).
+     *
+     * <pre>{@code
+     * byte[] csv = client.finops().gpuAllocationFocus(Map.of("from", "2026-10-01", "to", "2026-10-31"));
+     * }</pre>
+     *
+     * @param params {@code from} and {@code to} as for {@link #gpuAllocation(Map)}; {@code format}: {@code "csv"}
+     *     (default: RFC 4180, a header line) or {@code "parquet"}
+     * @return the file's bytes (CSV in UTF-8, or Parquet)
+     * @throws ValidationException when a parameter is invalid (another {@code format}: the field {@code format})
+     * @throws EnterpriseAIException on any other error
+     */
+    public byte[] gpuAllocationFocus(Map<String, ?> params) {
+        return t().download("/v1/finops/gpu/allocation/focus", params, FOCUS_ACCEPT);
+    }
+
+    /**
+     * The FOCUS export of {@code [from, to)}; see {@link #gpuAllocationFocus(Map)}.
+     *
+     * @param from start (inclusive)
+     * @param to end (exclusive)
+     * @param format {@code "csv"}, {@code "parquet"}, or {@code null} for the default ({@code csv})
+     * @return the file's bytes
+     * @throws EnterpriseAIException on an error
+     */
+    public byte[] gpuAllocationFocus(Instant from, Instant to, String format) {
+        Map<String, Object> p = period(from, to);
+        p.put("format", format);
+        return gpuAllocationFocus(p);
+    }
+
+    /**
+     * The FOCUS export of whole UTC days, {@code from} at midnight until the end of {@code to}; see
+     * {@link #gpuAllocationFocus(Map)}.
+     *
+     * @param from first day
+     * @param to last day (included)
+     * @param format {@code "csv"}, {@code "parquet"}, or {@code null} for the default ({@code csv})
+     * @return the file's bytes
+     * @throws EnterpriseAIException on an error
+     */
+    public byte[] gpuAllocationFocus(LocalDate from, LocalDate to, String format) {
+        Map<String, Object> p = period(from, to);
+        p.put("format", format);
+        return gpuAllocationFocus(p);
+    }
+
+    /**
+     * Writes {@link #gpuAllocationFocus(Map)}'s file to {@code target} (created or replaced); on an error nothing
+     * is written.
+     *
+     * <pre>{@code
+     * client.finops().gpuAllocationFocusToFile(Path.of("october.parquet"),
+     *         Map.of("from", "2026-10-01", "to", "2026-10-31", "format", "parquet"));
+     * }</pre>
+     *
+     * @param target the file to write
+     * @param params as for {@link #gpuAllocationFocus(Map)}
+     * @return {@code target}
+     * @throws UncheckedIOException when the file cannot be written
+     * @throws EnterpriseAIException on an error of the call
+     */
+    public Path gpuAllocationFocusToFile(Path target, Map<String, ?> params) {
+        Objects.requireNonNull(target, "target");
+        byte[] data = gpuAllocationFocus(params);
+        try {
+            return Files.write(target, data);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write " + target + ": " + e.getMessage(), e);
+        }
     }
 
     // ---------------------------------------------------------------------------------------- cost per token

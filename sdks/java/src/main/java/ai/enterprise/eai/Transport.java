@@ -148,18 +148,35 @@ final class Transport {
      * rotating) is retried only when the server surely did not act on it: the connection could not be opened, 429 or 503. Other 4xx: never.
      */
     JsonNode call(String method, String path, Map<String, ?> params, Object body, boolean idempotent) {
+        return parse(exchange(method, path, params, body, idempotent, JSON), method, path);
+    }
+
+    /**
+     * Sends a call whose answer is a file (a FOCUS export), with the retries of {@link #call}, and returns its
+     * bytes as they came; an error answer is still the JSON envelope, raised as its typed exception.
+     */
+    byte[] download(String path, Map<String, ?> params, String accept) {
+        byte[] body = exchange("GET", path, params, null, true, accept).body();
+        return body == null ? new byte[0] : body;
+    }
+
+    private static final String JSON = "application/json";
+
+    /** One call with its retries: the 2xx answer, or the exception of the final failure. */
+    private HttpResponse<byte[]> exchange(String method, String path, Map<String, ?> params, Object body,
+            boolean idempotent, String accept) {
         byte[] content = body == null ? null : (body instanceof byte[] b ? b : Json.encode(body));
         URI uri = URI.create(baseUrl + path + query(params));
         int attempt = 0;
         while (true) {
-            HttpRequest request = request(method, uri, content);
+            HttpRequest request = request(method, uri, content, accept);
             EnterpriseAIException error;
             boolean retryable;
             try {
                 HttpResponse<byte[]> response = http.send(request, HttpResponse.BodyHandlers.ofByteArray());
                 int status = response.statusCode();
                 if (status >= 200 && status < 300) {
-                    return parse(response, method, path);
+                    return response;
                 }
                 error = Errors.fromResponse(status, response.headers(), response.body());
                 retryable = status == 429 || status == 503 || (status >= 500 && idempotent);
@@ -213,11 +230,11 @@ final class Transport {
         return Duration.ofMillis(cap <= 0 ? 0 : ThreadLocalRandom.current().nextLong(cap + 1));
     }
 
-    private HttpRequest request(String method, URI uri, byte[] content) {
+    private HttpRequest request(String method, URI uri, byte[] content, String accept) {
         HttpRequest.Builder b = HttpRequest.newBuilder(uri)
                 .timeout(timeout)
                 .header("Authorization", "Bearer " + apiKey)
-                .header("Accept", "application/json")
+                .header("Accept", accept)
                 .header("User-Agent", USER_AGENT);
         if (language != null) {
             b.header("Accept-Language", language);

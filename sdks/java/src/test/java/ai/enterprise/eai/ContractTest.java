@@ -30,6 +30,7 @@ class ContractTest {
             "GET /v1/finops/gpu/allocation",
             "GET /v1/finops/gpu/token-costs",
             "GET /v1/finops/gpu/allocation/series",
+            "GET /v1/finops/gpu/allocation/focus",
             "POST /v1/finops/allocation-policies",
             "GET /v1/finops/allocation-policies",
             "POST /v1/finops/allocation-policies/{id}/supersede",
