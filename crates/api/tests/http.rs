@@ -330,6 +330,17 @@ fn assert_error(status: StatusCode, v: &Value, expected_status: StatusCode, code
     );
 }
 
+/// A 422 `validation_error` in the envelope whose details name exactly `fields`, in order.
+fn assert_invalid(status: StatusCode, v: &Value, fields: &[&str]) {
+    assert_error(
+        status,
+        v,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "validation_error",
+    );
+    assert_eq!(detail_fields(v), fields, "{v}");
+}
+
 fn detail_fields(v: &Value) -> Vec<String> {
     v["error"]["details"]
         .as_array()

@@ -368,16 +368,21 @@ struct Gathered {
     event_models: HashMap<String, BTreeMap<String, Decimal>>,
 }
 
-fn gather(events: &[UsageEvent]) -> Gathered {
-    // A re-sent event replaces the earlier one: the last given wins.
+/// Each event once, as stored: a re-sent `(tenant_id, event_id)` replaces the earlier one (the last given
+/// wins), in (occurred_at, tenant, id) order.
+pub fn distinct_events(events: &[UsageEvent]) -> Vec<&UsageEvent> {
     let mut last: HashMap<(TenantId, uuid::Uuid), &UsageEvent> = HashMap::new();
     for e in events {
         last.insert((e.tenant_id, e.event_id), e);
     }
     let mut ordered: Vec<&UsageEvent> = last.into_values().collect();
     ordered.sort_by_key(|e| (e.occurred_at, e.tenant_id, e.event_id));
+    ordered
+}
+
+fn gather(events: &[UsageEvent]) -> Gathered {
     let mut g = Gathered::default();
-    for e in ordered {
+    for e in distinct_events(events) {
         let Some(d) = e.deployment_id.as_deref() else {
             continue;
         };

@@ -18,7 +18,7 @@ use eai_engine::error::FieldError;
 use eai_engine::money::Currency;
 use eai_engine::report::Allocation;
 use eai_engine::steps::{self, Step, StepRow};
-use eai_engine::tokens::{rate, Aggregate, Basis, TokenCost};
+use eai_engine::tokens::{distinct_events, rate, Aggregate, Basis, TokenCost};
 use eai_engine::view::quantity;
 use eai_store::Scope;
 use rust_decimal::Decimal;
@@ -169,12 +169,7 @@ fn step_tokens(
         .filter_map(|e| e.deployment_id.as_deref())
         .collect();
     let mut out = vec![BTreeMap::<String, StepTokens>::new(); bounds.len()];
-    // A re-sent event replaces the earlier one.
-    let mut last = std::collections::HashMap::new();
-    for e in events {
-        last.insert((e.tenant_id, e.event_id), e);
-    }
-    for e in last.values() {
+    for e in distinct_events(events) {
         let Some(d) = e.deployment_id.as_deref() else {
             continue;
         };

@@ -449,26 +449,14 @@ pub(super) async fn the_focus_export_conforms_and_reconciles_to_the_cent() {
             &app.admin_key,
         )
         .await;
-    assert_error(
-        status,
-        &v,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "validation_error",
-    );
-    assert_eq!(detail_fields(&v), vec!["format"]);
+    assert_invalid(status, &v, &["format"]);
     let (status, v) = app
         .get(
             "/v1/finops/gpu/allocation/focus?from=2026-10-02&to=2026-10-01&format=pdf",
             &app.admin_key,
         )
         .await;
-    assert_error(
-        status,
-        &v,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "validation_error",
-    );
-    assert_eq!(detail_fields(&v), vec!["format", "to"]);
+    assert_invalid(status, &v, &["format", "to"]);
 }
 
 fn unallocated_is_shared_only(allocation: &Value) -> bool {
