@@ -291,19 +291,16 @@ pub struct UsageRead {
 }
 
 impl UsageRead {
-    /// The read in the one order every backend answers in: rollups by key and first window
-    /// ([`rollups::sort_for_read`]), gaps by their order, claims by deployment, hour and tenant (the order of
-    /// `eai_engine::allocate::sum_claims`).
+    /// The read in the one order every backend answers in: rollups by hour, then key and first window
+    /// ([`rollups::sort_for_read`]), gaps by their order, claims by hour, deployment and tenant
+    /// ([`UsageClaim::read_order`](eai_engine::allocate::UsageClaim::read_order), the order of
+    /// `eai_engine::allocate::sum_claims`). Both are the primary keys' order of the tables read, so that a
+    /// range scan answers in order and these sorts only confirm it.
     pub fn in_order(mut self) -> Self {
         rollups::sort_for_read(&mut self.rollups);
         self.gaps.sort();
-        self.claims.sort_by(|a, b| {
-            (&a.deployment_id, a.bucket_start, a.tenant_id).cmp(&(
-                &b.deployment_id,
-                b.bucket_start,
-                b.tenant_id,
-            ))
-        });
+        self.claims
+            .sort_by(|a, b| a.read_order().cmp(&b.read_order()));
         self
     }
 }

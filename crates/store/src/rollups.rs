@@ -42,7 +42,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use eai_engine::domain::Sample;
+use eai_engine::domain::{Sample, TenantId};
 use eai_engine::error::FieldError;
 use eai_engine::report::Gap;
 use eai_engine::rollup::{aggregate, Rollup, RollupKey};
@@ -677,9 +677,23 @@ pub fn refreeze(
     (horizon, hours)
 }
 
-/// The order in which rollups (and exact cells) are returned by `usage_for`.
+/// The order in which rollups (and exact cells) are returned by `usage_for`: hour, deployment, owner, model
+/// (the primary key of the group tables, which a period's range scan already follows), then GPU and first
+/// window.
 pub fn sort_for_read(rollups: &mut [Rollup]) {
-    rollups.sort_by(|a, b| (&a.key, a.first_window_start).cmp(&(&b.key, b.first_window_start)));
+    rollups.sort_by(|a, b| read_order(a).cmp(&read_order(b)));
+}
+
+fn read_order(r: &Rollup) -> (Timestamp, &str, Option<TenantId>, &str, &str, Timestamp) {
+    let k = &r.key;
+    (
+        k.bucket_start,
+        &k.deployment_id,
+        k.owner,
+        &k.model,
+        &k.gpu_uuid,
+        r.first_window_start,
+    )
 }
 
 // --- retention -----------------------------------------------------------------------------------------------

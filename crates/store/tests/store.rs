@@ -185,13 +185,7 @@ async fn all_usage(s: &dyn Store) -> eai_store::UsageRead {
 
 /// The order of `sum_claims`.
 fn sort_claims(v: &mut [eai_engine::allocate::UsageClaim]) {
-    v.sort_by(|a, b| {
-        (&a.deployment_id, a.bucket_start, a.tenant_id).cmp(&(
-            &b.deployment_id,
-            b.bucket_start,
-            b.tenant_id,
-        ))
-    });
+    v.sort_by(|a, b| a.read_order().cmp(&b.read_order()));
 }
 
 /// The allocation of what a store read for `p`.

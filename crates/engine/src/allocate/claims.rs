@@ -23,6 +23,14 @@ pub struct UsageClaim {
     pub tokens: Decimal,
 }
 
+impl UsageClaim {
+    /// The order claims are read and summed in: hour, deployment, tenant (the primary key of the stores' claim
+    /// tables, so that a period's range scan is already in order).
+    pub fn read_order(&self) -> (Timestamp, &str, TenantId) {
+        (self.bucket_start, &self.deployment_id, self.tenant_id)
+    }
+}
+
 /// Hours: claims are kept per hour, allocation buckets are whole hours.
 pub const CLAIM_BUCKET_MS: i64 = 3_600_000;
 
@@ -61,21 +69,21 @@ pub(super) fn event_claim(e: &UsageEvent) -> Option<(&str, Claim)> {
 }
 
 /// The claims of events summed per (deployment, tenant, hour), an event re-sent with the same id counted once
-/// (the last given wins): what a store keeps, computed at once. Sorted by (deployment, hour, tenant).
+/// (the last given wins): what a store keeps, computed at once. In [`UsageClaim::read_order`].
 pub fn sum_claims(events: &[UsageEvent]) -> Vec<UsageClaim> {
     let mut last: HashMap<uuid::Uuid, &UsageEvent> = HashMap::with_capacity(events.len());
     for e in events {
         last.insert(e.event_id, e);
     }
-    let mut sums: BTreeMap<(String, Timestamp, TenantId), UsageClaim> = BTreeMap::new();
+    let mut sums: BTreeMap<(Timestamp, String, TenantId), UsageClaim> = BTreeMap::new();
     for c in last.values().filter_map(|e| claim_of(e)) {
-        match sums.get_mut(&(c.deployment_id.clone(), c.bucket_start, c.tenant_id)) {
+        match sums.get_mut(&(c.bucket_start, c.deployment_id.clone(), c.tenant_id)) {
             Some(s) => {
                 s.gpu_seconds += c.gpu_seconds;
                 s.tokens += c.tokens;
             }
             None => {
-                sums.insert((c.deployment_id.clone(), c.bucket_start, c.tenant_id), c);
+                sums.insert((c.bucket_start, c.deployment_id.clone(), c.tenant_id), c);
             }
         }
     }

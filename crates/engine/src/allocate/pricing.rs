@@ -90,6 +90,7 @@ pub(super) fn from_fixed(v: i128) -> Decimal {
 }
 
 impl Acc {
+    #[inline]
     pub(super) fn add(&mut self, q: &Quantities) {
         self.gs += to_fixed(q.gpu_seconds);
         self.busy += to_fixed(q.busy_gpu_seconds);

@@ -547,8 +547,7 @@ fn claims_corrupt(r: &Row, rule: &str) -> crate::StoreError {
     )
 }
 
-/// The claims of the rows of [`CLAIMS_IN`], in the order of `eai_engine::allocate::sum_claims` (deployment,
-/// hour, tenant).
+/// The claims of the rows of [`CLAIMS_IN`], in [`UsageClaim::read_order`].
 pub(super) fn claims_of(rows: &[Row]) -> Result<Vec<UsageClaim>> {
     let mut out = rows
         .iter()
@@ -576,12 +575,6 @@ pub(super) fn claims_of(rows: &[Row]) -> Result<Vec<UsageClaim>> {
             sums.to_claim(&key)
         })
         .collect::<Result<Vec<_>>>()?;
-    out.sort_by(|a, b| {
-        (&a.deployment_id, a.bucket_start, a.tenant_id).cmp(&(
-            &b.deployment_id,
-            b.bucket_start,
-            b.tenant_id,
-        ))
-    });
+    out.sort_by(|a, b| a.read_order().cmp(&b.read_order()));
     Ok(out)
 }

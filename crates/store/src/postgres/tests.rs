@@ -91,8 +91,11 @@ fn event(t: TenantId, dep: Option<&str>, at_ms: i64, units: &[(&str, &str)]) -> 
 }
 
 /// What the store must read back for these samples: the engine's group rollups.
+/// The group rollups of `samples`, in the order `usage_for` answers in.
 fn expected(samples: &[Sample]) -> Vec<Rollup> {
-    group(aggregate(cells(samples, &SeriesConfig::default()).cells))
+    let mut groups = group(aggregate(cells(samples, &SeriesConfig::default()).cells));
+    crate::rollups::sort_for_read(&mut groups);
+    groups
 }
 
 async fn fresh() -> (ScratchDb, PgStore) {

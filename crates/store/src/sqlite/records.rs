@@ -200,7 +200,7 @@ pub fn claims_in(conn: &Connection, from: Timestamp, to: Timestamp) -> Result<Ve
     let mut st = conn
         .prepare_cached(
             "SELECT bucket_ms, deployment_id, tenant_id, gpu_seconds, tokens FROM usage_claims \
-             WHERE bucket_ms >= ?1 AND bucket_ms < ?2",
+             WHERE bucket_ms >= ?1 AND bucket_ms < ?2 ORDER BY bucket_ms, deployment_id, tenant_id",
         )
         .ctx("prepare claims read")?;
     let mut rows = st.query(params![from.0, to.0]).ctx("read claims")?;

@@ -261,7 +261,7 @@ pub(super) fn group_rollups_in(
     let mut out = Vec::new();
     let mut st = tx
         .prepare_cached(&format!(
-            "{GROUP_SELECT} WHERE bucket_ms >= ?1 AND bucket_ms < ?2"
+            "{GROUP_SELECT} WHERE bucket_ms >= ?1 AND bucket_ms < ?2 ORDER BY bucket_ms, deployment_id, owner, model"
         ))
         .ctx("prepare group rollups read")?;
     let mut rows = st.query(params![from, to]).ctx("read group rollups")?;
