@@ -262,6 +262,7 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
             let cfg = SqliteConfig {
                 max_gap_ms: i64::from(config.max_gap_minutes) * 60_000,
                 outbox: config.clickhouse_url.is_some(),
+                read_cache_rows: config.read_cache_rows,
                 ..SqliteConfig::default()
             };
             let store = SqliteStore::open_with(&path, cfg)
@@ -273,6 +274,7 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
             let cfg = RollupConfig {
                 max_gap_ms: i64::from(config.max_gap_minutes) * 60_000,
                 outbox: config.clickhouse_url.is_some(),
+                read_cache_rows: config.read_cache_rows,
                 ..RollupConfig::default()
             };
             let store = PgStore::open_with(&url, cfg).await.with_context(|| {

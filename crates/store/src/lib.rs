@@ -27,6 +27,7 @@ pub mod outbox;
 pub mod postgres;
 pub mod providers;
 pub mod pruned;
+pub mod read_cache;
 pub mod records;
 pub mod rollups;
 pub mod sqlite;

@@ -43,6 +43,7 @@ mod tests;
 pub mod tls;
 
 use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -197,6 +198,10 @@ struct Inner {
     cfg: RollupConfig,
     /// host/port/dbname, for logs (never the password).
     target: String,
+    /// The allocation's decoded buckets ([`crate::read_cache`]).
+    cache: crate::read_cache::ReadCache,
+    /// A compaction of the change log is under way (one at a time per process).
+    compacting: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -263,6 +268,8 @@ impl PgStore {
                 lease: tokio::sync::Mutex::new(None),
                 cfg,
                 target,
+                cache: crate::read_cache::ReadCache::new(cfg.read_cache_rows),
+                compacting: std::sync::atomic::AtomicBool::new(false),
             }),
         };
         store.check_service_role().await?;
@@ -402,7 +409,36 @@ impl Store for PgStore {
         exact_hours: &[Timestamp],
     ) -> Result<UsageRead> {
         let mut c = self.conn().await?;
-        samples::usage_for(c.conn()?, &self.inner.cfg, from, to, exact_hours).await
+        let (read, log_rows) = samples::usage_for(
+            c.conn()?,
+            &self.inner.cfg,
+            &self.inner.cache,
+            from,
+            to,
+            exact_hours,
+        )
+        .await?;
+        drop(c);
+        if log_rows > crate::read_cache::COMPACT_AFTER
+            && !self.inner.compacting.swap(true, Ordering::AcqRel)
+        {
+            // In the background: the read is answered; a failed compaction is retried by a later read.
+            let store = self.clone();
+            tokio::spawn(async move {
+                let done = match store.conn().await {
+                    Ok(mut c) => match c.conn() {
+                        Ok(c) => samples::compact_change_counts(c).await,
+                        Err(e) => Err(e),
+                    },
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = done {
+                    tracing::warn!(error = %e, "compacting the change counts failed; a later read retries");
+                }
+                store.inner.compacting.store(false, Ordering::Release);
+            });
+        }
+        Ok(read)
     }
 
     #[tracing::instrument(name = "store.prune_raw_samples", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]

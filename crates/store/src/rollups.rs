@@ -71,6 +71,9 @@ pub struct RollupConfig {
     /// recorded setting: a store may be opened with it on or off (`serve` turns it on when
     /// `EAI_CLICKHOUSE_URL` is set); changes made while it was off are never replicated.
     pub outbox: bool,
+    /// Rows (group rollups and claims) the allocation's read cache may hold ([`crate::read_cache`]; 0: none).
+    /// Not a recorded setting either.
+    pub read_cache_rows: usize,
 }
 
 impl Default for RollupConfig {
@@ -80,6 +83,7 @@ impl Default for RollupConfig {
             max_gap_ms: s.max_gap_ms,
             bucket_ms: s.bucket_ms,
             outbox: false,
+            read_cache_rows: crate::read_cache::DEFAULT_ROWS,
         }
     }
 }

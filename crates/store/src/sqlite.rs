@@ -66,6 +66,8 @@ struct Inner {
     writer: Mutex<Connection>,
     readers: Vec<Mutex<Connection>>,
     next_reader: AtomicUsize,
+    /// The allocation's decoded buckets ([`crate::read_cache`]).
+    cache: Arc<crate::read_cache::ReadCache>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -145,6 +147,7 @@ impl SqliteStore {
                 writer: Mutex::new(writer),
                 readers,
                 next_reader: AtomicUsize::new(0),
+                cache: Arc::new(crate::read_cache::ReadCache::new(cfg.read_cache_rows)),
             }),
         })
     }
@@ -235,7 +238,8 @@ impl Store for SqliteStore {
         exact_hours: &[Timestamp],
     ) -> Result<UsageRead> {
         let exact = exact_hours.to_vec();
-        self.read(move |c, cfg| samples::usage_for(c, cfg, from, to, &exact))
+        let cache = Arc::clone(&self.inner.cache);
+        self.read(move |c, cfg| samples::usage_for(c, cfg, &cache, from, to, &exact))
             .await
     }
 

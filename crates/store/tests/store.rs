@@ -162,9 +162,17 @@ fn period(from: i64, to: i64) -> Period {
     Period::new(Timestamp(from), Timestamp(to), H).unwrap()
 }
 
-/// What the engine computes from raw samples, grouped per deployment-hour: what the store must read back.
+/// What the engine computes from raw samples, grouped per deployment-hour: what the store must read back, in
+/// the order it reads.
 fn expected_rollups(samples: &[Sample]) -> Vec<Rollup> {
-    group(aggregate(cells(samples, &SeriesConfig::default()).cells))
+    in_read_order(group(aggregate(
+        cells(samples, &SeriesConfig::default()).cells,
+    )))
+}
+
+fn in_read_order(mut rollups: Vec<Rollup>) -> Vec<Rollup> {
+    eai_store::rollups::sort_for_read(&mut rollups);
+    rollups
 }
 
 async fn all_usage(s: &dyn Store) -> eai_store::UsageRead {
@@ -1677,7 +1685,11 @@ mod contract {
 
         let raw = cells(&received, &SeriesConfig::default());
         let read = all_usage(s).await;
-        assert_eq!(read.rollups, group(aggregate(raw.cells.clone())), "rollups");
+        assert_eq!(
+            read.rollups,
+            in_read_order(group(aggregate(raw.cells.clone()))),
+            "rollups"
+        );
         let mut gaps = raw.gaps.clone();
         gaps.sort();
         assert_eq!(read.gaps, gaps, "gaps");
@@ -2487,9 +2499,14 @@ mod sqlite_only {
         let version: i64 = c
             .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 9);
+        assert_eq!(version, 10);
         assert_eq!(store.backend(), "sqlite");
     }
+
+    /// What schema 10 (change counts) added, taken out again.
+    const UNDO_V10: &str = "DROP TRIGGER deployment_rollups_inserted; DROP TRIGGER deployment_rollups_updated; \
+        DROP TRIGGER deployment_rollups_deleted; DROP TRIGGER usage_claims_inserted; \
+        DROP TRIGGER usage_claims_updated; DROP TRIGGER usage_claims_deleted; DROP TABLE hour_changes;";
 
     /// What schemas 9 (providers), 8 (budgets) and 7 (registered tenants) added, taken out again.
     const UNDO_V7: &str =
@@ -2524,7 +2541,7 @@ mod sqlite_only {
         // What an older binary left: every pruned row gone, no end sets, no cuts.
         let c = rusqlite::Connection::open(&path).unwrap();
         c.execute_batch(&format!(
-            "DELETE FROM gpu_samples WHERE end_ms < {cut}; {UNDO_V7} {UNDO_V6} \
+            "DELETE FROM gpu_samples WHERE end_ms < {cut}; {UNDO_V10} {UNDO_V7} {UNDO_V6} \
              DROP TABLE pruned_ends; DROP TABLE prune_pending; DROP TABLE rollup_cuts; \
              UPDATE schema_version SET version = 4;",
             cut = T0 + 2 * H
@@ -2582,10 +2599,10 @@ mod sqlite_only {
             .unwrap();
         drop(store);
         let c = rusqlite::Connection::open(&path).unwrap();
-        c.execute_batch(
-            "DROP TABLE providers; DROP TABLE budgets; DROP TABLE reservations; DROP TABLE spend; \
-             DROP TABLE budget_alerts; UPDATE schema_version SET version = 7;",
-        )
+        c.execute_batch(&format!(
+            "{UNDO_V10} DROP TABLE providers; DROP TABLE budgets; DROP TABLE reservations; DROP TABLE spend; \
+             DROP TABLE budget_alerts; UPDATE schema_version SET version = 7;"
+        ))
         .unwrap();
         drop(c);
         let store = SqliteStore::open(&path).unwrap();
@@ -2640,7 +2657,7 @@ mod sqlite_only {
         // Back to schema 3: what an older binary left.
         let c = rusqlite::Connection::open(&path).unwrap();
         c.execute_batch(&format!(
-            "{UNDO_V7} {UNDO_V6} DROP TABLE pruned_ends; DROP TABLE prune_pending; DROP TABLE rollup_cuts; \
+            "{UNDO_V10} {UNDO_V7} {UNDO_V6} DROP TABLE pruned_ends; DROP TABLE prune_pending; DROP TABLE rollup_cuts; \
              DROP TABLE deployment_rollups; DROP TABLE usage_claims; UPDATE schema_version SET version = 3;"
         ))
         .unwrap();
@@ -3158,6 +3175,92 @@ mod postgres_only {
             && d.message().contains("permission denied")))
     }
 
+    /// The read cache's change log: every write of groups or claims appends to it (under a tenant's scope too),
+    /// the service role may read it on the platform path and compact it but never write it, and a compaction
+    /// keeps every bucket's sum.
+    #[tokio::test]
+    async fn the_change_log_counts_every_write_and_only_the_owner_writes_it() {
+        let (db, store) = super::postgres_harness::fresh().await;
+        let (a, b) = (tenant(1), tenant(2));
+        two_tenants(&store, a, b).await;
+        for i in 0..5u64 {
+            store
+                .upsert_usage_events(&[tokens(a, "dep-GPU-s", T0 + 1000, 10 + i)], &audit())
+                .await
+                .unwrap();
+        }
+        let mut c = as_service_role(&db).await;
+        c.batch_execute("SELECT set_config('app.platform', 'on', false)")
+            .await
+            .unwrap();
+        let before = change_counts(&c).await;
+        let hour = before.iter().find(|(b, _, _)| *b == T0).copied().unwrap();
+        assert!(
+            hour.1 >= 7 && hour.2 >= 7,
+            "one row per write statement: {before:?}"
+        );
+
+        // Written only through the triggers: the service role can neither add, change nor delete a count.
+        for sql in [
+            "INSERT INTO eai.hour_changes (bucket_ms, n) VALUES (0, 1)",
+            "UPDATE eai.hour_changes SET n = n + 1",
+            "DELETE FROM eai.hour_changes",
+        ] {
+            let r = c.query(sql, &[]).await;
+            assert!(not_granted(&r), "{sql}: {r:?}");
+        }
+        // Not readable under a tenant's scope.
+        c.batch_execute("SELECT set_config('app.platform', '', false)")
+            .await
+            .unwrap();
+        let r = as_tenant(&mut c, a, "SELECT * FROM eai.hour_changes").await;
+        assert!(r.as_ref().is_ok_and(|rows| rows.is_empty()), "{r:?}");
+
+        // The compaction folds each bucket into one row of the same sum.
+        c.batch_execute("SELECT set_config('app.platform', 'on', false)")
+            .await
+            .unwrap();
+        c.query_one("SELECT eai.compact_hour_changes()", &[])
+            .await
+            .unwrap();
+        let after = change_counts(&c).await;
+        assert_eq!(
+            after.iter().map(|(b, n, _)| (*b, *n)).collect::<Vec<_>>(),
+            before.iter().map(|(b, n, _)| (*b, *n)).collect::<Vec<_>>()
+        );
+        assert!(after.iter().all(|(_, _, rows)| *rows == 1), "{after:?}");
+        // And the store reads the same afterwards, from its cache or not.
+        let cached = all_usage(&store).await;
+        let cold = eai_store::postgres::PgStore::open_with(
+            db.url(),
+            eai_store::rollups::RollupConfig {
+                read_cache_rows: 0,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        let fresh = all_usage(&cold).await;
+        assert_eq!(
+            (cached.rollups, cached.claims),
+            (fresh.rollups, fresh.claims)
+        );
+    }
+
+    /// The change log's sum and rows per bucket.
+    async fn change_counts(c: &Client) -> Vec<(i64, i64, i64)> {
+        c.query(
+            "SELECT bucket_ms, sum(n)::bigint, count(*) FROM eai.hour_changes \
+             GROUP BY bucket_ms ORDER BY bucket_ms",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect()
+    }
+
     /// Two tenants' rows in every tenant table, plus platform rows, written through the store.
     async fn two_tenants(s: &PgStore, a: TenantId, b: TenantId) {
         let mut v = Vec::new();
@@ -3547,7 +3650,8 @@ mod postgres_only {
         tokio::spawn(connection);
         c.batch_execute(
             "DROP TABLE eai.providers, eai.budgets, eai.reservations, eai.spend, eai.budget_alerts; \
-             UPDATE eai.schema_version SET version = 6;",
+             DROP FUNCTION eai.count_changed_buckets() CASCADE; DROP FUNCTION eai.compact_hour_changes(); \
+             DROP TABLE eai.hour_changes; UPDATE eai.schema_version SET version = 6;",
         )
         .await
         .unwrap();
@@ -4207,13 +4311,51 @@ mod differential {
         }
     }
 
+    /// Stores on the same database as the one written: one reading through its own read cache (it never
+    /// writes: every change reaches it from another store) and one without a cache.
+    struct Readers {
+        cached: Box<dyn Store>,
+        cold: Box<dyn Store>,
+    }
+
+    impl Readers {
+        /// The cached reads (of the store written and of the other one) equal the uncached read, after
+        /// operation `i`: a cached bucket that a change touched is never served.
+        async fn agree(&self, written: &dyn Store, i: usize) {
+            let (from, to) = (T0 - 4 * H, T0 + 8 * H);
+            let cold = read(self.cold.as_ref(), from, to).await;
+            let what = format!("a cached read after operation {i}");
+            same_read(read(written, from, to).await, cold.clone(), &what);
+            same_read(read(self.cached.as_ref(), from, to).await, cold, &what);
+        }
+    }
+
     async fn run(ops: &[Op]) {
-        let (_dir, lite) = super::sqlite_harness::fresh();
-        let (_db, pg) = super::postgres_harness::fresh().await;
+        let (dir, lite) = super::sqlite_harness::fresh();
+        let (db, pg) = super::postgres_harness::fresh().await;
+        let path = dir.path().join("data").join("eai.db");
+        let cold = eai_store::rollups::RollupConfig {
+            read_cache_rows: 0,
+            ..Default::default()
+        };
+        let lite_readers = Readers {
+            cached: Box::new(SqliteStore::open(&path).unwrap()),
+            cold: Box::new(SqliteStore::open_with(&path, cold).unwrap()),
+        };
+        let pg_readers = Readers {
+            cached: Box::new(eai_store::postgres::PgStore::open(db.url()).await.unwrap()),
+            cold: Box::new(
+                eai_store::postgres::PgStore::open_with(db.url(), cold)
+                    .await
+                    .unwrap(),
+            ),
+        };
         let mut held = Vec::new();
         for (i, op) in ops.iter().enumerate() {
             apply(&lite, &pg, op, i, &mut held).await;
             same_state(&lite, &pg, i, &held).await;
+            lite_readers.agree(&lite, i).await;
+            pg_readers.agree(&pg, i).await;
         }
         assert_eq!(chain(&lite).await, chain(&pg).await, "the audit chains");
         assert_eq!(answer(lite.verify_audit_chain(None).await), Ok(None));

@@ -114,6 +114,14 @@ const CLAIMS_DROP_EMPTY: &str = "DELETE FROM eai.usage_claims AS c \
      WHERE c.bucket_ms = k.b AND c.deployment_id = k.dep AND c.tenant_id = k.t AND c.events = 0 \
      RETURNING c.bucket_ms, c.deployment_id, c.gpu_seconds, c.tokens";
 
+/// The change counts of the buckets of a period ([`crate::read_cache`]): bucket, count, rows of the log summed.
+pub(super) const COUNTS_IN: &str =
+    "SELECT bucket_ms, sum(n)::bigint, count(*) FROM eai.hour_changes \
+     WHERE bucket_ms >= $1 AND bucket_ms < $2 GROUP BY bucket_ms ORDER BY bucket_ms";
+
+/// Folds each bucket's rows of the change log into one of their sum (see [`crate::read_cache`]).
+pub(super) const COMPACT_COUNTS: &str = "SELECT eai.compact_hour_changes()";
+
 /// Claim rows of a period, in one range scan of the primary key.
 pub(super) const CLAIMS_IN: &str =
     "SELECT bucket_ms, deployment_id, tenant_id, gpu_seconds, tokens, events \
@@ -408,17 +416,12 @@ pub(super) async fn group_rollups(
     tx: &Transaction<'_>,
     st: &mut Stmts,
     rows: &[Row],
-    skip: &BTreeSet<i64>,
-    bucket_ms: i64,
 ) -> Result<Vec<Rollup>> {
     let mut stored = Vec::with_capacity(rows.len());
     let mut ids: HashSet<i64> = HashSet::new();
     let mut sets_seen: HashSet<&[i64]> = HashSet::new();
     for r in rows {
-        let s = stored_of(r)?;
-        if !skip.contains(&s.rollup.key.bucket_start.floor_to(bucket_ms).0) {
-            stored.push(s);
-        }
+        stored.push(stored_of(r)?);
     }
     for s in &stored {
         if sets_seen.insert(&s.gpus) {

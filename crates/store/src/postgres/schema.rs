@@ -540,8 +540,67 @@ CREATE POLICY platform_rows ON eai.providers
 GRANT SELECT, INSERT, UPDATE (body, registered_at_ms) ON eai.providers TO eai_app;
 "#;
 
+/// 9: the change counts of the buckets of the group and claim tables, for the allocation's read cache
+/// (`crate::read_cache`): statement triggers append one `(bucket, 1)` row per bucket a statement inserted,
+/// updated or deleted rows of, in its transaction (an append: concurrent writers never wait on each other for
+/// it); `eai.compact_hour_changes()` folds each bucket's rows into one of their sum. Both run as the owner
+/// (`SECURITY DEFINER`): the service role may read the counts on the platform path and call the compaction,
+/// and can neither write nor delete a count itself. The buckets already written start at 1.
+const V9: &str = r#"
+CREATE TABLE eai.hour_changes (
+    bucket_ms bigint NOT NULL,
+    n         bigint NOT NULL
+);
+CREATE INDEX hour_changes_bucket ON eai.hour_changes (bucket_ms);
+ALTER TABLE eai.hour_changes ENABLE ROW LEVEL SECURITY;
+CREATE POLICY platform_rows ON eai.hour_changes FOR SELECT
+    USING (current_setting('app.platform', true) = 'on');
+GRANT SELECT ON eai.hour_changes TO eai_app;
+
+CREATE FUNCTION eai.count_changed_buckets() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    INSERT INTO eai.hour_changes (bucket_ms, n) SELECT DISTINCT bucket_ms, 1 FROM changed;
+    RETURN NULL;
+END $$;
+REVOKE ALL ON FUNCTION eai.count_changed_buckets() FROM PUBLIC;
+
+CREATE FUNCTION eai.compact_hour_changes() RETURNS bigint
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    WITH many AS (
+        SELECT bucket_ms FROM eai.hour_changes GROUP BY bucket_ms HAVING count(*) > 1
+    ), gone AS (
+        DELETE FROM eai.hour_changes h USING many m WHERE h.bucket_ms = m.bucket_ms RETURNING h.bucket_ms, h.n
+    ), folded AS (
+        INSERT INTO eai.hour_changes (bucket_ms, n) SELECT bucket_ms, sum(n)::bigint FROM gone GROUP BY bucket_ms
+        RETURNING 1
+    )
+    SELECT count(*) FROM folded;
+$$;
+REVOKE ALL ON FUNCTION eai.compact_hour_changes() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION eai.compact_hour_changes() TO eai_app;
+
+DO $$
+DECLARE t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['deployment_rollups', 'usage_claims']
+    LOOP
+        EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON eai.%I REFERENCING NEW TABLE AS changed '
+            'FOR EACH STATEMENT EXECUTE FUNCTION eai.count_changed_buckets()', t || '_inserted', t);
+        EXECUTE format('CREATE TRIGGER %I AFTER UPDATE ON eai.%I REFERENCING NEW TABLE AS changed '
+            'FOR EACH STATEMENT EXECUTE FUNCTION eai.count_changed_buckets()', t || '_updated', t);
+        EXECUTE format('CREATE TRIGGER %I AFTER DELETE ON eai.%I REFERENCING OLD TABLE AS changed '
+            'FOR EACH STATEMENT EXECUTE FUNCTION eai.count_changed_buckets()', t || '_deleted', t);
+    END LOOP;
+END $$;
+
+SELECT set_config('app.platform', 'on', true);
+INSERT INTO eai.hour_changes (bucket_ms, n)
+SELECT bucket_ms, 1 FROM (SELECT bucket_ms FROM eai.deployment_rollups UNION SELECT bucket_ms FROM eai.usage_claims) b;
+"#;
+
 /// Every migration, in order. `schema_version` = how many have been applied.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
 
 /// The schema version this binary writes.
 pub fn latest() -> u32 {

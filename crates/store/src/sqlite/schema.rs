@@ -315,6 +315,46 @@ CREATE TABLE providers (
 );
 "#;
 
+/// 10: the change count of every bucket of the group and claim tables, for the allocation's read cache
+/// ([`crate::read_cache`]): row triggers add one to a bucket's count with every row inserted, updated or deleted
+/// there, in the writing transaction; the buckets already written start at 1. No statement of a trigger may
+/// meet a conflict: the conflict clause of the statement that fires it (`INSERT OR REPLACE`) would override
+/// the trigger's own (an `INSERT OR IGNORE` of the count would replace it).
+const V10_CHANGE_COUNTS: &str = r#"
+CREATE TABLE hour_changes (
+    bucket_ms INTEGER PRIMARY KEY,
+    n         INTEGER NOT NULL
+);
+CREATE TRIGGER deployment_rollups_inserted AFTER INSERT ON deployment_rollups BEGIN
+    INSERT INTO hour_changes (bucket_ms, n) SELECT NEW.bucket_ms, 0
+        WHERE NOT EXISTS (SELECT 1 FROM hour_changes WHERE bucket_ms = NEW.bucket_ms);
+    UPDATE hour_changes SET n = n + 1 WHERE bucket_ms = NEW.bucket_ms;
+END;
+CREATE TRIGGER deployment_rollups_updated AFTER UPDATE ON deployment_rollups BEGIN
+    INSERT INTO hour_changes (bucket_ms, n) SELECT NEW.bucket_ms, 0
+        WHERE NOT EXISTS (SELECT 1 FROM hour_changes WHERE bucket_ms = NEW.bucket_ms);
+    UPDATE hour_changes SET n = n + 1 WHERE bucket_ms IN (NEW.bucket_ms, OLD.bucket_ms);
+END;
+CREATE TRIGGER deployment_rollups_deleted AFTER DELETE ON deployment_rollups BEGIN
+    UPDATE hour_changes SET n = n + 1 WHERE bucket_ms = OLD.bucket_ms;
+END;
+CREATE TRIGGER usage_claims_inserted AFTER INSERT ON usage_claims BEGIN
+    INSERT INTO hour_changes (bucket_ms, n) SELECT NEW.bucket_ms, 0
+        WHERE NOT EXISTS (SELECT 1 FROM hour_changes WHERE bucket_ms = NEW.bucket_ms);
+    UPDATE hour_changes SET n = n + 1 WHERE bucket_ms = NEW.bucket_ms;
+END;
+CREATE TRIGGER usage_claims_updated AFTER UPDATE ON usage_claims BEGIN
+    INSERT INTO hour_changes (bucket_ms, n) SELECT NEW.bucket_ms, 0
+        WHERE NOT EXISTS (SELECT 1 FROM hour_changes WHERE bucket_ms = NEW.bucket_ms);
+    UPDATE hour_changes SET n = n + 1 WHERE bucket_ms IN (NEW.bucket_ms, OLD.bucket_ms);
+END;
+CREATE TRIGGER usage_claims_deleted AFTER DELETE ON usage_claims BEGIN
+    UPDATE hour_changes SET n = n + 1 WHERE bucket_ms = OLD.bucket_ms;
+END;
+INSERT INTO hour_changes (bucket_ms, n)
+SELECT bucket_ms, 1 FROM (SELECT bucket_ms FROM deployment_rollups UNION SELECT bucket_ms FROM usage_claims);
+"#;
+
 /// Every migration, in order. `schema_version` = how many have been applied.
 pub const MIGRATIONS: &[Migration] = &[
     sql(V1_SAMPLES),
@@ -338,6 +378,7 @@ pub const MIGRATIONS: &[Migration] = &[
         backfill: Some(super::budgets::rebuild_all_spend),
     },
     sql(V9_PROVIDERS),
+    sql(V10_CHANGE_COUNTS),
 ];
 
 /// Events already in the chain keep the hash form they were written with: the current one starts after them.
@@ -363,7 +404,7 @@ fn backfill_v5(conn: &Connection) -> Result<()> {
     let cfg = RollupConfig {
         bucket_ms: super::samples::meta_get(conn, "bucket_ms")?.unwrap_or(d.bucket_ms),
         max_gap_ms: super::samples::meta_get(conn, "max_gap_ms")?.unwrap_or(d.max_gap_ms),
-        outbox: false,
+        ..d
     };
     let instants: Vec<eai_engine::time::Timestamp> = super::records::policies(conn)?
         .iter()

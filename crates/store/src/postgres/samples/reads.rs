@@ -10,6 +10,7 @@ use crate::codec::{count, to_i64};
 use crate::postgres::derived;
 use crate::postgres::pool::PgConn;
 use crate::postgres::{begin, owner_of, Ctx, Mode};
+use crate::read_cache::{self, ReadCache};
 use crate::rollups::{self, Cuts, RollupConfig, PRUNED_BEFORE};
 use crate::{DeploymentSeen, LatestSamples, NodeSeen, Result, Scope, UsageRead};
 
@@ -17,30 +18,31 @@ use crate::{DeploymentSeen, LatestSamples, NodeSeen, Result, Scope, UsageRead};
 
 /// What the allocation reads for `[from, to)`, from one snapshot: the group rollups of the period, except its
 /// exact buckets that are not frozen; for each of those, the cells of each GPU recomputed from raw samples; the
-/// claims of the period; the gaps that touch it.
-/// The frozen horizon, group rollups, claims and gaps are read in one round trip (pipelined).
+/// claims of the period; the gaps that touch it. Groups and claims of the buckets unchanged since `cache`
+/// decoded them come from it; the others are read (see [`crate::read_cache`]). The frozen horizon, the change
+/// counts and gaps are read in one round trip (pipelined), then the buckets to read. Also returns the rows of
+/// the change log summed, for the caller to compact it when they are many.
 pub async fn usage_for(
     conn: &mut PgConn,
     cfg: &RollupConfig,
+    cache: &ReadCache,
     from: Timestamp,
     to: Timestamp,
     exact: &[Timestamp],
-) -> Result<UsageRead> {
+) -> Result<(UsageRead, usize)> {
     let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
-    let (meta, groups, claims, gaps) = (
+    let (meta, counts, gaps) = (
         st.get(&tx, META_GET).await?,
-        st.get(&tx, derived::GROUPS_IN).await?,
-        st.get(&tx, derived::CLAIMS_IN).await?,
+        st.get(&tx, derived::COUNTS_IN).await?,
         st.get(&tx, GAPS_IN).await?,
     );
     let period: [&(dyn ToSql + Sync); 2] = [&from.0, &to.0];
-    let (pruned, group_rows, claim_rows, gap_rows) = tokio::try_join!(
+    let (pruned, count_rows, gap_rows) = tokio::try_join!(
         tx.query_opt(&meta, &[&PRUNED_BEFORE]),
-        tx.query(&groups, &period),
-        tx.query(&claims, &period),
+        tx.query(&counts, &period),
         tx.query(&gaps, &period),
     )
-    .ctx("read group rollups, claims and gaps")?;
+    .ctx("read change counts and gaps")?;
     let pruned: Option<i64> = pruned
         .map(|r| r.try_get(0))
         .transpose()
@@ -49,9 +51,32 @@ pub async fn usage_for(
     // Named exact and not frozen: read as raw cells. A frozen one (its raw samples were pruned) is served by its
     // group rollups, cut at the policy boundaries known when it froze.
     let exact_cells = rollups::exact_buckets(exact, from, to, frozen, cfg);
-    let mut found =
-        derived::group_rollups(&tx, st, &group_rows, &exact_cells, cfg.bucket_ms).await?;
-    drop(group_rows);
+    let mut counts = Vec::with_capacity(count_rows.len());
+    let mut log_rows = 0usize;
+    for r in &count_rows {
+        counts.push((
+            r.try_get::<_, i64>(0).ctx("read hour_changes.bucket_ms")?,
+            r.try_get::<_, i64>(1).ctx("read hour_changes.n")?,
+        ));
+        let rows: i64 = r.try_get(2).ctx("read hour_changes rows")?;
+        log_rows += usize::try_from(rows).unwrap_or(0);
+    }
+    let plan = cache.plan(&counts, to.0);
+    let (groups_in, claims_in) = (
+        st.get(&tx, derived::GROUPS_IN).await?,
+        st.get(&tx, derived::CLAIMS_IN).await?,
+    );
+    let (mut groups, mut claims) = (Vec::new(), Vec::new());
+    for (a, b) in &plan.ranges {
+        let range: [&(dyn ToSql + Sync); 2] = [a, b];
+        let (group_rows, claim_rows) =
+            tokio::try_join!(tx.query(&groups_in, &range), tx.query(&claims_in, &range))
+                .ctx("read group rollups and claims")?;
+        groups.extend(derived::group_rollups(&tx, st, &group_rows).await?);
+        claims.extend(derived::claims_of(&claim_rows)?);
+    }
+    let buckets = cache.fill(plan, groups, claims);
+    let (mut found, claims) = read_cache::assemble(&buckets, &exact_cells, cfg.bucket_ms);
     let whole = Cuts::default();
     for &h in &exact_cells {
         let gpus = gpus_of_bucket(&tx, st, cfg, h).await?;
@@ -60,15 +85,25 @@ pub async fn usage_for(
         }
     }
 
-    let claims = derived::claims_of(&claim_rows)?;
     let gaps = gap_rows.iter().map(gap_of).collect::<Result<Vec<_>>>()?;
     tx.commit().await.ctx("end read")?;
-    Ok(UsageRead {
-        claims,
-        rollups: found,
-        gaps,
-    }
-    .in_order())
+    Ok((
+        UsageRead {
+            claims,
+            rollups: found,
+            gaps,
+        }
+        .in_order(),
+        log_rows,
+    ))
+}
+
+/// Folds the change log's rows of each bucket into one (any snapshot sums the same counts before and after).
+pub async fn compact_change_counts(conn: &mut PgConn) -> Result<()> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
+    let s = st.get(&tx, derived::COMPACT_COUNTS).await?;
+    tx.query_one(&s, &[]).await.ctx("compact hour_changes")?;
+    tx.commit().await.ctx("commit the compaction")
 }
 
 /// Deployments seen in samples: the namespace and model of the series seen last.

@@ -247,14 +247,8 @@ pub(super) fn gpu_names(tx: &Connection) -> Result<HashMap<i64, Arc<str>>> {
         .ctx("read gpus")
 }
 
-/// The group rollups of buckets in `[from, to)` but those in `skip`, as the engine's rollups.
-pub(super) fn group_rollups_in(
-    tx: &Connection,
-    cfg: &SqliteConfig,
-    from: i64,
-    to: i64,
-    skip: &BTreeSet<i64>,
-) -> Result<Vec<Rollup>> {
+/// The group rollups of buckets in `[from, to)`, as the engine's rollups, in the primary key's order.
+pub(super) fn group_rollups_in(tx: &Connection, from: i64, to: i64) -> Result<Vec<Rollup>> {
     let names = gpu_names(tx)?;
     let mut sets = GpuSets::default();
     let mut cache = SetCache::default();
@@ -267,9 +261,6 @@ pub(super) fn group_rollups_in(
     let mut rows = st.query(params![from, to]).ctx("read group rollups")?;
     while let Some(row) = rows.next().ctx("read group rollups")? {
         let bucket: i64 = row.get(0).ctx("read group rollups")?;
-        if skip.contains(&Timestamp(bucket).floor_to(cfg.bucket_ms).0) {
-            continue;
-        }
         let owner: String = row.get(2).ctx("read group rollups")?;
         let q = row.get_ref(8).ctx("read group rollups")?;
         let q = fixed_from_bytes::<6>(

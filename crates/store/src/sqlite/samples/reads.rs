@@ -11,6 +11,7 @@ use super::ingest::*;
 use super::meta::*;
 use super::rows::*;
 use crate::codec::Figures;
+use crate::read_cache::{self, ReadCache};
 use crate::rollups::{self, Cuts};
 use crate::sqlite::codec::{count, owner_parse, to_i64, Ctx};
 use crate::sqlite::SqliteConfig;
@@ -21,10 +22,13 @@ use crate::{DeploymentSeen, LatestSamples, NodeSeen, Result, UsageRead};
 /// What an allocation of `[from, to)` reads, in one snapshot: the group rollups, except for the buckets named
 /// in `exact` that are not frozen: those come as raw cells per GPU (a frozen one, whose raw samples were pruned,
 /// is served by its group rollups, cut at the policy boundaries known when it froze); the usage claims; the
-/// gaps that touch the period. The answer is in [`UsageRead::in_order`]'s order, as on every backend.
+/// gaps that touch the period. Groups and claims of the buckets unchanged since `cache` decoded them come from
+/// it; the others are read (see [`crate::read_cache`]). The answer is in [`UsageRead::in_order`]'s order, as on
+/// every backend.
 pub fn usage_for(
     conn: &mut Connection,
     cfg: &SqliteConfig,
+    cache: &ReadCache,
     from: Timestamp,
     to: Timestamp,
     exact: &[Timestamp],
@@ -34,7 +38,27 @@ pub fn usage_for(
     let frozen = frozen_before(&tx, cfg)?;
     let exact: BTreeSet<i64> = rollups::exact_buckets(exact, from, to, frozen, cfg);
 
-    let mut found = group_rollups_in(&tx, cfg, from.0, to.0, &exact)?;
+    let counts: Vec<(i64, i64)> = tx
+        .prepare_cached(
+            "SELECT bucket_ms, n FROM hour_changes WHERE bucket_ms >= ?1 AND bucket_ms < ?2 ORDER BY bucket_ms",
+        )
+        .and_then(|mut st| {
+            st.query_map(params![from.0, to.0], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect()
+        })
+        .ctx("read change counts")?;
+    let plan = cache.plan(&counts, to.0);
+    let (mut groups, mut claims) = (Vec::new(), Vec::new());
+    for &(a, b) in &plan.ranges {
+        groups.extend(group_rollups_in(&tx, a, b)?);
+        claims.extend(crate::sqlite::records::claims_in(
+            &tx,
+            Timestamp(a),
+            Timestamp(b),
+        )?);
+    }
+    let buckets = cache.fill(plan, groups, claims);
+    let (mut found, claims) = read_cache::assemble(&buckets, &exact, cfg.bucket_ms);
     let whole = Cuts::default();
     for &h in &exact {
         for (gpu_id, uuid) in gpus_of_bucket(&tx, cfg, h)? {
@@ -42,7 +66,6 @@ pub fn usage_for(
             found.extend(cells);
         }
     }
-    let claims = crate::sqlite::records::claims_in(&tx, from, to)?;
 
     let mut gaps = Vec::new();
     {
