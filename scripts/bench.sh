@@ -31,19 +31,21 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 key="eai_live_$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 
-# start BACKEND NAME: a fresh server; sets $url and $server.
+# start BACKEND NAME [keep]: a server on a fresh database (on NAME's database as it is, with keep); sets $url and
+# $server. $CACHE_ROWS, when set, is the server's EAI_READ_CACHE_ROWS.
 start() {
-  local backend=$1 name=$2 port db
+  local backend=$1 name=$2 keep=${3:-} port db
   port=$(free_port)
   mkdir -p "$work/$name"
   case $backend in
     sqlite) db="sqlite://$work/$name/eai-gpu.db" ;;
     postgres)
       db="${PG_URL%/*}/eai_bench_$name"
-      psql -q "$PG_URL" -c "DROP DATABASE IF EXISTS eai_bench_$name" -c "CREATE DATABASE eai_bench_$name" ;;
+      [ -n "$keep" ] || psql -q "$PG_URL" -c "DROP DATABASE IF EXISTS eai_bench_$name" -c "CREATE DATABASE eai_bench_$name" ;;
   esac
   # The mixed load posts the windows of the next two days (fresh hours on every run): the server must take
   # samples that far ahead of its clock (EAI_MAX_CLOCK_SKEW_SECONDS, 300 by default, refuses them).
+  EAI_READ_CACHE_ROWS=${CACHE_ROWS:-500000} \
   EAI_BOOTSTRAP_ADMIN_KEY=$key EAI_RAW_RETENTION_DAYS=0 EAI_MAX_CLOCK_SKEW_SECONDS=259200 RUST_LOG=warn \
     "$bin" serve --listen "127.0.0.1:$port" --data-dir "$work/$name" --database-url "$db" > "$work/$name/server.log" 2>&1 &
   server=$!
@@ -81,6 +83,13 @@ for backend in $BACKENDS; do
   start "$backend" "alloc_$backend"
   bench load --gpus 1000 --days 30 --window-seconds 3600 | record "$backend.g1000"
   for d in 1 7 30; do bench allocation --days "$d" --runs 20 | record "$backend.g1000.d$d"; done
+  # The reference, side by side: the same database served without the read cache (every request decodes
+  # every hour), then with it again for the mixed load.
+  stop
+  CACHE_ROWS=0 start "$backend" "alloc_$backend" keep
+  for d in 1 30; do bench allocation --days "$d" --runs 10 | record "$backend.g1000.nocache.d$d"; done
+  stop
+  start "$backend" "alloc_$backend" keep
   secs=$MIXED_S; [ "$backend" = postgres ] && secs=$PG_MIXED_S
   echo "== $backend: mixed load (${secs}s at 6,700 samples/s, allocation every second)"
   bench mixed --gpus 1000 --rate 6700 --seconds "$secs" --server-pid "$server" \

@@ -29,8 +29,12 @@ for b in ("sqlite", "postgres"):
     rows.append((f"{b}: ingest vs serde_json parse of the same bodies", g(f"{b}.reference_serde_json_parse_samples_per_second", " samples/s"),
                  ratio(f"{b}.ingest_samples_per_second", f"{b}.reference_serde_json_parse_samples_per_second")))
     for d in ("1", "7", "30"):
+        nocache = f"{b}.g1000.nocache.d{d}.allocation_p50_ms"
+        note = (f"{ratio(f'{b}.g1000.d{d}.allocation_p50_ms', nocache)} x without the read cache ({g(nocache, ' ms')} p50); "
+                f"first request {g(f'{b}.g1000.d{d}.allocation_first_ms', ' ms')}"
+                if nocache in vals else "")
         rows.append((f"{b}: allocation, 1,000 GPUs, {d} day(s): p50 / p99",
-                     f"{g(f'{b}.g1000.d{d}.allocation_p50_ms', ' ms')} / {g(f'{b}.g1000.d{d}.allocation_p99_ms', ' ms')}", ""))
+                     f"{g(f'{b}.g1000.d{d}.allocation_p50_ms', ' ms')} / {g(f'{b}.g1000.d{d}.allocation_p99_ms', ' ms')}", note))
     for k, v in vals.items():
         m = re.match(rf"{b}\.g(\d+)\.d30\.allocation_p50_ms", k)
         if m and m.group(1) != "1000":

@@ -320,7 +320,8 @@ fn rfc3339(unix_secs: i64) -> String {
         .unwrap()
 }
 
-/// Start of the crash test's samples: two days ago at midnight UTC (inside the raw retention).
+/// Start of the crash test's samples: two days ago at midnight UTC (inside the raw retention). Read once per
+/// test: a run that crosses midnight UTC would otherwise re-send other windows than it sent.
 fn crash_t0() -> i64 {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -329,8 +330,7 @@ fn crash_t0() -> i64 {
     (now / 86_400 - 2) * 86_400
 }
 
-fn crash_batch(b: usize, n: usize) -> serde_json::Value {
-    let t0 = crash_t0();
+fn crash_batch(t0: i64, b: usize, n: usize) -> serde_json::Value {
     let samples: Vec<serde_json::Value> = (0..n)
         .map(|i| {
             let k = (b * n + i) as i64;
@@ -395,6 +395,7 @@ fn kill_9_during_ingest(name: &str, database_url: Option<&str>) {
 
     // A client streams batches on another thread; the server is killed -9 while it does.
     let n = 500;
+    let t0 = crash_t0();
     let stream_base = base.clone();
     let acked = std::thread::spawn(move || {
         let http = reqwest::blocking::Client::builder()
@@ -406,7 +407,7 @@ fn kill_9_during_ingest(name: &str, database_url: Option<&str>) {
             match http
                 .post(format!("{stream_base}/v1/finops/gpu/samples"))
                 .bearer_auth(key)
-                .json(&crash_batch(b, n))
+                .json(&crash_batch(t0, b, n))
                 .send()
             {
                 Ok(r) if r.status().is_success() => acked.push(b),
@@ -437,7 +438,7 @@ fn kill_9_during_ingest(name: &str, database_url: Option<&str>) {
         let r: serde_json::Value = http
             .post(format!("{base}/v1/finops/gpu/samples"))
             .bearer_auth(key)
-            .json(&crash_batch(*b, n))
+            .json(&crash_batch(t0, *b, n))
             .send()
             .unwrap()
             .json()
@@ -452,8 +453,8 @@ fn kill_9_during_ingest(name: &str, database_url: Option<&str>) {
     let a: serde_json::Value = http
         .get(format!(
             "{base}/v1/finops/gpu/allocation?from={}&to={}",
-            rfc3339(crash_t0()),
-            rfc3339(crash_t0() + 3 * 86_400)
+            rfc3339(t0),
+            rfc3339(t0 + 3 * 86_400)
         ))
         .bearer_auth(key)
         .send()
@@ -1139,7 +1140,7 @@ fn spans_are_exported_over_otlp_and_a_samples_trace_goes_from_the_sampler_to_the
         .header("traceparent", format!("00-{trace}-{parent}-01"))
         .header("x-eai-project", "alpha")
         .header("baggage", "eai.run_id=run-7,eai.agent_id=agent-3")
-        .json(&crash_batch(0, 4))
+        .json(&crash_batch(crash_t0(), 0, 4))
         .send()
         .unwrap();
     assert!(resp.status().is_success());
