@@ -112,13 +112,15 @@ impl<'de> Deserialize<'de> for Loose {
     }
 }
 
-/// An absolute `http` or `https` URL with a host, no spaces, at most 2048 characters (a webhook, a provider's
-/// endpoint), trimmed.
+/// An absolute `http` or `https` URL with a host, at most 2048 characters (a webhook, a provider's endpoint),
+/// trimmed: a URI (RFC 3986), so only its characters (ASCII letters, digits, `-._~:/?#[]@!$&'()*+,;=`, and `%`
+/// followed by two hex digits); anything else percent-encoded, an international host in punycode.
 pub fn http_url(field: &str, s: &str) -> Result<String, FieldError> {
     let bad = || {
         FieldError::new(
             field,
-            "must be an http:// or https:// URL with a host (e.g. https://hooks.example.com/eai)",
+            "must be an http:// or https:// URL with a host, in URI characters (percent-encode others) \
+             (e.g. https://hooks.example.com/eai)",
         )
     };
     let s = s.trim();
@@ -127,14 +129,19 @@ pub fn http_url(field: &str, s: &str) -> Result<String, FieldError> {
         .or_else(|| s.strip_prefix("http://"))
         .ok_or_else(bad)?;
     let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    if host.is_empty()
-        || host.starts_with(':')
-        || s.len() > 2048
-        || s.chars().any(char::is_whitespace)
-    {
+    if host.is_empty() || host.starts_with(':') || s.len() > 2048 || !uri_characters(s) {
         return Err(bad());
     }
     Ok(s.to_string())
+}
+
+/// Only the characters of a URI (RFC 3986: unreserved, reserved, and `%` with two hex digits).
+fn uri_characters(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.iter().enumerate().all(|(i, &c)| match c {
+        b'%' => b.len() > i + 2 && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit(),
+        c => c.is_ascii_alphanumeric() || b"-._~:/?#[]@!$&'()*+,;=".contains(&c),
+    })
 }
 
 /// One JSON object being read field by field; errors accumulate instead of stopping at the first.
@@ -870,6 +877,35 @@ mod tests {
         let v: Loose = serde_json::from_str(&format!(r#"{{"x": {json}}}"#)).expect("json");
         let mut r = Record::new(&v, "r").expect("object");
         (r.opt_decimal("x", bounds), r.errors)
+    }
+
+    #[test]
+    fn http_urls_are_uris() {
+        for ok in [
+            "https://hooks.example.com/eai",
+            "http://10.0.0.7:8000/v1",
+            "http://[::1]:8000/v1?x=a%20b#f",
+            "  https://xn--exmple-cua.com/ ",
+        ] {
+            assert_eq!(http_url("u", ok), Ok(ok.trim().to_string()), "{ok}");
+        }
+        for bad in [
+            "https://R\u{92}\u{f5}\u{fb}?\u{95}",
+            "https://exämple.com/",
+            "https://a.example.com/a b",
+            "https://a.example.com/%zz",
+            "https://a.example.com/%2",
+            "https://a.example.com/<x>",
+            "ftp://a.example.com/",
+            "https://",
+            "https://:80/",
+        ] {
+            assert_eq!(
+                http_url("u", bad).map_err(|e| e.field),
+                Err("u".to_string()),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
