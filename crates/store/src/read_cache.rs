@@ -12,8 +12,8 @@
 //! - SQLite: one row per bucket, `n` incremented by row triggers (one writer at a time: no contention).
 //! - PostgreSQL: a log of `(bucket_ms, n)` rows, one per statement and bucket touched, appended by statement
 //!   triggers (no row is updated, so concurrent writers never wait on one another for it); reads sum them, and
-//!   [`COMPACT_AFTER`] rows of a read call for a compaction that folds each bucket's rows into one of their sum
-//!   in one transaction (the sum any snapshot sees is unchanged by it).
+//!   [`COMPACT_AFTER`] rows beyond one per bucket in a read call for a compaction that folds each bucket's rows
+//!   into one of their sum in one transaction (the sum any snapshot sees is unchanged by it).
 //!
 //! The cache keys are bucket starts (`bucket_ms` of either table: claims are hourly, groups per rollup
 //! bucket). It holds at most `rows` rows (groups and claims) and evicts the buckets used least recently.
@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use eai_engine::allocate::UsageClaim;
 use eai_engine::rollup::Rollup;
 
-/// Rows of the PostgreSQL change log read at once beyond which a read asks for a compaction.
+/// Rows of the PostgreSQL change log a read summed beyond one per bucket, past which it asks for a compaction.
 pub const COMPACT_AFTER: usize = 4_096;
 
 /// The default budget of the cache, in rows (a month of 1,000 GPUs in 50 deployments is about 120,000 rows,

@@ -20,8 +20,8 @@ use crate::{DeploymentSeen, LatestSamples, NodeSeen, Result, Scope, UsageRead};
 /// exact buckets that are not frozen; for each of those, the cells of each GPU recomputed from raw samples; the
 /// claims of the period; the gaps that touch it. Groups and claims of the buckets unchanged since `cache`
 /// decoded them come from it; the others are read (see [`crate::read_cache`]). The frozen horizon, the change
-/// counts and gaps are read in one round trip (pipelined), then the buckets to read. Also returns the rows of
-/// the change log summed, for the caller to compact it when they are many.
+/// counts and gaps are read in one round trip (pipelined), then the buckets to read. Also returns how many rows
+/// of the change log it summed beyond one per bucket, for the caller to compact it when they are many.
 pub async fn usage_for(
     conn: &mut PgConn,
     cfg: &RollupConfig,
@@ -59,7 +59,8 @@ pub async fn usage_for(
             r.try_get::<_, i64>(1).ctx("read hour_changes.n")?,
         ));
         let rows: i64 = r.try_get(2).ctx("read hour_changes rows")?;
-        log_rows += usize::try_from(rows).unwrap_or(0);
+        // Beyond the one row a compacted bucket keeps.
+        log_rows += usize::try_from(rows - 1).unwrap_or(0);
     }
     let plan = cache.plan(&counts, to.0);
     let (groups_in, claims_in) = (
