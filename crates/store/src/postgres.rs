@@ -425,14 +425,11 @@ impl Store for PgStore {
             // In the background: the read is answered; a failed compaction is retried by a later read.
             let store = self.clone();
             tokio::spawn(async move {
-                let done = match store.conn().await {
-                    Ok(mut c) => match c.conn() {
-                        Ok(c) => samples::compact_change_counts(c).await,
-                        Err(e) => Err(e),
-                    },
-                    Err(e) => Err(e),
+                let compact = async {
+                    let mut c = store.conn().await?;
+                    samples::compact_change_counts(c.conn()?).await
                 };
-                if let Err(e) = done {
+                if let Err(e) = compact.await {
                     tracing::warn!(error = %e, "compacting the change counts failed; a later read retries");
                 }
                 store.inner.compacting.store(false, Ordering::Release);

@@ -20,7 +20,7 @@
 //! Nothing here does I/O: the backends read the counts and the missing buckets in one snapshot, and hand them
 //! over.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use eai_engine::allocate::UsageClaim;
@@ -68,8 +68,8 @@ struct Inner {
 pub struct Plan {
     pub hits: Vec<(i64, Arc<Bucket>)>,
     pub ranges: Vec<(i64, i64)>,
-    /// The counts of the buckets to read, by bucket start.
-    pub missing: BTreeMap<i64, i64>,
+    /// The buckets to read and their counts, by bucket start.
+    pub missing: Vec<(i64, i64)>,
 }
 
 impl ReadCache {
@@ -105,7 +105,7 @@ impl ReadCache {
                     }
                 }
                 None => {
-                    plan.missing.insert(bucket, count);
+                    plan.missing.push((bucket, count));
                     open.get_or_insert(bucket);
                 }
             }
@@ -127,7 +127,7 @@ impl ReadCache {
         let mut fresh: Vec<(i64, Bucket)> = plan
             .missing
             .iter()
-            .map(|(&b, &count)| {
+            .map(|&(b, count)| {
                 (
                     b,
                     Bucket {
@@ -171,8 +171,9 @@ impl ReadCache {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Buckets and rows held (for tests and metrics).
-    pub fn held(&self) -> (usize, usize) {
+    /// Buckets and rows held.
+    #[cfg(test)]
+    fn held(&self) -> (usize, usize) {
         let inner = self.lock();
         (inner.buckets.len(), inner.rows)
     }
