@@ -6,13 +6,20 @@
 #   QUICK=1 scripts/bench.sh    # smaller figures and a 60 s mixed load, for a smoke run
 #   BACKENDS=sqlite scripts/bench.sh
 #   PG_MIXED_SECONDS=120 BIG_BACKENDS=sqlite scripts/bench.sh   # what BENCHMARKS.md used
+#   ONLY=big BIG_BACKENDS=sqlite scripts/bench.sh   # one part: engine, ingest, alloc, mixed, big, late, sampler
+#
+# The big fleet (10,000 GPUs, 500 deployments, 100 tenants, a month of hourly windows) is loaded on each of
+# $BIG_BACKENDS, allocated over 1, 7 and 30 days, then copied into a throwaway ClickHouse with
+# `eai-gpu replica backfill` (its rate) and allocated from there (EAI_ALLOCATION_SOURCE=clickhouse).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 QUICK=${QUICK:-0}
 BACKENDS=${BACKENDS:-"sqlite postgres"}
 PG_URL=${EAI_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}
-if [ "$QUICK" = 1 ]; then INGEST=400000; MIXED_S=60; BIG=2000; else INGEST=2000000; MIXED_S=600; BIG=5000; fi
+if [ "$QUICK" = 1 ]; then INGEST=400000; MIXED_S=60; BIG=2000; else INGEST=2000000; MIXED_S=600; BIG=10000; fi
+ONLY=${ONLY:-}
+part() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 MIXED_S=${MIXED_SECONDS:-$MIXED_S}
 # PostgreSQL loads history at a few thousand samples/s: its mixed run and the big fleet are opt-in.
 PG_MIXED_S=${PG_MIXED_SECONDS:-$MIXED_S}
@@ -25,16 +32,22 @@ work=$(mktemp -d)
 results="$work/results"
 : > "$results"
 server=""
-cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"; }
+ch_pid=""
+cleanup() {
+  [ -n "$server" ] && kill "$server" 2>/dev/null
+  [ -n "$ch_pid" ] && kill "$ch_pid" 2>/dev/null && wait "$ch_pid" 2>/dev/null
+  rm -rf "$work"
+}
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 key="eai_live_$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 
-# start BACKEND NAME [keep]: a server on a fresh database (on NAME's database as it is, with keep); sets $url and
-# $server. $CACHE_ROWS, when set, is the server's EAI_READ_CACHE_ROWS.
+# start BACKEND NAME [keep]: a server on a fresh database (on NAME's database as it is, with keep); sets $url,
+# $db and $server. $CACHE_ROWS, when set, is the server's EAI_READ_CACHE_ROWS; $CH_URL its EAI_CLICKHOUSE_URL,
+# $ALLOC_SOURCE its EAI_ALLOCATION_SOURCE.
 start() {
-  local backend=$1 name=$2 keep=${3:-} port db
+  local backend=$1 name=$2 keep=${3:-} port
   port=$(free_port)
   mkdir -p "$work/$name"
   case $backend in
@@ -45,8 +58,9 @@ start() {
   esac
   # The mixed load posts the windows of the next two days (fresh hours on every run): the server must take
   # samples that far ahead of its clock (EAI_MAX_CLOCK_SKEW_SECONDS, 300 by default, refuses them).
-  EAI_READ_CACHE_ROWS=${CACHE_ROWS:-500000} \
-  EAI_BOOTSTRAP_ADMIN_KEY=$key EAI_RAW_RETENTION_DAYS=0 EAI_MAX_CLOCK_SKEW_SECONDS=259200 RUST_LOG=warn \
+  env EAI_READ_CACHE_ROWS="${CACHE_ROWS:-500000}" ${CH_URL:+EAI_CLICKHOUSE_URL=$CH_URL} \
+    ${ALLOC_SOURCE:+EAI_ALLOCATION_SOURCE=$ALLOC_SOURCE} \
+    EAI_BOOTSTRAP_ADMIN_KEY="$key" EAI_RAW_RETENTION_DAYS=0 EAI_MAX_CLOCK_SKEW_SECONDS=259200 RUST_LOG=warn \
     "$bin" serve --listen "127.0.0.1:$port" --data-dir "$work/$name" --database-url "$db" > "$work/$name/server.log" 2>&1 &
   server=$!
   url="http://127.0.0.1:$port"
@@ -54,65 +68,127 @@ start() {
   cat "$work/$name/server.log"; exit 1
 }
 stop() { kill "$server"; wait "$server" 2>/dev/null || true; server=""; }
+
+# A throwaway ClickHouse server (the tests' settings, a larger memory limit): sets $ch_url and $ch_pid.
+start_clickhouse() {
+  local dir="$work/clickhouse" http tcp
+  mkdir -p "$dir"/data "$dir"/tmp "$dir"/user_files "$dir"/format_schemas
+  http=$(free_port); tcp=$(free_port)
+  cat > "$dir/config.xml" <<XML
+<?xml version="1.0"?>
+<yandex>
+    <logger><level>warning</level><log>$dir/server.log</log><errorlog>$dir/error.log</errorlog><console>0</console></logger>
+    <http_port>$http</http_port><tcp_port>$tcp</tcp_port><listen_host>127.0.0.1</listen_host>
+    <path>$dir/data/</path><tmp_path>$dir/tmp/</tmp_path><user_files_path>$dir/user_files/</user_files_path>
+    <format_schema_path>$dir/format_schemas/</format_schema_path><users_config>$dir/users.xml</users_config>
+    <default_profile>default</default_profile><default_database>default</default_database>
+    <mark_cache_size>268435456</mark_cache_size>
+</yandex>
+XML
+  cat > "$dir/users.xml" <<XML
+<?xml version="1.0"?>
+<yandex>
+    <profiles><default><max_memory_usage>8000000000</max_memory_usage></default></profiles>
+    <users><default><password></password><networks><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></default></users>
+    <quotas><default><interval><duration>3600</duration><queries>0</queries><errors>0</errors><result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time></interval></default></quotas>
+</yandex>
+XML
+  "${EAI_TEST_CLICKHOUSE_SERVER:-/usr/sbin/clickhouse-server}" --config-file="$dir/config.xml" > "$dir/stdout.log" 2>&1 &
+  ch_pid=$!
+  ch_url="http://127.0.0.1:$http/eai"
+  for _ in $(seq 1 300); do curl -fsS "http://127.0.0.1:$http/ping" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  cat "$dir/stdout.log" "$dir/error.log" 2>/dev/null; exit 1
+}
 record() { sed "s/^/$1./" >> "$results"; }
 bench() { EAI_API_KEY=$key "$bin" bench --url "$url" "$@"; }
 
-echo "== engine (in process)"
-cargo bench -q -p eai-engine --bench allocate 2>/dev/null | tee "$work/engine.txt"
+if part engine; then
+  echo "== engine (in process)"
+  cargo bench -q -p eai-engine --bench allocate 2>/dev/null | tee "$work/engine.txt"
+fi
 
 for backend in $BACKENDS; do
-  echo "== $backend: ingest over HTTP"
-  start "$backend" "ingest_$backend"
-  bench ingest --samples "$INGEST" --batch 5000 --concurrency 4 --csv "$work/rows.csv" | record "$backend"
-  stop
-  if [ "$backend" = sqlite ]; then
-    f="$work/ingest_sqlite/eai-gpu.db"
-    python3 scripts/bench_sqlite_reference.py "$f" "$work/rows.csv" | record sqlite
-  else
-    psql -q "$PG_URL" -v ON_ERROR_STOP=1 -c "DROP TABLE IF EXISTS eai_bench_copy" \
-      -c "CREATE TABLE eai_bench_copy (gpu_uuid text, end_ms bigint, deployment_id text, utilization numeric, memory_used_gb numeric, power_w numeric, PRIMARY KEY (gpu_uuid, end_ms))"
-    t0=$(date +%s.%N)
-    psql -q "$PG_URL" -c "\\copy eai_bench_copy FROM '$work/rows.csv' WITH (FORMAT csv)"
-    t1=$(date +%s.%N)
-    rows=$(wc -l < "$work/rows.csv")
-    python3 -c "print('reference_copy_rows_per_second=%.0f' % ($rows/($t1-$t0)))" | record postgres
-    psql -q "$PG_URL" -c "DROP TABLE eai_bench_copy"
+  if part ingest; then
+    echo "== $backend: ingest over HTTP"
+    start "$backend" "ingest_$backend"
+    bench ingest --samples "$INGEST" --batch 5000 --concurrency 4 --csv "$work/rows.csv" | record "$backend"
+    stop
+    if [ "$backend" = sqlite ]; then
+      f="$work/ingest_sqlite/eai-gpu.db"
+      python3 scripts/bench_sqlite_reference.py "$f" "$work/rows.csv" | record sqlite
+    else
+      psql -q "$PG_URL" -v ON_ERROR_STOP=1 -c "DROP TABLE IF EXISTS eai_bench_copy" \
+        -c "CREATE TABLE eai_bench_copy (gpu_uuid text, end_ms bigint, deployment_id text, utilization numeric, memory_used_gb numeric, power_w numeric, PRIMARY KEY (gpu_uuid, end_ms))"
+      t0=$(date +%s.%N)
+      psql -q "$PG_URL" -c "\\copy eai_bench_copy FROM '$work/rows.csv' WITH (FORMAT csv)"
+      t1=$(date +%s.%N)
+      rows=$(wc -l < "$work/rows.csv")
+      python3 -c "print('reference_copy_rows_per_second=%.0f' % ($rows/($t1-$t0)))" | record postgres
+      psql -q "$PG_URL" -c "DROP TABLE eai_bench_copy"
+    fi
   fi
 
-  echo "== $backend: allocation latency, 1,000 GPUs / 50 deployments / 20 tenants"
-  start "$backend" "alloc_$backend"
-  bench load --gpus 1000 --days 30 --window-seconds 3600 | record "$backend.g1000"
-  for d in 1 7 30; do bench allocation --days "$d" --runs 20 | record "$backend.g1000.d$d"; done
-  # The reference, side by side: the same database served without the read cache (every request decodes
-  # every hour), then with it again for the mixed load.
-  stop
-  CACHE_ROWS=0 start "$backend" "alloc_$backend" keep
-  for d in 1 30; do bench allocation --days "$d" --runs 10 | record "$backend.g1000.nocache.d$d"; done
-  stop
-  start "$backend" "alloc_$backend" keep
-  secs=$MIXED_S; [ "$backend" = postgres ] && secs=$PG_MIXED_S
-  echo "== $backend: mixed load (${secs}s at 6,700 samples/s, allocation every second)"
-  bench mixed --gpus 1000 --rate 6700 --seconds "$secs" --server-pid "$server" \
-    --end "$(date -u -d '+2 days' +%Y-%m-%dT%H:00:00Z)" | record "$backend"
-  stop
+  if part alloc || part mixed; then
+    echo "== $backend: allocation latency, 1,000 GPUs / 50 deployments / 20 tenants"
+    start "$backend" "alloc_$backend"
+    bench load --gpus 1000 --days 30 --window-seconds 3600 | record "$backend.g1000"
+    if part alloc; then
+      for d in 1 7 30; do bench allocation --days "$d" --runs 20 | record "$backend.g1000.d$d"; done
+      # The reference, side by side: the same database served without the read cache (every request decodes
+      # every hour), then with it again for the mixed load.
+      stop
+      CACHE_ROWS=0 start "$backend" "alloc_$backend" keep
+      for d in 1 30; do bench allocation --days "$d" --runs 10 | record "$backend.g1000.nocache.d$d"; done
+      stop
+      start "$backend" "alloc_$backend" keep
+    fi
+    if part mixed; then
+      secs=$MIXED_S; [ "$backend" = postgres ] && secs=$PG_MIXED_S
+      echo "== $backend: mixed load (${secs}s at 6,700 samples/s, allocation every second)"
+      bench mixed --gpus 1000 --rate 6700 --seconds "$secs" --server-pid "$server" \
+        --end "$(date -u -d '+2 days' +%Y-%m-%dT%H:00:00Z)" | record "$backend"
+    fi
+    stop
+  fi
 
   case " $BIG_BACKENDS " in *" $backend "*) ;; *) continue ;; esac
-  echo "== $backend: allocation latency, $BIG GPUs"
+  part big || continue
+  big_deps=$((BIG / 20)); big_tenants=$((BIG / 100))
+  echo "== $backend: $BIG GPUs / $big_deps deployments / $big_tenants tenants, a month of hourly windows"
   start "$backend" "big_$backend"
-  bench load --gpus "$BIG" --days 30 --window-seconds 3600 | record "$backend.g$BIG"
-  bench allocation --days 30 --runs 3 | record "$backend.g$BIG.d30"
+  bench load --gpus "$BIG" --deployments "$big_deps" --tenants "$big_tenants" --days 30 --window-seconds 3600 \
+    | record "$backend.g$BIG"
+  for d in 1 7 30; do bench allocation --days "$d" --runs 5 | record "$backend.g$BIG.d$d"; done
+  stop
+  echo "== $backend: the same store copied into ClickHouse (replica backfill), allocated from there"
+  [ -n "$ch_pid" ] || start_clickhouse
+  ch_db="eai_$backend"
+  CH_URL="${ch_url%/*}/$ch_db" ALLOC_SOURCE=clickhouse start "$backend" "big_$backend" keep
+  "$bin" replica backfill --data-dir "$work/big_$backend" --database-url "$db" \
+    --clickhouse-url "${ch_url%/*}/$ch_db" | tee "$work/backfill.txt"
+  sed -nE 's/^copied ([0-9]+) rows in ([0-9.]+) s \(([0-9]+) rows\/s\).*/backfill_rows=\1\nbackfill_seconds=\2\nbackfill_rows_per_second=\3/p' \
+    "$work/backfill.txt" | record "$backend.g$BIG"
+  for d in 1 7 30; do bench allocation --days "$d" --runs 3 | record "$backend.g$BIG.clickhouse.d$d"; done
   stop
 done
 
-echo "== late samples past the raw retention: bytes kept per pruned sample, out-of-order ingest rates (in process)"
-pg_arg=""; case " $BACKENDS " in *" postgres "*) pg_arg=$PG_URL ;; esac
-if [ "$QUICK" = 1 ]; then pruned_fleet="20 6"; else pruned_fleet="50 24"; fi
-# shellcheck disable=SC2086
-cargo run --release -q -p eai-store --example pruned -- $pruned_fleet $pg_arg | tee "$work/pruned.txt"
+if part late; then
+  echo "== late samples past the raw retention: bytes kept per pruned sample, out-of-order ingest rates (in process)"
+  pg_arg=""; case " $BACKENDS " in *" postgres "*) pg_arg=$PG_URL ;; esac
+  if [ "$QUICK" = 1 ]; then pruned_fleet="20 6"; else pruned_fleet="50 24"; fi
+  # shellcheck disable=SC2086
+  cargo run --release -q -p eai-store --example pruned -- $pruned_fleet $pg_arg | tee "$work/pruned.txt"
+fi
+
+if part sampler; then
+  echo "== the sampler (in process): a tick of 8 GPUs and of 56 MIG slices, the spool, memory after a day of ticks"
+  cargo bench -q -p eai-sampler --bench tick 2>/dev/null | tee "$work/sampler.txt"
+fi
 
 echo
 echo "== results"
 cat "$results"
+[ -f "$work/engine.txt" ] || : > "$work/engine.txt"
 python3 scripts/bench_table.py "$results" "$work/engine.txt"
 # A figure of refused requests is no figure: fail loudly.
 if grep -E '_errors=[1-9]' "$results"; then

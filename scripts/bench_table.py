@@ -21,7 +21,7 @@ def ratio(a, b):
 
 rows = []
 for b in ("sqlite", "postgres"):
-    if f"{b}.ingest_samples_per_second" not in vals:
+    if not any(k.startswith(f"{b}.") for k in vals):
         continue
     ref = "reference_naive_insert_rows_per_second" if b == "sqlite" else "reference_copy_rows_per_second"
     rows.append((f"{b}: ingest over HTTP, durable + deduplicated", g(f"{b}.ingest_samples_per_second", " samples/s"),
@@ -35,11 +35,25 @@ for b in ("sqlite", "postgres"):
                 if nocache in vals else "")
         rows.append((f"{b}: allocation, 1,000 GPUs, {d} day(s): p50 / p99",
                      f"{g(f'{b}.g1000.d{d}.allocation_p50_ms', ' ms')} / {g(f'{b}.g1000.d{d}.allocation_p99_ms', ' ms')}", note))
-    for k, v in vals.items():
-        m = re.match(rf"{b}\.g(\d+)\.d30\.allocation_p50_ms", k)
-        if m and m.group(1) != "1000":
-            n = m.group(1)
-            rows.append((f"{b}: allocation, {n} GPUs, 30 days: p50 / p99", f"{v} ms / {g(f'{b}.g{n}.d30.allocation_p99_ms', ' ms')}", ""))
+    bigs = sorted({m.group(1) for k in vals for m in [re.match(rf"{b}\.g(\d+)\.load_samples", k)] if m and m.group(1) != "1000"})
+    for n in bigs:
+        rows.append((f"{b}: {n} GPUs, a month loaded over HTTP", g(f"{b}.g{n}.load_samples", " samples"),
+                     f"{g(f'{b}.g{n}.load_seconds', ' s')}, {ratio(f'{b}.g{n}.load_samples', f'{b}.g{n}.load_seconds')} samples/s"))
+        for d in ("1", "7", "30"):
+            rows.append((f"{b}: allocation, {n} GPUs, {d} day(s): p50 / p99",
+                         f"{g(f'{b}.g{n}.d{d}.allocation_p50_ms', ' ms')} / {g(f'{b}.g{n}.d{d}.allocation_p99_ms', ' ms')}",
+                         f"first request {g(f'{b}.g{n}.d{d}.allocation_first_ms', ' ms')}"))
+        if f"{b}.g{n}.backfill_rows" in vals:
+            rows.append((f"{b}: replica backfill into ClickHouse, {n} GPUs, a month", g(f"{b}.g{n}.backfill_rows_per_second", " rows/s"),
+                         f"{g(f'{b}.g{n}.backfill_rows')} rows in {g(f'{b}.g{n}.backfill_seconds', ' s')} (`eai-gpu replica backfill`)"))
+        for d in ("1", "7", "30"):
+            k = f"{b}.g{n}.clickhouse.d{d}.allocation_p50_ms"
+            if k in vals:
+                rows.append((f"{b}: allocation from ClickHouse, {n} GPUs, {d} day(s): p50 / p99",
+                             f"{vals[k]} ms / {g(f'{b}.g{n}.clickhouse.d{d}.allocation_p99_ms', ' ms')}",
+                             f"{ratio(k, f'{b}.g{n}.d{d}.allocation_p50_ms')} x the primary's p50"))
+    if f"{b}.mixed_ingest_p99_ms" not in vals:
+        continue
     rows.append((f"{b}: mixed load, ingest p99 / allocation p99", f"{g(f'{b}.mixed_ingest_p99_ms', ' ms')} / {g(f'{b}.mixed_allocation_p99_ms', ' ms')}",
                  f"{g(f'{b}.mixed_samples_per_second')} samples/s for {g(f'{b}.mixed_seconds')} s, errors {g(f'{b}.mixed_errors')}, "
                  f"RSS {g(f'{b}.mixed_server_rss_mib_first')} -> {g(f'{b}.mixed_server_rss_mib_last')} MiB, peak {g(f'{b}.mixed_server_rss_mib_max_first_half')} in the first half / {g(f'{b}.mixed_server_rss_mib_max_second_half')} in the second"))

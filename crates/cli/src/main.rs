@@ -1,6 +1,6 @@
 //! eai-gpu: the one binary. `serve` runs the control plane, `demo` runs it on a fresh embedded store loaded
-//! with a realistic month, `allocate` works on files without a server, `export focus` writes a month's FOCUS file, `keys`, `audit verify` and `migrate`
-//! administer a store directly, `sampler` (the `eai-sampler` crate) pushes a node's GPU samples.
+//! with a realistic month, `allocate` works on files without a server, `export focus` writes a month's FOCUS file, `keys`, `audit verify`, `migrate` and
+//! `replica backfill` administer a store directly, `sampler` (the `eai-sampler` crate) pushes a node's GPU samples.
 
 use clap::{Parser, Subcommand};
 
@@ -11,6 +11,7 @@ mod bench;
 mod demo;
 mod demo_data;
 mod export_cmd;
+mod replica_cmd;
 mod serve;
 mod table;
 
@@ -43,6 +44,8 @@ enum Command {
     Audit(admin::AuditArgs),
     /// Create or upgrade the store's schema, then exit.
     Migrate(admin::StoreArgs),
+    /// The ClickHouse replica: `replica backfill` copies what the store holds into a replica added later.
+    Replica(replica_cmd::ReplicaArgs),
     /// Read GPU metrics (DCGM exporter, Prometheus or NVML) and push them to the control plane, never losing a
     /// window (durable spool, retries).
     Sampler(eai_sampler::cli::SamplerArgs),
@@ -64,6 +67,7 @@ fn main() -> std::process::ExitCode {
         Command::Keys(args) => runtime().and_then(|rt| rt.block_on(admin::keys(args))),
         Command::Audit(args) => runtime().and_then(|rt| rt.block_on(admin::audit(args))),
         Command::Migrate(args) => runtime().and_then(|rt| rt.block_on(admin::migrate(args))),
+        Command::Replica(args) => runtime().and_then(|rt| rt.block_on(replica_cmd::run(args))),
         Command::Sampler(args) => runtime().and_then(|rt| {
             let _telemetry = init_logging("eai-gpu-sampler", "info")?;
             Ok(rt.block_on(eai_sampler::cli::run(args, shutdown_signal()))?)

@@ -4,8 +4,11 @@
 //! H100x8 fixture and on a synthetic full exposition (8 GPUs x 20 families, HELP/TYPE, Kubernetes labels, an
 //! energy counter that moves). Also the spool append with its fsync, and the resident memory after many ticks.
 //!
-//! `cargo bench -p eai-sampler --bench tick` (argument: ticks, default 20000). Targets: < 1 ms per tick,
-//! < 20 MiB resident.
+//! Also a node of 8 A100s cut into 7 MIG slices each (56 slices), built from the NVIDIA documentation's MIG
+//! exposition in the fixtures, and the spool's write rate.
+//!
+//! `cargo bench -p eai-sampler --bench tick` (argument: ticks, default 5760: a day at 15 s). Targets: < 1 ms per
+//! tick, < 20 MiB resident.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -141,6 +144,42 @@ fn synthetic(tick: u64) -> String {
     out
 }
 
+/// The MIG fixture (one A100 and one 1g.5gb instance) grown to 8 GPUs of 7 instances each: every line of the
+/// fixture, in its order (a family's lines stay together), repeated per GPU, and per instance for the lines
+/// that carry `GPU_I_ID`; the energy counter moves with `tick`.
+fn mig56(fixture: &str, tick: u64) -> String {
+    let mut out = String::with_capacity(64 * 1024);
+    for line in fixture.lines() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let instances: &[u64] = if line.contains("GPU_I_ID=") {
+            &[7, 8, 9, 10, 11, 12, 13]
+        } else {
+            &[0]
+        };
+        for g in 0..8u64 {
+            for &i in instances {
+                let mut l = line
+                    .replace("gpu=\"0\"", &format!("gpu=\"{g}\""))
+                    .replace("device=\"nvidia0\"", &format!("device=\"nvidia{g}\""))
+                    .replace("179bcfa61660", &format!("179bcfa6166{g}"))
+                    .replace("GPU_I_ID=\"13\"", &format!("GPU_I_ID=\"{i}\""));
+                if l.starts_with("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION") {
+                    if let Some((labels, _)) = l.rsplit_once(' ') {
+                        l = format!("{labels} {}", 100_000_000 + tick * 6_000_000 + g);
+                    }
+                }
+                out.push_str(&l);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
 fn rss_kib() -> (u64, u64) {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let field = |k: &str| {
@@ -187,13 +226,23 @@ fn main() {
     let n: usize = std::env::args()
         .skip(1)
         .find_map(|a| a.parse().ok())
-        .unwrap_or(20_000);
+        .unwrap_or(5_760);
     let fixtures = std::env::var("EAI_FIXTURES_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"));
     let h100 = std::fs::read_to_string(fixtures.join("dcgm_h100x8_k8s_gpu_operator_sampled.prom"))
         .expect("the H100x8 fixture (the repository's fixtures/, or EAI_FIXTURES_DIR)");
+    let mig = std::fs::read_to_string(fixtures.join("dcgm_a100_mig_nvidia_docs.prom"))
+        .expect("the A100 MIG fixture");
     let texts: Vec<String> = (0..64).map(synthetic).collect();
+    let migs: Vec<String> = (0..64).map(|t| mig56(&mig, t)).collect();
+    {
+        let end = Timestamp(1_800_000_000_000);
+        let r = dcgm::from_text(&migs[0], end);
+        let out = Converter::new(Attribution::default(), None).convert(&r, Window { end, ms: W });
+        assert_eq!(r.stats.malformed, 0);
+        assert_eq!(out.samples.len(), 56, "8 GPUs x 7 MIG slices");
+    }
     let (rss0, _) = rss_kib();
 
     println!("eai-sampler tick benchmark: {n} ticks per case");
@@ -201,9 +250,10 @@ fn main() {
     println!("| case | bytes | lines | min | p50 | p99 | p50 / reference |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
     let mut samples_out = 0usize;
-    for (label, text) in [
-        ("H100x8 fixture (4 families)", &h100),
-        ("synthetic 8 GPUs x 20 families", &texts[0]),
+    for (label, text, many) in [
+        ("H100x8 fixture (4 families)", &h100, None),
+        ("synthetic 8 GPUs x 20 families", &texts[0], Some(&texts)),
+        ("A100 MIG fixture, 8 GPUs x 7 slices", &migs[0], Some(&migs)),
     ] {
         let lines = text.lines().count();
         let reference = measure(n, |_| {
@@ -216,11 +266,7 @@ fn main() {
         });
         let mut conv = Converter::new(Attribution::default(), None);
         let tick = measure(n, |i| {
-            let t = if label.starts_with("synthetic") {
-                &texts[i % texts.len()]
-            } else {
-                text
-            };
+            let t = many.map_or(text, |m| &m[i % m.len()]);
             let end = Timestamp(1_800_000_000_000 + i as i64 * W);
             let r = dcgm::from_text(black_box(t), end);
             let out = conv.convert(&r, Window { end, ms: W });
@@ -281,6 +327,39 @@ fn main() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 
+    // The spool's write rate: durable appends of the 56-slice node's batches, nothing acknowledged (the link
+    // to the control plane is down and the spool fills).
+    let mut spool = Spool::open(&dir, DEFAULT_MAX_BYTES).unwrap();
+    let mut conv = Converter::new(Attribution::default(), None);
+    let batches: Vec<Batch> = (0..64)
+        .map(|i| {
+            let end = Timestamp(1_800_000_000_000 + i as i64 * W);
+            let r = dcgm::from_text(&migs[i % migs.len()], end);
+            Batch::samples(
+                end.to_string(),
+                conv.convert(&r, Window { end, ms: W }).samples,
+            )
+        })
+        .collect();
+    let bytes: usize = batches
+        .iter()
+        .map(|b| serde_json::to_string(b).unwrap().len() + 1)
+        .sum::<usize>()
+        / batches.len();
+    let appends = 500;
+    let started = Instant::now();
+    for i in 0..appends {
+        spool.append(&batches[i % batches.len()]).unwrap();
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "| spool write rate (append + fsync), 56-sample batches of {bytes} bytes | | | | | | {:.0} batches/s = {:.0} samples/s, {:.1} MB/s |",
+        appends as f64 / secs,
+        (appends * 56) as f64 / secs,
+        (appends * bytes) as f64 / secs / 1e6
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+
     // Resident memory after many ticks of the synthetic node (energy state, buffers, allocator).
     let mut conv = Converter::new(Attribution::default(), None);
     for i in 0..n {
@@ -292,7 +371,7 @@ fn main() {
     let (rss, hwm) = rss_kib();
     println!();
     println!(
-        "resident memory: {:.1} MiB after {} more ticks (peak {:.1} MiB; {:.1} MiB at start, the 64 synthetic expositions included) -> {} the 20 MiB target",
+        "resident memory: {:.1} MiB after {} more ticks of the synthetic 8-GPU node (peak {:.1} MiB; {:.1} MiB at start, the 64 synthetic expositions included) -> {} the 20 MiB target",
         rss as f64 / 1024.0,
         n,
         hwm as f64 / 1024.0,

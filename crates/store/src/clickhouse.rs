@@ -383,6 +383,95 @@ pub async fn replicate_once(
     })
 }
 
+/// The version of every row [`backfill`] writes: below any outbox sequence (both backends number the outbox
+/// from 1), so that a row the outbox carries wins over the backfill's copy of it, whichever arrives first.
+pub const BACKFILL_VERSION: u64 = 0;
+
+/// What a [`backfill`] has copied so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Backfilled {
+    /// Steps done and in all.
+    pub steps: u64,
+    pub total_steps: u64,
+    pub samples: u64,
+    pub rollups: u64,
+    pub gaps: u64,
+    pub events: u64,
+}
+
+impl Backfilled {
+    pub fn rows(&self) -> u64 {
+        self.samples + self.rollups + self.gaps + self.events
+    }
+}
+
+/// Copies what the primary holds of `[from, to)` into the replica (a replica added to an existing database:
+/// the outbox only carries changes made while it was on), `step_ms` at a time: each step is one snapshot of
+/// the primary ([`crate::Store::replica_rows`], [`crate::Store::usage_events`]) and one insert per table.
+/// `progress` is called after each step.
+///
+/// Safe while servers ingest and replicate, and safe to run again: every row carries [`BACKFILL_VERSION`], so
+/// any row the outbox delivers, before or after, replaces the backfill's copy; and a row copied twice is one
+/// row (`ReplacingMergeTree`, `FINAL`). What it needs: the outbox on (the servers started with
+/// `EAI_CLICKHOUSE_URL`) before it starts, so that every change it does not see is in the outbox; and a replica
+/// that holds nothing older than the primary (a replica detached while the primary changed is dropped and
+/// backfilled anew: its stale rows carry versions the backfill's cannot beat).
+pub async fn backfill(
+    store: &dyn crate::Store,
+    ch: &ClickHouse,
+    from: Timestamp,
+    to: Timestamp,
+    step_ms: i64,
+    mut progress: impl FnMut(&Backfilled),
+) -> std::result::Result<Backfilled, ReplicateError> {
+    let step_ms = step_ms.max(1);
+    let span = to.0.saturating_sub(from.0).max(0);
+    let mut done = Backfilled {
+        total_steps: u64::try_from((span + step_ms - 1) / step_ms).unwrap_or(0),
+        ..Backfilled::default()
+    };
+    let versioned = |mut v: Value| {
+        v["version"] = json!(BACKFILL_VERSION);
+        v
+    };
+    let mut at = from.0;
+    while at < to.0 {
+        let end = at.saturating_add(step_ms).min(to.0);
+        let rows = store.replica_rows(Timestamp(at), Timestamp(end)).await?;
+        let events = store
+            .usage_events(crate::Scope::Platform, Timestamp(at), Timestamp(end))
+            .await?;
+        let samples: Vec<Value> = rows
+            .samples
+            .iter()
+            .map(|s| versioned(sample_row(s)))
+            .collect();
+        let rollups: Vec<Value> = rows
+            .rollups
+            .iter()
+            .map(|r| versioned(rollup_row(r, false)))
+            .collect();
+        let gaps: Vec<Value> = rows
+            .gaps
+            .iter()
+            .map(|g| versioned(gap_row(g, false)))
+            .collect();
+        let event_rows: Vec<Value> = events.iter().map(|e| versioned(event_row(e))).collect();
+        ch.insert("gpu_samples", &samples).await?;
+        ch.insert("gpu_rollups", &rollups).await?;
+        ch.insert("gpu_gaps", &gaps).await?;
+        ch.insert("usage_events", &event_rows).await?;
+        done.steps += 1;
+        done.samples += samples.len() as u64;
+        done.rollups += rollups.len() as u64;
+        done.gaps += gaps.len() as u64;
+        done.events += event_rows.len() as u64;
+        progress(&done);
+        at = end;
+    }
+    Ok(done)
+}
+
 fn redact(url: &str) -> String {
     match url
         .split_once("://")

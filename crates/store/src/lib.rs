@@ -282,6 +282,17 @@ pub struct NodeSeen {
     pub last_seen: Timestamp,
 }
 
+/// What a ClickHouse replica holds of a period `[from, to)`, read from one snapshot of the primary for
+/// `eai-gpu replica backfill` (a replica added to an existing database): the raw samples ending in it (those
+/// the retention kept), the per-GPU rollups of its buckets, the gaps that start in it. Usage events are read
+/// with [`Store::usage_events`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReplicaRows {
+    pub samples: Vec<Sample>,
+    pub rollups: Vec<Rollup>,
+    pub gaps: Vec<Gap>,
+}
+
 /// What the allocation reads for a period: group rollups (per-GPU rollups or raw cells where a bucket must be
 /// priced exactly), gaps, and every tenant's usage as hourly claims (see [`groups`]).
 #[derive(Debug, Clone, Default)]
@@ -391,6 +402,13 @@ pub trait Store: Send + Sync + 'static {
     /// Per node, the latest window end stored for any of its GPUs, for the nodes seen at or after `since`, by
     /// node name.
     async fn nodes_last_seen(&self, since: Timestamp) -> Result<Vec<NodeSeen>>;
+
+    /// The span a replica has rows of: from the earliest of sample ends, rollup buckets, gap starts and event
+    /// times, to just past the latest (a rollup counts to its bucket's end); `None` when the store holds none.
+    async fn replica_extent(&self) -> Result<Option<(Timestamp, Timestamp)>>;
+
+    /// The replica's rows of `[from, to)` ([`ReplicaRows`]), from one snapshot, on the platform path.
+    async fn replica_rows(&self, from: Timestamp, to: Timestamp) -> Result<ReplicaRows>;
 
     // --- usage events --------------------------------------------------------------------------------------
 

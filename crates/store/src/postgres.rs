@@ -450,6 +450,16 @@ impl Store for PgStore {
         samples::deployments_seen(c.conn()?).await
     }
 
+    async fn replica_extent(&self) -> Result<Option<(Timestamp, Timestamp)>> {
+        let mut c = self.conn().await?;
+        samples::replica_extent(c.conn()?, &self.inner.cfg).await
+    }
+
+    async fn replica_rows(&self, from: Timestamp, to: Timestamp) -> Result<crate::ReplicaRows> {
+        let mut c = self.conn().await?;
+        samples::replica_rows(c.conn()?, from.0, to.0).await
+    }
+
     async fn latest_samples(&self, since: Timestamp, limit: u64) -> Result<LatestSamples> {
         let mut c = self.conn().await?;
         samples::latest_samples(c.conn()?, since.0, limit).await

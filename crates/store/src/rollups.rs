@@ -69,7 +69,8 @@ pub struct RollupConfig {
     pub bucket_ms: i64,
     /// Write the replica's rows into the transactional outbox ([`crate::outbox`]) with every change. Not a
     /// recorded setting: a store may be opened with it on or off (`serve` turns it on when
-    /// `EAI_CLICKHOUSE_URL` is set); changes made while it was off are never replicated.
+    /// `EAI_CLICKHOUSE_URL` is set); changes made while it was off reach a replica only through
+    /// `eai-gpu replica backfill` ([`crate::clickhouse::backfill`]).
     pub outbox: bool,
     /// Rows (group rollups and claims) the allocation's read cache may hold ([`crate::read_cache`]; 0: none).
     /// Not a recorded setting either.
@@ -752,4 +753,28 @@ pub fn deployments_seen(rows: impl IntoIterator<Item = SeriesSeen>) -> Vec<Deplo
         }
     }
     out
+}
+
+/// The span of [`crate::Store::replica_extent`] from each table's least and greatest instant, as the backends
+/// read them: rollup buckets (a bucket counts to its end, where its last sample may end), gap starts, event
+/// times. `None` when every table is empty.
+pub fn replica_extent(
+    cfg: &RollupConfig,
+    buckets: (Option<i64>, Option<i64>),
+    gap_starts: (Option<i64>, Option<i64>),
+    events: (Option<i64>, Option<i64>),
+) -> Option<(Timestamp, Timestamp)> {
+    let from = [buckets.0, gap_starts.0, events.0]
+        .into_iter()
+        .flatten()
+        .min()?;
+    let to = [
+        buckets.1.map(|b| b.saturating_add(cfg.bucket_ms)),
+        gap_starts.1,
+        events.1,
+    ]
+    .into_iter()
+    .flatten()
+    .max()?;
+    Some((Timestamp(from), Timestamp(to.saturating_add(1))))
 }

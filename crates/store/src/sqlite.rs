@@ -254,6 +254,15 @@ impl Store for SqliteStore {
         self.read(|c, _| samples::deployments_seen(c)).await
     }
 
+    async fn replica_extent(&self) -> Result<Option<(Timestamp, Timestamp)>> {
+        self.read(|c, cfg| samples::replica_extent(c, cfg)).await
+    }
+
+    async fn replica_rows(&self, from: Timestamp, to: Timestamp) -> Result<crate::ReplicaRows> {
+        self.read(move |c, _| samples::replica_rows(c, from.0, to.0))
+            .await
+    }
+
     async fn latest_samples(&self, since: Timestamp, limit: u64) -> Result<LatestSamples> {
         self.read(move |c, _| samples::latest_samples(c, since.0, limit))
             .await

@@ -16,7 +16,7 @@ use eai_engine::domain::{
 use eai_engine::money::Currency;
 use eai_engine::policy::Glob;
 use eai_store::clickhouse::scratch::ScratchClickHouse;
-use eai_store::clickhouse::{replicate_once, ClickHouse};
+use eai_store::clickhouse::{backfill, replicate_once, ClickHouse};
 use eai_store::Scope;
 use rust_decimal::Decimal;
 
@@ -50,6 +50,8 @@ async fn clickhouse() -> ScratchClickHouse {
 struct Replicated {
     store: Arc<dyn Store>,
     ch: ClickHouse,
+    /// The store's configuration (with the replica's URL), to open a second handle on it.
+    config: Config,
     _server: ScratchClickHouse,
     _dir: tempfile::TempDir,
     _db: Option<ScratchDb>,
@@ -83,6 +85,7 @@ async fn replicated() -> Replicated {
     Replicated {
         store,
         ch,
+        config,
         _server: server,
         _dir: dir,
         _db: db,
@@ -364,9 +367,106 @@ async fn the_batch_run_twice_leaves_one_corrected_event_per_key_in_clickhouse() 
     );
 }
 
+/// A replica added to a database that already held data: what was written before the outbox was on reaches
+/// it only through the backfill; a change the outbox carries wins over the backfill's copy whether it arrives
+/// before or after it; a second backfill changes nothing.
+async fn a_replica_added_later_is_backfilled_and_the_outbox_wins() {
+    let r = replicated().await;
+    let without_outbox = eai_api::open_store(&Config {
+        clickhouse_url: None,
+        ..r.config.clone()
+    })
+    .await
+    .expect("a handle on the same store, outbox off");
+    load(without_outbox.as_ref()).await;
+    assert_eq!(r.store.outbox_stats().await.expect("stats").pending, 0);
+
+    // With the outbox on, before the backfill: the held-back sample (GPU-1's first hour recomputed).
+    r.store
+        .insert_samples(
+            &[gpu_sample("GPU-1", "vllm-shared", None, LATE_END, "400")],
+            &audit(),
+        )
+        .await
+        .expect("late sample");
+    drain(r.store.as_ref(), &r.ch).await;
+
+    let (from, to) = r
+        .store
+        .replica_extent()
+        .await
+        .expect("extent")
+        .expect("the store holds rows");
+    assert!(from.0 <= T0 && to.0 > T0 + 4 * HOUR_MS, "{from}..{to}");
+    let mut steps = 0;
+    let done = backfill(r.store.as_ref(), &r.ch, from, to, HOUR_MS, |d| {
+        steps = d.steps;
+    })
+    .await
+    .expect("backfill");
+    assert_eq!((steps, done.steps), (done.total_steps, done.total_steps));
+    let held = r.store.replica_rows(from, to).await.expect("rows");
+    assert_eq!(
+        done.samples,
+        held.samples.len() as u64,
+        "each sample copied once"
+    );
+    assert_eq!(done.rollups, held.rollups.len() as u64);
+    assert_eq!(done.events, 3);
+    assert!(done.gaps >= 1, "the hole in GPU-1's samples: {done:?}");
+
+    // After the backfill: B's event moves away (the outbox delivers it after the backfill's copy).
+    r.store
+        .upsert_usage_events(
+            &[tokens(
+                B_EVENT,
+                tenant(TENANT_B),
+                "elsewhere",
+                T0 + 700_000,
+                300,
+            )],
+            &audit(),
+        )
+        .await
+        .expect("moved event");
+    drain(r.store.as_ref(), &r.ch).await;
+
+    let same_as_primary = || async {
+        let config = AllocationConfig::default();
+        let primary = compute(r.store.as_ref(), period(), config)
+            .await
+            .expect("primary");
+        let replica = compute_from(
+            &Source::ClickHouse(r.ch.clone()),
+            r.store.as_ref(),
+            period(),
+            config,
+        )
+        .await
+        .expect("replica");
+        assert!(!primary.tenants.is_empty());
+        assert_eq!(primary, replica);
+        primary
+    };
+    let first = same_as_primary().await;
+    let samples = scalar(&r.ch, "SELECT count() AS v FROM eai.gpu_samples FINAL").await;
+    assert_eq!(samples, held.samples.len().to_string());
+
+    // Again: the backfill's older copy of B's event loses to the outbox's, nothing is doubled.
+    backfill(r.store.as_ref(), &r.ch, from, to, 2 * HOUR_MS, |_| {})
+        .await
+        .expect("second backfill");
+    assert_eq!(same_as_primary().await, first);
+    assert_eq!(
+        scalar(&r.ch, "SELECT count() AS v FROM eai.gpu_samples FINAL").await,
+        samples
+    );
+}
+
 on_both_backends!(
     allocation_from_clickhouse_equals_the_primary,
     the_batch_run_twice_leaves_one_corrected_event_per_key_in_clickhouse,
+    a_replica_added_later_is_backfilled_and_the_outbox_wins,
 );
 
 /// One figure of the replica, read with FINAL.

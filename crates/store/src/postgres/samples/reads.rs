@@ -172,3 +172,49 @@ pub async fn nodes_last_seen(conn: &mut PgConn, since: i64) -> Result<Vec<NodeSe
     tx.commit().await.ctx("end read")?;
     Ok(nodes)
 }
+
+/// The least and greatest rollup bucket, gap start and event time ([`rollups::replica_extent`]).
+pub async fn replica_extent(
+    conn: &mut PgConn,
+    cfg: &RollupConfig,
+) -> Result<Option<(Timestamp, Timestamp)>> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
+    let s = st.get(&tx, REPLICA_EXTENT).await?;
+    let r = tx
+        .query_one(&s, &[])
+        .await
+        .ctx("read the replica's extent")?;
+    tx.commit().await.ctx("end read")?;
+    Ok(rollups::replica_extent(
+        cfg,
+        (r.get(0), r.get(1)),
+        (r.get(2), r.get(3)),
+        (r.get(4), r.get(5)),
+    ))
+}
+
+/// What a replica holds of `[from, to)` ([`crate::ReplicaRows`]), from one snapshot on the platform path.
+pub async fn replica_rows(conn: &mut PgConn, from: i64, to: i64) -> Result<crate::ReplicaRows> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
+    let (samples, rollups, gaps) = (
+        st.get(&tx, REPLICA_SAMPLES).await?,
+        st.get(&tx, REPLICA_ROLLUPS).await?,
+        st.get(&tx, REPLICA_GAPS).await?,
+    );
+    let period: [&(dyn ToSql + Sync); 2] = [&from, &to];
+    let (samples, rollups, gaps) = tokio::try_join!(
+        tx.query(&samples, &period),
+        tx.query(&rollups, &period),
+        tx.query(&gaps, &period),
+    )
+    .ctx("read the replica's rows")?;
+    tx.commit().await.ctx("end read")?;
+    Ok(crate::ReplicaRows {
+        samples: samples
+            .iter()
+            .map(|r| sample_of(r).map(|(_, s)| s))
+            .collect::<Result<_>>()?,
+        rollups: rollups.iter().map(rollup_of).collect::<Result<_>>()?,
+        gaps: gaps.iter().map(gap_of).collect::<Result<_>>()?,
+    })
+}

@@ -203,3 +203,29 @@ pub(super) const NODES_SEEN: &str = "SELECT node, max(last_seen_ms) FROM eai.ser
 pub(super) const SERIES_SEEN: &str =
     "SELECT deployment_id, namespace, model, first_seen_ms, last_seen_ms, tenant_id FROM eai.series \
      ORDER BY deployment_id COLLATE \"C\", last_seen_ms, id";
+
+/// The least and greatest rollup bucket, gap start and event time (for `replica_extent`).
+pub(super) const REPLICA_EXTENT: &str =
+    "SELECT (SELECT min(bucket_ms) FROM eai.rollups), (SELECT max(bucket_ms) FROM eai.rollups), \
+     (SELECT min(from_ms) FROM eai.gaps), (SELECT max(from_ms) FROM eai.gaps), \
+     (SELECT min(occurred_at_ms) FROM eai.usage_events), (SELECT max(occurred_at_ms) FROM eai.usage_events)";
+/// The samples ending in `[$1, $2)`: one range probe of the `(gpu_id, end_ms)` key per GPU.
+pub(super) const REPLICA_SAMPLES: &str = concat!(
+    "SELECT ",
+    sample_only_cols!(),
+    "FROM eai.gpus k CROSS JOIN LATERAL (SELECT * FROM eai.gpu_samples x WHERE x.gpu_id = k.id \
+     AND x.end_ms >= $1 AND x.end_ms < $2 OFFSET 0) s",
+    sample_joins!(),
+    "ORDER BY g.uuid, s.end_ms"
+);
+/// The rollups of the buckets in `[$1, $2)`.
+pub(super) const REPLICA_ROLLUPS: &str = concat!(
+    "SELECT ",
+    rollup_cols!(),
+    "WHERE r.bucket_ms >= $1 AND r.bucket_ms < $2 ORDER BY r.bucket_ms, g.uuid"
+);
+/// The gaps starting in `[$1, $2)`, in [`gap_of`]'s columns.
+pub(super) const REPLICA_GAPS: &str =
+    "SELECT g.uuid, x.node, x.deployment_id, x.from_ms, x.to_ms, x.reason \
+     FROM eai.gaps x JOIN eai.gpus g ON g.id = x.gpu_id WHERE x.from_ms >= $1 AND x.from_ms < $2 \
+     ORDER BY g.uuid, x.from_ms";

@@ -197,3 +197,73 @@ pub fn nodes_last_seen(conn: &Connection, since: i64) -> Result<Vec<NodeSeen>> {
     })
     .ctx("read the nodes last seen")
 }
+
+/// The least and greatest rollup bucket, gap start and event time ([`rollups::replica_extent`]).
+pub fn replica_extent(
+    conn: &Connection,
+    cfg: &SqliteConfig,
+) -> Result<Option<(Timestamp, Timestamp)>> {
+    type Span = (Option<i64>, Option<i64>);
+    let (b, g, e): (Span, Span, Span) = conn
+        .query_row(
+            "SELECT (SELECT min(bucket_ms) FROM rollups), (SELECT max(bucket_ms) FROM rollups), \
+             (SELECT min(from_ms) FROM gaps), (SELECT max(from_ms) FROM gaps), \
+             (SELECT min(occurred_at_ms) FROM usage_events), (SELECT max(occurred_at_ms) FROM usage_events)",
+            [],
+            |r| Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?), (r.get(4)?, r.get(5)?))),
+        )
+        .ctx("read the replica's extent")?;
+    Ok(rollups::replica_extent(cfg, b, g, e))
+}
+
+/// What a replica holds of `[from, to)` ([`crate::ReplicaRows`]), in one read transaction: samples ending in
+/// it (GPU by GPU, an index range each), rollups of its buckets, gaps starting in it.
+pub fn replica_rows(conn: &mut Connection, from: i64, to: i64) -> Result<crate::ReplicaRows> {
+    let tx = conn.transaction().ctx("begin read")?;
+    // CROSS JOIN keeps `gpus` the outer loop: one probe of the (gpu_id, end_ms) key per GPU.
+    let samples = tx
+        .prepare_cached(
+            "SELECT s.end_ms, s.window_ms, s.util_e6, s.mem_e10, s.power_e6, s.storage_e6, s.fraction_e6, \
+             se.node, se.model, se.namespace, se.pod, se.deployment_id, se.owner, g.uuid \
+             FROM gpus g CROSS JOIN gpu_samples s ON s.gpu_id = g.id JOIN series se ON se.id = s.series_id \
+             WHERE s.end_ms >= ?1 AND s.end_ms < ?2 ORDER BY g.uuid, s.end_ms",
+        )
+        .and_then(|mut st| {
+            st.query_map(params![from, to], |r| Ok((r.get::<_, String>(13)?, raw_sample(r)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .ctx("read samples")?
+        .into_iter()
+        .map(|(uuid, raw)| decode_raw(&uuid, raw))
+        .collect::<Result<Vec<_>>>()?;
+    let rollups = tx
+        .prepare_cached(&format!(
+            "{ROLLUP_SELECT} WHERE r.bucket_ms >= ?1 AND r.bucket_ms < ?2 ORDER BY r.bucket_ms, g.uuid"
+        ))
+        .and_then(|mut st| st.query_map(params![from, to], raw_rollup)?.collect::<rusqlite::Result<Vec<_>>>())
+        .ctx("read rollups")?
+        .into_iter()
+        .map(decode_rollup)
+        .collect::<Result<Vec<_>>>()?;
+    let gaps = tx
+        .prepare_cached(
+            "SELECT g.uuid, x.from_ms, x.to_ms, x.reason, x.deployment_id, x.node FROM gaps x \
+             JOIN gpus g ON g.id = x.gpu_id WHERE x.from_ms >= ?1 AND x.from_ms < ?2 ORDER BY g.uuid, x.from_ms",
+        )
+        .and_then(|mut st| {
+            st.query_map(params![from, to], |r| {
+                Ok((r.get::<_, String>(0)?, (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .ctx("read gaps")?
+        .into_iter()
+        .map(|(uuid, g)| gap_of(&uuid, g))
+        .collect::<Result<Vec<_>>>()?;
+    tx.commit().ctx("end read")?;
+    Ok(crate::ReplicaRows {
+        samples,
+        rollups,
+        gaps,
+    })
+}
