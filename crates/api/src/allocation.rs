@@ -4,7 +4,8 @@
 //! `GET /v1/finops/gpu/allocation` (always from the primary: it shows what was ingested a second ago) and by
 //! the allocation batch, which reads from the [`Source`] `EAI_ALLOCATION_SOURCE` names.
 //!
-//! From ClickHouse: per-GPU rollups, gaps and usage events come from the replica (`FINAL`), policies from the primary,
+//! From ClickHouse: group rollups (the per-GPU rollups summed by ClickHouse per deployment-hour), gaps and usage
+//! events come from the replica (`FINAL`), policies from the primary,
 //! and the exact hours (a policy starting or ending off the hour) as raw cells from the primary
 //! (`Store::usage_for` for those hours only; the replica has no reason to hold raw cells): the same inputs, so
 //! the same figures, as the primary on the same data.
@@ -100,7 +101,7 @@ pub async fn read_inputs(
         Source::ClickHouse(ch) => {
             let hours: BTreeSet<i64> = exact.iter().map(|h| h.0).collect();
             let mut found: Vec<_> = ch
-                .rollups(period.from, period.to)
+                .group_rollups(period.from, period.to)
                 .await
                 .map_err(replica_failed)?
                 .into_iter()

@@ -25,14 +25,15 @@
 #[cfg(any(test, feature = "test-support"))]
 pub mod scratch;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use eai_engine::domain::{ModelRef, NonNegative, TenantId, UsageEvent};
 use eai_engine::money::Currency;
 use eai_engine::report::{Gap, GapReason};
-use eai_engine::rollup::{Quantities, Rollup, RollupKey};
+use eai_engine::rollup::{GpuSet, GpuSets, Quantities, Rollup, RollupKey};
 use eai_engine::time::Timestamp;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
@@ -322,6 +323,89 @@ impl ClickHouse {
         rows.iter().map(rollup_from_row).collect()
     }
 
+    /// The group rollups of buckets in `[from, to)`: the `GROUP BY` of the per-GPU rollups by (bucket,
+    /// deployment, owner, model), summed by ClickHouse exactly (`Decimal128` at the rollups' 15 places), each
+    /// with its set of GPUs, as the primary's group rollups are (`crate::groups`): what an allocation reads
+    /// costs deployments x hours rows, not GPU-hours. The sets come in a second query, once per distinct set
+    /// (a deployment's GPUs are the same hour after hour), named in the first by a hash of the sorted set.
+    pub async fn group_rollups(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Rollup>> {
+        let db = &self.database;
+        let (from, to) = (from.0, to.0);
+        let groups = format!(
+            "SELECT bucket_ms, deployment_id, owner, model, arraySort(groupArray(gpu_uuid)) AS gpus \
+             FROM {db}.gpu_rollups FINAL WHERE bucket_ms >= {from} AND bucket_ms < {to} AND deleted = 0 \
+             GROUP BY bucket_ms, deployment_id, owner, model"
+        );
+        let sum = |c: &str| format!("toString(sum(toDecimal128({c}, 15))) AS {c}");
+        let sums = [
+            "gpu_seconds",
+            "busy_gpu_seconds",
+            "estimated_gpu_seconds",
+            "memory_gb_seconds",
+            "energy_ws",
+            "storage_gb_seconds",
+        ]
+        .map(sum)
+        .join(", ");
+        let sets_sql = format!(
+            "SELECT toString(cityHash64(gpus)) AS gpu_set, gpus FROM ({groups}) GROUP BY gpus"
+        );
+        let rows_sql = format!(
+                "SELECT bucket_ms, deployment_id, owner, model, min(first_window_start_ms) AS first_window_start_ms, \
+                 max(last_window_start_ms) AS last_window_start_ms, sum(samples) AS samples, \
+                 sum(estimated_samples) AS estimated_samples, {sums}, \
+                 toString(cityHash64(arraySort(groupArray(gpu_uuid)))) AS gpu_set \
+                 FROM {db}.gpu_rollups FINAL WHERE bucket_ms >= {from} AND bucket_ms < {to} AND deleted = 0 \
+                 GROUP BY bucket_ms, deployment_id, owner, model \
+                 ORDER BY bucket_ms, deployment_id, owner, model"
+        );
+        let (rows, sets) = tokio::try_join!(self.select(&rows_sql), self.select(&sets_sql))?;
+        let mut interned = GpuSets::default();
+        let mut by_hash: HashMap<String, GpuSet> = HashMap::with_capacity(sets.len());
+        let mut sets = sets;
+        // The two queries ran side by side: rows replicated in between may name a set the second did not
+        // see; it is read again then (twice at most).
+        for attempt in 0..3 {
+            for r in &sets {
+                let gpus: Vec<Arc<str>> = r["gpus"]
+                    .as_array()
+                    .ok_or_else(|| ClickHouseError::Decode("column gpus missing".into()))?
+                    .iter()
+                    .map(|g| g.as_str().map(Arc::from))
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| ClickHouseError::Decode("column gpus: not strings".into()))?;
+                let set = interned.intern(gpus);
+                match by_hash.insert(text(r, "gpu_set")?.to_string(), set.clone()) {
+                    // Two distinct sets with one 64-bit hash: refuse rather than mix them up.
+                    Some(other) if other != set => {
+                        return Err(ClickHouseError::Decode(
+                            "two GPU sets share a hash; read the per-GPU rollups".into(),
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+            let complete = rows
+                .iter()
+                .all(|r| text(r, "gpu_set").is_ok_and(|h| by_hash.contains_key(h)));
+            if complete || attempt == 2 {
+                break;
+            }
+            sets = self.select(&sets_sql).await?;
+        }
+        rows.iter()
+            .map(|r| {
+                let hash = text(r, "gpu_set")?;
+                let set = by_hash.get(hash).ok_or_else(|| {
+                    ClickHouseError::Decode(format!("a group names GPU set {hash}, never read"))
+                })?;
+                let mut g = rollup_fields(r, String::new())?;
+                g.gpus = Some(set.clone());
+                Ok(g)
+            })
+            .collect()
+    }
+
     /// Gaps touching `[from, to)`.
     pub async fn gaps(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Gap>> {
         let rows = self
@@ -607,9 +691,14 @@ fn owner(r: &Value, k: &str) -> Result<Option<TenantId>> {
 }
 
 fn rollup_from_row(r: &Value) -> Result<Rollup> {
+    rollup_fields(r, text(r, "gpu_uuid")?.to_string())
+}
+
+/// A rollup of a row's columns, for the GPU named (empty for a group).
+fn rollup_fields(r: &Value, gpu_uuid: String) -> Result<Rollup> {
     Ok(Rollup {
         key: RollupKey {
-            gpu_uuid: text(r, "gpu_uuid")?.to_string(),
+            gpu_uuid,
             deployment_id: text(r, "deployment_id")?.to_string(),
             owner: owner(r, "owner")?,
             model: text(r, "model")?.to_string(),

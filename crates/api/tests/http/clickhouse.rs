@@ -183,6 +183,10 @@ async fn load(store: &dyn Store) {
         if end <= T0 + 3 * HOUR_MS {
             batch.push(gpu_sample("GPU-2", "train-a", Some(a), end, "650.5"));
         }
+        // A second GPU of train-a for its first 90 minutes: groups of two GPUs, then of one.
+        if end <= T0 + 90 * 60_000 {
+            batch.push(gpu_sample("GPU-3", "train-a", Some(a), end, "612.25"));
+        }
         end += 15_000;
     }
     store
@@ -236,6 +240,23 @@ async fn allocation_from_clickhouse_equals_the_primary() {
         .await
         .expect("late sample");
     drain(r.store.as_ref(), &r.ch).await;
+    // The groups ClickHouse sums are the primary's, GPU sets included (what the allocation reads).
+    let mut groups = r
+        .store
+        .usage_for(period().from, period().to, &[])
+        .await
+        .expect("primary groups")
+        .rollups;
+    eai_store::rollups::sort_for_read(&mut groups);
+    assert!(groups
+        .iter()
+        .any(|g| g.gpus.as_ref().is_some_and(|s| s.len() == 2)));
+    assert_eq!(
+        r.ch.group_rollups(period().from, period().to)
+            .await
+            .expect("replica groups"),
+        groups
+    );
     let config = AllocationConfig::default();
     let primary = compute(r.store.as_ref(), period(), config)
         .await
@@ -587,6 +608,9 @@ async fn the_replica_converges_after_clickhouse_was_killed_during_ingest() {
     let replica = eai_engine::rollup::group(ch.rollups(from, to).await.expect("replica"));
     eai_store::rollups::sort_for_read(&mut primary);
     assert_eq!(replica, primary, "the replica's rollups are the primary's");
+    // And grouped by ClickHouse itself (what the allocation reads).
+    let grouped = ch.group_rollups(from, to).await.expect("replica groups");
+    assert_eq!(grouped, primary, "ClickHouse's groups are the primary's");
     let events = store
         .usage_events(Scope::Platform, from, to)
         .await
