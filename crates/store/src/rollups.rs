@@ -11,6 +11,9 @@
 //!   GPU only adds terms (its cells, and the fill from the previous sample), so they are added into the stored
 //!   rollups (read-modify-write of exact decimals, one write per rollup row and batch) and its gap, if any,
 //!   is inserted.
+//! - **Before everything stored** (a late run with no stored sample of its GPU before it: a backfill, a spool
+//!   replayed newest first): it breaks no pair, so its terms (its cells, the fills inside the run and the fill to
+//!   the stored sample after it) are added like the fast path's: the cost of the hours it touches.
 //! - **Slow path** (a late sample: a stored one ends after it): it breaks the pair of stored neighbours it falls
 //!   between, so the GPU-hours that the old pair's terms and the new terms touch are marked dirty and
 //!   recomputed from raw samples: load the samples around the hour ([`context_range`]), keep the cells of the
@@ -357,6 +360,28 @@ impl<'a> BatchPlan<'a> {
         for run in late.chunk_by(|a, b| key(a) == key(b)) {
             let (before, after) = (run[0].before.as_ref(), run[0].after.as_ref());
             let samples: Vec<&'a Sample> = run.iter().map(|l| l.sample).collect();
+            // A run before everything stored of its GPU (a backfill, a spool replayed newest first) breaks no
+            // pair: it only adds terms, like the fast path, at the cost of the hours it touches. Not where the
+            // database was pruned before it indexed pruned windows: windows it cannot see may precede the run.
+            if before.is_none()
+                && self.horizon.indexed_from.is_none()
+                && matches!(after, None | Some(Known::Raw(_)))
+            {
+                let mut prev: Option<&Sample> = None;
+                for &s in &samples {
+                    self.rows.push(s);
+                    if let Some(p) = prev {
+                        series::fill_between(p, s, &cfg.series(), &mut self.terms);
+                    }
+                    series::sample_cells(s, cfg.bucket_ms, &mut self.terms.cells);
+                    prev = Some(s);
+                }
+                if let (Some(p), Some(Known::Raw(n))) = (prev, after) {
+                    series::fill_between(p, n, &cfg.series(), &mut self.terms);
+                }
+                self.note_written(samples[0], None);
+                continue;
+            }
             let mut dirty = BTreeSet::new();
             // The pair's own term: only two raw rows can have one (a pruned window never has a hole next to it).
             if let (Some(Known::Raw(a)), Some(Known::Raw(b))) = (before, after) {

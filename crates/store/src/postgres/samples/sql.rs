@@ -14,8 +14,12 @@ pub(super) const GPUS_ALL: &str = "SELECT id FROM eai.gpus";
 /// so that two transactions never wait on each other in a cycle).
 pub(super) const GPUS_LOCK: &str = "SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k";
 
+/// Neighbour lookups are `ORDER BY end_ms … LIMIT 1`, not `max`/`min`: a plan made while the table was small
+/// (its statistics say a few rows per GPU) turns an aggregate into a bitmap scan of every row of the GPU on the
+/// searched side, which costs the GPU's whole history per lookup once the table has grown (measured: 200+ ms per
+/// batch of late samples, newest first); the ordered `LIMIT 1` stays one index probe whatever the statistics.
 pub(super) const LAST_ENDS: &str =
-    "SELECT g.id, (SELECT max(s.end_ms) FROM eai.gpu_samples s WHERE s.gpu_id = g.id) \
+    "SELECT g.id, (SELECT s.end_ms FROM eai.gpu_samples s WHERE s.gpu_id = g.id ORDER BY s.end_ms DESC LIMIT 1) \
      FROM unnest($1::bigint[]) AS g(id)";
 
 /// The latest stored sample of each GPU named (none for a GPU without samples).
@@ -29,8 +33,10 @@ pub(super) const LAST_SAMPLES: &str = concat!(
 
 pub(super) const LATE_LOOKUP: &str = "SELECT x.gpu_id, x.end_ms, \
      EXISTS (SELECT 1 FROM eai.gpu_samples s WHERE s.gpu_id = x.gpu_id AND s.end_ms = x.end_ms), \
-     (SELECT max(s.end_ms) FROM eai.gpu_samples s WHERE s.gpu_id = x.gpu_id AND s.end_ms < x.end_ms), \
-     (SELECT min(s.end_ms) FROM eai.gpu_samples s WHERE s.gpu_id = x.gpu_id AND s.end_ms > x.end_ms) \
+     (SELECT s.end_ms FROM eai.gpu_samples s WHERE s.gpu_id = x.gpu_id AND s.end_ms < x.end_ms \
+      ORDER BY s.end_ms DESC LIMIT 1), \
+     (SELECT s.end_ms FROM eai.gpu_samples s WHERE s.gpu_id = x.gpu_id AND s.end_ms > x.end_ms \
+      ORDER BY s.end_ms LIMIT 1) \
      FROM unnest($1::bigint[], $2::bigint[]) AS x(gpu_id, end_ms)";
 
 pub(super) const SAMPLES_AT: &str = concat!(
@@ -196,7 +202,7 @@ pub(super) const LATEST_SAMPLES: &str = concat!(
     "WHERE s.end_ms >= $1 ORDER BY s.end_ms DESC, g.uuid COLLATE \"C\" LIMIT $2"
 );
 pub(super) const LATEST_COUNT: &str = "SELECT count(*) FROM eai.gpus k \
-     WHERE (SELECT max(x.end_ms) FROM eai.gpu_samples x WHERE x.gpu_id = k.id) >= $1";
+     WHERE (SELECT x.end_ms FROM eai.gpu_samples x WHERE x.gpu_id = k.id ORDER BY x.end_ms DESC LIMIT 1) >= $1";
 pub(super) const NODES_SEEN: &str = "SELECT node, max(last_seen_ms) FROM eai.series GROUP BY node \
      HAVING max(last_seen_ms) >= $1 ORDER BY node COLLATE \"C\"";
 
