@@ -5,7 +5,8 @@
 //! the allocation batch, which reads from the [`Source`] `EAI_ALLOCATION_SOURCE` names.
 //!
 //! From ClickHouse: group rollups (the per-GPU rollups summed by ClickHouse per deployment-hour), gaps and usage
-//! events come from the replica (`FINAL`), policies from the primary,
+//! claims (the events summed per deployment, tenant and hour by ClickHouse) come from the replica (`FINAL`),
+//! policies from the primary,
 //! and the exact hours (a policy starting or ending off the hour) as raw cells from the primary
 //! (`Store::usage_for` for those hours only; the replica has no reason to hold raw cells): the same inputs, so
 //! the same figures, as the primary on the same data.
@@ -119,18 +120,18 @@ pub async fn read_inputs(
                 .await
                 .map_err(replica_failed)?;
             gaps.sort();
-            let mut usage = ch
-                .usage_events(period.from, period.to)
+            // Usage as claims summed by ClickHouse, as the primary's claim table holds them.
+            let claims = ch
+                .claims(period.from, period.to)
                 .await
                 .map_err(replica_failed)?;
-            usage.sort_by_key(|a| (a.occurred_at, a.event_id));
             (
                 eai_store::UsageRead {
                     rollups: found,
                     gaps,
-                    claims: Vec::new(),
+                    claims,
                 },
-                usage,
+                Vec::new(),
             )
         }
     };

@@ -30,6 +30,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use eai_engine::allocate::{UsageClaim, CLAIM_BUCKET_MS};
 use eai_engine::domain::{ModelRef, NonNegative, TenantId, UsageEvent};
 use eai_engine::money::Currency;
 use eai_engine::report::{Gap, GapReason};
@@ -404,6 +405,51 @@ impl ClickHouse {
                 Ok(g)
             })
             .collect()
+    }
+
+    /// The usage claims of the hours in `[from, to)`: per (hour, deployment, tenant), the sum of
+    /// `eai_engine::allocate::claim_of` over the events of that key, summed by ClickHouse (`Decimal128` at the
+    /// units' 6 places, as the primary's claim table): an event with a `gpu_seconds` unit claims those, another
+    /// its tokens in and out; events of no deployment, of the platform (allocation, reservation) or of a vLLM
+    /// server's own counters claim nothing. In the claims' read order.
+    pub async fn claims(&self, from: Timestamp, to: Timestamp) -> Result<Vec<UsageClaim>> {
+        let dec = |c: &str| format!("toDecimal128(if({c} = '', '0', {c}), 6)");
+        let rows = self
+            .select(&format!(
+                "SELECT intDiv(occurred_at_ms, {h}) * {h} AS bucket_ms, deployment_id, tenant_id, \
+                 toString(sum(if(gpu_seconds = '', toDecimal128(0, 6), {gs}))) AS claimed_gpu_seconds, \
+                 toString(sum(if(gpu_seconds = '', {tin} + {tout}, toDecimal128(0, 6)))) AS claimed_tokens \
+                 FROM {db}.{EVENTS_TABLE} FINAL \
+                 WHERE occurred_at_ms >= {from} AND occurred_at_ms < {to} AND deployment_id != '' \
+                 AND source NOT IN ('{alloc}', '{reservation}', '{vllm}') \
+                 GROUP BY bucket_ms, deployment_id, tenant_id",
+                h = CLAIM_BUCKET_MS,
+                gs = dec("gpu_seconds"),
+                tin = dec("tokens_in"),
+                tout = dec("tokens_out"),
+                db = self.database,
+                from = from.0,
+                to = to.0,
+                alloc = eai_engine::domain::ALLOCATION_SOURCE,
+                reservation = eai_engine::domain::RESERVATION_SOURCE,
+                vllm = eai_engine::domain::VLLM_SOURCE,
+            ))
+            .await?;
+        let mut claims = rows
+            .iter()
+            .map(|r| {
+                Ok(UsageClaim {
+                    deployment_id: text(r, "deployment_id")?.to_string(),
+                    tenant_id: TenantId::from_str(text(r, "tenant_id")?)
+                        .map_err(|e| ClickHouseError::Decode(format!("column tenant_id: {e}")))?,
+                    bucket_start: Timestamp(int(r, "bucket_ms")?),
+                    gpu_seconds: decimal(r, "claimed_gpu_seconds")?,
+                    tokens: decimal(r, "claimed_tokens")?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        claims.sort_by(|a, b| a.read_order().cmp(&b.read_order()));
+        Ok(claims)
     }
 
     /// Gaps touching `[from, to)`.

@@ -3627,6 +3627,65 @@ mod postgres_only {
         assert_eq!(x.backend(), "postgres");
     }
 
+    /// A database from before `gpus.last_end_ms` (schema 9) gets each GPU's latest end from its samples: the
+    /// latest samples read by it, an appended sample is appended, a re-sent latest one is a duplicate.
+    #[tokio::test]
+    async fn a_database_from_before_last_ends_gets_them_from_its_samples() {
+        let (db, s) = fresh().await;
+        let samples: Vec<Sample> = (1..=8)
+            .flat_map(|k| {
+                [
+                    sample("GPU-A", "vllm-a", T0 + k * 15_000),
+                    sample("GPU-B", "vllm-a", T0 + k * 7_500),
+                ]
+            })
+            .collect();
+        s.insert_samples(&samples, &audit()).await.unwrap();
+        drop(s);
+        let (c, connection) = tokio_postgres::connect(db.url(), NoTls).await.unwrap();
+        tokio::spawn(connection);
+        c.batch_execute(
+            "ALTER TABLE eai.gpus DROP COLUMN last_end_ms; UPDATE eai.schema_version SET version = 9;",
+        )
+        .await
+        .unwrap();
+        let s = PgStore::open(db.url()).await.unwrap();
+        let latest = s.latest_samples(Timestamp(T0), 10).await.unwrap();
+        let ends: Vec<(String, i64)> = latest
+            .samples
+            .iter()
+            .map(|x| (x.gpu_uuid.clone(), x.end.0))
+            .collect();
+        assert_eq!(
+            ends,
+            vec![
+                ("GPU-A".to_string(), T0 + 8 * 15_000),
+                ("GPU-B".to_string(), T0 + 8 * 7_500)
+            ]
+        );
+        assert_eq!(latest.gpus, 2);
+        let out = s
+            .insert_samples(
+                &[
+                    sample("GPU-A", "vllm-a", T0 + 8 * 15_000),
+                    sample("GPU-A", "vllm-a", T0 + 9 * 15_000),
+                ],
+                &audit(),
+            )
+            .await
+            .unwrap();
+        assert_eq!((out.inserted, out.duplicates), (1, 1));
+        let latest = s.latest_samples(Timestamp(T0), 1).await.unwrap();
+        assert_eq!(latest.samples[0].end.0, T0 + 9 * 15_000);
+        assert_eq!(
+            s.latest_samples(Timestamp(T0 + 8 * 15_000), 10)
+                .await
+                .unwrap()
+                .gpus,
+            1
+        );
+    }
+
     /// A database from before budgets (schema 6) gets its spend built from the stored charges, exactly.
     #[tokio::test]
     async fn a_database_from_before_budgets_gets_its_spend_built_on_open() {
@@ -3651,7 +3710,8 @@ mod postgres_only {
         c.batch_execute(
             "DROP TABLE eai.providers, eai.budgets, eai.reservations, eai.spend, eai.budget_alerts; \
              DROP FUNCTION eai.count_changed_buckets() CASCADE; DROP FUNCTION eai.compact_hour_changes(); \
-             DROP TABLE eai.hour_changes; UPDATE eai.schema_version SET version = 6;",
+             DROP TABLE eai.hour_changes; ALTER TABLE eai.gpus DROP COLUMN last_end_ms; \
+             UPDATE eai.schema_version SET version = 6;",
         )
         .await
         .unwrap();

@@ -240,14 +240,61 @@ async fn allocation_from_clickhouse_equals_the_primary() {
         .await
         .expect("late sample");
     drain(r.store.as_ref(), &r.ch).await;
-    // The groups ClickHouse sums are the primary's, GPU sets included (what the allocation reads).
-    let mut groups = r
+    // Claims of every kind: tokens in and out, GPU-seconds (which then count alone), and events that claim
+    // nothing (a vLLM server's own counters, no deployment).
+    let (a, b) = (tenant(TENANT_A), tenant(TENANT_B));
+    let mut both = tokens(
+        Uuid::from_u128(0xa3),
+        a,
+        "vllm-shared",
+        T0 + 3 * HOUR_MS + 5,
+        40,
+    );
+    both.units.insert(
+        "tokens_out".into(),
+        NonNegative::new(dec("2.5")).expect("tokens"),
+    );
+    let mut gpu_seconds = tokens(
+        Uuid::from_u128(0xb3),
+        b,
+        "vllm-shared",
+        T0 + 3 * HOUR_MS,
+        99,
+    );
+    gpu_seconds.units.insert(
+        "gpu_seconds".into(),
+        NonNegative::new(dec("120.000001")).expect("gpu-seconds"),
+    );
+    let mut vllm = tokens(
+        Uuid::from_u128(0xc3),
+        TenantId::PLATFORM,
+        "vllm-shared",
+        T0 + 3 * HOUR_MS,
+        7,
+    );
+    vllm.source = eai_engine::domain::VLLM_SOURCE.into();
+    let mut nowhere = tokens(Uuid::from_u128(0xd3), a, "vllm-shared", T0 + 3 * HOUR_MS, 7);
+    nowhere.deployment_id = None;
+    r.store
+        .upsert_usage_events(&[both, gpu_seconds, vllm, nowhere], &audit())
+        .await
+        .expect("more usage");
+    drain(r.store.as_ref(), &r.ch).await;
+    // The groups and claims ClickHouse sums are the primary's, GPU sets included (what the allocation reads).
+    let read = r
         .store
         .usage_for(period().from, period().to, &[])
         .await
-        .expect("primary groups")
-        .rollups;
+        .expect("primary groups");
+    let mut groups = read.rollups;
     eai_store::rollups::sort_for_read(&mut groups);
+    assert_eq!(
+        r.ch.claims(period().from, period().to)
+            .await
+            .expect("replica claims"),
+        read.claims
+    );
+    assert!(read.claims.iter().any(|c| !c.gpu_seconds.is_zero()));
     assert!(groups
         .iter()
         .any(|g| g.gpus.as_ref().is_some_and(|s| s.len() == 2)));

@@ -1,6 +1,6 @@
 //! Ingest: a batch as [`crate::ingest`] plans it, in a fixed number of round trips.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use eai_engine::domain::Sample;
 use eai_engine::report::Gap;
@@ -324,14 +324,22 @@ pub async fn insert(
             }
             tenants.push(owner_uuid(s.owner)?);
         }
+        // Each GPU's latest end, moved forward with the rows (schema 10's `last_end_ms`).
+        let mut last_ends: BTreeMap<i64, i64> = BTreeMap::new();
+        for (&id, &end) in ints[0].iter().zip(&ints[1]) {
+            let e = last_ends.entry(id).or_insert(end);
+            *e = (*e).max(end);
+        }
+        let (last_ids, last_ends): (Vec<i64>, Vec<i64>) = last_ends.into_iter().unzip();
         let deltas = plan.deltas();
         let mut keys: RollupKeyCols<'_> = Default::default();
         for d in &deltas {
             keys.push(plan.gpu_id(&d.key.gpu_uuid)?, &d.key)?;
         }
-        let (insert, at) = (
+        let (insert, at, moved) = (
             st.get(&tx, SAMPLES_INSERT).await?,
             st.get(&tx, ROLLUPS_AT).await?,
+            st.get(&tx, LAST_ENDS_WRITE).await?,
         );
         let [gpu, end, series_id, window, util, mem, power, storage, fraction] = &ints;
         let rows = async {
@@ -358,10 +366,15 @@ pub async fn insert(
                 .await
                 .ctx("read rollups")
         };
-        // Both are pipelined; when the insert fails, the read fails too ("transaction is aborted"): report
-        // the insert's error, the cause.
-        let (written, current) = tokio::join!(rows, current);
-        let (written, current) = (written?, current?);
+        let moved = async {
+            tx.execute(&moved, &[&last_ids, &last_ends])
+                .await
+                .ctx("move the GPUs' latest ends")
+        };
+        // All pipelined; when the insert fails, the others fail too ("transaction is aborted"): report the
+        // insert's error, the cause.
+        let (written, current, moved) = tokio::join!(rows, current, moved);
+        let (written, current, _) = (written?, current?, moved?);
         if written != n as u64 {
             return Err(StoreError::Internal(format!(
                 "ingest: {n} samples planned as new, {written} written: a concurrent writer?"

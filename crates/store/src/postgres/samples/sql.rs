@@ -18,18 +18,25 @@ pub(super) const GPUS_LOCK: &str = "SELECT pg_advisory_xact_lock(k) FROM unnest(
 /// (its statistics say a few rows per GPU) turns an aggregate into a bitmap scan of every row of the GPU on the
 /// searched side, which costs the GPU's whole history per lookup once the table has grown (measured: 200+ ms per
 /// batch of late samples, newest first); the ordered `LIMIT 1` stays one index probe whatever the statistics.
+/// A GPU's latest end is not looked up at all: `eai.gpus.last_end_ms` holds it (schema 10).
 pub(super) const LAST_ENDS: &str =
-    "SELECT g.id, (SELECT s.end_ms FROM eai.gpu_samples s WHERE s.gpu_id = g.id ORDER BY s.end_ms DESC LIMIT 1) \
-     FROM unnest($1::bigint[]) AS g(id)";
+    "SELECT g.id, g.last_end_ms FROM eai.gpus g WHERE g.id = ANY($1::bigint[])";
 
-/// The latest stored sample of each GPU named (none for a GPU without samples).
+/// The latest stored sample of each GPU named (none for a GPU without samples), by primary key.
 pub(super) const LAST_SAMPLES: &str = concat!(
     "SELECT ",
     sample_only_cols!(),
-    "FROM unnest($1::bigint[]) AS k(id) CROSS JOIN LATERAL \
-     (SELECT * FROM eai.gpu_samples x WHERE x.gpu_id = k.id ORDER BY x.end_ms DESC LIMIT 1) s",
+    "FROM unnest($1::bigint[]) AS k(id) \
+     CROSS JOIN LATERAL (SELECT last_end_ms FROM eai.gpus y WHERE y.id = k.id OFFSET 0) e \
+     CROSS JOIN LATERAL (SELECT * FROM eai.gpu_samples x WHERE x.gpu_id = k.id AND x.end_ms = e.last_end_ms \
+     OFFSET 0) s",
     sample_joins!()
 );
+
+/// Each GPU's latest end moves forward to the batch's latest row ($1 GPU ids, $2 their batch's latest end).
+pub(super) const LAST_ENDS_WRITE: &str = "UPDATE eai.gpus g SET last_end_ms = k.end_ms \
+     FROM unnest($1::bigint[], $2::bigint[]) AS k(id, end_ms) \
+     WHERE g.id = k.id AND (g.last_end_ms IS NULL OR g.last_end_ms < k.end_ms)";
 
 pub(super) const LATE_LOOKUP: &str = "SELECT x.gpu_id, x.end_ms, \
      EXISTS (SELECT 1 FROM eai.gpu_samples s WHERE s.gpu_id = x.gpu_id AND s.end_ms = x.end_ms), \
@@ -192,17 +199,16 @@ pub(super) const GAPS_TAKE: &str = "DELETE FROM eai.gaps x USING unnest($1::bigi
      WHERE x.gpu_id = k.gpu_id AND x.from_ms = k.from_ms \
      RETURNING (SELECT g.uuid FROM eai.gpus g WHERE g.id = x.gpu_id), x.node, x.deployment_id, x.from_ms, x.to_ms, x.reason";
 
-/// The latest sample of every GPU seen at or after $1, the newest first, at most $2 (one index probe per GPU).
+/// The latest sample of every GPU seen at or after $1, the newest first, at most $2 (by primary key).
 pub(super) const LATEST_SAMPLES: &str = concat!(
     "SELECT ",
     sample_only_cols!(),
     "FROM eai.gpus k CROSS JOIN LATERAL \
-     (SELECT * FROM eai.gpu_samples x WHERE x.gpu_id = k.id ORDER BY x.end_ms DESC LIMIT 1) s",
+     (SELECT * FROM eai.gpu_samples x WHERE x.gpu_id = k.id AND x.end_ms = k.last_end_ms OFFSET 0) s",
     sample_joins!(),
     "WHERE s.end_ms >= $1 ORDER BY s.end_ms DESC, g.uuid COLLATE \"C\" LIMIT $2"
 );
-pub(super) const LATEST_COUNT: &str = "SELECT count(*) FROM eai.gpus k \
-     WHERE (SELECT x.end_ms FROM eai.gpu_samples x WHERE x.gpu_id = k.id ORDER BY x.end_ms DESC LIMIT 1) >= $1";
+pub(super) const LATEST_COUNT: &str = "SELECT count(*) FROM eai.gpus k WHERE k.last_end_ms >= $1";
 pub(super) const NODES_SEEN: &str = "SELECT node, max(last_seen_ms) FROM eai.series GROUP BY node \
      HAVING max(last_seen_ms) >= $1 ORDER BY node COLLATE \"C\"";
 
