@@ -70,12 +70,16 @@ const KEY_INSERT: &str = concat!(
      VALUES ($1, $2, $3, $4, $5, false, $6, $7) RETURNING ",
     key_cols!()
 );
+/// The key whose secret or previous secret hashes to $1: a current secret first, then the lowest `seq` (as in
+/// SQLite: one answer even when a hash is one key's current and another's previous).
 const KEY_BY_HASH: &str = concat!(
     "SELECT ",
     key_cols!(),
-    " FROM eai.api_keys WHERE hash = $1 UNION ALL SELECT ",
+    " FROM (SELECT ",
     key_cols!(),
-    " FROM eai.api_keys WHERE previous_hash = $1"
+    ", 0 AS pref FROM eai.api_keys WHERE hash = $1 UNION ALL SELECT ",
+    key_cols!(),
+    ", 1 FROM eai.api_keys WHERE previous_hash = $1) k ORDER BY pref, seq LIMIT 1"
 );
 const KEYS_ALL: &str = concat!("SELECT ", key_cols!(), " FROM eai.api_keys ORDER BY seq");
 const KEY_LOCK: &str = concat!(

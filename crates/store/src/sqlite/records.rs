@@ -430,7 +430,8 @@ pub fn create_api_key(
 pub fn api_key_by_hash(conn: &Connection, hash: &str) -> Result<Option<KeyMatch>> {
     let found = conn
         .prepare_cached(&format!(
-            "SELECT {KEY_COLS} FROM api_keys WHERE hash = ?1 UNION ALL SELECT {KEY_COLS} FROM api_keys WHERE previous_hash = ?1"
+            "SELECT {KEY_COLS} FROM (SELECT {KEY_COLS}, 0 AS pref FROM api_keys WHERE hash = ?1 UNION ALL \
+             SELECT {KEY_COLS}, 1 FROM api_keys WHERE previous_hash = ?1) ORDER BY pref, seq LIMIT 1"
         ))
         .and_then(|mut st| st.query_row([hash], key_of).optional())
         .ctx("read an API key")?;

@@ -14,11 +14,14 @@ pub(super) const GPUS_ALL: &str = "SELECT id FROM eai.gpus";
 /// so that two transactions never wait on each other in a cycle).
 pub(super) const GPUS_LOCK: &str = "SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k";
 
-/// Neighbour lookups are `ORDER BY end_ms … LIMIT 1`, not `max`/`min`: a plan made while the table was small
-/// (its statistics say a few rows per GPU) turns an aggregate into a bitmap scan of every row of the GPU on the
-/// searched side, which costs the GPU's whole history per lookup once the table has grown (measured: 200+ ms per
-/// batch of late samples, newest first); the ordered `LIMIT 1` stays one index probe whatever the statistics.
-/// A GPU's latest end is not looked up at all: `eai.gpus.last_end_ms` holds it (schema 10).
+/// Neighbour lookups walk the primary key from the sample's own key, `(gpu_id, end_ms) < (…)` in key order,
+/// `LIMIT 1`, and keep the row only if it is of the same GPU. Row level security makes the planner expect one
+/// visible row of a GPU, so `max(end_ms) WHERE gpu_id = …` or `… ORDER BY end_ms DESC LIMIT 1` were planned as a
+/// bitmap scan of every row of the GPU on the searched side plus an aggregate or a sort: the GPU's whole history
+/// per lookup (measured: 200+ ms per batch of late samples, newest first, and a rate that varied fourfold
+/// between runs with the statistics). A key range from a row value is expected to hold many rows, so the
+/// ordered index scan that stops at the first row is the plan. A GPU's latest end is not looked up at all:
+/// `eai.gpus.last_end_ms` holds it (schema 10).
 pub(super) const LAST_ENDS: &str =
     "SELECT g.id, g.last_end_ms FROM eai.gpus g WHERE g.id = ANY($1::bigint[])";
 
@@ -40,10 +43,12 @@ pub(super) const LAST_ENDS_WRITE: &str = "UPDATE eai.gpus g SET last_end_ms = k.
 
 pub(super) const LATE_LOOKUP: &str = "SELECT x.gpu_id, x.end_ms, \
      EXISTS (SELECT 1 FROM eai.gpu_samples s WHERE s.gpu_id = x.gpu_id AND s.end_ms = x.end_ms), \
-     (SELECT s.end_ms FROM eai.gpu_samples s WHERE s.gpu_id = x.gpu_id AND s.end_ms < x.end_ms \
-      ORDER BY s.end_ms DESC LIMIT 1), \
-     (SELECT s.end_ms FROM eai.gpu_samples s WHERE s.gpu_id = x.gpu_id AND s.end_ms > x.end_ms \
-      ORDER BY s.end_ms LIMIT 1) \
+     (SELECT CASE WHEN b.gpu_id = x.gpu_id THEN b.end_ms END FROM (SELECT s.gpu_id, s.end_ms \
+      FROM eai.gpu_samples s WHERE (s.gpu_id, s.end_ms) < (x.gpu_id, x.end_ms) \
+      ORDER BY s.gpu_id DESC, s.end_ms DESC LIMIT 1) b), \
+     (SELECT CASE WHEN a.gpu_id = x.gpu_id THEN a.end_ms END FROM (SELECT s.gpu_id, s.end_ms \
+      FROM eai.gpu_samples s WHERE (s.gpu_id, s.end_ms) > (x.gpu_id, x.end_ms) \
+      ORDER BY s.gpu_id, s.end_ms LIMIT 1) a) \
      FROM unnest($1::bigint[], $2::bigint[]) AS x(gpu_id, end_ms)";
 
 pub(super) const SAMPLES_AT: &str = concat!(
