@@ -29,7 +29,7 @@ pub enum ReplicaCommand {
     /// the ClickHouse replica. Start the servers with EAI_CLICKHOUSE_URL first: from then on the outbox
     /// carries every change, and a change it carries always wins over the backfill's copy. Safe to run again.
     Backfill {
-        /// The replica (EAI_CLICKHOUSE_URL): http://[user[:password]@]host:8123[/database].
+        /// The replica (EAI_CLICKHOUSE_URL): `http://[user[:password]@]host:8123[/database]`.
         #[arg(long, env = "EAI_CLICKHOUSE_URL", hide_env_values = true)]
         clickhouse_url: String,
         /// Start (YYYY-MM-DD or RFC 3339, UTC; rounded down to the hour). Default: the store's earliest row.
