@@ -304,6 +304,12 @@ async fn allocation_from_clickhouse_equals_the_primary() {
             .expect("replica groups"),
         groups
     );
+    replica_equals_primary(&r).await;
+}
+
+/// The allocation of [`period`] from the replica equals the primary's, to the cent, tenant by tenant, then in
+/// full; returns it.
+async fn replica_equals_primary(r: &Replicated) -> eai_engine::report::Allocation {
     let config = AllocationConfig::default();
     let primary = compute(r.store.as_ref(), period(), config)
         .await
@@ -316,12 +322,12 @@ async fn allocation_from_clickhouse_equals_the_primary() {
     )
     .await
     .expect("replica");
-    // To the cent, tenant by tenant, then in full.
     assert!(!primary.tenants.is_empty());
     for (p, c) in primary.tenants.iter().zip(replica.tenants.iter()) {
         assert_eq!(format!("{p:?}"), format!("{c:?}"));
     }
     assert_eq!(primary, replica);
+    primary
 }
 
 async fn gpu_local_in_clickhouse(ch: &ClickHouse) -> Vec<(String, String, u64)> {
@@ -499,24 +505,7 @@ async fn a_replica_added_later_is_backfilled_and_the_outbox_wins() {
         .expect("moved event");
     drain(r.store.as_ref(), &r.ch).await;
 
-    let same_as_primary = || async {
-        let config = AllocationConfig::default();
-        let primary = compute(r.store.as_ref(), period(), config)
-            .await
-            .expect("primary");
-        let replica = compute_from(
-            &Source::ClickHouse(r.ch.clone()),
-            r.store.as_ref(),
-            period(),
-            config,
-        )
-        .await
-        .expect("replica");
-        assert!(!primary.tenants.is_empty());
-        assert_eq!(primary, replica);
-        primary
-    };
-    let first = same_as_primary().await;
+    let first = replica_equals_primary(&r).await;
     let samples = scalar(&r.ch, "SELECT count() AS v FROM eai.gpu_samples FINAL").await;
     assert_eq!(samples, held.samples.len().to_string());
 
@@ -524,7 +513,7 @@ async fn a_replica_added_later_is_backfilled_and_the_outbox_wins() {
     backfill(r.store.as_ref(), &r.ch, from, to, 2 * HOUR_MS, |_| {})
         .await
         .expect("second backfill");
-    assert_eq!(same_as_primary().await, first);
+    assert_eq!(replica_equals_primary(&r).await, first);
     assert_eq!(
         scalar(&r.ch, "SELECT count() AS v FROM eai.gpu_samples FINAL").await,
         samples
