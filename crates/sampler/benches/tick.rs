@@ -180,6 +180,22 @@ fn mig56(fixture: &str, tick: u64) -> String {
     out
 }
 
+/// The batches a sampler spools for `n` consecutive ticks of the expositions `texts` (cycled), one converter
+/// throughout (as a running sampler keeps its energy state).
+fn spooled(texts: &[String], n: usize) -> Vec<Batch> {
+    let mut conv = Converter::new(Attribution::default(), None);
+    (0..n)
+        .map(|i| {
+            let end = Timestamp(1_800_000_000_000 + i as i64 * W);
+            let r = dcgm::from_text(&texts[i % texts.len()], end);
+            Batch::samples(
+                end.to_string(),
+                conv.convert(&r, Window { end, ms: W }).samples,
+            )
+        })
+        .collect()
+}
+
 fn rss_kib() -> (u64, u64) {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let field = |k: &str| {
@@ -302,17 +318,7 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("eai-sampler-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let mut spool = Spool::open(&dir, DEFAULT_MAX_BYTES).unwrap();
-    let mut conv = Converter::new(Attribution::default(), None);
-    let batches: Vec<Batch> = (0..200)
-        .map(|i| {
-            let end = Timestamp(1_800_000_000_000 + i as i64 * W);
-            let r = dcgm::from_text(&texts[i % texts.len()], end);
-            Batch::samples(
-                end.to_string(),
-                conv.convert(&r, Window { end, ms: W }).samples,
-            )
-        })
-        .collect();
+    let batches = spooled(&texts, 200);
     let append = measure(200, |i| {
         spool.append(&batches[i % batches.len()]).unwrap();
         if let Some(p) = spool.peek().unwrap() {
@@ -330,17 +336,7 @@ fn main() {
     // The spool's write rate: durable appends of the 56-slice node's batches, nothing acknowledged (the link
     // to the control plane is down and the spool fills).
     let mut spool = Spool::open(&dir, DEFAULT_MAX_BYTES).unwrap();
-    let mut conv = Converter::new(Attribution::default(), None);
-    let batches: Vec<Batch> = (0..64)
-        .map(|i| {
-            let end = Timestamp(1_800_000_000_000 + i as i64 * W);
-            let r = dcgm::from_text(&migs[i % migs.len()], end);
-            Batch::samples(
-                end.to_string(),
-                conv.convert(&r, Window { end, ms: W }).samples,
-            )
-        })
-        .collect();
+    let batches = spooled(&migs, 64);
     let bytes: usize = batches
         .iter()
         .map(|b| serde_json::to_string(b).unwrap().len() + 1)

@@ -225,6 +225,34 @@ async fn load(store: &dyn Store) {
         .expect("usage");
 }
 
+/// The sample of the shared GPU that [`load`] held back arrives (GPU-1's first hour is recomputed).
+async fn late_sample_arrives(store: &dyn Store) {
+    store
+        .insert_samples(
+            &[gpu_sample("GPU-1", "vllm-shared", None, LATE_END, "400")],
+            &audit(),
+        )
+        .await
+        .expect("late sample");
+}
+
+/// B's only event moves to a deployment without GPUs: B's share of the shared deployment disappears.
+async fn b_moves_away(store: &dyn Store) {
+    store
+        .upsert_usage_events(
+            &[tokens(
+                B_EVENT,
+                tenant(TENANT_B),
+                "elsewhere",
+                T0 + 700_000,
+                300,
+            )],
+            &audit(),
+        )
+        .await
+        .expect("moved event");
+}
+
 fn period() -> Period {
     Period::new(Timestamp(T0), Timestamp(T0 + 5 * HOUR_MS), HOUR_MS).expect("period")
 }
@@ -232,13 +260,7 @@ fn period() -> Period {
 async fn allocation_from_clickhouse_equals_the_primary() {
     let r = replicated().await;
     load(r.store.as_ref()).await;
-    r.store
-        .insert_samples(
-            &[gpu_sample("GPU-1", "vllm-shared", None, LATE_END, "400")],
-            &audit(),
-        )
-        .await
-        .expect("late sample");
+    late_sample_arrives(r.store.as_ref()).await;
     drain(r.store.as_ref(), &r.ch).await;
     // Claims of every kind: tokens in and out, GPU-seconds (which then count alone), and events that claim
     // nothing (a vLLM server's own counters, no deployment).
@@ -399,26 +421,8 @@ async fn the_batch_run_twice_leaves_one_corrected_event_per_key_in_clickhouse() 
 
     // A late sample raises the shared deployment's cost; B's only event moves to a deployment without GPUs,
     // so B's share of the shared deployment disappears.
-    store
-        .insert_samples(
-            &[gpu_sample("GPU-1", "vllm-shared", None, LATE_END, "400")],
-            &audit(),
-        )
-        .await
-        .expect("late sample");
-    store
-        .upsert_usage_events(
-            &[tokens(
-                B_EVENT,
-                tenant(TENANT_B),
-                "elsewhere",
-                T0 + 700_000,
-                300,
-            )],
-            &audit(),
-        )
-        .await
-        .expect("moved event");
+    late_sample_arrives(store).await;
+    b_moves_away(store).await;
     drain(store, &r.ch).await;
     let second = run_month_from(&source, store, "2026-10", now, AllocationConfig::default())
         .await
@@ -456,13 +460,7 @@ async fn a_replica_added_later_is_backfilled_and_the_outbox_wins() {
     assert_eq!(r.store.outbox_stats().await.expect("stats").pending, 0);
 
     // With the outbox on, before the backfill: the held-back sample (GPU-1's first hour recomputed).
-    r.store
-        .insert_samples(
-            &[gpu_sample("GPU-1", "vllm-shared", None, LATE_END, "400")],
-            &audit(),
-        )
-        .await
-        .expect("late sample");
+    late_sample_arrives(r.store.as_ref()).await;
     drain(r.store.as_ref(), &r.ch).await;
 
     let (from, to) = r
@@ -490,19 +488,7 @@ async fn a_replica_added_later_is_backfilled_and_the_outbox_wins() {
     assert!(done.gaps >= 1, "the hole in GPU-1's samples: {done:?}");
 
     // After the backfill: B's event moves away (the outbox delivers it after the backfill's copy).
-    r.store
-        .upsert_usage_events(
-            &[tokens(
-                B_EVENT,
-                tenant(TENANT_B),
-                "elsewhere",
-                T0 + 700_000,
-                300,
-            )],
-            &audit(),
-        )
-        .await
-        .expect("moved event");
+    b_moves_away(r.store.as_ref()).await;
     drain(r.store.as_ref(), &r.ch).await;
 
     let first = replica_equals_primary(&r).await;
