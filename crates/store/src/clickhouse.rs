@@ -332,9 +332,9 @@ impl ClickHouse {
     pub async fn group_rollups(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Rollup>> {
         let db = &self.database;
         let (from, to) = (from.0, to.0);
-        let groups = format!(
-            "SELECT bucket_ms, deployment_id, owner, model, arraySort(groupArray(gpu_uuid)) AS gpus \
-             FROM {db}.gpu_rollups FINAL WHERE bucket_ms >= {from} AND bucket_ms < {to} AND deleted = 0 \
+        // Both queries group the same rows the same way.
+        let grouped = format!(
+            "FROM {db}.gpu_rollups FINAL WHERE bucket_ms >= {from} AND bucket_ms < {to} AND deleted = 0 \
              GROUP BY bucket_ms, deployment_id, owner, model"
         );
         let sum = |c: &str| format!("toString(sum(toDecimal128({c}, 15))) AS {c}");
@@ -349,16 +349,15 @@ impl ClickHouse {
         .map(sum)
         .join(", ");
         let sets_sql = format!(
-            "SELECT toString(cityHash64(gpus)) AS gpu_set, gpus FROM ({groups}) GROUP BY gpus"
+            "SELECT toString(cityHash64(gpus)) AS gpu_set, gpus FROM \
+             (SELECT arraySort(groupArray(gpu_uuid)) AS gpus {grouped}) GROUP BY gpus"
         );
         let rows_sql = format!(
-                "SELECT bucket_ms, deployment_id, owner, model, min(first_window_start_ms) AS first_window_start_ms, \
-                 max(last_window_start_ms) AS last_window_start_ms, sum(samples) AS samples, \
-                 sum(estimated_samples) AS estimated_samples, {sums}, \
-                 toString(cityHash64(arraySort(groupArray(gpu_uuid)))) AS gpu_set \
-                 FROM {db}.gpu_rollups FINAL WHERE bucket_ms >= {from} AND bucket_ms < {to} AND deleted = 0 \
-                 GROUP BY bucket_ms, deployment_id, owner, model \
-                 ORDER BY bucket_ms, deployment_id, owner, model"
+            "SELECT bucket_ms, deployment_id, owner, model, min(first_window_start_ms) AS first_window_start_ms, \
+             max(last_window_start_ms) AS last_window_start_ms, sum(samples) AS samples, \
+             sum(estimated_samples) AS estimated_samples, {sums}, \
+             toString(cityHash64(arraySort(groupArray(gpu_uuid)))) AS gpu_set {grouped} \
+             ORDER BY bucket_ms, deployment_id, owner, model"
         );
         let (rows, sets) = tokio::try_join!(self.select(&rows_sql), self.select(&sets_sql))?;
         let mut interned = GpuSets::default();
@@ -560,10 +559,6 @@ pub async fn backfill(
         total_steps: u64::try_from((span + step_ms - 1) / step_ms).unwrap_or(0),
         ..Backfilled::default()
     };
-    let versioned = |mut v: Value| {
-        v["version"] = json!(BACKFILL_VERSION);
-        v
-    };
     let mut at = from.0;
     while at < to.0 {
         let end = at.saturating_add(step_ms).min(to.0);
@@ -571,31 +566,30 @@ pub async fn backfill(
         let events = store
             .usage_events(crate::Scope::Platform, Timestamp(at), Timestamp(end))
             .await?;
-        let samples: Vec<Value> = rows
-            .samples
-            .iter()
-            .map(|s| versioned(sample_row(s)))
-            .collect();
-        let rollups: Vec<Value> = rows
-            .rollups
-            .iter()
-            .map(|r| versioned(rollup_row(r, false)))
-            .collect();
-        let gaps: Vec<Value> = rows
-            .gaps
-            .iter()
-            .map(|g| versioned(gap_row(g, false)))
-            .collect();
-        let event_rows: Vec<Value> = events.iter().map(|e| versioned(event_row(e))).collect();
-        ch.insert("gpu_samples", &samples).await?;
-        ch.insert("gpu_rollups", &rollups).await?;
-        ch.insert("gpu_gaps", &gaps).await?;
-        ch.insert("usage_events", &event_rows).await?;
         done.steps += 1;
-        done.samples += samples.len() as u64;
-        done.rollups += rollups.len() as u64;
-        done.gaps += gaps.len() as u64;
-        done.events += event_rows.len() as u64;
+        done.samples += rows.samples.len() as u64;
+        done.rollups += rows.rollups.len() as u64;
+        done.gaps += rows.gaps.len() as u64;
+        done.events += events.len() as u64;
+        // As outbox entries of sequence BACKFILL_VERSION: `apply` writes it as every row's version.
+        let entry = |table: &str, rows: Vec<Value>| OutboxEntry {
+            seq: BACKFILL_VERSION,
+            table: table.to_string(),
+            rows,
+        };
+        ch.apply(&[
+            entry("gpu_samples", rows.samples.iter().map(sample_row).collect()),
+            entry(
+                "gpu_rollups",
+                rows.rollups.iter().map(|r| rollup_row(r, false)).collect(),
+            ),
+            entry(
+                "gpu_gaps",
+                rows.gaps.iter().map(|g| gap_row(g, false)).collect(),
+            ),
+            entry("usage_events", events.iter().map(event_row).collect()),
+        ])
+        .await?;
         progress(&done);
         at = end;
     }

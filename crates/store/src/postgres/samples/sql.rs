@@ -232,17 +232,15 @@ pub(super) const REPLICA_SAMPLES: &str = concat!(
     sample_only_cols!(),
     "FROM eai.gpus k CROSS JOIN LATERAL (SELECT * FROM eai.gpu_samples x WHERE x.gpu_id = k.id \
      AND x.end_ms >= $1 AND x.end_ms < $2 OFFSET 0) s",
-    sample_joins!(),
-    "ORDER BY g.uuid, s.end_ms"
+    sample_joins!()
 );
 /// The rollups of the buckets in `[$1, $2)`.
 pub(super) const REPLICA_ROLLUPS: &str = concat!(
     "SELECT ",
     rollup_cols!(),
-    "WHERE r.bucket_ms >= $1 AND r.bucket_ms < $2 ORDER BY r.bucket_ms, g.uuid"
+    "WHERE r.bucket_ms >= $1 AND r.bucket_ms < $2"
 );
 /// The gaps starting in `[$1, $2)`, in [`gap_of`]'s columns.
 pub(super) const REPLICA_GAPS: &str =
     "SELECT g.uuid, x.node, x.deployment_id, x.from_ms, x.to_ms, x.reason \
-     FROM eai.gaps x JOIN eai.gpus g ON g.id = x.gpu_id WHERE x.from_ms >= $1 AND x.from_ms < $2 \
-     ORDER BY g.uuid, x.from_ms";
+     FROM eai.gaps x JOIN eai.gpus g ON g.id = x.gpu_id WHERE x.from_ms >= $1 AND x.from_ms < $2";

@@ -226,7 +226,7 @@ pub fn replica_rows(conn: &mut Connection, from: i64, to: i64) -> Result<crate::
             "SELECT s.end_ms, s.window_ms, s.util_e6, s.mem_e10, s.power_e6, s.storage_e6, s.fraction_e6, \
              se.node, se.model, se.namespace, se.pod, se.deployment_id, se.owner, g.uuid \
              FROM gpus g CROSS JOIN gpu_samples s ON s.gpu_id = g.id JOIN series se ON se.id = s.series_id \
-             WHERE s.end_ms >= ?1 AND s.end_ms < ?2 ORDER BY g.uuid, s.end_ms",
+             WHERE s.end_ms >= ?1 AND s.end_ms < ?2",
         )
         .and_then(|mut st| {
             st.query_map(params![from, to], |r| Ok((r.get::<_, String>(13)?, raw_sample(r)?)))?
@@ -238,9 +238,12 @@ pub fn replica_rows(conn: &mut Connection, from: i64, to: i64) -> Result<crate::
         .collect::<Result<Vec<_>>>()?;
     let rollups = tx
         .prepare_cached(&format!(
-            "{ROLLUP_SELECT} WHERE r.bucket_ms >= ?1 AND r.bucket_ms < ?2 ORDER BY r.bucket_ms, g.uuid"
+            "{ROLLUP_SELECT} WHERE r.bucket_ms >= ?1 AND r.bucket_ms < ?2"
         ))
-        .and_then(|mut st| st.query_map(params![from, to], raw_rollup)?.collect::<rusqlite::Result<Vec<_>>>())
+        .and_then(|mut st| {
+            st.query_map(params![from, to], raw_rollup)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
         .ctx("read rollups")?
         .into_iter()
         .map(decode_rollup)
@@ -248,11 +251,14 @@ pub fn replica_rows(conn: &mut Connection, from: i64, to: i64) -> Result<crate::
     let gaps = tx
         .prepare_cached(
             "SELECT g.uuid, x.from_ms, x.to_ms, x.reason, x.deployment_id, x.node FROM gaps x \
-             JOIN gpus g ON g.id = x.gpu_id WHERE x.from_ms >= ?1 AND x.from_ms < ?2 ORDER BY g.uuid, x.from_ms",
+             JOIN gpus g ON g.id = x.gpu_id WHERE x.from_ms >= ?1 AND x.from_ms < ?2",
         )
         .and_then(|mut st| {
             st.query_map(params![from, to], |r| {
-                Ok((r.get::<_, String>(0)?, (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
+                Ok((
+                    r.get::<_, String>(0)?,
+                    (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?),
+                ))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()
         })
