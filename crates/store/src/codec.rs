@@ -107,13 +107,53 @@ pub struct Labels {
 
 impl Labels {
     pub fn of(s: &Sample) -> Labels {
-        Labels {
-            deployment_id: s.deployment_id.clone(),
+        LabelsRef::of(s).to_owned()
+    }
+
+    pub fn as_ref(&self) -> LabelsRef<'_> {
+        LabelsRef {
+            deployment_id: &self.deployment_id,
+            owner: self.owner,
+            model: &self.model,
+            namespace: &self.namespace,
+            pod: &self.pod,
+            node: &self.node,
+        }
+    }
+}
+
+/// [`Labels`] borrowed from a sample: the key of per-row maps in ingest, which allocates nothing (owned labels
+/// cost six strings a row). Fields in [`Labels`]' order, so both sort alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LabelsRef<'a> {
+    pub deployment_id: &'a str,
+    pub owner: Option<TenantId>,
+    pub model: &'a str,
+    pub namespace: &'a str,
+    pub pod: &'a str,
+    pub node: &'a str,
+}
+
+impl<'a> LabelsRef<'a> {
+    pub fn of(s: &'a Sample) -> LabelsRef<'a> {
+        LabelsRef {
+            deployment_id: &s.deployment_id,
             owner: s.owner,
-            model: s.model.clone(),
-            namespace: s.namespace.clone(),
-            pod: s.pod.clone(),
-            node: s.node.clone(),
+            model: &s.model,
+            namespace: &s.namespace,
+            pod: &s.pod,
+            node: &s.node,
+        }
+    }
+
+    pub fn to_owned(&self) -> Labels {
+        Labels {
+            deployment_id: self.deployment_id.to_string(),
+            owner: self.owner,
+            model: self.model.to_string(),
+            namespace: self.namespace.to_string(),
+            pod: self.pod.to_string(),
+            node: self.node.to_string(),
         }
     }
 }

@@ -25,7 +25,7 @@ use eai_engine::domain::Sample;
 use eai_engine::report::Gap;
 use eai_engine::rollup::{aggregate, Rollup, RollupKey};
 
-use crate::codec::{encode_batch, Encoded, Figures, Labels};
+use crate::codec::{encode_batch, Encoded, Figures, LabelsRef};
 use crate::groups::{GroupDeltas, GroupKey};
 use crate::outbox::OutboxRows;
 use crate::pruned::{EndsNear, Known};
@@ -262,7 +262,7 @@ impl<'a> IngestPlan<'a> {
     }
 
     /// Per series written (a re-send alone never creates one): the earliest and latest window end.
-    pub fn seen(&self) -> BTreeMap<Labels, (i64, i64)> {
+    pub fn seen(&self) -> BTreeMap<LabelsRef<'a>, (i64, i64)> {
         self.plan.seen()
     }
 

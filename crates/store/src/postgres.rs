@@ -151,7 +151,7 @@ async fn begin<'c>(
     scope: Scope,
     mode: Mode,
 ) -> Result<(Transaction<'c>, &'c mut Stmts)> {
-    let pool::PgConn { client, stmts } = conn;
+    let pool::PgConn { client, stmts, .. } = conn;
     let b = client.build_transaction();
     let b = match mode {
         Mode::Write => b.isolation_level(IsolationLevel::ReadCommitted),

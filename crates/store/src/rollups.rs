@@ -52,7 +52,7 @@ use eai_engine::rollup::{aggregate, Rollup, RollupKey};
 use eai_engine::series::{self, SeriesConfig, SeriesOutput};
 use eai_engine::time::Timestamp;
 
-use crate::codec::Labels;
+use crate::codec::LabelsRef;
 use crate::pruned::Known;
 use crate::{DeploymentSeen, Result, StoreError};
 
@@ -508,11 +508,11 @@ impl<'a> BatchPlan<'a> {
     }
 
     /// Per series: the earliest and latest window end written by the batch.
-    pub fn seen(&self) -> BTreeMap<Labels, (i64, i64)> {
-        let mut seen: BTreeMap<Labels, (i64, i64)> = BTreeMap::new();
-        for s in &self.rows {
+    pub fn seen(&self) -> BTreeMap<LabelsRef<'a>, (i64, i64)> {
+        let mut seen: BTreeMap<LabelsRef<'a>, (i64, i64)> = BTreeMap::new();
+        for &s in &self.rows {
             let e = s.end.0;
-            let span = seen.entry(Labels::of(s)).or_insert((e, e));
+            let span = seen.entry(LabelsRef::of(s)).or_insert((e, e));
             span.0 = span.0.min(e);
             span.1 = span.1.max(e);
         }

@@ -21,6 +21,21 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
 pub(super) struct PgConn {
     pub client: Client,
     pub stmts: Stmts,
+    /// Whether this session's staging table for large ingest batches exists (see
+    /// [`super::samples::ingest::STAGE_ROWS`]).
+    pub staging: Staging,
+}
+
+/// The state of a session's temporary staging table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) enum Staging {
+    /// Not created yet (created on the first large batch).
+    #[default]
+    Unknown,
+    Ready,
+    /// The service role may not create temporary tables (`TEMPORARY` revoked on the database): multi-row
+    /// inserts only.
+    Refused,
 }
 
 /// Statements prepared on one connection, by their SQL text (always a `&'static str`: no SQL is built from
@@ -165,6 +180,7 @@ pub(super) async fn connect(
     Ok(PgConn {
         client,
         stmts: Stmts::default(),
+        staging: Staging::Unknown,
     })
 }
 

@@ -702,3 +702,72 @@ async fn each_lease_has_one_holder_and_passes_on_when_its_session_ends() {
     let again = first.try_lead(LeaderJob::AllocationBatch).await;
     assert!(!again.unwrap_or(false), "two holders of one lease");
 }
+
+/// Whether a session-private staging table exists on this server's database (temporary tables are in the
+/// shared catalog, in the `pg_temp_N` schema of their session).
+async fn staging_tables(c: &Client) -> i64 {
+    c.query_one(
+        "SELECT count(*) FROM pg_class WHERE relname = 'eai_samples_stage' AND relpersistence = 't'",
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+/// A batch of [`super::samples::ingest::STAGE_ROWS`] rows or more goes through the session's staging table (a
+/// binary `COPY`, then one `INSERT … SELECT` under row level security) and stores exactly what the same samples
+/// store in small batches (multi-row inserts); a re-send of it counts nothing twice; and where the service role
+/// may not create temporary tables, the batch is stored the other way, alike.
+#[tokio::test]
+async fn large_batches_are_staged_and_store_what_small_ones_do() {
+    let batch = fleet("vllm-a", 10, T0, T0 + H);
+    assert!(batch.len() >= super::samples::ingest::STAGE_ROWS);
+    let (_r, reference) = fresh().await;
+    for b in batch.chunks(500) {
+        reference.insert_samples(b, &audit()).await.unwrap();
+    }
+    let everything = |s: PgStore| async move {
+        let rows = s
+            .replica_rows(Timestamp(T0 - H), Timestamp(T0 + 2 * H))
+            .await
+            .unwrap();
+        let read = s
+            .usage_for(Timestamp(T0), Timestamp(T0 + 2 * H), &[])
+            .await
+            .unwrap();
+        format!(
+            "{:?}",
+            (rows.samples, rows.rollups, rows.gaps, read.rollups)
+        )
+    };
+    let want = everything(reference.clone()).await;
+
+    for temporary in [true, false] {
+        let (db, store) = fresh().await;
+        let admin = connect(db.url()).await;
+        if !temporary {
+            admin
+                .batch_execute(&format!(
+                    "REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC",
+                    db.name()
+                ))
+                .await
+                .unwrap();
+        }
+        let out = store.insert_samples(&batch, &audit()).await.unwrap();
+        assert_eq!((out.inserted, out.duplicates), (batch.len() as u64, 0));
+        assert_eq!(
+            staging_tables(&admin).await,
+            i64::from(temporary),
+            "staged only where temporary tables are allowed"
+        );
+        let again = store.insert_samples(&batch, &audit()).await.unwrap();
+        assert_eq!((again.inserted, again.duplicates), (0, batch.len() as u64));
+        assert_eq!(
+            everything(store.clone()).await,
+            want,
+            "temporary tables allowed: {temporary}"
+        );
+    }
+}

@@ -70,7 +70,7 @@ macro_rules! rollup_cols {
     };
 }
 
-mod ingest;
+pub(super) mod ingest;
 mod meta;
 mod reads;
 mod retention;

@@ -96,6 +96,19 @@ pub(super) const SAMPLES_INSERT: &str = "INSERT INTO eai.gpu_samples \
      SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::uuid[], $4::bigint[], $5::bigint[], $6::bigint[], \
      $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[])";
 
+/// A session's staging table for large batches: private to the session, emptied at each commit (and, being
+/// temporary, never written to the WAL). Its columns are [`SAMPLES_INSERT`]'s, in its order.
+pub(super) const STAGE_CREATE: &str = "CREATE TEMPORARY TABLE IF NOT EXISTS eai_samples_stage \
+     (gpu_id bigint NOT NULL, end_ms bigint NOT NULL, tenant_id uuid NOT NULL, series_id bigint NOT NULL, \
+     window_ms bigint NOT NULL, util_e6 bigint NOT NULL, mem_e10 bigint NOT NULL, power_e6 bigint NOT NULL, \
+     storage_e6 bigint NOT NULL, fraction_e6 bigint NOT NULL) ON COMMIT DELETE ROWS";
+pub(super) const STAGE_COPY: &str = "COPY pg_temp.eai_samples_stage FROM STDIN (FORMAT binary)";
+/// [`SAMPLES_INSERT`] from the staging table (row level security checks each row as it does there).
+pub(super) const SAMPLES_FROM_STAGE: &str = "INSERT INTO eai.gpu_samples \
+     (gpu_id, end_ms, tenant_id, series_id, window_ms, util_e6, mem_e10, power_e6, storage_e6, fraction_e6) \
+     SELECT gpu_id, end_ms, tenant_id, series_id, window_ms, util_e6, mem_e10, power_e6, storage_e6, fraction_e6 \
+     FROM pg_temp.eai_samples_stage";
+
 pub(super) const ROLLUPS_AT: &str = concat!(
     "SELECT ",
     rollup_only_cols!(),

@@ -8,7 +8,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use super::groups::*;
 use super::meta::*;
 use super::rows::*;
-use crate::codec::{Figures, Labels};
+use crate::codec::{Figures, LabelsRef};
 use crate::ingest::{Ingest, LateKey, LateRead};
 use crate::pruned;
 use crate::sqlite::codec::{owner_text, Ctx};
@@ -31,7 +31,7 @@ pub(super) fn intern_gpu(tx: &Connection, uuid: &str) -> Result<i64> {
     Ok(tx.last_insert_rowid())
 }
 
-pub(super) fn intern_series(tx: &Connection, l: &Labels, end_ms: i64) -> Result<i64> {
+pub(super) fn intern_series(tx: &Connection, l: LabelsRef<'_>, end_ms: i64) -> Result<i64> {
     let owner = owner_text(l.owner);
     let found: Option<i64> = tx
         .prepare_cached(
@@ -158,13 +158,13 @@ pub fn insert(
     let mut plan = splits.plan(*cfg, horizon, &reads, &near)?;
 
     // Rows: a series is interned when a sample of it is first written.
-    let mut series: HashMap<Labels, i64> = HashMap::new();
+    let mut series: HashMap<LabelsRef<'_>, i64> = HashMap::new();
     for row in plan.rows()? {
-        let labels = Labels::of(row.sample);
+        let labels = LabelsRef::of(row.sample);
         let series_id = match series.get(&labels) {
             Some(id) => *id,
             None => {
-                let id = intern_series(&tx, &labels, row.sample.end.0)?;
+                let id = intern_series(&tx, labels, row.sample.end.0)?;
                 series.insert(labels, id);
                 id
             }
