@@ -6,7 +6,8 @@
 //! 2. Rate: the same samples into fresh stores, in order (the reference, measured in the same run), and out of
 //!    order into hours already past the retention: batches newest first (a backfill or a replayed spool racing
 //!    live data), and shuffled batches (windows in random order); also newest first inside the retention (late
-//!    samples recomputed from raw rows), for comparison.
+//!    samples recomputed from raw rows), for comparison. Last, four concurrent streams of disjoint GPUs: in time
+//!    order, then each stream newest first (the same GPUs, batches newest first, 4 concurrent).
 //!
 //! Run: `cargo run --release -p eai-store --example pruned [-- GPUS HOURS [postgres://...]]` (defaults 50 GPUs,
 //! 24 hours, SQLite only; with a PostgreSQL URL, the rates are measured there too, in scratch databases).
@@ -75,6 +76,43 @@ async fn ingest(store: &dyn Store, batches: &[Vec<Sample>]) -> anyhow::Result<(u
     let mut n = 0;
     for b in batches {
         n += store.insert_samples(b, &audit()).await?.inserted;
+    }
+    Ok((n, started.elapsed().as_secs_f64()))
+}
+
+/// The fleet's batches split into `n` streams of disjoint GPUs (GPU `g` in stream `g % n`), each in the
+/// batches' order: `n` samplers, or `n` clients of one replay.
+fn streams(batches: &[Vec<Sample>], n: usize) -> anyhow::Result<Vec<Vec<Vec<Sample>>>> {
+    let mut out = vec![Vec::with_capacity(batches.len()); n];
+    for b in batches {
+        let mut parts = vec![Vec::new(); n];
+        for s in b {
+            let g: usize = s.gpu_uuid.rsplit('-').next().unwrap_or("0").parse()?;
+            parts[g % n].push(s.clone());
+        }
+        for (stream, part) in out.iter_mut().zip(parts) {
+            stream.push(part);
+        }
+    }
+    Ok(out)
+}
+
+/// Every stream on a task of its own, all at once; (samples stored, seconds until the last one finished).
+async fn ingest_streams(
+    store: &Arc<dyn Store>,
+    streams: Vec<Vec<Vec<Sample>>>,
+) -> anyhow::Result<(u64, f64)> {
+    let started = Instant::now();
+    let tasks: Vec<_> = streams
+        .into_iter()
+        .map(|stream| {
+            let store = Arc::clone(store);
+            tokio::spawn(async move { ingest(&*store, &stream).await })
+        })
+        .collect();
+    let mut n = 0;
+    for t in tasks {
+        n += t.await??.0;
     }
     Ok((n, started.elapsed().as_secs_f64()))
 }
@@ -157,6 +195,32 @@ async fn rates(backend: &Backend, batches: &[Vec<Sample>], hours: i64) -> anyhow
             rate / reference
         );
     }
+
+    // Four streams of disjoint GPUs at once (issue #18's case): in time order (the reference of this pair),
+    // then each stream's batches newest first, into hours still within the retention.
+    let (store, _db) = backend.fresh("streams_in_order").await?;
+    let (n4, secs) = ingest_streams(&store, streams(batches, 4)?).await?;
+    anyhow::ensure!(
+        n4 == n,
+        "4 streams in order: {n4} samples stored, {n} expected"
+    );
+    let reference4 = n4 as f64 / secs;
+    println!("{name}.in_order_4_streams_samples_per_second={reference4:.0}");
+    let mut newest_first = streams(batches, 4)?;
+    for s in &mut newest_first {
+        s.reverse();
+    }
+    let (store, _db) = backend.fresh("streams_newest_first").await?;
+    let (m, secs) = ingest_streams(&store, newest_first).await?;
+    anyhow::ensure!(
+        m == n,
+        "4 streams newest first: {m} samples stored, {n} expected"
+    );
+    let rate = m as f64 / secs;
+    println!(
+        "{name}.newest_first_4_streams_samples_per_second={rate:.0} ({:.2} x 4 streams in order)",
+        rate / reference4
+    );
     Ok(())
 }
 

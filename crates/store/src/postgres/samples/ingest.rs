@@ -13,7 +13,10 @@ use uuid::Uuid;
 use super::rows::*;
 use super::sql::*;
 use crate::codec::{Labels, LabelsRef};
-use crate::ingest::{Ingest, IngestPlan, LateKey, LateRead};
+use crate::ingest::{
+    late_lookups, late_runs, Ingest, IngestPlan, LateKey, LateRead, Lookup, RunRead,
+    LATE_RUN_SPAN_MS,
+};
 use crate::postgres::derived;
 use crate::postgres::pool::{PgConn, Staging, Stmts};
 use crate::postgres::{begin, owner_of, owner_uuid, Ctx, Mode};
@@ -288,15 +291,26 @@ pub async fn insert(
     let late = splits.late();
     let mut lookups: HashMap<LateKey, Lookup> = HashMap::new();
     if !late.is_empty() {
-        let (late_gpu, late_end): (Vec<i64>, Vec<i64>) = late.iter().copied().unzip();
-        let s = st.get(&tx, LATE_LOOKUP).await?;
-        for r in tx
-            .query(&s, &[&late_gpu, &late_end])
+        let runs = late_runs(&late, LATE_RUN_SPAN_MS);
+        let mut cols: [Vec<i64>; 3] = Default::default();
+        for &(id, lo, hi) in &runs {
+            for (c, v) in cols.iter_mut().zip([id, lo, hi]) {
+                c.push(v);
+            }
+        }
+        let s = st.get(&tx, LATE_RUNS).await?;
+        let reads: Vec<RunRead> = tx
+            .query(&s, &[&cols[0], &cols[1], &cols[2]])
             .await
             .ctx("look late samples up")?
-        {
-            lookups.insert((r.get(0), r.get(1)), (r.get(2), r.get(3), r.get(4)));
-        }
+            .iter()
+            .map(|r| RunRead {
+                before: r.get(0),
+                after: r.get(1),
+                stored: r.get(2),
+            })
+            .collect();
+        lookups = late_lookups(&late, &runs, &reads)?;
     }
     let mut wanted: BTreeSet<(i64, i64)> = BTreeSet::new();
     for ((id, _), (is_stored, before, after)) in &lookups {
@@ -525,6 +539,3 @@ pub async fn insert(
     tx.commit().await.ctx("commit ingest")?;
     Ok(done.outcome)
 }
-
-/// One late sample as looked up: (stored already, end of the stored sample before, end of the one after).
-pub(super) type Lookup = (bool, Option<i64>, Option<i64>);

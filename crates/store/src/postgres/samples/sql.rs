@@ -41,15 +41,19 @@ pub(super) const LAST_ENDS_WRITE: &str = "UPDATE eai.gpus g SET last_end_ms = k.
      FROM unnest($1::bigint[], $2::bigint[]) AS k(id, end_ms) \
      WHERE g.id = k.id AND (g.last_end_ms IS NULL OR g.last_end_ms < k.end_ms)";
 
-pub(super) const LATE_LOOKUP: &str = "SELECT x.gpu_id, x.end_ms, \
-     EXISTS (SELECT 1 FROM eai.gpu_samples s WHERE s.gpu_id = x.gpu_id AND s.end_ms = x.end_ms), \
+/// Per late run ([`crate::ingest::late_runs`]: GPU, first end, last end): the stored end just before it and
+/// just after it (the key walked from a row value, as above), and the stored ends between (one range of the
+/// key: a row-value upper bound would only filter, scanning on to the end of the index).
+pub(super) const LATE_RUNS: &str = "SELECT \
      (SELECT CASE WHEN b.gpu_id = x.gpu_id THEN b.end_ms END FROM (SELECT s.gpu_id, s.end_ms \
-      FROM eai.gpu_samples s WHERE (s.gpu_id, s.end_ms) < (x.gpu_id, x.end_ms) \
+      FROM eai.gpu_samples s WHERE (s.gpu_id, s.end_ms) < (x.gpu_id, x.lo) \
       ORDER BY s.gpu_id DESC, s.end_ms DESC LIMIT 1) b), \
      (SELECT CASE WHEN a.gpu_id = x.gpu_id THEN a.end_ms END FROM (SELECT s.gpu_id, s.end_ms \
-      FROM eai.gpu_samples s WHERE (s.gpu_id, s.end_ms) > (x.gpu_id, x.end_ms) \
-      ORDER BY s.gpu_id, s.end_ms LIMIT 1) a) \
-     FROM unnest($1::bigint[], $2::bigint[]) AS x(gpu_id, end_ms)";
+      FROM eai.gpu_samples s WHERE (s.gpu_id, s.end_ms) > (x.gpu_id, x.hi) \
+      ORDER BY s.gpu_id, s.end_ms LIMIT 1) a), \
+     ARRAY(SELECT s.end_ms FROM eai.gpu_samples s \
+      WHERE s.gpu_id = x.gpu_id AND s.end_ms >= x.lo AND s.end_ms <= x.hi ORDER BY s.end_ms) \
+     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS x(gpu_id, lo, hi, n) ORDER BY x.n";
 
 pub(super) const SAMPLES_AT: &str = concat!(
     "SELECT ",

@@ -9,7 +9,9 @@ use super::groups::*;
 use super::meta::*;
 use super::rows::*;
 use crate::codec::{Figures, LabelsRef};
-use crate::ingest::{Ingest, LateKey, LateRead};
+use crate::ingest::{
+    late_lookups, late_runs, Ingest, LateKey, LateRead, RunRead, LATE_RUN_SPAN_MS,
+};
 use crate::pruned;
 use crate::sqlite::codec::{owner_text, Ctx};
 use crate::sqlite::SqliteConfig;
@@ -103,6 +105,31 @@ pub(super) fn insert_row(
     Ok(())
 }
 
+/// The ends of a GPU's stored rows in `[lo, hi]`, in order.
+fn ends_between(tx: &Connection, id: i64, lo: i64, hi: i64) -> Result<Vec<i64>> {
+    tx.prepare_cached(
+        "SELECT end_ms FROM gpu_samples WHERE gpu_id = ?1 AND end_ms >= ?2 AND end_ms <= ?3 ORDER BY end_ms",
+    )
+    .and_then(|mut st| {
+        st.query_map(params![id, lo, hi], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<i64>>>()
+    })
+    .ctx("read stored ends")
+}
+
+/// The end of a GPU's stored row picked from `at` as [`one_sample`] picks its row.
+fn end_near(tx: &Connection, pick: Pick, id: i64, at: i64) -> Result<Option<i64>> {
+    let sql = match pick {
+        Pick::AtOrBefore => "SELECT end_ms FROM gpu_samples WHERE gpu_id = ?1 AND end_ms <= ?2 ORDER BY end_ms DESC LIMIT 1",
+        Pick::Before => "SELECT end_ms FROM gpu_samples WHERE gpu_id = ?1 AND end_ms < ?2 ORDER BY end_ms DESC LIMIT 1",
+        Pick::After => "SELECT end_ms FROM gpu_samples WHERE gpu_id = ?1 AND end_ms > ?2 ORDER BY end_ms LIMIT 1",
+        Pick::AtOrAfter => "SELECT end_ms FROM gpu_samples WHERE gpu_id = ?1 AND end_ms >= ?2 ORDER BY end_ms LIMIT 1",
+    };
+    tx.prepare_cached(sql)
+        .and_then(|mut st| st.query_row(params![id, at], |r| r.get(0)).optional())
+        .ctx("read a stored end")
+}
+
 /// Stores a batch as [`crate::ingest`] plans it: this only reads what each step asks for and writes what it
 /// returns.
 pub fn insert(
@@ -128,25 +155,48 @@ pub fn insert(
     }
     let horizon = horizon(&tx)?;
     let splits = ingest.split(ids, latest)?;
-    let mut reads: HashMap<LateKey, LateRead> = HashMap::new();
-    for (id, end) in splits.late() {
+    // The late samples, looked up by runs (crate::ingest::late_runs), then their neighbours read once each.
+    let late = splits.late();
+    let runs = late_runs(&late, LATE_RUN_SPAN_MS);
+    let mut run_reads = Vec::with_capacity(runs.len());
+    for &(id, lo, hi) in &runs {
+        run_reads.push(RunRead {
+            stored: ends_between(&tx, id, lo, hi)?,
+            before: end_near(&tx, Pick::Before, id, lo)?,
+            after: end_near(&tx, Pick::After, id, hi)?,
+        });
+    }
+    let mut neighbours: HashMap<LateKey, Sample> = HashMap::new();
+    let mut neighbour = |id: i64, end: Option<i64>| -> Result<Option<Sample>> {
+        let Some(end) = end else { return Ok(None) };
+        if let Some(s) = neighbours.get(&(id, end)) {
+            return Ok(Some(s.clone()));
+        }
         let uuid = uuids.get(&id).map(String::as_str).unwrap_or_default();
-        let stored: Option<i64> = tx
-            .prepare_cached("SELECT 1 FROM gpu_samples WHERE gpu_id = ?1 AND end_ms = ?2")
-            .and_then(|mut st| st.query_row(params![id, end], |r| r.get(0)).optional())
-            .ctx("look a sample up")?;
+        let s = one_sample(&tx, Pick::AtOrAfter, id, uuid, end)?
+            .filter(|s| s.end.0 == end)
+            .ok_or_else(|| {
+                StoreError::Internal(format!(
+                    "ingest: the stored sample ({id}, {end}) went missing"
+                ))
+            })?;
+        neighbours.insert((id, end), s.clone());
+        Ok(Some(s))
+    };
+    let mut reads: HashMap<LateKey, LateRead> = HashMap::new();
+    for (key, (stored, before, after)) in late_lookups(&late, &runs, &run_reads)? {
         let read = match stored {
-            Some(_) => LateRead {
-                stored: true,
+            true => LateRead {
+                stored,
                 ..LateRead::default()
             },
-            None => LateRead {
-                stored: false,
-                before: one_sample(&tx, Pick::Before, id, uuid, end)?,
-                after: one_sample(&tx, Pick::After, id, uuid, end)?,
+            false => LateRead {
+                stored,
+                before: neighbour(key.0, before)?,
+                after: neighbour(key.0, after)?,
             },
         };
-        reads.insert((id, end), read);
+        reads.insert(key, read);
     }
     let mut near = HashMap::new();
     for (id, end) in splits.needs_index(&horizon, &reads) {
