@@ -200,7 +200,10 @@ async fn stage_ready(conn: &mut PgConn) -> Result<bool> {
             Ok(true)
         }
         Err(e) if crate::postgres::sqlstate(&e) == Some("42501") => {
-            tracing::warn!(error = %e, "postgres: the service role may not create temporary tables; \
+            let why = e
+                .as_db_error()
+                .map_or_else(|| e.to_string(), |d| d.message().to_string());
+            tracing::warn!(error = %why, "postgres: the service role may not create temporary tables; \
                  large ingest batches use multi-row inserts (grant TEMPORARY on the database to stage them)");
             conn.staging = Staging::Refused;
             Ok(false)
