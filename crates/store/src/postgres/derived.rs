@@ -361,14 +361,14 @@ fn dec(r: &Row, i: usize, what: &str) -> Result<Decimal> {
     Ok(r.try_get::<_, Decimal>(i).ctx(what)?.normalize())
 }
 
-/// A group row of [`GROUPS_IN`] before its GPUs are named.
+/// A group row of [`GROUPS_IN`] before its GPUs are named ([`name_groups`]).
 #[derive(Debug)]
-struct Stored {
+pub(super) struct Stored {
     rollup: Rollup,
     gpus: Vec<i64>,
 }
 
-fn stored_of(r: &Row) -> Result<Stored> {
+pub(super) fn stored_of(r: &Row) -> Result<Stored> {
     let key = group_key(
         r.try_get(0).ctx("read deployment_rollups.bucket_ms")?,
         r.try_get(1).ctx("read deployment_rollups.deployment_id")?,
@@ -410,19 +410,15 @@ fn stored_of(r: &Row) -> Result<Stored> {
     })
 }
 
-/// The group rollups of the rows of [`GROUPS_IN`] (except those of `skip` buckets), their GPUs named from
-/// `eai.gpus`, equal sets shared.
-pub(super) async fn group_rollups(
+/// The group rollups of rows of [`GROUPS_IN`] ([`stored_of`]), their GPUs named from `eai.gpus`, equal sets
+/// shared.
+pub(super) async fn name_groups(
     tx: &Transaction<'_>,
     st: &mut Stmts,
-    rows: &[Row],
+    stored: Vec<Stored>,
 ) -> Result<Vec<Rollup>> {
-    let mut stored = Vec::with_capacity(rows.len());
     let mut ids: HashSet<i64> = HashSet::new();
     let mut sets_seen: HashSet<&[i64]> = HashSet::new();
-    for r in rows {
-        stored.push(stored_of(r)?);
-    }
     for s in &stored {
         if sets_seen.insert(&s.gpus) {
             ids.extend(&s.gpus);
@@ -550,34 +546,25 @@ fn claims_corrupt(r: &Row, rule: &str) -> crate::StoreError {
     )
 }
 
-/// The claims of the rows of [`CLAIMS_IN`], in [`UsageClaim::read_order`].
-pub(super) fn claims_of(rows: &[Row]) -> Result<Vec<UsageClaim>> {
-    let mut out = rows
-        .iter()
-        .map(|r| {
-            let key = ClaimKey {
-                bucket_ms: r.try_get(0).ctx("read usage_claims.bucket_ms")?,
-                deployment_id: r.try_get(1).ctx("read usage_claims.deployment_id")?,
-                tenant_id: eai_engine::domain::TenantId(
-                    r.try_get(2).ctx("read usage_claims.tenant_id")?,
-                ),
-            };
-            let sums = ClaimSums {
-                gpu_seconds: to_fixed(
-                    r.try_get(3).ctx("read usage_claims.gpu_seconds")?,
-                    CLAIM_DP,
-                    "usage_claims.gpu_seconds",
-                )?,
-                tokens: to_fixed(
-                    r.try_get(4).ctx("read usage_claims.tokens")?,
-                    CLAIM_DP,
-                    "usage_claims.tokens",
-                )?,
-                events: r.try_get(5).ctx("read usage_claims.events")?,
-            };
-            sums.to_claim(&key)
-        })
-        .collect::<Result<Vec<_>>>()?;
-    out.sort_by(|a, b| a.read_order().cmp(&b.read_order()));
-    Ok(out)
+/// The claim of a row of [`CLAIMS_IN`].
+pub(super) fn claim_of(r: &Row) -> Result<UsageClaim> {
+    let key = ClaimKey {
+        bucket_ms: r.try_get(0).ctx("read usage_claims.bucket_ms")?,
+        deployment_id: r.try_get(1).ctx("read usage_claims.deployment_id")?,
+        tenant_id: eai_engine::domain::TenantId(r.try_get(2).ctx("read usage_claims.tenant_id")?),
+    };
+    let sums = ClaimSums {
+        gpu_seconds: to_fixed(
+            r.try_get(3).ctx("read usage_claims.gpu_seconds")?,
+            CLAIM_DP,
+            "usage_claims.gpu_seconds",
+        )?,
+        tokens: to_fixed(
+            r.try_get(4).ctx("read usage_claims.tokens")?,
+            CLAIM_DP,
+            "usage_claims.tokens",
+        )?,
+        events: r.try_get(5).ctx("read usage_claims.events")?,
+    };
+    sums.to_claim(&key)
 }

@@ -1,6 +1,9 @@
 //! Reads: what an allocation reads for a period, deployments, latest samples, nodes.
 
+use std::pin::pin;
+
 use eai_engine::time::Timestamp;
+use futures_util::TryStreamExt;
 use tokio_postgres::types::ToSql;
 
 use super::ingest::*;
@@ -67,15 +70,39 @@ pub async fn usage_for(
         st.get(&tx, derived::GROUPS_IN).await?,
         st.get(&tx, derived::CLAIMS_IN).await?,
     );
-    let (mut groups, mut claims) = (Vec::new(), Vec::new());
+    // Both statements sent at once; each row decoded as it arrives, while the server still produces the
+    // next ones (a month's rows took the sum of the server's time and the decoding's, one after the other).
+    // Each stream is drained by its own future: the claims' statement answers only after the last group row,
+    // which must be taken off the connection meanwhile (waiting for both answers first would never end).
+    let (mut stored, mut claims) = (Vec::new(), Vec::new());
     for (a, b) in &plan.ranges {
-        let range: [&(dyn ToSql + Sync); 2] = [a, b];
-        let (group_rows, claim_rows) =
-            tokio::try_join!(tx.query(&groups_in, &range), tx.query(&claims_in, &range))
-                .ctx("read group rollups and claims")?;
-        groups.extend(derived::group_rollups(&tx, st, &group_rows).await?);
-        claims.extend(derived::claims_of(&claim_rows)?);
+        let groups = async {
+            let rows = tx
+                .query_raw(&groups_in, [a, b])
+                .await
+                .ctx("read group rollups")?;
+            let mut rows = pin!(rows);
+            let mut out = Vec::new();
+            while let Some(r) = rows.try_next().await.ctx("read group rollups")? {
+                out.push(derived::stored_of(&r)?);
+            }
+            Ok::<_, crate::StoreError>(out)
+        };
+        let claimed = async {
+            let rows = tx.query_raw(&claims_in, [a, b]).await.ctx("read claims")?;
+            let mut rows = pin!(rows);
+            let mut out = Vec::new();
+            while let Some(r) = rows.try_next().await.ctx("read claims")? {
+                out.push(derived::claim_of(&r)?);
+            }
+            Ok::<_, crate::StoreError>(out)
+        };
+        let (g, c) = tokio::try_join!(groups, claimed)?;
+        stored.extend(g);
+        claims.extend(c);
     }
+    claims.sort_by(|a, b| a.read_order().cmp(&b.read_order()));
+    let groups = derived::name_groups(&tx, st, stored).await?;
     let buckets = cache.fill(plan, groups, claims);
     let (mut found, claims) = read_cache::assemble(&buckets, &exact_cells, cfg.bucket_ms);
     let whole = Cuts::default();
