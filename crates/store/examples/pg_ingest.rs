@@ -93,18 +93,12 @@ const COLS: &str = "(gpu_id bigint NOT NULL, end_ms bigint NOT NULL, tenant_id u
      series_id bigint NOT NULL, window_ms bigint NOT NULL, util_e6 bigint NOT NULL, mem_e10 bigint NOT NULL, \
      power_e6 bigint NOT NULL, storage_e6 bigint NOT NULL, fraction_e6 bigint NOT NULL";
 
-const TYPES: [Type; 10] = [
-    Type::INT8,
-    Type::INT8,
-    Type::UUID,
-    Type::INT8,
-    Type::INT8,
-    Type::INT8,
-    Type::INT8,
-    Type::INT8,
-    Type::INT8,
-    Type::INT8,
-];
+/// The types of [`COLS`]: all `bigint` but the tenant.
+fn types() -> Vec<Type> {
+    let mut t = vec![Type::INT8; 10];
+    t[2] = Type::UUID;
+    t
+}
 
 /// How the rows of a batch reach a table shaped like `eai.gpu_samples` (same columns, same primary key).
 #[derive(Clone, Copy)]
@@ -127,7 +121,7 @@ async fn copy_rows(
     let sink = tx
         .copy_in(&format!("COPY {table} FROM STDIN (FORMAT binary)"))
         .await?;
-    let mut writer = std::pin::pin!(BinaryCopyInWriter::new(sink, &TYPES));
+    let mut writer = std::pin::pin!(BinaryCopyInWriter::new(sink, &types()));
     for (gpu, end, f) in rows {
         writer
             .as_mut()
