@@ -76,28 +76,16 @@ pub async fn usage_for(
     // which must be taken off the connection meanwhile (waiting for both answers first would never end).
     let (mut stored, mut claims) = (Vec::new(), Vec::new());
     for (a, b) in &plan.ranges {
-        let groups = async {
-            let rows = tx
-                .query_raw(&groups_in, [a, b])
-                .await
-                .ctx("read group rollups")?;
-            let mut rows = pin!(rows);
-            let mut out = Vec::new();
-            while let Some(r) = rows.try_next().await.ctx("read group rollups")? {
-                out.push(derived::stored_of(&r)?);
-            }
-            Ok::<_, crate::StoreError>(out)
-        };
-        let claimed = async {
-            let rows = tx.query_raw(&claims_in, [a, b]).await.ctx("read claims")?;
-            let mut rows = pin!(rows);
-            let mut out = Vec::new();
-            while let Some(r) = rows.try_next().await.ctx("read claims")? {
-                out.push(derived::claim_of(&r)?);
-            }
-            Ok::<_, crate::StoreError>(out)
-        };
-        let (g, c) = tokio::try_join!(groups, claimed)?;
+        let (g, c) = tokio::try_join!(
+            drain(
+                &tx,
+                &groups_in,
+                [a, b],
+                "read group rollups",
+                derived::stored_of
+            ),
+            drain(&tx, &claims_in, [a, b], "read claims", derived::claim_of)
+        )?;
         stored.extend(g);
         claims.extend(c);
     }
@@ -124,6 +112,23 @@ pub async fn usage_for(
         .in_order(),
         log_rows,
     ))
+}
+
+/// The rows of `statement` over `range`, each decoded by `decode` as it arrives.
+async fn drain<T>(
+    tx: &tokio_postgres::Transaction<'_>,
+    statement: &tokio_postgres::Statement,
+    range: [&i64; 2],
+    what: &str,
+    decode: impl Fn(&tokio_postgres::Row) -> Result<T>,
+) -> Result<Vec<T>> {
+    let rows = tx.query_raw(statement, range).await.ctx(what)?;
+    let mut rows = pin!(rows);
+    let mut out = Vec::new();
+    while let Some(r) = rows.try_next().await.ctx(what)? {
+        out.push(decode(&r)?);
+    }
+    Ok(out)
 }
 
 /// Folds the change log's rows of each bucket into one (any snapshot sums the same counts before and after).

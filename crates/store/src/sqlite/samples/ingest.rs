@@ -119,15 +119,12 @@ fn ends_between(tx: &Connection, id: i64, lo: i64, hi: i64) -> Result<Vec<i64>> 
 
 /// The end of a GPU's stored row picked from `at` as [`one_sample`] picks its row.
 fn end_near(tx: &Connection, pick: Pick, id: i64, at: i64) -> Result<Option<i64>> {
-    let sql = match pick {
-        Pick::AtOrBefore => "SELECT end_ms FROM gpu_samples WHERE gpu_id = ?1 AND end_ms <= ?2 ORDER BY end_ms DESC LIMIT 1",
-        Pick::Before => "SELECT end_ms FROM gpu_samples WHERE gpu_id = ?1 AND end_ms < ?2 ORDER BY end_ms DESC LIMIT 1",
-        Pick::After => "SELECT end_ms FROM gpu_samples WHERE gpu_id = ?1 AND end_ms > ?2 ORDER BY end_ms LIMIT 1",
-        Pick::AtOrAfter => "SELECT end_ms FROM gpu_samples WHERE gpu_id = ?1 AND end_ms >= ?2 ORDER BY end_ms LIMIT 1",
-    };
-    tx.prepare_cached(sql)
-        .and_then(|mut st| st.query_row(params![id, at], |r| r.get(0)).optional())
-        .ctx("read a stored end")
+    tx.prepare_cached(&format!(
+        "SELECT s.end_ms FROM gpu_samples s WHERE s.gpu_id = ?1{}",
+        pick.tail()
+    ))
+    .and_then(|mut st| st.query_row(params![id, at], |r| r.get(0)).optional())
+    .ctx("read a stored end")
 }
 
 /// Stores a batch as [`crate::ingest`] plans it: this only reads what each step asks for and writes what it

@@ -73,6 +73,18 @@ pub(super) enum Pick {
     AtOrAfter,
 }
 
+impl Pick {
+    /// The clause that picks the row from `?2`, after `… WHERE s.gpu_id = ?1` over `gpu_samples s`.
+    pub(super) fn tail(self) -> &'static str {
+        match self {
+            Pick::AtOrBefore => " AND s.end_ms <= ?2 ORDER BY s.end_ms DESC LIMIT 1",
+            Pick::Before => " AND s.end_ms < ?2 ORDER BY s.end_ms DESC LIMIT 1",
+            Pick::After => " AND s.end_ms > ?2 ORDER BY s.end_ms ASC LIMIT 1",
+            Pick::AtOrAfter => " AND s.end_ms >= ?2 ORDER BY s.end_ms ASC LIMIT 1",
+        }
+    }
+}
+
 pub(super) fn one_sample(
     conn: &Connection,
     pick: Pick,
@@ -80,14 +92,8 @@ pub(super) fn one_sample(
     gpu_uuid: &str,
     at: i64,
 ) -> Result<Option<Sample>> {
-    let tail = match pick {
-        Pick::AtOrBefore => " AND s.end_ms <= ?2 ORDER BY s.end_ms DESC LIMIT 1",
-        Pick::Before => " AND s.end_ms < ?2 ORDER BY s.end_ms DESC LIMIT 1",
-        Pick::After => " AND s.end_ms > ?2 ORDER BY s.end_ms ASC LIMIT 1",
-        Pick::AtOrAfter => " AND s.end_ms >= ?2 ORDER BY s.end_ms ASC LIMIT 1",
-    };
     let mut st = conn
-        .prepare_cached(&format!("{SAMPLE_SELECT}{tail}"))
+        .prepare_cached(&format!("{SAMPLE_SELECT}{}", pick.tail()))
         .ctx("prepare sample lookup")?;
     let raw = st
         .query_row(params![gpu_id, at], raw_sample)
