@@ -160,6 +160,12 @@ for backend in $BACKENDS; do
     | record "$backend.g$BIG"
   for d in 1 7 30; do bench allocation --days "$d" --runs 5 | record "$backend.g$BIG.d$d"; done
   stop
+  # The same month with the read cache sized to it (a month is ~120 group and claim rows per GPU), and the
+  # server's resident memory once the month is cached.
+  CACHE_ROWS=$((BIG * 150)) start "$backend" "big_$backend" keep
+  bench allocation --days 30 --runs 5 | record "$backend.g$BIG.sized.d30"
+  echo "server_rss_mib=$(( $(awk '/^VmRSS/ {print $2}' "/proc/$server/status") / 1024 ))" | record "$backend.g$BIG.sized.d30"
+  stop
   echo "== $backend: the same store copied into ClickHouse (replica backfill), allocated from there"
   [ -n "$ch_pid" ] || start_clickhouse
   ch_db="eai_$backend"

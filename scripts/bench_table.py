@@ -43,6 +43,12 @@ for b in ("sqlite", "postgres"):
             rows.append((f"{b}: allocation, {n} GPUs, {d} day(s): p50 / p99",
                          f"{g(f'{b}.g{n}.d{d}.allocation_p50_ms', ' ms')} / {g(f'{b}.g{n}.d{d}.allocation_p99_ms', ' ms')}",
                          f"first request {g(f'{b}.g{n}.d{d}.allocation_first_ms', ' ms')}"))
+        sized = f"{b}.g{n}.sized.d30.allocation_p50_ms"
+        if sized in vals:
+            rows.append((f"{b}: allocation, {n} GPUs, a month, read cache sized to it: p50 / p99",
+                         f"{vals[sized]} ms / {g(f'{b}.g{n}.sized.d30.allocation_p99_ms', ' ms')}",
+                         f"{ratio(sized, f'{b}.g{n}.d30.allocation_p50_ms')} x the default cache's p50; first request "
+                         f"{g(f'{b}.g{n}.sized.d30.allocation_first_ms', ' ms')}; server RSS {g(f'{b}.g{n}.sized.d30.server_rss_mib', ' MiB')}"))
         if f"{b}.g{n}.backfill_rows" in vals:
             rows.append((f"{b}: replica backfill into ClickHouse, {n} GPUs, a month", g(f"{b}.g{n}.backfill_rows_per_second", " rows/s"),
                          f"{g(f'{b}.g{n}.backfill_rows')} rows in {g(f'{b}.g{n}.backfill_seconds', ' s')} (`eai-gpu replica backfill`)"))

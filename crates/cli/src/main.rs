@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod admin;
 mod allocate_cmd;
+mod backup_cmd;
 #[cfg(feature = "bench")]
 mod bench;
 mod demo;
@@ -42,6 +43,11 @@ enum Command {
     Keys(admin::KeysArgs),
     /// The audit trail.
     Audit(admin::AuditArgs),
+    /// Back up the embedded store while it serves (`backup --out FILE`), or check a backup or a restored
+    /// database (`backup check`). PostgreSQL: pg_dump (the command says how).
+    Backup(backup_cmd::BackupArgs),
+    /// Put a backup in place of the embedded store (stop `serve` first), then check it.
+    Restore(backup_cmd::RestoreArgs),
     /// Create or upgrade the store's schema, then exit.
     Migrate(admin::StoreArgs),
     /// The ClickHouse replica: `replica backfill` copies what the store holds into a replica added later.
@@ -66,6 +72,8 @@ fn main() -> std::process::ExitCode {
         Command::Export(args) => runtime().and_then(|rt| rt.block_on(export_cmd::run(args))),
         Command::Keys(args) => runtime().and_then(|rt| rt.block_on(admin::keys(args))),
         Command::Audit(args) => runtime().and_then(|rt| rt.block_on(admin::audit(args))),
+        Command::Backup(args) => runtime().and_then(|rt| rt.block_on(backup_cmd::backup(args))),
+        Command::Restore(args) => runtime().and_then(|rt| rt.block_on(backup_cmd::restore(args))),
         Command::Migrate(args) => runtime().and_then(|rt| rt.block_on(admin::migrate(args))),
         Command::Replica(args) => runtime().and_then(|rt| rt.block_on(replica_cmd::run(args))),
         Command::Sampler(args) => runtime().and_then(|rt| {

@@ -16,6 +16,7 @@
 //! Layout: `schema` (embedded migrations), `codec` (column encodings), `samples` (raw samples, rollups,
 //! gaps), `records` (usage events, policies, keys, audit chain).
 
+pub mod backup;
 mod budgets;
 mod codec;
 mod providers;
