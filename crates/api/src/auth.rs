@@ -11,7 +11,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use eai_engine::domain::TenantId;
-use eai_store::{AuditDraft, Role, Scope, TenantRef};
+use eai_store::{AuditDraft, Role, Scope, StoreError, TenantRef};
 use serde_json::{json, Value};
 
 use crate::clock::now;
@@ -515,10 +515,15 @@ impl<A: Action> Authorized<A> {
                     ))
                     .await;
                 if let Err(a) = audited {
-                    return ApiError::internal(format!(
-                        "audit append failed after a failed {}: {a}",
-                        A::NAME
-                    ))
+                    let cause = format!("audit append failed after a failed {}: {a}", A::NAME);
+                    return match a {
+                        // The store is down or full: the failure cannot be recorded either, and nothing of
+                        // the request was: 503, send it again (the cause is logged).
+                        StoreError::Unavailable(_) | StoreError::Full(_) => {
+                            ApiError::from(a).logged_as(cause)
+                        }
+                        _ => ApiError::internal(cause),
+                    }
                     .into_response();
                 }
                 e.into_response()

@@ -312,6 +312,24 @@ impl ApiError {
         e
     }
 
+    /// The same error, logged with `cause` instead of its own (never shown).
+    pub fn logged_as(mut self, cause: impl Into<String>) -> Self {
+        self.internal = Some(cause.into());
+        self
+    }
+
+    /// The store's disk is full: 503 `unavailable`, retry in 30 s. Nothing of the request was stored.
+    pub fn storage_full(cause: impl Into<String>) -> Self {
+        let mut e = Self::new(
+            ErrorCode::Unavailable,
+            "The service cannot store data now: its disk is full. Nothing of this request was stored; send it again later.",
+            "Le service ne peut rien enregistrer pour l'instant : son disque est plein. Rien de cette requête n'a été enregistré ; renvoyez-la plus tard.",
+        );
+        e.retry_after = Some(30);
+        e.internal = Some(cause.into());
+        e
+    }
+
     /// The envelope, for a request id and a locale.
     pub fn envelope(&self, request_id: &str, locale: Locale) -> Value {
         let message = match locale {
@@ -377,6 +395,12 @@ impl From<StoreError> for ApiError {
             ),
             StoreError::Refused(errors) => ApiError::validation(errors),
             StoreError::Internal(cause) => ApiError::internal(format!("store: {cause}")),
+            StoreError::Full(cause) => ApiError::storage_full(format!("store: {cause}")),
+            StoreError::Unavailable(cause) => {
+                let mut e = ApiError::unavailable(format!("store: {cause}"));
+                e.retry_after = Some(1);
+                e
+            }
         }
     }
 }

@@ -1294,11 +1294,14 @@ fn serve_on(dir: &std::path::Path, port: u16, key: &str, database_url: Option<&s
     if let Some(url) = database_url {
         cmd.args(["--database-url", url]);
     }
+    // The log, for a failing test's reader: eai-serve-<port>.log in the temp folder.
+    let log =
+        std::fs::File::create(std::env::temp_dir().join(format!("eai-serve-{port}.log"))).unwrap();
     let s = Server(
         cmd.env("EAI_BOOTSTRAP_ADMIN_KEY", key)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()
             .unwrap(),
     );
@@ -1543,5 +1546,251 @@ fn a_pg_dump_restored_with_pg_restore_checks_as_its_source() {
         .send()
         .unwrap();
     assert!(r.status().is_success(), "{}", r.text().unwrap());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// PostgreSQL restarted under a streaming client, fast then immediate (a crash, recovered from the WAL at the next
+/// start): requests that meet the outage get 503 `unavailable` with `Retry-After` (never a 500), `/readyz` says
+/// the store is unreachable, `serve` reconnects by itself, and the client that retries as told loses nothing and
+/// doubles nothing. On a cluster of the test's own (the shared test server stays up for the other tests).
+#[test]
+fn postgres_restarted_during_ingest_answers_503_then_serves_and_loses_nothing() {
+    use eai_store::testing::{ScratchCluster, Shutdown};
+    let cluster = ScratchCluster::start().unwrap_or_else(|e| panic!("{e}"));
+    let db = cluster.url("");
+    let dir = temp_dir("pg-restart");
+    let key = "eai_live_pgrestarttestpgrestarttestpgrestarttestpgre0001";
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let _server = serve_on(&dir, port, key, Some(&db));
+
+    let n = 200;
+    let t0 = crash_t0();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stream = {
+        let (stop, base) = (stop.clone(), base.clone());
+        std::thread::spawn(move || {
+            let http = reqwest::blocking::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .unwrap();
+            let (mut acked, mut unavailable) = (0usize, 0usize);
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                // A client as the SDKs and the sampler are: the same batch again after a 503, as told.
+                loop {
+                    let r = http
+                        .post(format!("{base}/v1/finops/gpu/samples"))
+                        .bearer_auth(key)
+                        .json(&crash_batch(t0, acked, n))
+                        .send()
+                        .expect("serve stays up while PostgreSQL restarts");
+                    let status = r.status().as_u16();
+                    if status == 503 {
+                        let retry = r.headers().get("retry-after").cloned();
+                        let body: serde_json::Value = r.json().unwrap();
+                        assert_eq!(body["error"]["code"], "unavailable", "{body}");
+                        assert!(retry.is_some(), "a 503 without Retry-After: {body}");
+                        unavailable += 1;
+                        std::thread::sleep(Duration::from_millis(200));
+                        continue;
+                    }
+                    assert_eq!(status, 200, "batch {acked}: {}", r.text().unwrap());
+                    break;
+                }
+                acked += 1;
+            }
+            (acked, unavailable)
+        })
+    };
+    let http = reqwest::blocking::Client::new();
+    let readyz = || {
+        http.get(format!("{base}/readyz"))
+            .send()
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    let wait_ready = |what: &str| {
+        let start = Instant::now();
+        while readyz() != 200 {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "not ready 30 s after PostgreSQL came back ({what})"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    for how in [Shutdown::Fast, Shutdown::Immediate] {
+        std::thread::sleep(Duration::from_millis(1500));
+        cluster.stop(how).unwrap_or_else(|e| panic!("{e}"));
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(readyz(), 503, "/readyz while PostgreSQL is down ({how:?})");
+        std::thread::sleep(Duration::from_millis(1500));
+        cluster.start_server().unwrap_or_else(|e| panic!("{e}"));
+        wait_ready(&format!("{how:?}"));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (acked, unavailable) = stream.join().unwrap();
+    assert!(
+        unavailable > 0,
+        "no request met the outage: the test proves nothing"
+    );
+    // Every acknowledged batch is stored, once.
+    for b in 0..acked {
+        let r: serde_json::Value = http
+            .post(format!("{base}/v1/finops/gpu/samples"))
+            .bearer_auth(key)
+            .json(&crash_batch(t0, b, n))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        assert_eq!(
+            r["duplicates"], n as u64,
+            "batch {b} was acknowledged but lost: {r}"
+        );
+    }
+    let a: serde_json::Value = http
+        .get(format!(
+            "{base}/v1/finops/gpu/allocation?from={}&to={}",
+            rfc3339(t0),
+            rfc3339(t0 + 3 * 86_400)
+        ))
+        .bearer_auth(key)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(a["deployments"][0]["samples"], (acked * n) as u64, "{a}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A tmpfs mounted for a test, unmounted when dropped (even when the test fails).
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &std::path::Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(at).unwrap();
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "the disk-full test mounts a small tmpfs and needs root (CI runs as root): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Tmpfs(at.to_path_buf())
+    }
+
+    fn resize(&self, size: &str) {
+        let st = Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(&self.0)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// The embedded store's disk fills up under ingest (a 3 MiB tmpfs): the batch that does not fit answers 503
+/// `unavailable` ("disk is full", `Retry-After`), never a 500, and nothing of it is stored; once the file system
+/// grows, the same batch is taken, every acknowledged batch is there once, and SQLite's `integrity_check` finds
+/// the file sound.
+#[test]
+fn a_full_disk_answers_503_loses_nothing_and_recovers_when_space_returns() {
+    let dir = temp_dir("disk-full");
+    let data = dir.join("data");
+    let fs = Tmpfs::mount(&data, "3m");
+    let key = "eai_live_diskfulltestdiskfulltestdiskfulltestdiskfu0001";
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let server = serve_on(&data, port, key, None);
+    let http = reqwest::blocking::Client::new();
+    let (n, t0) = (300, crash_t0());
+    let post = |b: usize| {
+        http.post(format!("{base}/v1/finops/gpu/samples"))
+            .bearer_auth(key)
+            .json(&crash_batch(t0, b, n))
+            .send()
+            .unwrap()
+    };
+    let mut b = 0;
+    let refused = loop {
+        let r = post(b);
+        if r.status().as_u16() != 200 {
+            break r;
+        }
+        b += 1;
+        assert!(b < 2000, "3 MiB never filled up");
+    };
+    let acked = b;
+    assert!(
+        acked > 0,
+        "the first batch was refused: the tmpfs is too small to test anything"
+    );
+    assert_eq!(refused.status().as_u16(), 503);
+    assert!(refused.headers().get("retry-after").is_some());
+    let body: serde_json::Value = refused.json().unwrap();
+    assert_eq!(body["error"]["code"], "unavailable", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("disk is full"),
+        "{body}"
+    );
+    // Still full: refused again, the same way.
+    assert_eq!(post(acked).status().as_u16(), 503);
+
+    fs.resize("64m");
+    for b in acked..acked + 3 {
+        let r = post(b);
+        assert_eq!(
+            r.status().as_u16(),
+            200,
+            "batch {b} once space returned: {}",
+            r.text().unwrap()
+        );
+    }
+    for b in 0..acked + 3 {
+        let r: serde_json::Value = post(b).json().unwrap();
+        assert_eq!(
+            r["duplicates"], n as u64,
+            "batch {b} was acknowledged but lost: {r}"
+        );
+    }
+    let a: serde_json::Value = http
+        .get(format!(
+            "{base}/v1/finops/gpu/allocation?from={}&to={}",
+            rfc3339(t0),
+            rfc3339(t0 + 3 * 86_400)
+        ))
+        .bearer_auth(key)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(
+        a["deployments"][0]["samples"],
+        ((acked + 3) * n) as u64,
+        "{a}"
+    );
+    drop(server);
+    let conn = rusqlite::Connection::open(data.join("eai-gpu.db")).unwrap();
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    drop(conn);
+    drop(fs);
     std::fs::remove_dir_all(&dir).unwrap();
 }

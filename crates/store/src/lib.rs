@@ -333,9 +333,19 @@ pub enum StoreError {
     /// of the batch was stored.
     #[error("refused: {0:?}")]
     Refused(Vec<eai_engine::error::FieldError>),
-    /// Anything the caller cannot fix: I/O, a corrupt file, a lost connection. Its text is for logs only.
+    /// Anything the caller cannot fix: I/O, a corrupt file. Its text is for logs only.
     #[error("storage failure: {0}")]
     Internal(String),
+    /// The database cannot be reached now (connection refused or lost, the server shutting down or starting,
+    /// no free connection): the same call may be retried as it is (its transaction was rolled back, or, the
+    /// connection lost during the commit itself, committed: a re-sent batch then counts duplicates). Its text is
+    /// for logs only.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    /// The disk holding the store is full: nothing of the call was committed, and the same call may be retried
+    /// once space is freed. Its text is for logs only.
+    #[error("storage full: {0}")]
+    Full(String),
 }
 
 impl StoreError {

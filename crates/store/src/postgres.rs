@@ -93,7 +93,29 @@ pub(crate) trait Ctx<T> {
 
 impl<T> Ctx<T> for std::result::Result<T, tokio_postgres::Error> {
     fn ctx(self, what: &str) -> Result<T> {
-        self.map_err(|e| StoreError::Internal(format!("postgres: {what}: {}", describe(&e))))
+        self.map_err(|e| {
+            let text = format!("postgres: {what}: {}", describe(&e));
+            if unreachable(&e) {
+                StoreError::Unavailable(text)
+            } else {
+                StoreError::Internal(text)
+            }
+        })
+    }
+}
+
+/// Whether an error says the server cannot be reached now rather than that the statement failed: the connection
+/// closed or could not be made (an I/O error), SQLSTATE class 08 (connection exception), 57P01-57P05 (shutting
+/// down, starting up, idle session ended) or 53300 (too many connections). The caller may send the same
+/// request again: its transaction was rolled back, or (the connection lost during the commit itself)
+/// committed, and the re-sent batch then counts duplicates.
+pub(crate) fn unreachable(e: &tokio_postgres::Error) -> bool {
+    if e.is_closed() {
+        return true;
+    }
+    match sqlstate(e) {
+        Some(code) => code.starts_with("08") || code.starts_with("57P") || code == "53300",
+        None => std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>()),
     }
 }
 

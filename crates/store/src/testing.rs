@@ -60,15 +60,25 @@ impl TestCa {
 }
 
 /// A throwaway PostgreSQL cluster of its own (Debian's binaries, `initdb` in a temp dir, a free port on
-/// `localhost`), serving TLS only with a [`TestCa`]'s certificate: what the TLS tests connect to with
-/// `sslmode=verify-full`. Run as root (as CI does), the server runs as the `postgres` user. Stopped (immediate
-/// shutdown) when dropped.
+/// 127.0.0.1, trust authentication), for tests that need a server nobody else uses: one that serves TLS only
+/// ([`ScratchTlsCluster`]), or one a test stops and starts under a running `serve` (the shared test server must
+/// not go down under other tests). Run as root (as CI does), the server runs as the `postgres` user. Stopped
+/// (immediate shutdown) and removed when dropped.
 #[derive(Debug)]
-pub struct ScratchTlsCluster {
+pub struct ScratchCluster {
     dir: PathBuf,
     bin: PathBuf,
     run_as_postgres: bool,
     pub port: u16,
+}
+
+/// How [`ScratchCluster::stop`] shuts the server down (`pg_ctl stop -m`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shutdown {
+    /// Sessions are ended, the server checkpoints and exits.
+    Fast,
+    /// The server exits at once; the next start recovers from the WAL, as after a crash.
+    Immediate,
 }
 
 fn newest_pg_bin() -> Option<PathBuf> {
@@ -91,9 +101,10 @@ fn free_port() -> std::io::Result<u16> {
         .port())
 }
 
-impl ScratchTlsCluster {
-    /// Starts the cluster; an error says what is missing (the tests fail with it, they never skip).
-    pub fn start(files: &TestCaFiles) -> Result<ScratchTlsCluster, String> {
+impl ScratchCluster {
+    /// `initdb` and the settings of a test cluster, not started; an error says what is missing (the tests fail
+    /// with it, they never skip).
+    fn init(kind: &str) -> Result<ScratchCluster, String> {
         use std::process::Command;
         let bin = newest_pg_bin().ok_or(
             "no PostgreSQL server binaries under /usr/lib/postgresql/*/bin: install Debian's postgresql (scripts/test.sh does)",
@@ -104,7 +115,7 @@ impl ScratchTlsCluster {
             .map_err(|e| format!("id -u: {e}"))?;
         let run_as_postgres = String::from_utf8_lossy(&root.stdout).trim() == "0";
         let unique = format!(
-            "eai-pg-tls-{}-{}",
+            "eai-pg-{kind}-{}-{}",
             std::process::id(),
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -113,9 +124,8 @@ impl ScratchTlsCluster {
         );
         let dir = std::env::temp_dir().join(unique);
         std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
-        let data = dir.join("data");
         let port = free_port().map_err(|e| format!("a free port: {e}"))?;
-        let c = ScratchTlsCluster {
+        let c = ScratchCluster {
             dir: dir.clone(),
             bin,
             run_as_postgres,
@@ -136,65 +146,83 @@ impl ScratchTlsCluster {
             &[
                 &c.bin.join("initdb").display().to_string(),
                 "-D",
-                &data.display().to_string(),
+                &c.data().display().to_string(),
                 "-U",
                 "postgres",
                 "--auth=trust",
+                "--no-sync",
                 "-E",
                 "UTF8",
             ],
             true,
         )?;
-        let cert = data.join("server.crt");
-        let key = data.join("server.key");
-        std::fs::copy(&files.cert, &cert).map_err(|e| format!("copy the certificate: {e}"))?;
-        std::fs::copy(&files.key, &key).map_err(|e| format!("copy the key: {e}"))?;
         let conf = format!(
-            "\nport = {port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{}'\nssl = on\n\
-             ssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\nfsync = off\n",
+            "\nport = {port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{}'\nfsync = off\n",
             dir.display()
         );
-        append(&data.join("postgresql.conf"), &conf)?;
-        // TLS only: a plain connection finds no matching rule.
-        std::fs::write(
-            data.join("pg_hba.conf"),
-            "local all all trust\nhostssl all all 127.0.0.1/32 trust\n",
-        )
-        .map_err(|e| format!("write pg_hba.conf: {e}"))?;
-        if run_as_postgres {
-            for f in [&cert, &key, &data.join("pg_hba.conf")] {
-                c.sh(
-                    &["chown", "postgres:postgres", &f.display().to_string()],
-                    false,
-                )?;
-            }
-        }
-        c.sh(&["chmod", "600", &key.display().to_string()], false)?;
-        c.sh(
+        append(&c.data().join("postgresql.conf"), &conf)?;
+        Ok(c)
+    }
+
+    /// A plain (no TLS) cluster, started.
+    pub fn start() -> Result<ScratchCluster, String> {
+        let c = Self::init("plain")?;
+        c.start_server()?;
+        Ok(c)
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    /// Starts the server (again, after [`ScratchCluster::stop`]) and waits until it accepts connections.
+    pub fn start_server(&self) -> Result<(), String> {
+        self.sh(
             &[
-                &c.bin.join("pg_ctl").display().to_string(),
+                &self.bin.join("pg_ctl").display().to_string(),
                 "-D",
-                &data.display().to_string(),
+                &self.data().display().to_string(),
                 "-l",
-                &dir.join("log").display().to_string(),
+                &self.dir.join("log").display().to_string(),
                 "-w",
                 "start",
             ],
             true,
         )
         .map_err(|e| {
-            let log = std::fs::read_to_string(dir.join("log")).unwrap_or_default();
+            let log = std::fs::read_to_string(self.dir.join("log")).unwrap_or_default();
             format!("{e}\n{log}")
-        })?;
-        Ok(c)
+        })
+    }
+
+    /// Stops the server, fast or immediate, and waits until it is down.
+    pub fn stop(&self, how: Shutdown) -> Result<(), String> {
+        let mode = match how {
+            Shutdown::Fast => "fast",
+            Shutdown::Immediate => "immediate",
+        };
+        self.sh(
+            &[
+                &self.bin.join("pg_ctl").display().to_string(),
+                "-D",
+                &self.data().display().to_string(),
+                "-m",
+                mode,
+                "-w",
+                "stop",
+            ],
+            true,
+        )
     }
 
     /// A URL of the cluster's `postgres` database, as user `postgres`, with these query parameters.
     pub fn url(&self, query: &str) -> String {
-        format!(
-            "postgres://postgres@localhost:{}/postgres?{query}",
-            self.port
-        )
+        let q = if query.is_empty() {
+            String::new()
+        } else {
+            format!("?{query}")
+        };
+        format!("postgres://postgres@localhost:{}/postgres{q}", self.port)
     }
 
     fn sh(&self, argv: &[&str], as_postgres: bool) -> Result<(), String> {
@@ -222,6 +250,60 @@ impl ScratchTlsCluster {
     }
 }
 
+impl Drop for ScratchCluster {
+    fn drop(&mut self) {
+        let _ = self.stop(Shutdown::Immediate);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A [`ScratchCluster`] serving TLS only with a [`TestCa`]'s certificate: what the TLS tests connect to with
+/// `sslmode=verify-full`.
+#[derive(Debug)]
+pub struct ScratchTlsCluster {
+    cluster: ScratchCluster,
+    pub port: u16,
+}
+
+impl ScratchTlsCluster {
+    /// Starts the cluster; an error says what is missing (the tests fail with it, they never skip).
+    pub fn start(files: &TestCaFiles) -> Result<ScratchTlsCluster, String> {
+        let c = ScratchCluster::init("tls")?;
+        let data = c.data();
+        let cert = data.join("server.crt");
+        let key = data.join("server.key");
+        std::fs::copy(&files.cert, &cert).map_err(|e| format!("copy the certificate: {e}"))?;
+        std::fs::copy(&files.key, &key).map_err(|e| format!("copy the key: {e}"))?;
+        append(
+            &data.join("postgresql.conf"),
+            "\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n",
+        )?;
+        // TLS only: a plain connection finds no matching rule.
+        std::fs::write(
+            data.join("pg_hba.conf"),
+            "local all all trust\nhostssl all all 127.0.0.1/32 trust\n",
+        )
+        .map_err(|e| format!("write pg_hba.conf: {e}"))?;
+        if c.run_as_postgres {
+            for f in [&cert, &key, &data.join("pg_hba.conf")] {
+                c.sh(
+                    &["chown", "postgres:postgres", &f.display().to_string()],
+                    false,
+                )?;
+            }
+        }
+        c.sh(&["chmod", "600", &key.display().to_string()], false)?;
+        c.start_server()?;
+        let port = c.port;
+        Ok(ScratchTlsCluster { cluster: c, port })
+    }
+
+    /// A URL of the cluster's `postgres` database, as user `postgres`, with these query parameters.
+    pub fn url(&self, query: &str) -> String {
+        self.cluster.url(query)
+    }
+}
+
 fn append(path: &Path, text: &str) -> Result<(), String> {
     use std::io::Write as _;
     std::fs::OpenOptions::new()
@@ -229,13 +311,4 @@ fn append(path: &Path, text: &str) -> Result<(), String> {
         .open(path)
         .and_then(|mut f| f.write_all(text.as_bytes()))
         .map_err(|e| format!("write {}: {e}", path.display()))
-}
-
-impl Drop for ScratchTlsCluster {
-    fn drop(&mut self) {
-        let data = self.dir.join("data").display().to_string();
-        let pg_ctl = self.bin.join("pg_ctl").display().to_string();
-        let _ = self.sh(&[&pg_ctl, "-D", &data, "-m", "immediate", "stop"], true);
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }

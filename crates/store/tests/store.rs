@@ -4133,7 +4133,9 @@ mod differential {
     fn answer<T>(r: eai_store::Result<T>) -> Result<T, String> {
         match r {
             Ok(v) => Ok(v),
-            Err(StoreError::Internal(e)) => panic!("a store failed: {e}"),
+            Err(StoreError::Internal(e) | StoreError::Unavailable(e) | StoreError::Full(e)) => {
+                panic!("a store failed: {e}")
+            }
             Err(e) => Err(e.to_string()),
         }
     }

@@ -118,7 +118,7 @@ impl Pool {
     pub async fn get(&self) -> Result<Pooled> {
         self.inner.get().await.map(Pooled).map_err(|e| match e {
             managed::PoolError::Backend(e) => e,
-            managed::PoolError::Timeout(_) => StoreError::Internal(format!(
+            managed::PoolError::Timeout(_) => StoreError::Unavailable(format!(
                 "postgres: no free connection within {ACQUIRE_TIMEOUT:?}"
             )),
             e => StoreError::Internal(format!("postgres: {e}")),

@@ -14,7 +14,17 @@ pub trait Ctx<T> {
 
 impl<T> Ctx<T> for rusqlite::Result<T> {
     fn ctx(self, what: &str) -> Result<T> {
-        self.map_err(|e| StoreError::Internal(format!("sqlite: {what}: {e}")))
+        self.map_err(|e| {
+            let text = format!("sqlite: {what}: {e}");
+            match &e {
+                // SQLITE_FULL: the file system refused to grow the database or its WAL (ENOSPC); SQLite rolled
+                // the transaction back.
+                rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::DiskFull => {
+                    StoreError::Full(text)
+                }
+                _ => StoreError::Internal(text),
+            }
+        })
     }
 }
 
