@@ -2,6 +2,8 @@
 //! existing database (what `eai-gpu bench load` filled).
 //!
 //!     cargo run --release -p eai-api --example alloc_phases -- sqlite:///tmp/x/eai-gpu.db 30 [END]
+//!
+//! `EAI_READ_CACHE_ROWS` sizes the read cache as it does for `serve` (runs after the first read cached rows).
 #![allow(clippy::unwrap_used)]
 
 use std::time::Instant;
@@ -21,6 +23,9 @@ async fn main() -> anyhow::Result<()> {
     };
     let config = eai_api::Config {
         database_url: Some(url),
+        read_cache_rows: std::env::var("EAI_READ_CACHE_ROWS")
+            .ok()
+            .map_or(eai_store::read_cache::DEFAULT_ROWS, |v| v.parse().unwrap()),
         ..eai_api::Config::default()
     };
     let store = eai_api::startup::open_store(&config).await?;
