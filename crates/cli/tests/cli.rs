@@ -346,6 +346,50 @@ fn crash_batch(t0: i64, b: usize, n: usize) -> serde_json::Value {
     serde_json::json!({ "samples": samples })
 }
 
+/// Sends each of `batches` (of `n` crash samples from `t0`) again: each must be stored already, whole.
+fn assert_stored_once(
+    base: &str,
+    key: &str,
+    t0: i64,
+    batches: impl IntoIterator<Item = usize>,
+    n: usize,
+) {
+    let http = reqwest::blocking::Client::new();
+    for b in batches {
+        let r: serde_json::Value = http
+            .post(format!("{base}/v1/finops/gpu/samples"))
+            .bearer_auth(key)
+            .json(&crash_batch(t0, b, n))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        assert_eq!(r["accepted"], n as u64, "batch {b}: {r}");
+        assert_eq!(
+            r["duplicates"], n as u64,
+            "batch {b} was acknowledged but lost: {r}"
+        );
+    }
+}
+
+/// The samples the allocation counts for the crash samples' deployment (three days from `t0`).
+fn stored_samples(base: &str, key: &str, t0: i64) -> u64 {
+    let a: serde_json::Value = reqwest::blocking::Client::new()
+        .get(format!(
+            "{base}/v1/finops/gpu/allocation?from={}&to={}",
+            rfc3339(t0),
+            rfc3339(t0 + 3 * 86_400)
+        ))
+        .bearer_auth(key)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    a["deployments"][0]["samples"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no samples in {a}"))
+}
+
 #[test]
 fn a_kill_9_loses_no_acknowledged_batch_and_counts_none_twice() {
     kill_9_during_ingest("crash", None);
@@ -432,36 +476,10 @@ fn kill_9_during_ingest(name: &str, database_url: Option<&str>) {
 
     let _server = start();
     wait_healthy(&base, Duration::from_secs(30));
-    let http = reqwest::blocking::Client::new();
     // Every acknowledged batch is there: re-sending it finds every sample already stored.
-    for b in &acked {
-        let r: serde_json::Value = http
-            .post(format!("{base}/v1/finops/gpu/samples"))
-            .bearer_auth(key)
-            .json(&crash_batch(t0, *b, n))
-            .send()
-            .unwrap()
-            .json()
-            .unwrap();
-        assert_eq!(r["accepted"], n as u64, "batch {b}: {r}");
-        assert_eq!(
-            r["duplicates"], n as u64,
-            "batch {b} was acknowledged but lost: {r}"
-        );
-    }
+    assert_stored_once(&base, key, t0, acked.iter().copied(), n);
     // Exactly once: the stored samples are the acknowledged ones plus at most the batch in flight.
-    let a: serde_json::Value = http
-        .get(format!(
-            "{base}/v1/finops/gpu/allocation?from={}&to={}",
-            rfc3339(t0),
-            rfc3339(t0 + 3 * 86_400)
-        ))
-        .bearer_auth(key)
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
-    let stored = a["deployments"][0]["samples"].as_u64().unwrap();
+    let stored = stored_samples(&base, key, t0);
     let acked_samples = (acked.len() * n) as u64;
     assert!(
         stored >= acked_samples && stored <= acked_samples + n as u64,
@@ -1637,32 +1655,8 @@ fn postgres_restarted_during_ingest_answers_503_then_serves_and_loses_nothing() 
         "no request met the outage: the test proves nothing"
     );
     // Every acknowledged batch is stored, once.
-    for b in 0..acked {
-        let r: serde_json::Value = http
-            .post(format!("{base}/v1/finops/gpu/samples"))
-            .bearer_auth(key)
-            .json(&crash_batch(t0, b, n))
-            .send()
-            .unwrap()
-            .json()
-            .unwrap();
-        assert_eq!(
-            r["duplicates"], n as u64,
-            "batch {b} was acknowledged but lost: {r}"
-        );
-    }
-    let a: serde_json::Value = http
-        .get(format!(
-            "{base}/v1/finops/gpu/allocation?from={}&to={}",
-            rfc3339(t0),
-            rfc3339(t0 + 3 * 86_400)
-        ))
-        .bearer_auth(key)
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
-    assert_eq!(a["deployments"][0]["samples"], (acked * n) as u64, "{a}");
+    assert_stored_once(&base, key, t0, 0..acked, n);
+    assert_eq!(stored_samples(&base, key, t0), (acked * n) as u64);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -1761,29 +1755,8 @@ fn a_full_disk_answers_503_loses_nothing_and_recovers_when_space_returns() {
             r.text().unwrap()
         );
     }
-    for b in 0..acked + 3 {
-        let r: serde_json::Value = post(b).json().unwrap();
-        assert_eq!(
-            r["duplicates"], n as u64,
-            "batch {b} was acknowledged but lost: {r}"
-        );
-    }
-    let a: serde_json::Value = http
-        .get(format!(
-            "{base}/v1/finops/gpu/allocation?from={}&to={}",
-            rfc3339(t0),
-            rfc3339(t0 + 3 * 86_400)
-        ))
-        .bearer_auth(key)
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
-    assert_eq!(
-        a["deployments"][0]["samples"],
-        ((acked + 3) * n) as u64,
-        "{a}"
-    );
+    assert_stored_once(&base, key, t0, 0..acked + 3, n);
+    assert_eq!(stored_samples(&base, key, t0), ((acked + 3) * n) as u64);
     drop(server);
     let conn = rusqlite::Connection::open(data.join("eai-gpu.db")).unwrap();
     let check: String = conn

@@ -16,7 +16,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use rusqlite::{Connection, OpenFlags};
 
 use super::codec::Ctx;
 use crate::{Result, StoreError};
@@ -76,13 +76,7 @@ fn recorded_version(conn: &Connection) -> Result<u32> {
     if !has {
         return Ok(0);
     }
-    let v: Option<i64> = conn
-        .query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))
-        .optional()
-        .ctx("read schema_version")?
-        .flatten();
-    u32::try_from(v.unwrap_or(0))
-        .map_err(|_| StoreError::Internal(format!("corrupt schema_version {v:?}")))
+    super::schema::recorded(conn)
 }
 
 /// Refuses a file this binary cannot read: no schema, or one written by a newer binary.

@@ -429,6 +429,11 @@ pub fn latest() -> u32 {
 pub fn version(conn: &Connection) -> Result<u32> {
     conn.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
         .ctx("create schema_version")?;
+    recorded(conn)
+}
+
+/// The version recorded in `schema_version` (which must exist), 0 for none; writes nothing.
+pub fn recorded(conn: &Connection) -> Result<u32> {
     let v: Option<i64> = conn
         .query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))
         .optional()
