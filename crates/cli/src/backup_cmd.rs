@@ -66,7 +66,7 @@ const PG_HELP: &str = "PostgreSQL is backed up with its own tools (consistent wh
      pg_dump --format=custom --schema=eai --file eai.dump \"$EAI_DATABASE_URL\"\n\
      restore into an empty database (the cluster needs the role eai_app: `eai-gpu migrate` on any database of it \
      creates it) and check it:\n  \
-     pg_restore --dbname \"$NEW_URL\" eai.dump && eai-gpu backup check --database-url \"$NEW_URL\"";
+     pg_restore --exit-on-error --dbname \"$NEW_URL\" eai.dump && eai-gpu backup check --database-url \"$NEW_URL\"";
 
 fn sqlite_path(store: &StoreArgs) -> anyhow::Result<PathBuf> {
     let config = crate::serve::config(None, store.data_dir.clone(), store.database_url.clone())?;

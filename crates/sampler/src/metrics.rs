@@ -81,6 +81,7 @@ pub struct Metrics {
     pub samples_sent: Counter,
     pub samples_spooled: Counter,
     pub samples_dropped: Counter,
+    pub spool_write_errors: Counter,
     pub samples_rejected: Counter,
     pub samples_duplicate: Counter,
     pub delivery_errors: Counter,
@@ -116,6 +117,7 @@ impl Default for Metrics {
             samples_sent: Counter::default(),
             samples_spooled: Counter::default(),
             samples_dropped: Counter::default(),
+            spool_write_errors: Counter::default(),
             samples_rejected: Counter::default(),
             samples_duplicate: Counter::default(),
             delivery_errors: Counter::default(),
@@ -140,7 +142,7 @@ impl Default for Metrics {
             vllm_events_rejected: Counter::default(),
         };
         let mut registry = Registry::default();
-        let rows: [(&str, &str, Handle<'_>); 27] = [
+        let rows: [(&str, &str, Handle<'_>); 28] = [
             (
                 "scrapes",
                 "Reads of the source (successful or not).",
@@ -165,6 +167,13 @@ impl Default for Metrics {
                 "samples_dropped",
                 "Undelivered samples deleted because the spool was full (oldest first).",
                 Handle::C(&m.samples_dropped),
+            ),
+            (
+                "spool_write_errors",
+                "Windows or vLLM event batches the spool could not write (disk full, I/O error): a window is left \
+                 unspooled (a gap at the control plane unless the source has history), vLLM events are kept in \
+                 memory and tried again at the next tick.",
+                Handle::C(&m.spool_write_errors),
             ),
             (
                 "samples_rejected",
@@ -384,6 +393,7 @@ mod tests {
             "scrape_errors_total",
             "samples_spooled_total",
             "samples_dropped_total",
+            "spool_write_errors_total",
             "spool_bytes",
             "spool_batches",
             "spool_samples",

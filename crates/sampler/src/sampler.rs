@@ -346,6 +346,7 @@ impl Sampler {
                         m.set_spool(spool);
                     }
                     Err(e) => {
+                        Metrics::add(&m.spool_write_errors, 1);
                         tracing::error!(window_end = %window.end, error = %e, "cannot spool the window");
                         report.spool_error = Some(e.to_string());
                         return;
@@ -391,6 +392,7 @@ impl Sampler {
             v.tracker = next;
             v.unspooled = pending;
             if let Err(e) = spool_events(spool, v, m, &at.to_string()) {
+                Metrics::add(&m.spool_write_errors, 1);
                 tracing::error!(error = %e, "cannot spool vLLM's events (kept, retried at the next tick)");
                 report.spool_error.get_or_insert(e.to_string());
             }

@@ -288,8 +288,17 @@ impl Spool {
             return Err(err(&self.dir, "no segment open"));
         };
         let path = self.dir.join("segments").join(format!("{seq:020}.jsonl"));
-        f.write_all(line.as_bytes()).map_err(|e| err(&path, e))?;
-        f.sync_data().map_err(|e| err(&path, e))?;
+        let before = self.segments.back().map_or(0, |s| s.bytes);
+        if let Err(e) = f.write_all(line.as_bytes()).and_then(|()| f.sync_data()) {
+            // A full disk writes part of the line, or all of it unsynced: cut the segment back to its last
+            // whole line, so that the next append starts a line of its own (the window is reported unspooled).
+            // If even that fails, the next append starts a new segment; this one's torn tail is cut at the next
+            // open, and reads never go past its known length meanwhile.
+            if f.set_len(before).and_then(|()| f.sync_data()).is_err() {
+                self.writer = None;
+            }
+            return Err(err(&path, e));
+        }
         if let Some(last) = self.segments.back_mut() {
             last.bytes += len;
         }
@@ -583,6 +592,94 @@ mod tests {
         }
         assert_eq!(last, "2026-10-01T00:39:00Z");
         assert_eq!(s.pending(), (0, 0));
+    }
+
+    /// A tmpfs of `size` on `at` (root: CI runs as root), unmounted when dropped.
+    struct Tmpfs(std::path::PathBuf);
+
+    impl Tmpfs {
+        fn mount(at: &Path, size: &str) -> Tmpfs {
+            let out = std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+                .arg(at)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "the full-disk test mounts a small tmpfs and needs root (CI runs as root): {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            Tmpfs(at.to_path_buf())
+        }
+
+        fn resize(&self, size: &str) {
+            let st = std::process::Command::new("mount")
+                .args(["-o", &format!("remount,size={size}")])
+                .arg(&self.0)
+                .status()
+                .unwrap();
+            assert!(st.success());
+        }
+    }
+
+    impl Drop for Tmpfs {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount")
+                .arg("-l")
+                .arg(&self.0)
+                .status();
+        }
+    }
+
+    /// The spool's disk fills up (a 64 KiB tmpfs): the append that does not fit fails and leaves no torn line;
+    /// once space returns, appends go on, and every batch whose append succeeded is read back whole and in
+    /// order, then again after a restart.
+    #[test]
+    fn a_full_disk_refuses_the_append_and_keeps_every_batch_spooled_before_and_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = Tmpfs::mount(dir.path(), "64k");
+        let mut s = Spool::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
+        let mut spooled = Vec::new();
+        let mut refused = 0;
+        for i in 0..400 {
+            match s.append(&batch(i, 6)) {
+                Ok(_) => spooled.push(i),
+                Err(_) => refused += 1,
+            }
+            if refused == 3 {
+                break;
+            }
+        }
+        assert_eq!(refused, 3, "64 KiB never filled up");
+        assert!(spooled.len() > 3, "{spooled:?}");
+        fs.resize("4m");
+        let more = 400..405;
+        for i in more.clone() {
+            s.append(&batch(i, 6)).unwrap();
+            spooled.push(i);
+        }
+        let window = |i: usize| batch(i, 6).window_end;
+        let read_all = |s: &mut Spool| {
+            let mut got = Vec::new();
+            while let Some(p) = s.peek().unwrap() {
+                let b = p
+                    .batch
+                    .unwrap_or_else(|| panic!("a torn line in the spool: {:?}", p.raw));
+                assert_eq!(b.samples.len(), 6);
+                got.push(b.window_end);
+                s.ack(p.pos).unwrap();
+            }
+            got
+        };
+        let want: Vec<String> = spooled.iter().map(|i| window(*i)).collect();
+        // After a restart, nothing acknowledged yet: everything spooled is there, whole, in order.
+        drop(s);
+        let mut s = Spool::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
+        assert_eq!(s.torn_at_open, 0);
+        assert_eq!(read_all(&mut s), want);
+        assert_eq!(s.pending(), (0, 0));
+        drop(s);
+        drop(fs);
     }
 
     #[test]
