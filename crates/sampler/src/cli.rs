@@ -250,7 +250,7 @@ pub fn build(
         }
         Output::Deliver {
             spool,
-            sink: SinkBox(Box::new(client)),
+            sink: SinkBox(Arc::new(client)),
         }
     };
     let mut opts = SamplerOptions::new(args.interval);

@@ -101,7 +101,7 @@ pub enum Output {
 }
 
 /// A boxed sink (so that `Output` can be `Debug`).
-pub struct SinkBox(pub Box<dyn Sink>);
+pub struct SinkBox(pub Arc<dyn Sink>);
 
 impl std::fmt::Debug for SinkBox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -127,6 +127,16 @@ pub struct Sampler {
     backoff: Backoff,
     last_window_end: Option<Timestamp>,
     vllm: Option<Vllm>,
+    /// A delivery still waiting for its answer when its round ended (the link is slow or cut): the loop goes
+    /// on reading windows, and the next round takes this answer first.
+    in_flight: Option<InFlight>,
+}
+
+/// A spooled batch being sent, on a task of its own.
+struct InFlight {
+    p: crate::spool::Pending,
+    answer:
+        tokio::task::JoinHandle<std::result::Result<eai_client::Ingested, eai_client::ClientError>>,
 }
 
 impl std::fmt::Debug for Sampler {
@@ -181,6 +191,7 @@ impl Sampler {
             metrics,
             last_window_end,
             vllm: None,
+            in_flight: None,
         })
     }
 
@@ -231,6 +242,12 @@ impl Sampler {
     /// delivered as far as the control plane allows.
     #[tracing::instrument(name = "sampler.tick", skip_all, fields(at = %now))]
     pub async fn tick(&mut self, now: Timestamp) -> TickReport {
+        self.tick_within(now, false).await
+    }
+
+    /// [`Sampler::tick`]; with `bounded`, its delivery round leaves a send still unanswered at the end of its
+    /// budget in flight ([`Sampler::deliver_within`]).
+    async fn tick_within(&mut self, now: Timestamp, bounded: bool) -> TickReport {
         Metrics::set(&self.metrics.last_tick_ms, now.0.max(0) as u64);
         let i = self.opts.interval_ms;
         let window = Window::ending_at_or_before(now, i);
@@ -252,7 +269,7 @@ impl Sampler {
             }
             self.read_vllm(window.end, &mut report).await;
         }
-        report.delivered = self.deliver(now).await;
+        report.delivered = self.deliver_within(now, bounded).await;
         report
     }
 
@@ -407,6 +424,15 @@ impl Sampler {
     /// time budget is spent.
     #[tracing::instrument(name = "sampler.deliver", skip_all)]
     pub async fn deliver(&mut self, now: Timestamp) -> Delivered {
+        self.deliver_within(now, false).await
+    }
+
+    /// A delivery round. With `bounded`, a send still unanswered when the round's budget is spent is not waited
+    /// for: it stays in flight on its own task (the request is not cancelled) and the round ends, so that the
+    /// next window is read on time even when the link is cut or slow (a request to an unreachable peer waits
+    /// for the client's timeout, a minute); the next round takes its answer first. Unbounded, each send is
+    /// awaited (a `--once` run, the tests).
+    pub async fn deliver_within(&mut self, now: Timestamp, bounded: bool) -> Delivered {
         let mut d = Delivered::default();
         let Output::Deliver { spool, sink } = &mut self.output else {
             return d;
@@ -417,42 +443,57 @@ impl Sampler {
             return d;
         }
         let started = Instant::now();
-        while started.elapsed() < self.opts.drain_budget {
-            let p = match spool.peek() {
-                Ok(Some(p)) => p,
-                Ok(None) => break,
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot read the spool");
-                    d.failure = Some(e.to_string());
-                    break;
+        let round_end = tokio::time::Instant::now() + self.opts.drain_budget;
+        while started.elapsed() < self.opts.drain_budget || self.in_flight.is_some() {
+            let (p, mut answer) = match self.in_flight.take() {
+                Some(f) => (f.p, f.answer),
+                None => {
+                    let p = match spool.peek() {
+                        Ok(Some(p)) => p,
+                        Ok(None) => break,
+                        Err(e) => {
+                            tracing::error!(error = %e, "cannot read the spool");
+                            d.failure = Some(e.to_string());
+                            break;
+                        }
+                    };
+                    let Some(answer) = send(sink, &p) else {
+                        tracing::error!(
+                            segment = p.pos.seq,
+                            offset = p.pos.offset,
+                            "a spooled line is not a batch: moved to rejected/"
+                        );
+                        if let Err(e) = spool.reject(&p, "not a batch (corrupt spool line)") {
+                            d.failure = Some(e.to_string());
+                            break;
+                        }
+                        d.rejected_batches += 1;
+                        continue;
+                    };
+                    (p, answer)
                 }
             };
             let Some(batch) = &p.batch else {
-                tracing::error!(
-                    segment = p.pos.seq,
-                    offset = p.pos.offset,
-                    "a spooled line is not a batch: moved to rejected/"
-                );
-                if let Err(e) = spool.reject(&p, "not a batch (corrupt spool line)") {
-                    d.failure = Some(e.to_string());
-                    break;
-                }
-                d.rejected_batches += 1;
-                continue;
+                continue; // never: only batches are sent
             };
             let n = batch.samples.len() as u64;
             let ne = batch.events.len() as u64;
-            let sent = if batch.events.is_empty() {
-                sink.0.send(&batch.samples).await
+            let joined = if bounded {
+                tokio::select! {
+                    a = &mut answer => a,
+                    _ = tokio::time::sleep_until(round_end) => {
+                        self.in_flight = Some(InFlight { p, answer });
+                        break;
+                    }
+                }
             } else {
-                sink.0
-                    .send_events(&batch.events)
-                    .await
-                    .map(|accepted| eai_client::Ingested {
-                        accepted,
-                        duplicates: 0,
-                    })
+                (&mut answer).await
             };
+            let sent = joined.unwrap_or_else(|e| {
+                Err(eai_client::ClientError::Transport(format!(
+                    "the delivery task failed: {e}"
+                )))
+            });
             match sent {
                 Ok(ing) => {
                     if let Err(e) = spool.ack(p.pos) {
@@ -521,7 +562,7 @@ impl Sampler {
     ) {
         tokio::pin!(shutdown);
         let i = self.opts.interval_ms;
-        let first = self.deliver(wall_clock()).await;
+        let first = self.deliver_within(wall_clock(), true).await;
         if first.batches > 0 {
             tracing::info!(
                 batches = first.batches,
@@ -544,17 +585,41 @@ impl Sampler {
             }
             let now = wall_clock();
             if now >= next_tick {
-                let r = self.tick(now).await;
+                let r = self.tick_within(now, true).await;
                 on_tick(&r);
                 let samples: usize = r.produced.iter().map(|b| b.samples.len()).sum();
                 tracing::debug!(window_end = %r.window_end, samples, sent = r.delivered.samples,
                     backfilled = r.backfilled_windows, "tick");
             } else {
-                self.deliver(now).await;
+                self.deliver_within(now, true).await;
             }
         }
         tracing::info!("sampler stopped (the spool keeps what was not delivered)");
     }
+}
+
+/// Sends a spooled batch on a task of its own (see [`Sampler::deliver_within`]); `None` for a line that is not
+/// a batch.
+fn send(
+    sink: &SinkBox,
+    p: &crate::spool::Pending,
+) -> Option<
+    tokio::task::JoinHandle<std::result::Result<eai_client::Ingested, eai_client::ClientError>>,
+> {
+    let sink = sink.0.clone();
+    let batch = p.batch.clone()?;
+    Some(tokio::spawn(async move {
+        if batch.events.is_empty() {
+            sink.send(&batch.samples).await
+        } else {
+            sink.send_events(&batch.events)
+                .await
+                .map(|accepted| eai_client::Ingested {
+                    accepted,
+                    duplicates: 0,
+                })
+        }
+    }))
 }
 
 /// Appends the vLLM events not yet spooled (in batches of [`MAX_EVENTS_PER_BATCH`]), then saves the state without

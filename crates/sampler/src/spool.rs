@@ -403,7 +403,9 @@ impl Spool {
 
     /// Marks a batch delivered; deletes its segment when it was the segment's last.
     pub fn ack(&mut self, pos: Position) -> Result<()> {
-        if (pos.seq, pos.next) > self.cursor {
+        // A segment dropped to keep the bound (while its batch was being sent) was uncounted then.
+        let held = self.segments.iter().any(|s| s.seq == pos.seq);
+        if held && (pos.seq, pos.next) > self.cursor {
             self.pending.0 = self.pending.0.saturating_sub(1);
             self.pending.1 = self.pending.1.saturating_sub(pos.samples);
         }

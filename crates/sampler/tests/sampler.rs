@@ -254,7 +254,7 @@ fn dcgm_sampler(exporter: SocketAddr, spool_dir: &Path, base: &str, key: &str) -
     )
     .unwrap();
     let spool = Spool::open(spool_dir, DEFAULT_MAX_BYTES).unwrap();
-    let sink = SinkBox(Box::new(EnterpriseAi::new(base, key).unwrap()));
+    let sink = SinkBox(std::sync::Arc::new(EnterpriseAi::new(base, key).unwrap()));
     Sampler::new(
         Box::new(source),
         Converter::new(Attribution::default(), None),
@@ -1286,7 +1286,7 @@ fn vllm_sampler(pod: SocketAddr, spool_dir: &Path, base: &str) -> Sampler {
     )
     .unwrap();
     let spool = Spool::open(spool_dir, DEFAULT_MAX_BYTES).unwrap();
-    let sink = SinkBox(Box::new(
+    let sink = SinkBox(std::sync::Arc::new(
         EnterpriseAi::new(base, "eai_live_sampler").unwrap(),
     ));
     let reader = VllmReader::new(
