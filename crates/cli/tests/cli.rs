@@ -1660,41 +1660,6 @@ fn postgres_restarted_during_ingest_answers_503_then_serves_and_loses_nothing() 
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A tmpfs mounted for a test, unmounted when dropped (even when the test fails).
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(at: &std::path::Path, size: &str) -> Tmpfs {
-        std::fs::create_dir_all(at).unwrap();
-        let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(at)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "the disk-full test mounts a small tmpfs and needs root (CI runs as root): {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Tmpfs(at.to_path_buf())
-    }
-
-    fn resize(&self, size: &str) {
-        let st = Command::new("mount")
-            .args(["-o", &format!("remount,size={size}")])
-            .arg(&self.0)
-            .status()
-            .unwrap();
-        assert!(st.success());
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
-
 /// The embedded store's disk fills up under ingest (a 3 MiB tmpfs): the batch that does not fit answers 503
 /// `unavailable` ("disk is full", `Retry-After`), never a 500, and nothing of it is stored; once the file system
 /// grows, the same batch is taken, every acknowledged batch is there once, and SQLite's `integrity_check` finds
@@ -1703,7 +1668,7 @@ impl Drop for Tmpfs {
 fn a_full_disk_answers_503_loses_nothing_and_recovers_when_space_returns() {
     let dir = temp_dir("disk-full");
     let data = dir.join("data");
-    let fs = Tmpfs::mount(&data, "3m");
+    let fs = eai_store::testing::Tmpfs::mount(&data, "3m");
     let key = "eai_live_diskfulltestdiskfulltestdiskfulltestdiskfu0001";
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");

@@ -596,50 +596,13 @@ mod tests {
         assert_eq!(s.pending(), (0, 0));
     }
 
-    /// A tmpfs of `size` on `at` (root: CI runs as root), unmounted when dropped.
-    struct Tmpfs(std::path::PathBuf);
-
-    impl Tmpfs {
-        fn mount(at: &Path, size: &str) -> Tmpfs {
-            let out = std::process::Command::new("mount")
-                .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-                .arg(at)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "the full-disk test mounts a small tmpfs and needs root (CI runs as root): {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            Tmpfs(at.to_path_buf())
-        }
-
-        fn resize(&self, size: &str) {
-            let st = std::process::Command::new("mount")
-                .args(["-o", &format!("remount,size={size}")])
-                .arg(&self.0)
-                .status()
-                .unwrap();
-            assert!(st.success());
-        }
-    }
-
-    impl Drop for Tmpfs {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount")
-                .arg("-l")
-                .arg(&self.0)
-                .status();
-        }
-    }
-
     /// The spool's disk fills up (a 64 KiB tmpfs): the append that does not fit fails and leaves no torn line;
     /// once space returns, appends go on, and every batch whose append succeeded is read back whole and in
     /// order, then again after a restart.
     #[test]
     fn a_full_disk_refuses_the_append_and_keeps_every_batch_spooled_before_and_after() {
         let dir = tempfile::tempdir().unwrap();
-        let fs = Tmpfs::mount(dir.path(), "64k");
+        let fs = eai_store::testing::Tmpfs::mount(dir.path(), "64k");
         let mut s = Spool::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
         let mut spooled = Vec::new();
         let mut refused = 0;

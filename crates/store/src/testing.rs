@@ -312,3 +312,45 @@ fn append(path: &Path, text: &str) -> Result<(), String> {
         .and_then(|mut f| f.write_all(text.as_bytes()))
         .map_err(|e| format!("write {}: {e}", path.display()))
 }
+
+/// A small tmpfs mounted for a test (a disk that fills up for real), unmounted when dropped, even when the test
+/// fails. Needs root, as CI has: without it the test fails saying so.
+#[derive(Debug)]
+pub struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// Mounts a tmpfs of `size` (`64k`, `3m`) on `at` (created if missing).
+    pub fn mount(at: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(at).unwrap_or_else(|e| panic!("create {}: {e}", at.display()));
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .output()
+            .unwrap_or_else(|e| panic!("mount: {e}"));
+        assert!(
+            out.status.success(),
+            "a full-disk test mounts a small tmpfs and needs root (CI runs as root): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Tmpfs(at.to_path_buf())
+    }
+
+    /// Grows (or shrinks) the file system to `size`: space returns.
+    pub fn resize(&self, size: &str) {
+        let st = std::process::Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(&self.0)
+            .status()
+            .unwrap_or_else(|e| panic!("mount -o remount: {e}"));
+        assert!(st.success(), "remount {} to {size}", self.0.display());
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
