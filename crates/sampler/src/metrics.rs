@@ -82,6 +82,7 @@ pub struct Metrics {
     pub samples_spooled: Counter,
     pub samples_dropped: Counter,
     pub spool_write_errors: Counter,
+    pub clock_behind_ticks: Counter,
     pub samples_rejected: Counter,
     pub samples_duplicate: Counter,
     pub delivery_errors: Counter,
@@ -118,6 +119,7 @@ impl Default for Metrics {
             samples_spooled: Counter::default(),
             samples_dropped: Counter::default(),
             spool_write_errors: Counter::default(),
+            clock_behind_ticks: Counter::default(),
             samples_rejected: Counter::default(),
             samples_duplicate: Counter::default(),
             delivery_errors: Counter::default(),
@@ -142,7 +144,7 @@ impl Default for Metrics {
             vllm_events_rejected: Counter::default(),
         };
         let mut registry = Registry::default();
-        let rows: [(&str, &str, Handle<'_>); 28] = [
+        let rows: [(&str, &str, Handle<'_>); 29] = [
             (
                 "scrapes",
                 "Reads of the source (successful or not).",
@@ -174,6 +176,12 @@ impl Default for Metrics {
                  unspooled (a gap at the control plane unless the source has history), vLLM events are kept in \
                  memory and tried again at the next tick.",
                 Handle::C(&m.spool_write_errors),
+            ),
+            (
+                "clock_behind_ticks",
+                "Ticks whose window ended before the last window spooled: the wall clock stepped back. No window is \
+                 read again; reading resumes once the clock passes the last window.",
+                Handle::C(&m.clock_behind_ticks),
             ),
             (
                 "samples_rejected",
@@ -394,6 +402,7 @@ mod tests {
             "samples_spooled_total",
             "samples_dropped_total",
             "spool_write_errors_total",
+            "clock_behind_ticks_total",
             "spool_bytes",
             "spool_batches",
             "spool_samples",

@@ -255,8 +255,15 @@ impl Sampler {
             window_end: window.end,
             ..TickReport::default()
         };
-        if self.last_window_end.is_some_and(|l| l >= window.end) {
+        if let Some(last) = self.last_window_end.filter(|l| *l >= window.end) {
             report.already_done = true;
+            if last > window.end {
+                // The wall clock stepped back (or a window was spooled by a run whose clock was ahead): never
+                // read a window twice, never send one with an end already sent.
+                Metrics::add(&self.metrics.clock_behind_ticks, 1);
+                tracing::warn!(window_end = %window.end, last_window_end = %last,
+                    "the clock is behind the last window spooled (did it step back?): no window is read until it passes it");
+            }
         } else {
             self.backfill(window, &mut report).await;
             match self.scrape(window.end).await {
@@ -422,7 +429,6 @@ impl Sampler {
 
     /// Sends what the spool holds, oldest first, until it is empty, a failure stops the round, or the round's
     /// time budget is spent.
-    #[tracing::instrument(name = "sampler.deliver", skip_all)]
     pub async fn deliver(&mut self, now: Timestamp) -> Delivered {
         self.deliver_within(now, false).await
     }
@@ -432,6 +438,7 @@ impl Sampler {
     /// next window is read on time even when the link is cut or slow (a request to an unreachable peer waits
     /// for the client's timeout, a minute); the next round takes its answer first. Unbounded, each send is
     /// awaited (a `--once` run, the tests).
+    #[tracing::instrument(name = "sampler.deliver", skip_all)]
     pub async fn deliver_within(&mut self, now: Timestamp, bounded: bool) -> Delivered {
         let mut d = Delivered::default();
         let Output::Deliver { spool, sink } = &mut self.output else {
@@ -606,20 +613,26 @@ fn send(
 ) -> Option<
     tokio::task::JoinHandle<std::result::Result<eai_client::Ingested, eai_client::ClientError>>,
 > {
+    use tracing::Instrument as _;
     let sink = sink.0.clone();
     let batch = p.batch.clone()?;
-    Some(tokio::spawn(async move {
-        if batch.events.is_empty() {
-            sink.send(&batch.samples).await
-        } else {
-            sink.send_events(&batch.events)
-                .await
-                .map(|accepted| eai_client::Ingested {
-                    accepted,
-                    duplicates: 0,
-                })
+    // In the delivery's span, so that the request's traceparent continues the sampler's trace.
+    let span = tracing::Span::current();
+    Some(tokio::spawn(
+        async move {
+            if batch.events.is_empty() {
+                sink.send(&batch.samples).await
+            } else {
+                sink.send_events(&batch.events)
+                    .await
+                    .map(|accepted| eai_client::Ingested {
+                        accepted,
+                        duplicates: 0,
+                    })
+            }
         }
-    }))
+        .instrument(span),
+    ))
 }
 
 /// Appends the vLLM events not yet spooled (in batches of [`MAX_EVENTS_PER_BATCH`]), then saves the state without

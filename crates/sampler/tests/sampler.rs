@@ -111,14 +111,23 @@ struct Exporter {
 }
 
 async fn exporter(text: &str) -> Exporter {
+    exporter_failing(text, |_| false).await
+}
+
+/// [`exporter`], answering 500 to the reads (counted from 0) that `fails` picks.
+async fn exporter_failing(text: &str, fails: fn(usize) -> bool) -> Exporter {
     use axum::routing::get;
     let shared = Arc::new(Mutex::new(Some(text.to_string())));
     let s = shared.clone();
+    let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let app = axum::Router::new().route(
         "/metrics",
         get(move || {
-            let s = s.clone();
+            let (s, reads) = (s.clone(), reads.clone());
             async move {
+                if fails(reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst)) {
+                    return (axum::http::StatusCode::INTERNAL_SERVER_ERROR, String::new());
+                }
                 match s.lock().unwrap().clone() {
                     Some(t) => (axum::http::StatusCode::OK, t),
                     None => (axum::http::StatusCode::SERVICE_UNAVAILABLE, String::new()),
@@ -821,6 +830,66 @@ async fn end_to_end_the_allocation_shows_the_gpus() {
         assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
     }
     cp.stop().await;
+}
+
+/// An exporter that fails every other read, then the sampler's clock stepped back an hour and put right again: a
+/// failed read makes no sample (the control plane estimates the short span, it is not the sampler's to invent),
+/// no window is read or sent twice, the ticks behind the clock are counted, and reading resumes once the clock
+/// passes the last window spooled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flapping_exporter_and_a_clock_stepped_back_invent_and_double_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let cp = control_plane(dir.path(), 0).await;
+    let key = cp.sampler_key().await;
+    let exp = exporter_failing(&fixture(H100), |read| read % 2 == 1).await;
+    let mut sampler = dcgm_sampler(exp.addr, &dir.path().join("spool"), &cp.base, &key);
+    let t0 = base_time();
+    let at = |k: i64| Timestamp(t0.0 + k * W + 500);
+    let (mut read, mut failed) = (0u64, 0u64);
+    let mut tally = |r: &eai_sampler::sampler::TickReport| {
+        if r.scrape_error.is_some() {
+            assert!(
+                r.produced.is_empty(),
+                "a window made from a failed read: {r:?}"
+            );
+            failed += 1;
+        } else {
+            assert_eq!(r.produced[0].samples.len(), 8, "{r:?}");
+            read += 1;
+        }
+    };
+    for k in 1..=8 {
+        tally(&sampler.tick(at(k)).await);
+    }
+    // The clock steps back an hour: four ticks read nothing and send nothing.
+    let scrapes = Metrics::get(&sampler.metrics().scrapes);
+    for k in 9..=12 {
+        let r = sampler.tick(Timestamp(at(k).0 - 3_600_000)).await;
+        assert!(r.already_done && r.produced.is_empty(), "{r:?}");
+    }
+    assert_eq!(
+        Metrics::get(&sampler.metrics().scrapes),
+        scrapes,
+        "a window was read again"
+    );
+    assert_eq!(Metrics::get(&sampler.metrics().clock_behind_ticks), 4);
+    // Put right: reading resumes.
+    for k in 13..=16 {
+        tally(&sampler.tick(at(k)).await);
+    }
+    assert_eq!((read, failed), (6, 6), "every other read fails");
+    assert_eq!(sampler.spool().unwrap().pending_counts(), (0, 0));
+    let (rows, _) = cp
+        .deployments(Timestamp(t0.0 - 3_600_000), Timestamp(t0.0 + 3_600_000))
+        .await;
+    assert_eq!(
+        rows,
+        vec![
+            ("idle".to_string(), 7 * read, 7),
+            ("vllm-agg-0-vllmdecodeworker".to_string(), read, 1)
+        ],
+        "each window read is stored once, nothing else"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
