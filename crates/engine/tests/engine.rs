@@ -1092,3 +1092,162 @@ proptest! {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// The request parsers on arbitrary input: never a panic, every refusal located.
+
+/// Field names the parsers know (samples, usage events, policies, their nested objects), and a few they do not.
+const WIRE_KEYS: &[&str] = &[
+    "node",
+    "gpu_uuid",
+    "model",
+    "namespace",
+    "pod",
+    "tenant_id",
+    "deployment_id",
+    "window_seconds",
+    "utilization",
+    "memory_used_gb",
+    "power_w",
+    "timestamp",
+    "storage_gb",
+    "gpu_fraction",
+    "event_id",
+    "schema_version",
+    "usage_type",
+    "source",
+    "occurred_at",
+    "units",
+    "cost",
+    "allocation_policy_id",
+    "project",
+    "agent_id",
+    "run_id",
+    "provider",
+    "name",
+    "tokens_in",
+    "tokens_out",
+    "cached_tokens_in",
+    "gpu_seconds",
+    "amount",
+    "currency",
+    "deployment_pattern",
+    "gpu_model",
+    "gpu_hourly_cost",
+    "overhead_pct",
+    "energy_kwh_price",
+    "pue",
+    "storage_gb_month_price",
+    "idle_capacity",
+    "output_token_weight",
+    "enabled",
+    "effective_from",
+    "effective_to",
+    "id",
+    "unknown",
+    "",
+];
+
+/// Scalars chosen to reach the parsers' edges: numbers past a decimal's range and precision, exponents, signs,
+/// impossible or extreme instants, uuids, empty and long strings.
+fn wire_scalar() -> impl Strategy<Value = eai_engine::wire::Loose> {
+    use eai_engine::wire::Loose;
+    let numbers = prop::sample::select(vec![
+        "0",
+        "-0",
+        "-1",
+        "1",
+        "15",
+        "3600",
+        "0.5",
+        "1e3",
+        "1E-3",
+        "1e999999",
+        "-1e999999",
+        "1e-999999",
+        "79228162514264337593543950336",
+        "-79228162514264337593543950335",
+        "0.00000000000000000000000000001",
+        "1.0000000000000000000000000001",
+        "12345678901234567890.123456789",
+        "9223372036854775808",
+        "NaN",
+        "1e",
+        "--1",
+        ".5",
+    ]);
+    let strings = prop::sample::select(vec![
+        "",
+        "x",
+        "EUR",
+        "usd",
+        "XXXXXX",
+        "2026-10-01T00:00:00Z",
+        "2026-10-01T00:00:15+02:00",
+        "2026-02-30T25:61:61Z",
+        "9999-12-31T23:59:59Z",
+        "0000-01-01T00:00:00Z",
+        "2026-10-01",
+        "-1",
+        "1e3",
+        "GPU-1",
+        "GPU-1/mig-1g.10gb-3",
+        "8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10",
+        "00000000-0000-0000-0000-000000000000",
+        "llm_tokens",
+        "gpu_local",
+        "allocation",
+        "gateway",
+        "vllm",
+        "1.0",
+        "*",
+        "vllm-*",
+        "\u{0}",
+        "🦀",
+        "a/b",
+        "local",
+    ]);
+    prop_oneof![
+        Just(Loose::Null),
+        any::<bool>().prop_map(Loose::Bool),
+        numbers.prop_map(|s| Loose::Number(s.to_string())),
+        strings.prop_map(|s| Loose::Str(s.to_string())),
+        (1usize..300).prop_map(|n| Loose::Str("y".repeat(n))),
+    ]
+}
+
+fn wire_value() -> impl Strategy<Value = eai_engine::wire::Loose> {
+    use eai_engine::wire::Loose;
+    wire_scalar().prop_recursive(3, 48, 8, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Loose::Array),
+            prop::collection::btree_map(
+                prop::sample::select(WIRE_KEYS).prop_map(str::to_string),
+                inner,
+                0..10
+            )
+            .prop_map(Loose::Object),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// Samples, usage events and policies built from known field names and edge values: each parser answers a
+    /// value or located refusals, never a panic (a panic would be a 500 for a malformed request).
+    #[test]
+    fn the_request_parsers_never_panic_and_locate_every_refusal(v in wire_value(), items in prop::collection::vec(wire_value(), 0..4)) {
+        use eai_engine::wire::{parse_policy, parse_sample, parse_samples, parse_stored_policy, parse_usage_event, parse_usage_events, TenantSource};
+        let now = Timestamp(1_790_000_000_000);
+        let located = |errs: &[eai_engine::error::FieldError]| !errs.is_empty();
+        if let Err(e) = parse_sample(&v, now) { prop_assert!(located(&e)); }
+        if let Err(e) = parse_policy(&v, now) { prop_assert!(located(&e)); }
+        if let Err(e) = parse_stored_policy(&v, 0) { prop_assert!(located(&e)); }
+        if let Err(e) = parse_usage_event(&v, TenantSource::Body) { prop_assert!(located(&e)); }
+        let tenant = TenantSource::Credential(TenantId(Uuid::from_u128(7)));
+        if let Err(e) = parse_usage_event(&v, tenant) { prop_assert!(located(&e)); }
+        if let Err(e) = parse_samples(&items, now) { prop_assert!(located(&e)); }
+        let _ = parse_usage_events(&items, TenantSource::Body);
+    }
+}

@@ -1621,3 +1621,96 @@ async fn the_real_control_plane_takes_a_samplers_vllm_events_and_counts_them_onc
     );
     cp.stop().await;
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// The exposition parsers on mangled captures: never a panic, never a sample out of a broken line.
+
+/// A real capture, mangled: cut short, a span overwritten with characters the format gives meaning to, lines
+/// repeated.
+fn mangled_capture() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let captures = [
+        H100,
+        "dcgm_a100_mig_nvidia_docs.prom",
+        "dcgm_t4_docker_datadog.prom",
+        "vllm_0.19.1_llama31_8b_a100.prom",
+        "vllm_legacy_v0_opt125m_datadog_subset.prom",
+    ];
+    let noise = prop::collection::vec(
+        prop::sample::select(vec![
+            "{",
+            "}",
+            "\"",
+            "\\",
+            "=",
+            ",",
+            " ",
+            "\n",
+            "#",
+            "# TYPE ",
+            "NaN",
+            "+Inf",
+            "-Inf",
+            "1e308",
+            "-1",
+            "9999999999999999999999",
+            "0x1F",
+            "\u{0}",
+            "é",
+            "🦀",
+            "DCGM_FI_DEV_GPU_UTIL",
+            "gpu=\"0\"",
+            "UUID=\"GPU-x\"",
+            "GPU_I_PROFILE=\"1g.10gb\"",
+            "vllm:prompt_tokens_total",
+        ]),
+        0..12,
+    );
+    (
+        prop::sample::select(captures.to_vec()),
+        any::<prop::sample::Index>(),
+        any::<prop::sample::Index>(),
+        noise,
+        0usize..4,
+    )
+        .prop_map(|(name, cut, at, noise, repeat)| {
+            let text = fixture(name);
+            let floor = |i: usize| {
+                (0..=i.min(text.len()))
+                    .rev()
+                    .find(|j| text.is_char_boundary(*j))
+                    .unwrap_or(0)
+            };
+            let cut = floor(cut.index(text.len() + 1));
+            let at = floor(at.index(cut + 1));
+            let mut s = text[..at].to_string();
+            s.push_str(&noise.concat());
+            s.push_str(&text[at..cut]);
+            let lines: Vec<&str> = text.lines().take(repeat * 7).collect();
+            s.push_str(&lines.join("\n"));
+            s
+        })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 1000, ..Default::default() })]
+
+    /// DCGM, the Prometheus exposition and vLLM's counters read from mangled captures, then converted: no panic,
+    /// and every sample made carries a window, a GPU and readings the control plane accepts (parsed by its own
+    /// parser).
+    #[test]
+    fn mangled_captures_never_panic_the_parsers_and_make_only_valid_samples(text in mangled_capture()) {
+        let end = T_FIX;
+        let _ = eai_sampler::exposition::parse(&text, |_| {});
+        let _ = eai_sampler::vllm::from_text(&text);
+        let readings = dcgm::from_text(&text, end);
+        let mut c = Converter::new(Attribution::default(), Some("node-x".to_string()));
+        let out = c.convert(&readings, Window { end, ms: W });
+        let now = eai_engine::Timestamp(end.0 + 60_000);
+        for s in &out.samples {
+            let loose: eai_engine::wire::Loose = serde_json::from_value(serde_json::to_value(s).unwrap()).unwrap();
+            let parsed = eai_engine::wire::parse_sample(&loose, now);
+            proptest::prop_assert!(parsed.is_ok(), "{s:?}: {parsed:?}");
+        }
+    }
+}
