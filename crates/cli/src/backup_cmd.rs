@@ -68,8 +68,8 @@ const PG_HELP: &str = "PostgreSQL is backed up with its own tools (consistent wh
      creates it) and check it:\n  \
      pg_restore --exit-on-error --dbname \"$NEW_URL\" eai.dump && eai-gpu backup check --database-url \"$NEW_URL\"";
 
-fn sqlite_path(store: &StoreArgs) -> anyhow::Result<PathBuf> {
-    let config = crate::serve::config(None, store.data_dir.clone(), store.database_url.clone())?;
+/// The embedded store's file; PostgreSQL is refused with the commands to use instead.
+fn sqlite_path(config: &eai_api::Config) -> anyhow::Result<PathBuf> {
     match config.database()? {
         Database::Sqlite(path) => Ok(path),
         Database::Postgres(_) => bail!("{PG_HELP}"),
@@ -99,7 +99,8 @@ pub async fn backup(args: BackupArgs) -> anyhow::Result<ExitCode> {
             let Some(out) = args.out else {
                 bail!("backup: give --out FILE (or `backup check`)");
             };
-            let db = sqlite_path(&args.store)?;
+            let config = crate::serve::config(None, args.store.data_dir, args.store.database_url)?;
+            let db = sqlite_path(&config)?;
             let info = tokio::task::spawn_blocking(move || sqlite_backup::backup(&db, &out))
                 .await
                 .context("the backup task failed")??;
@@ -148,10 +149,8 @@ async fn check_backup_file(file: &Path) -> anyhow::Result<ExitCode> {
 }
 
 pub async fn restore(args: RestoreArgs) -> anyhow::Result<ExitCode> {
-    let db = sqlite_path(&StoreArgs {
-        data_dir: args.data_dir.clone(),
-        database_url: args.database_url.clone(),
-    })?;
+    let config = crate::serve::config(None, args.data_dir, args.database_url)?;
+    let db = sqlite_path(&config)?;
     let (file, target, replace) = (args.file.clone(), db.clone(), args.replace);
     let r = tokio::task::spawn_blocking(move || sqlite_backup::restore(&file, &target, replace))
         .await
@@ -167,7 +166,6 @@ pub async fn restore(args: RestoreArgs) -> anyhow::Result<ExitCode> {
             .map(|p| format!("; the store it replaced is kept as {}", p.display()))
             .unwrap_or_default()
     );
-    let config = crate::serve::config(None, args.data_dir, args.database_url)?;
     let s = eai_api::open_store(&config).await?;
     report(s.as_ref(), config.allocation_bucket_minutes).await
 }

@@ -466,7 +466,8 @@ pub mod sample_bounds {
     }
 }
 
-const SAMPLE_FIELDS: &[&str] = &[
+/// The fields a sample may have (any other is refused).
+pub const SAMPLE_FIELDS: &[&str] = &[
     "node",
     "gpu_uuid",
     "model",
@@ -570,7 +571,8 @@ pub fn parse_samples(values: &[Loose], now: Timestamp) -> Result<Vec<Sample>, Ve
     }
 }
 
-const POLICY_FIELDS: &[&str] = &[
+/// The fields a new allocation policy may have (any other is refused).
+pub const POLICY_FIELDS: &[&str] = &[
     "name",
     "deployment_pattern",
     "gpu_model",
@@ -660,7 +662,8 @@ pub enum TenantSource {
     Body,
 }
 
-const EVENT_FIELDS: &[&str] = &[
+/// The fields a usage event may have (any other is refused).
+pub const EVENT_FIELDS: &[&str] = &[
     "event_id",
     "schema_version",
     "tenant_id",

@@ -1097,56 +1097,30 @@ proptest! {
 // The request parsers on arbitrary input: never a panic, every refusal located.
 
 /// Field names the parsers know (samples, usage events, policies, their nested objects), and a few they do not.
-const WIRE_KEYS: &[&str] = &[
-    "node",
-    "gpu_uuid",
-    "model",
-    "namespace",
-    "pod",
-    "tenant_id",
-    "deployment_id",
-    "window_seconds",
-    "utilization",
-    "memory_used_gb",
-    "power_w",
-    "timestamp",
-    "storage_gb",
-    "gpu_fraction",
-    "event_id",
-    "schema_version",
-    "usage_type",
-    "source",
-    "occurred_at",
-    "units",
-    "cost",
-    "allocation_policy_id",
-    "project",
-    "agent_id",
-    "run_id",
-    "provider",
-    "name",
-    "tokens_in",
-    "tokens_out",
-    "cached_tokens_in",
-    "gpu_seconds",
-    "amount",
-    "currency",
-    "deployment_pattern",
-    "gpu_model",
-    "gpu_hourly_cost",
-    "overhead_pct",
-    "energy_kwh_price",
-    "pue",
-    "storage_gb_month_price",
-    "idle_capacity",
-    "output_token_weight",
-    "enabled",
-    "effective_from",
-    "effective_to",
-    "id",
-    "unknown",
-    "",
-];
+fn wire_keys() -> Vec<&'static str> {
+    use eai_engine::wire::{EVENT_FIELDS, POLICY_FIELDS, SAMPLE_FIELDS};
+    let nested = [
+        "provider",
+        "name",
+        "tokens_in",
+        "tokens_out",
+        "cached_tokens_in",
+        "gpu_seconds",
+        "amount",
+        "currency",
+    ];
+    let mut keys: Vec<&'static str> = [
+        SAMPLE_FIELDS,
+        EVENT_FIELDS,
+        POLICY_FIELDS,
+        &nested,
+        &["id", "unknown", ""],
+    ]
+    .concat();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
 
 /// Scalars chosen to reach the parsers' edges: numbers past a decimal's range and precision, exponents, signs,
 /// impossible or extreme instants, uuids, empty and long strings.
@@ -1222,7 +1196,7 @@ fn wire_value() -> impl Strategy<Value = eai_engine::wire::Loose> {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Loose::Array),
             prop::collection::btree_map(
-                prop::sample::select(WIRE_KEYS).prop_map(str::to_string),
+                prop::sample::select(wire_keys()).prop_map(str::to_string),
                 inner,
                 0..10
             )

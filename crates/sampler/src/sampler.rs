@@ -4,7 +4,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use eai_engine::Timestamp;
 
@@ -449,40 +449,35 @@ impl Sampler {
             d.backing_off = true;
             return d;
         }
-        let started = Instant::now();
         let round_end = tokio::time::Instant::now() + self.opts.drain_budget;
-        while started.elapsed() < self.opts.drain_budget || self.in_flight.is_some() {
-            let (p, mut answer) = match self.in_flight.take() {
-                Some(f) => (f.p, f.answer),
-                None => {
-                    let p = match spool.peek() {
-                        Ok(Some(p)) => p,
-                        Ok(None) => break,
-                        Err(e) => {
-                            tracing::error!(error = %e, "cannot read the spool");
-                            d.failure = Some(e.to_string());
-                            break;
-                        }
-                    };
-                    let Some(answer) = send(sink, &p) else {
-                        tracing::error!(
-                            segment = p.pos.seq,
-                            offset = p.pos.offset,
-                            "a spooled line is not a batch: moved to rejected/"
-                        );
-                        if let Err(e) = spool.reject(&p, "not a batch (corrupt spool line)") {
-                            d.failure = Some(e.to_string());
-                            break;
-                        }
-                        d.rejected_batches += 1;
-                        continue;
-                    };
-                    (p, answer)
-                }
+        while tokio::time::Instant::now() < round_end {
+            // The answer a round before this one left in flight comes first; else the spool's next batch.
+            let (p, waiting) = match self.in_flight.take() {
+                Some(f) => (f.p, Some(f.answer)),
+                None => match spool.peek() {
+                    Ok(Some(p)) => (p, None),
+                    Ok(None) => break,
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot read the spool");
+                        d.failure = Some(e.to_string());
+                        break;
+                    }
+                },
             };
             let Some(batch) = &p.batch else {
-                continue; // never: only batches are sent
+                tracing::error!(
+                    segment = p.pos.seq,
+                    offset = p.pos.offset,
+                    "a spooled line is not a batch: moved to rejected/"
+                );
+                if let Err(e) = spool.reject(&p, "not a batch (corrupt spool line)") {
+                    d.failure = Some(e.to_string());
+                    break;
+                }
+                d.rejected_batches += 1;
+                continue;
             };
+            let mut answer = waiting.unwrap_or_else(|| send(sink, batch));
             let n = batch.samples.len() as u64;
             let ne = batch.events.len() as u64;
             let joined = if bounded {
@@ -605,20 +600,17 @@ impl Sampler {
     }
 }
 
-/// Sends a spooled batch on a task of its own (see [`Sampler::deliver_within`]); `None` for a line that is not
-/// a batch.
+/// Sends a spooled batch on a task of its own (see [`Sampler::deliver_within`]).
 fn send(
     sink: &SinkBox,
-    p: &crate::spool::Pending,
-) -> Option<
-    tokio::task::JoinHandle<std::result::Result<eai_client::Ingested, eai_client::ClientError>>,
-> {
+    batch: &Batch,
+) -> tokio::task::JoinHandle<std::result::Result<eai_client::Ingested, eai_client::ClientError>> {
     use tracing::Instrument as _;
     let sink = sink.0.clone();
-    let batch = p.batch.clone()?;
+    let batch = batch.clone();
     // In the delivery's span, so that the request's traceparent continues the sampler's trace.
     let span = tracing::Span::current();
-    Some(tokio::spawn(
+    tokio::spawn(
         async move {
             if batch.events.is_empty() {
                 sink.send(&batch.samples).await
@@ -632,7 +624,7 @@ fn send(
             }
         }
         .instrument(span),
-    ))
+    )
 }
 
 /// Appends the vLLM events not yet spooled (in batches of [`MAX_EVENTS_PER_BATCH`]), then saves the state without

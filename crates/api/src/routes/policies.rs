@@ -10,7 +10,7 @@ use axum::Json;
 use eai_engine::domain::{Policy, PolicySpec};
 use eai_engine::money::Currency;
 use eai_engine::time::Timestamp;
-use eai_engine::wire::{parse_policy, Loose};
+use eai_engine::wire::{parse_policy, Loose, POLICY_FIELDS};
 use rust_decimal::Decimal;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -161,24 +161,11 @@ fn check_closable(old: &Policy, at: Timestamp) -> Result<(), ApiError> {
 
 /// The fields of a stored policy as a body would give them (what a supersede body overrides).
 fn fields_of(p: &Policy, now: Timestamp) -> BTreeMap<String, Loose> {
-    const CARRIED: [&str; 13] = [
-        "name",
-        "deployment_pattern",
-        "gpu_model",
-        "currency",
-        "gpu_hourly_cost",
-        "overhead_pct",
-        "energy_kwh_price",
-        "pue",
-        "storage_gb_month_price",
-        "idle_capacity",
-        "output_token_weight",
-        "enabled",
-        "effective_to",
-    ];
     let v = view(p, now);
-    CARRIED
+    // Every field of a policy but its start, which the supersede sets.
+    POLICY_FIELDS
         .iter()
+        .filter(|k| **k != "effective_from")
         .filter_map(|k| {
             let field = v.get(*k).filter(|x| !x.is_null())?;
             let loose = serde_json::from_value::<Loose>(field.clone()).ok()?;
