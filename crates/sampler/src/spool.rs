@@ -146,7 +146,7 @@ impl Spool {
             segments: VecDeque::new(),
             writer: None,
             cursor: (0, 0),
-            next_seq: seqs.last().map_or(1, |s| s + 1),
+            next_seq: 1,
             torn_at_open: 0,
             pending: (0, 0),
         };
@@ -156,6 +156,14 @@ impl Spool {
             spool.segments.push_back(Segment { seq, bytes });
         }
         spool.cursor = spool.read_cursor();
+        // New segments come after every segment there and after the cursor's: a spool delivered to the end
+        // has no segment left, but its cursor still names the last one, and a new segment of that number
+        // would be read from the old offset (its first lines skipped, the next one read from its middle).
+        spool.next_seq = spool
+            .segments
+            .back()
+            .map_or(1, |s| s.seq + 1)
+            .max(spool.cursor.0 + 1);
         spool.pending = spool.pending_counts();
         Ok(spool)
     }
@@ -594,6 +602,34 @@ mod tests {
         }
         assert_eq!(last, "2026-10-01T00:39:00Z");
         assert_eq!(s.pending(), (0, 0));
+    }
+
+    /// A spool delivered to the end, then reopened (the sampler restarted, or run with --once then as a
+    /// service): the next batches are read whole, from their first byte, even when they are shorter than the
+    /// last one delivered.
+    #[test]
+    fn a_spool_delivered_to_the_end_and_reopened_reads_every_new_batch_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Spool::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
+        s.append(&batch(0, 6)).unwrap();
+        let p = s.peek().unwrap().unwrap();
+        s.ack(p.pos).unwrap();
+        assert!(s.peek().unwrap().is_none());
+        drop(s);
+        let mut s = Spool::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
+        for i in 1..=3 {
+            s.append(&batch(i, 2)).unwrap();
+        }
+        let mut got = Vec::new();
+        while let Some(p) = s.peek().unwrap() {
+            let b = p
+                .batch
+                .unwrap_or_else(|| panic!("a batch read from its middle: {:?}", p.raw));
+            got.push(b.window_end);
+            s.ack(p.pos).unwrap();
+        }
+        let want: Vec<String> = (1..=3).map(|i| batch(i, 2).window_end).collect();
+        assert_eq!(got, want);
     }
 
     /// The spool's disk fills up (a 64 KiB tmpfs): the append that does not fit fails and leaves no torn line;
