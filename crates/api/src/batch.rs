@@ -64,6 +64,8 @@ pub async fn run_month_from(
     if to <= start {
         bail!("{period} has no closed hour yet");
     }
+    // With the line of its end, an operator (and the kill -9 test) can tell a run that never finished.
+    tracing::info!(period = %period, "allocation batch started");
     let p = Period::new(start, to, config.bucket_ms).map_err(|e| anyhow::anyhow!(e.reason))?;
     let allocation = crate::allocation::compute_from(source, store, p, config)
         .await

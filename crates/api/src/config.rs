@@ -248,7 +248,6 @@ impl std::fmt::Debug for Config {
                 &self.metrics_token.as_ref().map(|_| "<redacted>"),
             )
             .field("tls", &self.tls)
-            .field("budget_check_seconds", &self.budget_check_seconds)
             .field("metrics_refresh_seconds", &self.metrics_refresh_seconds)
             .field("metrics_max_gpu_series", &self.metrics_max_gpu_series)
             .field("metrics_tenant_cost", &self.metrics_tenant_cost)

@@ -13,6 +13,8 @@ use clap::{Args, Subcommand};
 use eai_engine::time::Timestamp;
 use serde_json::{json, Value};
 
+mod soak;
+
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// Control plane base URL.
@@ -91,6 +93,9 @@ pub enum BenchCommand {
         #[arg(long)]
         server_pid: Option<u32>,
     },
+    /// Soak: hours of a compressed month with allocation queries, key churn and policy changes; a line of
+    /// figures a minute (scripts/soak.sh).
+    Soak(soak::SoakArgs),
 }
 
 fn now_hour() -> Timestamp {
@@ -203,6 +208,21 @@ impl Http {
     }
 }
 
+impl Http {
+    async fn delete(&self, path: &str) -> anyhow::Result<()> {
+        let r = self
+            .client
+            .delete(format!("{}{path}", self.url))
+            .bearer_auth(&self.key)
+            .send()
+            .await?;
+        if !r.status().is_success() {
+            bail!("{path}: {}", r.status());
+        }
+        Ok(())
+    }
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -251,6 +271,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             seconds,
             server_pid,
         } => mixed(http, &fleet, rate, seconds, server_pid).await,
+        BenchCommand::Soak(args) => soak::soak(http, args).await,
     }
 }
 

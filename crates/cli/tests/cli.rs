@@ -488,6 +488,196 @@ fn kill_9_during_ingest(name: &str, database_url: Option<&str>) {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn a_kill_9_during_the_allocation_batch_leaves_its_month_whole_or_untouched() {
+    kill_9_during_the_batch("batch-crash", None);
+}
+
+#[test]
+fn a_kill_9_during_the_allocation_batch_leaves_its_month_whole_or_untouched_on_postgres() {
+    let db = eai_store::postgres::scratch::ScratchDb::create_blocking(
+        &eai_store::postgres::scratch::test_server_url(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    kill_9_during_the_batch("batch-crash-pg", Some(db.url()));
+}
+
+/// `serve` killed -9 at growing delays after its allocation batch logs that a run started, restarted each
+/// time on the same store: after every kill the month's `gpu_local` events are none or exactly the
+/// allocation's items (a run's transaction is whole or absent, and once whole never undone), at least two kills
+/// land inside a run (started, never finished), and the first run after the last restart records the month.
+fn kill_9_during_the_batch(name: &str, database_url: Option<&str>) {
+    let dir = temp_dir(name);
+    let key = "eai_live_batchcrashbatchcrashbatchcrashbatchcrash00001";
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let db_file = dir.join("data").join("eai-gpu.db");
+    let store = match database_url {
+        Some(url) => StoreAt::Postgres(url),
+        None => StoreAt::Sqlite(&db_file),
+    };
+    // A server whose batch (when on) runs a second after start and every second; its log lines on a channel.
+    let start = |batch: bool| {
+        let mut cmd = bin();
+        cmd.args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
+        .arg(dir.join("data"));
+        if let Some(url) = database_url {
+            cmd.args(["--database-url", url]);
+        }
+        let mut child = cmd
+            .env("EAI_BOOTSTRAP_ADMIN_KEY", key)
+            .env("EAI_ALLOCATION_BATCH", if batch { "on" } else { "off" })
+            .env("EAI_ALLOCATION_BATCH_INTERVAL_SECONDS", "1")
+            .env("EAI_LEADER_POLL_SECONDS", "1")
+            .env("EAI_RATE_LIMIT_PER_KEY", "0")
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        (Server(child), rx)
+    };
+
+    // Two closed hours of samples of a shared deployment (four GPUs).
+    let (seed, _log) = start(false);
+    wait_healthy(&base, Duration::from_secs(30));
+    let http = reqwest::blocking::Client::new();
+    let post = |path: &str, body: &serde_json::Value| {
+        let r = http
+            .post(format!("{base}{path}"))
+            .bearer_auth(key)
+            .json(body)
+            .send()
+            .unwrap();
+        assert!(r.status().is_success(), "{path}: {}", r.text().unwrap());
+    };
+    post(
+        "/v1/finops/allocation-policies",
+        &serde_json::json!({
+            "name": "crash", "deployment_pattern": "*", "currency": "EUR", "gpu_hourly_cost": "2.10",
+            "energy_kwh_price": "0.21", "pue": "1.4", "effective_from": "2026-01-01T00:00:00Z"
+        }),
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let t0 = (now / 3600 - 2) * 3600;
+    for batch in ha_batches("k", 4, t0, 2) {
+        post("/v1/finops/gpu/samples", &batch);
+    }
+    // Eight tenants' token claims: eight items, so a run's write is eight events (one transaction).
+    for n in 0..8u32 {
+        post(
+            "/v1/usage/events",
+            &serde_json::json!({ "events": [{
+                "event_id": uuid::Uuid::new_v4().to_string(), "schema_version": "1.0",
+                "tenant_id": format!("{n:08x}-0000-4000-8000-00000000c0de"),
+                "usage_type": "llm_tokens", "source": "gateway", "occurred_at": rfc3339(t0 + 600 + i64::from(n)),
+                "deployment_id": "vllm-ha", "units": { "tokens_in": 1000 * (n + 1), "tokens_out": 100 }
+            }]}),
+        );
+    }
+    let period = eai_engine::batch::month_of(eai_engine::Timestamp(t0 * 1000));
+    let (month_start, _) = eai_engine::batch::month(&period).unwrap();
+    // Hours after the samples hold nothing: the items are the same whatever closed hour a run ends at.
+    let expected = allocation_items(
+        &http,
+        &base,
+        key,
+        &month_start.to_string(),
+        &rfc3339(t0 + 2 * 3600),
+    );
+    assert_eq!(expected.len(), 8, "every tenant is charged: {expected:?}");
+    drop(seed);
+
+    let started = format!("allocation batch started period={period}");
+    let wait_for = |log: &std::sync::mpsc::Receiver<String>, what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match log.recv_timeout(left) {
+                Ok(line) if line.contains(what) => return,
+                Ok(_) => {}
+                Err(e) => panic!("no log line with {what:?} within 30 s: {e}"),
+            }
+        }
+    };
+    let mut landed = Vec::new();
+    let mut whole_since = None;
+    for (i, delay_ms) in [0u64, 1, 2, 3, 5, 8, 13, 21, 34].into_iter().enumerate() {
+        let (mut server, log) = start(true);
+        wait_for(&log, &started);
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        server.0.kill().unwrap(); // SIGKILL
+        server.0.wait().unwrap();
+        // Everything it logged before it died: did the run that started finish?
+        let rest: Vec<String> = log.iter().collect();
+        let finished = rest.iter().any(|l| {
+            l.contains("recorded gpu_local events") && l.contains(&format!("period={period}"))
+        });
+        if !finished {
+            landed.push(delay_ms);
+        }
+        let got = gpu_local_events(&store, &period);
+        match whole_since {
+            Some(k) => assert_eq!(
+                got, expected,
+                "kill {i} ({delay_ms} ms into a run) undid or cut the month recorded by run {k}"
+            ),
+            None if got.is_empty() => {}
+            None => {
+                assert_eq!(
+                    got, expected,
+                    "kill {i} ({delay_ms} ms into a run) left a part month"
+                );
+                whole_since = Some(i);
+            }
+        }
+    }
+    eprintln!(
+        "kills inside a run at {landed:?} ms; the month first whole after kill {whole_since:?}"
+    );
+    assert!(
+        landed.len() >= 2,
+        "only {landed:?} of the kills landed inside a run: the test proves nothing"
+    );
+
+    // Restarted, the batch records the month at once: the allocation's items, once each.
+    let (server, log) = start(true);
+    wait_for(&log, &format!("recorded gpu_local events"));
+    drop(server);
+    assert_eq!(gpu_local_events(&store, &period), expected);
+    // And the audit chain of every run, finished or not, verifies.
+    let mut verify = bin();
+    verify
+        .args(["audit", "verify", "--data-dir"])
+        .arg(dir.join("data"));
+    if let Some(url) = database_url {
+        verify.args(["--database-url", url]);
+    }
+    let out = verify.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn run(args: &[&str]) -> (bool, String, String) {
     let out = bin().args(args).output().unwrap();
     (
@@ -650,24 +840,14 @@ fn ha_batches(prefix: &str, gpus: usize, t0: i64, hours: i64) -> Vec<serde_json:
         .collect()
 }
 
-/// The `gpu_local` events of `period` the batch wrote, checked against the allocation of the period its last run
-/// covered: one event per item of that allocation, each with the item's cost, none twice.
-fn check_gpu_local_events(
+/// The allocation's non-zero items over `[from, to)`, by (tenant, deployment): what the batch must record.
+fn allocation_items(
     http: &reqwest::blocking::Client,
     base: &str,
     key: &str,
-    url: &str,
-    last_run: &serde_json::Value,
-) -> usize {
-    let (from, to) = (
-        last_run["details"]["from"].as_str().unwrap(),
-        last_run["details"]["to"].as_str().unwrap(),
-    );
-    let period = last_run["resource"]
-        .as_str()
-        .unwrap()
-        .trim_start_matches("gpu_local/")
-        .to_string();
+    from: &str,
+    to: &str,
+) -> std::collections::BTreeMap<(String, String), rust_decimal::Decimal> {
     let a: serde_json::Value = http
         .get(format!(
             "{base}/v1/finops/gpu/allocation?from={from}&to={to}"
@@ -694,11 +874,29 @@ fn check_gpu_local_events(
             "one item per tenant and deployment here: {a}"
         );
     }
+    expected
+}
+
+/// Where a test's store is, to read it after (or without) its server.
+enum StoreAt<'a> {
+    Sqlite(&'a std::path::Path),
+    Postgres(&'a str),
+}
+
+/// The non-zero `gpu_local` events the batch stored for `period`, by (tenant, deployment); none twice.
+fn gpu_local_events(
+    at: &StoreAt,
+    period: &str,
+) -> std::collections::BTreeMap<(String, String), rust_decimal::Decimal> {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let events = rt.block_on(async {
-        use eai_store::Store as _;
-        let store = eai_store::postgres::PgStore::open(url).await.unwrap();
-        let (start, end) = eai_engine::batch::month(&period).unwrap();
+        let store: Box<dyn eai_store::Store> = match at {
+            StoreAt::Sqlite(path) => Box::new(eai_store::sqlite::SqliteStore::open(path).unwrap()),
+            StoreAt::Postgres(url) => {
+                Box::new(eai_store::postgres::PgStore::open(url).await.unwrap())
+            }
+        };
+        let (start, end) = eai_engine::batch::month(period).unwrap();
         store
             .usage_events(eai_store::Scope::Platform, start, end)
             .await
@@ -708,7 +906,7 @@ fn check_gpu_local_events(
         Default::default();
     let mut ids = std::collections::BTreeSet::new();
     for e in events.iter().filter(|e| {
-        e.usage_type == eai_engine::batch::GPU_LOCAL && e.run_id.as_deref() == Some(period.as_str())
+        e.usage_type == eai_engine::batch::GPU_LOCAL && e.run_id.as_deref() == Some(period)
     }) {
         assert!(ids.insert(e.event_id), "event {} twice", e.event_id);
         let amount = e.cost.as_ref().unwrap().0.get();
@@ -721,6 +919,29 @@ fn check_gpu_local_events(
             "two events for one tenant and deployment"
         );
     }
+    got
+}
+
+/// The `gpu_local` events of `period` the batch wrote, checked against the allocation of the period its last run
+/// covered: one event per item of that allocation, each with the item's cost, none twice.
+fn check_gpu_local_events(
+    http: &reqwest::blocking::Client,
+    base: &str,
+    key: &str,
+    url: &str,
+    last_run: &serde_json::Value,
+) -> usize {
+    let (from, to) = (
+        last_run["details"]["from"].as_str().unwrap(),
+        last_run["details"]["to"].as_str().unwrap(),
+    );
+    let period = last_run["resource"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("gpu_local/")
+        .to_string();
+    let expected = allocation_items(http, base, key, from, to);
+    let got = gpu_local_events(&StoreAt::Postgres(url), &period);
     assert_eq!(
         got, expected,
         "the gpu_local events are the allocation's items, once each"

@@ -26,6 +26,106 @@ pub struct Allocation {
     pub day_items: Vec<DayItem>,
 }
 
+impl Allocation {
+    /// Every way the figures fail to reconcile, in words (empty: they reconcile). Per deployment row:
+    /// `allocated + unallocated = cost`, its items sum to `allocated`, its days to `cost`, and the cost is in
+    /// the currency's minor unit; per tenant row: its items sum to its cost; and, when asked for, the day items
+    /// sum to their item's `allocated` and to the row's `unallocated` and `cost`. The fuzzer and the tests hold
+    /// every allocation to this.
+    pub fn reconciliation_errors(&self) -> Vec<String> {
+        let mut errors = Vec::new();
+        let mut check = |what: String, got: Decimal, want: Decimal| {
+            if got != want {
+                errors.push(format!("{what}: {got} != {want}"));
+            }
+        };
+        for row in &self.deployments {
+            let d = &row.deployment_id;
+            check(
+                format!("{d}: allocated + unallocated = cost"),
+                row.allocated + row.unallocated,
+                row.cost,
+            );
+            let items: Decimal = self
+                .items
+                .iter()
+                .filter(|i| &i.deployment_id == d && Some(i.allocated.currency) == row.currency)
+                .map(|i| i.allocated.amount)
+                .sum();
+            check(format!("{d}: items = allocated"), items, row.allocated);
+            let Some(c) = row.currency else { continue };
+            check(
+                format!("{d}: cost in minor units"),
+                c.round(row.cost),
+                row.cost,
+            );
+            let days: Decimal = self
+                .daily
+                .iter()
+                .filter(|x| &x.deployment_id == d && x.currency == c)
+                .map(|x| x.cost)
+                .sum();
+            check(format!("{d}: daily costs = cost"), days, row.cost);
+            if self.day_items.is_empty() {
+                continue;
+            }
+            let day_items = |idle_only: bool| -> Decimal {
+                self.day_items
+                    .iter()
+                    .filter(|x| {
+                        &x.deployment_id == d
+                            && x.cost.currency == c
+                            && (x.tenant_id.is_none() || !idle_only)
+                    })
+                    .map(|x| x.cost.amount)
+                    .sum()
+            };
+            check(
+                format!("{d}: idle day items = unallocated"),
+                day_items(true),
+                row.unallocated,
+            );
+            check(format!("{d}: day items = cost"), day_items(false), row.cost);
+        }
+        for t in &self.tenants {
+            let items: Decimal = self
+                .items
+                .iter()
+                .filter(|i| i.tenant_id == t.tenant_id && i.allocated.currency == t.currency)
+                .map(|i| i.allocated.amount)
+                .sum();
+            check(
+                format!("tenant {}: items = cost", t.tenant_id.0),
+                items,
+                t.cost,
+            );
+        }
+        if !self.day_items.is_empty() {
+            for i in &self.items {
+                let days: Decimal = self
+                    .day_items
+                    .iter()
+                    .filter(|x| {
+                        x.tenant_id == Some(i.tenant_id)
+                            && x.deployment_id == i.deployment_id
+                            && x.policy_id == i.policy_id
+                    })
+                    .map(|x| x.cost.amount)
+                    .sum();
+                check(
+                    format!(
+                        "{} {} {}: day items = allocated",
+                        i.tenant_id.0, i.deployment_id, i.policy_id
+                    ),
+                    days,
+                    i.allocated.amount,
+                );
+            }
+        }
+        errors
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Item {
     pub tenant_id: TenantId,

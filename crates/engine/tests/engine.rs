@@ -148,38 +148,10 @@ fn amount(a: &Allocation, t: TenantId) -> Decimal {
         .unwrap_or_default()
 }
 
-/// allocated + unallocated == cost for every row, and items sum to allocated, to the cent.
+/// Every rule of `Allocation::reconciliation_errors`: rows, items, tenants and days sum to the cent.
 fn assert_reconciles(a: &Allocation) {
-    for row in &a.deployments {
-        assert_eq!(row.allocated + row.unallocated, row.cost, "{row:?}");
-        let items: Decimal = a
-            .items
-            .iter()
-            .filter(|i| {
-                i.deployment_id == row.deployment_id && Some(i.allocated.currency) == row.currency
-            })
-            .map(|i| i.allocated.amount)
-            .sum();
-        assert_eq!(items, row.allocated, "items of {}", row.deployment_id);
-        if let Some(c) = row.currency {
-            assert_eq!(
-                row.cost,
-                c.round(row.cost),
-                "cost is rounded to the minor unit"
-            );
-            let days: Decimal = a
-                .daily
-                .iter()
-                .filter(|x| x.deployment_id == row.deployment_id && x.currency == c)
-                .map(|x| x.cost)
-                .sum();
-            assert_eq!(
-                days, row.cost,
-                "daily costs of {} sum to its cost",
-                row.deployment_id
-            );
-        }
-    }
+    let errors = a.reconciliation_errors();
+    assert!(errors.is_empty(), "{errors:#?}");
 }
 
 /// The day items (`AllocationConfig::day_items`): the days of each item sum to its `allocated`, the idle days
@@ -189,36 +161,7 @@ fn assert_days_reconcile(with_days: &Allocation, without: &Allocation) {
     let mut rest = with_days.clone();
     rest.day_items.clear();
     assert_eq!(&rest, without, "day items change nothing else");
-    for i in &with_days.items {
-        let days: Decimal = with_days
-            .day_items
-            .iter()
-            .filter(|x| {
-                x.tenant_id == Some(i.tenant_id)
-                    && x.deployment_id == i.deployment_id
-                    && x.policy_id == i.policy_id
-            })
-            .map(|x| x.cost.amount)
-            .sum();
-        assert_eq!(days, i.allocated.amount, "days of {i:?}");
-    }
-    for row in &with_days.deployments {
-        let Some(c) = row.currency else { continue };
-        let of_row = |idle: bool| -> Decimal {
-            with_days
-                .day_items
-                .iter()
-                .filter(|x| {
-                    x.deployment_id == row.deployment_id
-                        && x.cost.currency == c
-                        && (x.tenant_id.is_none() || !idle)
-                })
-                .map(|x| x.cost.amount)
-                .sum()
-        };
-        assert_eq!(of_row(true), row.unallocated, "idle days of {row:?}");
-        assert_eq!(of_row(false), row.cost, "days of {row:?}");
-    }
+    assert_reconciles(with_days);
     for x in &with_days.day_items {
         assert_eq!(x.day.0 % (24 * H), 0, "a day starts at midnight: {x:?}");
         assert_eq!(x.cost.amount, x.cost.currency.round(x.cost.amount));

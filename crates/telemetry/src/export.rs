@@ -84,7 +84,11 @@ pub fn export_requested() -> anyhow::Result<bool> {
 pub fn init(service: &str, default_log_filter: &str) -> anyhow::Result<Guard> {
     let logs =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_log_filter));
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // Colours only on a terminal: a journal, a file or a pipe gets plain text (and `NO_COLOR` turns them off).
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr()) && env("NO_COLOR").is_none();
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(colour);
     let fmt = if env("EAI_LOG_FORMAT").is_some_and(|v| v == "json") {
         fmt.json().with_filter(logs).boxed()
     } else {
