@@ -116,6 +116,17 @@ echo "cargo test --all-features: $(( $(date +%s) - started )) s"
 # Back to the shipped binary's features: schemathesis and the SDK suites run target/debug/eai-gpu.
 cargo build -p eai-gpu
 
+log "fuzzing: the committed corpus and every regression replayed (stable), then each target 60 s (nightly)"
+started=$(date +%s)
+cargo test --manifest-path fuzz/Cargo.toml --lib -q
+if cargo +nightly --version >/dev/null 2>&1; then
+  # Each run is recorded in fuzz/RUNS.tsv and grows the corpus in this checkout (not committed by CI).
+  scripts/fuzz.sh "${EAI_FUZZ_SECONDS:-60}"
+else
+  echo "no nightly toolchain here: the corpus replay above is the fuzzing of this run (rustup toolchain install nightly)"
+fi
+echo "fuzzing: $(( $(date +%s) - started )) s"
+
 log "contracts: JSON Schemas, examples and the OpenAPI document"
 python3 scripts/contracts/check.py
 

@@ -28,8 +28,11 @@ use serde::Deserialize;
 const NOW: Timestamp = Timestamp(1_790_000_000_000);
 const H: i64 = 3_600_000;
 
+/// A target's body: the fuzzer's bytes in, a panic on a defect.
+pub type Body = fn(&[u8]);
+
 /// Every target, by the name of its folder under `corpus/` and its binary.
-pub const TARGETS: [(&str, fn(&[u8])); 6] = [
+pub const TARGETS: [(&str, Body); 6] = [
     ("samples", samples),
     ("usage_events", usage_events),
     ("policies", policies),
@@ -215,7 +218,10 @@ impl Fleet {
                         t0 + i64::from(s.slot % 2_000) * 15_000 + i64::from(s.offset_ms % 15_000),
                     ),
                     utilization: UnitInterval::new(Decimal::new(i64::from(s.util % 10_001), 4))?,
-                    memory_used_gb: nn(Decimal::new(i64::from(s.mem), u32::from(s.mem_scale % 10)))?,
+                    memory_used_gb: nn(Decimal::new(
+                        i64::from(s.mem),
+                        u32::from(s.mem_scale % 10),
+                    ))?,
                     power_w: nn(Decimal::new(i64::from(s.power % 2_000_000), 3))?,
                     storage_gb: NonNegative::ZERO,
                     gpu_fraction: GpuFraction::new(
@@ -375,7 +381,10 @@ mod replay {
                     n += 1;
                 }
             }
-            assert!(n > 0, "no committed input for {name}: the replay proves nothing");
+            assert!(
+                n > 0,
+                "no committed input for {name}: the replay proves nothing"
+            );
         }
     }
 }

@@ -657,7 +657,7 @@ fn kill_9_during_the_batch(name: &str, database_url: Option<&str>) {
 
     // Restarted, the batch records the month at once: the allocation's items, once each.
     let (server, log) = start(true);
-    wait_for(&log, &format!("recorded gpu_local events"));
+    wait_for(&log, "recorded gpu_local events");
     drop(server);
     assert_eq!(gpu_local_events(&store, &period), expected);
     // And the audit chain of every run, finished or not, verifies.

@@ -62,9 +62,14 @@ pub struct SamplerArgs {
     /// The durable spool (created if missing).
     #[arg(long, default_value = "./eai-sampler-spool", value_name = "DIR")]
     pub spool_dir: PathBuf,
-    /// Bound of the spool; when full, its oldest segment is dropped (and counted). 256MiB, 1GiB, or bytes.
+    /// Bound of the spool's undelivered batches: 256MiB, 1GiB, or bytes.
     #[arg(long, default_value = "256MiB", value_parser = parse_bytes, value_name = "SIZE")]
     pub spool_max_bytes: u64,
+    /// What a full spool gives up (counted in eai_sampler_samples_dropped_total): keep-oldest refuses new windows
+    /// until delivery frees room (a Prometheus source backfills them, up to --max-backfill); keep-newest deletes
+    /// the oldest segments.
+    #[arg(long, value_enum, default_value = "keep-oldest", value_name = "POLICY")]
+    pub spool_full: crate::spool::WhenFull,
     /// How far back --prometheus-url fills windows missed while the sampler was down.
     #[arg(long, default_value = "1h", value_parser = parse_duration_ms, value_name = "DURATION")]
     pub max_backfill: i64,
@@ -243,7 +248,7 @@ pub fn build(
                 .map_err(|e| {
                     SamplerError::config(format!("cannot build the control plane client: {e}"))
                 })?;
-        let spool = Spool::open(&args.spool_dir, args.spool_max_bytes)?;
+        let spool = Spool::open(&args.spool_dir, args.spool_max_bytes)?.when_full(args.spool_full);
         let (batches, samples) = spool.pending_counts();
         if batches > 0 {
             tracing::info!(batches, samples, dir = %args.spool_dir.display(), "resuming the spool");

@@ -24,6 +24,10 @@ pub enum SamplerError {
     /// The spool could not be read or written.
     #[error("spool {path}: {message}")]
     Spool { path: PathBuf, message: String },
+    /// The spool holds `--spool-max-bytes` undelivered and keeps its oldest (`--spool-full keep-oldest`): the
+    /// window was not spooled.
+    #[error("spool {path} is full (--spool-max-bytes {max_bytes} undelivered): the window is not spooled")]
+    SpoolFull { path: PathBuf, max_bytes: u64 },
     /// The metrics listener could not be bound.
     #[error("metrics listener {addr}: {message}")]
     Metrics { addr: String, message: String },

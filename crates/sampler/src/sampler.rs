@@ -86,6 +86,9 @@ pub struct TickReport {
     pub scrape_error: Option<String>,
     /// The spool could not be written.
     pub spool_error: Option<String>,
+    /// The spool was full (`--spool-full keep-oldest`): the windows from the first refused on were not spooled
+    /// this tick, nor recorded as read (a source with history reads them again once there is room).
+    pub spool_full: bool,
     /// vLLM usage events made this tick (spooled, or printed by a dry run).
     pub vllm_events: Vec<UsageEvent>,
     /// vLLM targets that could not be read this tick (their series keep their baseline).
@@ -362,12 +365,32 @@ impl Sampler {
         }
         let batch = Batch::samples(window.end.to_string(), conv.samples);
         if let Output::Deliver { spool, .. } = &mut self.output {
+            if report.spool_full {
+                // A window after one refused would leave a hole behind the last window recorded as read.
+                if !self.source.can_backfill() {
+                    Metrics::add(&m.samples_dropped, batch.samples.len() as u64);
+                }
+                return;
+            }
             if !batch.samples.is_empty() {
                 match spool.append(&batch) {
                     Ok(a) => {
                         Metrics::add(&m.samples_spooled, batch.samples.len() as u64);
                         Metrics::add(&m.samples_dropped, a.dropped_samples);
                         m.set_spool(spool);
+                    }
+                    Err(e @ crate::error::SamplerError::SpoolFull { .. }) => {
+                        // Not recorded as read: a source with history (Prometheus) reads it again once there is
+                        // room, up to --max-backfill back; from any other source the window is lost, and counted.
+                        let history = self.source.can_backfill();
+                        if !history {
+                            Metrics::add(&m.samples_dropped, batch.samples.len() as u64);
+                        }
+                        tracing::warn!(window_end = %window.end, error = %e, read_again_later = history,
+                            "spool full: keeping the oldest windows");
+                        report.spool_error = Some(e.to_string());
+                        report.spool_full = true;
+                        return;
                     }
                     Err(e) => {
                         Metrics::add(&m.spool_write_errors, 1);

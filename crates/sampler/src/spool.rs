@@ -14,11 +14,21 @@
 //!   (write, fsync, rename, fsync of the folder) so that a restart neither loses nor counts twice an interval.
 //! - `rejected/`: batches the control plane refused as invalid (422), with the reason, for a human to look at.
 //!
-//! Delivered segments are deleted. The spool is bounded (`--spool-max-bytes`): when a new batch makes it
-//! larger, the **oldest** segments are deleted and their undelivered samples counted as dropped. The newest data
-//! is kept because it is what the control plane cannot get otherwise: older windows past the bound are already
-//! old gaps that the allocation reports as such, and a sampler that refused new windows once full would stop
-//! reporting the present for as long as the outage lasts. The disk of a GPU node stays bounded either way.
+//! Delivered segments are deleted. The spool is bounded (`--spool-max-bytes`); what gives when it is full is
+//! [`WhenFull`] (`--spool-full`):
+//! - `keep-oldest` (the default): a window that would take the undelivered bytes past the bound is refused,
+//!   and not recorded as read, so the next windows are refused too until delivery frees room. What is spooled
+//!   is never deleted undelivered: the backlog stays one unbroken run from the outage's start, and with a
+//!   Prometheus source (which keeps history) the refused windows are read again by the backfill once there is
+//!   room, up to `--max-backfill` back. From a source without history (DCGM exporter, NVML) a refused window is
+//!   lost, and counted. vLLM's events are never dropped: their counters stay in the saved state until they can
+//!   be spooled.
+//! - `keep-newest`: the oldest segments are deleted and their undelivered samples counted as dropped, so the
+//!   spool always holds the present (for a source without history, on a node whose outage outlasts the bound
+//!   and whose recent windows matter most).
+//!
+//! Either way the disk of a GPU node stays bounded and every sample given up is counted
+//! (`eai_sampler_samples_dropped_total`), never silent.
 
 use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
@@ -94,11 +104,22 @@ pub struct Appended {
     pub dropped_batches: u64,
 }
 
+/// What a full spool gives up (`--spool-full`); see the module's documentation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum WhenFull {
+    /// Refuse new windows until delivery frees room (Prometheus backfills them later).
+    #[default]
+    KeepOldest,
+    /// Delete the oldest segments.
+    KeepNewest,
+}
+
 /// A spool folder, opened by one sampler.
 #[derive(Debug)]
 pub struct Spool {
     dir: PathBuf,
     max_bytes: u64,
+    when_full: WhenFull,
     segment_bytes: u64,
     segments: VecDeque<Segment>,
     writer: Option<(u64, File)>,
@@ -141,6 +162,7 @@ impl Spool {
         let mut spool = Spool {
             dir: dir.to_path_buf(),
             max_bytes,
+            when_full: WhenFull::default(),
             // Small enough that dropping one loses little, large enough to hold many windows.
             segment_bytes: (max_bytes / 16).clamp(4096, 4 * 1024 * 1024),
             segments: VecDeque::new(),
@@ -255,6 +277,27 @@ impl Spool {
         self.pending
     }
 
+    /// What the spool gives up when full (the default: [`WhenFull::KeepOldest`]).
+    pub fn when_full(mut self, w: WhenFull) -> Spool {
+        self.when_full = w;
+        self
+    }
+
+    /// Bytes of the batches not delivered yet (from the cursor on).
+    fn undelivered_bytes(&self) -> u64 {
+        self.segments
+            .iter()
+            .filter(|s| s.seq >= self.cursor.0)
+            .map(|s| {
+                if s.seq == self.cursor.0 {
+                    s.bytes.saturating_sub(self.cursor.1)
+                } else {
+                    s.bytes
+                }
+            })
+            .sum()
+    }
+
     /// Bytes held on disk by segments.
     pub fn bytes(&self) -> u64 {
         self.segments.iter().map(|s| s.bytes).sum()
@@ -269,6 +312,15 @@ impl Spool {
         let mut line = serde_json::to_string(batch).map_err(|e| err(&self.dir, e))?;
         line.push('\n');
         let len = line.len() as u64;
+        if self.when_full == WhenFull::KeepOldest
+            && self.pending.0 > 0
+            && self.undelivered_bytes() + len > self.max_bytes
+        {
+            return Err(SamplerError::SpoolFull {
+                path: self.dir.clone(),
+                max_bytes: self.max_bytes,
+            });
+        }
         let roll = match (&self.writer, self.segments.back()) {
             (Some((seq, _)), Some(last)) if last.seq == *seq => {
                 last.bytes > 0 && last.bytes + len > self.segment_bytes
@@ -315,10 +367,14 @@ impl Spool {
         self.enforce_bound()
     }
 
-    /// Deletes the oldest segments while the spool is over its bound (never the one being written).
+    /// With [`WhenFull::KeepNewest`], deletes the oldest segments while the spool is over its bound (never the
+    /// one being written).
     fn enforce_bound(&mut self) -> Result<Appended> {
         let mut out = Appended::default();
-        while self.bytes() > self.max_bytes && self.segments.len() > 1 {
+        while self.when_full == WhenFull::KeepNewest
+            && self.bytes() > self.max_bytes
+            && self.segments.len() > 1
+        {
             let Some(old) = self.segments.pop_front() else {
                 break;
             };
@@ -574,9 +630,11 @@ mod tests {
     }
 
     #[test]
-    fn when_full_the_oldest_segment_goes_and_its_samples_are_counted() {
+    fn when_full_and_keeping_the_newest_the_oldest_segment_goes_and_its_samples_are_counted() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = Spool::open(dir.path(), 8192).unwrap();
+        let mut s = Spool::open(dir.path(), 8192)
+            .unwrap()
+            .when_full(WhenFull::KeepNewest);
         let mut dropped = 0;
         for i in 0..40 {
             dropped += s.append(&batch(i, 4)).unwrap().dropped_samples;
@@ -602,6 +660,61 @@ mod tests {
         }
         assert_eq!(last, "2026-10-01T00:39:00Z");
         assert_eq!(s.pending(), (0, 0));
+    }
+
+    /// The default: a full spool refuses the next window and deletes nothing; what it holds is the unbroken run
+    /// of the first windows; once delivery frees room it takes windows again; a reopened spool keeps the bound.
+    #[test]
+    fn when_full_and_keeping_the_oldest_new_windows_are_refused_until_delivery_frees_room() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Spool::open(dir.path(), 8192).unwrap();
+        let mut kept = Vec::new();
+        let mut refused = Vec::new();
+        for i in 0..40 {
+            match s.append(&batch(i, 4)) {
+                Ok(a) => {
+                    assert_eq!(a.dropped_samples, 0, "keeping the oldest deletes nothing");
+                    kept.push(i);
+                }
+                Err(SamplerError::SpoolFull { max_bytes, .. }) => {
+                    assert_eq!(max_bytes, 8192);
+                    refused.push(i);
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(!refused.is_empty(), "8 KiB never filled up");
+        assert_eq!(
+            kept,
+            (0..kept.len()).collect::<Vec<_>>(),
+            "the first windows, unbroken"
+        );
+        assert!(s.bytes() <= 8192, "{}", s.bytes());
+        assert_eq!(
+            s.pending_counts(),
+            (kept.len() as u64, 4 * kept.len() as u64)
+        );
+        // Reopened (a restart while the control plane is still away): still full.
+        drop(s);
+        let mut s = Spool::open(dir.path(), 8192).unwrap();
+        assert!(matches!(
+            s.append(&batch(99, 4)),
+            Err(SamplerError::SpoolFull { .. })
+        ));
+        // Delivering the first few frees room for a window again.
+        for _ in 0..3 {
+            let p = s.peek().unwrap().unwrap();
+            s.ack(p.pos).unwrap();
+        }
+        s.append(&batch(40, 4)).unwrap();
+        let mut ends = Vec::new();
+        while let Some(p) = s.peek().unwrap() {
+            ends.push(p.batch.unwrap().window_end);
+            s.ack(p.pos).unwrap();
+        }
+        let mut want: Vec<String> = kept[3..].iter().map(|i| batch(*i, 4).window_end).collect();
+        want.push(batch(40, 4).window_end);
+        assert_eq!(ends, want);
     }
 
     /// A spool delivered to the end, then reopened (the sampler restarted, or run with --once then as a
@@ -686,7 +799,9 @@ mod tests {
     #[test]
     fn the_pending_counts_follow_appends_acks_rejects_and_drops() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = Spool::open(dir.path(), 8192).unwrap();
+        let mut s = Spool::open(dir.path(), 8192)
+            .unwrap()
+            .when_full(WhenFull::KeepNewest);
         for i in 0..30 {
             s.append(&batch(i, 3)).unwrap();
             assert_eq!(s.pending(), s.pending_counts(), "after append {i}");

@@ -999,6 +999,116 @@ async fn outage_and_restart_every_window_arrives_exactly_once() {
     cp.stop().await;
 }
 
+/// A spool bounded to 8 KiB (three windows of eight GPUs) and keeping its oldest (the default), reading a real
+/// Prometheus while the control plane is down: once full it refuses the next windows and records none of them as
+/// read (nothing deleted, nothing counted as lost: Prometheus has them); when the control plane is back the
+/// backlog is delivered and the refused windows are read back from Prometheus. The control plane then holds
+/// every window from the first to the last, eight samples each, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_spool_keeps_its_oldest_windows_and_prometheus_backfills_the_refused_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool_dir = dir.path().join("spool");
+    let mut cp = control_plane(dir.path(), 0).await;
+    let (base, port) = (cp.base.clone(), cp.port);
+    let key = cp.sampler_key().await;
+    let exp = exporter(&fixture(H100)).await;
+    let mut prom = start_prometheus(exp.addr);
+    prom.wait_for_series("DCGM_FI_DEV_GPU_UTIL", 8).await;
+    let source = PrometheusSource::new(
+        &prom.base,
+        Some("job=\"dcgm\""),
+        Some("gpu-node-1".into()),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let spool = Spool::open(&spool_dir, 8192).unwrap();
+    let mut o = SamplerOptions::new(1000);
+    o.scrape_attempts = 1;
+    o.retry_base_ms = 200;
+    o.retry_max_ms = 400;
+    let metrics = Arc::new(Metrics::default());
+    let mut sampler = Sampler::new(
+        Box::new(source),
+        Converter::new(Attribution::default(), None),
+        Output::Deliver {
+            spool,
+            sink: SinkBox(Arc::new(EnterpriseAi::new(&base, &key).unwrap())),
+        },
+        o,
+        metrics.clone(),
+    )
+    .unwrap();
+    // Ticks one second apart, each a little after its window's end (Prometheus has scraped it by then).
+    async fn tick_now(sampler: &mut Sampler) -> eai_sampler::sampler::TickReport {
+        let next = Timestamp(wall_clock().floor_to(1000).0 + 1000);
+        while wall_clock().0 < next.0 + 1500 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        sampler.tick(Timestamp(next.0 + 1500)).await
+    }
+    let first = tick_now(&mut sampler).await;
+    assert_eq!(first.produced.len(), 1, "{first:?}");
+    assert_eq!(first.delivered.samples, 8, "{first:?}");
+    let first_end = first.window_end;
+
+    cp.stop().await;
+    let mut full_ticks = 0;
+    for _ in 0..7 {
+        let r = tick_now(&mut sampler).await;
+        assert_eq!(r.scrape_error, None, "{r:?}");
+        if r.spool_full {
+            full_ticks += 1;
+        }
+        let spool = sampler.spool().unwrap();
+        assert!(
+            spool.bytes() <= 8192,
+            "the bound holds: {} bytes",
+            spool.bytes()
+        );
+    }
+    assert!(
+        full_ticks >= 3,
+        "the spool never filled: {full_ticks} full ticks"
+    );
+    let held = sampler.spool().unwrap().pending_counts();
+    assert!(held.0 >= 2, "the spool holds its first windows: {held:?}");
+    assert_eq!(
+        Metrics::get(&metrics.samples_dropped),
+        0,
+        "Prometheus keeps what was refused: nothing is lost"
+    );
+
+    // Back: the backlog goes, and the refused windows are read back from Prometheus until the sampler is
+    // level with the clock.
+    let mut cp = control_plane(dir.path(), port).await;
+    let mut last = None;
+    for _ in 0..20 {
+        let r = tick_now(&mut sampler).await;
+        let level = !r.spool_full
+            && r.backfilled_windows == 0
+            && sampler.spool().unwrap().pending_counts() == (0, 0);
+        last = Some(r.window_end);
+        if level {
+            break;
+        }
+    }
+    assert_eq!(sampler.spool().unwrap().pending_counts(), (0, 0));
+    assert!(Metrics::get(&metrics.backfilled_windows) >= 3);
+    let last = last.unwrap();
+    let windows = ((last.0 - first_end.0) / 1000 + 1) as u64;
+    let (rows, gaps) = cp
+        .deployments(Timestamp(first_end.0 - 60_000), Timestamp(last.0 + 60_000))
+        .await;
+    let samples: u64 = rows.iter().map(|r| r.1).sum();
+    assert_eq!(
+        samples,
+        8 * windows,
+        "every window from {first_end} to {last}, once: {rows:?}"
+    );
+    assert_eq!(gaps, json!([]));
+    cp.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_the_control_plane_refuses_goes_to_rejected_and_is_not_retried() {
     let dir = tempfile::tempdir().unwrap();
