@@ -167,7 +167,7 @@ impl Default for Metrics {
             ),
             (
                 "samples_dropped",
-                "Undelivered samples deleted because the spool was full (oldest first).",
+                "Samples given up because the spool was full: new windows refused (--spool-full keep-oldest, from a source without history) or the oldest deleted (keep-newest).",
                 Handle::C(&m.samples_dropped),
             ),
             (

@@ -133,6 +133,8 @@ pub struct Sampler {
     /// A delivery still waiting for its answer when its round ended (the link is slow or cut): the loop goes
     /// on reading windows, and the next round takes this answer first.
     in_flight: Option<InFlight>,
+    /// Windows refused by a full spool since it last had room (logged once when it fills, once when it has room).
+    refused_windows: u64,
 }
 
 /// A spooled batch being sent, on a task of its own.
@@ -195,6 +197,7 @@ impl Sampler {
             last_window_end,
             vllm: None,
             in_flight: None,
+            refused_windows: 0,
         })
     }
 
@@ -375,6 +378,11 @@ impl Sampler {
             if !batch.samples.is_empty() {
                 match spool.append(&batch) {
                     Ok(a) => {
+                        if self.refused_windows > 0 {
+                            tracing::info!(refused_windows = self.refused_windows, window_end = %window.end,
+                                "the spool has room again");
+                            self.refused_windows = 0;
+                        }
                         Metrics::add(&m.samples_spooled, batch.samples.len() as u64);
                         Metrics::add(&m.samples_dropped, a.dropped_samples);
                         m.set_spool(spool);
@@ -386,8 +394,13 @@ impl Sampler {
                         if !history {
                             Metrics::add(&m.samples_dropped, batch.samples.len() as u64);
                         }
-                        tracing::warn!(window_end = %window.end, error = %e, read_again_later = history,
-                            "spool full: keeping the oldest windows");
+                        if self.refused_windows == 0 {
+                            tracing::warn!(window_end = %window.end, error = %e, read_again_later = history,
+                                "spool full: keeping the oldest windows, refusing new ones until delivery frees room");
+                        } else {
+                            tracing::debug!(window_end = %window.end, "spool still full: window refused");
+                        }
+                        self.refused_windows += 1;
                         report.spool_error = Some(e.to_string());
                         report.spool_full = true;
                         return;
