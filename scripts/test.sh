@@ -27,6 +27,8 @@ command -v javac >/dev/null || need_pkgs+=(openjdk-17-jdk-headless)
 command -v systemd-analyze >/dev/null || need_pkgs+=(systemd)
 # The sampler's tests start a real Prometheus (Debian's package; the tests fail loudly without it).
 [ -x /usr/bin/prometheus ] || need_pkgs+=(prometheus)
+# The network fault test (crates/cli/tests/cli.rs) drops packets at random with nftables in a network namespace.
+command -v nft >/dev/null || need_pkgs+=(nftables)
 # The portal's browser tests (crates/api/tests/http/portal.rs) drive headless Chromium through chromedriver.
 [ -x /usr/bin/chromium ] || need_pkgs+=(chromium)
 [ -x /usr/bin/chromedriver ] || need_pkgs+=(chromium-driver)

@@ -2042,6 +2042,46 @@ impl NetNs {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+
+    /// Drops `percent` of the packets entering and leaving the namespace, at random (nftables' `numgen`; this
+    /// kernel has no `tc netem`).
+    fn lossy(&self, percent: u32) {
+        self.nft(&format!(
+            "table inet eai_loss {{\n\
+               chain in {{ type filter hook input priority 0; numgen random mod 100 < {percent} counter drop; }}\n\
+               chain out {{ type filter hook output priority 0; numgen random mod 100 < {percent} counter drop; }}\n\
+             }}\n"
+        ));
+    }
+
+    /// Lets every packet through again; answers how many were dropped.
+    fn lossless(&self) -> u64 {
+        let listed = self.nft("list table inet eai_loss\n");
+        self.nft("delete table inet eai_loss\n");
+        listed
+            .split("packets ")
+            .skip(1)
+            .filter_map(|t| t.split_whitespace().next()?.parse::<u64>().ok())
+            .sum()
+    }
+
+    fn nft(&self, script: &str) -> String {
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &self.name, "nft", "-f", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("nft (Debian's nftables; scripts/test.sh installs it)");
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), script.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "nft: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
 }
 
 impl Drop for NetNs {
@@ -2062,11 +2102,11 @@ fn sampler_metric(http: &reqwest::blocking::Client, url: &str, name: &str) -> Op
 }
 
 /// A real sampler (the DCGM fixture of 8 GPUs as its source, a window a second) pushes to a `serve` behind a
-/// link that is cut for 5 s, then throttled to 64 kbit/s: the sampler keeps reading into its spool, delivers
-/// everything once the link is back, and the control plane stores exactly the samples the sampler spooled, none
+/// link that is cut for 5 s, then throttled to 64 kbit/s for 5 s, then drops a third of its packets for 8 s: the
+/// sampler keeps reading into its spool, delivers everything once the link is back, and the control plane stores exactly the samples the sampler spooled, none
 /// twice and none invented.
 #[test]
-fn a_cut_then_slow_link_between_sampler_and_control_plane_delivers_every_window_once() {
+fn a_cut_slow_then_lossy_link_between_sampler_and_control_plane_delivers_every_window_once() {
     let ns = NetNs::create();
     let dir = temp_dir("netcut");
     let key = "eai_live_netcuttestnetcuttestnetcuttestnetcuttestne0001";
@@ -2149,6 +2189,16 @@ fn a_cut_then_slow_link_between_sampler_and_control_plane_delivers_every_window_
     ns.shape(Some("64kbit"));
     std::thread::sleep(Duration::from_secs(5));
     ns.shape(None);
+    // Then lossy: a third of the packets each way dropped for 8 s (TCP retransmits, requests time out and are
+    // sent again).
+    ns.lossy(33);
+    std::thread::sleep(Duration::from_secs(8));
+    let dropped = ns.lossless();
+    assert!(
+        dropped > 0,
+        "no packet was dropped: the loss proves nothing"
+    );
+    eprintln!("{dropped} packets dropped in the lossy phase");
     // No more windows from here (each read fails: a scrape error, no sample), then everything spooled is sent.
     std::fs::remove_file(&fixture).unwrap();
     let before = m("eai_sampler_scrape_errors_total");
