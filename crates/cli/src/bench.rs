@@ -223,6 +223,19 @@ impl Http {
     }
 }
 
+/// Creates the fleet's policy (2.10 EUR an H100-hour, the SPEC's example) in effect from `start`.
+async fn policy(http: &Http, name: &str, start: Timestamp) -> anyhow::Result<Value> {
+    http.post(
+        "/v1/finops/allocation-policies",
+        serde_json::to_vec(&json!({
+            "name": name, "currency": "EUR", "gpu_hourly_cost": "2.10", "overhead_pct": "18",
+            "energy_kwh_price": "0.21", "pue": "1.4", "effective_from": start.to_string()
+        }))?,
+    )
+    .await
+    .with_context(|| format!("cannot create the policy {name}"))
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -369,15 +382,7 @@ async fn ingest(
 async fn load(http: Arc<Http>, fleet: &Fleet, days: i64) -> anyhow::Result<ExitCode> {
     let end = end_of(&fleet.end)?;
     let start = Timestamp(end.0 - days * 86_400_000);
-    let _ = http
-        .post(
-            "/v1/finops/allocation-policies",
-            serde_json::to_vec(&json!({
-                "name": "bench-h100", "currency": "EUR", "gpu_hourly_cost": "2.10", "overhead_pct": "18",
-                "energy_kwh_price": "0.21", "pue": "1.4", "effective_from": start.to_string()
-            }))?,
-        )
-        .await?;
+    policy(&http, "bench-h100", start).await?;
     let windows = days * 86_400 / fleet.window_seconds;
     let count = windows as usize * fleet.gpus;
     let t = Instant::now();

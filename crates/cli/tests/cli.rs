@@ -208,6 +208,15 @@ impl Drop for Server {
     }
 }
 
+/// A throwaway database on the test PostgreSQL server (`EAI_TEST_POSTGRES_URL`, default
+/// `postgres://postgres@127.0.0.1:5432/postgres`; unreachable, the test fails saying how to start it).
+fn scratch_pg() -> eai_store::postgres::scratch::ScratchDb {
+    eai_store::postgres::scratch::ScratchDb::create_blocking(
+        &eai_store::postgres::scratch::test_server_url(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
 fn temp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("eai-cli-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -399,10 +408,7 @@ fn a_kill_9_loses_no_acknowledged_batch_and_counts_none_twice() {
 /// `postgres://postgres@127.0.0.1:5432/postgres`; unreachable, the test fails saying how to start it).
 #[test]
 fn a_kill_9_loses_no_acknowledged_batch_and_counts_none_twice_on_postgres() {
-    let db = eai_store::postgres::scratch::ScratchDb::create_blocking(
-        &eai_store::postgres::scratch::test_server_url(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let db = scratch_pg();
     kill_9_during_ingest("crash-pg", Some(db.url()));
 }
 
@@ -495,10 +501,7 @@ fn a_kill_9_during_the_allocation_batch_leaves_its_month_whole_or_untouched() {
 
 #[test]
 fn a_kill_9_during_the_allocation_batch_leaves_its_month_whole_or_untouched_on_postgres() {
-    let db = eai_store::postgres::scratch::ScratchDb::create_blocking(
-        &eai_store::postgres::scratch::test_server_url(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let db = scratch_pg();
     kill_9_during_the_batch("batch-crash-pg", Some(db.url()));
 }
 
@@ -951,10 +954,7 @@ fn check_gpu_local_events(
 
 #[test]
 fn several_replicas_run_each_job_once_and_a_survivor_takes_over_after_a_kill_9() {
-    let db = eai_store::postgres::scratch::ScratchDb::create_blocking(
-        &eai_store::postgres::scratch::test_server_url(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let db = scratch_pg();
     let url = db.url().to_string();
     let dir = temp_dir("replicas");
     let key = "eai_live_replicatestreplicatestreplicatestreplicatest01";

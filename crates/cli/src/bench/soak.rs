@@ -127,16 +127,7 @@ pub async fn soak(http: Arc<Http>, args: SoakArgs) -> anyhow::Result<ExitCode> {
     let end = super::end_of(&fleet.end)?;
     let start = Timestamp(end.0 - args.days * 86_400_000);
     let w = fleet.window_seconds * 1000;
-    let policy = http
-        .post(
-            "/v1/finops/allocation-policies",
-            serde_json::to_vec(&json!({
-                "name": "soak-h100", "currency": "EUR", "gpu_hourly_cost": "2.10", "overhead_pct": "18",
-                "energy_kwh_price": "0.21", "pue": "1.4", "effective_from": start.to_string()
-            }))?,
-        )
-        .await
-        .context("cannot create the soak's policy")?;
+    let policy = super::policy(&http, "soak-h100", start).await?;
     let policy_id = policy["id"]
         .as_str()
         .context("the policy has no id")?
