@@ -108,13 +108,46 @@ impl fmt::Display for Money {
 /// Preconditions: quotas are >= 0 and `total` is a multiple of `unit`. When the quotas sum to zero,
 /// everything goes to the first party (there is nothing to weigh by).
 pub fn apportion(total: Decimal, quotas: &[Decimal], unit: Decimal) -> Vec<Decimal> {
+    apportion_steps(total, quotas, unit)
+        .into_iter()
+        .map(|a| a.amount)
+        .collect()
+}
+
+/// One party's way through [`apportion`]: its quota scaled to the rounded total, floored to the unit, and the
+/// unit its remainder earned (or not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Apportioned {
+    /// The quota scaled so that the quotas add up to the total (the quota itself when they already do).
+    pub scaled: Decimal,
+    /// `scaled` floored to the unit.
+    pub floor: Decimal,
+    /// One unit when the remainder `scaled - floor` was among the largest, else zero.
+    pub extra: Decimal,
+    /// `floor + extra`.
+    pub amount: Decimal,
+}
+
+/// [`apportion`], step by step (the allocation's explanation shows them).
+pub fn apportion_steps(total: Decimal, quotas: &[Decimal], unit: Decimal) -> Vec<Apportioned> {
     if quotas.is_empty() {
         return Vec::new();
     }
+    let zero = Apportioned {
+        scaled: Decimal::ZERO,
+        floor: Decimal::ZERO,
+        extra: Decimal::ZERO,
+        amount: Decimal::ZERO,
+    };
     let sum: Decimal = quotas.iter().copied().sum();
-    let mut parts = vec![Decimal::ZERO; quotas.len()];
+    let mut parts = vec![zero; quotas.len()];
     if sum <= Decimal::ZERO {
-        parts[0] = total;
+        parts[0] = Apportioned {
+            scaled: total,
+            floor: total,
+            extra: Decimal::ZERO,
+            amount: total,
+        };
         return parts;
     }
     // Scale the quotas so that they add up to the rounded total.
@@ -124,7 +157,8 @@ pub fn apportion(total: Decimal, quotas: &[Decimal], unit: Decimal) -> Vec<Decim
         let scaled = if sum == total { *q } else { *q * total / sum };
         let units = (scaled / unit).floor();
         let part = units * unit;
-        parts[i] = part;
+        parts[i].scaled = scaled;
+        parts[i].floor = part;
         floored_sum += part;
         remainders.push((scaled - part, i));
     }
@@ -132,12 +166,15 @@ pub fn apportion(total: Decimal, quotas: &[Decimal], unit: Decimal) -> Vec<Decim
     remainders.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     let mut k = 0;
     while left > Decimal::ZERO && !remainders.is_empty() {
-        parts[remainders[k % remainders.len()].1] += unit;
+        parts[remainders[k % remainders.len()].1].extra += unit;
         left -= Decimal::ONE;
         k += 1;
     }
     for p in &mut parts {
-        p.rescale(unit.scale());
+        p.amount = p.floor + p.extra;
+        for d in [&mut p.floor, &mut p.extra, &mut p.amount] {
+            d.rescale(unit.scale());
+        }
     }
     parts
 }

@@ -168,6 +168,185 @@ fn assert_days_reconcile(with_days: &Allocation, without: &Allocation) {
     }
 }
 
+/// The explanation of the SPEC's worked example, line by line: one bucket of 7,200 measured GPU-seconds, the two
+/// tenants' token claims giving 70 % and 30 %, the bucket priced 4.956 + 0.2352 = 5.1912 EUR and split 3.63384 /
+/// 1.55736, rounded once to 5.19 and apportioned 3.63 / 1.56 (the second line's larger remainder takes the cent).
+#[test]
+fn the_worked_example_explained_line_by_line() {
+    use eai_engine::allocate::{explain, Party};
+    let samples = fleet("vllm-llama-70b", 2, T0, T0 + H);
+    let usage = vec![
+        tokens(tenant(1), "vllm-llama-70b", T0 + 60_000, 7000),
+        tokens(tenant(2), "vllm-llama-70b", T0 + 1_800_000, 3000),
+    ];
+    let out = cells(&samples, &SeriesConfig::default());
+    let policies = worked_policy();
+    let input = AllocationInput {
+        period: period(T0, T0 + H),
+        rollups: &out.cells,
+        usage: &usage,
+        policies: &policies,
+        claims: &[],
+        gaps: &out.gaps,
+        config: AllocationConfig::default(),
+    };
+    let e = explain(&input, "vllm-llama-70b").expect("the deployment has GPU time");
+    assert!(explain(&input, "another").is_none());
+    assert_eq!(e.policies.len(), 1);
+    assert_eq!(e.policies[0].gpu_hourly_cost, d("2.10"));
+    assert_eq!(e.policies[0].pue, d("1.4"));
+    assert_eq!(e.buckets.len(), 1);
+    let b = &e.buckets[0];
+    assert_eq!((b.start, b.owner), (Timestamp(T0), None));
+    assert_eq!(b.gpu_seconds, d("7200"));
+    assert_eq!(b.estimated_gpu_seconds, d("0"));
+    let claims: Vec<(Party, Decimal, Decimal)> = b
+        .claims
+        .iter()
+        .map(|c| (c.party, c.tokens, c.share))
+        .collect();
+    assert_eq!(
+        claims,
+        vec![
+            (Party::Tenant(tenant(1)), d("7000"), d("0.7")),
+            (Party::Tenant(tenant(2)), d("3000"), d("0.3")),
+        ]
+    );
+    assert!(!b.over_attribution);
+    let p = &b.priced[0];
+    assert_eq!(p.gpu_seconds, d("7200"));
+    assert_eq!(p.energy_wh, d("800"));
+    assert_eq!(p.gpu_time_cost, d("4.956"));
+    assert_eq!(p.energy_cost, d("0.2352"));
+    assert_eq!(p.cost, d("5.1912"));
+    assert_eq!(
+        p.parties,
+        vec![
+            (Party::Tenant(tenant(1)), d("3.63384")),
+            (Party::Tenant(tenant(2)), d("1.55736")),
+        ]
+    );
+    assert_eq!(p.idle, d("0"));
+    assert_eq!(e.rounding.len(), 1);
+    let r = &e.rounding[0];
+    assert_eq!((r.exact, r.cost), (d("5.1912"), d("5.19")));
+    let lines: Vec<(Option<Party>, Decimal, Decimal, Decimal, Decimal)> = r
+        .lines
+        .iter()
+        .map(|l| (l.party, l.exact, l.floor, l.remainder_unit, l.amount))
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            (
+                Some(Party::Tenant(tenant(1))),
+                d("3.63384"),
+                d("3.63"),
+                d("0.00"),
+                d("3.63")
+            ),
+            (
+                Some(Party::Tenant(tenant(2))),
+                d("1.55736"),
+                d("1.55"),
+                d("0.01"),
+                d("1.56")
+            ),
+            (None, d("0"), d("0.00"), d("0.00"), d("0.00")),
+        ]
+    );
+    // Shown to tenant 2, tenant 1 is "other tenants"; every figure stays.
+    let seen = e.for_tenant(tenant(2));
+    assert_eq!(seen.buckets[0].claims[0].party, Party::Tenant(tenant(2)));
+    assert_eq!(seen.buckets[0].claims[1].party, Party::Others);
+    assert_eq!(seen.rounding[0].cost, d("5.19"));
+    assert!(!format!("{seen:?}").contains(&format!("{:?}", tenant(1))));
+}
+
+/// The explanation of every deployment of random fleets agrees with the allocation: its rounded lines are the
+/// allocation's items (and unallocated), its rows' costs the deployment's, each bucket's parties and idle sum to
+/// the bucket's cost, and shown to one tenant the totals are the same.
+fn assert_explained(f: &Fleet) {
+    use eai_engine::allocate::{explain, Party};
+    let out = cells(&f.samples, &SeriesConfig::default());
+    let input = AllocationInput {
+        period: period(T0, T0 + 6 * H),
+        rollups: &out.cells,
+        usage: &f.usage,
+        policies: &f.policies,
+        claims: &[],
+        gaps: &out.gaps,
+        config: AllocationConfig::default(),
+    };
+    let a = allocate(&input);
+    for row in &a.deployments {
+        let e = explain(&input, &row.deployment_id).expect("a deployment of the allocation");
+        if let Some(cur) = row.currency {
+            let r = e
+                .rounding
+                .iter()
+                .find(|r| r.currency == cur)
+                .expect("a rounding per currency row");
+            assert_eq!(r.cost, row.cost, "{}", row.deployment_id);
+            let idle: Decimal = r
+                .lines
+                .iter()
+                .filter(|l| l.party.is_none())
+                .map(|l| l.amount)
+                .sum();
+            assert_eq!(idle, row.unallocated, "{}", row.deployment_id);
+            for item in a
+                .items
+                .iter()
+                .filter(|i| i.deployment_id == row.deployment_id && i.allocated.currency == cur)
+            {
+                let line = r
+                    .lines
+                    .iter()
+                    .find(|l| {
+                        l.party == Some(Party::Tenant(item.tenant_id))
+                            && l.policy_id == item.policy_id
+                    })
+                    .expect("a line per item");
+                assert_eq!(line.amount, item.allocated.amount);
+                assert_eq!(line.floor + line.remainder_unit, line.amount);
+            }
+        }
+        for b in &e.buckets {
+            for p in &b.priced {
+                let split: Decimal = p.parties.iter().map(|x| x.1).sum::<Decimal>() + p.idle;
+                assert!(
+                    (split - p.cost).abs() < d("0.000000000001"),
+                    "bucket {} of {}: {split} != {}",
+                    b.start,
+                    row.deployment_id,
+                    p.cost
+                );
+            }
+        }
+        for t in a.tenants.iter().map(|t| t.tenant_id) {
+            let seen = e.for_tenant(t);
+            let total = |x: &eai_engine::allocate::Explanation| -> Decimal {
+                x.rounding
+                    .iter()
+                    .flat_map(|r| &r.lines)
+                    .map(|l| l.amount)
+                    .sum()
+            };
+            assert_eq!(total(&seen), total(&e));
+            let mine = |x: &eai_engine::allocate::Explanation| -> Decimal {
+                x.rounding
+                    .iter()
+                    .flat_map(|r| &r.lines)
+                    .filter(|l| l.party == Some(Party::Tenant(t)))
+                    .map(|l| l.amount)
+                    .sum()
+            };
+            assert_eq!(mine(&seen), mine(&e));
+        }
+    }
+}
+
 fn run_by_day(
     samples: &[Sample],
     usage: &[UsageEvent],
@@ -807,6 +986,11 @@ proptest! {
     #[test]
     fn reconciliation_is_exact_to_the_cent(f in arb_fleet()) {
         assert_reconciles(&whole(&f));
+    }
+
+    #[test]
+    fn the_explanation_of_every_deployment_is_its_allocation(f in arb_fleet()) {
+        assert_explained(&f);
     }
 
     #[test]

@@ -7,11 +7,16 @@
 mod accumulate;
 mod by_day;
 mod claims;
+mod explain;
 mod parallel;
 mod pricing;
 mod settle;
 
 pub use claims::{claim_of, sum_claims, UsageClaim, CLAIM_BUCKET_MS};
+pub use explain::{
+    explain, BucketLine, ClaimLine, Explanation, IdleSpread, Party, PolicyRates, PricedLine,
+    Rounding, RoundingLine,
+};
 pub use pricing::price;
 
 use rust_decimal::Decimal;

@@ -8,11 +8,12 @@ use rust_decimal::Decimal;
 use super::accumulate::{Bucket, Dep, Stats};
 use super::by_day::ByDay;
 use super::claims::split;
+use super::explain::{bucket_start, priced_line, IdleSpread, Party, Rounding, RoundingLine, Trace};
 use super::pricing::{add_part, from_fixed, Acc, Part};
 use super::{report_quantity, Ctx, DAY_MS};
 use crate::decimal_ops;
 use crate::domain::{IdleCapacity, Policy, TenantId};
-use crate::money::{apportion, Currency, Money};
+use crate::money::{apportion, apportion_steps, Currency, Money};
 use crate::report::{DailyCost, DayItem, DeploymentRow, Finding, Item, TenantRow};
 use crate::time::Timestamp;
 
@@ -27,6 +28,15 @@ pub(super) struct Settled {
 }
 
 pub(super) fn settle(ctx: &Ctx<'_>, dep: &Dep<'_>) -> Settled {
+    settle_traced(ctx, dep, None)
+}
+
+/// [`settle`], recording each step in `trace` when given (the explanation of one deployment).
+pub(super) fn settle_traced(
+    ctx: &Ctx<'_>,
+    dep: &Dep<'_>,
+    mut trace: Option<&mut Trace>,
+) -> Settled {
     let policies = ctx.policies;
     let mut out = Settled::default();
     let (items, rows, daily, findings) = (
@@ -45,7 +55,16 @@ pub(super) fn settle(ctx: &Ctx<'_>, dep: &Dep<'_>) -> Settled {
     let mut cursor = 0usize;
     for (owner, buckets) in &dep.owners {
         match owner {
-            Some(t) => settle_dedicated(ctx, *t, buckets, &mut parts, &mut days, by_day.as_mut()),
+            Some(t) => {
+                if let Some(tr) = trace.as_deref_mut() {
+                    for (bi, b) in buckets.iter().enumerate() {
+                        if b.per_policy.iter().next().is_some() {
+                            tr.owned(ctx, bucket_start(ctx, bi), *t, b);
+                        }
+                    }
+                }
+                settle_dedicated(ctx, *t, buckets, &mut parts, &mut days, by_day.as_mut())
+            }
             None => {
                 let shared = settle_shared(
                     ctx,
@@ -55,6 +74,7 @@ pub(super) fn settle(ctx: &Ctx<'_>, dep: &Dep<'_>) -> Settled {
                     &mut unalloc,
                     &mut days,
                     by_day.as_mut(),
+                    trace.as_deref_mut(),
                 );
                 orphan_events += shared.orphan_events;
                 cursor = shared.cursor;
@@ -78,7 +98,7 @@ pub(super) fn settle(ctx: &Ctx<'_>, dep: &Dep<'_>) -> Settled {
     if let Some(b) = &mut by_day {
         b.spread_idle(policies, &parts);
     }
-    spread_idle(policies, &mut parts, &mut unalloc);
+    spread_idle(policies, &mut parts, &mut unalloc, trace.as_deref_mut());
 
     // Rows per currency.
     let mut currencies: Vec<Currency> = dep
@@ -158,6 +178,10 @@ pub(super) fn settle(ctx: &Ctx<'_>, dep: &Dep<'_>) -> Settled {
         row.energy_wh = report_quantity(q.energy_wh());
         if let Some(cur) = cur {
             let rounded = round_row(*cur, dep_id, policies, &parts, &unalloc, &mut row, items);
+            if let Some(tr) = trace.as_deref_mut() {
+                tr.rounding
+                    .push(rounding(*cur, policies, &parts, &unalloc, row.cost));
+            }
             if let Some(b) = &by_day {
                 b.apportion(ctx, *cur, dep_id, &rounded, day_items);
             }
@@ -220,6 +244,7 @@ pub(super) struct Shared {
 /// The shared buckets of a deployment: each bucket's cost split between the tenants that claimed it, the rest
 /// to idle. Buckets are visited in order and every sum is added to in that order (the sums are exact decimals
 /// that may round once they grow long, so the order is part of the answer).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn settle_shared(
     ctx: &Ctx<'_>,
     dep: &Dep<'_>,
@@ -228,6 +253,7 @@ pub(super) fn settle_shared(
     unalloc: &mut Vec<(usize, Part)>,
     days: &mut Days,
     mut by_day: Option<&mut ByDay>,
+    mut trace: Option<&mut Trace>,
 ) -> Shared {
     let mut out = Shared::default();
     // Reused for every bucket: a month of buckets would otherwise allocate one list each.
@@ -242,12 +268,17 @@ pub(super) fn settle_shared(
         let claims = &dep.events[start..out.cursor];
         if b.measured == 0 {
             out.orphan_events += claims.len() as u64;
+            if let Some(tr) = trace.as_deref_mut().filter(|_| !claims.is_empty()) {
+                tr.shared(bucket_start(ctx, bi), b, claims, &[], false, Vec::new());
+            }
             continue;
         }
         let measured = from_fixed(b.measured);
         fractions.clear();
+        let mut over = false;
         if !claims.is_empty() {
             if let Some(claimed) = split(claims, measured, &mut fractions) {
+                over = true;
                 out.findings.push(Finding::OverAttribution {
                     deployment_id: dep.id.to_string(),
                     bucket_start: Timestamp(ctx.period.from.0 + bi as i64 * ctx.bucket_ms),
@@ -256,8 +287,20 @@ pub(super) fn settle_shared(
                 });
             }
         }
+        let mut priced = Vec::new();
         for (p, acc) in b.per_policy.iter() {
             let whole = acc.priced(&ctx.rates[*p]);
+            if trace.is_some() {
+                // The same operations as `share`, on the cost alone.
+                let mut rest = whole.cost;
+                let mut parties = Vec::with_capacity(fractions.len());
+                for (t, f) in &fractions {
+                    let c = whole.times(*f).cost;
+                    rest = decimal_ops::sub(rest, c);
+                    parties.push((Party::Tenant(*t), c));
+                }
+                priced.push(priced_line(ctx, *p, acc, &whole, parties, rest));
+            }
             days.add(ctx, *p, ctx.bucket_day[bi], whole.cost);
             if let Some(b) = by_day.as_deref_mut() {
                 b.split(
@@ -280,6 +323,9 @@ pub(super) fn settle_shared(
                 parts,
                 &mut unalloc[i].1,
             );
+        }
+        if let Some(tr) = trace.as_deref_mut() {
+            tr.shared(bucket_start(ctx, bi), b, claims, &fractions, over, priced);
         }
     }
     out
@@ -358,6 +404,7 @@ pub(super) fn spread_idle(
     policies: &[Policy],
     parts: &mut BTreeMap<(TenantId, usize), Part>,
     unalloc: &mut BTreeMap<usize, Part>,
+    mut trace: Option<&mut Trace>,
 ) {
     let (weights, total) = idle_weights(parts);
     if total <= Decimal::ZERO {
@@ -369,6 +416,7 @@ pub(super) fn spread_idle(
         }
         let n = weights.len();
         let mut left = *idle;
+        let mut spread = Vec::new();
         for (i, (t, w)) in weights.iter().enumerate() {
             // The last tenant takes the remainder, so that nothing is left over by division.
             let share = if i + 1 == n {
@@ -378,6 +426,14 @@ pub(super) fn spread_idle(
             };
             parts.entry((*t, *p)).or_default().add(&share);
             left.sub(&share);
+            spread.push((Party::Tenant(*t), *w, share.cost));
+        }
+        if let Some(tr) = trace.as_deref_mut() {
+            tr.idle_spread.push(IdleSpread {
+                policy_id: policies[*p].id.clone(),
+                idle: idle.cost,
+                parties: spread,
+            });
         }
         *idle = Part::default();
     }
@@ -461,6 +517,48 @@ pub(super) fn round_row(
             .iter()
             .map(|(p, _)| *p)
             .zip(idle_amounts.iter().copied())
+            .collect(),
+    }
+}
+
+/// The rounding of a (deployment, currency) row as [`round_row`] does it, step by step.
+fn rounding(
+    cur: Currency,
+    policies: &[Policy],
+    parts: &BTreeMap<(TenantId, usize), Part>,
+    unalloc: &BTreeMap<usize, Part>,
+    cost: Decimal,
+) -> Rounding {
+    let in_cur = |p: usize| policies[p].spec.currency == cur;
+    let lines: Vec<(Option<Party>, usize, Decimal)> = parts
+        .iter()
+        .filter(|((_, p), _)| in_cur(*p))
+        .map(|((t, p), part)| (Some(Party::Tenant(*t)), *p, part.cost))
+        .chain(
+            unalloc
+                .iter()
+                .filter(|(p, _)| in_cur(**p))
+                .map(|(p, part)| (None, *p, part.cost)),
+        )
+        .collect();
+    let quotas: Vec<Decimal> = lines.iter().map(|l| l.2.max(Decimal::ZERO)).collect();
+    let steps = apportion_steps(cost, &quotas, cur.minor_unit());
+    Rounding {
+        currency: cur,
+        exact: lines.iter().map(|l| l.2).sum(),
+        cost,
+        lines: lines
+            .iter()
+            .zip(steps)
+            .map(|((party, p, exact), s)| RoundingLine {
+                party: *party,
+                policy_id: policies[*p].id.clone(),
+                exact: *exact,
+                scaled: s.scaled,
+                floor: s.floor,
+                remainder_unit: s.extra,
+                amount: s.amount,
+            })
             .collect(),
     }
 }
