@@ -324,7 +324,7 @@ pub mod actions {
             name: "gpu_samples.ingest", mutation: true, follows_tenant_header: false,
             platform: [PlatformAdmin, Sampler], tenant: [],
         }
-        /// `GET /v1/finops/gpu/allocation`.
+        /// `GET /v1/finops/gpu/allocation` (and its `explain`).
         ReadAllocation {
             name: "gpu_allocation.read", mutation: false, follows_tenant_header: true,
             platform: [PlatformAdmin],

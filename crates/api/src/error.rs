@@ -185,6 +185,15 @@ impl ApiError {
         )
     }
 
+    /// Nothing of deployment `id` to explain in the period: no GPU time, or (to a tenant) no charge of its own.
+    pub fn nothing_to_explain(id: &str) -> Self {
+        Self::new(
+            ErrorCode::NotFound,
+            format!("The deployment `{id}` has no GPU time charged to you in this period: there is nothing to explain."),
+            format!("Le déploiement `{id}` n'a aucun temps GPU qui vous soit imputé sur cette période : il n'y a rien à expliquer."),
+        )
+    }
+
     /// `what` (`budget`, `reservation`) `id` does not exist, or is another tenant's.
     pub fn not_found_named(what: &str, id: &str) -> Self {
         let fr = match what {

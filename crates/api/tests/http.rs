@@ -1302,6 +1302,12 @@ use metrics::*;
 
 on_both_backends!(metrics_show_the_fleet_and_its_cost_from_the_store_on_every_replica);
 
+#[path = "http/explain.rs"]
+mod explain;
+use explain::*;
+
+on_both_backends!(the_worked_example_is_explained_line_by_line_and_scoped_to_its_reader);
+
 #[path = "http/focus.rs"]
 mod focus;
 use focus::*;

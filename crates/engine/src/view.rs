@@ -280,3 +280,246 @@ mod tests {
         assert_eq!(v.to_string(), "7.1234");
     }
 }
+
+/// The explanation of a deployment's cost as the API and the CLI's `--json` show it
+/// (`GET /v1/finops/gpu/allocation/explain`). Exact amounts before rounding travel as decimal strings, every digit
+/// kept; quantities and shares as exact JSON numbers. A party is `{"kind": "tenant", "tenant_id"}`,
+/// `{"kind": "other_tenants"}` (every tenant but the reader, summed) or, in the rounding, `{"kind": "unallocated"}`.
+#[derive(Debug, Serialize)]
+pub struct ExplanationView {
+    pub deployment_id: String,
+    pub from: String,
+    pub to: String,
+    pub bucket_seconds: i64,
+    pub policies: Vec<PolicyRatesView>,
+    pub buckets: Vec<BucketView>,
+    pub idle_spread: Vec<IdleSpreadView>,
+    pub rounding: Vec<RoundingView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PolicyRatesView {
+    pub policy_id: String,
+    pub name: String,
+    pub currency: String,
+    pub gpu_hourly_cost: String,
+    pub overhead_pct: String,
+    pub energy_kwh_price: String,
+    pub pue: String,
+    pub storage_gb_month_price: String,
+    pub idle_capacity: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PartyView {
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant_id: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BucketView {
+    pub start: String,
+    /// The owner of dedicated time; absent for shared time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<PartyView>,
+    pub gpu_seconds: Quantity,
+    pub estimated_gpu_seconds: Quantity,
+    pub over_attribution: bool,
+    pub claims: Vec<ClaimView>,
+    pub priced: Vec<PricedView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ClaimView {
+    pub party: PartyView,
+    pub gpu_seconds: Quantity,
+    pub tokens: Quantity,
+    pub share: Quantity,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PricedView {
+    pub policy_id: String,
+    pub currency: String,
+    pub gpu_seconds: Quantity,
+    pub energy_wh: Quantity,
+    pub gpu_time_cost: String,
+    pub energy_cost: String,
+    pub storage_cost: String,
+    pub cost: String,
+    pub parties: Vec<PartyCostView>,
+    pub idle: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PartyCostView {
+    pub party: PartyView,
+    pub cost: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct IdleSpreadView {
+    pub policy_id: String,
+    pub idle: String,
+    pub parties: Vec<IdleShareView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct IdleShareView {
+    pub party: PartyView,
+    pub weight: String,
+    pub cost: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RoundingView {
+    pub currency: String,
+    pub exact: String,
+    pub cost: String,
+    pub lines: Vec<RoundingLineView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RoundingLineView {
+    pub party: PartyView,
+    pub policy_id: String,
+    pub exact: String,
+    pub scaled: String,
+    pub floor: String,
+    pub remainder_unit: String,
+    pub amount: String,
+}
+
+fn exact(d: Decimal) -> String {
+    d.normalize().to_string()
+}
+
+fn exact_quantity(d: Decimal) -> Quantity {
+    Quantity(d.normalize().to_string())
+}
+
+fn party(p: crate::allocate::Party) -> PartyView {
+    match p {
+        crate::allocate::Party::Tenant(t) => PartyView {
+            kind: "tenant",
+            tenant_id: Some(t.to_string()),
+        },
+        crate::allocate::Party::Others => PartyView {
+            kind: "other_tenants",
+            tenant_id: None,
+        },
+    }
+}
+
+impl ExplanationView {
+    pub fn new(e: &crate::allocate::Explanation) -> Self {
+        ExplanationView {
+            deployment_id: e.deployment_id.clone(),
+            from: e.from.to_string(),
+            to: e.to.to_string(),
+            bucket_seconds: e.bucket_ms / 1000,
+            policies: e
+                .policies
+                .iter()
+                .map(|p| PolicyRatesView {
+                    policy_id: p.policy_id.clone(),
+                    name: p.name.clone(),
+                    currency: p.currency.as_str().to_string(),
+                    gpu_hourly_cost: exact(p.gpu_hourly_cost),
+                    overhead_pct: exact(p.overhead_pct),
+                    energy_kwh_price: exact(p.energy_kwh_price),
+                    pue: exact(p.pue),
+                    storage_gb_month_price: exact(p.storage_gb_month_price),
+                    idle_capacity: p.idle_capacity.as_str(),
+                })
+                .collect(),
+            buckets: e
+                .buckets
+                .iter()
+                .map(|b| BucketView {
+                    start: b.start.to_string(),
+                    owner: b.owner.map(party),
+                    gpu_seconds: exact_quantity(b.gpu_seconds),
+                    estimated_gpu_seconds: exact_quantity(b.estimated_gpu_seconds),
+                    over_attribution: b.over_attribution,
+                    claims: b
+                        .claims
+                        .iter()
+                        .map(|c| ClaimView {
+                            party: party(c.party),
+                            gpu_seconds: exact_quantity(c.gpu_seconds),
+                            tokens: exact_quantity(c.tokens),
+                            share: exact_quantity(c.share),
+                        })
+                        .collect(),
+                    priced: b
+                        .priced
+                        .iter()
+                        .map(|p| PricedView {
+                            policy_id: p.policy_id.clone(),
+                            currency: p.currency.as_str().to_string(),
+                            gpu_seconds: exact_quantity(p.gpu_seconds),
+                            energy_wh: exact_quantity(p.energy_wh),
+                            gpu_time_cost: exact(p.gpu_time_cost),
+                            energy_cost: exact(p.energy_cost),
+                            storage_cost: exact(p.storage_cost),
+                            cost: exact(p.cost),
+                            parties: p
+                                .parties
+                                .iter()
+                                .map(|(t, c)| PartyCostView {
+                                    party: party(*t),
+                                    cost: exact(*c),
+                                })
+                                .collect(),
+                            idle: exact(p.idle),
+                        })
+                        .collect(),
+                })
+                .collect(),
+            idle_spread: e
+                .idle_spread
+                .iter()
+                .map(|s| IdleSpreadView {
+                    policy_id: s.policy_id.clone(),
+                    idle: exact(s.idle),
+                    parties: s
+                        .parties
+                        .iter()
+                        .map(|(t, w, c)| IdleShareView {
+                            party: party(*t),
+                            weight: exact(*w),
+                            cost: exact(*c),
+                        })
+                        .collect(),
+                })
+                .collect(),
+            rounding: e
+                .rounding
+                .iter()
+                .map(|r| RoundingView {
+                    currency: r.currency.as_str().to_string(),
+                    exact: exact(r.exact),
+                    cost: r.cost.to_string(),
+                    lines: r
+                        .lines
+                        .iter()
+                        .map(|l| RoundingLineView {
+                            party: l.party.map(party).unwrap_or(PartyView {
+                                kind: "unallocated",
+                                tenant_id: None,
+                            }),
+                            policy_id: l.policy_id.clone(),
+                            exact: exact(l.exact),
+                            scaled: exact(l.scaled),
+                            floor: l.floor.to_string(),
+                            remainder_unit: l.remainder_unit.to_string(),
+                            amount: l.amount.to_string(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+}

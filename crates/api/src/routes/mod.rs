@@ -11,6 +11,7 @@ pub mod allocation;
 pub mod audit;
 pub mod budgets;
 pub mod catalog;
+pub mod explain;
 pub mod focus;
 pub mod keys;
 pub mod policies;
@@ -29,6 +30,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/finops/gpu/samples", post(samples::ingest))
         .route("/v1/finops/gpu/allocation", get(allocation::get))
         .route("/v1/finops/gpu/allocation/focus", get(focus::get))
+        .route("/v1/finops/gpu/allocation/explain", get(explain::get))
         .route("/v1/finops/gpu/allocation/series", get(token_costs::series))
         .route("/v1/finops/gpu/token-costs", get(token_costs::get))
         .route(
