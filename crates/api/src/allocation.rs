@@ -211,6 +211,50 @@ pub async fn compute_from(
     .map_err(|e| StoreError::Internal(format!("the allocation task failed: {e}")))
 }
 
+/// The explanation of `deployment_id`'s cost over `period` (read from `source` as the allocation is), as
+/// `viewer` may see it: `None` (the platform) every tenant; a tenant only a deployment it is charged on (or owns
+/// time of), with every other tenant summed. `None` when there is nothing the viewer may see.
+pub async fn explain_of(
+    source: &Source,
+    store: &dyn Store,
+    period: Period,
+    config: AllocationConfig,
+    deployment_id: &str,
+    viewer: Option<eai_engine::domain::TenantId>,
+) -> Result<Option<eai_engine::allocate::Explanation>, StoreError> {
+    use eai_engine::allocate::Party;
+    let inputs = read_inputs(source, store, period).await?;
+    let dep = deployment_id.to_string();
+    let explained = tokio::task::spawn_blocking(move || {
+        eai_engine::allocate::explain(
+            &AllocationInput {
+                period,
+                rollups: &inputs.read.rollups,
+                usage: &inputs.usage,
+                claims: &inputs.read.claims,
+                policies: &inputs.policies,
+                gaps: &inputs.read.gaps,
+                config,
+            },
+            &dep,
+        )
+    })
+    .await
+    .map_err(|e| StoreError::Internal(format!("the explanation task failed: {e}")))?;
+    Ok(explained.and_then(|e| match viewer {
+        None => Some(e),
+        Some(t) => {
+            let concerned = e
+                .rounding
+                .iter()
+                .flat_map(|r| &r.lines)
+                .any(|l| l.party == Some(Party::Tenant(t)))
+                || e.buckets.iter().any(|b| b.owner == Some(Party::Tenant(t)));
+            concerned.then(|| e.for_tenant(t))
+        }
+    }))
+}
+
 /// The token costs of a period (every tenant's, or `tenant`'s share only), read from `source` (usage events
 /// from the primary: every tenant's and the vLLM servers', since a deployment's measures are all of them).
 #[allow(clippy::too_many_arguments)]

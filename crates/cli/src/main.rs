@@ -11,6 +11,7 @@ mod backup_cmd;
 mod bench;
 mod demo;
 mod demo_data;
+mod explain_cmd;
 mod export_cmd;
 mod replica_cmd;
 mod serve;
@@ -39,6 +40,9 @@ enum Command {
     Allocate(allocate_cmd::AllocateArgs),
     /// Exports from the store: `export focus --period YYYY-MM --out FILE` (FOCUS 1.2, CSV or Parquet).
     Export(export_cmd::ExportArgs),
+    /// Why a deployment costs what it does, bucket by bucket, from the store (as GET
+    /// /v1/finops/gpu/allocation/explain answers it).
+    Explain(explain_cmd::ExplainArgs),
     /// API keys, straight on the store (for recovery; the API's POST /v1/auth/api-keys is the usual way).
     Keys(admin::KeysArgs),
     /// The audit trail.
@@ -70,6 +74,7 @@ fn main() -> std::process::ExitCode {
         Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::run(args))),
         Command::Demo(args) => runtime().and_then(|rt| rt.block_on(demo::run(args))),
         Command::Export(args) => runtime().and_then(|rt| rt.block_on(export_cmd::run(args))),
+        Command::Explain(args) => runtime().and_then(|rt| rt.block_on(explain_cmd::run(args))),
         Command::Keys(args) => runtime().and_then(|rt| rt.block_on(admin::keys(args))),
         Command::Audit(args) => runtime().and_then(|rt| rt.block_on(admin::audit(args))),
         Command::Backup(args) => runtime().and_then(|rt| rt.block_on(backup_cmd::backup(args))),

@@ -681,6 +681,129 @@ fn kill_9_during_the_batch(name: &str, database_url: Option<&str>) {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `eai-gpu explain` on the demo's store: the tables and the API's JSON; its rounded lines sum to the row's
+/// cost; `--tenant` shows one tenant and sums the others; a deployment without GPU time exits 1 saying so.
+#[test]
+fn explain_shows_a_deployments_charge_from_the_store() {
+    let dir = temp_dir("explain");
+    let data = dir.join("demo");
+    let out = bin()
+        .args([
+            "demo",
+            "--listen",
+            "127.0.0.1:0",
+            "--days",
+            "2",
+            "--exit-after-load",
+            "--data-dir",
+        ])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let (from, to) = (
+        rfc3339(now / 3600 * 3600 - 24 * 3600),
+        rfc3339(now / 3600 * 3600),
+    );
+    let explain = |extra: &[&str]| {
+        let out = bin()
+            .args([
+                "explain",
+                "--deployment",
+                "vllm-llama-70b",
+                "--from",
+                &from,
+                "--to",
+                &to,
+                "--data-dir",
+            ])
+            .arg(&data)
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, table, err) = explain(&[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        table.contains("vllm-llama-70b: ") && table.contains("rounding (EUR): exact"),
+        "{table}"
+    );
+    let (code, json, err) = explain(&["--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let e: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let r = &e["rounding"][0];
+    let sum: rust_decimal::Decimal = r["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            l["amount"]
+                .as_str()
+                .unwrap()
+                .parse::<rust_decimal::Decimal>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(sum.to_string(), r["cost"].as_str().unwrap(), "{e}");
+    let tenants: std::collections::BTreeSet<String> = r["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l["party"]["tenant_id"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        tenants.len() >= 2,
+        "a shared deployment of several tenants: {e}"
+    );
+    let one = tenants.iter().next().unwrap().clone();
+    let (code, json, err) = explain(&["--json", "--tenant", &one]);
+    assert_eq!(code, Some(0), "{err}");
+    for other in tenants.iter().filter(|t| **t != one) {
+        assert!(
+            !json.contains(other.as_str()),
+            "{other} shown to {one}: {json}"
+        );
+    }
+    assert!(json.contains("other_tenants"), "{json}");
+    let (code, _, err) = bin()
+        .args([
+            "explain",
+            "--deployment",
+            "nothing-here",
+            "--from",
+            &from,
+            "--to",
+            &to,
+            "--data-dir",
+        ])
+        .arg(&data)
+        .output()
+        .map(|o| {
+            (
+                o.status.code(),
+                (),
+                String::from_utf8_lossy(&o.stderr).into_owned(),
+            )
+        })
+        .unwrap();
+    assert_eq!(code, Some(1));
+    assert!(err.contains("nothing to explain"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn run(args: &[&str]) -> (bool, String, String) {
     let out = bin().args(args).output().unwrap();
     (

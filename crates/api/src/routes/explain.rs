@@ -10,7 +10,6 @@
 
 use axum::extract::State;
 use axum::Json;
-use eai_engine::allocate::{explain, AllocationInput, Explanation, Party};
 use eai_engine::domain::TenantId;
 use eai_engine::error::FieldError;
 use eai_engine::view::ExplanationView;
@@ -85,44 +84,15 @@ pub async fn get(
     };
     let (period, config) = bucketed(&st, (from, to))?;
     let _slot = allocation_slot(&st)?;
-    let inputs = crate::allocation::read_inputs(&st.source, st.store.as_ref(), period).await?;
-    let dep = deployment_id.clone();
-    let explained: Option<Explanation> = tokio::task::spawn_blocking(move || {
-        explain(
-            &AllocationInput {
-                period,
-                rollups: &inputs.read.rollups,
-                usage: &inputs.usage,
-                claims: &inputs.read.claims,
-                policies: &inputs.policies,
-                gaps: &inputs.read.gaps,
-                config,
-            },
-            &dep,
-        )
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("the explanation task failed: {e}")))?;
-    let nothing = || ApiError::nothing_to_explain(&deployment_id);
-    let explained = explained.ok_or_else(nothing)?;
-    let explained = match viewer {
-        None => explained,
-        Some(t) => {
-            // Charged on it, or owner of its time: otherwise it is not the tenant's to see.
-            let concerned = explained
-                .rounding
-                .iter()
-                .flat_map(|r| &r.lines)
-                .any(|l| l.party == Some(Party::Tenant(t)))
-                || explained
-                    .buckets
-                    .iter()
-                    .any(|b| b.owner == Some(Party::Tenant(t)));
-            if !concerned {
-                return Err(nothing());
-            }
-            explained.for_tenant(t)
-        }
-    };
+    let explained = crate::allocation::explain_of(
+        &st.source,
+        st.store.as_ref(),
+        period,
+        config,
+        &deployment_id,
+        viewer,
+    )
+    .await?
+    .ok_or_else(|| ApiError::nothing_to_explain(&deployment_id))?;
     Ok(Json(ExplanationView::new(&explained)))
 }

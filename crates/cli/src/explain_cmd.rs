@@ -1,0 +1,324 @@
+//! `eai-gpu explain --deployment ID (--period YYYY-MM | --from --to) [--tenant UUID] [--json]`: why a deployment
+//! costs what it does, read straight from the store as `GET /v1/finops/gpu/allocation/explain` answers it (the
+//! same JSON with `--json`): per bucket what was measured, who claimed it and the share each got, the bucket's
+//! exact cost and its split; then the idle spread and the one rounding with its largest-remainder step.
+//! `--tenant` shows it as that tenant sees it (every other tenant summed into "other tenants").
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use eai_api::allocation::Source;
+use eai_engine::allocate::{AllocationConfig, Explanation, Party, Period};
+use eai_engine::domain::TenantId;
+use eai_engine::time::Timestamp;
+use eai_engine::view::ExplanationView;
+
+use crate::table::Table;
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The deployment to explain.
+    #[arg(long)]
+    pub deployment: String,
+    /// A month, `YYYY-MM` (UTC); or give --from and --to.
+    #[arg(long, conflicts_with_all = ["from", "to"])]
+    pub period: Option<String>,
+    /// Start: a date (`YYYY-MM-DD`) or an RFC 3339 date-time.
+    #[arg(long)]
+    pub from: Option<String>,
+    /// End: a date (inclusive of that day) or an RFC 3339 date-time (exclusive).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Show it as this tenant sees it (its own lines, every other tenant summed).
+    #[arg(long, value_name = "TENANT_ID")]
+    pub tenant: Option<String>,
+    /// The API's JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Folder of the embedded store (EAI_DATA_DIR).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Store URL (EAI_DATABASE_URL).
+    #[arg(long)]
+    pub database_url: Option<String>,
+}
+
+pub async fn run(args: ExplainArgs) -> anyhow::Result<ExitCode> {
+    let (from, to) = match &args.period {
+        Some(p) => eai_engine::batch::month(p)
+            .with_context(|| format!("--period must be a month YYYY-MM, not {p:?}"))?,
+        None => eai_api::routes::allocation::requested_period(
+            args.from.as_deref(),
+            args.to.as_deref(),
+            eai_api::state::now(),
+            366,
+        )
+        .map_err(|e| anyhow::anyhow!("--{}: {}", e.field, e.reason))?,
+    };
+    let viewer = args
+        .tenant
+        .as_deref()
+        .map(|t| t.parse::<TenantId>())
+        .transpose()
+        .map_err(|_| anyhow::anyhow!("--tenant must be a tenant id (a UUID)"))?;
+    let config = crate::serve::config(None, args.data_dir.clone(), args.database_url.clone())?;
+    let store = eai_api::open_store(&config).await?;
+    let alloc = AllocationConfig {
+        bucket_ms: i64::from(config.allocation_bucket_minutes) * 60_000,
+        ..AllocationConfig::default()
+    };
+    let period =
+        Period::new(from, to, alloc.bucket_ms).map_err(|e| anyhow::anyhow!("{}", e.reason))?;
+    let Some(e) = eai_api::allocation::explain_of(
+        &Source::Primary,
+        store.as_ref(),
+        period,
+        alloc,
+        &args.deployment,
+        viewer,
+    )
+    .await?
+    else {
+        eprintln!(
+            "{} has no GPU time{} from {} to {}: nothing to explain",
+            args.deployment,
+            if viewer.is_some() {
+                " charged to that tenant"
+            } else {
+                ""
+            },
+            period.from,
+            period.to
+        );
+        return Ok(ExitCode::from(1));
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&ExplanationView::new(&e))?
+        );
+    } else {
+        print!("{}", render(&e));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn party(p: Party) -> String {
+    match p {
+        Party::Tenant(t) => t.to_string(),
+        Party::Others => "other tenants".to_string(),
+    }
+}
+
+fn hour(t: Timestamp) -> String {
+    let s = t.to_string();
+    s.strip_suffix(":00Z")
+        .map_or(s.clone(), |h| format!("{h}Z"))
+}
+
+fn n(d: rust_decimal::Decimal) -> String {
+    d.normalize().to_string()
+}
+
+/// An exact figure for the terminal: at most 6 places (`~` when digits were cut; `--json` has them all).
+fn x(d: rust_decimal::Decimal) -> String {
+    let r = d.round_dp(6).normalize();
+    if r == d.normalize() {
+        r.to_string()
+    } else {
+        format!("~{r}")
+    }
+}
+
+/// The explanation as tables: the policies, the buckets, the idle spread, the rounding.
+pub fn render(e: &Explanation) -> String {
+    let mut out = format!(
+        "{}: {} .. {} (buckets of {} min)\n\n",
+        e.deployment_id,
+        e.from,
+        e.to,
+        e.bucket_ms / 60_000
+    );
+    for p in &e.policies {
+        out.push_str(&format!(
+            "policy {} ({}): {} {}/GPU-hour, overhead {} %, energy {} {}/kWh x PUE {}, idle capacity {}\n",
+            p.policy_id,
+            p.name,
+            n(p.gpu_hourly_cost),
+            p.currency,
+            n(p.overhead_pct),
+            n(p.energy_kwh_price),
+            p.currency,
+            n(p.pue),
+            p.idle_capacity.as_str()
+        ));
+    }
+    out.push('\n');
+    let mut t = Table::new(&[
+        ("bucket", false),
+        ("GPU-s", true),
+        ("estimated", true),
+        ("party", false),
+        ("tokens", true),
+        ("claimed GPU-s", true),
+        ("share", true),
+        ("policy", false),
+        ("cost (exact)", true),
+        ("GPU time", true),
+        ("energy", true),
+    ]);
+    for b in &e.buckets {
+        let mut first = true;
+        let mut line = |t: &mut Table, cells: [String; 8]| {
+            let [party, tokens, claimed, share, policy, cost, time, energy] = cells;
+            let (start, gs, est) = if first {
+                (hour(b.start), n(b.gpu_seconds), n(b.estimated_gpu_seconds))
+            } else {
+                Default::default()
+            };
+            first = false;
+            t.row(vec![
+                start, gs, est, party, tokens, claimed, share, policy, cost, time, energy,
+            ]);
+        };
+        let blank = String::new;
+        for p in &b.priced {
+            line(
+                &mut t,
+                [
+                    "bucket".into(),
+                    blank(),
+                    blank(),
+                    blank(),
+                    p.policy_id.clone(),
+                    x(p.cost),
+                    x(p.gpu_time_cost),
+                    x(p.energy_cost),
+                ],
+            );
+            if let Some(owner) = b.owner {
+                line(
+                    &mut t,
+                    [
+                        party(owner) + " (owner)",
+                        blank(),
+                        blank(),
+                        "1".into(),
+                        p.policy_id.clone(),
+                        x(p.cost),
+                        blank(),
+                        blank(),
+                    ],
+                );
+                continue;
+            }
+            for (who, cost) in &p.parties {
+                let c = b.claims.iter().find(|c| c.party == *who);
+                line(
+                    &mut t,
+                    [
+                        party(*who),
+                        c.map(|c| n(c.tokens)).unwrap_or_default(),
+                        c.map(|c| n(c.gpu_seconds)).unwrap_or_default(),
+                        c.map(|c| x(c.share)).unwrap_or_default(),
+                        p.policy_id.clone(),
+                        x(*cost),
+                        blank(),
+                        blank(),
+                    ],
+                );
+            }
+            line(
+                &mut t,
+                [
+                    "idle".into(),
+                    blank(),
+                    blank(),
+                    blank(),
+                    p.policy_id.clone(),
+                    x(p.idle),
+                    blank(),
+                    blank(),
+                ],
+            );
+        }
+        if b.priced.is_empty() {
+            for c in &b.claims {
+                line(
+                    &mut t,
+                    [
+                        party(c.party),
+                        n(c.tokens),
+                        n(c.gpu_seconds),
+                        "0".into(),
+                        blank(),
+                        "no GPU time".into(),
+                        blank(),
+                        blank(),
+                    ],
+                );
+            }
+        }
+        if b.over_attribution {
+            line(
+                &mut t,
+                [
+                    "claims over what was measured: scaled down".into(),
+                    blank(),
+                    blank(),
+                    blank(),
+                    blank(),
+                    blank(),
+                    blank(),
+                    blank(),
+                ],
+            );
+        }
+    }
+    out.push_str(&t.render());
+    for s in &e.idle_spread {
+        out.push_str(&format!(
+            "\nidle capacity of {} ({} exact) spread by allocated cost:\n",
+            s.policy_id,
+            n(s.idle)
+        ));
+        let mut t = Table::new(&[("party", false), ("weight", true), ("given", true)]);
+        for (p, w, c) in &s.parties {
+            t.row(vec![party(*p), x(*w), x(*c)]);
+        }
+        out.push_str(&t.render());
+    }
+    for r in &e.rounding {
+        out.push_str(&format!(
+            "\nrounding ({}): exact {} -> {} (once), then the largest remainders:\n",
+            r.currency,
+            x(r.exact),
+            r.cost
+        ));
+        let mut t = Table::new(&[
+            ("party", false),
+            ("policy", false),
+            ("exact", true),
+            ("scaled", true),
+            ("floor", true),
+            ("+ remainder", true),
+            ("amount", true),
+        ]);
+        for l in &r.lines {
+            t.row(vec![
+                l.party.map_or("unallocated".to_string(), party),
+                l.policy_id.clone(),
+                x(l.exact),
+                x(l.scaled),
+                l.floor.to_string(),
+                l.remainder_unit.to_string(),
+                l.amount.to_string(),
+            ]);
+        }
+        out.push_str(&t.render());
+    }
+    out.push_str("\n~: cut to 6 places here; --json has every digit\n");
+    out
+}
