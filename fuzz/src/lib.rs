@@ -370,7 +370,12 @@ mod replay {
                 };
                 for e in entries {
                     let path = e.expect("a corpus entry").path();
-                    let data = std::fs::read(&path).expect("a corpus file");
+                    // A running fuzzer replaces corpus files as it shrinks them: one gone meanwhile is skipped.
+                    let data = match std::fs::read(&path) {
+                        Ok(d) => d,
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                        Err(e) => panic!("{}: {e}", path.display()),
+                    };
                     if let Err(panic) = std::panic::catch_unwind(|| body(&data)) {
                         std::panic::resume_unwind(Box::new(format!(
                             "{}: {:?}",

@@ -66,6 +66,11 @@ pub struct Counts {
     pub power_from_energy: u64,
     /// Devices whose power came from the `POWER_USAGE` gauge.
     pub power_from_gauge: u64,
+    /// Names (node, model, namespace, pod, deployment) cut to the control plane's 253 characters, or blank and
+    /// replaced: as read they would have made the control plane refuse the window's whole batch.
+    pub names_fitted: u64,
+    /// Devices skipped: a GPU uuid the control plane cannot take (blank, or over 253 characters).
+    pub bad_uuids: u64,
 }
 
 impl Counts {
@@ -76,6 +81,8 @@ impl Counts {
         self.unknown_mig_profiles += o.unknown_mig_profiles;
         self.power_from_energy += o.power_from_energy;
         self.power_from_gauge += o.power_from_gauge;
+        self.names_fitted += o.names_fitted;
+        self.bad_uuids += o.bad_uuids;
     }
 }
 
@@ -302,6 +309,9 @@ impl Converter {
     }
 }
 
+/// The control plane's limit on a name (`eai_engine::wire::MAX_NAME`).
+const MAX_NAME: usize = eai_engine::wire::MAX_NAME;
+
 struct Ctx {
     node: String,
     model: String,
@@ -329,17 +339,35 @@ impl Conversion {
         if placement.kind == PlacementKind::Unmapped {
             self.counts.unmapped_pods += 1;
         }
+        if gpu_uuid.trim().is_empty() || gpu_uuid.chars().count() > MAX_NAME {
+            self.counts.bad_uuids += 1;
+            return;
+        }
+        let mut fit = |s: &str, blank: &str| -> String {
+            if s.trim().is_empty() {
+                self.counts.names_fitted += 1;
+                blank.to_string()
+            } else if s.chars().count() > MAX_NAME {
+                self.counts.names_fitted += 1;
+                s.chars().take(MAX_NAME).collect()
+            } else {
+                s.to_string()
+            }
+        };
+        let (node, model) = (fit(&ctx.node, "unknown"), fit(&ctx.model, "unknown"));
+        let (namespace, pod) = (fit(&placement.namespace, "-"), fit(&placement.pod, "-"));
+        let deployment_id = fit(&placement.deployment_id, "unknown");
         if memory_gb.is_none() {
             self.counts.missing_memory += 1;
         }
         self.samples.push(GpuSample {
-            node: ctx.node.clone(),
+            node,
             gpu_uuid,
-            model: ctx.model.clone(),
-            namespace: placement.namespace,
-            pod: placement.pod,
+            model,
+            namespace,
+            pod,
             tenant_id: placement.tenant_id,
-            deployment_id: placement.deployment_id,
+            deployment_id,
             window_seconds: ctx.window.seconds_text(),
             utilization: text(util),
             memory_used_gb: text(memory_gb.unwrap_or(Decimal::ZERO)),
@@ -427,6 +455,31 @@ mod tests {
             "999",
             "a long gap: the gauge"
         );
+    }
+
+    /// Found by fuzzing: a model name past 253 characters made a sample the control plane refuses, and with it
+    /// the whole window's batch (every GPU of the node). Names are cut to fit, blank ones replaced, and a device
+    /// whose uuid cannot be taken is skipped; each is counted.
+    #[test]
+    fn names_the_control_plane_cannot_take_are_fitted_and_bad_uuids_skipped() {
+        let mut c = Converter::new(Attribution::default(), Some(" ".into()));
+        let mut d = dev(None, "100");
+        d.model = Some(format!("N{}VIDIA H100", "\0".repeat(300)));
+        let out = at(&mut c, W, d);
+        let s = &out.samples[0];
+        assert_eq!(s.model.chars().count(), 253);
+        assert_eq!(s.node, "unknown");
+        assert_eq!(out.counts.names_fitted, 2);
+        let loose: eai_engine::wire::Loose =
+            serde_json::from_value(serde_json::to_value(s).unwrap()).unwrap();
+        assert!(eai_engine::wire::parse_sample(&loose, Timestamp(W + 60_000)).is_ok());
+        for uuid in [" ".to_string(), "G".repeat(254)] {
+            let mut d = dev(None, "100");
+            d.uuid = uuid;
+            let out = at(&mut c, W, d);
+            assert!(out.samples.is_empty());
+            assert_eq!(out.counts.bad_uuids, 1);
+        }
     }
 
     #[test]

@@ -100,6 +100,8 @@ pub struct Metrics {
     pub incomplete_devices: Counter,
     pub missing_memory_samples: Counter,
     pub unknown_mig_profiles: Counter,
+    pub names_fitted: Counter,
+    pub bad_uuids: Counter,
     pub backfilled_windows: Counter,
     pub vllm_reads: Counter,
     pub vllm_read_errors: Counter,
@@ -135,6 +137,8 @@ impl Default for Metrics {
             incomplete_devices: Counter::default(),
             missing_memory_samples: Counter::default(),
             unknown_mig_profiles: Counter::default(),
+            names_fitted: Counter::default(),
+            bad_uuids: Counter::default(),
             backfilled_windows: Counter::default(),
             vllm_reads: Counter::default(),
             vllm_read_errors: Counter::default(),
@@ -144,7 +148,7 @@ impl Default for Metrics {
             vllm_events_rejected: Counter::default(),
         };
         let mut registry = Registry::default();
-        let rows: [(&str, &str, Handle<'_>); 29] = [
+        let rows: [(&str, &str, Handle<'_>); 31] = [
             (
                 "scrapes",
                 "Reads of the source (successful or not).",
@@ -257,6 +261,16 @@ impl Default for Metrics {
                 "unknown_mig_profiles",
                 "MIG instances skipped: unreadable profile.",
                 Handle::C(&m.unknown_mig_profiles),
+            ),
+            (
+                "names_fitted",
+                "Names (node, model, namespace, pod, deployment) cut to 253 characters or blank and replaced, so that the control plane takes the window's batch.",
+                Handle::C(&m.names_fitted),
+            ),
+            (
+                "bad_uuids",
+                "Devices skipped: a GPU uuid blank or over 253 characters.",
+                Handle::C(&m.bad_uuids),
             ),
             (
                 "backfilled_windows",

@@ -361,6 +361,8 @@ impl Sampler {
         Metrics::add(&m.incomplete_devices, c.incomplete);
         Metrics::add(&m.missing_memory_samples, c.missing_memory);
         Metrics::add(&m.unknown_mig_profiles, c.unknown_mig_profiles);
+        Metrics::add(&m.names_fitted, c.names_fitted);
+        Metrics::add(&m.bad_uuids, c.bad_uuids);
         if st.malformed + st.sentinels + st.out_of_range + st.unidentified + c.incomplete > 0 {
             tracing::debug!(window_end = %window.end, malformed = st.malformed, sentinels = st.sentinels,
                 out_of_range = st.out_of_range, unidentified = st.unidentified, incomplete = c.incomplete,
