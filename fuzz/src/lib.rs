@@ -99,13 +99,28 @@ pub fn policies(data: &[u8]) {
     }
 }
 
-/// Prometheus text exposition, as the sampler reads it from DCGM exporter and vLLM.
+/// Prometheus text exposition, as the sampler reads it from DCGM exporter and vLLM: no panic, and every usage
+/// event made from vLLM's counters passes the control plane's parser.
 pub fn exposition(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let mut lines = 0usize;
     let stats = eai_sampler::exposition::parse(&text, |_| lines += 1);
     let _ = (stats, lines);
-    let _ = eai_sampler::vllm::from_text(&text);
+    // Every event made from vLLM's counters is one the control plane takes (a sampler's key: the platform).
+    let parsed = eai_sampler::vllm::from_text(&text);
+    for (model, counters) in &parsed.models {
+        let key = eai_sampler::vllm::SeriesKey {
+            deployment_id: "vllm-x".to_string(),
+            instance: "ns/pod".to_string(),
+            model: model.clone(),
+        };
+        let e = eai_sampler::vllm::event(&key, Timestamp(NOW.0 - 30_000), NOW, counters);
+        let json = serde_json::to_value(&e).expect("an event serializes");
+        let loose: Loose = serde_json::from_value(json).expect("an event is JSON");
+        if let Err(errors) = wire::parse_usage_event(&loose, TenantSource::Body) {
+            panic!("the sampler made a vLLM event the control plane refuses: {e:?}: {errors:?}");
+        }
+    }
 }
 
 /// A DCGM exporter scrape turned into samples: every sample the sampler makes must pass the control plane's

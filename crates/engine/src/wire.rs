@@ -22,6 +22,9 @@ use crate::time::Timestamp;
 /// Longest name (node, pod, deployment id…): a Kubernetes object name.
 pub const MAX_NAME: usize = 253;
 
+/// The largest value of a usage event's unit (a count of tokens or requests, GPU-seconds).
+pub const MAX_UNITS: i64 = 1_000_000_000_000_000;
+
 /// A JSON value as received, before it is given a type.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Loose {
@@ -762,7 +765,7 @@ pub fn parse_usage_event(v: &Loose, tenant: TenantSource) -> Result<UsageEvent, 
     let mut units = BTreeMap::new();
     match r.object("units") {
         Some(m) => {
-            let b = Bounds::non_negative(1_000_000_000_000_000, 6);
+            let b = Bounds::non_negative(MAX_UNITS, 6);
             for (k, v) in m {
                 let field = format!("units.{k}");
                 if !unit_name_ok(k) {

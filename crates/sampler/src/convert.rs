@@ -312,6 +312,23 @@ impl Converter {
 /// The control plane's limit on a name (`eai_engine::wire::MAX_NAME`).
 const MAX_NAME: usize = eai_engine::wire::MAX_NAME;
 
+/// A name as the control plane takes it: `blank` for a blank one, one longer than [`MAX_NAME`] bytes cut at the
+/// last character that fits (bytes: the strictest of the control plane's rules, which count characters for a
+/// sample's names and bytes for a usage event's model name).
+pub(crate) fn fit_name<'a>(s: &'a str, blank: &'a str) -> std::borrow::Cow<'a, str> {
+    if s.trim().is_empty() {
+        return std::borrow::Cow::Borrowed(blank);
+    }
+    if s.len() <= MAX_NAME {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut end = MAX_NAME;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Borrowed(&s[..end])
+}
+
 struct Ctx {
     node: String,
     model: String,
@@ -344,15 +361,11 @@ impl Conversion {
             return;
         }
         let mut fit = |s: &str, blank: &str| -> String {
-            if s.trim().is_empty() {
+            let fitted = fit_name(s, blank);
+            if fitted != s {
                 self.counts.names_fitted += 1;
-                blank.to_string()
-            } else if s.chars().count() > MAX_NAME {
-                self.counts.names_fitted += 1;
-                s.chars().take(MAX_NAME).collect()
-            } else {
-                s.to_string()
             }
+            fitted.into_owned()
         };
         let (node, model) = (fit(&ctx.node, "unknown"), fit(&ctx.model, "unknown"));
         let (namespace, pod) = (fit(&placement.namespace, "-"), fit(&placement.pod, "-"));
@@ -467,7 +480,7 @@ mod tests {
         d.model = Some(format!("N{}VIDIA H100", "\0".repeat(300)));
         let out = at(&mut c, W, d);
         let s = &out.samples[0];
-        assert_eq!(s.model.chars().count(), 253);
+        assert_eq!(s.model.len(), 253);
         assert_eq!(s.node, "unknown");
         assert_eq!(out.counts.names_fitted, 2);
         let loose: eai_engine::wire::Loose =

@@ -119,12 +119,14 @@ impl Acc {
         let Some(f) = family(name) else {
             return Some(false);
         };
-        let v = exact(value_text)?;
+        // A count past what a usage event may carry is not one vLLM made (and would refuse the batch).
+        let max = Decimal::from(eai_engine::wire::MAX_UNITS);
+        let v = exact(value_text).filter(|v| *v <= max)?;
         let slot = match f {
             Family::Unit(u) => self.units.entry(u).or_default(),
             Family::CacheHits => self.cache_hits.get_or_insert(Decimal::ZERO),
         };
-        *slot = slot.checked_add(v)?;
+        *slot = slot.checked_add(v).filter(|s| *s <= max)?;
         Some(true)
     }
 
@@ -143,7 +145,7 @@ pub struct Parsed {
     pub models: BTreeMap<String, Counters>,
     /// Lines that are not readable samples (see [`exposition::Stats`]).
     pub malformed: u64,
-    /// Series of our families whose value is not a count (NaN, negative, unreadable).
+    /// Series of our families whose value is not a count (NaN, negative, unreadable, past 10^15).
     pub bad_values: u64,
 }
 
@@ -293,10 +295,11 @@ pub fn event(key: &SeriesKey, start: Timestamp, end: Timestamp, units: &Counters
         usage_type: USAGE_TYPE.to_string(),
         source: SOURCE.to_string(),
         occurred_at: end.to_string(),
-        deployment_id: key.deployment_id.clone(),
+        // Names as the control plane takes them (a blank or overlong label would refuse the whole batch).
+        deployment_id: crate::convert::fit_name(&key.deployment_id, "unknown").into_owned(),
         model: EventModel {
             provider: PROVIDER.to_string(),
-            name: key.model.clone(),
+            name: crate::convert::fit_name(&key.model, UNKNOWN_MODEL).into_owned(),
         },
         units: units
             .iter()
@@ -513,6 +516,32 @@ mod tests {
         );
         assert_eq!(p.models["r"], counters(&[(TOKENS_OUT, "2")]));
         assert_eq!(p.bad_values, 1, "NaN is not a count");
+    }
+
+    /// Found by fuzzing: a counter past what a usage event may carry (10^15) made an event the control plane
+    /// refuses, and with it the whole batch; a blank or overlong model name too. Such a value is a bad value; a
+    /// name is fitted (blank: `unknown`, overlong: cut to 253 bytes).
+    #[test]
+    fn counts_and_names_the_control_plane_cannot_take_never_reach_an_event() {
+        let p = from_text(
+            "vllm:prompt_tokens_total{model_name=\"m\"} 1.15e23\n\
+             vllm:generation_tokens_total{model_name=\"m\"} 3\n",
+        );
+        assert_eq!(p.bad_values, 1);
+        assert_eq!(p.models["m"], counters(&[(TOKENS_OUT, "3")]));
+        let long = "é".repeat(200);
+        for (model, want) in [
+            ("", "unknown".to_string()),
+            (long.as_str(), "é".repeat(126)),
+        ] {
+            let key = SeriesKey {
+                deployment_id: "d".into(),
+                instance: "i".into(),
+                model: model.into(),
+            };
+            let e = event(&key, Timestamp(0), Timestamp(15_000), &p.models["m"]);
+            assert_eq!(e.model.name, want);
+        }
     }
 
     #[test]
