@@ -19,6 +19,7 @@ from ._core import (
 from ._json import DateLike, format_date_param
 from .types import (
     Allocation,
+    AllocationExplanation,
     AllocationPolicy,
     AllocationPolicyChange,
     AllocationPolicyCreated,
@@ -97,6 +98,23 @@ def gpu_allocation(cfg: ClientConfig, start: Optional[DateLike], end: Optional[D
         "/v1/finops/gpu/allocation",
         lambda d: Allocation.from_json(as_object(d)),
         params=_period(start, end),
+        idempotent=True,
+    )
+
+
+def gpu_allocation_explain(
+    cfg: ClientConfig,
+    deployment_id: str,
+    start: Optional[DateLike],
+    end: Optional[DateLike],
+    tenant_id: Optional[str],
+) -> Op[AllocationExplanation]:
+    return call(
+        cfg,
+        "GET",
+        "/v1/finops/gpu/allocation/explain",
+        lambda d: AllocationExplanation.from_json(as_object(d)),
+        params={**_period(start, end), "deployment_id": deployment_id, "tenant_id": tenant_id},
         idempotent=True,
     )
 

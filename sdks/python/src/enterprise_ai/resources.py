@@ -32,6 +32,7 @@ from ._core import ClientConfig, Op
 from ._json import DateLike
 from .types import (
     Allocation,
+    AllocationExplanation,
     AllocationPolicy,
     AllocationPolicyChange,
     AllocationPolicyCreated,
@@ -173,6 +174,29 @@ class Finops(_SyncResource):
         datetime ``end`` is exclusive. Defaults: ``end`` now, ``start`` 30 days before ``end``.
         """
         return self._client._run(ops.gpu_allocation(self._cfg, start, end))
+
+    def gpu_allocation_explain(
+        self,
+        deployment_id: str,
+        *,
+        start: Optional[DateLike] = None,
+        end: Optional[DateLike] = None,
+        tenant_id: Optional[str] = None,
+    ) -> AllocationExplanation:
+        """Why ``deployment_id`` costs what it does over ``[start, end)``, bucket by bucket
+        (``GET /v1/finops/gpu/allocation/explain``): per bucket the measured and estimated GPU-seconds,
+        each tenant's claim and share, the policy's rates and the exact cost and its split; then the idle
+        spread and the one rounding with its largest-remainder step. The rounding's ``amount`` lines are the
+        allocation's figures for the same period::
+
+            e = client.finops.gpu_allocation_explain("vllm-llama-70b", start="2026-10-01", end="2026-10-31")
+            e.rounding[0].cost, e.amount("8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10")
+
+        A tenant's key sees a deployment only when its tenant is charged on it, every other tenant summed into
+        one ``other_tenants`` party (otherwise :class:`~enterprise_ai.NotFoundError`); a platform key may pass
+        ``tenant_id`` to see what that tenant sees. ``start`` and ``end`` as for :meth:`gpu_allocation`.
+        """
+        return self._client._run(ops.gpu_allocation_explain(self._cfg, deployment_id, start, end, tenant_id))
 
     def gpu_allocation_focus(
         self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None, format: str = "csv"
@@ -413,6 +437,19 @@ class AsyncFinops(_AsyncResource):
         self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None
     ) -> Allocation:
         return await self._client._run(ops.gpu_allocation(self._cfg, start, end))
+
+    @_doc(Finops.gpu_allocation_explain)
+    async def gpu_allocation_explain(
+        self,
+        deployment_id: str,
+        *,
+        start: Optional[DateLike] = None,
+        end: Optional[DateLike] = None,
+        tenant_id: Optional[str] = None,
+    ) -> AllocationExplanation:
+        return await self._client._run(
+            ops.gpu_allocation_explain(self._cfg, deployment_id, start, end, tenant_id)
+        )
 
     @_doc(Finops.gpu_allocation_focus)
     async def gpu_allocation_focus(

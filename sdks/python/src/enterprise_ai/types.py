@@ -775,6 +775,256 @@ class AllocationSeries:
         return _total(self.totals, currency)
 
 
+# ----------------------------------------------------------------------------------------------- explain
+
+
+@dataclass(frozen=True)
+class ExplanationParty:
+    """Who a line of an explanation is about: ``kind`` ``"tenant"`` (``tenant_id`` set), ``"other_tenants"``
+    (every tenant but the reader, summed) or, in the rounding, ``"unallocated"`` (idle capacity)."""
+
+    kind: str
+    tenant_id: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ExplanationParty:
+        return cls(kind=_str(d["kind"]), tenant_id=_opt_str(d.get("tenant_id")))
+
+
+@dataclass(frozen=True)
+class ExplanationPolicy:
+    """A policy that priced a bucket, with its rates."""
+
+    policy_id: str
+    name: str
+    currency: str
+    gpu_hourly_cost: Decimal
+    overhead_pct: Decimal
+    energy_kwh_price: Decimal
+    pue: Decimal
+    storage_gb_month_price: Decimal
+    idle_capacity: str
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ExplanationPolicy:
+        return cls(
+            policy_id=_str(d["policy_id"]),
+            name=_str(d["name"]),
+            currency=_str(d["currency"]),
+            gpu_hourly_cost=_dec(d["gpu_hourly_cost"]),
+            overhead_pct=_dec(d["overhead_pct"]),
+            energy_kwh_price=_dec(d["energy_kwh_price"]),
+            pue=_dec(d["pue"]),
+            storage_gb_month_price=_dec(d["storage_gb_month_price"]),
+            idle_capacity=_str(d["idle_capacity"]),
+        )
+
+
+@dataclass(frozen=True)
+class ExplanationClaim:
+    """A tenant's claim on a shared bucket and the share of the bucket it gave."""
+
+    party: ExplanationParty
+    gpu_seconds: Decimal
+    tokens: Decimal
+    share: Decimal
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ExplanationClaim:
+        return cls(
+            party=ExplanationParty.from_json(_obj(d["party"])),
+            gpu_seconds=_dec(d["gpu_seconds"]),
+            tokens=_dec(d["tokens"]),
+            share=_dec(d["share"]),
+        )
+
+
+@dataclass(frozen=True)
+class ExplanationPartyCost:
+    party: ExplanationParty
+    cost: Decimal
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ExplanationPartyCost:
+        return cls(party=ExplanationParty.from_json(_obj(d["party"])), cost=_dec(d["cost"]))
+
+
+@dataclass(frozen=True)
+class ExplanationPriced:
+    """A bucket's time under one policy: its exact cost (``gpu_time_cost + energy_cost + storage_cost``) and
+    each party's exact part of it; ``idle`` is what no claim accounted for."""
+
+    policy_id: str
+    currency: str
+    gpu_seconds: Decimal
+    energy_wh: Decimal
+    gpu_time_cost: Decimal
+    energy_cost: Decimal
+    storage_cost: Decimal
+    cost: Decimal
+    parties: List[ExplanationPartyCost]
+    idle: Decimal
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ExplanationPriced:
+        return cls(
+            policy_id=_str(d["policy_id"]),
+            currency=_str(d["currency"]),
+            gpu_seconds=_dec(d["gpu_seconds"]),
+            energy_wh=_dec(d["energy_wh"]),
+            gpu_time_cost=_dec(d["gpu_time_cost"]),
+            energy_cost=_dec(d["energy_cost"]),
+            storage_cost=_dec(d["storage_cost"]),
+            cost=_dec(d["cost"]),
+            parties=_list(d.get("parties"), ExplanationPartyCost.from_json),
+            idle=_dec(d["idle"]),
+        )
+
+
+@dataclass(frozen=True)
+class ExplanationBucket:
+    """One allocation bucket of the deployment (``owner`` set for a dedicated deployment's time)."""
+
+    start: _dt.datetime
+    gpu_seconds: Decimal
+    estimated_gpu_seconds: Decimal
+    over_attribution: bool
+    claims: List[ExplanationClaim]
+    priced: List[ExplanationPriced]
+    owner: Optional[ExplanationParty] = None
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ExplanationBucket:
+        owner = d.get("owner")
+        return cls(
+            start=_instant(d["start"]),
+            gpu_seconds=_dec(d["gpu_seconds"]),
+            estimated_gpu_seconds=_dec(d["estimated_gpu_seconds"]),
+            over_attribution=_bool(d["over_attribution"]),
+            claims=_list(d.get("claims"), ExplanationClaim.from_json),
+            priced=_list(d.get("priced"), ExplanationPriced.from_json),
+            owner=None if owner is None else ExplanationParty.from_json(_obj(owner)),
+        )
+
+
+@dataclass(frozen=True)
+class ExplanationIdleShare:
+    party: ExplanationParty
+    weight: Decimal
+    cost: Decimal
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ExplanationIdleShare:
+        return cls(
+            party=ExplanationParty.from_json(_obj(d["party"])), weight=_dec(d["weight"]), cost=_dec(d["cost"])
+        )
+
+
+@dataclass(frozen=True)
+class ExplanationIdleSpread:
+    """Idle capacity a ``proportional`` policy spread over the tenants, weighed by their allocated cost."""
+
+    policy_id: str
+    idle: Decimal
+    parties: List[ExplanationIdleShare]
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ExplanationIdleSpread:
+        return cls(
+            policy_id=_str(d["policy_id"]),
+            idle=_dec(d["idle"]),
+            parties=_list(d.get("parties"), ExplanationIdleShare.from_json),
+        )
+
+
+@dataclass(frozen=True)
+class ExplanationRoundingLine:
+    """One line of the rounding: ``exact`` scaled to the rounded cost, floored to the minor unit, plus the
+    unit the largest-remainder step gave (or not): ``amount`` is the allocation's figure."""
+
+    party: ExplanationParty
+    policy_id: str
+    exact: Decimal
+    scaled: Decimal
+    floor: Decimal
+    remainder_unit: Decimal
+    amount: Decimal
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ExplanationRoundingLine:
+        return cls(
+            party=ExplanationParty.from_json(_obj(d["party"])),
+            policy_id=_str(d["policy_id"]),
+            exact=_dec(d["exact"]),
+            scaled=_dec(d["scaled"]),
+            floor=_dec(d["floor"]),
+            remainder_unit=_dec(d["remainder_unit"]),
+            amount=_dec(d["amount"]),
+        )
+
+
+@dataclass(frozen=True)
+class ExplanationRounding:
+    """A (deployment, currency) row: ``exact`` rounded once to ``cost``, then apportioned over ``lines``."""
+
+    currency: str
+    exact: Decimal
+    cost: Decimal
+    lines: List[ExplanationRoundingLine]
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ExplanationRounding:
+        return cls(
+            currency=_str(d["currency"]),
+            exact=_dec(d["exact"]),
+            cost=_dec(d["cost"]),
+            lines=_list(d.get("lines"), ExplanationRoundingLine.from_json),
+        )
+
+
+@dataclass(frozen=True)
+class AllocationExplanation:
+    """Why a deployment costs what it does (``GET /v1/finops/gpu/allocation/explain``), bucket by bucket; its
+    rounded lines are the allocation's items and unallocated figures for the same period, to the cent."""
+
+    deployment_id: str
+    from_: _dt.datetime
+    to: _dt.datetime
+    bucket_seconds: int
+    policies: List[ExplanationPolicy]
+    buckets: List[ExplanationBucket]
+    idle_spread: List[ExplanationIdleSpread]
+    rounding: List[ExplanationRounding]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AllocationExplanation:
+        return cls(
+            deployment_id=_str(d["deployment_id"]),
+            from_=_instant(d["from"]),
+            to=_instant(d["to"]),
+            bucket_seconds=_int(d["bucket_seconds"]),
+            policies=_list(d.get("policies"), ExplanationPolicy.from_json),
+            buckets=_list(d.get("buckets"), ExplanationBucket.from_json),
+            idle_spread=_list(d.get("idle_spread"), ExplanationIdleSpread.from_json),
+            rounding=_list(d.get("rounding"), ExplanationRounding.from_json),
+            raw=_raw(d),
+        )
+
+    def amount(self, tenant_id: str, currency: Optional[str] = None) -> Decimal:
+        """What ``tenant_id`` is charged on the deployment (in ``currency``, or every currency's sum)."""
+        return sum(
+            (
+                line.amount
+                for r in self.rounding
+                if currency is None or r.currency == currency
+                for line in r.lines
+                if line.party.tenant_id == tenant_id
+            ),
+            Decimal(0),
+        )
+
+
 # ------------------------------------------------------------------------------------------------ policies
 
 

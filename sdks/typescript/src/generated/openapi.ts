@@ -64,6 +64,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/finops/gpu/allocation/explain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Why a deployment costs what it does, bucket by bucket
+         * @description Who: as GET /v1/finops/gpu/allocation. Per allocation bucket: measured and estimated GPU-seconds, each tenant's claim (GPU-seconds, tokens) and the share of the bucket it gave, each pricing policy's rates and exact cost before rounding and its split between tenants and idle capacity; then idle capacity spread by a `proportional` policy; then the one rounding of each (deployment, currency) row and its largest-remainder step. The rounded lines are the allocation's items and unallocated figures for the same from/to. A tenant reader sees a deployment only when its tenant is charged on it in the period, every other tenant summed into one `other_tenants` party; otherwise 404 not_found, as for a deployment without GPU time. Period rules and limits as GET /v1/finops/gpu/allocation (429 beyond EAI_MAX_CONCURRENT_ALLOCATIONS).
+         */
+        get: operations["explainGpuAllocation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/finops/gpu/allocation/series": {
         parameters: {
             query?: never;
@@ -1614,6 +1634,101 @@ export interface components {
             /** @description Default true: refuse a base_url whose GET /models lists no model (422 on base_url). false: register it as `config`, unconfirmed. */
             verify?: boolean | null;
         };
+        /** @description An exact decimal quantity as a JSON number, every digit of the decimal kept (an explanation shows values before any rounding): never a float's approximation. Read it as a decimal. */
+        ExactQuantity: number;
+        /** @description Who a line is about. */
+        ExplanationParty: {
+            /**
+             * @description `tenant`: the tenant `tenant_id`; `other_tenants`: every tenant but the reader, summed (shown to a tenant reader); `unallocated`: idle capacity (rounding lines only).
+             * @enum {string}
+             */
+            kind: "tenant" | "other_tenants" | "unallocated";
+            /**
+             * Format: uuid
+             * @description With kind `tenant` only.
+             */
+            tenant_id?: string;
+        };
+        /** @description A policy that priced a bucket, with its rates. */
+        ExplanationPolicy: {
+            policy_id: string;
+            name: string;
+            currency: components["schemas"]["Currency"];
+            gpu_hourly_cost: components["schemas"]["DecimalString"];
+            overhead_pct: components["schemas"]["DecimalString"];
+            energy_kwh_price: components["schemas"]["DecimalString"];
+            pue: components["schemas"]["DecimalString"];
+            storage_gb_month_price: components["schemas"]["DecimalString"];
+            /** @enum {string} */
+            idle_capacity: "unallocated" | "proportional";
+        };
+        /** @description One allocation bucket of the deployment: what was measured, who claimed it and the share each got, and per pricing policy the exact cost and its split. `owner` is present for a dedicated deployment's time (all of it is the owner's). */
+        ExplanationBucket: {
+            /** Format: date-time */
+            start: string;
+            owner?: components["schemas"]["ExplanationParty"];
+            gpu_seconds: components["schemas"]["ExactQuantity"];
+            estimated_gpu_seconds: components["schemas"]["ExactQuantity"];
+            /** @description The claims' GPU-seconds exceeded what was measured: they were scaled down to it. */
+            over_attribution: boolean;
+            claims: {
+                party: components["schemas"]["ExplanationParty"];
+                gpu_seconds: components["schemas"]["ExactQuantity"];
+                tokens: components["schemas"]["ExactQuantity"];
+                share: components["schemas"]["ExactQuantity"];
+            }[];
+            priced: {
+                policy_id: string;
+                currency: components["schemas"]["Currency"];
+                gpu_seconds: components["schemas"]["ExactQuantity"];
+                energy_wh: components["schemas"]["ExactQuantity"];
+                gpu_time_cost: components["schemas"]["DecimalString"];
+                energy_cost: components["schemas"]["DecimalString"];
+                storage_cost: components["schemas"]["DecimalString"];
+                cost: components["schemas"]["DecimalString"];
+                parties: {
+                    party: components["schemas"]["ExplanationParty"];
+                    cost: components["schemas"]["DecimalString"];
+                }[];
+                idle: components["schemas"]["DecimalString"];
+            }[];
+        };
+        /** @description Why a deployment costs what it does, bucket by bucket; its totals are the allocation's figures for the same period. */
+        AllocationExplanation: {
+            deployment_id: string;
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            bucket_seconds: number;
+            policies: components["schemas"]["ExplanationPolicy"][];
+            buckets: components["schemas"]["ExplanationBucket"][];
+            /** @description Idle capacity a `proportional` policy spread over the tenants, weighed by their allocated cost. */
+            idle_spread: {
+                policy_id: string;
+                idle: components["schemas"]["DecimalString"];
+                parties: {
+                    party: components["schemas"]["ExplanationParty"];
+                    weight: components["schemas"]["DecimalString"];
+                    cost: components["schemas"]["DecimalString"];
+                }[];
+            }[];
+            /** @description Each (deployment, currency) row: the exact sum rounded once (`cost`, the allocation's deployment cost), then apportioned by the largest-remainder method: each line's `scaled` quota floored to the minor unit, and the units left over one each to the largest remainders. `amount` is the allocation's item (or unallocated) figure. */
+            rounding: {
+                currency: components["schemas"]["Currency"];
+                exact: components["schemas"]["DecimalString"];
+                cost: components["schemas"]["DecimalString"];
+                lines: {
+                    party: components["schemas"]["ExplanationParty"];
+                    policy_id: string;
+                    exact: components["schemas"]["DecimalString"];
+                    scaled: components["schemas"]["DecimalString"];
+                    floor: components["schemas"]["DecimalString"];
+                    remainder_unit: components["schemas"]["DecimalString"];
+                    amount: components["schemas"]["DecimalString"];
+                }[];
+            }[];
+        };
     };
     responses: {
         /** @description No, unknown or revoked API key. */
@@ -2019,6 +2134,70 @@ export interface operations {
                      */
                     "text/csv": string;
                     "application/vnd.apache.parquet": string;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    explainGpuAllocation: {
+        parameters: {
+            query: {
+                /**
+                 * @description Start (inclusive): a date (its midnight UTC) or an RFC 3339 date-time. Default: `to` minus 30 days. The period is widened to whole hours (`from` floored, `to` ceiled); the answer's `from` and `to` say which.
+                 * @example 2026-10-01
+                 */
+                from?: components["parameters"]["from"];
+                /**
+                 * @description End: a date includes that whole UTC day (the period ends at the next midnight); an RFC 3339 date-time is exclusive. Default: now. Must be after `from`. The period is widened to whole hours (`from` floored, `to` ceiled); the answer's `from` and `to` say which.
+                 * @example 2026-10-31
+                 */
+                to?: components["parameters"]["to"];
+                /** @description The deployment to explain. */
+                deployment_id: string;
+                /** @description Explain as this tenant sees it (every other tenant summed into `other_tenants`). A platform reader may give any tenant; a tenant reader only its own (another is 403 forbidden); a tenant reader without it sees its own view. */
+                tenant_id?: string;
+            };
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The explanation. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AllocationExplanation"];
                 };
             };
             401: components["responses"]["Unauthorized"];
