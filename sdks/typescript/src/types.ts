@@ -66,6 +66,21 @@ export type TokenCostList = Schemas["TokenCostList"];
 export type TokenCostAllocationMethod = TokenCost["allocation_method"];
 /** Where a row's token counts come from: the vLLM server's counters, the tenants' usage events, or both. */
 export type TokenSource = TokenCost["token_source"];
+/**
+ * Why a deployment costs what it does (`GET /v1/finops/gpu/allocation/explain`), bucket by bucket: exact
+ * amounts before rounding are decimal strings (`"5.1912"`); the rounding's `amount` lines are the allocation's
+ * items and unallocated figures for the same period. Quantities and shares are numbers (a JS number keeps ~16
+ * digits of a share; the raw JSON has them all).
+ */
+export type AllocationExplanation = Schemas["AllocationExplanation"];
+/** One allocation bucket: measured GPU-seconds, the claims and shares, each policy's exact cost and split. */
+export type ExplanationBucket = Schemas["ExplanationBucket"];
+/** `{ kind: "tenant", tenant_id }`, `{ kind: "other_tenants" }` (every tenant but the reader) or `{ kind: "unallocated" }`. */
+export type ExplanationParty = Schemas["ExplanationParty"];
+/** A policy that priced a bucket, with its rates. */
+export type ExplanationPolicy = Schemas["ExplanationPolicy"];
+/** The query of `GET /v1/finops/gpu/allocation/explain`, as the contract spells it. */
+export type AllocationExplainQuery = operations["explainGpuAllocation"]["parameters"]["query"];
 /** Cost over time (`GET /v1/finops/gpu/allocation/series`): every column of the steps sums to `totals`. */
 export type AllocationSeries = Schemas["AllocationSeries"];
 /** One step of a series: totals per currency, tokens and deployments. */
@@ -217,6 +232,17 @@ export interface TokenCostsParams extends AllocationParams {
 export interface AllocationFocusParams extends AllocationParams {
   /** Default `"csv"`; or `"parquet"`. */
   format?: FocusFormat;
+}
+
+/** The deployment, period and reader of {@link FinOpsGpu.explain}. */
+export interface AllocationExplainParams extends AllocationParams {
+  /** The deployment to explain. */
+  deploymentId: AllocationExplainQuery["deployment_id"];
+  /**
+   * See it as this tenant does (its own lines, every other tenant summed). A platform key may give any tenant;
+   * a tenant's key only its own (another is a `PermissionDeniedError`).
+   */
+  tenantId?: AllocationExplainQuery["tenant_id"];
 }
 
 /** The period and step of {@link FinOpsGpu.allocationSeries}. */

@@ -1,6 +1,8 @@
 import { sendInBatches } from "../batch.js";
 import type { EnterpriseAI, IngestOptions, RequestOptions } from "../client.js";
 import type {
+  AllocationExplainParams,
+  AllocationExplanation,
   Allocation,
   AllocationFocusParams,
   AllocationParams,
@@ -116,6 +118,26 @@ export class FinOpsGpu {
       "GET",
       "/v1/finops/gpu/allocation/focus",
       { query: { ...period(params), format: params.format }, accept: FOCUS_ACCEPT, responseType: "bytes" },
+      options,
+    );
+  }
+
+  /**
+   * Why a deployment costs what it does over a period, bucket by bucket (`GET /v1/finops/gpu/allocation/explain`):
+   * per bucket the measured and estimated GPU-seconds, each tenant's claim and share, the policy's rates, the
+   * exact cost and its split; then the idle spread and the one rounding with its largest-remainder step. The
+   * rounding's `amount` lines are the allocation's figures for the same period, to the cent. A tenant's key sees
+   * a deployment only when charged on it, every other tenant summed into `other_tenants` (else `NotFoundError`).
+   *
+   * @example
+   * const e = await client.finops.gpu.explain({ deploymentId: "vllm-llama-70b", from: "2026-10-01", to: "2026-10-31" });
+   * const r = e.rounding[0]; // r.exact "5.1912" -> r.cost "5.19"; r.lines[i].floor, .remainder_unit, .amount
+   */
+  explain(params: AllocationExplainParams, options?: RequestOptions): Promise<AllocationExplanation> {
+    return this.#client.request<AllocationExplanation>(
+      "GET",
+      "/v1/finops/gpu/allocation/explain",
+      { query: { ...period(params), deployment_id: params.deploymentId, tenant_id: params.tenantId } },
       options,
     );
   }
