@@ -118,6 +118,26 @@ func (f *FinOpsService) GpuAllocationFocusToFile(ctx context.Context, path strin
 	return os.WriteFile(path, data, 0o644)
 }
 
+// GpuAllocationExplain returns why a deployment costs what it does over a period, bucket by bucket (GET
+// /v1/finops/gpu/allocation/explain): per bucket the measured and estimated GPU-seconds, each tenant's claim
+// and share, the policy's rates, the exact cost and its split; then the idle spread and the one rounding with
+// its largest-remainder step. Give the period as for GpuAllocation, and "tenant_id" to see it as that tenant
+// does (a platform key: any tenant; a tenant's key: its own only, else ErrForbidden):
+//
+//	e, err := client.FinOps.GpuAllocationExplain(ctx, "vllm-llama-70b", eai.WithQuery(map[string]string{
+//		"from": "2026-10-01", "to": "2026-10-31"}))
+//
+// A tenant's key sees a deployment only when charged on it, every other tenant summed into one
+// PartyOtherTenants party; otherwise ErrNotFound.
+func (f *FinOpsService) GpuAllocationExplain(ctx context.Context, deploymentID string, opts ...RequestOption) (*AllocationExplanation, error) {
+	var out AllocationExplanation
+	opts = append([]RequestOption{WithQueryParam("deployment_id", deploymentID)}, opts...)
+	if err := f.c.get(ctx, "/v1/finops/gpu/allocation/explain", &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // GpuTokenCosts returns the cost per million tokens of a period, blended, input and output (GET
 // /v1/finops/gpu/token-costs). Give the period as for GpuAllocation, and optionally the basis
 // (TokenCostBasisAllocation, the default, or TokenCostBasisUsage) and the rows (TokenCostAggregateDeployment,

@@ -475,6 +475,142 @@ type AllocationSeries struct {
 // Total returns the period's total in a currency, or nil.
 func (a *AllocationSeries) Total(currency string) *SeriesTotal { return totalIn(a.Totals, currency) }
 
+// AllocationExplanation is why a deployment costs what it does (GET /v1/finops/gpu/allocation/explain),
+// bucket by bucket; the Amount of its rounding lines are the allocation's items and unallocated figures for
+// the same period, to the cent. Amounts before rounding are exact decimals (every digit kept).
+type AllocationExplanation struct {
+	DeploymentID  string              `json:"deployment_id"`
+	From          string              `json:"from"`
+	To            string              `json:"to"`
+	BucketSeconds int64               `json:"bucket_seconds"`
+	Policies      []ExplanationPolicy `json:"policies"`
+	Buckets       []ExplanationBucket `json:"buckets"`
+	// IdleSpread is the idle capacity a proportional policy gave the tenants, by their allocated cost.
+	IdleSpread []ExplanationIdleSpread `json:"idle_spread"`
+	// Rounding is each (deployment, currency) row rounded once, then apportioned by largest remainder.
+	Rounding []ExplanationRounding `json:"rounding"`
+}
+
+// Amount returns what a tenant is charged on the deployment in a currency (the sum of its rounding lines).
+func (e *AllocationExplanation) Amount(tenantID, currency string) (Decimal, error) {
+	total := Decimal("0")
+	for _, r := range e.Rounding {
+		if r.Currency != currency {
+			continue
+		}
+		for _, l := range r.Lines {
+			if l.Party.TenantID != tenantID {
+				continue
+			}
+			sum, err := total.Add(l.Amount)
+			if err != nil {
+				return "", err
+			}
+			total = sum
+		}
+	}
+	return total, nil
+}
+
+// Explanation party kinds.
+const (
+	PartyTenant       = "tenant"
+	PartyOtherTenants = "other_tenants"
+	PartyUnallocated  = "unallocated"
+)
+
+// ExplanationParty is who a line is about: Kind PartyTenant (TenantID set), PartyOtherTenants (every tenant but
+// the reader, summed) or, in the rounding, PartyUnallocated (idle capacity).
+type ExplanationParty struct {
+	Kind     string `json:"kind"`
+	TenantID string `json:"tenant_id,omitempty"`
+}
+
+// ExplanationPolicy is a policy that priced a bucket, with its rates.
+type ExplanationPolicy struct {
+	PolicyID            string  `json:"policy_id"`
+	Name                string  `json:"name"`
+	Currency            string  `json:"currency"`
+	GpuHourlyCost       Decimal `json:"gpu_hourly_cost"`
+	OverheadPct         Decimal `json:"overhead_pct"`
+	EnergyKwhPrice      Decimal `json:"energy_kwh_price"`
+	Pue                 Decimal `json:"pue"`
+	StorageGBMonthPrice Decimal `json:"storage_gb_month_price"`
+	IdleCapacity        string  `json:"idle_capacity"`
+}
+
+// ExplanationBucket is one allocation bucket: what was measured, who claimed it, and its price per policy.
+type ExplanationBucket struct {
+	Start string `json:"start"`
+	// Owner is set for a dedicated deployment's time (all of it is the owner's).
+	Owner               *ExplanationParty  `json:"owner,omitempty"`
+	GpuSeconds          Quantity           `json:"gpu_seconds"`
+	EstimatedGpuSeconds Quantity           `json:"estimated_gpu_seconds"`
+	OverAttribution     bool               `json:"over_attribution"`
+	Claims              []ExplanationClaim `json:"claims"`
+	Priced              []ExplanationPrice `json:"priced"`
+}
+
+// ExplanationClaim is a tenant's claim on a shared bucket and the share of the bucket it gave.
+type ExplanationClaim struct {
+	Party      ExplanationParty `json:"party"`
+	GpuSeconds Quantity         `json:"gpu_seconds"`
+	Tokens     Quantity         `json:"tokens"`
+	Share      Quantity         `json:"share"`
+}
+
+// ExplanationPrice is a bucket's time under one policy: its exact cost (GpuTimeCost + EnergyCost +
+// StorageCost), each party's exact part, and what no claim accounted for (Idle).
+type ExplanationPrice struct {
+	PolicyID    string                 `json:"policy_id"`
+	Currency    string                 `json:"currency"`
+	GpuSeconds  Quantity               `json:"gpu_seconds"`
+	EnergyWh    Quantity               `json:"energy_wh"`
+	GpuTimeCost Decimal                `json:"gpu_time_cost"`
+	EnergyCost  Decimal                `json:"energy_cost"`
+	StorageCost Decimal                `json:"storage_cost"`
+	Cost        Decimal                `json:"cost"`
+	Parties     []ExplanationPartyCost `json:"parties"`
+	Idle        Decimal                `json:"idle"`
+}
+
+// ExplanationPartyCost is a party's exact part of a bucket's cost.
+type ExplanationPartyCost struct {
+	Party ExplanationParty `json:"party"`
+	Cost  Decimal          `json:"cost"`
+}
+
+// ExplanationIdleSpread is a proportional policy's idle cost given to the tenants by their allocated cost.
+type ExplanationIdleSpread struct {
+	PolicyID string  `json:"policy_id"`
+	Idle     Decimal `json:"idle"`
+	Parties  []struct {
+		Party  ExplanationParty `json:"party"`
+		Weight Decimal          `json:"weight"`
+		Cost   Decimal          `json:"cost"`
+	} `json:"parties"`
+}
+
+// ExplanationRounding is a (deployment, currency) row: Exact rounded once to Cost, then apportioned.
+type ExplanationRounding struct {
+	Currency string                    `json:"currency"`
+	Exact    Decimal                   `json:"exact"`
+	Cost     Decimal                   `json:"cost"`
+	Lines    []ExplanationRoundingLine `json:"lines"`
+}
+
+// ExplanationRoundingLine is one line of the rounding: Exact scaled to the rounded cost, floored to the minor
+// unit, plus the unit the largest remainders earned (or not); Amount is the allocation's figure.
+type ExplanationRoundingLine struct {
+	Party         ExplanationParty `json:"party"`
+	PolicyID      string           `json:"policy_id"`
+	Exact         Decimal          `json:"exact"`
+	Scaled        Decimal          `json:"scaled"`
+	Floor         Decimal          `json:"floor"`
+	RemainderUnit Decimal          `json:"remainder_unit"`
+	Amount        Decimal          `json:"amount"`
+}
+
 func totalIn(totals []SeriesTotal, currency string) *SeriesTotal {
 	for i := range totals {
 		if totals[i].Currency == currency {
