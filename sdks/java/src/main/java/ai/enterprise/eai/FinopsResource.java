@@ -1,6 +1,7 @@
 package ai.enterprise.eai;
 
 import ai.enterprise.eai.model.Allocation;
+import ai.enterprise.eai.model.AllocationExplanation;
 import ai.enterprise.eai.model.AllocationPolicy;
 import ai.enterprise.eai.model.AllocationPolicyChange;
 import ai.enterprise.eai.model.AllocationPolicyCreated;
@@ -289,6 +290,56 @@ public final class FinopsResource extends Resource {
         p.put("basis", basis);
         p.put("aggregate", aggregate);
         return gpuTokenCosts(p);
+    }
+
+    // --------------------------------------------------------------------------------------------- explain
+
+    /**
+     * Why a deployment costs what it does over a period, bucket by bucket
+     * ({@code GET /v1/finops/gpu/allocation/explain}): per bucket the measured and estimated GPU-seconds, each
+     * tenant's claim and share, the policy's rates, the exact cost and its split; then the idle spread and the one
+     * rounding with its largest-remainder step. A tenant's key sees a deployment only when charged on it, every
+     * other tenant summed into one {@code other_tenants} party (otherwise {@link NotFoundException}).
+     *
+     * @param params {@code deployment_id} (required), {@code from} and {@code to} as for
+     *     {@link #gpuAllocation(Map)}, and {@code tenant_id} to see it as that tenant does (a tenant's key: its
+     *     own only, another is a {@link PermissionDeniedException})
+     * @return the explanation
+     * @throws EnterpriseAIException on an error
+     */
+    public AllocationExplanation gpuAllocationExplain(Map<String, ?> params) {
+        return t().call("GET", "/v1/finops/gpu/allocation/explain", params, null, true, AllocationExplanation.class);
+    }
+
+    /**
+     * Why {@code deploymentId} costs what it does over whole UTC days, {@code from} at midnight until the end of
+     * {@code to}; see {@link #gpuAllocationExplain(Map)}.
+     *
+     * @param deploymentId the deployment
+     * @param from first day
+     * @param to last day (included)
+     * @return the explanation
+     * @throws EnterpriseAIException on an error
+     */
+    public AllocationExplanation gpuAllocationExplain(String deploymentId, LocalDate from, LocalDate to) {
+        Map<String, Object> p = period(from, to);
+        p.put("deployment_id", deploymentId);
+        return gpuAllocationExplain(p);
+    }
+
+    /**
+     * Why {@code deploymentId} costs what it does over {@code [from, to)}; see {@link #gpuAllocationExplain(Map)}.
+     *
+     * @param deploymentId the deployment
+     * @param from start (inclusive)
+     * @param to end (exclusive)
+     * @return the explanation
+     * @throws EnterpriseAIException on an error
+     */
+    public AllocationExplanation gpuAllocationExplain(String deploymentId, Instant from, Instant to) {
+        Map<String, Object> p = period(from, to);
+        p.put("deployment_id", deploymentId);
+        return gpuAllocationExplain(p);
     }
 
     // ---------------------------------------------------------------------------------------- cost over time

@@ -28,6 +28,7 @@ class ContractTest {
     static final Set<String> SDK_OPERATIONS = Set.of(
             "POST /v1/finops/gpu/samples",
             "GET /v1/finops/gpu/allocation",
+            "GET /v1/finops/gpu/allocation/explain",
             "GET /v1/finops/gpu/token-costs",
             "GET /v1/finops/gpu/allocation/series",
             "GET /v1/finops/gpu/allocation/focus",
