@@ -5,7 +5,7 @@
 import { t, lang, setLang, initialLang, LANGS } from "./i18n.js";
 import { call, ApiFailure, storedKey, storeKey, forgetKey } from "./api.js";
 import * as fmt from "./format.js";
-import { renderCharts, renderRateCharts, swatch, PALETTE } from "./chart.js";
+import { renderCharts, renderExplainChart, renderRateCharts, swatch, PALETTE } from "./chart.js";
 
 /** Roles for which the FinOps section opens (the portal guide's Roles table). */
 const READERS = new Set(["platform_admin", "finops", "tenant_admin", "auditor"]);
@@ -47,6 +47,9 @@ const state = {
   /** Budgets in force or scheduled (GET /v1/finops/budgets); the section shows only when there are some. */
   budgets: { items: [], seq: 0 },
   form: { open: false, values: { ...FORM_DEFAULTS }, errors: {}, failure: null, busy: false, opener: null },
+  /** Why a deployment costs what it does (GET /v1/finops/gpu/allocation/explain), in a dialog: for one deployment,
+   * or for one tenant's charge (`tenant`, with the deployments it is charged on to pick from). */
+  explain: { open: false, deployment: null, tenant: null, status: "idle", data: null, error: null, opener: null, seq: 0 },
 };
 
 // ---------------------------------------------------------------------------------------------- DOM helpers
@@ -132,10 +135,12 @@ function renderShell() {
     renderTopbar(),
     h("main", { id: "main", tabindex: "-1" }),
     h("div", { id: "drawer-root" }),
+    h("div", { id: "explain-root" }),
     h("div", { id: "toast", class: "toast", role: "status", "aria-live": "polite" }),
   );
   renderMain();
   renderDrawer();
+  renderExplain();
 }
 
 function renderTopbar() {
@@ -643,8 +648,10 @@ function renderDeployments(d) {
     ["col.costPerMtok", true], ["col.unpriced", true],
   ];
   const exact = (v) => t("title.exact", { value: v });
-  const rows = d.deployments.map((x) => h("tr", { "data-deployment": x.deployment_id, "data-currency": x.currency ?? "" },
-    h("th", { scope: "row", class: "id" }, h("span", { class: "mono" }, x.deployment_id),
+  const rows = d.deployments.map((x, i) => h("tr", { "data-deployment": x.deployment_id, "data-currency": x.currency ?? "" },
+    h("th", { scope: "row", class: "id" }, x.currency
+      ? h("button", { type: "button", class: "link mono", id: `explain-dep-${i}`, title: t("explain.open"), onclick: (e) => openExplain(x.deployment_id, null, e.currentTarget) }, x.deployment_id)
+      : h("span", { class: "mono" }, x.deployment_id),
       x.dedicated ? [" ", badge(t("badge.dedicated"), "info", t("title.dedicated"))] : null),
     num(String(x.samples), fmt.number(x.samples), "samples"),
     num(String(x.estimated_samples), x.estimated_samples > 0 ? badge(fmt.number(x.estimated_samples), "est", t("title.estimated")) : fmt.number(0), "estimated_samples"),
@@ -666,8 +673,10 @@ function renderDeployments(d) {
 }
 
 function renderTenants(d) {
-  const rows = d.tenants.map((x) => h("tr", { "data-tenant": x.tenant_id, "data-currency": x.cost.currency },
-    h("th", { scope: "row", class: "id" }, tenantCell(x.tenant_id)),
+  const rows = d.tenants.map((x, i) => h("tr", { "data-tenant": x.tenant_id, "data-currency": x.cost.currency },
+    h("th", { scope: "row", class: "id" }, tenantDeployments(x.tenant_id).length > 0
+      ? h("button", { type: "button", class: "link", id: `explain-tenant-${i}`, title: t("explain.openTenant"), onclick: (e) => openExplain(tenantDeployments(x.tenant_id)[0], x.tenant_id, e.currentTarget) }, tenantCell(x.tenant_id))
+      : tenantCell(x.tenant_id)),
     num(x.gpu_seconds, fmt.number(x.gpu_seconds, 3), "gpu_seconds"),
     num(x.share, fmt.percent(x.share), "share", { title: t("title.exact", { value: x.share }) }),
     num(x.cost.amount, fmt.money(x.cost.amount, x.cost.currency), "cost"),
@@ -863,6 +872,199 @@ const FIELDS = [
   { name: "effective_from", label: "form.effective", hint: "form.effectiveHint", type: "date" },
 ];
 
+// ---------------------------------------------------------------------------------------------- explain
+function openExplain(deployment, tenant, opener) {
+  state.explain = { open: true, deployment, tenant, status: "idle", data: null, error: null, opener: opener?.id ?? null, seq: state.explain.seq };
+  renderExplain();
+  loadExplain();
+  const close = $("#explain-close");
+  if (close) close.focus();
+}
+
+function closeExplain() {
+  if (!state.explain.open) return;
+  const opener = state.explain.opener;
+  state.explain = { ...state.explain, open: false };
+  renderExplain();
+  const back = opener && document.getElementById(opener);
+  if (back) back.focus();
+}
+
+async function loadExplain() {
+  const e = state.explain;
+  const a = state.alloc.data;
+  if (!e.open || !a) return;
+  const seq = ++state.explain.seq;
+  state.explain.status = "loading";
+  renderExplain();
+  const q = new URLSearchParams({ deployment_id: e.deployment, from: a.from, to: a.to });
+  // A platform administrator looking at a tenant's charge sees it as that tenant does (the others summed).
+  if (e.tenant && POLICY_ADMINS.has(state.who.role) && !state.viewAs) q.set("tenant_id", e.tenant);
+  try {
+    const data = await api(`/v1/finops/gpu/allocation/explain?${q}`);
+    if (seq !== state.explain.seq) return;
+    state.explain = { ...state.explain, status: "ok", data, error: null };
+  } catch (err) {
+    if (seq !== state.explain.seq) return;
+    state.explain = { ...state.explain, status: "error", data: null, error: err };
+  }
+  renderExplain();
+}
+
+/** The deployments a tenant is charged on in the loaded allocation, its largest charge first. */
+function tenantDeployments(tenant) {
+  const a = state.alloc.data;
+  if (!a) return [];
+  const charged = new Map();
+  for (const i of a.items) {
+    if (i.tenant_id !== tenant || fmt.compare(i.allocated.amount, "0") <= 0) continue;
+    charged.set(i.deployment_id, fmt.sum([charged.get(i.deployment_id) ?? "0", i.allocated.amount]));
+  }
+  return [...charged.keys()].sort((x, y) => fmt.compare(charged.get(y), charged.get(x)) || x.localeCompare(y));
+}
+
+/** A party of the explanation, as people know it. */
+function partyLabel(key) {
+  if (key === "others") return t("explain.others");
+  if (key === "idle") return t("explain.idle");
+  return tenantLabel(key);
+}
+
+function partyKey(p) {
+  if (p.kind === "tenant") return p.tenant_id;
+  return p.kind === "other_tenants" ? "others" : "idle";
+}
+
+function renderExplain() {
+  const root = $("#explain-root");
+  if (!root) return;
+  const e = state.explain;
+  const main = $("#main");
+  const top = document.querySelector(".topbar");
+  document.body.classList.toggle("modal-open", e.open || state.form.open);
+  for (const el of [main, top]) if (el) el.inert = e.open || state.form.open;
+  if (!e.open) {
+    root.replaceChildren();
+    return;
+  }
+  const d = e.data;
+  const row = d?.rounding?.[0];
+  // A tenant's charge: what the tenant pays on the deployment (its rounding lines); else the deployment's cost.
+  const charged = row && e.tenant
+    ? fmt.sum(row.lines.filter((l) => l.party.tenant_id === e.tenant).map((l) => l.amount))
+    : null;
+  const title = !row
+    ? t("explain.titleShort", { deployment: e.deployment })
+    : charged !== null
+      ? t("explain.titleTenant", { tenant: tenantLabel(e.tenant), amount: fmt.money(charged, row.currency), deployment: e.deployment })
+      : t("explain.title", { deployment: e.deployment, cost: fmt.money(row.cost, row.currency) });
+  let body;
+  if (e.status === "error") body = errorPanel(t("error.explain"), e.error, () => loadExplain(), "explain-error");
+  else if (e.status !== "ok") body = loading(t("explain.loading"), "explain-loading");
+  else body = explainBody(d);
+  const picker = e.tenant ? tenantDeployments(e.tenant) : [];
+  const focusedId = root.contains(document.activeElement) ? document.activeElement.id : null;
+  root.replaceChildren(h("div", { class: "drawer-layer", onkeydown: explainKeys },
+    h("div", { class: "backdrop", onclick: closeExplain }),
+    h("aside", { class: "drawer wide", role: "dialog", "aria-modal": "true", "aria-labelledby": "explain-title", id: "explain-dialog" },
+      h("div", { class: "drawer-head" },
+        h("h2", { id: "explain-title" }, title),
+        h("button", { type: "button", class: "btn icon", id: "explain-close", "aria-label": t("form.close"), title: t("form.close"), onclick: closeExplain }, svgIcon(ICON_CLOSE))),
+      h("p", { class: "muted", id: "explain-intro" }, e.tenant ? t("explain.forTenant", { tenant: tenantLabel(e.tenant) }) : t("explain.intro")),
+      picker.length > 1 ? h("div", { class: "field" },
+        h("label", { for: "explain-deployment" }, t("explain.pick")),
+        h("select", { id: "explain-deployment", onchange: (ev) => { state.explain.deployment = ev.target.value; loadExplain(); } },
+          picker.map((dep) => h("option", { value: dep, selected: dep === e.deployment }, dep)))) : null,
+      h("div", { id: "explain-body", "aria-busy": e.status === "loading" ? "true" : "false" }, body))));
+  // A re-render replaces what had the focus: keep it in the dialog (Escape and Tab work from there).
+  if (!root.contains(document.activeElement)) {
+    const keep = focusedId && document.getElementById(focusedId);
+    (keep || $("#explain-close"))?.focus();
+  }
+}
+
+function explainBody(d) {
+  const parts = [];
+  for (const p of d.policies) {
+    parts.push(h("p", { class: "note", "data-policy": p.policy_id }, t("explain.policy", {
+      policy: p.name, hourly: fmt.price(p.gpu_hourly_cost, p.currency), overhead: fmt.number(p.overhead_pct, 4),
+      energy: fmt.price(p.energy_kwh_price, p.currency), pue: fmt.number(p.pue, 4),
+    })));
+  }
+  const keys = [...new Set(d.buckets.flatMap((b) => b.priced.flatMap((p) => p.parties.map((x) => partyKey(x.party)))))];
+  const color = (k) => (k === "idle" ? "#6B6B6B" : k === "others" ? "#9C8A00" : PALETTE[Math.max(0, keys.indexOf(k)) % 6]);
+  for (const r of d.rounding) parts.push(renderExplainChart(d.buckets, r.currency, partyLabel, color));
+  for (const r of d.rounding) {
+    const id = `explain-rounding-title-${r.currency}`;
+    parts.push(h("h3", { id }, t("explain.rounding", { currency: r.currency })),
+      h("p", { class: "note" }, t("explain.roundingNote", { exact: fmt.price(r.exact, r.currency), cost: fmt.money(r.cost, r.currency) })),
+      tableWrap(id, h("table", { class: "data compact", id: "explain-rounding", "data-currency": r.currency },
+        h("thead", {}, h("tr", {}, ["col.party", "col.policy", "col.exact", "col.scaled", "col.floor", "col.remainder", "col.amount"]
+          .map((k, i) => h("th", { scope: "col", class: i > 1 ? "num" : null }, t(k))))),
+        h("tbody", {}, r.lines.map((l) => h("tr", { "data-party": partyKey(l.party) },
+          h("th", { scope: "row" }, partyLabel(partyKey(l.party))),
+          h("td", { class: "mono" }, l.policy_id),
+          num(l.exact, fmt.price(l.exact, r.currency), "exact"),
+          num(l.scaled, fmt.price(l.scaled, r.currency), "scaled"),
+          num(l.floor, fmt.money(l.floor, r.currency), "floor"),
+          num(l.remainder_unit, fmt.money(l.remainder_unit, r.currency), "remainder_unit"),
+          num(l.amount, fmt.money(l.amount, r.currency), "amount")))))));
+  }
+  // Hour by hour: each bucket's measure, claims and exact parts.
+  const rows = [];
+  for (const b of d.buckets) {
+    for (const p of b.priced) {
+      const lines = b.owner ? [{ party: b.owner, cost: p.cost }] : p.parties;
+      const span = String(lines.length + (b.owner ? 0 : 1));
+      lines.forEach((x, i) => {
+        const c = b.claims.find((cl) => partyKey(cl.party) === partyKey(x.party));
+        rows.push(h("tr", { "data-start": b.start, "data-party": partyKey(x.party) },
+          i === 0 ? h("th", { scope: "row", rowspan: span }, fmt.dateTime(b.start)) : null,
+          i === 0 ? h("td", { class: "num", rowspan: span, "data-col": "gpu_seconds", "data-value": String(b.gpu_seconds) }, fmt.number(b.gpu_seconds, 3)) : null,
+          h("td", {}, partyLabel(partyKey(x.party))),
+          num(c ? String(c.tokens) : "", c ? fmt.number(c.tokens) : "—", "tokens"),
+          num(c ? String(c.share) : "", c ? fmt.percent(c.share) : b.owner ? fmt.percent(1) : "—", "share"),
+          num(x.cost, fmt.price(x.cost, p.currency), "part")));
+      });
+      if (!b.owner) {
+        rows.push(h("tr", { "data-start": b.start, "data-party": "idle" },
+          h("td", {}, t("explain.idle")), num("", "", "tokens"), num("", "", "share"), num(p.idle, fmt.price(p.idle, p.currency), "part")));
+      }
+    }
+  }
+  const label = t("explain.buckets", { n: fmt.number(d.buckets.length) });
+  parts.push(h("details", { class: "chart-data", id: "explain-buckets" },
+    h("summary", {}, label),
+    h("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": label },
+      h("table", { class: "data compact" },
+        h("thead", {}, h("tr", {}, ["col.hour", "col.gpuSeconds", "col.party", "col.tokens", "col.share", "col.part"]
+          .map((k, i) => h("th", { scope: "col", class: [1, 3, 4, 5].includes(i) ? "num" : null }, t(k))))),
+        h("tbody", {}, rows)))));
+  return parts;
+}
+
+function explainKeys(e) {
+  if (e.key === "Escape") {
+    e.preventDefault();
+    closeExplain();
+    return;
+  }
+  if (e.key !== "Tab") return;
+  const focusable = [...document.querySelectorAll("#explain-dialog button, #explain-dialog select, #explain-dialog summary, #explain-dialog [tabindex='0']")]
+    .filter((el) => el.tabIndex >= 0);
+  if (focusable.length === 0) return;
+  const first = focusable[0];
+  const last = focusable[focusable.length - 1];
+  if (e.shiftKey && document.activeElement === first) {
+    e.preventDefault();
+    last.focus();
+  } else if (!e.shiftKey && document.activeElement === last) {
+    e.preventDefault();
+    first.focus();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- the form
 function openForm(opener) {
   state.form = { open: true, values: { ...FORM_DEFAULTS }, errors: {}, failure: null, busy: false, opener: opener?.id || "policy-new" };
   renderDrawer();
@@ -895,8 +1097,8 @@ function renderDrawer() {
   const main = $("#main");
   const top = document.querySelector(".topbar");
   const f = state.form;
-  document.body.classList.toggle("modal-open", f.open);
-  for (const el of [main, top]) if (el) el.inert = f.open;
+  document.body.classList.toggle("modal-open", f.open || state.explain.open);
+  for (const el of [main, top]) if (el) el.inert = f.open || state.explain.open;
   if (!f.open) {
     root.replaceChildren();
     return;

@@ -251,3 +251,78 @@ function renderRateChart(rows, currency, days, colorOf, several) {
       h("summary", {}, t("chart.table")),
       h("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": title }, table)));
 }
+
+/**
+ * The explanation of a deployment's cost (GET /v1/finops/gpu/allocation/explain) as stacked bars: one bar per
+ * allocation bucket (an hour), one segment per party (each tenant's exact part, the other tenants, idle), in the
+ * currency `currency`. `labelOf(key)` names a party, `colorOf(key)` colours it; keys are tenant ids, `others` and
+ * `idle`. Exact amounts are summed as decimals for the figures; floats only place the bars.
+ */
+export function renderExplainChart(buckets, currency, labelOf, colorOf) {
+  const id = `chart-${++uid}`;
+  const rows = [];
+  for (const b of buckets) {
+    for (const p of b.priced.filter((x) => x.currency === currency)) {
+      const add = (key, amount) => rows.push({ start: b.start, key, amount });
+      if (b.owner) add(b.owner.tenant_id ?? "others", p.cost);
+      else for (const x of p.parties) add(x.party.tenant_id ?? "others", x.cost);
+      if (!b.owner && fmt.compare(p.idle, "0") > 0) add("idle", p.idle);
+    }
+  }
+  const starts = [...new Set(rows.map((r) => r.start))].sort();
+  const totals = new Map();
+  for (const r of rows) totals.set(r.key, fmt.sum([totals.get(r.key) ?? "0", r.amount]));
+  const keys = [...totals.keys()].sort((a, b) => (a === "idle") - (b === "idle") || fmt.compare(totals.get(b), totals.get(a)));
+  const cell = new Map();
+  for (const r of rows) cell.set(`${r.start}\u0000${r.key}`, fmt.sum([cell.get(`${r.start}\u0000${r.key}`) ?? "0", r.amount]));
+  const bucketTotal = new Map(starts.map((st) => [st, fmt.sum(keys.map((k) => cell.get(`${st}\u0000${k}`) ?? "0"))]));
+  const max = Math.max(0, ...[...bucketTotal.values()].map(Number));
+
+  const W = 820;
+  const H = 260;
+  const left = 76;
+  const right = 12;
+  const top = 14;
+  const bottom = 40;
+  const plotW = W - left - right;
+  const plotH = H - top - bottom;
+  const ys = ticks(max);
+  const yMax = ys[ys.length - 1] || 1;
+  const y = (v) => top + plotH - (v / yMax) * plotH;
+  const band = plotW / Math.max(starts.length, 1);
+  const barW = Math.max(1, Math.min(36, band * 0.72));
+  const title = t("explain.chart", { currency });
+  const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-labelledby": `${id}-title ${id}-desc`, preserveAspectRatio: "xMidYMid meet" });
+  svg.append(s("title", { id: `${id}-title` }, title));
+  svg.append(s("desc", { id: `${id}-desc` }, t("explain.chartDesc", { n: fmt.number(starts.length) })));
+  svg.append(grid(ys, y, left, W - right, currency));
+  const labelEvery = Math.max(1, Math.ceil(starts.length / 8));
+  const bars = s("g", { class: "bars" });
+  starts.forEach((st, i) => {
+    const x = left + band * i + (band - barW) / 2;
+    let acc = 0;
+    for (const k of keys) {
+      const amount = cell.get(`${st}\u0000${k}`);
+      if (!amount || Number(amount) <= 0) continue;
+      const v = Number(amount);
+      const y0 = y(acc);
+      const y1 = y(acc + v);
+      acc += v;
+      bars.append(s("rect", {
+        x: x.toFixed(2), y: y1.toFixed(2), width: barW.toFixed(2), height: Math.max(0.5, y0 - y1).toFixed(2),
+        fill: colorOf(k), "data-start": st, "data-party": k, "data-amount": amount,
+      }, s("title", {}, `${fmt.dateTime(st)} · ${labelOf(k)}: ${fmt.price(amount, currency)}`)));
+    }
+    if (i % labelEvery === 0) {
+      bars.append(s("text", { class: "axis", x: (left + band * i + band / 2).toFixed(2), y: H - bottom + 18, "text-anchor": "middle", "aria-hidden": "true" }, `${fmt.shortDay(st)} ${st.slice(11, 16)}`));
+    }
+  });
+  svg.append(bars);
+  svg.append(s("line", { class: "baseline", x1: left, x2: W - right, y1: y(0), y2: y(0), "aria-hidden": "true" }));
+  const legend = h("ul", { class: "legend", "aria-label": t("explain.legend") },
+    keys.map((k) => h("li", {}, swatch(colorOf(k)), h("span", {}, labelOf(k)), " ", h("span", { class: "muted" }, fmt.price(totals.get(k), currency)))));
+  return h("figure", { class: "chart-figure", id: "explain-chart", "data-currency": currency },
+    h("figcaption", {}, h("h3", {}, title)),
+    h("div", { class: "chart-scroll" }, svg),
+    legend);
+}

@@ -2041,3 +2041,184 @@ async fn french_is_the_default_for_a_french_browser_labels_numbers_and_the_choic
     );
     b.assert_clean_console().await;
 }
+
+/// Clicking a deployment's name opens why it costs what it does, hour by hour (the chart, the rounding, the
+/// hours), in English and in French; clicking a tenant opens its charge as the tenant sees it (the other tenants
+/// summed, never named); a tenant's reader sees the same. The rounding's lines are the API's explanation and
+/// the allocation's items.
+#[tokio::test]
+async fn a_deployments_cost_and_a_tenants_charge_are_explained_hour_by_hour() {
+    let _one = BROWSER.lock().await;
+    let portal = Portal::start().await;
+    portal.load_fleet().await;
+    let b = Browser::launch().await;
+    b.goto(&portal.url("/finops/gpu")).await;
+    b.sign_in(ADMIN_KEY).await;
+    wait_allocation(&b).await;
+    let (from, to) = default_period();
+    let index = b
+        .js(
+            "return [...document.querySelectorAll('#deployments-table tbody tr')]
+               .findIndex(r => r.dataset.deployment === 'vllm-llama-70b');",
+            json!([]),
+        )
+        .await;
+    let opener = format!("#explain-dep-{index}");
+    b.click(&opener).await;
+    b.wait(
+        "document.querySelector('#explain-rounding')",
+        "the explanation",
+    )
+    .await;
+    assert!(
+        b.text("#explain-title")
+            .await
+            .starts_with("Why vllm-llama-70b costs €"),
+        "{}",
+        b.text("#explain-title").await
+    );
+    let bars = b
+        .js(
+            "return document.querySelectorAll('#explain-chart rect').length;",
+            json!([]),
+        )
+        .await;
+    assert!(bars.as_u64().unwrap_or(0) > 24, "hourly bars: {bars}");
+    // The rounding shown is the API's, line for line.
+    let path = format!(
+        "/v1/finops/gpu/allocation/explain?deployment_id=vllm-llama-70b&from={from}&to={to}"
+    );
+    let (status, api) = portal.get(&path, ADMIN_KEY).await;
+    assert_eq!(status, StatusCode::OK, "{api}");
+    let want: Vec<Value> = api["rounding"][0]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            let party = match l["party"]["kind"].as_str().unwrap() {
+                "tenant" => l["party"]["tenant_id"].clone(),
+                "other_tenants" => json!("others"),
+                _ => json!("idle"),
+            };
+            json!([party, l["amount"]])
+        })
+        .collect();
+    assert_eq!(rounding_rows(&b).await, json!(want));
+    b.screenshot("15-explain").await;
+    // Escape closes it and gives the focus back.
+    b.press("\u{E00C}").await;
+    assert!(!b.exists("#explain-dialog").await);
+    assert_eq!(b.focused_id().await, opener.trim_start_matches('#'));
+    // In French.
+    b.set_value("#lang", "fr").await;
+    b.click(&opener).await;
+    b.wait(
+        "document.querySelector('#explain-rounding')",
+        "l'explication",
+    )
+    .await;
+    assert!(
+        b.text("#explain-title")
+            .await
+            .starts_with("Pourquoi vllm-llama-70b coûte"),
+        "{}",
+        b.text("#explain-title").await
+    );
+    b.screenshot("16-explain-fr").await;
+    b.press("\u{E00C}").await;
+    b.set_value("#lang", "en").await;
+
+    // A tenant's charge, as the tenant sees it: ACME's lines, GLOBEX summed into the other tenants.
+    let index = b
+        .js(
+            "return [...document.querySelectorAll('#tenants-table tbody tr')]
+               .findIndex(r => r.dataset.tenant === arguments[0]);",
+            json!([ACME]),
+        )
+        .await;
+    b.click(&format!("#explain-tenant-{index}")).await;
+    b.wait(
+        "document.querySelector('#explain-rounding')",
+        "the tenant's charge",
+    )
+    .await;
+    // Its charges to pick from, largest first: ACME's dedicated deployment, then back to the shared one.
+    let picked = b
+        .js(
+            "return [...document.querySelectorAll('#explain-deployment option')].map(o => o.value);",
+            json!([]),
+        )
+        .await;
+    assert!(
+        picked.as_array().is_some_and(|v| v.len() >= 2
+            && v.contains(&json!("acme-finetune"))
+            && v.contains(&json!("vllm-llama-70b"))),
+        "{picked}"
+    );
+    b.set_value("#explain-deployment", "acme-finetune").await;
+    b.wait(
+        "document.querySelector('#explain-title').textContent.includes('acme-finetune')",
+        "the dedicated deployment",
+    )
+    .await;
+    assert!(
+        b.text("#explain-title")
+            .await
+            .starts_with(&format!("Why {ACME} is charged €")),
+        "{}",
+        b.text("#explain-title").await
+    );
+    b.set_value("#explain-deployment", "vllm-llama-70b").await;
+    b.wait(
+        "document.querySelector('#explain-rounding tr[data-party=others]')",
+        "the shared deployment's charge",
+    )
+    .await;
+    let dialog = b.text("#explain-dialog").await;
+    assert!(!dialog.contains(GLOBEX), "{dialog}");
+    let parties: Vec<String> = rounding_rows(&b)
+        .await
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[0].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        parties.contains(&ACME.to_string()) && parties.contains(&"others".to_string()),
+        "{parties:?}"
+    );
+    b.screenshot("17-explain-tenant").await;
+    b.press("\u{E00C}").await;
+    b.sign_out().await;
+
+    // ACME's FinOps reader: the same view of the shared deployment, GLOBEX never named.
+    let key = portal.key("finops", Some(ACME)).await;
+    b.sign_in(&key).await;
+    wait_allocation(&b).await;
+    let index = b
+        .js(
+            "return [...document.querySelectorAll('#deployments-table tbody tr')]
+               .findIndex(r => r.dataset.deployment === 'vllm-llama-70b');",
+            json!([]),
+        )
+        .await;
+    b.click(&format!("#explain-dep-{index}")).await;
+    b.wait(
+        "document.querySelector('#explain-rounding')",
+        "the explanation",
+    )
+    .await;
+    assert!(!b.text("#explain-dialog").await.contains(GLOBEX));
+    b.press("\u{E00C}").await;
+    b.assert_clean_console().await;
+}
+
+/// The explanation dialog's rounding table: `[party, amount]` per line.
+async fn rounding_rows(b: &Browser) -> Value {
+    b.js(
+        "return [...document.querySelectorAll('#explain-rounding tbody tr')].map(r =>
+           [r.dataset.party, r.querySelector('[data-col=amount]').dataset.value]);",
+        json!([]),
+    )
+    .await
+}
