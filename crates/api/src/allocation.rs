@@ -142,17 +142,24 @@ pub async fn read_inputs(
     })
 }
 
+impl Inputs {
+    /// What the engine reads, for `period` under `config`.
+    pub fn engine_input(&self, period: Period, config: AllocationConfig) -> AllocationInput<'_> {
+        AllocationInput {
+            period,
+            rollups: &self.read.rollups,
+            usage: &self.usage,
+            claims: &self.read.claims,
+            policies: &self.policies,
+            gaps: &self.read.gaps,
+            config,
+        }
+    }
+}
+
 /// The engine on `inputs` (CPU work: call it off the async workers).
 pub fn allocate_inputs(inputs: &Inputs, period: Period, config: AllocationConfig) -> Allocation {
-    allocate(&AllocationInput {
-        period,
-        rollups: &inputs.read.rollups,
-        usage: &inputs.usage,
-        claims: &inputs.read.claims,
-        policies: &inputs.policies,
-        gaps: &inputs.read.gaps,
-        config,
-    })
+    allocate(&inputs.engine_input(period, config))
 }
 
 /// The inputs of one step `[from, to)` of the period they were read for (steps are whole allocation
@@ -226,18 +233,7 @@ pub async fn explain_of(
     let inputs = read_inputs(source, store, period).await?;
     let dep = deployment_id.to_string();
     let explained = tokio::task::spawn_blocking(move || {
-        eai_engine::allocate::explain(
-            &AllocationInput {
-                period,
-                rollups: &inputs.read.rollups,
-                usage: &inputs.usage,
-                claims: &inputs.read.claims,
-                policies: &inputs.policies,
-                gaps: &inputs.read.gaps,
-                config,
-            },
-            &dep,
-        )
+        eai_engine::allocate::explain(&inputs.engine_input(period, config), &dep)
     })
     .await
     .map_err(|e| StoreError::Internal(format!("the explanation task failed: {e}")))?;

@@ -286,12 +286,9 @@ pub fn render(a: &Allocation) -> String {
 /// `--period YYYY-MM`: the allocation batch on the store.
 pub async fn run_batch(args: AllocateArgs) -> anyhow::Result<std::process::ExitCode> {
     let period = args.period.clone().unwrap_or_default();
-    let config = crate::serve::config(None, args.data_dir.clone(), args.database_url.clone())?;
-    let store = eai_api::open_store(&config).await?;
-    let alloc = AllocationConfig {
-        bucket_ms: i64::from(config.allocation_bucket_minutes) * 60_000,
-        ..AllocationConfig::default()
-    };
+    let (_, store, alloc) =
+        crate::serve::store_for_allocation(args.data_dir.clone(), args.database_url.clone())
+            .await?;
     let now = eai_api::state::now();
     let o = eai_api::batch::run_month(store.as_ref(), &period, now, alloc).await?;
     println!(

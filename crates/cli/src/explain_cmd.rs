@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use eai_api::allocation::Source;
-use eai_engine::allocate::{AllocationConfig, Explanation, Party, Period};
+use eai_engine::allocate::{Explanation, Party, Period};
 use eai_engine::domain::TenantId;
 use eai_engine::time::Timestamp;
 use eai_engine::view::ExplanationView;
@@ -63,12 +63,9 @@ pub async fn run(args: ExplainArgs) -> anyhow::Result<ExitCode> {
         .map(|t| t.parse::<TenantId>())
         .transpose()
         .map_err(|_| anyhow::anyhow!("--tenant must be a tenant id (a UUID)"))?;
-    let config = crate::serve::config(None, args.data_dir.clone(), args.database_url.clone())?;
-    let store = eai_api::open_store(&config).await?;
-    let alloc = AllocationConfig {
-        bucket_ms: i64::from(config.allocation_bucket_minutes) * 60_000,
-        ..AllocationConfig::default()
-    };
+    let (_, store, alloc) =
+        crate::serve::store_for_allocation(args.data_dir.clone(), args.database_url.clone())
+            .await?;
     let period =
         Period::new(from, to, alloc.bucket_ms).map_err(|e| anyhow::anyhow!("{}", e.reason))?;
     let Some(e) = eai_api::allocation::explain_of(

@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use eai_api::allocation::Source;
 use eai_api::focus::{encode, rows, Format};
-use eai_engine::allocate::{AllocationConfig, Period};
+use eai_engine::allocate::Period;
 use eai_engine::batch::month;
 use eai_store::Scope;
 
@@ -52,12 +52,9 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<std::process::ExitCode> {
     let Some((from, to)) = month(&args.period) else {
         anyhow::bail!("--period must be a month YYYY-MM, not {:?}", args.period);
     };
-    let config = crate::serve::config(None, args.data_dir.clone(), args.database_url.clone())?;
-    let store = eai_api::open_store(&config).await?;
-    let alloc = AllocationConfig {
-        bucket_ms: i64::from(config.allocation_bucket_minutes) * 60_000,
-        ..AllocationConfig::default()
-    };
+    let (config, store, alloc) =
+        crate::serve::store_for_allocation(args.data_dir.clone(), args.database_url.clone())
+            .await?;
     let period =
         Period::new(from, to, alloc.bucket_ms).map_err(|e| anyhow::anyhow!("{}", e.reason))?;
     let found = rows(

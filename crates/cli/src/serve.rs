@@ -20,6 +20,25 @@ pub struct ServeArgs {
     pub database_url: Option<String>,
 }
 
+/// The store the flags name (environment first, flags over it), with the server's allocation settings: what the
+/// commands that read the store offline (`allocate --period`, `export`, `explain`) run the engine on.
+pub async fn store_for_allocation(
+    data_dir: Option<PathBuf>,
+    database_url: Option<String>,
+) -> anyhow::Result<(
+    Config,
+    std::sync::Arc<dyn eai_store::Store>,
+    eai_engine::allocate::AllocationConfig,
+)> {
+    let config = config(None, data_dir, database_url)?;
+    let store = eai_api::open_store(&config).await?;
+    let alloc = eai_engine::allocate::AllocationConfig {
+        bucket_ms: i64::from(config.allocation_bucket_minutes) * 60_000,
+        ..eai_engine::allocate::AllocationConfig::default()
+    };
+    Ok((config, store, alloc))
+}
+
 /// The configuration of `serve`: environment first, flags over it.
 pub fn config(
     listen: Option<SocketAddr>,
