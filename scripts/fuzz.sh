@@ -41,7 +41,7 @@ cargo +nightly fuzz build 2>&1 | tail -1
 echo "fuzz build: $(( $(date +%s) - started )) s"
 
 [ -f RUNS.tsv ] || printf 'started_utc\ttarget\tseconds\texecutions\tcorpus\tcrashes\tcommit\n' > RUNS.tsv
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+commit=$(git describe --always --dirty 2>/dev/null || echo unknown)
 failed=()
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t" "artifacts/$t" "regressions/$t"
