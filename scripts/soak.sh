@@ -71,7 +71,8 @@ report() {
   # Flatness after the warm-up: the second half's mean against the first half's.
   awk -F'\t' -v w="$warmup" '
     NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-    $1 > w { n++; for (k in col) v[n, k] = $col[k] }
+    # minutes after the warm-up in which the load ran (the last line, after it stopped, has no samples)
+    $1 > w && $col["samples_per_s"] > 0 { n++; for (k in col) v[n, k] = $col[k] }
     END {
       split("rss_mib fds ingest_p50_ms day_p50_ms week_p50_ms ingest_p99_ms day_p99_ms week_p99_ms db_mib", ks, " ")
       h = int(n / 2)
