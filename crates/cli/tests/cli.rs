@@ -420,19 +420,8 @@ fn kill_9_during_ingest(name: &str, database_url: Option<&str>) {
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
     let start = || {
-        let mut cmd = bin();
-        cmd.args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-        ])
-        .arg(dir.join("data"));
-        if let Some(url) = database_url {
-            cmd.args(["--database-url", url]);
-        }
         Server(
-            cmd.env("EAI_BOOTSTRAP_ADMIN_KEY", key)
+            serve_cmd(&dir.join("data"), port, key, database_url)
                 .env("RUST_LOG", "warn")
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -521,19 +510,7 @@ fn kill_9_during_the_batch(name: &str, database_url: Option<&str>) {
     };
     // A server whose batch (when on) runs a second after start and every second; its log lines on a channel.
     let start = |batch: bool| {
-        let mut cmd = bin();
-        cmd.args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-        ])
-        .arg(dir.join("data"));
-        if let Some(url) = database_url {
-            cmd.args(["--database-url", url]);
-        }
-        let mut child = cmd
-            .env("EAI_BOOTSTRAP_ADMIN_KEY", key)
+        let mut child = serve_cmd(&dir.join("data"), port, key, database_url)
             .env("EAI_ALLOCATION_BATCH", if batch { "on" } else { "off" })
             .env("EAI_ALLOCATION_BATCH_INTERVAL_SECONDS", "1")
             .env("EAI_LEADER_POLL_SECONDS", "1")
@@ -1084,16 +1061,7 @@ fn several_replicas_run_each_job_once_and_a_survivor_takes_over_after_a_kill_9()
     let start = |name: &str| {
         let port = free_port();
         let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
-        let child = bin()
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--data-dir",
-            ])
-            .arg(dir.join(name))
-            .args(["--database-url", &url])
-            .env("EAI_BOOTSTRAP_ADMIN_KEY", key)
+        let child = serve_cmd(&dir.join(name), port, key, Some(&url))
             .env("EAI_INSTANCE", name)
             .env("EAI_ALLOCATION_BATCH_INTERVAL_SECONDS", "2")
             .env("EAI_LEADER_POLL_SECONDS", "1")
@@ -1473,15 +1441,7 @@ fn spans_are_exported_over_otlp_and_a_samples_trace_goes_from_the_sampler_to_the
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
     let _server = Server(
-        bin()
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--data-dir",
-            ])
-            .arg(dir.join("data"))
-            .env("EAI_BOOTSTRAP_ADMIN_KEY", key)
+        serve_cmd(&dir.join("data"), port, key, None)
             .env("EAI_ALLOCATION_BATCH", "off")
             .env("OTEL_EXPORTER_OTLP_ENDPOINT", &otlp)
             .env("OTEL_BSP_SCHEDULE_DELAY", "100")
@@ -1643,8 +1603,9 @@ fn export_focus_writes_the_month_to_a_file_or_stdout() {
     }
 }
 
-/// `serve` on a data folder (and `database_url` when given), with `key` as its first admin key.
-fn serve_on(dir: &std::path::Path, port: u16, key: &str, database_url: Option<&str>) -> Server {
+/// The command of `serve` on 127.0.0.1:`port` and a data folder (and `database_url` when given), with `key` as
+/// its first admin key: the tests add their settings and spawn it.
+fn serve_cmd(dir: &std::path::Path, port: u16, key: &str, database_url: Option<&str>) -> Command {
     let mut cmd = bin();
     cmd.args([
         "serve",
@@ -1656,12 +1617,18 @@ fn serve_on(dir: &std::path::Path, port: u16, key: &str, database_url: Option<&s
     if let Some(url) = database_url {
         cmd.args(["--database-url", url]);
     }
+    cmd.env("EAI_BOOTSTRAP_ADMIN_KEY", key);
+    cmd
+}
+
+/// `serve` on a data folder (and `database_url` when given), with `key` as its first admin key, once healthy.
+fn serve_on(dir: &std::path::Path, port: u16, key: &str, database_url: Option<&str>) -> Server {
+    let mut cmd = serve_cmd(dir, port, key, database_url);
     // The log, for a failing test's reader: eai-serve-<port>.log in the temp folder.
     let log =
         std::fs::File::create(std::env::temp_dir().join(format!("eai-serve-{port}.log"))).unwrap();
     let s = Server(
-        cmd.env("EAI_BOOTSTRAP_ADMIN_KEY", key)
-            .env("RUST_LOG", "warn")
+        cmd.env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
