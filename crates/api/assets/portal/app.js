@@ -939,10 +939,7 @@ function renderExplain() {
   const root = $("#explain-root");
   if (!root) return;
   const e = state.explain;
-  const main = $("#main");
-  const top = document.querySelector(".topbar");
-  document.body.classList.toggle("modal-open", e.open || state.form.open);
-  for (const el of [main, top]) if (el) el.inert = e.open || state.form.open;
+  syncModal();
   if (!e.open) {
     root.replaceChildren();
     return;
@@ -1044,24 +1041,7 @@ function explainBody(d) {
 }
 
 function explainKeys(e) {
-  if (e.key === "Escape") {
-    e.preventDefault();
-    closeExplain();
-    return;
-  }
-  if (e.key !== "Tab") return;
-  const focusable = [...document.querySelectorAll("#explain-dialog button, #explain-dialog select, #explain-dialog summary, #explain-dialog [tabindex='0']")]
-    .filter((el) => el.tabIndex >= 0);
-  if (focusable.length === 0) return;
-  const first = focusable[0];
-  const last = focusable[focusable.length - 1];
-  if (e.shiftKey && document.activeElement === first) {
-    e.preventDefault();
-    last.focus();
-  } else if (!e.shiftKey && document.activeElement === last) {
-    e.preventDefault();
-    first.focus();
-  }
+  dialogKeys(e, "#explain-dialog button, #explain-dialog select, #explain-dialog summary, #explain-dialog [tabindex='0']", closeExplain);
 }
 
 // ---------------------------------------------------------------------------------------------- the form
@@ -1091,14 +1071,18 @@ function captureForm() {
   if (en) state.form.values.enabled = en.checked;
 }
 
+/** While a dialog (the policy form or an explanation) is open, the page behind it is inert. */
+function syncModal() {
+  const open = state.form.open || state.explain.open;
+  document.body.classList.toggle("modal-open", open);
+  for (const el of [$("#main"), document.querySelector(".topbar")]) if (el) el.inert = open;
+}
+
 function renderDrawer() {
   const root = $("#drawer-root");
   if (!root) return;
-  const main = $("#main");
-  const top = document.querySelector(".topbar");
   const f = state.form;
-  document.body.classList.toggle("modal-open", f.open || state.explain.open);
-  for (const el of [main, top]) if (el) el.inert = f.open || state.explain.open;
+  syncModal();
   if (!f.open) {
     root.replaceChildren();
     return;
@@ -1149,17 +1133,21 @@ function errorText(e) {
 }
 
 function drawerKeys(e) {
+  dialogKeys(e, "#policy-drawer button:not([disabled]), #policy-drawer input, #policy-drawer [tabindex='-1'].form-error", closeForm);
+}
+
+/** A modal dialog's keys: Escape closes it (`close`), Tab and Shift+Tab go round what `focusable` selects. */
+function dialogKeys(e, focusable, close) {
   if (e.key === "Escape") {
     e.preventDefault();
-    closeForm();
+    close();
     return;
   }
   if (e.key !== "Tab") return;
-  const focusable = [...document.querySelectorAll("#policy-drawer button:not([disabled]), #policy-drawer input, #policy-drawer [tabindex='-1'].form-error")]
-    .filter((el) => !el.hidden && el.tabIndex >= 0);
-  if (focusable.length === 0) return;
-  const first = focusable[0];
-  const last = focusable[focusable.length - 1];
+  const els = [...document.querySelectorAll(focusable)].filter((el) => !el.hidden && el.tabIndex >= 0);
+  if (els.length === 0) return;
+  const first = els[0];
+  const last = els[els.length - 1];
   if (e.shiftKey && document.activeElement === first) {
     e.preventDefault();
     last.focus();

@@ -47,6 +47,37 @@ function grid(ys, y, left, end, currency) {
   return g;
 }
 
+/**
+ * The frame of a stacked-bar chart of `n` bars up to `max` in `currency`, `H` high: the SVG with its title and
+ * description, the grid, and where bar `i` goes (at least `minBar` wide) (`x(i)` its left edge, `mid(i)` its centre, `barW`), `y(v)` the
+ * height of a value and `axisY` the baseline of the axis labels. `finish()` draws the baseline over the bars.
+ */
+function barFrame(id, title, desc, n, max, currency, H, minBar) {
+  const W = 820;
+  const left = 76;
+  const right = 12;
+  const top = 14;
+  const bottom = 40;
+  const plotW = W - left - right;
+  const plotH = H - top - bottom;
+  const ys = ticks(max);
+  const yMax = ys[ys.length - 1] || 1;
+  const y = (v) => top + plotH - (v / yMax) * plotH;
+  const band = plotW / Math.max(n, 1);
+  const barW = Math.max(minBar, Math.min(36, band * 0.72));
+  const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-labelledby": `${id}-title ${id}-desc`, preserveAspectRatio: "xMidYMid meet" });
+  svg.append(s("title", { id: `${id}-title` }, title));
+  svg.append(s("desc", { id: `${id}-desc` }, desc));
+  svg.append(grid(ys, y, left, W - right, currency));
+  return {
+    svg, y, barW,
+    x: (i) => left + band * i + (band - barW) / 2,
+    mid: (i) => left + band * i + band / 2,
+    axisY: H - bottom + 18,
+    finish: () => svg.append(s("line", { class: "baseline", x1: left, x2: W - right, y1: y(0), y2: y(0), "aria-hidden": "true" })),
+  };
+}
+
 /** Round tick values from 0 to at least `max`. */
 function ticks(max) {
   if (!(max > 0)) return [0, 1];
@@ -82,37 +113,15 @@ function renderChart(rows, currency, from, to, colorOf, several) {
   const max = Math.max(0, ...[...dayTotal.values()].map(Number));
   const maxDay = days.find((d) => Number(dayTotal.get(d)) === max);
 
-  const W = 820;
-  const H = 300;
-  const left = 76;
-  const right = 12;
-  const top = 14;
-  const bottom = 40;
-  const plotW = W - left - right;
-  const plotH = H - top - bottom;
-  const ys = ticks(max);
-  const yMax = ys[ys.length - 1] || 1;
-  const y = (v) => top + plotH - (v / yMax) * plotH;
-  const band = plotW / Math.max(days.length, 1);
-  const barW = Math.max(2, Math.min(36, band * 0.72));
-
   const title = several ? t("chart.titleCurrency", { currency }) : t("chart.title");
-  const svg = s("svg", {
-    class: "chart",
-    viewBox: `0 0 ${W} ${H}`,
-    role: "img",
-    "aria-labelledby": `${id}-title ${id}-desc`,
-    preserveAspectRatio: "xMidYMid meet",
-  });
-  svg.append(s("title", { id: `${id}-title` }, title));
-  svg.append(s("desc", { id: `${id}-desc` }, t("chart.desc", { max: maxDay ? `${fmt.date(maxDay)}, ${fmt.money(dayTotal.get(maxDay), currency)}` : fmt.money("0", currency) })));
-
-  svg.append(grid(ys, y, left, W - right, currency));
+  const desc = t("chart.desc", { max: maxDay ? `${fmt.date(maxDay)}, ${fmt.money(dayTotal.get(maxDay), currency)}` : fmt.money("0", currency) });
+  const f = barFrame(id, title, desc, days.length, max, currency, 300, 2);
+  const { svg, y, barW } = f;
 
   const labelEvery = Math.max(1, Math.ceil(days.length / 10));
   const bars = s("g", { class: "bars" });
   days.forEach((d, i) => {
-    const x = left + band * i + (band - barW) / 2;
+    const x = f.x(i);
     let acc = 0;
     for (const dep of deployments) {
       const amount = cell.get(`${d}\u0000${dep}`);
@@ -127,11 +136,11 @@ function renderChart(rows, currency, from, to, colorOf, several) {
       }, s("title", {}, `${fmt.date(d)} · ${dep}: ${fmt.money(amount, currency)}`)));
     }
     if (i % labelEvery === 0) {
-      bars.append(s("text", { class: "axis", x: (left + band * i + band / 2).toFixed(2), y: H - bottom + 18, "text-anchor": "middle", "aria-hidden": "true" }, fmt.shortDay(d)));
+      bars.append(s("text", { class: "axis", x: f.mid(i).toFixed(2), y: f.axisY, "text-anchor": "middle", "aria-hidden": "true" }, fmt.shortDay(d)));
     }
   });
   svg.append(bars);
-  svg.append(s("line", { class: "baseline", x1: left, x2: W - right, y1: y(0), y2: y(0), "aria-hidden": "true" }));
+  f.finish();
 
   const legend = h("ul", { class: "legend", "aria-label": t("chart.legend") },
     deployments.map((dep) => h("li", {}, swatch(colorOf(dep)), h("span", {}, dep), " ", h("span", { class: "muted" }, fmt.money(totals.get(dep), currency)))));
@@ -278,28 +287,13 @@ export function renderExplainChart(buckets, currency, labelOf, colorOf) {
   const bucketTotal = new Map(starts.map((st) => [st, fmt.sum(keys.map((k) => cell.get(`${st}\u0000${k}`) ?? "0"))]));
   const max = Math.max(0, ...[...bucketTotal.values()].map(Number));
 
-  const W = 820;
-  const H = 260;
-  const left = 76;
-  const right = 12;
-  const top = 14;
-  const bottom = 40;
-  const plotW = W - left - right;
-  const plotH = H - top - bottom;
-  const ys = ticks(max);
-  const yMax = ys[ys.length - 1] || 1;
-  const y = (v) => top + plotH - (v / yMax) * plotH;
-  const band = plotW / Math.max(starts.length, 1);
-  const barW = Math.max(1, Math.min(36, band * 0.72));
   const title = t("explain.chart", { currency });
-  const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-labelledby": `${id}-title ${id}-desc`, preserveAspectRatio: "xMidYMid meet" });
-  svg.append(s("title", { id: `${id}-title` }, title));
-  svg.append(s("desc", { id: `${id}-desc` }, t("explain.chartDesc", { n: fmt.number(starts.length) })));
-  svg.append(grid(ys, y, left, W - right, currency));
+  const f = barFrame(id, title, t("explain.chartDesc", { n: fmt.number(starts.length) }), starts.length, max, currency, 260, 1);
+  const { svg, y, barW } = f;
   const labelEvery = Math.max(1, Math.ceil(starts.length / 8));
   const bars = s("g", { class: "bars" });
   starts.forEach((st, i) => {
-    const x = left + band * i + (band - barW) / 2;
+    const x = f.x(i);
     let acc = 0;
     for (const k of keys) {
       const amount = cell.get(`${st}\u0000${k}`);
@@ -314,11 +308,11 @@ export function renderExplainChart(buckets, currency, labelOf, colorOf) {
       }, s("title", {}, `${fmt.dateTime(st)} · ${labelOf(k)}: ${fmt.price(amount, currency)}`)));
     }
     if (i % labelEvery === 0) {
-      bars.append(s("text", { class: "axis", x: (left + band * i + band / 2).toFixed(2), y: H - bottom + 18, "text-anchor": "middle", "aria-hidden": "true" }, `${fmt.shortDay(st)} ${st.slice(11, 16)}`));
+      bars.append(s("text", { class: "axis", x: f.mid(i).toFixed(2), y: f.axisY, "text-anchor": "middle", "aria-hidden": "true" }, `${fmt.shortDay(st)} ${st.slice(11, 16)}`));
     }
   });
   svg.append(bars);
-  svg.append(s("line", { class: "baseline", x1: left, x2: W - right, y1: y(0), y2: y(0), "aria-hidden": "true" }));
+  f.finish();
   const legend = h("ul", { class: "legend", "aria-label": t("explain.legend") },
     keys.map((k) => h("li", {}, swatch(colorOf(k)), h("span", {}, labelOf(k)), " ", h("span", { class: "muted" }, fmt.price(totals.get(k), currency)))));
   return h("figure", { class: "chart-figure", id: "explain-chart", "data-currency": currency },
