@@ -2056,13 +2056,7 @@ async fn a_deployments_cost_and_a_tenants_charge_are_explained_hour_by_hour() {
     b.sign_in(ADMIN_KEY).await;
     wait_allocation(&b).await;
     let (from, to) = default_period();
-    let index = b
-        .js(
-            "return [...document.querySelectorAll('#deployments-table tbody tr')]
-               .findIndex(r => r.dataset.deployment === 'vllm-llama-70b');",
-            json!([]),
-        )
-        .await;
+    let index = row_index(&b, "#deployments-table", "deployment", "vllm-llama-70b").await;
     let opener = format!("#explain-dep-{index}");
     b.click(&opener).await;
     b.wait(
@@ -2129,13 +2123,7 @@ async fn a_deployments_cost_and_a_tenants_charge_are_explained_hour_by_hour() {
     b.set_value("#lang", "en").await;
 
     // A tenant's charge, as the tenant sees it: ACME's lines, GLOBEX summed into the other tenants.
-    let index = b
-        .js(
-            "return [...document.querySelectorAll('#tenants-table tbody tr')]
-               .findIndex(r => r.dataset.tenant === arguments[0]);",
-            json!([ACME]),
-        )
-        .await;
+    let index = row_index(&b, "#tenants-table", "tenant", ACME).await;
     b.click(&format!("#explain-tenant-{index}")).await;
     b.wait(
         "document.querySelector('#explain-rounding')",
@@ -2195,13 +2183,7 @@ async fn a_deployments_cost_and_a_tenants_charge_are_explained_hour_by_hour() {
     let key = portal.key("finops", Some(ACME)).await;
     b.sign_in(&key).await;
     wait_allocation(&b).await;
-    let index = b
-        .js(
-            "return [...document.querySelectorAll('#deployments-table tbody tr')]
-               .findIndex(r => r.dataset.deployment === 'vllm-llama-70b');",
-            json!([]),
-        )
-        .await;
+    let index = row_index(&b, "#deployments-table", "deployment", "vllm-llama-70b").await;
     b.click(&format!("#explain-dep-{index}")).await;
     b.wait(
         "document.querySelector('#explain-rounding')",
@@ -2219,6 +2201,16 @@ async fn rounding_rows(b: &Browser) -> Value {
         "return [...document.querySelectorAll('#explain-rounding tbody tr')].map(r =>
            [r.dataset.party, r.querySelector('[data-col=amount]').dataset.value]);",
         json!([]),
+    )
+    .await
+}
+
+/// The index of the row of `table` whose `data-<key>` is `value` (-1 if none): the suffix of its buttons' ids.
+async fn row_index(b: &Browser, table: &str, key: &str, value: &str) -> Value {
+    b.js(
+        "return [...document.querySelectorAll(arguments[0] + ' tbody tr')]
+           .findIndex(r => r.dataset[arguments[1]] === arguments[2]);",
+        json!([table, key, value]),
     )
     .await
 }
