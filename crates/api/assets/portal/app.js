@@ -946,14 +946,16 @@ function renderExplain() {
   }
   const d = e.data;
   const row = d?.rounding?.[0];
-  // A tenant's charge: what the tenant pays on the deployment (its rounding lines); else the deployment's cost.
-  const charged = row && e.tenant
-    ? fmt.sum(row.lines.filter((l) => l.party.tenant_id === e.tenant).map((l) => l.amount))
+  // Whose view it is: the tenant clicked, or the tenant the page is read as (a tenant's key, or "View as"). Then
+  // the title says what that tenant pays on the deployment (its rounding lines); else the deployment's cost.
+  const viewer = e.tenant ?? state.viewAs ?? state.who?.tenant_id ?? null;
+  const charged = row && viewer
+    ? fmt.sum(row.lines.filter((l) => l.party.tenant_id === viewer).map((l) => l.amount))
     : null;
   const title = !row
     ? t("explain.titleShort", { deployment: e.deployment })
     : charged !== null
-      ? t("explain.titleTenant", { tenant: tenantLabel(e.tenant), amount: fmt.money(charged, row.currency), deployment: e.deployment })
+      ? t("explain.titleTenant", { tenant: tenantLabel(viewer), amount: fmt.money(charged, row.currency), deployment: e.deployment })
       : t("explain.title", { deployment: e.deployment, cost: fmt.money(row.cost, row.currency) });
   let body;
   if (e.status === "error") body = errorPanel(t("error.explain"), e.error, () => loadExplain(), "explain-error");
@@ -967,7 +969,7 @@ function renderExplain() {
       h("div", { class: "drawer-head" },
         h("h2", { id: "explain-title" }, title),
         h("button", { type: "button", class: "btn icon", id: "explain-close", "aria-label": t("form.close"), title: t("form.close"), onclick: closeExplain }, svgIcon(ICON_CLOSE))),
-      h("p", { class: "muted", id: "explain-intro" }, e.tenant ? t("explain.forTenant", { tenant: tenantLabel(e.tenant) }) : t("explain.intro")),
+      h("p", { class: "muted", id: "explain-intro" }, viewer ? t("explain.forTenant", { tenant: tenantLabel(viewer) }) : t("explain.intro")),
       picker.length > 1 ? h("div", { class: "field" },
         h("label", { for: "explain-deployment" }, t("explain.pick")),
         h("select", { id: "explain-deployment", onchange: (ev) => { state.explain.deployment = ev.target.value; loadExplain(); } },

@@ -2191,6 +2191,14 @@ async fn a_deployments_cost_and_a_tenants_charge_are_explained_hour_by_hour() {
     )
     .await;
     assert!(!b.text("#explain-dialog").await.contains(GLOBEX));
+    // Its title says what the tenant pays on it, not the deployment's whole cost.
+    assert!(
+        b.text("#explain-title")
+            .await
+            .starts_with(&format!("Why {ACME} is charged €")),
+        "{}",
+        b.text("#explain-title").await
+    );
     b.press("\u{E00C}").await;
     b.assert_clean_console().await;
 }
