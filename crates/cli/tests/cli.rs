@@ -1052,6 +1052,21 @@ fn check_gpu_local_events(
     got.len()
 }
 
+/// The last of `runs` (audit events, in order) for `resource` that began after the audit event `seq`. A run's
+/// audit event is written when it ends, so the first one recorded after `seq` may have read its data before it:
+/// the second one recorded after `seq` began after the first ended, and so after `seq`.
+fn run_begun_after<'a>(
+    runs: &'a [serde_json::Value],
+    seq: u64,
+    resource: &str,
+) -> Option<&'a serde_json::Value> {
+    let after: Vec<_> = runs
+        .iter()
+        .filter(|r| r["seq"].as_u64().unwrap() > seq && r["resource"] == resource)
+        .collect();
+    after.get(1).and(after.last().copied())
+}
+
 #[test]
 fn several_replicas_run_each_job_once_and_a_survivor_takes_over_after_a_kill_9() {
     let db = scratch_pg();
@@ -1217,14 +1232,9 @@ fn several_replicas_run_each_job_once_and_a_survivor_takes_over_after_a_kill_9()
             "two runs of {period} within a second: {t:?}"
         );
     }
-    let last = before_kill
-        .iter()
-        .rev()
-        .find(|r| {
-            r["seq"].as_u64().unwrap() > ingested_through
-                && r["resource"] == format!("gpu_local/{}", &rfc3339(t0)[..7])
-        })
-        .expect("a run after the ingest");
+    let month = format!("gpu_local/{}", &rfc3339(t0)[..7]);
+    let last =
+        run_begun_after(&before_kill, ingested_through, &month).expect("a run after the ingest");
     let n = check_gpu_local_events(&http, &base_a, key, &url, last);
     assert!(n >= 2, "both tenants are charged: {n}");
 
@@ -1277,11 +1287,8 @@ fn several_replicas_run_each_job_once_and_a_survivor_takes_over_after_a_kill_9()
     let deadline = Instant::now() + Duration::from_secs(30);
     let after = loop {
         let events = audit_events(&http, &survivor_base, key);
-        if let Some(r) = runs(&events).into_iter().rev().find(|r| {
-            r["seq"].as_u64().unwrap() > sent
-                && r["resource"] == format!("gpu_local/{}", &rfc3339(t0)[..7])
-        }) {
-            break r;
+        if let Some(r) = run_begun_after(&runs(&events), sent, &month) {
+            break r.clone();
         }
         assert!(
             Instant::now() < deadline,
