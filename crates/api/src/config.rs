@@ -131,6 +131,9 @@ pub struct Config {
     /// one-replica job (the batch, the pruner, the replicator, the budget chores); a replica takes over within
     /// this once the leader is gone.
     pub leader_poll_seconds: u32,
+    /// `EAI_MALLOC_TRIM_SECONDS` (60; 0: never): how often `serve` hands the allocator's free pages back to the
+    /// system (glibc `malloc_trim`), so that resident memory follows what is in use (see RELIABILITY.md).
+    pub malloc_trim_seconds: u32,
     /// `EAI_RATE_LIMIT_PER_KEY`: requests per second one API key may make (bursts of twice that); 0: no limit.
     pub rate_limit_per_key: u32,
     /// `EAI_RATE_LIMIT_PER_ADDRESS`: requests per second one client address may make without a valid key
@@ -190,6 +193,7 @@ impl Default for Config {
             allocation_batch: true,
             allocation_batch_interval_seconds: 3600,
             leader_poll_seconds: 15,
+            malloc_trim_seconds: 60,
             rate_limit_per_key: DEFAULT_RATE_LIMIT_PER_KEY,
             rate_limit_per_address: DEFAULT_RATE_LIMIT_PER_ADDRESS,
             max_concurrent_allocations: cores(),
@@ -235,6 +239,7 @@ impl std::fmt::Debug for Config {
                 &self.allocation_batch_interval_seconds,
             )
             .field("leader_poll_seconds", &self.leader_poll_seconds)
+            .field("malloc_trim_seconds", &self.malloc_trim_seconds)
             .field("budget_check_seconds", &self.budget_check_seconds)
             .field("rate_limit_per_key", &self.rate_limit_per_key)
             .field("rate_limit_per_address", &self.rate_limit_per_address)
@@ -313,6 +318,7 @@ impl Config {
             c.allocation_batch_interval_seconds,
         )?;
         c.leader_poll_seconds = number(&get, "EAI_LEADER_POLL_SECONDS", c.leader_poll_seconds)?;
+        c.malloc_trim_seconds = number(&get, "EAI_MALLOC_TRIM_SECONDS", c.malloc_trim_seconds)?;
         c.rate_limit_per_key = number(&get, "EAI_RATE_LIMIT_PER_KEY", c.rate_limit_per_key)?;
         c.rate_limit_per_address =
             number(&get, "EAI_RATE_LIMIT_PER_ADDRESS", c.rate_limit_per_address)?;

@@ -13,6 +13,7 @@ mod demo;
 mod demo_data;
 mod explain_cmd;
 mod export_cmd;
+mod memory;
 mod replica_cmd;
 mod serve;
 mod table;
@@ -66,6 +67,12 @@ enum Command {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    if matches!(
+        cli.command,
+        Command::Serve(_) | Command::Demo(_) | Command::Sampler(_)
+    ) {
+        memory::tune();
+    }
     let result = match cli.command {
         Command::Allocate(args) if args.period.is_some() => {
             runtime().and_then(|rt| rt.block_on(allocate_cmd::run_batch(args)))

@@ -63,6 +63,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let _telemetry = crate::init_logging("eai-gpu", "info")?;
     let config = config(args.listen, args.data_dir, args.database_url)?;
     tracing::info!(?config, "starting eai-gpu");
+    crate::memory::spawn_trim(config.malloc_trim_seconds);
     let app = Application::build(config).await?;
     app.run_until_stopped(crate::shutdown_signal()).await?;
     Ok(ExitCode::SUCCESS)

@@ -11,7 +11,7 @@
 //! with none is idle. NVML does not report the utilization of MIG instances: they are counted as incomplete
 //! and skipped (never zero); read MIG GPUs through DCGM (`DCGM_FI_PROF_GR_ENGINE_ACTIVE`).
 //!
-//! This is the only module with `unsafe`: calls into a C library through function pointers whose signatures
+//! This is the sampler's only module with `unsafe`: calls into a C library through function pointers whose signatures
 //! are NVML's; every buffer passed is sized as NVML documents and owned by the caller.
 
 #![allow(unsafe_code)]
