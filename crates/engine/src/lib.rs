@@ -9,6 +9,7 @@
 
 pub mod allocate;
 pub mod batch;
+pub mod breakdown;
 pub mod budget;
 mod decimal_ops;
 pub mod domain;

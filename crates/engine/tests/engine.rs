@@ -1352,3 +1352,168 @@ proptest! {
         let _ = parse_usage_events(&items, TenantSource::Body);
     }
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Breakdown: per pod, node, GPU, namespace, deployment, tenant, model.
+
+/// Where the fleets' time runs: a pod per (deployment, GPU pair), a node per three GPUs, namespace per deployment.
+fn placed(f: &Fleet) -> Vec<eai_engine::breakdown::PlacedRollup> {
+    use eai_engine::breakdown::{PlacedRollup, Placement};
+    let out = cells(&f.samples, &SeriesConfig::default());
+    aggregate(out.cells)
+        .into_iter()
+        .map(|r| {
+            let g: u32 = r.key.gpu_uuid.trim_start_matches("GPU-").parse().unwrap();
+            let placement = Placement {
+                namespace: format!("ns-{}", r.key.deployment_id),
+                pod: format!("{}-{}", r.key.deployment_id, g / 2),
+                node: format!("node-{}", g / 3),
+            };
+            PlacedRollup {
+                rollup: r,
+                placement: std::sync::Arc::new(placement),
+            }
+        })
+        .collect()
+}
+
+fn costs_by_currency<'a>(
+    rows: impl IntoIterator<Item = &'a eai_engine::breakdown::BreakdownRow>,
+) -> BTreeMap<Currency, Decimal> {
+    let mut by = BTreeMap::new();
+    for r in rows {
+        for (c, a) in &r.cost {
+            *by.entry(*c).or_default() += *a;
+        }
+    }
+    by
+}
+
+#[test]
+fn a_deployments_cost_is_shared_over_its_pods_by_gpu_seconds_to_the_cent() {
+    use eai_engine::breakdown::{breakdown, Dimension, PlacedRollup, Placement};
+    // The worked example's deployment (5.19 EUR over 2 GPUs for an hour), one GPU running half the hour only.
+    let mut samples = fleet("vllm-llama-70b", 1, T0, T0 + H);
+    samples.extend(
+        fleet("vllm-llama-70b", 2, T0, T0 + H / 2)
+            .into_iter()
+            .skip(120),
+    );
+    let policies = worked_policy();
+    let a = run(&samples, &[], &policies, T0, T0 + H);
+    let out = cells(&samples, &SeriesConfig::default());
+    let rollups: Vec<PlacedRollup> = aggregate(out.cells)
+        .into_iter()
+        .map(|r| PlacedRollup {
+            placement: std::sync::Arc::new(Placement {
+                namespace: "inference".into(),
+                pod: format!("pod-of-{}", r.key.gpu_uuid),
+                node: "node-1".into(),
+            }),
+            rollup: r,
+        })
+        .collect();
+    let b = breakdown(
+        period(T0, T0 + H),
+        H,
+        &policies,
+        &a,
+        &rollups,
+        &[Dimension::Pod],
+        &[],
+    );
+    let cost = a.deployments[0].cost;
+    let rows: Vec<(String, Decimal, Decimal)> = b
+        .rows
+        .iter()
+        .map(|r| (r.key[0].clone().unwrap(), r.q.gpu_seconds, r.cost[0].1))
+        .collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0].1, d("3600"), "{rows:?}");
+    assert_eq!(rows[1].1, d("1800"), "{rows:?}");
+    assert_eq!(rows[0].2 + rows[1].2, cost);
+    // Two thirds and one third of the cost, to the cent (the larger remainder takes the odd cent).
+    let third = (cost / Decimal::from(3)).round_dp(2);
+    assert!((rows[1].2 - third).abs() <= d("0.01"), "{rows:?} of {cost}");
+    // Filtered to one pod: the same row, the same cents.
+    let one = breakdown(
+        period(T0, T0 + H),
+        H,
+        &policies,
+        &a,
+        &rollups,
+        &[Dimension::Pod],
+        &[(Dimension::Pod, rows[1].0.clone())],
+    );
+    assert_eq!(one.rows, vec![b.rows[1].clone()]);
+}
+
+fn arb_grouping() -> impl Strategy<Value = Vec<eai_engine::breakdown::Dimension>> {
+    prop::sample::subsequence(eai_engine::breakdown::Dimension::ALL.to_vec(), 0..=3).prop_shuffle()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn breakdown_rows_sum_to_the_allocation_to_the_cent(
+        f in arb_fleet(),
+        group_by in arb_grouping(),
+        pick in any::<prop::sample::Index>(),
+    ) {
+        use eai_engine::breakdown::{breakdown, Dimension};
+        let a = whole(&f);
+        let rollups = placed(&f);
+        let p = period(T0, T0 + 6 * H);
+        let b = breakdown(p, H, &f.policies, &a, &rollups, &group_by, &[]);
+        // Every row's cost is in minor units; all rows sum to all deployments, per currency.
+        for r in &b.rows {
+            prop_assert_eq!(r.key.len(), b.group_by.len());
+            for (c, amount) in &r.cost {
+                prop_assert_eq!(c.round(*amount), *amount);
+            }
+        }
+        let mut want: BTreeMap<Currency, Decimal> = BTreeMap::new();
+        for row in &a.deployments {
+            if let Some(c) = row.currency {
+                *want.entry(c).or_default() += row.cost;
+            }
+        }
+        want.retain(|_, v| !v.is_zero());
+        let mut got = costs_by_currency(&b.rows);
+        got.retain(|_, v| !v.is_zero());
+        prop_assert_eq!(&got, &want);
+        let gs: Decimal = b.rows.iter().map(|r| r.q.gpu_seconds).sum();
+        let want_gs: Decimal = a.deployments.iter().map(|r| r.gpu_seconds).sum();
+        prop_assert_eq!(gs, want_gs);
+        let samples: u64 = b.rows.iter().map(|r| r.samples).sum();
+        prop_assert_eq!(samples, a.deployments.iter().map(|r| r.samples).sum::<u64>());
+        // Grouped with the deployment: each deployment's rows sum to its cost.
+        let mut with_dep = group_by.clone();
+        with_dep.push(Dimension::Deployment);
+        let bd = breakdown(p, H, &f.policies, &a, &rollups, &with_dep, &[]);
+        let at = bd.group_by.iter().position(|d| *d == Dimension::Deployment).unwrap();
+        for row in &a.deployments {
+            let Some(c) = row.currency else { continue };
+            let sum: Decimal = bd
+                .rows
+                .iter()
+                .filter(|r| r.key[at].as_deref() == Some(row.deployment_id.as_str()))
+                .flat_map(|r| &r.cost)
+                .filter(|(rc, _)| *rc == c)
+                .map(|(_, x)| *x)
+                .sum();
+            prop_assert_eq!(sum, row.cost, "{}", row.deployment_id);
+        }
+        // A filter on a dimension of the grouping keeps exactly the unfiltered rows of that value.
+        if let (Some(first), false) = (b.group_by.first(), b.rows.is_empty()) {
+            let row = &b.rows[pick.index(b.rows.len())];
+            if let Some(v) = &row.key[0] {
+                let filtered =
+                    breakdown(p, H, &f.policies, &a, &rollups, &group_by, &[(*first, v.clone())]);
+                let same: Vec<_> = b.rows.iter().filter(|r| r.key[0].as_ref() == Some(v)).cloned().collect();
+                prop_assert_eq!(filtered.rows, same);
+            }
+        }
+    }
+}
