@@ -139,6 +139,7 @@ fn month_of_rollups(gpus: usize, hours: i64) -> Vec<Rollup> {
                     owner: (dep < 10).then(|| tenant(dep as u8)),
                     model: "H100-80GB".into(),
                     bucket_start: Timestamp(T0 + h * H),
+                    placement: Default::default(),
                 },
                 first_window_start: Timestamp(T0 + h * H),
                 last_window_start: Timestamp(T0 + h * H + 3_585_000),

@@ -1,5 +1,5 @@
 //! Breakdown: a period's GPU time and cost per pod, node, GPU, namespace, deployment, tenant or model (any
-//! combination), from the per-GPU rollups and where their time ran (their [`Placement`]).
+//! combination), from the per-GPU rollups and where their time ran (their key's [`crate::rollup::Placement`]).
 //!
 //! Quantities are sums of rollups. Cost comes from the allocation: each (deployment, owner, bucket, policy)'s
 //! exact cost, computed from the sums of that bucket, is shared over the rows that ran in it in proportion to
@@ -14,7 +14,6 @@
 //! grouping.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 use rust_decimal::Decimal;
 
@@ -66,22 +65,8 @@ impl Dimension {
     }
 }
 
-/// Where a per-GPU rollup's time ran: the Kubernetes labels of its samples.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Placement {
-    pub namespace: String,
-    pub pod: String,
-    pub node: String,
-}
-
-/// A per-GPU rollup (`gpus: None`) and where its time ran.
-#[derive(Debug, Clone)]
-pub struct PlacedRollup {
-    pub rollup: Rollup,
-    pub placement: Arc<Placement>,
-}
-
-/// One row: its value of each grouping dimension, in the order asked (`None`: a shared deployment's tenant).
+/// One row: its value of each grouping dimension, in the order asked (`None`: a shared deployment's tenant, or
+/// the placement of time stored before placements were kept).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BreakdownRow {
     pub key: Vec<Option<String>>,
@@ -111,7 +96,7 @@ pub fn breakdown(
     bucket_ms: i64,
     policies: &[Policy],
     allocation: &Allocation,
-    rollups: &[PlacedRollup],
+    rollups: &[Rollup],
     group_by: &[Dimension],
     filter: &[(Dimension, String)],
 ) -> Breakdown {
@@ -147,8 +132,7 @@ pub fn breakdown(
     let mut cells: HashMap<Cell<'_>, Quantities> = HashMap::new();
     let mut rows: BTreeMap<Vec<Option<String>>, FineRow<'_>> = BTreeMap::new();
     let mut candidates: HashMap<(&str, &str), Candidates> = HashMap::new();
-    for pr in rollups {
-        let r = &pr.rollup;
+    for r in rollups {
         if r.gpus.is_some() || !period.contains(r.key.bucket_start) {
             continue;
         }
@@ -157,7 +141,7 @@ pub fn breakdown(
             .entry((dep, model))
             .or_insert_with(|| Candidates::for_key(policies, dep, model))
             .pick(policies, r.first_window_start);
-        let key: Vec<Option<String>> = fine.iter().map(|d| value(*d, pr)).collect();
+        let key: Vec<Option<String>> = fine.iter().map(|d| value(*d, r)).collect();
         let row = rows.entry(key).or_default();
         row.deployment = dep;
         row.samples += r.samples;
@@ -266,15 +250,16 @@ struct FineRow<'a> {
 }
 
 /// A rollup's value of a dimension.
-fn value(d: Dimension, pr: &PlacedRollup) -> Option<String> {
-    let k = &pr.rollup.key;
-    Some(match d {
-        Dimension::Deployment => k.deployment_id.clone(),
-        Dimension::Tenant => return k.owner.map(|t| t.to_string()),
-        Dimension::Model => k.model.clone(),
-        Dimension::Namespace => pr.placement.namespace.clone(),
-        Dimension::Pod => pr.placement.pod.clone(),
-        Dimension::Node => pr.placement.node.clone(),
-        Dimension::Gpu => k.gpu_uuid.clone(),
-    })
+/// A rollup's value of a dimension (`None`: a shared deployment's tenant, or a placement never recorded).
+fn value(d: Dimension, r: &Rollup) -> Option<String> {
+    let k = &r.key;
+    match d {
+        Dimension::Deployment => Some(k.deployment_id.clone()),
+        Dimension::Tenant => k.owner.map(|t| t.to_string()),
+        Dimension::Model => Some(k.model.clone()),
+        Dimension::Namespace => k.placement.namespace().map(str::to_string),
+        Dimension::Pod => k.placement.pod().map(str::to_string),
+        Dimension::Node => k.placement.node().map(str::to_string),
+        Dimension::Gpu => Some(k.gpu_uuid.clone()),
+    }
 }

@@ -9,7 +9,8 @@ use rust_decimal::Decimal;
 use crate::domain::TenantId;
 use crate::time::Timestamp;
 
-/// What a rollup is the sum of: one GPU (or MIG slice) serving one deployment for one owner, in one bucket.
+/// What a rollup is the sum of: one GPU (or MIG slice) serving one deployment for one owner from one pod, in one
+/// bucket. A group rollup has no GPU and no placement.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RollupKey {
     pub gpu_uuid: String,
@@ -17,6 +18,44 @@ pub struct RollupKey {
     pub owner: Option<TenantId>,
     pub model: String,
     pub bucket_start: Timestamp,
+    /// Where the time ran (the samples' Kubernetes labels); empty in a group rollup, and in a rollup written
+    /// before the stores kept it.
+    pub placement: Placement,
+}
+
+/// Where a GPU's time ran: the Kubernetes namespace, pod and node its samples named. Shared, since every cell
+/// of a sample carries it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Placement(pub Option<Arc<PlacementLabels>>);
+
+/// The labels of a [`Placement`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PlacementLabels {
+    pub namespace: String,
+    pub pod: String,
+    pub node: String,
+}
+
+impl Placement {
+    pub fn new(namespace: &str, pod: &str, node: &str) -> Placement {
+        Placement(Some(Arc::new(PlacementLabels {
+            namespace: namespace.to_string(),
+            pod: pod.to_string(),
+            node: node.to_string(),
+        })))
+    }
+
+    pub fn namespace(&self) -> Option<&str> {
+        self.0.as_deref().map(|l| l.namespace.as_str())
+    }
+
+    pub fn pod(&self) -> Option<&str> {
+        self.0.as_deref().map(|l| l.pod.as_str())
+    }
+
+    pub fn node(&self) -> Option<&str> {
+        self.0.as_deref().map(|l| l.node.as_str())
+    }
 }
 
 /// Decimal places kept in a cell's quantities (inputs are bounded to fit: see [`crate::wire`]).
@@ -212,6 +251,7 @@ pub fn group(rollups: impl IntoIterator<Item = Rollup>) -> Vec<Rollup> {
     for mut r in rollups {
         let members: Vec<Arc<str>> = gpus_of(&r).map(&mut name).collect();
         r.key.gpu_uuid = String::new();
+        r.key.placement = Placement::default();
         r.gpus = None;
         match by_key.get_mut(&r.key) {
             Some((g, m)) => {

@@ -7,7 +7,7 @@ use rust_decimal::Decimal;
 
 use crate::domain::Sample;
 use crate::report::{Finding, Gap, GapReason};
-use crate::rollup::{Quantities, Rollup, RollupKey, CELL_DP};
+use crate::rollup::{Placement, Quantities, Rollup, RollupKey, CELL_DP};
 use crate::time::Timestamp;
 
 /// How series are read.
@@ -139,6 +139,7 @@ pub fn fill_between(a: &Sample, b: &Sample, cfg: &SeriesConfig, out: &mut Series
     // Estimated windows: the span measured in the series' own window length, rounded half up.
     let estimated = u64::try_from((hole + a.window_ms.get() / 2) / a.window_ms.get()).unwrap_or(0);
     let mut first = true;
+    let placement = placement_of(a);
     for (p, q) in parts(from, to, cfg.bucket_ms) {
         // Average of the linear interpolation over [p, q): its value at the midpoint.
         let mid_offset = Decimal::from(p.0 + q.0 - 2 * from.0) / Decimal::TWO;
@@ -155,7 +156,7 @@ pub fn fill_between(a: &Sample, b: &Sample, cfg: &SeriesConfig, out: &mut Series
         };
         q_part.round(CELL_DP);
         out.cells.push(Rollup {
-            key: key_of(a, p.floor_to(cfg.bucket_ms)),
+            key: key_of(a, p.floor_to(cfg.bucket_ms), &placement),
             first_window_start: p,
             last_window_start: p,
             samples: 0,
@@ -167,14 +168,20 @@ pub fn fill_between(a: &Sample, b: &Sample, cfg: &SeriesConfig, out: &mut Series
     }
 }
 
-fn key_of(s: &Sample, bucket_start: Timestamp) -> RollupKey {
+fn key_of(s: &Sample, bucket_start: Timestamp, placement: &Placement) -> RollupKey {
     RollupKey {
+        placement: placement.clone(),
         gpu_uuid: s.gpu_uuid.clone(),
         deployment_id: s.deployment_id.clone(),
         owner: s.owner,
         model: s.model.clone(),
         bucket_start,
     }
+}
+
+/// Where a sample's time ran.
+pub fn placement_of(s: &Sample) -> Placement {
+    Placement::new(&s.namespace, &s.pod, &s.node)
 }
 
 /// What one whole sample adds up to.
@@ -202,6 +209,7 @@ pub fn sample_cells(s: &Sample, bucket_ms: i64, cells: &mut Vec<Rollup>) {
     let spans = parts(start, s.end, bucket_ms);
     let n = spans.len();
     let mut left = whole;
+    let placement = placement_of(s);
     for (i, (p, q)) in spans.into_iter().enumerate() {
         let part = if i + 1 == n {
             left
@@ -210,7 +218,7 @@ pub fn sample_cells(s: &Sample, bucket_ms: i64, cells: &mut Vec<Rollup>) {
         };
         left.sub(&part);
         cells.push(Rollup {
-            key: key_of(s, p.floor_to(bucket_ms)),
+            key: key_of(s, p.floor_to(bucket_ms), &placement),
             first_window_start: p,
             last_window_start: p,
             samples: u64::from(i == 0),

@@ -1357,24 +1357,20 @@ proptest! {
 // Breakdown: per pod, node, GPU, namespace, deployment, tenant, model.
 
 /// Where the fleets' time runs: a pod per (deployment, GPU pair), a node per three GPUs, namespace per deployment.
-fn placed(f: &Fleet) -> Vec<eai_engine::breakdown::PlacedRollup> {
-    use eai_engine::breakdown::{PlacedRollup, Placement};
-    let out = cells(&f.samples, &SeriesConfig::default());
-    aggregate(out.cells)
-        .into_iter()
-        .map(|r| {
-            let g: u32 = r.key.gpu_uuid.trim_start_matches("GPU-").parse().unwrap();
-            let placement = Placement {
-                namespace: format!("ns-{}", r.key.deployment_id),
-                pod: format!("{}-{}", r.key.deployment_id, g / 2),
-                node: format!("node-{}", g / 3),
-            };
-            PlacedRollup {
-                rollup: r,
-                placement: std::sync::Arc::new(placement),
-            }
+fn placed(f: &Fleet) -> Vec<eai_engine::Rollup> {
+    let samples: Vec<Sample> = f
+        .samples
+        .iter()
+        .cloned()
+        .map(|mut s| {
+            let g: u32 = s.gpu_uuid.trim_start_matches("GPU-").parse().unwrap();
+            s.namespace = format!("ns-{}", s.deployment_id);
+            s.pod = format!("{}-{}", s.deployment_id, g / 2);
+            s.node = format!("node-{}", g / 3);
+            s
         })
-        .collect()
+        .collect();
+    aggregate(cells(&samples, &SeriesConfig::default()).cells)
 }
 
 fn costs_by_currency<'a>(
@@ -1391,7 +1387,7 @@ fn costs_by_currency<'a>(
 
 #[test]
 fn a_deployments_cost_is_shared_over_its_pods_by_gpu_seconds_to_the_cent() {
-    use eai_engine::breakdown::{breakdown, Dimension, PlacedRollup, Placement};
+    use eai_engine::breakdown::{breakdown, Dimension};
     // The worked example's deployment (5.19 EUR over 2 GPUs for an hour), one GPU running half the hour only.
     let mut samples = fleet("vllm-llama-70b", 1, T0, T0 + H);
     samples.extend(
@@ -1399,20 +1395,12 @@ fn a_deployments_cost_is_shared_over_its_pods_by_gpu_seconds_to_the_cent() {
             .into_iter()
             .skip(120),
     );
+    for s in &mut samples {
+        s.pod = format!("pod-of-{}", s.gpu_uuid);
+    }
     let policies = worked_policy();
     let a = run(&samples, &[], &policies, T0, T0 + H);
-    let out = cells(&samples, &SeriesConfig::default());
-    let rollups: Vec<PlacedRollup> = aggregate(out.cells)
-        .into_iter()
-        .map(|r| PlacedRollup {
-            placement: std::sync::Arc::new(Placement {
-                namespace: "inference".into(),
-                pod: format!("pod-of-{}", r.key.gpu_uuid),
-                node: "node-1".into(),
-            }),
-            rollup: r,
-        })
-        .collect();
+    let rollups = aggregate(cells(&samples, &SeriesConfig::default()).cells);
     let b = breakdown(
         period(T0, T0 + H),
         H,

@@ -34,7 +34,7 @@ use eai_engine::allocate::{UsageClaim, CLAIM_BUCKET_MS};
 use eai_engine::domain::{ModelRef, NonNegative, TenantId, UsageEvent};
 use eai_engine::money::Currency;
 use eai_engine::report::{Gap, GapReason};
-use eai_engine::rollup::{GpuSet, GpuSets, Quantities, Rollup, RollupKey};
+use eai_engine::rollup::{GpuSet, GpuSets, Placement, Quantities, Rollup, RollupKey};
 use eai_engine::time::Timestamp;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
@@ -257,11 +257,8 @@ impl ClickHouse {
                  gpu_fraction String, version UInt64) ENGINE = ReplacingMergeTree(version) ORDER BY (gpu_uuid, end_ms)"
             ),
             format!(
-                "CREATE TABLE IF NOT EXISTS {db}.gpu_rollups (bucket_ms Int64, gpu_uuid String, deployment_id String, \
-                 owner String, model String, first_window_start_ms Int64, last_window_start_ms Int64, samples UInt64, \
-                 estimated_samples UInt64, gpu_seconds String, busy_gpu_seconds String, estimated_gpu_seconds String, \
-                 memory_gb_seconds String, energy_ws String, storage_gb_seconds String, deleted UInt8, version UInt64) \
-                 ENGINE = ReplacingMergeTree(version) ORDER BY (bucket_ms, gpu_uuid, deployment_id, owner, model)"
+                "CREATE TABLE IF NOT EXISTS {db}.gpu_rollups ({ROLLUP_COLUMNS}) \
+                 ENGINE = ReplacingMergeTree(version) ORDER BY ({ROLLUP_ORDER})"
             ),
             format!(
                 "CREATE TABLE IF NOT EXISTS {db}.gpu_gaps (gpu_uuid String, from_ms Int64, to_ms Int64, reason String, \
@@ -277,6 +274,36 @@ impl ClickHouse {
             ),
         ] {
             self.exec(&ddl).await?;
+        }
+        // Rollups without their placement (older binaries): the rows move to the table keyed by it too, as rows
+        // of no placement.
+        let placed = self
+            .select(&format!(
+                "SELECT count() AS n FROM system.columns WHERE database = '{db}' AND table = 'gpu_rollups' \
+                 AND name = 'placed'"
+            ))
+            .await?;
+        if placed
+            .first()
+            .is_some_and(|r| int(r, "n").unwrap_or(0) == 0)
+        {
+            self.exec(&format!(
+                "CREATE TABLE IF NOT EXISTS {db}.gpu_rollups_v2 ({ROLLUP_COLUMNS}) \
+                 ENGINE = ReplacingMergeTree(version) ORDER BY ({ROLLUP_ORDER})"
+            ))
+            .await?;
+            self.exec(&format!(
+                "INSERT INTO {db}.gpu_rollups_v2 SELECT bucket_ms, gpu_uuid, deployment_id, owner, model, \
+                 0 AS placed, '' AS namespace, '' AS pod, '' AS node, first_window_start_ms, last_window_start_ms, \
+                 samples, estimated_samples, gpu_seconds, busy_gpu_seconds, estimated_gpu_seconds, \
+                 memory_gb_seconds, energy_ws, storage_gb_seconds, deleted, version FROM {db}.gpu_rollups"
+            ))
+            .await?;
+            self.exec(&format!("DROP TABLE {db}.gpu_rollups")).await?;
+            self.exec(&format!(
+                "RENAME TABLE {db}.gpu_rollups_v2 TO {db}.gpu_rollups"
+            ))
+            .await?;
         }
         // A replica keyed by event_id alone (older binaries): its rows move to the table keyed by tenant too.
         let old = self
@@ -620,9 +647,24 @@ fn owner_text(o: Option<TenantId>) -> String {
     o.map(|t| t.to_string()).unwrap_or_default()
 }
 
+/// The columns of `gpu_rollups` (`placed` 0: a rollup of no placement, written before they were kept).
+const ROLLUP_COLUMNS: &str = "bucket_ms Int64, gpu_uuid String, deployment_id String, owner String, model String, \
+     placed UInt8, namespace String, pod String, node String, first_window_start_ms Int64, \
+     last_window_start_ms Int64, samples UInt64, estimated_samples UInt64, gpu_seconds String, \
+     busy_gpu_seconds String, estimated_gpu_seconds String, memory_gb_seconds String, energy_ws String, \
+     storage_gb_seconds String, deleted UInt8, version UInt64";
+/// The replica identity of a rollup row: its key, placement included.
+const ROLLUP_ORDER: &str =
+    "bucket_ms, gpu_uuid, deployment_id, owner, model, placed, namespace, pod, node";
+
 /// The `gpu_rollups` row of a rollup (`deleted` marks a row a recomputation removed).
 pub fn rollup_row(r: &Rollup, deleted: bool) -> Value {
+    let p = r.key.placement.0.as_deref();
     json!({
+        "placed": u8::from(p.is_some()),
+        "namespace": p.map_or("", |l| l.namespace.as_str()),
+        "pod": p.map_or("", |l| l.pod.as_str()),
+        "node": p.map_or("", |l| l.node.as_str()),
         "bucket_ms": r.key.bucket_start.0,
         "gpu_uuid": r.key.gpu_uuid,
         "deployment_id": r.key.deployment_id,
@@ -731,7 +773,12 @@ fn owner(r: &Value, k: &str) -> Result<Option<TenantId>> {
 }
 
 fn rollup_from_row(r: &Value) -> Result<Rollup> {
-    rollup_fields(r, text(r, "gpu_uuid")?.to_string())
+    let mut rollup = rollup_fields(r, text(r, "gpu_uuid")?.to_string())?;
+    if int(r, "placed")? != 0 {
+        rollup.key.placement =
+            Placement::new(text(r, "namespace")?, text(r, "pod")?, text(r, "node")?);
+    }
+    Ok(rollup)
 }
 
 /// A rollup of a row's columns, for the GPU named (empty for a group).
@@ -743,6 +790,7 @@ fn rollup_fields(r: &Value, gpu_uuid: String) -> Result<Rollup> {
             owner: owner(r, "owner")?,
             model: text(r, "model")?.to_string(),
             bucket_start: Timestamp(int(r, "bucket_ms")?),
+            placement: Placement::default(),
         },
         first_window_start: Timestamp(int(r, "first_window_start_ms")?),
         last_window_start: Timestamp(int(r, "last_window_start_ms")?),

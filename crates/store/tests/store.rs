@@ -1690,6 +1690,7 @@ mod contract {
             in_read_order(group(aggregate(raw.cells.clone()))),
             "rollups"
         );
+        per_gpu_rollups_are_the_raw_paths(s, &received).await;
         let mut gaps = raw.gaps.clone();
         gaps.sort();
         assert_eq!(read.gaps, gaps, "gaps");
@@ -1788,6 +1789,30 @@ mod contract {
     /// Group rollups summed per hour, first and last window starts left out: what late samples merged into
     /// pruned hours must reproduce (merging by terms cannot tell how far a rollup's first window moved when a
     /// term is taken out; the allocation does not depend on it within a segment).
+    /// The store's per-GPU rollups, hour by hour (policy cuts apart), are the engine's from the raw samples: each
+    /// GPU's time in each hour per deployment, owner, model and placement (the pod, namespace and node it ran in).
+    async fn per_gpu_rollups_are_the_raw_paths(s: &dyn Store, samples: &[Sample]) {
+        let hours = |rollups: Vec<Rollup>| -> Vec<Rollup> {
+            let mut v = eai_engine::rollup::coarsen(rollups, H);
+            for r in &mut v {
+                // Where a cut splits an hour, its window starts are the segments'.
+                (r.first_window_start, r.last_window_start) = (Timestamp(0), Timestamp(0));
+            }
+            v
+        };
+        let stored = s
+            .replica_rows(ts(T0 - 48 * H), ts(T0 + 48 * H))
+            .await
+            .unwrap()
+            .rollups;
+        assert!(stored.iter().all(|r| r.key.placement.pod().is_some()));
+        assert_eq!(
+            hours(stored),
+            hours(aggregate(cells(samples, &SeriesConfig::default()).cells)),
+            "per-GPU rollups with their placement"
+        );
+    }
+
     fn hourly(rollups: &[Rollup]) -> Vec<String> {
         type Sums = (u64, u64, eai_engine::rollup::Quantities, Vec<String>);
         let mut by: BTreeMap<String, Sums> = BTreeMap::new();
@@ -2116,6 +2141,7 @@ mod contract {
             hourly(&expected_rollups(&accepted)),
             "rollups"
         );
+        per_gpu_rollups_are_the_raw_paths(s, &accepted).await;
         let mut gaps = cells(&accepted, &SeriesConfig::default()).gaps;
         gaps.sort();
         assert_eq!(read.gaps, gaps, "gaps");
@@ -2499,7 +2525,7 @@ mod sqlite_only {
         let version: i64 = c
             .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 10);
+        assert_eq!(version, 11);
         assert_eq!(store.backend(), "sqlite");
     }
 
@@ -3042,6 +3068,11 @@ mod postgres_harness {
 
 /// Cases that need SQL on the PostgreSQL database itself, as the service role.
 mod postgres_only {
+    /// What schema 11 (placements) added, taken out again (every rollup of one placement per key).
+    const PG_UNDO_V11: &str = "ALTER TABLE eai.rollups DROP CONSTRAINT rollups_pkey; \
+        ALTER TABLE eai.rollups DROP COLUMN series_id; \
+        ALTER TABLE eai.rollups ADD PRIMARY KEY (gpu_id, bucket_ms, deployment_id, tenant_id, model);";
+
     use super::postgres_harness::fresh;
     use super::*;
     use eai_store::postgres::scratch::ScratchDb;
@@ -3644,9 +3675,9 @@ mod postgres_only {
         drop(s);
         let (c, connection) = tokio_postgres::connect(db.url(), NoTls).await.unwrap();
         tokio::spawn(connection);
-        c.batch_execute(
-            "ALTER TABLE eai.gpus DROP COLUMN last_end_ms; UPDATE eai.schema_version SET version = 9;",
-        )
+        c.batch_execute(&format!(
+            "{PG_UNDO_V11} ALTER TABLE eai.gpus DROP COLUMN last_end_ms; UPDATE eai.schema_version SET version = 9;"
+        ))
         .await
         .unwrap();
         let s = PgStore::open(db.url()).await.unwrap();
@@ -3707,12 +3738,12 @@ mod postgres_only {
         drop(s);
         let (c, connection) = tokio_postgres::connect(db.url(), NoTls).await.unwrap();
         tokio::spawn(connection);
-        c.batch_execute(
-            "DROP TABLE eai.providers, eai.budgets, eai.reservations, eai.spend, eai.budget_alerts; \
+        c.batch_execute(&format!(
+            "{PG_UNDO_V11} DROP TABLE eai.providers, eai.budgets, eai.reservations, eai.spend, eai.budget_alerts; \
              DROP FUNCTION eai.count_changed_buckets() CASCADE; DROP FUNCTION eai.compact_hour_changes(); \
              DROP TABLE eai.hour_changes; ALTER TABLE eai.gpus DROP COLUMN last_end_ms; \
-             UPDATE eai.schema_version SET version = 6;",
-        )
+             UPDATE eai.schema_version SET version = 6;"
+        ))
         .await
         .unwrap();
         let s = PgStore::open(db.url()).await.unwrap();

@@ -614,8 +614,16 @@ FROM (SELECT gpu_id, max(end_ms) AS end_ms FROM eai.gpu_samples GROUP BY gpu_id)
 WHERE s.gpu_id = g.id;
 "#;
 
+/// 11: rollups keep where their time ran: the series (deployment, tenant, model, namespace, pod, node) of the
+/// samples summed, 0 for the rows written before (their pod is not known: the breakdown shows none).
+const V11: &str = r#"
+ALTER TABLE eai.rollups ADD COLUMN series_id bigint NOT NULL DEFAULT 0;
+ALTER TABLE eai.rollups DROP CONSTRAINT rollups_pkey;
+ALTER TABLE eai.rollups ADD PRIMARY KEY (gpu_id, bucket_ms, deployment_id, tenant_id, model, series_id);
+"#;
+
 /// Every migration, in order. `schema_version` = how many have been applied.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
 
 /// The schema version this binary writes.
 pub fn latest() -> u32 {

@@ -355,6 +355,38 @@ INSERT INTO hour_changes (bucket_ms, n)
 SELECT bucket_ms, 1 FROM (SELECT bucket_ms FROM deployment_rollups UNION SELECT bucket_ms FROM usage_claims);
 "#;
 
+/// Rollups keep where their time ran: the series (deployment, owner, model, namespace, pod, node) of the samples
+/// summed, 0 for the rows written before (their pod is not known: the breakdown shows it as none).
+const V11_PLACEMENT: &str = r#"
+CREATE TABLE rollups_v11 (
+    gpu_id                INTEGER NOT NULL REFERENCES gpus (id),
+    bucket_ms             INTEGER NOT NULL,
+    deployment_id         TEXT NOT NULL,
+    owner                 TEXT NOT NULL,
+    model                 TEXT NOT NULL,
+    series_id             INTEGER NOT NULL,
+    first_window_start_ms INTEGER NOT NULL,
+    last_window_start_ms  INTEGER NOT NULL,
+    samples               INTEGER NOT NULL,
+    estimated_samples     INTEGER NOT NULL,
+    gpu_seconds           TEXT NOT NULL,
+    busy_gpu_seconds      TEXT NOT NULL,
+    estimated_gpu_seconds TEXT NOT NULL,
+    memory_gb_seconds     TEXT NOT NULL,
+    energy_ws             TEXT NOT NULL,
+    storage_gb_seconds    TEXT NOT NULL,
+    PRIMARY KEY (gpu_id, bucket_ms, deployment_id, owner, model, series_id)
+) WITHOUT ROWID;
+INSERT INTO rollups_v11
+SELECT gpu_id, bucket_ms, deployment_id, owner, model, 0, first_window_start_ms, last_window_start_ms, samples,
+       estimated_samples, gpu_seconds, busy_gpu_seconds, estimated_gpu_seconds, memory_gb_seconds, energy_ws,
+       storage_gb_seconds
+FROM rollups;
+DROP TABLE rollups;
+ALTER TABLE rollups_v11 RENAME TO rollups;
+CREATE INDEX rollups_by_bucket ON rollups (bucket_ms);
+"#;
+
 /// Every migration, in order. `schema_version` = how many have been applied.
 pub const MIGRATIONS: &[Migration] = &[
     sql(V1_SAMPLES),
@@ -379,6 +411,7 @@ pub const MIGRATIONS: &[Migration] = &[
     },
     sql(V9_PROVIDERS),
     sql(V10_CHANGE_COUNTS),
+    sql(V11_PLACEMENT),
 ];
 
 /// Events already in the chain keep the hash form they were written with: the current one starts after them.

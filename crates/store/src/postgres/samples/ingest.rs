@@ -39,7 +39,7 @@ pub(super) async fn merge_frozen(
         }
         let s = st.get(tx, ROLLUPS_AT).await?;
         let current: HashMap<RollupKey, Rollup> = tx
-            .query(&s, &[&keys.0, &keys.1, &keys.2, &keys.3, &keys.4])
+            .query(&s, &keys.params())
             .await
             .ctx("read rollups")?
             .iter()
@@ -55,9 +55,7 @@ pub(super) async fn merge_frozen(
                 gone.push(*id, k)?;
             }
             let s = st.get(tx, ROLLUPS_DELETE).await?;
-            tx.execute(&s, &[&gone.0, &gone.1, &gone.2, &gone.3, &gone.4])
-                .await
-                .ctx("delete rollups")?;
+            tx.execute(&s, &gone.params()).await.ctx("delete rollups")?;
         }
     }
     let removed = plan.gaps_removed()?;
@@ -151,18 +149,44 @@ pub(super) async fn samples_at(
 /// Columns of a series upsert: tenants; deployment, model, namespace, pod, node; first and last seen.
 pub(super) type SeriesCols<'a> = (Vec<Uuid>, [Vec<&'a str>; 5], Vec<i64>, Vec<i64>);
 
-/// Columns of rollup keys: GPU id, bucket, deployment, tenant, model.
+/// Rollup keys as the columns [`ROLLUPS_AT`] and [`ROLLUPS_DELETE`] take: GPU, bucket, deployment, tenant, model,
+/// and the placement's namespace, pod and node (null: none).
 #[derive(Default)]
-pub(super) struct RollupKeyCols<'a>(Vec<i64>, Vec<i64>, Vec<&'a str>, Vec<Uuid>, Vec<&'a str>);
+pub(super) struct RollupKeyCols<'a> {
+    gpu: Vec<i64>,
+    bucket: Vec<i64>,
+    deployment: Vec<&'a str>,
+    tenant: Vec<Uuid>,
+    model: Vec<&'a str>,
+    namespace: Vec<Option<&'a str>>,
+    pod: Vec<Option<&'a str>>,
+    node: Vec<Option<&'a str>>,
+}
 
 impl<'a> RollupKeyCols<'a> {
     fn push(&mut self, gpu_id: i64, k: &'a RollupKey) -> Result<()> {
-        self.0.push(gpu_id);
-        self.1.push(k.bucket_start.0);
-        self.2.push(k.deployment_id.as_str());
-        self.3.push(owner_uuid(k.owner)?);
-        self.4.push(k.model.as_str());
+        self.gpu.push(gpu_id);
+        self.bucket.push(k.bucket_start.0);
+        self.deployment.push(k.deployment_id.as_str());
+        self.tenant.push(owner_uuid(k.owner)?);
+        self.model.push(k.model.as_str());
+        self.namespace.push(k.placement.namespace());
+        self.pod.push(k.placement.pod());
+        self.node.push(k.placement.node());
         Ok(())
+    }
+
+    fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 8] {
+        [
+            &self.gpu,
+            &self.bucket,
+            &self.deployment,
+            &self.tenant,
+            &self.model,
+            &self.namespace,
+            &self.pod,
+            &self.node,
+        ]
     }
 }
 
@@ -477,11 +501,7 @@ pub async fn insert(
                 other => other.ctx("insert samples"),
             }
         };
-        let current = async {
-            tx.query(&at, &[&keys.0, &keys.1, &keys.2, &keys.3, &keys.4])
-                .await
-                .ctx("read rollups")
-        };
+        let current = async { tx.query(&at, &keys.params()).await.ctx("read rollups") };
         let moved = async {
             tx.execute(&moved, &[&last_ids, &last_ends])
                 .await

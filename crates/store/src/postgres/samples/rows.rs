@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use eai_engine::domain::Sample;
 use eai_engine::report::Gap;
-use eai_engine::rollup::{Quantities, Rollup, RollupKey};
+use eai_engine::rollup::{Placement, Quantities, Rollup, RollupKey};
 use eai_engine::time::Timestamp;
 use rust_decimal::Decimal;
 use tokio_postgres::{Row, Statement, Transaction};
@@ -61,6 +61,10 @@ pub(in crate::postgres) fn rollup_of(r: &Row) -> Result<Rollup> {
             deployment_id: r.get(2),
             owner: owner_of(r.get(3)),
             model: r.get(4),
+            placement: match r.get::<_, Option<&str>>(15) {
+                Some(namespace) => Placement::new(namespace, r.get(16), r.get(17)),
+                None => Placement::default(),
+            },
         },
         first_window_start: Timestamp(r.get(5)),
         last_window_start: Timestamp(r.get(6)),
@@ -116,7 +120,11 @@ pub(super) async fn write_rollups(
         Vec::with_capacity(n),
     );
     let mut q: [Vec<Decimal>; 6] = Default::default();
+    let mut placement: [Vec<Option<&str>>; 3] = Default::default();
     for (id, r) in rows {
+        placement[0].push(r.key.placement.namespace());
+        placement[1].push(r.key.placement.pod());
+        placement[2].push(r.key.placement.node());
         gpu.push(*id);
         bucket.push(r.key.bucket_start.0);
         dep.push(r.key.deployment_id.as_str());
@@ -133,8 +141,24 @@ pub(super) async fn write_rollups(
     tx.execute(
         s,
         &[
-            &gpu, &bucket, &dep, &tenant, &model, &first, &last, &samples, &est, &q[0], &q[1],
-            &q[2], &q[3], &q[4], &q[5],
+            &gpu,
+            &bucket,
+            &dep,
+            &tenant,
+            &model,
+            &first,
+            &last,
+            &samples,
+            &est,
+            &q[0],
+            &q[1],
+            &q[2],
+            &q[3],
+            &q[4],
+            &q[5],
+            &placement[0],
+            &placement[1],
+            &placement[2],
         ],
     )
     .await

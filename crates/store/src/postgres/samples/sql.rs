@@ -116,25 +116,35 @@ pub(super) const SAMPLES_FROM_STAGE: &str = "INSERT INTO eai.gpu_samples \
 pub(super) const ROLLUPS_AT: &str = concat!(
     "SELECT ",
     rollup_only_cols!(),
-    "FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::uuid[], $5::text[]) \
-     AS k(gpu_id, bucket_ms, deployment_id, tenant_id, model) CROSS JOIN LATERAL \
+    "FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::text[]) \
+     AS k(gpu_id, bucket_ms, deployment_id, tenant_id, model, namespace, pod, node) CROSS JOIN LATERAL \
      (SELECT * FROM eai.rollups x WHERE x.gpu_id = k.gpu_id AND x.bucket_ms = k.bucket_ms \
-     AND x.deployment_id = k.deployment_id AND x.tenant_id = k.tenant_id AND x.model = k.model OFFSET 0) r",
+     AND x.deployment_id = k.deployment_id AND x.tenant_id = k.tenant_id AND x.model = k.model \
+     AND x.series_id = ",
+    series_of_key!(),
+    " OFFSET 0) r",
     rollup_gpu!()
 );
 
-pub(super) const ROLLUPS_WRITE: &str = "INSERT INTO eai.rollups (gpu_id, bucket_ms, deployment_id, tenant_id, model, \
+/// A rollup names no series that was never stored: the lookup answers null and the row is refused.
+pub(super) const ROLLUPS_WRITE: &str = concat!(
+    "INSERT INTO eai.rollups (gpu_id, bucket_ms, deployment_id, tenant_id, model, \
      first_window_start_ms, last_window_start_ms, samples, estimated_samples, gpu_seconds, busy_gpu_seconds, \
-     estimated_gpu_seconds, memory_gb_seconds, energy_ws, storage_gb_seconds) \
-     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::uuid[], $5::text[], $6::bigint[], \
+     estimated_gpu_seconds, memory_gb_seconds, energy_ws, storage_gb_seconds, series_id) \
+     SELECT k.gpu_id, k.bucket_ms, k.deployment_id, k.tenant_id, k.model, k.f, k.l, k.s, k.e, k.q0, k.q1, k.q2, \
+     k.q3, k.q4, k.q5, ",
+    series_of_key!(),
+    " FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::uuid[], $5::text[], $6::bigint[], \
      $7::bigint[], $8::bigint[], $9::bigint[], $10::numeric[], $11::numeric[], $12::numeric[], $13::numeric[], \
-     $14::numeric[], $15::numeric[]) \
-     ON CONFLICT (gpu_id, bucket_ms, deployment_id, tenant_id, model) DO UPDATE SET \
+     $14::numeric[], $15::numeric[], $16::text[], $17::text[], $18::text[]) \
+     AS k(gpu_id, bucket_ms, deployment_id, tenant_id, model, f, l, s, e, q0, q1, q2, q3, q4, q5, namespace, pod, node) \
+     ON CONFLICT (gpu_id, bucket_ms, deployment_id, tenant_id, model, series_id) DO UPDATE SET \
      first_window_start_ms = EXCLUDED.first_window_start_ms, last_window_start_ms = EXCLUDED.last_window_start_ms, \
      samples = EXCLUDED.samples, estimated_samples = EXCLUDED.estimated_samples, \
      gpu_seconds = EXCLUDED.gpu_seconds, busy_gpu_seconds = EXCLUDED.busy_gpu_seconds, \
      estimated_gpu_seconds = EXCLUDED.estimated_gpu_seconds, memory_gb_seconds = EXCLUDED.memory_gb_seconds, \
-     energy_ws = EXCLUDED.energy_ws, storage_gb_seconds = EXCLUDED.storage_gb_seconds";
+     energy_ws = EXCLUDED.energy_ws, storage_gb_seconds = EXCLUDED.storage_gb_seconds"
+);
 
 pub(super) const GAPS_WRITE: &str = "INSERT INTO eai.gaps (gpu_id, from_ms, to_ms, reason, deployment_id, node, tenant_id) \
      SELECT x.gpu_id, x.from_ms, x.to_ms, x.reason, x.deployment_id, x.node, \
@@ -210,11 +220,14 @@ pub(super) const PENDING_UPSERT: &str = "INSERT INTO eai.prune_pending AS p (gpu
      SELECT * FROM unnest($1::bigint[], $2::bigint[]) \
      ON CONFLICT (gpu_id) DO UPDATE SET from_ms = LEAST(p.from_ms, EXCLUDED.from_ms)";
 
-pub(super) const ROLLUPS_DELETE: &str = "DELETE FROM eai.rollups r \
-     USING unnest($1::bigint[], $2::bigint[], $3::text[], $4::uuid[], $5::text[]) \
-     AS k(gpu_id, bucket_ms, deployment_id, tenant_id, model) \
+pub(super) const ROLLUPS_DELETE: &str = concat!(
+    "DELETE FROM eai.rollups r \
+     USING unnest($1::bigint[], $2::bigint[], $3::text[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::text[]) \
+     AS k(gpu_id, bucket_ms, deployment_id, tenant_id, model, namespace, pod, node) \
      WHERE r.gpu_id = k.gpu_id AND r.bucket_ms = k.bucket_ms AND r.deployment_id = k.deployment_id \
-     AND r.tenant_id = k.tenant_id AND r.model = k.model";
+     AND r.tenant_id = k.tenant_id AND r.model = k.model AND r.series_id = ",
+    series_of_key!()
+);
 
 /// Deletes gaps by (gpu, from), returning them as [`gap_of`] reads them.
 pub(super) const GAPS_TAKE: &str = "DELETE FROM eai.gaps x USING unnest($1::bigint[], $2::bigint[]) AS k(gpu_id, from_ms) \

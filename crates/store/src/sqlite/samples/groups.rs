@@ -120,7 +120,7 @@ pub(super) fn group_keys_of_bucket(
 ) -> Result<Vec<GroupKey>> {
     let raws: Vec<(i64, String, String, String)> = tx
         .prepare_cached(
-            "SELECT bucket_ms, deployment_id, owner, model FROM rollups WHERE gpu_id = ?1 AND bucket_ms >= ?2 AND bucket_ms < ?3",
+            "SELECT DISTINCT bucket_ms, deployment_id, owner, model FROM rollups WHERE gpu_id = ?1 AND bucket_ms >= ?2 AND bucket_ms < ?3",
         )
         .and_then(|mut st| {
             st.query_map(params![gpu_id, h, h + cfg.bucket_ms], |r| {
@@ -206,11 +206,15 @@ pub(super) fn apply_groups(
 pub fn rebuild_all_groups(conn: &Connection) -> Result<()> {
     conn.execute("DELETE FROM deployment_rollups", [])
         .ctx("clear group rollups")?;
+    // Without the placement (groups have none): this also runs as the backfill of schema 4, before rollups had
+    // a series (schema 11).
     let mut st = conn
-        .prepare(&format!(
-            "SELECT r.gpu_id, {} ORDER BY r.bucket_ms",
-            &ROLLUP_SELECT["SELECT ".len()..]
-        ))
+        .prepare(
+            "SELECT r.gpu_id, g.uuid, r.bucket_ms, r.deployment_id, r.owner, r.model, r.first_window_start_ms, \
+             r.last_window_start_ms, r.samples, r.estimated_samples, r.gpu_seconds, r.busy_gpu_seconds, \
+             r.estimated_gpu_seconds, r.memory_gb_seconds, r.energy_ws, r.storage_gb_seconds, NULL, NULL, NULL \
+             FROM rollups r JOIN gpus g ON g.id = r.gpu_id ORDER BY r.bucket_ms",
+        )
         .ctx("prepare the rollups scan")?;
     let mut rows = st.query([]).ctx("scan rollups")?;
     let mut bucket: Option<i64> = None;
@@ -276,6 +280,7 @@ pub(super) fn group_rollups_in(tx: &Connection, from: i64, to: i64) -> Result<Ve
                 owner: owner_parse(&owner, "deployment_rollups.owner")?,
                 model: row.get(3).ctx("read group rollups")?,
                 bucket_start: Timestamp(bucket),
+                placement: Default::default(),
             },
             first_window_start: Timestamp(row.get(4).ctx("read group rollups")?),
             last_window_start: Timestamp(row.get(5).ctx("read group rollups")?),

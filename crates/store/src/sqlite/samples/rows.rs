@@ -3,7 +3,7 @@
 
 use eai_engine::domain::Sample;
 use eai_engine::report::Gap;
-use eai_engine::rollup::{Quantities, Rollup, RollupKey};
+use eai_engine::rollup::{Placement, Quantities, Rollup, RollupKey};
 use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -157,8 +157,9 @@ pub(super) fn bucket_from_raw(
 pub(super) const ROLLUP_SELECT: &str =
     "SELECT g.uuid, r.bucket_ms, r.deployment_id, r.owner, r.model, r.first_window_start_ms, \
      r.last_window_start_ms, r.samples, r.estimated_samples, r.gpu_seconds, r.busy_gpu_seconds, \
-     r.estimated_gpu_seconds, r.memory_gb_seconds, r.energy_ws, r.storage_gb_seconds \
-     FROM rollups r JOIN gpus g ON g.id = r.gpu_id";
+     r.estimated_gpu_seconds, r.memory_gb_seconds, r.energy_ws, r.storage_gb_seconds, \
+     se.namespace, se.pod, se.node \
+     FROM rollups r JOIN gpus g ON g.id = r.gpu_id LEFT JOIN series se ON se.id = r.series_id";
 
 pub(super) type RawRollup = (
     String,
@@ -171,6 +172,7 @@ pub(super) type RawRollup = (
     i64,
     i64,
     [String; 6],
+    Option<[String; 3]>,
 );
 
 pub(super) fn raw_rollup(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRollup> {
@@ -197,11 +199,16 @@ pub(super) fn raw_rollup_at(r: &rusqlite::Row<'_>, o: usize) -> rusqlite::Result
             r.get(o + 13)?,
             r.get(o + 14)?,
         ],
+        match r.get::<_, Option<String>>(o + 15)? {
+            Some(namespace) => Some([namespace, r.get(o + 16)?, r.get(o + 17)?]),
+            None => None,
+        },
     ))
 }
 
 pub(super) fn decode_rollup(raw: RawRollup) -> Result<Rollup> {
-    let (gpu_uuid, bucket, deployment_id, owner, model, first, last, samples, estimated, q) = raw;
+    let (gpu_uuid, bucket, deployment_id, owner, model, first, last, samples, estimated, q, placed) =
+        raw;
     let w = "rollups";
     Ok(Rollup {
         key: RollupKey {
@@ -210,6 +217,10 @@ pub(super) fn decode_rollup(raw: RawRollup) -> Result<Rollup> {
             owner: owner_parse(&owner, "rollups.owner")?,
             model,
             bucket_start: Timestamp(bucket),
+            placement: match placed {
+                Some([namespace, pod, node]) => Placement::new(&namespace, &pod, &node),
+                None => Placement::default(),
+            },
         },
         first_window_start: Timestamp(first),
         last_window_start: Timestamp(last),
@@ -227,14 +238,36 @@ pub(super) fn decode_rollup(raw: RawRollup) -> Result<Rollup> {
     })
 }
 
+/// The series row of a rollup key's placement: 0 for none (a row written before placements were kept), `None`
+/// when no series has it (so no rollup row either).
+fn series_of(tx: &Connection, key: &RollupKey) -> Result<Option<i64>> {
+    let Some(l) = key.placement.0.as_deref() else {
+        return Ok(Some(0));
+    };
+    tx.prepare_cached(
+        "SELECT id FROM series WHERE deployment_id = ?1 AND owner = ?2 AND model = ?3 AND namespace = ?4 AND pod = ?5 AND node = ?6",
+    )
+    .and_then(|mut st| {
+        st.query_row(
+            params![key.deployment_id, owner_text(key.owner), key.model, l.namespace, l.pod, l.node],
+            |r| r.get(0),
+        )
+        .optional()
+    })
+    .ctx("read a rollup's series")
+}
+
 pub(super) fn stored_rollup(
     tx: &Connection,
     gpu_id: i64,
     key: &RollupKey,
 ) -> Result<Option<Rollup>> {
+    let Some(series) = series_of(tx, key)? else {
+        return Ok(None);
+    };
     let mut st = tx
         .prepare_cached(&format!(
-            "{ROLLUP_SELECT} WHERE r.gpu_id = ?1 AND r.bucket_ms = ?2 AND r.deployment_id = ?3 AND r.owner = ?4 AND r.model = ?5"
+            "{ROLLUP_SELECT} WHERE r.gpu_id = ?1 AND r.bucket_ms = ?2 AND r.deployment_id = ?3 AND r.owner = ?4 AND r.model = ?5 AND r.series_id = ?6"
         ))
         .ctx("prepare rollup lookup")?;
     let raw = st
@@ -244,7 +277,8 @@ pub(super) fn stored_rollup(
                 key.bucket_start.0,
                 key.deployment_id,
                 owner_text(key.owner),
-                key.model
+                key.model,
+                series
             ],
             raw_rollup,
         )
@@ -254,12 +288,18 @@ pub(super) fn stored_rollup(
 }
 
 pub(super) fn write_rollup(tx: &Connection, gpu_id: i64, r: &Rollup) -> Result<()> {
+    let series = series_of(tx, &r.key)?.ok_or_else(|| {
+        crate::StoreError::Internal(format!(
+            "a rollup of {} names a series never stored",
+            r.key.deployment_id
+        ))
+    })?;
     let mut st = tx
         .prepare_cached(
             "INSERT OR REPLACE INTO rollups (gpu_id, bucket_ms, deployment_id, owner, model, first_window_start_ms, \
              last_window_start_ms, samples, estimated_samples, gpu_seconds, busy_gpu_seconds, estimated_gpu_seconds, \
-             memory_gb_seconds, energy_ws, storage_gb_seconds) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+             memory_gb_seconds, energy_ws, storage_gb_seconds, series_id) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
         )
         .ctx("prepare rollup write")?;
     st.execute(params![
@@ -278,6 +318,7 @@ pub(super) fn write_rollup(tx: &Connection, gpu_id: i64, r: &Rollup) -> Result<(
         dec_text(r.q.memory_gb_seconds),
         dec_text(r.q.energy_ws),
         dec_text(r.q.storage_gb_seconds),
+        series,
     ])
     .ctx("write a rollup")?;
     Ok(())
@@ -302,8 +343,11 @@ pub(super) fn write_gap(tx: &Connection, gpu_id: i64, g: &Gap) -> Result<()> {
 }
 
 pub(super) fn delete_rollup(tx: &Connection, gpu_id: i64, key: &RollupKey) -> Result<()> {
+    let Some(series) = series_of(tx, key)? else {
+        return Ok(());
+    };
     tx.prepare_cached(
-        "DELETE FROM rollups WHERE gpu_id = ?1 AND bucket_ms = ?2 AND deployment_id = ?3 AND owner = ?4 AND model = ?5",
+        "DELETE FROM rollups WHERE gpu_id = ?1 AND bucket_ms = ?2 AND deployment_id = ?3 AND owner = ?4 AND model = ?5 AND series_id = ?6",
     )
     .and_then(|mut st| {
         st.execute(params![
@@ -311,7 +355,8 @@ pub(super) fn delete_rollup(tx: &Connection, gpu_id: i64, key: &RollupKey) -> Re
             key.bucket_start.0,
             key.deployment_id,
             owner_text(key.owner),
-            key.model
+            key.model,
+            series
         ])
     })
     .ctx("delete a rollup")?;
