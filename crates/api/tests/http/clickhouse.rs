@@ -16,7 +16,7 @@ use eai_engine::domain::{
 use eai_engine::money::Currency;
 use eai_engine::policy::Glob;
 use eai_store::clickhouse::scratch::ScratchClickHouse;
-use eai_store::clickhouse::{backfill, replicate_once, ClickHouse};
+use eai_store::clickhouse::{self, backfill, replicate_once, ClickHouse};
 use eai_store::Scope;
 use rust_decimal::Decimal;
 
@@ -640,4 +640,76 @@ async fn the_replica_converges_after_clickhouse_was_killed_during_ingest() {
     let replica_events = ch.usage_events(from, to).await.expect("replica events");
     assert_eq!(replica_events.len(), events.len());
     app.stop().await;
+}
+
+/// A replica from before placements (its `gpu_rollups` keyed without them) is migrated in place: its rows are
+/// kept, as rollups of no placement; afterwards two placements of one GPU-hour are two rows, each read back with
+/// its own.
+#[tokio::test]
+async fn a_replica_from_before_placements_keeps_its_rollups() {
+    use eai_engine::rollup::{Placement, Quantities, Rollup, RollupKey};
+    let server = clickhouse().await;
+    let ch = ClickHouse::from_url(&server.url("eai")).expect("url");
+    ch.exec("CREATE DATABASE IF NOT EXISTS eai")
+        .await
+        .expect("db");
+    ch.exec(
+        "CREATE TABLE eai.gpu_rollups (bucket_ms Int64, gpu_uuid String, deployment_id String, owner String, \
+         model String, first_window_start_ms Int64, last_window_start_ms Int64, samples UInt64, \
+         estimated_samples UInt64, gpu_seconds String, busy_gpu_seconds String, estimated_gpu_seconds String, \
+         memory_gb_seconds String, energy_ws String, storage_gb_seconds String, deleted UInt8, version UInt64) \
+         ENGINE = ReplacingMergeTree(version) ORDER BY (bucket_ms, gpu_uuid, deployment_id, owner, model)",
+    )
+    .await
+    .expect("old table");
+    let rollup = |pod: Option<&str>, gs: &str| Rollup {
+        key: RollupKey {
+            gpu_uuid: "GPU-1".into(),
+            deployment_id: "vllm-a".into(),
+            owner: None,
+            model: "H100-80GB".into(),
+            bucket_start: Timestamp(T0),
+            placement: pod.map_or(Placement::default(), |p| {
+                Placement::new("inference", p, "node-1")
+            }),
+        },
+        first_window_start: Timestamp(T0),
+        last_window_start: Timestamp(T0 + 1_800_000),
+        samples: 120,
+        estimated_samples: 0,
+        q: Quantities {
+            gpu_seconds: dec(gs),
+            ..Quantities::default()
+        },
+        gpus: None,
+    };
+    let mut old = clickhouse::rollup_row(&rollup(None, "1800"), false);
+    for k in ["placed", "namespace", "pod", "node"] {
+        old.as_object_mut().expect("a row").remove(k);
+    }
+    old["version"] = json!(1);
+    ch.insert("gpu_rollups", &[old]).await.expect("old row");
+
+    ch.migrate().await.expect("migrated");
+    ch.migrate().await.expect("migrating again changes nothing");
+    let read = ch
+        .rollups(Timestamp(T0), Timestamp(T0 + HOUR_MS))
+        .await
+        .expect("read");
+    assert_eq!(read, vec![rollup(None, "1800")]);
+
+    let mut placed = clickhouse::rollup_row(&rollup(Some("vllm-a-7"), "900"), false);
+    placed["version"] = json!(2);
+    ch.insert("gpu_rollups", &[placed])
+        .await
+        .expect("placed row");
+    let mut read = ch
+        .rollups(Timestamp(T0), Timestamp(T0 + HOUR_MS))
+        .await
+        .expect("read");
+    read.sort_by(|a, b| a.key.cmp(&b.key));
+    assert_eq!(
+        read,
+        vec![rollup(None, "1800"), rollup(Some("vllm-a-7"), "900")]
+    );
 }
