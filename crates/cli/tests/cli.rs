@@ -584,12 +584,13 @@ fn kill_9_during_the_batch(name: &str, database_url: Option<&str>) {
     drop(seed);
 
     let started = format!("allocation batch started period={period}");
-    let wait_for = |log: &std::sync::mpsc::Receiver<String>, what: &str| {
+    // A line with each of `what` (in the first three days of a month the batch also runs the month before).
+    let wait_for = |log: &std::sync::mpsc::Receiver<String>, what: &[&str]| {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match log.recv_timeout(left) {
-                Ok(line) if line.contains(what) => return,
+                Ok(line) if what.iter().all(|w| line.contains(w)) => return,
                 Ok(_) => {}
                 Err(e) => panic!("no log line with {what:?} within 30 s: {e}"),
             }
@@ -599,7 +600,7 @@ fn kill_9_during_the_batch(name: &str, database_url: Option<&str>) {
     let mut whole_since = None;
     for (i, delay_ms) in [0u64, 1, 2, 3, 5, 8, 13, 21, 34].into_iter().enumerate() {
         let (mut server, log) = start(true);
-        wait_for(&log, &started);
+        wait_for(&log, &[&started]);
         std::thread::sleep(Duration::from_millis(delay_ms));
         server.0.kill().unwrap(); // SIGKILL
         server.0.wait().unwrap();
@@ -637,7 +638,10 @@ fn kill_9_during_the_batch(name: &str, database_url: Option<&str>) {
 
     // Restarted, the batch records the month at once: the allocation's items, once each.
     let (server, log) = start(true);
-    wait_for(&log, "recorded gpu_local events");
+    wait_for(
+        &log,
+        &["recorded gpu_local events", &format!("period={period}")],
+    );
     drop(server);
     assert_eq!(gpu_local_events(&store, &period), expected);
     // And the audit chain of every run, finished or not, verifies.
