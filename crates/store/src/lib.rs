@@ -398,6 +398,18 @@ pub trait Store: Send + Sync + 'static {
         exact_hours: &[Timestamp],
     ) -> Result<UsageRead>;
 
+    /// The per-GPU rollups of the buckets in `[from, to)` that `scope` may see (a tenant: the rows of its dedicated
+    /// deployments), each with its placement (the pod, namespace and node it ran in): what a breakdown reads.
+    /// Hours listed in `exact_hours` that still have their raw samples come back as raw cells per GPU instead, as
+    /// in [`Store::usage_for`], so that a breakdown prices them as the allocation does.
+    async fn gpu_rollups(
+        &self,
+        scope: Scope,
+        from: Timestamp,
+        to: Timestamp,
+        exact_hours: &[Timestamp],
+    ) -> Result<Vec<Rollup>>;
+
     /// Deletes raw samples that ended before `before` (rollups are kept). Returns the rows deleted.
     async fn prune_raw_samples(&self, before: Timestamp) -> Result<u64>;
 

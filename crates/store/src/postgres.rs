@@ -477,6 +477,20 @@ impl Store for PgStore {
         samples::replica_extent(c.conn()?, &self.inner.cfg).await
     }
 
+    async fn gpu_rollups(
+        &self,
+        scope: Scope,
+        from: Timestamp,
+        to: Timestamp,
+        exact_hours: &[Timestamp],
+    ) -> Result<Vec<eai_engine::rollup::Rollup>> {
+        if scope.reads_nothing() {
+            return Ok(Vec::new());
+        }
+        let mut c = self.conn().await?;
+        samples::gpu_rollups(c.conn()?, &self.inner.cfg, scope, from, to, exact_hours).await
+    }
+
     async fn replica_rows(&self, from: Timestamp, to: Timestamp) -> Result<crate::ReplicaRows> {
         let mut c = self.conn().await?;
         samples::replica_rows(c.conn()?, from.0, to.0).await

@@ -259,6 +259,21 @@ impl Store for SqliteStore {
         self.read(|c, cfg| samples::replica_extent(c, cfg)).await
     }
 
+    async fn gpu_rollups(
+        &self,
+        scope: Scope,
+        from: Timestamp,
+        to: Timestamp,
+        exact_hours: &[Timestamp],
+    ) -> Result<Vec<eai_engine::rollup::Rollup>> {
+        if scope.reads_nothing() {
+            return Ok(Vec::new());
+        }
+        let exact = exact_hours.to_vec();
+        self.read(move |c, cfg| samples::gpu_rollups(c, cfg, scope, from, to, &exact))
+            .await
+    }
+
     async fn replica_rows(&self, from: Timestamp, to: Timestamp) -> Result<crate::ReplicaRows> {
         self.read(move |c, _| samples::replica_rows(c, from.0, to.0))
             .await

@@ -555,6 +555,96 @@ mod contract {
             .is_empty());
     }
 
+    /// Per-GPU rollups with their placement: the platform reads every row, a tenant only its dedicated
+    /// deployments' (never a shared deployment's, nor another tenant's), the reserved platform tenant none; an
+    /// exact hour comes as the raw cells of its GPUs.
+    pub async fn gpu_rollups_carry_their_pod_and_are_scoped(s: &dyn Store) {
+        let (a, b) = (tenant(1), tenant(2));
+        let mut batch = fleet("vllm-shared", 1, T0, T0 + H);
+        for (t, dep) in [(a, "train-a"), (b, "train-b")] {
+            batch.extend(fleet(dep, 1, T0, T0 + H).into_iter().map(|mut x| {
+                x.owner = Some(t);
+                x
+            }));
+        }
+        // The shared GPU's pod is replaced half way through the hour.
+        for x in batch
+            .iter_mut()
+            .filter(|x| x.deployment_id == "vllm-shared")
+        {
+            if x.end.0 > T0 + H / 2 {
+                x.pod = "vllm-shared-1".into();
+            }
+        }
+        s.insert_samples(&batch, &audit()).await.unwrap();
+        let keys = |rs: &[Rollup]| -> Vec<(String, Option<String>)> {
+            let mut v: Vec<_> = rs
+                .iter()
+                .map(|r| {
+                    (
+                        r.key.deployment_id.clone(),
+                        r.key.placement.pod().map(str::to_string),
+                    )
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        let all = s
+            .gpu_rollups(Scope::Platform, ts(T0), ts(T0 + H), &[])
+            .await
+            .unwrap();
+        assert_eq!(
+            keys(&all),
+            vec![
+                ("train-a".to_string(), Some("train-a-0".to_string())),
+                ("train-b".to_string(), Some("train-b-0".to_string())),
+                ("vllm-shared".to_string(), Some("vllm-shared-0".to_string())),
+                ("vllm-shared".to_string(), Some("vllm-shared-1".to_string())),
+            ]
+        );
+        let gs = |rs: &[Rollup], dep: &str| -> Decimal {
+            rs.iter()
+                .filter(|r| r.key.deployment_id == dep)
+                .map(|r| r.q.gpu_seconds)
+                .sum()
+        };
+        assert_eq!(gs(&all, "vllm-shared"), d("3600"));
+        let mine = s
+            .gpu_rollups(Scope::Tenant(a), ts(T0), ts(T0 + H), &[])
+            .await
+            .unwrap();
+        assert_eq!(
+            keys(&mine),
+            vec![("train-a".to_string(), Some("train-a-0".to_string()))]
+        );
+        assert!(s
+            .gpu_rollups(
+                Scope::Tenant(eai_engine::domain::TenantId::PLATFORM),
+                ts(T0),
+                ts(T0 + H),
+                &[]
+            )
+            .await
+            .unwrap()
+            .is_empty());
+        // Read exactly, the hour is the raw path's cells: the same sums per placement.
+        let exact = s
+            .gpu_rollups(Scope::Platform, ts(T0), ts(T0 + H), &[ts(T0)])
+            .await
+            .unwrap();
+        assert_eq!(
+            eai_engine::rollup::coarsen(exact, H)
+                .iter()
+                .map(|r| (r.key.clone(), r.q))
+                .collect::<Vec<_>>(),
+            eai_engine::rollup::coarsen(all, H)
+                .iter()
+                .map(|r| (r.key.clone(), r.q))
+                .collect::<Vec<_>>()
+        );
+    }
+
     pub async fn pruning_raw_samples_keeps_rollups(s: &dyn Store) {
         let mut v = fleet("vllm-a", 2, T0, T0 + 3 * H);
         // A third GPU that stopped reporting after the first hour.
@@ -2161,6 +2251,55 @@ mod contract {
             .findings
             .retain(|f| !matches!(f, Finding::ConflictingDuplicate { .. }));
         assert_eq!(stored, from_raw, "allocation");
+        breakdown_sums_to_the_allocation(s, p, &exact, &policies, &stored).await;
+    }
+
+    /// The breakdown of the stored per-GPU rollups (by pod, by node and GPU, by deployment and pod) sums to the
+    /// allocation to the cent, per deployment and currency, and counts every GPU-second and sample of it.
+    async fn breakdown_sums_to_the_allocation(
+        s: &dyn Store,
+        p: Period,
+        exact: &[Timestamp],
+        policies: &[Policy],
+        allocation: &Allocation,
+    ) {
+        use eai_engine::breakdown::{breakdown, Dimension};
+        let rollups = s
+            .gpu_rollups(Scope::Platform, p.from, p.to, exact)
+            .await
+            .unwrap();
+        for group_by in [
+            vec![Dimension::Pod],
+            vec![Dimension::Node, Dimension::Gpu],
+            vec![Dimension::Deployment, Dimension::Pod],
+        ] {
+            let b = breakdown(p, H, policies, allocation, &rollups, &group_by, &[]);
+            let mut got: BTreeMap<(String, Currency), Decimal> = BTreeMap::new();
+            let at = b.group_by.iter().position(|d| *d == Dimension::Deployment);
+            let mut total_gs = Decimal::ZERO;
+            for r in &b.rows {
+                total_gs += r.q.gpu_seconds;
+                let dep = at.and_then(|i| r.key[i].clone()).unwrap_or_default();
+                for (c, a) in &r.cost {
+                    *got.entry((dep.clone(), *c)).or_default() += *a;
+                }
+            }
+            let mut want: BTreeMap<(String, Currency), Decimal> = BTreeMap::new();
+            for d in &allocation.deployments {
+                if let (Some(c), false) = (d.currency, d.cost.is_zero()) {
+                    let dep = if at.is_some() {
+                        d.deployment_id.clone()
+                    } else {
+                        String::new()
+                    };
+                    *want.entry((dep, c)).or_default() += d.cost;
+                }
+            }
+            got.retain(|_, v| !v.is_zero());
+            assert_eq!(got, want, "breakdown by {group_by:?}");
+            let want_gs: Decimal = allocation.deployments.iter().map(|d| d.gpu_seconds).sum();
+            assert_eq!(total_gs, want_gs, "GPU-seconds by {group_by:?}");
+        }
     }
 
     /// With the outbox off (no replica configured), nothing is queued.
@@ -2430,6 +2569,7 @@ mod sqlite_harness {
         usage_is_read_for_the_period_only,
         claims_are_the_sums_of_the_stored_events,
         pruning_raw_samples_keeps_rollups,
+        gpu_rollups_carry_their_pod_and_are_scoped,
         late_samples_older_than_the_retention_are_counted,
         an_unmergeable_late_sample_is_refused_and_nothing_is_stored,
         a_shuffled_backfill_older_than_the_retention_is_exact,
@@ -2988,6 +3128,7 @@ mod postgres_harness {
         usage_is_read_for_the_period_only,
         claims_are_the_sums_of_the_stored_events,
         pruning_raw_samples_keeps_rollups,
+        gpu_rollups_carry_their_pod_and_are_scoped,
         late_samples_older_than_the_retention_are_counted,
         an_unmergeable_late_sample_is_refused_and_nothing_is_stored,
         a_shuffled_backfill_older_than_the_retention_is_exact,

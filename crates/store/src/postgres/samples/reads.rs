@@ -225,6 +225,55 @@ pub async fn replica_extent(
     ))
 }
 
+/// The per-GPU rollups of `[from, to)` that `scope` may see (row level security: a tenant reads its own rows),
+/// with their placement; the buckets named in `exact` that are not frozen as raw cells per GPU (see
+/// [`usage_for`]). One snapshot.
+pub async fn gpu_rollups(
+    conn: &mut PgConn,
+    cfg: &RollupConfig,
+    scope: Scope,
+    from: Timestamp,
+    to: Timestamp,
+    exact: &[Timestamp],
+) -> Result<Vec<eai_engine::rollup::Rollup>> {
+    let (tx, st) = begin(conn, scope, Mode::Snapshot).await?;
+    let (meta, rollups_in) = (
+        st.get(&tx, META_GET).await?,
+        st.get(&tx, REPLICA_ROLLUPS).await?,
+    );
+    let period: [&(dyn ToSql + Sync); 2] = [&from.0, &to.0];
+    let (pruned, rows) = tokio::try_join!(
+        tx.query_opt(&meta, &[&PRUNED_BEFORE]),
+        tx.query(&rollups_in, &period),
+    )
+    .ctx("read rollups")?;
+    let pruned: Option<i64> = pruned
+        .map(|r| r.try_get(0))
+        .transpose()
+        .ctx("read the pruning horizon")?;
+    let frozen = rollups::frozen_before(pruned, cfg);
+    let exact = rollups::exact_buckets(exact, from, to, frozen, cfg);
+    let mut found = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let r = rollup_of(r)?;
+        if !exact.contains(&r.key.bucket_start.floor_to(cfg.bucket_ms).0) {
+            found.push(r);
+        }
+    }
+    let whole = Cuts::default();
+    for &h in &exact {
+        let gpus = gpus_of_bucket(&tx, st, cfg, h).await?;
+        for samples in contexts(&tx, st, cfg, &gpus, h).await?.values() {
+            found.extend(rollups::bucket_terms(samples, cfg, &whole, h).0);
+        }
+    }
+    tx.commit().await.ctx("end read")?;
+    if let Scope::Tenant(t) = scope {
+        found.retain(|r| r.key.owner == Some(t));
+    }
+    Ok(found)
+}
+
 /// What a replica holds of `[from, to)` ([`crate::ReplicaRows`]), from one snapshot on the platform path.
 pub async fn replica_rows(conn: &mut PgConn, from: i64, to: i64) -> Result<crate::ReplicaRows> {
     let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;

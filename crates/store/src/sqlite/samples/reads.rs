@@ -19,6 +19,49 @@ use crate::{DeploymentSeen, LatestSamples, NodeSeen, Result, UsageRead};
 
 // --- reads ----------------------------------------------------------------------------------------------------
 
+/// The per-GPU rollups of `[from, to)` that `scope` may see, with their placement; the buckets named in `exact`
+/// that are not frozen as raw cells per GPU (see [`usage_for`]). One snapshot.
+pub fn gpu_rollups(
+    conn: &mut Connection,
+    cfg: &SqliteConfig,
+    scope: crate::Scope,
+    from: Timestamp,
+    to: Timestamp,
+    exact: &[Timestamp],
+) -> Result<Vec<eai_engine::rollup::Rollup>> {
+    let tx = conn.transaction().ctx("begin read")?;
+    let frozen = frozen_before(&tx, cfg)?;
+    let exact: BTreeSet<i64> = rollups::exact_buckets(exact, from, to, frozen, cfg);
+    let mut found = tx
+        .prepare_cached(&format!(
+            "{ROLLUP_SELECT} WHERE r.bucket_ms >= ?1 AND r.bucket_ms < ?2"
+        ))
+        .and_then(|mut st| {
+            st.query_map(params![from.0, to.0], raw_rollup)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .ctx("read rollups")?
+        .into_iter()
+        .map(decode_rollup)
+        .filter(|r| {
+            r.as_ref().map_or(true, |r| {
+                !exact.contains(&r.key.bucket_start.floor_to(cfg.bucket_ms).0)
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let whole = Cuts::default();
+    for &h in &exact {
+        for (gpu_id, uuid) in gpus_of_bucket(&tx, cfg, h)? {
+            found.extend(bucket_from_raw(&tx, cfg, &whole, gpu_id, &uuid, h)?.0);
+        }
+    }
+    tx.commit().ctx("end read")?;
+    if let crate::Scope::Tenant(t) = scope {
+        found.retain(|r| r.key.owner == Some(t));
+    }
+    Ok(found)
+}
+
 /// What an allocation of `[from, to)` reads, in one snapshot: the group rollups, except for the buckets named
 /// in `exact` that are not frozen: those come as raw cells per GPU (a frozen one, whose raw samples were pruned,
 /// is served by its group rollups, cut at the policy boundaries known when it froze); the usage claims; the
