@@ -251,6 +251,41 @@ pub async fn explain_of(
     }))
 }
 
+/// The breakdown of a period (see `eai_engine::breakdown`): the allocation of every tenant (its deployments'
+/// rounded costs are what the rows share), and the per-GPU rollups `scope` may see (a tenant: its dedicated
+/// deployments'), always from the primary, the hours where a policy changes inside the hour read exactly.
+pub async fn breakdown_of(
+    source: &Source,
+    store: &dyn Store,
+    period: Period,
+    config: AllocationConfig,
+    scope: eai_store::Scope,
+    group_by: Vec<eai_engine::breakdown::Dimension>,
+    filter: Vec<(eai_engine::breakdown::Dimension, String)>,
+) -> Result<eai_engine::breakdown::Breakdown, StoreError> {
+    let inputs = read_inputs(source, store, period).await?;
+    let exact = exact_hours(&inputs.policies, period);
+    let rollups = store
+        .gpu_rollups(scope, period.from, period.to, &exact)
+        .await?;
+    let span = tracing::info_span!("breakdown.compute", rollups = rollups.len());
+    tokio::task::spawn_blocking(move || {
+        let _in = span.enter();
+        let allocation = allocate_inputs(&inputs, period, config);
+        eai_engine::breakdown::breakdown(
+            period,
+            config.bucket_ms,
+            &inputs.policies,
+            &allocation,
+            &rollups,
+            &group_by,
+            &filter,
+        )
+    })
+    .await
+    .map_err(|e| StoreError::Internal(format!("the breakdown task failed: {e}")))
+}
+
 /// The token costs of a period (every tenant's, or `tenant`'s share only), read from `source` (usage events
 /// from the primary: every tenant's and the vLLM servers', since a deployment's measures are all of them).
 #[allow(clippy::too_many_arguments)]

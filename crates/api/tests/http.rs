@@ -1308,6 +1308,12 @@ use explain::*;
 
 on_both_backends!(the_worked_example_is_explained_line_by_line_and_scoped_to_its_reader);
 
+#[path = "http/breakdown.rs"]
+mod breakdown;
+use breakdown::*;
+
+on_both_backends!(usage_is_broken_down_by_pod_node_and_gpu_to_the_cent_and_scoped_to_its_reader);
+
 #[path = "http/focus.rs"]
 mod focus;
 use focus::*;

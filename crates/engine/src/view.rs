@@ -523,3 +523,63 @@ impl ExplanationView {
         }
     }
 }
+
+/// A breakdown as the API and the CLI's `--json` show it (`GET /v1/finops/gpu/usage`): one row per value of the
+/// grouping, its `group` naming each dimension's value (`null`: a shared deployment's tenant, or time stored before
+/// placements were kept), quantities as exact JSON numbers and the cost per currency as money.
+#[derive(Debug, Serialize)]
+pub struct BreakdownView {
+    pub from: String,
+    pub to: String,
+    pub group_by: Vec<&'static str>,
+    pub rows: Vec<BreakdownRowView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BreakdownRowView {
+    pub group: std::collections::BTreeMap<&'static str, Option<String>>,
+    pub samples: u64,
+    pub estimated_samples: u64,
+    pub gpu_seconds: Quantity,
+    pub busy_gpu_seconds: Quantity,
+    pub estimated_gpu_seconds: Quantity,
+    pub gpu_memory_gb_seconds: Quantity,
+    pub energy_wh: Quantity,
+    pub unpriced_gpu_seconds: Quantity,
+    pub cost: Vec<MoneyView>,
+}
+
+impl BreakdownView {
+    pub fn new(
+        b: &crate::breakdown::Breakdown,
+        from: crate::time::Timestamp,
+        to: crate::time::Timestamp,
+    ) -> Self {
+        BreakdownView {
+            from: from.to_string(),
+            to: to.to_string(),
+            group_by: b.group_by.iter().map(|d| d.name()).collect(),
+            rows: b
+                .rows
+                .iter()
+                .map(|r| BreakdownRowView {
+                    group: b
+                        .group_by
+                        .iter()
+                        .map(|d| d.name())
+                        .zip(r.key.iter().cloned())
+                        .collect(),
+                    samples: r.samples,
+                    estimated_samples: r.estimated_samples,
+                    gpu_seconds: quantity(r.q.gpu_seconds, 3),
+                    busy_gpu_seconds: quantity(r.q.busy_gpu_seconds, 3),
+                    estimated_gpu_seconds: quantity(r.q.estimated_gpu_seconds, 3),
+                    gpu_memory_gb_seconds: quantity(r.q.memory_gb_seconds, 3),
+                    energy_wh: quantity(r.q.energy_wh(), 3),
+                    unpriced_gpu_seconds: quantity(r.unpriced_gpu_seconds, 3),
+                    cost: r.cost.iter().map(|(c, a)| money(*a, c.as_str())).collect(),
+                })
+                .collect(),
+        }
+    }
+}

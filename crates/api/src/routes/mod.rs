@@ -9,6 +9,7 @@ use crate::telemetry;
 
 pub mod allocation;
 pub mod audit;
+pub mod breakdown;
 pub mod budgets;
 pub mod catalog;
 pub mod explain;
@@ -31,6 +32,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/finops/gpu/allocation", get(allocation::get))
         .route("/v1/finops/gpu/allocation/focus", get(focus::get))
         .route("/v1/finops/gpu/allocation/explain", get(explain::get))
+        .route("/v1/finops/gpu/usage", get(breakdown::get))
         .route("/v1/finops/gpu/allocation/series", get(token_costs::series))
         .route("/v1/finops/gpu/token-costs", get(token_costs::get))
         .route(
