@@ -7,7 +7,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::Args;
 use eai_api::allocation::Source;
 use eai_engine::allocate::{Explanation, Party, Period};
@@ -46,17 +45,11 @@ pub struct ExplainArgs {
 }
 
 pub async fn run(args: ExplainArgs) -> anyhow::Result<ExitCode> {
-    let (from, to) = match &args.period {
-        Some(p) => eai_engine::batch::month(p)
-            .with_context(|| format!("--period must be a month YYYY-MM, not {p:?}"))?,
-        None => eai_api::routes::allocation::requested_period(
-            args.from.as_deref(),
-            args.to.as_deref(),
-            eai_api::state::now(),
-            366,
-        )
-        .map_err(|e| anyhow::anyhow!("--{}: {}", e.field, e.reason))?,
-    };
+    let (from, to) = crate::serve::period_of(
+        args.period.as_deref(),
+        args.from.as_deref(),
+        args.to.as_deref(),
+    )?;
     let viewer = args
         .tenant
         .as_deref()

@@ -13,10 +13,11 @@ mod demo;
 mod demo_data;
 mod explain_cmd;
 mod export_cmd;
-mod memory;
+mod process;
 mod replica_cmd;
 mod serve;
 mod table;
+mod usage_cmd;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -44,6 +45,9 @@ enum Command {
     /// Why a deployment costs what it does, bucket by bucket, from the store (as GET
     /// /v1/finops/gpu/allocation/explain answers it).
     Explain(explain_cmd::ExplainArgs),
+    /// GPU time and cost per pod, node, GPU, namespace, deployment, tenant or model, from the store (as GET
+    /// /v1/finops/gpu/usage answers it).
+    Usage(usage_cmd::UsageArgs),
     /// API keys, straight on the store (for recovery; the API's POST /v1/auth/api-keys is the usual way).
     Keys(admin::KeysArgs),
     /// The audit trail.
@@ -67,11 +71,15 @@ enum Command {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    if matches!(
-        cli.command,
-        Command::Serve(_) | Command::Demo(_) | Command::Sampler(_)
-    ) {
-        memory::tune();
+    match cli.command {
+        Command::Serve(_) | Command::Demo(_) | Command::Sampler(_) => process::tune_allocator(),
+        Command::Allocate(_)
+        | Command::Export(_)
+        | Command::Explain(_)
+        | Command::Usage(_)
+        | Command::Keys(_)
+        | Command::Audit(_) => process::default_sigpipe(),
+        _ => {}
     }
     let result = match cli.command {
         Command::Allocate(args) if args.period.is_some() => {
@@ -82,6 +90,7 @@ fn main() -> std::process::ExitCode {
         Command::Demo(args) => runtime().and_then(|rt| rt.block_on(demo::run(args))),
         Command::Export(args) => runtime().and_then(|rt| rt.block_on(export_cmd::run(args))),
         Command::Explain(args) => runtime().and_then(|rt| rt.block_on(explain_cmd::run(args))),
+        Command::Usage(args) => runtime().and_then(|rt| rt.block_on(usage_cmd::run(args))),
         Command::Keys(args) => runtime().and_then(|rt| rt.block_on(admin::keys(args))),
         Command::Audit(args) => runtime().and_then(|rt| rt.block_on(admin::audit(args))),
         Command::Backup(args) => runtime().and_then(|rt| rt.block_on(backup_cmd::backup(args))),

@@ -39,6 +39,21 @@ pub async fn store_for_allocation(
     Ok((config, store, alloc))
 }
 
+/// The period a store-reading command asks for: `--period YYYY-MM`, or `--from`/`--to` as the API reads them (a
+/// `--to` date is inclusive), at most 366 days.
+pub fn period_of(
+    period: Option<&str>,
+    from: Option<&str>,
+    to: Option<&str>,
+) -> anyhow::Result<(eai_engine::time::Timestamp, eai_engine::time::Timestamp)> {
+    match period {
+        Some(p) => eai_engine::batch::month(p)
+            .ok_or_else(|| anyhow::anyhow!("--period must be a month YYYY-MM, not {p:?}")),
+        None => eai_api::routes::allocation::requested_period(from, to, eai_api::state::now(), 366)
+            .map_err(|e| anyhow::anyhow!("--{}: {}", e.field, e.reason)),
+    }
+}
+
 /// The configuration of `serve`: environment first, flags over it.
 pub fn config(
     listen: Option<SocketAddr>,
@@ -63,7 +78,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let _telemetry = crate::init_logging("eai-gpu", "info")?;
     let config = config(args.listen, args.data_dir, args.database_url)?;
     tracing::info!(?config, "starting eai-gpu");
-    crate::memory::spawn_trim(config.malloc_trim_seconds);
+    crate::process::spawn_trim(config.malloc_trim_seconds);
     let app = Application::build(config).await?;
     app.run_until_stopped(crate::shutdown_signal()).await?;
     Ok(ExitCode::SUCCESS)

@@ -665,7 +665,7 @@ fn kill_9_during_the_batch(name: &str, database_url: Option<&str>) {
 /// `eai-gpu explain` on the demo's store: the tables and the API's JSON; its rounded lines sum to the row's
 /// cost; `--tenant` shows one tenant and sums the others; a deployment without GPU time exits 1 saying so.
 #[test]
-fn explain_shows_a_deployments_charge_from_the_store() {
+fn explain_and_usage_show_a_deployments_charge_and_its_pods_from_the_store() {
     let dir = temp_dir("explain");
     let data = dir.join("demo");
     let out = bin()
@@ -782,6 +782,59 @@ fn explain_shows_a_deployments_charge_from_the_store() {
         .unwrap();
     assert_eq!(code, Some(1));
     assert!(err.contains("nothing to explain"), "{err}");
+
+    // `usage`: the same store per pod, its rows summing to the deployment's cost in the allocation.
+    let usage = |extra: &[&str]| {
+        let out = bin()
+            .args(["usage", "--from", &from, "--to", &to, "--data-dir"])
+            .arg(&data)
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, table, err) = usage(&["--group-by", "pod", "--filter", "deployment:vllm-llama-70b"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        table.contains("by pod") && table.contains("total ("),
+        "{table}"
+    );
+    let (code, json, err) = usage(&[
+        "--group-by",
+        "namespace,pod",
+        "--filter",
+        "deployment:vllm-llama-70b",
+        "--json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let b: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let rows = b["rows"].as_array().unwrap();
+    assert!(!rows.is_empty(), "{b}");
+    let sum: rust_decimal::Decimal = rows
+        .iter()
+        .map(|r| {
+            r["cost"][0]["amount"]
+                .as_str()
+                .unwrap()
+                .parse::<rust_decimal::Decimal>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(
+        sum.to_string(),
+        e["rounding"][0]["cost"].as_str().unwrap(),
+        "{b}"
+    );
+    let (code, _, err) = usage(&["--group-by", "rack"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("--group-by: `rack` is not a dimension"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -1,5 +1,6 @@
-//! The allocator's settings for the long-running commands (`serve`, `demo`, `sampler`), so that resident memory
-//! follows what is in use over weeks (RELIABILITY.md, "The soak").
+//! Process settings the C library holds: the allocator's for the long-running commands (`serve`, `demo`,
+//! `sampler`), so that resident memory follows what is in use over weeks (RELIABILITY.md, "The soak"); and, for
+//! the commands that print a report, the default SIGPIPE, so that `eai-gpu usage … | head` stops quietly.
 //!
 //! glibc's malloc, left to itself, grew `serve` by 10 % an hour in the soak with nothing more kept alive: the
 //! week's allocation reads a few hundred thousand rows into multi-megabyte buffers that are freed a second later,
@@ -10,11 +11,12 @@
 //! - a fixed mmap threshold of 1 MiB: a larger buffer is mapped for itself and unmapped when freed;
 //! - every `EAI_MALLOC_TRIM_SECONDS` (60), `malloc_trim(0)` hands the free pages inside the arenas back.
 //!
-//! Elsewhere than Linux with glibc, nothing is changed. The two calls into glibc are this crate's only unsafe code.
+//! Elsewhere than Linux with glibc, the allocator is left alone. These calls into the C library are this crate's
+//! only unsafe code.
 #![allow(unsafe_code)]
 
 /// Sets the arenas and the mmap threshold. Call before any thread starts (before the runtime).
-pub fn tune() {
+pub fn tune_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -48,4 +50,15 @@ pub fn spawn_trim(seconds: u32) {
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     let _ = seconds;
+}
+
+/// A closed pipe ends the process silently, as for any Unix filter, instead of a panic on the next print. Only for
+/// the commands that print a report and exit: a server keeps SIGPIPE ignored (a closed socket is an error to
+/// handle, never a reason to die).
+pub fn default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of one signal, before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }

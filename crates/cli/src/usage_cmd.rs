@@ -1,0 +1,194 @@
+//! `eai-gpu usage --group-by pod[,node…] [--filter dimension:value,…] (--period YYYY-MM | --from --to)
+//! [--tenant UUID] [--json]`: a period's GPU time and cost per pod, node, GPU, namespace, deployment, tenant or
+//! model, read straight from the store as `GET /v1/finops/gpu/usage` answers it (the same JSON with `--json`):
+//! the rows of a deployment sum to its cost in the allocation to the cent. `--tenant` keeps what that tenant's
+//! reader sees (its dedicated deployments).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use eai_api::allocation::Source;
+use eai_api::routes::breakdown::{parse_filter, parse_group_by};
+use eai_engine::allocate::Period;
+use eai_engine::breakdown::Breakdown;
+use eai_engine::domain::TenantId;
+use eai_engine::money::Currency;
+use eai_engine::view::BreakdownView;
+use eai_store::Scope;
+use rust_decimal::Decimal;
+
+use crate::table::Table;
+
+#[derive(Debug, Args)]
+pub struct UsageArgs {
+    /// The dimensions of a row, comma-separated: pod, node, gpu, namespace, deployment, tenant, model
+    /// (default: deployment).
+    #[arg(long)]
+    pub group_by: Option<String>,
+    /// Rows to keep: `dimension:value`, comma-separated (one dimension: any of its values; several: all).
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// A month, `YYYY-MM` (UTC); or give --from and --to.
+    #[arg(long, conflicts_with_all = ["from", "to"])]
+    pub period: Option<String>,
+    /// Start: a date (`YYYY-MM-DD`) or an RFC 3339 date-time.
+    #[arg(long)]
+    pub from: Option<String>,
+    /// End: a date (inclusive of that day) or an RFC 3339 date-time (exclusive).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// What this tenant's reader sees: its dedicated deployments' rows.
+    #[arg(long, value_name = "TENANT_ID")]
+    pub tenant: Option<String>,
+    /// The API's JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Folder of the embedded store (EAI_DATA_DIR).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Store URL (EAI_DATABASE_URL).
+    #[arg(long)]
+    pub database_url: Option<String>,
+}
+
+pub async fn run(args: UsageArgs) -> anyhow::Result<ExitCode> {
+    let (from, to) = crate::serve::period_of(
+        args.period.as_deref(),
+        args.from.as_deref(),
+        args.to.as_deref(),
+    )?;
+    let group_by = parse_group_by(args.group_by.as_deref())
+        .map_err(|e| anyhow::anyhow!("--group-by: {}", e.reason))?;
+    let filter = parse_filter(args.filter.as_deref())
+        .map_err(|e| anyhow::anyhow!("--filter: {}", e.reason))?;
+    let scope = match args.tenant.as_deref() {
+        None => Scope::Platform,
+        Some(t) => Scope::Tenant(
+            t.parse::<TenantId>()
+                .map_err(|_| anyhow::anyhow!("--tenant must be a tenant id (a UUID)"))?,
+        ),
+    };
+    let (_, store, alloc) =
+        crate::serve::store_for_allocation(args.data_dir.clone(), args.database_url.clone())
+            .await?;
+    let period =
+        Period::new(from, to, alloc.bucket_ms).map_err(|e| anyhow::anyhow!("{}", e.reason))?;
+    let b = eai_api::allocation::breakdown_of(
+        &Source::Primary,
+        store.as_ref(),
+        period,
+        alloc,
+        scope,
+        group_by,
+        filter,
+    )
+    .await?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&BreakdownView::new(&b, period.from, period.to))?
+        );
+    } else {
+        print!("{}", render(&b, period));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn n(d: Decimal, dp: u32) -> String {
+    d.round_dp(dp).normalize().to_string()
+}
+
+fn cost(c: &[(Currency, Decimal)]) -> String {
+    c.iter()
+        .map(|(c, a)| format!("{a} {c}"))
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
+/// The breakdown as a table, one line per row and a total.
+pub fn render(b: &Breakdown, period: Period) -> String {
+    let mut headers: Vec<(&str, bool)> = b.group_by.iter().map(|d| (d.name(), false)).collect();
+    headers.extend([
+        ("samples", true),
+        ("GPU-h", true),
+        ("busy", true),
+        ("estimated GPU-s", true),
+        ("memory GB-h", true),
+        ("energy kWh", true),
+        ("unpriced GPU-s", true),
+        ("cost", true),
+    ]);
+    let mut t = Table::new(&headers);
+    let hours = Decimal::from(3600);
+    let (mut samples, mut q, mut unpriced) = (
+        0u64,
+        eai_engine::rollup::Quantities::default(),
+        Decimal::ZERO,
+    );
+    let mut total: Vec<(Currency, Decimal)> = Vec::new();
+    for r in &b.rows {
+        let mut cells: Vec<String> = r
+            .key
+            .iter()
+            .map(|v| v.clone().unwrap_or_else(|| "-".to_string()))
+            .collect();
+        let busy = if r.q.gpu_seconds.is_zero() {
+            "-".to_string()
+        } else {
+            format!(
+                "{} %",
+                n(
+                    r.q.busy_gpu_seconds * Decimal::ONE_HUNDRED / r.q.gpu_seconds,
+                    1
+                )
+            )
+        };
+        cells.extend([
+            r.samples.to_string(),
+            n(r.q.gpu_seconds / hours, 3),
+            busy,
+            n(r.q.estimated_gpu_seconds, 1),
+            n(r.q.memory_gb_seconds / hours, 3),
+            n(r.q.energy_wh() / Decimal::ONE_THOUSAND, 3),
+            n(r.unpriced_gpu_seconds, 1),
+            cost(&r.cost),
+        ]);
+        t.row(cells);
+        samples += r.samples;
+        q.add(&r.q);
+        unpriced += r.unpriced_gpu_seconds;
+        for (c, a) in &r.cost {
+            match total.iter_mut().find(|(tc, _)| tc == c) {
+                Some((_, x)) => *x += *a,
+                None => total.push((*c, *a)),
+            }
+        }
+    }
+    let mut last: Vec<String> = vec![String::new(); b.group_by.len()];
+    if let Some(first) = last.first_mut() {
+        *first = format!("total ({} rows)", b.rows.len());
+    }
+    last.extend([
+        samples.to_string(),
+        n(q.gpu_seconds / hours, 3),
+        String::new(),
+        n(q.estimated_gpu_seconds, 1),
+        n(q.memory_gb_seconds / hours, 3),
+        n(q.energy_wh() / Decimal::ONE_THOUSAND, 3),
+        n(unpriced, 1),
+        cost(&total),
+    ]);
+    t.row(last);
+    format!(
+        "GPU usage {} .. {} by {}\n\n{}",
+        period.from,
+        period.to,
+        b.group_by
+            .iter()
+            .map(|d| d.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+        t.render()
+    )
+}
