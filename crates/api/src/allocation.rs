@@ -263,11 +263,28 @@ pub async fn breakdown_of(
     group_by: Vec<eai_engine::breakdown::Dimension>,
     filter: Vec<(eai_engine::breakdown::Dimension, String)>,
 ) -> Result<eai_engine::breakdown::Breakdown, StoreError> {
-    let inputs = read_inputs(source, store, period).await?;
+    let mut inputs = read_inputs(source, store, period).await?;
     let exact = exact_hours(&inputs.policies, period);
-    let rollups = store
+    let mut rollups = store
         .gpu_rollups(scope, period.from, period.to, &exact)
         .await?;
+    // Filtered to deployments: only theirs are allocated (a deployment's cost depends on its own time and
+    // claims alone), so that a deployment's pods cost its allocation, not the fleet's.
+    let deployments: BTreeSet<String> = filter
+        .iter()
+        .filter(|(d, _)| *d == eai_engine::breakdown::Dimension::Deployment)
+        .map(|(_, v)| v.clone())
+        .collect();
+    if !deployments.is_empty() {
+        let kept = |d: &str| deployments.contains(d);
+        inputs.read.rollups.retain(|r| kept(&r.key.deployment_id));
+        inputs.read.claims.retain(|c| kept(&c.deployment_id));
+        inputs.read.gaps.retain(|g| kept(&g.deployment_id));
+        inputs
+            .usage
+            .retain(|e| e.deployment_id.as_deref().is_some_and(kept));
+        rollups.retain(|r| kept(&r.key.deployment_id));
+    }
     let span = tracing::info_span!("breakdown.compute", rollups = rollups.len());
     tokio::task::spawn_blocking(move || {
         let _in = span.enter();

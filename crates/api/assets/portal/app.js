@@ -49,7 +49,7 @@ const state = {
   form: { open: false, values: { ...FORM_DEFAULTS }, errors: {}, failure: null, busy: false, opener: null },
   /** Why a deployment costs what it does (GET /v1/finops/gpu/allocation/explain), in a dialog: for one deployment,
    * or for one tenant's charge (`tenant`, with the deployments it is charged on to pick from). */
-  explain: { open: false, deployment: null, tenant: null, status: "idle", data: null, error: null, opener: null, seq: 0 },
+  explain: { open: false, deployment: null, tenant: null, status: "idle", data: null, error: null, opener: null, seq: 0, pods: null },
 };
 
 // ---------------------------------------------------------------------------------------------- DOM helpers
@@ -874,7 +874,7 @@ const FIELDS = [
 
 // ---------------------------------------------------------------------------------------------- explain
 function openExplain(deployment, tenant, opener) {
-  state.explain = { open: true, deployment, tenant, status: "idle", data: null, error: null, opener: opener?.id ?? null, seq: state.explain.seq };
+  state.explain = { open: true, deployment, tenant, status: "idle", data: null, error: null, opener: opener?.id ?? null, seq: state.explain.seq, pods: null };
   renderExplain();
   loadExplain();
   const close = $("#explain-close");
@@ -900,15 +900,53 @@ async function loadExplain() {
   const q = new URLSearchParams({ deployment_id: e.deployment, from: a.from, to: a.to });
   // A platform administrator looking at a tenant's charge sees it as that tenant does (the others summed).
   if (e.tenant && POLICY_ADMINS.has(state.who.role) && !state.viewAs) q.set("tenant_id", e.tenant);
+  // Where it ran: the deployment's pods, nodes and GPUs (GET /v1/finops/gpu/usage), read after the explanation
+  // (one allocation slot at a time); a failure there leaves the explanation shown, the section saying so.
+  const where = new URLSearchParams({ from: a.from, to: a.to, group_by: "pod,node,gpu", filter: `deployment:${e.deployment}` });
   try {
     const data = await api(`/v1/finops/gpu/allocation/explain?${q}`);
+    const found = await api(`/v1/finops/gpu/usage?${where}`).then((rows) => ({ data: rows }), (error) => ({ error }));
     if (seq !== state.explain.seq) return;
-    state.explain = { ...state.explain, status: "ok", data, error: null };
+    state.explain = { ...state.explain, status: "ok", data, error: null, pods: found };
   } catch (err) {
     if (seq !== state.explain.seq) return;
-    state.explain = { ...state.explain, status: "error", data: null, error: err };
+    state.explain = { ...state.explain, status: "error", data: null, error: err, pods: null };
   }
   renderExplain();
+}
+
+/** The deployment's pods, nodes and GPUs: GPU time, busy share, energy and the cost each was given. */
+function explainPods(pods, viewer) {
+  if (!pods) return [];
+  const id = "explain-pods-title";
+  const head = h("h3", { id }, t("explain.where"));
+  if (pods.error) return [head, errorPanel(t("error.where"), pods.error, () => loadExplain(), "explain-pods-error")];
+  const rows = pods.data.rows;
+  if (!rows.length) return viewer ? [head, h("p", { class: "note", id: "explain-pods-none" }, t("explain.whereShared"))] : [];
+  const cost = (r) => r.cost[0] ?? null;
+  const currency = rows.map(cost).find(Boolean)?.currency ?? null;
+  const total = currency ? fmt.sum(rows.map((r) => cost(r)?.amount ?? "0")) : null;
+  const label = (v) => v ?? t("explain.unrecorded");
+  return [head,
+    h("p", { class: "note" }, t("explain.whereNote")),
+    tableWrap(id, h("table", { class: "data compact", id: "explain-pods" },
+      h("thead", {}, h("tr", {}, ["col.pod", "col.node", "col.gpu", "col.gpuHours", "col.busy", "col.energy", "col.cost"]
+        .map((k, i) => h("th", { scope: "col", class: i > 2 ? "num" : null }, t(k))))),
+      h("tbody", {}, rows.map((r) => {
+        const busy = fmt.divide(String(r.busy_gpu_seconds), String(r.gpu_seconds), 4);
+        return h("tr", { "data-pod": r.group.pod ?? "", "data-gpu": r.group.gpu ?? "" },
+          h("th", { scope: "row", class: "mono" }, label(r.group.pod)),
+          h("td", { class: "mono" }, label(r.group.node)),
+          h("td", { class: "mono" }, r.group.gpu),
+          num(String(r.gpu_seconds), fmt.number(fmt.divide(String(r.gpu_seconds), "3600", 3), 3), "gpu_hours"),
+          num(busy ?? "", busy === null ? "—" : fmt.percent(busy), "busy"),
+          num(String(r.energy_wh), fmt.number(fmt.divide(String(r.energy_wh), "1000", 3), 3), "energy_kwh"),
+          num(cost(r)?.amount ?? "", cost(r) ? fmt.money(cost(r).amount, cost(r).currency) : "—", "cost"));
+      })),
+      total === null ? null : h("tfoot", {}, h("tr", {},
+        h("th", { scope: "row", colspan: "6" }, t("col.total")),
+        num(total, fmt.money(total, currency), "cost"))))),
+  ];
 }
 
 /** The deployments a tenant is charged on in the loaded allocation, its largest charge first. */
@@ -960,7 +998,7 @@ function renderExplain() {
   let body;
   if (e.status === "error") body = errorPanel(t("error.explain"), e.error, () => loadExplain(), "explain-error");
   else if (e.status !== "ok") body = loading(t("explain.loading"), "explain-loading");
-  else body = explainBody(d);
+  else body = explainBody(d, explainPods(e.pods, viewer));
   const picker = e.tenant ? tenantDeployments(e.tenant) : [];
   const focusedId = root.contains(document.activeElement) ? document.activeElement.id : null;
   root.replaceChildren(h("div", { class: "drawer-layer", onkeydown: explainKeys },
@@ -982,7 +1020,7 @@ function renderExplain() {
   }
 }
 
-function explainBody(d) {
+function explainBody(d, where) {
   const parts = [];
   for (const p of d.policies) {
     parts.push(h("p", { class: "note", "data-policy": p.policy_id }, t("explain.policy", {
@@ -993,6 +1031,7 @@ function explainBody(d) {
   const keys = [...new Set(d.buckets.flatMap((b) => b.priced.flatMap((p) => p.parties.map((x) => partyKey(x.party)))))];
   const color = (k) => (k === "idle" ? "#6B6B6B" : k === "others" ? "#9C8A00" : PALETTE[Math.max(0, keys.indexOf(k)) % 6]);
   for (const r of d.rounding) parts.push(renderExplainChart(d.buckets, r.currency, partyLabel, color));
+  parts.push(...where);
   for (const r of d.rounding) {
     const id = `explain-rounding-title-${r.currency}`;
     parts.push(h("h3", { id }, t("explain.rounding", { currency: r.currency })),

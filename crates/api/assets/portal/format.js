@@ -45,6 +45,25 @@ export function sum(values) {
   return toText(ds.reduce((acc, d) => acc + rescale(d, scale), 0n), scale);
 }
 
+/** `a / b` (decimal strings) to `dp` places, rounded half away from zero, as a decimal string; null when `b` is
+ * zero or either is not a decimal. Exact: scaled BigInts, never a float. */
+export function divide(a, b, dp = 6) {
+  const x = parseDecimal(a);
+  const y = parseDecimal(b);
+  if (!x || !y || y.units === 0n) return null;
+  let num = x.units * 10n ** BigInt(y.scale + dp);
+  let den = y.units * 10n ** BigInt(x.scale);
+  if (den < 0n) {
+    num = -num;
+    den = -den;
+  }
+  const neg = num < 0n;
+  if (neg) num = -num;
+  let q = num / den;
+  if (2n * (num % den) >= den) q += 1n;
+  return toText(neg ? -q : q, dp);
+}
+
 /** -1, 0 or 1 as a < b, a = b, a > b (both decimal strings). */
 export function compare(a, b) {
   const x = parseDecimal(a);

@@ -2099,6 +2099,32 @@ async fn a_deployments_cost_and_a_tenants_charge_are_explained_hour_by_hour() {
         .collect();
     assert_eq!(rounding_rows(&b).await, json!(want));
     b.screenshot("15-explain").await;
+    // Where it ran: the deployment's pods, nodes and GPUs, their costs adding up to the deployment's.
+    b.wait("document.querySelector('#explain-pods')", "the pods")
+        .await;
+    let costs = b
+        .js(
+            "return [...document.querySelectorAll('#explain-pods tbody td[data-col=cost]')].map(td => td.dataset.value);",
+            json!([]),
+        )
+        .await;
+    let costs = costs.as_array().expect("pod costs");
+    assert!(!costs.is_empty(), "no pod rows");
+    let sum: rust_decimal::Decimal = costs
+        .iter()
+        .map(|v| rust_decimal::Decimal::from_str(v.as_str().expect("a cost")).expect("a decimal"))
+        .sum();
+    assert_eq!(
+        sum.to_string(),
+        api["rounding"][0]["cost"].as_str().unwrap(),
+        "the pods' costs add up to the deployment's"
+    );
+    b.js(
+        "document.querySelector('#explain-pods').scrollIntoView(); return null;",
+        json!([]),
+    )
+    .await;
+    b.screenshot("18-explain-pods").await;
     // Escape closes it and gives the focus back.
     b.press("\u{E00C}").await;
     assert!(!b.exists("#explain-dialog").await);
