@@ -292,6 +292,46 @@ func WithQueryParam(key, value string) RequestOption {
 	return WithQuery(map[string]string{key: value})
 }
 
+// WithGroupBy sets the dimensions of a row of FinOps.GpuUsage (query parameter `group_by`), in the order given,
+// each once; it replaces an earlier WithGroupBy. None: the server's default, DimensionDeployment.
+func WithGroupBy(dims ...Dimension) RequestOption {
+	return requestOnly(func(c *call) error {
+		if len(dims) == 0 {
+			c.query.Del("group_by")
+			return nil
+		}
+		names := make([]string, len(dims))
+		for i, d := range dims {
+			names[i] = string(d)
+		}
+		c.query.Set("group_by", strings.Join(names, ","))
+		return nil
+	})
+}
+
+// WithFilter keeps the rows of FinOps.GpuUsage whose dimension dim is one of values (query parameter `filter`,
+// `dim:value` pairs). Several WithFilter add up: values of one dimension, any of them; several dimensions, all
+// of them. A value may not contain a comma (the pairs' separator); no value at all is an error too (ErrConfig).
+func WithFilter(dim Dimension, values ...string) RequestOption {
+	return requestOnly(func(c *call) error {
+		if len(values) == 0 {
+			return configError("WithFilter(%q): no value", dim)
+		}
+		pairs := make([]string, 0, len(values)+1)
+		if prev := c.query.Get("filter"); prev != "" {
+			pairs = append(pairs, prev)
+		}
+		for _, v := range values {
+			if strings.Contains(v, ",") {
+				return configError("WithFilter(%q, %q): a value may not contain a comma", dim, v)
+			}
+			pairs = append(pairs, string(dim)+":"+v)
+		}
+		c.query.Set("filter", strings.Join(pairs, ","))
+		return nil
+	})
+}
+
 // WithRequestID sets the call's X-Request-Id, echoed by the server in its answer, its logs and the audit
 // trail. Every attempt of the call carries it.
 func WithRequestID(id string) RequestOption {

@@ -138,6 +138,28 @@ func (f *FinOpsService) GpuAllocationExplain(ctx context.Context, deploymentID s
 	return &out, nil
 }
 
+// GpuUsage returns a period's GPU time and cost broken down by pod, node, GPU, namespace, deployment, tenant or
+// model (GET /v1/finops/gpu/usage). Give the period as for GpuAllocation, the dimensions of a row with
+// WithGroupBy (default DimensionDeployment) and the rows to keep with WithFilter (values of one dimension: any of
+// them; several dimensions: all of them):
+//
+//	u, err := client.FinOps.GpuUsage(ctx,
+//		eai.WithQuery(map[string]string{"from": "2026-10-01", "to": "2026-10-31"}),
+//		eai.WithGroupBy(eai.DimensionNamespace, eai.DimensionPod),
+//		eai.WithFilter(eai.DimensionDeployment, "vllm-llama-70b"))
+//
+// Each deployment's cost (the allocation's for the same period) is apportioned over its rows by GPU-seconds
+// to the cent, so a deployment's rows sum exactly to its cost, and a filter keeps the same cents. A tenant's
+// key sees the rows of its dedicated deployments only. A bad dimension or filter is an *APIError matching
+// ErrValidation whose Fields() name group_by or filter.
+func (f *FinOpsService) GpuUsage(ctx context.Context, opts ...RequestOption) (*GpuUsageBreakdown, error) {
+	var out GpuUsageBreakdown
+	if err := f.c.get(ctx, "/v1/finops/gpu/usage", &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // GpuTokenCosts returns the cost per million tokens of a period, blended, input and output (GET
 // /v1/finops/gpu/token-costs). Give the period as for GpuAllocation, and optionally the basis
 // (TokenCostBasisAllocation, the default, or TokenCostBasisUsage) and the rows (TokenCostAggregateDeployment,

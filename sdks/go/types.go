@@ -611,6 +611,96 @@ type ExplanationRoundingLine struct {
 	Amount        Decimal          `json:"amount"`
 }
 
+// Dimension is what a row of FinOps.GpuUsage is grouped by or filtered on (WithGroupBy, WithFilter), and a key
+// of GpuUsageRow.Group.
+type Dimension string
+
+// The dimensions of FinOps.GpuUsage.
+const (
+	// DimensionPod is the pod's name (group by DimensionNamespace too to tell namespaces apart).
+	DimensionPod Dimension = "pod"
+	// DimensionNode is the Kubernetes node.
+	DimensionNode Dimension = "node"
+	// DimensionGpu is the GPU series (its gpu_uuid, `GPU-…`, with `/mig-…` for a MIG instance).
+	DimensionGpu Dimension = "gpu"
+	// DimensionNamespace is the pod's namespace.
+	DimensionNamespace Dimension = "namespace"
+	// DimensionDeployment is the model deployment (the default grouping).
+	DimensionDeployment Dimension = "deployment"
+	// DimensionTenant is the owner of a dedicated deployment's time (null for shared time).
+	DimensionTenant Dimension = "tenant"
+	// DimensionModel is the GPU model (`H100-80GB`).
+	DimensionModel Dimension = "model"
+)
+
+// GpuUsageBreakdown is a period's GPU time and cost per value of its grouping (GET /v1/finops/gpu/usage), rows
+// sorted by their group's values. The rows of a deployment sum to its cost in the allocation for the same
+// period, to the cent.
+type GpuUsageBreakdown struct {
+	// From is the start of the period (inclusive).
+	From string `json:"from"`
+	// To is the end of the period (exclusive).
+	To string `json:"to"`
+	// GroupBy is the dimensions of a row, in the order asked.
+	GroupBy []Dimension `json:"group_by"`
+	// Rows: one per value of the grouping, kept to the filter.
+	Rows []GpuUsageRow `json:"rows"`
+}
+
+// Total returns the rows' cost in a currency, exact ("0" when none is in that currency).
+func (b *GpuUsageBreakdown) Total(currency string) (Decimal, error) {
+	total := Decimal("0")
+	for _, r := range b.Rows {
+		for _, m := range r.Cost {
+			if m.Currency != currency {
+				continue
+			}
+			sum, err := total.Add(m.Amount)
+			if err != nil {
+				return "", err
+			}
+			total = sum
+		}
+	}
+	return total, nil
+}
+
+// GpuUsageRow is one row of a breakdown: its group's value of each dimension asked, what was measured (the
+// sums of the per-GPU hourly rollups), and its cost per currency.
+type GpuUsageRow struct {
+	// Group maps each dimension of GroupBy to the row's value of it; nil: a shared deployment's tenant, or a
+	// placement (pod, namespace, node) of time stored before placements were kept.
+	Group map[Dimension]*string `json:"group"`
+	// Samples received (each counted once, in the hour of its window start).
+	Samples int64 `json:"samples"`
+	// EstimatedSamples are windows estimated by interpolation over short gaps.
+	EstimatedSamples int64 `json:"estimated_samples"`
+	// GpuSeconds measured.
+	GpuSeconds Quantity `json:"gpu_seconds"`
+	// BusyGpuSeconds is GpuSeconds weighted by utilization.
+	BusyGpuSeconds Quantity `json:"busy_gpu_seconds"`
+	// EstimatedGpuSeconds filled by interpolation.
+	EstimatedGpuSeconds Quantity `json:"estimated_gpu_seconds"`
+	// GpuMemoryGBSeconds measured.
+	GpuMemoryGBSeconds Quantity `json:"gpu_memory_gb_seconds"`
+	// EnergyWh measured.
+	EnergyWh Quantity `json:"energy_wh"`
+	// UnpricedGpuSeconds are GPU-seconds no enabled policy priced.
+	UnpricedGpuSeconds Quantity `json:"unpriced_gpu_seconds"`
+	// Cost per currency (one, unless a policy of another currency priced part of it); empty when none of it
+	// was priced.
+	Cost []Money `json:"cost"`
+}
+
+// Value returns the row's value of a dimension, and false when it is null or not in the grouping.
+func (r *GpuUsageRow) Value(d Dimension) (string, bool) {
+	v := r.Group[d]
+	if v == nil {
+		return "", false
+	}
+	return *v, true
+}
+
 func totalIn(totals []SeriesTotal, currency string) *SeriesTotal {
 	for i := range totals {
 		if totals[i].Currency == currency {

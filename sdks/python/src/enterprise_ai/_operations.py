@@ -3,7 +3,7 @@ async resources: the paths, parameters, bodies, idempotency and result types liv
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from ._core import (
     ClientConfig,
@@ -34,6 +34,7 @@ from .types import (
     BudgetChange,
     BudgetList,
     Catalog,
+    GpuUsageBreakdown,
     Money,
     Provider,
     Reservation,
@@ -115,6 +116,54 @@ def gpu_allocation_explain(
         "/v1/finops/gpu/allocation/explain",
         lambda d: AllocationExplanation.from_json(as_object(d)),
         params={**_period(start, end), "deployment_id": deployment_id, "tenant_id": tenant_id},
+        idempotent=True,
+    )
+
+
+def _csv(values: Union[str, Sequence[str], None], what: str) -> Optional[str]:
+    """A comma-separated query parameter: one string as it is, a sequence joined (``None``: left out)."""
+    if values is None or isinstance(values, str):
+        return values
+    out: List[str] = []
+    for v in values:
+        if not isinstance(v, str):
+            raise TypeError(f"{what} must be strings, not {type(v).__name__}")
+        out.append(v)
+    return ",".join(out)
+
+
+def _usage_filter(filter: Optional[Mapping[str, Union[str, Sequence[str]]]]) -> Optional[str]:
+    """``{"deployment": "a", "node": ["n1", "n2"]}`` -> ``deployment:a,node:n1,node:n2`` (a comma cannot be
+    sent inside a value: ``ValueError``)."""
+    if filter is None:
+        return None
+    if not isinstance(filter, Mapping):
+        raise TypeError(f"filter must be a mapping, not {type(filter).__name__}")
+    pairs: List[str] = []
+    for dimension, values in filter.items():
+        for v in [values] if isinstance(values, str) else values:
+            if not isinstance(v, str):
+                raise TypeError(f"filter values must be strings, not {type(v).__name__}")
+            if "," in v:
+                raise ValueError(f"a filter value cannot hold a comma: {dimension}={v!r}")
+            pairs.append(f"{dimension}:{v}")
+    return ",".join(pairs) or None
+
+
+def gpu_usage(
+    cfg: ClientConfig,
+    start: Optional[DateLike],
+    end: Optional[DateLike],
+    group_by: Union[str, Sequence[str], None],
+    filter: Optional[Mapping[str, Union[str, Sequence[str]]]],
+) -> Op[GpuUsageBreakdown]:
+    params = {**_period(start, end), "group_by": _csv(group_by, "group_by"), "filter": _usage_filter(filter)}
+    return call(
+        cfg,
+        "GET",
+        "/v1/finops/gpu/usage",
+        lambda d: GpuUsageBreakdown.from_json(as_object(d)),
+        params=params,
         idempotent=True,
     )
 

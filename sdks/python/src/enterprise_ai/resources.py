@@ -47,6 +47,7 @@ from .types import (
     BudgetChange,
     BudgetList,
     Catalog,
+    GpuUsageBreakdown,
     Provider,
     Reservation,
     SampleIngestResult,
@@ -197,6 +198,30 @@ class Finops(_SyncResource):
         ``tenant_id`` to see what that tenant sees. ``start`` and ``end`` as for :meth:`gpu_allocation`.
         """
         return self._client._run(ops.gpu_allocation_explain(self._cfg, deployment_id, start, end, tenant_id))
+
+    def gpu_usage(
+        self,
+        *,
+        start: Optional[DateLike] = None,
+        end: Optional[DateLike] = None,
+        group_by: Union[str, Sequence[str], None] = None,
+        filter: Optional[Mapping[str, Union[str, Sequence[str]]]] = None,
+    ) -> GpuUsageBreakdown:
+        """GPU time and cost of ``[start, end)`` per pod, node, GPU, namespace, deployment, tenant or model
+        (``GET /v1/finops/gpu/usage``): one row per value of the ``group_by`` dimensions (a sequence such as
+        ``["namespace", "pod"]``, or one string; default ``deployment``), kept by ``filter`` (dimension ->
+        a value or a sequence of values: any value of one dimension, every dimension). A deployment's rows sum
+        to its :meth:`gpu_allocation` cost to the cent, and a filter keeps the unfiltered answer's cents::
+
+            u = client.finops.gpu_usage(start="2026-10-01", end="2026-10-31", group_by=["node", "gpu"],
+                                        filter={"deployment": "vllm-llama-70b"})
+            u.rows[0].group, u.rows[0].gpu_seconds, u.total("EUR")
+
+        A tenant's key sees the rows of its dedicated deployments only. An unknown dimension is a
+        :class:`~enterprise_ai.ValidationError` naming ``group_by`` or ``filter``. ``start`` and ``end`` as
+        for :meth:`gpu_allocation`.
+        """
+        return self._client._run(ops.gpu_usage(self._cfg, start, end, group_by, filter))
 
     def gpu_allocation_focus(
         self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None, format: str = "csv"
@@ -450,6 +475,17 @@ class AsyncFinops(_AsyncResource):
         return await self._client._run(
             ops.gpu_allocation_explain(self._cfg, deployment_id, start, end, tenant_id)
         )
+
+    @_doc(Finops.gpu_usage)
+    async def gpu_usage(
+        self,
+        *,
+        start: Optional[DateLike] = None,
+        end: Optional[DateLike] = None,
+        group_by: Union[str, Sequence[str], None] = None,
+        filter: Optional[Mapping[str, Union[str, Sequence[str]]]] = None,
+    ) -> GpuUsageBreakdown:
+        return await self._client._run(ops.gpu_usage(self._cfg, start, end, group_by, filter))
 
     @_doc(Finops.gpu_allocation_focus)
     async def gpu_allocation_focus(

@@ -55,6 +55,8 @@ __all__ = [
     "BudgetList",
     "Catalog",
     "GpuSample",
+    "GpuUsageBreakdown",
+    "GpuUsageRow",
     "IngestResult",
     "ItemList",
     "Money",
@@ -1023,6 +1025,77 @@ class AllocationExplanation:
             ),
             Decimal(0),
         )
+
+
+# ------------------------------------------------------------------------------------------------- usage
+
+
+@dataclass(frozen=True)
+class GpuUsageRow:
+    """One row of a usage breakdown: its ``group`` (each dimension asked and the row's value of it; ``None``:
+    a shared deployment's tenant, or a placement of time stored before placements were kept), what was
+    measured, and its ``cost`` per currency (empty when none of it was priced)."""
+
+    group: Dict[str, Optional[str]]
+    samples: int
+    estimated_samples: int
+    gpu_seconds: Decimal
+    busy_gpu_seconds: Decimal
+    estimated_gpu_seconds: Decimal
+    gpu_memory_gb_seconds: Decimal
+    energy_wh: Decimal
+    unpriced_gpu_seconds: Decimal
+    cost: List[Money]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> GpuUsageRow:
+        return cls(
+            group={_str(k): _opt_str(v) for k, v in _obj(d["group"]).items()},
+            samples=_int(d["samples"]),
+            estimated_samples=_int(d["estimated_samples"]),
+            gpu_seconds=_dec(d["gpu_seconds"]),
+            busy_gpu_seconds=_dec(d["busy_gpu_seconds"]),
+            estimated_gpu_seconds=_dec(d["estimated_gpu_seconds"]),
+            gpu_memory_gb_seconds=_dec(d["gpu_memory_gb_seconds"]),
+            energy_wh=_dec(d["energy_wh"]),
+            unpriced_gpu_seconds=_dec(d["unpriced_gpu_seconds"]),
+            cost=_list(d.get("cost"), Money.from_json),
+            raw=_raw(d),
+        )
+
+    def amount(self, currency: str) -> Decimal:
+        """The row's cost in ``currency`` (``0`` when it has none in it)."""
+        return sum((m.amount for m in self.cost if m.currency == currency), Decimal(0))
+
+
+@dataclass(frozen=True)
+class GpuUsageBreakdown:
+    """GPU time and cost of ``[from_, to)`` per the ``group_by`` dimensions (``GET /v1/finops/gpu/usage``),
+    rows sorted by their group's values. A deployment's rows sum to its allocation cost to the cent."""
+
+    from_: _dt.datetime
+    to: _dt.datetime
+    group_by: List[str]
+    rows: List[GpuUsageRow]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> GpuUsageBreakdown:
+        group_by = d.get("group_by") or []
+        if not isinstance(group_by, list):
+            raise TypeError(f"expected a list, got {type(group_by).__name__}")
+        return cls(
+            from_=_instant(d["from"]),
+            to=_instant(d["to"]),
+            group_by=[_str(g) for g in group_by],
+            rows=_list(d.get("rows"), GpuUsageRow.from_json),
+            raw=_raw(d),
+        )
+
+    def total(self, currency: str) -> Decimal:
+        """The rows' cost in ``currency``, summed (``0`` when none is in it)."""
+        return sum((r.amount(currency) for r in self.rows), Decimal(0))
 
 
 # ------------------------------------------------------------------------------------------------ policies
