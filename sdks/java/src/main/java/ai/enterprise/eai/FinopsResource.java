@@ -8,9 +8,11 @@ import ai.enterprise.eai.model.AllocationPolicyCreated;
 import ai.enterprise.eai.model.AllocationSeries;
 import ai.enterprise.eai.model.Budget;
 import ai.enterprise.eai.model.BudgetChange;
+import ai.enterprise.eai.model.GpuUsageBreakdown;
 import ai.enterprise.eai.model.IngestResult;
 import ai.enterprise.eai.model.Reservation;
 import ai.enterprise.eai.model.TokenCostList;
+import ai.enterprise.eai.model.UsageDimension;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -19,10 +21,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.time.LocalDate;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.StringJoiner;
 import java.util.function.Function;
 
 /**
@@ -340,6 +344,109 @@ public final class FinopsResource extends Resource {
         Map<String, Object> p = period(from, to);
         p.put("deployment_id", deploymentId);
         return gpuAllocationExplain(p);
+    }
+
+    // ----------------------------------------------------------------------------------------- usage breakdown
+
+    /**
+     * A period's GPU time and cost per pod, node, GPU, namespace, deployment, tenant or model
+     * ({@code GET /v1/finops/gpu/usage}; the allocation's readers, but a tenant's key sees the rows of its dedicated
+     * deployments only: a shared deployment is split between tenants by usage, not by pod). Each deployment's cost
+     * (the allocation's figure for the same period) is apportioned over its rows, so that they sum to it to the
+     * cent; a filter keeps the same cents as the unfiltered answer.
+     *
+     * <pre>{@code
+     * GpuUsageBreakdown b = client.finops().gpuUsage(Map.of("from", "2026-10-01", "to", "2026-10-31",
+     *         "group_by", "namespace,pod", "filter", "deployment:vllm-llama-70b"));
+     * }</pre>
+     *
+     * @param params {@code from} and {@code to} as for {@link #gpuAllocation(Map)}; {@code group_by}: the
+     *     dimensions of a row, comma-separated, each once (default {@code deployment}; see {@link UsageDimension});
+     *     {@code filter}: {@code dimension:value} pairs, comma-separated (values of one dimension: any of them;
+     *     several dimensions: all of them)
+     * @return the breakdown
+     * @throws ValidationException when a parameter is invalid ({@code fields()} names {@code group_by},
+     *     {@code filter}, {@code from} or {@code to})
+     * @throws EnterpriseAIException on any other error
+     */
+    public GpuUsageBreakdown gpuUsage(Map<String, ?> params) {
+        return t().call("GET", "/v1/finops/gpu/usage", params, null, true, GpuUsageBreakdown.class);
+    }
+
+    /**
+     * GPU time and cost of whole UTC days, {@code from} at midnight until the end of {@code to}, grouped and
+     * filtered; see {@link #gpuUsage(Map)}.
+     *
+     * <pre>{@code
+     * client.finops().gpuUsage(LocalDate.of(2026, 10, 1), LocalDate.of(2026, 10, 31),
+     *         List.of(UsageDimension.NODE, UsageDimension.GPU),
+     *         Map.of(UsageDimension.DEPLOYMENT, List.of("vllm-llama-70b")));
+     * }</pre>
+     *
+     * @param from first day
+     * @param to last day (included)
+     * @param groupBy the dimensions of a row, each once, or {@code null} (or empty) for the default
+     *     ({@link UsageDimension#DEPLOYMENT})
+     * @param filter the values kept per dimension (any of a dimension's values; every dimension), or {@code null}
+     *     for every row
+     * @return the breakdown
+     * @throws IllegalArgumentException when a filter value is empty or holds a comma, or a dimension has no value
+     * @throws EnterpriseAIException on an error
+     */
+    public GpuUsageBreakdown gpuUsage(LocalDate from, LocalDate to, List<UsageDimension> groupBy,
+            Map<UsageDimension, ? extends Collection<String>> filter) {
+        return gpuUsage(usageParams(period(from, to), groupBy, filter));
+    }
+
+    /**
+     * GPU time and cost of {@code [from, to)}, grouped and filtered; see {@link #gpuUsage(Map)}.
+     *
+     * @param from start (inclusive)
+     * @param to end (exclusive)
+     * @param groupBy the dimensions of a row, each once, or {@code null} (or empty) for the default
+     *     ({@link UsageDimension#DEPLOYMENT})
+     * @param filter the values kept per dimension (any of a dimension's values; every dimension), or {@code null}
+     *     for every row
+     * @return the breakdown
+     * @throws IllegalArgumentException when a filter value is empty or holds a comma, or a dimension has no value
+     * @throws EnterpriseAIException on an error
+     */
+    public GpuUsageBreakdown gpuUsage(Instant from, Instant to, List<UsageDimension> groupBy,
+            Map<UsageDimension, ? extends Collection<String>> filter) {
+        return gpuUsage(usageParams(period(from, to), groupBy, filter));
+    }
+
+    /** {@code group_by} and {@code filter} as the server reads them, added to {@code p}. */
+    private static Map<String, Object> usageParams(Map<String, Object> p, List<UsageDimension> groupBy,
+            Map<UsageDimension, ? extends Collection<String>> filter) {
+        if (groupBy != null && !groupBy.isEmpty()) {
+            StringJoiner dims = new StringJoiner(",");
+            for (UsageDimension d : groupBy) {
+                dims.add(Objects.requireNonNull(d, "groupBy holds null").wireName());
+            }
+            p.put("group_by", dims.toString());
+        }
+        if (filter != null && !filter.isEmpty()) {
+            StringJoiner pairs = new StringJoiner(",");
+            for (Map.Entry<UsageDimension, ? extends Collection<String>> e : filter.entrySet()) {
+                UsageDimension d = e.getKey();
+                if (d == null) {
+                    throw new IllegalArgumentException("filter: a dimension is null");
+                }
+                if (e.getValue() == null || e.getValue().isEmpty()) {
+                    throw new IllegalArgumentException("filter: no value for " + d.wireName());
+                }
+                for (String v : e.getValue()) {
+                    if (v == null || v.isBlank() || v.indexOf(',') >= 0) {
+                        throw new IllegalArgumentException("filter: a value of " + d.wireName()
+                                + " must be non-empty and hold no comma, not " + (v == null ? "null" : "`" + v + "`"));
+                    }
+                    pairs.add(d.wireName() + ":" + v);
+                }
+            }
+            p.put("filter", pairs.toString());
+        }
+        return p;
     }
 
     // ---------------------------------------------------------------------------------------- cost over time

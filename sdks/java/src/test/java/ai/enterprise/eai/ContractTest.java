@@ -29,6 +29,7 @@ class ContractTest {
             "POST /v1/finops/gpu/samples",
             "GET /v1/finops/gpu/allocation",
             "GET /v1/finops/gpu/allocation/explain",
+            "GET /v1/finops/gpu/usage",
             "GET /v1/finops/gpu/token-costs",
             "GET /v1/finops/gpu/allocation/series",
             "GET /v1/finops/gpu/allocation/focus",
