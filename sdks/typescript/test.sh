@@ -88,6 +88,7 @@ assert.equal(sdk.VERSION, "0.1.0");
 assert.equal(sdk.default, sdk.EnterpriseAI);
 const client = new sdk.EnterpriseAI({ baseUrl: "http://127.0.0.1:9", apiKey: "eai_live_smoke_test_key_0000000000" });
 assert.equal(typeof client.usage.emitter, "function");
+assert.deepEqual(sdk.totalCost([{ cost: [{ amount: "0.10", currency: "EUR" }] }, { cost: [{ amount: "0.2", currency: "EUR" }] }]), [{ amount: "0.30", currency: "EUR" }]);
 assert.ok(require.resolve("@enterprise-ai/sdk").endsWith(require("node:path").join("dist", "cjs", "index.js")));
 console.log("CJS require OK:", sdk.VERSION);
 JS
@@ -95,7 +96,7 @@ node cjs.cjs
 
 # The published declarations type-check for an ESM and a CommonJS consumer (strict, node16 resolution).
 cat > consumer.mts <<'TS'
-import { EnterpriseAI, type Allocation, type AllocationSeries, type GpuSampleIngestResult, type TokenCostList, ValidationError } from "@enterprise-ai/sdk";
+import { EnterpriseAI, type Allocation, type AllocationSeries, type GpuSampleIngestResult, type GpuUsageBreakdown, type Money, type TokenCostList, ValidationError, totalCost } from "@enterprise-ai/sdk";
 const client = new EnterpriseAI({ baseUrl: "http://127.0.0.1:9", apiKey: "eai_live_x" });
 export async function f(): Promise<string> {
   const r: GpuSampleIngestResult = await client.finops.gpu.ingestSamples({ samples: [] });
@@ -105,6 +106,10 @@ export async function f(): Promise<string> {
   const perMtok: string | null | undefined = t.items[0]?.cost_per_mtok;
   const s: AllocationSeries = await client.finops.gpu.allocationSeries({ to: new Date(), step: "week" });
   if (perMtok === undefined || s.steps.length < 0) return "";
+  const u: GpuUsageBreakdown = await client.finops.gpu.usage({ from: "2026-10-01", groupBy: ["node", "gpu"], filter: { pod: ["p-0", "p-1"] } });
+  const pod: string | null | undefined = u.rows[0]?.group.pod;
+  const total: Money[] = totalCost(u.rows);
+  if (pod === undefined || total.length < 0) return "";
   try { await client.tenants.get("acme"); } catch (e) { if (e instanceof ValidationError) return e.fields.join(","); }
   return `${r.accepted} ${cost ?? ""}`;
 }

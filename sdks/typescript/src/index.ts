@@ -34,6 +34,7 @@ export { UsageEmitter } from "./emitter.js";
 export type { EmitterFailure, UsageEmitterOptions } from "./emitter.js";
 export { AllocationPolicies, Budgets, FinOps, FinOpsGpu, Reservations } from "./resources/finops.js";
 export { Audit } from "./resources/audit.js";
+export { totalCost } from "./money.js";
 export { ApiKeys, Auth } from "./resources/auth.js";
 export { Providers } from "./resources/providers.js";
 export { Tenants } from "./resources/tenants.js";

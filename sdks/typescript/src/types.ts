@@ -81,6 +81,22 @@ export type ExplanationParty = Schemas["ExplanationParty"];
 export type ExplanationPolicy = Schemas["ExplanationPolicy"];
 /** The query of `GET /v1/finops/gpu/allocation/explain`, as the contract spells it. */
 export type AllocationExplainQuery = operations["explainGpuAllocation"]["parameters"]["query"];
+/**
+ * GPU time and cost per pod, node, GPU, namespace, deployment, tenant or model (`GET /v1/finops/gpu/usage`),
+ * the rows sorted by their group's values. Each deployment's rows sum to its `cost` in the allocation for the
+ * same period, to the cent ({@link totalCost} sums rows exactly).
+ */
+export type GpuUsageBreakdown = Omit<Schemas["GpuUsageBreakdown"], "rows"> & { rows: GpuUsageRow[] };
+/** A dimension of a usage row: `"pod"`, `"node"`, `"gpu"`, `"namespace"`, `"deployment"`, `"tenant"` or `"model"`. */
+export type GpuUsageDimension = Schemas["GpuUsageBreakdown"]["group_by"][number];
+/**
+ * One row of a usage breakdown: `group` gives its value of each dimension asked (null: a shared deployment's
+ * `tenant`, or a placement of time stored before placements were kept); quantities are numbers, `cost` the
+ * row's amounts per currency as decimal strings (empty when none of it was priced).
+ */
+export type GpuUsageRow = Omit<Schemas["GpuUsageRow"], "group"> & {
+  group: { [D in GpuUsageDimension]?: string | null };
+};
 /** Cost over time (`GET /v1/finops/gpu/allocation/series`): every column of the steps sums to `totals`. */
 export type AllocationSeries = Schemas["AllocationSeries"];
 /** One step of a series: totals per currency, tokens and deployments. */
@@ -193,6 +209,13 @@ export type AllocationSeriesStep = NonNullable<AllocationSeriesQuery["step"]>;
 export type AllocationFocusQuery = NonNullable<operations["getGpuAllocationFocus"]["parameters"]["query"]>;
 /** The file of a FOCUS export: `"csv"` (RFC 4180, a header line) or `"parquet"`. */
 export type FocusFormat = NonNullable<AllocationFocusQuery["format"]>;
+/** The query of `GET /v1/finops/gpu/usage`, as the contract spells it (`group_by` and `filter` as strings). */
+export type GpuUsageQuery = NonNullable<operations["getGpuUsageBreakdown"]["parameters"]["query"]>;
+/**
+ * Rows to keep, per dimension: a value, or several (any of them). Several dimensions: all of them.
+ * `{ deployment: "vllm-llama-70b", pod: ["vllm-llama-70b-0", "vllm-llama-70b-1"] }`.
+ */
+export type GpuUsageFilter = { [D in GpuUsageDimension]?: string | readonly string[] | undefined };
 /** The query of `GET /v1/audit/events`, as the contract spells it. */
 export type AuditEventsQuery = NonNullable<operations["listAuditEvents"]["parameters"]["query"]>;
 
@@ -243,6 +266,14 @@ export interface AllocationExplainParams extends AllocationParams {
    * a tenant's key only its own (another is a `PermissionDeniedError`).
    */
   tenantId?: AllocationExplainQuery["tenant_id"];
+}
+
+/** The period, dimensions and filter of {@link FinOpsGpu.usage}. */
+export interface GpuUsageParams extends AllocationParams {
+  /** The dimensions of a row, each once (default `["deployment"]`). Sent as `group_by=pod,node`. */
+  groupBy?: readonly GpuUsageDimension[];
+  /** Rows to keep (default: all the reader sees). Sent as `filter=pod:a,pod:b,node:n`. */
+  filter?: GpuUsageFilter;
 }
 
 /** The period and step of {@link FinOpsGpu.allocationSeries}. */

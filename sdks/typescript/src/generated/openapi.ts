@@ -84,6 +84,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/finops/gpu/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GPU time and cost per pod, node, GPU, namespace, deployment, tenant or model
+         * @description Who: as GET /v1/finops/gpu/allocation, but a tenant reader sees the rows of its dedicated deployments only (a shared deployment is split between tenants by usage, not by pod: the allocation and its explanation show a tenant's share of it). Quantities are the sums of the per-GPU hourly rollups (kept after raw samples are pruned). Cost: each deployment-bucket's exact cost is shared over the rows that ran in it in proportion to their GPU-seconds, and each deployment's rounded cost (the allocation's figure for the same from/to) is apportioned over its rows with the largest-remainder method, so that a deployment's rows sum to its cost to the cent and a row spanning deployments (a node) is the sum of those cents. A filter keeps the same cents as the unfiltered answer. Time stored before placements were kept (schema 11) has no pod, namespace or node (null). Period rules and limits as GET /v1/finops/gpu/allocation (429 beyond EAI_MAX_CONCURRENT_ALLOCATIONS).
+         */
+        get: operations["getGpuUsageBreakdown"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/finops/gpu/allocation/series": {
         parameters: {
             query?: never;
@@ -1729,6 +1749,33 @@ export interface components {
                 }[];
             }[];
         };
+        /** @description One row of a breakdown: its group's value of each dimension asked, what was measured, and its cost per currency. */
+        GpuUsageRow: {
+            /** @description Each dimension of `group_by` and the row's value of it; null: a shared deployment's tenant, or a placement (pod, namespace, node) of time stored before placements were kept. */
+            group: {
+                [key: string]: string | null;
+            };
+            /** @description Samples received (each counted once, in the hour of its window start). */
+            samples: number;
+            /** @description Windows estimated by interpolation over short gaps. */
+            estimated_samples: number;
+            gpu_seconds: components["schemas"]["Quantity"];
+            busy_gpu_seconds: components["schemas"]["Quantity"];
+            estimated_gpu_seconds: components["schemas"]["Quantity"];
+            gpu_memory_gb_seconds: components["schemas"]["Quantity"];
+            energy_wh: components["schemas"]["Quantity"];
+            unpriced_gpu_seconds: components["schemas"]["Quantity"];
+            /** @description The row's cost per currency (one, unless a policy of another currency priced part of it); empty when none of it was priced. */
+            cost: components["schemas"]["Money"][];
+        };
+        GpuUsageBreakdown: {
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            group_by: ("pod" | "node" | "gpu" | "namespace" | "deployment" | "tenant" | "model")[];
+            rows: components["schemas"]["GpuUsageRow"][];
+        };
     };
     responses: {
         /** @description No, unknown or revoked API key. */
@@ -2203,6 +2250,69 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getGpuUsageBreakdown: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Start (inclusive): a date (its midnight UTC) or an RFC 3339 date-time. Default: `to` minus 30 days. The period is widened to whole hours (`from` floored, `to` ceiled); the answer's `from` and `to` say which.
+                 * @example 2026-10-01
+                 */
+                from?: components["parameters"]["from"];
+                /**
+                 * @description End: a date includes that whole UTC day (the period ends at the next midnight); an RFC 3339 date-time is exclusive. Default: now. Must be after `from`. The period is widened to whole hours (`from` floored, `to` ceiled); the answer's `from` and `to` say which.
+                 * @example 2026-10-31
+                 */
+                to?: components["parameters"]["to"];
+                /** @description The dimensions of a row, comma-separated, each once (default `deployment`): pod, node, gpu, namespace, deployment, tenant, model. `tenant` is the owner of a dedicated deployment's time (null for shared time); `pod` is the pod's name (group by `namespace,pod` to tell namespaces apart). */
+                group_by?: string;
+                /** @description Rows to keep: `dimension:value` pairs, comma-separated (the value is what follows the first `:`). Values of one dimension: any of them; several dimensions: all of them. */
+                filter?: string;
+            };
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The breakdown, rows sorted by their group's values. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GpuUsageBreakdown"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];

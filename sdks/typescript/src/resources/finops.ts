@@ -23,6 +23,9 @@ import type {
   GpuSample,
   GpuSampleIngestResult,
   GpuSampleInput,
+  GpuUsageBreakdown,
+  GpuUsageFilter,
+  GpuUsageParams,
   Reservation,
   ReservationActual,
   ReservationCreate,
@@ -143,6 +146,33 @@ export class FinOpsGpu {
   }
 
   /**
+   * A period's GPU time and cost per pod, node, GPU, namespace, deployment, tenant or model
+   * (`GET /v1/finops/gpu/usage`): `groupBy` the dimensions of a row (default `["deployment"]`), `filter` the
+   * rows to keep (several values of a dimension: any of them; several dimensions: all of them). Each row has its
+   * samples, GPU-seconds (busy, estimated, unpriced), memory GB-seconds and energy as numbers, and its `cost` per
+   * currency as decimal strings: each deployment's rows sum to its `cost` in {@link allocation} for the same
+   * period, to the cent, and a filter keeps the same cents. `from`/`to` as for {@link allocation}. An unknown
+   * dimension is a `ValidationError` naming `group_by` (or `filter`). {@link totalCost} sums the rows' cost.
+   *
+   * Who: the allocation's readers; a tenant's key sees the rows of its dedicated deployments only (a shared
+   * deployment's share is in the allocation and {@link explain}).
+   *
+   * @example
+   * const u = await client.finops.gpu.usage({ from: "2026-10-01", to: "2026-10-31", groupBy: ["namespace", "pod"],
+   *   filter: { deployment: "vllm-llama-70b" } });
+   * for (const r of u.rows) console.log(r.group.namespace, r.group.pod, r.gpu_seconds, r.cost[0]?.amount);
+   */
+  async usage(params: GpuUsageParams = {}, options?: RequestOptions): Promise<GpuUsageBreakdown> {
+    const groupBy = params.groupBy?.length ? params.groupBy.join(",") : undefined;
+    return await this.#client.request<GpuUsageBreakdown>(
+      "GET",
+      "/v1/finops/gpu/usage",
+      { query: { ...period(params), group_by: groupBy, filter: usageFilter(params.filter) } },
+      options,
+    );
+  }
+
+  /**
    * Cost per million tokens of a period, blended, input and output (`GET /v1/finops/gpu/token-costs`), per
    * deployment (default), per tenant (each with its `deployments`) or per model. `basis` `"allocation"`
    * (default) takes the allocated cost, idle included, and reconciles to the allocation; `"usage"` keeps the
@@ -194,6 +224,27 @@ const FOCUS_ACCEPT = "text/csv, application/vnd.apache.parquet, application/json
 function period(params: AllocationParams): { from: string | undefined; to: string | undefined } {
   const date = (v: string | Date | undefined) => (v instanceof Date ? isoInstant(v) : v);
   return { from: date(params.from), to: date(params.to) };
+}
+
+/**
+ * The `filter` query of a usage breakdown: `dimension:value` pairs, comma-separated, in the record's order;
+ * undefined when there is none. A value the query cannot carry (a comma in it), or a dimension given an empty
+ * list (which would keep no row, where leaving it out keeps every row), is a `TypeError`, nothing sent.
+ */
+function usageFilter(filter: GpuUsageFilter | undefined): string | undefined {
+  const pairs: string[] = [];
+  for (const [dimension, value] of Object.entries(filter ?? {})) {
+    if (value === undefined || value === null) continue;
+    const values: readonly string[] = typeof value === "string" ? [value] : value;
+    if (values.length === 0) {
+      throw new TypeError(`usage: filter.${dimension} is an empty list; leave it out to keep every ${dimension}`);
+    }
+    for (const v of values) {
+      if (v.includes(",")) throw new TypeError(`usage: filter.${dimension} value ${JSON.stringify(v)} has a comma`);
+      pairs.push(`${dimension}:${v}`);
+    }
+  }
+  return pairs.length ? pairs.join(",") : undefined;
 }
 
 /** `client.finops.allocationPolicies`: the prices GPU time is charged at. */

@@ -1,0 +1,198 @@
+/**
+ * GPU time and cost per pod, node and GPU (`finops.gpu.usage`) against a real server of this file's own: a
+ * deployment at 2.10 USD per GPU-hour plus 18 % overhead, GPU A in one pod on gpu-node-3 for the whole hour and
+ * GPU B in another pod on gpu-node-4 for its first half (3.717 exact, 3.72 charged: 2.48 and 1.24); a dedicated
+ * deployment of tenant T on gpu-node-9. The rows sum to the allocation's cost to the cent, filters keep the
+ * same cents, a tenant sees its dedicated deployment's rows only, and a bad dimension is a `ValidationError`.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import {
+  EnterpriseAI,
+  ValidationError,
+  totalCost,
+  type Allocation,
+  type GpuSample,
+  type GpuUsageDimension,
+  type GpuUsageRow,
+} from "@enterprise-ai/sdk";
+import { hourOfSamples, hourStart, series, uniq } from "./helpers/data.js";
+import { equal, sum } from "./helpers/money.js";
+import { countingFetch } from "./helpers/proxy.js";
+import { startServer, type TestServer } from "./helpers/server.js";
+
+const HOUR = 3_600_000;
+
+let server: TestServer;
+let admin: EnterpriseAI;
+const deployment = uniq("usage-shared");
+const dedicated = uniq("usage-train");
+const podA = `${deployment}-a`;
+const podB = `${deployment}-b`;
+const gpuA = uniq("GPU-usage-a");
+const gpuB = uniq("GPU-usage-b");
+const gpuT = uniq("GPU-usage-t");
+let tenantT: string;
+let tenantU: string;
+let from: Date;
+let to: Date;
+let allocation: Allocation;
+
+const placed = (samples: GpuSample[], pod: string, node: string): GpuSample[] =>
+  samples.map((s) => ({ ...s, pod, node }));
+
+/** The allocation's cost of a deployment (one currency here). */
+function deploymentCost(id: string): string {
+  const d = allocation.deployments.find((x) => x.deployment_id === id);
+  assert.ok(d, `${id} in the allocation`);
+  assert.equal(d.currency, "USD");
+  return d.cost;
+}
+
+/** Each row as `[group values..., gpu_seconds, amount]`. */
+const table = (rows: GpuUsageRow[], dims: GpuUsageDimension[]) =>
+  rows.map((r) => [...dims.map((d) => r.group[d]), r.gpu_seconds, r.cost.map((c) => `${c.amount} ${c.currency}`).join()]);
+
+before(async () => {
+  server = await startServer();
+  admin = new EnterpriseAI({ baseUrl: server.url, apiKey: server.adminKey, maxRetries: 0 });
+  from = hourStart(3);
+  to = new Date(from.getTime() + HOUR);
+  await admin.finops.allocationPolicies.create({
+    name: "usage-flat",
+    deployment_pattern: "usage-*",
+    currency: "USD",
+    gpu_hourly_cost: "2.10",
+    overhead_pct: "18",
+    effective_from: "2020-01-01",
+  });
+  tenantT = (await admin.tenants.create({ slug: uniq("usage-t"), name: "Usage T" })).id;
+  tenantU = (await admin.tenants.create({ slug: uniq("usage-u"), name: "Usage U" })).id;
+  await admin.finops.gpu.ingestSamples({
+    samples: [
+      ...placed(hourOfSamples(gpuA, deployment, from), podA, "gpu-node-3"),
+      ...placed(series(gpuB, deployment, new Date(from.getTime() + HOUR / 2), 120), podB, "gpu-node-4"),
+      ...placed(hourOfSamples(gpuT, dedicated, from, tenantT), `${dedicated}-0`, "gpu-node-9"),
+    ],
+  });
+  allocation = await admin.finops.gpu.allocation({ from, to });
+});
+after(async () => {
+  await server?.stop();
+});
+
+describe("finops.gpu.usage", () => {
+  test("by pod: each pod's GPU-seconds and cents, summing to the allocation's cost of the deployment", async () => {
+    const u = await admin.finops.gpu.usage({ from, to, groupBy: ["pod"], filter: { deployment } });
+    assert.deepEqual([u.from, u.to].map(Date.parse), [from.getTime(), to.getTime()]);
+    assert.deepEqual(u.group_by, ["pod"]);
+    assert.deepEqual(table(u.rows, ["pod"]), [
+      [podA, 3600, "2.48 USD"],
+      [podB, 1800, "1.24 USD"],
+    ]);
+    const [a, b] = u.rows;
+    assert.ok(a && b);
+    assert.deepEqual([a.samples, a.estimated_samples, a.busy_gpu_seconds, a.unpriced_gpu_seconds], [240, 0, 2952, 0]);
+    assert.deepEqual([b.samples, b.busy_gpu_seconds], [120, 1476]);
+    assert.equal(deploymentCost(deployment), "3.72");
+    assert.ok(equal(sum(u.rows.flatMap((r) => r.cost.map((c) => c.amount))), deploymentCost(deployment)));
+    assert.deepEqual(totalCost(u.rows), [{ amount: "3.72", currency: "USD" }]);
+
+    // The default: one row per deployment, each the allocation's cost of it.
+    const byDeployment = await admin.finops.gpu.usage({ from, to });
+    assert.deepEqual(byDeployment.group_by, ["deployment"]);
+    assert.deepEqual(
+      byDeployment.rows.map((r) => [r.group.deployment, totalCost([r])]),
+      [deployment, dedicated].sort().map((d) => [d, [{ amount: deploymentCost(d), currency: "USD" }]]),
+    );
+  });
+
+  test("a filter keeps the same cents; it is sent as filter=dim:value pairs and group_by comma-separated", async () => {
+    const counting = countingFetch();
+    const client = admin.withOptions({ fetch: counting.fetch });
+    const all = await client.finops.gpu.usage({ from, to, groupBy: ["deployment", "pod"] });
+    const both = await client.finops.gpu.usage({ from, to, groupBy: ["deployment", "pod"], filter: { pod: [podA, podB] } });
+    const onlyB = await client.finops.gpu.usage({ from, to, groupBy: ["deployment", "pod"], filter: { deployment, pod: podB } });
+    const dims: GpuUsageDimension[] = ["deployment", "pod"];
+    assert.deepEqual(
+      table(both.rows, dims),
+      table(all.rows, dims).filter(([dep]) => dep === deployment),
+    );
+    assert.deepEqual(table(onlyB.rows, dims), [[deployment, podB, 1800, "1.24 USD"]]);
+    const sent = counting.calls.map((c) => new URL(c.url).searchParams);
+    assert.deepEqual(
+      sent.map((q) => [q.get("group_by"), q.get("filter")]),
+      [
+        ["deployment,pod", null],
+        ["deployment,pod", `pod:${podA},pod:${podB}`],
+        ["deployment,pod", `deployment:${deployment},pod:${podB}`],
+      ],
+    );
+  });
+
+  test("by node and GPU: every deployment's GPUs, summing to the allocation", async () => {
+    const u = await admin.finops.gpu.usage({ from, to, groupBy: ["node", "gpu"] });
+    assert.deepEqual(u.group_by, ["node", "gpu"]);
+    assert.deepEqual(
+      u.rows.map((r) => r.group),
+      [
+        { node: "gpu-node-3", gpu: gpuA },
+        { node: "gpu-node-4", gpu: gpuB },
+        { node: "gpu-node-9", gpu: gpuT },
+      ],
+    );
+    assert.deepEqual(
+      u.rows.map((r) => r.gpu_seconds),
+      [3600, 1800, 3600],
+    );
+    assert.deepEqual(totalCost(u.rows), [
+      { amount: sum([deploymentCost(deployment), deploymentCost(dedicated)]), currency: "USD" },
+    ]);
+  });
+
+  test("a tenant's key sees the rows of its dedicated deployments only", async () => {
+    const keyT = (await admin.auth.apiKeys.create({ role: "viewer", tenant_id: tenantT })).key;
+    const t = new EnterpriseAI({ baseUrl: server.url, apiKey: keyT, maxRetries: 0 });
+    const u = await t.finops.gpu.usage({ from, to, groupBy: ["deployment", "pod", "tenant"] });
+    assert.deepEqual(
+      u.rows.map((r) => r.group),
+      [{ deployment: dedicated, pod: `${dedicated}-0`, tenant: tenantT }],
+    );
+    assert.deepEqual(totalCost(u.rows), [{ amount: deploymentCost(dedicated), currency: "USD" }]);
+    assert.ok(!JSON.stringify(u).includes(deployment));
+    const keyU = (await admin.auth.apiKeys.create({ role: "viewer", tenant_id: tenantU })).key;
+    const other = new EnterpriseAI({ baseUrl: server.url, apiKey: keyU, maxRetries: 0 });
+    assert.deepEqual((await other.finops.gpu.usage({ from, to, groupBy: ["pod"] })).rows, []);
+  });
+
+  test("a bad dimension is a ValidationError naming group_by (or filter); a filter the query cannot carry, a TypeError", async () => {
+    await assert.rejects(
+      admin.finops.gpu.usage({ from, to, groupBy: ["pod", "rack" as GpuUsageDimension] }),
+      (e: unknown) => e instanceof ValidationError && e.status === 422 && e.fields.join() === "group_by",
+    );
+    await assert.rejects(
+      admin.finops.gpu.usage({ from, to, filter: { rack: "r1" } as Record<string, string> }),
+      (e: unknown) => e instanceof ValidationError && e.fields.join() === "filter",
+    );
+    const counting = countingFetch();
+    const client = admin.withOptions({ fetch: counting.fetch });
+    await assert.rejects(client.finops.gpu.usage({ from, to, filter: { pod: [] } }), TypeError);
+    await assert.rejects(client.finops.gpu.usage({ from, to, filter: { pod: "a,b" } }), TypeError);
+    assert.equal(counting.calls.length, 0);
+  });
+
+  test("totalCost sums decimal strings exactly, per currency", () => {
+    const rows = [
+      { cost: [{ amount: "0.1", currency: "USD" }, { amount: "1.005", currency: "EUR" }] },
+      { cost: [] },
+      { cost: [{ amount: "0.20", currency: "USD" }, { amount: "-0.005", currency: "EUR" }] },
+      { cost: [{ amount: "9007199254740993.01", currency: "USD" }] },
+    ];
+    assert.deepEqual(totalCost(rows), [
+      { amount: "1.000", currency: "EUR" },
+      { amount: "9007199254740993.31", currency: "USD" },
+    ]);
+    assert.deepEqual(totalCost([]), []);
+    assert.throws(() => totalCost([{ cost: [{ amount: "1e3", currency: "USD" }] }]), RangeError);
+  });
+});
