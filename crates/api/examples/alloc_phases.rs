@@ -1,5 +1,6 @@
 //! Where the time of an allocation goes: each read of the store and the engine, timed separately, on an
-//! existing database (what `eai-gpu bench load` filled).
+//! existing database (what `eai-gpu bench load` filled); then the breakdown by pod's own read (the per-GPU
+//! rollups) and its engine step.
 //!
 //!     cargo run --release -p eai-api --example alloc_phases -- sqlite:///tmp/x/eai-gpu.db 30 [END]
 //!
@@ -49,6 +50,27 @@ async fn main() -> anyhow::Result<()> {
             config: AllocationConfig::default(),
         });
         let t_engine = t.elapsed();
+        let t = Instant::now();
+        let per_gpu = store
+            .gpu_rollups(eai_store::Scope::Platform, period.from, period.to, &exact)
+            .await?;
+        let t_gpu = t.elapsed();
+        let t = Instant::now();
+        let b = eai_engine::breakdown::breakdown(
+            period,
+            3_600_000,
+            &policies,
+            &a,
+            &per_gpu,
+            &[eai_engine::breakdown::Dimension::Pod],
+            &[],
+        );
+        println!(
+            "run {run}: breakdown by pod: gpu_rollups {t_gpu:?} ({} rows), engine {:?} ({} rows)",
+            per_gpu.len(),
+            t.elapsed(),
+            b.rows.len()
+        );
         println!(
             "run {run}: policies {:?}, usage_for {:?} ({} rollups, {} claims), engine {:?} ({} items)",
             t_pol,

@@ -81,6 +81,19 @@ pub enum BenchCommand {
         #[arg(long)]
         end: Option<String>,
     },
+    /// Breakdown latency over the last `days` (`GET /v1/finops/gpu/usage?group_by=…`): p50 / p99 of `runs`
+    /// requests, each beside an allocation request of the same period (the reference, same run).
+    Usage {
+        #[arg(long, default_value_t = 30)]
+        days: i64,
+        #[arg(long, default_value_t = 20)]
+        runs: usize,
+        #[arg(long, default_value = "pod")]
+        group_by: String,
+        /// End of the period (RFC 3339); default: the current hour.
+        #[arg(long)]
+        end: Option<String>,
+    },
     /// Mixed load: ingest at `rate` samples/s while the allocation is queried every second.
     Mixed {
         #[command(flatten)]
@@ -135,7 +148,8 @@ impl Fleet {
             "gpu_uuid": format!("GPU-bench-{gpu:06}"),
             "model": "NVIDIA H100 80GB HBM3",
             "namespace": "eai-inference",
-            "pod": format!("vllm-{dep}-0"),
+            // Pods of two GPUs (tensor parallel 2): 500 pods for 1,000 GPUs in 50 deployments.
+            "pod": format!("vllm-{dep}-{}", gpu / self.deployments / 2),
             "deployment_id": format!("vllm-{dep}"),
             "window_seconds": self.window_seconds,
             "utilization": util,
@@ -278,6 +292,12 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         BenchCommand::Allocation { days, runs, end } => {
             allocation(http, days, runs, end_of(&end)?).await
         }
+        BenchCommand::Usage {
+            days,
+            runs,
+            group_by,
+            end,
+        } => usage(http, days, runs, &group_by, end_of(&end)?).await,
         BenchCommand::Mixed {
             fleet,
             rate,
@@ -458,6 +478,48 @@ async fn allocation(
     println!(
         "allocation_p99_ms={:.1}",
         percentile(&times, 0.99).as_secs_f64() * 1e3
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn usage(
+    http: Arc<Http>,
+    days: i64,
+    runs: usize,
+    group_by: &str,
+    end: Timestamp,
+) -> anyhow::Result<ExitCode> {
+    let from = Timestamp(end.0 - days * 86_400_000);
+    let path = format!("/v1/finops/gpu/usage?from={from}&to={end}&group_by={group_by}");
+    let reference = format!("/v1/finops/gpu/allocation?from={from}&to={end}");
+    // The first requests warm the server (its read cache starts empty): timed apart.
+    let t = Instant::now();
+    let first = http.get(&path).await?;
+    let first_ms = t.elapsed().as_secs_f64() * 1e3;
+    http.get(&reference).await?;
+    let rows = first["rows"].as_array().map_or(0, Vec::len);
+    let (mut times, mut refs) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
+    for _ in 0..runs {
+        let t = Instant::now();
+        http.get(&path).await?;
+        times.push(t.elapsed());
+        let t = Instant::now();
+        http.get(&reference).await?;
+        refs.push(t.elapsed());
+    }
+    times.sort();
+    refs.sort();
+    let ms = |v: &[Duration], q: f64| percentile(v, q).as_secs_f64() * 1e3;
+    println!("usage_days={days}");
+    println!("usage_group_by={group_by}");
+    println!("usage_rows={rows}");
+    println!("usage_first_ms={first_ms:.1}");
+    println!("usage_p50_ms={:.1}", ms(&times, 0.5));
+    println!("usage_p99_ms={:.1}", ms(&times, 0.99));
+    println!("usage_reference_allocation_p50_ms={:.1}", ms(&refs, 0.5));
+    println!(
+        "usage_ratio_to_allocation={:.2}",
+        ms(&times, 0.5) / ms(&refs, 0.5).max(0.001)
     );
     Ok(ExitCode::SUCCESS)
 }
