@@ -127,11 +127,16 @@ pub fn breakdown(
         }
     }
 
-    // 1. Per (deployment, owner, bucket, policy): the summed quantities; per fine row and cell: GPU-seconds.
+    // 1. Per (deployment, owner, bucket, policy) cell: the summed quantities; per fine row: its sums, and its
+    //    GPU-seconds in each cell. Keys are the rollups' own strings (no copy per rollup).
     type Cell<'a> = (&'a str, Option<TenantId>, i64, usize);
-    let mut cells: HashMap<Cell<'_>, Quantities> = HashMap::new();
-    let mut rows: BTreeMap<Vec<Option<String>>, FineRow<'_>> = BTreeMap::new();
+    let mut cell_index: HashMap<Cell<'_>, usize> = HashMap::new();
+    let mut cells: Vec<(Cell<'_>, Quantities)> = Vec::new();
+    let mut row_index: HashMap<Vec<Val<'_>>, usize> = HashMap::new();
+    let mut rows: Vec<FineRow<'_>> = Vec::new();
+    let mut pairs: HashMap<(usize, usize), Decimal> = HashMap::new();
     let mut candidates: HashMap<(&str, &str), Candidates> = HashMap::new();
+    let mut key: Vec<Val<'_>> = Vec::with_capacity(fine.len());
     for r in rollups {
         if r.gpus.is_some() || !period.contains(r.key.bucket_start) {
             continue;
@@ -141,9 +146,21 @@ pub fn breakdown(
             .entry((dep, model))
             .or_insert_with(|| Candidates::for_key(policies, dep, model))
             .pick(policies, r.first_window_start);
-        let key: Vec<Option<String>> = fine.iter().map(|d| value(*d, r)).collect();
-        let row = rows.entry(key).or_default();
-        row.deployment = dep;
+        key.clear();
+        key.extend(fine.iter().map(|d| value(*d, r)));
+        let ri = match row_index.get(key.as_slice()) {
+            Some(&i) => i,
+            None => {
+                row_index.insert(key.clone(), rows.len());
+                rows.push(FineRow {
+                    key: key.clone(),
+                    deployment: dep,
+                    ..FineRow::default()
+                });
+                rows.len() - 1
+            }
+        };
+        let row = &mut rows[ri];
         row.samples += r.samples;
         row.estimated_samples += r.estimated_samples;
         row.q.add(&r.q);
@@ -152,31 +169,63 @@ pub fn breakdown(
             Some(p) => {
                 let bucket = (r.key.bucket_start.0 - period.from.0).div_euclid(bucket_ms);
                 let cell = (dep, r.key.owner, bucket, p);
-                cells.entry(cell).or_default().add(&r.q);
-                *row.gpu_seconds.entry(cell).or_default() += r.q.gpu_seconds;
+                let ci = *cell_index.entry(cell).or_insert_with(|| {
+                    cells.push((cell, Quantities::default()));
+                    cells.len() - 1
+                });
+                cells[ci].1.add(&r.q);
+                *pairs.entry((ri, ci)).or_default() += r.q.gpu_seconds;
             }
         }
     }
 
-    // 2. Each fine row's exact cost per currency: its GPU-seconds' share of each cell's exact cost.
-    let mut exact: Vec<BTreeMap<Currency, Decimal>> = Vec::with_capacity(rows.len());
-    for row in rows.values() {
-        let mut by_currency: BTreeMap<Currency, Decimal> = BTreeMap::new();
-        for (cell, gs) in &row.gpu_seconds {
-            let sums = &cells[cell];
-            if sums.gpu_seconds.is_zero() {
-                continue;
-            }
-            let policy = &policies[cell.3];
-            let cost = crate::allocate::price(policy, sums);
-            *by_currency.entry(policy.spec.currency).or_default() += cost * *gs / sums.gpu_seconds;
-        }
-        exact.push(by_currency);
+    // The rows in the order of their keys, the cells in theirs: what follows does not depend on the order of the
+    // rollups (the shares below are divisions, whose last digit depends on the order they are summed in).
+    let mut rows: Vec<(Vec<Option<String>>, usize, FineRow<'_>)> = rows
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| (r.key.iter().map(|v| v.text()).collect(), i, r))
+        .collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut row_rank = vec![0; rows.len()];
+    for (rank, (_, i, _)) in rows.iter().enumerate() {
+        row_rank[*i] = rank;
     }
+    let mut cell_rank: Vec<usize> = (0..cells.len()).collect();
+    cell_rank.sort_by(|&a, &b| cells[a].0.cmp(&cells[b].0));
+    let mut rank_of_cell = vec![0; cells.len()];
+    for (rank, &ci) in cell_rank.iter().enumerate() {
+        rank_of_cell[ci] = rank;
+    }
+    let mut pairs: Vec<((usize, usize), usize, Decimal)> = pairs
+        .into_iter()
+        .map(|((ri, ci), gs)| ((row_rank[ri], rank_of_cell[ci]), ci, gs))
+        .collect();
+    pairs.sort_unstable_by_key(|p| p.0);
+
+    // 2. Each fine row's exact cost per currency: its GPU-seconds' share of each cell's exact cost.
+    let priced: Vec<(Currency, Decimal)> = cells
+        .iter()
+        .map(|((_, _, _, p), sums)| {
+            let policy = &policies[*p];
+            (policy.spec.currency, crate::allocate::price(policy, sums))
+        })
+        .collect();
+    let mut exact: Vec<BTreeMap<Currency, Decimal>> = vec![BTreeMap::new(); rows.len()];
+    for ((rank, _), ci, gs) in pairs {
+        let total = cells[ci].1.gpu_seconds;
+        if total.is_zero() {
+            continue;
+        }
+        let (currency, cost) = priced[ci];
+        *exact[rank].entry(currency).or_default() += cost * gs / total;
+    }
+    let rows: Vec<(Vec<Option<String>>, FineRow<'_>)> =
+        rows.into_iter().map(|(k, _, r)| (k, r)).collect();
 
     // 3. Each (deployment, currency)'s rounded cost apportioned over its fine rows by their exact costs.
     let mut members: BTreeMap<(&str, Currency), Vec<usize>> = BTreeMap::new();
-    for (i, (row, by_currency)) in rows.values().zip(&exact).enumerate() {
+    for (i, ((_, row), by_currency)) in rows.iter().zip(&exact).enumerate() {
         for c in by_currency.keys() {
             members.entry((row.deployment, *c)).or_default().push(i);
         }
@@ -240,26 +289,47 @@ pub fn breakdown(
 /// A fine row: the rollups of one value of the fine key.
 #[derive(Debug, Default)]
 struct FineRow<'a> {
+    key: Vec<Val<'a>>,
     deployment: &'a str,
     samples: u64,
     estimated_samples: u64,
     q: Quantities,
     unpriced: Decimal,
-    /// GPU-seconds per (deployment, owner, bucket, policy) cell.
-    gpu_seconds: BTreeMap<(&'a str, Option<TenantId>, i64, usize), Decimal>,
+}
+
+/// A rollup's value of a dimension, borrowed from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Val<'a> {
+    Str(&'a str),
+    Tenant(TenantId),
+    /// A shared deployment's tenant, or a placement never recorded.
+    None,
+}
+
+impl Val<'_> {
+    fn text(&self) -> Option<String> {
+        match self {
+            Val::Str(s) => Some((*s).to_string()),
+            Val::Tenant(t) => Some(t.to_string()),
+            Val::None => None,
+        }
+    }
 }
 
 /// A rollup's value of a dimension.
-/// A rollup's value of a dimension (`None`: a shared deployment's tenant, or a placement never recorded).
-fn value(d: Dimension, r: &Rollup) -> Option<String> {
+/// A rollup's value of a dimension.
+fn value(d: Dimension, r: &Rollup) -> Val<'_> {
+    fn text(s: Option<&str>) -> Val<'_> {
+        s.map_or(Val::None, Val::Str)
+    }
     let k = &r.key;
     match d {
-        Dimension::Deployment => Some(k.deployment_id.clone()),
-        Dimension::Tenant => k.owner.map(|t| t.to_string()),
-        Dimension::Model => Some(k.model.clone()),
-        Dimension::Namespace => k.placement.namespace().map(str::to_string),
-        Dimension::Pod => k.placement.pod().map(str::to_string),
-        Dimension::Node => k.placement.node().map(str::to_string),
-        Dimension::Gpu => Some(k.gpu_uuid.clone()),
+        Dimension::Deployment => Val::Str(&k.deployment_id),
+        Dimension::Tenant => k.owner.map_or(Val::None, Val::Tenant),
+        Dimension::Model => Val::Str(&k.model),
+        Dimension::Namespace => text(k.placement.namespace()),
+        Dimension::Pod => text(k.placement.pod()),
+        Dimension::Node => text(k.placement.node()),
+        Dimension::Gpu => Val::Str(&k.gpu_uuid),
     }
 }
