@@ -4,12 +4,11 @@
 //! exact cost and its split; then the idle spread and the one rounding with its largest-remainder step.
 //! `--tenant` shows it as that tenant sees it (every other tenant summed into "other tenants").
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 use eai_api::allocation::Source;
-use eai_engine::allocate::{Explanation, Party, Period};
+use eai_engine::allocate::{Explanation, Party};
 use eai_engine::domain::TenantId;
 use eai_engine::time::Timestamp;
 use eai_engine::view::ExplanationView;
@@ -21,46 +20,21 @@ pub struct ExplainArgs {
     /// The deployment to explain.
     #[arg(long)]
     pub deployment: String,
-    /// A month, `YYYY-MM` (UTC); or give --from and --to.
-    #[arg(long, conflicts_with_all = ["from", "to"])]
-    pub period: Option<String>,
-    /// Start: a date (`YYYY-MM-DD`) or an RFC 3339 date-time.
-    #[arg(long)]
-    pub from: Option<String>,
-    /// End: a date (inclusive of that day) or an RFC 3339 date-time (exclusive).
-    #[arg(long)]
-    pub to: Option<String>,
     /// Show it as this tenant sees it (its own lines, every other tenant summed).
     #[arg(long, value_name = "TENANT_ID")]
     pub tenant: Option<String>,
-    /// The API's JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
-    /// Folder of the embedded store (EAI_DATA_DIR).
-    #[arg(long)]
-    pub data_dir: Option<PathBuf>,
-    /// Store URL (EAI_DATABASE_URL).
-    #[arg(long)]
-    pub database_url: Option<String>,
+    #[command(flatten)]
+    pub report: crate::serve::ReportArgs,
 }
 
 pub async fn run(args: ExplainArgs) -> anyhow::Result<ExitCode> {
-    let (from, to) = crate::serve::period_of(
-        args.period.as_deref(),
-        args.from.as_deref(),
-        args.to.as_deref(),
-    )?;
     let viewer = args
         .tenant
         .as_deref()
         .map(|t| t.parse::<TenantId>())
         .transpose()
         .map_err(|_| anyhow::anyhow!("--tenant must be a tenant id (a UUID)"))?;
-    let (_, store, alloc) =
-        crate::serve::store_for_allocation(args.data_dir.clone(), args.database_url.clone())
-            .await?;
-    let period =
-        Period::new(from, to, alloc.bucket_ms).map_err(|e| anyhow::anyhow!("{}", e.reason))?;
+    let (period, store, alloc) = args.report.open().await?;
     let Some(e) = eai_api::allocation::explain_of(
         &Source::Primary,
         store.as_ref(),
@@ -84,7 +58,7 @@ pub async fn run(args: ExplainArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     };
-    if args.json {
+    if args.report.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&ExplanationView::new(&e))?

@@ -39,18 +39,56 @@ pub async fn store_for_allocation(
     Ok((config, store, alloc))
 }
 
-/// The period a store-reading command asks for: `--period YYYY-MM`, or `--from`/`--to` as the API reads them (a
-/// `--to` date is inclusive), at most 366 days.
-pub fn period_of(
-    period: Option<&str>,
-    from: Option<&str>,
-    to: Option<&str>,
-) -> anyhow::Result<(eai_engine::time::Timestamp, eai_engine::time::Timestamp)> {
-    match period {
-        Some(p) => eai_engine::batch::month(p)
-            .ok_or_else(|| anyhow::anyhow!("--period must be a month YYYY-MM, not {p:?}")),
-        None => eai_api::routes::allocation::requested_period(from, to, eai_api::state::now(), 366)
-            .map_err(|e| anyhow::anyhow!("--{}: {}", e.field, e.reason)),
+/// What a report read from the store takes (`explain`, `usage`): its period, the JSON switch and the store.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A month, `YYYY-MM` (UTC); or give --from and --to.
+    #[arg(long, conflicts_with_all = ["from", "to"])]
+    pub period: Option<String>,
+    /// Start: a date (`YYYY-MM-DD`) or an RFC 3339 date-time.
+    #[arg(long)]
+    pub from: Option<String>,
+    /// End: a date (inclusive of that day) or an RFC 3339 date-time (exclusive).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// The API's JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Folder of the embedded store (EAI_DATA_DIR).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Store URL (EAI_DATABASE_URL).
+    #[arg(long)]
+    pub database_url: Option<String>,
+}
+
+impl ReportArgs {
+    /// The period asked: `--period YYYY-MM`, or `--from`/`--to` as the API reads them (a `--to` date is
+    /// inclusive), at most 366 days; widened to the server's allocation buckets.
+    /// Returns it with the store and the allocation settings to read it with.
+    pub async fn open(
+        &self,
+    ) -> anyhow::Result<(
+        eai_engine::allocate::Period,
+        std::sync::Arc<dyn eai_store::Store>,
+        eai_engine::allocate::AllocationConfig,
+    )> {
+        let (from, to) = match &self.period {
+            Some(p) => eai_engine::batch::month(p)
+                .ok_or_else(|| anyhow::anyhow!("--period must be a month YYYY-MM, not {p:?}"))?,
+            None => eai_api::routes::allocation::requested_period(
+                self.from.as_deref(),
+                self.to.as_deref(),
+                eai_api::state::now(),
+                366,
+            )
+            .map_err(|e| anyhow::anyhow!("--{}: {}", e.field, e.reason))?,
+        };
+        let (_, store, alloc) =
+            store_for_allocation(self.data_dir.clone(), self.database_url.clone()).await?;
+        let period = eai_engine::allocate::Period::new(from, to, alloc.bucket_ms)
+            .map_err(|e| anyhow::anyhow!("{}", e.reason))?;
+        Ok((period, store, alloc))
     }
 }
 

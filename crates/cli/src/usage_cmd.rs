@@ -4,7 +4,6 @@
 //! the rows of a deployment sum to its cost in the allocation to the cent. `--tenant` keeps what that tenant's
 //! reader sees (its dedicated deployments).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -29,35 +28,14 @@ pub struct UsageArgs {
     /// Rows to keep: `dimension:value`, comma-separated (one dimension: any of its values; several: all).
     #[arg(long)]
     pub filter: Option<String>,
-    /// A month, `YYYY-MM` (UTC); or give --from and --to.
-    #[arg(long, conflicts_with_all = ["from", "to"])]
-    pub period: Option<String>,
-    /// Start: a date (`YYYY-MM-DD`) or an RFC 3339 date-time.
-    #[arg(long)]
-    pub from: Option<String>,
-    /// End: a date (inclusive of that day) or an RFC 3339 date-time (exclusive).
-    #[arg(long)]
-    pub to: Option<String>,
     /// What this tenant's reader sees: its dedicated deployments' rows.
     #[arg(long, value_name = "TENANT_ID")]
     pub tenant: Option<String>,
-    /// The API's JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-    /// Folder of the embedded store (EAI_DATA_DIR).
-    #[arg(long)]
-    pub data_dir: Option<PathBuf>,
-    /// Store URL (EAI_DATABASE_URL).
-    #[arg(long)]
-    pub database_url: Option<String>,
+    #[command(flatten)]
+    pub report: crate::serve::ReportArgs,
 }
 
 pub async fn run(args: UsageArgs) -> anyhow::Result<ExitCode> {
-    let (from, to) = crate::serve::period_of(
-        args.period.as_deref(),
-        args.from.as_deref(),
-        args.to.as_deref(),
-    )?;
     let group_by = parse_group_by(args.group_by.as_deref())
         .map_err(|e| anyhow::anyhow!("--group-by: {}", e.reason))?;
     let filter = parse_filter(args.filter.as_deref())
@@ -69,11 +47,7 @@ pub async fn run(args: UsageArgs) -> anyhow::Result<ExitCode> {
                 .map_err(|_| anyhow::anyhow!("--tenant must be a tenant id (a UUID)"))?,
         ),
     };
-    let (_, store, alloc) =
-        crate::serve::store_for_allocation(args.data_dir.clone(), args.database_url.clone())
-            .await?;
-    let period =
-        Period::new(from, to, alloc.bucket_ms).map_err(|e| anyhow::anyhow!("{}", e.reason))?;
+    let (period, store, alloc) = args.report.open().await?;
     let b = eai_api::allocation::breakdown_of(
         &Source::Primary,
         store.as_ref(),
@@ -84,7 +58,7 @@ pub async fn run(args: UsageArgs) -> anyhow::Result<ExitCode> {
         filter,
     )
     .await?;
-    if args.json {
+    if args.report.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&BreakdownView::new(&b, period.from, period.to))?
