@@ -1,5 +1,6 @@
 //! Reads: what an allocation reads for a period, deployments, latest samples, nodes.
 
+use std::collections::BTreeSet;
 use std::pin::pin;
 
 use eai_engine::time::Timestamp;
@@ -11,7 +12,7 @@ use super::rows::*;
 use super::sql::*;
 use crate::codec::{count, to_i64};
 use crate::postgres::derived;
-use crate::postgres::pool::PgConn;
+use crate::postgres::pool::{PgConn, Stmts};
 use crate::postgres::{begin, owner_of, Ctx, Mode};
 use crate::read_cache::{self, ReadCache};
 use crate::rollups::{self, Cuts, RollupConfig, PRUNED_BEFORE};
@@ -93,13 +94,7 @@ pub async fn usage_for(
     let groups = derived::name_groups(&tx, st, stored).await?;
     let buckets = cache.fill(plan, groups, claims);
     let (mut found, claims) = read_cache::assemble(&buckets, &exact_cells, cfg.bucket_ms);
-    let whole = Cuts::default();
-    for &h in &exact_cells {
-        let gpus = gpus_of_bucket(&tx, st, cfg, h).await?;
-        for samples in contexts(&tx, st, cfg, &gpus, h).await?.values() {
-            found.extend(rollups::bucket_terms(samples, cfg, &whole, h).0);
-        }
-    }
+    found.extend(raw_cells(&tx, st, cfg, &exact_cells).await?);
 
     let gaps = gap_rows.iter().map(gap_of).collect::<Result<Vec<_>>>()?;
     tx.commit().await.ctx("end read")?;
@@ -225,6 +220,24 @@ pub async fn replica_extent(
     ))
 }
 
+/// The buckets `exact` as raw cells per GPU, whole (not cut at policy boundaries: priced window by window).
+async fn raw_cells(
+    tx: &tokio_postgres::Transaction<'_>,
+    st: &mut Stmts,
+    cfg: &RollupConfig,
+    exact: &BTreeSet<i64>,
+) -> Result<Vec<eai_engine::rollup::Rollup>> {
+    let whole = Cuts::default();
+    let mut cells = Vec::new();
+    for &h in exact {
+        let gpus = gpus_of_bucket(tx, st, cfg, h).await?;
+        for samples in contexts(tx, st, cfg, &gpus, h).await?.values() {
+            cells.extend(rollups::bucket_terms(samples, cfg, &whole, h).0);
+        }
+    }
+    Ok(cells)
+}
+
 /// The per-GPU rollups of `[from, to)` that `scope` may see (row level security: a tenant reads its own rows),
 /// with their placement; the buckets named in `exact` that are not frozen as raw cells per GPU (see
 /// [`usage_for`]). One snapshot.
@@ -260,13 +273,7 @@ pub async fn gpu_rollups(
             found.push(r);
         }
     }
-    let whole = Cuts::default();
-    for &h in &exact {
-        let gpus = gpus_of_bucket(&tx, st, cfg, h).await?;
-        for samples in contexts(&tx, st, cfg, &gpus, h).await?.values() {
-            found.extend(rollups::bucket_terms(samples, cfg, &whole, h).0);
-        }
-    }
+    found.extend(raw_cells(&tx, st, cfg, &exact).await?);
     tx.commit().await.ctx("end read")?;
     if let Scope::Tenant(t) = scope {
         found.retain(|r| r.key.owner == Some(t));

@@ -19,6 +19,22 @@ use crate::{DeploymentSeen, LatestSamples, NodeSeen, Result, UsageRead};
 
 // --- reads ----------------------------------------------------------------------------------------------------
 
+/// The buckets `exact` as raw cells per GPU, whole (not cut at policy boundaries: priced window by window).
+fn exact_cells(
+    tx: &Connection,
+    cfg: &SqliteConfig,
+    exact: &BTreeSet<i64>,
+) -> Result<Vec<eai_engine::rollup::Rollup>> {
+    let whole = Cuts::default();
+    let mut cells = Vec::new();
+    for &h in exact {
+        for (gpu_id, uuid) in gpus_of_bucket(tx, cfg, h)? {
+            cells.extend(bucket_from_raw(tx, cfg, &whole, gpu_id, &uuid, h)?.0);
+        }
+    }
+    Ok(cells)
+}
+
 /// The per-GPU rollups of `[from, to)` that `scope` may see, with their placement; the buckets named in `exact`
 /// that are not frozen as raw cells per GPU (see [`usage_for`]). One snapshot.
 pub fn gpu_rollups(
@@ -49,12 +65,7 @@ pub fn gpu_rollups(
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let whole = Cuts::default();
-    for &h in &exact {
-        for (gpu_id, uuid) in gpus_of_bucket(&tx, cfg, h)? {
-            found.extend(bucket_from_raw(&tx, cfg, &whole, gpu_id, &uuid, h)?.0);
-        }
-    }
+    found.extend(exact_cells(&tx, cfg, &exact)?);
     tx.commit().ctx("end read")?;
     if let crate::Scope::Tenant(t) = scope {
         found.retain(|r| r.key.owner == Some(t));
@@ -102,13 +113,7 @@ pub fn usage_for(
     }
     let buckets = cache.fill(plan, groups, claims);
     let (mut found, claims) = read_cache::assemble(&buckets, &exact, cfg.bucket_ms);
-    let whole = Cuts::default();
-    for &h in &exact {
-        for (gpu_id, uuid) in gpus_of_bucket(&tx, cfg, h)? {
-            let (cells, _) = bucket_from_raw(&tx, cfg, &whole, gpu_id, &uuid, h)?;
-            found.extend(cells);
-        }
-    }
+    found.extend(exact_cells(&tx, cfg, &exact)?);
 
     let mut gaps = Vec::new();
     {
