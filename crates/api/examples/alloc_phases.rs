@@ -52,7 +52,7 @@ async fn main() -> anyhow::Result<()> {
         let t_engine = t.elapsed();
         let t = Instant::now();
         let per_gpu = store
-            .gpu_rollups(eai_store::Scope::Platform, period.from, period.to, &exact)
+            .gpu_usage(eai_store::Scope::Platform, period.from, period.to, &exact)
             .await?;
         let t_gpu = t.elapsed();
         let t = Instant::now();
@@ -66,7 +66,7 @@ async fn main() -> anyhow::Result<()> {
             &[],
         );
         println!(
-            "run {run}: breakdown by pod: gpu_rollups {t_gpu:?} ({} rows), engine {:?} ({} rows)",
+            "run {run}: breakdown by pod: gpu_usage {t_gpu:?} ({} rows), engine {:?} ({} rows)",
             per_gpu.len(),
             t.elapsed(),
             b.rows.len()

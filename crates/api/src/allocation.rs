@@ -265,8 +265,8 @@ pub async fn breakdown_of(
 ) -> Result<eai_engine::breakdown::Breakdown, StoreError> {
     let mut inputs = read_inputs(source, store, period).await?;
     let exact = exact_hours(&inputs.policies, period);
-    let mut rollups = store
-        .gpu_rollups(scope, period.from, period.to, &exact)
+    let mut usage = store
+        .gpu_usage(scope, period.from, period.to, &exact)
         .await?;
     // Filtered to deployments: only theirs are allocated (a deployment's cost depends on its own time and
     // claims alone), so that a deployment's pods cost its allocation, not the fleet's.
@@ -283,9 +283,9 @@ pub async fn breakdown_of(
         inputs
             .usage
             .retain(|e| e.deployment_id.as_deref().is_some_and(kept));
-        rollups.retain(|r| kept(&r.key.deployment_id));
+        usage.retain_labels(|l| kept(&l.deployment_id));
     }
-    let span = tracing::info_span!("breakdown.compute", rollups = rollups.len());
+    let span = tracing::info_span!("breakdown.compute", rollups = usage.len());
     tokio::task::spawn_blocking(move || {
         let _in = span.enter();
         let allocation = allocate_inputs(&inputs, period, config);
@@ -294,7 +294,7 @@ pub async fn breakdown_of(
             config.bucket_ms,
             &inputs.policies,
             &allocation,
-            &rollups,
+            &usage,
             &group_by,
             &filter,
         )

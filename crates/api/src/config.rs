@@ -115,6 +115,10 @@ pub struct Config {
     /// `EAI_READ_CACHE_ROWS`: group rollups and claims the allocation's read cache keeps decoded (buckets
     /// unchanged since are not read again; 0 turns it off). Default 500,000 (about 100 MiB).
     pub read_cache_rows: usize,
+    /// `EAI_USAGE_CACHE_ROWS`: per-GPU rollups the breakdown's read cache keeps decoded (SQLite; buckets
+    /// unchanged since are not read again; 0 turns it off). Default 1,000,000 (at most about 150 MiB, filled
+    /// only by breakdowns).
+    pub usage_cache_rows: usize,
     /// `EAI_ALLOCATION_BUCKET_MINUTES`: shared deployments are split per bucket of this length (a whole number of
     /// hours, since rollups are hourly). Default 60.
     pub allocation_bucket_minutes: u32,
@@ -187,6 +191,7 @@ impl Default for Config {
             raw_retention_days: DEFAULT_RAW_RETENTION_DAYS,
             max_gap_minutes: DEFAULT_MAX_GAP_MINUTES,
             read_cache_rows: eai_store::read_cache::DEFAULT_ROWS,
+            usage_cache_rows: eai_store::usage_cache::DEFAULT_ROWS,
             allocation_bucket_minutes: DEFAULT_ALLOCATION_BUCKET_MINUTES,
             clickhouse_url: None,
             allocation_source: AllocationSource::Primary,
@@ -227,6 +232,7 @@ impl std::fmt::Debug for Config {
             .field("raw_retention_days", &self.raw_retention_days)
             .field("max_gap_minutes", &self.max_gap_minutes)
             .field("read_cache_rows", &self.read_cache_rows)
+            .field("usage_cache_rows", &self.usage_cache_rows)
             .field("allocation_bucket_minutes", &self.allocation_bucket_minutes)
             .field(
                 "clickhouse_url",
@@ -290,6 +296,7 @@ impl Config {
         c.raw_retention_days = number(&get, "EAI_RAW_RETENTION_DAYS", c.raw_retention_days)?;
         c.max_gap_minutes = number(&get, "EAI_MAX_GAP_MINUTES", c.max_gap_minutes)?;
         c.read_cache_rows = number(&get, "EAI_READ_CACHE_ROWS", c.read_cache_rows)?;
+        c.usage_cache_rows = number(&get, "EAI_USAGE_CACHE_ROWS", c.usage_cache_rows)?;
         c.allocation_bucket_minutes = number(
             &get,
             "EAI_ALLOCATION_BUCKET_MINUTES",

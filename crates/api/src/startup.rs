@@ -263,6 +263,7 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
                 max_gap_ms: i64::from(config.max_gap_minutes) * 60_000,
                 outbox: config.clickhouse_url.is_some(),
                 read_cache_rows: config.read_cache_rows,
+                usage_cache_rows: config.usage_cache_rows,
                 ..SqliteConfig::default()
             };
             let store = SqliteStore::open_with(&path, cfg)
@@ -275,6 +276,7 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
                 max_gap_ms: i64::from(config.max_gap_minutes) * 60_000,
                 outbox: config.clickhouse_url.is_some(),
                 read_cache_rows: config.read_cache_rows,
+                usage_cache_rows: config.usage_cache_rows,
                 ..RollupConfig::default()
             };
             let store = PgStore::open_with(&url, cfg).await.with_context(|| {

@@ -1,9 +1,12 @@
 //! Breakdown: a period's GPU time and cost per pod, node, GPU, namespace, deployment, tenant or model (any
-//! combination), from the per-GPU rollups and where their time ran (their key's [`crate::rollup::Placement`]).
+//! combination), from the per-GPU rollups and where their time ran (their key's [`crate::rollup::Placement`]),
+//! in the compact form of [`crate::gpu_usage`]: one pass over the rows, allocation bucket by allocation bucket,
+//! over interned labels and integer sums (a month of 1,000 GPUs is 720,000 rows).
 //!
 //! Quantities are sums of rollups. Cost comes from the allocation: each (deployment, owner, bucket, policy)'s
 //! exact cost, computed from the sums of that bucket, is shared over the rows that ran in it in proportion to
-//! their GPU-seconds; then each (deployment, currency)'s rounded cost (the allocation's figure) is apportioned over
+//! their GPU-seconds (each share rounded down to 10^-[`SHARE_DP`] of the currency, so that a row's shares sum to
+//! the same figure whatever order the rollups come in); then each (deployment, currency)'s rounded cost (the allocation's figure) is apportioned over
 //! the deployment's rows with the largest-remainder method, weighed by those exact shares. So the rows of a
 //! deployment sum to its cost to the minor unit, whatever the grouping, and a row summed over deployments (a node
 //! several deployments ran on) is the sum of those cents.
@@ -13,16 +16,19 @@
 //! plus every filtered dimension), so a filtered row shows the same cents as in the unfiltered answer of that
 //! grouping.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use rust_decimal::Decimal;
+use rustc_hash::FxHashMap;
 
 use crate::allocate::Period;
 use crate::domain::{Policy, TenantId};
+use crate::fixed;
+use crate::gpu_usage::{add_fixed, quantities, FixedQuantities, GpuRow, GpuUsage, UsageLabels};
 use crate::money::{self, Currency};
 use crate::policy::Candidates;
 use crate::report::Allocation;
-use crate::rollup::{Quantities, Rollup};
+use crate::rollup::{Quantities, CELL_DP};
 
 /// What breakdown rows are grouped and filtered by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -88,15 +94,21 @@ pub struct Breakdown {
     pub rows: Vec<BreakdownRow>,
 }
 
+/// Decimal places of a row's exact share of a cell's cost (in the currency's major unit), before the
+/// deployment's rounded cost is apportioned over the rows: each share is rounded down to them, so that shares sum
+/// to the same figure in any order (eight places below a cent).
+pub const SHARE_DP: u32 = 12;
+
 /// The breakdown of `period` (allocated as `allocation`, with these `policies` and allocation buckets of
 /// `bucket_ms`) grouped by `group_by` (deduplicated, in the order given; empty: one row of everything) and kept
-/// to `filter`. `rollups` are the per-GPU rollups of the period: those outside it or without a GPU are ignored.
+/// to `filter`. `usage` holds the per-GPU rollups of the period: rows outside it, or whose labels are hidden,
+/// are ignored.
 pub fn breakdown(
     period: Period,
     bucket_ms: i64,
     policies: &[Policy],
     allocation: &Allocation,
-    rollups: &[Rollup],
+    usage: &GpuUsage,
     group_by: &[Dimension],
     filter: &[(Dimension, String)],
 ) -> Breakdown {
@@ -127,127 +139,163 @@ pub fn breakdown(
         }
     }
 
-    // 1. Per (deployment, owner, bucket, policy) cell: the summed quantities; per fine row: its sums, and its
-    //    GPU-seconds in each cell. Keys are the rollups' own strings (no copy per rollup).
-    type Cell<'a> = (&'a str, Option<TenantId>, i64, usize);
-    let mut cell_index: HashMap<Cell<'_>, usize> = HashMap::new();
-    let mut cells: Vec<(Cell<'_>, Quantities)> = Vec::new();
-    let mut row_index: HashMap<Vec<Val<'_>>, usize> = HashMap::new();
-    let mut rows: Vec<FineRow<'_>> = Vec::new();
-    let mut pairs: HashMap<(usize, usize), Decimal> = HashMap::new();
-    let mut candidates: HashMap<(&str, &str), Candidates> = HashMap::new();
-    let mut key: Vec<Val<'_>> = Vec::with_capacity(fine.len());
-    for r in rollups {
-        if r.gpus.is_some() || !period.contains(r.key.bucket_start) {
-            continue;
-        }
-        let (dep, model) = (r.key.deployment_id.as_str(), r.key.model.as_str());
-        let policy = candidates
-            .entry((dep, model))
-            .or_insert_with(|| Candidates::for_key(policies, dep, model))
-            .pick(policies, r.first_window_start);
-        key.clear();
-        key.extend(fine.iter().map(|d| value(*d, r)));
-        let ri = match row_index.get(key.as_slice()) {
-            Some(&i) => i,
-            None => {
-                row_index.insert(key.clone(), rows.len());
-                rows.push(FineRow {
-                    key: key.clone(),
-                    deployment: dep,
-                    ..FineRow::default()
-                });
-                rows.len() - 1
-            }
-        };
-        let row = &mut rows[ri];
-        row.samples += r.samples;
-        row.estimated_samples += r.estimated_samples;
-        row.q.add(&r.q);
-        match policy {
-            None => row.unpriced += r.q.gpu_seconds,
-            Some(p) => {
-                let bucket = (r.key.bucket_start.0 - period.from.0).div_euclid(bucket_ms);
-                let cell = (dep, r.key.owner, bucket, p);
-                let ci = *cell_index.entry(cell).or_insert_with(|| {
-                    cells.push((cell, Quantities::default()));
-                    cells.len() - 1
-                });
-                cells[ci].1.add(&r.q);
-                *pairs.entry((ri, ci)).or_default() += r.q.gpu_seconds;
-            }
-        }
-    }
-
-    // The rows in the order of their keys, the cells in theirs: what follows does not depend on the order of the
-    // rollups (the shares below are divisions, whose last digit depends on the order they are summed in).
-    let mut rows: Vec<(Vec<Option<String>>, usize, FineRow<'_>)> = rows
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| (r.key.iter().map(|v| v.text()).collect(), i, r))
-        .collect();
-    rows.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut row_rank = vec![0; rows.len()];
-    for (rank, (_, i, _)) in rows.iter().enumerate() {
-        row_rank[*i] = rank;
-    }
-    let mut cell_rank: Vec<usize> = (0..cells.len()).collect();
-    cell_rank.sort_by(|&a, &b| cells[a].0.cmp(&cells[b].0));
-    let mut rank_of_cell = vec![0; cells.len()];
-    for (rank, &ci) in cell_rank.iter().enumerate() {
-        rank_of_cell[ci] = rank;
-    }
-    let mut pairs: Vec<((usize, usize), usize, Decimal)> = pairs
-        .into_iter()
-        .map(|((ri, ci), gs)| ((row_rank[ri], rank_of_cell[ci]), ci, gs))
-        .collect();
-    pairs.sort_unstable_by_key(|p| p.0);
-
-    // 2. Each fine row's exact cost per currency: its GPU-seconds' share of each cell's exact cost.
-    let priced: Vec<(Currency, Decimal)> = cells
+    // 1. Per label: its value of each fine dimension (interned: equal values share an id whatever the label),
+    //    its party (deployment, owner) and its policy candidates. The GPU's value is the GPU's own index.
+    let gpu_at = fine.iter().position(|d| *d == Dimension::Gpu);
+    let mut values: Values<'_> = Values::default();
+    let mut parties: FxHashMap<(&str, Option<TenantId>), u32> = FxHashMap::default();
+    let mut candidates: FxHashMap<(&str, &str), usize> = FxHashMap::default();
+    let mut candidate_lists: Vec<Candidates> = Vec::new();
+    let labels: Vec<Option<LabelInfo>> = usage
+        .labels
         .iter()
-        .map(|((_, _, _, p), sums)| {
-            let policy = &policies[*p];
-            (policy.spec.currency, crate::allocate::price(policy, sums))
+        .map(|l| {
+            let l = l.as_deref()?;
+            let key = fine
+                .iter()
+                .map(|d| match d {
+                    Dimension::Gpu => 0,
+                    d => values.id(label_value(*d, l)),
+                })
+                .collect();
+            let next = parties.len() as u32;
+            let party = *parties
+                .entry((l.deployment_id.as_str(), l.owner))
+                .or_insert(next);
+            let candidates = *candidates
+                .entry((l.deployment_id.as_str(), l.model.as_str()))
+                .or_insert_with(|| {
+                    candidate_lists.push(Candidates::for_key(policies, &l.deployment_id, &l.model));
+                    candidate_lists.len() - 1
+                });
+            Some(LabelInfo {
+                key,
+                deployment: l.deployment_id.as_str(),
+                party,
+                candidates,
+            })
         })
         .collect();
-    let mut exact: Vec<BTreeMap<Currency, Decimal>> = vec![BTreeMap::new(); rows.len()];
-    for ((rank, _), ci, gs) in pairs {
-        let total = cells[ci].1.gpu_seconds;
-        if total.is_zero() {
+
+    // 2. Walk the rows allocation bucket by allocation bucket: sum each fine row's quantities, and each
+    //    (party, policy) cell's; at the end of a bucket, share each cell's exact cost over the fine rows that ran
+    //    in it, in proportion to their GPU-seconds.
+    let mut rows: Vec<FineRow<'_>> = Vec::new();
+    let mut row_of_key: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
+    let mut row_of_pair: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+    let mut key: Vec<u32> = Vec::with_capacity(fine.len());
+    let mut bucket = Bucket::default();
+    let mut current: Option<i64> = None;
+    let ordered = usage
+        .rows()
+        .zip(usage.rows().skip(1))
+        .all(|(a, b)| a.bucket_start <= b.bucket_start);
+    let mut sorted: Vec<&GpuRow> = Vec::new();
+    if !ordered {
+        sorted = usage.rows().collect();
+        sorted.sort_by_key(|r| r.bucket_start);
+    }
+    let walk: Box<dyn Iterator<Item = &GpuRow>> = if ordered {
+        Box::new(usage.rows())
+    } else {
+        Box::new(sorted.iter().copied())
+    };
+    for r in walk {
+        if !period.contains(r.bucket_start) {
             continue;
         }
-        let (currency, cost) = priced[ci];
-        *exact[rank].entry(currency).or_default() += cost * gs / total;
+        let Some(Some(info)) = labels.get(r.labels as usize) else {
+            continue;
+        };
+        let b = (r.bucket_start.0 - period.from.0).div_euclid(bucket_ms);
+        if current != Some(b) {
+            bucket.settle(policies, &mut rows);
+            current = Some(b);
+        }
+        let pair = (r.labels, if gpu_at.is_some() { r.gpu } else { 0 });
+        let ri = match row_of_pair.get(&pair) {
+            Some(&i) => i,
+            None => {
+                key.clear();
+                key.extend(&info.key);
+                if let Some(at) = gpu_at {
+                    key[at] = r.gpu;
+                }
+                let i = match row_of_key.get(&key) {
+                    Some(&i) => i,
+                    None => {
+                        let i = rows.len() as u32;
+                        rows.push(FineRow {
+                            key: key.clone(),
+                            deployment: info.deployment,
+                            ..FineRow::default()
+                        });
+                        row_of_key.insert(key.clone(), i);
+                        i
+                    }
+                };
+                row_of_pair.insert(pair, i);
+                i
+            }
+        };
+        let row = &mut rows[ri as usize];
+        row.samples += u64::from(r.samples);
+        row.estimated_samples += u64::from(r.estimated_samples);
+        add_fixed(&mut row.q, &r.q);
+        match candidate_lists[info.candidates].pick(policies, r.first_window_start) {
+            None => row.unpriced += r.q[0],
+            Some(p) => bucket.add(info.party, p, ri, &r.q),
+        }
     }
-    let rows: Vec<(Vec<Option<String>>, FineRow<'_>)> =
-        rows.into_iter().map(|(k, _, r)| (k, r)).collect();
+    bucket.settle(policies, &mut rows);
 
-    // 3. Each (deployment, currency)'s rounded cost apportioned over its fine rows by their exact costs.
+    // 3. The rows in the order of their keys (texts), each (deployment, currency)'s rounded cost apportioned
+    //    over its rows by their exact shares.
+    let mut rows: Vec<(Vec<Option<String>>, FineRow<'_>)> = rows
+        .into_iter()
+        .map(|r| {
+            let text = fine
+                .iter()
+                .zip(&r.key)
+                .map(|(d, v)| match d {
+                    Dimension::Gpu => usage.gpus.get(*v as usize).map(|g| g.to_string()),
+                    _ => values.text(*v),
+                })
+                .collect();
+            (text, r)
+        })
+        .collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
     let mut members: BTreeMap<(&str, Currency), Vec<usize>> = BTreeMap::new();
-    for (i, ((_, row), by_currency)) in rows.iter().zip(&exact).enumerate() {
-        for c in by_currency.keys() {
+    for (i, (_, row)) in rows.iter().enumerate() {
+        for (c, _) in &row.exact {
             members.entry((row.deployment, *c)).or_default().push(i);
         }
     }
-    let mut cost: Vec<BTreeMap<Currency, Decimal>> = vec![BTreeMap::new(); rows.len()];
+    let mut cost: Vec<Vec<(Currency, Decimal)>> = vec![Vec::new(); rows.len()];
     for ((dep, currency), idx) in &members {
         let total = allocation
             .deployments
             .iter()
             .find(|d| d.deployment_id == *dep && d.currency == Some(*currency))
             .map_or(Decimal::ZERO, |d| d.cost);
-        let quotas: Vec<Decimal> = idx.iter().map(|&i| exact[i][currency]).collect();
+        let quotas: Vec<Decimal> = idx
+            .iter()
+            .map(|&i| {
+                let share = rows[i].1.exact.iter().find(|(c, _)| c == currency);
+                fixed::from_fixed_lossy(share.map_or(0, |(_, v)| *v), SHARE_DP)
+            })
+            .collect();
         for (&i, amount) in idx
             .iter()
             .zip(money::apportion(total, &quotas, currency.minor_unit()))
         {
-            cost[i].insert(*currency, amount);
+            cost[i].push((*currency, amount));
         }
     }
 
     // 4. Filter, then merge the fine rows into the grouping's.
-    let mut merged: BTreeMap<Vec<Option<String>>, BreakdownRow> = BTreeMap::new();
+    let mut merged: BTreeMap<Vec<Option<String>>, Merged> = BTreeMap::new();
     for ((key, row), cost) in rows.into_iter().zip(cost) {
         let kept = filters
             .iter()
@@ -255,20 +303,11 @@ pub fn breakdown(
         if !kept {
             continue;
         }
-        let out = merged
-            .entry(key[..group.len()].to_vec())
-            .or_insert_with_key(|k| BreakdownRow {
-                key: k.clone(),
-                samples: 0,
-                estimated_samples: 0,
-                q: Quantities::default(),
-                unpriced_gpu_seconds: Decimal::ZERO,
-                cost: Vec::new(),
-            });
+        let out = merged.entry(key[..group.len()].to_vec()).or_default();
         out.samples += row.samples;
         out.estimated_samples += row.estimated_samples;
-        out.q.add(&row.q);
-        out.unpriced_gpu_seconds += row.unpriced;
+        add_fixed(&mut out.q, &row.q);
+        out.unpriced += row.unpriced;
         for (c, amount) in cost {
             match out.cost.iter_mut().find(|(oc, _)| *oc == c) {
                 Some((_, a)) => *a += amount,
@@ -276,25 +315,175 @@ pub fn breakdown(
             }
         }
     }
-    let mut rows: Vec<BreakdownRow> = merged.into_values().collect();
-    for r in &mut rows {
-        r.cost.sort_by_key(|(c, _)| *c);
-    }
+    let rows: Vec<BreakdownRow> = merged
+        .into_iter()
+        .map(|(key, mut m)| {
+            m.cost.sort_by_key(|(c, _)| *c);
+            BreakdownRow {
+                key,
+                samples: m.samples,
+                estimated_samples: m.estimated_samples,
+                q: quantities(&m.q),
+                unpriced_gpu_seconds: fixed::from_fixed_lossy(m.unpriced, CELL_DP).normalize(),
+                cost: m.cost,
+            }
+        })
+        .collect();
     Breakdown {
         group_by: group,
         rows,
     }
 }
 
+/// What a label brings to its rows.
+#[derive(Debug)]
+struct LabelInfo<'a> {
+    /// Its value of each fine dimension (the GPU's place is filled per row).
+    key: Vec<u32>,
+    deployment: &'a str,
+    /// Its (deployment, owner).
+    party: u32,
+    /// Its policy candidates (by deployment and model).
+    candidates: usize,
+}
+
+/// The values of the labels' dimensions, interned.
+#[derive(Debug, Default)]
+struct Values<'a> {
+    ids: FxHashMap<Val<'a>, u32>,
+    texts: Vec<Val<'a>>,
+}
+
+impl<'a> Values<'a> {
+    fn id(&mut self, v: Val<'a>) -> u32 {
+        let next = self.texts.len() as u32;
+        *self.ids.entry(v).or_insert_with(|| {
+            self.texts.push(v);
+            next
+        })
+    }
+
+    fn text(&self, id: u32) -> Option<String> {
+        self.texts.get(id as usize).and_then(|v| v.text())
+    }
+}
+
+/// The cells of one allocation bucket: per (party, policy), the summed quantities, and each fine row's
+/// GPU-seconds in it.
+#[derive(Debug, Default)]
+struct Bucket {
+    cells: FxHashMap<(u32, usize), usize>,
+    sums: Vec<(usize, FixedQuantities)>,
+    parts: Vec<(u32, usize, i128)>,
+}
+
+impl Bucket {
+    #[inline]
+    fn add(&mut self, party: u32, policy: usize, row: u32, q: &FixedQuantities) {
+        let next = self.sums.len();
+        let ci = *self.cells.entry((party, policy)).or_insert(next);
+        if ci == next {
+            self.sums.push((policy, [0; 6]));
+        }
+        add_fixed(&mut self.sums[ci].1, q);
+        self.parts.push((row, ci, q[0]));
+    }
+
+    /// Shares each cell's exact cost over its rows, then empties the bucket.
+    fn settle(&mut self, policies: &[Policy], rows: &mut [FineRow<'_>]) {
+        let priced: Vec<(Currency, i128, i128)> = self
+            .sums
+            .iter()
+            .map(|(p, q)| {
+                let policy = &policies[*p];
+                let cost = crate::allocate::price(policy, &quantities(q));
+                (
+                    policy.spec.currency,
+                    fixed::to_fixed_rounded(cost, SHARE_DP),
+                    q[0],
+                )
+            })
+            .collect();
+        for &(ri, ci, gs) in &self.parts {
+            let (currency, cost, total) = priced[ci];
+            if total == 0 {
+                continue;
+            }
+            let share = mul_div(cost, gs, total);
+            let exact = &mut rows[ri as usize].exact;
+            match exact.iter_mut().find(|(c, _)| *c == currency) {
+                Some((_, v)) => *v += share,
+                None => exact.push((currency, share)),
+            }
+        }
+        self.cells.clear();
+        self.sums.clear();
+        self.parts.clear();
+    }
+}
+
+/// `a x b / c` rounded toward zero, for `c > 0`, through a 256-bit product when `a x b` overflows an `i128`
+/// (saturating if the quotient does).
+fn mul_div(a: i128, b: i128, c: i128) -> i128 {
+    if let Some(p) = a.checked_mul(b) {
+        return p / c;
+    }
+    let negative = (a < 0) != (b < 0);
+    let q = mul_div_wide(a.unsigned_abs(), b.unsigned_abs(), c.unsigned_abs());
+    let q = i128::try_from(q).unwrap_or(i128::MAX);
+    if negative {
+        -q
+    } else {
+        q
+    }
+}
+
+/// `floor(a x b / c)` of unsigned integers through a 256-bit product; `u128::MAX` when the quotient overflows.
+fn mul_div_wide(a: u128, b: u128, c: u128) -> u128 {
+    const M: u128 = u64::MAX as u128;
+    let (a1, a0, b1, b0) = (a >> 64, a & M, b >> 64, b & M);
+    let (p00, p01, p10, p11) = (a0 * b0, a0 * b1, a1 * b0, a1 * b1);
+    let mid = (p00 >> 64) + (p01 & M) + (p10 & M);
+    let lo = (p00 & M) | (mid << 64);
+    let hi = p11 + (p01 >> 64) + (p10 >> 64) + (mid >> 64);
+    if hi >= c {
+        return u128::MAX;
+    }
+    // Long division of (hi, lo) by c, one bit at a time: the remainder stays below c.
+    let (mut r, mut q) = (hi, 0u128);
+    for i in (0..128).rev() {
+        let carry = r >> 127;
+        r = (r << 1) | ((lo >> i) & 1);
+        q <<= 1;
+        if carry == 1 || r >= c {
+            r = r.wrapping_sub(c);
+            q |= 1;
+        }
+    }
+    q
+}
+
+/// A grouping row being summed.
+#[derive(Debug, Default)]
+struct Merged {
+    samples: u64,
+    estimated_samples: u64,
+    q: FixedQuantities,
+    unpriced: i128,
+    cost: Vec<(Currency, Decimal)>,
+}
+
 /// A fine row: the rollups of one value of the fine key.
 #[derive(Debug, Default)]
 struct FineRow<'a> {
-    key: Vec<Val<'a>>,
+    key: Vec<u32>,
     deployment: &'a str,
     samples: u64,
     estimated_samples: u64,
-    q: Quantities,
-    unpriced: Decimal,
+    q: FixedQuantities,
+    unpriced: i128,
+    /// Its exact cost per currency, in units of 10^-[`SHARE_DP`].
+    exact: Vec<(Currency, i128)>,
 }
 
 /// A rollup's value of a dimension, borrowed from it.
@@ -316,20 +505,36 @@ impl Val<'_> {
     }
 }
 
-/// A rollup's value of a dimension.
-/// A rollup's value of a dimension.
-fn value(d: Dimension, r: &Rollup) -> Val<'_> {
+/// A label's value of a dimension (not the GPU's: rows have it).
+fn label_value(d: Dimension, l: &UsageLabels) -> Val<'_> {
     fn text(s: Option<&str>) -> Val<'_> {
         s.map_or(Val::None, Val::Str)
     }
-    let k = &r.key;
     match d {
-        Dimension::Deployment => Val::Str(&k.deployment_id),
-        Dimension::Tenant => k.owner.map_or(Val::None, Val::Tenant),
-        Dimension::Model => Val::Str(&k.model),
-        Dimension::Namespace => text(k.placement.namespace()),
-        Dimension::Pod => text(k.placement.pod()),
-        Dimension::Node => text(k.placement.node()),
-        Dimension::Gpu => Val::Str(&k.gpu_uuid),
+        Dimension::Deployment => Val::Str(&l.deployment_id),
+        Dimension::Tenant => l.owner.map_or(Val::None, Val::Tenant),
+        Dimension::Model => Val::Str(&l.model),
+        Dimension::Namespace => text(l.placement.namespace()),
+        Dimension::Pod => text(l.placement.pod()),
+        Dimension::Node => text(l.placement.node()),
+        Dimension::Gpu => Val::None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mul_div_is_exact_beyond_an_i128_product() {
+        assert_eq!(mul_div(7, 3, 2), 10);
+        assert_eq!(mul_div(-7, 3, 2), -10);
+        let big = 10i128.pow(30);
+        // (10^30 x 10^30) / 10^25 = 10^35, the product being 10^60.
+        assert_eq!(mul_div(big, big, 10i128.pow(25)), 10i128.pow(35));
+        assert_eq!(mul_div(big + 1, big, big), big + 1);
+        assert_eq!(mul_div(i128::MAX, i128::MAX, 1), i128::MAX, "saturates");
+        assert_eq!(mul_div_wide(u128::MAX, u128::MAX, u128::MAX), u128::MAX);
+        assert_eq!(mul_div_wide(u128::MAX, 3, 6), u128::MAX / 2);
     }
 }

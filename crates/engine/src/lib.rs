@@ -16,6 +16,7 @@ pub mod domain;
 pub mod error;
 pub mod fixed;
 pub mod focus;
+pub mod gpu_usage;
 pub mod money;
 pub mod policy;
 pub mod provider;

@@ -1401,6 +1401,7 @@ fn a_deployments_cost_is_shared_over_its_pods_by_gpu_seconds_to_the_cent() {
     let policies = worked_policy();
     let a = run(&samples, &[], &policies, T0, T0 + H);
     let rollups = aggregate(cells(&samples, &SeriesConfig::default()).cells);
+    let rollups = eai_engine::gpu_usage::GpuUsage::from_rollups(&rollups).unwrap();
     let b = breakdown(
         period(T0, T0 + H),
         H,
@@ -1451,9 +1452,25 @@ proptest! {
     ) {
         use eai_engine::breakdown::{breakdown, Dimension};
         let a = whole(&f);
-        let rollups = placed(&f);
+        let placed = placed(&f);
+        let rollups = eai_engine::gpu_usage::GpuUsage::from_rollups(&placed).unwrap();
         let p = period(T0, T0 + 6 * H);
         let b = breakdown(p, H, &f.policies, &a, &rollups, &group_by, &[]);
+        // The same rows in another order and other chunks (each rollup its own chunk, the last first): the
+        // same answer, to the last digit.
+        let mut scattered = rollups.clone();
+        scattered.chunks = placed
+            .iter()
+            .rev()
+            .map(|r| {
+                let one = eai_engine::gpu_usage::GpuUsage::from_rollups([r]).unwrap();
+                let mut row = one.chunks[0][0];
+                row.labels = rollups.labels.iter().position(|l| l.as_deref() == one.labels[0].as_deref()).unwrap() as u32;
+                row.gpu = rollups.gpus.iter().position(|g| *g == one.gpus[0]).unwrap() as u32;
+                vec![row].into()
+            })
+            .collect();
+        prop_assert_eq!(&breakdown(p, H, &f.policies, &a, &scattered, &group_by, &[]), &b);
         // Every row's cost is in minor units; all rows sum to all deployments, per currency.
         for r in &b.rows {
             prop_assert_eq!(r.key.len(), b.group_by.len());

@@ -6,6 +6,7 @@
 use async_trait::async_trait;
 use eai_engine::allocate::UsageClaim;
 use eai_engine::domain::{Policy, PolicySpec, Sample, Tenant, TenantId, UsageEvent};
+use eai_engine::gpu_usage::GpuUsage;
 use eai_engine::report::Gap;
 use eai_engine::rollup::Rollup;
 use eai_engine::time::Timestamp;
@@ -33,6 +34,7 @@ pub mod rollups;
 pub mod sqlite;
 #[cfg(feature = "test-support")]
 pub mod testing;
+pub mod usage_cache;
 
 /// The id of rows that belong to no tenant (shared deployments, platform keys and events): no tenant may use it.
 pub const PLATFORM_TENANT_ID: uuid::Uuid = TenantId::PLATFORM.0;
@@ -399,16 +401,17 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<UsageRead>;
 
     /// The per-GPU rollups of the buckets in `[from, to)` that `scope` may see (a tenant: the rows of its dedicated
-    /// deployments), each with its placement (the pod, namespace and node it ran in): what a breakdown reads.
+    /// deployments), each with its placement (the pod, namespace and node it ran in), in the compact form a
+    /// breakdown reads (chunks in bucket order; the labels of rows `scope` may not see hidden, or absent).
     /// Hours listed in `exact_hours` that still have their raw samples come back as raw cells per GPU instead, as
     /// in [`Store::usage_for`], so that a breakdown prices them as the allocation does.
-    async fn gpu_rollups(
+    async fn gpu_usage(
         &self,
         scope: Scope,
         from: Timestamp,
         to: Timestamp,
         exact_hours: &[Timestamp],
-    ) -> Result<Vec<Rollup>>;
+    ) -> Result<GpuUsage>;
 
     /// Deletes raw samples that ended before `before` (rollups are kept). Returns the rows deleted.
     async fn prune_raw_samples(&self, before: Timestamp) -> Result<u64>;

@@ -477,18 +477,18 @@ impl Store for PgStore {
         samples::replica_extent(c.conn()?, &self.inner.cfg).await
     }
 
-    async fn gpu_rollups(
+    async fn gpu_usage(
         &self,
         scope: Scope,
         from: Timestamp,
         to: Timestamp,
         exact_hours: &[Timestamp],
-    ) -> Result<Vec<eai_engine::rollup::Rollup>> {
+    ) -> Result<eai_engine::gpu_usage::GpuUsage> {
         if scope.reads_nothing() {
-            return Ok(Vec::new());
+            return Ok(Default::default());
         }
         let mut c = self.conn().await?;
-        samples::gpu_rollups(c.conn()?, &self.inner.cfg, scope, from, to, exact_hours).await
+        samples::gpu_usage(c.conn()?, &self.inner.cfg, scope, from, to, exact_hours).await
     }
 
     async fn replica_rows(&self, from: Timestamp, to: Timestamp) -> Result<crate::ReplicaRows> {

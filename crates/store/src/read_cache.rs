@@ -18,7 +18,8 @@
 //! The cache keys are bucket starts (`bucket_ms` of either table: claims are hourly, groups per rollup
 //! bucket). It holds at most `rows` rows (groups and claims) and evicts the buckets used least recently.
 //! Nothing here does I/O: the backends read the counts and the missing buckets in one snapshot, and hand them
-//! over.
+//! over. [`BucketCache`] is the bookkeeping; [`ReadCache`] is the allocation's cache of it, and
+//! [`crate::usage_cache`] the breakdown's (per-GPU rows, under the same counts).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -33,7 +34,14 @@ pub const COMPACT_AFTER: usize = 4_096;
 /// some 30 MiB decoded).
 pub const DEFAULT_ROWS: usize = 500_000;
 
-/// One bucket, as decoded at change count `count`.
+/// What a cache keeps per bucket: its content as decoded at change count `count`.
+pub trait Counted {
+    fn count(&self) -> i64;
+    /// Rows held (what the budget counts).
+    fn rows(&self) -> usize;
+}
+
+/// One bucket of the allocation's read, as decoded at change count `count`.
 #[derive(Debug, Default)]
 pub struct Bucket {
     pub count: i64,
@@ -41,22 +49,31 @@ pub struct Bucket {
     pub claims: Vec<UsageClaim>,
 }
 
-impl Bucket {
+impl Counted for Bucket {
+    fn count(&self) -> i64 {
+        self.count
+    }
+
     fn rows(&self) -> usize {
         self.rollups.len() + self.claims.len()
     }
 }
 
-/// The decoded buckets, shared by the reads of one store.
+/// Decoded buckets shared by the reads of one store, each kept while its change count stays the one it was
+/// decoded at: the allocation's ([`ReadCache`]: group rollups and claims) and the breakdown's
+/// ([`crate::usage_cache`]: per-GPU rows).
 #[derive(Debug)]
-pub struct ReadCache {
+pub struct BucketCache<B> {
     rows: usize,
-    inner: Mutex<Inner>,
+    inner: Mutex<Inner<B>>,
 }
 
-#[derive(Debug, Default)]
-struct Inner {
-    buckets: HashMap<i64, (Arc<Bucket>, u64)>,
+/// The allocation's read cache.
+pub type ReadCache = BucketCache<Bucket>;
+
+#[derive(Debug)]
+struct Inner<B> {
+    buckets: HashMap<i64, (Arc<B>, u64)>,
     tick: u64,
     rows: usize,
 }
@@ -64,34 +81,42 @@ struct Inner {
 /// What a read finds for the change counts it read: the buckets to take from the cache, and the ranges of
 /// bucket starts to read from the store (each `[from, to)` holds only buckets to read, and every bucket to read
 /// lies in one).
-#[derive(Debug, Default)]
-pub struct Plan {
-    pub hits: Vec<(i64, Arc<Bucket>)>,
+#[derive(Debug)]
+pub struct Plan<B = Bucket> {
+    pub hits: Vec<(i64, Arc<B>)>,
     pub ranges: Vec<(i64, i64)>,
     /// The buckets to read and their counts, by bucket start.
     pub missing: Vec<(i64, i64)>,
 }
 
-impl ReadCache {
+impl<B: Counted> BucketCache<B> {
     /// A cache of at most `rows` rows; 0 keeps nothing (every read reads every bucket).
-    pub fn new(rows: usize) -> ReadCache {
-        ReadCache {
+    pub fn new(rows: usize) -> BucketCache<B> {
+        BucketCache {
             rows,
-            inner: Mutex::new(Inner::default()),
+            inner: Mutex::new(Inner {
+                buckets: HashMap::new(),
+                tick: 0,
+                rows: 0,
+            }),
         }
     }
 
     /// The plan of a read of `[from, to)` given the change counts of its buckets as read in its snapshot
     /// (`(bucket_ms, count)`, sorted by bucket; buckets without rows have none).
-    pub fn plan(&self, counts: &[(i64, i64)], to: i64) -> Plan {
-        let mut plan = Plan::default();
+    pub fn plan(&self, counts: &[(i64, i64)], to: i64) -> Plan<B> {
+        let mut plan = Plan {
+            hits: Vec::new(),
+            ranges: Vec::new(),
+            missing: Vec::new(),
+        };
         let mut inner = self.lock();
         inner.tick += 1;
         let tick = inner.tick;
         let mut open: Option<i64> = None;
         for &(bucket, count) in counts {
             let hit = match inner.buckets.get_mut(&bucket) {
-                Some((b, used)) if b.count == count => {
+                Some((b, used)) if b.count() == count => {
                     *used = tick;
                     Some((bucket, b.clone()))
                 }
@@ -116,6 +141,39 @@ impl ReadCache {
         plan
     }
 
+    /// Keeps the buckets just read (but those of a negative count: read without one), evicting the buckets used
+    /// least recently beyond the budget; returns every bucket of the read, `hits` and `fresh`, by bucket start.
+    pub fn keep(&self, hits: Vec<(i64, Arc<B>)>, fresh: Vec<(i64, Arc<B>)>) -> Vec<Arc<B>> {
+        if self.rows > 0 {
+            let mut inner = self.lock();
+            let tick = inner.tick;
+            for (key, b) in fresh.iter().filter(|(_, b)| b.count() >= 0) {
+                inner.rows += b.rows();
+                if let Some((old, _)) = inner.buckets.insert(*key, (b.clone(), tick)) {
+                    inner.rows -= old.rows();
+                }
+            }
+            inner.evict(self.rows);
+        }
+        let mut all = hits;
+        all.extend(fresh);
+        all.sort_by_key(|(k, _)| *k);
+        all.into_iter().map(|(_, b)| b).collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner<B>> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Buckets and rows held.
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> (usize, usize) {
+        let inner = self.lock();
+        (inner.buckets.len(), inner.rows)
+    }
+}
+
+impl ReadCache {
     /// Splits what was read for `plan`'s ranges into buckets, keeps them (evicting the buckets used least
     /// recently beyond the budget) and returns every bucket of the read, hits and fresh ones, by bucket start.
     pub fn fill(
@@ -148,34 +206,8 @@ impl ReadCache {
             let i = slot(&mut fresh, &mut last, c.bucket_start.0);
             fresh[i].1.claims.push(c);
         }
-        let fresh: Vec<(i64, Arc<Bucket>)> =
-            fresh.into_iter().map(|(k, b)| (k, Arc::new(b))).collect();
-        if self.rows > 0 {
-            let mut inner = self.lock();
-            let tick = inner.tick;
-            for (key, b) in fresh.iter().filter(|(_, b)| b.count >= 0) {
-                inner.rows += b.rows();
-                if let Some((old, _)) = inner.buckets.insert(*key, (b.clone(), tick)) {
-                    inner.rows -= old.rows();
-                }
-            }
-            inner.evict(self.rows);
-        }
-        let mut all = plan.hits;
-        all.extend(fresh);
-        all.sort_by_key(|(k, _)| *k);
-        all.into_iter().map(|(_, b)| b).collect()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Buckets and rows held.
-    #[cfg(test)]
-    fn held(&self) -> (usize, usize) {
-        let inner = self.lock();
-        (inner.buckets.len(), inner.rows)
+        let fresh = fresh.into_iter().map(|(k, b)| (k, Arc::new(b))).collect();
+        self.keep(plan.hits, fresh)
     }
 }
 
@@ -203,25 +235,35 @@ pub fn assemble(
 /// The index of bucket `key` in `buckets` (sorted by key), `last` first. A row of a bucket without a count
 /// cannot be (the triggers give it one in the row's transaction); it gets a bucket of count -1, which matches
 /// no count read: it serves this read and is never kept.
-fn slot(buckets: &mut Vec<(i64, Bucket)>, last: &mut usize, key: i64) -> usize {
+pub(crate) fn slot<B: Uncounted>(buckets: &mut Vec<(i64, B)>, last: &mut usize, key: i64) -> usize {
     if buckets.get(*last).is_some_and(|(k, _)| *k == key) {
         return *last;
     }
     *last = match buckets.binary_search_by_key(&key, |(k, _)| *k) {
         Ok(i) => i,
         Err(i) => {
-            let uncounted = Bucket {
-                count: -1,
-                ..Bucket::default()
-            };
-            buckets.insert(i, (key, uncounted));
+            buckets.insert(i, (key, B::uncounted()));
             i
         }
     };
     *last
 }
 
-impl Inner {
+/// A bucket read without a change count (count -1: never kept).
+pub(crate) trait Uncounted {
+    fn uncounted() -> Self;
+}
+
+impl Uncounted for Bucket {
+    fn uncounted() -> Bucket {
+        Bucket {
+            count: -1,
+            ..Bucket::default()
+        }
+    }
+}
+
+impl<B: Counted> Inner<B> {
     fn evict(&mut self, budget: usize) {
         if self.rows <= budget {
             return;

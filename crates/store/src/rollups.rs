@@ -78,6 +78,8 @@ pub struct RollupConfig {
     /// Rows (group rollups and claims) the allocation's read cache may hold ([`crate::read_cache`]; 0: none).
     /// Not a recorded setting either.
     pub read_cache_rows: usize,
+    /// Per-GPU rows the breakdown's read cache may hold ([`crate::usage_cache`]; 0: none). Not recorded.
+    pub usage_cache_rows: usize,
 }
 
 impl Default for RollupConfig {
@@ -88,6 +90,7 @@ impl Default for RollupConfig {
             bucket_ms: s.bucket_ms,
             outbox: false,
             read_cache_rows: crate::read_cache::DEFAULT_ROWS,
+            usage_cache_rows: crate::usage_cache::DEFAULT_ROWS,
         }
     }
 }

@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use eai_engine::domain::{Policy, PolicySpec, Sample, Tenant, UsageEvent};
+use eai_engine::gpu_usage::GpuUsage;
 use eai_engine::time::Timestamp;
 use rusqlite::{Connection, OpenFlags};
 
@@ -69,6 +70,7 @@ struct Inner {
     next_reader: AtomicUsize,
     /// The allocation's decoded buckets ([`crate::read_cache`]).
     cache: Arc<crate::read_cache::ReadCache>,
+    usage_cache: Arc<crate::usage_cache::UsageCache>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -149,6 +151,7 @@ impl SqliteStore {
                 readers,
                 next_reader: AtomicUsize::new(0),
                 cache: Arc::new(crate::read_cache::ReadCache::new(cfg.read_cache_rows)),
+                usage_cache: Arc::new(crate::usage_cache::UsageCache::new(cfg.usage_cache_rows)),
             }),
         })
     }
@@ -259,18 +262,19 @@ impl Store for SqliteStore {
         self.read(|c, cfg| samples::replica_extent(c, cfg)).await
     }
 
-    async fn gpu_rollups(
+    async fn gpu_usage(
         &self,
         scope: Scope,
         from: Timestamp,
         to: Timestamp,
         exact_hours: &[Timestamp],
-    ) -> Result<Vec<eai_engine::rollup::Rollup>> {
+    ) -> Result<GpuUsage> {
         if scope.reads_nothing() {
-            return Ok(Vec::new());
+            return Ok(GpuUsage::default());
         }
         let exact = exact_hours.to_vec();
-        self.read(move |c, cfg| samples::gpu_rollups(c, cfg, scope, from, to, &exact))
+        let cache = self.inner.usage_cache.clone();
+        self.read(move |c, cfg| samples::gpu_usage(c, cfg, &cache, scope, from, to, &exact))
             .await
     }
 

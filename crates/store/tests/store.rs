@@ -558,7 +558,7 @@ mod contract {
     /// Per-GPU rollups with their placement: the platform reads every row, a tenant only its dedicated
     /// deployments' (never a shared deployment's, nor another tenant's), the reserved platform tenant none; an
     /// exact hour comes as the raw cells of its GPUs.
-    pub async fn gpu_rollups_carry_their_pod_and_are_scoped(s: &dyn Store) {
+    pub async fn gpu_usage_carries_its_pod_and_is_scoped(s: &dyn Store) {
         let (a, b) = (tenant(1), tenant(2));
         let mut batch = fleet("vllm-shared", 1, T0, T0 + H);
         for (t, dep) in [(a, "train-a"), (b, "train-b")] {
@@ -590,10 +590,15 @@ mod contract {
             v.sort();
             v
         };
-        let all = s
-            .gpu_rollups(Scope::Platform, ts(T0), ts(T0 + H), &[])
-            .await
-            .unwrap();
+        let read = |scope: Scope, exact: Vec<Timestamp>| async move {
+            s.gpu_usage(scope, ts(T0), ts(T0 + H), &exact)
+                .await
+                .unwrap()
+                .to_rollups()
+        };
+        let all = read(Scope::Platform, vec![]).await;
+        // Read again (from the cache where the backend has one): the same rows.
+        assert_eq!(read(Scope::Platform, vec![]).await, all);
         assert_eq!(
             keys(&all),
             vec![
@@ -610,39 +615,41 @@ mod contract {
                 .sum()
         };
         assert_eq!(gs(&all, "vllm-shared"), d("3600"));
-        let mine = s
-            .gpu_rollups(Scope::Tenant(a), ts(T0), ts(T0 + H), &[])
-            .await
-            .unwrap();
+        let mine = read(Scope::Tenant(a), vec![]).await;
         assert_eq!(
             keys(&mine),
             vec![("train-a".to_string(), Some("train-a-0".to_string()))]
         );
-        assert!(s
-            .gpu_rollups(
-                Scope::Tenant(eai_engine::domain::TenantId::PLATFORM),
-                ts(T0),
-                ts(T0 + H),
-                &[]
-            )
-            .await
-            .unwrap()
-            .is_empty());
+        assert!(read(
+            Scope::Tenant(eai_engine::domain::TenantId::PLATFORM),
+            vec![]
+        )
+        .await
+        .is_empty());
         // Read exactly, the hour is the raw path's cells: the same sums per placement.
-        let exact = s
-            .gpu_rollups(Scope::Platform, ts(T0), ts(T0 + H), &[ts(T0)])
-            .await
-            .unwrap();
+        let exact = read(Scope::Platform, vec![ts(T0)]).await;
         assert_eq!(
             eai_engine::rollup::coarsen(exact, H)
                 .iter()
                 .map(|r| (r.key.clone(), r.q))
                 .collect::<Vec<_>>(),
-            eai_engine::rollup::coarsen(all, H)
+            eai_engine::rollup::coarsen(all.clone(), H)
                 .iter()
                 .map(|r| (r.key.clone(), r.q))
                 .collect::<Vec<_>>()
         );
+        // A GPU more in the hour, in a third pod: the next read has it (a cached hour is read again once it
+        // changed), and every row read before, unchanged.
+        let mut late = fleet("vllm-shared", 1, T0, T0 + H);
+        for x in &mut late {
+            x.gpu_uuid = "GPU-late".into();
+            x.pod = "vllm-shared-2".into();
+        }
+        s.insert_samples(&late, &audit()).await.unwrap();
+        let after = read(Scope::Platform, vec![]).await;
+        assert_eq!(after.len(), all.len() + 1);
+        assert!(all.iter().all(|r| after.contains(r)));
+        assert_eq!(gs(&after, "vllm-shared"), d("7200"));
     }
 
     pub async fn pruning_raw_samples_keeps_rollups(s: &dyn Store) {
@@ -2265,7 +2272,7 @@ mod contract {
     ) {
         use eai_engine::breakdown::{breakdown, Dimension};
         let rollups = s
-            .gpu_rollups(Scope::Platform, p.from, p.to, exact)
+            .gpu_usage(Scope::Platform, p.from, p.to, exact)
             .await
             .unwrap();
         for group_by in [
@@ -2569,7 +2576,7 @@ mod sqlite_harness {
         usage_is_read_for_the_period_only,
         claims_are_the_sums_of_the_stored_events,
         pruning_raw_samples_keeps_rollups,
-        gpu_rollups_carry_their_pod_and_are_scoped,
+        gpu_usage_carries_its_pod_and_is_scoped,
         late_samples_older_than_the_retention_are_counted,
         an_unmergeable_late_sample_is_refused_and_nothing_is_stored,
         a_shuffled_backfill_older_than_the_retention_is_exact,
@@ -3128,7 +3135,7 @@ mod postgres_harness {
         usage_is_read_for_the_period_only,
         claims_are_the_sums_of_the_stored_events,
         pruning_raw_samples_keeps_rollups,
-        gpu_rollups_carry_their_pod_and_are_scoped,
+        gpu_usage_carries_its_pod_and_is_scoped,
         late_samples_older_than_the_retention_are_counted,
         an_unmergeable_late_sample_is_refused_and_nothing_is_stored,
         a_shuffled_backfill_older_than_the_retention_is_exact,

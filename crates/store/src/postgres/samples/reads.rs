@@ -240,15 +240,16 @@ async fn raw_cells(
 
 /// The per-GPU rollups of `[from, to)` that `scope` may see (row level security: a tenant reads its own rows),
 /// with their placement; the buckets named in `exact` that are not frozen as raw cells per GPU (see
-/// [`usage_for`]). One snapshot.
-pub async fn gpu_rollups(
+/// [`usage_for`]). One snapshot. Read and decoded on every call (no cache on this backend: see
+/// [`crate::usage_cache`] for SQLite's).
+pub async fn gpu_usage(
     conn: &mut PgConn,
     cfg: &RollupConfig,
     scope: Scope,
     from: Timestamp,
     to: Timestamp,
     exact: &[Timestamp],
-) -> Result<Vec<eai_engine::rollup::Rollup>> {
+) -> Result<eai_engine::gpu_usage::GpuUsage> {
     let (tx, st) = begin(conn, scope, Mode::Snapshot).await?;
     let (meta, rollups_in) = (
         st.get(&tx, META_GET).await?,
@@ -278,7 +279,7 @@ pub async fn gpu_rollups(
     if let Scope::Tenant(t) = scope {
         found.retain(|r| r.key.owner == Some(t));
     }
-    Ok(found)
+    crate::usage_cache::usage_of(&found)
 }
 
 /// What a replica holds of `[from, to)` ([`crate::ReplicaRows`]), from one snapshot on the platform path.

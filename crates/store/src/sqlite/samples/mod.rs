@@ -17,7 +17,7 @@ pub use groups::rebuild_all_groups;
 pub use ingest::insert;
 pub use meta::{meta_get, meta_set, record_cuts};
 pub use reads::{
-    deployments_seen, gpu_rollups, latest_samples, nodes_last_seen, replica_extent, replica_rows,
+    deployments_seen, gpu_usage, latest_samples, nodes_last_seen, replica_extent, replica_rows,
     usage_for,
 };
 pub use retention::prune;

@@ -10,67 +10,203 @@ use super::groups::*;
 use super::ingest::*;
 use super::meta::*;
 use super::rows::*;
-use crate::codec::Figures;
+use eai_engine::gpu_usage::{GpuRow, GpuUsage, UsageLabels};
+use eai_engine::rollup::{Placement, CELL_DP};
+
+use crate::codec::{dec_parse, Figures};
+use crate::groups;
 use crate::read_cache::{self, ReadCache};
 use crate::rollups::{self, Cuts};
 use crate::sqlite::codec::{count, owner_parse, to_i64, Ctx};
 use crate::sqlite::SqliteConfig;
+use crate::usage_cache::{self, LabelKey, Names, UsageCache};
 use crate::{DeploymentSeen, LatestSamples, NodeSeen, Result, UsageRead};
 
 // --- reads ----------------------------------------------------------------------------------------------------
 
-/// The buckets `exact` as raw cells per GPU, whole (not cut at policy boundaries: priced window by window).
+/// The buckets `exact` as raw cells per GPU, whole (not cut at policy boundaries: priced window by window), a
+/// list per bucket.
 fn exact_cells(
     tx: &Connection,
     cfg: &SqliteConfig,
     exact: &BTreeSet<i64>,
-) -> Result<Vec<eai_engine::rollup::Rollup>> {
+) -> Result<Vec<Vec<eai_engine::rollup::Rollup>>> {
     let whole = Cuts::default();
-    let mut cells = Vec::new();
+    let mut hours = Vec::new();
     for &h in exact {
+        let mut cells = Vec::new();
         for (gpu_id, uuid) in gpus_of_bucket(tx, cfg, h)? {
             cells.extend(bucket_from_raw(tx, cfg, &whole, gpu_id, &uuid, h)?.0);
         }
+        hours.push(cells);
     }
-    Ok(cells)
+    Ok(hours)
 }
 
-/// The per-GPU rollups of `[from, to)` that `scope` may see, with their placement; the buckets named in `exact`
-/// that are not frozen as raw cells per GPU (see [`usage_for`]). One snapshot.
-pub fn gpu_rollups(
+/// The per-GPU usage of `[from, to)` that `scope` may see, with its placement; the buckets named in `exact`
+/// that are not frozen as raw cells per GPU (see [`usage_for`]). One snapshot. The buckets unchanged since
+/// `cache` decoded them come from it ([`crate::usage_cache`]); the others are read.
+pub fn gpu_usage(
     conn: &mut Connection,
     cfg: &SqliteConfig,
+    cache: &UsageCache,
     scope: crate::Scope,
     from: Timestamp,
     to: Timestamp,
     exact: &[Timestamp],
-) -> Result<Vec<eai_engine::rollup::Rollup>> {
+) -> Result<GpuUsage> {
     let tx = conn.transaction().ctx("begin read")?;
     let frozen = frozen_before(&tx, cfg)?;
     let exact: BTreeSet<i64> = rollups::exact_buckets(exact, from, to, frozen, cfg);
-    let mut found = tx
-        .prepare_cached(&format!(
-            "{ROLLUP_SELECT} WHERE r.bucket_ms >= ?1 AND r.bucket_ms < ?2"
-        ))
-        .and_then(|mut st| {
-            st.query_map(params![from.0, to.0], raw_rollup)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-        })
-        .ctx("read rollups")?
+    let counts = change_counts(&tx, from, to)?;
+    let plan = cache.plan(&counts, to.0);
+    let mut rows = Vec::new();
+    {
+        let mut names = cache.names();
+        for &(a, b) in &plan.ranges {
+            gpu_rows_in(&tx, &mut names, a, b, &mut rows)?;
+        }
+    }
+    let mut usage = cache.keep(plan, rows);
+    // The exact hours' rows are their raw cells.
+    let chunks = std::mem::take(&mut usage.chunks);
+    usage.chunks = chunks
         .into_iter()
-        .map(decode_rollup)
-        .filter(|r| {
-            r.as_ref().map_or(true, |r| {
-                !exact.contains(&r.key.bucket_start.floor_to(cfg.bucket_ms).0)
-            })
+        .filter(|c| {
+            c.first()
+                .is_none_or(|r| !exact.contains(&r.bucket_start.floor_to(cfg.bucket_ms).0))
         })
-        .collect::<Result<Vec<_>>>()?;
-    found.extend(exact_cells(&tx, cfg, &exact)?);
+        .collect();
+    usage_cache::add_cells(&mut usage, exact_cells(&tx, cfg, &exact)?)?;
     tx.commit().ctx("end read")?;
     if let crate::Scope::Tenant(t) = scope {
-        found.retain(|r| r.key.owner == Some(t));
+        usage.retain_labels(|l| l.owner == Some(t));
     }
-    Ok(found)
+    Ok(usage)
+}
+
+/// The change counts of the buckets of `[from, to)` ([`crate::read_cache`]), by bucket.
+fn change_counts(tx: &Connection, from: Timestamp, to: Timestamp) -> Result<Vec<(i64, i64)>> {
+    tx.prepare_cached(
+        "SELECT bucket_ms, n FROM hour_changes WHERE bucket_ms >= ?1 AND bucket_ms < ?2 ORDER BY bucket_ms",
+    )
+    .and_then(|mut st| {
+        st.query_map(params![from.0, to.0], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect()
+    })
+    .ctx("read change counts")
+}
+
+/// Appends the per-GPU rollups of the buckets in `[from, to)` to `out` as compact rows, their labels and GPUs
+/// interned into `names` (read from the series and GPU tables the first time they are met).
+fn gpu_rows_in(
+    tx: &Connection,
+    names: &mut Names,
+    from: i64,
+    to: i64,
+    out: &mut Vec<GpuRow>,
+) -> Result<()> {
+    const W: &str = "rollups";
+    let mut st = tx
+        .prepare_cached(
+            "SELECT bucket_ms, gpu_id, series_id, first_window_start_ms, last_window_start_ms, samples, \
+             estimated_samples, gpu_seconds, busy_gpu_seconds, estimated_gpu_seconds, memory_gb_seconds, energy_ws, \
+             storage_gb_seconds, deployment_id, owner, model FROM rollups WHERE bucket_ms >= ?1 AND bucket_ms < ?2",
+        )
+        .ctx("prepare rollups read")?;
+    let mut rows = st.query(params![from, to]).ctx("read rollups")?;
+    while let Some(r) = rows.next().ctx("read rollups")? {
+        let text = |i: usize| -> Result<&str> {
+            r.get_ref(i)
+                .and_then(|v| v.as_str().map_err(Into::into))
+                .ctx("read rollups")
+        };
+        let int = |i: usize| -> Result<i64> { r.get(i).ctx("read rollups") };
+        let mut q = [0i128; 6];
+        for (k, v) in q.iter_mut().enumerate() {
+            *v = groups::to_fixed(dec_parse(text(7 + k)?, W)?, CELL_DP, "rollup quantity")?;
+        }
+        let small = |n: i64, what: &str| -> Result<u32> {
+            u32::try_from(count(n, what)?).map_err(|_| crate::codec::corrupt(what, n))
+        };
+        let (gpu_id, series_id) = (int(1)?, int(2)?);
+        let key = if series_id != 0 {
+            LabelKey::Series(series_id)
+        } else {
+            LabelKey::Unplaced(
+                text(13)?.to_string(),
+                owner_parse(text(14)?, "rollups.owner")?,
+                text(15)?.to_string(),
+            )
+        };
+        let mut missing = None;
+        let labels = names.label(key.clone(), || {
+            missing = Some(());
+            UsageLabels {
+                deployment_id: String::new(),
+                owner: None,
+                model: String::new(),
+                placement: Placement::default(),
+            }
+        });
+        if missing.is_some() {
+            let l = labels_of(tx, &key)?;
+            names.tables.labels[labels as usize] = Some(std::sync::Arc::new(l));
+        }
+        let mut uuid_missing = false;
+        let gpu = names.gpu(gpu_id, || {
+            uuid_missing = true;
+            String::new()
+        });
+        if uuid_missing {
+            let uuid: String = tx
+                .prepare_cached("SELECT uuid FROM gpus WHERE id = ?1")
+                .and_then(|mut st| st.query_row(params![gpu_id], |r| r.get(0)))
+                .ctx("read a GPU")?;
+            names.tables.gpus[gpu as usize] = std::sync::Arc::from(uuid);
+        }
+        out.push(GpuRow {
+            bucket_start: Timestamp(int(0)?),
+            first_window_start: Timestamp(int(3)?),
+            last_window_start: Timestamp(int(4)?),
+            labels,
+            gpu,
+            samples: small(int(5)?, "rollups.samples")?,
+            estimated_samples: small(int(6)?, "rollups.estimated_samples")?,
+            q,
+        });
+    }
+    Ok(())
+}
+
+/// The labels a stored row's key names.
+fn labels_of(tx: &Connection, key: &LabelKey) -> Result<UsageLabels> {
+    match key {
+        LabelKey::Unplaced(deployment_id, owner, model) => Ok(UsageLabels {
+            deployment_id: deployment_id.clone(),
+            owner: *owner,
+            model: model.clone(),
+            placement: Placement::default(),
+        }),
+        LabelKey::Series(id) => {
+            let (d, o, m, ns, pod, node): (String, String, String, String, String, String) = tx
+                .prepare_cached(
+                    "SELECT deployment_id, owner, model, namespace, pod, node FROM series WHERE id = ?1",
+                )
+                .and_then(|mut st| {
+                    st.query_row(params![id], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+                    })
+                })
+                .ctx("read a rollup's series")?;
+            Ok(UsageLabels {
+                deployment_id: d,
+                owner: owner_parse(&o, "series.owner")?,
+                model: m,
+                placement: Placement::new(&ns, &pod, &node),
+            })
+        }
+    }
 }
 
 /// What an allocation of `[from, to)` reads, in one snapshot: the group rollups, except for the buckets named
@@ -92,15 +228,7 @@ pub fn usage_for(
     let frozen = frozen_before(&tx, cfg)?;
     let exact: BTreeSet<i64> = rollups::exact_buckets(exact, from, to, frozen, cfg);
 
-    let counts: Vec<(i64, i64)> = tx
-        .prepare_cached(
-            "SELECT bucket_ms, n FROM hour_changes WHERE bucket_ms >= ?1 AND bucket_ms < ?2 ORDER BY bucket_ms",
-        )
-        .and_then(|mut st| {
-            st.query_map(params![from.0, to.0], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect()
-        })
-        .ctx("read change counts")?;
+    let counts = change_counts(&tx, from, to)?;
     let plan = cache.plan(&counts, to.0);
     let (mut groups, mut claims) = (Vec::new(), Vec::new());
     for &(a, b) in &plan.ranges {
@@ -113,7 +241,7 @@ pub fn usage_for(
     }
     let buckets = cache.fill(plan, groups, claims);
     let (mut found, claims) = read_cache::assemble(&buckets, &exact, cfg.bucket_ms);
-    found.extend(exact_cells(&tx, cfg, &exact)?);
+    found.extend(exact_cells(&tx, cfg, &exact)?.into_iter().flatten());
 
     let mut gaps = Vec::new();
     {
