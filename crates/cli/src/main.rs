@@ -1,6 +1,6 @@
 //! eai-gpu: the one binary. `serve` runs the control plane, `demo` runs it on a fresh embedded store loaded
 //! with a realistic month, `allocate` works on files without a server, `export focus` writes a month's FOCUS file, `keys`, `audit verify`, `migrate` and
-//! `replica backfill` administer a store directly, `sampler` (the `eai-sampler` crate) pushes a node's GPU samples.
+//! `replica backfill` administer a store directly, `sampler` (the `eai-sampler` crate) pushes a node's GPU samples, `import` its history from Prometheus.
 
 use clap::{Parser, Subcommand};
 
@@ -13,6 +13,7 @@ mod demo;
 mod demo_data;
 mod explain_cmd;
 mod export_cmd;
+mod import_cmd;
 mod process;
 mod replica_cmd;
 mod serve;
@@ -64,6 +65,9 @@ enum Command {
     /// Read GPU metrics (DCGM exporter, Prometheus or NVML) and push them to the control plane, never losing a
     /// window (durable spool, retries).
     Sampler(eai_sampler::cli::SamplerArgs),
+    /// Import past GPU usage from a Prometheus server that scraped DCGM exporters: the sampler's conversion and
+    /// attribution, sent in time order, resumable (a checkpoint file), idempotent.
+    Import(eai_sampler::import::ImportArgs),
     /// Load generator against a running control plane (see scripts/bench.sh; cargo feature `bench`).
     #[cfg(feature = "bench")]
     Bench(bench::BenchArgs),
@@ -100,6 +104,10 @@ fn main() -> std::process::ExitCode {
         Command::Sampler(args) => runtime().and_then(|rt| {
             let _telemetry = init_logging("eai-gpu-sampler", "info")?;
             Ok(rt.block_on(eai_sampler::cli::run(args, shutdown_signal()))?)
+        }),
+        Command::Import(args) => runtime().and_then(|rt| {
+            let _telemetry = init_logging("eai-gpu-import", "warn")?;
+            rt.block_on(import_cmd::run(args, shutdown_signal()))
         }),
         #[cfg(feature = "bench")]
         Command::Bench(args) => runtime().and_then(|rt| rt.block_on(bench::run(args))),

@@ -21,6 +21,7 @@ pub mod dcgm;
 pub mod delivery;
 pub mod error;
 pub mod exposition;
+pub mod import;
 pub mod metrics;
 pub mod mig;
 pub mod sampler;

@@ -19,7 +19,7 @@ use crate::exposition::parse_value;
 use crate::source::{check_http_url, http_client, Source};
 
 /// Points per `query_range` request (Prometheus refuses more than 11,000).
-const MAX_POINTS: usize = 10_000;
+pub const MAX_POINTS: usize = 10_000;
 
 /// A Prometheus server that scrapes DCGM exporters.
 #[derive(Debug)]
@@ -53,6 +53,13 @@ pub(crate) struct SeriesJson {
     pub(crate) value: Option<(f64, String)>,
     #[serde(default)]
     values: Option<Vec<(f64, String)>>,
+}
+
+impl SeriesJson {
+    /// The points of a range answer's series (none in an instant answer).
+    pub(crate) fn values(&self) -> &[(f64, String)] {
+        self.values.as_deref().unwrap_or_default()
+    }
 }
 
 /// The PromQL selector of the five families, with optional extra matchers (`job="dcgm"`).
@@ -131,27 +138,80 @@ pub fn readings_from_range(
     ends: &[Timestamp],
     node: Option<&str>,
 ) -> Result<Vec<Readings>> {
-    let data = decode(body)?;
-    if data.result_type != "matrix" {
-        return Err(SamplerError::source(
-            "prometheus",
-            format!("expected a matrix, got a {}", data.result_type),
-        ));
-    }
-    let mut sets: BTreeMap<i64, DeviceSet> = ends.iter().map(|t| (t.0, DeviceSet::new())).collect();
-    for s in data.result.iter().filter(|s| host_ok(&s.metric, node)) {
-        for (ts, v) in s.values.iter().flatten() {
-            let ms = (ts * 1000.0).round() as i64;
-            if let Some(set) = sets.get_mut(&ms) {
-                observe(set, &s.metric, v);
-            }
+    let mut r = RangeReadings::new(ends, node);
+    r.add(body)?;
+    Ok(r.finish())
+}
+
+/// Readings per window end gathered from several range answers over the same ends (one per family, as the
+/// history import asks them).
+#[derive(Debug)]
+pub struct RangeReadings {
+    sets: BTreeMap<i64, DeviceSet>,
+    node: Option<String>,
+}
+
+impl RangeReadings {
+    pub fn new(ends: &[Timestamp], node: Option<&str>) -> RangeReadings {
+        RangeReadings {
+            sets: ends.iter().map(|t| (t.0, DeviceSet::new())).collect(),
+            node: node.map(str::to_string),
         }
     }
-    Ok(sets
-        .into_iter()
-        .map(|(t, set)| set.finish(Timestamp(t)))
-        .filter(|r| !r.devices.is_empty())
-        .collect())
+
+    /// Adds a range query's answer (`resultType: matrix`): each point to the end it names (to the ms).
+    pub fn add(&mut self, body: &str) -> Result<()> {
+        let data = decode(body)?;
+        if data.result_type != "matrix" {
+            return Err(SamplerError::source(
+                "prometheus",
+                format!("expected a matrix, got a {}", data.result_type),
+            ));
+        }
+        for s in data
+            .result
+            .iter()
+            .filter(|s| host_ok(&s.metric, self.node.as_deref()))
+        {
+            for (ts, v) in s.values.iter().flatten() {
+                let ms = (ts * 1000.0).round() as i64;
+                if let Some(set) = self.sets.get_mut(&ms) {
+                    observe(set, &s.metric, v);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The readings of the ends that saw a device, in time order.
+    pub fn finish(self) -> Vec<Readings> {
+        self.sets
+            .into_iter()
+            .map(|(t, set)| set.finish(Timestamp(t)))
+            .filter(|r| !r.devices.is_empty())
+            .collect()
+    }
+}
+
+/// The query of one family's values at each step that are at most `max_age_ms` old: the instant vector a live
+/// read would get (the latest sample at or before the step, staleness markers honoured), kept only where a raw
+/// sample lies within `max_age_ms` of the step, so that a value is never stretched over a hole (Prometheus's
+/// own lookback would stretch it five minutes, and history loaded without staleness markers forever within
+/// them). One family per query: `and` matches label sets without the metric name.
+pub fn fresh_query(family: &str, extra_matchers: Option<&str>, max_age_ms: i64) -> String {
+    let mut sel = format!("{family}{{");
+    if let Some(m) = extra_matchers.map(str::trim).filter(|m| !m.is_empty()) {
+        sel.push_str(m);
+    }
+    sel.push('}');
+    format!("{sel} and last_over_time({sel}[{max_age_ms}ms])")
+}
+
+/// The step of a range query for windows of `window_ms`, as the API takes it (seconds).
+pub fn step_of(window_ms: i64) -> String {
+    rust_decimal::Decimal::new(window_ms, 3)
+        .normalize()
+        .to_string()
 }
 
 impl PrometheusSource {
@@ -170,6 +230,40 @@ impl PrometheusSource {
             node,
             http: http_client(timeout)?,
         })
+    }
+
+    /// The node whose series are kept, if any.
+    pub fn node(&self) -> Option<&str> {
+        self.node.as_deref()
+    }
+
+    /// `GET /api/v1/query_range` of `query` from `start` to `end` (both included) every `window_ms`: the body.
+    pub async fn query_range(
+        &self,
+        query: &str,
+        start: Timestamp,
+        end: Timestamp,
+        window_ms: i64,
+    ) -> Result<String> {
+        self.get(
+            "/api/v1/query_range",
+            &[
+                ("query", query.to_string()),
+                ("start", secs(start)),
+                ("end", secs(end)),
+                ("step", step_of(window_ms)),
+            ],
+        )
+        .await
+    }
+
+    /// `GET /api/v1/query` of `query` at `at`: the body.
+    pub async fn query_instant(&self, query: &str, at: Timestamp) -> Result<String> {
+        self.get(
+            "/api/v1/query",
+            &[("query", query.to_string()), ("time", secs(at))],
+        )
+        .await
     }
 
     async fn get(&self, path: &str, params: &[(&str, String)]) -> Result<String> {
@@ -219,9 +313,7 @@ impl Source for PrometheusSource {
 
     async fn backfill(&mut self, ends: &[Timestamp], window_ms: i64) -> Result<Vec<Readings>> {
         let mut out = Vec::new();
-        let step = rust_decimal::Decimal::new(window_ms, 3)
-            .normalize()
-            .to_string();
+        let step = step_of(window_ms);
         for chunk in ends.chunks(MAX_POINTS) {
             let (Some(first), Some(last)) = (chunk.first(), chunk.last()) else {
                 continue;
