@@ -116,6 +116,9 @@ fn summary_text(s: &Summary, dry_run: bool) -> String {
         "{} GPUs, {} deployments, {} windows\n{} samples: {} added, {} already stored\n",
         s.gpus, s.deployments, t.windows, t.samples, t.added, t.duplicates
     ));
+    if t.events > 0 {
+        out.push_str(&format!("vLLM: {} usage events\n", t.events));
+    }
     out.push_str(&format!(
         "gaps: {} spans, {} GPU-windows missing (up to 15 min the control plane interpolates them, as for a live \
          sampler; longer ones are reported as gaps)\n",

@@ -2498,6 +2498,41 @@ fn import_reads_prometheus_history_as_a_live_sampler_would() {
             }
         }
     }
+    // vLLM's counters of GPU 0's pods (the sampler's --vllm-discover series): tokens since each pod started.
+    let vllm_at = |k: i64, t: i64| -> (String, [(&'static str, i64); 2]) {
+        let pod_start = if t >= start + 86_400_000 {
+            86_400_000 / W
+        } else {
+            0
+        };
+        let pod = labels(0, t);
+        let pod = pod
+            .split("pod=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .to_string();
+        let n = k - pod_start;
+        (
+            pod,
+            [
+                ("vllm:prompt_tokens_total", 1_000 * n),
+                ("vllm:generation_tokens_total", 250 * n + n % 7),
+            ],
+        )
+    };
+    for name in ["vllm:generation_tokens_total", "vllm:prompt_tokens_total"] {
+        for (k, &t) in scrapes.iter().enumerate() {
+            let (pod, values) = vllm_at(k as i64, t);
+            let v = values.iter().find(|(n, _)| *n == name).unwrap().1;
+            om.push_str(&format!(
+                "{name}{{namespace=\"acme-prod\",pod=\"{pod}\",model_name=\"llama-70b\",engine=\"0\"}} {v} {}\n",
+                t / 1000
+            ));
+        }
+    }
     om.push_str("# EOF\n");
     std::fs::write(dir.join("history.om"), om).unwrap();
     let data = dir.join("tsdb");
@@ -2564,6 +2599,8 @@ fn import_reads_prometheus_history_as_a_live_sampler_would() {
     // through the sampler's own parser and converter.
     let mut converter = Converter::new(eai_sampler::attribution::Attribution::default(), None);
     let mut live: Vec<eai_client::GpuSample> = Vec::new();
+    let mut tracker = eai_sampler::vllm::Tracker::default();
+    let mut live_events: Vec<eai_sampler::vllm::UsageEvent> = Vec::new();
     for (k, &t) in scrapes.iter().enumerate() {
         let mut text = String::new();
         for f in families {
@@ -2584,6 +2621,23 @@ fn import_reads_prometheus_history_as_a_live_sampler_would() {
                 .convert(&readings, Window { end: e, ms: W })
                 .samples,
         );
+        // The discovery query's answer at the window's end, through the sampler's own reading of it.
+        let (pod, values) = vllm_at(k as i64, t);
+        let result: Vec<serde_json::Value> = values
+            .iter()
+            .map(|(name, v)| {
+                serde_json::json!({ "metric": { "__name__": name, "namespace": "acme-prod", "pod": pod,
+                    "model_name": "llama-70b" }, "value": [e.0 / 1000, v.to_string()] })
+            })
+            .collect();
+        let body = serde_json::json!({ "status": "success",
+            "data": { "resultType": "vector", "result": result } });
+        let (series, _) = eai_sampler::source::vllm::series_from_query(
+            &body.to_string(),
+            &eai_sampler::attribution::Attribution::default(),
+        )
+        .unwrap();
+        live_events.extend(tracker.observe(e, &series).events);
     }
     let key = "eai_live_importtestadminkey000000000000000";
     let rfc = |ms: i64| Timestamp(ms).to_string();
@@ -2598,7 +2652,7 @@ fn import_reads_prometheus_history_as_a_live_sampler_would() {
             "--to",
             &rfc(end),
         ])
-        .args(["--interval", "1m"])
+        .args(["--interval", "1m", "--vllm"])
         .args(extra)
         .env("RUST_LOG", "warn");
         c
@@ -2611,14 +2665,35 @@ fn import_reads_prometheus_history_as_a_live_sampler_would() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut got: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+    let printed: Vec<serde_json::Value> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
-        .flat_map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v["samples"].as_array().unwrap().clone()
-        })
+        .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    let of = |key: &str| -> Vec<serde_json::Value> {
+        printed
+            .iter()
+            .filter_map(|v| v[key].as_array())
+            .flatten()
+            .cloned()
+            .collect()
+    };
+    let mut got = of("samples");
+    let mut got_events = of("events");
+    let mut want_events: Vec<serde_json::Value> = live_events
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
+    let by_id = |v: &serde_json::Value| v["event_id"].to_string();
+    got_events.sort_by_key(by_id);
+    want_events.sort_by_key(by_id);
+    assert!(want_events.len() > 2_000, "{} events", want_events.len());
+    assert!(
+        got_events == want_events,
+        "vLLM events: {} read, {} live",
+        got_events.len(),
+        want_events.len()
+    );
     let mut want: Vec<serde_json::Value> = live
         .iter()
         .map(|s| serde_json::to_value(s).unwrap())
@@ -2690,7 +2765,31 @@ fn import_reads_prometheus_history_as_a_live_sampler_would() {
             .unwrap();
         assert!(r.status().is_success(), "{}", r.text().unwrap());
     }
+    for batch in live_events.chunks(5_000) {
+        let r = http
+            .post(format!("{live_base}/v1/usage/events"))
+            .bearer_auth(&live_key)
+            .json(&serde_json::json!({ "events": batch }))
+            .send()
+            .unwrap();
+        assert!(r.status().is_success(), "{}", r.text().unwrap());
+    }
     let want = allocation(&live_base);
+    let tokens = |base: &str| -> serde_json::Value {
+        let r = http
+            .get(format!("{base}/v1/finops/gpu/token-costs"))
+            .query(&[("from", rfc(start)), ("to", rfc(end))])
+            .bearer_auth(key)
+            .send()
+            .unwrap();
+        assert!(r.status().is_success(), "{}", r.text().unwrap());
+        r.json().unwrap()
+    };
+    let want_tokens = tokens(&live_base);
+    assert!(
+        want_tokens.to_string().contains("llama-70b"),
+        "{want_tokens}"
+    );
     assert!(
         want["gaps"]
             .as_array()
@@ -2721,6 +2820,7 @@ fn import_reads_prometheus_history_as_a_live_sampler_would() {
         "{first}"
     );
     assert_eq!(allocation(&base), want, "imported vs live");
+    assert_eq!(tokens(&base), want_tokens, "token costs, imported vs live");
     // 3. Again: nothing left (the checkpoint), and from the start, nothing added.
     let again = run(&base, &sampler_key, &checkpoint, &[]);
     assert!(again.contains("this run: 0 samples"), "{again}");
@@ -2773,4 +2873,9 @@ fn import_reads_prometheus_history_as_a_live_sampler_would() {
     let resumed = run(&base_c, &key_c, &cp_c, &[]);
     assert!(resumed.contains("resumed after"), "{resumed}");
     assert_eq!(allocation(&base_c), want, "killed and resumed vs live");
+    assert_eq!(
+        tokens(&base_c),
+        want_tokens,
+        "token costs, killed and resumed vs live"
+    );
 }

@@ -17,7 +17,7 @@
 //!   parameters; a run with the same parameters carries on after it (reading the four windows before it again,
 //!   without sending them, so that the energy marks are those of an uninterrupted run). `--restart` ignores it.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -35,6 +35,8 @@ use crate::dcgm::{Readings, FAMILIES};
 use crate::delivery::{classify, Failure, Sink};
 use crate::error::{Result, SamplerError};
 use crate::source::prometheus::{decode, fresh_query, PrometheusSource, RangeReadings, MAX_POINTS};
+use crate::source::vllm::series_from_range;
+use crate::vllm::{Counters, SeriesKey, Tracker, UsageEvent};
 
 /// Windows read again before the first one sent, without sending them (the converter's energy marks look back
 /// at most four windows).
@@ -99,7 +101,15 @@ pub struct ImportArgs {
     /// Start from `--from` again, whatever the checkpoint says.
     #[arg(long)]
     pub restart: bool,
-    /// Print the samples as JSON (one `{"samples":[…]}` line a batch) instead of sending them.
+    /// Also import vLLM's token counters of the pods Prometheus scraped (as `eai-gpu sampler --vllm-discover`
+    /// reads them live): usage events of source "vllm", one per series and window with a non-zero delta.
+    #[arg(long)]
+    pub vllm: bool,
+    /// Extra PromQL label matchers for --vllm, e.g. 'job="vllm"'.
+    #[arg(long, value_name = "MATCHERS", requires = "vllm")]
+    pub vllm_matchers: Option<String>,
+    /// Print the samples as JSON (one `{"samples":[…]}` line a batch, and `{"events":[…]}` for --vllm) instead
+    /// of sending them.
     #[arg(long)]
     pub dry_run: bool,
     /// Timeout of one request to Prometheus or the control plane.
@@ -119,6 +129,9 @@ pub struct Totals {
     /// Holes: spans of missing windows of a GPU between two windows it was seen in, and their windows.
     pub gap_spans: u64,
     pub gap_windows: u64,
+    /// vLLM usage events sent (`--vllm`).
+    #[serde(default)]
+    pub events: u64,
 }
 
 /// What a progress display gets after each batch.
@@ -159,6 +172,8 @@ struct Checkpoint {
     matchers: Option<String>,
     node: Option<String>,
     config: Option<String>,
+    #[serde(default)]
+    vllm: Option<String>,
     interval_ms: i64,
     max_staleness_ms: i64,
     from_ms: i64,
@@ -177,6 +192,7 @@ impl Checkpoint {
             &self.matchers,
             &self.node,
             &self.config,
+            &self.vllm,
             self.interval_ms,
             self.max_staleness_ms,
             self.from_ms,
@@ -186,6 +202,7 @@ impl Checkpoint {
             &o.matchers,
             &o.node,
             &o.config,
+            &o.vllm,
             o.interval_ms,
             o.max_staleness_ms,
             o.from_ms,
@@ -331,6 +348,7 @@ pub async fn run(
         matchers: matchers.clone(),
         node: args.node.clone(),
         config: config_text,
+        vllm: args.vllm.then(|| vllm_query(args.vllm_matchers.as_deref())),
         interval_ms: w,
         max_staleness_ms: max_age,
         from_ms: from.0,
@@ -376,19 +394,24 @@ pub async fn run(
         a = b + w;
     }
 
-    let mut converter = Converter::new(attribution, args.node.clone());
+    let mut converter = Converter::new(attribution.clone(), args.node.clone());
+    let mut tracker = Tracker::default();
+    let mut events: Vec<UsageEvent> = Vec::new();
     let mut last_seen: HashMap<String, i64> = HashMap::new();
     let mut pending: Vec<GpuSample> = Vec::new();
     let mut pending_end = start;
-    type Read = tokio::task::JoinHandle<Result<Vec<Readings>>>;
+    type Read = tokio::task::JoinHandle<Result<Chunk>>;
     let mut in_flight: VecDeque<(Timestamp, Read)> = VecDeque::new();
     let started = Instant::now();
     let mut samples_this_run = 0u64;
     let mut interrupted = false;
     tokio::pin!(shutdown);
 
+    let vllm = cp.vllm.clone();
+    let shared_attribution = Arc::new(attribution.clone());
     let fetch = |(a, b): (Timestamp, Timestamp)| {
-        let (prometheus, matchers) = (prometheus.clone(), matchers.clone());
+        let (prometheus, matchers, vllm) = (prometheus.clone(), matchers.clone(), vllm.clone());
+        let attribution = shared_attribution.clone();
         tokio::spawn(async move {
             let ends: Vec<Timestamp> = (0..=(b.0 - a.0) / w)
                 .map(|i| Timestamp(a.0 + i * w))
@@ -401,7 +424,19 @@ pub async fn run(
                 let q = fresh_query(f, matchers.as_deref(), max_age);
                 r.add(&prometheus.query_range(&q, a, b, w).await?)?;
             }
-            Ok(r.finish())
+            let counters = match vllm {
+                Some(q) => series_from_range(
+                    &prometheus.query_range(&q, a, b, w).await?,
+                    &ends,
+                    &attribution,
+                )?,
+                None => Default::default(),
+            };
+            Ok(Chunk {
+                ends,
+                readings: r.finish(),
+                counters,
+            })
         })
     };
     let mut sent_state = SendState {
@@ -419,12 +454,23 @@ pub async fn run(
         let Some((chunk_end, next)) = in_flight.pop_front() else {
             break;
         };
-        let readings = tokio::select! {
+        let chunk = tokio::select! {
             r = next => r.map_err(|e| SamplerError::source("prometheus", format!("a read failed: {e}")))??,
             () = &mut shutdown => { interrupted = true; break 'chunks; }
         };
-        for r in readings {
-            let end = r.at;
+        let mut readings: HashMap<i64, Readings> =
+            chunk.readings.into_iter().map(|r| (r.at.0, r)).collect();
+        for end in chunk.ends {
+            // vLLM's counters: the tracker sees every window, warm-up included (its baselines).
+            if let Some(series) = chunk.counters.get(&end.0) {
+                let observed = tracker.observe(end, series);
+                if end > start {
+                    events.extend(observed.events);
+                }
+            }
+            let Some(r) = readings.remove(&end.0) else {
+                continue;
+            };
             let window = Window { end, ms: w };
             let conversion = converter.convert(&r, window);
             if end <= start {
@@ -447,7 +493,9 @@ pub async fn run(
                 cp.deployments.insert(s.deployment_id.clone());
             }
             if !pending.is_empty() && pending.len() + conversion.samples.len() > args.batch_size {
-                let sent = sent_state.send(&mut pending, pending_end, &mut cp).await?;
+                let sent = sent_state
+                    .send(&mut pending, &mut events, pending_end, &mut cp)
+                    .await?;
                 samples_this_run += sent;
                 progress(&Progress {
                     windows_total,
@@ -465,7 +513,9 @@ pub async fn run(
     }
     if !interrupted {
         // Everything read: what is left, and the checkpoint at the period's end.
-        let sent = sent_state.send(&mut pending, to, &mut cp).await?;
+        let sent = sent_state
+            .send(&mut pending, &mut events, to, &mut cp)
+            .await?;
         samples_this_run += sent;
         cp.totals.windows = windows_total;
         if !args.dry_run {
@@ -513,28 +563,45 @@ impl SendState<'_> {
     async fn send(
         &mut self,
         batch: &mut Vec<GpuSample>,
+        events: &mut Vec<UsageEvent>,
         through: Timestamp,
         cp: &mut Checkpoint,
     ) -> Result<u64> {
         let n = batch.len() as u64;
         if self.dry_run {
+            #[derive(Serialize)]
+            struct Samples<'b> {
+                samples: &'b [GpuSample],
+            }
+            #[derive(Serialize)]
+            struct Events<'b> {
+                events: &'b [UsageEvent],
+            }
             if !batch.is_empty() {
-                #[derive(Serialize)]
-                struct Body<'b> {
-                    samples: &'b [GpuSample],
+                if let Ok(t) = serde_json::to_string(&Samples { samples: batch }) {
+                    println!("{t}");
                 }
-                if let Ok(t) = serde_json::to_string(&Body { samples: batch }) {
+            }
+            for chunk in events.chunks(EVENTS_PER_BATCH) {
+                if let Ok(t) = serde_json::to_string(&Events { events: chunk }) {
                     println!("{t}");
                 }
             }
             cp.totals.samples += n;
-        } else if let (Some(sink), false) = (self.sink, batch.is_empty()) {
-            let answer = deliver(sink, batch).await?;
-            cp.totals.samples += n;
-            // `accepted` counts the batch's valid samples, duplicates among them.
-            cp.totals.added += answer.accepted.saturating_sub(answer.duplicates);
-            cp.totals.duplicates += answer.duplicates;
+        } else if let Some(sink) = self.sink {
+            if !batch.is_empty() {
+                let answer = deliver(sink, batch).await?;
+                cp.totals.samples += n;
+                // `accepted` counts the batch's valid samples, duplicates among them.
+                cp.totals.added += answer.accepted.saturating_sub(answer.duplicates);
+                cp.totals.duplicates += answer.duplicates;
+            }
+            for chunk in events.chunks(EVENTS_PER_BATCH) {
+                deliver_events(sink, chunk).await?;
+            }
         }
+        cp.totals.events += events.len() as u64;
+        events.clear();
         batch.clear();
         cp.done_through_ms = cp.done_through_ms.max(through.0);
         if !self.dry_run {
@@ -544,6 +611,50 @@ impl SendState<'_> {
             )?;
         }
         Ok(n)
+    }
+}
+
+/// vLLM events per request (the control plane takes at most EAI_MAX_BATCH, 10,000 by default).
+const EVENTS_PER_BATCH: usize = 5_000;
+
+/// The discovery query of `--vllm` (the sampler's `--vllm-discover`'s).
+fn vllm_query(matchers: Option<&str>) -> String {
+    crate::source::vllm::discovery_query(matchers)
+}
+
+/// One chunk of windows read: their ends, the GPU readings, vLLM's counters per end.
+#[derive(Debug)]
+struct Chunk {
+    ends: Vec<Timestamp>,
+    readings: Vec<Readings>,
+    counters: BTreeMap<i64, Vec<(SeriesKey, Counters)>>,
+}
+
+/// Events to the control plane, retried as [`deliver`] does; an event re-sent replaces itself (same id).
+async fn deliver_events(sink: &dyn Sink, events: &[UsageEvent]) -> Result<()> {
+    let mut wait = Duration::from_millis(250);
+    let mut tries = 0;
+    loop {
+        match sink.send_events(events).await {
+            Ok(_) => return Ok(()),
+            Err(e) => {
+                tries += 1;
+                match classify(&e) {
+                    Failure::Retry if tries < 20 => {
+                        tracing::warn!(error = %e, tries, "the control plane did not take vLLM events; retrying");
+                        tokio::time::sleep(wait).await;
+                        wait = (wait * 2).min(Duration::from_secs(30));
+                    }
+                    _ => {
+                        return Err(SamplerError::config(format!(
+                            "the control plane refused {} vLLM events: {e} (the checkpoint holds what was \
+                             acknowledged: fix the cause and run the same command again)",
+                            events.len()
+                        )))
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -44,53 +44,101 @@ pub fn series_from_query(
             format!("expected a vector, got a {}", data.result_type),
         ));
     }
-    let mut accs: std::collections::BTreeMap<(String, String, String), Acc> = Default::default();
-    let mut skipped = 0;
+    let mut series = Discovered::default();
     for s in &data.result {
-        let m = &s.metric;
-        let (Some(name), Some(pod), Some((_, v))) = (
+        series.add(&s.metric, s.value.as_ref().map(|(_, v)| v.as_str()));
+    }
+    Ok(series.finish(attribution))
+}
+
+/// The series of a discovery query asked over a range (`resultType: matrix`), per step matched to `ends` (to
+/// the ms): what [`series_from_query`] gives at each of those instants. Ends without a series are left out.
+pub fn series_from_range(
+    body: &str,
+    ends: &[Timestamp],
+    attribution: &Attribution,
+) -> Result<std::collections::BTreeMap<i64, Vec<(SeriesKey, Counters)>>> {
+    let data = decode(body)?;
+    if data.result_type != "matrix" {
+        return Err(SamplerError::source(
+            "vllm",
+            format!("expected a matrix, got a {}", data.result_type),
+        ));
+    }
+    let mut at: std::collections::BTreeMap<i64, Discovered> =
+        ends.iter().map(|t| (t.0, Discovered::default())).collect();
+    for s in &data.result {
+        for (ts, v) in s.values() {
+            if let Some(d) = at.get_mut(&((ts * 1000.0).round() as i64)) {
+                d.add(&s.metric, Some(v));
+            }
+        }
+    }
+    Ok(at
+        .into_iter()
+        .map(|(t, d)| (t, d.finish(attribution).0))
+        .filter(|(_, v)| !v.is_empty())
+        .collect())
+}
+
+/// Discovery's answer series at one instant, summed per (namespace, pod, model).
+#[derive(Debug, Default)]
+struct Discovered {
+    accs: std::collections::BTreeMap<(String, String, String), Acc>,
+    skipped: u64,
+}
+
+impl Discovered {
+    fn add(&mut self, m: &serde_json::Map<String, serde_json::Value>, value: Option<&str>) {
+        let (Some(name), Some(pod), Some(v)) = (
             Labels::get(m, "__name__"),
             Labels::get(m, "pod").filter(|p| !p.is_empty()),
-            s.value.as_ref(),
+            value,
         ) else {
-            skipped += 1;
-            continue;
+            self.skipped += 1;
+            return;
         };
         let ns = Labels::get(m, "namespace").unwrap_or_default();
         let model = Labels::get(m, "model_name").unwrap_or(crate::vllm::UNKNOWN_MODEL);
-        let acc = accs
+        let acc = self
+            .accs
             .entry((ns.to_string(), pod.to_string(), model.to_string()))
             .or_default();
         if acc.add(name, v).is_none() {
-            skipped += 1;
+            self.skipped += 1;
         }
     }
-    let series = accs
-        .into_iter()
-        .map(|((ns, pod, model), acc)| {
-            let placed = attribution.place(&DeviceReading {
-                workload: Some(Workload {
-                    pod: pod.clone(),
-                    namespace: (!ns.is_empty()).then(|| ns.clone()),
-                    container: None,
-                }),
-                labels: vec![
-                    ("namespace".into(), ns.clone()),
-                    ("pod".into(), pod.clone()),
-                    ("model_name".into(), model.clone()),
-                ],
-                ..DeviceReading::default()
-            });
-            let key = SeriesKey {
-                deployment_id: placed.deployment_id,
-                instance: format!("{ns}/{pod}"),
-                model,
-            };
-            (key, acc.finish())
-        })
-        .filter(|(_, c)| !c.is_empty())
-        .collect();
-    Ok((series, skipped))
+
+    /// The series, attributed to deployments, and the answer series left out.
+    fn finish(self, attribution: &Attribution) -> (Vec<(SeriesKey, Counters)>, u64) {
+        let series = self
+            .accs
+            .into_iter()
+            .map(|((ns, pod, model), acc)| {
+                let placed = attribution.place(&DeviceReading {
+                    workload: Some(Workload {
+                        pod: pod.clone(),
+                        namespace: (!ns.is_empty()).then(|| ns.clone()),
+                        container: None,
+                    }),
+                    labels: vec![
+                        ("namespace".into(), ns.clone()),
+                        ("pod".into(), pod.clone()),
+                        ("model_name".into(), model.clone()),
+                    ],
+                    ..DeviceReading::default()
+                });
+                let key = SeriesKey {
+                    deployment_id: placed.deployment_id,
+                    instance: format!("{ns}/{pod}"),
+                    model,
+                };
+                (key, acc.finish())
+            })
+            .filter(|(_, c)| !c.is_empty())
+            .collect();
+        (series, self.skipped)
+    }
 }
 
 /// One read of every target.
