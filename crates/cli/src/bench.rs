@@ -109,6 +109,17 @@ pub enum BenchCommand {
     /// Soak: hours of a compressed month with allocation queries, key churn and policy changes; a line of
     /// figures a minute (scripts/soak.sh).
     Soak(soak::SoakArgs),
+    /// Write the DCGM history Prometheus would hold after scraping the fleet's exporters every
+    /// `--window-seconds` for `days`, as OpenMetrics for `promtool tsdb create-blocks-from openmetrics`
+    /// (scripts/bench-import.sh). No server needed.
+    PromHistory {
+        #[command(flatten)]
+        fleet: Fleet,
+        #[arg(long, default_value_t = 30)]
+        days: i64,
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 fn now_hour() -> Timestamp {
@@ -269,6 +280,9 @@ fn rss_kib(pid: u32) -> Option<u64> {
 }
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    if let BenchCommand::PromHistory { fleet, days, out } = &args.command {
+        return prom_history(fleet, *days, out);
+    }
     let key = args
         .key
         .clone()
@@ -305,6 +319,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             server_pid,
         } => mixed(http, &fleet, rate, seconds, server_pid).await,
         BenchCommand::Soak(args) => soak::soak(http, args).await,
+        BenchCommand::PromHistory { .. } => unreachable!("handled above"),
     }
 }
 
@@ -617,5 +632,61 @@ async fn mixed(
         println!("mixed_server_rss_mib_max_first_half={:.0}", peak(a));
         println!("mixed_server_rss_mib_max_second_half={:.0}", peak(b));
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The fleet's DCGM series over the `days` before its end, one scrape every window (a second before each
+/// window's end), each series in time order; GPUs on nodes of eight, pods of two GPUs per deployment.
+fn prom_history(fleet: &Fleet, days: i64, out: &std::path::Path) -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    let end = end_of(&fleet.end)?;
+    let w = fleet.window_seconds * 1000;
+    let start = end.0 - days * 86_400_000;
+    let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(out)?);
+    let labels: Vec<String> = (0..fleet.gpus)
+        .map(|g| {
+            let dep = g * fleet.deployments.max(1) / fleet.gpus.max(1);
+            format!(
+                "gpu=\"{}\",UUID=\"GPU-{g:08x}-0000-4000-8000-000000000000\",modelName=\"NVIDIA H100 80GB HBM3\",\
+                 Hostname=\"node-{}\",namespace=\"team-{dep}\",pod=\"deploy-{dep}-7d9f8b6c5d-p{:04}\",container=\"main\"",
+                g % 8,
+                g / 8,
+                g / 2
+            )
+        })
+        .collect();
+    let steps = (end.0 - start) / w;
+    let mut lines = 0u64;
+    for family in [
+        "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_DEV_GPU_UTIL",
+        "DCGM_FI_DEV_POWER_USAGE",
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+    ] {
+        writeln!(f, "# TYPE {family} gauge")?;
+        for (g, l) in labels.iter().enumerate() {
+            let g = g as i64;
+            for k in 1..=steps {
+                let t = (start + k * w) / 1000 - 1;
+                let power = 100 + (k * 7 + g * 13) % 500;
+                match family {
+                    "DCGM_FI_DEV_FB_USED" => {
+                        writeln!(f, "{family}{{{l}}} {} {t}", 1_000 + (k * 31 + g) % 70_000)?
+                    }
+                    "DCGM_FI_DEV_GPU_UTIL" => {
+                        writeln!(f, "{family}{{{l}}} {} {t}", (k * 3 + g) % 101)?
+                    }
+                    "DCGM_FI_DEV_POWER_USAGE" => writeln!(f, "{family}{{{l}}} {power}.25 {t}")?,
+                    _ => writeln!(f, "{family}{{{l}}} {} {t}", 1_000_000 + k * 350 * w + g)?,
+                }
+                lines += 1;
+            }
+        }
+    }
+    writeln!(f, "# EOF")?;
+    f.flush()?;
+    println!("prom_history_series={}", labels.len() * 4);
+    println!("prom_history_points={lines}");
+    println!("prom_history_samples={}", fleet.gpus as i64 * steps);
     Ok(ExitCode::SUCCESS)
 }

@@ -440,7 +440,8 @@ pub async fn run(
         })
     };
     let mut sent_state = SendState {
-        sink: sink.as_deref(),
+        sink,
+        in_flight: None,
         dry_run: args.dry_run,
         checkpoint: &args.checkpoint,
     };
@@ -517,13 +518,11 @@ pub async fn run(
             .send(&mut pending, &mut events, to, &mut cp)
             .await?;
         samples_this_run += sent;
+    }
+    // The batch in flight is finished and recorded, interrupted or not.
+    sent_state.settle(&mut cp).await?;
+    if !interrupted {
         cp.totals.windows = windows_total;
-        if !args.dry_run {
-            write_durably(
-                &args.checkpoint,
-                &serde_json::to_vec_pretty(&cp).unwrap_or_default(),
-            )?;
-        }
         progress(&Progress {
             windows_total,
             totals: cp.totals.clone(),
@@ -550,16 +549,27 @@ pub async fn run(
     })
 }
 
-/// Sends (or prints) batches and moves the checkpoint past each acknowledged one.
+/// Sends (or prints) batches, one in flight while the next is made, and moves the checkpoint past each
+/// acknowledged one.
 struct SendState<'a> {
-    sink: Option<&'a dyn Sink>,
+    sink: Option<Arc<dyn Sink>>,
     dry_run: bool,
     checkpoint: &'a Path,
+    in_flight: Option<tokio::task::JoinHandle<Result<Delivered>>>,
+}
+
+/// What the control plane acknowledged of one batch.
+struct Delivered {
+    samples: u64,
+    answer: Option<Ingested>,
+    events: u64,
+    through: Timestamp,
 }
 
 impl SendState<'_> {
-    /// Sends `batch` (emptied), whose last window ends at `through`, retrying what is worth retrying; then
-    /// records the checkpoint. Returns the samples sent.
+    /// Sends `batch` and `events` (emptied), whose last window ends at `through`, retrying what is worth
+    /// retrying, once the batch before is acknowledged (and recorded in the checkpoint): a GPU's samples arrive
+    /// in time order. Returns the samples sent.
     async fn send(
         &mut self,
         batch: &mut Vec<GpuSample>,
@@ -567,6 +577,7 @@ impl SendState<'_> {
         through: Timestamp,
         cp: &mut Checkpoint,
     ) -> Result<u64> {
+        self.settle(cp).await?;
         let n = batch.len() as u64;
         if self.dry_run {
             #[derive(Serialize)]
@@ -587,30 +598,68 @@ impl SendState<'_> {
                     println!("{t}");
                 }
             }
-            cp.totals.samples += n;
-        } else if let Some(sink) = self.sink {
-            if !batch.is_empty() {
-                let answer = deliver(sink, batch).await?;
-                cp.totals.samples += n;
-                // `accepted` counts the batch's valid samples, duplicates among them.
-                cp.totals.added += answer.accepted.saturating_sub(answer.duplicates);
-                cp.totals.duplicates += answer.duplicates;
-            }
-            for chunk in events.chunks(EVENTS_PER_BATCH) {
-                deliver_events(sink, chunk).await?;
-            }
+            self.record(
+                cp,
+                Delivered {
+                    samples: n,
+                    answer: None,
+                    events: events.len() as u64,
+                    through,
+                },
+            )?;
+            batch.clear();
+            events.clear();
+            return Ok(n);
         }
-        cp.totals.events += events.len() as u64;
-        events.clear();
-        batch.clear();
-        cp.done_through_ms = cp.done_through_ms.max(through.0);
+        let (batch, events) = (std::mem::take(batch), std::mem::take(events));
+        let sink = self.sink.clone();
+        self.in_flight = Some(tokio::spawn(async move {
+            let mut answer = None;
+            if let (Some(sink), false) = (&sink, batch.is_empty()) {
+                answer = Some(deliver(sink.as_ref(), &batch).await?);
+            }
+            if let Some(sink) = &sink {
+                for chunk in events.chunks(EVENTS_PER_BATCH) {
+                    deliver_events(sink.as_ref(), chunk).await?;
+                }
+            }
+            Ok(Delivered {
+                samples: n,
+                answer,
+                events: events.len() as u64,
+                through,
+            })
+        }));
+        Ok(n)
+    }
+
+    /// Waits for the batch in flight, if any, and records it.
+    async fn settle(&mut self, cp: &mut Checkpoint) -> Result<()> {
+        if let Some(h) = self.in_flight.take() {
+            let d = h
+                .await
+                .map_err(|e| SamplerError::config(format!("sending a batch failed: {e}")))??;
+            self.record(cp, d)?;
+        }
+        Ok(())
+    }
+
+    fn record(&self, cp: &mut Checkpoint, d: Delivered) -> Result<()> {
+        cp.totals.samples += d.samples;
+        if let Some(a) = d.answer {
+            // `accepted` counts the batch's valid samples, duplicates among them.
+            cp.totals.added += a.accepted.saturating_sub(a.duplicates);
+            cp.totals.duplicates += a.duplicates;
+        }
+        cp.totals.events += d.events;
+        cp.done_through_ms = cp.done_through_ms.max(d.through.0);
         if !self.dry_run {
             write_durably(
                 self.checkpoint,
                 &serde_json::to_vec_pretty(cp).unwrap_or_default(),
             )?;
         }
-        Ok(n)
+        Ok(())
     }
 }
 
@@ -632,53 +681,42 @@ struct Chunk {
 
 /// Events to the control plane, retried as [`deliver`] does; an event re-sent replaces itself (same id).
 async fn deliver_events(sink: &dyn Sink, events: &[UsageEvent]) -> Result<()> {
-    let mut wait = Duration::from_millis(250);
-    let mut tries = 0;
-    loop {
-        match sink.send_events(events).await {
-            Ok(_) => return Ok(()),
-            Err(e) => {
-                tries += 1;
-                match classify(&e) {
-                    Failure::Retry if tries < 20 => {
-                        tracing::warn!(error = %e, tries, "the control plane did not take vLLM events; retrying");
-                        tokio::time::sleep(wait).await;
-                        wait = (wait * 2).min(Duration::from_secs(30));
-                    }
-                    _ => {
-                        return Err(SamplerError::config(format!(
-                            "the control plane refused {} vLLM events: {e} (the checkpoint holds what was \
-                             acknowledged: fix the cause and run the same command again)",
-                            events.len()
-                        )))
-                    }
-                }
-            }
-        }
-    }
+    let what = format!("{} vLLM events", events.len());
+    retried(&what, || sink.send_events(events))
+        .await
+        .map(|_| ())
 }
 
 /// One batch to the control plane: retried with a backoff while the failure is worth retrying (no answer, 429,
 /// 5xx), for about ten minutes; a refusal stops the import with the server's message.
 async fn deliver(sink: &dyn Sink, batch: &[GpuSample]) -> Result<Ingested> {
+    let what = format!("a batch of {} samples", batch.len());
+    retried(&what, || sink.send(batch)).await
+}
+
+/// `send()` until it succeeds, or fails in a way not worth retrying, or 20 tries (about ten minutes of backoff).
+async fn retried<T, F, Fut>(what: &str, mut send: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = std::result::Result<T, eai_client::ClientError>>,
+{
     let mut wait = Duration::from_millis(250);
     let mut tries = 0;
     loop {
-        match sink.send(batch).await {
+        match send().await {
             Ok(a) => return Ok(a),
             Err(e) => {
                 tries += 1;
                 match classify(&e) {
                     Failure::Retry if tries < 20 => {
-                        tracing::warn!(error = %e, tries, "the control plane did not take a batch; retrying");
+                        tracing::warn!(error = %e, tries, "the control plane did not take {what}; retrying");
                         tokio::time::sleep(wait).await;
                         wait = (wait * 2).min(Duration::from_secs(30));
                     }
                     _ => {
                         return Err(SamplerError::config(format!(
-                            "the control plane refused a batch of {} samples: {e} (the checkpoint holds what was \
-                             acknowledged: fix the cause and run the same command again)",
-                            batch.len()
+                            "the control plane refused {what}: {e} (the checkpoint holds what was acknowledged: \
+                             fix the cause and run the same command again)"
                         )))
                     }
                 }

@@ -57,15 +57,7 @@ pub fn from_fixed(v: i128, dp: u32, what: &str) -> Result<Decimal> {
 pub type Fixed = [i128; 6];
 
 pub fn fixed_of(q: &Quantities) -> Result<Fixed> {
-    let f = |d: Decimal| to_fixed(d, CELL_DP, "rollup quantity");
-    Ok([
-        f(q.gpu_seconds)?,
-        f(q.busy_gpu_seconds)?,
-        f(q.estimated_gpu_seconds)?,
-        f(q.memory_gb_seconds)?,
-        f(q.energy_ws)?,
-        f(q.storage_gb_seconds)?,
-    ])
+    eai_engine::gpu_usage::fixed_quantities(q).map_err(|e| StoreError::Internal(e.to_string()))
 }
 
 pub fn quantities_of(v: &Fixed) -> Result<Quantities> {
