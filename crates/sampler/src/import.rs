@@ -85,7 +85,7 @@ pub struct ImportArgs {
     /// Windows (points per series) of one query_range request (Prometheus allows 11,000).
     #[arg(long, default_value_t = 480, value_name = "N")]
     pub max_points: usize,
-    /// Query_range requests in flight.
+    /// Chunks of windows read at once (a chunk: one query_range per family, one after another).
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub concurrency: usize,
     /// Samples per request to the control plane (whole windows; at most the server's EAI_MAX_BATCH).
