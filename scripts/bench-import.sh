@@ -50,9 +50,20 @@ serve() { # name -> sets url
 serve imported
 sampler_key=$(curl -fsS -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
   -d '{"role":"sampler","name":"import"}' "$url/v1/auth/api-keys" | python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
-EAI_API_KEY=$sampler_key "$bin" import --prometheus-url "http://127.0.0.1:$pport" --from "$from" --to "$end" \
-  --interval "${WINDOW}s" --control-plane "$url" --checkpoint "$work/checkpoint.json" 2> "$work/import.txt"
+# CPU seconds (user + system) of a process so far.
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$1/stat"; }
+prom_pid=${pids[0]}
+serve_pid=${pids[-1]}
+prom0=$(cpu "$prom_pid"); serve0=$(cpu "$serve_pid")
+( EAI_API_KEY=$sampler_key "$bin" import --prometheus-url "http://127.0.0.1:$pport" --from "$from" --to "$end" \
+  --interval "${WINDOW}s" --control-plane "$url" --checkpoint "$work/checkpoint.json"; times > "$work/times.txt" ) \
+  2> "$work/import.txt"
 cat "$work/import.txt"
+# Where the CPU went: the import itself (its children's times), Prometheus, the control plane.
+import_cpu=$(tail -n 1 "$work/times.txt" | awk '{ split($1, u, /m|s/); split($2, y, /m|s/); printf "%.1f", u[1]*60 + u[2] + y[1]*60 + y[2] }')
+echo "cpu_seconds_import=$import_cpu"
+echo "cpu_seconds_prometheus=$(echo "$(cpu "$prom_pid") - $prom0" | bc)"
+echo "cpu_seconds_serve=$(echo "$(cpu "$serve_pid") - $serve0" | bc)"
 rate=$(sed -n 's/.*(\([0-9]*\) samples\/s).*/\1/p' "$work/import.txt" | tail -n 1)
 samples=$(sed -n 's/^\([0-9]*\) samples: .*/\1/p' "$work/import.txt")
 echo "import_samples=$samples"
