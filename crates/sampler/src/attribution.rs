@@ -187,17 +187,23 @@ fn tenant(what: &str, s: &str) -> Result<String> {
 impl Attribution {
     /// Reads and validates a TOML config file; every error names the file and the field.
     pub fn from_file(path: &Path) -> Result<Self> {
+        Self::from_file_with_text(path).map(|(a, _)| a)
+    }
+
+    /// [`Attribution::from_file`], and the text it was read from.
+    pub fn from_file_with_text(path: &Path) -> Result<(Self, String)> {
         let text = std::fs::read_to_string(path).map_err(|e| SamplerError::ConfigFile {
             path: path.to_path_buf(),
             message: format!("cannot read it: {e}"),
         })?;
-        Self::from_toml(&text).map_err(|e| SamplerError::ConfigFile {
+        let a = Self::from_toml(&text).map_err(|e| SamplerError::ConfigFile {
             path: path.to_path_buf(),
             message: match e {
                 SamplerError::Config(m) => m,
                 other => other.to_string(),
             },
-        })
+        })?;
+        Ok((a, text))
     }
 
     /// Parses and validates the TOML text of a config file.

@@ -36,6 +36,7 @@ use crate::delivery::{classify, Failure, Sink};
 use crate::error::{Result, SamplerError};
 use crate::source::prometheus::{decode, fresh_query, PrometheusSource, RangeReadings, MAX_POINTS};
 use crate::source::vllm::series_from_range;
+use crate::spool::write_durably;
 use crate::vllm::{Counters, SeriesKey, Tracker, UsageEvent};
 
 /// Windows read again before the first one sent, without sending them (the converter's energy marks look back
@@ -221,25 +222,6 @@ pub fn default_max_age(window_ms: i64, scrape_ms: i64) -> i64 {
     (base + base / 100).min(MAX_STALENESS_MS)
 }
 
-/// Writes `bytes` to `path` so that a crash leaves the old file or the new one, whole.
-fn write_durably(path: &Path, bytes: &[u8]) -> Result<()> {
-    let io = |e: std::io::Error| SamplerError::config(format!("{}: {e}", path.display()));
-    let tmp = path.with_extension("tmp");
-    {
-        use std::io::Write;
-        let mut f = std::fs::File::create(&tmp).map_err(io)?;
-        f.write_all(bytes).map_err(io)?;
-        f.sync_all().map_err(io)?;
-    }
-    std::fs::rename(&tmp, path).map_err(io)?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-    }
-    Ok(())
-}
-
 /// The exporter's scrape interval: the median spacing of the raw power samples of a few instants of the period
 /// (`None` when the period holds none).
 pub async fn detect_scrape_interval(
@@ -330,16 +312,13 @@ pub async fn run(
         .max_staleness
         .unwrap_or_else(|| default_max_age(w, scrape))
         .max(1);
-    let attribution = match &args.config {
-        Some(path) => Attribution::from_file(path)?,
-        None => Attribution::default(),
-    };
-    let config_text = match &args.config {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .map_err(|e| SamplerError::config(format!("--config {}: {e}", path.display())))?,
-        ),
-        None => None,
+    // The rules, and their text for the checkpoint (another text is another import).
+    let (attribution, config_text) = match &args.config {
+        Some(path) => {
+            let (a, text) = Attribution::from_file_with_text(path)?;
+            (a, Some(text))
+        }
+        None => (Attribution::default(), None),
     };
 
     let mut cp = Checkpoint {
@@ -394,7 +373,8 @@ pub async fn run(
         a = b + w;
     }
 
-    let mut converter = Converter::new(attribution.clone(), args.node.clone());
+    let shared_attribution = Arc::new(attribution.clone());
+    let mut converter = Converter::new(attribution, args.node.clone());
     let mut tracker = Tracker::default();
     let mut events: Vec<UsageEvent> = Vec::new();
     let mut last_seen: HashMap<String, i64> = HashMap::new();
@@ -408,7 +388,6 @@ pub async fn run(
     tokio::pin!(shutdown);
 
     let vllm = cp.vllm.clone();
-    let shared_attribution = Arc::new(attribution.clone());
     let fetch = |(a, b): (Timestamp, Timestamp)| {
         let (prometheus, matchers, vllm) = (prometheus.clone(), matchers.clone(), vllm.clone());
         let attribution = shared_attribution.clone();

@@ -135,6 +135,25 @@ fn err(path: &Path, e: impl std::fmt::Display) -> SamplerError {
     SamplerError::spool(path, e)
 }
 
+/// Writes `bytes` to `path` so that a crash leaves the old file or the new one, whole: a `.tmp` file beside it,
+/// synced, renamed over it, and the folder synced.
+pub(crate) fn write_durably(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let mut f = File::create(&tmp).map_err(|e| err(&tmp, e))?;
+    f.write_all(bytes).map_err(|e| err(&tmp, e))?;
+    f.sync_all().map_err(|e| err(&tmp, e))?;
+    fs::rename(&tmp, path).map_err(|e| err(path, e))?;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| err(dir, e))
+}
+
 impl Spool {
     /// Opens (creating) a spool folder and resumes where the last run stopped.
     pub fn open(dir: &Path, max_bytes: u64) -> Result<Spool> {
@@ -261,15 +280,8 @@ impl Spool {
     /// Replaces the vLLM state durably: when this returns `Ok`, a crash leaves either the old or the new file.
     pub fn set_vllm_state(&self, state: &VllmState) -> Result<()> {
         let path = self.dir.join(VLLM_STATE);
-        let tmp = self.dir.join(format!("{VLLM_STATE}.tmp"));
         let text = serde_json::to_string(state).map_err(|e| err(&path, e))?;
-        let mut f = File::create(&tmp).map_err(|e| err(&tmp, e))?;
-        f.write_all(text.as_bytes()).map_err(|e| err(&tmp, e))?;
-        f.sync_all().map_err(|e| err(&tmp, e))?;
-        fs::rename(&tmp, &path).map_err(|e| err(&path, e))?;
-        File::open(&self.dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| err(&self.dir, e))
+        write_durably(&path, text.as_bytes())
     }
 
     /// Batches and samples not delivered yet (without reading the files: for the metrics of every tick).

@@ -76,26 +76,30 @@ pub struct Names {
 }
 
 impl Names {
-    /// The index of the labels `key` names, made by `make` the first time.
-    pub fn label(&mut self, key: LabelKey, make: impl FnOnce() -> UsageLabels) -> u32 {
+    /// The index of the labels `key` names, made by `make` (a read of the store) the first time.
+    pub fn label(
+        &mut self,
+        key: LabelKey,
+        make: impl FnOnce(&LabelKey) -> Result<UsageLabels>,
+    ) -> Result<u32> {
         if let Some(&n) = self.labels.get(&key) {
-            return n;
+            return Ok(n);
         }
         let n = self.tables.labels.len() as u32;
-        self.tables.labels.push(Some(Arc::new(make())));
+        self.tables.labels.push(Some(Arc::new(make(&key)?)));
         self.labels.insert(key, n);
-        n
+        Ok(n)
     }
 
-    /// The index of the GPU of id `id` (the store's), named `uuid()` the first time.
-    pub fn gpu(&mut self, id: i64, uuid: impl FnOnce() -> String) -> u32 {
+    /// The index of the GPU of id `id` (the store's), named by `uuid()` (a read of the store) the first time.
+    pub fn gpu(&mut self, id: i64, uuid: impl FnOnce() -> Result<String>) -> Result<u32> {
         if let Some(&n) = self.gpus.get(&id) {
-            return n;
+            return Ok(n);
         }
         let n = self.tables.gpus.len() as u32;
-        self.tables.gpus.push(Arc::from(uuid()));
+        self.tables.gpus.push(Arc::from(uuid()?));
         self.gpus.insert(id, n);
-        n
+        Ok(n)
     }
 }
 

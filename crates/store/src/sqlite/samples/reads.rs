@@ -139,32 +139,12 @@ fn gpu_rows_in(
                 text(15)?.to_string(),
             )
         };
-        let mut missing = None;
-        let labels = names.label(key.clone(), || {
-            missing = Some(());
-            UsageLabels {
-                deployment_id: String::new(),
-                owner: None,
-                model: String::new(),
-                placement: Placement::default(),
-            }
-        });
-        if missing.is_some() {
-            let l = labels_of(tx, &key)?;
-            names.tables.labels[labels as usize] = Some(std::sync::Arc::new(l));
-        }
-        let mut uuid_missing = false;
+        let labels = names.label(key, |key| labels_of(tx, key))?;
         let gpu = names.gpu(gpu_id, || {
-            uuid_missing = true;
-            String::new()
-        });
-        if uuid_missing {
-            let uuid: String = tx
-                .prepare_cached("SELECT uuid FROM gpus WHERE id = ?1")
+            tx.prepare_cached("SELECT uuid FROM gpus WHERE id = ?1")
                 .and_then(|mut st| st.query_row(params![gpu_id], |r| r.get(0)))
-                .ctx("read a GPU")?;
-            names.tables.gpus[gpu as usize] = std::sync::Arc::from(uuid);
-        }
+                .ctx("read a GPU")
+        })?;
         out.push(GpuRow {
             bucket_start: Timestamp(int(0)?),
             first_window_start: Timestamp(int(3)?),
