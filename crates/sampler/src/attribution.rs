@@ -431,7 +431,7 @@ mod tests {
                 namespace: Some(ns.into()),
                 container: Some("main".into()),
             }),
-            labels: vec![("app".into(), "vllm".into())],
+            labels: vec![("app".into(), "vllm".into())].into(),
             ..DeviceReading::default()
         }
     }

@@ -20,13 +20,14 @@
 //!   `missing_memory`; memory is reported, never priced.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use eai_client::GpuSample;
 use eai_engine::Timestamp;
 use rust_decimal::{Decimal, RoundingStrategy};
 
 use crate::attribution::{Attribution, Placement, PlacementKind};
-use crate::dcgm::{DeviceReading, Readings};
+use crate::dcgm::{DeviceReading, Readings, Workload};
 use crate::mig;
 
 /// A sample window `[end - ms, end)`.
@@ -99,12 +100,22 @@ struct EnergyMark {
     at: Timestamp,
 }
 
-/// Turns readings into samples; remembers the last energy counter of each GPU (its only state).
+/// Turns readings into samples; remembers the last energy counter of each GPU (its only state that changes
+/// a result), and each device's last placement (a cache: the same labels place the same way).
 #[derive(Debug, Clone)]
 pub struct Converter {
     attribution: Attribution,
     node: Option<String>,
     energy: HashMap<String, EnergyMark>,
+    placed: HashMap<String, Placed>,
+}
+
+/// A device's placement, and what it was worked out from.
+#[derive(Debug, Clone)]
+struct Placed {
+    labels: Arc<[(String, String)]>,
+    workload: Option<Workload>,
+    placement: Placement,
 }
 
 fn round(d: Decimal, dp: u32) -> Decimal {
@@ -126,6 +137,7 @@ impl Converter {
             attribution,
             node,
             energy: HashMap::new(),
+            placed: HashMap::new(),
         }
     }
 
@@ -136,6 +148,11 @@ impl Converter {
     /// The samples of `window` from `readings` (read at the window's end).
     pub fn convert(&mut self, readings: &Readings, window: Window) -> Conversion {
         let mut out = Conversion::default();
+        let texts = WindowText {
+            window,
+            seconds: window.seconds_text(),
+            stamp: window.end.to_string(),
+        };
         // GPUs in order of appearance: the whole-GPU device and its MIG instances.
         let mut order: Vec<&str> = Vec::new();
         let mut groups: HashMap<&str, (Option<&DeviceReading>, Vec<&DeviceReading>)> =
@@ -156,7 +173,7 @@ impl Converter {
             let Some((parent, children)) = groups.get(uuid) else {
                 continue;
             };
-            self.gpu(uuid, *parent, children, readings.at, window, &mut out);
+            self.gpu(uuid, *parent, children, readings.at, &texts, &mut out);
         }
         out
     }
@@ -167,9 +184,10 @@ impl Converter {
         parent: Option<&DeviceReading>,
         children: &[&DeviceReading],
         at: Timestamp,
-        window: Window,
+        texts: &WindowText,
         out: &mut Conversion,
     ) {
+        let window = texts.window;
         let all = || parent.into_iter().chain(children.iter().copied());
         // Device-level values: the parent's, else the first MIG row that repeats them.
         let gauge = all().find_map(|d| d.power_w);
@@ -184,7 +202,8 @@ impl Converter {
                 .or(host)
                 .unwrap_or_else(|| "unknown".to_string()),
             model: model.unwrap_or_else(|| self.attribution.default_model.clone()),
-            window,
+            seconds: &texts.seconds,
+            stamp: &texts.stamp,
         };
         if children.is_empty() {
             let Some(d) = parent else { return };
@@ -194,8 +213,9 @@ impl Converter {
                 return;
             };
             let memory = d.fb_used_mib.map(|m| round(m / MIB_PER_GIB, 10));
-            let placement = self.attribution.place(d);
-            out.push(&ctx, uuid.to_string(), placement, util, memory, power, None);
+            let id = uuid.to_string();
+            let placement = self.place(&id, d);
+            out.push(&ctx, id, placement, util, memory, power, None);
             return;
         }
         // MIG: split the device's power (and, for instances without their own, its memory) by fraction.
@@ -241,7 +261,7 @@ impl Converter {
                 continue;
             };
             let id = format!("{uuid}/mig-{}-{}", m.profile, m.instance_id);
-            let placement = self.attribution.place(c);
+            let placement = self.place(&id, c);
             out.push(
                 &ctx,
                 id,
@@ -272,6 +292,29 @@ impl Converter {
         }
     }
 
+    /// Where device `id`'s time goes: [`Attribution::place`], worked out again only when its labels or
+    /// workload changed since its last window.
+    fn place(&mut self, id: &str, d: &DeviceReading) -> Placement {
+        if let Some(p) = self.placed.get_mut(id) {
+            let same_labels = Arc::ptr_eq(&p.labels, &d.labels) || p.labels == d.labels;
+            if same_labels && p.workload == d.workload {
+                // The next window's labels are likely this very list: compare pointers then.
+                p.labels = d.labels.clone();
+                return p.placement.clone();
+            }
+        }
+        let placement = self.attribution.place(d);
+        self.placed.insert(
+            id.to_string(),
+            Placed {
+                labels: d.labels.clone(),
+                workload: d.workload.clone(),
+                placement: placement.clone(),
+            },
+        );
+        placement
+    }
+
     /// The window's power: the energy counter's average when it can be trusted, else the gauge.
     fn power(
         &mut self,
@@ -283,21 +326,21 @@ impl Converter {
         counts: &mut Counts,
     ) -> Option<Decimal> {
         if let Some(e) = energy {
-            match self.energy.get(uuid).copied() {
+            let mark = EnergyMark { mj: e, at };
+            match self.energy.get_mut(uuid) {
                 Some(p) if e == p.mj => {} // not refreshed yet: keep the mark, use the gauge
                 Some(p) if e > p.mj && at > p.at && at.0 - p.at.0 <= 4 * window.ms => {
-                    self.energy
-                        .insert(uuid.to_string(), EnergyMark { mj: e, at });
-                    let w = (e - p.mj) / Decimal::from(at.0 - p.at.0);
+                    let prev = std::mem::replace(p, mark);
+                    let w = (e - prev.mj) / Decimal::from(at.0 - prev.at.0);
                     if w <= Decimal::from(1_000_000) {
                         counts.power_from_energy += 1;
                         return Some(round(w, 6));
                     }
                 }
                 Some(p) if at <= p.at => {} // an older window read again: leave the mark
-                _ => {
-                    self.energy
-                        .insert(uuid.to_string(), EnergyMark { mj: e, at });
+                Some(p) => *p = mark,
+                None => {
+                    self.energy.insert(uuid.to_string(), mark);
                 }
             }
         }
@@ -329,10 +372,19 @@ pub(crate) fn fit_name<'a>(s: &'a str, blank: &'a str) -> std::borrow::Cow<'a, s
     std::borrow::Cow::Borrowed(&s[..end])
 }
 
-struct Ctx {
+/// A window, and its length and end as sent (the same for each of its samples).
+struct WindowText {
+    window: Window,
+    seconds: String,
+    stamp: String,
+}
+
+struct Ctx<'a> {
     node: String,
     model: String,
-    window: Window,
+    /// The window's length and end, as sent.
+    seconds: &'a str,
+    stamp: &'a str,
 }
 
 fn utilization(d: &DeviceReading) -> Option<Decimal> {
@@ -345,7 +397,7 @@ impl Conversion {
     #[allow(clippy::too_many_arguments)]
     fn push(
         &mut self,
-        ctx: &Ctx,
+        ctx: &Ctx<'_>,
         gpu_uuid: String,
         placement: Placement,
         util: Decimal,
@@ -360,16 +412,20 @@ impl Conversion {
             self.counts.bad_uuids += 1;
             return;
         }
-        let mut fit = |s: &str, blank: &str| -> String {
-            let fitted = fit_name(s, blank);
-            if fitted != s {
-                self.counts.names_fitted += 1;
+        // A name that fits is moved (or copied once), not made again.
+        let mut fit = |s: std::borrow::Cow<'_, str>, blank: &str| -> String {
+            let fitted = fit_name(&s, blank);
+            if *fitted == *s {
+                return s.into_owned();
             }
+            self.counts.names_fitted += 1;
             fitted.into_owned()
         };
-        let (node, model) = (fit(&ctx.node, "unknown"), fit(&ctx.model, "unknown"));
-        let (namespace, pod) = (fit(&placement.namespace, "-"), fit(&placement.pod, "-"));
-        let deployment_id = fit(&placement.deployment_id, "unknown");
+        let node = fit(ctx.node.as_str().into(), "unknown");
+        let model = fit(ctx.model.as_str().into(), "unknown");
+        let namespace = fit(placement.namespace.into(), "-");
+        let pod = fit(placement.pod.into(), "-");
+        let deployment_id = fit(placement.deployment_id.into(), "unknown");
         if memory_gb.is_none() {
             self.counts.missing_memory += 1;
         }
@@ -381,11 +437,11 @@ impl Conversion {
             pod,
             tenant_id: placement.tenant_id,
             deployment_id,
-            window_seconds: ctx.window.seconds_text(),
+            window_seconds: ctx.seconds.to_string(),
             utilization: text(util),
             memory_used_gb: text(memory_gb.unwrap_or(Decimal::ZERO)),
             power_w: text(power),
-            timestamp: Some(ctx.window.end.to_string()),
+            timestamp: Some(ctx.stamp.to_string()),
             storage_gb: None,
             gpu_fraction: fraction.filter(|f| *f != Decimal::ONE).map(text),
         });

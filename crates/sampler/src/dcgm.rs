@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use eai_engine::Timestamp;
 use rust_decimal::prelude::FromPrimitive;
@@ -98,8 +99,9 @@ pub struct DeviceReading {
     pub model: Option<String>,
     pub host: Option<String>,
     pub workload: Option<Workload>,
-    /// Every label of the first series seen for this device (for attribution rules on labels).
-    pub labels: Vec<(String, String)>,
+    /// Every label of the first series seen for this device (for attribution rules on labels); shared, as the
+    /// same device is read window after window.
+    pub labels: Arc<[(String, String)]>,
     /// `DCGM_FI_DEV_GPU_UTIL`, 0..=100.
     pub gpu_util_pct: Option<Decimal>,
     /// `DCGM_FI_PROF_GR_ENGINE_ACTIVE`, 0..=1.
@@ -199,21 +201,9 @@ impl DeviceSet {
         let Some(v) = self.checked(f, value_text, value) else {
             return;
         };
-        let mig = match (
-            non_empty(labels, "GPU_I_PROFILE"),
-            non_empty(labels, "GPU_I_ID"),
-        ) {
-            (Some(p), Some(i)) => Some((p, i)),
-            _ => None,
-        };
+        let mig = mig_labels(labels);
         self.key.clear();
-        self.key.push_str(uuid);
-        if let Some((p, i)) = mig {
-            self.key.push('\0');
-            self.key.push_str(p);
-            self.key.push('\0');
-            self.key.push_str(i);
-        }
+        push_key(&mut self.key, uuid, mig);
         let idx = match self.index.get(self.key.as_str()) {
             Some(i) => *i,
             None => {
@@ -227,17 +217,38 @@ impl DeviceSet {
         if d.workload.is_none() {
             d.workload = workload(labels);
         }
-        let slot = match f {
-            Field::UtilPct => &mut d.gpu_util_pct,
-            Field::EngineActive => &mut d.engine_active,
-            Field::FbUsed => &mut d.fb_used_mib,
-            Field::Power => &mut d.power_w,
-            Field::Energy => &mut d.energy_mj,
+        fill(d, f, v);
+    }
+
+    /// Takes one value of a series worked out beforehand ([`Series::new`]): what [`DeviceSet::observe`] does
+    /// with the series' name and labels, without reading them again (a range answer holds hundreds of values a
+    /// series).
+    pub fn observe_series(&mut self, series: &Series, value_text: &str, value: f64) {
+        let s = match series {
+            Series::Ignored => return,
+            Series::Unidentified => {
+                self.stats.unidentified += 1;
+                return;
+            }
+            Series::Device(s) => s,
         };
-        // A repeated series (two scrape jobs) keeps the first value.
-        if slot.is_none() {
-            *slot = Some(v);
+        let Some(v) = self.checked(s.field, value_text, value) else {
+            return;
+        };
+        let idx = match self.index.get(s.key.as_str()) {
+            Some(i) => *i,
+            None => {
+                let i = self.devices.len();
+                self.devices.push(s.device.clone());
+                self.index.insert(s.key.clone(), i);
+                i
+            }
+        };
+        let d = &mut self.devices[idx];
+        if d.workload.is_none() {
+            d.workload = s.workload.clone();
         }
+        fill(d, s.field, v);
     }
 
     fn checked(&mut self, f: Field, text: &str, value: f64) -> Option<Decimal> {
@@ -282,6 +293,81 @@ impl DeviceSet {
     }
 }
 
+/// A series' identity and family, worked out once for all its values.
+#[derive(Debug, Clone)]
+pub enum Series {
+    /// A family the sampler does not read.
+    Ignored,
+    /// One of its families, without a `UUID` label.
+    Unidentified,
+    Device(Box<SeriesDevice>),
+}
+
+/// A series of a device: the family, the device's key, the device as its first series makes it, and the
+/// series' workload.
+#[derive(Debug, Clone)]
+pub struct SeriesDevice {
+    field: Field,
+    key: String,
+    device: DeviceReading,
+    workload: Option<Workload>,
+}
+
+impl Series {
+    pub fn new(name: &str, labels: &impl Labels) -> Series {
+        let Some(field) = field(name) else {
+            return Series::Ignored;
+        };
+        let Some(uuid) = non_empty(labels, "UUID").or_else(|| non_empty(labels, "gpu_uuid")) else {
+            return Series::Unidentified;
+        };
+        let mig = mig_labels(labels);
+        let mut key = String::new();
+        push_key(&mut key, uuid, mig);
+        Series::Device(Box::new(SeriesDevice {
+            field,
+            key,
+            device: new_device(uuid, mig, labels),
+            workload: workload(labels),
+        }))
+    }
+}
+
+fn mig_labels(labels: &impl Labels) -> Option<(&str, &str)> {
+    match (
+        non_empty(labels, "GPU_I_PROFILE"),
+        non_empty(labels, "GPU_I_ID"),
+    ) {
+        (Some(p), Some(i)) => Some((p, i)),
+        _ => None,
+    }
+}
+
+/// A device's key in a [`DeviceSet`]: the UUID, and a MIG instance's profile and id.
+fn push_key(key: &mut String, uuid: &str, mig: Option<(&str, &str)>) {
+    key.push_str(uuid);
+    if let Some((p, i)) = mig {
+        key.push('\0');
+        key.push_str(p);
+        key.push('\0');
+        key.push_str(i);
+    }
+}
+
+/// Sets a device's value of a family; a repeated series (two scrape jobs) keeps the first value.
+fn fill(d: &mut DeviceReading, f: Field, v: Decimal) {
+    let slot = match f {
+        Field::UtilPct => &mut d.gpu_util_pct,
+        Field::EngineActive => &mut d.engine_active,
+        Field::FbUsed => &mut d.fb_used_mib,
+        Field::Power => &mut d.power_w,
+        Field::Energy => &mut d.energy_mj,
+    };
+    if slot.is_none() {
+        *slot = Some(v);
+    }
+}
+
 fn new_device(uuid: &str, mig: Option<(&str, &str)>, labels: &impl Labels) -> DeviceReading {
     DeviceReading {
         uuid: uuid.to_string(),
@@ -298,7 +384,7 @@ fn new_device(uuid: &str, mig: Option<(&str, &str)>, labels: &impl Labels) -> De
             .or_else(|| non_empty(labels, "hostname"))
             .map(str::to_string),
         workload: None,
-        labels: labels.pairs(),
+        labels: labels.pairs().into(),
         ..DeviceReading::default()
     }
 }

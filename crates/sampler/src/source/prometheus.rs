@@ -13,7 +13,7 @@ use eai_engine::Timestamp;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::dcgm::{DeviceSet, Labels, Readings, FAMILIES};
+use crate::dcgm::{DeviceSet, Labels, Readings, Series, FAMILIES};
 use crate::error::{Result, SamplerError};
 use crate::exposition::parse_value;
 use crate::source::{check_http_url, http_client, Source};
@@ -173,10 +173,17 @@ impl RangeReadings {
             .iter()
             .filter(|s| host_ok(&s.metric, self.node.as_deref()))
         {
+            // The series' family and device once, then each value (as `observe` reads them one by one).
+            let series = Labels::get(&s.metric, "__name__").map(|n| Series::new(n, &s.metric));
             for (ts, v) in s.values.iter().flatten() {
                 let ms = (ts * 1000.0).round() as i64;
-                if let Some(set) = self.sets.get_mut(&ms) {
-                    observe(set, &s.metric, v);
+                let Some(set) = self.sets.get_mut(&ms) else {
+                    continue;
+                };
+                set.stats.lines += 1;
+                match (&series, parse_value(v)) {
+                    (Some(series), Some(f)) => set.observe_series(series, v, f),
+                    _ => set.stats.malformed += 1,
                 }
             }
         }

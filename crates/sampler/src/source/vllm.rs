@@ -125,7 +125,8 @@ impl Discovered {
                         ("namespace".into(), ns.clone()),
                         ("pod".into(), pod.clone()),
                         ("model_name".into(), model.clone()),
-                    ],
+                    ]
+                    .into(),
                     ..DeviceReading::default()
                 });
                 let key = SeriesKey {
