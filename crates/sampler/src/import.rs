@@ -89,9 +89,13 @@ pub struct ImportArgs {
     /// Chunks of windows read at once (a chunk: one query_range per family, one after another).
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub concurrency: usize,
-    /// Samples per request to the control plane (whole windows; at most the server's EAI_MAX_BATCH).
+    /// Samples per request to the control plane (at most the server's EAI_MAX_BATCH).
     #[arg(long, default_value_t = 10_000, value_name = "N")]
     pub batch_size: usize,
+    /// Requests to the control plane at once, each carrying the samples of its own share of the GPUs (so each
+    /// GPU's samples still arrive in time order).
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub senders: usize,
     /// The checkpoint file: what was sent, so that a re-run carries on.
     #[arg(
         long,
@@ -275,9 +279,9 @@ pub async fn run(
     if !(1_000..=3_600_000).contains(&w) {
         return Err(SamplerError::config("--interval must be between 1s and 1h"));
     }
-    if args.batch_size == 0 || args.concurrency == 0 || args.max_points == 0 {
+    if args.batch_size == 0 || args.concurrency == 0 || args.max_points == 0 || args.senders == 0 {
         return Err(SamplerError::config(
-            "--batch-size, --concurrency and --max-points must be at least 1",
+            "--batch-size, --concurrency, --max-points and --senders must be at least 1",
         ));
     }
     let from = parse("--from", &args.from)?.ceil_to(w);
@@ -378,6 +382,8 @@ pub async fn run(
     let mut tracker = Tracker::default();
     let mut events: Vec<UsageEvent> = Vec::new();
     let mut last_seen: HashMap<String, i64> = HashMap::new();
+    // A batch: a request's worth for each sender.
+    let batch_size = args.batch_size * args.senders;
     let mut pending: Vec<GpuSample> = Vec::new();
     let mut pending_end = start;
     type Read = tokio::task::JoinHandle<Result<Chunk>>;
@@ -418,12 +424,13 @@ pub async fn run(
             })
         })
     };
-    let mut sent_state = SendState {
+    let mut sent_state = SendState::new(
         sink,
-        in_flight: None,
-        dry_run: args.dry_run,
-        checkpoint: &args.checkpoint,
-    };
+        args.senders,
+        args.batch_size,
+        args.dry_run,
+        &args.checkpoint,
+    );
     'chunks: loop {
         while in_flight.len() < args.concurrency {
             match chunks.pop_front() {
@@ -457,22 +464,26 @@ pub async fn run(
                 // Warm-up (or already sent): the energy marks, and where each GPU was last seen in the period.
                 if end > from {
                     for s in &conversion.samples {
-                        last_seen.insert(s.gpu_uuid.clone(), end.0);
+                        seen_at(&mut last_seen, &s.gpu_uuid, end.0);
                     }
                 }
                 continue;
             }
             for s in &conversion.samples {
-                if let Some(last) = last_seen.insert(s.gpu_uuid.clone(), end.0) {
+                if let Some(last) = seen_at(&mut last_seen, &s.gpu_uuid, end.0) {
                     if end.0 - last > w {
                         cp.totals.gap_spans += 1;
                         cp.totals.gap_windows += ((end.0 - last) / w - 1) as u64;
                     }
                 }
-                cp.gpus.insert(s.gpu_uuid.clone());
-                cp.deployments.insert(s.deployment_id.clone());
+                if !cp.gpus.contains(&s.gpu_uuid) {
+                    cp.gpus.insert(s.gpu_uuid.clone());
+                }
+                if !cp.deployments.contains(&s.deployment_id) {
+                    cp.deployments.insert(s.deployment_id.clone());
+                }
             }
-            if !pending.is_empty() && pending.len() + conversion.samples.len() > args.batch_size {
+            if !pending.is_empty() && pending.len() + conversion.samples.len() > batch_size {
                 let sent = sent_state
                     .send(&mut pending, &mut events, pending_end, &mut cp)
                     .await?;
@@ -528,27 +539,111 @@ pub async fn run(
     })
 }
 
-/// Sends (or prints) batches, one in flight while the next is made, and moves the checkpoint past each
-/// acknowledged one.
+/// Records that a GPU was seen at `end`; returns where it was seen before, if anywhere.
+fn seen_at(last_seen: &mut HashMap<String, i64>, gpu: &str, end: i64) -> Option<i64> {
+    match last_seen.get_mut(gpu) {
+        Some(at) => Some(std::mem::replace(at, end)),
+        None => {
+            last_seen.insert(gpu.to_string(), end);
+            None
+        }
+    }
+}
+
+/// Sends (or prints) batches and moves the checkpoint past each acknowledged one.
+///
+/// Each batch is split by GPU between `--senders` sender tasks ([`shard_of`]: a GPU always goes to the same
+/// one), each sending its parts one request at a time, in order: a GPU's samples arrive in time order, while
+/// the control plane has several requests to work on (it parses one while it writes another). A sender holds
+/// at most one part waiting besides the one it sends, so at most two batches are in flight while the next is
+/// made. A batch is recorded in the checkpoint once every part of it, and of every batch before it, is
+/// acknowledged.
 struct SendState<'a> {
-    sink: Option<Arc<dyn Sink>>,
     dry_run: bool,
     checkpoint: &'a Path,
-    in_flight: Option<tokio::task::JoinHandle<Result<Delivered>>>,
+    /// Requests of at most this many samples.
+    request_size: usize,
+    senders: Vec<tokio::sync::mpsc::Sender<Part>>,
+    workers: Vec<tokio::task::JoinHandle<()>>,
+    acks: tokio::sync::mpsc::UnboundedReceiver<(u64, Result<Delivered>)>,
+    /// Batches sent and not yet recorded, oldest first.
+    outstanding: VecDeque<Outstanding>,
+    next_seq: u64,
 }
 
-/// What the control plane acknowledged of one batch.
+/// What the control plane acknowledged of one request (or one batch, summed).
+#[derive(Default)]
 struct Delivered {
     samples: u64,
-    answer: Option<Ingested>,
+    added: u64,
+    duplicates: u64,
     events: u64,
-    through: Timestamp,
 }
 
-impl SendState<'_> {
+/// One request's worth of a batch, for one sender.
+struct Part {
+    seq: u64,
+    samples: Vec<GpuSample>,
+    events: Vec<UsageEvent>,
+}
+
+/// A batch in flight: the parts not yet acknowledged, what the others were, and its last window end.
+struct Outstanding {
+    seq: u64,
+    through: Timestamp,
+    parts_left: usize,
+    delivered: Delivered,
+}
+
+/// Which sender carries a GPU's samples (the physical GPU's: its MIG instances go with it).
+fn shard_of(gpu_uuid: &str, senders: usize) -> usize {
+    use std::hash::{Hash, Hasher};
+    let physical = gpu_uuid.split_once("/mig-").map_or(gpu_uuid, |(g, _)| g);
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    physical.hash(&mut h);
+    (h.finish() % senders as u64) as usize
+}
+
+impl<'a> SendState<'a> {
+    fn new(
+        sink: Option<Arc<dyn Sink>>,
+        senders: usize,
+        request_size: usize,
+        dry_run: bool,
+        checkpoint: &'a Path,
+    ) -> Self {
+        let (ack_tx, acks) = tokio::sync::mpsc::unbounded_channel();
+        let (mut txs, mut workers) = (Vec::new(), Vec::new());
+        if let (Some(sink), false) = (sink, dry_run) {
+            for _ in 0..senders.max(1) {
+                let (tx, mut rx) = tokio::sync::mpsc::channel::<Part>(1);
+                let (sink, ack_tx) = (sink.clone(), ack_tx.clone());
+                workers.push(tokio::spawn(async move {
+                    while let Some(part) = rx.recv().await {
+                        let r = deliver_part(sink.as_ref(), &part).await;
+                        let failed = r.is_err();
+                        if ack_tx.send((part.seq, r)).is_err() || failed {
+                            break;
+                        }
+                    }
+                }));
+                txs.push(tx);
+            }
+        }
+        SendState {
+            dry_run,
+            checkpoint,
+            request_size: request_size.max(1),
+            senders: txs,
+            workers,
+            acks,
+            outstanding: VecDeque::new(),
+            next_seq: 0,
+        }
+    }
+
     /// Sends `batch` and `events` (emptied), whose last window ends at `through`, retrying what is worth
-    /// retrying, once the batch before is acknowledged (and recorded in the checkpoint): a GPU's samples arrive
-    /// in time order. Returns the samples sent.
+    /// retrying (or prints them, `--dry-run`). Returns the samples sent.
     async fn send(
         &mut self,
         batch: &mut Vec<GpuSample>,
@@ -556,9 +651,8 @@ impl SendState<'_> {
         through: Timestamp,
         cp: &mut Checkpoint,
     ) -> Result<u64> {
-        self.settle(cp).await?;
         let n = batch.len() as u64;
-        if self.dry_run {
+        if self.dry_run || self.senders.is_empty() {
             #[derive(Serialize)]
             struct Samples<'b> {
                 samples: &'b [GpuSample],
@@ -567,71 +661,138 @@ impl SendState<'_> {
             struct Events<'b> {
                 events: &'b [UsageEvent],
             }
-            if !batch.is_empty() {
-                if let Ok(t) = serde_json::to_string(&Samples { samples: batch }) {
-                    println!("{t}");
+            if self.dry_run {
+                if !batch.is_empty() {
+                    if let Ok(t) = serde_json::to_string(&Samples { samples: batch }) {
+                        println!("{t}");
+                    }
+                }
+                for chunk in events.chunks(EVENTS_PER_BATCH) {
+                    if let Ok(t) = serde_json::to_string(&Events { events: chunk }) {
+                        println!("{t}");
+                    }
                 }
             }
-            for chunk in events.chunks(EVENTS_PER_BATCH) {
-                if let Ok(t) = serde_json::to_string(&Events { events: chunk }) {
-                    println!("{t}");
-                }
-            }
-            self.record(
-                cp,
-                Delivered {
-                    samples: n,
-                    answer: None,
-                    events: events.len() as u64,
-                    through,
-                },
-            )?;
+            let delivered = Delivered {
+                samples: n,
+                events: events.len() as u64,
+                ..Delivered::default()
+            };
+            self.record(cp, delivered, through)?;
             batch.clear();
             events.clear();
             return Ok(n);
         }
-        let (batch, events) = (std::mem::take(batch), std::mem::take(events));
-        let sink = self.sink.clone();
-        self.in_flight = Some(tokio::spawn(async move {
-            let mut answer = None;
-            if let (Some(sink), false) = (&sink, batch.is_empty()) {
-                answer = Some(deliver(sink.as_ref(), &batch).await?);
+        self.take_acks(cp, false).await?;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        // Each sender's share, in the batch's order (time order), cut into requests.
+        let k = self.senders.len();
+        let mut shares: Vec<Vec<GpuSample>> = (0..k).map(|_| Vec::new()).collect();
+        for s in batch.drain(..) {
+            shares[shard_of(&s.gpu_uuid, k)].push(s);
+        }
+        let mut parts: Vec<(usize, Part)> = Vec::new();
+        for (i, share) in shares.into_iter().enumerate() {
+            let mut rest = share;
+            while !rest.is_empty() {
+                let tail = rest.split_off(rest.len().min(self.request_size));
+                let samples = std::mem::replace(&mut rest, tail);
+                parts.push((
+                    i,
+                    Part {
+                        seq,
+                        samples,
+                        events: Vec::new(),
+                    },
+                ));
             }
-            if let Some(sink) = &sink {
-                for chunk in events.chunks(EVENTS_PER_BATCH) {
-                    deliver_events(sink.as_ref(), chunk).await?;
-                }
+        }
+        // vLLM's events go with the first sender's first part: one sender, so in time order too.
+        if !events.is_empty() {
+            match parts.iter_mut().find(|(i, _)| *i == 0) {
+                Some((_, p)) => p.events = std::mem::take(events),
+                None => parts.insert(
+                    0,
+                    (
+                        0,
+                        Part {
+                            seq,
+                            samples: Vec::new(),
+                            events: std::mem::take(events),
+                        },
+                    ),
+                ),
             }
-            Ok(Delivered {
-                samples: n,
-                answer,
-                events: events.len() as u64,
-                through,
-            })
-        }));
+        }
+        self.outstanding.push_back(Outstanding {
+            seq,
+            through,
+            parts_left: parts.len(),
+            delivered: Delivered::default(),
+        });
+        for (i, part) in parts {
+            if self.senders[i].send(part).await.is_err() {
+                // The sender stopped on a failure: its answer says which.
+                self.take_acks(cp, true).await?;
+                return Err(SamplerError::config("a sender stopped"));
+            }
+        }
+        self.take_acks(cp, false).await?;
         Ok(n)
     }
 
-    /// Waits for the batch in flight, if any, and records it.
-    async fn settle(&mut self, cp: &mut Checkpoint) -> Result<()> {
-        if let Some(h) = self.in_flight.take() {
-            let d = h
-                .await
-                .map_err(|e| SamplerError::config(format!("sending a batch failed: {e}")))??;
-            self.record(cp, d)?;
+    /// Takes the acknowledgements that arrived (all of them, waiting, with `wait`) and records each batch
+    /// acknowledged whole, in order; the first failure stops the import.
+    async fn take_acks(&mut self, cp: &mut Checkpoint, wait: bool) -> Result<()> {
+        loop {
+            self.record_done(cp)?;
+            if self.outstanding.is_empty() {
+                return Ok(());
+            }
+            let ack = if wait {
+                self.acks.recv().await
+            } else {
+                match self.acks.try_recv() {
+                    Ok(a) => Some(a),
+                    Err(_) => return Ok(()),
+                }
+            };
+            let Some((seq, r)) = ack else {
+                return Err(SamplerError::config("the senders stopped"));
+            };
+            let d = r?;
+            if let Some(o) = self.outstanding.iter_mut().find(|o| o.seq == seq) {
+                o.parts_left = o.parts_left.saturating_sub(1);
+                o.delivered.samples += d.samples;
+                o.delivered.added += d.added;
+                o.delivered.duplicates += d.duplicates;
+                o.delivered.events += d.events;
+            }
+        }
+    }
+
+    /// Records the oldest batches whose every part is acknowledged.
+    fn record_done(&mut self, cp: &mut Checkpoint) -> Result<()> {
+        while self.outstanding.front().is_some_and(|o| o.parts_left == 0) {
+            if let Some(o) = self.outstanding.pop_front() {
+                self.record(cp, o.delivered, o.through)?;
+            }
         }
         Ok(())
     }
 
-    fn record(&self, cp: &mut Checkpoint, d: Delivered) -> Result<()> {
+    /// Waits for every batch in flight, and records them.
+    async fn settle(&mut self, cp: &mut Checkpoint) -> Result<()> {
+        self.take_acks(cp, true).await
+    }
+
+    fn record(&self, cp: &mut Checkpoint, d: Delivered, through: Timestamp) -> Result<()> {
         cp.totals.samples += d.samples;
-        if let Some(a) = d.answer {
-            // `accepted` counts the batch's valid samples, duplicates among them.
-            cp.totals.added += a.accepted.saturating_sub(a.duplicates);
-            cp.totals.duplicates += a.duplicates;
-        }
+        cp.totals.added += d.added;
+        cp.totals.duplicates += d.duplicates;
         cp.totals.events += d.events;
-        cp.done_through_ms = cp.done_through_ms.max(d.through.0);
+        cp.done_through_ms = cp.done_through_ms.max(through.0);
         if !self.dry_run {
             write_durably(
                 self.checkpoint,
@@ -640,6 +801,33 @@ impl SendState<'_> {
         }
         Ok(())
     }
+}
+
+impl Drop for SendState<'_> {
+    fn drop(&mut self) {
+        for w in &self.workers {
+            w.abort();
+        }
+    }
+}
+
+/// One part: its samples, then its events; retried as [`deliver`] does.
+async fn deliver_part(sink: &dyn Sink, part: &Part) -> Result<Delivered> {
+    let mut d = Delivered {
+        samples: part.samples.len() as u64,
+        events: part.events.len() as u64,
+        ..Delivered::default()
+    };
+    if !part.samples.is_empty() {
+        let a = deliver(sink, &part.samples).await?;
+        // `accepted` counts the part's valid samples, duplicates among them.
+        d.added = a.accepted.saturating_sub(a.duplicates);
+        d.duplicates = a.duplicates;
+    }
+    for chunk in part.events.chunks(EVENTS_PER_BATCH) {
+        deliver_events(sink, chunk).await?;
+    }
+    Ok(d)
 }
 
 /// vLLM events per request (the control plane takes at most EAI_MAX_BATCH, 10,000 by default).
@@ -701,5 +889,162 @@ where
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+
+    use async_trait::async_trait;
+    use eai_client::ClientError;
+
+    use super::*;
+
+    /// A control plane whose answers take longer for some GPUs than others (so the senders finish out of
+    /// order), and that remembers what it acknowledged.
+    #[derive(Default)]
+    struct Uneven {
+        acknowledged: Mutex<HashSet<(String, String)>>,
+        order: Mutex<HashMap<String, Vec<String>>>,
+    }
+
+    #[async_trait]
+    impl Sink for Uneven {
+        async fn send(&self, samples: &[GpuSample]) -> std::result::Result<Ingested, ClientError> {
+            for s in samples {
+                let mut order = self.order.lock().unwrap();
+                order
+                    .entry(s.gpu_uuid.clone())
+                    .or_default()
+                    .push(s.timestamp.clone().unwrap_or_default());
+            }
+            let slow = samples.iter().any(|s| s.gpu_uuid.ends_with('0'));
+            tokio::time::sleep(Duration::from_millis(if slow { 40 } else { 2 })).await;
+            let mut acked = self.acknowledged.lock().unwrap();
+            for s in samples {
+                acked.insert((s.gpu_uuid.clone(), s.timestamp.clone().unwrap_or_default()));
+            }
+            Ok(Ingested {
+                accepted: samples.len() as u64,
+                duplicates: 0,
+            })
+        }
+
+        async fn send_events(
+            &self,
+            events: &[UsageEvent],
+        ) -> std::result::Result<u64, ClientError> {
+            Ok(events.len() as u64)
+        }
+    }
+
+    fn sample(gpu: &str, end: Timestamp) -> GpuSample {
+        GpuSample {
+            node: "n".into(),
+            gpu_uuid: gpu.into(),
+            model: "m".into(),
+            namespace: "-".into(),
+            pod: "-".into(),
+            tenant_id: None,
+            deployment_id: "d".into(),
+            window_seconds: "60".into(),
+            utilization: "0.5".into(),
+            memory_used_gb: "1".into(),
+            power_w: "100".into(),
+            timestamp: Some(end.to_string()),
+            storage_gb: None,
+            gpu_fraction: None,
+        }
+    }
+
+    fn checkpoint() -> Checkpoint {
+        Checkpoint {
+            version: 1,
+            prometheus_url: "http://p".into(),
+            matchers: None,
+            node: None,
+            config: None,
+            vllm: None,
+            interval_ms: 60_000,
+            max_staleness_ms: 60_600,
+            from_ms: 0,
+            to_ms: 0,
+            done_through_ms: 0,
+            totals: Totals::default(),
+            gpus: BTreeSet::new(),
+            deployments: BTreeSet::new(),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_checkpoint_passes_a_batch_only_once_every_sender_acknowledged_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("checkpoint.json");
+        let sink = Arc::new(Uneven::default());
+        let gpus: Vec<String> = (0..12).map(|i| format!("GPU-{i}")).collect();
+        // Some GPUs' shards answer slowly: a batch is acknowledged out of order across senders.
+        assert!(gpus.iter().any(|g| g.ends_with('0')));
+        let mut state = SendState::new(Some(sink.clone()), 3, 5, false, &path);
+        let mut cp = checkpoint();
+        let mut sent = 0;
+        for b in 1..=8i64 {
+            // Two windows a batch, every GPU in each: 24 samples, so several requests a sender.
+            let mut batch: Vec<GpuSample> = Vec::new();
+            for w in [2 * b - 1, 2 * b] {
+                batch.extend(gpus.iter().map(|g| sample(g, Timestamp(w * 60_000))));
+            }
+            let mut events = Vec::new();
+            sent += state
+                .send(&mut batch, &mut events, Timestamp(2 * b * 60_000), &mut cp)
+                .await
+                .unwrap();
+            assert!(batch.is_empty());
+            // Whatever the checkpoint passed was acknowledged, every GPU and window of it.
+            let on_disk: Checkpoint = serde_json::from_str(
+                &std::fs::read_to_string(&path)
+                    .unwrap_or_else(|_| serde_json::to_string(&checkpoint()).unwrap()),
+            )
+            .unwrap();
+            assert_eq!(on_disk.done_through_ms, cp.done_through_ms);
+            let acked = sink.acknowledged.lock().unwrap().clone();
+            for w in 1..=cp.done_through_ms / 60_000 {
+                for g in &gpus {
+                    assert!(
+                        acked.contains(&(g.clone(), Timestamp(w * 60_000).to_string())),
+                        "the checkpoint passed window {w} of {g} before it was acknowledged"
+                    );
+                }
+            }
+            assert_eq!(
+                cp.totals.samples,
+                24 * (cp.done_through_ms / 120_000) as u64
+            );
+        }
+        state.settle(&mut cp).await.unwrap();
+        assert_eq!(sent, 8 * 24);
+        assert_eq!(cp.done_through_ms, 16 * 60_000);
+        assert_eq!((cp.totals.samples, cp.totals.added), (192, 192));
+        // Each GPU's samples reached the control plane in time order, by one sender.
+        let order = sink.order.lock().unwrap();
+        for g in &gpus {
+            let ends: Vec<String> = (1..=16)
+                .map(|w| Timestamp(w * 60_000).to_string())
+                .collect();
+            assert_eq!(order[g], ends, "{g}");
+        }
+    }
+
+    #[test]
+    fn a_gpu_and_its_mig_instances_go_to_one_sender() {
+        for g in ["GPU-a", "GPU-b", "GPU-c", "GPU-d"] {
+            let s = shard_of(g, 4);
+            assert_eq!(shard_of(&format!("{g}/mig-1g.10gb-9"), 4), s);
+            assert_eq!(shard_of(&format!("{g}/mig-free"), 4), s);
+        }
+        let spread: HashSet<usize> = (0..64).map(|i| shard_of(&format!("GPU-{i}"), 4)).collect();
+        assert_eq!(spread.len(), 4);
     }
 }
