@@ -401,27 +401,38 @@ pub async fn run(
             let ends: Vec<Timestamp> = (0..=(b.0 - a.0) / w)
                 .map(|i| Timestamp(a.0 + i * w))
                 .collect();
-            let mut r = RangeReadings::new(&ends, prometheus.node());
             // In the families' name order: the order a live read's answer lists them in.
             let mut families = FAMILIES.to_vec();
             families.sort_unstable();
+            let mut bodies = Vec::with_capacity(families.len());
             for f in families {
                 let q = fresh_query(f, matchers.as_deref(), max_age);
-                r.add(&prometheus.query_range(&q, a, b, w).await?)?;
+                bodies.push(prometheus.query_range(&q, a, b, w).await?);
             }
-            let counters = match vllm {
-                Some(q) => series_from_range(
-                    &prometheus.query_range(&q, a, b, w).await?,
-                    &ends,
-                    &attribution,
-                )?,
-                None => Default::default(),
+            let vllm_body = match vllm {
+                Some(q) => Some(prometheus.query_range(&q, a, b, w).await?),
+                None => None,
             };
-            Ok(Chunk {
-                ends,
-                readings: r.finish(),
-                counters,
+            // Decoding is the CPU-heavy part: on a blocking thread, so that the runtime's workers stay free to
+            // move the batches to the control plane.
+            let node = prometheus.node().map(str::to_string);
+            tokio::task::spawn_blocking(move || {
+                let mut r = RangeReadings::new(&ends, node.as_deref());
+                for body in &bodies {
+                    r.add(body)?;
+                }
+                let counters = match vllm_body {
+                    Some(body) => series_from_range(&body, &ends, &attribution)?,
+                    None => Default::default(),
+                };
+                Ok(Chunk {
+                    ends,
+                    readings: r.finish(),
+                    counters,
+                })
             })
+            .await
+            .map_err(|e| SamplerError::source("prometheus", format!("decoding failed: {e}")))?
         })
     };
     let mut sent_state = SendState::new(
