@@ -63,12 +63,34 @@ pub fn samples(data: &[u8]) {
     struct Batch {
         samples: Vec<Loose>,
     }
+    #[derive(Deserialize)]
+    struct FlatBatch<'a> {
+        #[serde(borrow)]
+        samples: Vec<wire::FlatObject<'a>>,
+    }
     if let Ok(b) = serde_json::from_slice::<Batch>(data) {
-        if let Some(ok) = located(wire::parse_samples(&b.samples, NOW), "samples") {
+        let tree = wire::parse_samples(&b.samples, NOW);
+        // The control plane reads flat samples without a tree: the same answer, to the error.
+        if let Ok(flat) = serde_json::from_slice::<FlatBatch>(data) {
+            assert_eq!(
+                wire::parse_flat_samples(&flat.samples, NOW),
+                tree,
+                "flat and tree readings differ"
+            );
+        }
+        if let Some(ok) = located(tree, "samples") {
             assert_eq!(ok.len(), b.samples.len(), "a sample was dropped silently");
         }
     } else if let Ok(v) = serde_json::from_slice::<Loose>(data) {
-        located(wire::parse_sample(&v, NOW), "sample");
+        let tree = wire::parse_sample(&v, NOW);
+        if let Ok(flat) = serde_json::from_slice::<wire::FlatObject>(data) {
+            assert_eq!(
+                wire::parse_flat_sample(&flat, NOW),
+                tree,
+                "flat and tree readings differ"
+            );
+        }
+        located(tree, "sample");
     }
 }
 

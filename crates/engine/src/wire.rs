@@ -2,6 +2,7 @@
 //! Every field is read leniently (a number or a string, anything) so that a bad record yields one precise
 //! error per bad field, with its index, instead of one opaque deserializer message.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
@@ -147,10 +148,152 @@ fn uri_characters(s: &str) -> bool {
     })
 }
 
+/// A JSON object whose values are all scalars (strings, numbers, booleans, null), its strings borrowed from the
+/// text it was read from where they hold no escape: a sample as a sampler sends it, read without making a
+/// [`Loose`] tree of it (a batch holds thousands). An object with a nested value, or anything else, does not
+/// deserialize as one: the caller then reads the body as [`Loose`] values, as before. Read with
+/// [`Record::flat`], it gives exactly what [`Record::new`] gives for the same text (the fuzz target `samples`
+/// checks it): a repeated key's last value wins, unknown keys are reported in name order, once.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct FlatObject<'a> {
+    fields: Vec<(Cow<'a, str>, Scalar<'a>)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Scalar<'a> {
+    Null,
+    Bool(bool),
+    Number(Cow<'a, str>),
+    Str(Cow<'a, str>),
+}
+
+/// A string, borrowed from the input when it can be.
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Scalar<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Scalar<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string, a number, a boolean or null")
+            }
+            fn visit_unit<E>(self) -> Result<Scalar<'de>, E> {
+                Ok(Scalar::Null)
+            }
+            fn visit_none<E>(self) -> Result<Scalar<'de>, E> {
+                Ok(Scalar::Null)
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Scalar<'de>, E> {
+                Ok(Scalar::Bool(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Scalar<'de>, E> {
+                Ok(Scalar::Number(Cow::Owned(v.to_string())))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Scalar<'de>, E> {
+                Ok(Scalar::Number(Cow::Owned(v.to_string())))
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Scalar<'de>, E> {
+                Ok(Scalar::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Scalar<'de>, E> {
+                Ok(Scalar::Str(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Scalar<'de>, E> {
+                Ok(Scalar::Str(Cow::Owned(v)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scalar<'de>, A::Error> {
+                // Only a number as serde_json (`arbitrary_precision`) hands it over: its text under one key.
+                match map.next_key::<Text<'de>>()? {
+                    Some(k) if k.0 == EXACT_NUMBER => {
+                        let text = map.next_value::<Text<'de>>()?;
+                        Ok(Scalar::Number(text.0))
+                    }
+                    _ => Err(serde::de::Error::custom("a nested object")),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for FlatObject<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = FlatObject<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object of scalar values")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FlatObject<'de>, A::Error> {
+                let mut fields = Vec::with_capacity(16);
+                while let Some(k) = map.next_key::<Text<'de>>()? {
+                    if k.0 == EXACT_NUMBER && fields.is_empty() {
+                        return Err(serde::de::Error::custom("a number, not an object"));
+                    }
+                    fields.push((k.0, map.next_value::<Scalar<'de>>()?));
+                }
+                Ok(FlatObject { fields })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// A field's value as a [`Record`] reads it (null is no value).
+#[derive(Debug, Clone, Copy)]
+pub enum Val<'a> {
+    Bool(bool),
+    Number(&'a str),
+    Str(&'a str),
+    Array(&'a [Loose]),
+    Object(&'a BTreeMap<String, Loose>),
+}
+
+impl Val<'_> {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Val::Bool(_) => "a boolean",
+            Val::Number(_) => "a number",
+            Val::Str(_) => "a string",
+            Val::Array(_) => "an array",
+            Val::Object(_) => "an object",
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Fields<'a> {
+    Tree(&'a BTreeMap<String, Loose>),
+    Flat(&'a [(Cow<'a, str>, Scalar<'a>)]),
+}
+
 /// One JSON object being read field by field; errors accumulate instead of stopping at the first.
 #[derive(Debug)]
 pub struct Record<'a> {
-    fields: &'a BTreeMap<String, Loose>,
+    fields: Fields<'a>,
     pub errors: Vec<FieldError>,
 }
 
@@ -158,7 +301,7 @@ impl<'a> Record<'a> {
     pub fn new(value: &'a Loose, what: &str) -> Result<Self, FieldError> {
         match value {
             Loose::Object(fields) => Ok(Record {
-                fields,
+                fields: Fields::Tree(fields),
                 errors: Vec::new(),
             }),
             other => Err(FieldError::new(
@@ -168,10 +311,31 @@ impl<'a> Record<'a> {
         }
     }
 
-    pub(crate) fn get(&self, name: &str) -> Option<&'a Loose> {
-        match self.fields.get(name) {
-            None | Some(Loose::Null) => None,
-            Some(v) => Some(v),
+    /// A record of a [`FlatObject`].
+    pub fn flat(value: &'a FlatObject<'a>) -> Self {
+        Record {
+            fields: Fields::Flat(&value.fields),
+            errors: Vec::new(),
+        }
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<Val<'a>> {
+        match self.fields {
+            Fields::Tree(m) => match m.get(name)? {
+                Loose::Null => None,
+                Loose::Bool(b) => Some(Val::Bool(*b)),
+                Loose::Number(n) => Some(Val::Number(n)),
+                Loose::Str(s) => Some(Val::Str(s)),
+                Loose::Array(a) => Some(Val::Array(a)),
+                Loose::Object(o) => Some(Val::Object(o)),
+            },
+            // The last of a repeated key, as a map keeps it.
+            Fields::Flat(f) => match &f.iter().rev().find(|(k, _)| k == name)?.1 {
+                Scalar::Null => None,
+                Scalar::Bool(b) => Some(Val::Bool(*b)),
+                Scalar::Number(n) => Some(Val::Number(n)),
+                Scalar::Str(s) => Some(Val::Str(s)),
+            },
         }
     }
 
@@ -181,12 +345,22 @@ impl<'a> Record<'a> {
 
     /// Rejects fields this record does not know (a typo must not silently become a default).
     pub fn deny_unknown(&mut self, known: &[&str]) {
-        let unknown: Vec<String> = self
-            .fields
-            .keys()
-            .filter(|k| !known.contains(&k.as_str()))
-            .cloned()
-            .collect();
+        let mut unknown: Vec<String> = match self.fields {
+            Fields::Tree(m) => m
+                .keys()
+                .filter(|k| !known.contains(&k.as_str()))
+                .cloned()
+                .collect(),
+            Fields::Flat(f) => f
+                .iter()
+                .map(|(k, _)| k.as_ref())
+                .filter(|k| !known.contains(k))
+                .map(str::to_string)
+                .collect(),
+        };
+        // In name order, once each: as a map holds them.
+        unknown.sort_unstable();
+        unknown.dedup();
         for k in unknown {
             // A field is always named: an empty key is shown as `""`.
             let name = if k.is_empty() { "\"\"" } else { k.as_str() };
@@ -196,15 +370,15 @@ impl<'a> Record<'a> {
 
     pub fn opt_str(&mut self, name: &str, max: usize) -> Option<String> {
         match self.get(name)? {
-            Loose::Str(s) if s.trim().is_empty() => {
+            Val::Str(s) if s.trim().is_empty() => {
                 self.fail(name, "must not be empty");
                 None
             }
-            Loose::Str(s) if s.chars().count() > max => {
+            Val::Str(s) if s.chars().count() > max => {
                 self.fail(name, format!("must be at most {max} characters"));
                 None
             }
-            Loose::Str(s) => Some(s.clone()),
+            Val::Str(s) => Some(s.to_string()),
             other => {
                 let k = other.kind();
                 self.fail(name, format!("must be a string, not {k}"));
@@ -223,7 +397,7 @@ impl<'a> Record<'a> {
 
     pub fn opt_bool(&mut self, name: &str) -> Option<bool> {
         match self.get(name)? {
-            Loose::Bool(b) => Some(*b),
+            Val::Bool(b) => Some(b),
             other => {
                 let k = other.kind();
                 self.fail(name, format!("must be true or false, not {k}"));
@@ -236,8 +410,8 @@ impl<'a> Record<'a> {
     /// places (more are rounded to `max_dp` when `round` is set, rejected otherwise).
     pub fn opt_decimal(&mut self, name: &str, bounds: Bounds) -> Option<Decimal> {
         let text = match self.get(name)? {
-            Loose::Number(n) => n.clone(),
-            Loose::Str(s) => s.trim().to_string(),
+            Val::Number(n) => n,
+            Val::Str(s) => s.trim(),
             other => {
                 let k = other.kind();
                 self.fail(
@@ -251,7 +425,7 @@ impl<'a> Record<'a> {
             // A JSON number may carry an exponent (`1e-7`, `2.5E+3`): read exactly, never through a float.
             Decimal::from_scientific(&text.to_ascii_lowercase().replace("e+", "e"))
         } else {
-            Decimal::from_str(&text)
+            Decimal::from_str(text)
         };
         let Ok(mut d) = parsed else {
             self.fail(name, format!("`{text}` is not a decimal number"));
@@ -320,11 +494,15 @@ impl<'a> Record<'a> {
         name: &str,
         read: impl FnOnce(&mut Record<'_>) -> Option<T>,
     ) -> Option<T> {
-        let value = self.get(name)?;
-        let mut sub = match Record::new(value, name) {
-            Ok(sub) => sub,
-            Err(e) => {
-                self.errors.push(e);
+        let mut sub = match self.get(name)? {
+            Val::Object(fields) => Record {
+                fields: Fields::Tree(fields),
+                errors: Vec::new(),
+            },
+            other => {
+                let k = other.kind();
+                self.errors
+                    .push(FieldError::new(name, format!("must be an object, not {k}")));
                 return None;
             }
         };
@@ -363,7 +541,7 @@ impl<'a> Record<'a> {
     /// The array under `name`.
     pub fn opt_array(&mut self, name: &str) -> Option<&'a [Loose]> {
         match self.get(name)? {
-            Loose::Array(items) => Some(items),
+            Val::Array(items) => Some(items),
             other => {
                 let k = other.kind();
                 self.fail(name, format!("must be an array, not {k}"));
@@ -385,7 +563,7 @@ impl<'a> Record<'a> {
 
     pub fn object(&mut self, name: &str) -> Option<&'a BTreeMap<String, Loose>> {
         match self.get(name)? {
-            Loose::Object(m) => Some(m),
+            Val::Object(m) => Some(m),
             other => {
                 let k = other.kind();
                 self.fail(name, format!("must be an object, not {k}"));
@@ -489,7 +667,15 @@ pub const SAMPLE_FIELDS: &[&str] = &[
 
 /// Parses one sample. `now` stands in for a missing `timestamp` (time of receipt).
 pub fn parse_sample(v: &Loose, now: Timestamp) -> Result<Sample, Vec<FieldError>> {
-    let mut r = Record::new(v, "sample").map_err(|e| vec![e])?;
+    sample_of(Record::new(v, "sample").map_err(|e| vec![e])?, now)
+}
+
+/// [`parse_sample`] of a sample read as a [`FlatObject`]: the same answer for the same text.
+pub fn parse_flat_sample(v: &FlatObject<'_>, now: Timestamp) -> Result<Sample, Vec<FieldError>> {
+    sample_of(Record::flat(v), now)
+}
+
+fn sample_of(mut r: Record<'_>, now: Timestamp) -> Result<Sample, Vec<FieldError>> {
     r.deny_unknown(SAMPLE_FIELDS);
     let node = r.req_str("node", MAX_NAME);
     let gpu_uuid = r.req_str("gpu_uuid", MAX_NAME);
@@ -559,10 +745,26 @@ pub fn parse_sample(v: &Loose, now: Timestamp) -> Result<Sample, Vec<FieldError>
 
 /// Parses a batch of samples: all or nothing, with every error located by index.
 pub fn parse_samples(values: &[Loose], now: Timestamp) -> Result<Vec<Sample>, Vec<FieldError>> {
+    each_sample(values, now, parse_sample)
+}
+
+/// [`parse_samples`] of samples read as [`FlatObject`]s.
+pub fn parse_flat_samples(
+    values: &[FlatObject<'_>],
+    now: Timestamp,
+) -> Result<Vec<Sample>, Vec<FieldError>> {
+    each_sample(values, now, parse_flat_sample)
+}
+
+fn each_sample<T>(
+    values: &[T],
+    now: Timestamp,
+    parse: impl Fn(&T, Timestamp) -> Result<Sample, Vec<FieldError>>,
+) -> Result<Vec<Sample>, Vec<FieldError>> {
     let mut out = Vec::with_capacity(values.len());
     let mut errors = Vec::new();
     for (i, v) in values.iter().enumerate() {
-        match parse_sample(v, now) {
+        match parse(v, now) {
             Ok(s) => out.push(s),
             Err(es) => errors.extend(es.into_iter().map(|e| e.at(i))),
         }
@@ -708,7 +910,7 @@ pub fn parse_usage_event(v: &Loose, tenant: TenantSource) -> Result<UsageEvent, 
         ),
         None => r.fail("schema_version", "is required"),
     }
-    let measured = matches!(r.get("source"), Some(Loose::Str(s)) if s == VLLM_SOURCE);
+    let measured = matches!(r.get("source"), Some(Val::Str(s)) if s == VLLM_SOURCE);
     let body_tenant = r.opt_parsed("tenant_id", TenantId::from_str);
     let tenant_id = match (tenant, body_tenant) {
         // A vLLM server's counters: the whole deployment's, no tenant's.

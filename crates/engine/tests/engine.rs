@@ -1353,6 +1353,77 @@ proptest! {
     }
 }
 
+/// A JSON text of an object of `pairs` (a key may repeat, as JSON allows).
+fn object_text(pairs: &[(String, eai_engine::wire::Loose)]) -> String {
+    use eai_engine::wire::Loose;
+    let value = |v: &Loose| match v {
+        Loose::Null => "null".to_string(),
+        Loose::Bool(b) => b.to_string(),
+        Loose::Number(n) => n.clone(),
+        Loose::Str(s) => serde_json::to_string(s).unwrap(),
+        Loose::Array(_) => "[1]".to_string(),
+        Loose::Object(_) => "{\"a\":1}".to_string(),
+    };
+    let fields: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{}:{}", serde_json::to_string(k).unwrap(), value(v)))
+        .collect();
+    format!("{{{}}}", fields.join(","))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+    /// The control plane reads a batch of flat samples without a tree of each (`FlatObject`): for the same text,
+    /// the same samples or the same refusals as the `Loose` reading, repeated keys, unknown keys, escapes,
+    /// exponents and wrong types included. A nested value makes the flat reading fail (the tree one is used).
+    #[test]
+    fn flat_samples_read_as_the_tree_reads_them(
+        base in any::<bool>(),
+        pairs in prop::collection::vec((prop::sample::select(wire_keys()), wire_scalar()), 0..8),
+        nested in prop::option::of(prop::sample::select(wire_keys())),
+    ) {
+        use eai_engine::wire::{parse_flat_samples, parse_samples, FlatObject, Loose};
+        let now = Timestamp(1_790_000_000_000);
+        let good: Vec<(&str, Loose)> = vec![
+            ("node", Loose::Str("gpu-node-3".into())),
+            ("gpu_uuid", Loose::Str("GPU-5e1f".into())),
+            ("model", Loose::Str("H100-80GB".into())),
+            ("namespace", Loose::Str("eai-inference".into())),
+            ("pod", Loose::Str("vllm-0".into())),
+            ("tenant_id", Loose::Str("8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10".into())),
+            ("deployment_id", Loose::Str("vllm".into())),
+            ("window_seconds", Loose::Number("15".into())),
+            ("utilization", Loose::Number("0.82".into())),
+            ("memory_used_gb", Loose::Str("61.2".into())),
+            ("power_w", Loose::Number("5.12e2".into())),
+            ("timestamp", Loose::Str("2026-10-01T00:00:15Z".into())),
+        ];
+        let mut fields: Vec<(String, Loose)> = if base {
+            good.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+        } else {
+            Vec::new()
+        };
+        fields.extend(pairs.into_iter().map(|(k, v)| (k.to_string(), v)));
+        if let Some(k) = nested {
+            fields.push((k.to_string(), Loose::Array(Vec::new())));
+        }
+        let text = format!("[{}]", object_text(&fields));
+        let Ok(tree) = serde_json::from_str::<Vec<Loose>>(&text) else {
+            // Not JSON (a number such as `NaN` or `.5`): neither reading takes it.
+            prop_assert!(serde_json::from_str::<Vec<FlatObject>>(&text).is_err());
+            return Ok(());
+        };
+        match serde_json::from_str::<Vec<FlatObject>>(&text) {
+            Ok(flat) => {
+                prop_assert!(nested.is_none());
+                prop_assert_eq!(parse_flat_samples(&flat, now), parse_samples(&tree, now));
+            }
+            Err(_) => prop_assert!(nested.is_some(), "a flat object was not read flat: {}", text),
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Breakdown: per pod, node, GPU, namespace, deployment, tenant, model.
 

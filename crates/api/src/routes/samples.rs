@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use eai_engine::error::FieldError;
 use eai_engine::time::Timestamp;
-use eai_engine::wire::{parse_samples, Loose};
+use eai_engine::wire::{parse_flat_samples, parse_samples, FlatObject, Loose};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -23,6 +23,18 @@ use crate::state::{now, AppState};
 #[serde(deny_unknown_fields)]
 struct SamplesBody {
     samples: Vec<Loose>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FlatSamplesBody<'a> {
+    #[serde(borrow)]
+    samples: Vec<FlatObject<'a>>,
+}
+
+enum Batch<'a> {
+    Flat(Vec<FlatObject<'a>>),
+    Tree(Vec<Loose>),
 }
 
 /// Answers `{"accepted": N, "duplicates": K}`: N counts the whole batch, re-sent samples included.
@@ -78,8 +90,16 @@ async fn ingest_batch(
     auth: &Authorized<IngestSamples>,
     body: &Body,
 ) -> Result<Done, ApiError> {
-    let batch: SamplesBody = body.json()?;
-    let n = batch.samples.len();
+    // Samples as samplers send them (flat objects) are read without a tree of each; anything else is read as
+    // `Loose` values, for its precise errors. Both give the same answer for the same text.
+    let batch = match serde_json::from_slice::<FlatSamplesBody<'_>>(&body.0) {
+        Ok(flat) => Batch::Flat(flat.samples),
+        Err(_) => Batch::Tree(body.json::<SamplesBody>()?.samples),
+    };
+    let n = match &batch {
+        Batch::Flat(v) => v.len(),
+        Batch::Tree(v) => v.len(),
+    };
     let rejected = |st: &AppState| Metrics::add(&st.metrics.samples_rejected, n as u64);
     if n > st.settings.max_batch {
         rejected(st);
@@ -97,7 +117,11 @@ async fn ingest_batch(
         ));
     }
     let at = now();
-    let samples = parse_samples(&batch.samples, at).map_err(|errors| {
+    let parsed = match &batch {
+        Batch::Flat(v) => parse_flat_samples(v, at),
+        Batch::Tree(v) => parse_samples(v, at),
+    };
+    let samples = parsed.map_err(|errors| {
         rejected(st);
         ApiError::validation(errors)
     })?;
