@@ -31,6 +31,16 @@ pub async fn store_for_allocation(
     eai_engine::allocate::AllocationConfig,
 )> {
     let config = config(None, data_dir, database_url)?;
+    // A report of a folder with no store would open an empty one there and report nothing: say so instead.
+    if let eai_api::config::Database::Sqlite(file) = config.database()? {
+        if !file.exists() {
+            anyhow::bail!(
+                "no store at {}: point --data-dir (EAI_DATA_DIR) at the folder `eai-gpu serve` uses, or give \
+                 --database-url",
+                file.display()
+            );
+        }
+    }
     let store = eai_api::open_store(&config).await?;
     let alloc = eai_engine::allocate::AllocationConfig {
         bucket_ms: i64::from(config.allocation_bucket_minutes) * 60_000,

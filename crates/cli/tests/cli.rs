@@ -835,6 +835,18 @@ fn explain_and_usage_show_a_deployments_charge_and_its_pods_from_the_store() {
         err.contains("--group-by: `rack` is not a dimension"),
         "{err}"
     );
+    // A folder with no store in it (a mistyped --data-dir): said, and no empty store made there.
+    let elsewhere = dir.join("not-the-data-dir");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let out = bin()
+        .args(["usage", "--from", &from, "--to", &to, "--data-dir"])
+        .arg(&elsewhere)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("no store at"), "{err}");
+    assert!(!elsewhere.join("eai-gpu.db").exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -1623,6 +1635,20 @@ fn spans_are_exported_over_otlp_and_a_samples_trace_goes_from_the_sampler_to_the
 fn export_focus_writes_the_month_to_a_file_or_stdout() {
     let dir = temp_dir("focus");
     let d = dir.join("data").display().to_string();
+    // Not a store yet: said, and none made.
+    let (ok, _, err) = run(&[
+        "export",
+        "focus",
+        "--period",
+        "2026-10",
+        "--out",
+        "-",
+        "--data-dir",
+        &d,
+    ]);
+    assert!(!ok && err.contains("no store at"), "{err}");
+    let (ok, _, err) = run(&["migrate", "--data-dir", &d]);
+    assert!(ok, "{err}");
     let (ok, out, err) = run(&[
         "export",
         "focus",
