@@ -14,7 +14,7 @@
 //! int32 blanks from 2147483632) or out of its range (negative, NaN, a percentage above 100) is skipped and
 //! counted: a reading is absent, never zero.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -177,7 +177,8 @@ fn field(name: &str) -> Option<Field> {
 #[derive(Debug, Default)]
 pub struct DeviceSet {
     devices: Vec<DeviceReading>,
-    index: HashMap<String, usize>,
+    /// A device's key to its place in `devices` (Fx: looked up once a value, and the keys are ours).
+    index: FxHashMap<String, usize>,
     key: String,
     pub stats: ReadStats,
 }

@@ -9,7 +9,7 @@
 //!   if a raw sample lies within `--max-staleness` of the end (default [`default_max_age`]: the longer of the
 //!   window and the exporter's scrape interval, which is detected from the raw samples): a hole in the history
 //!   stays a hole (the control plane reports it as a gap, or interpolates it if short, as for a live sampler),
-//!   never a stale value stretched over it ([`fresh_query`]).
+//!   never a stale value stretched over it ([`stretched_query`]: the points to leave out, read beside each family).
 //! - **Order and idempotency.** Windows are converted in time order by one [`Converter`] (its energy marks need
 //!   it) and sent in batches of whole windows, one batch at a time, oldest first: each GPU's samples arrive in
 //!   time order. The control plane counts a sample once by (GPU, window end): re-sending is harmless.
@@ -34,7 +34,10 @@ use crate::convert::{Converter, Window};
 use crate::dcgm::{Readings, FAMILIES};
 use crate::delivery::{classify, Failure, Sink};
 use crate::error::{Result, SamplerError};
-use crate::source::prometheus::{decode, fresh_query, PrometheusSource, RangeReadings, MAX_POINTS};
+use crate::source::prometheus::{
+    decode, family_selector, stretched_query, PrometheusSource, RangeReadings, Stretched,
+    MAX_POINTS,
+};
 use crate::source::vllm::series_from_range;
 use crate::spool::write_durably;
 use crate::vllm::{Counters, SeriesKey, Tracker, UsageEvent};
@@ -242,7 +245,8 @@ pub async fn detect_scrape_interval(
     const PROBES: i64 = 8;
     for k in 1..=PROBES {
         let at = Timestamp(from.0 + (to.0 - from.0) * k / PROBES);
-        let data = decode(&prometheus.query_instant(&sel, at).await?)?;
+        let body = prometheus.query_instant(&sel, at).await?;
+        let data = decode(&body)?;
         for s in data.result.iter().take(16) {
             let ts: Vec<i64> = s
                 .values()
@@ -406,8 +410,12 @@ pub async fn run(
             families.sort_unstable();
             let mut bodies = Vec::with_capacity(families.len());
             for f in families {
-                let q = fresh_query(f, matchers.as_deref(), max_age);
-                bodies.push(prometheus.query_range(&q, a, b, w).await?);
+                let values = family_selector(f, matchers.as_deref());
+                let stretched = stretched_query(f, matchers.as_deref(), max_age);
+                bodies.push((
+                    prometheus.query_range(&values, a, b, w).await?,
+                    prometheus.query_range(&stretched, a, b, w).await?,
+                ));
             }
             let vllm_body = match vllm {
                 Some(q) => Some(prometheus.query_range(&q, a, b, w).await?),
@@ -418,8 +426,8 @@ pub async fn run(
             let node = prometheus.node().map(str::to_string);
             tokio::task::spawn_blocking(move || {
                 let mut r = RangeReadings::new(&ends, node.as_deref());
-                for body in &bodies {
-                    r.add(body)?;
+                for (values, stretched) in &bodies {
+                    r.add_except(values, &Stretched::from_range(stretched)?)?;
                 }
                 let counters = match vllm_body {
                     Some(body) => series_from_range(&body, &ends, &attribution)?,
