@@ -229,6 +229,37 @@ pub fn sample_cells(s: &Sample, bucket_ms: i64, cells: &mut Vec<Rollup>) {
     }
 }
 
+/// [`sample_cells`], summed into the last cell of `cells` where a sample inside one bucket has that cell's key
+/// (the next sample of the same GPU, labels and bucket: most samples of a batch), so that a run of such samples
+/// makes one cell and one key instead of one each. Only for cells that are summed by key afterwards
+/// ([`crate::rollup::aggregate`]) and never cut (a sum of cells cannot be cut at a policy boundary).
+pub fn add_sample_cells(s: &Sample, bucket_ms: i64, cells: &mut Vec<Rollup>) {
+    let start = s.start();
+    let bucket = start.floor_to(bucket_ms);
+    if let Some(last) = cells.last_mut() {
+        if s.end.0 <= bucket.0 + bucket_ms && has_key_of(&last.key, s, bucket) {
+            last.first_window_start = last.first_window_start.min(start);
+            last.last_window_start = last.last_window_start.max(start);
+            last.samples += 1;
+            last.q.add(&sample_quantities(s));
+            return;
+        }
+    }
+    sample_cells(s, bucket_ms, cells);
+}
+
+/// Whether `key` is the key [`sample_cells`] gives a part of `s` in `bucket`.
+fn has_key_of(key: &RollupKey, s: &Sample, bucket: Timestamp) -> bool {
+    key.bucket_start == bucket
+        && key.gpu_uuid == s.gpu_uuid
+        && key.deployment_id == s.deployment_id
+        && key.owner == s.owner
+        && key.model == s.model
+        && key.placement.namespace() == Some(s.namespace.as_str())
+        && key.placement.pod() == Some(s.pod.as_str())
+        && key.placement.node() == Some(s.node.as_str())
+}
+
 /// `[from, to)` cut at multiples of `bucket_ms`.
 fn parts(from: Timestamp, to: Timestamp, bucket_ms: i64) -> Vec<(Timestamp, Timestamp)> {
     let mut v = Vec::with_capacity(2);

@@ -16,7 +16,7 @@ use eai_engine::money::Currency;
 use eai_engine::policy::Glob;
 use eai_engine::report::{Allocation, Finding, GapReason};
 use eai_engine::rollup::{aggregate, group};
-use eai_engine::series::{cells, SeriesConfig};
+use eai_engine::series::{add_sample_cells, cells, sample_cells, SeriesConfig};
 use eai_engine::time::Timestamp;
 use proptest::prelude::*;
 use rust_decimal::Decimal;
@@ -991,6 +991,27 @@ proptest! {
     #[test]
     fn the_explanation_of_every_deployment_is_its_allocation(f in arb_fleet()) {
         assert_explained(&f);
+    }
+
+    #[test]
+    fn cells_summed_as_they_come_are_the_cells_summed_by_key(f in arb_fleet(), shift in 0i64..15_000) {
+        // Shifted off the hour, some windows straddle two buckets; in (GPU, end) order, as ingest plans them,
+        // and in the fleet's own order.
+        let mut samples = f.samples.clone();
+        for s in &mut samples {
+            s.end = Timestamp(s.end.0 + shift);
+        }
+        let mut ordered = samples.clone();
+        ordered.sort_by(|a, b| (&a.gpu_uuid, a.end).cmp(&(&b.gpu_uuid, b.end)));
+        for batch in [&samples, &ordered] {
+            let (mut one_by_one, mut as_they_come) = (Vec::new(), Vec::new());
+            for s in batch.iter() {
+                sample_cells(s, H, &mut one_by_one);
+                add_sample_cells(s, H, &mut as_they_come);
+            }
+            prop_assert!(as_they_come.len() <= one_by_one.len());
+            prop_assert_eq!(aggregate(as_they_come), aggregate(one_by_one));
+        }
     }
 
     #[test]

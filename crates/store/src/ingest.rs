@@ -24,6 +24,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use eai_engine::domain::Sample;
 use eai_engine::report::Gap;
 use eai_engine::rollup::{aggregate, Rollup, RollupKey};
+use rustc_hash::FxHashMap;
 
 use crate::codec::{encode_batch, Encoded, Figures, LabelsRef};
 use crate::groups::{GroupDeltas, GroupKey};
@@ -201,7 +202,8 @@ pub struct Splits<'a> {
     ids: HashMap<String, i64>,
     latest: HashMap<i64, Sample>,
     gpus: Vec<(i64, Split<'a>)>,
-    figures: HashMap<(&'a str, i64), &'a Figures>,
+    /// Each sample's figures by (GPU, end) (Fx: one lookup a row, on keys of the batch).
+    figures: FxHashMap<(&'a str, i64), &'a Figures>,
 }
 
 impl<'a> Splits<'a> {
@@ -312,7 +314,8 @@ pub struct Finish {
 pub struct IngestPlan<'a> {
     batch_len: usize,
     ids: HashMap<String, i64>,
-    figures: HashMap<(&'a str, i64), &'a Figures>,
+    /// Each sample's figures by (GPU, end) (Fx: one lookup a row, on keys of the batch).
+    figures: FxHashMap<(&'a str, i64), &'a Figures>,
     plan: BatchPlan<'a>,
     outbox: Option<OutboxRows>,
     groups: GroupDeltas,

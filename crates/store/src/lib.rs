@@ -390,6 +390,16 @@ pub trait Store: Send + Sync + 'static {
     async fn insert_samples(&self, samples: &[Sample], audit: &AuditDraft)
         -> Result<IngestOutcome>;
 
+    /// [`Store::insert_samples`] of a batch the caller hands over: a store that writes on another thread takes
+    /// it there without a copy (ten thousand samples are sixty thousand strings).
+    async fn insert_samples_owned(
+        &self,
+        samples: Vec<Sample>,
+        audit: &AuditDraft,
+    ) -> Result<IngestOutcome> {
+        self.insert_samples(&samples, audit).await
+    }
+
     /// Rollups of every GPU-hour whose bucket starts in `[from, to)`, plus the gaps that touch the period.
     /// Hours listed in `exact_hours` (where a policy starts or ends inside the hour) come back as raw cells
     /// instead, recomputed from raw samples, so that they are priced window by window.

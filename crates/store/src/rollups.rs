@@ -336,6 +336,15 @@ impl<'a> BatchPlan<'a> {
         }
     }
 
+    /// A sample's cells into the terms: summed by key as they come when no policy cuts a bucket (they are summed
+    /// by key in [`BatchPlan::deltas`] anyway; a cut needs them one by one).
+    fn add_cells(&mut self, s: &Sample) {
+        match self.horizon.cuts.is_empty() {
+            true => series::add_sample_cells(s, self.cfg.bucket_ms, &mut self.terms.cells),
+            false => series::sample_cells(s, self.cfg.bucket_ms, &mut self.terms.cells),
+        }
+    }
+
     /// Plans one GPU: `last` is its latest stored sample, `appended` and `late` come from [`split`] (late ones
     /// already stored left out, in end order).
     pub fn add_gpu(&mut self, last: Option<&Sample>, appended: &[&'a Sample], late: &[Late<'a>]) {
@@ -348,7 +357,7 @@ impl<'a> BatchPlan<'a> {
             if let Some(p) = prev {
                 series::fill_between(p, s, &cfg.series(), &mut self.terms);
             }
-            series::sample_cells(s, cfg.bucket_ms, &mut self.terms.cells);
+            self.add_cells(s);
             prev = Some(s);
         }
 
@@ -376,7 +385,7 @@ impl<'a> BatchPlan<'a> {
                     if let Some(p) = prev {
                         series::fill_between(p, s, &cfg.series(), &mut self.terms);
                     }
-                    series::sample_cells(s, cfg.bucket_ms, &mut self.terms.cells);
+                    self.add_cells(s);
                     prev = Some(s);
                 }
                 if let (Some(p), Some(Known::Raw(n))) = (prev, after) {

@@ -234,6 +234,17 @@ impl Store for SqliteStore {
             .await
     }
 
+    #[tracing::instrument(name = "store.insert_samples", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
+    async fn insert_samples_owned(
+        &self,
+        batch: Vec<Sample>,
+        audit: &AuditDraft,
+    ) -> Result<IngestOutcome> {
+        let audit = audit.clone();
+        self.write(move |c, cfg| samples::insert(c, cfg, &batch, &audit))
+            .await
+    }
+
     #[tracing::instrument(name = "store.usage_for", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn usage_for(
         &self,

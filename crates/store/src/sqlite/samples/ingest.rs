@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use eai_engine::domain::Sample;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rustc_hash::FxHashMap;
 
 use super::groups::*;
 use super::meta::*;
@@ -69,40 +70,89 @@ pub(super) fn gpus_of_bucket(
     .ctx("read the gpus of a bucket")
 }
 
-/// Writes one planned sample; every planned row is new, so a row already there is an error.
-pub(super) fn insert_row(
-    tx: &Connection,
-    gpu_id: i64,
-    series_id: i64,
-    s: &Sample,
-    f: &Figures,
-) -> Result<()> {
-    let n = tx
-        .prepare_cached(
-            "INSERT OR IGNORE INTO gpu_samples (gpu_id, end_ms, series_id, window_ms, util_e6, mem_e10, power_e6, storage_e6, fraction_e6) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        )
-        .and_then(|mut st| {
-            st.execute(params![
-                gpu_id,
-                s.end.0,
-                series_id,
-                f.window_ms,
-                f.util_e6,
-                f.mem_e10,
-                f.power_e6,
-                f.storage_e6,
-                f.fraction_e6
-            ])
-        })
-        .ctx("insert a sample")?;
-    if n == 0 {
-        return Err(StoreError::Internal(format!(
-            "ingest: the sample of {} at {} was planned as new but is stored already",
-            s.gpu_uuid, s.end
-        )));
+/// Rows one multi-row insert writes (nine parameters a row: far within SQLite's 32,766). One statement for
+/// many rows spares SQLite's per-statement work (reset, bind, the statement cache's lookup) most rows: the raw
+/// rows were a third of the control plane's CPU at ingest, one statement a row (BENCHMARKS.md "Import from
+/// Prometheus").
+const ROWS_PER_INSERT: usize = 50;
+
+const INSERT_SAMPLES: &str = "INSERT OR IGNORE INTO gpu_samples \
+    (gpu_id, end_ms, series_id, window_ms, util_e6, mem_e10, power_e6, storage_e6, fraction_e6) VALUES ";
+
+/// The insert of `n` rows.
+fn insert_sql(n: usize) -> String {
+    let mut sql = String::with_capacity(INSERT_SAMPLES.len() + n * 22);
+    sql.push_str(INSERT_SAMPLES);
+    for i in 0..n {
+        if i > 0 {
+            sql.push(',');
+        }
+        sql.push_str("(?,?,?,?,?,?,?,?,?)");
+    }
+    sql
+}
+
+/// A planned sample row: its GPU's and series' ids.
+pub(super) struct NewRow<'a> {
+    pub gpu_id: i64,
+    pub series_id: i64,
+    pub sample: &'a Sample,
+    pub figures: &'a Figures,
+}
+
+/// Writes planned samples, [`ROWS_PER_INSERT`] a statement; every planned row is new, so a row already there
+/// is an error.
+pub(super) fn insert_rows(tx: &Connection, rows: &[NewRow<'_>]) -> Result<()> {
+    thread_local! {
+        static FULL: String = insert_sql(ROWS_PER_INSERT);
+    }
+    for chunk in rows.chunks(ROWS_PER_INSERT) {
+        let written = match chunk.len() {
+            ROWS_PER_INSERT => FULL.with(|sql| {
+                tx.prepare_cached(sql)
+                    .and_then(|mut st| bind_rows(&mut st, chunk))
+            }),
+            // The batch's last few rows: a statement of their own, not kept (its length is a one-off).
+            n => tx
+                .prepare(&insert_sql(n))
+                .and_then(|mut st| bind_rows(&mut st, chunk)),
+        }
+        .ctx("insert samples")?;
+        if written != chunk.len() {
+            let s = chunk[0].sample;
+            return Err(StoreError::Internal(format!(
+                "ingest: {} of {} samples from {} at {} were planned as new but are stored already",
+                chunk.len() - written,
+                chunk.len(),
+                s.gpu_uuid,
+                s.end
+            )));
+        }
     }
     Ok(())
+}
+
+/// Binds the rows to an insert of as many and runs it: the rows written.
+fn bind_rows(st: &mut rusqlite::Statement<'_>, rows: &[NewRow<'_>]) -> rusqlite::Result<usize> {
+    let mut at = 1;
+    for r in rows {
+        let f = r.figures;
+        for v in [
+            r.gpu_id,
+            r.sample.end.0,
+            r.series_id,
+            f.window_ms,
+            f.util_e6,
+            f.mem_e10,
+            f.power_e6,
+            f.storage_e6,
+            f.fraction_e6,
+        ] {
+            st.raw_bind_parameter(at, v)?;
+            at += 1;
+        }
+    }
+    st.raw_execute()
 }
 
 /// The ends of a GPU's stored rows in `[lo, hi]`, in order.
@@ -129,7 +179,25 @@ fn end_near(tx: &Connection, pick: Pick, id: i64, at: i64) -> Result<Option<i64>
 
 /// Stores a batch as [`crate::ingest`] plans it: this only reads what each step asks for and writes what it
 /// returns.
+///
+/// Foreign keys are not checked while it runs: every GPU and series id it writes is one it read or made in the
+/// same transaction ([`intern_gpu`], [`intern_series`]), and nothing deletes GPUs or series; checking them cost
+/// two index searches a sample row. (SQLite takes the setting only outside a transaction.)
 pub fn insert(
+    conn: &mut Connection,
+    cfg: &SqliteConfig,
+    batch: &[Sample],
+    draft: &crate::AuditDraft,
+) -> Result<IngestOutcome> {
+    conn.pragma_update(None, "foreign_keys", "OFF")
+        .ctx("set foreign_keys")?;
+    let out = insert_with_own_ids(conn, cfg, batch, draft);
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .ctx("set foreign_keys")?;
+    out
+}
+
+fn insert_with_own_ids(
     conn: &mut Connection,
     cfg: &SqliteConfig,
     batch: &[Sample],
@@ -205,8 +273,10 @@ pub fn insert(
     let mut plan = splits.plan(*cfg, horizon, &reads, &near)?;
 
     // Rows: a series is interned when a sample of it is first written.
-    let mut series: HashMap<LabelsRef<'_>, i64> = HashMap::new();
-    for row in plan.rows()? {
+    let mut series: FxHashMap<LabelsRef<'_>, i64> = FxHashMap::default();
+    let planned = plan.rows()?;
+    let mut rows = Vec::with_capacity(planned.len());
+    for row in planned {
         let labels = LabelsRef::of(row.sample);
         let series_id = match series.get(&labels) {
             Some(id) => *id,
@@ -216,8 +286,14 @@ pub fn insert(
                 id
             }
         };
-        insert_row(&tx, row.gpu_id, series_id, row.sample, row.figures)?;
+        rows.push(NewRow {
+            gpu_id: row.gpu_id,
+            series_id,
+            sample: row.sample,
+            figures: row.figures,
+        });
     }
+    insert_rows(&tx, &rows)?;
 
     // Fast path: the stored rollups of the deltas' keys, merged.
     let deltas = plan.deltas();
