@@ -173,17 +173,7 @@ async fn baseline(url: &str, encoded: &[Encoded], way: Way) -> anyhow::Result<Du
             Way::Unnest => {
                 let mut ints: [Vec<i64>; 9] = Default::default();
                 for (gpu, end, f) in rows {
-                    for (c, v) in ints.iter_mut().zip([
-                        *gpu,
-                        *end,
-                        1,
-                        f.window_ms,
-                        f.util_e6,
-                        f.mem_e10,
-                        f.power_e6,
-                        f.storage_e6,
-                        f.fraction_e6,
-                    ]) {
+                    for (c, v) in ints.iter_mut().zip(f.row(*gpu, *end, 1)) {
                         c.push(v);
                     }
                 }

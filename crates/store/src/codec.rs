@@ -92,6 +92,22 @@ impl Figures {
             fraction_e6: to_scaled(s.gpu_fraction.get(), FRACTION_DP, "gpu_fraction")?,
         })
     }
+
+    /// The integer columns of a `gpu_samples` row in the tables' order: GPU id, window end, series id, then
+    /// the figures (both backends bind them in this order).
+    pub fn row(&self, gpu_id: i64, end_ms: i64, series_id: i64) -> [i64; 9] {
+        [
+            gpu_id,
+            end_ms,
+            series_id,
+            self.window_ms,
+            self.util_e6,
+            self.mem_e10,
+            self.power_e6,
+            self.storage_e6,
+            self.fraction_e6,
+        ]
+    }
 }
 
 /// The labels of a sample, as a backend's `series` table interns them.

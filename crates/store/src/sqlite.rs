@@ -223,15 +223,12 @@ impl Store for SqliteStore {
             .await
     }
 
-    #[tracing::instrument(name = "store.insert_samples", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn insert_samples(
         &self,
         samples: &[Sample],
         audit: &AuditDraft,
     ) -> Result<IngestOutcome> {
-        let (batch, audit) = (samples.to_vec(), audit.clone());
-        self.write(move |c, cfg| samples::insert(c, cfg, &batch, &audit))
-            .await
+        self.insert_samples_owned(samples.to_vec(), audit).await
     }
 
     #[tracing::instrument(name = "store.insert_samples", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]

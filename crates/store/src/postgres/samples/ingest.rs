@@ -430,17 +430,7 @@ pub async fn insert(
                 .get(&LabelsRef::of(s))
                 .copied()
                 .ok_or_else(|| StoreError::Internal("ingest: a written series has no id".into()))?;
-            for (c, v) in ints.iter_mut().zip([
-                row.gpu_id,
-                s.end.0,
-                series_id,
-                f.window_ms,
-                f.util_e6,
-                f.mem_e10,
-                f.power_e6,
-                f.storage_e6,
-                f.fraction_e6,
-            ]) {
+            for (c, v) in ints.iter_mut().zip(f.row(row.gpu_id, s.end.0, series_id)) {
                 c.push(v);
             }
             tenants.push(owner_uuid(s.owner)?);

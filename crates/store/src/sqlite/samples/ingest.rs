@@ -1,6 +1,7 @@
 //! Ingest: a batch as [`crate::ingest`] plans it.
 
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use eai_engine::domain::Sample;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
@@ -103,15 +104,12 @@ pub(super) struct NewRow<'a> {
 /// Writes planned samples, [`ROWS_PER_INSERT`] a statement; every planned row is new, so a row already there
 /// is an error.
 pub(super) fn insert_rows(tx: &Connection, rows: &[NewRow<'_>]) -> Result<()> {
-    thread_local! {
-        static FULL: String = insert_sql(ROWS_PER_INSERT);
-    }
+    static FULL: LazyLock<String> = LazyLock::new(|| insert_sql(ROWS_PER_INSERT));
     for chunk in rows.chunks(ROWS_PER_INSERT) {
         let written = match chunk.len() {
-            ROWS_PER_INSERT => FULL.with(|sql| {
-                tx.prepare_cached(sql)
-                    .and_then(|mut st| bind_rows(&mut st, chunk))
-            }),
+            ROWS_PER_INSERT => tx
+                .prepare_cached(&FULL)
+                .and_then(|mut st| bind_rows(&mut st, chunk)),
             // The batch's last few rows: a statement of their own, not kept (its length is a one-off).
             n => tx
                 .prepare(&insert_sql(n))
@@ -136,18 +134,7 @@ pub(super) fn insert_rows(tx: &Connection, rows: &[NewRow<'_>]) -> Result<()> {
 fn bind_rows(st: &mut rusqlite::Statement<'_>, rows: &[NewRow<'_>]) -> rusqlite::Result<usize> {
     let mut at = 1;
     for r in rows {
-        let f = r.figures;
-        for v in [
-            r.gpu_id,
-            r.sample.end.0,
-            r.series_id,
-            f.window_ms,
-            f.util_e6,
-            f.mem_e10,
-            f.power_e6,
-            f.storage_e6,
-            f.fraction_e6,
-        ] {
+        for v in r.figures.row(r.gpu_id, r.sample.end.0, r.series_id) {
             st.raw_bind_parameter(at, v)?;
             at += 1;
         }
