@@ -40,8 +40,10 @@
 //! Policy boundaries: rollups are cut at the instants where a policy starts or ends inside an hour ([`Cuts`]):
 //! each cell goes to the segment that holds its start, so a rollup never spans a boundary known when its cells
 //! were written, and an hour priced from its rollups is priced exactly even when its raw samples are gone. A
-//! boundary is a cut only if its hour was not frozen when the policy was made; pruning re-cuts an hour from raw
-//! samples before freezing it, so every cell of a frozen hour is keyed the same way for good.
+//! boundary is a cut unless its hour was frozen and already held rollups when the policy was made ([`new_cuts`]:
+//! decided by what is rolled up, not by the horizon alone, so a backfill older than the retention that comes
+//! after its policies is cut like a live hour); pruning re-cuts an hour from raw samples before freezing it, so
+//! every cell of a frozen hour is keyed the same way for good.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -176,18 +178,43 @@ impl Cuts {
     }
 }
 
-/// Which policy instants become cuts when a policy is made: those inside a bucket (not on its start) whose bucket
-/// is not frozen yet.
+/// Which policy instants become cuts when a policy is made: those inside a bucket (not on its start) whose
+/// bucket's rollups can still be cut at them. That is every bucket not frozen yet (its raw samples are all
+/// there: reads of it go to them, and pruning re-cuts it from them before it freezes), and a frozen bucket that
+/// holds no rollup yet (`rolled_up`, the frozen buckets that do, as [`frozen_buckets`] names them for the
+/// backend to look up): nothing was summed across the boundary there, so the samples that come later (a
+/// backfill of last quarter, a replayed spool) are cut as they arrive. Only a frozen bucket already rolled up is
+/// kept whole, its cells keyed as they were for good: the allocation then reports that its raw samples were
+/// pruned before the policy existed.
 pub fn new_cuts(
     instants: impl IntoIterator<Item = Timestamp>,
     frozen: Option<i64>,
+    rolled_up: &BTreeSet<i64>,
     cfg: &RollupConfig,
 ) -> Vec<i64> {
     instants
         .into_iter()
         .filter(|t| t.0.rem_euclid(cfg.bucket_ms) != 0)
-        .filter(|t| frozen.is_none_or(|f| t.floor_to(cfg.bucket_ms).0 >= f))
+        .filter(|t| {
+            let h = t.floor_to(cfg.bucket_ms).0;
+            frozen.is_none_or(|f| h >= f) || !rolled_up.contains(&h)
+        })
         .map(|t| t.0)
+        .collect()
+}
+
+/// The frozen buckets that a policy's instants fall inside (not on their start), distinct: the backend looks
+/// up which of them hold rollups, for [`new_cuts`].
+pub fn frozen_buckets(
+    instants: impl IntoIterator<Item = Timestamp>,
+    frozen: Option<i64>,
+    cfg: &RollupConfig,
+) -> BTreeSet<i64> {
+    instants
+        .into_iter()
+        .filter(|t| t.0.rem_euclid(cfg.bucket_ms) != 0)
+        .map(|t| t.floor_to(cfg.bucket_ms).0)
+        .filter(|h| frozen.is_some_and(|f| *h < f))
         .collect()
 }
 

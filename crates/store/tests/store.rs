@@ -2196,14 +2196,87 @@ mod contract {
         assert_eq!(f, vec![(ts(T0 + H), d("7200"))], "{:?}", got.findings);
     }
 
+    /// A backfill older than the raw retention, after its policies: the pruner ran first (a server's runs at its
+    /// start, with nothing to prune), then policy A (3.60/h) from hour H and policy B (7.20/h) from H+20 min,
+    /// then 240 samples of one GPU covering [H, H+1h). The hour costs 20/60 x 3.60 + 40/60 x 7.20 = 6.00
+    /// (SPEC §2), with H 60 days before the horizon as with H 2 days before, and no finding says its samples
+    /// were pruned before the policy existed.
+    pub async fn a_backfill_older_than_the_retention_is_priced_by_the_policies_it_names(
+        s: &dyn Store,
+    ) {
+        let now = T0 + 90 * 24 * H;
+        for days_ago in [60, 2] {
+            let s_h = now - days_ago * 24 * H;
+            // Each round its own deployment and GPU, so that the rounds do not meet.
+            let dep = format!("backfill-{days_ago}d");
+            let gpu = format!("GPU-backfill-{days_ago}");
+            s.prune_raw_samples(ts(now - 35 * 24 * H)).await.unwrap();
+            let pattern = |mut p: PolicySpec| {
+                p.deployment_pattern = Glob::new(&dep).unwrap();
+                p.overhead_pct = NonNegative::ZERO;
+                p.energy_kwh_price = NonNegative::ZERO;
+                p
+            };
+            let mut a = pattern(spec(&format!("a-{days_ago}")));
+            a.gpu_hourly_cost = NonNegative::new(d("3.60")).unwrap();
+            a.effective_from = ts(s_h);
+            let a = s.create_policy(&a, &audit()).await.unwrap();
+            let mut b = pattern(spec(&format!("b-{days_ago}")));
+            b.gpu_hourly_cost = NonNegative::new(d("7.20")).unwrap();
+            let at = ts(s_h + 20 * 60_000);
+            b.effective_from = at;
+            s.supersede_policy(&a.id, at, Some(&b), &audit())
+                .await
+                .unwrap();
+            let samples: Vec<Sample> = (1..=240)
+                .map(|k| sample(&gpu, &dep, s_h + k * 15_000))
+                .collect();
+            for chunk in samples.chunks(60) {
+                s.insert_samples(chunk, &audit()).await.unwrap();
+            }
+            let policies = s.policies().await.unwrap();
+            let p = period(s_h, s_h + H);
+            let read = s.usage_for(p.from, p.to, &[at]).await.unwrap();
+            let got = allocation_of(&read, p, &policies, &[]);
+            let cost: Vec<Decimal> = got
+                .deployments
+                .iter()
+                .filter(|r| r.deployment_id == dep)
+                .map(|r| r.cost)
+                .collect();
+            assert_eq!(
+                cost,
+                vec![d("6.00")],
+                "{days_ago} days ago: {:?}",
+                got.deployments
+            );
+            assert!(
+                got.findings.is_empty(),
+                "{days_ago} days ago: {:?}",
+                got.findings
+            );
+            assert_eq!(got, raw_allocation(&samples, p, &policies, &[]));
+        }
+    }
+
     /// Random arrival orders, batchings and re-sends, with the pruner run at random horizons between batches
     /// (policies made first): whatever is accepted is counted exactly once, and what is refused leaves nothing.
+    /// The pruner also runs before each policy is made (`before_policies[i]`: a horizon in
+    /// quarter hours after `T0` before policy `i`, none: no pruning), as a server's pruner runs from its start:
+    /// a policy's boundary may fall in an hour already past the horizon when the policy is made, with none of
+    /// its samples stored yet (a backfill of last quarter after the team's price change is entered). Whenever
+    /// the policies come before the samples, every hour costs what the raw path says, and no hour is reported
+    /// as pruned before its policy existed.
     pub async fn pruned_arrivals_equal_the_raw_path(
         s: &dyn Store,
         plan: &Plan,
+        before_policies: &[Option<i64>],
         prunes: &[Option<i64>],
     ) {
-        for p in &plan.policies {
+        for (i, p) in plan.policies.iter().enumerate() {
+            if let Some(Some(k)) = before_policies.get(i) {
+                s.prune_raw_samples(ts(T0 + k * 15 * 60_000)).await.unwrap();
+            }
             s.create_policy(&p.spec, &audit()).await.unwrap();
         }
         let mut accepted: Vec<Sample> = Vec::new();
@@ -2383,6 +2456,12 @@ mod plans {
             1 => Just(vec![Some(40)]),
             3 => prop::collection::vec(prop::option::weighted(0.3, -4i64..16), 120),
         ]
+    }
+
+    /// Pruning horizons (quarter hours after `T0`) before each of the plan's policies is made: often past the
+    /// hour of the boundary between policies a and b (`T0 + 1.5 h`), so that the policy finds it frozen.
+    pub fn arb_prunes_before_policies() -> impl Strategy<Value = Vec<Option<i64>>> {
+        prop::collection::vec(prop::option::weighted(0.6, -4i64..24), 3)
     }
 
     /// Raw parts of a plan: (samples, order, seed, batch sizes, re-sends, events).
@@ -2583,6 +2662,7 @@ mod sqlite_harness {
         a_policy_made_before_a_backfill_prices_both_parts_of_its_hour,
         pruning_cuts_an_hour_at_its_policy_boundary_before_freezing_it,
         a_policy_made_after_its_hour_froze_is_reported_with_its_gpu_seconds,
+        a_backfill_older_than_the_retention_is_priced_by_the_policies_it_names,
         deployments_seen_come_from_samples,
         the_latest_sample_of_each_gpu_and_node,
         usage_events_upsert_and_scope,
@@ -2637,10 +2717,11 @@ mod sqlite_harness {
             fn pruned_arrivals_equal_the_raw_path(
                 plan in prop_oneof![super::super::plans::arb_plan(), super::super::plans::arb_dense_plan()],
                 prunes in super::super::plans::arb_prunes(),
+                before in super::super::plans::arb_prunes_before_policies(),
             ) {
                 let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
                 let (_dir, store) = fresh();
-                rt.block_on(contract::pruned_arrivals_equal_the_raw_path(&store, &plan, &prunes));
+                rt.block_on(contract::pruned_arrivals_equal_the_raw_path(&store, &plan, &before, &prunes));
             }
         }
     }
@@ -3142,6 +3223,7 @@ mod postgres_harness {
         a_policy_made_before_a_backfill_prices_both_parts_of_its_hour,
         pruning_cuts_an_hour_at_its_policy_boundary_before_freezing_it,
         a_policy_made_after_its_hour_froze_is_reported_with_its_gpu_seconds,
+        a_backfill_older_than_the_retention_is_priced_by_the_policies_it_names,
         deployments_seen_come_from_samples,
         the_latest_sample_of_each_gpu_and_node,
         usage_events_upsert_and_scope,
@@ -3203,11 +3285,12 @@ mod postgres_harness {
             fn pruned_arrivals_equal_the_raw_path(
                 plan in prop_oneof![super::super::plans::arb_plan(), super::super::plans::arb_dense_plan()],
                 prunes in super::super::plans::arb_prunes(),
+                before in super::super::plans::arb_prunes_before_policies(),
             ) {
                 let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
                 rt.block_on(async {
                     let (_db, store) = fresh().await;
-                    contract::pruned_arrivals_equal_the_raw_path(&store, &plan, &prunes).await;
+                    contract::pruned_arrivals_equal_the_raw_path(&store, &plan, &before, &prunes).await;
                 });
             }
         }

@@ -291,18 +291,21 @@ pub async fn insert(
         })
         .collect::<Result<Vec<i64>>>()?;
     gpu_ids.sort_unstable();
-    let (lock, last, meta, cuts) = (
+    let (lock, last, meta, cuts_lock, cuts) = (
         st.get(&tx, GPUS_LOCK).await?,
         st.get(&tx, LAST_SAMPLES).await?,
         st.get(&tx, META_GET).await?,
+        st.get(&tx, CUTS_LOCK_SHARED).await?,
         st.get(&tx, CUTS).await?,
     );
     let params: [&(dyn ToSql + Sync); 1] = [&gpu_ids];
-    let (_, last_rows, pruned_before, indexed_from, cut_rows) = tokio::try_join!(
+    // Pipelined in this order: the cuts are read after their lock is held (shared: see CUTS_LOCK_CLASS).
+    let (_, last_rows, pruned_before, indexed_from, _, cut_rows) = tokio::try_join!(
         tx.execute(&lock, &params),
         tx.query(&last, &params),
         tx.query_opt(&meta, &[&PRUNED_BEFORE]),
         tx.query_opt(&meta, &[&INDEXED_FROM]),
+        tx.execute(&cuts_lock, &[&CUTS_LOCK_CLASS]),
         tx.query(&cuts, &[]),
     )
     .ctx("lock gpus and read their latest samples")?;

@@ -1,7 +1,7 @@
 //! Row decoding, multi-row writes of rollups and gaps, raw context reads, the recomputation of one GPU-hour,
 //! policy cuts and the pruned windows' end sets.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use eai_engine::domain::Sample;
 use eai_engine::report::Gap;
@@ -298,8 +298,29 @@ pub(in crate::postgres) async fn record_cuts(
     cfg: &RollupConfig,
     instants: &[Timestamp],
 ) -> Result<()> {
+    // Ingests read the cuts under this lock shared (ingest::CUTS_LOCK_SHARED): none is between reading them
+    // and writing its rollups while a policy's cuts are decided, and the rollups looked up below are all
+    // committed.
+    let s = st.get(tx, CUTS_LOCK).await?;
+    tx.execute(&s, &[&CUTS_LOCK_CLASS])
+        .await
+        .ctx("lock the rollup cuts")?;
     let frozen = frozen_before(tx, st, cfg).await?;
-    let cuts = rollups::new_cuts(instants.iter().copied(), frozen, cfg);
+    let hours: Vec<i64> = rollups::frozen_buckets(instants.iter().copied(), frozen, cfg)
+        .into_iter()
+        .collect();
+    let rolled_up = if hours.is_empty() {
+        BTreeSet::new()
+    } else {
+        let s = st.get(tx, FROZEN_ROLLED_UP).await?;
+        tx.query(&s, &[&hours, &cfg.bucket_ms])
+            .await
+            .ctx("look for the rollups of frozen hours")?
+            .iter()
+            .map(|r| r.get::<_, i64>(0))
+            .collect()
+    };
+    let cuts = rollups::new_cuts(instants.iter().copied(), frozen, &rolled_up, cfg);
     if cuts.is_empty() {
         return Ok(());
     }

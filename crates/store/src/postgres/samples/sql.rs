@@ -180,6 +180,16 @@ pub(super) const PRUNE: &str =
      WHERE s.gpu_id = c.gpu_id AND s.end_ms = c.end_ms";
 
 pub(super) const CUTS: &str = "SELECT at_ms FROM eai.rollup_cuts";
+/// The class of the rollup cuts' advisory lock (two-key locks: apart from the GPUs' one-key locks). A policy's
+/// cuts are decided under it exclusive ([`CUTS_LOCK`]); an ingest reads the cuts under it shared
+/// ([`CUTS_LOCK_SHARED`]), so it never writes rollups keyed by cuts older than those it read.
+pub(super) const CUTS_LOCK_CLASS: i32 = 0x6561_6963;
+pub(super) const CUTS_LOCK: &str = "SELECT pg_advisory_xact_lock($1::int4, 0)";
+pub(super) const CUTS_LOCK_SHARED: &str = "SELECT pg_advisory_xact_lock_shared($1::int4, 0)";
+/// Which of the frozen hours named hold group rollups (written with the GPUs' in one transaction; keyed by the
+/// hour's start or a cut's segment inside it).
+pub(super) const FROZEN_ROLLED_UP: &str = "SELECT h FROM unnest($1::bigint[]) AS h \
+     WHERE EXISTS (SELECT 1 FROM eai.deployment_rollups r WHERE r.bucket_ms >= h AND r.bucket_ms < h + $2::bigint)";
 pub(super) const CUTS_INSERT: &str =
     "INSERT INTO eai.rollup_cuts (at_ms) SELECT unnest($1::bigint[]) ON CONFLICT DO NOTHING";
 

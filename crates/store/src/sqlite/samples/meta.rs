@@ -1,5 +1,7 @@
 //! Bookkeeping: settings and horizons (`meta`), policy cuts, the pruned windows' end sets.
 
+use std::collections::BTreeSet;
+
 use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -39,7 +41,21 @@ pub fn cuts(conn: &Connection) -> Result<Cuts> {
 /// Records the boundaries of a policy just made as cuts (those [`rollups::new_cuts`] keeps).
 pub fn record_cuts(tx: &Connection, cfg: &SqliteConfig, instants: &[Timestamp]) -> Result<()> {
     let frozen = frozen_before(tx, cfg)?;
-    for at in rollups::new_cuts(instants.iter().copied(), frozen, cfg) {
+    let mut rolled_up = BTreeSet::new();
+    for h in rollups::frozen_buckets(instants.iter().copied(), frozen, cfg) {
+        // Group rollups are written with the GPUs' in the same transaction, and their key starts with the
+        // bucket (or a cut's segment inside it).
+        let any: bool = tx
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM deployment_rollups WHERE bucket_ms >= ?1 AND bucket_ms < ?2)",
+            )
+            .and_then(|mut st| st.query_row(params![h, h + cfg.bucket_ms], |r| r.get(0)))
+            .ctx("look for the rollups of a frozen hour")?;
+        if any {
+            rolled_up.insert(h);
+        }
+    }
+    for at in rollups::new_cuts(instants.iter().copied(), frozen, &rolled_up, cfg) {
         tx.prepare_cached("INSERT OR IGNORE INTO rollup_cuts (at_ms) VALUES (?1)")
             .and_then(|mut st| st.execute([at]))
             .ctx("record a rollup cut")?;
