@@ -7,6 +7,12 @@ cd "$(dirname "$0")/.."
 
 log() { printf '\n== %s\n' "$*"; }
 
+# What the run started is stopped at exit, however it ends (each entry is a command; last started, first run).
+on_exit=()
+run_on_exit() { local i; for (( i=${#on_exit[@]}-1; i>=0; i-- )); do eval "${on_exit[i]}" || true; done; }
+trap run_on_exit EXIT
+trap 'exit 130' INT TERM
+
 # Snapshot tests (insta) compare with the committed snapshots and never write: a missing or different snapshot
 # fails (review one with `cargo insta review`, or INSTA_UPDATE=always cargo test ... then git diff).
 export INSTA_UPDATE=no
@@ -72,40 +78,23 @@ echo "ok: cargo build -p eai-gpu has neither eai-store/test-support nor the benc
 log "tidy: the tree checks itself (scripts/tidy.sh)"
 scripts/tidy.sh
 
-log "PostgreSQL: a server for the PostgreSQL tests (EAI_TEST_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/postgres)"
-# The PostgreSQL tests fail (never skip) without a server: make sure the local one answers. With
-# EAI_TEST_POSTGRES_URL set, that server is used as it is.
+log "PostgreSQL: a throwaway cluster of this run's own (scripts/pg-scratch.sh), unless EAI_TEST_POSTGRES_URL names one"
+# The PostgreSQL tests fail (never skip) without a server. With EAI_TEST_POSTGRES_URL set, that server is used as
+# it is (its user must be able to create databases and roles). Otherwise this run makes its own cluster with
+# initdb in a temporary folder (trust authentication, a free port of 127.0.0.1) and removes it at exit. The
+# machine's own PostgreSQL, absent, stopped, or running with password-only logins, is never read or touched.
 if [ -z "${EAI_TEST_POSTGRES_URL:-}" ]; then
-  answers() { (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; }
-  if ! answers; then
-    installed_here=0
-    if [ -z "$(ls /etc/postgresql 2>/dev/null)" ]; then
-      log "installing postgresql"
-      if [ "$(id -u)" -ne 0 ]; then echo "need root to apt-get install postgresql (or set EAI_TEST_POSTGRES_URL)" >&2; exit 1; fi
-      apt-get update -qq
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql
-      installed_here=1
-    fi
-    version=$(ls /etc/postgresql | sort -V | tail -n 1)
-    if [ "$installed_here" = 1 ]; then
-      # A server installed for the tests: trust local connections, as the tests connect as postgres without
-      # a password.
-      hba="/etc/postgresql/$version/main/pg_hba.conf"
-      printf 'local all all trust\nhost all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n' > "$hba"
-    fi
-    pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
-    # The package may have started it already, with its default authentication: read pg_hba.conf again.
-    [ "$installed_here" = 0 ] || pg_ctlcluster --skip-systemctl-redirect "$version" main reload || true
-    for _ in $(seq 1 100); do answers && break; sleep 0.2; done
-    answers || { echo "PostgreSQL $version did not start on 127.0.0.1:5432" >&2; exit 1; }
-  fi
-  if command -v psql >/dev/null && ! psql -w -h 127.0.0.1 -U postgres -d postgres -Atc 'SELECT 1' >/dev/null 2>&1; then
-    echo "PostgreSQL answers on 127.0.0.1:5432 but not to user postgres without a password: allow it in pg_hba.conf," >&2
-    echo "or set EAI_TEST_POSTGRES_URL=postgres://USER:PASSWORD@HOST:PORT/postgres (a user that may create databases and roles)" >&2
-    exit 1
-  fi
-  echo "ok: PostgreSQL answers on 127.0.0.1:5432"
+  # shellcheck source=scripts/pg-scratch.sh
+  source scripts/pg-scratch.sh
+  on_exit+=(pg_scratch_stop)
+  pg_scratch_start
 fi
+psql_bin=$(command -v psql || ls /usr/lib/postgresql/*/bin/psql 2>/dev/null | sort -V | tail -n 1 || true)
+if [ -n "$psql_bin" ]; then
+  "$psql_bin" -w -Atq "$EAI_TEST_POSTGRES_URL" -c 'SELECT 1' >/dev/null \
+    || { echo "PostgreSQL at $EAI_TEST_POSTGRES_URL does not answer" >&2; exit 1; }
+fi
+echo "ok: the PostgreSQL tests use $EAI_TEST_POSTGRES_URL"
 
 log "cargo test"
 cargo test --workspace "$@"
@@ -142,7 +131,7 @@ key="eai_live_$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 EAI_BOOTSTRAP_ADMIN_KEY="$key" EAI_RATE_LIMIT_PER_KEY=0 EAI_RATE_LIMIT_PER_ADDRESS=0 RUST_LOG=warn \
   "$bin" serve --listen "127.0.0.1:$port" --data-dir "$tmp/data" > "$tmp/server.log" 2>&1 &
 server=$!
-trap 'kill $server 2>/dev/null || true; rm -rf "$tmp"' EXIT
+on_exit+=("kill $server 2>/dev/null; rm -rf '$tmp'")
 for _ in $(seq 1 100); do
   curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
   sleep 0.1

@@ -85,8 +85,8 @@ async fn admin(server_url: &str) -> Result<tokio_postgres::Client> {
     let (client, connection) = cfg.connect(NoTls).await.map_err(|e| {
         StoreError::Internal(format!(
             "PostgreSQL is not reachable at {} ({}). The PostgreSQL tests need a server: run \
-             scripts/test.sh (it installs and starts one), or start the Debian cluster with \
-             `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`, or set \
+             scripts/test.sh (it makes a throwaway cluster of its own), or `scripts/pg-scratch.sh` in \
+             another terminal and export the EAI_TEST_POSTGRES_URL it prints, or set \
              EAI_TEST_POSTGRES_URL to a server whose user may create databases and roles",
             redacted(server_url),
             super::describe(&e)
