@@ -4,8 +4,10 @@
 #   2. ruff, mypy --strict (package and tests)
 #   3. pytest against a real `eai-gpu serve` (binary: $EAI_GPU_BIN, else <repo>/target/debug/eai-gpu,
 #      else eai-gpu on PATH -- missing, the tests FAIL)
-#   4. sdist + wheel (python -m build), then `pip install <wheel>` and `pip install ./sdks/python` into
-#      throwaway virtualenvs, each imported
+#   4. sdist + wheel (python -m build), then `pip install <wheel>` into a throwaway virtualenv, imported
+#   5. the README's Install (`pip install ./sdks/python`) run as written from the root of a clean copy of the
+#      clone (the files git tracks or would add), into a throwaway virtualenv; imported, and the README's
+#      Quick start and the seed's snippet pasted into that Python against a real server
 # Exits non-zero on any failure; prints how long it took.
 #
 # Environment: PYTHON (default python3, >= 3.9), EAI_GPU_BIN, PYTEST_ARGS (extra pytest arguments).
@@ -68,11 +70,8 @@ assert not any(n.startswith("tests/") for n in names), "tests shipped in the whe
 print("wheel contents OK:", len(names), "files")
 PY
 
-check_install() {  # $1: label, $2: what to pip install
-  local venv="$SCRATCH/venv-$1"
-  "$PYTHON" -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check "$2"
-  (cd "$SCRATCH" && "$venv/bin/python" - <<'PY'
+import_check() {  # $1: a virtualenv where the SDK was installed
+  (cd "$SCRATCH" && "$1/bin/python" - <<'PY'
 import importlib.metadata as md
 import pathlib
 import enterprise_ai
@@ -93,7 +92,35 @@ PY
 }
 
 step "pip install <wheel> into a throwaway virtualenv"
-check_install wheel "$WHEEL"
+"$PYTHON" -m venv "$SCRATCH/venv-wheel"
+"$SCRATCH/venv-wheel/bin/python" -m pip install -q --disable-pip-version-check "$WHEEL"
+import_check "$SCRATCH/venv-wheel"
 
-step "pip install ./sdks/python (the source directory) into a throwaway virtualenv"
-check_install source "$HERE"
+step "README's Install, run as written from the root of a clean clone, into a throwaway virtualenv"
+# A clean clone holds the files git tracks or would add (not .venv/, dist/, caches): copy those of sdks/python.
+CLONE="$SCRATCH/clone"
+mkdir -p "$CLONE"
+if ROOT="$(git -C "$HERE" rev-parse --show-toplevel 2>/dev/null)"; then
+  (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard -- sdks/python \
+     | while IFS= read -r -d '' f; do if [ -f "$f" ]; then printf '%s\0' "$f"; fi; done \
+     | tar --null -T - -cf -) | tar -C "$CLONE" -xf -
+else  # an unpacked sdist: no git, copy the folder without what a build leaves
+  mkdir -p "$CLONE/sdks"
+  cp -R "$HERE" "$CLONE/sdks/python"
+  rm -rf "$CLONE/sdks/python/.venv" "$CLONE/sdks/python/dist"
+fi
+if [ -e "$CLONE/sdks/python/.venv" ] || [ ! -f "$CLONE/sdks/python/pyproject.toml" ]; then
+  echo "the clean copy of sdks/python is not one" >&2; exit 1
+fi
+# The commands of the README's first code block (under "## Install"), as written.
+INSTALL="$(awk '/^## Install/{s=1} s && /^```/{if (b) exit; b=1; next} b' "$HERE/README.md")"
+echo "README's Install: $INSTALL"
+case "$INSTALL" in *"pip install"*) ;; *) echo "no pip install under ## Install in README.md" >&2; exit 1 ;; esac
+"$PYTHON" -m venv "$SCRATCH/venv-readme"
+(cd "$CLONE" && PATH="$SCRATCH/venv-readme/bin:$PATH" VIRTUAL_ENV="$SCRATCH/venv-readme" \
+   bash -euo pipefail -c "$INSTALL" >"$SCRATCH/install.log" 2>&1) || { cat "$SCRATCH/install.log"; exit 1; }
+import_check "$SCRATCH/venv-readme"
+
+step "the README's Quick start and the seed's snippet, pasted into the Python of that virtualenv (real server)"
+EAI_SNIPPET_PYTHON="$SCRATCH/venv-readme/bin/python" "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
+  tests/test_readme.py tests/test_seed.py

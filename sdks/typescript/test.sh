@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The TypeScript SDK's full check, runnable from anywhere:
-#   npm ci, check:generated, typecheck, build, the tests against a real `eai-gpu serve`, then npm pack and an
-#   install of the tarball into a scratch project that imports it as ESM and as CommonJS (and type-checks both).
+#   npm ci, check:generated, typecheck, build, the tests against a real `eai-gpu serve`, then the README's Install
+#   (npm ci, npm pack) run as written in a clean copy of the clone, an install of that tarball into a scratch
+#   project that imports it as ESM and as CommonJS (and type-checks both), and the README's Quick start run
+#   there against a real server.
 # The server binary: EAI_GPU_BIN, else <repo>/target/debug/eai-gpu, else eai-gpu on PATH (the tests fail without one).
 set -euo pipefail
 
@@ -43,9 +45,31 @@ npm run build
 step "npm test"
 npm test
 
-step "npm pack + install into a scratch project"
-npm pack --ignore-scripts --pack-destination "$scratch" --silent >/dev/null  # dist/ was just built and tested
-tarball="$(ls "$scratch"/*.tgz)"
+step "the README's Install, run as written from the root of a clean clone: npm ci, npm pack"
+# A clean clone holds the files git tracks or would add (not node_modules/, dist/, build-test/, *.tgz): copy
+# those of sdks/typescript, then run the commands of the README's first code block (under "## Install").
+clone="$scratch/clone"
+mkdir -p "$clone"
+if root="$(git -C "$here" rev-parse --show-toplevel 2>/dev/null)"; then
+  (cd "$root" && git ls-files -z --cached --others --exclude-standard -- sdks/typescript \
+     | while IFS= read -r -d '' f; do if [ -f "$f" ]; then printf '%s\0' "$f"; fi; done \
+     | tar --null -T - -cf -) | tar -C "$clone" -xf -
+else
+  mkdir -p "$clone/sdks"
+  cp -R "$here" "$clone/sdks/typescript"
+  rm -rf "$clone/sdks/typescript/node_modules" "$clone/sdks/typescript/dist" "$clone/sdks/typescript/build-test" "$clone"/sdks/typescript/*.tgz
+fi
+if [ -e "$clone/sdks/typescript/node_modules" ] || [ -e "$clone/sdks/typescript/dist" ] || [ ! -f "$clone/sdks/typescript/package.json" ]; then
+  echo "the clean copy of sdks/typescript is not one" >&2; exit 1
+fi
+install_cmds="$(awk '/^## Install/{s=1} s && /^```/{if (b) exit; b=1; next} b' "$here/README.md")"
+printf 'README'"'"'s Install:\n%s\n' "$install_cmds"
+case "$install_cmds" in *"npm pack"*) ;; *) echo "no npm pack under ## Install in README.md" >&2; exit 1 ;; esac
+(cd "$clone" && bash -euo pipefail -c "$install_cmds" >"$scratch/install.log" 2>&1) || { cat "$scratch/install.log"; exit 1; }
+# The tarball the README then installs: /path/to/the/clone/sdks/typescript/enterprise-ai-sdk-0.1.0.tgz
+tarball="$clone/sdks/typescript/enterprise-ai-sdk-0.1.0.tgz"
+grep -q 'enterprise-ai-sdk-0.1.0.tgz' README.md
+test -f "$tarball" || { echo "npm pack did not write $tarball" >&2; ls "$clone/sdks/typescript" >&2; exit 1; }
 echo "packed: $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB)"
 tar -tzf "$tarball" | sort > "$scratch/contents.txt"
 grep -qx 'package/dist/esm/index.js' "$scratch/contents.txt"
@@ -62,7 +86,7 @@ consumer="$scratch/consumer"
 mkdir -p "$consumer"
 cd "$consumer"
 echo '{ "name": "eai-sdk-consumer", "version": "1.0.0", "private": true }' > package.json
-npm install --no-audit --no-fund --no-save "$tarball" >/dev/null
+npm install --no-audit --no-fund "$tarball" >/dev/null  # the README's "Then, in your project: npm install ..."
 node -e '
 const pkg = require("@enterprise-ai/sdk/package.json");
 if (pkg.dependencies && Object.keys(pkg.dependencies).length) { console.error("runtime dependencies:", pkg.dependencies); process.exit(1); }'
@@ -130,3 +154,7 @@ cat > tsconfig.json <<'JSON'
 JSON
 node "$here/node_modules/typescript/bin/tsc" -p tsconfig.json
 echo "consumer type check OK (ESM and CJS declarations)"
+
+step "the README's Quick start, in that project, against a real server"
+cd "$here"
+EAI_SDK_CONSUMER="$consumer" node --test build-test/test/readme.test.js

@@ -1,7 +1,8 @@
 /**
- * The issue's seed snippet, pasted unchanged (test/fixtures/seed-snippet.mjs), run as a subprocess that
- * imports `@enterprise-ai/sdk` (the built ESM output) against a real server: only `<control-plane-url>` is
- * substituted and `const samples = [...]` prepended. Every call must succeed.
+ * The seed's TypeScript snippet, as written (test/fixtures/seed-snippet.mjs, which must hold exactly the lines of
+ * the "TypeScript" section of sdks/seed/sdk-examples.txt), run as a subprocess that imports
+ * `@enterprise-ai/sdk` (the built ESM output) against a real server: only `<control-plane-url>` is substituted
+ * and `const samples = [...]` prepended. Every call must succeed.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -13,9 +14,11 @@ import { EnterpriseAI } from "@enterprise-ai/sdk";
 import { alignedPast, series } from "./helpers/data.js";
 import { PKG_ROOT } from "./helpers/paths.js";
 import { startServer, type TestServer } from "./helpers/server.js";
+import { codeBlocks, fileLines, SEED_EXAMPLES, seedSnippet } from "./helpers/snippets.js";
 
 const ACME_ID = "8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10";
-const SNIPPET = readFileSync(join(PKG_ROOT, "test/fixtures/seed-snippet.mjs"), "utf8");
+const FIXTURE = join(PKG_ROOT, "test/fixtures/seed-snippet.mjs");
+const SNIPPET = readFileSync(FIXTURE, "utf8");
 
 let server: TestServer;
 let dir: string;
@@ -33,9 +36,19 @@ after(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-test("the README carries the seed snippet verbatim", () => {
+test("the fixture holds the seed's TypeScript snippet, line for line", () => {
+  const seed = seedSnippet("TypeScript");
+  assert.deepEqual(fileLines(FIXTURE), seed, `${FIXTURE} must hold the TypeScript section of ${SEED_EXAMPLES}`);
+  // The seed's placeholders, once each: what this test substitutes (the URL) or supplies (samples, the key).
+  assert.equal(seed.join("\n").split("<control-plane-url>").length, 2);
+  assert.ok(seed.some((line) => line.includes("process.env.EAI_API_KEY")));
+  assert.ok(seed.some((line) => line.includes("samples: samples")));
+});
+
+test("the README's Quick start is the seed snippet, verbatim", () => {
   const readme = readFileSync(join(PKG_ROOT, "README.md"), "utf8");
   assert.ok(readme.includes(SNIPPET.trim()), "README.md must contain test/fixtures/seed-snippet.mjs verbatim");
+  assert.deepEqual(codeBlocks("ts")[0], seedSnippet("TypeScript"), "the README's first ```ts block is the seed's snippet");
 });
 
 test("the seed snippet runs unchanged against a real server", async () => {
