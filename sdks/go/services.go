@@ -281,7 +281,19 @@ type UsageService struct{ c *Client }
 // replaces rather than doubles (events are upserted by tenant and event_id). Batching, 413 splitting and
 // errors work as in FinOpsService.GpuSamples. The tenant comes from the key, from WithTenant for a platform
 // key, or from each event's tenant_id.
+//
+// Events that name their tenant by slug (UsageEvent.TenantSlug, as usage.NewEvent("acme", …) builds them)
+// are sent with that slug as X-EAI-Tenant, in place of the client's or the call's: all the events of one
+// call must then name the same slug (an error matching ErrConfig otherwise, before anything is sent; the
+// usage.Emitter groups its batches by tenant).
 func (u *UsageService) Events(ctx context.Context, events any, opts ...RequestOption) (*IngestResult, error) {
+	slug, err := eventsTenantSlug(events)
+	if err != nil {
+		return &IngestResult{}, err
+	}
+	if slug != "" {
+		opts = append(opts[:len(opts):len(opts)], WithTenant(slug))
+	}
 	cl, err := u.c.newCall(opts)
 	if err != nil {
 		return &IngestResult{}, err
@@ -296,6 +308,51 @@ func (u *UsageService) Events(ctx context.Context, events any, opts ...RequestOp
 		}
 	}
 	return u.c.ingest(ctx, cl, "/v1/usage/events", b)
+}
+
+// eventsTenantSlug returns the tenant slug the typed events name (UsageEvent.TenantSlug), "" when none
+// does, and an error when they do not all name the same one (the tenant of a request is one header).
+func eventsTenantSlug(events any) (string, error) {
+	var list []UsageEvent
+	switch v := events.(type) {
+	case []UsageEvent:
+		list = v
+	case UsageEventsRequest:
+		list = v.Events
+	case *UsageEventsRequest:
+		if v != nil {
+			list = v.Events
+		}
+	case []*UsageEvent:
+		list = make([]UsageEvent, 0, len(v))
+		for _, e := range v {
+			if e != nil {
+				list = append(list, *e)
+			}
+		}
+	default:
+		return "", nil // maps and raw JSON carry tenant_id only
+	}
+	slug := ""
+	for i, e := range list {
+		if e.TenantSlug == "" {
+			continue
+		}
+		if slug == "" {
+			slug = e.TenantSlug
+		} else if e.TenantSlug != slug {
+			return "", configError("usage event %d names tenant %q by slug, an earlier one %q: send each tenant's events in a call of its own (usage.Emitter does)", i, e.TenantSlug, slug)
+		}
+	}
+	if slug == "" {
+		return "", nil
+	}
+	for i, e := range list {
+		if e.TenantSlug == "" {
+			return "", configError("usage event %d names no tenant slug while others name %q: send each tenant's events in a call of its own (usage.Emitter does)", i, slug)
+		}
+	}
+	return slug, nil
 }
 
 // --------------------------------------------------------------------------------------------- Tenants

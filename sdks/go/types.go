@@ -92,6 +92,12 @@ type UsageEvent struct {
 	// with WithTenant); required otherwise, except on events of source `vllm` (a vLLM server's counters for
 	// a whole deployment, posted by a sampler key), which belong to no tenant.
 	TenantID string `json:"tenant_id,omitempty"`
+	// TenantSlug names the tenant charged by its slug (`acme`) when its id is not at hand. It is never written
+	// in the body (tenant_id is a uuid): the request that carries the event names the tenant with the
+	// X-EAI-Tenant header instead, which the server resolves (an unknown slug is a 404 for the whole request).
+	// Client.Usage.Events takes events of one slug per call; usage.Emitter sends events of different tenants
+	// in separate requests. Set TenantID or TenantSlug, not both.
+	TenantSlug string `json:"-"`
 	// UsageType is what was consumed, e.g. `llm_tokens`, `gpu_local`.
 	UsageType string `json:"usage_type"`
 	// Source is who reports it, e.g. `gateway`, `worker`.

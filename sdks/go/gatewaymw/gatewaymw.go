@@ -1,4 +1,4 @@
-// Package gatewaymw is an net/http middleware that makes every request of a gateway (an LLM proxy, an
+// Package gatewaymw is a net/http middleware that makes every request of a gateway (an LLM proxy, an
 // inference front end) pay for itself against the tenant's eai-gpu budgets:
 //
 //  1. before the handler runs, it reserves the request's estimate (POST /v1/finops/reservations);
@@ -12,9 +12,18 @@
 // the estimate. The X-EAI-Actual-* headers are removed from the response the client receives (when the
 // handler sets them before its first Write or WriteHeader, as net/http requires of any header).
 //
-// Other failures: an error of Config.Reserve (the request's estimate) is answered 422 `validation_error`;
-// a reservation that fails for another reason than a budget (the control plane unreachable, a bad key, a
-// 5xx) is answered 503 `unavailable` (fail closed), each in the API's error envelope
+// A minimal configuration:
+//
+//	http.Handle("/llm", gatewaymw.New(gatewaymw.Config{Client: client,
+//		Action:  func(r *http.Request) string { return "llm.invoke" },
+//		Reserve: func(r *http.Request) map[string]any { return map[string]any{"cost": "0.50", "tokens": 4000} },
+//	})(llmHandler))
+//
+// Other failures: an estimate the middleware cannot read (a Config.Reserve map without a decimal "cost", an
+// error of Config.Estimate), no action (Config.Action answered ""), or an estimate the control plane refuses
+// as invalid is answered 422 `validation_error`; a reservation that fails for another reason than a budget
+// (the control plane unreachable, a bad key, a 5xx) is answered 503 `unavailable` (fail closed), each in
+// the API's error envelope
 // {"error": {"code", "message", "message_i18n", "details", "request_id"}}, without calling the handler.
 // A commit or release that fails after the handler ran is given to Config.OnError (the client has its
 // answer already); an unreleased hold frees itself when it expires (ReservationRequest.TTLSeconds).
@@ -28,7 +37,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,14 +55,28 @@ const (
 	HeaderActualTokens = "X-EAI-Actual-Tokens"
 )
 
-// Config configures New.
+// Config configures New. Client, an action (Action or ActionName) and an estimate (Reserve or Estimate) are
+// required; setting both forms of the action, or of the estimate, is a mistake New panics on.
 type Config struct {
-	// Client is the eai-gpu client (a usage_reporter key naming the tenant with Tenant, or a tenant's key).
+	// Client is the eai-gpu client: a usage_reporter or platform_admin key naming the tenant (with
+	// eai.WithTenant on the client, or per request with Tenant), or a tenant's key.
 	Client *eai.Client
-	// Action is the reservation's action, the usage type of the committed events, e.g. "llm.invoke".
-	Action string
-	// Reserve returns the request's estimate. An error answers 422 without calling the handler.
-	Reserve func(*http.Request) (eai.Estimate, error)
+	// Action returns the request's action, the usage type of the committed event, e.g.
+	// func(*http.Request) string { return "llm.invoke" }. An empty answer is a 422 without calling the
+	// handler. Set Action or ActionName, not both.
+	Action func(*http.Request) string
+	// ActionName is the action of every request: the fixed form of Action.
+	ActionName string
+	// Reserve returns the request's estimate as a map, the JSON object POST /v1/finops/reservations takes
+	// as "estimate": "cost" (required: a decimal string such as "0.50", an eai.Decimal, an integer or a
+	// json.Number; never a float, money is exact), "tokens" (optional: an integer, or a float64 without a
+	// fraction as encoding/json decodes numbers) and "currency" (optional: an ISO 4217 code; by default the
+	// one currency of the tenant's budgets). A nil map, another key, or a value of the wrong kind is
+	// answered 422 without calling the handler. Set Reserve or Estimate, not both.
+	Reserve func(*http.Request) map[string]any
+	// Estimate is the typed form of Reserve: it returns the request's estimate, or an error answered 422
+	// without calling the handler.
+	Estimate func(*http.Request) (eai.Estimate, error)
 	// Tenant optionally names the request's tenant (slug or id, sent as X-EAI-Tenant); "" or nil: the
 	// client's.
 	Tenant func(*http.Request) string
@@ -94,10 +120,20 @@ func ReservationFrom(ctx context.Context) *eai.Reservation {
 	return s.reservation
 }
 
-// New returns the middleware. It panics when Client, Action or Reserve is missing.
+// New returns the middleware. It panics when the configuration is incomplete or ambiguous: no Client; not
+// exactly one of Action and ActionName; not exactly one of Reserve and Estimate.
 func New(cfg Config) func(http.Handler) http.Handler {
-	if cfg.Client == nil || cfg.Action == "" || cfg.Reserve == nil {
-		panic("gatewaymw.New: Config.Client, Config.Action and Config.Reserve are required")
+	switch {
+	case cfg.Client == nil:
+		panic("gatewaymw.New: Config.Client is required")
+	case cfg.Action == nil && cfg.ActionName == "":
+		panic("gatewaymw.New: an action is required: set Config.Action (a func) or Config.ActionName")
+	case cfg.Action != nil && cfg.ActionName != "":
+		panic("gatewaymw.New: set Config.Action or Config.ActionName, not both")
+	case cfg.Reserve == nil && cfg.Estimate == nil:
+		panic("gatewaymw.New: an estimate is required: set Config.Reserve (a map) or Config.Estimate (typed)")
+	case cfg.Reserve != nil && cfg.Estimate != nil:
+		panic("gatewaymw.New: set Config.Reserve or Config.Estimate, not both")
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -106,11 +142,150 @@ func New(cfg Config) func(http.Handler) http.Handler {
 	}
 }
 
+// estimate returns the request's estimate, from Config.Reserve or Config.Estimate.
+func (cfg *Config) estimate(r *http.Request) (eai.Estimate, error) {
+	if cfg.Estimate != nil {
+		return cfg.Estimate(r)
+	}
+	return estimateFromMap(cfg.Reserve(r))
+}
+
+// action returns the request's action, from Config.Action or Config.ActionName.
+func (cfg *Config) action(r *http.Request) string {
+	if cfg.Action != nil {
+		return cfg.Action(r)
+	}
+	return cfg.ActionName
+}
+
+var currencyPattern = regexp.MustCompile(`^[A-Z]{3}$`)
+
+// estimateFromMap reads an estimate given as a map (Config.Reserve): "cost", "tokens", "currency".
+func estimateFromMap(m map[string]any) (eai.Estimate, error) {
+	if m == nil {
+		return eai.Estimate{}, errors.New(`no estimate (Config.Reserve returned nil; want at least {"cost": "0.50"})`)
+	}
+	var unknown []string
+	for k := range m {
+		if k != "cost" && k != "tokens" && k != "currency" {
+			unknown = append(unknown, strconv.Quote(k))
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return eai.Estimate{}, fmt.Errorf("unknown estimate key(s) %s (an estimate has cost, tokens and currency)", strings.Join(unknown, ", "))
+	}
+	var est eai.Estimate
+	cost, ok := m["cost"]
+	if !ok || cost == nil {
+		return eai.Estimate{}, errors.New(`the estimate has no "cost"`)
+	}
+	c, err := mapCost(cost)
+	if err != nil {
+		return eai.Estimate{}, fmt.Errorf("estimate cost: %w", err)
+	}
+	est.Cost = c
+	if v, ok := m["tokens"]; ok && v != nil {
+		n, err := mapTokens(v)
+		if err != nil {
+			return eai.Estimate{}, fmt.Errorf("estimate tokens: %w", err)
+		}
+		est.Tokens = n
+	}
+	if v, ok := m["currency"]; ok && v != nil {
+		cur, isString := v.(string)
+		if !isString || !currencyPattern.MatchString(cur) {
+			return eai.Estimate{}, fmt.Errorf("estimate currency: %v is not an ISO 4217 code such as \"EUR\"", v)
+		}
+		est.Currency = cur
+	}
+	return est, nil
+}
+
+// mapCost reads a cost: exact decimals only, at least 0.
+func mapCost(v any) (eai.Decimal, error) {
+	var text string
+	switch x := v.(type) {
+	case string:
+		text = strings.TrimSpace(x)
+	case eai.Decimal:
+		text = string(x)
+	case json.Number:
+		text = x.String()
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		text = fmt.Sprint(x)
+	case float32, float64:
+		return "", fmt.Errorf("%v is a float: money must be exact, give it as a decimal string (\"0.50\")", x)
+	default:
+		return "", fmt.Errorf("%v (%T) is not a decimal", v, v)
+	}
+	d, err := eai.ParseDecimal(text)
+	if err != nil {
+		return "", err
+	}
+	if strings.HasPrefix(string(d), "-") {
+		return "", fmt.Errorf("%s is negative", d)
+	}
+	return d, nil
+}
+
+// mapTokens reads a token count: a non-negative integer.
+func mapTokens(v any) (int64, error) {
+	var n int64
+	switch x := v.(type) {
+	case int:
+		n = int64(x)
+	case int8:
+		n = int64(x)
+	case int16:
+		n = int64(x)
+	case int32:
+		n = int64(x)
+	case int64:
+		n = x
+	case uint, uint8, uint16, uint32, uint64:
+		u, err := strconv.ParseUint(fmt.Sprint(x), 10, 63)
+		if err != nil {
+			return 0, fmt.Errorf("%v is too large", x)
+		}
+		n = int64(u)
+	case float64:
+		if x != math.Trunc(x) || x < 0 || x > 1<<53 {
+			return 0, fmt.Errorf("%v is not a count", x)
+		}
+		n = int64(x)
+	case json.Number:
+		i, err := x.Int64()
+		if err != nil {
+			return 0, fmt.Errorf("%s is not a count", x)
+		}
+		n = i
+	case string:
+		i, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a count", x)
+		}
+		n = i
+	default:
+		return 0, fmt.Errorf("%v (%T) is not a count", v, v)
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("%d is negative", n)
+	}
+	return n, nil
+}
+
 func serve(cfg Config, next http.Handler, w http.ResponseWriter, r *http.Request) {
-	est, err := cfg.Reserve(r)
+	est, err := cfg.estimate(r)
 	if err != nil {
 		writeEnvelope(w, http.StatusUnprocessableEntity, eai.CodeValidation,
 			"The request's cost could not be estimated: "+err.Error(), "")
+		return
+	}
+	action := cfg.action(r)
+	if action == "" {
+		writeEnvelope(w, http.StatusUnprocessableEntity, eai.CodeValidation,
+			"The request has no action to reserve for (Config.Action answered \"\").", "")
 		return
 	}
 	var opts []eai.RequestOption
@@ -119,21 +294,26 @@ func serve(cfg Config, next http.Handler, w http.ResponseWriter, r *http.Request
 			opts = append(opts, eai.WithTenant(t))
 		}
 	}
-	req := eai.ReservationRequest{Action: cfg.Action, Estimate: est, TTLSeconds: cfg.TTLSeconds}
+	req := eai.ReservationRequest{Action: action, Estimate: est, TTLSeconds: cfg.TTLSeconds}
 	if cfg.DeploymentID != nil {
 		req.DeploymentID = cfg.DeploymentID(r)
 	}
 	res, err := cfg.Client.FinOps.Reserve(r.Context(), req, opts...)
 	if err != nil {
 		var apiErr *eai.APIError
-		if errors.As(err, &apiErr) && errors.Is(err, eai.ErrBudgetExceeded) {
+		if errors.As(err, &apiErr) && (errors.Is(err, eai.ErrBudgetExceeded) || errors.Is(err, eai.ErrValidation)) {
+			// Refused for the budget (402), or the estimate refused as invalid (422): the server's answer.
+			status := http.StatusPaymentRequired
+			if errors.Is(err, eai.ErrValidation) {
+				status = http.StatusUnprocessableEntity
+			}
 			if json.Valid(apiErr.Body) && len(apiErr.Body) > 0 {
 				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusPaymentRequired)
+				w.WriteHeader(status)
 				_, _ = w.Write(apiErr.Body)
 				return
 			}
-			writeEnvelope(w, http.StatusPaymentRequired, apiErr.Code, apiErr.Message, apiErr.RequestID)
+			writeEnvelope(w, status, apiErr.Code, apiErr.Message, apiErr.RequestID)
 			return
 		}
 		rid := ""

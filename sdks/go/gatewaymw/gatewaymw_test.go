@@ -66,9 +66,9 @@ type gateway struct {
 func newGateway(t *testing.T, c *eai.Client) *gateway {
 	g := &gateway{t: t}
 	mw := gatewaymw.New(gatewaymw.Config{
-		Client: c,
-		Action: "llm.invoke",
-		Reserve: func(r *http.Request) (eai.Estimate, error) {
+		Client:     c,
+		ActionName: "llm.invoke",
+		Estimate: func(r *http.Request) (eai.Estimate, error) {
 			if r.URL.Query().Get("mode") == "bad-estimate" {
 				return eai.Estimate{}, errors.New("no model named")
 			}
@@ -291,5 +291,207 @@ func TestGatewayMiddlewareFailures(t *testing.T) {
 	}
 	if gatewaymw.SetActual(context.Background(), "1", 1) || gatewaymw.ReservationFrom(context.Background()) != nil {
 		t.Fatal("SetActual/ReservationFrom outside the middleware")
+	}
+}
+
+// TestGatewayMiddlewareMapEstimate: the configuration of the README's quick start (Action a func, Reserve a
+// map of cost 0.50 without a currency) on a platform key signed in to the tenant by slug. A 25 EUR monthly
+// budget takes 50 calls and refuses the 51st with 402 without running the handler; the reservations are
+// held in the budget's currency and the budget reconciles to the cent: 25.00 spent, nothing held or left.
+func TestGatewayMiddlewareMapEstimate(t *testing.T) {
+	ctx := context.Background()
+	admin := client(t)
+	tenant, err := admin.Tenants.Create(ctx, eai.TenantCreate{Slug: "gw-map", Name: "Gateway map"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget, err := admin.FinOps.CreateBudget(ctx, eai.BudgetCreate{
+		TenantID: tenant.ID, Name: "monthly", Limit: eai.Money{Amount: "25.00", Currency: "EUR"}, Enforce: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	var mu sync.Mutex
+	var failures []error
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		if res := gatewaymw.ReservationFrom(r.Context()); res != nil {
+			w.Header().Set("X-Test-Reservation", res.ID)
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	mw := gatewaymw.New(gatewaymw.Config{
+		Client:  client(t, eai.WithTenant(tenant.Slug)),
+		Action:  func(r *http.Request) string { return "llm.invoke" },
+		Reserve: func(r *http.Request) map[string]any { return map[string]any{"cost": "0.50", "tokens": 4000} },
+		OnError: func(_ *http.Request, id string, err error) {
+			mu.Lock()
+			failures = append(failures, fmt.Errorf("%s: %w", id, err))
+			mu.Unlock()
+		},
+	})
+	s := httptest.NewServer(mw(handler))
+	defer s.Close()
+	g := &gateway{t: t, url: s.URL}
+
+	var ids []string
+	for i := 1; i <= 51; i++ {
+		a, err := g.call("", "")
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if i <= 50 {
+			if a.status != http.StatusOK || string(a.body) != "ok" || a.reservation == "" {
+				t.Fatalf("call %d: %d %s", i, a.status, a.body)
+			}
+			ids = append(ids, a.reservation)
+			continue
+		}
+		var env envelope
+		if a.status != http.StatusPaymentRequired || json.Unmarshal(a.body, &env) != nil || env.Error.Code != eai.CodeBudgetExceeded {
+			t.Fatalf("call 51: %d %s, want 402 budget_exceeded", a.status, a.body)
+		}
+	}
+	if n := calls.Load(); n != 50 {
+		t.Fatalf("the handler ran %d times, want 50 (not for the refused 51st)", n)
+	}
+	mu.Lock()
+	if len(failures) > 0 {
+		t.Fatalf("commit errors: %v", failures)
+	}
+	mu.Unlock()
+	for _, id := range ids {
+		r, err := admin.FinOps.GetReservation(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != eai.ReservationCommitted || r.TenantID != tenant.ID || r.Action != "llm.invoke" || r.Estimate.Currency != "EUR" ||
+			r.Actual == nil || !r.Actual.Cost.Equal("0.50") || r.Actual.Tokens.String() != "4000" {
+			t.Fatalf("reservation %s: %+v", id, r)
+		}
+	}
+	b, err := admin.FinOps.GetBudget(ctx, budget.ID)
+	if err != nil || b.Current == nil {
+		t.Fatalf("GetBudget: %+v %v", b, err)
+	}
+	eq(t, "spent", b.Current.Spent.Amount, "25.00")
+	eq(t, "held", b.Current.Held.Amount, "0")
+	eq(t, "left", b.Current.Left.Amount, "0")
+	if b.Current.Spent.Currency != "EUR" || b.Current.SpentTokens.String() != "200000" {
+		t.Fatalf("spent %+v, tokens %s", b.Current.Spent, b.Current.SpentTokens)
+	}
+}
+
+// TestGatewayMiddlewareEstimateMaps: what a Reserve map may hold, what answers 422 without running the
+// handler (in the middleware, or refused by the control plane), and the rules New enforces.
+func TestGatewayMiddlewareEstimateMaps(t *testing.T) {
+	ctx := context.Background()
+	admin := client(t)
+	tenant, err := admin.Tenants.Create(ctx, eai.TenantCreate{Slug: "gw-maps", Name: "Gateway maps"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var estimate atomic.Value // map[string]any
+	var action atomic.Value   // string
+	var calls atomic.Int64
+	mw := gatewaymw.New(gatewaymw.Config{
+		Client:  client(t, eai.WithTenant(tenant.Slug)),
+		Action:  func(*http.Request) string { return action.Load().(string) },
+		Reserve: func(*http.Request) map[string]any { m, _ := estimate.Load().(map[string]any); return m },
+	})
+	s := httptest.NewServer(mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("X-Test-Reservation", gatewaymw.ReservationFrom(r.Context()).ID)
+	})))
+	defer s.Close()
+	g := &gateway{t: t, url: s.URL}
+	action.Store("llm.invoke")
+
+	// Accepted forms: what encoding/json decodes (json.Number, float64 counts), integers, eai.Decimal.
+	good := []struct {
+		m              map[string]any
+		cost, currency string
+		tokens         string
+	}{
+		{map[string]any{"cost": "0.50"}, "0.50", "USD", "0"},
+		{map[string]any{"cost": json.Number("1.25"), "tokens": float64(300), "currency": "EUR"}, "1.25", "EUR", "300"},
+		{map[string]any{"cost": 2, "tokens": json.Number("7"), "currency": nil}, "2", "USD", "7"},
+		{map[string]any{"cost": eai.Decimal("0.0001"), "tokens": "12"}, "0.0001", "USD", "12"},
+	}
+	for i, c := range good {
+		estimate.Store(c.m)
+		a, err := g.call("", "")
+		if err != nil || a.status != http.StatusOK || a.reservation == "" {
+			t.Fatalf("good %d %v: %+v %v", i, c.m, a, err)
+		}
+		r, err := admin.FinOps.GetReservation(ctx, a.reservation)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Estimate.Cost.Equal(eai.Decimal(c.cost)) || r.Estimate.Tokens.String() != c.tokens || r.Estimate.Currency != c.currency {
+			t.Fatalf("good %d %v: reservation %+v", i, c.m, r)
+		}
+	}
+	if n := calls.Load(); n != int64(len(good)) {
+		t.Fatalf("handler calls %d", n)
+	}
+
+	// Refused: 422 validation_error, the handler not called.
+	bad := []map[string]any{
+		nil,
+		{},
+		{"tokens": 10},
+		{"cost": 0.5},
+		{"cost": "-1"},
+		{"cost": "1e3"},
+		{"cost": true},
+		{"cost": "0.50", "tokens": -1},
+		{"cost": "0.50", "tokens": 1.5},
+		{"cost": "0.50", "tokens": "many"},
+		{"cost": "0.50", "currency": "eur"},
+		{"cost": "0.50", "token": 4000},
+		{"cost": "2000000000000"}, // refused by the control plane (above its 10^12 bound): its 422, as is
+	}
+	calls.Store(0)
+	for i, m := range bad {
+		estimate.Store(m)
+		a, err := g.call("", "")
+		var env envelope
+		if err != nil || a.status != http.StatusUnprocessableEntity || json.Unmarshal(a.body, &env) != nil ||
+			env.Error.Code != eai.CodeValidation || env.Error.Message == "" {
+			t.Fatalf("bad %d %v: %+v %v", i, m, a, err)
+		}
+	}
+	estimate.Store(map[string]any{"cost": "0.50"})
+	action.Store("")
+	if a, err := g.call("", ""); err != nil || a.status != http.StatusUnprocessableEntity {
+		t.Fatalf("no action: %+v %v", a, err)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("the handler ran %d times for refused estimates", n)
+	}
+
+	// New's rules: a client, exactly one action form, exactly one estimate form.
+	c := client(t)
+	act := func(*http.Request) string { return "a" }
+	res := func(*http.Request) map[string]any { return map[string]any{"cost": "1"} }
+	est := func(*http.Request) (eai.Estimate, error) { return eai.Estimate{Cost: "1"}, nil }
+	for name, cfg := range map[string]gatewaymw.Config{
+		"no client":         {Action: act, Reserve: res},
+		"no action":         {Client: c, Reserve: res},
+		"two actions":       {Client: c, Action: act, ActionName: "a", Reserve: res},
+		"no estimate":       {Client: c, ActionName: "a"},
+		"two estimates":     {Client: c, ActionName: "a", Reserve: res, Estimate: est},
+		"all of them twice": {Client: c, Action: act, ActionName: "a", Reserve: res, Estimate: est},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("New(%s) did not panic", name)
+				}
+			}()
+			gatewaymw.New(cfg)
+		}()
 	}
 }

@@ -108,9 +108,10 @@ type item struct {
 	ev  eai.UsageEvent
 }
 
-// Emitter sends usage events in the background, in batches, with at-least-once delivery: Emit gives each
-// event its id at once, so a batch sent again (after a timeout, a 5xx, a lost answer) replaces the events on
-// the server and never doubles them. A batch that fails for a transient reason stays at the head of the
+// Emitter sends usage events in the background, in batches, in the order emitted, with at-least-once
+// delivery: Emit gives each event its id at once, so a batch sent again (after a timeout, a 5xx, a lost
+// answer) replaces the events on the server and never doubles them. Events that name their tenant by slug
+// (NewEvent("acme", …)) go in requests of that tenant only, named by X-EAI-Tenant. A batch that fails for a transient reason stays at the head of the
 // queue and is sent again, same ids, after a backoff; one the server refuses (4xx other than 429) is set
 // aside (Rejected) — with a 422 naming records, only those, the rest being sent again. Close flushes,
 // stops, and returns an *UndeliveredError listing what remains. Safe for concurrent use.
@@ -441,13 +442,20 @@ func (e *Emitter) backoff(failures int) time.Duration {
 	return time.Duration(rand.Int63n(int64(ceiling) + 1))
 }
 
-// sendBatch delivers the head of the queue once. It returns false after a transient failure (the batch
-// stays at the head).
+// sendBatch delivers the head of the queue once: at most BatchSize events that name their tenant the same
+// way (by slug, or not), since a request names one tenant in X-EAI-Tenant. It returns false after a
+// transient failure (the batch stays at the head).
 func (e *Emitter) sendBatch() bool {
 	e.mu.Lock()
 	k := len(e.queue)
 	if k > e.opts.BatchSize {
 		k = e.opts.BatchSize
+	}
+	for i := 1; i < k; i++ {
+		if e.queue[i].ev.TenantSlug != e.queue[0].ev.TenantSlug {
+			k = i
+			break
+		}
 	}
 	batch := make([]eai.UsageEvent, k)
 	seqs := make([]uint64, k)

@@ -28,6 +28,8 @@ var (
 	// A cost amount: 0..=10^12, at most 10 decimal places (more is rejected, not rounded).
 	amountPattern   = regexp.MustCompile(`^((0|[1-9][0-9]{0,11})(\.[0-9]{1,10})?|1000000000000(\.0{1,10})?)$`)
 	currencyPattern = regexp.MustCompile(`^[A-Z]{3}$`)
+	// A tenant's slug, as the server defines it: `^[a-z0-9][a-z0-9-]{0,62}$`.
+	slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 )
 
 // ErrInvalidEvent matches (errors.Is) every *ValidationError.
@@ -83,7 +85,8 @@ func (c *checker) text(field, v string, minLen, maxLen int, needNonBlank bool) {
 }
 
 // Validate checks a usage event against the rules of contracts/v1/usage-event.schema.json: a uuid event_id
-// and tenant_id (tenant_id may be empty: taken from the key or WithTenant), schema_version "1.0",
+// and tenant_id (tenant_id may be empty: taken from the key, WithTenant or TenantSlug), a TenantSlug of 1..63
+// of [a-z0-9-] starting with a letter or digit (not with a tenant_id), schema_version "1.0",
 // usage_type and source of 1..64 non-blank characters, an RFC 3339 occurred_at with at most milliseconds,
 // unit names of 1..64 of [a-z0-9_], unit quantities in 0..10^15, a cost amount in 0..10^12 with at most 10
 // decimal places and an ISO 4217 currency, and the lengths of the optional members. EventID and OccurredAt
@@ -98,7 +101,15 @@ func Validate(ev eai.UsageEvent) error {
 		c.add("schema_version", "must be %q", SchemaVersion)
 	}
 	if ev.TenantID != "" && !uuidPattern.MatchString(ev.TenantID) {
-		c.add("tenant_id", "must be a uuid (the tenant's id, not its slug)")
+		c.add("tenant_id", "must be a uuid (the tenant's id; a slug goes in TenantSlug)")
+	}
+	if ev.TenantSlug != "" {
+		switch {
+		case ev.TenantID != "":
+			c.add("tenant_id", "name the tenant by id or by slug (TenantSlug %q), not both", ev.TenantSlug)
+		case !slugPattern.MatchString(ev.TenantSlug):
+			c.add("tenant", "%q is neither a tenant id (a uuid) nor a slug (1 to 63 lowercase letters, digits or dashes, starting with a letter or a digit)", ev.TenantSlug)
+		}
 	}
 	c.text("usage_type", ev.UsageType, 1, 64, true)
 	c.text("source", ev.Source, 1, 64, true)
@@ -156,9 +167,8 @@ func Validate(ev eai.UsageEvent) error {
 
 // Builder builds a usage event step by step; Build validates it. Start with NewEvent:
 //
-//	ev, err := usage.NewEvent(tenantID, "llm_tokens", "worker").
-//		Model("local", "llama-70b-local").
-//		Deployment("vllm-llama-70b").
+//	ev, err := usage.NewEvent("acme", "llm_tokens", "worker").
+//		Model("local", "llama-70b-local", "vllm-llama-70b", "").
 //		Unit("tokens_in", 812).Unit("tokens_out", 97).
 //		OccurredAt(time.Now()).
 //		Build()
@@ -169,17 +179,26 @@ type Builder struct {
 	problems []eai.FieldError
 }
 
-// NewEvent starts a usage event of a tenant (its uuid; "" to let the server take it from the key, or from
-// WithTenant for a platform key), what was consumed (`llm_tokens`, `gpu_local`) and who reports it
+// NewEvent starts a usage event of a tenant, what was consumed (`llm_tokens`, `gpu_local`) and who reports it
 // (`gateway`, `worker`).
+//
+// The tenant is its id (a uuid, written as tenant_id), its slug (`acme`: kept in TenantSlug, never written
+// as tenant_id; the request that carries the event names the tenant with X-EAI-Tenant, which the server
+// resolves), or "" to let the server take it from the key (a tenant's key) or from WithTenant (a platform
+// key).
 func NewEvent(tenant, usageType, source string) *Builder {
-	return &Builder{ev: eai.UsageEvent{
+	ev := eai.UsageEvent{
 		SchemaVersion: SchemaVersion,
-		TenantID:      tenant,
 		UsageType:     usageType,
 		Source:        source,
 		Units:         map[string]eai.Decimal{},
-	}}
+	}
+	if t := strings.TrimSpace(tenant); uuidPattern.MatchString(t) {
+		ev.TenantID = t
+	} else {
+		ev.TenantSlug = t
+	}
+	return &Builder{ev: ev}
 }
 
 func (b *Builder) problem(field, format string, args ...any) {
@@ -190,9 +209,22 @@ func (b *Builder) problem(field, format string, args ...any) {
 // Emitter (or Client.Usage.Events) assigns a random uuid v4.
 func (b *Builder) EventID(id string) *Builder { b.ev.EventID = id; return b }
 
-// Model sets the model used.
-func (b *Builder) Model(provider, name string) *Builder {
+// Model sets the model used: its provider (`local`, `vllm`) and name (`llama-70b-local`), and, where they are
+// known, the deployment that served it (deployment_id, as Deployment) and the allocation policy that priced
+// it (allocation_policy_id, as AllocationPolicy; on gpu_local events): what ties a local model's usage to
+// its GPUs' cost. An empty deploymentID or allocationPolicyID leaves that member as it is (unset, or what
+// Deployment or AllocationPolicy set).
+//
+//	usage.NewEvent("acme", "gpu_local", "worker").Model("local", "llama-70b-local", "", "")
+//	usage.NewEvent("acme", "gpu_local", "worker").Model("vllm", "meta-llama/Llama-3.1-70B-Instruct", "vllm-llama-70b", "alp_1")
+func (b *Builder) Model(provider, name, deploymentID, allocationPolicyID string) *Builder {
 	b.ev.Model = &eai.UsageModel{Provider: provider, Name: name}
+	if deploymentID != "" {
+		b.ev.DeploymentID = deploymentID
+	}
+	if allocationPolicyID != "" {
+		b.ev.AllocationPolicyID = allocationPolicyID
+	}
 	return b
 }
 

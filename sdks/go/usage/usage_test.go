@@ -2,6 +2,7 @@ package usage_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -94,7 +95,7 @@ func gpuEvent(t *testing.T, deployment string, at time.Time, seconds int) eai.Us
 func TestBuilder(t *testing.T) {
 	at := time.Date(2026, 10, 1, 10, 0, 0, 0, time.UTC)
 	ev, err := usage.NewEvent(acme.ID, "llm_tokens", "worker").
-		Model("local", "llama-70b-local").Unit("tokens_in", 812).Unit("tokens_out", int64(97)).Unit("gpu_seconds", 1.25).
+		Model("local", "llama-70b-local", "", "").Unit("tokens_in", 812).Unit("tokens_out", int64(97)).Unit("gpu_seconds", 1.25).
 		Deployment("vllm-llama-70b").Cost("0.0123456789", "EUR").OccurredAt(at).
 		Project("proj").Agent("agent-7").Run("run-1").AllocationPolicy("alp_1").Build()
 	if err != nil {
@@ -118,7 +119,9 @@ func TestBuilder(t *testing.T) {
 		b     *usage.Builder
 		field string
 	}{
-		{usage.NewEvent("acme", "llm_tokens", "worker"), "tenant_id"},
+		{usage.NewEvent("Acme Corp", "llm_tokens", "worker"), "tenant"},
+		{usage.NewEvent("-acme", "llm_tokens", "worker"), "tenant"},
+		{usage.NewEvent(strings.Repeat("a", 64), "llm_tokens", "worker"), "tenant"},
 		{usage.NewEvent(acme.ID, "", "worker"), "usage_type"},
 		{usage.NewEvent(acme.ID, "   ", "worker"), "usage_type"},
 		{usage.NewEvent(acme.ID, strings.Repeat("x", 65), "worker"), "usage_type"},
@@ -134,7 +137,10 @@ func TestBuilder(t *testing.T) {
 		{usage.NewEvent(acme.ID, "t", "s").Cost("1000000000000.01", "EUR"), "cost.amount"},
 		{usage.NewEvent(acme.ID, "t", "s").Cost("-1", "EUR"), "cost.amount"},
 		{usage.NewEvent(acme.ID, "t", "s").Cost("1", "eur"), "cost.currency"},
-		{usage.NewEvent(acme.ID, "t", "s").Model("", "m"), "model.provider"},
+		{usage.NewEvent(acme.ID, "t", "s").Model("", "m", "", ""), "model.provider"},
+		{usage.NewEvent(acme.ID, "t", "s").Model("local", "", "", ""), "model.name"},
+		{usage.NewEvent(acme.ID, "t", "s").Model("local", "m", strings.Repeat("d", 254), ""), "deployment_id"},
+		{usage.NewEvent(acme.ID, "t", "s").Model("local", "m", "", " "), "allocation_policy_id"},
 		{usage.NewEvent(acme.ID, "t", "s").Deployment(strings.Repeat("d", 254)), "deployment_id"},
 		{usage.NewEvent(acme.ID, "t", "s").EventID("not-a-uuid"), "event_id"},
 		{usage.NewEvent(acme.ID, "t", "s").Run(" \t"), "run_id"},
@@ -402,5 +408,134 @@ func TestEmitterWithTenantOption(t *testing.T) {
 	}
 	if got := gpuSecondsOf(t, "emit-tenant", h); got != "7" {
 		t.Fatalf("gpu_seconds %s", got)
+	}
+}
+
+// TestBuilderModelAndSlug: Model's four strings, and a tenant named by slug, kept out of tenant_id.
+func TestBuilderModelAndSlug(t *testing.T) {
+	ev, err := usage.NewEvent("acme", "gpu_local", "worker").Model("local", "llama-70b-local", "", "").
+		Unit("gpu_seconds", 12.4).Unit("energy_wh", 1.7).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.TenantID != "" || ev.TenantSlug != "acme" || ev.Model == nil || *ev.Model != (eai.UsageModel{Provider: "local", Name: "llama-70b-local"}) ||
+		ev.DeploymentID != "" || ev.AllocationPolicyID != "" || ev.Units["gpu_seconds"] != "12.4" || ev.Units["energy_wh"] != "1.7" {
+		t.Fatalf("%+v", ev)
+	}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m["tenant_id"]; ok || strings.Contains(string(body), "acme") {
+		t.Fatalf("the slug reached the body: %s", body)
+	}
+	// An id (spaces around it trimmed) is a tenant_id.
+	if ev, err := usage.NewEvent(" "+acme.ID+" ", "t", "s").Build(); err != nil || ev.TenantID != acme.ID || ev.TenantSlug != "" {
+		t.Fatalf("by id: %+v %v", ev, err)
+	}
+	// The two optional strings: the deployment and the allocation policy; "" leaves what was set.
+	ev, err = usage.NewEvent("acme", "gpu_local", "worker").Model("vllm", "m", "vllm-llama-70b", "alp_1").Build()
+	if err != nil || ev.DeploymentID != "vllm-llama-70b" || ev.AllocationPolicyID != "alp_1" || ev.Model.Provider != "vllm" {
+		t.Fatalf("%+v %v", ev, err)
+	}
+	ev, err = usage.NewEvent("acme", "t", "s").Deployment("d1").AllocationPolicy("alp_2").Model("local", "m", "", "").Build()
+	if err != nil || ev.DeploymentID != "d1" || ev.AllocationPolicyID != "alp_2" {
+		t.Fatalf("%+v %v", ev, err)
+	}
+	// A tenant named both ways is refused.
+	both := eai.UsageEvent{EventID: eai.NewUUID(), SchemaVersion: "1.0", TenantID: acme.ID, TenantSlug: "acme",
+		UsageType: "t", Source: "s", OccurredAt: eai.FormatTimestamp(time.Now()), Units: map[string]eai.Decimal{}}
+	if err := usage.Validate(both); !errors.Is(err, usage.ErrInvalidEvent) || !strings.Contains(err.Error(), "tenant_id") {
+		t.Fatalf("id and slug: %v", err)
+	}
+}
+
+// TestEventsBySlug: Client.Usage.Events sends the events of one slug with that slug as X-EAI-Tenant (stored as
+// the tenant's, as if by id), and refuses, before sending anything, a call mixing tenants named by slug.
+func TestEventsBySlug(t *testing.T) {
+	ctx := context.Background()
+	h := hour(8)
+	ingestHour(t, "events-slug", h)
+	bySlug, err := usage.NewEvent("acme", "gpu_local", "worker").Deployment("events-slug").Unit("gpu_seconds", 4).OccurredAt(h).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := gpuEvent(t, "events-slug", h.Add(time.Second), 6)
+	other, err := usage.NewEvent("globex", "gpu_local", "worker").Deployment("events-slug").Unit("gpu_seconds", 1).OccurredAt(h).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, events := range map[string][]eai.UsageEvent{"two slugs": {bySlug, other}, "slug and id": {bySlug, byID}} {
+		if res, err := admin.Usage.Events(ctx, events); !errors.Is(err, eai.ErrConfig) || res == nil || res.Requests != 0 {
+			t.Fatalf("%s: %+v %v, want ErrConfig before any request", name, res, err)
+		}
+	}
+	// The slug wins over the client's tenant; a platform key without a tenant needs it.
+	wrongTenant, err := admin.With(eai.WithTenant("globex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := wrongTenant.Usage.Events(ctx, eai.UsageEventsRequest{Events: []eai.UsageEvent{bySlug}}); err != nil || res.Accepted != 1 {
+		t.Fatalf("by slug: %+v %v", res, err)
+	}
+	if res, err := admin.Usage.Events(ctx, []eai.UsageEvent{byID}); err != nil || res.Accepted != 1 {
+		t.Fatalf("by id: %+v %v", res, err)
+	}
+	if got := gpuSecondsOf(t, "events-slug", h); got != "10" {
+		t.Fatalf("acme's gpu_seconds %s, want 10 (4 by slug + 6 by id)", got)
+	}
+	// An unknown slug: the server's 404 (tenant_not_found), nothing stored.
+	ghost, err := usage.NewEvent("no-such-tenant", "gpu_local", "worker").Unit("gpu_seconds", 1).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Usage.Events(ctx, []*eai.UsageEvent{&ghost}); !errors.Is(err, eai.ErrNotFound) {
+		t.Fatalf("unknown slug: %v, want ErrNotFound", err)
+	}
+}
+
+// TestEmitterSlugTenants: an emitter on a platform key without a tenant sends events named by slug and by id,
+// interleaved, in batches of one tenant naming each (in order), and sets aside those of an unknown slug.
+func TestEmitterSlugTenants(t *testing.T) {
+	h := hour(9)
+	ingestHour(t, "emit-slug", h)
+	client, err := eai.NewClient(eai.WithBaseURL(srv.URL), eai.WithAPIKey(srv.AdminKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	em := usage.NewEmitter(client, usage.Options{BatchSize: 100, FlushInterval: time.Hour})
+	slug := func(tenant string, seconds int, at time.Duration) eai.UsageEvent {
+		ev, err := usage.NewEvent(tenant, "gpu_local", "worker").Model("local", "llama-70b-local", "emit-slug", "").
+			Unit("gpu_seconds", seconds).OccurredAt(h.Add(at)).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	// Runs: [acme, acme] [id] [ghost] [acme] -> 4 requests; the ghost's is refused (404).
+	events := []eai.UsageEvent{
+		slug("acme", 1, 0), slug("acme", 2, time.Second), gpuEvent(t, "emit-slug", h.Add(2*time.Second), 4),
+		slug("ghost-tenant", 100, 3*time.Second), slug("acme", 8, 4*time.Second),
+	}
+	for _, ev := range events {
+		if err := em.Emit(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = em.Close(context.Background())
+	var ue *usage.UndeliveredError
+	if !errors.As(err, &ue) || ue.Rejected != 1 || ue.Pending != 0 || len(ue.Events) != 1 || ue.Events[0].TenantSlug != "ghost-tenant" ||
+		!errors.Is(err, eai.ErrNotFound) {
+		t.Fatalf("Close: %v", err)
+	}
+	if st := em.Stats(); st.Delivered != 4 || st.Rejected != 1 || st.Requests != 4 {
+		t.Fatalf("stats %+v, want 4 delivered in 4 requests", st)
+	}
+	if got := gpuSecondsOf(t, "emit-slug", h); got != "15" {
+		t.Fatalf("acme's gpu_seconds %s, want 15", got)
 	}
 }

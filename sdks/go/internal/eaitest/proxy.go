@@ -58,11 +58,32 @@ type Exchange struct {
 	Tenant string
 	// Status is the status the client got (0 for a dropped connection).
 	Status int
+	// Body is the request's body as the server read it, Answer the response's body (each its first
+	// maxRecorded bytes).
+	Body, Answer []byte
+}
+
+// maxRecorded bounds what an Exchange keeps of a body.
+const maxRecorded = 1 << 16
+
+// capped keeps the first maxRecorded bytes written to it.
+type capped struct{ bytes.Buffer }
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := maxRecorded - c.Len(); room > 0 {
+		if len(p) > room {
+			c.Buffer.Write(p[:room])
+		} else {
+			c.Buffer.Write(p)
+		}
+	}
+	return len(p), nil
 }
 
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	answer capped
 }
 
 // WriteHeader records the status.
@@ -78,6 +99,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	_, _ = w.answer.Write(b)
 	return w.ResponseWriter.Write(b)
 }
 
@@ -168,10 +190,18 @@ func (p *Proxy) Exchanges() []Exchange {
 
 func (p *Proxy) serve(rw http.ResponseWriter, r *http.Request) {
 	w := &statusWriter{ResponseWriter: rw}
+	var sent capped
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.TeeReader(r.Body, &sent), r.Body}
+	}
 	defer func() {
 		p.mu.Lock()
 		p.exchanges = append(p.exchanges, Exchange{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
-			Tenant: r.Header.Get("X-EAI-Tenant"), Status: w.status})
+			Tenant: r.Header.Get("X-EAI-Tenant"), Status: w.status,
+			Body: append([]byte(nil), sent.Bytes()...), Answer: append([]byte(nil), w.answer.Bytes()...)})
 		p.mu.Unlock()
 	}()
 	f := p.take(r)
