@@ -1,6 +1,7 @@
 //! `eai-gpu demo`: the control plane on a fresh embedded store, loaded with a realistic month through the
 //! public API (the same calls a sampler, a gateway and an administrator make), then served until Ctrl-C.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -97,9 +98,14 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     );
     println!("  API spec:    {base}/openapi.json   metrics: {base}/metrics");
     println!();
-    let mut t = Table::new(&[("Key", false), ("Role", false), ("Tenant", false)]);
-    for (role, key, tenant) in &keys {
-        t.row(vec![key.clone(), role.clone(), tenant.clone()]);
+    let mut t = Table::new(&[
+        ("Key", false),
+        ("Role", false),
+        ("Tenant", false),
+        ("Tenant id", false),
+    ]);
+    for (role, key, tenant, id) in &keys {
+        t.row(vec![key.clone(), role.clone(), tenant.clone(), id.clone()]);
     }
     print!("{}", t.render());
     println!(
@@ -113,12 +119,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Loads the month through the API; returns the keys to print as (role, key, tenant label).
-async fn load(
-    base: &str,
-    admin_key: &str,
-    args: &DemoArgs,
-) -> anyhow::Result<Vec<(String, String, String)>> {
+/// A key to print: role, key, tenant (its slug, or what the key may do), tenant id.
+type KeyRow = (String, String, String, String);
+
+/// Loads the month through the API; returns the keys to print.
+async fn load(base: &str, admin_key: &str, args: &DemoArgs) -> anyhow::Result<Vec<KeyRow>> {
     let admin = EnterpriseAi::new(base, admin_key)?;
     let end = eai_api::state::now();
     let start = Timestamp(end.floor_to(3_600_000).0 - args.days * 86_400_000);
@@ -188,35 +193,54 @@ async fn load(
         .finops()
         .gpu_allocation(&start.to_string(), &end.to_string())
         .await?;
-    print!("{}", summary(&a));
+    let slugs: HashMap<String, String> = admin
+        .tenants()
+        .list()
+        .await?
+        .into_iter()
+        .map(|t| (t.id, t.slug))
+        .collect();
+    print!("{}", summary(&a, &slugs));
+    let slug_of = |id: &str| slugs.get(id).cloned().unwrap_or_else(|| "-".into());
+    let none = || String::from("-");
     Ok(vec![
         (
             "platform_admin".into(),
             admin_key.to_string(),
             "every tenant".into(),
+            none(),
         ),
-        ("finops".into(), finops.key, format!("acme {ACME}")),
+        ("finops".into(), finops.key, slug_of(ACME), ACME.into()),
         (
             "tenant_admin".into(),
             tenant_admin.key,
-            format!("globex {GLOBEX}"),
+            slug_of(GLOBEX),
+            GLOBEX.into(),
         ),
-        ("viewer".into(), viewer.key, format!("initech {INITECH}")),
+        (
+            "viewer".into(),
+            viewer.key,
+            slug_of(INITECH),
+            INITECH.into(),
+        ),
         (
             "sampler".into(),
             sampler_key.key,
             "posts samples and vLLM counters only".into(),
+            none(),
         ),
         (
             "usage_reporter".into(),
             gateway_key.key,
             "posts usage events only".into(),
+            none(),
         ),
     ])
 }
 
-/// The deployments and tenants of an allocation response, as tables.
-pub fn summary(a: &Value) -> String {
+/// The deployments and tenants of an allocation response, as tables; a tenant's slug (`slugs`: id to slug, as
+/// `GET /v1/tenants` lists them) beside its id, `-` for a tenant seen in data but never registered.
+pub fn summary(a: &Value, slugs: &HashMap<String, String>) -> String {
     let s = |v: &Value| match v {
         Value::String(x) => x.clone(),
         Value::Null => "-".into(),
@@ -257,14 +281,17 @@ pub fn summary(a: &Value) -> String {
     out.push_str(&t.render());
     let mut t = Table::new(&[
         ("Tenant", false),
+        ("Tenant id", false),
         ("GPU seconds", true),
         ("Share", true),
         ("Cost", true),
         ("Currency", false),
     ]);
     for r in a["tenants"].as_array().into_iter().flatten() {
+        let id = s(&r["tenant_id"]);
         t.row(vec![
-            s(&r["tenant_id"]),
+            slugs.get(&id).cloned().unwrap_or_else(|| "-".into()),
+            id,
             s(&r["gpu_seconds"]),
             s(&r["share"]),
             s(&r["cost"]["amount"]),

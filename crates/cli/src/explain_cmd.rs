@@ -1,4 +1,4 @@
-//! `eai-gpu explain --deployment ID (--period YYYY-MM | --from --to) [--tenant UUID] [--json]`: why a deployment
+//! `eai-gpu explain --deployment ID (--period YYYY-MM | --from --to) [--tenant SLUG|ID] [--json]`: why a deployment
 //! costs what it does, read straight from the store as `GET /v1/finops/gpu/allocation/explain` answers it (the
 //! same JSON with `--json`): per bucket what was measured, who claimed it and the share each got, the bucket's
 //! exact cost and its split; then the idle spread and the one rounding with its largest-remainder step.
@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use clap::Args;
 use eai_api::allocation::Source;
 use eai_engine::allocate::{Explanation, Party};
-use eai_engine::domain::TenantId;
 use eai_engine::time::Timestamp;
 use eai_engine::view::ExplanationView;
 
@@ -21,20 +20,16 @@ pub struct ExplainArgs {
     #[arg(long)]
     pub deployment: String,
     /// Show it as this tenant sees it (its own lines, every other tenant summed).
-    #[arg(long, value_name = "TENANT_ID")]
+    #[arg(long, value_name = "SLUG_OR_ID")]
     pub tenant: Option<String>,
     #[command(flatten)]
     pub report: crate::serve::ReportArgs,
 }
 
 pub async fn run(args: ExplainArgs) -> anyhow::Result<ExitCode> {
-    let viewer = args
-        .tenant
-        .as_deref()
-        .map(|t| t.parse::<TenantId>())
-        .transpose()
-        .map_err(|_| anyhow::anyhow!("--tenant must be a tenant id (a UUID)"))?;
+    let tenant = crate::serve::tenant_arg(args.tenant.as_deref())?;
     let (period, store, alloc) = args.report.open().await?;
+    let viewer = crate::serve::resolve_tenant(store.as_ref(), tenant).await?;
     let Some(e) = eai_api::allocation::explain_of(
         &Source::Primary,
         store.as_ref(),

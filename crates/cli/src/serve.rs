@@ -102,6 +102,40 @@ impl ReportArgs {
     }
 }
 
+/// `--tenant` of the reports: a tenant's slug or its id (checked before the store is opened).
+pub fn tenant_arg(arg: Option<&str>) -> anyhow::Result<Option<eai_store::TenantRef>> {
+    arg.map(|t| {
+        t.parse::<eai_store::TenantRef>().map_err(|e| {
+            anyhow::anyhow!(
+                "--tenant must be a tenant's slug or id (a UUID): {}",
+                e.reason
+            )
+        })
+    })
+    .transpose()
+}
+
+/// The tenant a `--tenant` names: an id as it is (a tenant seen in data but never registered still has its
+/// rows), a slug looked up in the store (an unknown slug is an error, never an empty report).
+pub async fn resolve_tenant(
+    store: &dyn eai_store::Store,
+    tenant: Option<eai_store::TenantRef>,
+) -> anyhow::Result<Option<eai_engine::domain::TenantId>> {
+    match tenant {
+        None => Ok(None),
+        Some(eai_store::TenantRef::Id(id)) => Ok(Some(id)),
+        Some(eai_store::TenantRef::Slug(slug)) => {
+            let t = store
+                .tenant(&eai_store::TenantRef::Slug(slug.clone()))
+                .await?
+                .ok_or_else(|| {
+                    anyhow::anyhow!("--tenant {slug}: no tenant is registered with this slug")
+                })?;
+            Ok(Some(t.id))
+        }
+    }
+}
+
 /// The configuration of `serve`: environment first, flags over it.
 pub fn config(
     listen: Option<SocketAddr>,

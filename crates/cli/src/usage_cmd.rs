@@ -1,5 +1,5 @@
 //! `eai-gpu usage --group-by pod[,node…] [--filter dimension:value,…] (--period YYYY-MM | --from --to)
-//! [--tenant UUID] [--json]`: a period's GPU time and cost per pod, node, GPU, namespace, deployment, tenant or
+//! [--tenant SLUG|ID] [--json]`: a period's GPU time and cost per pod, node, GPU, namespace, deployment, tenant or
 //! model, read straight from the store as `GET /v1/finops/gpu/usage` answers it (the same JSON with `--json`):
 //! the rows of a deployment sum to its cost in the allocation to the cent. `--tenant` keeps what that tenant's
 //! reader sees (its dedicated deployments).
@@ -11,7 +11,6 @@ use eai_api::allocation::Source;
 use eai_api::routes::breakdown::{parse_filter, parse_group_by};
 use eai_engine::allocate::Period;
 use eai_engine::breakdown::Breakdown;
-use eai_engine::domain::TenantId;
 use eai_engine::money::Currency;
 use eai_engine::view::BreakdownView;
 use eai_store::Scope;
@@ -29,7 +28,7 @@ pub struct UsageArgs {
     #[arg(long)]
     pub filter: Option<String>,
     /// What this tenant's reader sees: its dedicated deployments' rows.
-    #[arg(long, value_name = "TENANT_ID")]
+    #[arg(long, value_name = "SLUG_OR_ID")]
     pub tenant: Option<String>,
     #[command(flatten)]
     pub report: crate::serve::ReportArgs,
@@ -40,14 +39,12 @@ pub async fn run(args: UsageArgs) -> anyhow::Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!("--group-by: {}", e.reason))?;
     let filter = parse_filter(args.filter.as_deref())
         .map_err(|e| anyhow::anyhow!("--filter: {}", e.reason))?;
-    let scope = match args.tenant.as_deref() {
-        None => Scope::Platform,
-        Some(t) => Scope::Tenant(
-            t.parse::<TenantId>()
-                .map_err(|_| anyhow::anyhow!("--tenant must be a tenant id (a UUID)"))?,
-        ),
-    };
+    let tenant = crate::serve::tenant_arg(args.tenant.as_deref())?;
     let (period, store, alloc) = args.report.open().await?;
+    let scope = match crate::serve::resolve_tenant(store.as_ref(), tenant).await? {
+        None => Scope::Platform,
+        Some(t) => Scope::Tenant(t),
+    };
     let b = eai_api::allocation::breakdown_of(
         &Source::Primary,
         store.as_ref(),

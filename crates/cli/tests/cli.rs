@@ -285,6 +285,26 @@ fn the_demo_answers_at_the_url_it_prints() {
         }
     }
     let (base, key) = (base.expect(&printed), admin_key.expect(&printed));
+    // The tenants' table and the keys' table show a registered tenant's slug beside its id; a tenant seen in
+    // data but never registered (initech) shows `-`.
+    let row_with = |id: &str, what: &str| {
+        printed
+            .lines()
+            .filter(|l| l.contains(id))
+            .filter(|l| l.split_whitespace().any(|w| w == what))
+            .count()
+    };
+    for (slug, id) in [
+        ("acme", "8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10"),
+        ("globex", "2d1c7e3a-5f64-4b8e-8c1d-7a9e0b3f4c21"),
+        ("-", "6b9e1f0a-3c2d-4e5f-8a7b-9c0d1e2f3a4b"),
+    ] {
+        assert_eq!(
+            row_with(id, slug),
+            2,
+            "{slug} beside {id}, in both tables:\n{printed}"
+        );
+    }
     for dep in [
         "vllm-llama-70b",
         "vllm-mixtral",
@@ -759,6 +779,21 @@ fn explain_and_usage_show_a_deployments_charge_and_its_pods_from_the_store() {
         );
     }
     assert!(json.contains("other_tenants"), "{json}");
+    // A registered tenant by its slug is the same view as by its id; an unknown slug is an error, not an empty
+    // report.
+    let acme = "8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10";
+    assert!(tenants.contains(acme), "{e}");
+    let (code, by_id, err) = explain(&["--json", "--tenant", acme]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, by_slug, err) = explain(&["--json", "--tenant", "acme"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(by_slug, by_id);
+    let (code, _, err) = explain(&["--json", "--tenant", "umbrella"]);
+    assert_ne!(code, Some(0));
+    assert!(
+        err.contains("--tenant umbrella: no tenant is registered with this slug"),
+        "{err}"
+    );
     let (code, _, err) = bin()
         .args([
             "explain",
@@ -829,6 +864,17 @@ fn explain_and_usage_show_a_deployments_charge_and_its_pods_from_the_store() {
         e["rounding"][0]["cost"].as_str().unwrap(),
         "{b}"
     );
+    let (code, by_slug, err) = usage(&["--group-by", "deployment", "--tenant", "globex", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, by_id, err) = usage(&[
+        "--group-by",
+        "deployment",
+        "--tenant",
+        "2d1c7e3a-5f64-4b8e-8c1d-7a9e0b3f4c21",
+        "--json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(by_slug, by_id);
     let (code, _, err) = usage(&["--group-by", "rack"]);
     assert_eq!(code, Some(2));
     assert!(
