@@ -351,12 +351,16 @@ fn rfc3339(unix_secs: i64) -> String {
 
 /// Start of the crash test's samples: two days ago at midnight UTC (inside the raw retention). Read once per
 /// test: a run that crosses midnight UTC would otherwise re-send other windows than it sent.
+/// Midnight UTC ten days ago: the crash tests' samples start there, 750 s of windows a batch of 200, so that
+/// the 1,100 batches or so a fast machine sends in a test stay in the past (from two days back, a run at 02:00
+/// UTC reached the future at batch 240 and was refused as a sender with a wrong clock). Well inside the raw
+/// retention (35 days).
 fn crash_t0() -> i64 {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs() as i64;
-    (now / 86_400 - 2) * 86_400
+    (now / 86_400 - 10) * 86_400
 }
 
 fn crash_batch(t0: i64, b: usize, n: usize) -> serde_json::Value {
