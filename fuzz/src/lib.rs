@@ -264,6 +264,7 @@ impl Fleet {
                     gpu_fraction: GpuFraction::new(
                         (Decimal::from(s.fraction % 7 + 1) / Decimal::from(7)).round_dp(6),
                     )?,
+                    share_method: Default::default(),
                 })
             })
             .collect();

@@ -82,6 +82,9 @@ pub struct Inputs {
     pub policies: Vec<Policy>,
     pub read: eai_store::UsageRead,
     pub usage: Vec<eai_engine::domain::UsageEvent>,
+    /// The equal shares of GPUs shared by several pods (always from the primary, which tallies them at
+    /// ingest): reported as findings.
+    pub equal_shares: Vec<eai_engine::shares::EqualShares>,
 }
 
 /// Reads the inputs of `period` from `source` (policies always from the primary `store`).
@@ -135,10 +138,12 @@ pub async fn read_inputs(
             )
         }
     };
+    let equal_shares = store.equal_shares(period.from, period.to).await?;
     Ok(Inputs {
         policies,
         read,
         usage,
+        equal_shares,
     })
 }
 
@@ -157,9 +162,13 @@ impl Inputs {
     }
 }
 
-/// The engine on `inputs` (CPU work: call it off the async workers).
+/// The engine on `inputs` (CPU work: call it off the async workers), with the equal shares it rests on as
+/// findings.
 pub fn allocate_inputs(inputs: &Inputs, period: Period, config: AllocationConfig) -> Allocation {
-    allocate(&inputs.engine_input(period, config))
+    let mut a = allocate(&inputs.engine_input(period, config));
+    a.findings
+        .extend(eai_engine::shares::findings(&inputs.equal_shares, period));
+    a
 }
 
 /// The inputs of one step `[from, to)` of the period they were read for (steps are whole allocation
@@ -189,6 +198,12 @@ pub fn cut(inputs: &Inputs, from: Timestamp, to: Timestamp) -> Inputs {
             .usage
             .iter()
             .filter(|e| within(e.occurred_at))
+            .cloned()
+            .collect(),
+        equal_shares: inputs
+            .equal_shares
+            .iter()
+            .filter(|e| within(e.bucket_start))
             .cloned()
             .collect(),
     }

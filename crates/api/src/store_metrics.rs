@@ -805,6 +805,7 @@ mod tests {
             power_w: NonNegative::new(d("312.5")).unwrap(),
             storage_gb: NonNegative::ZERO,
             gpu_fraction: GpuFraction::WHOLE,
+            share_method: Default::default(),
         }
     }
 

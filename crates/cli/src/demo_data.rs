@@ -199,6 +199,7 @@ pub fn samples(end: Timestamp, days: i64, window_s: i64) -> Vec<GpuSample> {
                     timestamp: Some(Timestamp(t).to_string()),
                     storage_gb: (dep != "idle").then(|| "140".to_string()),
                     gpu_fraction: gpu.fraction.map(str::to_string),
+                    share_method: None,
                 });
             }
             t += w;

@@ -29,6 +29,10 @@ pub struct GpuSample {
     pub storage_gb: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_fraction: Option<String>,
+    /// How `gpu_fraction` was obtained: `mig`, `measured` or `equal` (a GPU shared by several pods); absent:
+    /// `exclusive`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub share_method: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

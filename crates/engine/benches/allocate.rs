@@ -54,6 +54,7 @@ fn sample(g: usize, end: i64, i: i64) -> Sample {
         power_w: NonNegative::new(Decimal::new(350_000 + (i % 200) * 100, 3)).unwrap_or_default(),
         storage_gb: NonNegative::new(d("120")).unwrap_or_default(),
         gpu_fraction: GpuFraction::WHOLE,
+        share_method: Default::default(),
     }
 }
 

@@ -159,6 +159,57 @@ impl GpuFraction {
     }
 }
 
+/// How a sample's share of its GPU was obtained (SPEC §11; the sample's optional `share_method`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum ShareMethod {
+    /// The GPU (or MIG instance) had one pod, or none (the default).
+    #[default]
+    Exclusive,
+    /// A MIG instance: its share is its slices.
+    Mig,
+    /// A GPU shared by several pods, each pod's share measured (per-process GPU time, a sharing layer's own
+    /// per-container figures).
+    Measured,
+    /// A GPU shared by several pods without per-pod data: `1/n` each. An estimate, reported.
+    Equal,
+}
+
+impl ShareMethod {
+    pub const ALL: [ShareMethod; 4] = [
+        ShareMethod::Exclusive,
+        ShareMethod::Mig,
+        ShareMethod::Measured,
+        ShareMethod::Equal,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShareMethod::Exclusive => "exclusive",
+            ShareMethod::Mig => "mig",
+            ShareMethod::Measured => "measured",
+            ShareMethod::Equal => "equal",
+        }
+    }
+}
+
+impl FromStr for ShareMethod {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        ShareMethod::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or(())
+    }
+}
+
+/// Whether a GPU id names one pod's share of a GPU shared by several (`<gpu>/shared/<namespace>/<pod>…`) or
+/// the share no pod used (`<gpu>/shared-idle`), as the sampler writes them. Such a series stops when its pod
+/// leaves the GPU (the GPU's own id goes on), so a hole in it is never filled: the GPU's time then is in its
+/// other series.
+pub fn is_share_slice(gpu_uuid: &str) -> bool {
+    gpu_uuid.contains("/shared/") || gpu_uuid.ends_with("/shared-idle")
+}
+
 /// The length of a sample's window in milliseconds: above 0 and at most an hour (what the wire accepts:
 /// `0 < window_seconds <= 3600` with at most 3 places, so at least 1 ms).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -217,6 +268,9 @@ pub struct Sample {
     pub power_w: NonNegative,
     pub storage_gb: NonNegative,
     pub gpu_fraction: GpuFraction,
+    /// How `gpu_fraction` was obtained. Not stored with the raw row: ingest tallies the equal shares per
+    /// deployment and hour, which the allocation reports.
+    pub share_method: ShareMethod,
 }
 
 impl Sample {

@@ -24,6 +24,7 @@ pub mod report;
 pub mod rollup;
 pub mod scope;
 pub mod series;
+pub mod shares;
 pub mod steps;
 pub mod time;
 pub mod tokens;

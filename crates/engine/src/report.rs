@@ -267,6 +267,13 @@ pub enum Finding {
     },
     /// A deployment priced in several currencies: one row per currency.
     MixedCurrency { deployment_id: String },
+    /// GPU time of a deployment that rests on GPUs shared by several pods and split equally between them (no
+    /// per-pod GPU time on the node: `share_method: "equal"`), an estimate ([`crate::shares`]).
+    EqualGpuShares {
+        deployment_id: String,
+        samples: u64,
+        gpu_seconds: Decimal,
+    },
     /// Two samples with the same (gpu_uuid, timestamp) but different figures: the first was kept.
     ConflictingDuplicate {
         gpu_uuid: String,
@@ -283,6 +290,7 @@ impl Finding {
             Finding::PolicyBoundaryInsideRollup { .. } => "policy_boundary_inside_rollup",
             Finding::MixedCurrency { .. } => "mixed_currency",
             Finding::ConflictingDuplicate { .. } => "conflicting_duplicate",
+            Finding::EqualGpuShares { .. } => "equal_gpu_shares",
         }
     }
 }

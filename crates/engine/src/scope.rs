@@ -93,7 +93,14 @@ pub fn scoped_to(a: &Allocation, t: TenantId) -> Allocation {
     let findings = a
         .findings
         .iter()
-        .filter(|f| matches!(f, Finding::Unpriced { deployment_id, .. } if visible.contains(&deployment_id.as_str())))
+        .filter(|f| match f {
+            // What a tenant's own cost rests on: unpriced time, equal shares of shared GPUs.
+            Finding::Unpriced { deployment_id, .. }
+            | Finding::EqualGpuShares { deployment_id, .. } => {
+                visible.contains(&deployment_id.as_str())
+            }
+            _ => false,
+        })
         .cloned()
         .collect();
     let gaps = a

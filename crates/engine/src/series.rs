@@ -115,7 +115,9 @@ pub fn cells(samples: &[Sample], cfg: &SeriesConfig) -> SeriesOutput {
 pub fn fill_between(a: &Sample, b: &Sample, cfg: &SeriesConfig, out: &mut SeriesOutput) {
     let (from, to) = (a.end, b.start());
     let hole = to.0 - from.0;
-    if hole <= 0 {
+    // A pod's share of a shared GPU stops while the pod is off it: its GPU's time then is in the GPU's other
+    // series, so there is nothing to fill and nothing missing.
+    if hole <= 0 || crate::domain::is_share_slice(&a.gpu_uuid) {
         return;
     }
     if hole > cfg.max_gap_ms || !same_series(a, b) {

@@ -166,6 +166,10 @@ pub fn finding_message(f: &Finding) -> String {
             )
         }
         Finding::MixedCurrency { deployment_id } => format!("{deployment_id} is priced in several currencies"),
+        Finding::EqualGpuShares { deployment_id, samples, gpu_seconds } => format!(
+            "{samples} samples ({} GPU-seconds) of {deployment_id} are shares of GPUs used by several pods, split equally: the node gave no per-pod GPU time (run the sampler's per-process reader, NVML or HAMi, to measure them)",
+            fmt_dec(*gpu_seconds, 3)
+        ),
         Finding::ConflictingDuplicate { gpu_uuid, timestamp } => {
             format!("two different samples of {gpu_uuid} at {timestamp}; the first received was kept")
         }

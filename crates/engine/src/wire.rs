@@ -12,8 +12,8 @@ use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use uuid::Uuid;
 
 use crate::domain::{
-    GpuFraction, IdleCapacity, ModelRef, NonNegative, Policy, PolicySpec, Pue, Sample, TenantId,
-    TokenWeight, UnitInterval, UsageEvent, WindowMs, VLLM_SOURCE,
+    GpuFraction, IdleCapacity, ModelRef, NonNegative, Policy, PolicySpec, Pue, Sample, ShareMethod,
+    TenantId, TokenWeight, UnitInterval, UsageEvent, WindowMs, VLLM_SOURCE,
 };
 use crate::error::FieldError;
 use crate::money::Currency;
@@ -663,6 +663,7 @@ pub const SAMPLE_FIELDS: &[&str] = &[
     "timestamp",
     "storage_gb",
     "gpu_fraction",
+    "share_method",
 ];
 
 /// Parses one sample. `now` stands in for a missing `timestamp` (time of receipt).
@@ -691,6 +692,14 @@ fn sample_of(mut r: Record<'_>, now: Timestamp) -> Result<Sample, Vec<FieldError
     let end = r.opt_parsed("timestamp", Timestamp::parse_rfc3339);
     let storage = r.opt_decimal("storage_gb", sample_bounds::storage_gb());
     let fraction = r.opt_decimal("gpu_fraction", sample_bounds::fraction());
+    let share_method = r.opt_parsed("share_method", |v: &str| {
+        v.parse::<ShareMethod>().map_err(|()| {
+            FieldError::new(
+                "share_method",
+                "must be one of exclusive, mig, measured, equal",
+            )
+        })
+    });
     if !r.errors.is_empty() {
         return Err(r.errors);
     }
@@ -740,6 +749,7 @@ fn sample_of(mut r: Record<'_>, now: Timestamp) -> Result<Sample, Vec<FieldError
         power_w: to_non_neg(power),
         storage_gb: to_non_neg(storage.unwrap_or_default()),
         gpu_fraction: fraction,
+        share_method: share_method.unwrap_or_default(),
     })
 }
 

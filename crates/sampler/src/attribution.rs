@@ -36,7 +36,7 @@ use std::path::Path;
 use eai_engine::policy::Glob;
 use serde::Deserialize;
 
-use crate::dcgm::DeviceReading;
+use crate::dcgm::{DeviceReading, Workload};
 use crate::error::{Result, SamplerError};
 
 pub const DEFAULT_IDLE_DEPLOYMENT: &str = "idle";
@@ -307,20 +307,21 @@ impl Attribution {
 
     /// Where a device's time goes.
     pub fn place(&self, d: &DeviceReading) -> Placement {
-        let Some(w) = d
-            .workload
-            .as_ref()
-            .filter(|w| !self.exporter_pods.iter().any(|g| g.matches(&w.pod)))
-        else {
+        self.place_workload(d.workload.as_ref(), &d.labels)
+    }
+
+    /// Whether a pod is the exporter itself (`exporter_pods`), not a workload.
+    pub fn is_exporter(&self, w: &Workload) -> bool {
+        self.exporter_pods.iter().any(|g| g.matches(&w.pod))
+    }
+
+    /// Where the time of pod `w` (none: idle), whose series carry `labels`, goes.
+    pub fn place_workload(&self, w: Option<&Workload>, labels: &[(String, String)]) -> Placement {
+        let Some(w) = w.filter(|w| !self.is_exporter(w)) else {
             return self.idle();
         };
         let ns = w.namespace.as_deref().unwrap_or(NO_POD);
-        let label = |k: &str| {
-            d.labels
-                .iter()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| v.as_str())
-        };
+        let label = |k: &str| labels.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         let matches = |g: &Option<Glob>, v: Option<&str>| {
             g.as_ref().is_none_or(|g| v.is_some_and(|v| g.matches(v)))
         };

@@ -38,9 +38,29 @@ pub struct SamplerArgs {
     /// Read the GPUs through NVML (needs a build with `--features nvml` and the NVIDIA driver).
     #[arg(long)]
     pub nvml: bool,
-    /// The NVML library to load (default: libnvidia-ml.so.1 from the loader's path).
-    #[arg(long, value_name = "PATH", requires = "nvml")]
+    /// The NVML library to load, for --nvml or --nvml-processes (default: libnvidia-ml.so.1 from the loader's
+    /// path).
+    #[arg(long, value_name = "PATH")]
     pub nvml_library: Option<PathBuf>,
+    /// Beside --dcgm-url or --prometheus-url: also read each process's GPU time and memory on this node through
+    /// NVML every window, so that a GPU several pods share is split by what each used, not equally (needs a
+    /// build with `--features nvml` and the NVIDIA driver; --nvml does this always).
+    #[arg(long, conflicts_with = "nvml")]
+    pub nvml_processes: bool,
+    /// Beside --dcgm-url or --prometheus-url: also read HAMi's vGPU monitor (its `/metrics`, e.g.
+    /// http://127.0.0.1:9394/metrics) every window, so that a GPU HAMi shares between pods is split by each
+    /// container's measured GPU time, not equally.
+    #[arg(
+        long,
+        env = "EAI_HAMI_URL",
+        value_name = "URL",
+        conflicts_with = "nvml"
+    )]
+    pub hami_url: Option<String>,
+    /// The node's `/` as the sampler sees it (EAI_HOST_ROOT), where NVML's processes are mapped to their pods:
+    /// its `proc/<pid>/cgroup`, var/log/pods and var/log/containers (e.g. /host in a DaemonSet with hostPID).
+    #[arg(long, env = "EAI_HOST_ROOT", default_value = "/", value_name = "DIR")]
+    pub host_root: PathBuf,
     /// The control plane's URL (EAI_CONTROL_PLANE_URL), `http://` or `https://`. The API key is read from
     /// EAI_API_KEY.
     #[arg(long, env = "EAI_CONTROL_PLANE_URL", value_name = "URL")]
@@ -173,30 +193,72 @@ fn read_timeout(args: &SamplerArgs) -> Duration {
 /// Builds the source the flags name.
 pub fn source(args: &SamplerArgs) -> Result<Box<dyn Source>> {
     let timeout = read_timeout(args);
-    if let Some(url) = &args.dcgm_url {
-        return Ok(Box::new(DcgmSource::new(url, timeout)?));
-    }
-    if let Some(url) = &args.prometheus_url {
-        return Ok(Box::new(PrometheusSource::new(
+    let device: Box<dyn Source> = if let Some(url) = &args.dcgm_url {
+        Box::new(DcgmSource::new(url, timeout)?)
+    } else if let Some(url) = &args.prometheus_url {
+        Box::new(PrometheusSource::new(
             url,
             args.prometheus_matchers.as_deref(),
             args.node.clone(),
             timeout,
-        )?));
-    }
-    if args.nvml {
+        )?)
+    } else if args.nvml {
         return nvml_source(args);
+    } else {
+        return Err(SamplerError::config(
+            "name a source: --dcgm-url URL, --prometheus-url URL or --nvml",
+        ));
+    };
+    let device: Box<dyn Source> = match &args.hami_url {
+        Some(url) => Box::new(crate::source::hami::WithHami::new(device, url, timeout)?),
+        None => device,
+    };
+    if args.nvml_processes {
+        let reader = nvml_processes(args)?;
+        return Ok(Box::new(crate::source::processes::WithProcesses::new(
+            device,
+            reader,
+            args.interval,
+        )));
     }
-    Err(SamplerError::config(
-        "name a source: --dcgm-url URL, --prometheus-url URL or --nvml",
-    ))
+    Ok(device)
+}
+
+/// PID -> pod through the host root's `/proc` and kubelet folders ([`crate::procmap`]).
+#[cfg(feature = "nvml")]
+fn pod_mapper(args: &SamplerArgs) -> Box<dyn crate::source::processes::PidResolver> {
+    let root = crate::procmap::HostRoot::new(&args.host_root);
+    if let Err(e) = root.check() {
+        tracing::warn!(error = %e, "--host-root: processes cannot be mapped to pods; they count as host processes");
+    }
+    Box::new(crate::procmap::PodMapper::new(root))
 }
 
 #[cfg(feature = "nvml")]
 fn nvml_source(args: &SamplerArgs) -> Result<Box<dyn Source>> {
     Ok(Box::new(crate::source::nvml::NvmlSource::open(
         args.nvml_library.as_deref(),
+        pod_mapper(args),
+        args.interval,
     )?))
+}
+
+#[cfg(feature = "nvml")]
+fn nvml_processes(args: &SamplerArgs) -> Result<Box<dyn crate::source::processes::ProcessReader>> {
+    Ok(Box::new(crate::source::nvml::NvmlProcesses::open(
+        args.nvml_library.as_deref(),
+        pod_mapper(args),
+        args.interval,
+    )?))
+}
+
+#[cfg(not(feature = "nvml"))]
+fn nvml_processes(_args: &SamplerArgs) -> Result<Box<dyn crate::source::processes::ProcessReader>> {
+    Err(SamplerError::Unavailable(
+        "--nvml-processes: this eai-gpu was built without NVML support; rebuild with `cargo build --release \
+         -p eai-gpu --features nvml`"
+            .to_string(),
+    ))
 }
 
 #[cfg(not(feature = "nvml"))]
@@ -222,6 +284,11 @@ pub fn build(
     if args.nvml && args.node.is_none() {
         return Err(SamplerError::config(
             "--nvml needs --node NAME (or EAI_NODE): NVML does not know the node's name",
+        ));
+    }
+    if args.nvml_library.is_some() && !args.nvml && !args.nvml_processes {
+        return Err(SamplerError::config(
+            "--nvml-library only applies with --nvml or --nvml-processes",
         ));
     }
     let attribution = match &args.config {
@@ -654,6 +721,61 @@ mod tests {
         .to_string();
         assert!(e.contains("/nonexistent/ca.pem"), "{e}");
         assert!(build(&with(&["--dry-run"]), None, m()).is_ok());
+    }
+
+    #[test]
+    fn nvml_processes_go_beside_a_device_source() {
+        let m = || Arc::new(Metrics::default());
+        assert!(
+            parse(&["--nvml", "--nvml-processes", "--node", "n1"]).is_err(),
+            "--nvml measures processes itself"
+        );
+        let a = parse(&[
+            "--dcgm-url",
+            "http://x:9400/metrics",
+            "--nvml-processes",
+            "--dry-run",
+        ])
+        .unwrap();
+        assert!(a.nvml_processes);
+        assert_eq!(a.host_root, PathBuf::from("/"));
+        let e = build(
+            &parse(&[
+                "--dcgm-url",
+                "http://x",
+                "--nvml-library",
+                "/x.so",
+                "--dry-run",
+            ])
+            .unwrap(),
+            None,
+            m(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--nvml-library"), "{e}");
+        // Without the feature, how to get it; with it, this machine's missing driver, said at start.
+        let e = build(
+            &parse(&[
+                "--dcgm-url",
+                "http://x",
+                "--nvml-processes",
+                "--nvml-library",
+                "/nonexistent/libnvidia-ml.so.1",
+                "--host-root",
+                "/nonexistent-root",
+                "--dry-run",
+            ])
+            .unwrap(),
+            None,
+            m(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("--features nvml") || e.contains("--nvml-processes: cannot load"),
+            "{e}"
+        );
     }
 
     #[cfg(not(feature = "nvml"))]

@@ -26,9 +26,10 @@ use eai_client::GpuSample;
 use eai_engine::Timestamp;
 use rust_decimal::{Decimal, RoundingStrategy};
 
-use crate::attribution::{Attribution, Placement, PlacementKind};
-use crate::dcgm::{DeviceReading, Readings, Workload};
+use crate::attribution::{Attribution, Placement, PlacementKind, NO_POD};
+use crate::dcgm::{DeviceReading, Readings, Sharer, Workload};
 use crate::mig;
+use crate::shares::{self, ShareMethod};
 
 /// A sample window `[end - ms, end)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +73,12 @@ pub struct Counts {
     pub names_fitted: u64,
     /// Devices skipped: a GPU uuid the control plane cannot take (blank, or over 253 characters).
     pub bad_uuids: u64,
+    /// Devices (GPUs or MIG instances) that two or more pods used in the window: split between them.
+    pub shared_devices: u64,
+    /// Of those, the ones split equally (no per-pod GPU time): estimates, reported.
+    pub equal_shares: u64,
+    /// Pods on a shared device that measured no GPU time in the window (no sample: they used nothing).
+    pub sharers_without_time: u64,
 }
 
 impl Counts {
@@ -84,6 +91,9 @@ impl Counts {
         self.power_from_gauge += o.power_from_gauge;
         self.names_fitted += o.names_fitted;
         self.bad_uuids += o.bad_uuids;
+        self.shared_devices += o.shared_devices;
+        self.equal_shares += o.equal_shares;
+        self.sharers_without_time += o.sharers_without_time;
     }
 }
 
@@ -212,10 +222,14 @@ impl Converter {
                 out.counts.incomplete += 1;
                 return;
             };
-            let memory = d.fb_used_mib.map(|m| round(m / MIB_PER_GIB, 10));
-            let id = uuid.to_string();
-            let placement = self.place(&id, d);
-            out.push(&ctx, id, placement, util, memory, power, None);
+            let slot = Slot {
+                id: uuid.to_string(),
+                util,
+                memory_mib: d.fb_used_mib,
+                power,
+                fraction: None,
+            };
+            self.device(&ctx, slot, d, out);
             return;
         }
         // MIG: split the device's power (and, for instances without their own, its memory) by fraction.
@@ -260,17 +274,14 @@ impl Converter {
                 out.counts.incomplete += 1;
                 continue;
             };
-            let id = format!("{uuid}/mig-{}-{}", m.profile, m.instance_id);
-            let placement = self.place(&id, c);
-            out.push(
-                &ctx,
-                id,
-                placement,
+            let slot = Slot {
+                id: format!("{uuid}/mig-{}-{}", m.profile, m.instance_id),
                 util,
-                memory_mib.map(|v| round(v / MIB_PER_GIB, 10)),
-                round(power * share, 6),
-                Some(fraction),
-            );
+                memory_mib,
+                power: round(power * share, 6),
+                fraction: Some(fraction),
+            };
+            self.device(&ctx, slot, c, out);
         }
         if readable && used < total {
             let Some(power) = power else { return };
@@ -284,31 +295,162 @@ impl Converter {
                 &ctx,
                 format!("{uuid}/mig-free"),
                 self.attribution.idle(),
-                Decimal::ZERO,
-                Some(round(memory / MIB_PER_GIB, 10)),
-                round(power * share, 6),
-                fraction,
+                Part {
+                    util: Decimal::ZERO,
+                    memory_gb: Some(round(memory / MIB_PER_GIB, 10)),
+                    power: round(power * share, 6),
+                    fraction,
+                    method: ShareMethod::Mig,
+                },
             );
         }
     }
 
-    /// Where device `id`'s time goes: [`Attribution::place`], worked out again only when its labels or
-    /// workload changed since its last window.
-    fn place(&mut self, id: &str, d: &DeviceReading) -> Placement {
+    /// The samples of one device (a GPU, or a MIG instance: `slot.fraction`): one, placed by its pod; or, when
+    /// two or more pods used it this window, one per pod with its share ([`shares::split`]) and, for measured
+    /// shares, the share no pod used under the idle deployment. The pod first in (namespace, pod, container)
+    /// order that has a share keeps the device's own id, so that the device's series goes on unbroken while it
+    /// is shared; the others are `<id>/shared/<namespace>/<pod>[/<container>]`, the idle share
+    /// `<id>/shared-idle`. Shares are apportioned from the device's own fraction, power and memory, so the
+    /// parts add up to exactly what the device was and reported.
+    fn device(&mut self, ctx: &Ctx<'_>, slot: Slot, d: &DeviceReading, out: &mut Conversion) {
+        let solo = if slot.fraction.is_some() {
+            ShareMethod::Mig
+        } else {
+            ShareMethod::Exclusive
+        };
+        let mut pods: Vec<&Sharer> = d
+            .sharers
+            .iter()
+            .filter(|s| !self.attribution.is_exporter(&s.workload))
+            .collect();
+        if pods.len() < 2 {
+            let placement = self.place(&slot.id, d.workload.as_ref(), &d.labels);
+            let part = Part {
+                util: slot.util,
+                memory_gb: slot.memory_mib.map(|v| round(v / MIB_PER_GIB, 10)),
+                power: slot.power,
+                fraction: slot.fraction,
+                method: solo,
+            };
+            out.push(ctx, slot.id, placement, part);
+            return;
+        }
+        pods.sort_by(|a, b| {
+            let key = |s: &Sharer| {
+                (
+                    s.workload.namespace.clone(),
+                    s.workload.pod.clone(),
+                    s.workload.container.clone(),
+                )
+            };
+            key(a).cmp(&key(b))
+        });
+        let split = shares::split(&pods);
+        out.counts.shared_devices += 1;
+        if split.method == ShareMethod::Equal {
+            out.counts.equal_shares += 1;
+        }
+        let weights = split.weights();
+        let fractions = shares::apportion_by(slot.fraction.unwrap_or(Decimal::ONE), &weights);
+        let powers = shares::apportion_by(slot.power, &weights);
+        // Measured memory: each pod's own (a pod whose processes reported none holds none), when the reader
+        // reported any; else the device's, apportioned by the shares.
+        let measured_memory: Option<Vec<Decimal>> = (split.method == ShareMethod::Measured
+            && pods.iter().any(|p| p.memory_mib.is_some()))
+        .then(|| {
+            pods.iter()
+                .map(|p| p.memory_mib.unwrap_or_default())
+                .collect()
+        });
+        let memories: Option<Vec<Decimal>> = match (measured_memory, slot.memory_mib) {
+            (Some(mut per_pod), device) => {
+                let used: Decimal = per_pod.iter().sum();
+                per_pod.push(device.map_or(Decimal::ZERO, |m| (m - used).max(Decimal::ZERO)));
+                Some(per_pod)
+            }
+            (None, Some(m)) => Some(shares::apportion_by(m, &weights)),
+            (None, None) => None,
+        };
+        let memory_gb = |i: usize| memories.as_ref().map(|m| round(m[i] / MIB_PER_GIB, 10));
+        // The device's own id goes to the first pod with a share, else to the idle share.
+        let keeper = fractions.iter().position(|f| !f.is_zero());
+        let n = pods.len();
+        for (i, p) in pods.iter().enumerate() {
+            if fractions[i].is_zero() {
+                out.counts.sharers_without_time += 1;
+                continue;
+            }
+            let id = if keeper == Some(i) {
+                slot.id.clone()
+            } else {
+                let w = &p.workload;
+                let mut id = format!(
+                    "{}/shared/{}/{}",
+                    slot.id,
+                    w.namespace.as_deref().unwrap_or(NO_POD),
+                    w.pod
+                );
+                if let Some(c) = &w.container {
+                    id.push('/');
+                    id.push_str(c);
+                }
+                id
+            };
+            let placement = self.place(&id, Some(&p.workload), &p.labels);
+            let part = Part {
+                // A measured share is time the pod kept the device busy.
+                util: if split.method == ShareMethod::Measured {
+                    Decimal::ONE
+                } else {
+                    slot.util
+                },
+                memory_gb: memory_gb(i),
+                power: powers[i],
+                fraction: Some(fractions[i]),
+                method: split.method,
+            };
+            out.push(ctx, id, placement, part);
+        }
+        if !fractions[n].is_zero() {
+            let id = if keeper == Some(n) {
+                slot.id.clone()
+            } else {
+                format!("{}/shared-idle", slot.id)
+            };
+            let part = Part {
+                util: Decimal::ZERO,
+                memory_gb: memory_gb(n),
+                power: powers[n],
+                fraction: Some(fractions[n]),
+                method: split.method,
+            };
+            out.push(ctx, id, self.attribution.idle(), part);
+        }
+    }
+
+    /// Where the time of device (or share) `id` goes: [`Attribution::place_workload`], worked out again only
+    /// when its labels or workload changed since its last window.
+    fn place(
+        &mut self,
+        id: &str,
+        workload: Option<&Workload>,
+        labels: &Arc<[(String, String)]>,
+    ) -> Placement {
         if let Some(p) = self.placed.get_mut(id) {
-            let same_labels = Arc::ptr_eq(&p.labels, &d.labels) || p.labels == d.labels;
-            if same_labels && p.workload == d.workload {
+            let same_labels = Arc::ptr_eq(&p.labels, labels) || p.labels == *labels;
+            if same_labels && p.workload.as_ref() == workload {
                 // The next window's labels are likely this very list: compare pointers then.
-                p.labels = d.labels.clone();
+                p.labels = labels.clone();
                 return p.placement.clone();
             }
         }
-        let placement = self.attribution.place(d);
+        let placement = self.attribution.place_workload(workload, labels);
         self.placed.insert(
             id.to_string(),
             Placed {
-                labels: d.labels.clone(),
-                workload: d.workload.clone(),
+                labels: labels.clone(),
+                workload: workload.cloned(),
                 placement: placement.clone(),
             },
         );
@@ -372,6 +514,24 @@ pub(crate) fn fit_name<'a>(s: &'a str, blank: &'a str) -> std::borrow::Cow<'a, s
     std::borrow::Cow::Borrowed(&s[..end])
 }
 
+/// A device as read: its id, figures and share of its GPU (MIG), before it is split between pods.
+struct Slot {
+    id: String,
+    util: Decimal,
+    memory_mib: Option<Decimal>,
+    power: Decimal,
+    fraction: Option<Decimal>,
+}
+
+/// The figures of one sample.
+struct Part {
+    util: Decimal,
+    memory_gb: Option<Decimal>,
+    power: Decimal,
+    fraction: Option<Decimal>,
+    method: ShareMethod,
+}
+
 /// A window, and its length and end as sent (the same for each of its samples).
 struct WindowText {
     window: Window,
@@ -394,17 +554,14 @@ fn utilization(d: &DeviceReading) -> Option<Decimal> {
 }
 
 impl Conversion {
-    #[allow(clippy::too_many_arguments)]
-    fn push(
-        &mut self,
-        ctx: &Ctx<'_>,
-        gpu_uuid: String,
-        placement: Placement,
-        util: Decimal,
-        memory_gb: Option<Decimal>,
-        power: Decimal,
-        fraction: Option<Decimal>,
-    ) {
+    fn push(&mut self, ctx: &Ctx<'_>, gpu_uuid: String, placement: Placement, part: Part) {
+        let Part {
+            util,
+            memory_gb,
+            power,
+            fraction,
+            method,
+        } = part;
         if placement.kind == PlacementKind::Unmapped {
             self.counts.unmapped_pods += 1;
         }
@@ -444,6 +601,7 @@ impl Conversion {
             timestamp: Some(ctx.stamp.to_string()),
             storage_gb: None,
             gpu_fraction: fraction.filter(|f| *f != Decimal::ONE).map(text),
+            share_method: (method != ShareMethod::Exclusive).then(|| method.as_str().to_string()),
         });
     }
 }
@@ -595,5 +753,71 @@ mod tests {
             .seconds_text(),
             "60"
         );
+    }
+
+    mod shared {
+        use super::*;
+        use crate::dcgm::Sharer;
+        use proptest::prelude::*;
+
+        fn sharer(i: usize, t: Option<u32>, mib: Option<u32>) -> Sharer {
+            Sharer {
+                workload: Workload {
+                    pod: format!("pod-{i}"),
+                    namespace: Some(format!("ns-{}", i % 2)),
+                    container: None,
+                },
+                labels: Arc::from(Vec::new()),
+                gpu_time: t.map(|t| Decimal::new(t.into(), 6)),
+                memory_mib: mib.map(Decimal::from),
+            }
+        }
+
+        proptest! {
+            /// Whatever the pods and their measurements: a shared GPU's samples add up to exactly one GPU and
+            /// to exactly the power it drew, none is over one GPU, every pod with a share has a sample, and
+            /// GPU-seconds are conserved (sum of fractions x window = the window).
+            #[test]
+            fn a_shared_gpu_adds_up_to_one_gpu_and_its_power(
+                pods in prop::collection::vec(
+                    (prop::option::weighted(0.7, 0u32..=1_100_000), prop::option::of(0u32..40_000)),
+                    2..7,
+                ),
+                power_mw in 0u32..700_000,
+                mib in 0u32..80_000,
+                mig in any::<bool>(),
+            ) {
+                let sharers: Vec<Sharer> = pods.iter().enumerate().map(|(i, (t, m))| sharer(i, *t, *m)).collect();
+                let mut d = dev(None, &Decimal::new(power_mw.into(), 3).to_string());
+                d.fb_used_mib = Some(Decimal::from(mib));
+                d.workload = Some(sharers[0].workload.clone());
+                d.sharers = sharers;
+                if mig {
+                    d.mig = Some(crate::dcgm::MigInstance {
+                        profile: "7g.80gb".into(),
+                        instance_id: "0".into(),
+                        slices: Some((7, 7)),
+                    });
+                }
+                let mut c = Converter::new(Attribution::default(), None);
+                let out = at(&mut c, W, d);
+                let dec = |s: &str| s.parse::<Decimal>().unwrap();
+                let fractions: Vec<Decimal> = out.samples.iter()
+                    .map(|s| s.gpu_fraction.as_deref().map_or(Decimal::ONE, dec))
+                    .collect();
+                prop_assert_eq!(fractions.iter().sum::<Decimal>(), Decimal::ONE, "{:?}", out.samples);
+                prop_assert!(fractions.iter().all(|f| *f > Decimal::ZERO && *f <= Decimal::ONE));
+                let power: Decimal = out.samples.iter().map(|s| dec(&s.power_w)).sum();
+                prop_assert_eq!(power, Decimal::new(power_mw.into(), 3).round_dp(6));
+                let measured = pods.iter().all(|(t, _)| t.is_some());
+                let with_share = if measured { pods.iter().filter(|(t, _)| t.is_some_and(|t| t > 0)).count() } else { pods.len() };
+                let pod_samples = out.samples.iter().filter(|s| s.deployment_id != "idle").count();
+                prop_assert_eq!(pod_samples, with_share);
+                let ids: std::collections::HashSet<&str> = out.samples.iter().map(|s| s.gpu_uuid.as_str()).collect();
+                prop_assert_eq!(ids.len(), out.samples.len(), "one id per sample");
+                let own = if mig { "GPU-1/mig-7g.80gb-0" } else { "GPU-1" };
+                prop_assert!(ids.contains(own), "the device's own id goes on: {:?}", ids);
+            }
+        }
     }
 }

@@ -77,6 +77,20 @@ pub struct Workload {
     pub container: Option<String>,
 }
 
+/// A pod seen on a device in a window. A device with two or more is shared (time-slicing, MPS, a shared DRA
+/// claim: DCGM exporter repeats the device's series once per pod) and is split between them ([`crate::shares`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sharer {
+    pub workload: Workload,
+    /// The labels of the pod's series (attribution rules match on them); shared, as for [`DeviceReading::labels`].
+    pub labels: Arc<[(String, String)]>,
+    /// The pod's GPU time over the window, 0..=1 of the device, when a source measured it per process or per
+    /// container (NVML's process utilization, HAMi); `None`: not measured.
+    pub gpu_time: Option<Decimal>,
+    /// The pod's memory, MiB, when measured per process.
+    pub memory_mib: Option<Decimal>,
+}
+
 /// A MIG instance of a GPU.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MigInstance {
@@ -98,7 +112,11 @@ pub struct DeviceReading {
     pub mig: Option<MigInstance>,
     pub model: Option<String>,
     pub host: Option<String>,
+    /// The first pod seen on the device (the one it is placed by when it is not shared).
     pub workload: Option<Workload>,
+    /// Every distinct pod seen on the device this window, in order of appearance (the first is `workload`): two
+    /// or more, the device is shared and split between them.
+    pub sharers: Vec<Sharer>,
     /// Every label of the first series seen for this device (for attribution rules on labels); shared, as the
     /// same device is read window after window.
     pub labels: Arc<[(String, String)]>,
@@ -215,8 +233,8 @@ impl DeviceSet {
             }
         };
         let d = &mut self.devices[idx];
-        if d.workload.is_none() {
-            d.workload = workload(labels);
+        if let Some(w) = workload(labels) {
+            add_sharer(d, w, || labels.pairs().into());
         }
         fill(d, f, v);
     }
@@ -246,8 +264,8 @@ impl DeviceSet {
             }
         };
         let d = &mut self.devices[idx];
-        if d.workload.is_none() {
-            d.workload = s.workload.clone();
+        if let Some(w) = &s.workload {
+            add_sharer(d, w.clone(), || s.device.labels.clone());
         }
         fill(d, s.field, v);
     }
@@ -355,6 +373,32 @@ fn push_key(key: &mut String, uuid: &str, mig: Option<(&str, &str)>) {
     }
 }
 
+/// Notes that pod `w` was seen on device `d` (once per pod: the labels are made only for a new one).
+fn add_sharer(
+    d: &mut DeviceReading,
+    w: Workload,
+    labels: impl FnOnce() -> Arc<[(String, String)]>,
+) {
+    if d.sharers.iter().any(|s| s.workload == w) {
+        return;
+    }
+    if d.workload.is_none() {
+        d.workload = Some(w.clone());
+    }
+    // The first pod is placed by the device's labels (its first series'), as an unshared device is.
+    let labels = if d.sharers.is_empty() {
+        d.labels.clone()
+    } else {
+        labels()
+    };
+    d.sharers.push(Sharer {
+        workload: w,
+        labels,
+        gpu_time: None,
+        memory_mib: None,
+    });
+}
+
 /// Sets a device's value of a family; a repeated series (two scrape jobs) keeps the first value.
 fn fill(d: &mut DeviceReading, f: Field, v: Decimal) {
     let slot = match f {
@@ -404,11 +448,15 @@ fn workload(labels: &impl Labels) -> Option<Workload> {
             non_empty(labels, "container"),
         ),
     };
-    Some(Workload {
-        pod: pod.to_string(),
-        namespace: ns.map(str::to_string),
-        container: container.map(str::to_string),
-    })
+    // A DRA claim shared by a pod's containers is the pod's (the exporter copies the series per container).
+    Some(crate::dra::holder(
+        Workload {
+            pod: pod.to_string(),
+            namespace: ns.map(str::to_string),
+            container: container.map(str::to_string),
+        },
+        labels,
+    ))
 }
 
 /// Reads a DCGM exporter's `/metrics` text.

@@ -976,6 +976,7 @@ mod tests {
             timestamp: Some(end.to_string()),
             storage_gb: None,
             gpu_fraction: None,
+            share_method: None,
         }
     }
 

@@ -10,21 +10,27 @@
 //! as usage events of `source: "vllm"` ([`vllm`]), delivered the same way.
 //!
 //! Code map: [`exposition`] (a tolerant Prometheus text parser), [`dcgm`] (DCGM series -> [`Readings`]),
-//! [`mig`] (MIG profile -> share of a GPU), [`attribution`] (the config file's rules and pod-name defaults),
-//! [`convert`] (readings -> samples), [`source`] (the adapters), [`spool`], [`delivery`], [`metrics`],
-//! [`sampler`] (the testable `tick()` and its thin loop), [`cli`], [`vllm`] (vLLM counters -> deltas -> events).
+//! [`mig`] (MIG profile -> share of a GPU), [`procmap`] (a PID -> its container and pod), [`hami`] (HAMi's
+//! per-container figures -> measured shares), [`dra`] (DCGM exporter's DRA claim labels), [`attribution`] (the
+//! config file's rules and pod-name defaults), [`convert`] (readings -> samples), [`source`] (the adapters),
+//! [`spool`], [`delivery`], [`metrics`], [`sampler`] (the testable `tick()` and its thin loop), [`cli`], [`vllm`]
+//! (vLLM counters -> deltas -> events).
 
 pub mod attribution;
 pub mod cli;
 pub mod convert;
 pub mod dcgm;
 pub mod delivery;
+pub mod dra;
 pub mod error;
 pub mod exposition;
+pub mod hami;
 pub mod import;
 pub mod metrics;
 pub mod mig;
+pub mod procmap;
 pub mod sampler;
+pub mod shares;
 pub mod source;
 pub mod spool;
 pub mod vllm;

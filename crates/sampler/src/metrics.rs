@@ -102,6 +102,8 @@ pub struct Metrics {
     pub unknown_mig_profiles: Counter,
     pub names_fitted: Counter,
     pub bad_uuids: Counter,
+    pub shared_devices: Counter,
+    pub equal_shares: Counter,
     pub backfilled_windows: Counter,
     pub vllm_reads: Counter,
     pub vllm_read_errors: Counter,
@@ -139,6 +141,8 @@ impl Default for Metrics {
             unknown_mig_profiles: Counter::default(),
             names_fitted: Counter::default(),
             bad_uuids: Counter::default(),
+            shared_devices: Counter::default(),
+            equal_shares: Counter::default(),
             backfilled_windows: Counter::default(),
             vllm_reads: Counter::default(),
             vllm_read_errors: Counter::default(),
@@ -148,7 +152,7 @@ impl Default for Metrics {
             vllm_events_rejected: Counter::default(),
         };
         let mut registry = Registry::default();
-        let rows: [(&str, &str, Handle<'_>); 31] = [
+        let rows: [(&str, &str, Handle<'_>); 33] = [
             (
                 "scrapes",
                 "Reads of the source (successful or not).",
@@ -271,6 +275,16 @@ impl Default for Metrics {
                 "bad_uuids",
                 "Devices skipped: a GPU uuid blank or over 253 characters.",
                 Handle::C(&m.bad_uuids),
+            ),
+            (
+                "shared_devices",
+                "Device-windows (a GPU or MIG instance in one window) that two or more pods used: split between them.",
+                Handle::C(&m.shared_devices),
+            ),
+            (
+                "equal_shares",
+                "Shared device-windows split equally between their pods (no per-pod GPU time): estimates, reported by the control plane as equal_gpu_shares.",
+                Handle::C(&m.equal_shares),
             ),
             (
                 "backfilled_windows",

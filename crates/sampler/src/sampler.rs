@@ -363,6 +363,8 @@ impl Sampler {
         Metrics::add(&m.unknown_mig_profiles, c.unknown_mig_profiles);
         Metrics::add(&m.names_fitted, c.names_fitted);
         Metrics::add(&m.bad_uuids, c.bad_uuids);
+        Metrics::add(&m.shared_devices, c.shared_devices);
+        Metrics::add(&m.equal_shares, c.equal_shares);
         if st.malformed + st.sentinels + st.out_of_range + st.unidentified + c.incomplete > 0 {
             tracing::debug!(window_end = %window.end, malformed = st.malformed, sentinels = st.sentinels,
                 out_of_range = st.out_of_range, unidentified = st.unidentified, incomplete = c.incomplete,

@@ -577,6 +577,7 @@ mod tests {
             timestamp: Some(format!("2026-10-01T00:00:{:02}Z", i % 60)),
             storage_gb: None,
             gpu_fraction: None,
+            share_method: None,
         }
     }
 

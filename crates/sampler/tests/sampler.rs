@@ -320,13 +320,13 @@ fn a100_mig_docs_example_splits_the_device_power_by_fraction() {
                 "namespace": "-", "pod": "-", "deployment_id": "idle", "window_seconds": "15",
                 // its own GR_ENGINE_ACTIVE; 1/7 of the GPU's FB_USED (4845 MiB) and POWER_USAGE (409.692 W)
                 "utilization": "0.995687", "memory_used_gb": "0.6759207589", "power_w": "58.527429",
-                "timestamp": "2026-03-10T03:41:30Z", "gpu_fraction": "0.142857"
+                "timestamp": "2026-03-10T03:41:30Z", "gpu_fraction": "0.142857", "share_method": "mig"
             },
             {
                 "node": "ub20-a100-k8s", "gpu_uuid": format!("{uuid}/mig-free"), "model": "unknown",
                 "namespace": "-", "pod": "-", "deployment_id": "idle", "window_seconds": "15",
                 "utilization": "0", "memory_used_gb": "4.0555245536", "power_w": "351.164571",
-                "timestamp": "2026-03-10T03:41:30Z", "gpu_fraction": "0.857143"
+                "timestamp": "2026-03-10T03:41:30Z", "gpu_fraction": "0.857143", "share_method": "mig"
             }
         ])
     );
@@ -767,6 +767,243 @@ async fn a_real_prometheus_scraping_the_h100_fixture_is_read_back_by_the_prometh
         assert!(b.samples.iter().all(|s| s.window_seconds == "1"));
     }
     assert_eq!(Metrics::get(&sampler.metrics().backfilled_windows), 2);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Shared GPUs (SPEC §11): the device's series repeated once per pod
+
+fn shared_fixture(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/shared")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Each shape of a GPU shared by several pods (time-slicing in two namespaces; three pods with `vgpu`; three pods
+/// in `exported_pod` behind a Prometheus scrape) charges every pod a share: one sample per pod, 1/n each
+/// (`share_method: "equal"`: DCGM exporter copies the device's values to every pod), the shares adding up to
+/// exactly one GPU and the power to exactly what the device drew. The pod first in (namespace, pod) order keeps
+/// the GPU's own id, the others are `<uuid>/shared/<namespace>/<pod>/<container>`.
+#[test]
+fn shared_gpu_every_pod_is_charged_a_share_adding_up_to_one_gpu() {
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+    let cases: [Case<'_>; 3] = [
+        (
+            "dcgm_a100_timeslicing_two_namespaces.prom",
+            "286.214",
+            &[
+                ("team-a", "embed-a-5c7d8f9b6-7hj2m"),
+                ("team-b", "chat-b-6d9f7c5b8-x2k4q"),
+            ],
+        ),
+        (
+            "dcgm_t4_virtual_gpus_three_pods.prom",
+            "52.917",
+            &[
+                ("default", "gpu-workload-1"),
+                ("default", "gpu-workload-2"),
+                ("default", "gpu-workload-3"),
+            ],
+        ),
+        (
+            "prometheus_federate_exported_pod_three_pods.prom",
+            "401.5",
+            &[
+                ("default", "pod1"),
+                ("default", "pod2"),
+                ("somenamespace", "pod3"),
+            ],
+        ),
+    ];
+    for (file, power, pods) in cases {
+        let (readings, samples) = convert_text(&shared_fixture(file), base_time(), None);
+        assert_eq!(readings.devices.len(), 1, "{file}: one device");
+        assert_eq!(readings.devices[0].sharers.len(), pods.len(), "{file}");
+        let got: Vec<(&str, &str)> = samples
+            .iter()
+            .map(|s| (s.namespace.as_str(), s.pod.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            pods.to_vec(),
+            "{file}: one sample per pod, none forgotten"
+        );
+        let uuid = readings.devices[0].uuid.clone();
+        assert_eq!(
+            samples[0].gpu_uuid, uuid,
+            "{file}: the first pod keeps the GPU's id"
+        );
+        for s in &samples[1..] {
+            assert!(
+                s.gpu_uuid
+                    .starts_with(&format!("{uuid}/shared/{}/{}", s.namespace, s.pod)),
+                "{file}: {}",
+                s.gpu_uuid
+            );
+        }
+        let fractions: Vec<rust_decimal::Decimal> = samples
+            .iter()
+            .map(|s| s.gpu_fraction.as_deref().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(
+            fractions.iter().sum::<rust_decimal::Decimal>(),
+            rust_decimal::Decimal::ONE,
+            "{file}: {fractions:?}"
+        );
+        let hi = fractions.iter().max().unwrap();
+        let lo = fractions.iter().min().unwrap();
+        assert!(
+            hi - lo <= "0.000001".parse().unwrap(),
+            "{file}: equal shares {fractions:?}"
+        );
+        let drawn: rust_decimal::Decimal = samples
+            .iter()
+            .map(|s| s.power_w.parse::<rust_decimal::Decimal>().unwrap())
+            .sum();
+        assert_eq!(drawn, power.parse().unwrap(), "{file}: power conserved");
+        assert!(
+            samples
+                .iter()
+                .all(|s| s.share_method.as_deref() == Some("equal")),
+            "{file}"
+        );
+        // The workloads, never the exporter's own pod.
+        assert!(
+            samples.iter().all(|s| !s.pod.contains("dcgm-exporter")),
+            "{file}"
+        );
+    }
+}
+
+/// With per-pod GPU time (a per-process reader, or HAMi), the shares follow it and the time no pod used goes to
+/// the idle deployment; a pod that used nothing has no sample. Memory is each pod's own.
+#[test]
+fn shared_gpu_measured_shares_follow_each_pods_gpu_time() {
+    use eai_sampler::dcgm::Workload;
+    use eai_sampler::shares::{merge, Measured};
+    let mut r = dcgm::from_text(
+        &shared_fixture("dcgm_t4_virtual_gpus_three_pods.prom"),
+        base_time(),
+    );
+    let uuid = r.devices[0].uuid.clone();
+    let m = |pod: &str, t: &str, mib: i64| Measured {
+        uuid: uuid.clone(),
+        workload: Workload {
+            pod: pod.into(),
+            namespace: Some("default".into()),
+            container: Some("main".into()),
+        },
+        gpu_time: t.parse().unwrap(),
+        memory_mib: Some(rust_decimal::Decimal::from(mib)),
+    };
+    // Two processes of workload-1, one of workload-2; workload-3 ran nothing this window. The idle share holds
+    // the memory no process did: 9830 - 6048 MiB.
+    merge(
+        &mut r,
+        &[
+            m("gpu-workload-1", "0.4", 3000),
+            m("gpu-workload-1", "0.15", 1000),
+            m("gpu-workload-2", "0.25", 2048),
+        ],
+    );
+    let mut c = Converter::new(Attribution::default(), None);
+    let out = c.convert(
+        &r,
+        Window {
+            end: base_time(),
+            ms: W,
+        },
+    );
+    let got: Vec<(&str, &str, &str, &str)> = out
+        .samples
+        .iter()
+        .map(|s| {
+            (
+                s.pod.as_str(),
+                s.gpu_fraction.as_deref().unwrap(),
+                s.memory_used_gb.as_str(),
+                s.share_method.as_deref().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("gpu-workload-1", "0.55", "3.90625", "measured"),
+            ("gpu-workload-2", "0.25", "2", "measured"),
+            ("-", "0.2", "3.693359375", "measured"),
+        ]
+    );
+    assert_eq!(out.samples[0].gpu_uuid, uuid);
+    assert_eq!(out.samples[2].gpu_uuid, format!("{uuid}/shared-idle"));
+    assert_eq!(out.samples[2].deployment_id, "idle");
+    assert_eq!(out.counts.sharers_without_time, 1);
+    let power: rust_decimal::Decimal = out
+        .samples
+        .iter()
+        .map(|s| s.power_w.parse::<rust_decimal::Decimal>().unwrap())
+        .sum();
+    assert_eq!(power, "52.917".parse().unwrap());
+}
+
+/// A shared GPU end to end: the sampler reads the time-slicing exposition four windows running, the control
+/// plane takes every pod's samples, and the allocation charges each pod's deployment half the GPU and says its
+/// time rests on equal shares (`equal_gpu_shares`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_gpu_end_to_end_each_pod_pays_its_share_and_the_estimate_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cp = control_plane(dir.path(), 0).await;
+    let key = cp.sampler_key().await;
+    let exp = exporter(&shared_fixture("dcgm_a100_timeslicing_two_namespaces.prom")).await;
+    let mut sampler = dcgm_sampler(exp.addr, &dir.path().join("spool"), &cp.base, &key);
+    let t0 = base_time();
+    for k in 1..=4 {
+        let r = sampler.tick(Timestamp(t0.0 + k * W + 1234)).await;
+        assert_eq!(r.scrape_error, None);
+        assert_eq!((r.delivered.batches, r.delivered.samples), (1, 2), "{r:?}");
+    }
+    let (from, to) = (Timestamp(t0.0 - 3_600_000), Timestamp(t0.0 + 3_600_000));
+    let v = cp
+        .admin()
+        .finops()
+        .gpu_allocation(&from.to_string(), &to.to_string())
+        .await
+        .unwrap();
+    let mut rows: Vec<(String, u64, String)> = v["deployments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["deployment_id"].as_str().unwrap().to_string(),
+                d["samples"].as_u64().unwrap(),
+                d["gpu_hours"].to_string(),
+            )
+        })
+        .collect();
+    rows.sort();
+    // Four windows of 15 s, half a GPU each: 30 GPU-seconds (1/120 h) per pod, 60 for the GPU.
+    let half_minute = "0.0083";
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for (dep, (got, want)) in rows.iter().zip(["chat-b", "embed-a"]).enumerate() {
+        assert_eq!((got.0.as_str(), got.1), (want, 4), "{dep}: {rows:?}");
+        assert!(got.2.starts_with(half_minute), "{rows:?}");
+    }
+    let findings: Vec<&Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "equal_gpu_shares")
+        .collect();
+    assert_eq!(findings.len(), 2, "{v}");
+    assert!(
+        findings[0]["message"].as_str().unwrap().starts_with(
+            "4 samples (30 GPU-seconds) of chat-b are shares of GPUs used by several pods"
+        ),
+        "{}",
+        findings[0]
+    );
+    cp.stop().await;
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -70,6 +70,7 @@ fn sample(g: usize, k: i64) -> anyhow::Result<Sample> {
         power_w: NonNegative::new(Decimal::new(4000 + (k % 1200), 1)).context("power")?,
         storage_gb: NonNegative::ZERO,
         gpu_fraction: GpuFraction::WHOLE,
+        share_method: Default::default(),
     })
 }
 

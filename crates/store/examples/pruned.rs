@@ -46,6 +46,7 @@ fn sample(g: i64, k: i64) -> anyhow::Result<Sample> {
             .context("power")?,
         storage_gb: NonNegative::ZERO,
         gpu_fraction: GpuFraction::WHOLE,
+        share_method: Default::default(),
     })
 }
 

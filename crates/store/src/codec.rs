@@ -4,7 +4,9 @@
 
 use std::str::FromStr;
 
-use eai_engine::domain::{GpuFraction, NonNegative, Sample, TenantId, UnitInterval, WindowMs};
+use eai_engine::domain::{
+    GpuFraction, NonNegative, Sample, ShareMethod, TenantId, UnitInterval, WindowMs,
+};
 use eai_engine::fixed;
 use eai_engine::report::GapReason;
 use eai_engine::time::Timestamp;
@@ -199,6 +201,8 @@ pub fn decode(gpu_uuid: &str, end_ms: i64, f: &Figures, l: Labels) -> Result<Sam
             .ok_or_else(|| corrupt("gpu_samples.storage_e6", f.storage_e6))?,
         gpu_fraction: GpuFraction::new(from_scaled(f.fraction_e6, FRACTION_DP, what)?)
             .ok_or_else(|| corrupt("gpu_samples.fraction_e6", f.fraction_e6))?,
+        // Not stored with the raw row (see `Sample::share_method`).
+        share_method: ShareMethod::Exclusive,
     })
 }
 
@@ -227,7 +231,9 @@ pub fn encode_batch(batch: &[Sample]) -> Result<Vec<Encoded>> {
         .map(|s| {
             crate::records::check_owner(s.owner)?;
             let figures = Figures::encode(s)?;
-            let sample = decode(&s.gpu_uuid, s.end.0, &figures, Labels::of(s))?;
+            let mut sample = decode(&s.gpu_uuid, s.end.0, &figures, Labels::of(s))?;
+            // Not stored, but the batch's plan tallies it (equal shares).
+            sample.share_method = s.share_method;
             Ok(Encoded { figures, sample })
         })
         .collect()

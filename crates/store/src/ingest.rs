@@ -328,6 +328,12 @@ impl<'a> IngestPlan<'a> {
         id_in(&self.ids, uuid)
     }
 
+    /// The equal shares among the new rows, per hour and deployment: what the backend adds to its tally
+    /// ([`eai_engine::shares`]; the raw rows do not keep the method). Re-sends are not new rows: counted once.
+    pub fn equal_shares(&self) -> Vec<eai_engine::shares::EqualShares> {
+        eai_engine::shares::tally(self.plan.rows.iter().copied(), self.plan.cfg().bucket_ms)
+    }
+
     /// The sample rows to write, every one new (a row already stored means a concurrent writer: an error).
     pub fn rows(&mut self) -> Result<Vec<Row<'a>>> {
         let mut out = Vec::with_capacity(self.plan.rows.len());

@@ -410,6 +410,14 @@ pub trait Store: Send + Sync + 'static {
         exact_hours: &[Timestamp],
     ) -> Result<UsageRead>;
 
+    /// The equal shares (samples split equally between the pods of a shared GPU) of the hours in `[from, to)`,
+    /// per hour and deployment, as ingest tallied them ([`eai_engine::shares`]).
+    async fn equal_shares(
+        &self,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> Result<Vec<eai_engine::shares::EqualShares>>;
+
     /// The per-GPU rollups of the buckets in `[from, to)` that `scope` may see (a tenant: the rows of its dedicated
     /// deployments), each with its placement (the pod, namespace and node it ran in), in the compact form a
     /// breakdown reads (chunks in bucket order; the labels of rows `scope` may not see hidden, or absent).

@@ -532,6 +532,16 @@ impl Store for PgStore {
         records::create_policy(c.conn()?, &self.inner.cfg, spec, audit).await
     }
 
+    #[tracing::instrument(name = "store.equal_shares", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
+    async fn equal_shares(
+        &self,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> Result<Vec<eai_engine::shares::EqualShares>> {
+        let mut c = self.conn().await?;
+        samples::equal_shares(c.conn()?, from.0, to.0).await
+    }
+
     #[tracing::instrument(name = "store.policies", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
     async fn policies(&self) -> Result<Vec<Policy>> {
         let mut c = self.conn().await?;

@@ -450,6 +450,7 @@ mod tests {
             power_w: NonNegative::ZERO,
             storage_gb: NonNegative::ZERO,
             gpu_fraction: GpuFraction::WHOLE,
+            share_method: Default::default(),
         };
         assert_eq!(
             Known::nearest(Some(s(10)), Some(20), true),

@@ -255,6 +255,16 @@ impl Store for SqliteStore {
             .await
     }
 
+    #[tracing::instrument(name = "store.equal_shares", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
+    async fn equal_shares(
+        &self,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> Result<Vec<eai_engine::shares::EqualShares>> {
+        self.read(move |c, _| samples::equal_shares(c, from.0, to.0))
+            .await
+    }
+
     #[tracing::instrument(name = "store.prune_raw_samples", skip_all, fields(otel.kind = "client", db.system = "sqlite"))]
     async fn prune_raw_samples(&self, before: Timestamp) -> Result<u64> {
         self.write(move |c, cfg| samples::prune(c, cfg, before))

@@ -62,6 +62,7 @@ fn sample(gpu: &str, dep: &str, end_ms: i64) -> Sample {
         power_w: NonNegative::new(d("400")).unwrap(),
         storage_gb: NonNegative::ZERO,
         gpu_fraction: GpuFraction::WHOLE,
+        share_method: Default::default(),
     }
 }
 
@@ -2196,6 +2197,82 @@ mod contract {
         assert_eq!(f, vec![(ts(T0 + H), d("7200"))], "{:?}", got.findings);
     }
 
+    /// Samples split equally between the pods of a shared GPU are tallied per hour and deployment at ingest,
+    /// each once (a re-send adds nothing); the finding made from the tally is the raw path's.
+    pub async fn equal_shares_are_tallied_once_and_reported_as_the_raw_path_does(s: &dyn Store) {
+        use eai_engine::domain::ShareMethod;
+        let shared = |gpu: &str, dep: &str, end: i64, m: ShareMethod| {
+            let mut x = sample(gpu, dep, end);
+            x.gpu_fraction = GpuFraction::new(d("0.5")).unwrap();
+            x.share_method = m;
+            x
+        };
+        let mut batch = Vec::new();
+        for k in 1..=8 {
+            let end = T0 + k * 15_000;
+            batch.push(shared("GPU-s", "chat", end, ShareMethod::Equal));
+            batch.push(shared(
+                "GPU-s/shared/ns/embed-0",
+                "embed",
+                end,
+                ShareMethod::Equal,
+            ));
+            batch.push(shared("GPU-m", "meas", end, ShareMethod::Measured));
+        }
+        // Across an hour: the tally goes by the hour each window starts in.
+        batch.push(shared("GPU-s", "chat", T0 + H + 15_000, ShareMethod::Equal));
+        s.insert_samples(&batch, &audit()).await.unwrap();
+        let again = s.insert_samples(&batch[..6], &audit()).await.unwrap();
+        assert_eq!(again.inserted, 0);
+        let tally = s.equal_shares(ts(T0), ts(T0 + 2 * H)).await.unwrap();
+        let got: Vec<(i64, &str, u64, Decimal)> = tally
+            .iter()
+            .map(|e| {
+                (
+                    e.bucket_start.0,
+                    e.deployment_id.as_str(),
+                    e.samples,
+                    e.gpu_seconds,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (T0, "chat", 8, d("60")),
+                (T0, "embed", 8, d("60")),
+                (T0 + H, "chat", 1, d("7.5")),
+            ]
+        );
+        assert!(
+            s.equal_shares(ts(T0 + H), ts(T0 + 2 * H))
+                .await
+                .unwrap()
+                .len()
+                == 1
+        );
+        let policies = s.policies().await.unwrap();
+        let p = period(T0, T0 + 2 * H);
+        let mut stored = allocation_of(
+            &s.usage_for(p.from, p.to, &[]).await.unwrap(),
+            p,
+            &policies,
+            &[],
+        );
+        stored
+            .findings
+            .extend(eai_engine::shares::findings(&tally, p));
+        let mut received = batch.clone();
+        received.extend(batch[..6].iter().cloned());
+        assert_eq!(stored, raw_allocation(&received, p, &policies, &[]));
+        let codes: Vec<&str> = stored.findings.iter().map(Finding::code).collect();
+        assert_eq!(
+            codes.iter().filter(|c| **c == "equal_gpu_shares").count(),
+            2,
+            "{codes:?}"
+        );
+    }
+
     /// A backfill older than the raw retention, after its policies: the pruner ran first (a server's runs at its
     /// start, with nothing to prune), then policy A (3.60/h) from hour H and policy B (7.20/h) from H+20 min,
     /// then 240 samples of one GPU covering [H, H+1h). The hour costs 20/60 x 3.60 + 40/60 x 7.20 = 6.00
@@ -2663,6 +2740,7 @@ mod sqlite_harness {
         pruning_cuts_an_hour_at_its_policy_boundary_before_freezing_it,
         a_policy_made_after_its_hour_froze_is_reported_with_its_gpu_seconds,
         a_backfill_older_than_the_retention_is_priced_by_the_policies_it_names,
+        equal_shares_are_tallied_once_and_reported_as_the_raw_path_does,
         deployments_seen_come_from_samples,
         the_latest_sample_of_each_gpu_and_node,
         usage_events_upsert_and_scope,
@@ -2753,12 +2831,12 @@ mod sqlite_only {
         let version: i64 = c
             .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 11);
+        assert_eq!(version, 12);
         assert_eq!(store.backend(), "sqlite");
     }
 
-    /// What schema 10 (change counts) added, taken out again.
-    const UNDO_V10: &str = "DROP TRIGGER deployment_rollups_inserted; DROP TRIGGER deployment_rollups_updated; \
+    /// What schema 10 (change counts) and 12 (equal shares) added, taken out again.
+    const UNDO_V10: &str = "DROP TABLE equal_shares; DROP TRIGGER deployment_rollups_inserted; DROP TRIGGER deployment_rollups_updated; \
         DROP TRIGGER deployment_rollups_deleted; DROP TRIGGER usage_claims_inserted; \
         DROP TRIGGER usage_claims_updated; DROP TRIGGER usage_claims_deleted; DROP TABLE hour_changes;";
 
@@ -3224,6 +3302,7 @@ mod postgres_harness {
         pruning_cuts_an_hour_at_its_policy_boundary_before_freezing_it,
         a_policy_made_after_its_hour_froze_is_reported_with_its_gpu_seconds,
         a_backfill_older_than_the_retention_is_priced_by_the_policies_it_names,
+        equal_shares_are_tallied_once_and_reported_as_the_raw_path_does,
         deployments_seen_come_from_samples,
         the_latest_sample_of_each_gpu_and_node,
         usage_events_upsert_and_scope,
@@ -3299,8 +3378,9 @@ mod postgres_harness {
 
 /// Cases that need SQL on the PostgreSQL database itself, as the service role.
 mod postgres_only {
-    /// What schema 11 (placements) added, taken out again (every rollup of one placement per key).
-    const PG_UNDO_V11: &str = "ALTER TABLE eai.rollups DROP CONSTRAINT rollups_pkey; \
+    /// What schemas 11 (placements) and 12 (equal shares) added, taken out again (every rollup of one placement
+    /// per key).
+    const PG_UNDO_V11: &str = "DROP TABLE eai.equal_shares; ALTER TABLE eai.rollups DROP CONSTRAINT rollups_pkey; \
         ALTER TABLE eai.rollups DROP COLUMN series_id; \
         ALTER TABLE eai.rollups ADD PRIMARY KEY (gpu_id, bucket_ms, deployment_id, tenant_id, model);";
 

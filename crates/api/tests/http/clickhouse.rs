@@ -119,6 +119,7 @@ fn gpu_sample(gpu: &str, dep: &str, owner: Option<TenantId>, end_ms: i64, power:
         power_w: NonNegative::new(dec(power)).expect("power"),
         storage_gb: NonNegative::ZERO,
         gpu_fraction: GpuFraction::WHOLE,
+        share_method: Default::default(),
     }
 }
 

@@ -109,6 +109,7 @@ pub fn allocate_samples(
     config: AllocationConfig,
 ) -> Allocation {
     let out = series::cells(samples, series_cfg);
+    let equal = crate::shares::tally(samples, series_cfg.bucket_ms);
     let mut a = allocate(&AllocationInput {
         period,
         rollups: &out.cells,
@@ -119,6 +120,7 @@ pub fn allocate_samples(
         config,
     });
     a.findings.extend(out.findings);
+    a.findings.extend(crate::shares::findings(&equal, period));
     a
 }
 

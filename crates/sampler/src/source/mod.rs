@@ -4,7 +4,10 @@
 //! - [`dcgm::DcgmSource`]: a DCGM exporter's `/metrics` (or a `file://` capture of one);
 //! - [`prometheus::PrometheusSource`]: the same series through a Prometheus server's HTTP API, which can also
 //!   backfill windows missed while the sampler was down;
-//! - `nvml::NvmlSource` (cargo feature `nvml`): the NVIDIA driver's library, loaded at run time;
+//! - `nvml::NvmlSource` (cargo feature `nvml`): the NVIDIA driver's library, loaded at run time; it measures
+//!   each process's GPU time and memory ([`processes`]), so that a GPU shared by several pods is split by use;
+//! - [`processes::WithProcesses`]: a DCGM or Prometheus source with NVML's per-process reader beside it
+//!   (`--nvml-processes`);
 //! - [`vllm::VllmReader`]: not a GPU source but read beside one: vLLM servers' token and timing counters.
 
 use async_trait::async_trait;
@@ -14,8 +17,10 @@ use crate::dcgm::Readings;
 use crate::error::Result;
 
 pub mod dcgm;
+pub mod hami;
 #[cfg(feature = "nvml")]
 pub mod nvml;
+pub mod processes;
 pub mod prometheus;
 pub mod vllm;
 

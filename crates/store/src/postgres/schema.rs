@@ -622,8 +622,27 @@ ALTER TABLE eai.rollups DROP CONSTRAINT rollups_pkey;
 ALTER TABLE eai.rollups ADD PRIMARY KEY (gpu_id, bucket_ms, deployment_id, tenant_id, model, series_id);
 "#;
 
+/// 12: samples split equally between the pods of a shared GPU (`share_method: "equal"`), tallied at ingest per
+/// hour (of the window's start) and deployment, which the allocation reports (`equal_gpu_shares`). Platform
+/// rows (a deployment's hardware timeline, no tenant's cost), like `pruned_ends`.
+const V12: &str = r#"
+CREATE TABLE eai.equal_shares (
+    bucket_ms     bigint NOT NULL,
+    deployment_id text NOT NULL,
+    samples       bigint NOT NULL,
+    gpu_seconds   numeric NOT NULL,
+    PRIMARY KEY (bucket_ms, deployment_id)
+);
+ALTER TABLE eai.equal_shares ENABLE ROW LEVEL SECURITY;
+ALTER TABLE eai.equal_shares FORCE ROW LEVEL SECURITY;
+CREATE POLICY platform_rows ON eai.equal_shares
+    USING (current_setting('app.platform', true) = 'on')
+    WITH CHECK (current_setting('app.platform', true) = 'on');
+GRANT SELECT, INSERT, UPDATE ON eai.equal_shares TO eai_app;
+"#;
+
 /// Every migration, in order. `schema_version` = how many have been applied.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
 
 /// The schema version this binary writes.
 pub fn latest() -> u32 {

@@ -53,6 +53,7 @@ fn sample(gpu: &str, dep: &str, end_ms: i64) -> Sample {
         power_w: NonNegative::new(d("400")).unwrap(),
         storage_gb: NonNegative::ZERO,
         gpu_fraction: GpuFraction::WHOLE,
+        share_method: Default::default(),
     }
 }
 

@@ -387,6 +387,19 @@ ALTER TABLE rollups_v11 RENAME TO rollups;
 CREATE INDEX rollups_by_bucket ON rollups (bucket_ms);
 "#;
 
+/// Samples split equally between the pods of a shared GPU (`share_method: "equal"`), tallied at ingest per hour
+/// (of the window's start) and deployment: the allocation reports them (`equal_gpu_shares`). GPU-seconds as
+/// exact text.
+const V12_EQUAL_SHARES: &str = r#"
+CREATE TABLE equal_shares (
+    bucket_ms     INTEGER NOT NULL,
+    deployment_id TEXT NOT NULL,
+    samples       INTEGER NOT NULL,
+    gpu_seconds   TEXT NOT NULL,
+    PRIMARY KEY (bucket_ms, deployment_id)
+) WITHOUT ROWID;
+"#;
+
 /// Every migration, in order. `schema_version` = how many have been applied.
 pub const MIGRATIONS: &[Migration] = &[
     sql(V1_SAMPLES),
@@ -412,6 +425,7 @@ pub const MIGRATIONS: &[Migration] = &[
     sql(V9_PROVIDERS),
     sql(V10_CHANGE_COUNTS),
     sql(V11_PLACEMENT),
+    sql(V12_EQUAL_SHARES),
 ];
 
 /// Events already in the chain keep the hash form they were written with: the current one starts after them.

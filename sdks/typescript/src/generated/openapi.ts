@@ -771,6 +771,8 @@ export interface components {
             storage_gb?: number | string | null;
             /** @description Share of a physical GPU (MIG slice, time-slicing): 0 < f <= 1, rounded to 6 decimal places (so at least 0.000001). Absent: 1. */
             gpu_fraction?: number | string | null;
+            /** @description How gpu_fraction was obtained (SPEC §11): exclusive (the default: one pod, or none, on the GPU), mig (a MIG instance's slices), measured (a GPU shared by several pods, each pod's share its measured GPU time), equal (several pods and no per-pod data: 1/n each, an estimate the allocation reports as equal_gpu_shares). */
+            share_method?: ("exclusive" | "mig" | "measured" | "equal") | null;
         };
         /**
          * Usage event
@@ -1067,7 +1069,7 @@ export interface components {
         /** @description Something the figures rest on that a FinOps reader should know. */
         AllocationFinding: {
             /** @enum {string} */
-            code: "unpriced_samples" | "over_attribution" | "usage_without_samples" | "policy_boundary_inside_rollup" | "mixed_currency" | "conflicting_duplicate";
+            code: "unpriced_samples" | "over_attribution" | "usage_without_samples" | "policy_boundary_inside_rollup" | "mixed_currency" | "conflicting_duplicate" | "equal_gpu_shares";
             message: string;
         };
         /** @description The allocation of a period. Decimals are strings, counts are integers. A tenant-scoped caller sees only its own items, tenant row and share of each deployment. */

@@ -544,6 +544,20 @@ pub async fn insert(
             .await
             .ctx("note rows to prune")?;
     }
+    let equal = plan.equal_shares();
+    if !equal.is_empty() {
+        let buckets: Vec<i64> = equal.iter().map(|e| e.bucket_start.0).collect();
+        let deployments: Vec<&str> = equal.iter().map(|e| e.deployment_id.as_str()).collect();
+        let samples = equal
+            .iter()
+            .map(|e| crate::codec::to_i64(e.samples, "equal_shares.samples"))
+            .collect::<Result<Vec<i64>>>()?;
+        let seconds: Vec<rust_decimal::Decimal> = equal.iter().map(|e| e.gpu_seconds).collect();
+        let s = st.get(&tx, EQUAL_SHARES_ADD).await?;
+        tx.execute(&s, &[&buckets, &deployments, &samples, &seconds])
+            .await
+            .ctx("add to the equal shares")?;
+    }
     let done = plan.finish(draft);
     if let Some(o) = done.outbox {
         crate::postgres::records::write_outbox(&tx, st, o).await?;

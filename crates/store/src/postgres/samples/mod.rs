@@ -93,8 +93,8 @@ mod sql;
 pub use ingest::insert;
 pub(super) use meta::{meta_get, meta_set};
 pub use reads::{
-    compact_change_counts, deployments_seen, gpu_usage, latest_samples, nodes_last_seen,
-    replica_extent, replica_rows, usage_for,
+    compact_change_counts, deployments_seen, equal_shares, gpu_usage, latest_samples,
+    nodes_last_seen, replica_extent, replica_rows, usage_for,
 };
 pub use retention::prune;
 pub(super) use rows::{record_cuts, rollup_of};

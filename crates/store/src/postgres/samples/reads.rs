@@ -135,6 +135,31 @@ pub async fn compact_change_counts(conn: &mut PgConn) -> Result<()> {
 }
 
 /// Deployments seen in samples: the namespace and model of the series seen last.
+/// The equal shares of the hours in `[from, to)`, by hour and deployment.
+pub async fn equal_shares(
+    conn: &mut PgConn,
+    from: i64,
+    to: i64,
+) -> Result<Vec<eai_engine::shares::EqualShares>> {
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
+    let s = st.get(&tx, EQUAL_SHARES_READ).await?;
+    let rows = tx
+        .query(&s, &[&from, &to])
+        .await
+        .ctx("read the equal shares")?;
+    tx.commit().await.ctx("end read")?;
+    rows.iter()
+        .map(|r| {
+            Ok(eai_engine::shares::EqualShares {
+                bucket_start: Timestamp(r.get(0)),
+                deployment_id: r.get(1),
+                samples: count(r.get(2), "equal_shares.samples")?,
+                gpu_seconds: crate::codec::dec_parse(r.get(3), "equal_shares.gpu_seconds")?,
+            })
+        })
+        .collect()
+}
+
 pub async fn deployments_seen(conn: &mut PgConn) -> Result<Vec<DeploymentSeen>> {
     let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
     let s = st.get(&tx, SERIES_SEEN).await?;

@@ -284,3 +284,11 @@ pub(super) const REPLICA_ROLLUPS: &str = concat!(
 pub(super) const REPLICA_GAPS: &str =
     "SELECT g.uuid, x.node, x.deployment_id, x.from_ms, x.to_ms, x.reason \
      FROM eai.gaps x JOIN eai.gpus g ON g.id = x.gpu_id WHERE x.from_ms >= $1 AND x.from_ms < $2";
+
+/// Adds hours' equal shares to the tally (numeric sums: exact).
+pub(super) const EQUAL_SHARES_ADD: &str = "INSERT INTO eai.equal_shares AS e (bucket_ms, deployment_id, samples, gpu_seconds) \
+     SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::numeric[]) \
+     ON CONFLICT (bucket_ms, deployment_id) DO UPDATE \
+     SET samples = e.samples + EXCLUDED.samples, gpu_seconds = e.gpu_seconds + EXCLUDED.gpu_seconds";
+pub(super) const EQUAL_SHARES_READ: &str = "SELECT bucket_ms, deployment_id, samples, gpu_seconds::text \
+     FROM eai.equal_shares WHERE bucket_ms >= $1 AND bucket_ms < $2 ORDER BY bucket_ms, deployment_id";

@@ -345,6 +345,9 @@ fn insert_with_own_ids(
         .and_then(|mut st| st.execute(params![id, from]))
         .ctx("note rows to prune")?;
     }
+    for e in plan.equal_shares() {
+        super::meta::add_equal_shares(&tx, &e)?;
+    }
     let done = plan.finish(draft);
     apply_groups(&tx, done.groups, &done.stale)?;
     if let Some(o) = done.outbox {

@@ -2,9 +2,11 @@
 
 use std::collections::BTreeSet;
 
+use eai_engine::shares::EqualShares;
 use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension};
 
+use crate::codec::{count, dec_parse, to_i64};
 use crate::pruned::{self, EndSet, EndSets, INDEXED_FROM};
 use crate::rollups::{self, Cuts, Horizon, PRUNED_BEFORE};
 use crate::sqlite::codec::Ctx;
@@ -120,4 +122,68 @@ pub(super) fn write_end_set(tx: &Connection, gpu_id: i64, bucket: i64, set: &End
     .and_then(|mut st| st.execute(params![gpu_id, bucket, set.encode(bucket)]))
     .ctx("write pruned windows")?;
     Ok(())
+}
+
+// --- equal shares (eai_engine::shares) -----------------------------------------------------------------------
+
+/// Adds one hour's equal shares of a deployment to the tally.
+pub(super) fn add_equal_shares(tx: &Connection, e: &EqualShares) -> Result<()> {
+    let have: Option<(i64, String)> = tx
+        .prepare_cached(
+            "SELECT samples, gpu_seconds FROM equal_shares WHERE bucket_ms = ?1 AND deployment_id = ?2",
+        )
+        .and_then(|mut st| {
+            st.query_row(params![e.bucket_start.0, e.deployment_id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()
+        })
+        .ctx("read the equal shares")?;
+    let (samples, seconds) = match have {
+        Some((n, text)) => (
+            n.saturating_add(to_i64(e.samples, "equal_shares.samples")?),
+            dec_parse(&text, "equal_shares.gpu_seconds")? + e.gpu_seconds,
+        ),
+        None => (to_i64(e.samples, "equal_shares.samples")?, e.gpu_seconds),
+    };
+    tx.prepare_cached(
+        "INSERT INTO equal_shares (bucket_ms, deployment_id, samples, gpu_seconds) VALUES (?1, ?2, ?3, ?4) \
+         ON CONFLICT (bucket_ms, deployment_id) DO UPDATE SET samples = excluded.samples, gpu_seconds = excluded.gpu_seconds",
+    )
+    .and_then(|mut st| {
+        st.execute(params![
+            e.bucket_start.0,
+            e.deployment_id,
+            samples,
+            seconds.normalize().to_string()
+        ])
+    })
+    .ctx("write the equal shares")?;
+    Ok(())
+}
+
+/// The equal shares of the hours in `[from, to)`, by hour and deployment.
+pub fn equal_shares(conn: &Connection, from: i64, to: i64) -> Result<Vec<EqualShares>> {
+    let rows: Vec<(i64, String, i64, String)> = conn
+        .prepare_cached(
+            "SELECT bucket_ms, deployment_id, samples, gpu_seconds FROM equal_shares \
+             WHERE bucket_ms >= ?1 AND bucket_ms < ?2 ORDER BY bucket_ms, deployment_id",
+        )
+        .and_then(|mut st| {
+            st.query_map(params![from, to], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?
+            .collect()
+        })
+        .ctx("read the equal shares")?;
+    rows.into_iter()
+        .map(|(b, d, n, g)| {
+            Ok(EqualShares {
+                bucket_start: Timestamp(b),
+                deployment_id: d,
+                samples: count(n, "equal_shares.samples")?,
+                gpu_seconds: dec_parse(&g, "equal_shares.gpu_seconds")?,
+            })
+        })
+        .collect()
 }

@@ -15,7 +15,7 @@ mod rows;
 
 pub use groups::rebuild_all_groups;
 pub use ingest::insert;
-pub use meta::{meta_get, meta_set, record_cuts};
+pub use meta::{equal_shares, meta_get, meta_set, record_cuts};
 pub use reads::{
     deployments_seen, gpu_usage, latest_samples, nodes_last_seen, replica_extent, replica_rows,
     usage_for,
