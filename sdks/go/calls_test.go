@@ -397,3 +397,55 @@ func TestCallerValuesAreNotModified(t *testing.T) {
 		t.Fatalf("stamped sample not stored: %+v", row)
 	}
 }
+
+// Two pods on one GPU without per-pod data: half each, ShareMethodEqual, reported by the allocation as an
+// `equal_gpu_shares` finding; an unknown method is refused.
+func TestSharedGpuEqualShares(t *testing.T) {
+	ctx := context.Background()
+	hour := recentHour(4)
+	deployment, gpu := unique("equal-shares"), unique("GPU-eq")
+	half := func(gpuUUID, pod, method string) eai.GpuSample {
+		return eai.GpuSample{
+			Node: "gpu-node-3", GpuUUID: gpuUUID, Model: "H100-80GB", Namespace: "eai-inference",
+			Pod: pod, DeploymentID: deployment,
+			WindowSeconds: "15", Utilization: "0.5", MemoryUsedGB: "20", PowerW: "400",
+			Timestamp: ts(hour.Add(15 * time.Second)), GpuFraction: "0.5", ShareMethod: method,
+		}
+	}
+	samples := []eai.GpuSample{
+		half(gpu+"/shared/eai-inference/"+deployment+"-b", deployment+"-b", eai.ShareMethodEqual),
+		half(gpu, deployment+"-a", eai.ShareMethodEqual),
+	}
+	res, err := admin.FinOps.GpuSamples(ctx, samples)
+	if err != nil || res.Accepted != 2 || res.Duplicates != 0 {
+		t.Fatalf("ingest: %+v %v", res, err)
+	}
+	// Marshalled as the contract names it; empty is left out (the server's default, exclusive).
+	raw, _ := json.Marshal(samples[1])
+	if !strings.Contains(string(raw), `"share_method":"equal"`) {
+		t.Fatalf("wire form %s", raw)
+	}
+	if raw, _ := json.Marshal(eai.GpuSample{}); strings.Contains(string(raw), "share_method") {
+		t.Fatalf("empty ShareMethod sent: %s", raw)
+	}
+
+	alloc, err := admin.FinOps.GpuAllocation(ctx, period(hour, hour.Add(time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, f := range alloc.Findings {
+		if f.Code == "equal_gpu_shares" && strings.Contains(f.Message, deployment) {
+			found++
+		}
+	}
+	if found != 1 {
+		t.Fatalf("equal_gpu_shares findings of %s: %d, in %+v", deployment, found, alloc.Findings)
+	}
+
+	_, err = admin.FinOps.GpuSamples(ctx, []eai.GpuSample{half(unique("GPU-eq"), deployment+"-c", "half")})
+	apiErr := mustAPIError(t, err, eai.ErrValidation, http.StatusUnprocessableEntity)
+	if f := apiErr.Fields(); len(f) != 1 || f[0] != "share_method" {
+		t.Fatalf("fields %v: %v", f, err)
+	}
+}

@@ -41,7 +41,23 @@ type GpuSample struct {
 	StorageGB Decimal `json:"storage_gb,omitempty"`
 	// GpuFraction is the share of a physical GPU, 0 < f <= 1 (empty: 1).
 	GpuFraction Decimal `json:"gpu_fraction,omitempty"`
+	// ShareMethod is how GpuFraction was obtained: ShareMethodExclusive (empty: the default), ShareMethodMig,
+	// ShareMethodMeasured or ShareMethodEqual. Any other value is refused (validation_error on share_method).
+	ShareMethod string `json:"share_method,omitempty"`
 }
+
+// The values of GpuSample.ShareMethod.
+const (
+	// ShareMethodExclusive (the default): one pod, or none, on the GPU.
+	ShareMethodExclusive = "exclusive"
+	// ShareMethodMig: a MIG instance, its share its slices.
+	ShareMethodMig = "mig"
+	// ShareMethodMeasured: a GPU shared by several pods, each pod's share its measured GPU time.
+	ShareMethodMeasured = "measured"
+	// ShareMethodEqual: a GPU shared by several pods without per-pod data, 1/n each; an estimate the allocation
+	// reports as the finding `equal_gpu_shares`.
+	ShareMethodEqual = "equal"
+)
 
 // GpuSamplesRequest is the body of POST /v1/finops/gpu/samples.
 type GpuSamplesRequest struct {
@@ -237,7 +253,8 @@ type AllocationGap struct {
 
 // AllocationFinding is something the figures rest on that a FinOps reader should know.
 type AllocationFinding struct {
-	// Code is e.g. `unpriced_samples`, `usage_without_samples`.
+	// Code is e.g. `unpriced_samples`, `usage_without_samples`, `equal_gpu_shares` (GPU time resting on GPUs
+	// shared by several pods and split equally: samples with ShareMethodEqual).
 	Code string `json:"code"`
 	// Message explains it.
 	Message string `json:"message"`

@@ -24,11 +24,13 @@ from enterprise_ai import (
     AuthenticationError,
     Catalog,
     EnterpriseAI,
+    GpuSample,
     Money,
     SampleIngestResult,
     Tenant,
     TenantList,
     UsageIngestResult,
+    ValidationError,
     WhoAmI,
 )
 
@@ -223,6 +225,45 @@ async def test_samples_allocation_and_catalog(client: AnyClient) -> None:
     assert len(mine) == 1 and mine[0].discovery == "samples" and mine[0].local and mine[0].enabled
     assert mine[0].deployment_id == deployment and mine[0].models == []
     assert catalog.providers == catalog.items and len(catalog) >= 1
+
+
+async def test_shared_gpu_equal_shares(client: AnyClient) -> None:
+    """Two pods on one GPU without per-pod data: half each, ``share_method: "equal"``, reported by the
+    allocation as ``equal_gpu_shares``; an unknown method is refused."""
+    deployment = unique("eq")
+    gpu = unique("GPU")
+    hour = recent_hour()
+    end = hour + dt.timedelta(seconds=15)
+
+    def half(gpu_uuid: str, pod: str, share_method: str) -> GpuSample:
+        return {
+            "node": "gpu-node-3",
+            "gpu_uuid": gpu_uuid,
+            "model": "H100-80GB",
+            "namespace": "eai-inference",
+            "pod": pod,
+            "deployment_id": deployment,
+            "window_seconds": 15,
+            "utilization": 0.5,
+            "memory_used_gb": 20,
+            "power_w": 400,
+            "timestamp": end,
+            "gpu_fraction": Decimal("0.5"),
+            "share_method": share_method,
+        }
+
+    shared = half(f"{gpu}/shared/eai-inference/{deployment}-b", f"{deployment}-b", "equal")
+    own = half(gpu, f"{deployment}-a", "equal")
+    result = await maybe(client.finops.gpu_samples([shared, own]))
+    assert (result.accepted, result.duplicates) == (2, 0)
+
+    allocation = await maybe(client.finops.gpu_allocation(start=hour, end=hour + dt.timedelta(hours=1)))
+    equal = [f for f in allocation.findings if f.code == "equal_gpu_shares" and deployment in f.message]
+    assert len(equal) == 1, allocation.findings
+
+    with pytest.raises(ValidationError) as info:
+        await maybe(client.finops.gpu_samples([half(unique("GPU"), f"{deployment}-c", "half")]))
+    assert info.value.fields == ["share_method"] and info.value.indexes == [0]
 
 
 async def test_usage_events(client: AnyClient, tenants: Dict[str, Tenant]) -> None:

@@ -16,6 +16,13 @@ export type { components, operations, paths } from "./generated/openapi.js";
 
 /** One GPU sample (the item of `POST /v1/finops/gpu/samples`). */
 export type GpuSample = Schemas["GpuSample"];
+/**
+ * How a sample's `gpu_fraction` was obtained (its optional `share_method`; absent or null: `exclusive`):
+ * `exclusive` (one pod, or none, on the GPU), `mig` (a MIG instance's slices), `measured` (a GPU shared by several
+ * pods, each pod's share its measured GPU time) or `equal` (several pods and no per-pod data: 1/n each, an
+ * estimate the allocation reports as the finding `equal_gpu_shares`).
+ */
+export type ShareMethod = NonNullable<GpuSample["share_method"]>;
 /** The body of `POST /v1/finops/gpu/samples`. */
 export type GpuSampleBatch = Schemas["GpuSampleBatch"];
 /** What `POST /v1/finops/gpu/samples` answers (the SDK sums it over the batches it sent). */
@@ -54,6 +61,12 @@ export type AllocationDaily = Schemas["AllocationDaily"];
 export type AllocationGap = Schemas["AllocationGap"];
 /** Something the allocation's figures rest on that a reader should know. */
 export type AllocationFinding = Schemas["AllocationFinding"];
+/**
+ * The code of an {@link AllocationFinding}: `unpriced_samples`, `over_attribution`, `usage_without_samples`,
+ * `policy_boundary_inside_rollup`, `mixed_currency`, `conflicting_duplicate` or `equal_gpu_shares` (GPU time
+ * resting on GPUs shared by several pods and split equally: samples with `share_method: "equal"`).
+ */
+export type AllocationFindingCode = AllocationFinding["code"];
 /**
  * What a token costs (`GET /v1/finops/gpu/token-costs`): a deployment, a tenant's share of one, or a total (a
  * tenant's, a model's) with its rows per deployment in `deployments`. Amounts and rates are decimal strings

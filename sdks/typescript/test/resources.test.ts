@@ -8,7 +8,11 @@ import {
   AuthenticationError,
   EnterpriseAI,
   VERSION,
+  ValidationError,
+  type AllocationFindingCode,
+  type GpuSample,
   type GpuSampleInput,
+  type ShareMethod,
   type UsageEventInput,
 } from "@enterprise-ai/sdk";
 import { WORKED_EXAMPLE_POLICY, alignedPast, hourStart, sample, series, uniq, usageEvent } from "./helpers/data.js";
@@ -192,6 +196,34 @@ describe("finops", () => {
     for (const key of ["items", "deployments", "tenants", "daily", "gaps", "findings"] as const) {
       assert.ok(Array.isArray(last30[key]), key);
     }
+  });
+
+  test("share_method equal: two pods split a GPU, the allocation reports equal_gpu_shares; an unknown method is refused", async () => {
+    const deployment = uniq("equal");
+    const gpu = uniq("GPU-eq");
+    const hour = hourStart(3);
+    const end = new Date(hour.getTime() + 15_000);
+    const half = (gpuUuid: string, pod: string, method: ShareMethod): GpuSample => ({
+      ...sample({ gpu: gpuUuid, deployment, end }),
+      pod,
+      gpu_fraction: 0.5,
+      share_method: method,
+    });
+    const samples = [half(`${gpu}/shared/eai-inference/${deployment}-b`, `${deployment}-b`, "equal"), half(gpu, `${deployment}-a`, "equal")];
+    assert.deepEqual(await admin.finops.gpu.ingestSamples({ samples }), { accepted: 2, duplicates: 0 });
+
+    const a = await admin.finops.gpu.allocation({ from: hour, to: new Date(hour.getTime() + 3_600_000) });
+    const code: AllocationFindingCode = "equal_gpu_shares";
+    const found = a.findings.filter((f) => f.code === code && f.message.includes(deployment));
+    assert.equal(found.length, 1, JSON.stringify(a.findings));
+
+    const bad = { ...half(uniq("GPU-eq"), `${deployment}-c`, "equal"), share_method: "half" } as unknown as GpuSample;
+    const err = await admin.finops.gpu.ingestSamples({ samples: [bad] }).then(
+      () => assert.fail("share_method half was accepted"),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof ValidationError, String(err));
+    assert.deepEqual(err.fields, ["share_method"]);
   });
 });
 

@@ -104,6 +104,11 @@ class GpuSample(TypedDict, total=False):
     timestamp: Union[str, _dt.datetime, None]
     storage_gb: Optional[Number]
     gpu_fraction: Optional[Number]
+    share_method: Optional[str]
+    """How ``gpu_fraction`` was obtained: ``"exclusive"`` (the default: one pod, or none, on the GPU),
+    ``"mig"`` (a MIG instance's slices), ``"measured"`` (a GPU shared by several pods, each pod's share its
+    measured GPU time) or ``"equal"`` (several pods and no per-pod data: 1/n each, an estimate the allocation
+    reports as the finding ``equal_gpu_shares``). ``None``: exclusive."""
 
 
 class _UsageModel(TypedDict):
@@ -436,7 +441,7 @@ class AllocationGap:
 @dataclass(frozen=True)
 class AllocationFinding:
     """Something the figures rest on that a FinOps reader should know (``code``: ``unpriced_samples``,
-    ``over_attribution``, ``usage_without_samples``, ...)."""
+    ``over_attribution``, ``usage_without_samples``, ``equal_gpu_shares``, ...)."""
 
     code: str
     message: str

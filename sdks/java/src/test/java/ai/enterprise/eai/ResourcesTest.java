@@ -231,6 +231,39 @@ class ResourcesTest {
     }
 
     @Test
+    void equalSharesOfASharedGpu() {
+        // Two pods on one GPU without per-pod data: half each, share_method "equal", reported by the allocation.
+        String deployment = "res-equal-" + Fixtures.uniq();
+        String gpu = "GPU-eq-" + Fixtures.uniq();
+        Instant hour = Fixtures.recentHour();
+        GpuSample own = GpuSample.builder()
+                .node("gpu-node-3").gpuUuid(gpu).model("H100-80GB").namespace("eai-inference")
+                .pod(deployment + "-a").deploymentId(deployment)
+                .windowSeconds(15).utilization(0.5).memoryUsedGb(20).powerW(400)
+                .timestamp(hour.plusSeconds(15)).gpuFraction(0.5).shareMethod(GpuSample.SHARE_METHOD_EQUAL)
+                .build();
+        GpuSample shared = own.toBuilder()
+                .gpuUuid(gpu + "/shared/eai-inference/" + deployment + "-b").pod(deployment + "-b").build();
+        assertEquals("equal", shared.shareMethod());
+        assertEquals(new IngestResult(2, 0, 1), admin.finops().gpuSamples(List.of(shared, own)));
+
+        Allocation a = admin.finops().gpuAllocation(hour, hour.plus(Duration.ofHours(1)));
+        assertEquals(1, a.findings().stream()
+                .filter(f -> f.code().equals("equal_gpu_shares") && f.message().contains(deployment)).count(),
+                () -> "findings: " + a.findings());
+
+        // The old canonical constructor still compiles: no share_method (exclusive).
+        GpuSample legacy = new GpuSample("gpu-node-3", gpu + "-legacy", "H100-80GB", "eai-inference",
+                deployment + "-c", deployment, null, BigDecimal.valueOf(15), new BigDecimal("0.5"),
+                BigDecimal.valueOf(20), BigDecimal.valueOf(400), hour.plusSeconds(15), null, null);
+        assertNull(legacy.shareMethod());
+
+        ValidationException bad = assertThrows(ValidationException.class,
+                () -> admin.finops().gpuSamples(List.of(legacy.toBuilder().shareMethod("half").build())));
+        assertEquals(List.of("share_method"), bad.fields());
+    }
+
+    @Test
     void allocationByDatesInstantsAndParameters() {
         LocalDate today = LocalDate.now(ZoneOffset.UTC);
         Allocation byDates = admin.finops().gpuAllocation(today, today);

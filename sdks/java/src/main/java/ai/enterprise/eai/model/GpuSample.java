@@ -29,6 +29,9 @@ import java.util.UUID;
  * @param timestamp end of the window (millisecond precision is sent); {@code null}: now, stamped by the SDK
  * @param storageGb storage held by the pod, in GiB; {@code null}: 0
  * @param gpuFraction share of a physical GPU ({@code 0 < f <= 1}); {@code null}: 1
+ * @param shareMethod how {@code gpuFraction} was obtained: {@link #SHARE_METHOD_EXCLUSIVE} (the default),
+ *     {@link #SHARE_METHOD_MIG}, {@link #SHARE_METHOD_MEASURED} or {@link #SHARE_METHOD_EQUAL} (any other value is
+ *     refused with a validation error on {@code share_method}); {@code null}: exclusive
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record GpuSample(
@@ -45,7 +48,61 @@ public record GpuSample(
         BigDecimal powerW,
         Instant timestamp,
         BigDecimal storageGb,
-        BigDecimal gpuFraction) {
+        BigDecimal gpuFraction,
+        String shareMethod) {
+
+    /** {@link #shareMethod()}: one pod, or none, on the GPU (the default). */
+    public static final String SHARE_METHOD_EXCLUSIVE = "exclusive";
+
+    /** {@link #shareMethod()}: a MIG instance, its share its slices. */
+    public static final String SHARE_METHOD_MIG = "mig";
+
+    /** {@link #shareMethod()}: a GPU shared by several pods, each pod's share its measured GPU time. */
+    public static final String SHARE_METHOD_MEASURED = "measured";
+
+    /**
+     * {@link #shareMethod()}: a GPU shared by several pods without per-pod data, {@code 1/n} each; an estimate
+     * the allocation reports as the finding {@code equal_gpu_shares}.
+     */
+    public static final String SHARE_METHOD_EQUAL = "equal";
+
+    /**
+     * A sample without {@code shareMethod} (exclusive): the canonical constructor of SDK versions before
+     * {@code share_method}, kept for source compatibility.
+     *
+     * @param node Kubernetes node name
+     * @param gpuUuid the GPU, with the MIG instance encoded in it if any
+     * @param model GPU model as reported
+     * @param namespace Kubernetes namespace of the pod
+     * @param pod pod name
+     * @param deploymentId the model deployment the pod serves
+     * @param tenantId owner tenant (uuid) of a dedicated deployment; {@code null}: a shared deployment
+     * @param windowSeconds window length in seconds
+     * @param utilization busy fraction {@code 0..1}
+     * @param memoryUsedGb GPU memory used, in GiB
+     * @param powerW average power over the window, in watts
+     * @param timestamp end of the window; {@code null}: now, stamped by the SDK
+     * @param storageGb storage held by the pod, in GiB; {@code null}: 0
+     * @param gpuFraction share of a physical GPU; {@code null}: 1
+     */
+    public GpuSample(
+            String node,
+            String gpuUuid,
+            String model,
+            String namespace,
+            String pod,
+            String deploymentId,
+            String tenantId,
+            BigDecimal windowSeconds,
+            BigDecimal utilization,
+            BigDecimal memoryUsedGb,
+            BigDecimal powerW,
+            Instant timestamp,
+            BigDecimal storageGb,
+            BigDecimal gpuFraction) {
+        this(node, gpuUuid, model, namespace, pod, deploymentId, tenantId, windowSeconds, utilization, memoryUsedGb,
+                powerW, timestamp, storageGb, gpuFraction, null);
+    }
 
     /**
      * A builder.
@@ -77,6 +134,7 @@ public record GpuSample(
         b.timestamp = timestamp;
         b.storageGb = storageGb;
         b.gpuFraction = gpuFraction;
+        b.shareMethod = shareMethod;
         return b;
     }
 
@@ -96,6 +154,7 @@ public record GpuSample(
         private Instant timestamp;
         private BigDecimal storageGb;
         private BigDecimal gpuFraction;
+        private String shareMethod;
 
         private Builder() {}
 
@@ -329,6 +388,19 @@ public record GpuSample(
         }
 
         /**
+         * Sets how the share of the GPU was obtained.
+         *
+         * @param v {@link GpuSample#SHARE_METHOD_EXCLUSIVE}, {@link GpuSample#SHARE_METHOD_MIG},
+         *     {@link GpuSample#SHARE_METHOD_MEASURED} or {@link GpuSample#SHARE_METHOD_EQUAL}; {@code null}: not
+         *     sent (exclusive)
+         * @return this builder
+         */
+        public Builder shareMethod(String v) {
+            shareMethod = v;
+            return this;
+        }
+
+        /**
          * Builds the sample.
          *
          * @return the sample
@@ -347,7 +419,7 @@ public record GpuSample(
             Objects.requireNonNull(powerW, "powerW");
             return new GpuSample(
                     node, gpuUuid, model, namespace, pod, deploymentId, tenantId, windowSeconds, utilization,
-                    memoryUsedGb, powerW, timestamp, storageGb, gpuFraction);
+                    memoryUsedGb, powerW, timestamp, storageGb, gpuFraction, shareMethod);
         }
     }
 }
