@@ -18,30 +18,8 @@ use rust_decimal::Decimal;
 
 use crate::dcgm::{Readings, Sharer, Workload};
 
-/// How a sample's share of its GPU was obtained (the sample's `share_method`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ShareMethod {
-    /// The GPU (or MIG instance) had one pod, or none.
-    Exclusive,
-    /// A MIG instance: its share is its slices.
-    Mig,
-    /// Each pod's GPU time was measured.
-    Measured,
-    /// Several pods and no per-pod data: `1/n` each.
-    Equal,
-}
-
-impl ShareMethod {
-    /// As the API writes it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ShareMethod::Exclusive => "exclusive",
-            ShareMethod::Mig => "mig",
-            ShareMethod::Measured => "measured",
-            ShareMethod::Equal => "equal",
-        }
-    }
-}
+/// How a sample's share of its GPU was obtained (the sample's `share_method`): the engine's.
+pub use eai_engine::domain::ShareMethod;
 
 /// One millionth: the unit of a share.
 pub const UNIT: Decimal = Decimal::from_parts(1, 0, 0, false, 6);
