@@ -436,6 +436,20 @@ pub async fn run(
                 r.window_end,
                 r.vllm_events.len()
             );
+            let method = |m: &str| {
+                r.produced
+                    .iter()
+                    .flat_map(|b| &b.samples)
+                    .filter(|s| s.share_method.as_deref() == Some(m))
+                    .count()
+            };
+            let (equal, measured) = (method("equal"), method("measured"));
+            if equal + measured > 0 {
+                eprintln!(
+                    "shared GPUs: {measured} samples with measured shares, {equal} split equally (no per-pod GPU \
+                     time on this node: see the README's \"Shared GPUs\" for --nvml-processes or --hami-url)"
+                );
+            }
             for e in &r.vllm_errors {
                 eprintln!("warning: {e}");
             }
