@@ -173,6 +173,8 @@ scripts/helm-check.sh
 log "observability: every dashboard query and alert expression against a real Prometheus"
 EAI_OBSERVE_SKIP_BUILD=1 scripts/observe-check.sh
 
+# sdks/seed holds the seed's SDK snippets (byte for byte, sdks/seed/README.md): no suite of its own, each SDK's
+# suite below runs its language's snippet exactly as written and checks it against that copy.
 for sdk in sdks/python sdks/typescript sdks/go sdks/java; do
   started=$(date +%s)
   log "$sdk/test.sh"
