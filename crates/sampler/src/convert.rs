@@ -336,16 +336,15 @@ impl Converter {
             out.push(ctx, slot.id, placement, part);
             return;
         }
-        pods.sort_by(|a, b| {
-            let key = |s: &Sharer| {
-                (
-                    s.workload.namespace.clone(),
-                    s.workload.pod.clone(),
-                    s.workload.container.clone(),
-                )
-            };
-            key(a).cmp(&key(b))
-        });
+        fn order(s: &Sharer) -> (Option<&str>, &str, Option<&str>) {
+            let w = &s.workload;
+            (
+                w.namespace.as_deref(),
+                w.pod.as_str(),
+                w.container.as_deref(),
+            )
+        }
+        pods.sort_by(|a, b| order(a).cmp(&order(b)));
         let split = shares::split(&pods);
         out.counts.shared_devices += 1;
         if split.method == ShareMethod::Equal {

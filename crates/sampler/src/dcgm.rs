@@ -233,7 +233,7 @@ impl DeviceSet {
             }
         };
         let d = &mut self.devices[idx];
-        if let Some(w) = workload(labels) {
+        if let Some(w) = workload_ref(labels) {
             add_sharer(d, w, || labels.pairs().into());
         }
         fill(d, f, v);
@@ -265,7 +265,7 @@ impl DeviceSet {
         };
         let d = &mut self.devices[idx];
         if let Some(w) = &s.workload {
-            add_sharer(d, w.clone(), || s.device.labels.clone());
+            add_sharer(d, WorkloadRef::of(w), || s.device.labels.clone());
         }
         fill(d, s.field, v);
     }
@@ -373,15 +373,48 @@ fn push_key(key: &mut String, uuid: &str, mig: Option<(&str, &str)>) {
     }
 }
 
-/// Notes that pod `w` was seen on device `d` (once per pod: the labels are made only for a new one).
+/// A series' pod as its labels name it, borrowed: read for every value, it is made into a [`Workload`] only
+/// for a pod new to its device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct WorkloadRef<'a> {
+    pod: &'a str,
+    namespace: Option<&'a str>,
+    container: Option<&'a str>,
+}
+
+impl<'a> WorkloadRef<'a> {
+    fn of(w: &'a Workload) -> Self {
+        WorkloadRef {
+            pod: &w.pod,
+            namespace: w.namespace.as_deref(),
+            container: w.container.as_deref(),
+        }
+    }
+
+    fn is(&self, w: &Workload) -> bool {
+        *self == WorkloadRef::of(w)
+    }
+
+    fn to_workload(self) -> Workload {
+        Workload {
+            pod: self.pod.to_string(),
+            namespace: self.namespace.map(str::to_string),
+            container: self.container.map(str::to_string),
+        }
+    }
+}
+
+/// Notes that pod `w` was seen on device `d` (once per pod: the workload and its labels are made only for a new
+/// one).
 fn add_sharer(
     d: &mut DeviceReading,
-    w: Workload,
+    w: WorkloadRef<'_>,
     labels: impl FnOnce() -> Arc<[(String, String)]>,
 ) {
-    if d.sharers.iter().any(|s| s.workload == w) {
+    if d.sharers.iter().any(|s| w.is(&s.workload)) {
         return;
     }
+    let w = w.to_workload();
     if d.workload.is_none() {
         d.workload = Some(w.clone());
     }
@@ -434,9 +467,11 @@ fn new_device(uuid: &str, mig: Option<(&str, &str)>, labels: &impl Labels) -> De
     }
 }
 
-/// The workload labels; `exported_*` (Prometheus with `honor_labels: false`) win over the plain ones.
-fn workload(labels: &impl Labels) -> Option<Workload> {
-    let (pod, ns, container) = match non_empty(labels, "exported_pod") {
+/// The workload labels; `exported_*` (Prometheus with `honor_labels: false`) win over the plain ones. A DRA
+/// claim shared by a pod's containers is the pod's (the exporter copies the series per container:
+/// [`crate::dra::holder`]).
+fn workload_ref(labels: &impl Labels) -> Option<WorkloadRef<'_>> {
+    let (pod, namespace, container) = match non_empty(labels, "exported_pod") {
         Some(p) => (
             p,
             non_empty(labels, "exported_namespace"),
@@ -448,15 +483,16 @@ fn workload(labels: &impl Labels) -> Option<Workload> {
             non_empty(labels, "container"),
         ),
     };
-    // A DRA claim shared by a pod's containers is the pod's (the exporter copies the series per container).
-    Some(crate::dra::holder(
-        Workload {
-            pod: pod.to_string(),
-            namespace: ns.map(str::to_string),
-            container: container.map(str::to_string),
-        },
-        labels,
-    ))
+    let container = container.filter(|_| !crate::dra::copied_for_a_claim(labels));
+    Some(WorkloadRef {
+        pod,
+        namespace,
+        container,
+    })
+}
+
+fn workload(labels: &impl Labels) -> Option<Workload> {
+    workload_ref(labels).map(WorkloadRef::to_workload)
 }
 
 /// Reads a DCGM exporter's `/metrics` text.

@@ -66,10 +66,15 @@ pub fn claim(labels: &impl Labels) -> Option<Claim> {
     })
 }
 
+/// Whether a series is the exporter's copy for a DRA claim (it names one).
+pub fn copied_for_a_claim(labels: &impl Labels) -> bool {
+    labels.get("dra_claim_name").is_some_and(|v| !v.is_empty())
+}
+
 /// Who holds the device a series describes: for a series copied for a DRA claim, the pod (a claim is the pod's,
 /// its containers share it: the exporter's per-container copies are one holder); otherwise `w` as read.
 pub fn holder(w: Workload, labels: &impl Labels) -> Workload {
-    if labels.get("dra_claim_name").is_some_and(|v| !v.is_empty()) {
+    if copied_for_a_claim(labels) {
         Workload {
             container: None,
             ..w
