@@ -30,12 +30,7 @@ class ReadmeQuickStartTest {
 
     @BeforeAll
     static void setUp() {
-        server = EaiServers.shared();
-        assertEquals(server.adminKey(), System.getenv("EAI_API_KEY"),
-                "EAI_API_KEY must be the shared server's bootstrap key: run the tests with mvn (see test.sh)");
-        try (EnterpriseAIClient admin = server.admin()) {
-            Fixtures.ensureTenant(admin, "acme", "Acme Corp");
-        }
+        server = Snippets.serverForSnippets();
     }
 
     static Snippets.CodeBlock quickStart() {

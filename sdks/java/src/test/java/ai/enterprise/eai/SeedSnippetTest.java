@@ -53,12 +53,7 @@ class SeedSnippetTest {
 
     @BeforeAll
     static void setUp() {
-        server = EaiServers.shared();
-        assertEquals(server.adminKey(), System.getenv("EAI_API_KEY"),
-                "EAI_API_KEY must be the shared server's bootstrap key: run the tests with mvn (see test.sh)");
-        try (EnterpriseAIClient admin = server.admin()) {
-            Fixtures.ensureTenant(admin, "acme", "Acme Corp");
-        }
+        server = Snippets.serverForSnippets();
     }
 
     /** The seed's Java section, from the repository's copy. */

@@ -243,4 +243,20 @@ public final class Snippets {
         }
         return List.copyOf(lines.subList(from, to));
     }
+
+    /**
+     * The shared test server, set up as the snippets expect it: {@code EAI_API_KEY} (which they read) is its
+     * bootstrap key, and the tenant {@code acme} they name is registered.
+     */
+    public static EaiServer serverForSnippets() {
+        EaiServer server = EaiServers.shared();
+        if (!server.adminKey().equals(System.getenv("EAI_API_KEY"))) {
+            throw new AssertionError(
+                    "EAI_API_KEY must be the shared server's bootstrap key: run the tests with mvn (see test.sh)");
+        }
+        try (EnterpriseAIClient admin = server.admin()) {
+            Fixtures.ensureTenant(admin, "acme", "Acme Corp");
+        }
+        return server;
+    }
 }
