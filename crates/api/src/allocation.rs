@@ -243,8 +243,9 @@ pub async fn explain_of(
     config: AllocationConfig,
     deployment_id: &str,
     viewer: Option<eai_engine::domain::TenantId>,
-) -> Result<Option<eai_engine::allocate::Explanation>, StoreError> {
+) -> Result<Option<Explained>, StoreError> {
     use eai_engine::allocate::Party;
+    use eai_engine::breakdown::Dimension;
     let inputs = read_inputs(source, store, period).await?;
     let dep = deployment_id.to_string();
     let explained = tokio::task::spawn_blocking(move || {
@@ -252,7 +253,7 @@ pub async fn explain_of(
     })
     .await
     .map_err(|e| StoreError::Internal(format!("the explanation task failed: {e}")))?;
-    Ok(explained.and_then(|e| match viewer {
+    let explanation = explained.and_then(|e| match viewer {
         None => Some(e),
         Some(t) => {
             let concerned = e
@@ -263,7 +264,35 @@ pub async fn explain_of(
                 || e.buckets.iter().any(|b| b.owner == Some(Party::Tenant(t)));
             concerned.then(|| e.for_tenant(t))
         }
-    }))
+    });
+    let Some(explanation) = explanation else {
+        return Ok(None);
+    };
+    let scope = viewer.map_or(eai_store::Scope::Platform, eai_store::Scope::Tenant);
+    let pods = breakdown_of(
+        source,
+        store,
+        period,
+        config,
+        scope,
+        vec![
+            Dimension::Namespace,
+            Dimension::Pod,
+            Dimension::Gpu,
+            Dimension::Share,
+        ],
+        vec![(Dimension::Deployment, deployment_id.to_string())],
+    )
+    .await?;
+    Ok(Some(Explained { explanation, pods }))
+}
+
+/// A deployment's explanation, and where its time ran: its breakdown by namespace, pod, GPU and share method
+/// (as the viewer may see it: a tenant, its dedicated deployments' pods only).
+#[derive(Debug, Clone)]
+pub struct Explained {
+    pub explanation: eai_engine::allocate::Explanation,
+    pub pods: eai_engine::breakdown::Breakdown,
 }
 
 /// The breakdown of a period (see `eai_engine::breakdown`): the allocation of every tenant (its deployments'
@@ -301,7 +330,7 @@ pub async fn breakdown_of(
         usage.retain_labels(|l| kept(&l.deployment_id));
     }
     let span = tracing::info_span!("breakdown.compute", rollups = usage.len());
-    tokio::task::spawn_blocking(move || {
+    let mut b = tokio::task::spawn_blocking(move || {
         let _in = span.enter();
         let allocation = allocate_inputs(&inputs, period, config);
         eai_engine::breakdown::breakdown(
@@ -315,7 +344,15 @@ pub async fn breakdown_of(
         )
     })
     .await
-    .map_err(|e| StoreError::Internal(format!("the breakdown task failed: {e}")))
+    .map_err(|e| StoreError::Internal(format!("the breakdown task failed: {e}")))?;
+    // A row's share of its GPU weighs it against the GPU's other pods: a tenant is not told how much of a GPU
+    // the others used (nor could it be: the database shows it its own rows only).
+    if let eai_store::Scope::Tenant(_) = scope {
+        for r in &mut b.rows {
+            r.gpu_share = None;
+        }
+    }
+    Ok(b)
 }
 
 /// The token costs of a period (every tenant's, or `tenant`'s share only), read from `source` (usage events

@@ -1313,6 +1313,7 @@ mod breakdown;
 use breakdown::*;
 
 on_both_backends!(usage_is_broken_down_by_pod_node_and_gpu_to_the_cent_and_scoped_to_its_reader);
+on_both_backends!(a_shared_gpu_is_broken_down_by_pod_with_each_share_and_its_method);
 
 #[path = "http/focus.rs"]
 mod focus;

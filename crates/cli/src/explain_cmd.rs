@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::Args;
 use eai_api::allocation::Source;
 use eai_engine::allocate::{Explanation, Party};
+use eai_engine::breakdown::{Breakdown, BreakdownRow, Dimension};
 use eai_engine::time::Timestamp;
 use eai_engine::view::ExplanationView;
 
@@ -30,7 +31,7 @@ pub async fn run(args: ExplainArgs) -> anyhow::Result<ExitCode> {
     let tenant = crate::serve::tenant_arg(args.tenant.as_deref())?;
     let (period, store, alloc) = args.report.open().await?;
     let viewer = crate::serve::resolve_tenant(store.as_ref(), tenant).await?;
-    let Some(e) = eai_api::allocation::explain_of(
+    let Some(explained) = eai_api::allocation::explain_of(
         &Source::Primary,
         store.as_ref(),
         period,
@@ -56,10 +57,14 @@ pub async fn run(args: ExplainArgs) -> anyhow::Result<ExitCode> {
     if args.report.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&ExplanationView::new(&e))?
+            serde_json::to_string_pretty(&ExplanationView::new(
+                &explained.explanation,
+                &explained.pods
+            ))?
         );
     } else {
-        print!("{}", render(&e));
+        print!("{}", render(&explained.explanation));
+        print!("{}", render_pods(&explained.pods));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -280,4 +285,46 @@ pub fn render(e: &Explanation) -> String {
     }
     out.push_str("\n~: cut to 6 places here; --json has every digit\n");
     out
+}
+
+/// Where the deployment's time ran (its breakdown by namespace, pod, GPU and share method): each pod's
+/// GPU-seconds, its share of its GPU when the reader may see it, and its cost. Empty: nothing.
+pub fn render_pods(b: &Breakdown) -> String {
+    if b.rows.is_empty() {
+        return String::new();
+    }
+    let at = |d: Dimension| b.group_by.iter().position(|g| *g == d);
+    let value = |r: &BreakdownRow, d: Dimension| {
+        at(d)
+            .and_then(|i| r.key[i].clone())
+            .unwrap_or_else(|| "-".into())
+    };
+    let mut t = Table::new(&[
+        ("namespace", false),
+        ("pod", false),
+        ("GPU", false),
+        ("share method", false),
+        ("GPU-s", true),
+        ("share of GPU", true),
+        ("cost", true),
+    ]);
+    for r in &b.rows {
+        t.row(vec![
+            value(r, Dimension::Namespace),
+            value(r, Dimension::Pod),
+            value(r, Dimension::Gpu),
+            value(r, Dimension::Share),
+            n(r.q.gpu_seconds),
+            r.gpu_share.map(n).unwrap_or_default(),
+            r.cost
+                .iter()
+                .map(|(c, a)| format!("{a} {c}"))
+                .collect::<Vec<_>>()
+                .join(" + "),
+        ]);
+    }
+    format!(
+        "\nwhere its time ran (measured: per-process GPU time; equal: a shared GPU split equally):\n{}",
+        t.render()
+    )
 }

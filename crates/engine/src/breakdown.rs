@@ -1,5 +1,5 @@
-//! Breakdown: a period's GPU time and cost per pod, node, GPU, namespace, deployment, tenant or model (any
-//! combination), from the per-GPU rollups and where their time ran (their key's [`crate::rollup::Placement`]),
+//! Breakdown: a period's GPU time and cost per pod, node, GPU, namespace, deployment, tenant, model or share
+//! method (any combination), from the per-GPU rollups and where their time ran (their key's [`crate::rollup::Placement`]),
 //! in the compact form of [`crate::gpu_usage`]: one pass over the rows, allocation bucket by allocation bucket,
 //! over interned labels and integer sums (a month of 1,000 GPUs is 720,000 rows).
 //!
@@ -22,7 +22,7 @@ use rust_decimal::Decimal;
 use rustc_hash::FxHashMap;
 
 use crate::allocate::Period;
-use crate::domain::{Policy, TenantId};
+use crate::domain::{self, Policy, TenantId};
 use crate::fixed;
 use crate::gpu_usage::{add_fixed, quantities, FixedQuantities, GpuRow, GpuUsage, UsageLabels};
 use crate::money::{self, Currency};
@@ -40,11 +40,14 @@ pub enum Dimension {
     Namespace,
     Pod,
     Node,
+    /// The device: a GPU shared by several pods is one value, whatever share of it each pod had.
     Gpu,
+    /// How the time's share of its GPU was obtained (SPEC §11): `exclusive`, `mig`, `measured` or `equal`.
+    Share,
 }
 
 impl Dimension {
-    pub const ALL: [Dimension; 7] = [
+    pub const ALL: [Dimension; 8] = [
         Dimension::Pod,
         Dimension::Node,
         Dimension::Gpu,
@@ -52,6 +55,7 @@ impl Dimension {
         Dimension::Deployment,
         Dimension::Tenant,
         Dimension::Model,
+        Dimension::Share,
     ];
 
     pub fn name(self) -> &'static str {
@@ -63,6 +67,7 @@ impl Dimension {
             Dimension::Pod => "pod",
             Dimension::Node => "node",
             Dimension::Gpu => "gpu",
+            Dimension::Share => "share",
         }
     }
 
@@ -85,7 +90,15 @@ pub struct BreakdownRow {
     pub unpriced_gpu_seconds: Decimal,
     /// The row's cost per currency, in the currency's minor unit; empty when none of it was priced.
     pub cost: Vec<(Currency, Decimal)>,
+    /// Grouped by GPU: the row's GPU-seconds over all the GPU-seconds of its GPU in the period (every pod's
+    /// share and the idle share of a shared GPU, rows whose labels are hidden and rows filtered out included),
+    /// to [`GPU_SHARE_DP`] places. A pod that had a GPU to itself has 1. Whether a reader may see it is the
+    /// caller's to say (a tenant is not shown it).
+    pub gpu_share: Option<Decimal>,
 }
+
+/// Decimal places of a row's [`BreakdownRow::gpu_share`].
+pub const GPU_SHARE_DP: u32 = 6;
 
 /// A period's breakdown, rows sorted by key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,8 +153,26 @@ pub fn breakdown(
     }
 
     // 1. Per label: its value of each fine dimension (interned: equal values share an id whatever the label),
-    //    its party (deployment, owner) and its policy candidates. The GPU's value is the GPU's own index.
+    //    its party (deployment, owner) and its policy candidates. The GPU's value is the device's index
+    //    (share slices of one GPU have the GPU's), and each device's GPU-seconds are summed over every row.
     let gpu_at = fine.iter().position(|d| *d == Dimension::Gpu);
+    let mut device_ids: FxHashMap<&str, u32> = FxHashMap::default();
+    let mut devices: Vec<&str> = Vec::new();
+    let device_of: Vec<u32> = match gpu_at {
+        None => Vec::new(),
+        Some(_) => usage
+            .gpus
+            .iter()
+            .map(|g| {
+                let d = domain::device_of(g);
+                *device_ids.entry(d).or_insert_with(|| {
+                    devices.push(d);
+                    devices.len() as u32 - 1
+                })
+            })
+            .collect(),
+    };
+    let mut device_seconds: Vec<i128> = vec![0; devices.len()];
     let mut values: Values<'_> = Values::default();
     let mut parties: FxHashMap<(&str, Option<TenantId>), u32> = FxHashMap::default();
     let mut candidates: FxHashMap<(&str, &str), usize> = FxHashMap::default();
@@ -204,6 +235,9 @@ pub fn breakdown(
         if !period.contains(r.bucket_start) {
             continue;
         }
+        if let Some(&d) = device_of.get(r.gpu as usize) {
+            device_seconds[d as usize] += r.q[0];
+        }
         let Some(Some(info)) = labels.get(r.labels as usize) else {
             continue;
         };
@@ -212,14 +246,15 @@ pub fn breakdown(
             bucket.settle(policies, &mut rows);
             current = Some(b);
         }
-        let pair = (r.labels, if gpu_at.is_some() { r.gpu } else { 0 });
+        let device = device_of.get(r.gpu as usize).copied().unwrap_or(0);
+        let pair = (r.labels, device);
         let ri = match row_of_pair.get(&pair) {
             Some(&i) => i,
             None => {
                 key.clear();
                 key.extend(&info.key);
                 if let Some(at) = gpu_at {
-                    key[at] = r.gpu;
+                    key[at] = device;
                 }
                 let i = match row_of_key.get(&key) {
                     Some(&i) => i,
@@ -258,7 +293,7 @@ pub fn breakdown(
                 .iter()
                 .zip(&r.key)
                 .map(|(d, v)| match d {
-                    Dimension::Gpu => usage.gpus.get(*v as usize).map(|g| g.to_string()),
+                    Dimension::Gpu => devices.get(*v as usize).map(|g| g.to_string()),
                     _ => values.text(*v),
                 })
                 .collect();
@@ -315,10 +350,23 @@ pub fn breakdown(
             }
         }
     }
+    let gpu_in_group = group.iter().position(|d| *d == Dimension::Gpu);
     let rows: Vec<BreakdownRow> = merged
         .into_iter()
         .map(|(key, mut m)| {
             m.cost.sort_by_key(|(c, _)| *c);
+            let gpu_share = gpu_in_group.map(|at| {
+                let total = key[at]
+                    .as_deref()
+                    .and_then(|d| device_ids.get(d))
+                    .map_or(0, |&i| device_seconds[i as usize]);
+                if total == 0 {
+                    return Decimal::ZERO;
+                }
+                let part = fixed::from_fixed_lossy(m.q[0], CELL_DP);
+                let whole = fixed::from_fixed_lossy(total, CELL_DP);
+                (part / whole).round_dp(GPU_SHARE_DP).normalize()
+            });
             BreakdownRow {
                 key,
                 samples: m.samples,
@@ -326,6 +374,7 @@ pub fn breakdown(
                 q: quantities(&m.q),
                 unpriced_gpu_seconds: fixed::from_fixed_lossy(m.unpriced, CELL_DP).normalize(),
                 cost: m.cost,
+                gpu_share,
             }
         })
         .collect();
@@ -517,6 +566,10 @@ fn label_value(d: Dimension, l: &UsageLabels) -> Val<'_> {
         Dimension::Namespace => text(l.placement.namespace()),
         Dimension::Pod => text(l.placement.pod()),
         Dimension::Node => text(l.placement.node()),
+        Dimension::Share => l
+            .placement
+            .share()
+            .map_or(Val::None, |m| Val::Str(m.as_str())),
         Dimension::Gpu => Val::None,
     }
 }

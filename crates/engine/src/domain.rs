@@ -210,6 +210,15 @@ pub fn is_share_slice(gpu_uuid: &str) -> bool {
     gpu_uuid.contains("/shared/") || gpu_uuid.ends_with("/shared-idle")
 }
 
+/// The device a GPU id is on: the id itself, or the GPU (or MIG instance) a share slice
+/// ([`is_share_slice`]) is a share of.
+pub fn device_of(gpu_uuid: &str) -> &str {
+    if let Some(i) = gpu_uuid.find("/shared/") {
+        return &gpu_uuid[..i];
+    }
+    gpu_uuid.strip_suffix("/shared-idle").unwrap_or(gpu_uuid)
+}
+
 /// The length of a sample's window in milliseconds: above 0 and at most an hour (what the wire accepts:
 /// `0 < window_seconds <= 3600` with at most 3 places, so at least 1 ms).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -504,6 +513,23 @@ pub struct ModelRef {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_share_slice_is_on_the_device_its_id_starts_with() {
+        let gpu = "GPU-8a2b";
+        for id in [
+            "GPU-8a2b",
+            "GPU-8a2b/shared/team-a/pod-1",
+            "GPU-8a2b/shared/team-a/pod-1/vllm",
+            "GPU-8a2b/shared-idle",
+        ] {
+            assert_eq!(device_of(id), gpu, "{id}");
+            assert_eq!(is_share_slice(id), id != gpu, "{id}");
+        }
+        let mig = "MIG-4f1c";
+        assert_eq!(device_of("MIG-4f1c/shared/ns/p"), mig);
+        assert_eq!(device_of("GPU-x/shared-idle-not"), "GPU-x/shared-idle-not");
+    }
 
     #[test]
     fn the_platform_tenant_is_refused_as_input_and_read_back_from_storage() {

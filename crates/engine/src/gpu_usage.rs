@@ -255,7 +255,7 @@ mod tests {
                 owner: None,
                 model: "H100".into(),
                 bucket_start: Timestamp(bucket),
-                placement: Placement::new("ns", pod, "node"),
+                placement: Placement::new("ns", pod, "node", crate::domain::ShareMethod::Exclusive),
             },
             first_window_start: Timestamp(bucket),
             last_window_start: Timestamp(bucket + 60_000),

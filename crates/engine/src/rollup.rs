@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rust_decimal::Decimal;
 
-use crate::domain::TenantId;
+use crate::domain::{ShareMethod, TenantId};
 use crate::time::Timestamp;
 
 /// What a rollup is the sum of: one GPU (or MIG slice) serving one deployment for one owner from one pod, in one
@@ -23,8 +23,9 @@ pub struct RollupKey {
     pub placement: Placement,
 }
 
-/// Where a GPU's time ran: the Kubernetes namespace, pod and node its samples named. Shared, since every cell
-/// of a sample carries it.
+/// Where a GPU's time ran: the Kubernetes namespace, pod and node its samples named, and how the pod's share of
+/// the GPU was obtained (SPEC §11: exclusive, a MIG instance, measured or split equally between the pods of a
+/// shared GPU). Shared, since every cell of a sample carries it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Placement(pub Option<Arc<PlacementLabels>>);
 
@@ -34,15 +35,21 @@ pub struct PlacementLabels {
     pub namespace: String,
     pub pod: String,
     pub node: String,
+    pub share: ShareMethod,
 }
 
 impl Placement {
-    pub fn new(namespace: &str, pod: &str, node: &str) -> Placement {
+    pub fn new(namespace: &str, pod: &str, node: &str, share: ShareMethod) -> Placement {
         Placement(Some(Arc::new(PlacementLabels {
             namespace: namespace.to_string(),
             pod: pod.to_string(),
             node: node.to_string(),
+            share,
         })))
+    }
+
+    pub fn share(&self) -> Option<ShareMethod> {
+        self.0.as_deref().map(|l| l.share)
     }
 
     pub fn namespace(&self) -> Option<&str> {

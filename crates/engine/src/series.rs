@@ -183,7 +183,7 @@ fn key_of(s: &Sample, bucket_start: Timestamp, placement: &Placement) -> RollupK
 
 /// Where a sample's time ran.
 pub fn placement_of(s: &Sample) -> Placement {
-    Placement::new(&s.namespace, &s.pod, &s.node)
+    Placement::new(&s.namespace, &s.pod, &s.node, s.share_method)
 }
 
 /// What one whole sample adds up to.
@@ -260,6 +260,7 @@ fn has_key_of(key: &RollupKey, s: &Sample, bucket: Timestamp) -> bool {
         && key.placement.namespace() == Some(s.namespace.as_str())
         && key.placement.pod() == Some(s.pod.as_str())
         && key.placement.node() == Some(s.node.as_str())
+        && key.placement.share() == Some(s.share_method)
 }
 
 /// `[from, to)` cut at multiples of `bucket_ms`.

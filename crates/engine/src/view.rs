@@ -299,6 +299,9 @@ pub struct ExplanationView {
     pub buckets: Vec<BucketView>,
     pub idle_spread: Vec<IdleSpreadView>,
     pub rounding: Vec<RoundingView>,
+    /// Where the deployment's time ran: its breakdown by namespace, pod, GPU and share method (SPEC §11: a pod
+    /// on a GPU shared with others has its share of the GPU and how it was obtained), as the reader may see it.
+    pub pods: Vec<BreakdownRowView>,
 }
 
 #[derive(Debug, Serialize)]
@@ -417,8 +420,14 @@ fn party(p: crate::allocate::Party) -> PartyView {
 }
 
 impl ExplanationView {
-    pub fn new(e: &crate::allocate::Explanation) -> Self {
+    /// The explanation `e`, with `pods`: the deployment's breakdown by pod (see [`ExplanationView::pods`]).
+    pub fn new(e: &crate::allocate::Explanation, pods: &crate::breakdown::Breakdown) -> Self {
         ExplanationView {
+            pods: pods
+                .rows
+                .iter()
+                .map(|r| BreakdownRowView::new(&pods.group_by, r))
+                .collect(),
             deployment_id: e.deployment_id.clone(),
             from: e.from.to_string(),
             to: e.to.to_string(),
@@ -551,6 +560,10 @@ pub struct BreakdownRowView {
     pub energy_wh: Quantity,
     pub unpriced_gpu_seconds: Quantity,
     pub cost: Vec<MoneyView>,
+    /// Only when the grouping has `gpu`, for a platform reader: the row's part of its GPU's time in the period
+    /// (a pod alone on its GPU: 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_share: Option<Quantity>,
 }
 
 impl BreakdownView {
@@ -566,24 +579,36 @@ impl BreakdownView {
             rows: b
                 .rows
                 .iter()
-                .map(|r| BreakdownRowView {
-                    group: b
-                        .group_by
-                        .iter()
-                        .map(|d| d.name())
-                        .zip(r.key.iter().cloned())
-                        .collect(),
-                    samples: r.samples,
-                    estimated_samples: r.estimated_samples,
-                    gpu_seconds: quantity(r.q.gpu_seconds, 3),
-                    busy_gpu_seconds: quantity(r.q.busy_gpu_seconds, 3),
-                    estimated_gpu_seconds: quantity(r.q.estimated_gpu_seconds, 3),
-                    gpu_memory_gb_seconds: quantity(r.q.memory_gb_seconds, 3),
-                    energy_wh: quantity(r.q.energy_wh(), 3),
-                    unpriced_gpu_seconds: quantity(r.unpriced_gpu_seconds, 3),
-                    cost: r.cost.iter().map(|(c, a)| money(*a, c.as_str())).collect(),
-                })
+                .map(|r| BreakdownRowView::new(&b.group_by, r))
                 .collect(),
+        }
+    }
+}
+
+impl BreakdownRowView {
+    /// Row `r` of a breakdown grouped by `group_by`.
+    pub fn new(
+        group_by: &[crate::breakdown::Dimension],
+        r: &crate::breakdown::BreakdownRow,
+    ) -> Self {
+        BreakdownRowView {
+            group: group_by
+                .iter()
+                .map(|d| d.name())
+                .zip(r.key.iter().cloned())
+                .collect(),
+            samples: r.samples,
+            estimated_samples: r.estimated_samples,
+            gpu_seconds: quantity(r.q.gpu_seconds, 3),
+            busy_gpu_seconds: quantity(r.q.busy_gpu_seconds, 3),
+            estimated_gpu_seconds: quantity(r.q.estimated_gpu_seconds, 3),
+            gpu_memory_gb_seconds: quantity(r.q.memory_gb_seconds, 3),
+            energy_wh: quantity(r.q.energy_wh(), 3),
+            unpriced_gpu_seconds: quantity(r.unpriced_gpu_seconds, 3),
+            cost: r.cost.iter().map(|(c, a)| money(*a, c.as_str())).collect(),
+            gpu_share: r
+                .gpu_share
+                .map(|s| quantity(s, crate::breakdown::GPU_SHARE_DP)),
         }
     }
 }

@@ -1530,6 +1530,127 @@ fn a_deployments_cost_is_shared_over_its_pods_by_gpu_seconds_to_the_cent() {
     assert_eq!(one.rows, vec![b.rows[1].clone()]);
 }
 
+type Row<'a> = (Option<&'a str>, Option<&'a str>, Decimal, Option<Decimal>);
+
+/// A two-dimension breakdown's rows: both values, GPU-seconds and share of the GPU.
+fn table(b: &eai_engine::breakdown::Breakdown) -> Vec<Row<'_>> {
+    b.rows
+        .iter()
+        .map(|r| {
+            (
+                r.key[0].as_deref(),
+                r.key[1].as_deref(),
+                r.q.gpu_seconds,
+                r.gpu_share,
+            )
+        })
+        .collect()
+}
+
+/// A GPU shared by two pods (SPEC §11): the breakdown by pod and GPU shows each pod on the one GPU with its
+/// share of the GPU's time, and by share method how each share was obtained. The measured shares of the first
+/// half hour (0.7 and 0.2, the rest idle) and the equal ones of the second (0.5 each) give chat-0
+/// (0.7 + 0.5) / 2 = 0.6, embed-0 0.35 and the idle share 0.05 of the GPU's hour.
+#[test]
+fn a_shared_gpu_shows_each_pods_share_and_its_method() {
+    use eai_engine::breakdown::{breakdown, Dimension};
+    use eai_engine::domain::ShareMethod;
+    let mut samples = Vec::new();
+    for s in fleet("chat", 1, T0, T0 + H) {
+        let measured = s.end.0 <= T0 + H / 2;
+        let method = if measured {
+            ShareMethod::Measured
+        } else {
+            ShareMethod::Equal
+        };
+        let part = |id: &str, dep: &str, pod: &str, f: &str| {
+            let mut x = s.clone();
+            x.gpu_uuid = id.into();
+            x.deployment_id = dep.into();
+            x.pod = pod.into();
+            x.gpu_fraction = GpuFraction::new(d(f)).unwrap();
+            x.share_method = method;
+            x
+        };
+        let (chat, embed) = if measured {
+            ("0.7", "0.2")
+        } else {
+            ("0.5", "0.5")
+        };
+        samples.push(part("GPU-chat-0", "chat", "chat-0", chat));
+        samples.push(part(
+            "GPU-chat-0/shared/ns/embed-0",
+            "embed",
+            "embed-0",
+            embed,
+        ));
+        if measured {
+            samples.push(part("GPU-chat-0/shared-idle", "idle", "", "0.1"));
+        }
+    }
+    let policies = worked_policy();
+    let a = run(&samples, &[], &policies, T0, T0 + H);
+    let rollups = aggregate(cells(&samples, &SeriesConfig::default()).cells);
+    let usage = eai_engine::gpu_usage::GpuUsage::from_rollups(&rollups).unwrap();
+    let p = period(T0, T0 + H);
+    let b = breakdown(
+        p,
+        H,
+        &policies,
+        &a,
+        &usage,
+        &[Dimension::Pod, Dimension::Gpu],
+        &[],
+    );
+    let rows = table(&b);
+    let gpu = Some("GPU-chat-0");
+    assert_eq!(
+        rows,
+        vec![
+            (Some(""), gpu, d("180"), Some(d("0.05"))),
+            (Some("chat-0"), gpu, d("2160"), Some(d("0.6"))),
+            (Some("embed-0"), gpu, d("1260"), Some(d("0.35"))),
+        ]
+    );
+    // The pods' costs are the allocation's, to the cent.
+    let total: Decimal = a.deployments.iter().map(|r| r.cost).sum();
+    assert_eq!(costs_by_currency(&b.rows).values().sum::<Decimal>(), total);
+    // By method: each pod's measured and equal time apart.
+    let b = breakdown(
+        p,
+        H,
+        &policies,
+        &a,
+        &usage,
+        &[Dimension::Pod, Dimension::Share],
+        &[],
+    );
+    let rows = table(&b);
+    assert_eq!(
+        rows,
+        vec![
+            (Some(""), Some("measured"), d("180"), None),
+            (Some("chat-0"), Some("equal"), d("900"), None),
+            (Some("chat-0"), Some("measured"), d("1260"), None),
+            (Some("embed-0"), Some("equal"), d("900"), None),
+            (Some("embed-0"), Some("measured"), d("360"), None),
+        ]
+    );
+    // Filtered to the GPU: every share of it.
+    let one = breakdown(
+        p,
+        H,
+        &policies,
+        &a,
+        &usage,
+        &[Dimension::Gpu],
+        &[(Dimension::Gpu, "GPU-chat-0".into())],
+    );
+    assert_eq!(one.rows.len(), 1);
+    assert_eq!(one.rows[0].q.gpu_seconds, d("3600"));
+    assert_eq!(one.rows[0].gpu_share, Some(Decimal::ONE));
+}
+
 fn arb_grouping() -> impl Strategy<Value = Vec<eai_engine::breakdown::Dimension>> {
     prop::sample::subsequence(eai_engine::breakdown::Dimension::ALL.to_vec(), 0..=3).prop_shuffle()
 }
@@ -1586,6 +1707,23 @@ proptest! {
         prop_assert_eq!(gs, want_gs);
         let samples: u64 = b.rows.iter().map(|r| r.samples).sum();
         prop_assert_eq!(samples, a.deployments.iter().map(|r| r.samples).sum::<u64>());
+        // Grouped by GPU: each row has its share of its GPU, and a GPU's rows' shares sum to one (each rounded
+        // to 10^-6); otherwise none.
+        match b.group_by.iter().position(|d| *d == Dimension::Gpu) {
+            None => prop_assert!(b.rows.iter().all(|r| r.gpu_share.is_none())),
+            Some(at) => {
+                let mut per_gpu: BTreeMap<Option<String>, (Decimal, u32)> = BTreeMap::new();
+                for r in &b.rows {
+                    let e = per_gpu.entry(r.key[at].clone()).or_default();
+                    e.0 += r.gpu_share.unwrap();
+                    e.1 += 1;
+                }
+                for (g, (sum, n)) in per_gpu {
+                    let slack = Decimal::new(i64::from(n), 6);
+                    prop_assert!((sum - Decimal::ONE).abs() <= slack, "{:?}: {} over {} rows", g, sum, n);
+                }
+            }
+        }
         // Grouped with the deployment: each deployment's rows sum to its cost.
         let mut with_dep = group_by.clone();
         with_dep.push(Dimension::Deployment);

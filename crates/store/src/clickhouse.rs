@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use eai_engine::allocate::{UsageClaim, CLAIM_BUCKET_MS};
-use eai_engine::domain::{ModelRef, NonNegative, TenantId, UsageEvent};
+use eai_engine::domain::{ModelRef, NonNegative, ShareMethod, TenantId, UsageEvent};
 use eai_engine::money::Currency;
 use eai_engine::report::{Gap, GapReason};
 use eai_engine::rollup::{GpuSet, GpuSets, Placement, Quantities, Rollup, RollupKey};
@@ -254,7 +254,7 @@ impl ClickHouse {
                 "CREATE TABLE IF NOT EXISTS {db}.gpu_samples (gpu_uuid String, end_ms Int64, end_at DateTime('UTC'), \
                  node String, model String, namespace String, pod String, deployment_id String, owner String, \
                  window_ms Int64, utilization String, memory_used_gb String, power_w String, storage_gb String, \
-                 gpu_fraction String, version UInt64) ENGINE = ReplacingMergeTree(version) ORDER BY (gpu_uuid, end_ms)"
+                 gpu_fraction String, share String DEFAULT 'exclusive', version UInt64) ENGINE = ReplacingMergeTree(version) ORDER BY (gpu_uuid, end_ms)"
             ),
             format!(
                 "CREATE TABLE IF NOT EXISTS {db}.gpu_rollups ({ROLLUP_COLUMNS}) \
@@ -294,7 +294,8 @@ impl ClickHouse {
             .await?;
             self.exec(&format!(
                 "INSERT INTO {db}.gpu_rollups_v2 SELECT bucket_ms, gpu_uuid, deployment_id, owner, model, \
-                 0 AS placed, '' AS namespace, '' AS pod, '' AS node, first_window_start_ms, last_window_start_ms, \
+                 0 AS placed, '' AS namespace, '' AS pod, '' AS node, 'exclusive' AS share, first_window_start_ms, \
+                 last_window_start_ms, \
                  samples, estimated_samples, gpu_seconds, busy_gpu_seconds, estimated_gpu_seconds, \
                  memory_gb_seconds, energy_ws, storage_gb_seconds, deleted, version FROM {db}.gpu_rollups"
             ))
@@ -304,6 +305,33 @@ impl ClickHouse {
                 "RENAME TABLE {db}.gpu_rollups_v2 TO {db}.gpu_rollups"
             ))
             .await?;
+        }
+        // Rollups and samples without their share method (older binaries): the rows written before are
+        // `exclusive`, and the method joins the rollups' identity (a column added with the sorting key).
+        for (table, alter) in [
+            (
+                "gpu_rollups",
+                format!(
+                    "ALTER TABLE {db}.gpu_rollups ADD COLUMN share String DEFAULT 'exclusive' AFTER node, \
+                     MODIFY ORDER BY ({ROLLUP_ORDER})"
+                ),
+            ),
+            (
+                "gpu_samples",
+                format!(
+                    "ALTER TABLE {db}.gpu_samples ADD COLUMN share String DEFAULT 'exclusive' AFTER gpu_fraction"
+                ),
+            ),
+        ] {
+            let has = self
+                .select(&format!(
+                    "SELECT count() AS n FROM system.columns WHERE database = '{db}' AND table = '{table}' \
+                     AND name = 'share'"
+                ))
+                .await?;
+            if has.first().is_some_and(|r| int(r, "n").unwrap_or(0) == 0) {
+                self.exec(&alter).await?;
+            }
         }
         // A replica keyed by event_id alone (older binaries): its rows move to the table keyed by tenant too.
         let old = self
@@ -649,13 +677,13 @@ fn owner_text(o: Option<TenantId>) -> String {
 
 /// The columns of `gpu_rollups` (`placed` 0: a rollup of no placement, written before they were kept).
 const ROLLUP_COLUMNS: &str = "bucket_ms Int64, gpu_uuid String, deployment_id String, owner String, model String, \
-     placed UInt8, namespace String, pod String, node String, first_window_start_ms Int64, \
-     last_window_start_ms Int64, samples UInt64, estimated_samples UInt64, gpu_seconds String, \
+     placed UInt8, namespace String, pod String, node String, share String DEFAULT 'exclusive', \
+     first_window_start_ms Int64, last_window_start_ms Int64, samples UInt64, estimated_samples UInt64, gpu_seconds String, \
      busy_gpu_seconds String, estimated_gpu_seconds String, memory_gb_seconds String, energy_ws String, \
      storage_gb_seconds String, deleted UInt8, version UInt64";
 /// The replica identity of a rollup row: its key, placement included.
 const ROLLUP_ORDER: &str =
-    "bucket_ms, gpu_uuid, deployment_id, owner, model, placed, namespace, pod, node";
+    "bucket_ms, gpu_uuid, deployment_id, owner, model, placed, namespace, pod, node, share";
 
 /// The `gpu_rollups` row of a rollup (`deleted` marks a row a recomputation removed).
 pub fn rollup_row(r: &Rollup, deleted: bool) -> Value {
@@ -665,6 +693,7 @@ pub fn rollup_row(r: &Rollup, deleted: bool) -> Value {
         "namespace": p.map_or("", |l| l.namespace.as_str()),
         "pod": p.map_or("", |l| l.pod.as_str()),
         "node": p.map_or("", |l| l.node.as_str()),
+        "share": p.map_or(ShareMethod::Exclusive, |l| l.share).as_str(),
         "bucket_ms": r.key.bucket_start.0,
         "gpu_uuid": r.key.gpu_uuid,
         "deployment_id": r.key.deployment_id,
@@ -699,6 +728,7 @@ pub fn sample_row(s: &eai_engine::domain::Sample) -> Value {
         "namespace": s.namespace, "pod": s.pod, "deployment_id": s.deployment_id, "owner": owner_text(s.owner),
         "window_ms": s.window_ms.get(), "utilization": dec(s.utilization.get()), "memory_used_gb": dec(s.memory_used_gb.get()),
         "power_w": dec(s.power_w.get()), "storage_gb": dec(s.storage_gb.get()), "gpu_fraction": dec(s.gpu_fraction.get()),
+        "share": s.share_method.as_str(),
     })
 }
 
@@ -775,8 +805,16 @@ fn owner(r: &Value, k: &str) -> Result<Option<TenantId>> {
 fn rollup_from_row(r: &Value) -> Result<Rollup> {
     let mut rollup = rollup_fields(r, text(r, "gpu_uuid")?.to_string())?;
     if int(r, "placed")? != 0 {
-        rollup.key.placement =
-            Placement::new(text(r, "namespace")?, text(r, "pod")?, text(r, "node")?);
+        let share = text(r, "share")?;
+        let share = share
+            .parse()
+            .map_err(|()| ClickHouseError::Decode(format!("column share: {share}")))?;
+        rollup.key.placement = Placement::new(
+            text(r, "namespace")?,
+            text(r, "pod")?,
+            text(r, "node")?,
+            share,
+        );
     }
     Ok(rollup)
 }

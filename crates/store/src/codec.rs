@@ -121,6 +121,7 @@ pub struct Labels {
     pub namespace: String,
     pub pod: String,
     pub node: String,
+    pub share: ShareMethod,
 }
 
 impl Labels {
@@ -136,6 +137,7 @@ impl Labels {
             namespace: &self.namespace,
             pod: &self.pod,
             node: &self.node,
+            share: self.share,
         }
     }
 }
@@ -150,6 +152,7 @@ pub struct LabelsRef<'a> {
     pub namespace: &'a str,
     pub pod: &'a str,
     pub node: &'a str,
+    pub share: ShareMethod,
 }
 
 impl<'a> LabelsRef<'a> {
@@ -161,6 +164,7 @@ impl<'a> LabelsRef<'a> {
             namespace: &s.namespace,
             pod: &s.pod,
             node: &s.node,
+            share: s.share_method,
         }
     }
 
@@ -172,6 +176,7 @@ impl<'a> LabelsRef<'a> {
             namespace: self.namespace.to_string(),
             pod: self.pod.to_string(),
             node: self.node.to_string(),
+            share: self.share,
         }
     }
 }
@@ -201,9 +206,13 @@ pub fn decode(gpu_uuid: &str, end_ms: i64, f: &Figures, l: Labels) -> Result<Sam
             .ok_or_else(|| corrupt("gpu_samples.storage_e6", f.storage_e6))?,
         gpu_fraction: GpuFraction::new(from_scaled(f.fraction_e6, FRACTION_DP, what)?)
             .ok_or_else(|| corrupt("gpu_samples.fraction_e6", f.fraction_e6))?,
-        // Not stored with the raw row (see `Sample::share_method`).
-        share_method: ShareMethod::Exclusive,
+        share_method: l.share,
     })
+}
+
+/// A stored share method back (the text of [`ShareMethod::as_str`], the series' `share`).
+pub fn share_method(s: &str) -> Result<ShareMethod> {
+    s.parse().map_err(|()| corrupt("series.share", s))
 }
 
 /// A stored gap reason back (the text of [`GapReason::as_str`]).
@@ -231,9 +240,7 @@ pub fn encode_batch(batch: &[Sample]) -> Result<Vec<Encoded>> {
         .map(|s| {
             crate::records::check_owner(s.owner)?;
             let figures = Figures::encode(s)?;
-            let mut sample = decode(&s.gpu_uuid, s.end.0, &figures, Labels::of(s))?;
-            // Not stored, but the batch's plan tallies it (equal shares).
-            sample.share_method = s.share_method;
+            let sample = decode(&s.gpu_uuid, s.end.0, &figures, Labels::of(s))?;
             Ok(Encoded { figures, sample })
         })
         .collect()

@@ -2273,6 +2273,82 @@ mod contract {
         );
     }
 
+    /// How a pod's share of its GPU was obtained is kept with its series (SPEC §11): the samples read back
+    /// carry it, and a pod whose GPU went from its own to shared (measured, then split equally) has one
+    /// placement per method with its own time, read from the rollups or exactly from the raw rows alike.
+    pub async fn a_share_method_is_kept_with_its_series(s: &dyn Store) {
+        use eai_engine::domain::ShareMethod::{self, Equal, Exclusive, Measured};
+        let method = |k: i64| match k {
+            1..=80 => Exclusive,
+            81..=160 => Measured,
+            _ => Equal,
+        };
+        let embed = "GPU-x/shared/eai-inference/embed-0";
+        let mut batch = Vec::new();
+        for k in 1..=240 {
+            let end = T0 + k * 15_000;
+            let mut x = sample("GPU-x", "chat", end);
+            x.pod = "chat-0".into();
+            x.share_method = method(k);
+            if x.share_method != Exclusive {
+                x.gpu_fraction = GpuFraction::new(d("0.5")).unwrap();
+                let mut y = x.clone();
+                y.gpu_uuid = embed.into();
+                y.deployment_id = "embed".into();
+                y.pod = "embed-0".into();
+                batch.push(y);
+            }
+            batch.push(x);
+        }
+        s.insert_samples(&batch, &audit()).await.unwrap();
+        type Sums = BTreeMap<(String, Option<String>, Option<ShareMethod>), Decimal>;
+        let sums = |rs: &[Rollup]| -> Sums {
+            let mut m = Sums::new();
+            for r in rs {
+                let p = &r.key.placement;
+                *m.entry((
+                    r.key.gpu_uuid.clone(),
+                    p.pod().map(str::to_string),
+                    p.share(),
+                ))
+                .or_default() += r.q.gpu_seconds;
+            }
+            m
+        };
+        let key = |g: &str, pod: &str, m| (g.to_string(), Some(pod.to_string()), Some(m));
+        let want: Sums = [
+            // 80 windows of 15 s alone, then 80 of half the GPU per method; the holes between methods are
+            // gaps (the fraction changed), never filled.
+            (key("GPU-x", "chat-0", Exclusive), d("1200")),
+            (key("GPU-x", "chat-0", Measured), d("600")),
+            (key("GPU-x", "chat-0", Equal), d("600")),
+            (key(embed, "embed-0", Measured), d("600")),
+            (key(embed, "embed-0", Equal), d("600")),
+        ]
+        .into_iter()
+        .collect();
+        for exact in [vec![], vec![ts(T0)]] {
+            let usage = s
+                .gpu_usage(Scope::Platform, ts(T0), ts(T0 + H), &exact)
+                .await
+                .unwrap();
+            assert_eq!(sums(&usage.to_rollups()), want, "exact hours {exact:?}");
+        }
+        let rows = s.replica_rows(ts(T0), ts(T0 + 2 * H)).await.unwrap();
+        assert_eq!(rows.samples.len(), batch.len());
+        for x in &rows.samples {
+            let k = (x.end.0 - T0) / 15_000;
+            assert_eq!(x.share_method, method(k), "{} at {k}", x.gpu_uuid);
+        }
+        let latest = s.latest_samples(ts(T0), 10).await.unwrap();
+        let methods: Vec<(&str, ShareMethod)> = latest
+            .samples
+            .iter()
+            .map(|x| (x.gpu_uuid.as_str(), x.share_method))
+            .collect();
+        assert_eq!(methods, vec![("GPU-x", Equal), (embed, Equal)]);
+    }
+
     /// A backfill older than the raw retention, after its policies: the pruner ran first (a server's runs at its
     /// start, with nothing to prune), then policy A (3.60/h) from hour H and policy B (7.20/h) from H+20 min,
     /// then 240 samples of one GPU covering [H, H+1h). The hour costs 20/60 x 3.60 + 40/60 x 7.20 = 6.00
@@ -2741,6 +2817,7 @@ mod sqlite_harness {
         a_policy_made_after_its_hour_froze_is_reported_with_its_gpu_seconds,
         a_backfill_older_than_the_retention_is_priced_by_the_policies_it_names,
         equal_shares_are_tallied_once_and_reported_as_the_raw_path_does,
+        a_share_method_is_kept_with_its_series,
         deployments_seen_come_from_samples,
         the_latest_sample_of_each_gpu_and_node,
         usage_events_upsert_and_scope,
@@ -2831,12 +2908,21 @@ mod sqlite_only {
         let version: i64 = c
             .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 12);
+        assert_eq!(version, 13);
         assert_eq!(store.backend(), "sqlite");
     }
 
-    /// What schema 10 (change counts) and 12 (equal shares) added, taken out again.
-    const UNDO_V10: &str = "DROP TABLE equal_shares; DROP TRIGGER deployment_rollups_inserted; DROP TRIGGER deployment_rollups_updated; \
+    /// What schema 10 (change counts), 12 (equal shares) and 13 (the series' share method) added, taken out
+    /// again.
+    const UNDO_V10: &str = "PRAGMA foreign_keys = OFF; \
+        CREATE TABLE series_v12 (id INTEGER PRIMARY KEY, node TEXT NOT NULL, model TEXT NOT NULL, \
+        namespace TEXT NOT NULL, pod TEXT NOT NULL, deployment_id TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '', \
+        first_seen_ms INTEGER NOT NULL, last_seen_ms INTEGER NOT NULL, \
+        UNIQUE (deployment_id, owner, model, namespace, pod, node)); \
+        INSERT INTO series_v12 SELECT id, node, model, namespace, pod, deployment_id, owner, first_seen_ms, \
+        last_seen_ms FROM series; DROP TABLE series; ALTER TABLE series_v12 RENAME TO series; \
+        PRAGMA foreign_keys = ON; \
+        DROP TABLE equal_shares; DROP TRIGGER deployment_rollups_inserted; DROP TRIGGER deployment_rollups_updated; \
         DROP TRIGGER deployment_rollups_deleted; DROP TRIGGER usage_claims_inserted; \
         DROP TRIGGER usage_claims_updated; DROP TRIGGER usage_claims_deleted; DROP TABLE hour_changes;";
 
@@ -3303,6 +3389,7 @@ mod postgres_harness {
         a_policy_made_after_its_hour_froze_is_reported_with_its_gpu_seconds,
         a_backfill_older_than_the_retention_is_priced_by_the_policies_it_names,
         equal_shares_are_tallied_once_and_reported_as_the_raw_path_does,
+        a_share_method_is_kept_with_its_series,
         deployments_seen_come_from_samples,
         the_latest_sample_of_each_gpu_and_node,
         usage_events_upsert_and_scope,
@@ -3378,9 +3465,12 @@ mod postgres_harness {
 
 /// Cases that need SQL on the PostgreSQL database itself, as the service role.
 mod postgres_only {
-    /// What schemas 11 (placements) and 12 (equal shares) added, taken out again (every rollup of one placement
-    /// per key).
-    const PG_UNDO_V11: &str = "DROP TABLE eai.equal_shares; ALTER TABLE eai.rollups DROP CONSTRAINT rollups_pkey; \
+    /// What schemas 11 (placements), 12 (equal shares) and 13 (share methods) added, taken out again (every
+    /// rollup of one placement per key).
+    const PG_UNDO_V11: &str = "ALTER TABLE eai.series DROP CONSTRAINT series_labels_key; \
+        ALTER TABLE eai.series DROP COLUMN share; \
+        ALTER TABLE eai.series ADD UNIQUE (deployment_id, tenant_id, model, namespace, pod, node); \
+        DROP TABLE eai.equal_shares; ALTER TABLE eai.rollups DROP CONSTRAINT rollups_pkey; \
         ALTER TABLE eai.rollups DROP COLUMN series_id; \
         ALTER TABLE eai.rollups ADD PRIMARY KEY (gpu_id, bucket_ms, deployment_id, tenant_id, model);";
 

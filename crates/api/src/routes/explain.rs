@@ -94,5 +94,8 @@ pub async fn get(
     )
     .await?
     .ok_or_else(|| ApiError::nothing_to_explain(&deployment_id))?;
-    Ok(Json(ExplanationView::new(&explained)))
+    Ok(Json(ExplanationView::new(
+        &explained.explanation,
+        &explained.pods,
+    )))
 }

@@ -648,6 +648,7 @@ async fn the_replica_converges_after_clickhouse_was_killed_during_ingest() {
 /// its own.
 #[tokio::test]
 async fn a_replica_from_before_placements_keeps_its_rollups() {
+    use eai_engine::domain::ShareMethod;
     use eai_engine::rollup::{Placement, Quantities, Rollup, RollupKey};
     let server = clickhouse().await;
     let ch = ClickHouse::from_url(&server.url("eai")).expect("url");
@@ -671,7 +672,7 @@ async fn a_replica_from_before_placements_keeps_its_rollups() {
             model: "H100-80GB".into(),
             bucket_start: Timestamp(T0),
             placement: pod.map_or(Placement::default(), |p| {
-                Placement::new("inference", p, "node-1")
+                Placement::new("inference", p, "node-1", ShareMethod::Exclusive)
             }),
         },
         first_window_start: Timestamp(T0),
@@ -712,5 +713,83 @@ async fn a_replica_from_before_placements_keeps_its_rollups() {
     assert_eq!(
         read,
         vec![rollup(None, "1800"), rollup(Some("vllm-a-7"), "900")]
+    );
+}
+
+/// A replica from before share methods (placements kept, `gpu_rollups` keyed without the method) gets the column
+/// and the sorting key in place: its rows read back `exclusive`; afterwards one pod's measured and equal shares
+/// of one GPU-hour are two rows, each read back with its method.
+#[tokio::test]
+async fn a_replica_from_before_share_methods_keeps_its_rollups() {
+    use eai_engine::domain::ShareMethod;
+    use eai_engine::rollup::{Placement, Quantities, Rollup, RollupKey};
+    let server = clickhouse().await;
+    let ch = ClickHouse::from_url(&server.url("eai")).expect("url");
+    ch.exec("CREATE DATABASE IF NOT EXISTS eai")
+        .await
+        .expect("db");
+    ch.exec(
+        "CREATE TABLE eai.gpu_rollups (bucket_ms Int64, gpu_uuid String, deployment_id String, owner String, \
+         model String, placed UInt8, namespace String, pod String, node String, first_window_start_ms Int64, \
+         last_window_start_ms Int64, samples UInt64, estimated_samples UInt64, gpu_seconds String, \
+         busy_gpu_seconds String, estimated_gpu_seconds String, memory_gb_seconds String, energy_ws String, \
+         storage_gb_seconds String, deleted UInt8, version UInt64) ENGINE = ReplacingMergeTree(version) \
+         ORDER BY (bucket_ms, gpu_uuid, deployment_id, owner, model, placed, namespace, pod, node)",
+    )
+    .await
+    .expect("old table");
+    let rollup = |share: ShareMethod, gs: &str| Rollup {
+        key: RollupKey {
+            gpu_uuid: "GPU-1".into(),
+            deployment_id: "vllm-a".into(),
+            owner: None,
+            model: "H100-80GB".into(),
+            bucket_start: Timestamp(T0),
+            placement: Placement::new("inference", "vllm-a-7", "node-1", share),
+        },
+        first_window_start: Timestamp(T0),
+        last_window_start: Timestamp(T0 + 1_800_000),
+        samples: 120,
+        estimated_samples: 0,
+        q: Quantities {
+            gpu_seconds: dec(gs),
+            ..Quantities::default()
+        },
+        gpus: None,
+    };
+    let mut old = clickhouse::rollup_row(&rollup(ShareMethod::Exclusive, "1800"), false);
+    old.as_object_mut().expect("a row").remove("share");
+    old["version"] = json!(1);
+    ch.insert("gpu_rollups", &[old]).await.expect("old row");
+
+    ch.migrate().await.expect("migrated");
+    ch.migrate().await.expect("migrating again changes nothing");
+    let read = ch
+        .rollups(Timestamp(T0), Timestamp(T0 + HOUR_MS))
+        .await
+        .expect("read");
+    assert_eq!(read, vec![rollup(ShareMethod::Exclusive, "1800")]);
+
+    let rows: Vec<_> = [(ShareMethod::Measured, "600"), (ShareMethod::Equal, "300")]
+        .into_iter()
+        .map(|(m, gs)| {
+            let mut r = clickhouse::rollup_row(&rollup(m, gs), false);
+            r["version"] = json!(2);
+            r
+        })
+        .collect();
+    ch.insert("gpu_rollups", &rows).await.expect("shared rows");
+    let mut read = ch
+        .rollups(Timestamp(T0), Timestamp(T0 + HOUR_MS))
+        .await
+        .expect("read");
+    read.sort_by(|a, b| a.key.cmp(&b.key));
+    assert_eq!(
+        read,
+        vec![
+            rollup(ShareMethod::Exclusive, "1800"),
+            rollup(ShareMethod::Measured, "600"),
+            rollup(ShareMethod::Equal, "300"),
+        ]
     );
 }

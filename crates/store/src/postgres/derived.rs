@@ -87,12 +87,13 @@ const GROUPS_DELETE: &str = "DELETE FROM eai.deployment_rollups AS d \
 const GROUP_MEMBERS: &str = "SELECT g.uuid, r.bucket_ms, r.deployment_id, r.tenant_id, r.model, \
      r.first_window_start_ms, r.last_window_start_ms, r.samples, r.estimated_samples, r.gpu_seconds, \
      r.busy_gpu_seconds, r.estimated_gpu_seconds, r.memory_gb_seconds, r.energy_ws, r.storage_gb_seconds, \
-     se.namespace, se.pod, se.node, r.gpu_id \
+     se.namespace, se.pod, se.node, se.share, r.gpu_id \
      FROM unnest($1::bigint[], $2::text[], $3::uuid[], $4::text[]) AS k(b, dep, t, m) CROSS JOIN LATERAL \
      (SELECT * FROM eai.rollups x WHERE x.bucket_ms = k.b AND x.deployment_id = k.dep AND x.tenant_id = k.t \
      AND x.model = k.m OFFSET 0) r \
      CROSS JOIN LATERAL (SELECT uuid FROM eai.gpus y WHERE y.id = r.gpu_id OFFSET 0) g \
-     LEFT JOIN LATERAL (SELECT namespace, pod, node FROM eai.series z WHERE z.id = r.series_id OFFSET 0) se ON true";
+     LEFT JOIN LATERAL (SELECT namespace, pod, node, share FROM eai.series z WHERE z.id = r.series_id OFFSET 0) se \
+     ON true";
 
 /// Group rows of a period, in one range scan of the primary key.
 pub(super) const GROUPS_IN: &str = "SELECT bucket_ms, deployment_id, tenant_id, model, first_window_start_ms, \
@@ -301,7 +302,7 @@ pub(super) async fn write_groups(
     added?;
     let mut by_key: HashMap<GroupKey, Vec<(i64, Rollup)>> = HashMap::new();
     for r in read? {
-        let gpu_id: i64 = r.try_get(18).ctx("read a group member's gpu id")?;
+        let gpu_id: i64 = r.try_get(19).ctx("read a group member's gpu id")?;
         let rollup = rollup_of(&r)?;
         by_key
             .entry(GroupKey::of(&rollup.key))

@@ -642,7 +642,16 @@ GRANT SELECT, INSERT, UPDATE ON eai.equal_shares TO eai_app;
 "#;
 
 /// Every migration, in order. `schema_version` = how many have been applied.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
+/// 13: a series keeps how its pod's share of the GPU was obtained (`exclusive`, `mig`, `measured`, `equal`:
+/// SPEC §11), which the breakdown and the samples read back show; the series written before are `exclusive`.
+const V13: &str = r#"
+ALTER TABLE eai.series ADD COLUMN share text NOT NULL DEFAULT 'exclusive';
+ALTER TABLE eai.series DROP CONSTRAINT series_deployment_id_tenant_id_model_namespace_pod_node_key;
+ALTER TABLE eai.series ADD CONSTRAINT series_labels_key
+    UNIQUE (deployment_id, tenant_id, model, namespace, pod, node, share);
+"#;
+
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13];
 
 /// The schema version this binary writes.
 pub fn latest() -> u32 {

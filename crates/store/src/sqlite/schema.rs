@@ -297,12 +297,16 @@ CREATE INDEX budget_alerts_due ON budget_alerts (delivered_at_ms, next_attempt_m
 pub struct Migration {
     pub sql: &'static str,
     pub backfill: Option<fn(&Connection) -> Result<()>>,
+    /// It rebuilds a table other tables' foreign keys name (SQLite's way to change a table's constraints):
+    /// foreign keys are off while it runs, and checked before it commits.
+    pub foreign_keys_off: bool,
 }
 
 const fn sql(sql: &'static str) -> Migration {
     Migration {
         sql,
         backfill: None,
+        foreign_keys_off: false,
     }
 }
 
@@ -400,6 +404,30 @@ CREATE TABLE equal_shares (
 ) WITHOUT ROWID;
 "#;
 
+/// A series keeps how its pod's share of the GPU was obtained (`exclusive`, `mig`, `measured`, `equal`: SPEC
+/// §11), which the breakdown and the samples read back show; the series written before are `exclusive`. The
+/// label set is the table's unique key, so the table is rebuilt (foreign keys off: `gpu_samples` names its ids,
+/// which are kept).
+const V13_SERIES_SHARE: &str = r#"
+CREATE TABLE series_v13 (
+    id            INTEGER PRIMARY KEY,
+    node          TEXT NOT NULL,
+    model         TEXT NOT NULL,
+    namespace     TEXT NOT NULL,
+    pod           TEXT NOT NULL,
+    deployment_id TEXT NOT NULL,
+    owner         TEXT NOT NULL DEFAULT '',
+    share         TEXT NOT NULL DEFAULT 'exclusive',
+    first_seen_ms INTEGER NOT NULL,
+    last_seen_ms  INTEGER NOT NULL,
+    UNIQUE (deployment_id, owner, model, namespace, pod, node, share)
+);
+INSERT INTO series_v13 (id, node, model, namespace, pod, deployment_id, owner, first_seen_ms, last_seen_ms)
+SELECT id, node, model, namespace, pod, deployment_id, owner, first_seen_ms, last_seen_ms FROM series;
+DROP TABLE series;
+ALTER TABLE series_v13 RENAME TO series;
+"#;
+
 /// Every migration, in order. `schema_version` = how many have been applied.
 pub const MIGRATIONS: &[Migration] = &[
     sql(V1_SAMPLES),
@@ -408,24 +436,32 @@ pub const MIGRATIONS: &[Migration] = &[
     Migration {
         sql: V4_GROUPS,
         backfill: Some(backfill_v4),
+        foreign_keys_off: false,
     },
     Migration {
         sql: V5_PRUNED,
         backfill: Some(backfill_v5),
+        foreign_keys_off: false,
     },
     Migration {
         sql: V6_TRUST,
         backfill: Some(backfill_v6),
+        foreign_keys_off: false,
     },
     sql(V7_TENANTS),
     Migration {
         sql: V8_BUDGETS,
         backfill: Some(super::budgets::rebuild_all_spend),
+        foreign_keys_off: false,
     },
     sql(V9_PROVIDERS),
     sql(V10_CHANGE_COUNTS),
     sql(V11_PLACEMENT),
     sql(V12_EQUAL_SHARES),
+    Migration {
+        foreign_keys_off: true,
+        ..sql(V13_SERIES_SHARE)
+    },
 ];
 
 /// Events already in the chain keep the hash form they were written with: the current one starts after them.
@@ -506,28 +542,58 @@ pub fn migrate_to(conn: &mut Connection, target: u32) -> Result<u32> {
         .skip(current as usize)
     {
         let v = i + 1;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .ctx("begin migration")?;
-        // Another process may have migrated while we waited for the lock.
-        if version(&tx)? as usize >= v {
-            continue;
+        if m.foreign_keys_off {
+            conn.pragma_update(None, "foreign_keys", "OFF")
+                .ctx("set foreign_keys")?;
         }
-        tx.execute_batch(m.sql).ctx(&format!("migration {v}"))?;
-        if let Some(backfill) = m.backfill {
-            backfill(&tx)?;
+        let applied = apply(conn, v, m);
+        if m.foreign_keys_off {
+            conn.pragma_update(None, "foreign_keys", "ON")
+                .ctx("set foreign_keys")?;
         }
-        tx.execute("DELETE FROM schema_version", [])
-            .ctx("update schema_version")?;
-        tx.execute(
-            "INSERT INTO schema_version (version) VALUES (?1)",
-            [v as i64],
-        )
-        .ctx("update schema_version")?;
-        tx.commit().ctx(&format!("commit migration {v}"))?;
-        tracing::info!(version = v, "sqlite schema migrated");
+        applied?;
     }
     version(conn)
+}
+
+/// Applies migration `m` (number `v`) in its own transaction, unless another process applied it first.
+fn apply(conn: &mut Connection, v: usize, m: &Migration) -> Result<()> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("begin migration")?;
+    // Another process may have migrated while we waited for the lock.
+    if version(&tx)? as usize >= v {
+        return Ok(());
+    }
+    tx.execute_batch(m.sql).ctx(&format!("migration {v}"))?;
+    if let Some(backfill) = m.backfill {
+        backfill(&tx)?;
+    }
+    if m.foreign_keys_off {
+        let broken: Option<String> = tx
+            .query_row(
+                "SELECT \"table\" FROM pragma_foreign_key_check LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .ctx("check foreign keys")?;
+        if let Some(table) = broken {
+            return Err(StoreError::Internal(format!(
+                "migration {v} left rows of {table} naming a row that is gone"
+            )));
+        }
+    }
+    tx.execute("DELETE FROM schema_version", [])
+        .ctx("update schema_version")?;
+    tx.execute(
+        "INSERT INTO schema_version (version) VALUES (?1)",
+        [v as i64],
+    )
+    .ctx("update schema_version")?;
+    tx.commit().ctx(&format!("commit migration {v}"))?;
+    tracing::info!(version = v, "sqlite schema migrated");
+    Ok(())
 }
 
 /// Applies every missing migration.
@@ -562,6 +628,49 @@ mod tests {
             .expect("count");
         assert_eq!(n, 1);
         assert_eq!(migrate(&mut c).expect("idempotent"), latest());
+    }
+
+    /// Schema 13 rebuilds `series` (its unique key gains the share method) under samples that name it: the ids
+    /// are kept, so every sample still finds its series, the rows written before are `exclusive`, and foreign
+    /// keys are on again afterwards.
+    #[test]
+    fn the_series_gain_their_share_method_and_keep_their_ids() {
+        let mut c = Connection::open_in_memory().expect("sqlite");
+        c.pragma_update(None, "foreign_keys", "ON").expect("fk");
+        assert_eq!(migrate_to(&mut c, 12).expect("v12"), 12);
+        c.execute_batch(
+            "INSERT INTO gpus (id, uuid) VALUES (1, 'GPU-1'); \
+             INSERT INTO series (id, node, model, namespace, pod, deployment_id, first_seen_ms, last_seen_ms) \
+             VALUES (7, 'n', 'H100', 'ns', 'chat-0', 'chat', 15000, 15000); \
+             INSERT INTO gpu_samples VALUES (1, 15000, 7, 15000, 0, 0, 0, 0, 1000000);",
+        )
+        .expect("v12 rows");
+        assert_eq!(migrate(&mut c).expect("latest"), latest());
+        let (id, share): (i64, String) = c
+            .query_row(
+                "SELECT se.id, se.share FROM gpu_samples s JOIN series se ON se.id = s.series_id",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .expect("the sample's series");
+        assert_eq!((id, share.as_str()), (7, "exclusive"));
+        let fk: i64 = c
+            .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
+            .expect("pragma");
+        assert_eq!(fk, 1);
+        // The same labels under another method are another series; a sample naming none is refused.
+        c.execute(
+            "INSERT INTO series (node, model, namespace, pod, deployment_id, share, first_seen_ms, last_seen_ms) \
+             VALUES ('n', 'H100', 'ns', 'chat-0', 'chat', 'measured', 30000, 30000)",
+            [],
+        )
+        .expect("a second series");
+        assert!(c
+            .execute(
+                "INSERT INTO gpu_samples VALUES (1, 30000, 99, 15000, 0, 0, 0, 0, 1000000)",
+                []
+            )
+            .is_err());
     }
 
     #[test]

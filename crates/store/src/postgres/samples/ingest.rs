@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use eai_engine::domain::Sample;
+use eai_engine::domain::{Sample, ShareMethod};
 use eai_engine::report::Gap;
 use eai_engine::rollup::{Rollup, RollupKey};
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::rows::*;
 use super::sql::*;
-use crate::codec::{Labels, LabelsRef};
+use crate::codec::{share_method, Labels, LabelsRef};
 use crate::ingest::{
     late_lookups, late_runs, Ingest, IngestPlan, LateKey, LateRead, Lookup, RunRead,
     LATE_RUN_SPAN_MS,
@@ -147,10 +147,10 @@ pub(super) async fn samples_at(
 }
 
 /// Columns of a series upsert: tenants; deployment, model, namespace, pod, node; first and last seen.
-pub(super) type SeriesCols<'a> = (Vec<Uuid>, [Vec<&'a str>; 5], Vec<i64>, Vec<i64>);
+pub(super) type SeriesCols<'a> = (Vec<Uuid>, [Vec<&'a str>; 6], Vec<i64>, Vec<i64>);
 
 /// Rollup keys as the columns [`ROLLUPS_AT`] and [`ROLLUPS_DELETE`] take: GPU, bucket, deployment, tenant, model,
-/// and the placement's namespace, pod and node (null: none).
+/// and the placement's namespace, pod, node and share method (null: none).
 #[derive(Default)]
 pub(super) struct RollupKeyCols<'a> {
     gpu: Vec<i64>,
@@ -161,6 +161,7 @@ pub(super) struct RollupKeyCols<'a> {
     namespace: Vec<Option<&'a str>>,
     pod: Vec<Option<&'a str>>,
     node: Vec<Option<&'a str>>,
+    share: Vec<Option<&'static str>>,
 }
 
 impl<'a> RollupKeyCols<'a> {
@@ -173,10 +174,12 @@ impl<'a> RollupKeyCols<'a> {
         self.namespace.push(k.placement.namespace());
         self.pod.push(k.placement.pod());
         self.node.push(k.placement.node());
+        self.share
+            .push(k.placement.share().map(ShareMethod::as_str));
         Ok(())
     }
 
-    fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 8] {
+    fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 9] {
         [
             &self.gpu,
             &self.bucket,
@@ -186,6 +189,7 @@ impl<'a> RollupKeyCols<'a> {
             &self.namespace,
             &self.pod,
             &self.node,
+            &self.share,
         ]
     }
 }
@@ -385,25 +389,31 @@ pub async fn insert(
         let mut cols: SeriesCols<'_> = Default::default();
         for (l, (first, last)) in &seen {
             cols.0.push(owner_uuid(l.owner)?);
-            for (c, v) in
-                cols.1
-                    .iter_mut()
-                    .zip([l.deployment_id, l.model, l.namespace, l.pod, l.node])
-            {
+            for (c, v) in cols.1.iter_mut().zip([
+                l.deployment_id,
+                l.model,
+                l.namespace,
+                l.pod,
+                l.node,
+                l.share.as_str(),
+            ]) {
                 c.push(v);
             }
             cols.2.push(*first);
             cols.3.push(*last);
         }
         let s = st.get(&tx, SERIES_UPSERT).await?;
-        let [dep, model, ns, pod, node] = &cols.1;
+        let [dep, model, ns, pod, node, share] = &cols.1;
         let stored: HashMap<Labels, i64> = tx
-            .query(&s, &[&cols.0, dep, model, ns, pod, node, &cols.2, &cols.3])
+            .query(
+                &s,
+                &[&cols.0, dep, model, ns, pod, node, share, &cols.2, &cols.3],
+            )
             .await
             .ctx("write series")?
             .iter()
             .map(|r| {
-                (
+                Ok((
                     Labels {
                         owner: owner_of(r.get(1)),
                         deployment_id: r.get(2),
@@ -411,11 +421,12 @@ pub async fn insert(
                         namespace: r.get(4),
                         pod: r.get(5),
                         node: r.get(6),
+                        share: share_method(r.get(7))?,
                     },
                     r.get::<_, i64>(0),
-                )
+                ))
             })
-            .collect();
+            .collect::<Result<_>>()?;
         // By borrowed labels: looked up once a row.
         let series: HashMap<LabelsRef<'_>, i64> = seen
             .keys()

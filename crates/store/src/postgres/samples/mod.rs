@@ -24,7 +24,7 @@
 macro_rules! sample_only_cols {
     () => {
         "s.gpu_id, g.uuid, s.end_ms, s.window_ms, s.util_e6, s.mem_e10, s.power_e6, s.storage_e6, s.fraction_e6, \
-         se.node, se.model, se.namespace, se.pod, se.deployment_id, se.tenant_id "
+         se.node, se.model, se.namespace, se.pod, se.deployment_id, se.tenant_id, se.share "
     };
 }
 
@@ -53,7 +53,7 @@ macro_rules! rollup_only_cols {
         "g.uuid, r.bucket_ms, r.deployment_id, r.tenant_id, r.model, r.first_window_start_ms, \
          r.last_window_start_ms, r.samples, r.estimated_samples, r.gpu_seconds, r.busy_gpu_seconds, \
          r.estimated_gpu_seconds, r.memory_gb_seconds, r.energy_ws, r.storage_gb_seconds, \
-         se.namespace, se.pod, se.node "
+         se.namespace, se.pod, se.node, se.share "
     };
 }
 
@@ -61,18 +61,18 @@ macro_rules! rollup_only_cols {
 macro_rules! rollup_gpu {
     () => {
         " CROSS JOIN LATERAL (SELECT uuid FROM eai.gpus y WHERE y.id = r.gpu_id OFFSET 0) g \
-         LEFT JOIN LATERAL (SELECT namespace, pod, node FROM eai.series z WHERE z.id = r.series_id OFFSET 0) se \
+         LEFT JOIN LATERAL (SELECT namespace, pod, node, share FROM eai.series z WHERE z.id = r.series_id OFFSET 0) se \
          ON true "
     };
 }
 
-/// The series id of a rollup key `k` (columns deployment_id, tenant_id, model, namespace, pod, node): 0 for no
+/// The series id of a rollup key `k` (columns deployment_id, tenant_id, model, namespace, pod, node, share): 0 for no
 /// placement (a row written before placements were kept), null when no series has it.
 macro_rules! series_of_key {
     () => {
         "(CASE WHEN k.pod IS NULL THEN 0::bigint ELSE (SELECT z.id FROM eai.series z \
          WHERE z.deployment_id = k.deployment_id AND z.tenant_id = k.tenant_id AND z.model = k.model \
-         AND z.namespace = k.namespace AND z.pod = k.pod AND z.node = k.node) END)"
+         AND z.namespace = k.namespace AND z.pod = k.pod AND z.node = k.node AND z.share = k.share) END)"
     };
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use eai_engine::domain::Sample;
+use eai_engine::domain::{Sample, ShareMethod};
 use eai_engine::report::Gap;
 use eai_engine::rollup::{Placement, Quantities, Rollup, RollupKey};
 use eai_engine::time::Timestamp;
@@ -12,7 +12,7 @@ use tokio_postgres::{Row, Statement, Transaction};
 
 use super::meta::*;
 use super::sql::*;
-use crate::codec::{count, decode, to_i64, Figures, Labels};
+use crate::codec::{count, decode, share_method, to_i64, Figures, Labels};
 use crate::groups::GroupKey;
 use crate::ingest::Recompute;
 use crate::postgres::derived;
@@ -43,6 +43,7 @@ pub(super) fn sample_of(r: &Row) -> Result<(i64, Sample)> {
         pod: r.get(12),
         deployment_id: r.get(13),
         owner: owner_of(r.get(14)),
+        share: share_method(r.get(15))?,
     };
     Ok((gpu_id, decode(&uuid, r.get(2), &f, labels)?))
 }
@@ -62,7 +63,9 @@ pub(in crate::postgres) fn rollup_of(r: &Row) -> Result<Rollup> {
             owner: owner_of(r.get(3)),
             model: r.get(4),
             placement: match r.get::<_, Option<&str>>(15) {
-                Some(namespace) => Placement::new(namespace, r.get(16), r.get(17)),
+                Some(namespace) => {
+                    Placement::new(namespace, r.get(16), r.get(17), share_method(r.get(18))?)
+                }
                 None => Placement::default(),
             },
         },
@@ -120,11 +123,12 @@ pub(super) async fn write_rollups(
         Vec::with_capacity(n),
     );
     let mut q: [Vec<Decimal>; 6] = Default::default();
-    let mut placement: [Vec<Option<&str>>; 3] = Default::default();
+    let mut placement: [Vec<Option<&str>>; 4] = Default::default();
     for (id, r) in rows {
         placement[0].push(r.key.placement.namespace());
         placement[1].push(r.key.placement.pod());
         placement[2].push(r.key.placement.node());
+        placement[3].push(r.key.placement.share().map(ShareMethod::as_str));
         gpu.push(*id);
         bucket.push(r.key.bucket_start.0);
         dep.push(r.key.deployment_id.as_str());
@@ -159,6 +163,7 @@ pub(super) async fn write_rollups(
             &placement[0],
             &placement[1],
             &placement[2],
+            &placement[3],
         ],
     )
     .await

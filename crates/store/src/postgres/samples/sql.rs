@@ -86,12 +86,13 @@ pub(super) const CONTEXTS: &str = concat!(
 );
 
 pub(super) const SERIES_UPSERT: &str = "INSERT INTO eai.series AS se \
-     (tenant_id, deployment_id, model, namespace, pod, node, first_seen_ms, last_seen_ms) \
-     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[]) \
-     ON CONFLICT (deployment_id, tenant_id, model, namespace, pod, node) DO UPDATE SET \
+     (tenant_id, deployment_id, model, namespace, pod, node, share, first_seen_ms, last_seen_ms) \
+     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], \
+     $8::bigint[], $9::bigint[]) \
+     ON CONFLICT (deployment_id, tenant_id, model, namespace, pod, node, share) DO UPDATE SET \
      first_seen_ms = LEAST(se.first_seen_ms, EXCLUDED.first_seen_ms), \
      last_seen_ms = GREATEST(se.last_seen_ms, EXCLUDED.last_seen_ms) \
-     RETURNING id, tenant_id, deployment_id, model, namespace, pod, node";
+     RETURNING id, tenant_id, deployment_id, model, namespace, pod, node, share";
 
 /// A plain insert: every row is planned as new under the GPUs' locks, and the primary key refuses (and so rolls
 /// the batch back) any row that is not, so a sample can never be counted twice.
@@ -116,8 +117,8 @@ pub(super) const SAMPLES_FROM_STAGE: &str = "INSERT INTO eai.gpu_samples \
 pub(super) const ROLLUPS_AT: &str = concat!(
     "SELECT ",
     rollup_only_cols!(),
-    "FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::text[]) \
-     AS k(gpu_id, bucket_ms, deployment_id, tenant_id, model, namespace, pod, node) CROSS JOIN LATERAL \
+    "FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::text[], \
+     $9::text[]) AS k(gpu_id, bucket_ms, deployment_id, tenant_id, model, namespace, pod, node, share) CROSS JOIN LATERAL \
      (SELECT * FROM eai.rollups x WHERE x.gpu_id = k.gpu_id AND x.bucket_ms = k.bucket_ms \
      AND x.deployment_id = k.deployment_id AND x.tenant_id = k.tenant_id AND x.model = k.model \
      AND x.series_id = ",
@@ -136,8 +137,9 @@ pub(super) const ROLLUPS_WRITE: &str = concat!(
     series_of_key!(),
     " FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::uuid[], $5::text[], $6::bigint[], \
      $7::bigint[], $8::bigint[], $9::bigint[], $10::numeric[], $11::numeric[], $12::numeric[], $13::numeric[], \
-     $14::numeric[], $15::numeric[], $16::text[], $17::text[], $18::text[]) \
-     AS k(gpu_id, bucket_ms, deployment_id, tenant_id, model, f, l, s, e, q0, q1, q2, q3, q4, q5, namespace, pod, node) \
+     $14::numeric[], $15::numeric[], $16::text[], $17::text[], $18::text[], $19::text[]) \
+     AS k(gpu_id, bucket_ms, deployment_id, tenant_id, model, f, l, s, e, q0, q1, q2, q3, q4, q5, namespace, pod, node, \
+     share) \
      ON CONFLICT (gpu_id, bucket_ms, deployment_id, tenant_id, model, series_id) DO UPDATE SET \
      first_window_start_ms = EXCLUDED.first_window_start_ms, last_window_start_ms = EXCLUDED.last_window_start_ms, \
      samples = EXCLUDED.samples, estimated_samples = EXCLUDED.estimated_samples, \
@@ -232,8 +234,8 @@ pub(super) const PENDING_UPSERT: &str = "INSERT INTO eai.prune_pending AS p (gpu
 
 pub(super) const ROLLUPS_DELETE: &str = concat!(
     "DELETE FROM eai.rollups r \
-     USING unnest($1::bigint[], $2::bigint[], $3::text[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::text[]) \
-     AS k(gpu_id, bucket_ms, deployment_id, tenant_id, model, namespace, pod, node) \
+     USING unnest($1::bigint[], $2::bigint[], $3::text[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::text[], \
+     $9::text[]) AS k(gpu_id, bucket_ms, deployment_id, tenant_id, model, namespace, pod, node, share) \
      WHERE r.gpu_id = k.gpu_id AND r.bucket_ms = k.bucket_ms AND r.deployment_id = k.deployment_id \
      AND r.tenant_id = k.tenant_id AND r.model = k.model AND r.series_id = ",
     series_of_key!()

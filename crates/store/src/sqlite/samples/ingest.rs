@@ -39,20 +39,20 @@ pub(super) fn intern_series(tx: &Connection, l: LabelsRef<'_>, end_ms: i64) -> R
     let owner = owner_text(l.owner);
     let found: Option<i64> = tx
         .prepare_cached(
-            "SELECT id FROM series WHERE deployment_id = ?1 AND owner = ?2 AND model = ?3 AND namespace = ?4 AND pod = ?5 AND node = ?6",
+            "SELECT id FROM series WHERE deployment_id = ?1 AND owner = ?2 AND model = ?3 AND namespace = ?4 AND pod = ?5 AND node = ?6 AND share = ?7",
         )
         .and_then(|mut st| {
-            st.query_row(params![l.deployment_id, owner, l.model, l.namespace, l.pod, l.node], |r| r.get(0)).optional()
+            st.query_row(params![l.deployment_id, owner, l.model, l.namespace, l.pod, l.node, l.share.as_str()], |r| r.get(0)).optional()
         })
         .ctx("read series")?;
     if let Some(id) = found {
         return Ok(id);
     }
     tx.prepare_cached(
-        "INSERT INTO series (deployment_id, owner, model, namespace, pod, node, first_seen_ms, last_seen_ms) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+        "INSERT INTO series (deployment_id, owner, model, namespace, pod, node, share, first_seen_ms, last_seen_ms) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
     )
-    .and_then(|mut st| st.execute(params![l.deployment_id, owner, l.model, l.namespace, l.pod, l.node, end_ms]))
+    .and_then(|mut st| st.execute(params![l.deployment_id, owner, l.model, l.namespace, l.pod, l.node, l.share.as_str(), end_ms]))
     .ctx("insert a series")?;
     Ok(tx.last_insert_rowid())
 }

@@ -13,7 +13,7 @@ use super::rows::*;
 use eai_engine::gpu_usage::{GpuRow, GpuUsage, UsageLabels};
 use eai_engine::rollup::{Placement, CELL_DP};
 
-use crate::codec::{dec_parse, Figures};
+use crate::codec::dec_parse;
 use crate::groups;
 use crate::read_cache::{self, ReadCache};
 use crate::rollups::{self, Cuts};
@@ -169,13 +169,14 @@ fn labels_of(tx: &Connection, key: &LabelKey) -> Result<UsageLabels> {
             placement: Placement::default(),
         }),
         LabelKey::Series(id) => {
-            let (d, o, m, ns, pod, node): (String, String, String, String, String, String) = tx
+            type Row = (String, String, String, String, String, String, String);
+            let (d, o, m, ns, pod, node, share): Row = tx
                 .prepare_cached(
-                    "SELECT deployment_id, owner, model, namespace, pod, node FROM series WHERE id = ?1",
+                    "SELECT deployment_id, owner, model, namespace, pod, node, share FROM series WHERE id = ?1",
                 )
                 .and_then(|mut st| {
                     st.query_row(params![id], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
                     })
                 })
                 .ctx("read a rollup's series")?;
@@ -183,7 +184,7 @@ fn labels_of(tx: &Connection, key: &LabelKey) -> Result<UsageLabels> {
                 deployment_id: d,
                 owner: owner_parse(&o, "series.owner")?,
                 model: m,
-                placement: Placement::new(&ns, &pod, &node),
+                placement: Placement::new(&ns, &pod, &node, crate::codec::share_method(&share)?),
             })
         }
     }
@@ -292,8 +293,8 @@ pub fn latest_samples(conn: &mut Connection, since: i64, limit: u64) -> Result<L
     let limit = to_i64(limit.min(i64::MAX as u64), "limit")?;
     let rows: Vec<(String, RawSample)> = tx
         .prepare_cached(
-            "SELECT g.uuid, s.end_ms, s.window_ms, s.util_e6, s.mem_e10, s.power_e6, s.storage_e6, \
-             s.fraction_e6, se.node, se.model, se.namespace, se.pod, se.deployment_id, se.owner \
+            "SELECT s.end_ms, s.window_ms, s.util_e6, s.mem_e10, s.power_e6, s.storage_e6, \
+             s.fraction_e6, se.node, se.model, se.namespace, se.pod, se.deployment_id, se.owner, se.share, g.uuid \
              FROM gpus g \
              JOIN gpu_samples s ON s.gpu_id = g.id \
                  AND s.end_ms = (SELECT MAX(x.end_ms) FROM gpu_samples x WHERE x.gpu_id = g.id) \
@@ -301,30 +302,8 @@ pub fn latest_samples(conn: &mut Connection, since: i64, limit: u64) -> Result<L
              WHERE s.end_ms >= ?1 ORDER BY s.end_ms DESC, g.uuid LIMIT ?2",
         )
         .and_then(|mut st| {
-            st.query_map(params![since, limit], |r| {
-                let uuid: String = r.get(0)?;
-                let rest = (
-                    r.get(1)?,
-                    Figures {
-                        window_ms: r.get(2)?,
-                        util_e6: r.get(3)?,
-                        mem_e10: r.get(4)?,
-                        power_e6: r.get(5)?,
-                        storage_e6: r.get(6)?,
-                        fraction_e6: r.get(7)?,
-                    },
-                    [
-                        r.get(8)?,
-                        r.get(9)?,
-                        r.get(10)?,
-                        r.get(11)?,
-                        r.get(12)?,
-                        r.get(13)?,
-                    ],
-                );
-                Ok((uuid, rest))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()
+            st.query_map(params![since, limit], |r| Ok((r.get::<_, String>(14)?, raw_sample(r)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()
         })
         .ctx("read the latest samples")?;
     let samples = rows
@@ -380,12 +359,12 @@ pub fn replica_rows(conn: &mut Connection, from: i64, to: i64) -> Result<crate::
     let samples = tx
         .prepare_cached(
             "SELECT s.end_ms, s.window_ms, s.util_e6, s.mem_e10, s.power_e6, s.storage_e6, s.fraction_e6, \
-             se.node, se.model, se.namespace, se.pod, se.deployment_id, se.owner, g.uuid \
+             se.node, se.model, se.namespace, se.pod, se.deployment_id, se.owner, se.share, g.uuid \
              FROM gpus g CROSS JOIN gpu_samples s ON s.gpu_id = g.id JOIN series se ON se.id = s.series_id \
              WHERE s.end_ms >= ?1 AND s.end_ms < ?2",
         )
         .and_then(|mut st| {
-            st.query_map(params![from, to], |r| Ok((r.get::<_, String>(13)?, raw_sample(r)?)))?
+            st.query_map(params![from, to], |r| Ok((r.get::<_, String>(14)?, raw_sample(r)?)))?
                 .collect::<rusqlite::Result<Vec<_>>>()
         })
         .ctx("read samples")?

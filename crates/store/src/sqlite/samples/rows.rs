@@ -8,7 +8,7 @@ use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::groups::*;
-use crate::codec::{decode, Figures, Labels};
+use crate::codec::{decode, share_method, Figures, Labels};
 use crate::ingest::Recompute;
 use crate::rollups::{self, Cuts};
 use crate::sqlite::codec::{count, dec_parse, dec_text, owner_parse, owner_text, to_i64, Ctx};
@@ -19,10 +19,11 @@ use crate::Result;
 
 pub(super) const SAMPLE_SELECT: &str =
     "SELECT s.end_ms, s.window_ms, s.util_e6, s.mem_e10, s.power_e6, s.storage_e6, s.fraction_e6, \
-     se.node, se.model, se.namespace, se.pod, se.deployment_id, se.owner \
+     se.node, se.model, se.namespace, se.pod, se.deployment_id, se.owner, se.share \
      FROM gpu_samples s JOIN series se ON se.id = s.series_id WHERE s.gpu_id = ?1";
 
-pub(super) type RawSample = (i64, Figures, [String; 6]);
+/// A raw sample's end, figures, and its series' labels (node, model, namespace, pod, deployment, owner, share).
+pub(super) type RawSample = (i64, Figures, [String; 7]);
 
 pub(super) fn raw_sample(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawSample> {
     Ok((
@@ -42,13 +43,15 @@ pub(super) fn raw_sample(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawSample> {
             r.get(10)?,
             r.get(11)?,
             r.get(12)?,
+            r.get(13)?,
         ],
     ))
 }
 
 pub(super) fn decode_raw(gpu_uuid: &str, (end_ms, f, l): RawSample) -> Result<Sample> {
-    let [node, model, namespace, pod, deployment_id, owner] = l;
+    let [node, model, namespace, pod, deployment_id, owner, share] = l;
     let owner = owner_parse(&owner, "series.owner")?;
+    let share = share_method(&share)?;
     decode(
         gpu_uuid,
         end_ms,
@@ -60,6 +63,7 @@ pub(super) fn decode_raw(gpu_uuid: &str, (end_ms, f, l): RawSample) -> Result<Sa
             pod,
             deployment_id,
             owner,
+            share,
         },
     )
 }
@@ -158,7 +162,7 @@ pub(super) const ROLLUP_SELECT: &str =
     "SELECT g.uuid, r.bucket_ms, r.deployment_id, r.owner, r.model, r.first_window_start_ms, \
      r.last_window_start_ms, r.samples, r.estimated_samples, r.gpu_seconds, r.busy_gpu_seconds, \
      r.estimated_gpu_seconds, r.memory_gb_seconds, r.energy_ws, r.storage_gb_seconds, \
-     se.namespace, se.pod, se.node \
+     se.namespace, se.pod, se.node, se.share \
      FROM rollups r JOIN gpus g ON g.id = r.gpu_id LEFT JOIN series se ON se.id = r.series_id";
 
 pub(super) type RawRollup = (
@@ -172,7 +176,7 @@ pub(super) type RawRollup = (
     i64,
     i64,
     [String; 6],
-    Option<[String; 3]>,
+    Option<[String; 4]>,
 );
 
 pub(super) fn raw_rollup(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRollup> {
@@ -200,7 +204,7 @@ pub(super) fn raw_rollup_at(r: &rusqlite::Row<'_>, o: usize) -> rusqlite::Result
             r.get(o + 14)?,
         ],
         match r.get::<_, Option<String>>(o + 15)? {
-            Some(namespace) => Some([namespace, r.get(o + 16)?, r.get(o + 17)?]),
+            Some(namespace) => Some([namespace, r.get(o + 16)?, r.get(o + 17)?, r.get(o + 18)?]),
             None => None,
         },
     ))
@@ -218,7 +222,9 @@ pub(super) fn decode_rollup(raw: RawRollup) -> Result<Rollup> {
             model,
             bucket_start: Timestamp(bucket),
             placement: match placed {
-                Some([namespace, pod, node]) => Placement::new(&namespace, &pod, &node),
+                Some([namespace, pod, node, share]) => {
+                    Placement::new(&namespace, &pod, &node, share_method(&share)?)
+                }
                 None => Placement::default(),
             },
         },
@@ -245,11 +251,11 @@ fn series_of(tx: &Connection, key: &RollupKey) -> Result<Option<i64>> {
         return Ok(Some(0));
     };
     tx.prepare_cached(
-        "SELECT id FROM series WHERE deployment_id = ?1 AND owner = ?2 AND model = ?3 AND namespace = ?4 AND pod = ?5 AND node = ?6",
+        "SELECT id FROM series WHERE deployment_id = ?1 AND owner = ?2 AND model = ?3 AND namespace = ?4 AND pod = ?5 AND node = ?6 AND share = ?7",
     )
     .and_then(|mut st| {
         st.query_row(
-            params![key.deployment_id, owner_text(key.owner), key.model, l.namespace, l.pod, l.node],
+            params![key.deployment_id, owner_text(key.owner), key.model, l.namespace, l.pod, l.node, l.share.as_str()],
             |r| r.get(0),
         )
         .optional()
