@@ -46,8 +46,8 @@ enum Command {
     /// Why a deployment costs what it does, bucket by bucket, from the store (as GET
     /// /v1/finops/gpu/allocation/explain answers it).
     Explain(explain_cmd::ExplainArgs),
-    /// GPU time and cost per pod, node, GPU, namespace, deployment, tenant or model, from the store (as GET
-    /// /v1/finops/gpu/usage answers it).
+    /// GPU time and cost per pod, node, GPU, namespace, deployment, tenant, model or share method, from the
+    /// store (as GET /v1/finops/gpu/usage answers it).
     Usage(usage_cmd::UsageArgs),
     /// API keys, straight on the store (for recovery; the API's POST /v1/auth/api-keys is the usual way).
     Keys(admin::KeysArgs),

@@ -1,6 +1,6 @@
 //! `eai-gpu usage --group-by pod[,node…] [--filter dimension:value,…] (--period YYYY-MM | --from --to)
-//! [--tenant SLUG|ID] [--json]`: a period's GPU time and cost per pod, node, GPU, namespace, deployment, tenant or
-//! model, read straight from the store as `GET /v1/finops/gpu/usage` answers it (the same JSON with `--json`):
+//! [--tenant SLUG|ID] [--json]`: a period's GPU time and cost per pod, node, GPU, namespace, deployment, tenant,
+//! model or share method, read straight from the store as `GET /v1/finops/gpu/usage` answers it (the same JSON with `--json`):
 //! the rows of a deployment sum to its cost in the allocation to the cent. `--tenant` keeps what that tenant's
 //! reader sees (its dedicated deployments).
 
@@ -20,8 +20,8 @@ use crate::table::Table;
 
 #[derive(Debug, Args)]
 pub struct UsageArgs {
-    /// The dimensions of a row, comma-separated: pod, node, gpu, namespace, deployment, tenant, model
-    /// (default: deployment).
+    /// The dimensions of a row, comma-separated: pod, node, gpu, namespace, deployment, tenant, model, share
+    /// (how a pod's share of a shared GPU was obtained) (default: deployment).
     #[arg(long)]
     pub group_by: Option<String>,
     /// Rows to keep: `dimension:value`, comma-separated (one dimension: any of its values; several: all).

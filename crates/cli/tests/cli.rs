@@ -760,9 +760,24 @@ fn explain_and_usage_show_a_deployments_charge_and_its_pods_from_the_store() {
         table.contains("vllm-llama-70b: ") && table.contains("rounding (EUR): exact"),
         "{table}"
     );
+    // Where its time ran: each pod on its GPU, the whole GPU its own.
+    assert!(
+        table.contains("where its time ran")
+            && table
+                .lines()
+                .any(|l| l.contains("vllm-llama-70b-0") && l.contains("exclusive")),
+        "{table}"
+    );
     let (code, json, err) = explain(&["--json"]);
     assert_eq!(code, Some(0), "{err}");
     let e: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let pods = e["pods"].as_array().unwrap();
+    assert_eq!(pods.len(), 2, "two GPUs, one pod: {e}");
+    for p in pods {
+        assert_eq!(p["group"]["pod"], "vllm-llama-70b-0", "{p}");
+        assert_eq!(p["group"]["share"], "exclusive", "{p}");
+        assert_eq!(p["gpu_share"], serde_json::json!(1), "{p}");
+    }
     let r = &e["rounding"][0];
     let sum: rust_decimal::Decimal = r["lines"]
         .as_array()

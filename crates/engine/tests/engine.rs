@@ -1447,7 +1447,7 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Breakdown: per pod, node, GPU, namespace, deployment, tenant, model.
+// Breakdown: per pod, node, GPU, namespace, deployment, tenant, model, share method.
 
 /// Where the fleets' time runs: a pod per (deployment, GPU pair), a node per three GPUs, namespace per deployment.
 fn placed(f: &Fleet) -> Vec<eai_engine::Rollup> {

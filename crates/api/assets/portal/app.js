@@ -900,9 +900,10 @@ async function loadExplain() {
   const q = new URLSearchParams({ deployment_id: e.deployment, from: a.from, to: a.to });
   // A platform administrator looking at a tenant's charge sees it as that tenant does (the others summed).
   if (e.tenant && POLICY_ADMINS.has(state.who.role) && !state.viewAs) q.set("tenant_id", e.tenant);
-  // Where it ran: the deployment's pods, nodes and GPUs (GET /v1/finops/gpu/usage), read after the explanation
-  // (one allocation slot at a time); a failure there leaves the explanation shown, the section saying so.
-  const where = new URLSearchParams({ from: a.from, to: a.to, group_by: "pod,node,gpu", filter: `deployment:${e.deployment}` });
+  // Where it ran: the deployment's pods, nodes, GPUs and how each pod's share of a shared GPU was obtained
+  // (GET /v1/finops/gpu/usage), read after the explanation (one allocation slot at a time); a failure there
+  // leaves the explanation shown, the section saying so.
+  const where = new URLSearchParams({ from: a.from, to: a.to, group_by: "pod,node,gpu,share", filter: `deployment:${e.deployment}` });
   try {
     const data = await api(`/v1/finops/gpu/allocation/explain?${q}`);
     const found = await api(`/v1/finops/gpu/usage?${where}`).then((rows) => ({ data: rows }), (error) => ({ error }));
@@ -915,7 +916,16 @@ async function loadExplain() {
   renderExplain();
 }
 
-/** The deployment's pods, nodes and GPUs: GPU time, busy share, energy and the cost each was given. */
+/** How a pod's share of its GPU was obtained (SPEC §11): equal shares (an estimate) stand out. */
+function shareCell(share) {
+  if (!share) return h("td", {}, t("explain.unrecorded"));
+  const note = t(`share.${share}.note`);
+  return h("td", { "data-col": "share", "data-value": share, title: note },
+    share === "equal" ? badge(t("share.equal"), "warn", note) : t(`share.${share}`));
+}
+
+/** The deployment's pods, nodes and GPUs: GPU time, the share of a shared GPU and how it was obtained (a platform
+ * reader sees the share), busy share, energy and the cost each was given. */
 function explainPods(pods, viewer) {
   if (!pods) return [];
   const id = "explain-pods-title";
@@ -930,21 +940,24 @@ function explainPods(pods, viewer) {
   return [head,
     h("p", { class: "note" }, t("explain.whereNote")),
     tableWrap(id, h("table", { class: "data compact", id: "explain-pods" },
-      h("thead", {}, h("tr", {}, ["col.pod", "col.node", "col.gpu", "col.gpuHours", "col.busy", "col.energy", "col.cost"]
-        .map((k, i) => h("th", { scope: "col", class: i > 2 ? "num" : null }, t(k))))),
+      h("thead", {}, h("tr", {}, ["col.pod", "col.node", "col.gpu", "col.shareMethod", "col.gpuShare", "col.gpuHours", "col.busy", "col.energy", "col.cost"]
+        .map((k, i) => h("th", { scope: "col", class: i > 3 ? "num" : null }, t(k))))),
       h("tbody", {}, rows.map((r) => {
         const busy = fmt.divide(String(r.busy_gpu_seconds), String(r.gpu_seconds), 4);
-        return h("tr", { "data-pod": r.group.pod ?? "", "data-gpu": r.group.gpu ?? "" },
+        const share = r.gpu_share === undefined ? null : String(r.gpu_share);
+        return h("tr", { "data-pod": r.group.pod ?? "", "data-gpu": r.group.gpu ?? "", "data-share": r.group.share ?? "" },
           h("th", { scope: "row", class: "mono" }, label(r.group.pod)),
           h("td", { class: "mono" }, label(r.group.node)),
           h("td", { class: "mono" }, r.group.gpu),
+          shareCell(r.group.share),
+          num(share ?? "", share === null ? "—" : fmt.percent(share), "gpu_share"),
           num(String(r.gpu_seconds), fmt.number(fmt.divide(String(r.gpu_seconds), "3600", 3), 3), "gpu_hours"),
           num(busy ?? "", busy === null ? "—" : fmt.percent(busy), "busy"),
           num(String(r.energy_wh), fmt.number(fmt.divide(String(r.energy_wh), "1000", 3), 3), "energy_kwh"),
           num(cost(r)?.amount ?? "", cost(r) ? fmt.money(cost(r).amount, cost(r).currency) : "—", "cost"));
       })),
       total === null ? null : h("tfoot", {}, h("tr", {},
-        h("th", { scope: "row", colspan: "6" }, t("col.total")),
+        h("th", { scope: "row", colspan: "8" }, t("col.total")),
         num(total, fmt.money(total, currency), "cost"))))),
   ];
 }

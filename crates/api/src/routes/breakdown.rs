@@ -1,5 +1,5 @@
 //! `GET /v1/finops/gpu/usage?from&to&group_by&filter`: a period's GPU time and cost per pod, node, GPU, namespace,
-//! deployment, tenant or model (`group_by`: one or several, comma-separated; default `deployment`), kept to
+//! deployment, tenant, model or share method (`group_by`: one or several, comma-separated; default `deployment`), kept to
 //! `filter` (`dimension:value`, comma-separated; values of one dimension: any of them, several dimensions: all).
 //! Each row: samples and estimated samples, GPU-seconds, busy and estimated GPU-seconds, memory GB-seconds,
 //! energy, unpriced GPU-seconds, and its cost per currency: each deployment-hour's cost shared over its rows by

@@ -2119,6 +2119,26 @@ async fn a_deployments_cost_and_a_tenants_charge_are_explained_hour_by_hour() {
         api["rounding"][0]["cost"].as_str().unwrap(),
         "the pods' costs add up to the deployment's"
     );
+    // Each pod says how its share of the GPU was obtained: the demo's GPUs are each one pod's.
+    let shares = b
+        .js(
+            "return [...document.querySelectorAll('#explain-pods tbody td[data-col=share]')].map(td => [td.dataset.value, td.textContent]);",
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        shares.as_array().map(Vec::len),
+        Some(costs.len()),
+        "a share per pod: {shares}"
+    );
+    assert!(
+        shares
+            .as_array()
+            .expect("shares")
+            .iter()
+            .all(|s| s == &json!(["exclusive", "whole GPU"])),
+        "{shares}"
+    );
     b.js(
         "document.querySelector('#explain-pods').scrollIntoView(); return null;",
         json!([]),
