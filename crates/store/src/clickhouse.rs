@@ -294,7 +294,7 @@ impl ClickHouse {
             .await?;
             self.exec(&format!(
                 "INSERT INTO {db}.gpu_rollups_v2 SELECT bucket_ms, gpu_uuid, deployment_id, owner, model, \
-                 0 AS placed, '' AS namespace, '' AS pod, '' AS node, 'exclusive' AS share, first_window_start_ms, \
+                 0 AS placed, '' AS namespace, '' AS pod, '' AS node, '' AS share, first_window_start_ms, \
                  last_window_start_ms, \
                  samples, estimated_samples, gpu_seconds, busy_gpu_seconds, estimated_gpu_seconds, \
                  memory_gb_seconds, energy_ws, storage_gb_seconds, deleted, version FROM {db}.gpu_rollups"
@@ -307,12 +307,13 @@ impl ClickHouse {
             .await?;
         }
         // Rollups and samples without their share method (older binaries): the rows written before are
-        // `exclusive`, and the method joins the rollups' identity (a column added with the sorting key).
+        // `exclusive`, and the method joins the rollups' identity (a column added with the sorting key, which
+        // may have no default expression: the rows before read '', taken as `exclusive`).
         for (table, alter) in [
             (
                 "gpu_rollups",
                 format!(
-                    "ALTER TABLE {db}.gpu_rollups ADD COLUMN share String DEFAULT 'exclusive' AFTER node, \
+                    "ALTER TABLE {db}.gpu_rollups ADD COLUMN share String AFTER node, \
                      MODIFY ORDER BY ({ROLLUP_ORDER})"
                 ),
             ),
@@ -677,7 +678,7 @@ fn owner_text(o: Option<TenantId>) -> String {
 
 /// The columns of `gpu_rollups` (`placed` 0: a rollup of no placement, written before they were kept).
 const ROLLUP_COLUMNS: &str = "bucket_ms Int64, gpu_uuid String, deployment_id String, owner String, model String, \
-     placed UInt8, namespace String, pod String, node String, share String DEFAULT 'exclusive', \
+     placed UInt8, namespace String, pod String, node String, share String, \
      first_window_start_ms Int64, last_window_start_ms Int64, samples UInt64, estimated_samples UInt64, gpu_seconds String, \
      busy_gpu_seconds String, estimated_gpu_seconds String, memory_gb_seconds String, energy_ws String, \
      storage_gb_seconds String, deleted UInt8, version UInt64";
@@ -805,10 +806,13 @@ fn owner(r: &Value, k: &str) -> Result<Option<TenantId>> {
 fn rollup_from_row(r: &Value) -> Result<Rollup> {
     let mut rollup = rollup_fields(r, text(r, "gpu_uuid")?.to_string())?;
     if int(r, "placed")? != 0 {
-        let share = text(r, "share")?;
-        let share = share
-            .parse()
-            .map_err(|()| ClickHouseError::Decode(format!("column share: {share}")))?;
+        // '': written before share methods were kept (exclusive).
+        let share = match text(r, "share")? {
+            "" => ShareMethod::Exclusive,
+            s => s
+                .parse()
+                .map_err(|()| ClickHouseError::Decode(format!("column share: {s}")))?,
+        };
         rollup.key.placement = Placement::new(
             text(r, "namespace")?,
             text(r, "pod")?,

@@ -686,7 +686,7 @@ async fn a_replica_from_before_placements_keeps_its_rollups() {
         gpus: None,
     };
     let mut old = clickhouse::rollup_row(&rollup(None, "1800"), false);
-    for k in ["placed", "namespace", "pod", "node"] {
+    for k in ["placed", "namespace", "pod", "node", "share"] {
         old.as_object_mut().expect("a row").remove(k);
     }
     old["version"] = json!(1);
