@@ -3,6 +3,7 @@ package eai_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -48,6 +49,25 @@ func TestGpuAllocationExplain(t *testing.T) {
 		}
 	}
 
+	// Where its time ran: its one pod on its one GPU, all of it (exclusive), as the breakdown answers it.
+	if len(e.Pods) != 1 {
+		t.Fatalf("pods %+v", e.Pods)
+	}
+	p := e.Pods[0]
+	if ptr(p.Group[eai.DimensionNamespace]) != "eai-inference" || ptr(p.Group[eai.DimensionPod]) != deployment+"-0" ||
+		ptr(p.Group[eai.DimensionGpu]) != "GPU-"+deployment || ptr(p.Group[eai.DimensionShare]) != eai.ShareMethodExclusive ||
+		p.GpuSeconds.String() != "7200" || p.GpuShare.String() != "1" || rowCost(p, "USD") != "20.00" {
+		t.Errorf("pod %+v", p)
+	}
+	u, err := admin.FinOps.GpuUsage(ctx, window, eai.WithFilter(eai.DimensionDeployment, deployment),
+		eai.WithGroupBy(eai.DimensionNamespace, eai.DimensionPod, eai.DimensionGpu, eai.DimensionShare))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(u.Rows) != 1 || !reflect.DeepEqual(u.Rows[0], p) {
+		t.Errorf("the breakdown %+v, the explanation's pods %+v", u.Rows, e.Pods)
+	}
+
 	// Tenant A's reader: its own lines, B summed into the other tenants; never B's view.
 	ra := newClient(t, eai.WithAPIKey(newKey(t, "viewer", a.ID)))
 	mine, err := ra.FinOps.GpuAllocationExplain(ctx, deployment, window)
@@ -60,6 +80,9 @@ func TestGpuAllocationExplain(t *testing.T) {
 	}
 	if strings.Join(kinds, ",") != eai.PartyTenant+":"+a.ID+","+eai.PartyOtherTenants+":" {
 		t.Errorf("claims seen by A: %v", kinds)
+	}
+	if len(mine.Pods) != 0 { // a shared deployment's pods are not a tenant's to see
+		t.Errorf("pods seen by A: %+v", mine.Pods)
 	}
 	if _, err := ra.FinOps.GpuAllocationExplain(ctx, deployment, window, eai.WithQueryParam("tenant_id", b.ID)); !errors.Is(err, eai.ErrForbidden) {
 		t.Errorf("A asking for B's view: %v", err)

@@ -127,6 +127,9 @@ func (f *FinOpsService) GpuAllocationFocusToFile(ctx context.Context, path strin
 //	e, err := client.FinOps.GpuAllocationExplain(ctx, "vllm-llama-70b", eai.WithQuery(map[string]string{
 //		"from": "2026-10-01", "to": "2026-10-31"}))
 //
+// Its Pods say where the deployment's time ran: its breakdown by namespace, pod, GPU and share method, each
+// pod's share of its GPU (GpuShare, platform keys) and how it was obtained.
+//
 // A tenant's key sees a deployment only when charged on it, every other tenant summed into one
 // PartyOtherTenants party; otherwise ErrNotFound.
 func (f *FinOpsService) GpuAllocationExplain(ctx context.Context, deploymentID string, opts ...RequestOption) (*AllocationExplanation, error) {
@@ -138,10 +141,10 @@ func (f *FinOpsService) GpuAllocationExplain(ctx context.Context, deploymentID s
 	return &out, nil
 }
 
-// GpuUsage returns a period's GPU time and cost broken down by pod, node, GPU, namespace, deployment, tenant or
-// model (GET /v1/finops/gpu/usage). Give the period as for GpuAllocation, the dimensions of a row with
-// WithGroupBy (default DimensionDeployment) and the rows to keep with WithFilter (values of one dimension: any of
-// them; several dimensions: all of them):
+// GpuUsage returns a period's GPU time and cost broken down by pod, node, GPU, namespace, deployment, tenant,
+// model or share method (GET /v1/finops/gpu/usage). Give the period as for GpuAllocation, the dimensions of a
+// row with WithGroupBy (default DimensionDeployment) and the rows to keep with WithFilter (values of one
+// dimension: any of them; several dimensions: all of them):
 //
 //	u, err := client.FinOps.GpuUsage(ctx,
 //		eai.WithQuery(map[string]string{"from": "2026-10-01", "to": "2026-10-31"}),
@@ -149,7 +152,9 @@ func (f *FinOpsService) GpuAllocationExplain(ctx context.Context, deploymentID s
 //		eai.WithFilter(eai.DimensionDeployment, "vllm-llama-70b"))
 //
 // Each deployment's cost (the allocation's for the same period) is apportioned over its rows by GPU-seconds
-// to the cent, so a deployment's rows sum exactly to its cost, and a filter keeps the same cents. A tenant's
+// to the cent, so a deployment's rows sum exactly to its cost, and a filter keeps the same cents. Grouped by
+// DimensionGpu (the device: a GPU shared by several pods is one value), each row has its share of the GPU's
+// time (GpuUsageRow.GpuShare, platform keys); DimensionShare says how that share was obtained. A tenant's
 // key sees the rows of its dedicated deployments only. A bad dimension or filter is an *APIError matching
 // ErrValidation whose Fields() name group_by or filter.
 func (f *FinOpsService) GpuUsage(ctx context.Context, opts ...RequestOption) (*GpuUsageBreakdown, error) {

@@ -512,6 +512,11 @@ type AllocationExplanation struct {
 	IdleSpread []ExplanationIdleSpread `json:"idle_spread"`
 	// Rounding is each (deployment, currency) row rounded once, then apportioned by largest remainder.
 	Rounding []ExplanationRounding `json:"rounding"`
+	// Pods is where the deployment's time ran: its breakdown grouped by DimensionNamespace, DimensionPod,
+	// DimensionGpu and DimensionShare (as FinOps.GpuUsage answers it filtered on the deployment). A pod on a GPU
+	// shared with others has its share of the GPU's time (GpuShare, platform keys) and how it was obtained
+	// (DimensionShare). A tenant's key sees the pods of its dedicated deployments only (none of a shared one).
+	Pods []GpuUsageRow `json:"pods"`
 }
 
 // Amount returns what a tenant is charged on the deployment in a currency (the sum of its rounding lines).
@@ -644,7 +649,9 @@ const (
 	DimensionPod Dimension = "pod"
 	// DimensionNode is the Kubernetes node.
 	DimensionNode Dimension = "node"
-	// DimensionGpu is the GPU series (its gpu_uuid, `GPU-…`, with `/mig-…` for a MIG instance).
+	// DimensionGpu is the physical device (its gpu_uuid, `GPU-…`, with `/mig-…` for a MIG instance): a GPU
+	// shared by several pods (time-slicing, MPS, a shared DRA claim) is one value. A row grouped by it has its
+	// share of the GPU's time (GpuUsageRow.GpuShare).
 	DimensionGpu Dimension = "gpu"
 	// DimensionNamespace is the pod's namespace.
 	DimensionNamespace Dimension = "namespace"
@@ -654,6 +661,11 @@ const (
 	DimensionTenant Dimension = "tenant"
 	// DimensionModel is the GPU model (`H100-80GB`).
 	DimensionModel Dimension = "model"
+	// DimensionShare is how the time's share of its GPU was obtained: ShareMethodExclusive, ShareMethodMig,
+	// ShareMethodMeasured (from per-process or per-container GPU time) or ShareMethodEqual (split equally
+	// between the pods for want of per-pod data). Group by DimensionPod, DimensionGpu and DimensionShare to see
+	// each pod's share of a shared GPU and how it was measured.
+	DimensionShare Dimension = "share"
 )
 
 // GpuUsageBreakdown is a period's GPU time and cost per value of its grouping (GET /v1/finops/gpu/usage), rows
@@ -689,10 +701,11 @@ func (b *GpuUsageBreakdown) Total(currency string) (Decimal, error) {
 }
 
 // GpuUsageRow is one row of a breakdown: its group's value of each dimension asked, what was measured (the
-// sums of the per-GPU hourly rollups), and its cost per currency.
+// sums of the per-GPU hourly rollups), its cost per currency, and, grouped by DimensionGpu, its share of the
+// GPU's time.
 type GpuUsageRow struct {
 	// Group maps each dimension of GroupBy to the row's value of it; nil: a shared deployment's tenant, or a
-	// placement (pod, namespace, node) of time stored before placements were kept.
+	// placement (pod, namespace, node, share) of time stored before placements were kept.
 	Group map[Dimension]*string `json:"group"`
 	// Samples received (each counted once, in the hour of its window start).
 	Samples int64 `json:"samples"`
@@ -713,6 +726,11 @@ type GpuUsageRow struct {
 	// Cost per currency (one, unless a policy of another currency priced part of it); empty when none of it
 	// was priced.
 	Cost []Money `json:"cost"`
+	// GpuShare is, grouped by DimensionGpu and for a platform key, the row's GPU-seconds over all the
+	// GPU-seconds of its GPU in the period (every pod's share and the idle share of a shared GPU, rows filtered
+	// out included), exact to 6 places: "1" for a pod that had its GPU to itself. "" otherwise (a tenant's key
+	// is not told how much of a GPU the others used).
+	GpuShare Quantity `json:"gpu_share,omitempty"`
 }
 
 // Value returns the row's value of a dimension, and false when it is null or not in the grouping.

@@ -203,3 +203,131 @@ func TestGpuUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestGpuUsageShares: a GPU of its own (a tenant's dedicated deployment) and a GPU shared by two pods of another
+// deployment, each share measured (0.75 on the GPU itself, 0.25 on its share slice). Grouped by GPU, each row
+// has its share of the GPU (1 for the GPU a pod had to itself); grouped by share, how it was obtained; the
+// shared GPU is one GPU; the explanation's Pods are those rows; a tenant's key is not told a GPU's shares.
+func TestGpuUsageShares(t *testing.T) {
+	ctx := context.Background()
+	name := fmt.Sprintf("shares-%d", time.Now().UnixNano())
+	own, shared := name+"-own", name+"-shared"
+	hour := recentHour(40)
+	window := period(hour, hour.Add(time.Hour))
+	if _, err := admin.FinOps.CreateAllocationPolicy(ctx, eai.AllocationPolicyCreate{
+		Name: "shares", DeploymentPattern: name + "-*", Currency: "EUR", GpuHourlyCost: "2.10", OverheadPct: "18",
+		EnergyKwhPrice: "0.21", Pue: "1.4", EffectiveFrom: "2020-01-01",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	owner, err := admin.Tenants.Create(ctx, eai.TenantCreate{Slug: name, Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpuOwn, gpuShared := "GPU-"+own, "GPU-"+shared
+	podOwn, podA, podB := own+"-0", shared+"-a", shared+"-b"
+	samples := hourOfSamples(gpuOwn, own, owner.ID, hour)
+	for _, part := range []struct{ gpu, pod, fraction string }{
+		{gpuShared, podA, "0.75"},
+		{gpuShared + "/shared/eai-inference/" + podB, podB, "0.25"},
+	} {
+		for _, s := range hourOfSamples(part.gpu, shared, "", hour) {
+			s.Pod, s.GpuFraction, s.ShareMethod = part.pod, eai.Decimal(part.fraction), eai.ShareMethodMeasured
+			samples = append(samples, s)
+		}
+	}
+	if res, err := admin.FinOps.GpuSamples(ctx, samples); err != nil || res.Accepted != 720 {
+		t.Fatalf("samples: %+v %v", res, err)
+	}
+	rowsOf := func(b *eai.GpuUsageBreakdown, rows []eai.GpuUsageRow) string {
+		var got []string
+		for _, r := range rows {
+			got = append(got, fmt.Sprintf("%s %s share=%q", groupOf(b, r), r.GpuSeconds, r.GpuShare))
+		}
+		return strings.Join(got, "; ")
+	}
+	byPodGpuShare := eai.WithGroupBy(eai.DimensionPod, eai.DimensionGpu, eai.DimensionShare)
+
+	// A GPU of its own: all of it, exclusive.
+	u, err := admin.FinOps.GpuUsage(ctx, window, byPodGpuShare, eai.WithFilter(eai.DimensionDeployment, own))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rowsOf(u, u.Rows), "pod="+podOwn+",gpu="+gpuOwn+",share=exclusive 3600 share=\"1\""; got != want {
+		t.Errorf("a GPU of its own:\n got %s\nwant %s", got, want)
+	}
+	if len(u.GroupBy) != 3 || u.GroupBy[2] != eai.DimensionShare {
+		t.Errorf("group_by %v", u.GroupBy)
+	}
+	if method, ok := u.Rows[0].Value(eai.DimensionShare); !ok || method != eai.ShareMethodExclusive {
+		t.Errorf("share %q %v", method, ok)
+	}
+
+	// The shared GPU: one GPU (the device), each pod's measured share of it.
+	u, err = admin.FinOps.GpuUsage(ctx, window, byPodGpuShare, eai.WithFilter(eai.DimensionDeployment, shared))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "pod=" + podA + ",gpu=" + gpuShared + ",share=measured 2700 share=\"0.75\"; " +
+		"pod=" + podB + ",gpu=" + gpuShared + ",share=measured 900 share=\"0.25\""
+	if got := rowsOf(u, u.Rows); got != want {
+		t.Errorf("the shared GPU:\n got %s\nwant %s", got, want)
+	}
+	share, err := eai.QuantityRat(u.Rows[0].GpuShare)
+	if err != nil || share.Cmp(big.NewRat(3, 4)) != 0 {
+		t.Errorf("QuantityRat(GpuShare) %v %v", share, err)
+	}
+	byGpu, err := admin.FinOps.GpuUsage(ctx, window, eai.WithGroupBy(eai.DimensionGpu), eai.WithFilter(eai.DimensionDeployment, shared))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rowsOf(byGpu, byGpu.Rows), "gpu="+gpuShared+" 3600 share=\"1\""; got != want {
+		t.Errorf("by GPU:\n got %s\nwant %s", got, want)
+	}
+	// Not grouped by GPU: no share of one.
+	byShare, err := admin.FinOps.GpuUsage(ctx, window, eai.WithGroupBy(eai.DimensionShare), eai.WithFilter(eai.DimensionDeployment, own, shared))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rowsOf(byShare, byShare.Rows), `share=exclusive 3600 share=""; share=measured 3600 share=""`; got != want {
+		t.Errorf("by share:\n got %s\nwant %s", got, want)
+	}
+
+	// The explanation says where each deployment's time ran: the rows by namespace, pod, GPU and share.
+	for _, c := range []struct{ deployment, want string }{
+		{own, "namespace=eai-inference,pod=" + podOwn + ",gpu=" + gpuOwn + ",share=exclusive 3600 share=\"1\""},
+		{shared, "namespace=eai-inference,pod=" + podA + ",gpu=" + gpuShared + ",share=measured 2700 share=\"0.75\"; " +
+			"namespace=eai-inference,pod=" + podB + ",gpu=" + gpuShared + ",share=measured 900 share=\"0.25\""},
+	} {
+		e, err := admin.FinOps.GpuAllocationExplain(ctx, c.deployment, window)
+		if err != nil {
+			t.Fatal(err)
+		}
+		asked := &eai.GpuUsageBreakdown{GroupBy: []eai.Dimension{eai.DimensionNamespace, eai.DimensionPod, eai.DimensionGpu, eai.DimensionShare}}
+		if got := rowsOf(asked, e.Pods); got != c.want {
+			t.Errorf("%s: the explanation's pods:\n got %s\nwant %s", c.deployment, got, c.want)
+		}
+		for _, p := range e.Pods {
+			if len(p.Group) != 4 || len(p.Cost) != 1 {
+				t.Errorf("%s: a pod's row %+v", c.deployment, p)
+			}
+		}
+	}
+
+	// The owner's key: its pod on its GPU, and no share of the GPU (it is not told what the others used).
+	reader := newClient(t, eai.WithAPIKey(newKey(t, eai.RoleViewer, owner.ID)))
+	mine, err := reader.FinOps.GpuUsage(ctx, window, byPodGpuShare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rowsOf(mine, mine.Rows), "pod="+podOwn+",gpu="+gpuOwn+",share=exclusive 3600 share=\"\""; got != want {
+		t.Errorf("the owner's rows:\n got %s\nwant %s", got, want)
+	}
+	e, err := reader.FinOps.GpuAllocationExplain(ctx, own, window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Pods) != 1 || e.Pods[0].GpuShare != "" || ptr(e.Pods[0].Group[eai.DimensionPod]) != podOwn {
+		t.Errorf("the owner's explanation's pods %+v", e.Pods)
+	}
+}

@@ -93,6 +93,31 @@ def test_the_worked_example_line_by_line(world: World) -> None:
         assert e.amount(item.tenant_id) == item.allocated.amount
 
 
+def test_the_pods_where_the_time_ran(world: World) -> None:
+    c, srv, hour, t = world
+    end = hour + dt.timedelta(hours=1)
+    e = c.finops.gpu_allocation_explain("explain-llm", start=hour, end=end)
+    # The breakdown by namespace, pod, GPU and share method: one pod on two GPUs of its own.
+    assert [r.group for r in e.pods] == [
+        {"namespace": "eai-inference", "pod": "explain-llm-0", "gpu": gpu, "share": "exclusive"}
+        for gpu in ("GPU-e1", "GPU-e2")
+    ]
+    assert [(r.samples, r.gpu_seconds, r.gpu_share) for r in e.pods] == [(240, Decimal(3600), Decimal(1))] * 2
+    assert sum((r.amount("EUR") for r in e.pods), Decimal(0)) == Decimal("5.19")
+    # As the breakdown answers it.
+    u = c.finops.gpu_usage(
+        start=hour,
+        end=end,
+        group_by=["namespace", "pod", "gpu", "share"],
+        filter={"deployment": "explain-llm"},
+    )
+    assert e.pods == u.rows
+    # A tenant's key sees the pods of its dedicated deployments only: none of a shared one.
+    key = c.auth.create_api_key(role="viewer", tenant_id=t["acme"], name="explain acme pods").key
+    with EnterpriseAI(base_url=srv.url, api_key=key) as acme:
+        assert acme.finops.gpu_allocation_explain("explain-llm", start=hour, end=end).pods == []
+
+
 def test_a_tenant_sees_its_share_and_the_others_summed(world: World) -> None:
     c, srv, hour, t = world
     end = hour + dt.timedelta(hours=1)

@@ -1,6 +1,7 @@
 """GPU time and cost per pod, node, GPU, ... (``finops.gpu_usage``) against the real server: a deployment's
 rows sum to its allocation cost to the cent, a filter keeps the same cents, several dimensions, the reader's
-scope (a tenant sees its dedicated deployments only), and the typed validation error.
+scope (a tenant sees its dedicated deployments only), each row's share of its GPU and how it was obtained (a
+GPU shared by two pods, measured), and the typed validation error.
 
 A server of its own, so that the deployments hold only this module's data.
 """
@@ -34,10 +35,26 @@ SHARED = "usage-llm"
 DEDICATED = "usage-acme"
 POD_A = "usage-llm-7d9f8c6b5-x2k4q"
 POD_B = "usage-llm-7d9f8c6b5-z8m1p"
+# A GPU shared by two pods of one deployment, two hours before the others (so that they keep their rows):
+# the first pod's time on the GPU itself, the second's on its share slice, each share measured.
+SHARED_GPU = "usage-gpu-shared"
+SHARED_POD_A = "usage-gpu-shared-a"
+SHARED_POD_B = "usage-gpu-shared-b"
 
 
 def _placed(samples: List[Dict[str, Any]], pod: str, node: str) -> List[Dict[str, Any]]:
     return [{**s, "pod": pod, "node": node} for s in samples]
+
+
+def _measured(samples: List[Dict[str, Any]], pod: str, fraction: str) -> List[Dict[str, Any]]:
+    return [
+        {**s, "pod": pod, "node": "usage-node-3", "gpu_fraction": fraction, "share_method": "measured"}
+        for s in samples
+    ]
+
+
+def _shared_hour(start: dt.datetime) -> dt.datetime:
+    return start - dt.timedelta(hours=2)
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +71,15 @@ def world(make_server: ServerFactory) -> Iterator[World]:
             + _placed(hour_of_samples("GPU-u2", SHARED, hour)[:120], POD_B, "usage-node-1")
             + _placed(
                 hour_of_samples("GPU-u3", DEDICATED, hour, tenant_id=acme.id), "usage-acme-0", "usage-node-2"
+            )
+        )
+        shared_hour = _shared_hour(hour)
+        c.finops.gpu_samples(
+            _measured(hour_of_samples("GPU-us", SHARED_GPU, shared_hour), SHARED_POD_A, "0.75")
+            + _measured(
+                hour_of_samples(f"GPU-us/shared/eai-inference/{SHARED_POD_B}", SHARED_GPU, shared_hour),
+                SHARED_POD_B,
+                "0.25",
             )
         )
         yield c, srv, hour, hour + dt.timedelta(hours=1), acme.id
@@ -120,6 +146,66 @@ def test_by_node_and_gpu(world: World) -> None:
     node1 = next(r for r in by_node.rows if r.group == {"node": "usage-node-1"})
     assert node1.amount("EUR") == u.rows[0].amount("EUR") + u.rows[1].amount("EUR")
     assert by_node.total("EUR") == u.total("EUR")
+
+
+def test_each_row_grouped_by_gpu_has_its_share_of_the_gpu(world: World) -> None:
+    c, srv, start, end, acme_id = world
+    u = c.finops.gpu_usage(start=start, end=end, group_by=["pod", "gpu", "share"])
+    assert u.group_by == ["pod", "gpu", "share"]
+    assert [r.group for r in u.rows] == [
+        {"pod": "usage-acme-0", "gpu": "GPU-u3", "share": "exclusive"},
+        {"pod": POD_A, "gpu": "GPU-u1", "share": "exclusive"},
+        {"pod": POD_B, "gpu": "GPU-u2", "share": "exclusive"},
+    ]
+    # Each pod had its GPU to itself (the second for half the hour: all of that GPU's time in the period).
+    assert [r.gpu_share for r in u.rows] == [Decimal(1)] * 3
+    assert all(isinstance(r.gpu_share, Decimal) for r in u.rows)
+    # Not grouped by gpu: no share of a GPU; grouped by share alone: the method of each sample.
+    by_share = c.finops.gpu_usage(start=start, end=end, group_by="share")
+    assert [(r.group, r.gpu_share) for r in by_share.rows] == [({"share": "exclusive"}, None)]
+    assert by_share.rows[0].gpu_seconds == Decimal(9000)
+    # A tenant's key is not told how much of a GPU the others used.
+    key = c.auth.create_api_key(role="viewer", tenant_id=acme_id, name="usage acme gpu share").key
+    with EnterpriseAI(base_url=srv.url, api_key=key) as acme:
+        mine = acme.finops.gpu_usage(start=start, end=end, group_by=["pod", "gpu"])
+        assert [(r.group, r.gpu_share) for r in mine.rows] == [
+            ({"pod": "usage-acme-0", "gpu": "GPU-u3"}, None)
+        ]
+        assert "gpu_share" not in mine.rows[0].raw
+
+
+def test_a_gpu_shared_by_two_pods_is_one_gpu_with_each_pods_measured_share(world: World) -> None:
+    c, _, start, _, _ = world
+    hour = _shared_hour(start)
+    end = hour + dt.timedelta(hours=1)
+    u = c.finops.gpu_usage(
+        start=hour, end=end, group_by=["pod", "gpu", "share"], filter={"deployment": SHARED_GPU}
+    )
+    assert [(r.group, r.gpu_seconds, r.gpu_share) for r in u.rows] == [
+        ({"pod": SHARED_POD_A, "gpu": "GPU-us", "share": "measured"}, Decimal(2700), Decimal("0.75")),
+        ({"pod": SHARED_POD_B, "gpu": "GPU-us", "share": "measured"}, Decimal(900), Decimal("0.25")),
+    ]
+    allocation = c.finops.gpu_allocation(start=hour, end=end)
+    assert u.total("EUR") == deployment_row(allocation, SHARED_GPU).cost
+    # One GPU: the device, whichever pod's share of it.
+    by_gpu = c.finops.gpu_usage(start=hour, end=end, group_by="gpu", filter={"deployment": SHARED_GPU})
+    assert [(r.group, r.gpu_seconds, r.gpu_share) for r in by_gpu.rows] == [
+        ({"gpu": "GPU-us"}, Decimal(3600), Decimal(1))
+    ]
+    # The explanation says where the deployment's time ran: the same rows, by namespace too.
+    e = c.finops.gpu_allocation_explain(SHARED_GPU, start=hour, end=end)
+    assert [(r.group, r.gpu_share) for r in e.pods] == [
+        (
+            {"namespace": "eai-inference", "pod": SHARED_POD_A, "gpu": "GPU-us", "share": "measured"},
+            Decimal("0.75"),
+        ),
+        (
+            {"namespace": "eai-inference", "pod": SHARED_POD_B, "gpu": "GPU-us", "share": "measured"},
+            Decimal("0.25"),
+        ),
+    ]
+    assert [r.cost for r in e.pods] == [r.cost for r in u.rows]
+    assert all(isinstance(r, GpuUsageRow) for r in e.pods)
 
 
 def test_a_tenant_sees_its_dedicated_deployments_only(world: World) -> None:

@@ -83,9 +83,11 @@ export type TokenSource = TokenCost["token_source"];
  * Why a deployment costs what it does (`GET /v1/finops/gpu/allocation/explain`), bucket by bucket: exact
  * amounts before rounding are decimal strings (`"5.1912"`); the rounding's `amount` lines are the allocation's
  * items and unallocated figures for the same period. Quantities and shares are numbers (a JS number keeps ~16
- * digits of a share; the raw JSON has them all).
+ * digits of a share; the raw JSON has them all). `pods` is where the deployment's time ran: its usage rows
+ * ({@link GpuUsageRow}) grouped by `namespace`, `pod`, `gpu` and `share`, each pod's share of its GPU
+ * (`gpu_share`, platform keys) and how it was obtained (a tenant's key: its dedicated deployments' pods only).
  */
-export type AllocationExplanation = Schemas["AllocationExplanation"];
+export type AllocationExplanation = Omit<Schemas["AllocationExplanation"], "pods"> & { pods: GpuUsageRow[] };
 /** One allocation bucket: measured GPU-seconds, the claims and shares, each policy's exact cost and split. */
 export type ExplanationBucket = Schemas["ExplanationBucket"];
 /** `{ kind: "tenant", tenant_id }`, `{ kind: "other_tenants" }` (every tenant but the reader) or `{ kind: "unallocated" }`. */
@@ -95,17 +97,25 @@ export type ExplanationPolicy = Schemas["ExplanationPolicy"];
 /** The query of `GET /v1/finops/gpu/allocation/explain`, as the contract spells it. */
 export type AllocationExplainQuery = operations["explainGpuAllocation"]["parameters"]["query"];
 /**
- * GPU time and cost per pod, node, GPU, namespace, deployment, tenant or model (`GET /v1/finops/gpu/usage`),
- * the rows sorted by their group's values. Each deployment's rows sum to its `cost` in the allocation for the
- * same period, to the cent ({@link totalCost} sums rows exactly).
+ * GPU time and cost per pod, node, GPU, namespace, deployment, tenant, model or share method
+ * (`GET /v1/finops/gpu/usage`), the rows sorted by their group's values. Each deployment's rows sum to its `cost`
+ * in the allocation for the same period, to the cent ({@link totalCost} sums rows exactly).
  */
 export type GpuUsageBreakdown = Omit<Schemas["GpuUsageBreakdown"], "rows"> & { rows: GpuUsageRow[] };
-/** A dimension of a usage row: `"pod"`, `"node"`, `"gpu"`, `"namespace"`, `"deployment"`, `"tenant"` or `"model"`. */
+/**
+ * A dimension of a usage row: `"pod"`, `"node"`, `"gpu"`, `"namespace"`, `"deployment"`, `"tenant"`, `"model"` or
+ * `"share"`. `gpu` is the physical device (a GPU shared by several pods is one value); `share` is how the time's
+ * share of its GPU was obtained ({@link ShareMethod}: `exclusive`, `mig`, `measured` or `equal`). Group by
+ * `["pod", "gpu", "share"]` to see each pod's share of a shared GPU and how it was measured.
+ */
 export type GpuUsageDimension = Schemas["GpuUsageBreakdown"]["group_by"][number];
 /**
  * One row of a usage breakdown: `group` gives its value of each dimension asked (null: a shared deployment's
  * `tenant`, or a placement of time stored before placements were kept); quantities are numbers, `cost` the
- * row's amounts per currency as decimal strings (empty when none of it was priced).
+ * row's amounts per currency as decimal strings (empty when none of it was priced). `gpu_share` (a number, exact
+ * to 6 places, 0..1): grouped by `gpu` and read with a platform key, the row's share of its GPU's time in the
+ * period (1 for a pod that had its GPU to itself); absent otherwise (a tenant's key is not told how much of a GPU
+ * the others used).
  */
 export type GpuUsageRow = Omit<Schemas["GpuUsageRow"], "group"> & {
   group: { [D in GpuUsageDimension]?: string | null };

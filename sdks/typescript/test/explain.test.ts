@@ -1,11 +1,17 @@
 /**
  * Why a deployment costs what it does (`finops.gpu.explain`) against a real server of this file's own: a shared
  * deployment at 10 USD per GPU-hour for an hour, tenant A 700 tokens and tenant B 300 (70/30). The explanation's
- * lines, its rounded lines equal to the allocation's items, and the reader's scope.
+ * lines, its rounded lines equal to the allocation's items, where its time ran (its pods), and the reader's scope.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { EnterpriseAI, NotFoundError, PermissionDeniedError, type UsageEventInput } from "@enterprise-ai/sdk";
+import {
+  EnterpriseAI,
+  NotFoundError,
+  PermissionDeniedError,
+  type GpuUsageRow,
+  type UsageEventInput,
+} from "@enterprise-ai/sdk";
 import { hourOfSamples, hourStart, uniq } from "./helpers/data.js";
 import { startServer, type TestServer } from "./helpers/server.js";
 
@@ -73,6 +79,34 @@ describe("finops.gpu.explain", () => {
     }
     const amounts = Object.fromEntries(lines.map((l) => [l.party.tenant_id ?? l.party.kind, l.amount]));
     assert.deepEqual(amounts, { [tenantA]: "7.00", [tenantB]: "3.00", unallocated: "0.00" });
+  });
+
+  test("its pods: where the deployment's time ran, by namespace, pod, GPU and share, as the breakdown answers it", async () => {
+    const e = await admin.finops.gpu.explain({ deploymentId: deployment, from, to });
+    const pods: GpuUsageRow[] = e.pods;
+    assert.deepEqual(
+      pods.map((p) => [p.group, p.samples, p.gpu_seconds, p.gpu_share, p.cost]),
+      [
+        [
+          { namespace: "eai-inference", pod: `${deployment}-0`, gpu: "GPU-explain-1", share: "exclusive" },
+          240,
+          3600,
+          1,
+          [{ amount: "10.00", currency: "USD" }],
+        ],
+      ],
+    );
+    const u = await admin.finops.gpu.usage({
+      from,
+      to,
+      groupBy: ["namespace", "pod", "gpu", "share"],
+      filter: { deployment },
+    });
+    assert.deepEqual(e.pods, u.rows);
+    // A tenant's key: a shared deployment's pods are not its to see.
+    const keyA = (await admin.auth.apiKeys.create({ role: "viewer", tenant_id: tenantA })).key;
+    const a = new EnterpriseAI({ baseUrl: server.url, apiKey: keyA, maxRetries: 0 });
+    assert.deepEqual((await a.finops.gpu.explain({ deploymentId: deployment, from, to })).pods, []);
   });
 
   test("a tenant sees its own lines and the other tenants summed, nothing else", async () => {

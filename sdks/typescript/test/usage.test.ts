@@ -4,6 +4,8 @@
  * GPU B in another pod on gpu-node-4 for its first half (3.717 exact, 3.72 charged: 2.48 and 1.24); a dedicated
  * deployment of tenant T on gpu-node-9. The rows sum to the allocation's cost to the cent, filters keep the
  * same cents, a tenant sees its dedicated deployment's rows only, and a bad dimension is a `ValidationError`.
+ * Two hours earlier, a GPU shared by two pods of another deployment, each share measured (0.75 on the GPU itself,
+ * 0.25 on its share slice): each row's share of its GPU (`gpu_share`) and how it was obtained (`share`).
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -12,6 +14,7 @@ import {
   ValidationError,
   totalCost,
   type Allocation,
+  type AllocationExplanation,
   type GpuSample,
   type GpuUsageDimension,
   type GpuUsageRow,
@@ -32,14 +35,23 @@ const podB = `${deployment}-b`;
 const gpuA = uniq("GPU-usage-a");
 const gpuB = uniq("GPU-usage-b");
 const gpuT = uniq("GPU-usage-t");
+// The GPU shared by two pods, in the hour two hours before the others (so that they keep their rows).
+const sharedGpuDeployment = uniq("usage-gpu-shared");
+const sharedGpu = uniq("GPU-usage-s");
+const sharedPodA = `${sharedGpuDeployment}-a`;
+const sharedPodB = `${sharedGpuDeployment}-b`;
 let tenantT: string;
 let tenantU: string;
 let from: Date;
 let to: Date;
+let sharedFrom: Date;
+let sharedTo: Date;
 let allocation: Allocation;
 
 const placed = (samples: GpuSample[], pod: string, node: string): GpuSample[] =>
   samples.map((s) => ({ ...s, pod, node }));
+const measured = (samples: GpuSample[], pod: string, fraction: number): GpuSample[] =>
+  samples.map((s) => ({ ...s, pod, node: "gpu-node-5", gpu_fraction: fraction, share_method: "measured" }));
 
 /** The allocation's cost of a deployment (one currency here). */
 function deploymentCost(id: string): string {
@@ -73,6 +85,18 @@ before(async () => {
       ...placed(hourOfSamples(gpuA, deployment, from), podA, "gpu-node-3"),
       ...placed(series(gpuB, deployment, new Date(from.getTime() + HOUR / 2), 120), podB, "gpu-node-4"),
       ...placed(hourOfSamples(gpuT, dedicated, from, tenantT), `${dedicated}-0`, "gpu-node-9"),
+    ],
+  });
+  sharedFrom = hourStart(5);
+  sharedTo = new Date(sharedFrom.getTime() + HOUR);
+  await admin.finops.gpu.ingestSamples({
+    samples: [
+      ...measured(hourOfSamples(sharedGpu, sharedGpuDeployment, sharedFrom), sharedPodA, 0.75),
+      ...measured(
+        hourOfSamples(`${sharedGpu}/shared/eai-inference/${sharedPodB}`, sharedGpuDeployment, sharedFrom),
+        sharedPodB,
+        0.25,
+      ),
     ],
   });
   allocation = await admin.finops.gpu.allocation({ from, to });
@@ -148,6 +172,64 @@ describe("finops.gpu.usage", () => {
     assert.deepEqual(totalCost(u.rows), [
       { amount: sum([deploymentCost(deployment), deploymentCost(dedicated)]), currency: "USD" },
     ]);
+  });
+
+  test("grouped by gpu, each row has its share of the GPU (1: a GPU of its own); grouped by share, how it was obtained", async () => {
+    const dims: GpuUsageDimension[] = ["pod", "gpu", "share"];
+    const u = await admin.finops.gpu.usage({ from, to, groupBy: dims });
+    assert.deepEqual(u.group_by, dims);
+    assert.deepEqual(
+      u.rows.map((r) => [r.group.pod, r.group.gpu, r.group.share, r.gpu_share]),
+      [
+        [podA, gpuA, "exclusive", 1], // usage-shared-… sorts before usage-train-…
+        [podB, gpuB, "exclusive", 1],
+        [`${dedicated}-0`, gpuT, "exclusive", 1],
+      ],
+    );
+    // Not grouped by gpu: no share of a GPU.
+    const byShare = await admin.finops.gpu.usage({ from, to, groupBy: ["share"] });
+    assert.deepEqual(
+      byShare.rows.map((r) => [r.group, r.gpu_seconds, "gpu_share" in r]),
+      [[{ share: "exclusive" }, 9000, false]],
+    );
+    // A tenant's key is not told how much of a GPU the others used.
+    const keyT = (await admin.auth.apiKeys.create({ role: "viewer", tenant_id: tenantT })).key;
+    const t = new EnterpriseAI({ baseUrl: server.url, apiKey: keyT, maxRetries: 0 });
+    const mine = await t.finops.gpu.usage({ from, to, groupBy: ["pod", "gpu"] });
+    assert.deepEqual(
+      mine.rows.map((r) => [r.group, r.gpu_share]),
+      [[{ pod: `${dedicated}-0`, gpu: gpuT }, undefined]],
+    );
+  });
+
+  test("a GPU shared by two pods is one GPU, each pod with its measured share; the explanation's pods are those rows", async () => {
+    const range = { from: sharedFrom, to: sharedTo };
+    const u = await admin.finops.gpu.usage({
+      ...range,
+      groupBy: ["pod", "gpu", "share"],
+      filter: { deployment: sharedGpuDeployment },
+    });
+    const rows: GpuUsageRow[] = u.rows;
+    assert.deepEqual(
+      rows.map((r) => [r.group, r.gpu_seconds, r.gpu_share]),
+      [
+        [{ pod: sharedPodA, gpu: sharedGpu, share: "measured" }, 2700, 0.75],
+        [{ pod: sharedPodB, gpu: sharedGpu, share: "measured" }, 900, 0.25],
+      ],
+    );
+    const byGpu = await admin.finops.gpu.usage({ ...range, groupBy: ["gpu"], filter: { deployment: sharedGpuDeployment } });
+    assert.deepEqual(
+      byGpu.rows.map((r) => [r.group, r.gpu_seconds, r.gpu_share]),
+      [[{ gpu: sharedGpu }, 3600, 1]],
+    );
+    const e: AllocationExplanation = await admin.finops.gpu.explain({ deploymentId: sharedGpuDeployment, ...range });
+    assert.deepEqual(
+      e.pods.map((r) => [r.group, r.gpu_share, r.cost]),
+      [
+        [{ namespace: "eai-inference", pod: sharedPodA, gpu: sharedGpu, share: "measured" }, 0.75, rows[0]?.cost],
+        [{ namespace: "eai-inference", pod: sharedPodB, gpu: sharedGpu, share: "measured" }, 0.25, rows[1]?.cost],
+      ],
+    );
   });
 
   test("a tenant's key sees the rows of its dedicated deployments only", async () => {

@@ -207,15 +207,21 @@ class Finops(_SyncResource):
         group_by: Union[str, Sequence[str], None] = None,
         filter: Optional[Mapping[str, Union[str, Sequence[str]]]] = None,
     ) -> GpuUsageBreakdown:
-        """GPU time and cost of ``[start, end)`` per pod, node, GPU, namespace, deployment, tenant or model
-        (``GET /v1/finops/gpu/usage``): one row per value of the ``group_by`` dimensions (a sequence such as
-        ``["namespace", "pod"]``, or one string; default ``deployment``), kept by ``filter`` (dimension ->
-        a value or a sequence of values: any value of one dimension, every dimension). A deployment's rows sum
-        to its :meth:`gpu_allocation` cost to the cent, and a filter keeps the unfiltered answer's cents::
+        """GPU time and cost of ``[start, end)`` per pod, node, GPU, namespace, deployment, tenant, model or
+        share method (``GET /v1/finops/gpu/usage``): one row per value of the ``group_by`` dimensions (a
+        sequence such as ``["namespace", "pod"]``, or one string; default ``deployment``), kept by
+        ``filter`` (dimension -> a value or a sequence of values: any value of one dimension, every
+        dimension). A deployment's rows sum to its :meth:`gpu_allocation` cost to the cent, and a filter
+        keeps the unfiltered answer's cents::
 
             u = client.finops.gpu_usage(start="2026-10-01", end="2026-10-31", group_by=["node", "gpu"],
                                         filter={"deployment": "vllm-llama-70b"})
             u.rows[0].group, u.rows[0].gpu_seconds, u.total("EUR")
+
+        ``gpu`` is the physical device (a GPU shared by several pods is one value), and a row grouped by it
+        has its share of the GPU's time (``gpu_share``, platform keys); ``share`` is how the time's share of
+        its GPU was obtained (``exclusive``, ``mig``, ``measured``, ``equal``): group by
+        ``["pod", "gpu", "share"]`` to see each pod's share of a shared GPU and how it was measured.
 
         A tenant's key sees the rows of its dedicated deployments only. An unknown dimension is a
         :class:`~enterprise_ai.ValidationError` naming ``group_by`` or ``filter``. ``start`` and ``end`` as

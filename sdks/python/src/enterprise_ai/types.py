@@ -992,7 +992,10 @@ class ExplanationRounding:
 @dataclass(frozen=True)
 class AllocationExplanation:
     """Why a deployment costs what it does (``GET /v1/finops/gpu/allocation/explain``), bucket by bucket; its
-    rounded lines are the allocation's items and unallocated figures for the same period, to the cent."""
+    rounded lines are the allocation's items and unallocated figures for the same period, to the cent.
+    ``pods`` says where the deployment's time ran: its :class:`GpuUsageRow` rows grouped by ``namespace``,
+    ``pod``, ``gpu`` and ``share`` (a tenant's key: the pods of its dedicated deployments only, none of a
+    shared one)."""
 
     deployment_id: str
     from_: _dt.datetime
@@ -1002,6 +1005,7 @@ class AllocationExplanation:
     buckets: List[ExplanationBucket]
     idle_spread: List[ExplanationIdleSpread]
     rounding: List[ExplanationRounding]
+    pods: List[GpuUsageRow]
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -1015,6 +1019,7 @@ class AllocationExplanation:
             buckets=_list(d.get("buckets"), ExplanationBucket.from_json),
             idle_spread=_list(d.get("idle_spread"), ExplanationIdleSpread.from_json),
             rounding=_list(d.get("rounding"), ExplanationRounding.from_json),
+            pods=_list(d.get("pods"), GpuUsageRow.from_json),
             raw=_raw(d),
         )
 
@@ -1039,7 +1044,11 @@ class AllocationExplanation:
 class GpuUsageRow:
     """One row of a usage breakdown: its ``group`` (each dimension asked and the row's value of it; ``None``:
     a shared deployment's tenant, or a placement of time stored before placements were kept), what was
-    measured, and its ``cost`` per currency (empty when none of it was priced)."""
+    measured, and its ``cost`` per currency (empty when none of it was priced).
+
+    ``gpu_share``: grouped by ``gpu`` and read with a platform key, the row's GPU-seconds over all those of
+    its GPU in the period (exact to 6 places; ``1`` for a pod that had its GPU to itself); ``None`` otherwise
+    (a tenant's key is not told how much of a GPU the others used)."""
 
     group: Dict[str, Optional[str]]
     samples: int
@@ -1051,6 +1060,7 @@ class GpuUsageRow:
     energy_wh: Decimal
     unpriced_gpu_seconds: Decimal
     cost: List[Money]
+    gpu_share: Optional[Decimal] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -1066,6 +1076,7 @@ class GpuUsageRow:
             energy_wh=_dec(d["energy_wh"]),
             unpriced_gpu_seconds=_dec(d["unpriced_gpu_seconds"]),
             cost=_list(d.get("cost"), Money.from_json),
+            gpu_share=_opt_dec(d.get("gpu_share")),
             raw=_raw(d),
         )
 

@@ -93,7 +93,7 @@ export interface paths {
         };
         /**
          * GPU time and cost per pod, node, GPU, namespace, deployment, tenant or model
-         * @description Who: as GET /v1/finops/gpu/allocation, but a tenant reader sees the rows of its dedicated deployments only (a shared deployment is split between tenants by usage, not by pod: the allocation and its explanation show a tenant's share of it). Quantities are the sums of the per-GPU hourly rollups (kept after raw samples are pruned). Cost: each deployment-bucket's exact cost is shared over the rows that ran in it in proportion to their GPU-seconds, and each deployment's rounded cost (the allocation's figure for the same from/to) is apportioned over its rows with the largest-remainder method, so that a deployment's rows sum to its cost to the cent and a row spanning deployments (a node) is the sum of those cents. A filter keeps the same cents as the unfiltered answer. Time stored before placements were kept (schema 11) has no pod, namespace or node (null). Period rules and limits as GET /v1/finops/gpu/allocation (429 beyond EAI_MAX_CONCURRENT_ALLOCATIONS).
+         * @description Who: as GET /v1/finops/gpu/allocation, but a tenant reader sees the rows of its dedicated deployments only (a shared deployment is split between tenants by usage, not by pod: the allocation and its explanation show a tenant's share of it). Quantities are the sums of the per-GPU hourly rollups (kept after raw samples are pruned). Cost: each deployment-bucket's exact cost is shared over the rows that ran in it in proportion to their GPU-seconds, and each deployment's rounded cost (the allocation's figure for the same from/to) is apportioned over its rows with the largest-remainder method, so that a deployment's rows sum to its cost to the cent and a row spanning deployments (a node) is the sum of those cents. A filter keeps the same cents as the unfiltered answer. Time stored before placements were kept (schema 11) has no pod, namespace, node or share (null); time stored before share methods were kept (schema 13) is `exclusive`. Period rules and limits as GET /v1/finops/gpu/allocation (429 beyond EAI_MAX_CONCURRENT_ALLOCATIONS).
          */
         get: operations["getGpuUsageBreakdown"];
         put?: never;
@@ -1750,10 +1750,12 @@ export interface components {
                     amount: components["schemas"]["DecimalString"];
                 }[];
             }[];
+            /** @description Where the deployment's time ran: its breakdown (as GET /v1/finops/gpu/usage?group_by=namespace,pod,gpu,share&filter=deployment:<id> answers it) by namespace, pod, GPU and share method. A pod on a GPU shared with others has its share of the GPU's time (`gpu_share`, platform readers) and how it was obtained (`share`: `measured` from per-process or per-container GPU time, `equal` for want of per-pod data). A tenant's reader sees the pods of its dedicated deployments only (empty for a shared deployment). */
+            pods: components["schemas"]["GpuUsageRow"][];
         };
-        /** @description One row of a breakdown: its group's value of each dimension asked, what was measured, and its cost per currency. */
+        /** @description One row of a breakdown: its group's value of each dimension asked, what was measured, its cost per currency, and, grouped by `gpu`, its share of the GPU's time (`gpu_share`). */
         GpuUsageRow: {
-            /** @description Each dimension of `group_by` and the row's value of it; null: a shared deployment's tenant, or a placement (pod, namespace, node) of time stored before placements were kept. */
+            /** @description Each dimension of `group_by` and the row's value of it; null: a shared deployment's tenant, or a placement (pod, namespace, node, share) of time stored before placements were kept. */
             group: {
                 [key: string]: string | null;
             };
@@ -1769,13 +1771,15 @@ export interface components {
             unpriced_gpu_seconds: components["schemas"]["Quantity"];
             /** @description The row's cost per currency (one, unless a policy of another currency priced part of it); empty when none of it was priced. */
             cost: components["schemas"]["Money"][];
+            /** @description Only when `group_by` has `gpu`, and for a platform reader (a tenant is not told how much of a GPU the others used): the row's GPU-seconds over all the GPU-seconds of its GPU in the period (every pod's share and the idle share of a shared GPU, rows filtered out included), exact to 6 places. A pod that had its GPU to itself has 1. */
+            gpu_share?: number;
         };
         GpuUsageBreakdown: {
             /** Format: date-time */
             from: string;
             /** Format: date-time */
             to: string;
-            group_by: ("pod" | "node" | "gpu" | "namespace" | "deployment" | "tenant" | "model")[];
+            group_by: ("pod" | "node" | "gpu" | "namespace" | "deployment" | "tenant" | "model" | "share")[];
             rows: components["schemas"]["GpuUsageRow"][];
         };
     };
@@ -2271,7 +2275,7 @@ export interface operations {
                  * @example 2026-10-31
                  */
                 to?: components["parameters"]["to"];
-                /** @description The dimensions of a row, comma-separated, each once (default `deployment`): pod, node, gpu, namespace, deployment, tenant, model. `tenant` is the owner of a dedicated deployment's time (null for shared time); `pod` is the pod's name (group by `namespace,pod` to tell namespaces apart). */
+                /** @description The dimensions of a row, comma-separated, each once (default `deployment`): pod, node, gpu, namespace, deployment, tenant, model, share. `tenant` is the owner of a dedicated deployment's time (null for shared time); `pod` is the pod's name (group by `namespace,pod` to tell namespaces apart); `gpu` is the device: a GPU shared by several pods (time-slicing, MPS, HAMi, a shared DRA claim) is one value, and each row grouped by it says its share of the GPU's time (`gpu_share`); `share` is how the time's share of its GPU was obtained (`exclusive`, `mig`, `measured` from per-process or per-container GPU time, `equal`: split equally between the pods for want of per-pod data). */
                 group_by?: string;
                 /** @description Rows to keep: `dimension:value` pairs, comma-separated (the value is what follows the first `:`). Values of one dimension: any of them; several dimensions: all of them. */
                 filter?: string;

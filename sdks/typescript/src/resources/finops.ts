@@ -129,12 +129,14 @@ export class FinOpsGpu {
    * Why a deployment costs what it does over a period, bucket by bucket (`GET /v1/finops/gpu/allocation/explain`):
    * per bucket the measured and estimated GPU-seconds, each tenant's claim and share, the policy's rates, the
    * exact cost and its split; then the idle spread and the one rounding with its largest-remainder step. The
-   * rounding's `amount` lines are the allocation's figures for the same period, to the cent. A tenant's key sees
-   * a deployment only when charged on it, every other tenant summed into `other_tenants` (else `NotFoundError`).
+   * rounding's `amount` lines are the allocation's figures for the same period, to the cent. `pods` says where its
+   * time ran: its usage rows by namespace, pod, GPU and share method. A tenant's key sees a deployment only when
+   * charged on it, every other tenant summed into `other_tenants` (else `NotFoundError`).
    *
    * @example
    * const e = await client.finops.gpu.explain({ deploymentId: "vllm-llama-70b", from: "2026-10-01", to: "2026-10-31" });
    * const r = e.rounding[0]; // r.exact "5.1912" -> r.cost "5.19"; r.lines[i].floor, .remainder_unit, .amount
+   * for (const p of e.pods) console.log(p.group.pod, p.group.gpu, p.group.share, p.gpu_seconds, p.gpu_share);
    */
   explain(params: AllocationExplainParams, options?: RequestOptions): Promise<AllocationExplanation> {
     return this.#client.request<AllocationExplanation>(
@@ -146,13 +148,16 @@ export class FinOpsGpu {
   }
 
   /**
-   * A period's GPU time and cost per pod, node, GPU, namespace, deployment, tenant or model
+   * A period's GPU time and cost per pod, node, GPU, namespace, deployment, tenant, model or share method
    * (`GET /v1/finops/gpu/usage`): `groupBy` the dimensions of a row (default `["deployment"]`), `filter` the
    * rows to keep (several values of a dimension: any of them; several dimensions: all of them). Each row has its
    * samples, GPU-seconds (busy, estimated, unpriced), memory GB-seconds and energy as numbers, and its `cost` per
    * currency as decimal strings: each deployment's rows sum to its `cost` in {@link allocation} for the same
    * period, to the cent, and a filter keeps the same cents. `from`/`to` as for {@link allocation}. An unknown
    * dimension is a `ValidationError` naming `group_by` (or `filter`). {@link totalCost} sums the rows' cost.
+   * `gpu` is the physical device (a GPU shared by several pods is one value) and a row grouped by it has its share
+   * of the GPU's time (`gpu_share`, platform keys); `share` is how that share was obtained: group by
+   * `["pod", "gpu", "share"]` to see each pod's share of a shared GPU and how it was measured.
    *
    * Who: the allocation's readers; a tenant's key sees the rows of its dedicated deployments only (a shared
    * deployment's share is in the allocation and {@link explain}).

@@ -302,8 +302,9 @@ public final class FinopsResource extends Resource {
      * Why a deployment costs what it does over a period, bucket by bucket
      * ({@code GET /v1/finops/gpu/allocation/explain}): per bucket the measured and estimated GPU-seconds, each
      * tenant's claim and share, the policy's rates, the exact cost and its split; then the idle spread and the one
-     * rounding with its largest-remainder step. A tenant's key sees a deployment only when charged on it, every
-     * other tenant summed into one {@code other_tenants} party (otherwise {@link NotFoundException}).
+     * rounding with its largest-remainder step; and where its time ran ({@link AllocationExplanation#pods()}: by
+     * namespace, pod, GPU and share method). A tenant's key sees a deployment only when charged on it, every other
+     * tenant summed into one {@code other_tenants} party (otherwise {@link NotFoundException}).
      *
      * @param params {@code deployment_id} (required), {@code from} and {@code to} as for
      *     {@link #gpuAllocation(Map)}, and {@code tenant_id} to see it as that tenant does (a tenant's key: its
@@ -349,11 +350,14 @@ public final class FinopsResource extends Resource {
     // ----------------------------------------------------------------------------------------- usage breakdown
 
     /**
-     * A period's GPU time and cost per pod, node, GPU, namespace, deployment, tenant or model
+     * A period's GPU time and cost per pod, node, GPU, namespace, deployment, tenant, model or share method
      * ({@code GET /v1/finops/gpu/usage}; the allocation's readers, but a tenant's key sees the rows of its dedicated
      * deployments only: a shared deployment is split between tenants by usage, not by pod). Each deployment's cost
      * (the allocation's figure for the same period) is apportioned over its rows, so that they sum to it to the
-     * cent; a filter keeps the same cents as the unfiltered answer.
+     * cent; a filter keeps the same cents as the unfiltered answer. Grouped by {@link UsageDimension#GPU} (the
+     * device: a GPU shared by several pods is one value), each row has its share of the GPU's time
+     * ({@link ai.enterprise.eai.model.GpuUsageRow#gpuShare()}, platform keys); {@link UsageDimension#SHARE} is how
+     * it was obtained.
      *
      * <pre>{@code
      * GpuUsageBreakdown b = client.finops().gpuUsage(Map.of("from", "2026-10-01", "to", "2026-10-31",

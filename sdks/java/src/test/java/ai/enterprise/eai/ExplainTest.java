@@ -8,7 +8,9 @@ import ai.enterprise.eai.model.Allocation;
 import ai.enterprise.eai.model.AllocationExplanation;
 import ai.enterprise.eai.model.AllocationItem;
 import ai.enterprise.eai.model.ApiKeyCreated;
+import ai.enterprise.eai.model.GpuUsageRow;
 import ai.enterprise.eai.model.Tenant;
+import ai.enterprise.eai.model.UsageDimension;
 import ai.enterprise.eai.testing.EaiServer;
 import ai.enterprise.eai.testing.EaiServers;
 import ai.enterprise.eai.testing.Fixtures;
@@ -27,7 +29,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * Why a deployment costs what it does ({@code finops().gpuAllocationExplain}) against a real server: a shared
  * deployment at 10 USD per GPU-hour for an hour, tenants 70/30 in tokens. The claims and split, the rounded lines
- * equal to the allocation's items, and the reader's scope.
+ * equal to the allocation's items, where its time ran (its pods), and the reader's scope.
  */
 @ExtendWith(EaiServers.class)
 class ExplainTest {
@@ -82,6 +84,18 @@ class ExplainTest {
             }
         }
 
+        // Where its time ran: its one pod on its one GPU, all of it (exclusive), as the breakdown answers it.
+        assertEquals(1, e.pods().size(), e.toString());
+        GpuUsageRow pod = e.pods().get(0);
+        assertEquals(Map.of("namespace", "eai-inference", "pod", deployment + "-0", "gpu", "GPU-" + deployment,
+                "share", "exclusive"), pod.group());
+        assertEquals(0, BigDecimal.ONE.compareTo(pod.gpuShare()), pod.toString());
+        assertEquals(0, new BigDecimal("3600").compareTo(pod.gpuSeconds()));
+        assertEquals(new BigDecimal("10.00"), pod.total("USD"));
+        assertEquals(admin.finops().gpuUsage(from, to,
+                List.of(UsageDimension.NAMESPACE, UsageDimension.POD, UsageDimension.GPU, UsageDimension.SHARE),
+                Map.of(UsageDimension.DEPLOYMENT, List.of(deployment))).rows(), e.pods());
+
         // Tenant A's reader: its own line and the other tenants summed; never B's view; C finds nothing.
         ApiKeyCreated keyA = admin.auth().createApiKey("viewer", a.id(), "explain-a");
         try (EnterpriseAIClient ra = server.builder().apiKey(keyA.key()).build()) {
@@ -90,6 +104,7 @@ class ExplainTest {
                     .map(x -> x.party().kind() + ":" + x.party().tenantId()).toList();
             assertEquals(List.of("tenant:" + a.id(), "other_tenants:null"), kinds);
             assertFalse(mine.toString().contains(b.id()));
+            assertEquals(List.of(), mine.pods()); // a shared deployment's pods are not a tenant's to see
             assertThrows(PermissionDeniedException.class, () -> ra.finops().gpuAllocationExplain(Map.of(
                     "deployment_id", deployment, "from", from.toString(), "to", to.toString(), "tenant_id", b.id())));
         }

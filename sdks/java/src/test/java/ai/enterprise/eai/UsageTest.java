@@ -7,7 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.enterprise.eai.model.Allocation;
 import ai.enterprise.eai.model.AllocationDeployment;
+import ai.enterprise.eai.model.AllocationExplanation;
 import ai.enterprise.eai.model.ApiKeyCreated;
+import ai.enterprise.eai.model.GpuSample;
 import ai.enterprise.eai.model.GpuUsageBreakdown;
 import ai.enterprise.eai.model.GpuUsageRow;
 import ai.enterprise.eai.model.Money;
@@ -34,7 +36,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * GPU time and cost per pod, node, GPU... ({@code finops().gpuUsage}) against a real server: the worked example's
  * pricing on a shared deployment with two GPUs in two pods (one for half the hour) and a tenant's dedicated
  * deployment. The rows sum to the allocation's deployment cost to the cent; a filter keeps the cents; the
- * reader's scope; a bad query is a {@link ValidationException}.
+ * reader's scope; a bad query is a {@link ValidationException}. Each row's share of its GPU and how it was
+ * obtained, on a GPU shared by two pods.
  */
 @ExtendWith(EaiServers.class)
 class UsageTest {
@@ -192,6 +195,112 @@ class UsageTest {
                 Map.of(UsageDimension.POD, List.of("a,b"))));
         assertThrows(IllegalArgumentException.class, () -> admin.finops().gpuUsage(from, to, null,
                 Map.of(UsageDimension.POD, List.of())));
+    }
+
+    /**
+     * A GPU of a tenant's own and a GPU shared by two pods of another deployment, each pod's share measured (0.75
+     * on the GPU itself, 0.25 on its share slice): grouped by GPU, each row's share of its GPU; grouped by share,
+     * how it was obtained; the shared GPU is one GPU; the explanation's pods are those rows; a tenant's key is not
+     * told a GPU's shares.
+     */
+    @Test
+    void eachRowGroupedByGpuHasItsShareOfTheGpuAndHowItWasObtained() {
+        String u = Fixtures.uniq();
+        String own = "shares-" + u + "-own";
+        String shared = "shares-" + u + "-shared";
+        String podOwn = own + "-0";
+        String podA = shared + "-a";
+        String podB = shared + "-b";
+        String gpuOwn = "GPU-" + own;
+        String gpuShared = "GPU-" + shared;
+        Instant from = Instant.now().truncatedTo(ChronoUnit.HOURS).minus(Duration.ofHours(13));
+        Instant to = from.plus(Duration.ofHours(1));
+        admin.finops().createAllocationPolicy(Fixtures.workedExamplePolicy("shares-" + u, "shares-" + u + "-*"));
+        Tenant t = admin.tenants().create("shares-t-" + u, "Shares T");
+        List<Map<String, Object>> samples = new ArrayList<>();
+        for (Map<String, Object> s : Fixtures.hourOfSamples(gpuOwn, own, from, 400)) {
+            s.put("tenant_id", t.id());
+            samples.add(s);
+        }
+        for (String[] part : new String[][] {
+            {gpuShared, podA, "0.75"}, {gpuShared + "/shared/eai-inference/" + podB, podB, "0.25"}}) {
+            for (Map<String, Object> s : Fixtures.hourOfSamples(part[0], shared, from, 400)) {
+                s.put("pod", part[1]);
+                s.put("gpu_fraction", new BigDecimal(part[2]));
+                s.put("share_method", GpuSample.SHARE_METHOD_MEASURED);
+                samples.add(s);
+            }
+        }
+        assertEquals(720, admin.finops().gpuSamples(samples).accepted());
+        List<UsageDimension> podGpuShare = List.of(UsageDimension.POD, UsageDimension.GPU, UsageDimension.SHARE);
+
+        // A GPU of its own: all of it, exclusive.
+        GpuUsageBreakdown mineAll = admin.finops().gpuUsage(from, to, podGpuShare,
+                Map.of(UsageDimension.DEPLOYMENT, List.of(own)));
+        assertEquals(podGpuShare, mineAll.groupBy());
+        assertEquals(1, mineAll.rows().size(), mineAll.toString());
+        GpuUsageRow ownRow = mineAll.rows().get(0);
+        assertEquals(Map.of("pod", podOwn, "gpu", gpuOwn, "share", GpuSample.SHARE_METHOD_EXCLUSIVE), ownRow.group());
+        assertEquals(GpuSample.SHARE_METHOD_EXCLUSIVE, ownRow.value(UsageDimension.SHARE));
+        assertEquals(0, BigDecimal.ONE.compareTo(ownRow.gpuShare()), ownRow.toString());
+
+        // The shared GPU: one GPU (the device), each pod's measured share of it.
+        GpuUsageBreakdown sharedRows = admin.finops().gpuUsage(from, to, podGpuShare,
+                Map.of(UsageDimension.DEPLOYMENT, List.of(shared)));
+        assertEquals(List.of(
+                        Map.of("pod", podA, "gpu", gpuShared, "share", GpuSample.SHARE_METHOD_MEASURED),
+                        Map.of("pod", podB, "gpu", gpuShared, "share", GpuSample.SHARE_METHOD_MEASURED)),
+                sharedRows.rows().stream().map(GpuUsageRow::group).toList());
+        assertEquals(List.of(new BigDecimal("0.75"), new BigDecimal("0.25")),
+                sharedRows.rows().stream().map(GpuUsageRow::gpuShare).toList());
+        assertEquals(0, new BigDecimal("2700").compareTo(sharedRows.rows().get(0).gpuSeconds()));
+        assertEquals(0, new BigDecimal("900").compareTo(sharedRows.rows().get(1).gpuSeconds()));
+        assertEquals(costOf(admin.finops().gpuAllocation(from, to), shared), sharedRows.total("EUR"));
+        GpuUsageBreakdown byGpu = admin.finops().gpuUsage(from, to, List.of(UsageDimension.GPU),
+                Map.of(UsageDimension.DEPLOYMENT, List.of(shared)));
+        assertEquals(List.of(Map.of("gpu", gpuShared)), byGpu.rows().stream().map(GpuUsageRow::group).toList());
+        assertEquals(0, BigDecimal.ONE.compareTo(byGpu.rows().get(0).gpuShare()));
+        // Not grouped by GPU: no share of one.
+        GpuUsageBreakdown byShare = admin.finops().gpuUsage(from, to, List.of(UsageDimension.SHARE),
+                Map.of(UsageDimension.DEPLOYMENT, List.of(own, shared)));
+        assertEquals(List.of(GpuSample.SHARE_METHOD_EXCLUSIVE, GpuSample.SHARE_METHOD_MEASURED),
+                byShare.rows().stream().map(r -> r.value(UsageDimension.SHARE)).toList());
+        for (GpuUsageRow r : byShare.rows()) {
+            assertNull(r.gpuShare(), r.toString());
+        }
+
+        // The explanation says where each deployment's time ran: the rows by namespace, pod, GPU and share.
+        AllocationExplanation e = admin.finops().gpuAllocationExplain(shared, from, to);
+        assertEquals(List.of(
+                        Map.of("namespace", "eai-inference", "pod", podA, "gpu", gpuShared, "share", "measured"),
+                        Map.of("namespace", "eai-inference", "pod", podB, "gpu", gpuShared, "share", "measured")),
+                e.pods().stream().map(GpuUsageRow::group).toList());
+        assertEquals(List.of(new BigDecimal("0.75"), new BigDecimal("0.25")),
+                e.pods().stream().map(GpuUsageRow::gpuShare).toList());
+        assertEquals(sharedRows.rows().stream().map(GpuUsageRow::cost).toList(),
+                e.pods().stream().map(GpuUsageRow::cost).toList());
+
+        // The owner's key: its pod on its GPU, and no share of the GPU (it is not told what the others used).
+        ApiKeyCreated key = admin.auth().createApiKey("viewer", t.id(), "shares-t");
+        try (EnterpriseAIClient reader = server.builder().apiKey(key.key()).build()) {
+            GpuUsageBreakdown mine = reader.finops().gpuUsage(from, to, podGpuShare, null);
+            assertEquals(List.of(ownRow.group()), mine.rows().stream().map(GpuUsageRow::group).toList());
+            assertNull(mine.rows().get(0).gpuShare());
+            AllocationExplanation mineExplained = reader.finops().gpuAllocationExplain(own, from, to);
+            assertEquals(1, mineExplained.pods().size());
+            assertNull(mineExplained.pods().get(0).gpuShare());
+            assertEquals(podOwn, mineExplained.pods().get(0).value(UsageDimension.POD));
+        }
+    }
+
+    @Test
+    void aRowOrAnExplanationBuiltWithoutTheNewMembersHasNone() {
+        GpuUsageRow row = new GpuUsageRow(Map.of("pod", "p"), 1, 0, BigDecimal.ONE, BigDecimal.ONE,
+                BigDecimal.ZERO, BigDecimal.ZERO, BigDecimal.ZERO, BigDecimal.ZERO, List.of());
+        assertNull(row.gpuShare());
+        AllocationExplanation e = new AllocationExplanation("d", Instant.EPOCH, Instant.EPOCH, 3600, null, null,
+                null, null);
+        assertEquals(List.of(), e.pods());
     }
 
     @Test

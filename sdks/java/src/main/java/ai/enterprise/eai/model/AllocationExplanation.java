@@ -1,5 +1,6 @@
 package ai.enterprise.eai.model;
 
+import com.fasterxml.jackson.annotation.JsonCreator;
 import java.math.BigDecimal;
 import java.time.Instant;
 import java.util.List;
@@ -17,6 +18,11 @@ import java.util.List;
  * @param buckets every bucket with GPU time or a claim, in time order
  * @param idleSpread idle capacity a {@code proportional} policy gave the tenants
  * @param rounding each (deployment, currency) row rounded once, then apportioned
+ * @param pods where the deployment's time ran: its usage breakdown grouped by {@code namespace}, {@code pod},
+ *     {@code gpu} and {@code share} (as {@code GET /v1/finops/gpu/usage} answers it filtered on the deployment);
+ *     a pod on a GPU shared with others has its share of the GPU's time ({@link GpuUsageRow#gpuShare()}, platform
+ *     keys) and how it was obtained ({@link UsageDimension#SHARE}). A tenant's key sees the pods of its dedicated
+ *     deployments only (none of a shared one)
  */
 public record AllocationExplanation(
         String deploymentId,
@@ -26,7 +32,8 @@ public record AllocationExplanation(
         List<Policy> policies,
         List<Bucket> buckets,
         List<IdleSpread> idleSpread,
-        List<Rounding> rounding) {
+        List<Rounding> rounding,
+        List<GpuUsageRow> pods) {
 
     /**
      * Lists never null.
@@ -39,12 +46,40 @@ public record AllocationExplanation(
      * @param buckets the buckets
      * @param idleSpread the idle spread
      * @param rounding the rounding
+     * @param pods the pods where its time ran
      */
+    @JsonCreator
     public AllocationExplanation {
         policies = policies == null ? List.of() : List.copyOf(policies);
         buckets = buckets == null ? List.of() : List.copyOf(buckets);
         idleSpread = idleSpread == null ? List.of() : List.copyOf(idleSpread);
         rounding = rounding == null ? List.of() : List.copyOf(rounding);
+        pods = pods == null ? List.of() : List.copyOf(pods);
+    }
+
+    /**
+     * An explanation without {@code pods}: the canonical constructor of SDK versions before {@code pods}, kept for
+     * source compatibility.
+     *
+     * @param deploymentId the deployment
+     * @param from start
+     * @param to end
+     * @param bucketSeconds bucket length
+     * @param policies the policies
+     * @param buckets the buckets
+     * @param idleSpread the idle spread
+     * @param rounding the rounding
+     */
+    public AllocationExplanation(
+            String deploymentId,
+            Instant from,
+            Instant to,
+            long bucketSeconds,
+            List<Policy> policies,
+            List<Bucket> buckets,
+            List<IdleSpread> idleSpread,
+            List<Rounding> rounding) {
+        this(deploymentId, from, to, bucketSeconds, policies, buckets, idleSpread, rounding, null);
     }
 
     /**

@@ -5,10 +5,11 @@ import java.time.Instant;
 import java.util.List;
 
 /**
- * A period's GPU time and cost per pod, node, GPU, namespace, deployment, tenant or model
+ * A period's GPU time and cost per pod, node, GPU, namespace, deployment, tenant, model or share method
  * ({@code GET /v1/finops/gpu/usage}). Each deployment's cost (the allocation's figure for the same period) is
  * apportioned over its rows with the largest-remainder method, so the rows of a deployment sum to it to the cent;
- * a filter keeps the same cents as the unfiltered answer.
+ * a filter keeps the same cents as the unfiltered answer. Grouped by {@link UsageDimension#GPU} (the device), each
+ * row has its share of the GPU's time ({@link GpuUsageRow#gpuShare()}, platform keys).
  *
  * @param from start of the period (inclusive)
  * @param to end of the period (exclusive)

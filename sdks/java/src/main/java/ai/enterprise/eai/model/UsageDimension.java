@@ -13,7 +13,11 @@ public enum UsageDimension {
     POD("pod"),
     /** The node: {@code node}. */
     NODE("node"),
-    /** The GPU (or MIG slice), by its UUID: {@code gpu}. */
+    /**
+     * The physical device (a GPU or a MIG instance), by its UUID: {@code gpu}. A GPU shared by several pods
+     * (time-slicing, MPS, a shared DRA claim) is one value, and a row grouped by it has its share of the GPU's time
+     * ({@link GpuUsageRow#gpuShare()}).
+     */
     GPU("gpu"),
     /** The Kubernetes namespace: {@code namespace}. */
     NAMESPACE("namespace"),
@@ -22,7 +26,15 @@ public enum UsageDimension {
     /** The owner tenant of a dedicated deployment's time (null for shared time): {@code tenant}. */
     TENANT("tenant"),
     /** The GPU model: {@code model}. */
-    MODEL("model");
+    MODEL("model"),
+    /**
+     * How the time's share of its GPU was obtained: {@code share}, valued {@link GpuSample#SHARE_METHOD_EXCLUSIVE},
+     * {@link GpuSample#SHARE_METHOD_MIG}, {@link GpuSample#SHARE_METHOD_MEASURED} (from per-process or per-container
+     * GPU time) or {@link GpuSample#SHARE_METHOD_EQUAL} (split equally between the pods for want of per-pod data).
+     * Group by {@link #POD}, {@link #GPU} and {@code SHARE} to see each pod's share of a shared GPU and how it was
+     * measured.
+     */
+    SHARE("share");
 
     private final String wireName;
 
