@@ -389,3 +389,37 @@ pub async fn token_costs_of(
     .await
     .map_err(|e| StoreError::Internal(format!("the token cost task failed: {e}")))
 }
+
+/// The Slurm reconciliation of a period (`eai_engine::slurm`): Slurm's jobs `sacct` (as `sacct --json` lists
+/// them) beside what was measured of each, from the breakdown `scope` may see (a tenant: its dedicated
+/// deployments, so its accounts' jobs; the others' jobs are left out). `now` ends a job still running.
+#[allow(clippy::too_many_arguments)]
+pub async fn slurm_reconciliation_of(
+    source: &Source,
+    store: &dyn Store,
+    period: Period,
+    config: AllocationConfig,
+    scope: eai_store::Scope,
+    mut sacct: Vec<eai_engine::slurm::SacctJob>,
+    now: eai_engine::time::Timestamp,
+    idle_below: rust_decimal::Decimal,
+) -> Result<eai_engine::slurm::Reconciliation, StoreError> {
+    let b = breakdown_of(
+        source,
+        store,
+        period,
+        config,
+        scope,
+        eai_engine::slurm::GROUPING.to_vec(),
+        Vec::new(),
+    )
+    .await?;
+    let measured = eai_engine::slurm::measured_jobs(&b);
+    if let eai_store::Scope::Tenant(_) = scope {
+        let mine: BTreeSet<&str> = measured.iter().map(|m| m.job_id.as_str()).collect();
+        sacct.retain(|j| mine.contains(j.job_id.as_str()));
+    }
+    Ok(eai_engine::slurm::reconcile(
+        &sacct, &measured, period, now, idle_below,
+    ))
+}

@@ -1315,6 +1315,12 @@ use breakdown::*;
 on_both_backends!(usage_is_broken_down_by_pod_node_and_gpu_to_the_cent_and_scoped_to_its_reader);
 on_both_backends!(a_shared_gpu_is_broken_down_by_pod_with_each_share_and_its_method);
 
+#[path = "http/slurm.rs"]
+mod slurm;
+use slurm::*;
+
+on_both_backends!(slurms_jobs_are_reconciled_with_what_was_measured_and_scoped_to_their_tenant);
+
 #[path = "http/focus.rs"]
 mod focus;
 use focus::*;

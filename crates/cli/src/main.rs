@@ -17,6 +17,7 @@ mod import_cmd;
 mod process;
 mod replica_cmd;
 mod serve;
+mod slurm_cmd;
 mod table;
 mod usage_cmd;
 
@@ -49,6 +50,9 @@ enum Command {
     /// GPU time and cost per pod, node, GPU, namespace, deployment, tenant, model or share method, from the
     /// store (as GET /v1/finops/gpu/usage answers it).
     Usage(usage_cmd::UsageArgs),
+    /// Slurm's accounting of its GPU jobs (`sacct --json`) beside what was measured of each, with their cost
+    /// and the jobs whose GPUs sat idle, from the store (as POST /v1/finops/gpu/slurm/reconciliation answers it).
+    SlurmReconcile(slurm_cmd::SlurmReconcileArgs),
     /// API keys, straight on the store (for recovery; the API's POST /v1/auth/api-keys is the usual way).
     Keys(admin::KeysArgs),
     /// The audit trail.
@@ -81,6 +85,7 @@ fn main() -> std::process::ExitCode {
         | Command::Export(_)
         | Command::Explain(_)
         | Command::Usage(_)
+        | Command::SlurmReconcile(_)
         | Command::Keys(_)
         | Command::Audit(_) => process::default_sigpipe(),
         _ => {}
@@ -95,6 +100,7 @@ fn main() -> std::process::ExitCode {
         Command::Export(args) => runtime().and_then(|rt| rt.block_on(export_cmd::run(args))),
         Command::Explain(args) => runtime().and_then(|rt| rt.block_on(explain_cmd::run(args))),
         Command::Usage(args) => runtime().and_then(|rt| rt.block_on(usage_cmd::run(args))),
+        Command::SlurmReconcile(args) => runtime().and_then(|rt| rt.block_on(slurm_cmd::run(args))),
         Command::Keys(args) => runtime().and_then(|rt| rt.block_on(admin::keys(args))),
         Command::Audit(args) => runtime().and_then(|rt| rt.block_on(admin::audit(args))),
         Command::Backup(args) => runtime().and_then(|rt| rt.block_on(backup_cmd::backup(args))),

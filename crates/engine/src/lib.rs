@@ -25,6 +25,7 @@ pub mod rollup;
 pub mod scope;
 pub mod series;
 pub mod shares;
+pub mod slurm;
 pub mod steps;
 pub mod time;
 pub mod tokens;

@@ -612,3 +612,70 @@ impl BreakdownRowView {
         }
     }
 }
+
+/// A Slurm reconciliation as the API and the CLI's `--json` show it (`POST /v1/finops/gpu/slurm/reconciliation`).
+#[derive(Debug, Serialize)]
+pub struct ReconciliationView {
+    pub from: String,
+    pub to: String,
+    pub idle_below: String,
+    pub allocated_gpu_seconds: Quantity,
+    pub measured_gpu_seconds: Quantity,
+    /// The cost of the jobs marked `idle`, per currency.
+    pub idle_cost: Vec<MoneyView>,
+    pub jobs: Vec<JobLineView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct JobLineView {
+    pub job_id: String,
+    pub account: String,
+    pub user: Option<String>,
+    pub partition: Option<String>,
+    pub state: Option<String>,
+    pub tenant_id: Option<String>,
+    pub deployment_id: Option<String>,
+    pub gpus: Option<u32>,
+    pub allocated_gpu_seconds: Option<Quantity>,
+    pub measured_gpu_seconds: Quantity,
+    pub busy_gpu_seconds: Quantity,
+    pub busy_share: Option<Quantity>,
+    pub cost: Vec<MoneyView>,
+    pub status: &'static str,
+}
+
+impl ReconciliationView {
+    pub fn new(r: &crate::slurm::Reconciliation) -> Self {
+        let costs = |c: &[(crate::money::Currency, Decimal)]| {
+            c.iter().map(|(c, a)| money(*a, c.as_str())).collect()
+        };
+        ReconciliationView {
+            from: r.from.to_string(),
+            to: r.to.to_string(),
+            idle_below: r.idle_below.normalize().to_string(),
+            allocated_gpu_seconds: quantity(r.allocated_gpu_seconds, 3),
+            measured_gpu_seconds: quantity(r.measured_gpu_seconds, 3),
+            idle_cost: costs(&r.idle_cost),
+            jobs: r
+                .jobs
+                .iter()
+                .map(|j| JobLineView {
+                    job_id: j.job_id.clone(),
+                    account: j.account.clone(),
+                    user: j.user.clone(),
+                    partition: j.partition.clone(),
+                    state: j.state.clone(),
+                    tenant_id: j.tenant_id.map(|t| t.to_string()),
+                    deployment_id: j.deployment_id.clone(),
+                    gpus: j.gpus,
+                    allocated_gpu_seconds: j.allocated_gpu_seconds.map(|q| quantity(q, 3)),
+                    measured_gpu_seconds: quantity(j.measured_gpu_seconds, 3),
+                    busy_gpu_seconds: quantity(j.busy_gpu_seconds, 3),
+                    busy_share: j.busy_share.map(|q| quantity(q, 4)),
+                    cost: costs(&j.cost),
+                    status: j.status.as_str(),
+                })
+                .collect(),
+        }
+    }
+}

@@ -17,6 +17,12 @@
 //! shared = true                         # shared even if its namespace maps to a tenant
 //! # tenant_id = "…"                     # or: dedicated to this tenant
 //!
+//! [[slurm_account]]                     # Slurm account (glob) -> tenant: its jobs' GPUs are dedicated to it
+//! account = "physics*"
+//! tenant_id = "2d1c7e3a-5f64-4b8e-8c1d-7a9e0b3f4c21"
+//! # partition = "gpu*"                  # only the jobs of these partitions
+//! # deployment_id = "hpc-physics"       # instead of `slurm/<partition>`
+//!
 //! [mig_slices]                          # model glob -> compute slices of the GPU (see `mig`)
 //! "*A30*" = 4
 //!
@@ -29,6 +35,11 @@
 //! stripped ([`derive_deployment_id`]), and it is shared unless its namespace maps to a tenant. Such a pod is
 //! *unmapped*: reported (never dropped) and counted. A GPU no pod holds is reported under `idle_deployment`
 //! with namespace and pod `-`.
+//!
+//! A Slurm job's GPUs (SPEC §12: series labelled by [`crate::slurm`]) are placed by the first `[[slurm_account]]`
+//! whose account (and partition, if given) match: pod `job-<id>`, namespace the account, deployment
+//! `slurm/<partition>` unless the rule names one, dedicated to the rule's tenant. A job no rule matches is
+//! unmapped: shared, under `slurm/<partition>`, reported and counted.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -60,6 +71,25 @@ struct FileConfig {
     mig_slices: BTreeMap<String, u32>,
     #[serde(default)]
     vllm: Vec<VllmFile>,
+    #[serde(default, rename = "slurm_account")]
+    slurm_accounts: Vec<SlurmAccountFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SlurmAccountFile {
+    account: String,
+    tenant_id: String,
+    partition: Option<String>,
+    deployment_id: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+struct SlurmAccountRule {
+    account: Glob,
+    partition: Option<Glob>,
+    tenant_id: String,
+    deployment_id: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -119,6 +149,7 @@ pub struct Attribution {
     pub mig_slices: Vec<(Glob, u32)>,
     /// vLLM servers to read (`[[vllm]]`), beside those of `--vllm-url`.
     pub vllm_targets: Vec<crate::vllm::Target>,
+    slurm_accounts: Vec<SlurmAccountRule>,
 }
 
 impl Default for Attribution {
@@ -134,6 +165,7 @@ impl Default for Attribution {
             deployments: Vec::new(),
             mig_slices: Vec::new(),
             vllm_targets: Vec::new(),
+            slurm_accounts: Vec::new(),
         }
     }
 }
@@ -278,6 +310,23 @@ impl Attribution {
             }
             a.mig_slices.push((glob("mig_slices", model)?, *n));
         }
+        for (i, r) in f.slurm_accounts.iter().enumerate() {
+            let at = format!("slurm_account[{i}]");
+            a.slurm_accounts.push(SlurmAccountRule {
+                account: glob(&format!("{at}.account"), &r.account)?,
+                partition: r
+                    .partition
+                    .as_deref()
+                    .map(|p| glob(&format!("{at}.partition"), p))
+                    .transpose()?,
+                tenant_id: tenant(&format!("{at}.tenant_id"), &r.tenant_id)?,
+                deployment_id: r
+                    .deployment_id
+                    .as_deref()
+                    .map(|d| name(&format!("{at}.deployment_id"), d))
+                    .transpose()?,
+            });
+        }
         for (i, v) in f.vllm.iter().enumerate() {
             let t = crate::vllm::Target::new(&v.deployment_id, &v.url)
                 .map_err(|e| SamplerError::config(format!("vllm[{i}]: {e}")))?;
@@ -322,6 +371,9 @@ impl Attribution {
         };
         let ns = w.namespace.as_deref().unwrap_or(NO_POD);
         let label = |k: &str| labels.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        if label(crate::slurm::JOB).is_some() {
+            return self.place_job(w, label(crate::slurm::PARTITION));
+        }
         let matches = |g: &Option<Glob>, v: Option<&str>| {
             g.as_ref().is_none_or(|g| v.is_some_and(|v| g.matches(v)))
         };
@@ -358,6 +410,32 @@ impl Attribution {
             deployment_id,
             tenant_id,
             kind,
+        }
+    }
+}
+
+impl Attribution {
+    /// Where the time of a Slurm job (workload `job-<id>` in its account's namespace; the account unknown when
+    /// Slurm did not list the job) goes.
+    fn place_job(&self, w: &Workload, partition: Option<&str>) -> Placement {
+        let account = w.namespace.as_deref().unwrap_or(NO_POD);
+        let partition = partition.filter(|p| !p.is_empty()).unwrap_or("unknown");
+        let rule = self.slurm_accounts.iter().find(|r| {
+            r.account.matches(account) && r.partition.as_ref().is_none_or(|p| p.matches(partition))
+        });
+        let default_deployment = || format!("slurm/{partition}");
+        Placement {
+            namespace: account.to_string(),
+            pod: w.pod.clone(),
+            deployment_id: rule
+                .and_then(|r| r.deployment_id.clone())
+                .unwrap_or_else(default_deployment),
+            tenant_id: rule.map(|r| r.tenant_id.clone()),
+            kind: if rule.is_some() {
+                PlacementKind::Mapped
+            } else {
+                PlacementKind::Unmapped
+            },
         }
     }
 }

@@ -57,6 +57,23 @@ pub struct SamplerArgs {
         conflicts_with = "nvml"
     )]
     pub hami_url: Option<String>,
+    /// Slurm (EAI_SLURM_JOBS): give each GPU to the Slurm job holding it, read every --slurm-refresh from
+    /// `squeue` (`squeue --json`), `scontrol` (`scontrol show job -d`), slurmrestd's jobs URL
+    /// (http://slurmctld:6820/slurm/v0.0.38/jobs, token from SLURM_JWT) or a `file://` capture. A GPU whose
+    /// series carry DCGM exporter's `hpc_job` label is that job's. Jobs go to tenants by `[[slurm_account]]`.
+    #[arg(
+        long,
+        env = "EAI_SLURM_JOBS",
+        value_name = "SOURCE",
+        conflicts_with_all = ["nvml", "nvml_processes"]
+    )]
+    pub slurm_jobs: Option<String>,
+    /// This node's name in Slurm (EAI_SLURM_NODE; default: --node, else the host name).
+    #[arg(long, env = "EAI_SLURM_NODE", value_name = "NAME")]
+    pub slurm_node: Option<String>,
+    /// How long Slurm's running jobs are kept before they are read again.
+    #[arg(long, default_value = "15s", value_parser = parse_duration_ms, value_name = "DURATION")]
+    pub slurm_refresh: i64,
     /// The node's `/` as the sampler sees it (EAI_HOST_ROOT), where NVML's processes are mapped to their pods:
     /// its `proc/<pid>/cgroup`, var/log/pods and var/log/containers (e.g. /host in a DaemonSet with hostPID).
     #[arg(long, env = "EAI_HOST_ROOT", default_value = "/", value_name = "DIR")]
@@ -191,7 +208,7 @@ fn read_timeout(args: &SamplerArgs) -> Duration {
 }
 
 /// Builds the source the flags name.
-pub fn source(args: &SamplerArgs) -> Result<Box<dyn Source>> {
+pub fn source(args: &SamplerArgs, metrics: &Arc<Metrics>) -> Result<Box<dyn Source>> {
     let timeout = read_timeout(args);
     let device: Box<dyn Source> = if let Some(url) = &args.dcgm_url {
         Box::new(DcgmSource::new(url, timeout)?)
@@ -213,6 +230,26 @@ pub fn source(args: &SamplerArgs) -> Result<Box<dyn Source>> {
         Some(url) => Box::new(crate::source::hami::WithHami::new(device, url, timeout)?),
         None => device,
     };
+    let device: Box<dyn Source> = match &args.slurm_jobs {
+        Some(from) => {
+            let node = match args.slurm_node.clone().or_else(|| args.node.clone()) {
+                Some(n) => n,
+                None => host_name()?,
+            };
+            Box::new(
+                crate::source::slurm::WithSlurm::new(
+                    device,
+                    crate::source::slurm::JobsFrom::parse(from)?,
+                    &node,
+                    std::time::Duration::from_millis(args.slurm_refresh.max(0) as u64),
+                    std::time::Duration::from_secs(300),
+                    timeout.max(std::time::Duration::from_secs(5)),
+                )?
+                .with_metrics(metrics.clone()),
+            )
+        }
+        None => device,
+    };
     if args.nvml_processes {
         let reader = nvml_processes(args)?;
         return Ok(Box::new(crate::source::processes::WithProcesses::new(
@@ -222,6 +259,19 @@ pub fn source(args: &SamplerArgs) -> Result<Box<dyn Source>> {
         )));
     }
     Ok(device)
+}
+
+/// This machine's host name (the kernel's), as Slurm names nodes by default.
+fn host_name() -> Result<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| {
+            SamplerError::config(
+                "cannot read this host's name: give --slurm-node (Slurm's name for it)",
+            )
+        })
 }
 
 /// PID -> pod through the host root's `/proc` and kubelet folders ([`crate::procmap`]).
@@ -342,7 +392,7 @@ pub fn build(
             "--vllm-matchers only applies with --vllm-discover",
         ));
     }
-    let source = source(args)?;
+    let source = source(args, &metrics)?;
     let mut targets = args.vllm_urls.clone();
     targets.extend(attribution.vllm_targets.iter().cloned());
     let vllm = if targets.is_empty() && !args.vllm_discover {

@@ -374,12 +374,14 @@ fn push_key(key: &mut String, uuid: &str, mig: Option<(&str, &str)>) {
 }
 
 /// A series' pod as its labels name it, borrowed: read for every value, it is made into a [`Workload`] only
-/// for a pod new to its device.
+/// for a pod new to its device. A Slurm job named by the exporter's `hpc_job` label (no pod) is `job`: its
+/// `pod` is then the job id, and its workload `job-<id>` ([`crate::slurm`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct WorkloadRef<'a> {
     pod: &'a str,
     namespace: Option<&'a str>,
     container: Option<&'a str>,
+    job: bool,
 }
 
 impl<'a> WorkloadRef<'a> {
@@ -388,16 +390,26 @@ impl<'a> WorkloadRef<'a> {
             pod: &w.pod,
             namespace: w.namespace.as_deref(),
             container: w.container.as_deref(),
+            job: false,
         }
     }
 
     fn is(&self, w: &Workload) -> bool {
+        if self.job {
+            return w.namespace.is_none()
+                && w.container.is_none()
+                && w.pod.strip_prefix("job-") == Some(self.pod);
+        }
         *self == WorkloadRef::of(w)
     }
 
     fn to_workload(self) -> Workload {
         Workload {
-            pod: self.pod.to_string(),
+            pod: if self.job {
+                crate::slurm::job_pod(self.pod)
+            } else {
+                self.pod.to_string()
+            },
             namespace: self.namespace.map(str::to_string),
             container: self.container.map(str::to_string),
         }
@@ -469,7 +481,7 @@ fn new_device(uuid: &str, mig: Option<(&str, &str)>, labels: &impl Labels) -> De
 
 /// The workload labels; `exported_*` (Prometheus with `honor_labels: false`) win over the plain ones. A DRA
 /// claim shared by a pod's containers is the pod's (the exporter copies the series per container:
-/// [`crate::dra::holder`]).
+/// [`crate::dra::holder`]). Without a pod, the Slurm job of `hpc_job` (`exported_hpc_job`), if any.
 fn workload_ref(labels: &impl Labels) -> Option<WorkloadRef<'_>> {
     let (pod, namespace, container) = match non_empty(labels, "exported_pod") {
         Some(p) => (
@@ -477,17 +489,30 @@ fn workload_ref(labels: &impl Labels) -> Option<WorkloadRef<'_>> {
             non_empty(labels, "exported_namespace"),
             non_empty(labels, "exported_container"),
         ),
-        None => (
-            non_empty(labels, "pod")?,
-            non_empty(labels, "namespace"),
-            non_empty(labels, "container"),
-        ),
+        None => match non_empty(labels, "pod") {
+            Some(p) => (
+                p,
+                non_empty(labels, "namespace"),
+                non_empty(labels, "container"),
+            ),
+            None => {
+                let job = non_empty(labels, "exported_hpc_job")
+                    .or_else(|| non_empty(labels, crate::slurm::HPC_JOB))?;
+                return Some(WorkloadRef {
+                    pod: job,
+                    namespace: None,
+                    container: None,
+                    job: true,
+                });
+            }
+        },
     };
     let container = container.filter(|_| !crate::dra::copied_for_a_claim(labels));
     Some(WorkloadRef {
         pod,
         namespace,
         container,
+        job: false,
     })
 }
 

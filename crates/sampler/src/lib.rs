@@ -31,6 +31,7 @@ pub mod mig;
 pub mod procmap;
 pub mod sampler;
 pub mod shares;
+pub mod slurm;
 pub mod source;
 pub mod spool;
 pub mod vllm;

@@ -104,6 +104,9 @@ pub struct Metrics {
     pub bad_uuids: Counter,
     pub shared_devices: Counter,
     pub equal_shares: Counter,
+    /// Slurm (`--slurm-jobs`): running jobs read last, and reads that failed.
+    pub slurm_jobs: UGauge,
+    pub slurm_errors: Counter,
     pub backfilled_windows: Counter,
     pub vllm_reads: Counter,
     pub vllm_read_errors: Counter,
@@ -143,6 +146,8 @@ impl Default for Metrics {
             bad_uuids: Counter::default(),
             shared_devices: Counter::default(),
             equal_shares: Counter::default(),
+            slurm_jobs: UGauge::default(),
+            slurm_errors: Counter::default(),
             backfilled_windows: Counter::default(),
             vllm_reads: Counter::default(),
             vllm_read_errors: Counter::default(),
@@ -152,7 +157,7 @@ impl Default for Metrics {
             vllm_events_rejected: Counter::default(),
         };
         let mut registry = Registry::default();
-        let rows: [(&str, &str, Handle<'_>); 33] = [
+        let rows: [(&str, &str, Handle<'_>); 35] = [
             (
                 "scrapes",
                 "Reads of the source (successful or not).",
@@ -285,6 +290,16 @@ impl Default for Metrics {
                 "equal_shares",
                 "Shared device-windows split equally between their pods (no per-pod GPU time): estimates, reported by the control plane as equal_gpu_shares.",
                 Handle::C(&m.equal_shares),
+            ),
+            (
+                "slurm_jobs",
+                "Slurm's running jobs read last (--slurm-jobs), of any node.",
+                Handle::G(&m.slurm_jobs),
+            ),
+            (
+                "slurm_errors",
+                "Reads of Slurm's running jobs that failed (the jobs read last are kept five minutes).",
+                Handle::C(&m.slurm_errors),
             ),
             (
                 "backfilled_windows",

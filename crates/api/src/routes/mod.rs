@@ -18,6 +18,7 @@ pub mod keys;
 pub mod policies;
 pub mod portal;
 pub mod samples;
+pub mod slurm;
 pub mod system;
 pub mod tenants;
 pub mod token_costs;
@@ -33,6 +34,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/finops/gpu/allocation/focus", get(focus::get))
         .route("/v1/finops/gpu/allocation/explain", get(explain::get))
         .route("/v1/finops/gpu/usage", get(breakdown::get))
+        .route("/v1/finops/gpu/slurm/reconciliation", post(slurm::post))
         .route("/v1/finops/gpu/allocation/series", get(token_costs::series))
         .route("/v1/finops/gpu/token-costs", get(token_costs::get))
         .route(

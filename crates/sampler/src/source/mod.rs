@@ -8,6 +8,8 @@
 //!   each process's GPU time and memory ([`processes`]), so that a GPU shared by several pods is split by use;
 //! - [`processes::WithProcesses`]: a DCGM or Prometheus source with NVML's per-process reader beside it
 //!   (`--nvml-processes`);
+//! - [`slurm::WithSlurm`]: a device source with Slurm's running jobs read beside it (`--slurm-jobs`): each GPU
+//!   goes to the job holding it;
 //! - [`vllm::VllmReader`]: not a GPU source but read beside one: vLLM servers' token and timing counters.
 
 use async_trait::async_trait;
@@ -22,6 +24,7 @@ pub mod hami;
 pub mod nvml;
 pub mod processes;
 pub mod prometheus;
+pub mod slurm;
 pub mod vllm;
 
 /// A source of per-GPU readings.
