@@ -1007,6 +1007,280 @@ async fn shared_gpu_end_to_end_each_pod_pays_its_share_and_the_estimate_is_repor
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// Slurm (SPEC §12): which job holds each GPU, from Slurm's own output as Debian's Slurm 22.05 prints it
+// (tests/fixtures/slurm: captured from a real slurmctld/slurmd, job 1 of account physics on GPUs 0-1, job 2 of
+// account bio on GPU 2, of node gpu-node-1).
+
+fn slurm_fixture(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/slurm")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+const PHYSICS: &str = "2d1c7e3a-5f64-4b8e-8c1d-7a9e0b3f4c21";
+const BIO: &str = "6b9e1f0a-3c2d-4e5f-8a7b-9c0d1e2f3a4b";
+
+fn slurm_rules() -> Attribution {
+    Attribution::from_toml(&format!(
+        "[[slurm_account]]\naccount = \"phys*\"\ntenant_id = \"{PHYSICS}\"\n\n\
+         [[slurm_account]]\naccount = \"bio\"\ntenant_id = \"{BIO}\"\ndeployment_id = \"hpc-bio\"\n"
+    ))
+    .unwrap()
+}
+
+/// A DCGM exposition of a four-GPU Slurm node (no pods); `jobs[i]`: the `hpc_job` labels of GPU i.
+fn slurm_node_exposition(jobs: &[&[&str]; 4]) -> String {
+    let mut text = String::new();
+    for (i, labelled) in jobs.iter().enumerate() {
+        let series: Vec<Option<&str>> = if labelled.is_empty() {
+            vec![None]
+        } else {
+            labelled.iter().map(|j| Some(*j)).collect()
+        };
+        for job in series {
+            let job = job.map(|j| format!(",hpc_job=\"{j}\"")).unwrap_or_default();
+            for (family, v) in [
+                ("DCGM_FI_DEV_GPU_UTIL", if i < 3 { "90" } else { "0" }),
+                ("DCGM_FI_DEV_FB_USED", "20480"),
+                ("DCGM_FI_DEV_POWER_USAGE", "350"),
+            ] {
+                text.push_str(&format!(
+                    "{family}{{gpu=\"{i}\",UUID=\"GPU-5e1f0c2a-000{i}\",modelName=\"NVIDIA H100 80GB HBM3\",\
+                     Hostname=\"gpu-node-1\"{job}}} {v}\n"
+                ));
+            }
+        }
+    }
+    text
+}
+
+fn placements(samples: &[GpuSample]) -> Vec<(String, String, String, String, Option<String>)> {
+    samples
+        .iter()
+        .map(|s| {
+            (
+                s.gpu_uuid.clone(),
+                s.namespace.clone(),
+                s.pod.clone(),
+                s.deployment_id.clone(),
+                s.tenant_id.clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn slurm_jobs_are_read_from_squeue_and_scontrol_as_slurm_prints_them() {
+    use eai_sampler::slurm::{parse_scontrol, parse_squeue_json, Job};
+    let want = vec![
+        Job {
+            id: "1".into(),
+            account: "physics".into(),
+            user: "root".into(),
+            partition: "gpu".into(),
+            qos: "normal".into(),
+            gpus: [("gpu-node-1".to_string(), vec![0, 1])].into(),
+        },
+        Job {
+            id: "2".into(),
+            account: "bio".into(),
+            user: "root".into(),
+            partition: "gpu".into(),
+            qos: "normal".into(),
+            gpus: [("gpu-node-1".to_string(), vec![2])].into(),
+        },
+    ];
+    assert_eq!(
+        parse_squeue_json(&slurm_fixture("squeue.json")).unwrap(),
+        want
+    );
+    assert_eq!(
+        parse_scontrol(&slurm_fixture("scontrol-show-job.txt")),
+        want
+    );
+    assert_eq!(
+        parse_squeue_json(&slurm_fixture("squeue-empty.json")).unwrap(),
+        vec![]
+    );
+    // Jobs that ended hold nothing.
+    assert_eq!(
+        parse_squeue_json(&slurm_fixture("squeue-completed.json")).unwrap(),
+        vec![]
+    );
+    assert!(parse_squeue_json("Slurm accounting storage is disabled").is_err());
+}
+
+/// Without labels from the exporter, each GPU goes to the job Slurm says holds its index on this node: GPUs 0-1 to
+/// job 1 (physics: its tenant, `slurm/gpu`), GPU 2 to job 2 (bio: its tenant, the rule's deployment), GPU 3 idle.
+#[test]
+fn slurm_each_gpu_goes_to_the_job_holding_it_and_its_accounts_tenant() {
+    use eai_sampler::slurm::{assign, parse_squeue_json, Jobs};
+    let jobs = Jobs::new(
+        parse_squeue_json(&slurm_fixture("squeue.json")).unwrap(),
+        "gpu-node-1",
+    );
+    let end = base_time();
+    let mut readings = dcgm::from_text(&slurm_node_exposition(&[&[], &[], &[], &[]]), end);
+    let done = assign(&mut readings, &jobs);
+    assert_eq!(done.by_index, 3);
+    let mut c = Converter::new(slurm_rules(), None);
+    let out = c.convert(&readings, Window { end, ms: W });
+    let s = |g: &str, ns: &str, pod: &str, dep: &str, t: Option<&str>| {
+        (
+            g.to_string(),
+            ns.to_string(),
+            pod.to_string(),
+            dep.to_string(),
+            t.map(str::to_string),
+        )
+    };
+    assert_eq!(
+        placements(&out.samples),
+        vec![
+            s(
+                "GPU-5e1f0c2a-0000",
+                "physics",
+                "job-1",
+                "slurm/gpu",
+                Some(PHYSICS)
+            ),
+            s(
+                "GPU-5e1f0c2a-0001",
+                "physics",
+                "job-1",
+                "slurm/gpu",
+                Some(PHYSICS)
+            ),
+            s("GPU-5e1f0c2a-0002", "bio", "job-2", "hpc-bio", Some(BIO)),
+            s("GPU-5e1f0c2a-0003", "-", "-", "idle", None),
+        ]
+    );
+    // Seen from another node, none of these GPUs is held.
+    let elsewhere = Jobs::new(
+        parse_squeue_json(&slurm_fixture("squeue.json")).unwrap(),
+        "gpu-node-2",
+    );
+    let mut readings = dcgm::from_text(&slurm_node_exposition(&[&[], &[], &[], &[]]), end);
+    assert_eq!(assign(&mut readings, &elsewhere).by_index, 0);
+}
+
+/// DCGM exporter's `hpc_job` labels (its job-mapping folder, written by a prolog) name the job: its account and
+/// partition come from Slurm. A GPU two jobs share (shards, oversubscription) is split between them like pods; a
+/// job Slurm does not list is kept as `job-<id>`, unmapped, under `slurm/unknown`, never dropped.
+#[test]
+fn slurm_hpc_job_labels_name_the_job_and_jobs_sharing_a_gpu_are_split() {
+    use eai_sampler::slurm::{assign, parse_squeue_json, Jobs};
+    let jobs = Jobs::new(
+        parse_squeue_json(&slurm_fixture("squeue.json")).unwrap(),
+        "gpu-node-1",
+    );
+    let end = base_time();
+    let mut readings = dcgm::from_text(
+        &slurm_node_exposition(&[&["1"], &["1"], &["2", "1"], &["77"]]),
+        end,
+    );
+    let done = assign(&mut readings, &jobs);
+    assert_eq!((done.by_label, done.unknown_jobs, done.by_index), (4, 1, 0));
+    let mut c = Converter::new(slurm_rules(), None);
+    let out = c.convert(&readings, Window { end, ms: W });
+    let got: Vec<(String, String, String, Option<String>, Option<String>)> = out
+        .samples
+        .iter()
+        .map(|s| {
+            (
+                s.gpu_uuid.clone(),
+                s.pod.clone(),
+                s.deployment_id.clone(),
+                s.gpu_fraction.clone(),
+                s.share_method.clone(),
+            )
+        })
+        .collect();
+    let row = |g: &str, pod: &str, dep: &str, f: Option<&str>, m: Option<&str>| {
+        (
+            g.to_string(),
+            pod.to_string(),
+            dep.to_string(),
+            f.map(str::to_string),
+            m.map(str::to_string),
+        )
+    };
+    assert_eq!(
+        got,
+        vec![
+            // A GPU of its own: no share method on the wire (exclusive).
+            row("GPU-5e1f0c2a-0000", "job-1", "slurm/gpu", None, None),
+            row("GPU-5e1f0c2a-0001", "job-1", "slurm/gpu", None, None),
+            // Shared by two jobs, split equally (no per-job GPU time): bio's job 2 and physics' job 1.
+            row(
+                "GPU-5e1f0c2a-0002",
+                "job-2",
+                "hpc-bio",
+                Some("0.5"),
+                Some("equal")
+            ),
+            row(
+                "GPU-5e1f0c2a-0002/shared/physics/job-1",
+                "job-1",
+                "slurm/gpu",
+                Some("0.5"),
+                Some("equal")
+            ),
+            row("GPU-5e1f0c2a-0003", "job-77", "slurm/unknown", None, None),
+        ]
+    );
+    assert_eq!(out.samples[4].namespace, "-");
+    assert_eq!(out.samples[4].tenant_id, None);
+}
+
+/// The source beside a device source: captures of both (`file://`), the jobs read once and kept between windows.
+#[tokio::test]
+async fn slurm_the_source_gives_the_devices_to_the_jobs_of_a_capture() {
+    use eai_sampler::source::slurm::{JobsFrom, WithSlurm};
+    let dir = tempfile::tempdir().unwrap();
+    let capture = dir.path().join("dcgm.prom");
+    std::fs::write(&capture, slurm_node_exposition(&[&[], &[], &[], &[]])).unwrap();
+    let device = DcgmSource::new(
+        &format!("file://{}", capture.display()),
+        Duration::from_secs(1),
+    )
+    .unwrap();
+    let jobs =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/slurm/scontrol-show-job.txt");
+    let from = JobsFrom::parse(&format!("file://{}", jobs.display())).unwrap();
+    let metrics = Arc::new(Metrics::default());
+    let mut source = WithSlurm::new(
+        Box::new(device),
+        from,
+        "gpu-node-1",
+        Duration::from_secs(60),
+        Duration::from_secs(300),
+        Duration::from_secs(5),
+    )
+    .unwrap()
+    .with_metrics(metrics.clone());
+    for _ in 0..2 {
+        let r = source.scrape(base_time()).await.unwrap();
+        let pods: Vec<Option<&str>> = r
+            .devices
+            .iter()
+            .map(|d| d.workload.as_ref().map(|w| w.pod.as_str()))
+            .collect();
+        assert_eq!(
+            pods,
+            vec![Some("job-1"), Some("job-1"), Some("job-2"), None]
+        );
+    }
+    assert_eq!(metrics.slurm_jobs.get(), 2);
+    assert!(JobsFrom::parse("sinfo").is_err());
+    assert_eq!(
+        JobsFrom::parse("/usr/bin/squeue").unwrap(),
+        JobsFrom::Squeue("/usr/bin/squeue".into())
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // End to end: sampler -> control plane
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
