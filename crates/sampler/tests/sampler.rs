@@ -1280,6 +1280,328 @@ async fn slurm_the_source_gives_the_devices_to_the_jobs_of_a_capture() {
     );
 }
 
+/// A throwaway Slurm cluster (`scripts/slurm-scratch.sh`: munged, MariaDB, slurmdbd, slurmctld and one slurmd with
+/// four GPU GRES, all in a temporary folder, installed first where Slurm is missing), stopped when dropped. A test
+/// that needs it fails, loudly, when it cannot start.
+struct SlurmCluster {
+    child: std::process::Child,
+    env: Vec<(String, String)>,
+}
+
+impl SlurmCluster {
+    fn start() -> SlurmCluster {
+        use std::io::BufRead;
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm-scratch.sh");
+        let mut child = std::process::Command::new("bash")
+            .arg(&script)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+        let out = child.stdout.take().unwrap();
+        let mut env = Vec::new();
+        for line in std::io::BufReader::new(out).lines() {
+            let line = line.unwrap();
+            if let Some((k, v)) = line.strip_prefix("export ").and_then(|l| l.split_once('=')) {
+                env.push((k.to_string(), v.to_string()));
+            }
+            if line.starts_with("(Enter") {
+                break;
+            }
+        }
+        assert!(
+            env.iter().any(|(k, _)| k == "SLURM_CONF"),
+            "{} did not start a Slurm cluster (its errors are above)",
+            script.display()
+        );
+        SlurmCluster { child, env }
+    }
+
+    fn var(&self, k: &str) -> &str {
+        &self.env.iter().find(|(n, _)| n == k).unwrap().1
+    }
+
+    /// A Slurm command of this cluster; its standard output (it must succeed).
+    fn run(&self, program: &str, args: &[&str]) -> String {
+        let out = std::process::Command::new(program)
+            .args(args)
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .output()
+            .unwrap_or_else(|e| panic!("{program}: {e}"));
+        assert!(
+            out.status.success(),
+            "{program} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+impl Drop for SlurmCluster {
+    fn drop(&mut self) {
+        // Enter (here: the end of its input) stops it and removes its folder.
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// End to end on a real Slurm (SPEC §12): a job of account physics holding GPUs 0-1 and one of account bio holding
+/// GPU 2, submitted with sbatch; the prolog writes DCGM exporter's job-mapping files, the exporter's series carry
+/// `hpc_job`, and the sampler (`--slurm-jobs squeue`) reads each job's account from `squeue --json` every 5 s
+/// window. The allocation charges each account's tenant for the GPU-seconds measured, GPU 3 is idle; then, the
+/// jobs done, `sacct --json` posted to the reconciliation lists each job with Slurm's allocated GPU-seconds beside
+/// ours, within a window per GPU at each end of the job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm_end_to_end_jobs_of_a_real_slurm_are_charged_to_their_accounts_and_reconciled() {
+    use eai_sampler::source::slurm::{JobsFrom, WithSlurm};
+    const WS: i64 = 5_000;
+    let slurm = SlurmCluster::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cp = control_plane(dir.path(), 0).await;
+    let admin = cp.admin();
+    admin
+        .finops()
+        .create_allocation_policy(&json!({
+            "name": "h100", "deployment_pattern": "*", "currency": "EUR", "gpu_hourly_cost": "2.10",
+            "overhead_pct": "18", "energy_kwh_price": "0.21", "pue": "1.4",
+            "effective_from": "2026-01-01T00:00:00Z"
+        }))
+        .await
+        .unwrap();
+    let key = cp.sampler_key().await;
+
+    // The sampler: squeue through a wrapper that names this cluster's configuration.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let squeue = bin.join("squeue");
+    std::fs::write(
+        &squeue,
+        format!(
+            "#!/bin/sh\nSLURM_CONF={} exec squeue \"$@\"\n",
+            slurm.var("SLURM_CONF")
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&squeue, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let job_map = Path::new(slurm.var("EAI_TEST_SLURM_DIR")).join("job-map");
+    let exp = exporter(&slurm_node_exposition(&[&[], &[], &[], &[]])).await;
+    let device = DcgmSource::new(
+        &format!("http://{}/metrics", exp.addr),
+        Duration::from_secs(2),
+    )
+    .unwrap();
+    let source = WithSlurm::new(
+        Box::new(device),
+        JobsFrom::parse(squeue.to_str().unwrap()).unwrap(),
+        slurm.var("EAI_TEST_SLURM_NODE"),
+        Duration::ZERO,
+        Duration::from_secs(300),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let rules = Attribution::from_toml(&format!(
+        "[[slurm_account]]\naccount = \"physics\"\ntenant_id = \"{PHYSICS}\"\n\n\
+         [[slurm_account]]\naccount = \"bio\"\ntenant_id = \"{BIO}\"\n"
+    ))
+    .unwrap();
+    let mut o = SamplerOptions::new(WS);
+    o.scrape_attempts = 1;
+    let mut sampler = Sampler::new(
+        Box::new(source),
+        Converter::new(rules, None),
+        Output::Deliver {
+            spool: Spool::open(&dir.path().join("spool"), DEFAULT_MAX_BYTES).unwrap(),
+            sink: SinkBox(Arc::new(EnterpriseAi::new(&cp.base, &key).unwrap())),
+        },
+        o,
+        Arc::new(Metrics::default()),
+    )
+    .unwrap();
+
+    let partition = slurm.var("EAI_TEST_SLURM_PARTITION").to_string();
+    let submit = |account: &str, gpus: u32| {
+        slurm
+            .run(
+                "sbatch",
+                &[
+                    "--parsable",
+                    "-A",
+                    account,
+                    "-p",
+                    &partition,
+                    &format!("--gres=gpu:{gpus}"),
+                    "--mem=100",
+                    "-o",
+                    "/dev/null",
+                    "--wrap",
+                    "sleep 25",
+                ],
+            )
+            .trim()
+            .to_string()
+    };
+    let started = wall_clock();
+    let physics = submit("physics", 2);
+    let bio = submit("bio", 1);
+    // Tick at each 5 s window's end while the jobs run, and once more after; the exposition follows the
+    // job-mapping files, as DCGM exporter's `--hpc-job-mapping-dir` does.
+    let mut mapped: std::collections::BTreeMap<String, Vec<u32>> = Default::default();
+    let mut ticks = 0;
+    loop {
+        let now = wall_clock().0;
+        let next = (now / WS + 1) * WS + 300;
+        tokio::time::sleep(Duration::from_millis((next - now) as u64)).await;
+        let files: [Vec<String>; 4] = std::array::from_fn(|i| {
+            std::fs::read_to_string(job_map.join(i.to_string()))
+                .map(|t| {
+                    t.lines()
+                        .map(str::to_string)
+                        .filter(|l| !l.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default()
+        });
+        for (i, jobs) in files.iter().enumerate() {
+            for j in jobs {
+                let e = mapped.entry(j.clone()).or_default();
+                if !e.contains(&(i as u32)) {
+                    e.push(i as u32);
+                }
+            }
+        }
+        let labels: Vec<Vec<&str>> = files
+            .iter()
+            .map(|f| f.iter().map(String::as_str).collect())
+            .collect();
+        let text = slurm_node_exposition(&[&labels[0], &labels[1], &labels[2], &labels[3]]);
+        *exp.text.lock().unwrap() = Some(text);
+        let r = sampler.tick(wall_clock()).await;
+        assert_eq!(r.scrape_error, None, "{r:?}");
+        ticks += 1;
+        let running = slurm.run(
+            "squeue",
+            &["-h", "-t", "RUNNING,PENDING,CONFIGURING,COMPLETING"],
+        );
+        if running.trim().is_empty() && ticks > 2 {
+            let r = sampler.tick(wall_clock()).await;
+            assert_eq!(r.scrape_error, None, "{r:?}");
+            break;
+        }
+        assert!(
+            wall_clock().0 - started.0 < 180_000,
+            "the jobs never ended: {running}"
+        );
+    }
+    // The prolog mapped each job to its GPUs.
+    assert_eq!(mapped.get(&physics), Some(&vec![0, 1]), "{mapped:?}");
+    assert_eq!(mapped.get(&bio), Some(&vec![2]), "{mapped:?}");
+
+    let (from, to) = (
+        Timestamp(started.floor_to(3_600_000).0),
+        Timestamp(started.floor_to(3_600_000).0 + 2 * 3_600_000),
+    );
+    let to = to.min(Timestamp(wall_clock().0 / 1000 * 1000 + 1000));
+    let alloc = admin
+        .finops()
+        .gpu_allocation(&from.to_string(), &to.to_string())
+        .await
+        .unwrap();
+    let tenant_cost = |t: &str| {
+        alloc["tenants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["tenant_id"] == t)
+            .map(|r| {
+                r["cost"]["amount"]
+                    .as_str()
+                    .unwrap()
+                    .parse::<rust_decimal::Decimal>()
+                    .unwrap()
+            })
+    };
+    assert!(
+        tenant_cost(PHYSICS).is_some_and(|c| c > rust_decimal::Decimal::ZERO),
+        "{alloc}"
+    );
+    assert!(
+        tenant_cost(BIO).is_some_and(|c| c > rust_decimal::Decimal::ZERO),
+        "{alloc}"
+    );
+    let deployments: Vec<&str> = alloc["deployments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["deployment_id"].as_str().unwrap())
+        .collect();
+    assert!(
+        deployments.contains(&"idle") && deployments.contains(&"slurm/gpu"),
+        "{alloc}"
+    );
+
+    // Slurm's accounting, posted as sacct prints it.
+    let sacct: Value = serde_json::from_str(&slurm.run(
+        "sacct",
+        &[
+            "--json",
+            "-a",
+            "-X",
+            "-S",
+            &(from.to_string().trim_end_matches('Z').to_string()),
+        ],
+    ))
+    .unwrap();
+    let resp = reqwest::Client::new()
+        .post(format!(
+            "{}/v1/finops/gpu/slurm/reconciliation?from={from}&to={to}",
+            cp.base
+        ))
+        .bearer_auth(ADMIN_KEY)
+        .json(&sacct)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let r: Value = resp.json().await.unwrap();
+    let job = |id: &str| {
+        r["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["job_id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("job {id} not in {r}"))
+    };
+    for (id, gpus, tenant, account) in [(&physics, 2u64, PHYSICS, "physics"), (&bio, 1, BIO, "bio")]
+    {
+        let j = job(id);
+        let slurm_job = sacct["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["job_id"].to_string() == *id)
+            .unwrap();
+        let t = &slurm_job["time"];
+        let elapsed = t["end"].as_i64().unwrap() - t["start"].as_i64().unwrap();
+        let allocated = j["allocated_gpu_seconds"].as_i64().unwrap();
+        assert_eq!(allocated, elapsed * gpus as i64, "Slurm's own figure: {j}");
+        let measured: f64 = j["measured_gpu_seconds"].as_f64().unwrap();
+        eprintln!(
+            "slurm job {id} ({account}): Slurm allocated {allocated} GPU-s, measured {measured}"
+        );
+        let slack = (2 * WS / 1000) as f64 * gpus as f64;
+        assert!(
+            (measured - allocated as f64).abs() <= slack,
+            "measured {measured} vs allocated {allocated} (job {id}): {r}"
+        );
+        assert_eq!(j["gpus"], gpus, "{j}");
+        assert_eq!(j["tenant_id"], tenant, "{j}");
+        assert_eq!(j["account"], account, "{j}");
+        assert_eq!(j["status"], "ok", "{j}");
+    }
+    cp.stop().await;
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // End to end: sampler -> control plane
 
