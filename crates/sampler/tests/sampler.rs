@@ -1055,7 +1055,10 @@ fn slurm_node_exposition(jobs: &[&[&str]; 4]) -> String {
     text
 }
 
-fn placements(samples: &[GpuSample]) -> Vec<(String, String, String, String, Option<String>)> {
+/// A sample's GPU, namespace, pod and deployment, and its tenant or share (of a test).
+type Row5 = (String, String, String, String, Option<String>);
+
+fn placements(samples: &[GpuSample]) -> Vec<Row5> {
     samples
         .iter()
         .map(|s| {
@@ -1184,7 +1187,8 @@ fn slurm_hpc_job_labels_name_the_job_and_jobs_sharing_a_gpu_are_split() {
     assert_eq!((done.by_label, done.unknown_jobs, done.by_index), (4, 1, 0));
     let mut c = Converter::new(slurm_rules(), None);
     let out = c.convert(&readings, Window { end, ms: W });
-    let got: Vec<(String, String, String, Option<String>, Option<String>)> = out
+    type ShareRow = (String, String, String, Option<String>, Option<String>);
+    let got: Vec<ShareRow> = out
         .samples
         .iter()
         .map(|s| {
@@ -1547,7 +1551,7 @@ async fn slurm_end_to_end_jobs_of_a_real_slurm_are_charged_to_their_accounts_and
             "-a",
             "-X",
             "-S",
-            &(from.to_string().trim_end_matches('Z').to_string()),
+            from.to_string().trim_end_matches('Z'),
         ],
     ))
     .unwrap();
@@ -1579,7 +1583,7 @@ async fn slurm_end_to_end_jobs_of_a_real_slurm_are_charged_to_their_accounts_and
             .as_array()
             .unwrap()
             .iter()
-            .find(|s| s["job_id"].to_string() == *id)
+            .find(|s| s["job_id"].as_u64().map(|n| n.to_string()).as_deref() == Some(id.as_str()))
             .unwrap();
         let t = &slurm_job["time"];
         let elapsed = t["end"].as_i64().unwrap() - t["start"].as_i64().unwrap();
