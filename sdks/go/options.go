@@ -332,6 +332,14 @@ func WithFilter(dim Dimension, values ...string) RequestOption {
 	})
 }
 
+// WithIdleBelow sets the idle threshold of FinOps.GpuSlurmReconciliation (query parameter `idle_below`): a job
+// whose GPUs were busy less than this share of the time Slurm allocated them is SlurmJobIdle. A decimal from 0
+// to 1 ("0.1", the server's default, is 10 %); out of range, the server answers validation_error on
+// idle_below. An empty Decimal leaves the parameter out.
+func WithIdleBelow(share Decimal) RequestOption {
+	return WithQueryParam("idle_below", string(share))
+}
+
 // WithRequestID sets the call's X-Request-Id, echoed by the server in its answer, its logs and the audit
 // trail. Every attempt of the call carries it.
 func WithRequestID(id string) RequestOption {

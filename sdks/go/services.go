@@ -201,6 +201,47 @@ func (f *FinOpsService) GpuAllocationSeries(ctx context.Context, opts ...Request
 	return &out, nil
 }
 
+// GpuSlurmReconciliation returns Slurm's accounting of its GPU jobs over a period beside what was measured of
+// them (POST /v1/finops/gpu/slurm/reconciliation). sacct is the output of `sacct --json -a -X -S <from> -E
+// <to>`: its bytes as they came (json.RawMessage, []byte or string: sent as they are) or a value that marshals
+// to it (a map[string]any from json.Unmarshal, a struct); only its `jobs` are read. Give the period as for
+// GpuAllocation, and the idle threshold with WithIdleBelow (default "0.1"):
+//
+//	out, err := exec.Command("sacct", "--json", "-a", "-X", "-S", "2026-10-01", "-E", "2026-10-31").Output()
+//	r, err := client.FinOps.GpuSlurmReconciliation(ctx, out,
+//		eai.WithQuery(map[string]string{"from": "2026-10-01", "to": "2026-10-31"}), eai.WithIdleBelow("0.1"))
+//
+// Per job with GPUs in the period: the GPU-seconds Slurm allocated, those the samplers measured (pod
+// `job-<id>`, namespace its account), how busy, its cost and a Status: SlurmJobOK, SlurmJobIdle (busy under
+// the idle threshold of the allocated time), SlurmJobNotMeasured (allocated, nothing measured) or
+// SlurmJobNotInSlurm (measured, not in the document); IdleCost is the cost of the idle jobs. A tenant's key
+// sees the jobs of its dedicated deployments only. A document without `jobs`, a threshold out of 0..1 or a bad
+// period is an *APIError matching ErrValidation whose Fields() name body, idle_below, from or to. Nothing is
+// stored, so the call is retried like a read.
+func (f *FinOpsService) GpuSlurmReconciliation(ctx context.Context, sacct any, opts ...RequestOption) (*SlurmReconciliation, error) {
+	var raw []byte
+	switch b := sacct.(type) {
+	case nil:
+		return nil, configError("GpuSlurmReconciliation: no sacct document")
+	case string:
+		raw = []byte(b)
+	default:
+		var err error
+		if raw, err = encodeBody(b); err != nil {
+			return nil, err
+		}
+	}
+	cl, err := f.c.newCall(append([]RequestOption{Idempotent(true)}, opts...))
+	if err != nil {
+		return nil, err
+	}
+	var out SlurmReconciliation
+	if err := f.c.send(ctx, cl, http.MethodPost, "/v1/finops/gpu/slurm/reconciliation", raw, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // CreateAllocationPolicy creates an allocation policy (POST /v1/finops/allocation-policies;
 // platform_admin). body is an AllocationPolicyCreate or a map such as
 // map[string]any{"name": "local-gpu-default", "gpu_hourly_cost": "2.50"}. Not retried after an error where

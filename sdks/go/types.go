@@ -751,6 +751,103 @@ func totalIn(totals []SeriesTotal, currency string) *SeriesTotal {
 	return nil
 }
 
+// ---------------------------------------------------------------------------------------------- slurm
+
+// SlurmReconciliation is Slurm's accounting of its GPU jobs over a period beside what was measured of them
+// (POST /v1/finops/gpu/slurm/reconciliation): the totals, the cost of the idle jobs and the jobs in job id
+// order.
+type SlurmReconciliation struct {
+	// From is the start of the period (inclusive; widened to a whole hour).
+	From string `json:"from"`
+	// To is the end of the period (exclusive; widened to a whole hour).
+	To string `json:"to"`
+	// IdleBelow is the idle threshold applied (WithIdleBelow, else the server's default "0.1").
+	IdleBelow Decimal `json:"idle_below"`
+	// AllocatedGpuSeconds is the GPU-seconds Slurm allocated to the jobs inside the period, in all.
+	AllocatedGpuSeconds Quantity `json:"allocated_gpu_seconds"`
+	// MeasuredGpuSeconds is the GPU-seconds measured of the jobs, in all.
+	MeasuredGpuSeconds Quantity `json:"measured_gpu_seconds"`
+	// IdleCost is the cost of the jobs marked SlurmJobIdle, per currency.
+	IdleCost []Money `json:"idle_cost"`
+	// Jobs in job id order.
+	Jobs []SlurmJobLine `json:"jobs"`
+}
+
+// Job returns the line of a job id ("42"), or nil.
+func (r *SlurmReconciliation) Job(id string) *SlurmJobLine {
+	for i := range r.Jobs {
+		if r.Jobs[i].JobID == id {
+			return &r.Jobs[i]
+		}
+	}
+	return nil
+}
+
+// IdleAmount returns IdleCost in a currency ("0" when none is in it).
+func (r *SlurmReconciliation) IdleAmount(currency string) Decimal {
+	for _, m := range r.IdleCost {
+		if m.Currency == currency {
+			return m.Amount
+		}
+	}
+	return "0"
+}
+
+// SlurmJobLine is one Slurm job: Slurm's allocation beside what was measured. A Quantity the server sent as
+// null is "".
+type SlurmJobLine struct {
+	// JobID is Slurm's job id ("42").
+	JobID string `json:"job_id"`
+	// Account is the job's Slurm account (the namespace of its samplers' workloads).
+	Account string `json:"account"`
+	// User, Partition and State (`COMPLETED`, `RUNNING`, …) as Slurm reported them; nil when it did not.
+	User      *string `json:"user"`
+	Partition *string `json:"partition"`
+	State     *string `json:"state"`
+	// TenantID is the tenant its GPUs were charged to (a `[[slurm_account]]` rule of the sampler); nil: shared
+	// (no rule), or not measured.
+	TenantID *string `json:"tenant_id"`
+	// DeploymentID is `slurm/<partition>` unless a rule names another; nil when not measured.
+	DeploymentID *string `json:"deployment_id"`
+	// Gpus Slurm allocated; nil: not in Slurm's accounting.
+	Gpus *int `json:"gpus"`
+	// AllocatedGpuSeconds is Gpus times the job's run time inside the period; "": not in Slurm's accounting.
+	AllocatedGpuSeconds Quantity `json:"allocated_gpu_seconds"`
+	// MeasuredGpuSeconds of the job's workloads.
+	MeasuredGpuSeconds Quantity `json:"measured_gpu_seconds"`
+	// BusyGpuSeconds is MeasuredGpuSeconds weighted by utilization.
+	BusyGpuSeconds Quantity `json:"busy_gpu_seconds"`
+	// BusyShare is BusyGpuSeconds over AllocatedGpuSeconds (or, not in Slurm's accounting, over
+	// MeasuredGpuSeconds), 4 places; "" when there is nothing to divide by.
+	BusyShare Quantity `json:"busy_share"`
+	// Cost is the job's part of the allocation, per currency; empty when none of it was priced.
+	Cost []Money `json:"cost"`
+	// Status is SlurmJobOK, SlurmJobIdle, SlurmJobNotMeasured or SlurmJobNotInSlurm.
+	Status string `json:"status"`
+}
+
+// Amount returns the job's cost in a currency ("0" when it has none in it).
+func (j *SlurmJobLine) Amount(currency string) Decimal {
+	for _, m := range j.Cost {
+		if m.Currency == currency {
+			return m.Amount
+		}
+	}
+	return "0"
+}
+
+// The values of SlurmJobLine.Status.
+const (
+	// SlurmJobOK: measured, and busy at least the idle threshold of the time Slurm allocated.
+	SlurmJobOK = "ok"
+	// SlurmJobIdle: its GPUs busy less than the idle threshold (WithIdleBelow) of the time Slurm allocated them.
+	SlurmJobIdle = "idle"
+	// SlurmJobNotMeasured: allocated by Slurm, nothing measured (no sampler on its nodes).
+	SlurmJobNotMeasured = "not_measured"
+	// SlurmJobNotInSlurm: measured (pod `job-<id>`), but not in the sacct document.
+	SlurmJobNotInSlurm = "not_in_slurm"
+)
+
 // ------------------------------------------------------------------------------------------- policies
 
 // AllocationPolicyCreate is the body of POST /v1/finops/allocation-policies. Empty fields are left out (the

@@ -120,7 +120,7 @@ node cjs.cjs
 
 # The published declarations type-check for an ESM and a CommonJS consumer (strict, node16 resolution).
 cat > consumer.mts <<'TS'
-import { EnterpriseAI, type Allocation, type AllocationSeries, type GpuSampleIngestResult, type GpuUsageBreakdown, type Money, type TokenCostList, ValidationError, totalCost } from "@enterprise-ai/sdk";
+import { EnterpriseAI, type Allocation, type AllocationSeries, type GpuSampleIngestResult, type GpuUsageBreakdown, type Money, type SlurmJobStatus, type SlurmReconciliation, type TokenCostList, ValidationError, totalCost } from "@enterprise-ai/sdk";
 const client = new EnterpriseAI({ baseUrl: "http://127.0.0.1:9", apiKey: "eai_live_x" });
 export async function f(): Promise<string> {
   const r: GpuSampleIngestResult = await client.finops.gpu.ingestSamples({ samples: [] });
@@ -134,6 +134,9 @@ export async function f(): Promise<string> {
   const pod: string | null | undefined = u.rows[0]?.group.pod;
   const total: Money[] = totalCost(u.rows);
   if (pod === undefined || total.length < 0) return "";
+  const sr: SlurmReconciliation = await client.finops.gpu.slurmReconciliation({ sacct: { jobs: [{ job_id: 1 }] }, from: "2026-10-01", idleBelow: "0.1" });
+  const status: SlurmJobStatus | undefined = sr.jobs[0]?.status;
+  if (status === "not_in_slurm" || sr.idle_cost.length < 0) return "";
   try { await client.tenants.get("acme"); } catch (e) { if (e instanceof ValidationError) return e.fields.join(","); }
   return `${r.accepted} ${cost ?? ""}`;
 }

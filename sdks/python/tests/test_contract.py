@@ -24,6 +24,7 @@ SDK_OPERATIONS: Dict[Tuple[str, str], str] = {
     ("GET", "/v1/finops/gpu/allocation/focus"): "finops.gpu_allocation_focus",
     ("GET", "/v1/finops/gpu/allocation/explain"): "finops.gpu_allocation_explain",
     ("GET", "/v1/finops/gpu/usage"): "finops.gpu_usage",
+    ("POST", "/v1/finops/gpu/slurm/reconciliation"): "finops.gpu_slurm_reconciliation",
     ("POST", "/v1/finops/allocation-policies"): "finops.create_allocation_policy",
     ("GET", "/v1/finops/allocation-policies"): "finops.list_allocation_policies",
     ("GET", "/v1/finops/allocation-policies/{id}"): "finops.get_allocation_policy",

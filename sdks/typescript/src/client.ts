@@ -85,6 +85,8 @@ export interface RawRequest {
   query?: Record<string, string | number | boolean | null | undefined> | undefined;
   /** A JSON body. */
   body?: unknown;
+  /** A body that is JSON text already (a document read from a file or a command), sent as it is instead of `body`. */
+  bodyText?: string | undefined;
   /**
    * Whether sending the request twice has the effect of sending it once (so a lost answer may be retried).
    * Default: true for GET, HEAD, PUT, DELETE and OPTIONS, false for POST and PATCH.
@@ -265,7 +267,7 @@ export class EnterpriseAI {
   async request<T = unknown>(method: string, path: string, raw: RawRequest = {}, options: RequestOptions = {}): Promise<T> {
     const m = method.toUpperCase();
     const url = this.#url(path, raw.query);
-    const body = raw.body === undefined ? undefined : JSON.stringify(raw.body);
+    const body = raw.bodyText !== undefined ? raw.bodyText : raw.body === undefined ? undefined : JSON.stringify(raw.body);
     const headers = this.#headers(options, body !== undefined, raw.accept);
     const idempotent = raw.idempotent ?? !(m === "POST" || m === "PATCH");
     const maxRetries = nonNegativeInt("maxRetries", options.maxRetries, this.maxRetries);

@@ -120,6 +120,52 @@ export type GpuUsageDimension = Schemas["GpuUsageBreakdown"]["group_by"][number]
 export type GpuUsageRow = Omit<Schemas["GpuUsageRow"], "group"> & {
   group: { [D in GpuUsageDimension]?: string | null };
 };
+/**
+ * Slurm's accounting of its GPU jobs beside what was measured (`POST /v1/finops/gpu/slurm/reconciliation`): the
+ * period (widened to whole hours), the `idle_below` threshold applied (a decimal string), the GPU-seconds Slurm
+ * allocated and those measured in all (numbers), `idle_cost` (the cost of the `idle` jobs per currency, decimal
+ * strings) and the jobs in job id order.
+ */
+export type SlurmReconciliation = Schemas["SlurmReconciliation"];
+/**
+ * One Slurm job: its account, user, partition and state as Slurm reported them, the tenant and deployment its GPUs
+ * were charged to, `gpus` and `allocated_gpu_seconds` (null: not in Slurm's accounting), the GPU-seconds measured
+ * and busy, `busy_share` (4 places; null when there is nothing to divide by), its `cost` per currency and its
+ * {@link SlurmJobStatus}.
+ */
+export type SlurmJobLine = Schemas["SlurmJobLine"];
+/**
+ * How a job's measurement compares to Slurm's: `ok`; `idle` (its GPUs busy less than `idle_below` of the time
+ * Slurm allocated them); `not_measured` (allocated, nothing measured: no sampler on its nodes); `not_in_slurm`
+ * (measured, as pod `job-<id>`, but not in the sacct document).
+ */
+export type SlurmJobStatus = SlurmJobLine["status"];
+type SacctJobSchema = Schemas["SacctDocument"]["jobs"][number];
+/**
+ * One job of a `sacct --json` document, as {@link FinOpsGpu.slurmReconciliation} takes it. The server reads
+ * `job_id` (a number, or Slurm 23's `{ set, number }`), `account`, `user`, `partition`, `state.current`,
+ * `time.start`, `time.end` and `tres.allocated`; every other field passes as it is.
+ */
+export interface SacctJob {
+  job_id: number | Record<string, unknown>;
+  account?: SacctJobSchema["account"];
+  user?: SacctJobSchema["user"];
+  partition?: SacctJobSchema["partition"];
+  state?: Record<string, unknown>;
+  time?: Record<string, unknown>;
+  tres?: Record<string, unknown>;
+  [field: string]: unknown;
+}
+/**
+ * The output of `sacct --json` (the body of `POST /v1/finops/gpu/slurm/reconciliation`): its `jobs` are read,
+ * every other field (`meta`, `errors`, …) ignored. `JSON.parse` of the command's output is one.
+ */
+export interface SacctDocument {
+  jobs: readonly SacctJob[];
+  [field: string]: unknown;
+}
+/** The query of `POST /v1/finops/gpu/slurm/reconciliation`, as the contract spells it. */
+export type SlurmReconciliationQuery = NonNullable<operations["reconcileSlurmJobs"]["parameters"]["query"]>;
 /** Cost over time (`GET /v1/finops/gpu/allocation/series`): every column of the steps sums to `totals`. */
 export type AllocationSeries = Schemas["AllocationSeries"];
 /** One step of a series: totals per currency, tokens and deployments. */
@@ -303,4 +349,18 @@ export interface GpuUsageParams extends AllocationParams {
 export interface AllocationSeriesParams extends AllocationParams {
   /** Default `"day"`. At most 1000 steps in the period. */
   step?: AllocationSeriesStep;
+}
+
+/** The sacct document, period and idle threshold of {@link FinOpsGpu.slurmReconciliation}. */
+export interface SlurmReconciliationParams extends AllocationParams {
+  /**
+   * The output of `sacct --json -a -X -S <from> -E <to>`: its text (sent as it is) or its parsed JSON
+   * ({@link SacctDocument}).
+   */
+  sacct: SacctDocument | string;
+  /**
+   * A job whose GPUs were busy less than this share of the time Slurm allocated them is `idle`: a decimal from 0
+   * to 1, as a string (`"0.1"`) or a number (sent as `String(n)`). Default (the server's): `"0.1"`.
+   */
+  idleBelow?: SlurmReconciliationQuery["idle_below"] | number;
 }

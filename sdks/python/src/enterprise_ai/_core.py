@@ -47,6 +47,7 @@ __all__ = [
     "DEFAULT_MAX_BATCH_SIZE",
     "ClientConfig",
     "Op",
+    "RawJson",
     "RetryPolicy",
     "Send",
     "Sleep",
@@ -194,6 +195,14 @@ class _NoBody:
 NO_BODY: Any = _NoBody()
 
 
+@dataclass(frozen=True)
+class RawJson:
+    """A request body that is JSON text already (a document read from a file or a command's output): sent
+    as its bytes, never parsed and re-encoded by the SDK."""
+
+    content: bytes
+
+
 def _transport_error(exc: BaseException, method: str, path: str) -> APIConnectionError:
     if isinstance(exc, httpx.TimeoutException):
         return APITimeoutError(f"{method} {path}: no answer within the timeout ({type(exc).__name__}: {exc})")
@@ -215,7 +224,12 @@ def call(
     """One API call with its retries: sends, retries per :class:`RetryPolicy`, raises the error of the final
     failure, or returns ``parse(json)`` of the answer (``parse(bytes)`` of its body when ``binary``: a file
     such as a FOCUS export; errors still come as the JSON envelope)."""
-    content = None if body is NO_BODY else encode(body)
+    if body is NO_BODY:
+        content: Optional[bytes] = None
+    elif isinstance(body, RawJson):
+        content = body.content
+    else:
+        content = encode(body)
     query = {k: v for k, v in (params or {}).items() if v is not None} or None
     policy = cfg.retry
     attempt = 0

@@ -3,11 +3,14 @@ async resources: the paths, parameters, bodies, idempotency and result types liv
 
 from __future__ import annotations
 
+import os
+from decimal import Decimal
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from ._core import (
     ClientConfig,
     Op,
+    RawJson,
     as_object,
     call,
     ingest,
@@ -16,7 +19,7 @@ from ._core import (
     prepare_samples,
     split_count,
 )
-from ._json import DateLike, format_date_param
+from ._json import DateLike, decimal_text, format_date_param
 from .types import (
     Allocation,
     AllocationExplanation,
@@ -39,6 +42,7 @@ from .types import (
     Provider,
     Reservation,
     SampleIngestResult,
+    SlurmReconciliation,
     Tenant,
     TenantList,
     TokenCostList,
@@ -222,6 +226,63 @@ def gpu_allocation_series(
         "/v1/finops/gpu/allocation/series",
         lambda d: AllocationSeries.from_json(as_object(d)),
         params=params,
+        idempotent=True,
+    )
+
+
+#: A ``sacct --json`` document: its parsed JSON (a mapping), or its text (``str``/``bytes``, sent as it is).
+SacctDocument = Union[Mapping[str, Any], str, bytes]
+#: A decimal parameter: ``Decimal``, ``int``, ``float`` (its shortest repr) or a decimal string.
+DecimalLike = Union[Decimal, int, float, str]
+
+
+def _decimal_param(value: Optional[DecimalLike], name: str) -> Optional[str]:
+    """A decimal query parameter's text (``None``: left out); whether it is in range is the server's call."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a decimal, not a boolean")
+    if isinstance(value, Decimal):
+        return decimal_text(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return decimal_text(Decimal(repr(value)))
+    if isinstance(value, str):
+        if not value:
+            raise ValueError(f"{name} must not be empty")
+        return value
+    raise TypeError(f"{name} must be a Decimal, an int, a float or a string, not {type(value).__name__}")
+
+
+def _sacct_body(sacct: SacctDocument) -> Any:
+    if isinstance(sacct, (bytes, bytearray, memoryview)):
+        return RawJson(bytes(sacct))
+    if isinstance(sacct, str):
+        return RawJson(sacct.encode("utf-8"))
+    if isinstance(sacct, os.PathLike):
+        raise TypeError("sacct is the document, not its path: give Path(...).read_text() (or its json.load)")
+    if isinstance(sacct, Mapping):
+        return sacct
+    raise TypeError(f"sacct must be a mapping, a str or bytes (sacct --json), not {type(sacct).__name__}")
+
+
+def gpu_slurm_reconciliation(
+    cfg: ClientConfig,
+    sacct: SacctDocument,
+    start: Optional[DateLike],
+    end: Optional[DateLike],
+    idle_below: Optional[DecimalLike],
+) -> Op[SlurmReconciliation]:
+    params = {**_period(start, end), "idle_below": _decimal_param(idle_below, "idle_below")}
+    # A read: the body is the question, nothing is stored, so a retry is always safe.
+    return call(
+        cfg,
+        "POST",
+        "/v1/finops/gpu/slurm/reconciliation",
+        lambda d: SlurmReconciliation.from_json(as_object(d)),
+        params=params,
+        body=_sacct_body(sacct),
         idempotent=True,
     )
 

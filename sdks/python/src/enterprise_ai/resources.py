@@ -51,6 +51,7 @@ from .types import (
     Provider,
     Reservation,
     SampleIngestResult,
+    SlurmReconciliation,
     Tenant,
     TenantList,
     TokenCostList,
@@ -295,6 +296,35 @@ class Finops(_SyncResource):
         """
         return self._client._run(ops.gpu_allocation_series(self._cfg, start, end, step))
 
+    def gpu_slurm_reconciliation(
+        self,
+        sacct: ops.SacctDocument,
+        *,
+        start: Optional[DateLike] = None,
+        end: Optional[DateLike] = None,
+        idle_below: Optional[ops.DecimalLike] = None,
+    ) -> SlurmReconciliation:
+        """Slurm's accounting of its GPU jobs over ``[start, end)`` beside what was measured of them
+        (``POST /v1/finops/gpu/slurm/reconciliation``; the allocation's readers, a tenant's key: the jobs of
+        its dedicated deployments only).
+
+        ``sacct`` is the output of ``sacct --json -a -X -S <start> -E <end>``: its text (``str`` or
+        ``bytes``, sent as it is) or its parsed JSON (a dict). Per job with GPUs in the period: the
+        GPU-seconds Slurm allocated, those measured (the samplers' pod ``job-<id>``), how busy, its cost, and
+        a ``status``: ``ok``, ``idle`` (busy under ``idle_below`` of the allocated time; a ``Decimal`` or a
+        decimal string from 0 to 1, default ``0.1``), ``not_measured`` or ``not_in_slurm``::
+
+            out = subprocess.run(["sacct", "--json", "-a", "-X", "-S", "2026-10-01", "-E", "2026-10-31"],
+                                 capture_output=True, check=True).stdout
+            r = client.finops.gpu_slurm_reconciliation(out, start="2026-10-01", end="2026-10-31")
+            r.idle_cost, [(j.job_id, j.account, j.status) for j in r.with_status("idle")]
+
+        ``start`` and ``end`` as for :meth:`gpu_allocation`. A document without ``jobs``, an ``idle_below``
+        out of range or a bad period is a :class:`~enterprise_ai.ValidationError` naming ``body``,
+        ``idle_below``, ``from`` or ``to``.
+        """
+        return self._client._run(ops.gpu_slurm_reconciliation(self._cfg, sacct, start, end, idle_below))
+
     def create_allocation_policy(
         self, policy: Optional[Mapping[str, Any]] = None, /, **fields: Any
     ) -> AllocationPolicyCreated:
@@ -529,6 +559,17 @@ class AsyncFinops(_AsyncResource):
         self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None, step: str = "day"
     ) -> AllocationSeries:
         return await self._client._run(ops.gpu_allocation_series(self._cfg, start, end, step))
+
+    @_doc(Finops.gpu_slurm_reconciliation)
+    async def gpu_slurm_reconciliation(
+        self,
+        sacct: ops.SacctDocument,
+        *,
+        start: Optional[DateLike] = None,
+        end: Optional[DateLike] = None,
+        idle_below: Optional[ops.DecimalLike] = None,
+    ) -> SlurmReconciliation:
+        return await self._client._run(ops.gpu_slurm_reconciliation(self._cfg, sacct, start, end, idle_below))
 
     @_doc(Finops.create_allocation_policy)
     async def create_allocation_policy(

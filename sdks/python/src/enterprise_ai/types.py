@@ -68,6 +68,8 @@ __all__ = [
     "SeriesDeployment",
     "SeriesStep",
     "SeriesTotal",
+    "SlurmJobLine",
+    "SlurmReconciliation",
     "Tenant",
     "TenantList",
     "TenantRef",
@@ -1112,6 +1114,105 @@ class GpuUsageBreakdown:
     def total(self, currency: str) -> Decimal:
         """The rows' cost in ``currency``, summed (``0`` when none is in it)."""
         return sum((r.amount(currency) for r in self.rows), Decimal(0))
+
+
+# ------------------------------------------------------------------------------------------------- slurm
+
+
+@dataclass(frozen=True)
+class SlurmJobLine:
+    """One Slurm job of a :class:`SlurmReconciliation`: Slurm's allocation beside what was measured.
+
+    ``status``: ``"ok"``; ``"idle"`` (its GPUs busy less than ``idle_below`` of the time Slurm allocated
+    them); ``"not_measured"`` (allocated, nothing measured: no sampler on its nodes); ``"not_in_slurm"``
+    (measured -- pod ``job-<id>`` -- but not in the sacct document). ``gpus``, ``allocated_gpu_seconds``:
+    ``None`` when not in Slurm's accounting. ``busy_share``: busy over allocated (or, not in Slurm's
+    accounting, over measured) GPU-seconds, 4 places; ``None`` when there is nothing to divide by.
+    ``tenant_id``: the tenant its GPUs were charged to, ``None`` when shared or not measured. ``cost``: its
+    part of the allocation, per currency (empty when none of it was priced)."""
+
+    job_id: str
+    account: str
+    user: Optional[str]
+    partition: Optional[str]
+    state: Optional[str]
+    tenant_id: Optional[str]
+    deployment_id: Optional[str]
+    gpus: Optional[int]
+    allocated_gpu_seconds: Optional[Decimal]
+    measured_gpu_seconds: Decimal
+    busy_gpu_seconds: Decimal
+    busy_share: Optional[Decimal]
+    cost: List[Money]
+    status: str
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> SlurmJobLine:
+        gpus = d.get("gpus")
+        return cls(
+            job_id=_str(d["job_id"]),
+            account=_str(d["account"]),
+            user=_opt_str(d.get("user")),
+            partition=_opt_str(d.get("partition")),
+            state=_opt_str(d.get("state")),
+            tenant_id=_opt_str(d.get("tenant_id")),
+            deployment_id=_opt_str(d.get("deployment_id")),
+            gpus=None if gpus is None else _int(gpus),
+            allocated_gpu_seconds=_opt_dec(d.get("allocated_gpu_seconds")),
+            measured_gpu_seconds=_dec(d["measured_gpu_seconds"]),
+            busy_gpu_seconds=_dec(d["busy_gpu_seconds"]),
+            busy_share=_opt_dec(d.get("busy_share")),
+            cost=_list(d.get("cost"), Money.from_json),
+            status=_str(d["status"]),
+            raw=_raw(d),
+        )
+
+    def amount(self, currency: str) -> Decimal:
+        """The job's cost in ``currency`` (``0`` when it has none in it)."""
+        return sum((m.amount for m in self.cost if m.currency == currency), Decimal(0))
+
+
+@dataclass(frozen=True)
+class SlurmReconciliation:
+    """Slurm's accounting of its GPU jobs over ``[from_, to)`` beside what was measured
+    (``POST /v1/finops/gpu/slurm/reconciliation``): the ``jobs`` in job id order, the GPU-seconds Slurm
+    allocated and those measured of them in all, and ``idle_cost``, the cost of the jobs marked ``idle`` per
+    currency. ``idle_below``: the threshold the server applied (the one asked, or its default ``0.1``)."""
+
+    from_: _dt.datetime
+    to: _dt.datetime
+    idle_below: Decimal
+    allocated_gpu_seconds: Decimal
+    measured_gpu_seconds: Decimal
+    idle_cost: List[Money]
+    jobs: List[SlurmJobLine]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> SlurmReconciliation:
+        return cls(
+            from_=_instant(d["from"]),
+            to=_instant(d["to"]),
+            idle_below=_dec(d["idle_below"]),
+            allocated_gpu_seconds=_dec(d["allocated_gpu_seconds"]),
+            measured_gpu_seconds=_dec(d["measured_gpu_seconds"]),
+            idle_cost=_list(d.get("idle_cost"), Money.from_json),
+            jobs=_list(d.get("jobs"), SlurmJobLine.from_json),
+            raw=_raw(d),
+        )
+
+    def job(self, job_id: Union[str, int]) -> Optional[SlurmJobLine]:
+        """The line of a job (``"42"`` or ``42``), or ``None``."""
+        return next((j for j in self.jobs if j.job_id == str(job_id)), None)
+
+    def with_status(self, status: str) -> List[SlurmJobLine]:
+        """The jobs of one ``status`` (``"ok"``, ``"idle"``, ``"not_measured"``, ``"not_in_slurm"``)."""
+        return [j for j in self.jobs if j.status == status]
+
+    def idle_amount(self, currency: str) -> Decimal:
+        """``idle_cost`` in ``currency`` (``0`` when none is in it)."""
+        return sum((m.amount for m in self.idle_cost if m.currency == currency), Decimal(0))
 
 
 # ------------------------------------------------------------------------------------------------ policies

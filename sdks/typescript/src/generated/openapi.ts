@@ -700,6 +700,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/finops/gpu/slurm/reconciliation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Slurm's accounting of its GPU jobs beside what was measured
+         * @description SPEC §12. The body is the output of `sacct --json` (`sacct --json -a -X -S <from> -E <to>`: every user's allocations, no steps, keeps it small; Slurm 22.05's plain numbers and later versions' `{"set": true, "number": n}` are both read; every field but `jobs[].job_id`, `account`, `user`, `partition`, `state.current`, `time.start`, `time.end` and `tres.allocated` is ignored). The answer lists, per job with GPUs whose run time overlaps the period, the GPU-seconds Slurm allocated (its `gres/gpu` count times its run time inside the period; a running job up to now) beside the GPU-seconds measured of it (the samplers' `job-<id>` workloads: pod `job-<id>`, namespace its account), how busy those GPUs were, its cost at the policies in force (its part of the allocation, to the cent), and a status: `ok`; `idle` (busy under `idle_below` of the allocated time); `not_measured` (allocated, nothing measured: no sampler on its nodes); `not_in_slurm` (measured, not in the body). Who sees what: as GET /v1/finops/gpu/usage: a tenant's key sees the jobs of its dedicated deployments only (Slurm's other jobs in the body are left out). Period rules and limits as GET /v1/finops/gpu/allocation (429 beyond EAI_MAX_CONCURRENT_ALLOCATIONS).
+         */
+        post: operations["reconcileSlurmJobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1781,6 +1801,61 @@ export interface components {
             to: string;
             group_by: ("pod" | "node" | "gpu" | "namespace" | "deployment" | "tenant" | "model" | "share")[];
             rows: components["schemas"]["GpuUsageRow"][];
+        };
+        /** @description The output of `sacct --json` (Slurm 22.05 on): its `jobs` are read, every other field ignored. */
+        SacctDocument: {
+            jobs: ({
+                /** @description A number, or `{"set": true, "number": n}` (Slurm 23 on). */
+                job_id: number | Record<string, never>;
+                account?: string | null;
+                user?: string | null;
+                partition?: string | null;
+                state?: Record<string, never>;
+                time?: Record<string, never>;
+                tres?: Record<string, never>;
+            } & {
+                [key: string]: unknown;
+            })[];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description One Slurm job: Slurm's allocation beside what was measured. */
+        SlurmJobLine: {
+            job_id: string;
+            account: string;
+            user: string | null;
+            partition: string | null;
+            state: string | null;
+            /**
+             * Format: uuid
+             * @description The tenant its GPUs were charged to (`[[slurm_account]]` in the sampler's rules); null: shared (no rule), or not measured.
+             */
+            tenant_id: string | null;
+            /** @description `slurm/<partition>` unless a rule names another. */
+            deployment_id: string | null;
+            /** @description GPUs Slurm allocated; null: not in Slurm's accounting. */
+            gpus: number | null;
+            /** @description GPUs times the job's run time inside the period; null: not in Slurm's accounting. */
+            allocated_gpu_seconds: components["schemas"]["Quantity"] | null;
+            measured_gpu_seconds: components["schemas"]["Quantity"];
+            busy_gpu_seconds: components["schemas"]["Quantity"];
+            /** @description Busy GPU-seconds over the allocated (or, not in Slurm's accounting, the measured) GPU-seconds, 4 places. */
+            busy_share: number | null;
+            cost: components["schemas"]["Money"][];
+            /** @enum {string} */
+            status: "ok" | "idle" | "not_measured" | "not_in_slurm";
+        };
+        SlurmReconciliation: {
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            idle_below: components["schemas"]["DecimalString"];
+            allocated_gpu_seconds: components["schemas"]["Quantity"];
+            measured_gpu_seconds: components["schemas"]["Quantity"];
+            /** @description The cost of the jobs marked `idle`, per currency. */
+            idle_cost: components["schemas"]["Money"][];
+            jobs: components["schemas"]["SlurmJobLine"][];
         };
     };
     responses: {
@@ -4047,6 +4122,73 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    reconcileSlurmJobs: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Start (inclusive): a date (its midnight UTC) or an RFC 3339 date-time. Default: `to` minus 30 days. The period is widened to whole hours (`from` floored, `to` ceiled); the answer's `from` and `to` say which.
+                 * @example 2026-10-01
+                 */
+                from?: components["parameters"]["from"];
+                /**
+                 * @description End: a date includes that whole UTC day (the period ends at the next midnight); an RFC 3339 date-time is exclusive. Default: now. Must be after `from`. The period is widened to whole hours (`from` floored, `to` ceiled); the answer's `from` and `to` say which.
+                 * @example 2026-10-31
+                 */
+                to?: components["parameters"]["to"];
+                /** @description A job whose GPUs were busy less than this share of the time Slurm allocated them is `idle` (default 0.1). */
+                idle_below?: string;
+            };
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SacctDocument"];
+            };
+        };
+        responses: {
+            /** @description The jobs, in job id order, and the totals. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SlurmReconciliation"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];

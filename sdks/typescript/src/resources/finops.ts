@@ -29,12 +29,14 @@ import type {
   Reservation,
   ReservationActual,
   ReservationCreate,
+  SlurmReconciliation,
+  SlurmReconciliationParams,
   TokenCostList,
   TokenCostsParams,
 } from "../types.js";
 import { isoInstant } from "../util.js";
 
-/** `client.finops.gpu`: GPU samples, the cost allocation, cost per token and cost over time. */
+/** `client.finops.gpu`: GPU samples, the cost allocation, cost per token, cost over time and Slurm's jobs. */
 export class FinOpsGpu {
   #client: EnterpriseAI;
 
@@ -217,6 +219,41 @@ export class FinOpsGpu {
       "GET",
       "/v1/finops/gpu/allocation/series",
       { query: { ...period(params), step: params.step } },
+      options,
+    );
+  }
+
+  /**
+   * Slurm's accounting of its GPU jobs beside what was measured of them (`POST /v1/finops/gpu/slurm/reconciliation`).
+   * `sacct` is the output of `sacct --json -a -X -S <from> -E <to>`: its text (sent as it is) or its parsed JSON.
+   * Per job with GPUs in the period: the GPU-seconds Slurm allocated, those the samplers measured (pod `job-<id>`,
+   * namespace its account), how busy (`busy_share`), its `cost` (decimal strings) and a `status`: `ok`; `idle`
+   * (busy under `idleBelow` of the allocated time, default `"0.1"`); `not_measured` (allocated, nothing measured);
+   * `not_in_slurm` (measured, not in the document). `idle_cost` is the cost of the `idle` jobs. `from`/`to` as for
+   * {@link allocation}. A document without `jobs`, an `idleBelow` out of 0..1 or a bad period is a
+   * `ValidationError` naming `body`, `idle_below`, `from` or `to`. Nothing is stored: a lost answer is retried.
+   *
+   * Who: the allocation's readers; a tenant's key sees the jobs of its dedicated deployments only.
+   *
+   * @example
+   * const sacct = execFileSync("sacct", ["--json", "-a", "-X", "-S", "2026-10-01", "-E", "2026-10-31"], { encoding: "utf8" });
+   * const r = await client.finops.gpu.slurmReconciliation({ sacct, from: "2026-10-01", to: "2026-10-31" });
+   * for (const j of r.jobs) console.log(j.job_id, j.account, j.allocated_gpu_seconds, j.measured_gpu_seconds, j.status);
+   */
+  async slurmReconciliation(params: SlurmReconciliationParams, options?: RequestOptions): Promise<SlurmReconciliation> {
+    const sacct = params?.sacct;
+    if (typeof sacct !== "string" && (typeof sacct !== "object" || sacct === null || Array.isArray(sacct))) {
+      throw new TypeError("slurmReconciliation: { sacct } must be the sacct --json document (an object) or its text");
+    }
+    const idleBelow = params.idleBelow === undefined ? undefined : String(params.idleBelow);
+    return await this.#client.request<SlurmReconciliation>(
+      "POST",
+      "/v1/finops/gpu/slurm/reconciliation",
+      {
+        query: { ...period(params), idle_below: idleBelow },
+        ...(typeof sacct === "string" ? { bodyText: sacct } : { body: sacct }),
+        idempotent: true,
+      },
       options,
     );
   }

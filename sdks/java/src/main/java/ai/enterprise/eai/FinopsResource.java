@@ -11,12 +11,15 @@ import ai.enterprise.eai.model.BudgetChange;
 import ai.enterprise.eai.model.GpuUsageBreakdown;
 import ai.enterprise.eai.model.IngestResult;
 import ai.enterprise.eai.model.Reservation;
+import ai.enterprise.eai.model.SlurmReconciliation;
 import ai.enterprise.eai.model.TokenCostList;
 import ai.enterprise.eai.model.UsageDimension;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.math.BigDecimal;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -500,6 +503,97 @@ public final class FinopsResource extends Resource {
         Map<String, Object> p = period(from, to);
         p.put("step", step);
         return gpuAllocationSeries(p);
+    }
+
+    // ------------------------------------------------------------------------------------------------- slurm
+
+    /**
+     * Slurm's accounting of its GPU jobs over a period beside what was measured of them
+     * ({@code POST /v1/finops/gpu/slurm/reconciliation}; the allocation's readers, a tenant's key: the jobs of its
+     * dedicated deployments only). Per job with GPUs in the period: the GPU-seconds Slurm allocated, those the
+     * samplers measured (pod {@code job-<id>}, namespace its account), how busy, its cost, and a status:
+     * {@code ok}; {@code idle} (busy under {@code idle_below} of the allocated time); {@code not_measured}
+     * (allocated, nothing measured); {@code not_in_slurm} (measured, not in the document). Nothing is stored: the
+     * call is retried like a read.
+     *
+     * <pre>{@code
+     * Process p = new ProcessBuilder("sacct", "--json", "-a", "-X", "-S", "2026-10-01", "-E", "2026-10-31").start();
+     * SlurmReconciliation r = client.finops().gpuSlurmReconciliation(p.getInputStream().readAllBytes(),
+     *         Map.of("from", "2026-10-01", "to", "2026-10-31", "idle_below", new BigDecimal("0.1")));
+     * }</pre>
+     *
+     * @param sacct the output of {@code sacct --json -a -X -S <from> -E <to>}: its text (a {@code String} or
+     *     {@code byte[]}, sent as it is), the file holding it (a {@link Path}), or its parsed JSON (a
+     *     {@link JsonNode} or a {@code Map}); only its {@code jobs} are read
+     * @param params {@code from} and {@code to} as for {@link #gpuAllocation(Map)}; {@code idle_below}: a decimal
+     *     from 0 to 1 (a {@code BigDecimal} or a decimal string; default {@code 0.1})
+     * @return the jobs and the totals
+     * @throws IllegalArgumentException when {@code sacct} is none of the types above
+     * @throws UncheckedIOException when the {@link Path} cannot be read
+     * @throws ValidationException when the document has no {@code jobs} or a parameter is invalid
+     *     ({@code fields()} names {@code body}, {@code idle_below}, {@code from} or {@code to})
+     * @throws EnterpriseAIException on any other error
+     */
+    public SlurmReconciliation gpuSlurmReconciliation(Object sacct, Map<String, ?> params) {
+        return t().call("POST", "/v1/finops/gpu/slurm/reconciliation", params, sacctBody(sacct), true,
+                SlurmReconciliation.class);
+    }
+
+    /**
+     * Slurm's GPU jobs of {@code [from, to)} beside what was measured; see
+     * {@link #gpuSlurmReconciliation(Object, Map)}.
+     *
+     * @param sacct the {@code sacct --json} document, as for {@link #gpuSlurmReconciliation(Object, Map)}
+     * @param from start (inclusive)
+     * @param to end (exclusive)
+     * @param idleBelow the idle threshold (0 to 1), or {@code null} for the default ({@code 0.1})
+     * @return the jobs and the totals
+     * @throws EnterpriseAIException on an error
+     */
+    public SlurmReconciliation gpuSlurmReconciliation(Object sacct, Instant from, Instant to, BigDecimal idleBelow) {
+        Map<String, Object> p = period(from, to);
+        p.put("idle_below", idleBelow);
+        return gpuSlurmReconciliation(sacct, p);
+    }
+
+    /**
+     * Slurm's GPU jobs of whole UTC days, {@code from} at midnight until the end of {@code to}, beside what was
+     * measured; see {@link #gpuSlurmReconciliation(Object, Map)}.
+     *
+     * @param sacct the {@code sacct --json} document, as for {@link #gpuSlurmReconciliation(Object, Map)}
+     * @param from first day
+     * @param to last day (included)
+     * @param idleBelow the idle threshold (0 to 1), or {@code null} for the default ({@code 0.1})
+     * @return the jobs and the totals
+     * @throws EnterpriseAIException on an error
+     */
+    public SlurmReconciliation gpuSlurmReconciliation(Object sacct, LocalDate from, LocalDate to,
+            BigDecimal idleBelow) {
+        Map<String, Object> p = period(from, to);
+        p.put("idle_below", idleBelow);
+        return gpuSlurmReconciliation(sacct, p);
+    }
+
+    /** The request body of a sacct document: its text as it is, or its JSON encoded. */
+    private static Object sacctBody(Object sacct) {
+        if (sacct instanceof String s) {
+            return s.getBytes(StandardCharsets.UTF_8);
+        }
+        if (sacct instanceof byte[] b) {
+            return b;
+        }
+        if (sacct instanceof Path path) {
+            try {
+                return Files.readAllBytes(path);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot read " + path + ": " + e.getMessage(), e);
+            }
+        }
+        if (sacct instanceof JsonNode || sacct instanceof Map) {
+            return sacct;
+        }
+        throw new IllegalArgumentException("sacct must be the sacct --json document: a String, a byte[], a Path, a "
+                + "JsonNode or a Map, not " + (sacct == null ? "null" : sacct.getClass().getName()));
     }
 
     private static Map<String, Object> period(Object from, Object to) {

@@ -30,6 +30,7 @@ class ContractTest {
             "GET /v1/finops/gpu/allocation",
             "GET /v1/finops/gpu/allocation/explain",
             "GET /v1/finops/gpu/usage",
+            "POST /v1/finops/gpu/slurm/reconciliation",
             "GET /v1/finops/gpu/token-costs",
             "GET /v1/finops/gpu/allocation/series",
             "GET /v1/finops/gpu/allocation/focus",
