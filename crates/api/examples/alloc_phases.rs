@@ -9,7 +9,7 @@
 
 use std::time::Instant;
 
-use eai_api::allocation::exact_hours;
+use eai_app::allocation::exact_hours;
 use eai_engine::allocate::{allocate, AllocationConfig, AllocationInput, Period};
 use eai_engine::time::Timestamp;
 
@@ -20,7 +20,7 @@ async fn main() -> anyhow::Result<()> {
     let days: i64 = args.get(2).map_or(30, |d| d.parse().unwrap());
     let end = match args.get(3) {
         Some(s) => Timestamp::parse_rfc3339(s).unwrap(),
-        None => eai_api::state::now().floor_to(3_600_000),
+        None => eai_app::clock::now().floor_to(3_600_000),
     };
     let config = eai_api::Config {
         database_url: Some(url),

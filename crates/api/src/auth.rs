@@ -14,13 +14,13 @@ use eai_engine::domain::TenantId;
 use eai_store::{AuditDraft, Role, Scope, StoreError, TenantRef};
 use serde_json::{json, Value};
 
-use crate::clock::now;
 use crate::error::{ApiError, ErrorCode};
 use crate::key_format::{check_key_format, hash_api_key};
 use crate::limits;
 use crate::request_context;
 use crate::state::AppState;
 use crate::telemetry;
+use eai_engine::time::Timestamp;
 
 /// The authenticated caller, from `Authorization: Bearer eai_live_…`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +34,8 @@ pub struct Caller {
     /// A platform identity "signed in to" a tenant with `X-EAI-Tenant`: its reads are scoped as that tenant's
     /// readers' are (SPEC §7). A tenant's key may only name its own tenant.
     pub acting_tenant: Option<TenantId>,
+    /// When it signed in (the request's time, by the server's clock): the time of what it does (its audit).
+    pub at: Timestamp,
 }
 
 /// The tenant header (SPEC §7): a slug or an id.
@@ -143,7 +145,7 @@ async fn failed(state: &AppState, ip: Option<IpAddr>, why: SignInFailure) -> Api
     state.metrics.auth_failed(why.as_str());
     if let Some(n) = state.limits.failed_sign_in(ip) {
         let draft = AuditDraft {
-            occurred_at: now(),
+            occurred_at: state.now(),
             actor: "anonymous".into(),
             actor_role: None,
             tenant_id: None,
@@ -189,7 +191,7 @@ impl FromRequestParts<AppState> for Caller {
             return Err(failed(state, ip, SignInFailure::Unknown).await);
         };
         let key = &found.key;
-        let at = now();
+        let at = state.now();
         let refused = if key.revoked() {
             Some(SignInFailure::Revoked)
         } else if key.expires_at.is_some_and(|e| e <= at)
@@ -216,6 +218,7 @@ impl FromRequestParts<AppState> for Caller {
             tenant: key.tenant_id,
             nodes: key.nodes.clone(),
             acting_tenant,
+            at,
         })
     }
 }
@@ -248,13 +251,7 @@ pub enum Access {
     Tenant,
 }
 
-/// Roles bound to a tenant. A key of one of them without a tenant gets `tenant_required` everywhere.
-pub fn is_tenant_role(role: Role) -> bool {
-    !matches!(
-        role,
-        Role::PlatformAdmin | Role::Sampler | Role::UsageReporter
-    )
-}
+pub use eai_app::keys::is_tenant_role;
 
 /// What `role` may do with action `A`: the row of `A` in the policy table ([`actions`]).
 pub fn access<A: Action>(role: Role) -> Access {
@@ -590,7 +587,7 @@ fn event<A: Action>(
     details: Value,
 ) -> AuditDraft {
     AuditDraft {
-        occurred_at: now(),
+        occurred_at: caller.at,
         actor: caller.key_id.clone(),
         actor_role: Some(caller.role.as_str().to_string()),
         // Signed in to a tenant, what is done as that tenant is on its trail; platform actions are not its.
@@ -706,6 +703,7 @@ mod tests {
             tenant: tenant.map(t),
             nodes: Vec::new(),
             acting_tenant: acting.map(t),
+            at: Timestamp(0),
         }
     }
 

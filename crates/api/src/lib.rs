@@ -10,24 +10,16 @@
 //! (the FOCUS export: rows of a period, CSV or Parquet). Leaves, which
 //! import nothing of the crate: [`clock`], [`key_format`], [`request_context`].
 
-pub mod allocation;
 pub mod auth;
-pub mod batch;
-pub mod budget_alerts;
-pub mod clock;
 pub mod config;
 pub mod error;
 pub mod extract;
-pub mod focus;
 pub mod key_format;
-pub mod leader;
 pub mod limits;
-pub mod metrics;
 pub mod request_context;
 pub mod routes;
 pub mod startup;
 pub mod state;
-pub mod store_metrics;
 pub mod telemetry;
 
 pub use auth::{Authorized, Caller};

@@ -19,13 +19,13 @@ use eai_store::{AuditDraft, NewApiKey, Role, Store};
 use serde_json::json;
 use tokio::net::TcpListener;
 
-use crate::allocation::Source;
 use crate::config::{redact_url, AllocationSource, Config, Database};
 use crate::key_format::{hash_api_key, new_api_key};
-use crate::leader::Lease;
-use crate::metrics::Metrics;
 use crate::routes::router;
 use crate::state::{now, AppState, Settings};
+use eai_app::allocation::Source;
+use eai_app::leader::Lease;
+use eai_app::metrics::Metrics;
 use eai_store::lease::LeaderJob;
 
 /// How often raw samples past their retention are pruned.
@@ -132,6 +132,12 @@ impl Application {
         &self.state
     }
 
+    /// The same application, its handlers reading the time from `clock` (a test steps it instead of waiting).
+    pub fn with_clock(mut self, clock: Arc<dyn eai_app::clock::Clock>) -> Self {
+        self.state = self.state.with_clock(clock);
+        self
+    }
+
     /// Serves until `shutdown` completes, then stops accepting and lets in-flight requests finish.
     pub async fn run_until_stopped(
         self,
@@ -164,11 +170,11 @@ impl Application {
                 bucket_ms: self.allocation_bucket_ms,
                 ..AllocationConfig::default()
             };
-            tasks.push(tokio::spawn(crate::batch::schedule(
+            tasks.push(tokio::spawn(eai_app::batch::schedule(
                 self.state.store.clone(),
                 source,
                 config,
-                crate::batch::Schedule {
+                eai_app::batch::Schedule {
                     every: self.batch_every,
                     poll: self.leader_poll,
                 },
@@ -176,13 +182,21 @@ impl Application {
             )));
         }
         tasks.push(tokio::spawn(housekeeping(self.state.clone())));
-        tasks.push(tokio::spawn(crate::store_metrics::run(self.state.clone())));
-        tasks.push(tokio::spawn(crate::budget_alerts::run(
+        tasks.push(tokio::spawn(eai_app::store_metrics::run(
+            eai_app::store_metrics::Refresher {
+                store: self.state.store.clone(),
+                source: self.state.source.clone(),
+                metrics: self.state.metrics.clone(),
+                options: self.state.settings.store_metrics,
+                bucket_ms: self.state.settings.allocation_bucket_ms,
+            },
+        )));
+        tasks.push(tokio::spawn(eai_app::budget_alerts::run(
             self.state.store.clone(),
             self.state.metrics.clone(),
             self.budget_check,
         )));
-        tracing::info!(instance = crate::leader::instance(), "one replica runs each of the batch, the pruner, the replicator and the budget chores (a lease each)");
+        tracing::info!(instance = eai_app::leader::instance(), "one replica runs each of the batch, the pruner, the replicator and the budget chores (a lease each)");
         tracing::info!(
             address = %self.local_addr,
             storage = self.state.store.backend(),
@@ -408,7 +422,7 @@ async fn prune_raw_samples(
     poll: Duration,
 ) {
     let lease = Lease::new(store.clone(), LeaderJob::Pruner, metrics);
-    crate::leader::every_while_leading(lease, PRUNE_EVERY, poll, || async {
+    eai_app::leader::every_while_leading(lease, PRUNE_EVERY, poll, || async {
         let before = Timestamp(now().0 - i64::from(days) * 86_400_000);
         match store.prune_raw_samples(before).await {
             Ok(0) => {}
@@ -426,7 +440,7 @@ async fn prune_raw_samples(
 /// keeps the rows).
 async fn replicate(store: Arc<dyn Store>, ch: ClickHouse, metrics: Arc<Metrics>, poll: Duration) {
     let mut lease = Lease::new(store.clone(), LeaderJob::Replicator, metrics.clone());
-    let poll = crate::leader::poll(poll);
+    let poll = eai_app::leader::poll(poll);
     loop {
         while !lease.check().await {
             tokio::time::sleep(poll).await;

@@ -6,7 +6,7 @@ use eai_store::Store;
 
 use crate::config::Config;
 use crate::limits::Limits;
-use crate::metrics::Metrics;
+use eai_app::metrics::Metrics;
 
 /// Limits and knobs the handlers read.
 #[derive(Debug, Clone)]
@@ -22,7 +22,7 @@ pub struct Settings {
     /// When set, `/metrics` asks for `Authorization: Bearer <token>`.
     pub metrics_token: Option<String>,
     /// How the store-derived figures of `/metrics` are refreshed.
-    pub store_metrics: crate::store_metrics::Options,
+    pub store_metrics: eai_app::store_metrics::Options,
     /// Who issues the FOCUS export's charges.
     pub focus_issuer: eai_engine::focus::Issuer,
 }
@@ -36,7 +36,7 @@ impl Settings {
             max_range_days: 366,
             max_clock_skew_ms: i64::from(c.max_clock_skew_seconds) * 1000,
             metrics_token: c.metrics_token.clone(),
-            store_metrics: crate::store_metrics::Options {
+            store_metrics: eai_app::store_metrics::Options {
                 every: std::time::Duration::from_secs(u64::from(c.metrics_refresh_seconds)),
                 max_gpu_series: c.metrics_max_gpu_series,
                 tenant_cost: c.metrics_tenant_cost,
@@ -53,12 +53,14 @@ pub struct AppState {
     pub settings: Arc<Settings>,
     pub metrics: Arc<Metrics>,
     /// Where `GET /v1/finops/gpu/allocation` reads rollups, gaps and usage (`EAI_ALLOCATION_SOURCE`).
-    pub source: Arc<crate::allocation::Source>,
+    pub source: Arc<eai_app::allocation::Source>,
     /// Rate limits and allocation slots.
     pub limits: Arc<Limits>,
     /// The catalog's prices: the last closed month (`YYYY-MM`), when they were computed, and the cost per
     /// million tokens per deployment.
     pub catalog_prices: Arc<tokio::sync::Mutex<Option<CatalogPrices>>>,
+    /// The time every handler reads ([`AppState::now`]): the wall clock, or a stepped one in tests.
+    pub clock: Arc<dyn Clock>,
 }
 
 /// The last closed month's cost per token per deployment, as the catalog caches it.
@@ -74,10 +76,22 @@ impl AppState {
             store,
             settings: Arc::new(settings),
             metrics: Arc::new(Metrics::new()),
-            source: Arc::new(crate::allocation::Source::Primary),
+            source: Arc::new(eai_app::allocation::Source::Primary),
             limits: Arc::new(limits),
             catalog_prices: Arc::default(),
+            clock: Arc::new(SystemClock),
         }
+    }
+
+    /// The same state, reading the time from `clock`.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Now, as this state's clock says.
+    pub fn now(&self) -> eai_engine::time::Timestamp {
+        self.clock.now()
     }
 }
 
@@ -90,4 +104,5 @@ impl std::fmt::Debug for AppState {
     }
 }
 
-pub use crate::clock::now;
+pub use eai_app::clock::now;
+use eai_app::clock::{Clock, SystemClock};

@@ -66,6 +66,8 @@ struct TestApp {
     _db: Option<ScratchDb>,
     /// The running server's limits (to hold an allocation slot from a test).
     limits: Arc<eai_api::limits::Limits>,
+    /// The server's clock: the wall clock, which a test may step forward instead of waiting.
+    clock: eai_app::clock::SteppedClock,
 }
 
 async fn spawn_app() -> TestApp {
@@ -100,9 +102,11 @@ async fn spawn_app_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
         ..Config::default()
     };
     tweak(&mut config);
+    let clock = eai_app::clock::SteppedClock::default();
     let app = Application::build(config.clone())
         .await
-        .expect("the application builds");
+        .expect("the application builds")
+        .with_clock(Arc::new(clock.clone()));
     let scheme = if config.tls.is_some() {
         "https"
     } else {
@@ -129,6 +133,7 @@ async fn spawn_app_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
         dir,
         _db: db,
         limits,
+        clock,
     }
 }
 

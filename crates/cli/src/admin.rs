@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use eai_api::routes::keys::{key_request_full, key_view};
 use eai_api::{hash_api_key, new_api_key, open_store};
+use eai_app::keys::{key_request_full, key_view};
 use eai_store::{AuditDraft, AuditHead, Scope};
 
 #[derive(Debug, Args)]
@@ -133,14 +133,14 @@ pub async fn migrate(args: StoreArgs) -> anyhow::Result<ExitCode> {
 
 /// What the command records in the audit chain.
 fn cli_audit(action: &str, resource: Option<String>, details: serde_json::Value) -> AuditDraft {
-    let mut d = AuditDraft::system("cli", action, eai_api::state::now(), details);
+    let mut d = AuditDraft::system("cli", action, eai_app::clock::now(), details);
     d.resource = resource;
     d
 }
 
 pub async fn keys(args: KeysArgs) -> anyhow::Result<ExitCode> {
     let s = store(&args.store).await?;
-    let at = eai_api::state::now();
+    let at = eai_app::clock::now();
     match args.command {
         KeysCommand::Create {
             role,

@@ -289,8 +289,8 @@ pub async fn run_batch(args: AllocateArgs) -> anyhow::Result<std::process::ExitC
     let (_, store, alloc) =
         crate::serve::store_for_allocation(args.data_dir.clone(), args.database_url.clone())
             .await?;
-    let now = eai_api::state::now();
-    let o = eai_api::batch::run_month(store.as_ref(), &period, now, alloc).await?;
+    let now = eai_app::clock::now();
+    let o = eai_app::batch::run_month(store.as_ref(), &period, now, alloc).await?;
     println!(
         "{}: allocated {} .. {}; recorded {} gpu_local usage event(s), zeroed {} from an earlier run",
         o.period, o.from, o.to, o.events, o.zeroed

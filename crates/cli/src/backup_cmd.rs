@@ -132,7 +132,7 @@ async fn check_backup_file(file: &Path) -> anyhow::Result<ExitCode> {
     let scratch = std::env::temp_dir().join(format!(
         "eai-gpu-check-{}-{}",
         std::process::id(),
-        eai_api::state::now().0
+        eai_app::clock::now().0
     ));
     std::fs::create_dir_all(&scratch)
         .with_context(|| format!("cannot create {}", scratch.display()))?;
@@ -196,7 +196,7 @@ async fn report(store: &dyn Store, bucket_minutes: u32) -> anyhow::Result<ExitCo
         }
         let period =
             Period::new(start, end, config.bucket_ms).map_err(|e| anyhow::anyhow!(e.reason))?;
-        let a = eai_api::allocation::compute(store, period, config)
+        let a = eai_app::allocation::compute(store, period, config)
             .await
             .with_context(|| format!("cannot allocate {m}"))?;
         // Per currency: cost, allocated, unallocated.

@@ -123,7 +123,7 @@ pub enum BenchCommand {
 }
 
 fn now_hour() -> Timestamp {
-    eai_api::state::now().floor_to(3_600_000)
+    eai_app::clock::now().floor_to(3_600_000)
 }
 
 fn end_of(s: &Option<String>) -> anyhow::Result<Timestamp> {

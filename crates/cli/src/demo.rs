@@ -125,7 +125,7 @@ type KeyRow = (String, String, String, String);
 /// Loads the month through the API; returns the keys to print.
 async fn load(base: &str, admin_key: &str, args: &DemoArgs) -> anyhow::Result<Vec<KeyRow>> {
     let admin = EnterpriseAi::new(base, admin_key)?;
-    let end = eai_api::state::now();
+    let end = eai_app::clock::now();
     let start = Timestamp(end.floor_to(3_600_000).0 - args.days * 86_400_000);
 
     // Two tenants by name; initech stays known by id only, as a tenant seen in data but never registered.

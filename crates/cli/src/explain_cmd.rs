@@ -7,7 +7,7 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use eai_api::allocation::Source;
+use eai_app::allocation::Source;
 use eai_engine::allocate::{Explanation, Party};
 use eai_engine::breakdown::{Breakdown, BreakdownRow, Dimension};
 use eai_engine::time::Timestamp;
@@ -31,7 +31,7 @@ pub async fn run(args: ExplainArgs) -> anyhow::Result<ExitCode> {
     let tenant = crate::serve::tenant_arg(args.tenant.as_deref())?;
     let (period, store, alloc) = args.report.open().await?;
     let viewer = crate::serve::resolve_tenant(store.as_ref(), tenant).await?;
-    let Some(explained) = eai_api::allocation::explain_of(
+    let Some(explained) = eai_app::allocation::explain_of(
         &Source::Primary,
         store.as_ref(),
         period,

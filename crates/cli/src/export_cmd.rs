@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use eai_api::allocation::Source;
-use eai_api::focus::{encode, rows, Format};
+use eai_app::allocation::Source;
+use eai_app::focus::{encode, rows, Format};
 use eai_engine::allocate::Period;
 use eai_engine::batch::month;
 use eai_store::Scope;

@@ -86,10 +86,10 @@ impl ReportArgs {
         let (from, to) = match &self.period {
             Some(p) => eai_engine::batch::month(p)
                 .ok_or_else(|| anyhow::anyhow!("--period must be a month YYYY-MM, not {p:?}"))?,
-            None => eai_api::routes::allocation::requested_period(
+            None => eai_app::params::requested_period(
                 self.from.as_deref(),
                 self.to.as_deref(),
-                eai_api::state::now(),
+                eai_app::clock::now(),
                 366,
             )
             .map_err(|e| anyhow::anyhow!("--{}: {}", e.field, e.reason))?,

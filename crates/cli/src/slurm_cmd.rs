@@ -8,7 +8,7 @@ use std::io::Read;
 use std::process::ExitCode;
 
 use clap::Args;
-use eai_api::allocation::Source;
+use eai_app::allocation::Source;
 use eai_engine::money::Currency;
 use eai_engine::slurm::{Reconciliation, SacctDoc};
 use eai_engine::view::ReconciliationView;
@@ -33,7 +33,7 @@ pub struct SlurmReconcileArgs {
 }
 
 pub async fn run(args: SlurmReconcileArgs) -> anyhow::Result<ExitCode> {
-    let idle_below = eai_api::routes::slurm::parse_idle_below(args.idle_below.as_deref())
+    let idle_below = eai_app::params::parse_idle_below(args.idle_below.as_deref())
         .map_err(|e| anyhow::anyhow!("--idle-below: {}", e.reason))?;
     let tenant = crate::serve::tenant_arg(args.tenant.as_deref())?;
     let (period, store, alloc) = args.report.open().await?;
@@ -54,14 +54,14 @@ pub async fn run(args: SlurmReconcileArgs) -> anyhow::Result<ExitCode> {
         None => Scope::Platform,
         Some(t) => Scope::Tenant(t),
     };
-    let r = eai_api::allocation::slurm_reconciliation_of(
+    let r = eai_app::allocation::slurm_reconciliation_of(
         &Source::Primary,
         store.as_ref(),
         period,
         alloc,
         scope,
         sacct,
-        eai_api::state::now(),
+        eai_app::clock::now(),
         idle_below,
     )
     .await?;

@@ -7,8 +7,8 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use eai_api::allocation::Source;
-use eai_api::routes::breakdown::{parse_filter, parse_group_by};
+use eai_app::allocation::Source;
+use eai_app::params::{parse_filter, parse_group_by};
 use eai_engine::allocate::Period;
 use eai_engine::breakdown::Breakdown;
 use eai_engine::money::Currency;
@@ -45,7 +45,7 @@ pub async fn run(args: UsageArgs) -> anyhow::Result<ExitCode> {
         None => Scope::Platform,
         Some(t) => Scope::Tenant(t),
     };
-    let b = eai_api::allocation::breakdown_of(
+    let b = eai_app::allocation::breakdown_of(
         &Source::Primary,
         store.as_ref(),
         period,

@@ -12,8 +12,6 @@
 
 use axum::extract::State;
 use axum::Json;
-use eai_engine::breakdown::Dimension;
-use eai_engine::error::FieldError;
 use eai_engine::view::BreakdownView;
 use serde::Deserialize;
 
@@ -22,7 +20,7 @@ use crate::auth::actions::ReadAllocation;
 use crate::auth::Authorized;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
-use crate::state::{now, AppState};
+use crate::state::AppState;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct BreakdownQuery {
@@ -32,63 +30,7 @@ pub struct BreakdownQuery {
     pub filter: Option<String>,
 }
 
-/// The names a dimension goes by, for the errors.
-fn dimensions() -> String {
-    Dimension::ALL.map(|d| d.name()).join(", ")
-}
-
-/// `group_by`: dimensions, comma-separated, each once; none given: the deployment.
-pub fn parse_group_by(s: Option<&str>) -> Result<Vec<Dimension>, FieldError> {
-    let Some(s) = s.map(str::trim).filter(|s| !s.is_empty()) else {
-        return Ok(vec![Dimension::Deployment]);
-    };
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim) {
-        let d = Dimension::parse(part).ok_or_else(|| {
-            FieldError::new(
-                "group_by",
-                format!("`{part}` is not a dimension: one of {}", dimensions()),
-            )
-        })?;
-        if out.contains(&d) {
-            return Err(FieldError::new(
-                "group_by",
-                format!("`{part}` is named twice"),
-            ));
-        }
-        out.push(d);
-    }
-    Ok(out)
-}
-
-/// `filter`: `dimension:value` pairs, comma-separated (the value is what follows the first `:`).
-pub fn parse_filter(s: Option<&str>) -> Result<Vec<(Dimension, String)>, FieldError> {
-    let Some(s) = s.map(str::trim).filter(|s| !s.is_empty()) else {
-        return Ok(Vec::new());
-    };
-    s.split(',')
-        .map(str::trim)
-        .map(|part| {
-            let (d, v) = part.split_once(':').ok_or_else(|| {
-                FieldError::new(
-                    "filter",
-                    format!("`{part}` is not `dimension:value` (e.g. `pod:vllm-llama-70b-0`)"),
-                )
-            })?;
-            let d = Dimension::parse(d.trim()).ok_or_else(|| {
-                FieldError::new(
-                    "filter",
-                    format!("`{}` is not a dimension: one of {}", d.trim(), dimensions()),
-                )
-            })?;
-            let v = v.trim();
-            if v.is_empty() {
-                return Err(FieldError::new("filter", format!("`{part}` has no value")));
-            }
-            Ok((d, v.to_string()))
-        })
-        .collect()
-}
+use eai_app::params::{parse_filter, parse_group_by};
 
 pub async fn get(
     State(st): State<AppState>,
@@ -105,7 +47,7 @@ pub async fn get(
     let period = requested_period(
         q.from.as_deref(),
         q.to.as_deref(),
-        now(),
+        st.now(),
         st.settings.max_range_days,
     )
     .map_err(|e| errors.push(e))
@@ -115,7 +57,7 @@ pub async fn get(
     };
     let (period, config) = bucketed(&st, (from, to))?;
     let _slot = allocation_slot(&st)?;
-    let b = crate::allocation::breakdown_of(
+    let b = eai_app::allocation::breakdown_of(
         &st.source,
         st.store.as_ref(),
         period,

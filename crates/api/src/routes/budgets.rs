@@ -35,7 +35,7 @@ use crate::auth::actions::{
 use crate::auth::{Authorized, Done};
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::Body;
-use crate::state::{now, AppState};
+use crate::state::AppState;
 
 /// An amount with at least its currency's minor digits (`12.50`, not `12.5`).
 fn amount(d: Decimal, c: Currency) -> String {
@@ -137,7 +137,7 @@ pub async fn create(
     let scope = auth.scope;
     let outcome = async {
         let loose: Loose = body.json()?;
-        let at = now();
+        let at = st.now();
         let spec = parse_budget(&loose, tenant_source(scope), at).map_err(ApiError::validation)?;
         let secret = spec.webhook_url.as_ref().map(|_| webhook_secret());
         let audit = auth.draft(None,
@@ -165,7 +165,7 @@ pub async fn list(
     auth: Authorized<ReadBudgets>,
 ) -> Result<Json<Value>, ApiError> {
     let scope = auth.scope;
-    let at = now();
+    let at = st.now();
     let standing = standings(&st, scope, at).await?;
     let items: Vec<Value> = st
         .store
@@ -192,7 +192,7 @@ pub async fn get_one(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let scope = auth.scope;
-    let at = now();
+    let at = st.now();
     let r = find(&st, scope, &id).await?;
     let standing = standings(&st, scope, at).await?;
     Ok(Json(view(&r.budget, standing.get(&r.budget.id), at)))
@@ -252,7 +252,7 @@ async fn close(
         .store
         .supersede_budget(auth.scope, id, at, replacement.as_ref(), &audit)
         .await?;
-    let now = now();
+    let now = st.now();
     // The successor's standing as a read would show it (the closed one has none).
     let standing = standings(st, Scope::Tenant(closed.budget.spec.tenant_id), now).await?;
     Ok(Done {
@@ -282,7 +282,7 @@ pub async fn supersede(
         let Loose::Object(mut given) = loose else {
             return Err(ApiError::invalid("body", "must be a JSON object"));
         };
-        let at = effective_at(&mut given, now())?;
+        let at = effective_at(&mut given, st.now())?;
         let old = find(&st, scope, &id).await?;
         // A closed budget is a conflict before anything of its successor is read.
         eai_store::budgets::check_close(&old.budget, at)?;
@@ -332,7 +332,7 @@ pub async fn disable(
         let at = match b.effective_at.as_deref() {
             Some(s) => Timestamp::parse_date_or_datetime(s.trim())
                 .map_err(|e| ApiError::validation(vec![e.field("effective_at")]))?,
-            None => now(),
+            None => st.now(),
         };
         find(&st, scope, &id).await?;
         close(&st, &auth, &id, at, None).await
@@ -403,7 +403,7 @@ pub async fn reserve(
     let scope = auth.scope;
     let outcome = async {
         let loose: Loose = body.json()?;
-        let at = now();
+        let at = st.now();
         let request = parse_reservation(&loose, tenant_source(scope)).map_err(ApiError::validation)?;
         let new = NewReservation::new(request, at);
         let audit = auth.draft(Some(new.id.clone()),
@@ -432,7 +432,7 @@ pub async fn get_reservation(
         .reservation(scope, &id)
         .await?
         .ok_or_else(|| ApiError::not_found_named("reservation", &id))?;
-    Ok(Json(reservation_view(&r, now())))
+    Ok(Json(reservation_view(&r, st.now())))
 }
 
 /// `POST /v1/finops/reservations/{id}/commit` `{"actual": {"cost", "tokens"?}}`: records one usage event and frees
@@ -447,7 +447,7 @@ pub async fn commit(
     let outcome = async {
         let loose: Loose = body.json()?;
         let (actual, currency) = parse_commit(&loose).map_err(ApiError::validation)?;
-        let at = now();
+        let at = st.now();
         let existing = st
             .store
             .reservation(scope, &id)
@@ -484,7 +484,7 @@ pub async fn release(
 ) -> Result<Response, ApiError> {
     let scope = auth.scope;
     let outcome = async {
-        let at = now();
+        let at = st.now();
         let audit = auth.draft(Some(id.clone()), json!({}));
         let r = st.store.release_reservation(scope, &id, at, &audit).await?;
         Ok(Done {

@@ -36,7 +36,7 @@ use crate::auth::actions::{ReadCatalog, RegisterProvider};
 use crate::auth::{Authorized, Done};
 use crate::error::ApiError;
 use crate::extract::Body;
-use crate::state::{now, AppState};
+use crate::state::AppState;
 
 /// How long the control plane waits for a provider's model list.
 const CONFIRM_TIMEOUT: Duration = Duration::from_secs(5);
@@ -152,7 +152,7 @@ pub async fn get(
 /// one currency per deployment: the one it cost most in), computed at most every ten minutes. A failure is
 /// logged and lists no prices: the catalog stays up.
 async fn last_month_prices(st: &AppState) -> (String, HashMap<String, TokenCost>) {
-    let at = now();
+    let at = st.now();
     let this = month_of(at);
     let Some((this_start, _)) = month(&this) else {
         return (this, HashMap::new());
@@ -172,7 +172,7 @@ async fn last_month_prices(st: &AppState) -> (String, HashMap<String, TokenCost>
         ..AllocationConfig::default()
     };
     let rows = match Period::new(from, to, config.bucket_ms) {
-        Ok(p) => crate::allocation::token_costs_of(
+        Ok(p) => eai_app::allocation::token_costs_of(
             &st.source,
             st.store.as_ref(),
             p,
@@ -281,7 +281,7 @@ pub async fn register(
             enabled: spec.enabled,
             discovery,
             models,
-            registered_at: now(),
+            registered_at: st.now(),
         };
         let audit = auth.draft(Some(record.deployment_id.clone()), json!({}));
         let stored = st.store.register_provider(&record, &audit).await?;

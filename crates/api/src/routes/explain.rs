@@ -21,7 +21,7 @@ use crate::auth::actions::ReadAllocation;
 use crate::auth::Authorized;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
-use crate::state::{now, AppState};
+use crate::state::AppState;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct ExplainQuery {
@@ -57,7 +57,7 @@ pub async fn get(
     let period = requested_period(
         q.from.as_deref(),
         q.to.as_deref(),
-        now(),
+        st.now(),
         st.settings.max_range_days,
     );
     let (from, to) = match period {
@@ -84,7 +84,7 @@ pub async fn get(
     };
     let (period, config) = bucketed(&st, (from, to))?;
     let _slot = allocation_slot(&st)?;
-    let explained = crate::allocation::explain_of(
+    let explained = eai_app::allocation::explain_of(
         &st.source,
         st.store.as_ref(),
         period,

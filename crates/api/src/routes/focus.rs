@@ -12,9 +12,9 @@ use crate::auth::actions::ReadAllocation;
 use crate::auth::Authorized;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
-use crate::focus::{encode, rows, Format};
 use crate::routes::allocation::{allocation_slot, bucketed, requested_period};
-use crate::state::{now, AppState};
+use crate::state::AppState;
+use eai_app::focus::{encode, rows, Format};
 
 #[derive(Debug, Default, Deserialize)]
 pub struct FocusQuery {
@@ -35,7 +35,7 @@ pub async fn get(
     let period = requested_period(
         q.from.as_deref(),
         q.to.as_deref(),
-        now(),
+        st.now(),
         st.settings.max_range_days,
     )
     .map_err(|e| errors.push(e))

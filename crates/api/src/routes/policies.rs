@@ -19,7 +19,7 @@ use crate::auth::actions::{CreatePolicy, DisablePolicy, ReadPolicies, SupersedeP
 use crate::auth::{Authorized, Done};
 use crate::error::ApiError;
 use crate::extract::Body;
-use crate::state::{now, AppState};
+use crate::state::AppState;
 
 /// `closed` once `effective_to` has passed, else `disabled`, `scheduled` (starts later) or `active`.
 pub fn status(p: &Policy, now: Timestamp) -> &'static str {
@@ -67,7 +67,7 @@ pub async fn list(
     State(st): State<AppState>,
     _auth: Authorized<ReadPolicies>,
 ) -> Result<Json<Value>, ApiError> {
-    let now = now();
+    let now = st.now();
     let items: Vec<Value> = st
         .store
         .policies()
@@ -84,7 +84,7 @@ pub async fn get_one(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let p = find(&st, &id).await?;
-    Ok(Json(view(&p, now())))
+    Ok(Json(view(&p, st.now())))
 }
 
 async fn find(st: &AppState, id: &str) -> Result<Policy, ApiError> {
@@ -104,7 +104,7 @@ pub async fn create(
 ) -> Result<Response, ApiError> {
     let outcome = async {
         let loose: Loose = body.json()?;
-        let now = now();
+        let now = st.now();
         // `effective_from` defaults to now; a backdated one is allowed since only platform_admin gets here.
         let spec = parse_policy(&loose, now).map_err(ApiError::validation)?;
         let audit = auth.draft(
@@ -189,7 +189,7 @@ pub async fn supersede(
         let Loose::Object(mut given) = loose else {
             return Err(ApiError::invalid("body", "must be a JSON object"));
         };
-        let now = now();
+        let now = st.now();
         let at = match (take_instant(&mut given, "effective_at")?, take_instant(&mut given, "effective_from")?) {
             (Some(a), Some(f)) if a != f => {
                 return Err(ApiError::invalid(
@@ -235,7 +235,7 @@ pub async fn disable(
 ) -> Result<Response, ApiError> {
     let outcome = async {
         let b: DisableBody = body.json_or_default()?;
-        let now = now();
+        let now = st.now();
         let at = match b.effective_at.as_deref() {
             Some(s) => Timestamp::parse_date_or_datetime(s.trim())
                 .map_err(|e| ApiError::validation(vec![e.field("effective_at")]))?,

@@ -16,8 +16,8 @@ use crate::auth::actions::IngestSamples;
 use crate::auth::{Authorized, Done};
 use crate::error::ApiError;
 use crate::extract::Body;
-use crate::metrics::Metrics;
-use crate::state::{now, AppState};
+use crate::state::AppState;
+use eai_app::metrics::Metrics;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -116,7 +116,7 @@ async fn ingest_batch(
             "must hold at least one sample",
         ));
     }
-    let at = now();
+    let at = st.now();
     let parsed = match &batch {
         Batch::Flat(v) => parse_flat_samples(v, at),
         Batch::Tree(v) => parse_samples(v, at),

@@ -12,7 +12,6 @@ use axum::extract::State;
 use axum::Json;
 use eai_engine::error::FieldError;
 use eai_engine::view::ReconciliationView;
-use rust_decimal::Decimal;
 use serde::Deserialize;
 
 use super::allocation::{allocation_slot, bucketed, requested_period};
@@ -20,27 +19,15 @@ use crate::auth::actions::ReadAllocation;
 use crate::auth::Authorized;
 use crate::error::ApiError;
 use crate::extract::{ApiQuery, Body};
-use crate::state::{now, AppState};
+use crate::state::AppState;
 
-/// The default `idle_below`: GPUs busy less than a tenth of the time Slurm allocated them.
-pub const DEFAULT_IDLE_BELOW: Decimal = Decimal::from_parts(1, 0, 0, false, 1);
+use eai_app::params::parse_idle_below;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct ReconciliationQuery {
     pub from: Option<String>,
     pub to: Option<String>,
     pub idle_below: Option<String>,
-}
-
-/// `idle_below`: a busy share from 0 to 1.
-pub fn parse_idle_below(s: Option<&str>) -> Result<Decimal, FieldError> {
-    let Some(s) = s.map(str::trim).filter(|s| !s.is_empty()) else {
-        return Ok(DEFAULT_IDLE_BELOW);
-    };
-    s.parse::<Decimal>()
-        .ok()
-        .filter(|d| *d >= Decimal::ZERO && *d <= Decimal::ONE)
-        .ok_or_else(|| FieldError::new("idle_below", "must be a decimal from 0 to 1 (0.1: 10 %)"))
 }
 
 pub async fn post(
@@ -56,7 +43,7 @@ pub async fn post(
     let period = requested_period(
         q.from.as_deref(),
         q.to.as_deref(),
-        now(),
+        st.now(),
         st.settings.max_range_days,
     )
     .map_err(|e| errors.push(e))
@@ -70,14 +57,14 @@ pub async fn post(
     };
     let (period, config) = bucketed(&st, (from, to))?;
     let _slot = allocation_slot(&st)?;
-    let r = crate::allocation::slurm_reconciliation_of(
+    let r = eai_app::allocation::slurm_reconciliation_of(
         &st.source,
         st.store.as_ref(),
         period,
         config,
         auth.scope,
         sacct,
-        now(),
+        st.now(),
         idle_below,
     )
     .await?;

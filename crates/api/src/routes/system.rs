@@ -61,7 +61,7 @@ pub async fn metrics(State(st): State<AppState>, headers: HeaderMap) -> Response
     }
     (
         StatusCode::OK,
-        [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
+        [(header::CONTENT_TYPE, eai_app::metrics::CONTENT_TYPE)],
         st.metrics.render(),
     )
         .into_response()

@@ -25,13 +25,13 @@ use rust_decimal::Decimal;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::allocation::{allocate_inputs, cut, read_inputs};
 use crate::auth::actions::ReadAllocation;
 use crate::auth::Authorized;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::routes::allocation::{allocation_slot, bucketed, requested_period};
-use crate::state::{now, AppState};
+use crate::state::AppState;
+use eai_app::allocation::{allocate_inputs, cut, read_inputs};
 
 /// At most this many steps in one series.
 pub const MAX_STEPS: usize = 1_000;
@@ -57,7 +57,7 @@ fn period_of(
     from: Option<&str>,
     to: Option<&str>,
 ) -> Result<(Period, AllocationConfig), ApiError> {
-    let bounds = requested_period(from, to, now(), st.settings.max_range_days)
+    let bounds = requested_period(from, to, st.now(), st.settings.max_range_days)
         .map_err(|e| ApiError::validation(vec![e]))?;
     bucketed(st, bounds)
 }
@@ -130,7 +130,7 @@ pub async fn get(
     }
     let (period, config) = period_of(&st, q.from.as_deref(), q.to.as_deref())?;
     let _slot = allocation_slot(&st)?;
-    let answer = crate::allocation::token_costs_of(
+    let answer = eai_app::allocation::token_costs_of(
         &st.source,
         st.store.as_ref(),
         period,

@@ -18,8 +18,8 @@ use crate::auth::actions::IngestUsage;
 use crate::auth::{Authorized, Done};
 use crate::error::ApiError;
 use crate::extract::Body;
-use crate::metrics::Metrics;
 use crate::state::AppState;
+use eai_app::metrics::Metrics;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

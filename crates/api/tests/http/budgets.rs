@@ -393,7 +393,7 @@ pub async fn thresholds_fire_once_with_a_signed_webhook() {
             .expect("t=");
         assert_eq!(
             sig,
-            eai_api::budget_alerts::signature(&secret, t, body),
+            eai_app::budget_alerts::signature(&secret, t, body),
             "a valid signature"
         );
         let v: Value = serde_json::from_str(body).expect("json");

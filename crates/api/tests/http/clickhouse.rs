@@ -5,8 +5,8 @@
 
 use std::str::FromStr;
 
-use eai_api::allocation::{compute, compute_from, Source};
-use eai_api::batch::run_month_from;
+use eai_app::allocation::{compute, compute_from, Source};
+use eai_app::batch::run_month_from;
 use eai_engine::allocate::{AllocationConfig, Period};
 use eai_engine::batch::GPU_LOCAL;
 use eai_engine::domain::{

@@ -165,11 +165,11 @@ pub async fn schedule(
     );
     tokio::time::sleep(Duration::from_secs(60).min(schedule.every)).await;
     crate::leader::every_while_leading(lease, schedule.every, schedule.poll, || async {
-        let now = crate::state::now();
+        let now = crate::clock::now();
         for period in months_due(now) {
             let started = std::time::Instant::now();
             let result = run_month_from(&source, store.as_ref(), &period, now, config).await;
-            let at = u64::try_from(crate::state::now().0 / 1000).unwrap_or(0);
+            let at = u64::try_from(crate::clock::now().0 / 1000).unwrap_or(0);
             metrics.jobs.batch_ran(result.is_ok(), started.elapsed(), at);
             match result {
                 Ok(o) => {

@@ -19,6 +19,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eai_engine::allocate::{AllocationConfig, Period};
@@ -36,8 +37,9 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use rust_decimal::Decimal;
 
+use crate::allocation::Source;
+use crate::clock::now;
 use crate::metrics::{float, Metrics};
-use crate::state::{now, AppState};
 
 const HOUR_MS: i64 = 3_600_000;
 const DAY_MS: i64 = 86_400_000;
@@ -262,9 +264,31 @@ pub fn last_hour(now: Timestamp) -> Option<Period> {
     Period::new(Timestamp(to.0 - HOUR_MS), to, HOUR_MS).ok()
 }
 
+/// What the refresher reads (the store, where allocations read their rows, its options and the allocation
+/// buckets) and where it puts the figures.
+#[derive(Clone)]
+pub struct Refresher {
+    pub store: Arc<dyn Store>,
+    pub source: Arc<Source>,
+    pub metrics: Arc<Metrics>,
+    pub options: Options,
+    /// `EAI_ALLOCATION_BUCKET_SECONDS`, in milliseconds.
+    pub bucket_ms: i64,
+}
+
+impl fmt::Debug for Refresher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Refresher")
+            .field("store", &self.store.backend())
+            .field("options", &self.options)
+            .field("bucket_ms", &self.bucket_ms)
+            .finish()
+    }
+}
+
 /// Refreshes the figures every `EAI_METRICS_REFRESH_SECONDS` for as long as the server runs (the first at once).
-pub async fn run(state: AppState) {
-    let options = state.settings.store_metrics;
+pub async fn run(state: Refresher) {
+    let options = state.options;
     let mut tick = tokio::time::interval(options.every.max(Duration::from_secs(1)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut anchor: Option<AuditHead> = None;
@@ -283,7 +307,7 @@ pub async fn run(state: AppState) {
 /// failure). The audit chain is verified when it never was or a day has passed, anchored on the head verified
 /// last (so a tail cut or a chain recomputed since is a broken link).
 pub async fn refresh(
-    state: &AppState,
+    state: &Refresher,
     options: Options,
     previous: &Figures,
     anchor: &mut Option<AuditHead>,
@@ -310,7 +334,7 @@ pub async fn refresh(
         Err(e) => failed("the nodes", &e),
     }
     let config = AllocationConfig {
-        bucket_ms: state.settings.allocation_bucket_ms,
+        bucket_ms: state.bucket_ms,
         ..AllocationConfig::default()
     };
     if let Some(p) = month_to_date(at, config.bucket_ms) {

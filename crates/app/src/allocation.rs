@@ -423,3 +423,38 @@ pub async fn slurm_reconciliation_of(
         &sacct, &measured, period, now, idle_below,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(s: &str) -> Timestamp {
+        Timestamp::parse_rfc3339(s).expect("timestamp")
+    }
+
+    #[test]
+    fn exact_hours_are_the_hours_where_a_policy_changes_off_the_hour() {
+        use eai_engine::wire::{parse_policy, Loose};
+        let spec = |from: &str, to: &str| {
+            let v: Loose = serde_json::from_str(&format!(
+                r#"{{"name":"p","gpu_hourly_cost":"1","effective_from":"{from}","effective_to":"{to}"}}"#
+            ))
+            .expect("json");
+            parse_policy(&v, Timestamp(0)).expect("policy")
+        };
+        let policies = vec![
+            Policy::new(1, spec("2026-10-01T00:00:00Z", "2026-10-01T10:30:00Z")),
+            Policy::new(2, spec("2026-10-01T10:30:00Z", "2026-10-02T00:00:00Z")),
+        ];
+        let period = Period::new(
+            ts("2026-10-01T00:00:00Z"),
+            ts("2026-10-02T00:00:00Z"),
+            3_600_000,
+        )
+        .expect("period");
+        assert_eq!(
+            exact_hours(&policies, period),
+            vec![ts("2026-10-01T10:00:00Z")]
+        );
+    }
+}

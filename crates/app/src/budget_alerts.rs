@@ -15,10 +15,10 @@ use eai_store::budgets::{next_attempt, Alert, Delivery, MAX_ATTEMPTS};
 use eai_store::{Scope, Store};
 use rust_decimal::Decimal;
 use serde_json::json;
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
+use crate::clock::now;
 use crate::metrics::Metrics;
-use crate::state::now;
 
 /// How long a receiver may take to answer.
 const DELIVERY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -156,25 +156,14 @@ pub fn signature(secret: &str, unix_seconds: i64, body: &str) -> String {
     format!("t={unix_seconds},v1={}", hex::encode(mac))
 }
 
-/// HMAC (RFC 2104) over SHA-256.
+/// HMAC (RFC 2104) over SHA-256 (the `hmac` crate).
 pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
-    const BLOCK: usize = 64;
-    let mut k = [0u8; BLOCK];
-    if key.len() > BLOCK {
-        k[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        k[..key.len()].copy_from_slice(key);
-    }
-    let pad = |byte: u8| k.map(|x| x ^ byte);
-    let inner = Sha256::new()
-        .chain_update(pad(0x36))
-        .chain_update(message)
-        .finalize();
-    Sha256::new()
-        .chain_update(pad(0x5c))
-        .chain_update(inner)
-        .finalize()
-        .into()
+    use hmac::{Mac, SimpleHmac};
+    // HMAC takes a key of any length: `new_from_slice` cannot fail for it.
+    let mut mac = <SimpleHmac<Sha256> as Mac>::new_from_slice(key)
+        .unwrap_or_else(|_| unreachable!("HMAC accepts keys of every length"));
+    mac.update(message);
+    mac.finalize().into_bytes().into()
 }
 
 #[cfg(test)]

@@ -1,0 +1,22 @@
+//! eai-app: the control plane's application, below both front ends (the HTTP API, `eai-api`, and the CLI's report
+//! commands, `eai-gpu`), above the pure engine and the store.
+//!
+//! Code map: [`allocation`] (the services: allocation, explanation, breakdown, token costs and the Slurm
+//! reconciliation of a period, read from the primary or the ClickHouse replica), [`focus`] (the FOCUS export:
+//! rows of a period, CSV or Parquet), [`batch`] (the allocation batch: each tenant's month as `gpu_local` usage
+//! events, and its schedule), [`budget_alerts`] (budget thresholds crossed, delivered to webhooks), [`store_metrics`]
+//! (the figures `/metrics` reads from the store, refreshed in the background), [`leader`] (one replica runs each
+//! job: a lease per job), [`metrics`] (the process's Prometheus registry), [`params`] (the parameters both front
+//! ends read: periods, breakdown groupings and filters, thresholds), [`keys`] (an API key request validated, a
+//! key as listed), [`clock`] (the clock, read in one place).
+
+pub mod allocation;
+pub mod batch;
+pub mod budget_alerts;
+pub mod clock;
+pub mod focus;
+pub mod keys;
+pub mod leader;
+pub mod metrics;
+pub mod params;
+pub mod store_metrics;
