@@ -8,12 +8,7 @@ use std::time::Duration;
 use eai_store::lease::LeaderJob;
 use eai_store::Store;
 
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
-
-use crate::metrics::{register, FGauge, Metrics, UGauge};
+use crate::metrics::Metrics;
 
 /// This process among the replicas, in logs and audit events: `<host>/<pid>` (`EAI_INSTANCE` overrides it).
 pub fn instance() -> &'static str {
@@ -87,80 +82,6 @@ impl Lease {
     }
 }
 
-/// What the jobs tell `/metrics`: who leads, and how the allocation batch fares.
-#[derive(Debug)]
-pub struct JobMetrics {
-    leader_gauge: Family<[(&'static str, String); 1], Gauge>,
-    /// Runs of the allocation batch by outcome (one run allocates one month).
-    batch_runs: Family<[(&'static str, &'static str); 1], Counter>,
-    /// Unix time of the last run that succeeded (0: none since start).
-    pub batch_last_success_seconds: UGauge,
-    /// How long the last run took, in seconds.
-    pub batch_last_duration_seconds: FGauge,
-}
-
-impl Default for JobMetrics {
-    fn default() -> Self {
-        let m = JobMetrics {
-            leader_gauge: Family::default(),
-            batch_runs: Family::default(),
-            batch_last_success_seconds: UGauge::default(),
-            batch_last_duration_seconds: FGauge::default(),
-        };
-        // Both outcomes are shown from the start (0 until a run).
-        for outcome in ["success", "failure"] {
-            drop(m.batch_runs.get_or_create(&[("outcome", outcome)]));
-        }
-        m
-    }
-}
-
-impl JobMetrics {
-    pub fn set_leader(&self, job: LeaderJob, leading: bool) {
-        self.leader_gauge
-            .get_or_create(&[("task", job.to_string())])
-            .set(i64::from(leading));
-    }
-
-    /// A finished batch run.
-    pub fn batch_ran(&self, ok: bool, took: Duration, at_unix_seconds: u64) {
-        let outcome = if ok { "success" } else { "failure" };
-        self.batch_runs.get_or_create(&[("outcome", outcome)]).inc();
-        self.batch_last_duration_seconds.set(took.as_secs_f64());
-        if ok {
-            self.batch_last_success_seconds.set(at_unix_seconds);
-        }
-    }
-
-    /// Registers this part of the exposition.
-    pub fn register(&self, r: &mut Registry) {
-        register(
-            r,
-            "eai_leader",
-            "1 when this replica runs the job (one replica per job holds its lease).",
-            self.leader_gauge.clone(),
-        );
-        register(
-            r,
-            "eai_batch_runs",
-            "Runs of the allocation batch on this replica (one month each), by outcome.",
-            self.batch_runs.clone(),
-        );
-        register(
-            r,
-            "eai_batch_last_success_timestamp_seconds",
-            "Unix time of this replica's last successful batch run (0: none since start).",
-            self.batch_last_success_seconds.clone(),
-        );
-        register(
-            r,
-            "eai_batch_last_duration_seconds",
-            "How long this replica's last batch run took.",
-            self.batch_last_duration_seconds.clone(),
-        );
-    }
-}
-
 /// How long a job waits between lease checks when it does not lead.
 pub fn poll(every: Duration) -> Duration {
     every.max(Duration::from_secs(1))
@@ -194,6 +115,8 @@ pub async fn every_while_leading<F, Fut>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::JobMetrics;
+    use prometheus_client::registry::Registry;
 
     #[test]
     fn renders_the_leader_and_the_batch() {

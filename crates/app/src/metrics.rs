@@ -9,6 +9,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use eai_store::lease::LeaderJob;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::Counter;
@@ -20,7 +21,7 @@ use prometheus_client::registry::{Metric, Registry};
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 
-use crate::store_metrics::Figures;
+use crate::store_metrics::figures::Figures;
 
 /// The content type of the exposition.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -69,7 +70,7 @@ pub struct Metrics {
     pub webhooks_delivered: Counter,
     pub webhooks_failed: Counter,
     /// Leases and the allocation batch.
-    pub jobs: crate::leader::JobMetrics,
+    pub jobs: JobMetrics,
     /// The audit head and the store-derived figures, encoded at scrape time.
     cached: Arc<Cached>,
     /// Parts of a refresh of the store-derived figures that failed (their last values were kept).
@@ -126,7 +127,7 @@ impl Collector for Cached {
             .lock()
             .map(|f| Arc::clone(&f))
             .unwrap_or_default();
-        crate::store_metrics::encode(&figures, &mut encoder)
+        crate::store_metrics::figures::encode(&figures, &mut encoder)
     }
 }
 
@@ -153,7 +154,7 @@ impl Metrics {
             budget_crossings: Counter::default(),
             webhooks_delivered: Counter::default(),
             webhooks_failed: Counter::default(),
-            jobs: crate::leader::JobMetrics::default(),
+            jobs: JobMetrics::default(),
             cached: Arc::new(Cached::default()),
             refresh_failures: Counter::default(),
         };
@@ -345,8 +346,78 @@ impl Metrics {
 }
 
 /// The figures a Prometheus sample holds: a float64 (the exact decimal kept elsewhere).
-pub(crate) fn float(d: Decimal) -> f64 {
-    d.to_f64().unwrap_or(f64::NAN)
+/// What the jobs tell `/metrics`: who leads, and how the allocation batch fares.
+#[derive(Debug)]
+pub struct JobMetrics {
+    leader_gauge: Family<[(&'static str, String); 1], Gauge>,
+    /// Runs of the allocation batch by outcome (one run allocates one month).
+    batch_runs: Family<[(&'static str, &'static str); 1], Counter>,
+    /// Unix time of the last run that succeeded (0: none since start).
+    pub batch_last_success_seconds: UGauge,
+    /// How long the last run took, in seconds.
+    pub batch_last_duration_seconds: FGauge,
+}
+
+impl Default for JobMetrics {
+    fn default() -> Self {
+        let m = JobMetrics {
+            leader_gauge: Family::default(),
+            batch_runs: Family::default(),
+            batch_last_success_seconds: UGauge::default(),
+            batch_last_duration_seconds: FGauge::default(),
+        };
+        // Both outcomes are shown from the start (0 until a run).
+        for outcome in ["success", "failure"] {
+            drop(m.batch_runs.get_or_create(&[("outcome", outcome)]));
+        }
+        m
+    }
+}
+
+impl JobMetrics {
+    pub fn set_leader(&self, job: LeaderJob, leading: bool) {
+        self.leader_gauge
+            .get_or_create(&[("task", job.to_string())])
+            .set(i64::from(leading));
+    }
+
+    /// A finished batch run.
+    pub fn batch_ran(&self, ok: bool, took: Duration, at_unix_seconds: u64) {
+        let outcome = if ok { "success" } else { "failure" };
+        self.batch_runs.get_or_create(&[("outcome", outcome)]).inc();
+        self.batch_last_duration_seconds.set(took.as_secs_f64());
+        if ok {
+            self.batch_last_success_seconds.set(at_unix_seconds);
+        }
+    }
+
+    /// Registers this part of the exposition.
+    pub fn register(&self, r: &mut Registry) {
+        register(
+            r,
+            "eai_leader",
+            "1 when this replica runs the job (one replica per job holds its lease).",
+            self.leader_gauge.clone(),
+        );
+        register(
+            r,
+            "eai_batch_runs",
+            "Runs of the allocation batch on this replica (one month each), by outcome.",
+            self.batch_runs.clone(),
+        );
+        register(
+            r,
+            "eai_batch_last_success_timestamp_seconds",
+            "Unix time of this replica's last successful batch run (0: none since start).",
+            self.batch_last_success_seconds.clone(),
+        );
+        register(
+            r,
+            "eai_batch_last_duration_seconds",
+            "How long this replica's last batch run took.",
+            self.batch_last_duration_seconds.clone(),
+        );
+    }
 }
 
 #[cfg(test)]

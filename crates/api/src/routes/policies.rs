@@ -7,7 +7,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
-use eai_engine::domain::{Policy, PolicySpec};
+use eai_engine::domain::{CloseRefused, Policy, PolicySpec};
 use eai_engine::money::Currency;
 use eai_engine::time::Timestamp;
 use eai_engine::wire::{parse_policy, Loose, POLICY_FIELDS};
@@ -141,22 +141,21 @@ pub(crate) fn take_instant(
 
 /// Checks that `old` may be closed at `at`: strictly inside its `[effective_from, effective_to)`.
 fn check_closable(old: &Policy, at: Timestamp) -> Result<(), ApiError> {
-    if at <= old.spec.effective_from {
-        return Err(ApiError::invalid(
+    // The engine's rule (`Policy::close_at`), the one the store applies: refused here first as the request's
+    // error, naming the field.
+    old.close_at(at).map(|_| ()).map_err(|e| {
+        ApiError::invalid(
             "effective_at",
-            format!(
-                "must be after the policy's effective_from ({})",
-                old.spec.effective_from
-            ),
-        ));
-    }
-    if let Some(to) = old.spec.effective_to.filter(|to| *to <= at) {
-        return Err(ApiError::invalid(
-            "effective_at",
-            format!("must be before the policy's effective_to ({to}): the policy is already closed then"),
-        ));
-    }
-    Ok(())
+            match e {
+                CloseRefused::AtOrBeforeStart { from, .. } => {
+                    format!("must be after the policy's effective_from ({from})")
+                }
+                CloseRefused::AlreadyClosed { to } => format!(
+                    "must be before the policy's effective_to ({to}): the policy is already closed then"
+                ),
+            },
+        )
+    })
 }
 
 /// The fields of a stored policy as a body would give them (what a supersede body overrides).
