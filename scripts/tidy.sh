@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 MACHETE_VERSION=0.9.2
 
 checks=("$@")
-[ ${#checks[@]} -gt 0 ] || checks=(codemap no-shared machete doc)
+[ ${#checks[@]} -gt 0 ] || checks=(codemap circles no-shared machete doc)
 
 for check in "${checks[@]}"; do
   started=$(date +%s)
@@ -19,6 +19,10 @@ for check in "${checks[@]}"; do
     codemap)
       # docs/ARCHITECTURE.md's code map names every module of every crate.
       python3 scripts/tidy/codemap.py ;;
+    circles)
+      # No import circle between the files of a crate, but those listed in scripts/tidy/circles-allowed.txt
+      # (a list that only shrinks).
+      python3 scripts/tidy/circles.py ;;
     no-shared)
       # The tests' fixtures live in the repository: nothing reads the steering folder beside the checkout.
       scripts/tidy/no-shared.sh ;;
@@ -42,7 +46,7 @@ for check in "${checks[@]}"; do
         }
       done
       echo "ok: cargo doc --workspace --no-deps, with and without --all-features, no warning" ;;
-    *) echo "scripts/tidy.sh: unknown check $check (codemap no-shared machete doc)" >&2; exit 2 ;;
+    *) echo "scripts/tidy.sh: unknown check $check (codemap circles no-shared machete doc)" >&2; exit 2 ;;
   esac
   echo "tidy $check: $(( $(date +%s) - started )) s"
 done

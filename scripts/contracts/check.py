@@ -4,7 +4,7 @@
   (a) each JSON Schema (and every schema inside openapi.json) is a valid draft 2020-12 schema;
   (b) valid payloads (the seed examples and more) validate, invalid ones (negative power, utilization 1.5,
       unknown field, bad schema_version, currency `eur`, ...) are rejected; every decimal-string pattern
-      agrees with the bounds and decimal places that crates/engine/src/wire.rs enforces;
+      agrees with the bounds and decimal places that crates/engine/src/wire/ enforces;
   (c) openapi.json parses, every $ref resolves, every example validates against its schema, and the
       document keeps its own rules (bearer auth on /v1, one Error envelope, X-Request-Id on every response,
       embedded copies of the contract schemas identical to the files).
@@ -595,7 +595,7 @@ def _openapi_payloads() -> None:
 
 
 
-# Decimal strings: every pattern against a mirror of wire.rs's Bounds (min, exclusive, max, places, rounds).
+# Decimal strings: every pattern against a mirror of wire/record.rs's Bounds (min, exclusive, max, places, rounds).
 # Schema-valid => the server accepts (never looser). The server accepts a plain in-range value with at most the
 # allowed places => schema-valid (never stricter, but for values the server only accepts after rounding).
 D = Decimal
@@ -605,7 +605,7 @@ def bounds_table() -> list[tuple]:
     policy_props = openapi["components"]["schemas"]["AllocationPolicyCreate"]["properties"]
     sample_props = schemas["GpuSample"]["properties"]
     event_props = schemas["UsageEvent"]["properties"]
-    BOUNDS = [  # (label, subschema, min, min_exclusive, max, dp, round)  -- crates/engine/src/wire.rs
+    BOUNDS = [  # (label, subschema, min, min_exclusive, max, dp, round)  -- crates/engine/src/wire/record.rs, wire/sample.rs
         ("sample.window_seconds", sample_props["window_seconds"], D(0), True, D(3600), 3, False),
         ("sample.utilization", sample_props["utilization"], D(0), False, D(1), 6, True),
         ("sample.gpu_fraction", sample_props["gpu_fraction"], D(0), True, D(1), 6, True),
@@ -628,7 +628,7 @@ def places(d: Decimal) -> int:
 
 
 def server_accepts(text: str, lo, lo_excl, hi, dp, rounds) -> bool:
-    """wire.rs Record::opt_decimal, for a decimal string."""
+    """wire/record.rs Record::opt_decimal, for a decimal string."""
     try:
         d = D(text.strip())
     except InvalidOperation:
@@ -666,7 +666,7 @@ def candidates(lo: Decimal, hi: Decimal, dp: int, rng: random.Random) -> set[str
 CANONICAL = re.compile(r"(0|[1-9][0-9]*)(\.[0-9]+)?")
 
 
-@section("decimal patterns against wire.rs bounds")
+@section("decimal patterns against the wire bounds")
 def _decimal_patterns() -> None:
     rng = random.Random(20261001)
     for label, sub, lo, lo_excl, hi, dp, rounds in bounds_table():
@@ -682,7 +682,7 @@ def _decimal_patterns() -> None:
                 d = D(c)
                 if places(d) <= dp and (d > lo if lo_excl else d >= lo) and d <= hi:
                     stricter.append(c)
-        R.check(f"decimal pattern of {label} is never looser than wire.rs ({n} strings)", not looser,
+        R.check(f"decimal pattern of {label} is never looser than the wire bounds ({n} strings)", not looser,
                 f"schema accepts what the server rejects: {looser[:5]}")
         R.check(f"decimal pattern of {label} accepts every plain in-range value", not stricter,
                 f"schema rejects what the server accepts: {stricter[:5]}")

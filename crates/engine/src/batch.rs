@@ -84,7 +84,7 @@ pub fn month_of(t: Timestamp) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{event_id, month, month_of};
 
     #[test]
     fn months_are_calendar_months() {

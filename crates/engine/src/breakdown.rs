@@ -21,7 +21,6 @@ use std::collections::BTreeMap;
 use rust_decimal::Decimal;
 use rustc_hash::FxHashMap;
 
-use crate::allocate::Period;
 use crate::domain::{self, Policy, TenantId};
 use crate::fixed;
 use crate::gpu_usage::{add_fixed, quantities, FixedQuantities, GpuRow, GpuUsage, UsageLabels};
@@ -29,6 +28,7 @@ use crate::money::{self, Currency};
 use crate::policy::Candidates;
 use crate::report::Allocation;
 use crate::rollup::{Quantities, CELL_DP};
+use crate::time::Period;
 
 /// What breakdown rows are grouped and filtered by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -576,7 +576,7 @@ fn label_value(d: Dimension, l: &UsageLabels) -> Val<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{mul_div, mul_div_wide};
 
     #[test]
     fn mul_div_is_exact_beyond_an_i128_product() {

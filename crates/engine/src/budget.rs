@@ -481,7 +481,19 @@ pub fn spend_of(e: &UsageEvent) -> Option<(Currency, Amounts)> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::str::FromStr;
+
+    use rust_decimal::Decimal;
+
+    use super::{
+        commit_event, crossed, decide, parse_budget, parse_commit, parse_reservation, spend_of,
+        Amounts, Budget, BudgetSpec, Standing, DEFAULT_THRESHOLDS,
+    };
+    use crate::domain::TenantId;
+    use crate::error::FieldError;
+    use crate::money::Currency;
+    use crate::time::Timestamp;
+    use crate::wire::{Loose, TenantSource};
 
     const T: &str = "8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10";
 

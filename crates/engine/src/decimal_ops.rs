@@ -315,7 +315,9 @@ fn div_words(w: &mut Wide, upper: usize, power: u32) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use rust_decimal::Decimal;
+
+    use super::{add, mul, sub};
 
     /// xorshift: reproducible operands without a dependency.
     struct Rng(u64);

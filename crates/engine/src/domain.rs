@@ -10,7 +10,6 @@ use uuid::Uuid;
 
 use crate::error::FieldError;
 use crate::money::Currency;
-use crate::policy::Glob;
 use crate::time::Timestamp;
 
 /// A tenant: a uuid.
@@ -349,6 +348,61 @@ impl FromStr for IdleCapacity {
     }
 }
 
+/// A deployment pattern: `*` matches any run of characters, `?` exactly one; everything else is literal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Glob(String);
+
+impl Glob {
+    pub const MAX_LEN: usize = 253;
+
+    pub fn new(pattern: &str) -> Option<Self> {
+        (!pattern.is_empty() && pattern.len() <= Self::MAX_LEN).then(|| Glob(pattern.to_string()))
+    }
+
+    pub fn any() -> Self {
+        Glob("*".to_string())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Literal characters: the more, the more specific.
+    pub fn literal_chars(&self) -> usize {
+        self.0.chars().filter(|c| *c != '*' && *c != '?').count()
+    }
+
+    pub fn matches(&self, text: &str) -> bool {
+        let p: Vec<char> = self.0.chars().collect();
+        let t: Vec<char> = text.chars().collect();
+        // Iterative wildcard matching with a single backtrack point: linear in practice, never exponential.
+        let (mut pi, mut ti) = (0usize, 0usize);
+        let mut star: Option<(usize, usize)> = None;
+        while ti < t.len() {
+            if pi < p.len() && (p[pi] == '?' || (p[pi] != '*' && p[pi] == t[ti])) {
+                pi += 1;
+                ti += 1;
+            } else if pi < p.len() && p[pi] == '*' {
+                star = Some((pi, ti));
+                pi += 1;
+            } else if let Some((sp, st)) = star {
+                pi = sp + 1;
+                ti = st + 1;
+                star = Some((sp, st + 1));
+            } else {
+                return false;
+            }
+        }
+        p[pi..].iter().all(|c| *c == '*')
+    }
+}
+
+impl fmt::Display for Glob {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// The pricing terms of an allocation policy, before the store gives it an id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicySpec {
@@ -512,7 +566,29 @@ pub struct ModelRef {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use rust_decimal::Decimal;
+
+    use super::{
+        close_at, device_of, is_share_slice, CloseRefused, Glob, IdleCapacity, NonNegative, Policy,
+        PolicySpec, Pue, TenantId, TenantSlug, TokenWeight, WindowMs,
+    };
+    use crate::money::Currency;
+    use crate::time::Timestamp;
+
+    #[test]
+    fn glob_matches_like_a_shell() {
+        let g = |s: &str| Glob::new(s).unwrap();
+        assert!(g("*").matches("vllm-llama-70b"));
+        assert!(g("vllm-*").matches("vllm-llama-70b"));
+        assert!(!g("vllm-*").matches("tgi-llama"));
+        assert!(g("vllm-*-70b").matches("vllm-llama-70b"));
+        assert!(g("vllm-?lama*").matches("vllm-llama-70b"));
+        assert!(!g("vllm").matches("vllm-llama"));
+        assert!(g("*b").matches("vllm-llama-70b"));
+        assert!(g("a*a*a*a*b").matches("aaaaaaaaaaaaaaaaaaaab"));
+        assert!(!g("a*a*a*a*b").matches("aaaaaaaaaaaaaaaaaaaaa"));
+        assert_eq!(g("vllm-*").literal_chars(), 5);
+    }
 
     #[test]
     fn a_share_slice_is_on_the_device_its_id_starts_with() {

@@ -77,7 +77,9 @@ pub fn from_fixed_lossy(mut v: i128, dp: u32) -> Decimal {
 mod tests {
     use std::str::FromStr;
 
-    use super::*;
+    use rust_decimal::Decimal;
+
+    use super::{from_fixed, from_fixed_lossy, to_fixed, to_fixed_rounded};
 
     fn d(s: &str) -> Decimal {
         Decimal::from_str(s).expect("decimal")

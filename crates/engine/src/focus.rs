@@ -274,8 +274,15 @@ fn push_field(out: &mut String, s: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::collections::BTreeMap;
+
+    use rust_decimal::Decimal;
+
+    use super::{csv, rows, Issuer, Kind, Value, COLUMNS};
+    use crate::domain::TenantId;
     use crate::money::{Currency, Money};
+    use crate::report::{Allocation, DayItem};
+    use crate::time::Timestamp;
 
     fn item(tenant: Option<TenantId>) -> DayItem {
         DayItem {

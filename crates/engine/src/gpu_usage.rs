@@ -243,9 +243,14 @@ impl GpuUsage {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use rust_decimal::Decimal;
     use std::str::FromStr;
+
+    use rust_decimal::Decimal;
+
+    use super::{GpuUsage, RowError};
+    use crate::domain::TenantId;
+    use crate::rollup::{Placement, Quantities, Rollup, RollupKey};
+    use crate::time::Timestamp;
 
     fn rollup(gpu: &str, pod: &str, bucket: i64, gs: &str) -> Rollup {
         Rollup {

@@ -32,11 +32,11 @@ pub mod tokens;
 pub mod view;
 pub mod wire;
 
-pub use allocate::{allocate, allocate_samples, price, AllocationConfig, AllocationInput, Period};
+pub use allocate::{allocate, allocate_samples, price, AllocationConfig, AllocationInput};
 pub use domain::{Policy, PolicySpec, Sample, Tenant, TenantId, TenantSlug, UsageEvent};
 pub use error::{FieldError, ValidationErrors};
 pub use money::{Currency, Money};
 pub use report::{Allocation, DeploymentRow, Finding, Gap, Item, TenantRow};
 pub use rollup::{Quantities, Rollup, RollupKey};
 pub use series::SeriesConfig;
-pub use time::Timestamp;
+pub use time::{Period, Timestamp};

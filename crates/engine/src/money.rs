@@ -181,7 +181,11 @@ pub fn apportion_steps(total: Decimal, quotas: &[Decimal], unit: Decimal) -> Vec
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::str::FromStr;
+
+    use rust_decimal::Decimal;
+
+    use super::{apportion, Currency};
 
     fn d(s: &str) -> Decimal {
         Decimal::from_str(s).unwrap()

@@ -53,7 +53,9 @@ pub fn models_url(base_url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{models_url, parse_provider, ProviderSpec};
+    use crate::error::FieldError;
+    use crate::wire::Loose;
 
     fn parse(json: &str) -> Result<ProviderSpec, Vec<FieldError>> {
         parse_provider(&serde_json::from_str::<Loose>(json).expect("json"))

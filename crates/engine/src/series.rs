@@ -277,7 +277,8 @@ fn parts(from: Timestamp, to: Timestamp, bucket_ms: i64) -> Vec<(Timestamp, Time
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::parts;
+    use crate::time::Timestamp;
 
     #[test]
     fn parts_cut_at_bucket_bounds() {

@@ -9,10 +9,9 @@ use std::collections::BTreeMap;
 
 use rust_decimal::Decimal;
 
-use crate::allocate::Period;
 use crate::domain::{Sample, ShareMethod};
 use crate::report::Finding;
-use crate::time::Timestamp;
+use crate::time::{Period, Timestamp};
 
 /// The equal shares of one deployment in one hour.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,8 +76,13 @@ pub fn findings(rows: &[EqualShares], period: Period) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::*;
+    use rust_decimal::Decimal;
+
+    use super::{findings, tally};
     use crate::domain::{GpuFraction, NonNegative, UnitInterval, WindowMs};
+    use crate::domain::{Sample, ShareMethod};
+    use crate::report::Finding;
+    use crate::time::{Period, Timestamp};
 
     fn s(gpu: &str, dep: &str, end: i64, f: &str, m: ShareMethod) -> Sample {
         Sample {

@@ -13,11 +13,10 @@ use std::collections::BTreeMap;
 use rust_decimal::Decimal;
 use serde::Deserialize;
 
-use crate::allocate::Period;
 use crate::breakdown::{Breakdown, Dimension};
 use crate::domain::TenantId;
 use crate::money::Currency;
-use crate::time::Timestamp;
+use crate::time::{Period, Timestamp};
 
 /// A job as Slurm's accounting records it (the fields read from `sacct --json`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -385,8 +384,12 @@ pub fn reconcile(
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::*;
+    use rust_decimal::Decimal;
     use serde_json::json;
+
+    use super::{parse_sacct, reconcile, MeasuredJob, SacctDoc, SacctJob, Status};
+    use crate::money::Currency;
+    use crate::time::{Period, Timestamp};
 
     fn period(from: i64, to: i64) -> Period {
         Period::new(Timestamp(from), Timestamp(to), 3_600_000).unwrap()

@@ -179,7 +179,8 @@ pub fn apportion_steps(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{bounds, Step};
+    use crate::time::Timestamp;
 
     fn ts(s: &str) -> Timestamp {
         Timestamp::parse_rfc3339(s).expect("ts")

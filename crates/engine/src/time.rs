@@ -1,4 +1,5 @@
-//! Instants as integer milliseconds since the Unix epoch (UTC): exact, cheap to compare and to cut into buckets.
+//! Instants as integer milliseconds since the Unix epoch (UTC): exact, cheap to compare and to cut into buckets;
+//! the [`Period`] of an allocation or a report, cut to whole buckets.
 
 use std::fmt;
 
@@ -108,9 +109,32 @@ impl fmt::Display for Timestamp {
     }
 }
 
+/// The period of an allocation, widened to whole buckets: `[from, to)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Period {
+    pub from: Timestamp,
+    pub to: Timestamp,
+}
+
+impl Period {
+    pub fn new(from: Timestamp, to: Timestamp, bucket_ms: i64) -> Result<Self, FieldError> {
+        if from >= to {
+            return Err(FieldError::new("to", "must be after `from`"));
+        }
+        Ok(Period {
+            from: from.floor_to(bucket_ms),
+            to: to.ceil_to(bucket_ms),
+        })
+    }
+
+    pub fn contains(&self, t: Timestamp) -> bool {
+        self.from <= t && t < self.to
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::Timestamp;
 
     #[test]
     fn parses_and_prints_rfc3339() {

@@ -621,7 +621,13 @@ fn totals(rows: Vec<TokenCost>, key: impl Fn(&TokenCost) -> Key) -> Vec<TokenCos
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::str::FromStr;
+
+    use rust_decimal::Decimal;
+
+    use super::{row, Aggregate, Basis, Counted, Measured, Split, SplitMethod, TokenSource};
+    use crate::domain::TokenWeight;
+    use crate::money::Currency;
 
     fn d(s: &str) -> Decimal {
         Decimal::from_str(s).expect("decimal")

@@ -262,8 +262,11 @@ impl AllocationView {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use std::str::FromStr;
+
+    use rust_decimal::Decimal;
+
+    use super::{quantity, Quantity};
 
     #[test]
     fn quantities_are_json_numbers_with_the_decimals_digits() {

@@ -47,8 +47,8 @@ use std::path::Path;
 use eai_engine::policy::Glob;
 use serde::Deserialize;
 
-use crate::dcgm::{DeviceReading, Workload};
 use crate::error::{Result, SamplerError};
+use crate::readings::{DeviceReading, Workload};
 
 pub const DEFAULT_IDLE_DEPLOYMENT: &str = "idle";
 pub const DEFAULT_MODEL: &str = "unknown";
@@ -478,8 +478,8 @@ pub fn derive_deployment_id(pod: &str) -> String {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::*;
-    use crate::dcgm::Workload;
+    use super::{derive_deployment_id, Attribution, PlacementKind};
+    use crate::readings::{DeviceReading, Workload};
 
     #[test]
     fn pod_names_lose_their_controller_suffix() {

@@ -576,9 +576,15 @@ fn sampler_source_name(args: &SamplerArgs) -> &'static str {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::*;
-    use crate::spool::DEFAULT_MAX_BYTES;
+    use std::path::PathBuf;
+    use std::sync::Arc;
+
     use clap::Parser;
+
+    use super::{build, parse_bytes, parse_duration_ms, SamplerArgs};
+    use crate::metrics::Metrics;
+    use crate::spool::DEFAULT_MAX_BYTES;
+    use crate::vllm::Target;
 
     #[derive(Debug, Parser)]
     struct Cli {

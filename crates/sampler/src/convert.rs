@@ -27,8 +27,9 @@ use eai_engine::Timestamp;
 use rust_decimal::{Decimal, RoundingStrategy};
 
 use crate::attribution::{Attribution, Placement, PlacementKind, NO_POD};
-use crate::dcgm::{DeviceReading, Readings, Sharer, Workload};
 use crate::mig;
+use crate::names::{fit_name, MAX_NAME};
+use crate::readings::{DeviceReading, Readings, Sharer, Workload};
 use crate::shares::{self, ShareMethod};
 
 /// A sample window `[end - ms, end)`.
@@ -493,26 +494,6 @@ impl Converter {
     }
 }
 
-/// The control plane's limit on a name (`eai_engine::wire::MAX_NAME`).
-const MAX_NAME: usize = eai_engine::wire::MAX_NAME;
-
-/// A name as the control plane takes it: `blank` for a blank one, one longer than [`MAX_NAME`] bytes cut at the
-/// last character that fits (bytes: the strictest of the control plane's rules, which count characters for a
-/// sample's names and bytes for a usage event's model name).
-pub(crate) fn fit_name<'a>(s: &'a str, blank: &'a str) -> std::borrow::Cow<'a, str> {
-    if s.trim().is_empty() {
-        return std::borrow::Cow::Borrowed(blank);
-    }
-    if s.len() <= MAX_NAME {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut end = MAX_NAME;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    std::borrow::Cow::Borrowed(&s[..end])
-}
-
 /// A device as read: its id, figures and share of its GPU (MIG), before it is split between pods.
 struct Slot {
     id: String,
@@ -608,7 +589,12 @@ impl Conversion {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::*;
+    use eai_engine::Timestamp;
+    use rust_decimal::Decimal;
+
+    use super::{Conversion, Converter, Window};
+    use crate::attribution::Attribution;
+    use crate::readings::{DeviceReading, Readings};
 
     const W: i64 = 15_000;
 
@@ -755,9 +741,14 @@ mod tests {
     }
 
     mod shared {
-        use super::*;
-        use crate::dcgm::Sharer;
-        use proptest::prelude::*;
+        use std::sync::Arc;
+
+        use proptest::prelude::{any, prop, prop_assert, prop_assert_eq, proptest};
+        use rust_decimal::Decimal;
+
+        use super::{at, dev, Converter, W};
+        use crate::attribution::Attribution;
+        use crate::readings::{Sharer, Workload};
 
         fn sharer(i: usize, t: Option<u32>, mib: Option<u32>) -> Sharer {
             Sharer {
@@ -792,7 +783,7 @@ mod tests {
                 d.workload = Some(sharers[0].workload.clone());
                 d.sharers = sharers;
                 if mig {
-                    d.mig = Some(crate::dcgm::MigInstance {
+                    d.mig = Some(crate::readings::MigInstance {
                         profile: "7g.80gb".into(),
                         instance_id: "0".into(),
                         slices: Some((7, 7)),

@@ -121,8 +121,11 @@ impl Backoff {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use eai_client::ClientError;
+    use eai_engine::Timestamp;
     use serde_json::Value;
+
+    use super::{classify, Backoff, Failure};
 
     fn api(status: u16) -> ClientError {
         ClientError::Api {

@@ -21,7 +21,7 @@
 //! the pod's claim: [`holder`] takes a DRA series' holder to be its pod (container dropped), so that a pod with two
 //! containers on a shared claim is one sharer, not two.
 
-use crate::dcgm::{Labels, Workload};
+use crate::readings::{Labels, Workload};
 
 /// The DRA claim a series was copied for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,9 +87,11 @@ pub fn holder(w: Workload, labels: &impl Labels) -> Workload {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::*;
-    use crate::dcgm::{from_text, Readings};
     use eai_engine::Timestamp;
+
+    use super::{claim, holder, ClaimMig};
+    use crate::dcgm::from_text;
+    use crate::readings::{Labels, Readings, Workload};
 
     const U: &str = "GPU-8a748984-0fe7-297f-916c-4b998ce202d1";
 

@@ -236,7 +236,7 @@ fn is_name_char(c: u8) -> bool {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::*;
+    use super::{parse, parse_value, Stats};
 
     type Seen = (String, Vec<(String, String)>, String);
 

@@ -42,8 +42,8 @@ use std::str::FromStr;
 use rust_decimal::prelude::FromPrimitive;
 use rust_decimal::Decimal;
 
-use crate::dcgm::Workload;
 use crate::exposition;
+use crate::readings::Workload;
 use crate::shares::Measured;
 
 pub const CONTAINER_UTIL: &str = "hami_container_device_utilization_ratio";
@@ -311,7 +311,11 @@ pub fn measured_from_text(text: &str) -> (Vec<Measured>, Stats) {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::*;
+    use rust_decimal::Decimal;
+
+    use super::{measured_from_text, Stats};
+    use crate::readings::Workload;
+    use crate::shares::Measured;
 
     const CURRENT: &str =
         include_str!("../tests/fixtures/hami/hami_v2.10_vgpu_monitor_a100x4.prom");

@@ -9,7 +9,8 @@
 //! Optionally, each tick also reads vLLM's token and timing counters ([`source::vllm`]) and spools their deltas
 //! as usage events of `source: "vllm"` ([`vllm`]), delivered the same way.
 //!
-//! Code map: [`exposition`] (a tolerant Prometheus text parser), [`dcgm`] (DCGM series -> [`Readings`]),
+//! Code map: [`exposition`] (a tolerant Prometheus text parser), [`readings`] (what a source read: [`Readings`]
+//! and the view of a series' labels), [`dcgm`] (DCGM series -> [`Readings`]),
 //! [`mig`] (MIG profile -> share of a GPU), [`procmap`] (a PID -> its container and pod), [`hami`] (HAMi's
 //! per-container figures -> measured shares), [`dra`] (DCGM exporter's DRA claim labels), [`attribution`] (the
 //! config file's rules and pod-name defaults), [`convert`] (readings -> samples), [`source`] (the adapters),
@@ -28,7 +29,9 @@ pub mod hami;
 pub mod import;
 pub mod metrics;
 pub mod mig;
+mod names;
 pub mod procmap;
+pub mod readings;
 pub mod sampler;
 pub mod shares;
 pub mod slurm;
@@ -38,7 +41,7 @@ pub mod vllm;
 
 pub use attribution::Attribution;
 pub use convert::{Converter, Window};
-pub use dcgm::{DeviceReading, MigInstance, Readings, Workload};
 pub use error::SamplerError;
+pub use readings::{DeviceReading, MigInstance, Readings, Workload};
 pub use sampler::{Sampler, SamplerOptions, TickReport};
 pub use source::Source;

@@ -417,7 +417,7 @@ pub async fn serve(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::Metrics;
 
     #[test]
     fn the_exposition_parses_with_our_own_parser() {

@@ -66,7 +66,9 @@ pub fn fraction(slices: u32, total: u32) -> Option<Decimal> {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::*;
+    use eai_engine::policy::Glob;
+
+    use super::{fraction, gpu_slices, profile_slices};
 
     fn share(model: Option<&str>, profile: &str) -> String {
         let total = gpu_slices(model, profile, &[]);

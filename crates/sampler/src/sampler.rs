@@ -9,10 +9,10 @@ use std::time::Duration;
 use eai_engine::Timestamp;
 
 use crate::convert::{Converter, Window};
-use crate::dcgm::Readings;
 use crate::delivery::{classify, Backoff, Failure, Sink};
 use crate::error::{Result, SamplerError};
 use crate::metrics::Metrics;
+use crate::readings::Readings;
 use crate::source::vllm::VllmReader;
 use crate::source::Source;
 use crate::spool::{Batch, Spool};

@@ -16,7 +16,7 @@
 use eai_engine::money::apportion;
 use rust_decimal::Decimal;
 
-use crate::dcgm::{Readings, Sharer, Workload};
+use crate::readings::{Readings, Sharer, Workload};
 
 /// How a sample's share of its GPU was obtained (the sample's `share_method`): the engine's.
 pub use eai_engine::domain::ShareMethod;
@@ -155,9 +155,12 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use std::sync::Arc;
 
-    use proptest::prelude::*;
+    use eai_engine::domain::ShareMethod;
+    use proptest::prelude::{prop, prop_assert, prop_assert_eq, proptest, Strategy};
+    use rust_decimal::Decimal;
 
-    use super::*;
+    use super::{apportion_by, split, UNIT};
+    use crate::readings::{Sharer, Workload};
 
     fn pod(name: &str, gpu_time: Option<Decimal>) -> Sharer {
         Sharer {

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::dcgm::{Readings, Sharer, Workload};
+use crate::readings::{Readings, Sharer, Workload};
 
 /// Series labels a Slurm job's GPUs get (and the attribution rules match).
 pub const JOB: &str = "slurm_job";
@@ -431,7 +431,7 @@ pub fn expand_hostlist(list: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::*;
+    use super::{expand_hostlist, gpu_indices};
 
     #[test]
     fn gres_details_give_the_gpu_indices() {

@@ -32,6 +32,7 @@ use rust_decimal::{Decimal, RoundingStrategy};
 use serde::{Deserialize, Serialize};
 
 use crate::exposition;
+use crate::names::fit_name;
 
 /// Unit names of the events, in the order of the table above.
 pub const TOKENS_IN: &str = "tokens_in";
@@ -296,10 +297,10 @@ pub fn event(key: &SeriesKey, start: Timestamp, end: Timestamp, units: &Counters
         source: SOURCE.to_string(),
         occurred_at: end.to_string(),
         // Names as the control plane takes them (a blank or overlong label would refuse the whole batch).
-        deployment_id: crate::convert::fit_name(&key.deployment_id, "unknown").into_owned(),
+        deployment_id: fit_name(&key.deployment_id, "unknown").into_owned(),
         model: EventModel {
             provider: PROVIDER.to_string(),
-            name: crate::convert::fit_name(&key.model, UNKNOWN_MODEL).into_owned(),
+            name: fit_name(&key.model, UNKNOWN_MODEL).into_owned(),
         },
         units: units
             .iter()
@@ -450,7 +451,16 @@ pub struct StateSeries {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::*;
+    use std::str::FromStr;
+
+    use eai_engine::Timestamp;
+    use rust_decimal::Decimal;
+
+    use super::{
+        delta, event, event_id, exact, from_text, Counters, SeriesKey, Target, Tracker,
+        CACHED_TOKENS_IN, DECODE_SECONDS, FORGET_AFTER_MS, PREFILL_SECONDS, REQUESTS, TOKENS_IN,
+        TOKENS_OUT,
+    };
 
     fn d(s: &str) -> Decimal {
         Decimal::from_str(s).unwrap()

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use rust_decimal::Decimal;
 
 use super::pricing::Part;
-use super::settle::{idle_weights, Rounded};
+use super::round::{idle_weights, Rounded};
 use super::{report_quantity, Ctx, DAY_MS};
 use crate::decimal_ops;
 use crate::domain::{IdleCapacity, Policy, TenantId};

@@ -10,19 +10,20 @@ mod claims;
 mod explain;
 mod parallel;
 mod pricing;
+mod round;
 mod settle;
+mod trace;
 
 pub use claims::{claim_of, sum_claims, UsageClaim, CLAIM_BUCKET_MS};
-pub use explain::{
-    explain, BucketLine, ClaimLine, Explanation, IdleSpread, Party, PolicyRates, PricedLine,
-    Rounding, RoundingLine,
-};
+pub use explain::{explain, Explanation, PolicyRates};
 pub use pricing::price;
+pub use trace::{BucketLine, ClaimLine, IdleSpread, Party, PricedLine, Rounding, RoundingLine};
+// A period is a span of time (it lives in `time`); its path here stays.
+pub use crate::time::Period;
 
 use rust_decimal::Decimal;
 
 use crate::domain::{IdleCapacity, Policy, Sample, UsageEvent};
-use crate::error::FieldError;
 use crate::report::{Allocation, Gap, Item};
 use crate::rollup::Rollup;
 use crate::series::{self, SeriesConfig};
@@ -58,29 +59,6 @@ impl Default for AllocationConfig {
             threads: 0,
             day_items: false,
         }
-    }
-}
-
-/// The period of an allocation, widened to whole buckets: `[from, to)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Period {
-    pub from: Timestamp,
-    pub to: Timestamp,
-}
-
-impl Period {
-    pub fn new(from: Timestamp, to: Timestamp, bucket_ms: i64) -> Result<Self, FieldError> {
-        if from >= to {
-            return Err(FieldError::new("to", "must be after `from`"));
-        }
-        Ok(Period {
-            from: from.floor_to(bucket_ms),
-            to: to.ceil_to(bucket_ms),
-        })
-    }
-
-    pub fn contains(&self, t: Timestamp) -> bool {
-        self.from <= t && t < self.to
     }
 }
 

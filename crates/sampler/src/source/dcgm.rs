@@ -6,8 +6,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use eai_engine::Timestamp;
 
-use crate::dcgm::{from_text, Readings};
+use crate::dcgm::from_text;
 use crate::error::{Result, SamplerError};
+use crate::readings::Readings;
 use crate::source::{check_http_url, http_client, Source};
 
 /// A DCGM exporter's `/metrics`.

@@ -9,8 +9,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use eai_engine::Timestamp;
 
-use crate::dcgm::Readings;
 use crate::error::{Result, SamplerError};
+use crate::readings::Readings;
 use crate::source::{check_http_url, http_client, Source};
 
 /// A device source with HAMi's exporter read beside it.
@@ -95,8 +95,13 @@ impl Source for WithHami {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::*;
+    use std::time::Duration;
+
+    use eai_engine::Timestamp;
+
+    use super::WithHami;
     use crate::source::dcgm::DcgmSource;
+    use crate::source::Source;
 
     fn fixture(dir: &str, name: &str) -> String {
         format!(

@@ -15,8 +15,8 @@
 use async_trait::async_trait;
 use eai_engine::Timestamp;
 
-use crate::dcgm::Readings;
 use crate::error::Result;
+use crate::readings::Readings;
 
 pub mod dcgm;
 pub mod hami;

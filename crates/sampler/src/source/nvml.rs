@@ -37,8 +37,8 @@ use eai_engine::Timestamp;
 use libloading::Library;
 use rust_decimal::Decimal;
 
-use crate::dcgm::{DeviceReading, MigInstance, ReadStats, Readings, Workload};
 use crate::error::{Result, SamplerError};
+use crate::readings::{DeviceReading, MigInstance, ReadStats, Readings, Workload};
 use crate::source::processes::{
     self, host_workload, PidResolver, Poll, ProcessReader, ProcessSample, RunningProcess,
     Unmeasured, Uses,
@@ -851,7 +851,12 @@ impl ProcessReader for NvmlProcesses {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::path::Path;
+
+    use super::{
+        Attributes, Memory, NvmlProcesses, NvmlSource, ProcessInfo, ProcessUtilSample, Utilization,
+    };
+    use crate::source::processes;
 
     #[test]
     fn a_missing_library_is_a_clear_error_at_start() {

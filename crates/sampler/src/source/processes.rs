@@ -21,9 +21,9 @@ use async_trait::async_trait;
 use eai_engine::Timestamp;
 use rust_decimal::Decimal;
 
-use crate::dcgm::{Readings, Sharer, Workload};
 use crate::error::Result;
 use crate::procmap::{PodMapper, ProcessPlace};
+use crate::readings::{Readings, Sharer, Workload};
 use crate::shares::{self, Measured};
 use crate::source::Source;
 
@@ -420,8 +420,19 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use std::sync::Arc;
 
-    use super::*;
-    use crate::dcgm::DeviceReading;
+    use async_trait::async_trait;
+    use eai_engine::Timestamp;
+    use rust_decimal::Decimal;
+
+    use super::{
+        gpu_times, host_workload, measured, pod_workload, NoPods, PidResolver, Poll, ProcessReader,
+        ProcessSample, RunningProcess, Skipped, Unmeasured, Uses, WithProcesses,
+    };
+    use crate::error::Result;
+    use crate::procmap::{PodMapper, ProcessPlace};
+    use crate::readings::{DeviceReading, Readings, Sharer, Workload};
+    use crate::shares::Measured;
+    use crate::source::Source;
 
     const FIXTURE: &str = include_str!("../../tests/fixtures/nvml/process_utilization.txt");
     /// The fixture's timestamps are seconds after this (µs).

@@ -13,9 +13,10 @@ use eai_engine::Timestamp;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::dcgm::{DeviceSet, Labels, Readings, Series, FAMILIES};
+use crate::dcgm::{DeviceSet, Series, FAMILIES};
 use crate::error::{Result, SamplerError};
 use crate::exposition::parse_value;
+use crate::readings::{Labels, Readings};
 use crate::source::{check_http_url, http_client, Source};
 
 /// Points per `query_range` request (Prometheus refuses more than 11,000).
@@ -410,7 +411,9 @@ impl Source for PrometheusSource {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::*;
+    use eai_engine::Timestamp;
+
+    use super::{readings_from_query, secs, selector};
 
     #[test]
     fn the_selector() {

@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use eai_engine::Timestamp;
 
-use crate::dcgm::Readings;
 use crate::error::{Result, SamplerError};
 use crate::metrics::Metrics;
+use crate::readings::Readings;
 use crate::slurm::{self, Jobs};
 use crate::source::{check_http_url, http_client, Source};
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 use eai_engine::Timestamp;
 
 use crate::attribution::Attribution;
-use crate::dcgm::{DeviceReading, Labels, Workload};
 use crate::error::{Result, SamplerError};
+use crate::readings::{DeviceReading, Labels, Workload};
 use crate::source::prometheus::{decode, secs};
 use crate::source::{check_http_url, http_client};
 use crate::vllm::{from_text, Acc, Counters, SeriesKey, Target, FAMILIES, PREFIXES};
@@ -288,9 +288,11 @@ impl VllmReader {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::*;
-    use crate::vllm::{REQUESTS, TOKENS_IN, TOKENS_OUT};
     use rust_decimal::Decimal;
+
+    use super::{discovery_query, series_from_query};
+    use crate::attribution::Attribution;
+    use crate::vllm::{REQUESTS, TOKENS_IN, TOKENS_OUT};
 
     #[test]
     fn the_discovery_query_names_every_family_exactly() {
