@@ -224,28 +224,6 @@ pub fn gap_reason(s: &str) -> Result<GapReason> {
     }
 }
 
-/// A sample of a batch ready to write: its integer columns, and the sample exactly as it will read back
-/// (figures decoded from those integers), which is what rollups must be computed from.
-#[derive(Debug, Clone)]
-pub struct Encoded {
-    pub figures: Figures,
-    pub sample: Sample,
-}
-
-/// Encodes a whole batch; a figure that cannot be stored exactly, or the reserved platform tenant as an owner,
-/// rejects the batch before anything is written.
-pub fn encode_batch(batch: &[Sample]) -> Result<Vec<Encoded>> {
-    batch
-        .iter()
-        .map(|s| {
-            crate::records::check_owner(s.owner)?;
-            let figures = Figures::encode(s)?;
-            let sample = decode(&s.gpu_uuid, s.end.0, &figures, Labels::of(s))?;
-            Ok(Encoded { figures, sample })
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

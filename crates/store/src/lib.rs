@@ -2,6 +2,17 @@
 //!
 //! One [`Store`] contract, several backends: the embedded SQLite file (default, zero setup) and PostgreSQL
 //! (production, row level security). Every method that reads tenant data takes a [`Scope`] first.
+//!
+//! The modules, in layers (each uses only its own layer and those above it, and no module circles back):
+//!
+//! 1. this root (the trait and the types it speaks), [`codec`] (how values are stored), [`audit`] (the hash
+//!    chain), [`lease`] (the one-replica jobs);
+//! 2. the rules of records both backends share: [`records`] (events, policies, keys, tenants), [`budgets`],
+//!    [`providers`]; [`rollups`] (per-GPU rollups, group rollups and claims, what pruning keeps); [`cache`] (the
+//!    read caches); [`clickhouse`] (the replica) and [`outbox`] (the replica rows of each change);
+//! 3. [`plan`]: every change planned once without I/O (ingest, prune, usage upsert, the others);
+//! 4. the backends, [`sqlite`] and [`postgres`], which read what a plan asks for and write what it returns; and
+//!    `testing` (feature `test-support`: a throwaway CA, a TLS-only PostgreSQL cluster).
 
 use async_trait::async_trait;
 use eai_engine::allocate::UsageClaim;
@@ -18,23 +29,21 @@ pub use crate::outbox::OutboxStats;
 
 pub mod audit;
 pub mod budgets;
-pub mod changes;
+pub mod cache;
 pub mod clickhouse;
 pub mod codec;
-pub mod groups;
-pub mod ingest;
 pub mod lease;
 pub mod outbox;
+pub mod plan;
 pub mod postgres;
 pub mod providers;
-pub mod pruned;
-pub mod read_cache;
 pub mod records;
 pub mod rollups;
 pub mod sqlite;
 #[cfg(feature = "test-support")]
 pub mod testing;
-pub mod usage_cache;
+
+pub use crate::cache::{read_cache, usage_cache};
 
 /// The id of rows that belong to no tenant (shared deployments, platform keys and events): no tenant may use it.
 pub const PLATFORM_TENANT_ID: uuid::Uuid = TenantId::PLATFORM.0;
@@ -296,7 +305,7 @@ pub struct ReplicaRows {
 }
 
 /// What the allocation reads for a period: group rollups (per-GPU rollups or raw cells where a bucket must be
-/// priced exactly), gaps, and every tenant's usage as hourly claims (see [`groups`]).
+/// priced exactly), gaps, and every tenant's usage as hourly claims (see [`rollups::groups`]).
 #[derive(Debug, Clone, Default)]
 pub struct UsageRead {
     pub rollups: Vec<Rollup>,

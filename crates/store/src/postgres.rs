@@ -20,13 +20,16 @@
 //! [`crate::rollups`]. Ingest locks the batch's GPUs (advisory locks keyed by GPU id, in ascending order), so
 //! concurrent batches of one GPU are serialized; the audit chain is appended under a transaction advisory lock.
 //!
-//! Group rollups and usage claims ([`crate::groups`]: what an allocation reads, per deployment-hour and
+//! Group rollups and usage claims ([`crate::rollups::groups`]: what an allocation reads, per deployment-hour and
 //! tenant-hour) are kept in the transactions of the rows they derive from, with SQL-side sums; `usage_for` reads
 //! them for a period in one range scan each.
 //!
-//! Layout: `schema` (migrations, policies, grants), `samples` (raw samples, rollups, gaps), `records`
-//! (usage events, policies, keys, audit chain), `derived` (group rollups and claims: writes and reads),
-//! `scratch` (feature `test-support`: throw-away databases for tests and benchmarks).
+//! Layout: `schema` (migrations, policies, grants), `pool` (the connections and their prepared statements),
+//! `tx` (a transaction begun for a scope, and the writes many changes share inside it: usage events with their
+//! claims and spend, the outbox, the audit chain's next link), `samples` (raw samples, rollups, gaps),
+//! `records` (usage events, policies, keys, tenants, audit chain), `budgets`, `providers`, `derived` (group
+//! rollups and claims: writes and reads), `tls` (sslmode over rustls), `scratch` (feature `test-support`:
+//! throw-away databases for tests and benchmarks).
 
 mod budgets;
 mod derived;
@@ -41,6 +44,7 @@ pub mod scratch;
 #[cfg(test)]
 mod tests;
 pub mod tls;
+mod tx;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
@@ -50,10 +54,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use eai_engine::domain::{Policy, PolicySpec, Sample, Tenant, TenantId, UsageEvent};
 use eai_engine::time::Timestamp;
-use tokio_postgres::{IsolationLevel, Transaction};
 use uuid::Uuid;
 
-use self::pool::{Pool, Stmts};
+use self::pool::Pool;
+use self::tx::{begin, Mode};
 use crate::budgets::{
     Alert, BudgetRecord, Delivery, NewBudget, NewReservation, Reservation, ReserveOutcome,
 };
@@ -158,55 +162,6 @@ fn owner_of(u: Uuid) -> Option<TenantId> {
     (u != PLATFORM_TENANT).then_some(TenantId(u))
 }
 
-/// How a transaction reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    /// Read committed, read-write.
-    Write,
-    /// One consistent snapshot, read-only.
-    Snapshot,
-}
-
-/// Begins a transaction acting for `scope`: sets `app.tenant_id` or `app.platform` for this transaction only.
-async fn begin<'c>(
-    conn: &'c mut pool::PgConn,
-    scope: Scope,
-    mode: Mode,
-) -> Result<(Transaction<'c>, &'c mut Stmts)> {
-    let pool::PgConn { client, stmts, .. } = conn;
-    let b = client.build_transaction();
-    let b = match mode {
-        Mode::Write => b.isolation_level(IsolationLevel::ReadCommitted),
-        Mode::Snapshot => b
-            .isolation_level(IsolationLevel::RepeatableRead)
-            .read_only(true),
-    };
-    let tx = b.start().await.ctx("begin")?;
-    set_scope(&tx, stmts, scope).await?;
-    Ok((tx, stmts))
-}
-
-const SET_SCOPE: &str =
-    "SELECT set_config('app.tenant_id', $1, true), set_config('app.platform', $2, true)";
-
-/// The arguments of [`SET_SCOPE`] for `scope`.
-fn scope_args(scope: Scope) -> Result<(String, &'static str)> {
-    Ok(match scope {
-        Scope::Platform => (String::new(), "on"),
-        Scope::Tenant(t) => (tenant_uuid(t)?.hyphenated().to_string(), "off"),
-    })
-}
-
-/// Sets who the rest of the transaction acts for (may be called again inside it).
-async fn set_scope(tx: &Transaction<'_>, stmts: &mut Stmts, scope: Scope) -> Result<()> {
-    let (tenant, platform) = scope_args(scope)?;
-    let st = stmts.get(tx, SET_SCOPE).await?;
-    tx.execute(&st, &[&tenant, &platform])
-        .await
-        .ctx("set the transaction's scope")?;
-    Ok(())
-}
-
 /// The PostgreSQL store. Cheap to clone; clones share the pool.
 #[derive(Clone)]
 pub struct PgStore {
@@ -220,8 +175,8 @@ struct Inner {
     cfg: RollupConfig,
     /// host/port/dbname, for logs (never the password).
     target: String,
-    /// The allocation's decoded buckets ([`crate::read_cache`]).
-    cache: crate::read_cache::ReadCache,
+    /// The allocation's decoded buckets ([`crate::cache::read_cache`]).
+    cache: crate::cache::read_cache::ReadCache,
     /// A compaction of the change log is under way (one at a time per process).
     compacting: std::sync::atomic::AtomicBool,
 }
@@ -290,7 +245,7 @@ impl PgStore {
                 lease: tokio::sync::Mutex::new(None),
                 cfg,
                 target,
-                cache: crate::read_cache::ReadCache::new(cfg.read_cache_rows),
+                cache: crate::cache::read_cache::ReadCache::new(cfg.read_cache_rows),
                 compacting: std::sync::atomic::AtomicBool::new(false),
             }),
         };
@@ -441,7 +396,7 @@ impl Store for PgStore {
         )
         .await?;
         drop(c);
-        if log_rows > crate::read_cache::COMPACT_AFTER
+        if log_rows > crate::cache::read_cache::COMPACT_AFTER
             && !self.inner.compacting.swap(true, Ordering::AcqRel)
         {
             // In the background: the read is answered; a failed compaction is retried by a later read.

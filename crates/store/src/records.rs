@@ -15,6 +15,9 @@
 //!   tenant's keys only: another tenant's key is not found ([`check_key_scope`]). A revoked key cannot be
 //!   rotated ([`check_rotate`]). A sampler key's node names are stored as a JSON array.
 //! - The audit body is the draft's canonical JSON ([`crate::audit::canonical_json`]), the very bytes hashed.
+//!
+//! An upsert of a batch of events (its order, its scope, what it changes in the rows derived from events) is
+//! planned in [`crate::plan::usage`].
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -171,91 +174,6 @@ pub fn check_replace(old: &UsageEvent, new: &UsageEvent) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// What an upsert of usage events writes, planned without I/O: the batch's last event of each `(tenant_id,
-/// event_id)`, grouped by tenant and in id order (two batches that share events lock and write them in the same
-/// order); each tenant's stored events it replaces are read by the backend and turned into the changes of the
-/// claims and the spend by [`UsagePlan::replacing`].
-#[derive(Debug, Default)]
-pub struct UsagePlan<'a> {
-    pub tenants: BTreeMap<TenantId, Vec<&'a UsageEvent>>,
-}
-
-/// The scope that writes a tenant group of a [`UsagePlan`]: the tenant's, or the platform's for the rows of no
-/// tenant (a vLLM server's counters).
-pub fn writer_scope(t: TenantId) -> crate::Scope {
-    if t.is_platform() {
-        crate::Scope::Platform
-    } else {
-        crate::Scope::Tenant(t)
-    }
-}
-
-/// The derived rows a tenant group of a [`UsagePlan`] changes.
-#[derive(Debug, Default)]
-pub struct UsageChanges {
-    pub claims: crate::groups::ClaimDeltas,
-    pub spend: crate::budgets::SpendDeltas,
-}
-
-impl<'a> UsagePlan<'a> {
-    /// Refuses the reserved platform tenant (but on a vLLM server's counters, which belong to no tenant); a
-    /// re-send inside the batch: the last one wins.
-    pub fn new(events: &'a [UsageEvent]) -> Result<Self> {
-        let mut last: BTreeMap<(TenantId, Uuid), &'a UsageEvent> = BTreeMap::new();
-        for e in events {
-            if e.source == eai_engine::domain::VLLM_SOURCE {
-                if !e.tenant_id.is_platform() {
-                    return Err(StoreError::conflict(
-                        "tenant_id",
-                        "a vLLM server's counters belong to no tenant",
-                    ));
-                }
-            } else {
-                check_tenant_id(e.tenant_id)?;
-            }
-            last.insert((e.tenant_id, e.event_id), e);
-        }
-        let mut tenants: BTreeMap<TenantId, Vec<&'a UsageEvent>> = BTreeMap::new();
-        for ((t, _), e) in last {
-            tenants.entry(t).or_default().push(e);
-        }
-        Ok(UsagePlan { tenants })
-    }
-
-    /// The changes of one tenant's group, given the stored events it replaces (any order): each replacement
-    /// allowed ([`check_replace`]), the old events' claims and spend taken out, the new ones' added.
-    pub fn replacing(group: &[&UsageEvent], replaced: &[UsageEvent]) -> Result<UsageChanges> {
-        let news: BTreeMap<Uuid, &UsageEvent> = group.iter().map(|e| (e.event_id, *e)).collect();
-        let mut c = UsageChanges::default();
-        for old in replaced {
-            let new = news.get(&old.event_id).ok_or_else(|| {
-                StoreError::Internal(format!(
-                    "usage upsert: the stored event {} is not of the batch",
-                    old.event_id.hyphenated()
-                ))
-            })?;
-            check_replace(old, new)?;
-            c.claims
-                .remove(eai_engine::allocate::claim_of(old).as_ref())?;
-            c.spend.remove(old);
-        }
-        for e in group {
-            c.claims.add(eai_engine::allocate::claim_of(e).as_ref())?;
-            c.spend.add(e);
-        }
-        Ok(c)
-    }
-
-    /// The replica rows of the batch: its events as written.
-    pub fn outbox(&self) -> crate::outbox::OutboxRows {
-        let mut rows = crate::outbox::OutboxRows::default();
-        for e in self.tenants.values().flatten() {
-            rows.event(e);
-        }
-        rows
-    }
 }
 
 // --- allocation policies --------------------------------------------------------------------------------------

@@ -13,16 +13,20 @@
 //! Settings that shape stored data ([`SqliteConfig`]: bucket length, interpolation limit) are recorded in the file
 //! when it is created; opening it with other values is refused, because the stored rollups embody them.
 //!
-//! Layout: `schema` (embedded migrations), `codec` (column encodings), `samples` (raw samples, rollups,
-//! gaps), `records` (usage events, policies, keys, audit chain).
+//! Layout: `schema` (embedded migrations), `codec` (column encodings), `tx` (the writes many changes share
+//! inside their transaction: usage events with their claims and spend, the outbox, the audit chain's next
+//! link), `samples` (raw samples, rollups, gaps), `records` (usage events, policies, keys, tenants, audit chain),
+//! `claims` (usage claims), `budgets`, `providers`, `backup` (online copies, checks, restore).
 
 pub mod backup;
 mod budgets;
+mod claims;
 mod codec;
 mod providers;
 mod records;
 mod samples;
 mod schema;
+mod tx;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -68,9 +72,9 @@ struct Inner {
     writer: Mutex<Connection>,
     readers: Vec<Mutex<Connection>>,
     next_reader: AtomicUsize,
-    /// The allocation's decoded buckets ([`crate::read_cache`]).
-    cache: Arc<crate::read_cache::ReadCache>,
-    usage_cache: Arc<crate::usage_cache::UsageCache>,
+    /// The allocation's decoded buckets ([`crate::cache::read_cache`]).
+    cache: Arc<crate::cache::read_cache::ReadCache>,
+    usage_cache: Arc<crate::cache::usage_cache::UsageCache>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -150,8 +154,12 @@ impl SqliteStore {
                 writer: Mutex::new(writer),
                 readers,
                 next_reader: AtomicUsize::new(0),
-                cache: Arc::new(crate::read_cache::ReadCache::new(cfg.read_cache_rows)),
-                usage_cache: Arc::new(crate::usage_cache::UsageCache::new(cfg.usage_cache_rows)),
+                cache: Arc::new(crate::cache::read_cache::ReadCache::new(
+                    cfg.read_cache_rows,
+                )),
+                usage_cache: Arc::new(crate::cache::usage_cache::UsageCache::new(
+                    cfg.usage_cache_rows,
+                )),
             }),
         })
     }

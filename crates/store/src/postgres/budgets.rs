@@ -1,7 +1,8 @@
 //! Budgets, reservations, spend and threshold alerts in PostgreSQL (the rules are [`crate::budgets`]). A
 //! tenant's reservation decisions, commits and releases take the tenant's transaction advisory lock first, so
 //! concurrent requests are decided one after the other and never over-grant; every table is a tenant table under
-//! row level security, read and written under the caller's scope.
+//! row level security, read and written under the caller's scope. The spend a usage upsert adds is written with
+//! it, in `tx`.
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -15,14 +16,14 @@ use tokio_postgres::{Row, Transaction};
 use uuid::Uuid;
 
 use super::pool::{PgConn, Stmts};
-use super::records::{append_in, upsert_in};
-use super::{begin, set_scope, tenant_uuid, Ctx, Mode};
+use super::tx::{append_in, begin, set_scope, upsert_in, Mode};
+use super::{tenant_uuid, Ctx};
 use crate::budgets::{
     self as b, Alert, BudgetRecord, Delivery, NewBudget, NewReservation, Reservation,
-    ReservationStatus, ReserveOutcome, SpendDeltas, SpendKey,
+    ReservationStatus, ReserveOutcome, SpendKey,
 };
-use crate::changes::{self, DeliveryWrite};
 use crate::codec::{corrupt, now_ms};
+use crate::plan::changes::{self, DeliveryWrite};
 use crate::{AuditDraft, Result, Scope};
 
 /// The class of the budget locks ("eaib"), with the tenant folded to 32 bits as the second key.
@@ -50,35 +51,6 @@ fn currency_parse(s: &str, what: &str) -> Result<Currency> {
 }
 
 // --- spend -----------------------------------------------------------------------------------------------------
-
-const SPEND_ADD: &str = "INSERT INTO eai.spend AS s (tenant_id, month_ms, currency, cost, tokens) \
-     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (tenant_id, month_ms, currency) \
-     DO UPDATE SET cost = s.cost + EXCLUDED.cost, tokens = s.tokens + EXCLUDED.tokens";
-
-/// Adds a transaction's spend changes into the stored rows (SQL-side sums: exact numerics). Called under the
-/// scope of the events' tenant.
-pub(super) async fn write_spend(
-    tx: &Transaction<'_>,
-    st: &mut Stmts,
-    deltas: &SpendDeltas,
-) -> Result<()> {
-    for (key, d) in deltas.changed() {
-        let s = st.get(tx, SPEND_ADD).await?;
-        tx.execute(
-            &s,
-            &[
-                &tenant_uuid(key.tenant_id)?,
-                &key.month.0,
-                &key.currency.as_str(),
-                &d.cost,
-                &d.tokens,
-            ],
-        )
-        .await
-        .ctx("write spend")?;
-    }
-    Ok(())
-}
 
 const SPENT: &str = "SELECT tenant_id, currency, cost, tokens FROM eai.spend WHERE month_ms = $1";
 

@@ -1,7 +1,7 @@
 //! What an allocation reads, in PostgreSQL: group rollups (`eai.deployment_rollups`) and usage claims
 //! (`eai.usage_claims`), written in the transactions of the rows they derive from, read for a period in one range
-//! scan each. The sums are [`crate::groups`]'; this module only moves them in and out (schema: migration 3 in
-//! `schema`, which says why the columns are `numeric` and a `bigint[]`).
+//! scan each. The sums are [`crate::rollups::groups`]'; this module only moves them in and out (schema: migration 3
+//! in `schema`, which says why the columns are `numeric` and a `bigint[]`).
 //!
 //! **Group rollups at ingest** ([`write_groups`]), once every per-GPU row of the batch is written:
 //!
@@ -37,10 +37,10 @@ use tokio_postgres::{Row, Transaction};
 use uuid::Uuid;
 
 use super::pool::Stmts;
-use super::samples::rollup_of;
-use super::{owner_of, owner_uuid, Ctx};
+use super::samples::{group_key, rollup_of};
+use super::{owner_uuid, Ctx};
 use crate::codec::{corrupt, count, to_i64};
-use crate::groups::{
+use crate::rollups::groups::{
     self, from_fixed, ids_bytes, quantities_of, to_fixed, ClaimDeltas, ClaimKey, ClaimSums,
     GroupDeltas, GroupKey, GroupRow, SetCache, CLAIM_DP,
 };
@@ -117,12 +117,13 @@ const CLAIMS_DROP_EMPTY: &str = "DELETE FROM eai.usage_claims AS c \
      WHERE c.bucket_ms = k.b AND c.deployment_id = k.dep AND c.tenant_id = k.t AND c.events = 0 \
      RETURNING c.bucket_ms, c.deployment_id, c.gpu_seconds, c.tokens";
 
-/// The change counts of the buckets of a period ([`crate::read_cache`]): bucket, count, rows of the log summed.
+/// The change counts of the buckets of a period ([`crate::cache::read_cache`]): bucket, count, rows of the log
+/// summed.
 pub(super) const COUNTS_IN: &str =
     "SELECT bucket_ms, sum(n)::bigint, count(*) FROM eai.hour_changes \
      WHERE bucket_ms >= $1 AND bucket_ms < $2 GROUP BY bucket_ms ORDER BY bucket_ms";
 
-/// Folds each bucket's rows of the change log into one of their sum (see [`crate::read_cache`]).
+/// Folds each bucket's rows of the change log into one of their sum (see [`crate::cache::read_cache`]).
 pub(super) const COMPACT_COUNTS: &str = "SELECT eai.compact_hour_changes()";
 
 /// Claim rows of a period, in one range scan of the primary key.
@@ -236,21 +237,6 @@ fn array_literal(ids: &[i64]) -> String {
     }
     s.push('}');
     s
-}
-
-/// A group key of a stored row, from its columns.
-pub(super) fn group_key(
-    bucket_ms: i64,
-    deployment_id: String,
-    tenant: Uuid,
-    model: String,
-) -> GroupKey {
-    GroupKey {
-        bucket_ms,
-        deployment_id,
-        owner: owner_of(tenant),
-        model,
-    }
 }
 
 /// Brings the group rows of a batch up to date: adds `deltas` (the fast path's, per group) and rebuilds every

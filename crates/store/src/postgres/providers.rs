@@ -2,8 +2,8 @@
 //! written and read on the platform path.
 
 use super::pool::PgConn;
-use super::records::append_in;
-use super::{begin, Ctx, Mode};
+use super::tx::{append_in, begin, Mode};
+use super::Ctx;
 use crate::providers::{audit_details, provider_json, provider_parse, ProviderRecord};
 use crate::{audit, AuditDraft, Result, Scope};
 

@@ -9,44 +9,29 @@
 //! - Policies are platform-wide configuration (no tenant): the service role may insert them and set
 //!   `effective_to_ms`, nothing else. API keys and audit events are append-only for it.
 //! - The audit chain is appended under a transaction advisory lock, so concurrent appends never fork it, in the
-//!   transaction of the change it records ([`append_in`], last before the commit).
+//!   transaction of the change it records ([`super::tx::append_in`], last before the commit).
+//!
+//! The writes shared with other changes (the usage upsert inside a transaction, the outbox, the audit append)
+//! are in `tx`; this module holds the changes and reads of these records themselves.
 
-use eai_engine::domain::{Policy, PolicySpec, Tenant, TenantId, UsageEvent};
+use eai_engine::domain::{Policy, PolicySpec, Tenant, UsageEvent};
 use eai_engine::time::Timestamp;
-use uuid::Uuid;
 
 use super::pool::PgConn;
-use super::{
-    begin, derived, owner_of, owner_uuid, scope_args, set_scope, sqlstate, Ctx, Mode, SET_SCOPE,
-};
+use super::tx::{append_in, begin, upsert_in, Mode, AUDIT_LAST};
+use super::{owner_of, owner_uuid, sqlstate, Ctx};
 use crate::audit::{self, Verifier};
-use crate::changes;
-use crate::codec::{corrupt, count, now_ms, to_i64};
-use crate::outbox::{self, OutboxRows, OutboxStats};
+use crate::codec::{corrupt, count, now_ms};
+use crate::outbox::{self, OutboxStats};
+use crate::plan::changes;
+use crate::plan::usage::writer_scope;
 use crate::records as rec;
 use crate::rollups::RollupConfig;
 use crate::{
     ApiKeyRecord, AuditDraft, AuditEvent, AuditHead, BrokenLink, KeyMatch, NewApiKey, OutboxEntry,
-    Result, Role, Scope, StoreError, TenantRef,
+    Result, Role, Scope, TenantRef,
 };
 
-/// Serializes appends to the audit chain (advisory locks are per database).
-const AUDIT_LOCK: i64 = 0x6561_695f_6175_6474; // "eai_audt"
-
-const EVENTS_UPSERT: &str = "INSERT INTO eai.usage_events AS u \
-     (event_id, tenant_id, occurred_at_ms, deployment_id, body) \
-     SELECT x.event_id, x.tenant_id, x.occurred_at_ms, x.deployment_id, x.body::jsonb \
-     FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::text[], $5::text[]) \
-     AS x(event_id, tenant_id, occurred_at_ms, deployment_id, body) \
-     ON CONFLICT (tenant_id, event_id) DO UPDATE SET occurred_at_ms = EXCLUDED.occurred_at_ms, \
-     deployment_id = EXCLUDED.deployment_id, body = EXCLUDED.body";
-/// The stored events a batch is about to replace (of the tenant the transaction acts for).
-const EVENTS_OLD: &str =
-    "SELECT body::text FROM eai.usage_events WHERE tenant_id = $2 AND event_id = ANY($1::uuid[])";
-/// Two-key advisory locks: a key space apart from the one-key locks of GPUs, the audit chain and migrations.
-const EVENTS_LOCK: &str = "SELECT pg_advisory_xact_lock($1::int4, k) FROM unnest($2::int4[]) AS k";
-/// The class of usage event locks ("eaiu").
-const EVENT_LOCK_CLASS: i32 = 0x6561_6975;
 const EVENTS_IN: &str = "SELECT body::text FROM eai.usage_events \
      WHERE occurred_at_ms >= $1 AND occurred_at_ms < $2 ORDER BY occurred_at_ms, event_id";
 
@@ -99,42 +84,16 @@ const KEY_ROTATE: &str = concat!(
 const KEY_TAKEN: &str = "SELECT EXISTS (SELECT 1 FROM eai.api_keys WHERE hash = $1)";
 const KEY_COUNT: &str = "SELECT count(*) FROM eai.api_keys";
 
-const AUDIT_LOCK_SQL: &str = "SELECT pg_advisory_xact_lock($1)";
-const AUDIT_LAST: &str = "SELECT seq, hash FROM eai.audit_events ORDER BY seq DESC LIMIT 1";
-const AUDIT_INSERT: &str = "INSERT INTO eai.audit_events (seq, prev_hash, hash, tenant_id, body) \
-     VALUES ($1, $2, $3, $4, $5)";
 const AUDIT_AFTER: &str = "SELECT seq, prev_hash, hash, body FROM eai.audit_events \
      WHERE seq > $1 ORDER BY seq LIMIT $2";
 const AUDIT_ALL: &str =
     "SELECT seq, prev_hash, hash, body, tenant_id FROM eai.audit_events ORDER BY seq";
 
-const OUTBOX_INSERT: &str = "INSERT INTO eai.outbox (table_name, rows, created_at_ms) \
-     SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])";
 const OUTBOX_PENDING: &str = "SELECT seq, table_name, rows FROM eai.outbox ORDER BY seq LIMIT $1";
 const OUTBOX_ACK: &str = "DELETE FROM eai.outbox WHERE seq <= $1";
 const OUTBOX_STATS: &str = "SELECT count(*), min(created_at_ms) FROM eai.outbox";
 
 // --- replica outbox -------------------------------------------------------------------------------------------
-
-/// Stores the replica rows of a change in its transaction, on the platform path (the outbox's only policy):
-/// call it last, once the change holds its locks (see [`crate::outbox`]).
-pub(super) async fn write_outbox(
-    tx: &tokio_postgres::Transaction<'_>,
-    st: &mut super::pool::Stmts,
-    rows: OutboxRows,
-) -> Result<()> {
-    if rows.is_empty() {
-        return Ok(());
-    }
-    let (tables, texts): (Vec<&str>, Vec<String>) = rows.entries()?.into_iter().unzip();
-    let at = vec![now_ms(); tables.len()];
-    set_scope(tx, st, Scope::Platform).await?;
-    let s = st.get(tx, OUTBOX_INSERT).await?;
-    tx.execute(&s, &[&tables, &texts, &at])
-        .await
-        .ctx("write the outbox")?;
-    Ok(())
-}
 
 pub async fn outbox_pending(conn: &mut PgConn, limit: u64) -> Result<Vec<OutboxEntry>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -185,7 +144,7 @@ pub async fn upsert_usage_events(
     let first = events.first().map(|e| e.tenant_id);
     let (tx, st) = begin(
         conn,
-        first.map_or(Scope::Platform, rec::writer_scope),
+        first.map_or(Scope::Platform, writer_scope),
         Mode::Write,
     )
     .await?;
@@ -193,97 +152,6 @@ pub async fn upsert_usage_events(
     append_in(&tx, st, &changes::usage_upserted(draft, events.len())).await?;
     tx.commit().await.ctx("commit usage upsert")?;
     Ok(events.len() as u64)
-}
-
-/// Upserts `events` inside the caller's transaction, tenant by tenant (each under its own scope: the scope is
-/// the last tenant's afterwards), with their claims, their spend and their outbox rows.
-pub(super) async fn upsert_in(
-    tx: &tokio_postgres::Transaction<'_>,
-    st: &mut super::pool::Stmts,
-    events: &[UsageEvent],
-    with_outbox: bool,
-) -> Result<()> {
-    let plan = rec::UsagePlan::new(events)?;
-    let mut keys: Vec<i32> = plan
-        .tenants
-        .values()
-        .flatten()
-        .map(|e| event_lock_key(&e.tenant_id, &e.event_id))
-        .collect();
-    keys.sort_unstable();
-    keys.dedup();
-    let s = st.get(tx, EVENTS_LOCK).await?;
-    tx.execute(&s, &[&EVENT_LOCK_CLASS, &keys])
-        .await
-        .ctx("lock usage event ids")?;
-    for (tenant, group) in &plan.tenants {
-        let (scope_sql, old_sql, upsert_sql) = (
-            st.get(tx, SET_SCOPE).await?,
-            st.get(tx, EVENTS_OLD).await?,
-            st.get(tx, EVENTS_UPSERT).await?,
-        );
-        let (tenant_arg, platform_arg) = scope_args(rec::writer_scope(*tenant))?;
-        let ids: Vec<Uuid> = group.iter().map(|e| e.event_id).collect();
-        let tenants: Vec<Uuid> = group.iter().map(|e| e.tenant_id.0).collect();
-        let at: Vec<i64> = group.iter().map(|e| e.occurred_at.0).collect();
-        let dep: Vec<Option<&str>> = group.iter().map(|e| e.deployment_id.as_deref()).collect();
-        let body = group
-            .iter()
-            .map(|e| rec::event_json(e))
-            .collect::<Result<Vec<String>>>()?;
-        // Pipelined, in this order: act for the tenant, read the events about to be replaced (the tenant's own:
-        // another tenant's are invisible, and the upsert refuses them), upsert.
-        let (scoped, old, upserted) = tokio::join!(
-            async {
-                tx.execute(&scope_sql, &[&tenant_arg, &platform_arg])
-                    .await
-                    .ctx("set the transaction's scope")
-            },
-            async {
-                tx.query(&old_sql, &[&ids, &tenant.0])
-                    .await
-                    .ctx("read the usage events a batch replaces")
-            },
-            async {
-                tx.execute(&upsert_sql, &[&ids, &tenants, &at, &dep, &body])
-                    .await
-            }
-        );
-        scoped?;
-        match upserted {
-            Ok(n) if n == group.len() as u64 => {}
-            Ok(n) => {
-                return Err(StoreError::Internal(format!(
-                    "upsert usage events: {n} rows written of {}",
-                    group.len()
-                )))
-            }
-            Err(e) => return Err(e).ctx("upsert usage events"),
-        }
-        // The transaction is not committed: a refused replacement undoes the upsert.
-        let replaced = old?
-            .iter()
-            .map(|r| rec::event_parse(r.try_get(0).ctx("read a replaced usage event")?))
-            .collect::<Result<Vec<_>>>()?;
-        let rec::UsageChanges { claims, spend } = rec::UsagePlan::replacing(group, &replaced)?;
-        derived::write_claims(tx, st, &claims).await?;
-        super::budgets::write_spend(tx, st, &spend).await?;
-    }
-    if with_outbox {
-        let rows = plan.outbox();
-        write_outbox(tx, st, rows).await?;
-    }
-    Ok(())
-}
-
-/// The key of an event's transaction advisory lock (with [`EVENT_LOCK_CLASS`]): the 32 bytes of its tenant and
-/// id folded to 32 bits. Two events that fold alike only wait for each other.
-pub(super) fn event_lock_key(tenant: &TenantId, id: &Uuid) -> i32 {
-    let mut k = [0u8; 4];
-    for (i, x) in tenant.0.as_bytes().iter().chain(id.as_bytes()).enumerate() {
-        k[i % 4] ^= x;
-    }
-    i32::from_le_bytes(k)
 }
 
 /// Under [`Scope::Tenant`] the database returns that tenant's events only: the SQL has no tenant clause.
@@ -620,43 +488,6 @@ pub async fn tenant(conn: &mut PgConn, key: &TenantRef) -> Result<Option<Tenant>
 }
 
 // --- audit ----------------------------------------------------------------------------------------------------
-
-/// Appends an event to the chain inside the caller's transaction, on the platform path (the chain links every
-/// tenant's events): the chain's advisory lock is held until the transaction ends, so that concurrent appends
-/// never fork it. Call it last, just before the commit.
-pub(super) async fn append_in(
-    tx: &tokio_postgres::Transaction<'_>,
-    st: &mut super::pool::Stmts,
-    draft: &AuditDraft,
-) -> Result<AuditEvent> {
-    rec::check_owner(draft.tenant_id)?;
-    set_scope(tx, st, Scope::Platform).await?;
-    let s = st.get(tx, AUDIT_LOCK_SQL).await?;
-    tx.execute(&s, &[&AUDIT_LOCK])
-        .await
-        .ctx("lock the audit chain")?;
-    let s = st.get(tx, AUDIT_LAST).await?;
-    let last = tx
-        .query_opt(&s, &[])
-        .await
-        .ctx("read the chain's last event")?
-        .map(|r| (r.get(0), r.get(1)));
-    let e = changes::audit_next(changes::audit_last(last)?, draft)?;
-    let s = st.get(tx, AUDIT_INSERT).await?;
-    tx.execute(
-        &s,
-        &[
-            &to_i64(e.seq, "audit seq")?,
-            &e.prev_hash,
-            &e.hash,
-            &owner_uuid(draft.tenant_id)?,
-            &audit::canonical_json(draft),
-        ],
-    )
-    .await
-    .ctx("append an audit event")?;
-    Ok(e)
-}
 
 pub async fn append_audit(conn: &mut PgConn, draft: &AuditDraft) -> Result<AuditEvent> {
     let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;

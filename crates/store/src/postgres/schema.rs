@@ -203,7 +203,7 @@ CREATE POLICY platform_rows ON eai.outbox
 GRANT SELECT, INSERT, DELETE ON eai.outbox TO eai_app;
 "#;
 
-/// 3: what an allocation reads (`crate::groups`), kept beside what it is derived from, in the same
+/// 3: what an allocation reads (`crate::rollups::groups`), kept beside what it is derived from, in the same
 /// transactions: group rollups (one row per deployment-hour: the sum of the per-GPU rollups of the key and their
 /// GPUs) and usage claims (one row per tenant-hour of a deployment: the sum of `claim_of` over its events).
 ///
@@ -314,7 +314,7 @@ GROUP BY 1, 2, 3;
 // The claims' backfill in V3 floors to this bucket.
 const _: () = assert!(eai_engine::allocate::CLAIM_BUCKET_MS == 3_600_000);
 
-/// 4: what is kept of pruned hours (`crate::pruned`) and the policy boundaries rollups are cut at
+/// 4: what is kept of pruned hours (`crate::rollups::pruned`) and the policy boundaries rollups are cut at
 /// (`crate::rollups::Cuts`). `pruned_ends`: per GPU and bucket, the ends of pruned windows that are not edges
 /// (`EndSet` bytes); `prune_pending`: per GPU, where rows written below the pruning horizon start. Both are
 /// platform data like the GPUs they describe (hardware timelines, no tenant's usage or cost): no tenant column,
@@ -541,7 +541,7 @@ GRANT SELECT, INSERT, UPDATE (body, registered_at_ms) ON eai.providers TO eai_ap
 "#;
 
 /// 9: the change counts of the buckets of the group and claim tables, for the allocation's read cache
-/// (`crate::read_cache`): statement triggers append one `(bucket, 1)` row per bucket a statement inserted,
+/// (`crate::cache::read_cache`): statement triggers append one `(bucket, 1)` row per bucket a statement inserted,
 /// updated or deleted rows of, in its transaction (an append: concurrent writers never wait on each other for
 /// it); `eai.compact_hour_changes()` folds each bucket's rows into one of their sum. Both run as the owner
 /// (`SECURITY DEFINER`): the service role may read the counts on the platform path and call the compaction,

@@ -644,14 +644,14 @@ fn event_lock_keys_fold_every_byte() {
     b[15] = 1;
     let t = tenant(1);
     assert_ne!(
-        super::records::event_lock_key(&t, &a),
-        super::records::event_lock_key(&t, &Uuid::from_bytes(b))
+        super::tx::event_lock_key(&t, &a),
+        super::tx::event_lock_key(&t, &Uuid::from_bytes(b))
     );
     let mut u = [1u8; 16];
     u[3] = 7;
     assert_ne!(
-        super::records::event_lock_key(&t, &a),
-        super::records::event_lock_key(&TenantId(Uuid::from_bytes(u)), &a),
+        super::tx::event_lock_key(&t, &a),
+        super::tx::event_lock_key(&TenantId(Uuid::from_bytes(u)), &a),
         "the tenant counts"
     );
 }

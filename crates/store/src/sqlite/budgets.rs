@@ -1,6 +1,6 @@
 //! Budgets, reservations, spend and threshold alerts in SQLite (the rules are [`crate::budgets`]). Every
 //! decision runs in one `IMMEDIATE` transaction of the one writer: concurrent reservations are decided one
-//! after the other, so they never over-grant.
+//! after the other, so they never over-grant. The spend a usage upsert adds is written with it, in `tx`.
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -13,12 +13,12 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use uuid::Uuid;
 
 use super::codec::{corrupt, dec_parse, dec_text, now_ms, Ctx};
-use super::records::{append_in, upsert_in};
+use super::tx::{append_in, apply_spend, upsert_in};
 use crate::budgets::{
     self as b, Alert, BudgetRecord, Delivery, NewBudget, NewReservation, Reservation,
     ReservationStatus, ReserveOutcome, SpendDeltas, SpendKey,
 };
-use crate::changes::{self, DeliveryWrite};
+use crate::plan::changes::{self, DeliveryWrite};
 use crate::records as rec;
 use crate::{AuditDraft, Result, Scope};
 
@@ -31,43 +31,6 @@ fn currency_parse(s: &str, what: &str) -> Result<Currency> {
 }
 
 // --- spend -----------------------------------------------------------------------------------------------------
-
-/// Adds a transaction's spend changes into the stored rows.
-pub fn apply_spend(tx: &Connection, deltas: &SpendDeltas) -> Result<()> {
-    for (key, delta) in deltas.changed() {
-        let (tenant, currency) = (key.tenant_id.to_string(), key.currency.as_str().to_string());
-        let stored: Option<(String, String)> = tx
-            .prepare_cached(
-                "SELECT cost, tokens FROM spend WHERE tenant_id = ?1 AND month_ms = ?2 AND currency = ?3",
-            )
-            .and_then(|mut st| {
-                st.query_row(params![tenant, key.month.0, currency], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })
-                .optional()
-            })
-            .ctx("read spend")?;
-        let now = match stored {
-            Some((cost, tokens)) => b::amounts_parse(&cost, &tokens, "spend")?.plus(*delta),
-            None => *delta,
-        };
-        tx.prepare_cached(
-            "INSERT INTO spend (tenant_id, month_ms, currency, cost, tokens) VALUES (?1, ?2, ?3, ?4, ?5) \
-             ON CONFLICT (tenant_id, month_ms, currency) DO UPDATE SET cost = excluded.cost, tokens = excluded.tokens",
-        )
-        .and_then(|mut st| {
-            st.execute(params![
-                tenant,
-                key.month.0,
-                currency,
-                dec_text(now.cost),
-                dec_text(now.tokens)
-            ])
-        })
-        .ctx("write spend")?;
-    }
-    Ok(())
-}
 
 /// Builds the spend rows from the usage events already stored (a file from before budgets).
 pub fn rebuild_all_spend(conn: &Connection) -> Result<()> {

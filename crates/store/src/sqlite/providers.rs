@@ -3,7 +3,7 @@
 use rusqlite::{params, Connection, TransactionBehavior};
 
 use super::codec::Ctx;
-use super::records::append_in;
+use super::tx::append_in;
 use crate::providers::{audit_details, provider_json, provider_parse, ProviderRecord};
 use crate::{audit, AuditDraft, Result};
 

@@ -2,17 +2,16 @@
 //! records (same-tenant upserts, superseding policies, unique key hashes) are [`crate::records`], shared with
 //! PostgreSQL; the audit tenant is copied into a column for scoped reads.
 
-use eai_engine::allocate::{claim_of, UsageClaim};
-use eai_engine::domain::{Policy, PolicySpec, Tenant, TenantId, UsageEvent};
+use eai_engine::domain::{Policy, PolicySpec, Tenant, UsageEvent};
 use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
-use super::codec::{corrupt, count, now_ms, opt_tenant_parse, to_i64, Ctx};
+use super::codec::{corrupt, count, now_ms, opt_tenant_parse, Ctx};
+use super::tx::{append_in, upsert_in};
 use super::SqliteConfig;
 use crate::audit::{self, Verifier};
-use crate::changes;
-use crate::groups::{fixed_bytes, fixed_from_bytes, ClaimDeltas, ClaimKey, ClaimSums};
-use crate::outbox::{self, OutboxRows, OutboxStats};
+use crate::outbox::{self, OutboxStats};
+use crate::plan::changes;
 use crate::records as rec;
 use crate::{
     ApiKeyRecord, AuditDraft, AuditEvent, AuditHead, BrokenLink, KeyMatch, NewApiKey, OutboxEntry,
@@ -20,22 +19,6 @@ use crate::{
 };
 
 // --- replica outbox -------------------------------------------------------------------------------------------
-
-/// Stores the replica rows of a change, in the change's transaction (last, see [`crate::outbox`]).
-pub fn write_outbox(tx: &Connection, rows: OutboxRows) -> Result<()> {
-    if rows.is_empty() {
-        return Ok(());
-    }
-    let at = now_ms();
-    for (table, text) in rows.entries()? {
-        tx.prepare_cached(
-            "INSERT INTO outbox (table_name, rows, created_at_ms) VALUES (?1, ?2, ?3)",
-        )
-        .and_then(|mut st| st.execute(params![table, text, at]))
-        .ctx("write the outbox")?;
-    }
-    Ok(())
-}
 
 pub fn outbox_pending(conn: &Connection, limit: u64) -> Result<Vec<OutboxEntry>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -87,164 +70,6 @@ pub fn upsert_usage_events(
     append_in(&tx, &changes::usage_upserted(draft, events.len()))?;
     tx.commit().ctx("commit usage upsert")?;
     Ok(events.len() as u64)
-}
-
-/// Upserts `events` inside the caller's transaction, as [`rec::UsagePlan`] says, with their claims, their spend
-/// and their outbox rows.
-pub(super) fn upsert_in(tx: &Connection, events: &[UsageEvent], with_outbox: bool) -> Result<()> {
-    let plan = rec::UsagePlan::new(events)?;
-    for (tenant, group) in &plan.tenants {
-        let tenant = tenant.to_string();
-        let mut replaced = Vec::new();
-        for e in group {
-            let id = e.event_id.hyphenated().to_string();
-            let stored: Option<String> = tx
-                .prepare_cached(
-                    "SELECT body FROM usage_events WHERE tenant_id = ?1 AND event_id = ?2",
-                )
-                .and_then(|mut st| st.query_row([&tenant, &id], |r| r.get(0)).optional())
-                .ctx("read a usage event")?;
-            if let Some(old) = stored {
-                replaced.push(rec::event_parse(&old)?);
-            }
-        }
-        let changes = rec::UsagePlan::replacing(group, &replaced)?;
-        for e in group {
-            let body = rec::event_json(e)?;
-            tx.prepare_cached(
-                "INSERT INTO usage_events (event_id, tenant_id, occurred_at_ms, deployment_id, body) VALUES (?1, ?2, ?3, ?4, ?5) \
-                 ON CONFLICT (tenant_id, event_id) DO UPDATE SET occurred_at_ms = excluded.occurred_at_ms, \
-                 deployment_id = excluded.deployment_id, body = excluded.body",
-            )
-            .and_then(|mut st| {
-                st.execute(params![
-                    e.event_id.hyphenated().to_string(),
-                    tenant,
-                    e.occurred_at.0,
-                    e.deployment_id,
-                    body
-                ])
-            })
-            .ctx("upsert a usage event")?;
-        }
-        apply_claims(tx, changes.claims)?;
-        super::budgets::apply_spend(tx, &changes.spend)?;
-    }
-    if with_outbox {
-        write_outbox(tx, plan.outbox())?;
-    }
-    Ok(())
-}
-
-// --- usage claims (crate::groups) -----------------------------------------------------------------------------
-
-fn claim_key_params(k: &ClaimKey) -> (i64, &str, String) {
-    (
-        k.bucket_ms,
-        k.deployment_id.as_str(),
-        k.tenant_id.to_string(),
-    )
-}
-
-/// Adds a transaction's claim changes into the stored rows (deleting those no event adds up to any more).
-fn apply_claims(tx: &Connection, claims: ClaimDeltas) -> Result<()> {
-    for (key, delta) in claims.rows {
-        let (bucket, dep, tenant) = claim_key_params(&key);
-        let stored: Option<(Vec<u8>, Vec<u8>, i64)> = tx
-            .prepare_cached(
-                "SELECT gpu_seconds, tokens, events FROM usage_claims WHERE bucket_ms = ?1 AND deployment_id = ?2 AND tenant_id = ?3",
-            )
-            .and_then(|mut st| {
-                st.query_row(params![bucket, dep, tenant], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                    .optional()
-            })
-            .ctx("read a usage claim")?;
-        let mut sums = match stored {
-            Some((gs, tokens, events)) => ClaimSums {
-                gpu_seconds: fixed_from_bytes::<1>(&gs, "usage_claims.gpu_seconds")?[0],
-                tokens: fixed_from_bytes::<1>(&tokens, "usage_claims.tokens")?[0],
-                events,
-            },
-            None => ClaimSums::default(),
-        };
-        sums.add(&delta);
-        if sums.events <= 0 {
-            tx.prepare_cached(
-                "DELETE FROM usage_claims WHERE bucket_ms = ?1 AND deployment_id = ?2 AND tenant_id = ?3",
-            )
-            .and_then(|mut st| st.execute(params![bucket, dep, tenant]))
-            .ctx("delete a usage claim")?;
-            continue;
-        }
-        tx.prepare_cached(
-            "INSERT OR REPLACE INTO usage_claims (bucket_ms, deployment_id, tenant_id, gpu_seconds, tokens, events) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )
-        .and_then(|mut st| {
-            st.execute(params![
-                bucket,
-                dep,
-                tenant,
-                fixed_bytes(&[sums.gpu_seconds]),
-                fixed_bytes(&[sums.tokens]),
-                sums.events
-            ])
-        })
-        .ctx("write a usage claim")?;
-    }
-    Ok(())
-}
-
-/// The claims of the buckets in `[from, to)`.
-pub fn claims_in(conn: &Connection, from: Timestamp, to: Timestamp) -> Result<Vec<UsageClaim>> {
-    let mut st = conn
-        .prepare_cached(
-            "SELECT bucket_ms, deployment_id, tenant_id, gpu_seconds, tokens FROM usage_claims \
-             WHERE bucket_ms >= ?1 AND bucket_ms < ?2 ORDER BY bucket_ms, deployment_id, tenant_id",
-        )
-        .ctx("prepare claims read")?;
-    let mut rows = st.query(params![from.0, to.0]).ctx("read claims")?;
-    let mut out = Vec::new();
-    while let Some(r) = rows.next().ctx("read claims")? {
-        let tenant = r.get_ref(2).ctx("read claims")?;
-        let tenant = tenant.as_str().ctx("read claims")?;
-        let gs = r.get_ref(3).ctx("read claims")?;
-        let tokens = r.get_ref(4).ctx("read claims")?;
-        let key = ClaimKey {
-            bucket_ms: r.get(0).ctx("read claims")?,
-            deployment_id: r.get(1).ctx("read claims")?,
-            tenant_id: TenantId::from_stored(tenant)
-                .ok_or_else(|| corrupt("usage_claims.tenant_id", tenant))?,
-        };
-        let sums = ClaimSums {
-            gpu_seconds: fixed_from_bytes::<1>(
-                gs.as_blob().ctx("read claims")?,
-                "usage_claims.gpu_seconds",
-            )?[0],
-            tokens: fixed_from_bytes::<1>(
-                tokens.as_blob().ctx("read claims")?,
-                "usage_claims.tokens",
-            )?[0],
-            events: 1,
-        };
-        out.push(sums.to_claim(&key)?);
-    }
-    Ok(out)
-}
-
-/// Rebuilds every claim from the stored usage events (the migration that introduced them).
-pub fn rebuild_all_claims(conn: &Connection) -> Result<()> {
-    conn.execute("DELETE FROM usage_claims", [])
-        .ctx("clear usage claims")?;
-    let bodies: Vec<String> = conn
-        .prepare("SELECT body FROM usage_events")
-        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
-        .ctx("read usage events")?;
-    let mut claims = ClaimDeltas::default();
-    for b in &bodies {
-        claims.add(claim_of(&rec::event_parse(b)?).as_ref())?;
-    }
-    apply_claims(conn, claims)
 }
 
 pub fn usage_events(
@@ -596,30 +421,6 @@ pub fn tenant(conn: &Connection, key: &TenantRef) -> Result<Option<Tenant>> {
 }
 
 // --- audit ----------------------------------------------------------------------------------------------------
-
-/// Appends an event to the chain inside the caller's write transaction (SQLite has one writer: the
-/// transaction is the chain's lock).
-pub fn append_in(tx: &Connection, draft: &AuditDraft) -> Result<AuditEvent> {
-    let last: Option<(i64, String)> = tx
-        .prepare_cached("SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1")
-        .and_then(|mut st| st.query_row([], |r| Ok((r.get(0)?, r.get(1)?))).optional())
-        .ctx("read the chain's last event")?;
-    let e = changes::audit_next(changes::audit_last(last)?, draft)?;
-    tx.prepare_cached(
-        "INSERT INTO audit_events (seq, prev_hash, hash, tenant_id, body) VALUES (?1, ?2, ?3, ?4, ?5)",
-    )
-    .and_then(|mut st| {
-        st.execute(params![
-            to_i64(e.seq, "audit seq").map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(std::io::Error::other(e.to_string()))))?,
-            e.prev_hash,
-            e.hash,
-            draft.tenant_id.map(|t| t.to_string()),
-            audit::canonical_json(draft)
-        ])
-    })
-    .ctx("append an audit event")?;
-    Ok(e)
-}
 
 pub fn append_audit(conn: &mut Connection, draft: &AuditDraft) -> Result<AuditEvent> {
     let tx = conn

@@ -141,7 +141,7 @@ CREATE TABLE outbox (
 );
 "#;
 
-/// 4: what an allocation reads (`crate::groups`): group rollups, one per deployment-hour (the sum of the
+/// 4: what an allocation reads (`crate::rollups::groups`): group rollups, one per deployment-hour (the sum of the
 /// per-GPU rollups of the key and their GPUs), and usage claims, one per tenant-hour of a deployment. Clustered
 /// by bucket, so that a period is one range scan. Quantities are exact integers (10^-15 for rollups, 10^-6 for
 /// claims) as little-endian 16-byte words, since SQLite's integers have 64 bits; `gpus`: sorted `gpus.id`s as
@@ -172,7 +172,7 @@ CREATE TABLE usage_claims (
 ) WITHOUT ROWID;
 "#;
 
-/// 5: what is kept of pruned hours (`crate::pruned`) and the policy boundaries rollups are cut at
+/// 5: what is kept of pruned hours (`crate::rollups::pruned`) and the policy boundaries rollups are cut at
 /// (`crate::rollups::Cuts`). `pruned_ends`: per GPU and bucket, the ends of the pruned windows that are not
 /// edges (`EndSet` bytes); `prune_pending`: per GPU, where rows written below the pruning horizon start (the
 /// next pruning classifies from there); `rollup_cuts`: instants where a policy starts or ends inside an hour.
@@ -320,10 +320,10 @@ CREATE TABLE providers (
 "#;
 
 /// 10: the change count of every bucket of the group and claim tables, for the allocation's read cache
-/// ([`crate::read_cache`]): row triggers add one to a bucket's count with every row inserted, updated or deleted
-/// there, in the writing transaction; the buckets already written start at 1. No statement of a trigger may
-/// meet a conflict: the conflict clause of the statement that fires it (`INSERT OR REPLACE`) would override
-/// the trigger's own (an `INSERT OR IGNORE` of the count would replace it).
+/// ([`crate::cache::read_cache`]): row triggers add one to a bucket's count with every row inserted, updated or
+/// deleted there, in the writing transaction; the buckets already written start at 1. No statement of a trigger may
+/// meet a conflict: the conflict clause of the statement that fires it (`INSERT OR REPLACE`) would override the
+/// trigger's own (an `INSERT OR IGNORE` of the count would replace it).
 const V10_CHANGE_COUNTS: &str = r#"
 CREATE TABLE hour_changes (
     bucket_ms INTEGER PRIMARY KEY,
@@ -481,7 +481,7 @@ fn backfill_v5(conn: &Connection) -> Result<()> {
     use crate::rollups::{RollupConfig, PRUNED_BEFORE};
     let pruned = super::samples::meta_get(conn, PRUNED_BEFORE)?;
     if let Some(p) = pruned {
-        super::samples::meta_set(conn, crate::pruned::INDEXED_FROM, p)?;
+        super::samples::meta_set(conn, crate::rollups::pruned::INDEXED_FROM, p)?;
     }
     let d = RollupConfig::default();
     let cfg = RollupConfig {
@@ -500,7 +500,7 @@ fn backfill_v5(conn: &Connection) -> Result<()> {
 /// Builds the group rollups from the per-GPU rollups and the claims from the usage events already stored.
 fn backfill_v4(conn: &Connection) -> Result<()> {
     super::samples::rebuild_all_groups(conn)?;
-    super::records::rebuild_all_claims(conn)
+    super::claims::rebuild_all_claims(conn)
 }
 
 /// The schema version this binary writes.

@@ -1,4 +1,4 @@
-//! Ingest: a batch as [`crate::ingest`] plans it, in a fixed number of round trips.
+//! Ingest: a batch as [`crate::plan::ingest`] plans it, in a fixed number of round trips.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -10,17 +10,25 @@ use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::Transaction;
 use uuid::Uuid;
 
-use super::rows::*;
-use super::sql::*;
+use super::rows::{
+    end_sets_near, gap_of, recompute, rollup_of, sample_of, write_gaps, write_rollups,
+};
+use super::sql::{
+    CUTS, CUTS_LOCK_CLASS, CUTS_LOCK_SHARED, EQUAL_SHARES_ADD, GAPS_TAKE, GAPS_WRITE, GPUS_INTERN,
+    GPUS_LOCK, GPUS_OF, GPUS_OF_BUCKET, LAST_ENDS_WRITE, LAST_SAMPLES, LATE_RUNS, META_GET,
+    PENDING_UPSERT, ROLLUPS_AT, ROLLUPS_DELETE, ROLLUPS_WRITE, SAMPLES_AT, SAMPLES_FROM_STAGE,
+    SAMPLES_INSERT, SERIES_UPSERT, STAGE_COPY, STAGE_CREATE,
+};
 use crate::codec::{share_method, Labels, LabelsRef};
-use crate::ingest::{
+use crate::plan::ingest::{
     late_lookups, late_runs, Ingest, IngestPlan, LateKey, LateRead, Lookup, RunRead,
     LATE_RUN_SPAN_MS,
 };
 use crate::postgres::derived;
 use crate::postgres::pool::{PgConn, Staging, Stmts};
-use crate::postgres::{begin, owner_of, owner_uuid, Ctx, Mode};
-use crate::pruned::INDEXED_FROM;
+use crate::postgres::tx::{append_in, begin, write_outbox, Mode};
+use crate::postgres::{owner_of, owner_uuid, Ctx};
+use crate::rollups::pruned::INDEXED_FROM;
 use crate::rollups::{Cuts, Horizon, RollupConfig, PRUNED_BEFORE};
 use crate::{IngestOutcome, Result, Scope, StoreError};
 
@@ -270,7 +278,7 @@ async fn stage(
     Ok(())
 }
 
-/// Stores a batch as [`crate::ingest`] plans it: this only reads what each step asks for (pipelined: a fixed
+/// Stores a batch as [`crate::plan::ingest`] plans it: this only reads what each step asks for (pipelined: a fixed
 /// number of round trips whatever the batch's size) and writes what it returns.
 pub async fn insert(
     conn: &mut PgConn,
@@ -571,12 +579,12 @@ pub async fn insert(
     }
     let done = plan.finish(draft);
     if let Some(o) = done.outbox {
-        crate::postgres::records::write_outbox(&tx, st, o).await?;
+        write_outbox(&tx, st, o).await?;
     }
     // Last: the group rows every batch of a deployment-hour adds to are locked until the commit, and so is the
     // audit chain.
     derived::write_groups(&tx, st, done.groups, done.stale).await?;
-    crate::postgres::records::append_in(&tx, st, &done.audit).await?;
+    append_in(&tx, st, &done.audit).await?;
     tx.commit().await.ctx("commit ingest")?;
     Ok(done.outcome)
 }

@@ -2,7 +2,7 @@
 
 use tokio_postgres::Transaction;
 
-use super::sql::*;
+use super::sql::{META_GET, META_SET};
 use crate::postgres::pool::Stmts;
 use crate::postgres::Ctx;
 use crate::rollups::{self, RollupConfig, PRUNED_BEFORE};

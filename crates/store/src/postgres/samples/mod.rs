@@ -97,4 +97,4 @@ pub use reads::{
     nodes_last_seen, replica_extent, replica_rows, usage_for,
 };
 pub use retention::prune;
-pub(super) use rows::{record_cuts, rollup_of};
+pub(super) use rows::{group_key, record_cuts, rollup_of};

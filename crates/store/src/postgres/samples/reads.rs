@@ -7,14 +7,18 @@ use eai_engine::time::Timestamp;
 use futures_util::TryStreamExt;
 use tokio_postgres::types::ToSql;
 
-use super::ingest::*;
-use super::rows::*;
-use super::sql::*;
+use super::ingest::gpus_of_bucket;
+use super::rows::{contexts, gap_of, rollup_of, sample_of};
+use super::sql::{
+    EQUAL_SHARES_READ, GAPS_IN, LATEST_COUNT, LATEST_SAMPLES, META_GET, NODES_SEEN, REPLICA_EXTENT,
+    REPLICA_GAPS, REPLICA_ROLLUPS, REPLICA_SAMPLES, SERIES_SEEN,
+};
+use crate::cache::read_cache::{self, ReadCache};
 use crate::codec::{count, to_i64};
 use crate::postgres::derived;
 use crate::postgres::pool::{PgConn, Stmts};
-use crate::postgres::{begin, owner_of, Ctx, Mode};
-use crate::read_cache::{self, ReadCache};
+use crate::postgres::tx::{begin, Mode};
+use crate::postgres::{owner_of, Ctx};
 use crate::rollups::{self, Cuts, RollupConfig, PRUNED_BEFORE};
 use crate::{DeploymentSeen, LatestSamples, NodeSeen, Result, Scope, UsageRead};
 
@@ -23,7 +27,7 @@ use crate::{DeploymentSeen, LatestSamples, NodeSeen, Result, Scope, UsageRead};
 /// What the allocation reads for `[from, to)`, from one snapshot: the group rollups of the period, except its
 /// exact buckets that are not frozen; for each of those, the cells of each GPU recomputed from raw samples; the
 /// claims of the period; the gaps that touch it. Groups and claims of the buckets unchanged since `cache`
-/// decoded them come from it; the others are read (see [`crate::read_cache`]). The frozen horizon, the change
+/// decoded them come from it; the others are read (see [`crate::cache::read_cache`]). The frozen horizon, the change
 /// counts and gaps are read in one round trip (pipelined), then the buckets to read. Also returns how many rows
 /// of the change log it summed beyond one per bucket, for the caller to compact it when they are many.
 pub async fn usage_for(
@@ -266,7 +270,7 @@ async fn raw_cells(
 /// The per-GPU rollups of `[from, to)` that `scope` may see (row level security: a tenant reads its own rows),
 /// with their placement; the buckets named in `exact` that are not frozen as raw cells per GPU (see
 /// [`usage_for`]). One snapshot. Read and decoded on every call (no cache on this backend: see
-/// [`crate::usage_cache`] for SQLite's).
+/// [`crate::cache::usage_cache`] for SQLite's).
 pub async fn gpu_usage(
     conn: &mut PgConn,
     cfg: &RollupConfig,
@@ -304,7 +308,7 @@ pub async fn gpu_usage(
     if let Scope::Tenant(t) = scope {
         found.retain(|r| r.key.owner == Some(t));
     }
-    crate::usage_cache::usage_of(&found)
+    crate::cache::usage_cache::usage_of(&found)
 }
 
 /// What a replica holds of `[from, to)` ([`crate::ReplicaRows`]), from one snapshot on the platform path.

@@ -1,26 +1,31 @@
-//! Retention: pruning raw samples (see [`crate::pruned`]).
+//! Retention: pruning raw samples (see [`crate::rollups::pruned`]).
 
 use std::collections::HashMap;
 
 use eai_engine::time::Timestamp;
 use tokio_postgres::types::ToSql;
 
-use super::ingest::*;
-use super::meta::*;
-use super::rows::*;
-use super::sql::*;
-use crate::groups::GroupDeltas;
+use super::ingest::{gpus_of_bucket, lock};
+use super::meta::{meta_get, meta_set};
+use super::rows::{end_set_of, recompute};
+use super::sql::{
+    CUTS, END_SETS_BETWEEN, END_SETS_WRITE, GPUS_ALL, LAST_ENDS, PENDING, PENDING_CLEAR, PRUNE,
+    RAW_AROUND,
+};
+use crate::plan::prune;
 use crate::postgres::derived;
 use crate::postgres::pool::PgConn;
-use crate::postgres::{begin, Ctx, Mode};
-use crate::pruned::{self, EndSets, Stored};
+use crate::postgres::tx::{begin, write_outbox, Mode};
+use crate::postgres::Ctx;
+use crate::rollups::groups::GroupDeltas;
+use crate::rollups::pruned::{self, EndSets, Stored};
 use crate::rollups::{Cuts, RollupConfig, PRUNED_BEFORE};
 use crate::{Result, Scope};
 
-/// Prunes raw samples that ended before `before` (see [`crate::pruned`]): the hours about to freeze are first
-/// re-cut from raw samples at the policy boundaries recorded; then, per GPU, the raw rows from its pruning start
-/// (the last horizon, or earlier where late rows were written below it) to its cutoff are classified: edges and
-/// the latest sample stay whole, the others leave their end in the GPU's end sets. Records the horizon.
+/// Prunes raw samples that ended before `before` (see [`crate::rollups::pruned`]): the hours about to freeze are
+/// first re-cut from raw samples at the policy boundaries recorded; then, per GPU, the raw rows from its pruning
+/// start (the last horizon, or earlier where late rows were written below it) to its cutoff are classified: edges
+/// and the latest sample stay whole, the others leave their end in the GPU's end sets. Records the horizon.
 pub async fn prune(conn: &mut PgConn, cfg: &RollupConfig, before: Timestamp) -> Result<u64> {
     let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
     let s = st.get(&tx, GPUS_ALL).await?;
@@ -43,14 +48,14 @@ pub async fn prune(conn: &mut PgConn, cfg: &RollupConfig, before: Timestamp) -> 
             .iter()
             .map(|r| r.get::<_, i64>(0)),
     );
-    let (mut plan, hours) = pruned::Refreeze::new(cuts, recorded, before, cfg);
+    let (mut plan, hours) = prune::Refreeze::new(cuts, recorded, before, cfg);
     let mut rc = plan.recompute();
     for h in hours {
         for id in gpus_of_bucket(&tx, st, cfg, h).await? {
             recompute(&tx, st, cfg, &mut rc, id, h).await?;
         }
     }
-    let pruned::Refreeze {
+    let prune::Refreeze {
         horizon,
         outbox,
         stale,
@@ -73,7 +78,7 @@ pub async fn prune(conn: &mut PgConn, cfg: &RollupConfig, before: Timestamp) -> 
             continue;
         };
         let id: i64 = r.get(0);
-        if let Some((lo, cutoff)) = pruned::range(before, last, pending.get(&id).copied(), recorded)
+        if let Some((lo, cutoff)) = prune::range(before, last, pending.get(&id).copied(), recorded)
         {
             ranges.push((id, lo, cutoff));
         }
@@ -149,7 +154,7 @@ pub async fn prune(conn: &mut PgConn, cfg: &RollupConfig, before: Timestamp) -> 
     tx.execute(&s, &[]).await.ctx("clear rows to prune")?;
     meta_set(&tx, st, PRUNED_BEFORE, horizon).await?;
     if let Some(o) = outbox {
-        crate::postgres::records::write_outbox(&tx, st, o).await?;
+        write_outbox(&tx, st, o).await?;
     }
     tx.commit().await.ctx("commit prune")?;
     Ok(deleted)

@@ -9,16 +9,20 @@ use eai_engine::rollup::{Placement, Quantities, Rollup, RollupKey};
 use eai_engine::time::Timestamp;
 use rust_decimal::Decimal;
 use tokio_postgres::{Row, Statement, Transaction};
+use uuid::Uuid;
 
-use super::meta::*;
-use super::sql::*;
+use super::meta::frozen_before;
+use super::sql::{
+    BUCKET_CLEAR_GAPS, BUCKET_CLEAR_ROLLUPS, BUCKET_GAPS, BUCKET_ROLLUPS, CONTEXT, CONTEXTS,
+    CUTS_INSERT, CUTS_LOCK, CUTS_LOCK_CLASS, END_SETS_NEAR, FROZEN_ROLLED_UP, GAPS_WRITE,
+    ROLLUPS_WRITE,
+};
 use crate::codec::{count, decode, share_method, to_i64, Figures, Labels};
-use crate::groups::GroupKey;
-use crate::ingest::Recompute;
-use crate::postgres::derived;
+use crate::plan::recompute::Recompute;
 use crate::postgres::pool::Stmts;
 use crate::postgres::{owner_of, owner_uuid, Ctx, PLATFORM_TENANT};
-use crate::pruned::{self, EndSet, EndSets};
+use crate::rollups::groups::GroupKey;
+use crate::rollups::pruned::{self, EndSet, EndSets};
 use crate::rollups::{self, RollupConfig};
 use crate::Result;
 
@@ -51,6 +55,21 @@ pub(super) fn sample_of(r: &Row) -> Result<(i64, Sample)> {
 /// A decimal read back, normalized (as the embedded store returns them).
 pub(super) fn dec(r: &Row, i: usize) -> Decimal {
     r.get::<_, Decimal>(i).normalize()
+}
+
+/// A group key of a stored row, from its columns.
+pub(in crate::postgres) fn group_key(
+    bucket_ms: i64,
+    deployment_id: String,
+    tenant: Uuid,
+    model: String,
+) -> GroupKey {
+    GroupKey {
+        bucket_ms,
+        deployment_id,
+        owner: owner_of(tenant),
+        model,
+    }
 }
 
 /// A rollup row of [`rollup_cols`].
@@ -281,7 +300,7 @@ pub(super) async fn recompute(
         .await
         .ctx("clear a bucket's rollups")?
         .iter()
-        .map(|r| derived::group_key(r.get(0), r.get(1), r.get(2), r.get(3)))
+        .map(|r| group_key(r.get(0), r.get(1), r.get(2), r.get(3)))
         .collect();
     let (fresh, gaps) = rc.bucket(h, &samples, keys, replaced);
     let rows: Vec<(i64, Rollup)> = fresh.into_iter().map(|r| (gpu_id, r)).collect();

@@ -41,7 +41,7 @@ pub(super) const LAST_ENDS_WRITE: &str = "UPDATE eai.gpus g SET last_end_ms = k.
      FROM unnest($1::bigint[], $2::bigint[]) AS k(id, end_ms) \
      WHERE g.id = k.id AND (g.last_end_ms IS NULL OR g.last_end_ms < k.end_ms)";
 
-/// Per late run ([`crate::ingest::late_runs`]: GPU, first end, last end): the stored end just before it and
+/// Per late run ([`crate::plan::ingest::late_runs`]: GPU, first end, last end): the stored end just before it and
 /// just after it (the key walked from a row value, as above), and the stored ends between (one range of the
 /// key: a row-value upper bound would only filter, scanning on to the end of the index).
 pub(super) const LATE_RUNS: &str = "SELECT \

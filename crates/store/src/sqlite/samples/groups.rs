@@ -1,4 +1,4 @@
-//! Group rollups (see [`crate::groups`]): rows, deltas added at ingest, rebuilds, the read of a period.
+//! Group rollups (see [`crate::rollups::groups`]): rows, deltas added at ingest, rebuilds, the read of a period.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -7,16 +7,15 @@ use eai_engine::rollup::{GpuSets, Rollup, RollupKey};
 use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::rows::*;
-use crate::groups::{
+use super::rows::{decode_rollup, raw_rollup_at, RawRollup, ROLLUP_SELECT};
+use crate::rollups::groups::{
     self, fixed_bytes, fixed_from_bytes, ids_bytes, ids_from_bytes, GroupDeltas, GroupKey,
     GroupRow, SetCache,
 };
 use crate::sqlite::codec::{count, owner_parse, owner_text, to_i64, Ctx};
-use crate::sqlite::SqliteConfig;
 use crate::{Result, StoreError};
 
-// --- group rollups (crate::groups) ----------------------------------------------------------------------------
+// --- group rollups (crate::rollups::groups) ---------------------------------------------------------------
 
 pub(super) const GROUP_SELECT: &str =
     "SELECT bucket_ms, deployment_id, owner, model, first_window_start_ms, last_window_start_ms, \
@@ -109,36 +108,6 @@ pub(super) fn write_group(tx: &Connection, g: &GroupRow) -> Result<()> {
 
 pub(super) fn to_sql_err(e: StoreError) -> rusqlite::Error {
     rusqlite::Error::ToSqlConversionFailure(Box::new(std::io::Error::other(e.to_string())))
-}
-
-/// The keys of the group rows that the per-GPU rows of bucket `h` (every segment of it) of a GPU belong to.
-pub(super) fn group_keys_of_bucket(
-    tx: &Connection,
-    cfg: &SqliteConfig,
-    gpu_id: i64,
-    h: i64,
-) -> Result<Vec<GroupKey>> {
-    let raws: Vec<(i64, String, String, String)> = tx
-        .prepare_cached(
-            "SELECT DISTINCT bucket_ms, deployment_id, owner, model FROM rollups WHERE gpu_id = ?1 AND bucket_ms >= ?2 AND bucket_ms < ?3",
-        )
-        .and_then(|mut st| {
-            st.query_map(params![gpu_id, h, h + cfg.bucket_ms], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-            })?
-            .collect()
-        })
-        .ctx("read a bucket's rollup keys")?;
-    raws.into_iter()
-        .map(|(bucket_ms, deployment_id, owner, model)| {
-            Ok(GroupKey {
-                bucket_ms,
-                deployment_id,
-                owner: owner_parse(&owner, "rollups.owner")?,
-                model,
-            })
-        })
-        .collect()
 }
 
 /// Rebuilds one group row from the per-GPU rows of its key (deletes it when there are none).

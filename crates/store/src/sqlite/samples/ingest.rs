@@ -1,4 +1,4 @@
-//! Ingest: a batch as [`crate::ingest`] plans it.
+//! Ingest: a batch as [`crate::plan::ingest`] plans it.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -7,14 +7,16 @@ use eai_engine::domain::Sample;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use rustc_hash::FxHashMap;
 
-use super::groups::*;
-use super::meta::*;
-use super::rows::*;
+use super::groups::apply_groups;
+use super::meta::{end_sets_near, horizon};
+use super::rows::{
+    delete_rollup, one_sample, recompute, stored_rollup, take_gap, write_gap, write_rollup, Pick,
+};
 use crate::codec::{Figures, LabelsRef};
-use crate::ingest::{
+use crate::plan::ingest::{
     late_lookups, late_runs, Ingest, LateKey, LateRead, RunRead, LATE_RUN_SPAN_MS,
 };
-use crate::pruned;
+use crate::rollups::pruned;
 use crate::sqlite::codec::{owner_text, Ctx};
 use crate::sqlite::SqliteConfig;
 use crate::{IngestOutcome, Result, StoreError};
@@ -164,7 +166,7 @@ fn end_near(tx: &Connection, pick: Pick, id: i64, at: i64) -> Result<Option<i64>
     .ctx("read a stored end")
 }
 
-/// Stores a batch as [`crate::ingest`] plans it: this only reads what each step asks for and writes what it
+/// Stores a batch as [`crate::plan::ingest`] plans it: this only reads what each step asks for and writes what it
 /// returns.
 ///
 /// Foreign keys are not checked while it runs: every GPU and series id it writes is one it read or made in the
@@ -207,7 +209,7 @@ fn insert_with_own_ids(
     }
     let horizon = horizon(&tx)?;
     let splits = ingest.split(ids, latest)?;
-    // The late samples, looked up by runs (crate::ingest::late_runs), then their neighbours read once each.
+    // The late samples, looked up by runs (crate::plan::ingest::late_runs), then their neighbours read once each.
     let late = splits.late();
     let runs = late_runs(&late, LATE_RUN_SPAN_MS);
     let mut run_reads = Vec::with_capacity(runs.len());
@@ -351,9 +353,9 @@ fn insert_with_own_ids(
     let done = plan.finish(draft);
     apply_groups(&tx, done.groups, &done.stale)?;
     if let Some(o) = done.outbox {
-        crate::sqlite::records::write_outbox(&tx, o)?;
+        crate::sqlite::tx::write_outbox(&tx, o)?;
     }
-    crate::sqlite::records::append_in(&tx, &done.audit)?;
+    crate::sqlite::tx::append_in(&tx, &done.audit)?;
     tx.commit().ctx("commit ingest")?;
     Ok(done.outcome)
 }

@@ -7,7 +7,7 @@ use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::codec::{count, dec_parse, to_i64};
-use crate::pruned::{self, EndSet, EndSets, INDEXED_FROM};
+use crate::rollups::pruned::{self, EndSet, EndSets, INDEXED_FROM};
 use crate::rollups::{self, Cuts, Horizon, PRUNED_BEFORE};
 use crate::sqlite::codec::Ctx;
 use crate::sqlite::SqliteConfig;

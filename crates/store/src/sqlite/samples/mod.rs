@@ -3,7 +3,7 @@
 //!
 //! The maintenance algorithm (fast path for appended samples, dirty GPU-hours recomputed from raw samples for
 //! late ones, frozen hours after pruning) is [`crate::rollups`], and the steps of a batch are
-//! [`crate::ingest`], shared with PostgreSQL: this module reads what they ask for and writes what they plan,
+//! [`crate::plan::ingest`], shared with PostgreSQL: this module reads what they ask for and writes what they plan,
 //! all in one `IMMEDIATE` transaction.
 
 mod groups;

@@ -6,20 +6,23 @@ use eai_engine::report::Gap;
 use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection};
 
-use super::groups::*;
-use super::ingest::*;
-use super::meta::*;
-use super::rows::*;
+use super::groups::group_rollups_in;
+use super::ingest::gpus_of_bucket;
+use super::meta::frozen_before;
+use super::rows::{
+    bucket_from_raw, decode_raw, decode_rollup, gap_of, raw_rollup, raw_sample, RawSample,
+    ROLLUP_SELECT,
+};
 use eai_engine::gpu_usage::{GpuRow, GpuUsage, UsageLabels};
 use eai_engine::rollup::{Placement, CELL_DP};
 
+use crate::cache::read_cache::{self, ReadCache};
+use crate::cache::usage_cache::{self, LabelKey, Names, UsageCache};
 use crate::codec::dec_parse;
-use crate::groups;
-use crate::read_cache::{self, ReadCache};
+use crate::rollups::groups;
 use crate::rollups::{self, Cuts};
 use crate::sqlite::codec::{count, owner_parse, to_i64, Ctx};
 use crate::sqlite::SqliteConfig;
-use crate::usage_cache::{self, LabelKey, Names, UsageCache};
 use crate::{DeploymentSeen, LatestSamples, NodeSeen, Result, UsageRead};
 
 // --- reads ----------------------------------------------------------------------------------------------------
@@ -45,7 +48,7 @@ fn exact_cells(
 
 /// The per-GPU usage of `[from, to)` that `scope` may see, with its placement; the buckets named in `exact`
 /// that are not frozen as raw cells per GPU (see [`usage_for`]). One snapshot. The buckets unchanged since
-/// `cache` decoded them come from it ([`crate::usage_cache`]); the others are read.
+/// `cache` decoded them come from it ([`crate::cache::usage_cache`]); the others are read.
 pub fn gpu_usage(
     conn: &mut Connection,
     cfg: &SqliteConfig,
@@ -85,7 +88,7 @@ pub fn gpu_usage(
     Ok(usage)
 }
 
-/// The change counts of the buckets of `[from, to)` ([`crate::read_cache`]), by bucket.
+/// The change counts of the buckets of `[from, to)` ([`crate::cache::read_cache`]), by bucket.
 fn change_counts(tx: &Connection, from: Timestamp, to: Timestamp) -> Result<Vec<(i64, i64)>> {
     tx.prepare_cached(
         "SELECT bucket_ms, n FROM hour_changes WHERE bucket_ms >= ?1 AND bucket_ms < ?2 ORDER BY bucket_ms",
@@ -190,12 +193,12 @@ fn labels_of(tx: &Connection, key: &LabelKey) -> Result<UsageLabels> {
     }
 }
 
-/// What an allocation of `[from, to)` reads, in one snapshot: the group rollups, except for the buckets named
-/// in `exact` that are not frozen: those come as raw cells per GPU (a frozen one, whose raw samples were pruned,
-/// is served by its group rollups, cut at the policy boundaries known when it froze); the usage claims; the
-/// gaps that touch the period. Groups and claims of the buckets unchanged since `cache` decoded them come from
-/// it; the others are read (see [`crate::read_cache`]). The answer is in [`UsageRead::in_order`]'s order, as on
-/// every backend.
+/// What an allocation of `[from, to)` reads, in one snapshot: the group rollups, except for the buckets named in
+/// `exact` that are not frozen: those come as raw cells per GPU (a frozen one, whose raw samples were pruned, is
+/// served by its group rollups, cut at the policy boundaries known when it froze); the usage claims; the gaps that
+/// touch the period. Groups and claims of the buckets unchanged since `cache` decoded them come from it; the others
+/// are read (see [`crate::cache::read_cache`]). The answer is in [`UsageRead::in_order`]'s order, as on every
+/// backend.
 pub fn usage_for(
     conn: &mut Connection,
     cfg: &SqliteConfig,
@@ -214,7 +217,7 @@ pub fn usage_for(
     let (mut groups, mut claims) = (Vec::new(), Vec::new());
     for &(a, b) in &plan.ranges {
         groups.extend(group_rollups_in(&tx, a, b)?);
-        claims.extend(crate::sqlite::records::claims_in(
+        claims.extend(crate::sqlite::claims::claims_in(
             &tx,
             Timestamp(a),
             Timestamp(b),

@@ -1,16 +1,17 @@
-//! Retention: pruning raw samples (see [`crate::pruned`]).
+//! Retention: pruning raw samples (see [`crate::rollups::pruned`]).
 
 use std::collections::HashMap;
 
 use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, TransactionBehavior};
 
-use super::groups::*;
-use super::ingest::*;
-use super::meta::*;
-use super::rows::*;
-use crate::groups::GroupDeltas;
-use crate::pruned::{self, Stored};
+use super::groups::apply_groups;
+use super::ingest::gpus_of_bucket;
+use super::meta::{cuts, end_sets_between, meta_get, meta_set, write_end_set};
+use super::rows::recompute;
+use crate::plan::prune;
+use crate::rollups::groups::GroupDeltas;
+use crate::rollups::pruned::{self, Stored};
 use crate::rollups::PRUNED_BEFORE;
 use crate::sqlite::codec::Ctx;
 use crate::sqlite::SqliteConfig;
@@ -39,10 +40,10 @@ pub(super) fn raw_ends(
     .ctx("read raw samples")
 }
 
-/// Prunes raw samples that ended before `before` (see [`crate::pruned`]): the hours about to freeze are first
-/// re-cut from raw samples at the policy boundaries recorded; then, per GPU, the raw rows from its pruning start
-/// (the last horizon, or earlier where late rows were written below it) to its cutoff are classified: edges and
-/// the latest sample stay whole, the others leave their end in the GPU's end sets. Records the horizon.
+/// Prunes raw samples that ended before `before` (see [`crate::rollups::pruned`]): the hours about to freeze are
+/// first re-cut from raw samples at the policy boundaries recorded; then, per GPU, the raw rows from its pruning
+/// start (the last horizon, or earlier where late rows were written below it) to its cutoff are classified: edges
+/// and the latest sample stay whole, the others leave their end in the GPU's end sets. Records the horizon.
 pub fn prune(conn: &mut Connection, cfg: &SqliteConfig, before: Timestamp) -> Result<u64> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -51,14 +52,14 @@ pub fn prune(conn: &mut Connection, cfg: &SqliteConfig, before: Timestamp) -> Re
 
     // Hours about to freeze that hold a cut: their rollups are rebuilt at the cuts while raw samples last.
     let cuts = cuts(&tx)?;
-    let (mut plan, hours) = pruned::Refreeze::new(cuts, recorded, before, cfg);
+    let (mut plan, hours) = prune::Refreeze::new(cuts, recorded, before, cfg);
     let mut rc = plan.recompute();
     for h in hours {
         for (id, uuid) in gpus_of_bucket(&tx, cfg, h)? {
             recompute(&tx, cfg, &mut rc, id, &uuid, h)?;
         }
     }
-    let pruned::Refreeze {
+    let prune::Refreeze {
         horizon,
         outbox,
         stale,
@@ -82,7 +83,7 @@ pub fn prune(conn: &mut Connection, cfg: &SqliteConfig, before: Timestamp) -> Re
             .ctx("read the last sample")?;
         let Some(last) = last else { continue };
         let Some((lo, cutoff)) =
-            pruned::range(before, last, pending.get(&gpu_id).copied(), recorded)
+            prune::range(before, last, pending.get(&gpu_id).copied(), recorded)
         else {
             continue;
         };
@@ -122,7 +123,7 @@ pub fn prune(conn: &mut Connection, cfg: &SqliteConfig, before: Timestamp) -> Re
         .ctx("clear rows to prune")?;
     meta_set(&tx, PRUNED_BEFORE, horizon)?;
     if let Some(o) = outbox {
-        crate::sqlite::records::write_outbox(&tx, o)?;
+        crate::sqlite::tx::write_outbox(&tx, o)?;
     }
     tx.commit().ctx("commit prune")?;
     Ok(deleted)

@@ -7,9 +7,9 @@ use eai_engine::rollup::{Placement, Quantities, Rollup, RollupKey};
 use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::groups::*;
 use crate::codec::{decode, share_method, Figures, Labels};
-use crate::ingest::Recompute;
+use crate::plan::recompute::Recompute;
+use crate::rollups::groups::GroupKey;
 use crate::rollups::{self, Cuts};
 use crate::sqlite::codec::{count, dec_parse, dec_text, owner_parse, owner_text, to_i64, Ctx};
 use crate::sqlite::SqliteConfig;
@@ -444,6 +444,36 @@ pub(super) fn bucket_rows(
         .map(|raw| gap_of(gpu_uuid, raw))
         .collect::<Result<Vec<_>>>()?;
     Ok((rollups, gaps))
+}
+
+/// The keys of the group rows that the per-GPU rows of bucket `h` (every segment of it) of a GPU belong to.
+fn group_keys_of_bucket(
+    tx: &Connection,
+    cfg: &SqliteConfig,
+    gpu_id: i64,
+    h: i64,
+) -> Result<Vec<GroupKey>> {
+    let raws: Vec<(i64, String, String, String)> = tx
+        .prepare_cached(
+            "SELECT DISTINCT bucket_ms, deployment_id, owner, model FROM rollups WHERE gpu_id = ?1 AND bucket_ms >= ?2 AND bucket_ms < ?3",
+        )
+        .and_then(|mut st| {
+            st.query_map(params![gpu_id, h, h + cfg.bucket_ms], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?
+            .collect()
+        })
+        .ctx("read a bucket's rollup keys")?;
+    raws.into_iter()
+        .map(|(bucket_ms, deployment_id, owner, model)| {
+            Ok(GroupKey {
+                bucket_ms,
+                deployment_id,
+                owner: owner_parse(&owner, "rollups.owner")?,
+                model,
+            })
+        })
+        .collect()
 }
 
 /// Recomputes bucket `h` of a GPU (every segment of it) from its raw context ([`Recompute::bucket`]) and replaces

@@ -23,14 +23,16 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use eai_engine::domain::Sample;
 use eai_engine::report::Gap;
-use eai_engine::rollup::{aggregate, Rollup, RollupKey};
+use eai_engine::rollup::{Rollup, RollupKey};
 use rustc_hash::FxHashMap;
 
-use crate::codec::{encode_batch, Encoded, Figures, LabelsRef};
-use crate::groups::{GroupDeltas, GroupKey};
+use crate::codec::{decode, Figures, Labels, LabelsRef};
 use crate::outbox::OutboxRows;
-use crate::pruned::{EndsNear, Known};
-use crate::rollups::{self, BatchPlan, Cuts, Horizon, Late, RollupConfig, Split};
+use crate::plan::recompute::Recompute;
+use crate::records::check_owner;
+use crate::rollups::groups::{GroupDeltas, GroupKey};
+use crate::rollups::pruned::{EndsNear, Known};
+use crate::rollups::{self, BatchPlan, Horizon, Late, RollupConfig, Split};
 use crate::{AuditDraft, IngestOutcome, Result, StoreError};
 
 /// A late sample as the backend names it to read it: (GPU id, window end).
@@ -131,6 +133,28 @@ pub struct LateRead {
     pub after: Option<Sample>,
 }
 
+/// A sample of a batch ready to write: its integer columns, and the sample exactly as it will read back
+/// (figures decoded from those integers), which is what rollups must be computed from.
+#[derive(Debug, Clone)]
+pub struct Encoded {
+    pub figures: Figures,
+    pub sample: Sample,
+}
+
+/// Encodes a whole batch; a figure that cannot be stored exactly, or the reserved platform tenant as an owner,
+/// rejects the batch before anything is written.
+pub fn encode_batch(batch: &[Sample]) -> Result<Vec<Encoded>> {
+    batch
+        .iter()
+        .map(|s| {
+            check_owner(s.owner)?;
+            let figures = Figures::encode(s)?;
+            let sample = decode(&s.gpu_uuid, s.end.0, &figures, Labels::of(s))?;
+            Ok(Encoded { figures, sample })
+        })
+        .collect()
+}
+
 /// Step 1: a batch, encoded (a figure that cannot be stored exactly, or the reserved tenant as an owner,
 /// refuses it before anything is read) and grouped per GPU.
 #[derive(Debug)]
@@ -215,8 +239,8 @@ impl<'a> Splits<'a> {
             .collect()
     }
 
-    /// The late samples (not stored as raw rows) whose end sets must be read too ([`crate::pruned::ends_near`]):
-    /// those that pruned windows may precede or be re-sends of.
+    /// The late samples (not stored as raw rows) whose end sets must be read too
+    /// ([`crate::rollups::pruned::ends_near`]): those that pruned windows may precede or be re-sends of.
     pub fn needs_index(
         &self,
         horizon: &Horizon,
@@ -523,45 +547,6 @@ impl<'a> IngestPlan<'a> {
             groups: self.groups,
             stale: self.stale,
         }
-    }
-}
-
-/// A GPU-hour recomputed from raw samples (at ingest, the hours late samples dirty; at pruning, the hours about
-/// to freeze, re-cut): what it writes, and what it adds to the replica rows and the stale groups.
-#[derive(Debug)]
-pub struct Recompute<'p> {
-    pub cfg: RollupConfig,
-    pub cuts: &'p Cuts,
-    pub outbox: Option<&'p mut OutboxRows>,
-    pub stale: &'p mut BTreeSet<GroupKey>,
-}
-
-impl Recompute<'_> {
-    /// Whether the backend must read the rows a recomputation replaces first (for the replica).
-    pub fn wants_replaced(&self) -> bool {
-        self.outbox.is_some()
-    }
-
-    /// The rows of GPU-hour `h` from its raw context (the stored samples whose terms reach it, oldest first;
-    /// [`rollups::context_range`]): its rollup rows (cut at the cuts) and the gaps that start in it.
-    /// `replaced_keys`: the group keys of the rows it replaces; `replaced`: those rows and the hour's gaps, when
-    /// [`Recompute::wants_replaced`].
-    pub fn bucket(
-        &mut self,
-        h: i64,
-        context: &[Sample],
-        replaced_keys: impl IntoIterator<Item = GroupKey>,
-        replaced: Option<(Vec<Rollup>, Vec<Gap>)>,
-    ) -> (Vec<Rollup>, Vec<Gap>) {
-        let (cells, gaps) = rollups::bucket_terms(context, &self.cfg, self.cuts, h);
-        let fresh = aggregate(cells);
-        self.stale.extend(replaced_keys);
-        self.stale
-            .extend(fresh.iter().map(|r| GroupKey::of(&r.key)));
-        if let (Some(o), Some((old_rollups, old_gaps))) = (self.outbox.as_deref_mut(), replaced) {
-            o.recomputed(&old_rollups, &fresh, &old_gaps, &gaps);
-        }
-        (fresh, gaps)
     }
 }
 

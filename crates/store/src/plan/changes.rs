@@ -1,6 +1,6 @@
 //! What each change of the store writes, decided once for both backends without I/O (the ingest of samples is
-//! [`crate::ingest`], the upsert of usage events [`crate::records::UsagePlan`]). A backend runs every change the
-//! same way, and only binds, sends and decodes:
+//! [`crate::plan::ingest`], the upsert of usage events [`crate::plan::usage::UsagePlan`]). A backend runs every
+//! change the same way, and only binds, sends and decodes:
 //!
 //! ```text
 //!   begin ──> read what the plan needs ──> plan (here: refuse, or say which rows) ──> write the rows

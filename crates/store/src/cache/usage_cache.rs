@@ -2,10 +2,10 @@
 //! ([`eai_engine::gpu_usage`]), decoded once and kept while the bucket does not change, so that a breakdown of
 //! a month reads only the buckets written since the last one.
 //!
-//! **How a change is seen.** By the change counts of [`crate::read_cache`] (`hour_changes`), which count the
-//! writes of group rollups. That is enough for the per-GPU rows: a group row is the sum of the per-GPU rows of
-//! its key (`crate::groups`), written in the transaction that writes them, and every write of per-GPU rows of a
-//! bucket writes (adds a delta into, or rebuilds) a group row of that bucket; so no per-GPU row of a bucket
+//! **How a change is seen.** By the change counts of [`crate::cache::read_cache`] (`hour_changes`), which count the
+//! writes of group rollups. That is enough for the per-GPU rows: a group row is the sum of the per-GPU rows of its
+//! key (`crate::rollups::groups`), written in the transaction that writes them, and every write of per-GPU rows of
+//! a bucket writes (adds a delta into, or rebuilds) a group row of that bucket; so no per-GPU row of a bucket
 //! changes without its count changing.
 //!
 //! Labels and GPUs are interned once for the cache's life (a store's series and GPUs: a few per pod, never
@@ -20,7 +20,7 @@ use eai_engine::domain::TenantId;
 use eai_engine::gpu_usage::{GpuRow, GpuUsage, Interner, UsageLabels};
 use eai_engine::rollup::Rollup;
 
-use crate::read_cache::{BucketCache, Counted, Plan, Uncounted};
+use crate::cache::read_cache::{BucketCache, Counted, Plan, Uncounted};
 use crate::{Result, StoreError};
 
 /// The default budget of the cache, in rows (a month of 1,000 GPUs is 720,000 rows, some 110 MiB).
@@ -148,7 +148,7 @@ impl UsageCache {
             .collect();
         let mut last = 0;
         for r in rows {
-            let i = crate::read_cache::slot(&mut fresh, &mut last, r.bucket_start.0);
+            let i = crate::cache::read_cache::slot(&mut fresh, &mut last, r.bucket_start.0);
             fresh[i].1.rows.push(r);
         }
         let fresh = fresh

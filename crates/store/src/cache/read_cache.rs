@@ -19,7 +19,7 @@
 //! bucket). It holds at most `rows` rows (groups and claims) and evicts the buckets used least recently.
 //! Nothing here does I/O: the backends read the counts and the missing buckets in one snapshot, and hand them
 //! over. [`BucketCache`] is the bookkeeping; [`ReadCache`] is the allocation's cache of it, and
-//! [`crate::usage_cache`] the breakdown's (per-GPU rows, under the same counts).
+//! [`crate::cache::usage_cache`] the breakdown's (per-GPU rows, under the same counts).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -61,7 +61,7 @@ impl Counted for Bucket {
 
 /// Decoded buckets shared by the reads of one store, each kept while its change count stays the one it was
 /// decoded at: the allocation's ([`ReadCache`]: group rollups and claims) and the breakdown's
-/// ([`crate::usage_cache`]: per-GPU rows).
+/// ([`crate::cache::usage_cache`]: per-GPU rows).
 #[derive(Debug)]
 pub struct BucketCache<B> {
     rows: usize,

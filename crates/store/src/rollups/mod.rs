@@ -3,6 +3,10 @@
 //! samples. Pure functions over plain structs; each backend does the reading and writing around them
 //! (SQLite in `sqlite::samples`, PostgreSQL in `postgres::samples`), so both keep the same rollups.
 //!
+//! This folder holds the rules of rollups, pure, below the plans that apply them ([`crate::plan`]): this module
+//! the per-GPU rollups; [`groups`] the group rollups and usage claims an allocation reads; [`pruned`] what pruning
+//! keeps of a GPU's history (edges whole, end sets of the others).
+//!
 //! The rollups of a GPU are always `rollup::aggregate(series::cells(its stored samples))`, bucket by bucket. That
 //! sum has two kinds of terms: one per sample (`series::sample_cells`) and one per pair of consecutive samples
 //! (`series::fill_between`: estimated cells, or a gap). Ingest keeps it true in two ways, per GPU:
@@ -29,13 +33,13 @@
 //! backend writes [`BatchPlan::rows`], adds [`BatchPlan::deltas`] into its rollups, inserts the plan's gaps and
 //! recomputes each dirty bucket that is not frozen.
 //!
-//! Retention: pruning keeps the latest sample of each GPU ([`prune_cutoff`]: so that the next sample still sees
-//! its predecessor, and a long silence is reported as a gap) and every sample next to a hole (an *edge*), and
-//! leaves of the others only their end ([`crate::pruned`]); it records how far it pruned ([`pruned_horizon`]).
-//! An hour whose recomputation would need pruned rows is *frozen* ([`frozen_before`]). A late sample whose terms
-//! reach frozen hours is merged there by terms instead ([`BatchPlan`]: the old pair's term taken out, the new
-//! terms added, computed from the neighbours, which are edges whenever a term needs them), and by recomputation
-//! in the hours that are not frozen. Reads serve frozen hours from rollups even when they are asked for exactly.
+//! Retention: pruning keeps the latest sample of each GPU ([`prune_cutoff`]: so that the next sample still sees its
+//! predecessor, and a long silence is reported as a gap) and every sample next to a hole (an *edge*), and leaves of
+//! the others only their end ([`crate::rollups::pruned`]); it records how far it pruned ([`pruned_horizon`]). An
+//! hour whose recomputation would need pruned rows is *frozen* ([`frozen_before`]). A late sample whose terms reach
+//! frozen hours is merged there by terms instead ([`BatchPlan`]: the old pair's term taken out, the new terms
+//! added, computed from the neighbours, which are edges whenever a term needs them), and by recomputation in the
+//! hours that are not frozen. Reads serve frozen hours from rollups even when they are asked for exactly.
 //!
 //! Policy boundaries: rollups are cut at the instants where a policy starts or ends inside an hour ([`Cuts`]):
 //! each cell goes to the segment that holds its start, so a rollup never spans a boundary known when its cells
@@ -44,6 +48,9 @@
 //! decided by what is rolled up, not by the horizon alone, so a backfill older than the retention that comes
 //! after its policies is cut like a live hour); pruning re-cuts an hour from raw samples before freezing it, so
 //! every cell of a frozen hour is keyed the same way for good.
+
+pub mod groups;
+pub mod pruned;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -54,8 +61,8 @@ use eai_engine::rollup::{aggregate, Rollup, RollupKey};
 use eai_engine::series::{self, SeriesConfig, SeriesOutput};
 use eai_engine::time::Timestamp;
 
+use self::pruned::Known;
 use crate::codec::LabelsRef;
-use crate::pruned::Known;
 use crate::{DeploymentSeen, Result, StoreError};
 
 /// Longest window a sample may cover (SPEC §2: `window_seconds` <= 3600).
@@ -77,10 +84,10 @@ pub struct RollupConfig {
     /// `EAI_CLICKHOUSE_URL` is set); changes made while it was off reach a replica only through
     /// `eai-gpu replica backfill` ([`crate::clickhouse::backfill`]).
     pub outbox: bool,
-    /// Rows (group rollups and claims) the allocation's read cache may hold ([`crate::read_cache`]; 0: none).
+    /// Rows (group rollups and claims) the allocation's read cache may hold ([`crate::cache::read_cache`]; 0: none).
     /// Not a recorded setting either.
     pub read_cache_rows: usize,
-    /// Per-GPU rows the breakdown's read cache may hold ([`crate::usage_cache`]; 0: none). Not recorded.
+    /// Per-GPU rows the breakdown's read cache may hold ([`crate::cache::usage_cache`]; 0: none). Not recorded.
     pub usage_cache_rows: usize,
 }
 
@@ -91,8 +98,8 @@ impl Default for RollupConfig {
             max_gap_ms: s.max_gap_ms,
             bucket_ms: s.bucket_ms,
             outbox: false,
-            read_cache_rows: crate::read_cache::DEFAULT_ROWS,
-            usage_cache_rows: crate::usage_cache::DEFAULT_ROWS,
+            read_cache_rows: crate::cache::read_cache::DEFAULT_ROWS,
+            usage_cache_rows: crate::cache::usage_cache::DEFAULT_ROWS,
         }
     }
 }

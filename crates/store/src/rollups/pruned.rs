@@ -18,7 +18,10 @@
 //! end-only neighbour (it starts after that neighbour's end while overlapping the next window). Such a sample
 //! is refused, never acknowledged ([`crate::rollups::BatchPlan::refused`]).
 //!
-//! [`classify`] decides, when pruning, which raw rows stay (edges) and which leave only their end.
+//! [`classify`] decides, when pruning, which raw rows stay (edges) and which leave only their end ([`prune_gpu`]:
+//! one GPU's range); [`Known`] is a late sample's stored neighbour, raw or pruned, as [`crate::rollups`]' batch
+//! plan weighs it. A prune itself (its horizon, the hours it re-cuts, each GPU's range) is planned in
+//! [`crate::plan::prune`].
 
 use std::collections::BTreeMap;
 
@@ -265,65 +268,6 @@ pub fn to_prune(mut raw: Vec<Stored>, sets: &EndSets, lo: i64, cutoff: i64) -> V
         raw.drain(..i);
     }
     classify(&raw, lo, cutoff)
-}
-
-/// What a prune recomputes before it freezes hours (see [`crate::rollups::refreeze`]): the new horizon, the
-/// hours about to freeze that hold a policy cut (rebuilt from raw samples while they last), and what rebuilding
-/// them adds: the replica rows (when the store keeps an outbox) and the groups to rebuild from their rows.
-#[derive(Debug)]
-pub struct Refreeze {
-    pub horizon: i64,
-    cfg: crate::rollups::RollupConfig,
-    cuts: crate::rollups::Cuts,
-    pub outbox: Option<crate::outbox::OutboxRows>,
-    pub stale: std::collections::BTreeSet<crate::groups::GroupKey>,
-}
-
-impl Refreeze {
-    /// The plan of a prune at `before`, given the cuts and the last horizon (`recorded`), with the hours to
-    /// rebuild, in order.
-    pub fn new(
-        cuts: crate::rollups::Cuts,
-        recorded: Option<i64>,
-        before: eai_engine::time::Timestamp,
-        cfg: &crate::rollups::RollupConfig,
-    ) -> (Refreeze, Vec<i64>) {
-        let (horizon, hours) = crate::rollups::refreeze(&cuts, recorded, before, cfg);
-        let plan = Refreeze {
-            horizon,
-            cfg: *cfg,
-            cuts,
-            outbox: cfg.outbox.then(crate::outbox::OutboxRows::default),
-            stale: Default::default(),
-        };
-        (plan, hours.into_iter().collect())
-    }
-
-    /// The recomputation of the hours to rebuild ([`crate::ingest::Recompute::bucket`], GPU by GPU).
-    pub fn recompute(&mut self) -> crate::ingest::Recompute<'_> {
-        crate::ingest::Recompute {
-            cfg: self.cfg,
-            cuts: &self.cuts,
-            outbox: self.outbox.as_mut(),
-            stale: &mut self.stale,
-        }
-    }
-}
-
-/// The range `[lo, cutoff)` of one GPU's raw rows that a prune at `before` classifies, given its last stored end,
-/// the first end written below the last horizon since (`pending`) and the last horizon (`recorded`): from the
-/// older of those two to the GPU's cutoff ([`crate::rollups::prune_cutoff`]); `None` when empty.
-pub fn range(
-    before: eai_engine::time::Timestamp,
-    last: i64,
-    pending: Option<i64>,
-    recorded: Option<i64>,
-) -> Option<(i64, i64)> {
-    let cutoff = crate::rollups::prune_cutoff(before, last);
-    let lo = pending
-        .unwrap_or(i64::MAX)
-        .min(recorded.unwrap_or(i64::MIN));
-    (lo < cutoff).then_some((lo, cutoff))
 }
 
 /// What pruning one GPU's range writes: the raw rows deleted (by end) and the end sets rewritten (by bucket).

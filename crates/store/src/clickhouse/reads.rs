@@ -1,0 +1,327 @@
+//! What is read back from the replica: the rollups, group rollups, usage claims, gaps and usage events of a
+//! period (the allocation from ClickHouse reads these, so it gives the primary's figures on the same data), and
+//! the decoding of their `JSONEachRow` rows (64-bit integers quoted, decimals as exact strings).
+
+use std::collections::{BTreeMap, HashMap};
+use std::str::FromStr;
+use std::sync::Arc;
+
+use eai_engine::allocate::{UsageClaim, CLAIM_BUCKET_MS};
+use eai_engine::domain::{ModelRef, NonNegative, ShareMethod, TenantId, UsageEvent};
+use eai_engine::money::Currency;
+use eai_engine::report::{Gap, GapReason};
+use eai_engine::rollup::{GpuSet, GpuSets, Placement, Quantities, Rollup, RollupKey};
+use eai_engine::time::Timestamp;
+use rust_decimal::Decimal;
+use serde_json::Value;
+
+use super::{ClickHouse, ClickHouseError, Result, EVENTS_TABLE};
+
+impl ClickHouse {
+    /// Rollups of buckets in `[from, to)` (replaced rows resolved with FINAL, deleted ones dropped).
+    pub async fn rollups(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Rollup>> {
+        let rows = self
+            .select(&format!(
+                "SELECT * FROM {}.gpu_rollups FINAL WHERE bucket_ms >= {} AND bucket_ms < {} AND deleted = 0 \
+                 ORDER BY gpu_uuid, bucket_ms",
+                self.database, from.0, to.0
+            ))
+            .await?;
+        rows.iter().map(rollup_from_row).collect()
+    }
+
+    /// The group rollups of buckets in `[from, to)`: the `GROUP BY` of the per-GPU rollups by (bucket,
+    /// deployment, owner, model), summed by ClickHouse exactly (`Decimal128` at the rollups' 15 places), each
+    /// with its set of GPUs, as the primary's group rollups are (`crate::rollups::groups`): what an allocation reads
+    /// costs deployments x hours rows, not GPU-hours. The sets come in a second query, once per distinct set
+    /// (a deployment's GPUs are the same hour after hour), named in the first by a hash of the sorted set.
+    pub async fn group_rollups(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Rollup>> {
+        let db = &self.database;
+        let (from, to) = (from.0, to.0);
+        // Both queries group the same rows the same way.
+        let grouped = format!(
+            "FROM {db}.gpu_rollups FINAL WHERE bucket_ms >= {from} AND bucket_ms < {to} AND deleted = 0 \
+             GROUP BY bucket_ms, deployment_id, owner, model"
+        );
+        let sum = |c: &str| format!("toString(sum(toDecimal128({c}, 15))) AS {c}");
+        let sums = [
+            "gpu_seconds",
+            "busy_gpu_seconds",
+            "estimated_gpu_seconds",
+            "memory_gb_seconds",
+            "energy_ws",
+            "storage_gb_seconds",
+        ]
+        .map(sum)
+        .join(", ");
+        let sets_sql = format!(
+            "SELECT toString(cityHash64(gpus)) AS gpu_set, gpus FROM \
+             (SELECT arraySort(groupArray(gpu_uuid)) AS gpus {grouped}) GROUP BY gpus"
+        );
+        let rows_sql = format!(
+            "SELECT bucket_ms, deployment_id, owner, model, min(first_window_start_ms) AS first_window_start_ms, \
+             max(last_window_start_ms) AS last_window_start_ms, sum(samples) AS samples, \
+             sum(estimated_samples) AS estimated_samples, {sums}, \
+             toString(cityHash64(arraySort(groupArray(gpu_uuid)))) AS gpu_set {grouped} \
+             ORDER BY bucket_ms, deployment_id, owner, model"
+        );
+        let (rows, sets) = tokio::try_join!(self.select(&rows_sql), self.select(&sets_sql))?;
+        let mut interned = GpuSets::default();
+        let mut by_hash: HashMap<String, GpuSet> = HashMap::with_capacity(sets.len());
+        let mut sets = sets;
+        // The two queries ran side by side: rows replicated in between may name a set the second did not
+        // see; it is read again then (twice at most).
+        for attempt in 0..3 {
+            for r in &sets {
+                let gpus: Vec<Arc<str>> = r["gpus"]
+                    .as_array()
+                    .ok_or_else(|| ClickHouseError::Decode("column gpus missing".into()))?
+                    .iter()
+                    .map(|g| g.as_str().map(Arc::from))
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| ClickHouseError::Decode("column gpus: not strings".into()))?;
+                let set = interned.intern(gpus);
+                match by_hash.insert(text(r, "gpu_set")?.to_string(), set.clone()) {
+                    // Two distinct sets with one 64-bit hash: refuse rather than mix them up.
+                    Some(other) if other != set => {
+                        return Err(ClickHouseError::Decode(
+                            "two GPU sets share a hash; read the per-GPU rollups".into(),
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+            let complete = rows
+                .iter()
+                .all(|r| text(r, "gpu_set").is_ok_and(|h| by_hash.contains_key(h)));
+            if complete || attempt == 2 {
+                break;
+            }
+            sets = self.select(&sets_sql).await?;
+        }
+        rows.iter()
+            .map(|r| {
+                let hash = text(r, "gpu_set")?;
+                let set = by_hash.get(hash).ok_or_else(|| {
+                    ClickHouseError::Decode(format!("a group names GPU set {hash}, never read"))
+                })?;
+                let mut g = rollup_fields(r, String::new())?;
+                g.gpus = Some(set.clone());
+                Ok(g)
+            })
+            .collect()
+    }
+
+    /// The usage claims of the hours in `[from, to)`: per (hour, deployment, tenant), the sum of
+    /// `eai_engine::allocate::claim_of` over the events of that key, summed by ClickHouse (`Decimal128` at the
+    /// units' 6 places, as the primary's claim table): an event with a `gpu_seconds` unit claims those, another
+    /// its tokens in and out; events of no deployment, of the platform (allocation, reservation) or of a vLLM
+    /// server's own counters claim nothing. In the claims' read order.
+    pub async fn claims(&self, from: Timestamp, to: Timestamp) -> Result<Vec<UsageClaim>> {
+        let dec = |c: &str| format!("toDecimal128(if({c} = '', '0', {c}), 6)");
+        let rows = self
+            .select(&format!(
+                "SELECT intDiv(occurred_at_ms, {h}) * {h} AS bucket_ms, deployment_id, tenant_id, \
+                 toString(sum(if(gpu_seconds = '', toDecimal128(0, 6), {gs}))) AS claimed_gpu_seconds, \
+                 toString(sum(if(gpu_seconds = '', {tin} + {tout}, toDecimal128(0, 6)))) AS claimed_tokens \
+                 FROM {db}.{EVENTS_TABLE} FINAL \
+                 WHERE occurred_at_ms >= {from} AND occurred_at_ms < {to} AND deployment_id != '' \
+                 AND source NOT IN ('{alloc}', '{reservation}', '{vllm}') \
+                 GROUP BY bucket_ms, deployment_id, tenant_id",
+                h = CLAIM_BUCKET_MS,
+                gs = dec("gpu_seconds"),
+                tin = dec("tokens_in"),
+                tout = dec("tokens_out"),
+                db = self.database,
+                from = from.0,
+                to = to.0,
+                alloc = eai_engine::domain::ALLOCATION_SOURCE,
+                reservation = eai_engine::domain::RESERVATION_SOURCE,
+                vllm = eai_engine::domain::VLLM_SOURCE,
+            ))
+            .await?;
+        let mut claims = rows
+            .iter()
+            .map(|r| {
+                Ok(UsageClaim {
+                    deployment_id: text(r, "deployment_id")?.to_string(),
+                    tenant_id: TenantId::from_str(text(r, "tenant_id")?)
+                        .map_err(|e| ClickHouseError::Decode(format!("column tenant_id: {e}")))?,
+                    bucket_start: Timestamp(int(r, "bucket_ms")?),
+                    gpu_seconds: decimal(r, "claimed_gpu_seconds")?,
+                    tokens: decimal(r, "claimed_tokens")?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        claims.sort_by(|a, b| a.read_order().cmp(&b.read_order()));
+        Ok(claims)
+    }
+
+    /// Gaps touching `[from, to)`.
+    pub async fn gaps(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Gap>> {
+        let rows = self
+            .select(&format!(
+                "SELECT * FROM {}.gpu_gaps FINAL WHERE from_ms < {} AND to_ms > {} AND deleted = 0",
+                self.database, to.0, from.0
+            ))
+            .await?;
+        rows.iter().map(gap_from_row).collect()
+    }
+
+    /// Usage events with `occurred_at` in `[from, to)`.
+    pub async fn usage_events(&self, from: Timestamp, to: Timestamp) -> Result<Vec<UsageEvent>> {
+        let rows = self
+            .select(&format!(
+                "SELECT * FROM {}.{EVENTS_TABLE} FINAL WHERE occurred_at_ms >= {} AND occurred_at_ms < {}",
+                self.database, from.0, to.0
+            ))
+            .await?;
+        rows.iter().map(event_from_row).collect()
+    }
+}
+
+fn text<'a>(r: &'a Value, k: &str) -> Result<&'a str> {
+    r[k].as_str()
+        .ok_or_else(|| ClickHouseError::Decode(format!("column {k} missing")))
+}
+
+/// 64-bit integers come back quoted (output_format_json_quote_64bit_integers), smaller ones as numbers.
+pub(super) fn int(r: &Value, k: &str) -> Result<i64> {
+    match &r[k] {
+        Value::String(s) => s
+            .parse()
+            .map_err(|_| ClickHouseError::Decode(format!("column {k}: {s}"))),
+        Value::Number(n) => n
+            .as_i64()
+            .ok_or_else(|| ClickHouseError::Decode(format!("column {k}: {n}"))),
+        _ => Err(ClickHouseError::Decode(format!("column {k} missing"))),
+    }
+}
+
+fn decimal(r: &Value, k: &str) -> Result<Decimal> {
+    let s = text(r, k)?;
+    Decimal::from_str(s).map_err(|_| ClickHouseError::Decode(format!("column {k}: {s}")))
+}
+
+fn opt(s: &str) -> Option<String> {
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+fn owner(r: &Value, k: &str) -> Result<Option<TenantId>> {
+    let s = text(r, k)?;
+    if s.is_empty() {
+        return Ok(None);
+    }
+    s.parse()
+        .map(Some)
+        .map_err(|_| ClickHouseError::Decode(format!("column {k}: {s}")))
+}
+
+fn rollup_from_row(r: &Value) -> Result<Rollup> {
+    let mut rollup = rollup_fields(r, text(r, "gpu_uuid")?.to_string())?;
+    if int(r, "placed")? != 0 {
+        // '': written before share methods were kept (exclusive).
+        let share = match text(r, "share")? {
+            "" => ShareMethod::Exclusive,
+            s => s
+                .parse()
+                .map_err(|()| ClickHouseError::Decode(format!("column share: {s}")))?,
+        };
+        rollup.key.placement = Placement::new(
+            text(r, "namespace")?,
+            text(r, "pod")?,
+            text(r, "node")?,
+            share,
+        );
+    }
+    Ok(rollup)
+}
+
+/// A rollup of a row's columns, for the GPU named (empty for a group).
+fn rollup_fields(r: &Value, gpu_uuid: String) -> Result<Rollup> {
+    Ok(Rollup {
+        key: RollupKey {
+            gpu_uuid,
+            deployment_id: text(r, "deployment_id")?.to_string(),
+            owner: owner(r, "owner")?,
+            model: text(r, "model")?.to_string(),
+            bucket_start: Timestamp(int(r, "bucket_ms")?),
+            placement: Placement::default(),
+        },
+        first_window_start: Timestamp(int(r, "first_window_start_ms")?),
+        last_window_start: Timestamp(int(r, "last_window_start_ms")?),
+        samples: u64::try_from(int(r, "samples")?).unwrap_or(0),
+        estimated_samples: u64::try_from(int(r, "estimated_samples")?).unwrap_or(0),
+        q: Quantities {
+            gpu_seconds: decimal(r, "gpu_seconds")?,
+            busy_gpu_seconds: decimal(r, "busy_gpu_seconds")?,
+            estimated_gpu_seconds: decimal(r, "estimated_gpu_seconds")?,
+            memory_gb_seconds: decimal(r, "memory_gb_seconds")?,
+            energy_ws: decimal(r, "energy_ws")?,
+            storage_gb_seconds: decimal(r, "storage_gb_seconds")?,
+        },
+        gpus: None,
+    })
+}
+
+fn gap_from_row(r: &Value) -> Result<Gap> {
+    let reason = match text(r, "reason")? {
+        "too_long" => GapReason::TooLong,
+        "series_changed" => GapReason::SeriesChanged,
+        other => return Err(ClickHouseError::Decode(format!("gap reason {other}"))),
+    };
+    Ok(Gap {
+        gpu_uuid: text(r, "gpu_uuid")?.to_string(),
+        node: text(r, "node")?.to_string(),
+        deployment_id: text(r, "deployment_id")?.to_string(),
+        from: Timestamp(int(r, "from_ms")?),
+        to: Timestamp(int(r, "to_ms")?),
+        reason,
+    })
+}
+
+fn event_from_row(r: &Value) -> Result<UsageEvent> {
+    let units_text = text(r, "units")?;
+    let units_raw: BTreeMap<String, String> = serde_json::from_str(units_text)
+        .map_err(|e| ClickHouseError::Decode(format!("units: {e}")))?;
+    let mut units = BTreeMap::new();
+    for (k, v) in units_raw {
+        let d =
+            Decimal::from_str(&v).map_err(|_| ClickHouseError::Decode(format!("unit {k}: {v}")))?;
+        units.insert(k, NonNegative::new(d).unwrap_or(NonNegative::ZERO));
+    }
+    let cost = match (text(r, "cost_amount")?, text(r, "cost_currency")?) {
+        ("", _) | (_, "") => None,
+        (a, c) => Some((
+            NonNegative::new(
+                Decimal::from_str(a).map_err(|_| ClickHouseError::Decode(format!("cost {a}")))?,
+            )
+            .unwrap_or(NonNegative::ZERO),
+            Currency::from_str(c).map_err(|_| ClickHouseError::Decode(format!("currency {c}")))?,
+        )),
+    };
+    let provider = text(r, "model_provider")?;
+    let name = text(r, "model_name")?;
+    Ok(UsageEvent {
+        event_id: text(r, "event_id")?
+            .parse()
+            .map_err(|_| ClickHouseError::Decode("event_id".into()))?,
+        tenant_id: text(r, "tenant_id")?
+            .parse()
+            .map_err(|_| ClickHouseError::Decode("tenant_id".into()))?,
+        usage_type: text(r, "usage_type")?.to_string(),
+        source: text(r, "source")?.to_string(),
+        occurred_at: Timestamp(int(r, "occurred_at_ms")?),
+        deployment_id: opt(text(r, "deployment_id")?),
+        model: (!provider.is_empty()).then(|| ModelRef {
+            provider: provider.to_string(),
+            name: name.to_string(),
+        }),
+        units,
+        cost,
+        allocation_policy_id: opt(text(r, "allocation_policy_id")?),
+        project: opt(text(r, "project")?),
+        agent_id: opt(text(r, "agent_id")?),
+        run_id: opt(text(r, "run_id")?),
+    })
+}
