@@ -1,14 +1,14 @@
-//! eai-api: the control plane's HTTP layer. [`router`] is the whole API as a value; [`Application`] opens the
-//! store, bootstraps the first platform_admin key, binds and serves it with graceful shutdown.
+//! eai-api: the control plane's HTTP layer, over the application (`eai_app`: the services, the jobs, the
+//! clock). [`router`] is the whole API as a value; [`Application`] opens the store, bootstraps the first
+//! platform_admin key, binds and serves it with graceful shutdown, and runs the background jobs.
 //!
 //! Code map: [`config`] (typed `EAI_*` configuration), [`startup`] (build, bootstrap, run), [`routes`] (one
 //! module per resource), [`auth`] (sign-in: the `Caller` extractor; the policy table, one type per action;
 //! `Authorized<A>`, the extractor that gives a handler of `A` its caller and scope, and the audit of
 //! mutations), [`error`] (the one envelope and its code table), [`extract`] (body and query extractors whose
-//! rejections use the envelope), [`telemetry`] (request id, traceparent, spans), [`metrics`] (Prometheus),
-//! [`store_metrics`] (the figures `/metrics` reads from the store, refreshed in the background), [`focus`]
-//! (the FOCUS export: rows of a period, CSV or Parquet). Leaves, which
-//! import nothing of the crate: [`clock`], [`key_format`], [`request_context`].
+//! rejections use the envelope), [`telemetry`] (request id, traceparent, spans), [`state`] (what every handler
+//! shares, the clock included), [`limits`] (rate limits and allocation slots). Leaves, which import nothing of
+//! the crate: [`key_format`], [`request_context`].
 
 pub mod auth;
 pub mod config;

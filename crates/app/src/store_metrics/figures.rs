@@ -28,7 +28,7 @@ pub struct Figures {
     /// When the last refresh that read every part ended (`None`: none yet), and how long the last one took.
     pub refreshed_at: Option<Timestamp>,
     pub refresh_duration_ms: u64,
-    /// The latest sample of each GPU seen within [`SEEN_HORIZON_MS`], the newest first, at most the limit.
+    /// The latest sample of each GPU seen within [`super::SEEN_HORIZON_MS`], the newest first, at most the limit.
     pub gpus: Vec<Sample>,
     /// The GPUs seen within the horizon, listed or not (those beyond the limit are left out).
     pub gpus_seen: u64,
