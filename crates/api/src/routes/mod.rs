@@ -9,11 +9,11 @@ use crate::telemetry;
 
 pub mod allocation;
 pub mod audit;
-pub mod breakdown;
 pub mod budgets;
 pub mod catalog;
 pub mod explain;
 pub mod focus;
+pub mod gpu_usage;
 pub mod keys;
 pub mod policies;
 pub mod portal;
@@ -22,7 +22,7 @@ pub mod slurm;
 pub mod system;
 pub mod tenants;
 pub mod token_costs;
-pub mod usage;
+pub mod usage_events;
 
 /// The whole HTTP API as a value: every route, the envelope fallbacks (404, 405), the body limit and the
 /// request middleware (request id, traceparent, span, metrics).
@@ -33,7 +33,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/finops/gpu/allocation", get(allocation::get))
         .route("/v1/finops/gpu/allocation/focus", get(focus::get))
         .route("/v1/finops/gpu/allocation/explain", get(explain::get))
-        .route("/v1/finops/gpu/usage", get(breakdown::get))
+        .route("/v1/finops/gpu/usage", get(gpu_usage::get))
         .route("/v1/finops/gpu/slurm/reconciliation", post(slurm::post))
         .route("/v1/finops/gpu/allocation/series", get(token_costs::series))
         .route("/v1/finops/gpu/token-costs", get(token_costs::get))
@@ -55,7 +55,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/v1/providers/catalog", get(catalog::get))
         .route("/v1/providers", post(catalog::register))
-        .route("/v1/usage/events", post(usage::ingest))
+        .route("/v1/usage/events", post(usage_events::ingest))
         .route("/v1/auth/api-keys", get(keys::list).post(keys::create))
         .route("/v1/auth/api-keys/{id}", delete(keys::revoke))
         .route("/v1/auth/api-keys/{id}/rotate", post(keys::rotate))
