@@ -199,7 +199,8 @@ pub fn samples(end: Timestamp, days: i64, window_s: i64) -> Vec<GpuSample> {
                     timestamp: Some(Timestamp(t).to_string()),
                     storage_gb: (dep != "idle").then(|| "140".to_string()),
                     gpu_fraction: gpu.fraction.map(str::to_string),
-                    share_method: None,
+                    // As the sampler sends a MIG instance: its share is its slices.
+                    share_method: gpu.fraction.map(|_| "mig".to_string()),
                 });
             }
             t += w;
