@@ -130,10 +130,7 @@ pub fn render(b: &Breakdown, period: Period) -> String {
         q.add(&r.q);
         unpriced += r.unpriced_gpu_seconds;
         for (c, a) in &r.cost {
-            match total.iter_mut().find(|(tc, _)| tc == c) {
-                Some((_, x)) => *x += *a,
-                None => total.push((*c, *a)),
-            }
+            eai_engine::money::add_to(&mut total, *c, *a);
         }
     }
     let mut last: Vec<String> = vec![String::new(); b.group_by.len()];

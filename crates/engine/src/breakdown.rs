@@ -344,10 +344,7 @@ pub fn breakdown(
         add_fixed(&mut out.q, &row.q);
         out.unpriced += row.unpriced;
         for (c, amount) in cost {
-            match out.cost.iter_mut().find(|(oc, _)| *oc == c) {
-                Some((_, a)) => *a += amount,
-                None => out.cost.push((c, amount)),
-            }
+            money::add_to(&mut out.cost, c, amount);
         }
     }
     let gpu_in_group = group.iter().position(|d| *d == Dimension::Gpu);

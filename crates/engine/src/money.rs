@@ -100,6 +100,14 @@ impl fmt::Display for Money {
     }
 }
 
+/// Adds `amount` of `currency` to a per-currency sum (a row's cost in each currency it was priced in).
+pub fn add_to(sums: &mut Vec<(Currency, Decimal)>, currency: Currency, amount: Decimal) {
+    match sums.iter_mut().find(|(c, _)| *c == currency) {
+        Some((_, a)) => *a += amount,
+        None => sums.push((currency, amount)),
+    }
+}
+
 /// Splits `total` (already rounded to `unit`) between parties in proportion to their exact `quotas`
 /// with the largest-remainder method: each party gets its quota floored to the unit, and the units
 /// left over go one each to the largest remainders (ties to the lower index, so the result is

@@ -209,10 +209,7 @@ pub fn measured_jobs(b: &Breakdown) -> Vec<MeasuredJob> {
         m.gpu_seconds += r.q.gpu_seconds;
         m.busy_gpu_seconds += r.q.busy_gpu_seconds;
         for (c, a) in &r.cost {
-            match m.cost.iter_mut().find(|(x, _)| x == c) {
-                Some((_, v)) => *v += *a,
-                None => m.cost.push((*c, *a)),
-            }
+            crate::money::add_to(&mut m.cost, *c, *a);
         }
     }
     by.into_values().collect()
@@ -355,10 +352,7 @@ pub fn reconcile(
     let mut idle_cost: Vec<(Currency, Decimal)> = Vec::new();
     for j in jobs.iter().filter(|j| j.status == Status::Idle) {
         for (c, a) in &j.cost {
-            match idle_cost.iter_mut().find(|(x, _)| x == c) {
-                Some((_, v)) => *v += *a,
-                None => idle_cost.push((*c, *a)),
-            }
+            crate::money::add_to(&mut idle_cost, *c, *a);
         }
     }
     idle_cost.sort_by_key(|(c, _)| *c);

@@ -325,22 +325,7 @@ pub fn parse_scontrol(text: &str) -> Vec<Job> {
 /// outside the parentheses); none for `IDX:N/A` or no GPU.
 pub fn gpu_indices(detail: &str) -> Vec<u32> {
     let mut out = Vec::new();
-    let mut depth = 0;
-    let mut start = 0;
-    let mut parts = Vec::new();
-    for (i, c) in detail.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&detail[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&detail[start..]);
-    for p in parts {
+    for p in split_outside(detail, '(', ')') {
         let p = p.trim();
         if !(p == "gpu" || p.starts_with("gpu:") || p.starts_with("gpu(")) {
             continue;
@@ -357,6 +342,23 @@ pub fn gpu_indices(detail: &str) -> Vec<u32> {
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// `s` split at the commas outside `open`…`close` (`gpu:2(IDX:0,2),mps:1` -> `gpu:2(IDX:0,2)`, `mps:1`).
+fn split_outside(s: &str, open: char, close: char) -> Vec<&str> {
+    let (mut depth, mut start, mut parts) = (0i32, 0, Vec::new());
+    for (i, c) in s.char_indices() {
+        if c == open {
+            depth += 1;
+        } else if c == close {
+            depth -= 1;
+        } else if c == ',' && depth == 0 {
+            parts.push(&s[start..i]);
+            start = i + 1;
+        }
+    }
+    parts.push(&s[start..]);
+    parts
 }
 
 /// `0-1,3` -> 0, 1, 3 (anything else: nothing).
@@ -385,22 +387,11 @@ fn ranges(list: &str) -> Vec<u32> {
 /// (zero-padded ranges keep their width: `n[08-10]` -> n08, n09, n10). One bracket group per name.
 pub fn expand_hostlist(list: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let mut depth = 0;
-    let mut start = 0;
-    let mut names = Vec::new();
-    for (i, c) in list.char_indices() {
-        match c {
-            '[' => depth += 1,
-            ']' => depth -= 1,
-            ',' if depth == 0 => {
-                names.push(&list[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    names.push(&list[start..]);
-    for name in names.into_iter().map(str::trim).filter(|n| !n.is_empty()) {
+    for name in split_outside(list, '[', ']')
+        .into_iter()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+    {
         let Some((prefix, rest)) = name.split_once('[') else {
             out.push(name.to_string());
             continue;
