@@ -37,7 +37,9 @@ async fn main() -> anyhow::Result<()> {
         let exact = exact_hours(&policies, period);
         let t_pol = t.elapsed();
         let t = Instant::now();
-        let read = store.usage_for(period.from, period.to, &exact).await?;
+        let read = store
+            .allocation_usage(period.from, period.to, &exact)
+            .await?;
         let t_read = t.elapsed();
         let t = Instant::now();
         let a = allocate(&AllocationInput {

@@ -99,7 +99,9 @@ pub async fn read_inputs(
         // Group rollups and every tenant's usage as hourly claims (the split of a shared deployment weighs
         // them all), read in one snapshot.
         Source::Primary => (
-            store.usage_for(period.from, period.to, &exact).await?,
+            store
+                .allocation_usage(period.from, period.to, &exact)
+                .await?,
             Vec::new(),
         ),
         Source::ClickHouse(ch) => {
@@ -114,7 +116,9 @@ pub async fn read_inputs(
             for h in &exact {
                 // The exact hours as raw cells, from the primary (which serves a frozen hour from its rollups,
                 // as it does for a whole period).
-                let cells = store.usage_for(*h, Timestamp(h.0 + HOUR_MS), &[*h]).await?;
+                let cells = store
+                    .allocation_usage(*h, Timestamp(h.0 + HOUR_MS), &[*h])
+                    .await?;
                 found.extend(cells.rollups);
             }
             rollups::sort_for_read(&mut found);

@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use eai_api::{hash_api_key, new_api_key, open_store};
 use eai_app::keys::{key_request_full, key_view};
-use eai_store::{AuditDraft, AuditHead, Scope};
+use eai_store::{AuditDraft, AuditHead, NewSecret, Scope};
 
 #[derive(Debug, Args)]
 pub struct StoreArgs {
@@ -250,7 +250,16 @@ pub async fn keys(args: KeysArgs) -> anyhow::Result<ExitCode> {
                 serde_json::json!({ "grace_seconds": grace, "via": "eai-gpu keys rotate" }),
             );
             let rec = s
-                .rotate_api_key(Scope::Platform, &id, &hash_api_key(&key), at, until, &audit)
+                .rotate_api_key(
+                    Scope::Platform,
+                    &id,
+                    &NewSecret {
+                        hash: hash_api_key(&key),
+                        at,
+                        grace_until: until,
+                    },
+                    &audit,
+                )
                 .await?;
             println!("id:     {}", rec.id);
             if grace > 0 {

@@ -2551,7 +2551,7 @@ async fn the_real_control_plane_takes_a_samplers_vllm_events_and_counts_them_onc
     assert_eq!(answer["accepted"], 1, "{answer}");
     // Stored once, as the platform's row (no tenant's): read back from the store.
     let store = eai_store::sqlite::SqliteStore::open(&dir.path().join("eai-gpu.db")).unwrap();
-    let stored = eai_store::Store::usage_events(
+    let stored = eai_store::UsageStore::usage_events(
         &store,
         eai_store::Scope::Platform,
         t,

@@ -2,13 +2,13 @@
 //! file the way a sampler pushes them (batches of 8 GPUs x 30 windows), the WAL checkpointed, the file size
 //! divided by the rows. Run: `cargo run --release -p eai-store --example bytes_per_sample`.
 
+use eai_store::SampleStore;
 use std::time::Instant;
 
 use anyhow::Context;
 use eai_engine::domain::{GpuFraction, NonNegative, Sample, UnitInterval};
 use eai_engine::time::Timestamp;
 use eai_store::sqlite::SqliteStore;
-use eai_store::Store;
 use rust_decimal::Decimal;
 
 const GPUS: i64 = 8;
@@ -55,7 +55,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let started = Instant::now();
     for batch in all.chunks(8 * 30) {
-        store.insert_samples(batch, &audit()).await?;
+        store.insert_samples(batch.to_vec(), &audit()).await?;
     }
     let elapsed = started.elapsed();
 

@@ -11,6 +11,7 @@
 //! locking the GPUs, reading the latest samples, writing the rows, adding the rollup deltas, committing. The
 //! `COPY` figure is the floor: the rows alone, already encoded, one `COPY` per batch.
 
+use eai_store::SampleStore;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -19,7 +20,6 @@ use eai_engine::time::Timestamp;
 use eai_store::codec::Figures;
 use eai_store::postgres::scratch::{test_server_url, ScratchDb};
 use eai_store::postgres::PgStore;
-use eai_store::Store;
 use rust_decimal::Decimal;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::Type;
@@ -193,7 +193,7 @@ async fn store_ingest(url: &str, batches: &[Vec<Sample>]) -> anyhow::Result<Dura
     let store = PgStore::open(url).await?;
     let started = Instant::now();
     for b in batches {
-        store.insert_samples(b, &audit()).await?;
+        store.insert_samples(b.to_vec(), &audit()).await?;
     }
     Ok(started.elapsed())
 }

@@ -13,6 +13,7 @@
 //! 240th of the ingest). Three tenants post one usage event per shared deployment and hour. At 1,000 GPUs and
 //! 720 hours: 720,000 per-GPU rollups, 36,000 group rollups, 86,400 events and claims.
 
+use eai_store::{SampleStore, UsageStore};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -20,7 +21,6 @@ use eai_engine::domain::{GpuFraction, NonNegative, Sample, TenantId, UnitInterva
 use eai_engine::time::Timestamp;
 use eai_store::postgres::scratch::{test_server_url, ScratchDb};
 use eai_store::postgres::PgStore;
-use eai_store::Store;
 use rust_decimal::Decimal;
 use tokio_postgres::NoTls;
 use uuid::Uuid;
@@ -95,7 +95,7 @@ async fn fill(store: &PgStore, gpus: usize, hours: i64) -> anyhow::Result<(Durat
         let batch = (0..gpus)
             .map(|g| sample(g, hour))
             .collect::<anyhow::Result<Vec<_>>>()?;
-        store.insert_samples(&batch, &audit()).await?;
+        store.insert_samples(batch.to_vec(), &audit()).await?;
         if (hour + 1) % 24 == 0 {
             eprintln!(
                 "  hour {}: {:.0} ms per batch",
@@ -182,7 +182,7 @@ async fn run(gpus: usize, hours: i64) -> anyhow::Result<()> {
     let mut rows = (0, 0, 0);
     for _ in 0..7 {
         let started = Instant::now();
-        let read = store.usage_for(from, to, &[]).await?;
+        let read = store.allocation_usage(from, to, &[]).await?;
         times.push(started.elapsed());
         rows = (read.rollups.len(), read.claims.len(), read.gaps.len());
     }
@@ -202,7 +202,7 @@ async fn run(gpus: usize, hours: i64) -> anyhow::Result<()> {
 
     let started = Instant::now();
     let read = store
-        .usage_for(from, to, &[Timestamp(T0 + hours / 2 * H + 1)])
+        .allocation_usage(from, to, &[Timestamp(T0 + hours / 2 * H + 1)])
         .await?;
     println!(
         "usage_for({hours} h) with one exact hour: {} rollups and cells, {:.1} ms",

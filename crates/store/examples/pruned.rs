@@ -12,6 +12,7 @@
 //! Run: `cargo run --release -p eai-store --example pruned [-- GPUS HOURS [postgres://...]]` (defaults 50 GPUs,
 //! 24 hours, SQLite only; with a PostgreSQL URL, the rates are measured there too, in scratch databases).
 
+use eai_store::SampleStore;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -76,7 +77,7 @@ async fn ingest(store: &dyn Store, batches: &[Vec<Sample>]) -> anyhow::Result<(u
     let started = Instant::now();
     let mut n = 0;
     for b in batches {
-        n += store.insert_samples(b, &audit()).await?.inserted;
+        n += store.insert_samples(b.to_vec(), &audit()).await?.inserted;
     }
     Ok((n, started.elapsed().as_secs_f64()))
 }

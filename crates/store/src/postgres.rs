@@ -46,29 +46,20 @@ mod tests;
 pub mod tls;
 mod tx;
 
+use crate::roles::Observed;
 use std::collections::BTreeSet;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use eai_engine::domain::{Policy, PolicySpec, Sample, Tenant, TenantId, UsageEvent};
-use eai_engine::time::Timestamp;
+use eai_engine::domain::TenantId;
 use uuid::Uuid;
 
 use self::pool::Pool;
 use self::tx::{begin, Mode};
-use crate::budgets::{
-    Alert, BudgetRecord, Delivery, NewBudget, NewReservation, Reservation, ReserveOutcome,
-};
 use crate::lease::LeaderJob;
 use crate::rollups::RollupConfig;
-use crate::{
-    ApiKeyRecord, AuditDraft, AuditEvent, AuditHead, BrokenLink, DeploymentSeen, IngestOutcome,
-    KeyMatch, LatestSamples, NewApiKey, NodeSeen, OutboxEntry, OutboxStats, Result, Scope, Store,
-    StoreError, TenantRef, UsageRead,
-};
-use eai_engine::budget::{Amounts, BudgetSpec, Standing};
+use crate::{Result, Scope, Store, StoreError};
 
 /// The role the service acts as: not the owner, `NOBYPASSRLS`.
 pub const SERVICE_ROLE: &str = "eai_app";
@@ -162,9 +153,14 @@ fn owner_of(u: Uuid) -> Option<TenantId> {
     (u != PLATFORM_TENANT).then_some(TenantId(u))
 }
 
-/// The PostgreSQL store. Cheap to clone; clones share the pool.
+/// The PostgreSQL store, as it is opened: the backend behind the decorator that traces and scope-checks each
+/// role ([`Observed`]). Cheap to clone; clones share the pool.
+pub type PgStore = Observed<PgDb>;
+
+/// The PostgreSQL backend: its pool, lease connection and cache. The roles are implemented beside their SQL
+/// (`samples`, `records`, `budgets`); opened only as a [`PgStore`].
 #[derive(Clone)]
-pub struct PgStore {
+pub struct PgDb {
     inner: Arc<Inner>,
 }
 
@@ -181,7 +177,7 @@ struct Inner {
     compacting: std::sync::atomic::AtomicBool,
 }
 
-impl std::fmt::Debug for PgStore {
+impl std::fmt::Debug for PgDb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PgStore")
             .field("target", &self.inner.target)
@@ -216,7 +212,15 @@ impl PgStore {
         Self::open_with(url, RollupConfig::default()).await
     }
 
+    /// [`PgStore::open`] with these rollup settings.
     pub async fn open_with(url: &str, cfg: RollupConfig) -> Result<PgStore> {
+        let db = PgDb::open_with(url, cfg).await?;
+        Ok(Observed::new(db, "postgresql"))
+    }
+}
+
+impl PgDb {
+    async fn open_with(url: &str, cfg: RollupConfig) -> Result<PgDb> {
         cfg.check()?;
         let (mut pg, connector) = tls::parse(url)?;
         if pg.get_connect_timeout().is_none() {
@@ -234,7 +238,7 @@ impl PgStore {
         schema::migrate(&mut owner.client).await?;
         drop(owner);
 
-        let store = PgStore {
+        let store = PgDb {
             inner: Arc::new(Inner {
                 pool: Pool::new(
                     pg,
@@ -304,7 +308,7 @@ impl PgStore {
 }
 
 #[async_trait]
-impl Store for PgStore {
+impl Store for PgDb {
     fn backend(&self) -> &'static str {
         "postgres"
     }
@@ -366,407 +370,5 @@ impl Store for PgStore {
             .await
             .ctx("ping")?;
         Ok(())
-    }
-
-    #[tracing::instrument(name = "store.insert_samples", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn insert_samples(
-        &self,
-        samples: &[Sample],
-        audit: &AuditDraft,
-    ) -> Result<IngestOutcome> {
-        let mut c = self.conn().await?;
-        samples::insert(c.conn()?, &self.inner.cfg, samples, audit).await
-    }
-
-    #[tracing::instrument(name = "store.usage_for", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn usage_for(
-        &self,
-        from: Timestamp,
-        to: Timestamp,
-        exact_hours: &[Timestamp],
-    ) -> Result<UsageRead> {
-        let mut c = self.conn().await?;
-        let (read, log_rows) = samples::usage_for(
-            c.conn()?,
-            &self.inner.cfg,
-            &self.inner.cache,
-            from,
-            to,
-            exact_hours,
-        )
-        .await?;
-        drop(c);
-        if log_rows > crate::cache::read_cache::COMPACT_AFTER
-            && !self.inner.compacting.swap(true, Ordering::AcqRel)
-        {
-            // In the background: the read is answered; a failed compaction is retried by a later read.
-            let store = self.clone();
-            tokio::spawn(async move {
-                let compact = async {
-                    let mut c = store.conn().await?;
-                    samples::compact_change_counts(c.conn()?).await
-                };
-                if let Err(e) = compact.await {
-                    tracing::warn!(error = %e, "compacting the change counts failed; a later read retries");
-                }
-                store.inner.compacting.store(false, Ordering::Release);
-            });
-        }
-        Ok(read)
-    }
-
-    #[tracing::instrument(name = "store.prune_raw_samples", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn prune_raw_samples(&self, before: Timestamp) -> Result<u64> {
-        let mut c = self.conn().await?;
-        samples::prune(c.conn()?, &self.inner.cfg, before).await
-    }
-
-    #[tracing::instrument(name = "store.deployments_seen", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn deployments_seen(&self) -> Result<Vec<DeploymentSeen>> {
-        let mut c = self.conn().await?;
-        samples::deployments_seen(c.conn()?).await
-    }
-
-    async fn replica_extent(&self) -> Result<Option<(Timestamp, Timestamp)>> {
-        let mut c = self.conn().await?;
-        samples::replica_extent(c.conn()?, &self.inner.cfg).await
-    }
-
-    async fn gpu_usage(
-        &self,
-        scope: Scope,
-        from: Timestamp,
-        to: Timestamp,
-        exact_hours: &[Timestamp],
-    ) -> Result<eai_engine::gpu_usage::GpuUsage> {
-        if scope.reads_nothing() {
-            return Ok(Default::default());
-        }
-        let mut c = self.conn().await?;
-        samples::gpu_usage(c.conn()?, &self.inner.cfg, scope, from, to, exact_hours).await
-    }
-
-    async fn replica_rows(&self, from: Timestamp, to: Timestamp) -> Result<crate::ReplicaRows> {
-        let mut c = self.conn().await?;
-        samples::replica_rows(c.conn()?, from.0, to.0).await
-    }
-
-    async fn latest_samples(&self, since: Timestamp, limit: u64) -> Result<LatestSamples> {
-        let mut c = self.conn().await?;
-        samples::latest_samples(c.conn()?, since.0, limit).await
-    }
-
-    async fn nodes_last_seen(&self, since: Timestamp) -> Result<Vec<NodeSeen>> {
-        let mut c = self.conn().await?;
-        samples::nodes_last_seen(c.conn()?, since.0).await
-    }
-
-    #[tracing::instrument(name = "store.upsert_usage_events", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn upsert_usage_events(&self, events: &[UsageEvent], audit: &AuditDraft) -> Result<u64> {
-        let mut c = self.conn().await?;
-        records::upsert_usage_events(c.conn()?, events, self.inner.cfg.outbox, audit).await
-    }
-
-    #[tracing::instrument(name = "store.usage_events", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn usage_events(
-        &self,
-        scope: Scope,
-        from: Timestamp,
-        to: Timestamp,
-    ) -> Result<Vec<UsageEvent>> {
-        if scope.reads_nothing() {
-            return Ok(Default::default());
-        }
-        let mut c = self.conn().await?;
-        records::usage_events(c.conn()?, scope, from, to).await
-    }
-
-    #[tracing::instrument(name = "store.create_policy", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn create_policy(&self, spec: &PolicySpec, audit: &AuditDraft) -> Result<Policy> {
-        let mut c = self.conn().await?;
-        records::create_policy(c.conn()?, &self.inner.cfg, spec, audit).await
-    }
-
-    #[tracing::instrument(name = "store.equal_shares", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn equal_shares(
-        &self,
-        from: Timestamp,
-        to: Timestamp,
-    ) -> Result<Vec<eai_engine::shares::EqualShares>> {
-        let mut c = self.conn().await?;
-        samples::equal_shares(c.conn()?, from.0, to.0).await
-    }
-
-    #[tracing::instrument(name = "store.policies", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn policies(&self) -> Result<Vec<Policy>> {
-        let mut c = self.conn().await?;
-        records::policies(c.conn()?).await
-    }
-
-    #[tracing::instrument(name = "store.supersede_policy", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn supersede_policy(
-        &self,
-        id: &str,
-        at: Timestamp,
-        replacement: Option<&PolicySpec>,
-        audit: &AuditDraft,
-    ) -> Result<(Policy, Option<Policy>)> {
-        let mut c = self.conn().await?;
-        records::supersede_policy(c.conn()?, &self.inner.cfg, id, at, replacement, audit).await
-    }
-
-    #[tracing::instrument(name = "store.create_api_key", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn create_api_key(&self, key: &NewApiKey, audit: &AuditDraft) -> Result<ApiKeyRecord> {
-        let mut c = self.conn().await?;
-        records::create_api_key(c.conn()?, key, audit).await
-    }
-
-    #[tracing::instrument(name = "store.api_key_by_hash", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn api_key_by_hash(&self, hash: &str) -> Result<Option<KeyMatch>> {
-        let mut c = self.conn().await?;
-        records::api_key_by_hash(c.conn()?, hash).await
-    }
-
-    #[tracing::instrument(name = "store.api_key_count", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn api_key_count(&self) -> Result<u64> {
-        let mut c = self.conn().await?;
-        records::api_key_count(c.conn()?).await
-    }
-
-    #[tracing::instrument(name = "store.api_keys", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn api_keys(&self, scope: Scope) -> Result<Vec<ApiKeyRecord>> {
-        if scope.reads_nothing() {
-            return Ok(Default::default());
-        }
-        let mut c = self.conn().await?;
-        records::api_keys(c.conn()?, scope).await
-    }
-
-    #[tracing::instrument(name = "store.revoke_api_key", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn revoke_api_key(
-        &self,
-        scope: Scope,
-        id: &str,
-        at: Timestamp,
-        audit: &AuditDraft,
-    ) -> Result<ApiKeyRecord> {
-        let mut c = self.conn().await?;
-        records::revoke_api_key(c.conn()?, scope, id, at, audit).await
-    }
-
-    #[tracing::instrument(name = "store.rotate_api_key", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn rotate_api_key(
-        &self,
-        scope: Scope,
-        id: &str,
-        new_hash: &str,
-        at: Timestamp,
-        grace_until: Timestamp,
-        audit: &AuditDraft,
-    ) -> Result<ApiKeyRecord> {
-        let mut c = self.conn().await?;
-        records::rotate_api_key(c.conn()?, scope, id, new_hash, at, grace_until, audit).await
-    }
-
-    #[tracing::instrument(name = "store.create_budget", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn create_budget(&self, budget: &NewBudget, audit: &AuditDraft) -> Result<BudgetRecord> {
-        let mut c = self.conn().await?;
-        budgets::create_budget(c.conn()?, budget, audit).await
-    }
-
-    #[tracing::instrument(name = "store.budgets", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn budgets(&self, scope: Scope) -> Result<Vec<BudgetRecord>> {
-        if scope.reads_nothing() {
-            return Ok(Default::default());
-        }
-        let mut c = self.conn().await?;
-        budgets::budgets(c.conn()?, scope).await
-    }
-
-    #[tracing::instrument(name = "store.supersede_budget", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn supersede_budget(
-        &self,
-        scope: Scope,
-        id: &str,
-        at: Timestamp,
-        replacement: Option<&BudgetSpec>,
-        audit: &AuditDraft,
-    ) -> Result<(BudgetRecord, Option<BudgetRecord>)> {
-        let mut c = self.conn().await?;
-        budgets::supersede_budget(c.conn()?, scope, id, at, replacement, audit).await
-    }
-
-    #[tracing::instrument(name = "store.budget_standings", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn budget_standings(&self, scope: Scope, at: Timestamp) -> Result<Vec<Standing>> {
-        if scope.reads_nothing() {
-            return Ok(Default::default());
-        }
-        let mut c = self.conn().await?;
-        budgets::standings(c.conn()?, scope, at).await
-    }
-
-    #[tracing::instrument(name = "store.reserve", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn reserve(
-        &self,
-        request: &NewReservation,
-        audit: &AuditDraft,
-    ) -> Result<ReserveOutcome> {
-        let mut c = self.conn().await?;
-        budgets::reserve(c.conn()?, request, audit).await
-    }
-
-    #[tracing::instrument(name = "store.reservation", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn reservation(&self, scope: Scope, id: &str) -> Result<Option<Reservation>> {
-        if scope.reads_nothing() {
-            return Ok(Default::default());
-        }
-        let mut c = self.conn().await?;
-        budgets::reservation(c.conn()?, scope, id).await
-    }
-
-    #[tracing::instrument(name = "store.commit_reservation", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn commit_reservation(
-        &self,
-        scope: Scope,
-        id: &str,
-        actual: Amounts,
-        at: Timestamp,
-        audit: &AuditDraft,
-    ) -> Result<Reservation> {
-        let mut c = self.conn().await?;
-        budgets::commit(
-            c.conn()?,
-            scope,
-            id,
-            actual,
-            at,
-            self.inner.cfg.outbox,
-            audit,
-        )
-        .await
-    }
-
-    #[tracing::instrument(name = "store.release_reservation", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn release_reservation(
-        &self,
-        scope: Scope,
-        id: &str,
-        at: Timestamp,
-        audit: &AuditDraft,
-    ) -> Result<Reservation> {
-        let mut c = self.conn().await?;
-        budgets::release(c.conn()?, scope, id, at, audit).await
-    }
-
-    #[tracing::instrument(name = "store.expire_reservations", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn expire_reservations(&self, at: Timestamp) -> Result<u64> {
-        let mut c = self.conn().await?;
-        budgets::expire(c.conn()?, at).await
-    }
-
-    #[tracing::instrument(name = "store.record_crossings", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn record_crossings(&self, at: Timestamp) -> Result<Vec<Alert>> {
-        let mut c = self.conn().await?;
-        budgets::record_crossings(c.conn()?, at).await
-    }
-
-    #[tracing::instrument(name = "store.due_deliveries", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn due_deliveries(&self, at: Timestamp, limit: u64) -> Result<Vec<Delivery>> {
-        let mut c = self.conn().await?;
-        budgets::due_deliveries(c.conn()?, at, limit).await
-    }
-
-    #[tracing::instrument(name = "store.delivery_attempted", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn delivery_attempted(
-        &self,
-        alert: Uuid,
-        at: Timestamp,
-        outcome: std::result::Result<(), String>,
-        next: Option<Timestamp>,
-    ) -> Result<()> {
-        let mut c = self.conn().await?;
-        budgets::delivery_attempted(c.conn()?, alert, at, outcome, next).await
-    }
-
-    #[tracing::instrument(name = "store.create_tenant", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn create_tenant(&self, tenant: &Tenant, audit: &AuditDraft) -> Result<Tenant> {
-        let mut c = self.conn().await?;
-        records::create_tenant(c.conn()?, tenant, audit).await
-    }
-
-    #[tracing::instrument(name = "store.tenants", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn tenants(&self, scope: Scope) -> Result<Vec<Tenant>> {
-        if scope.reads_nothing() {
-            return Ok(Default::default());
-        }
-        let mut c = self.conn().await?;
-        records::tenants(c.conn()?, scope).await
-    }
-
-    #[tracing::instrument(name = "store.tenant", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn tenant(&self, key: &TenantRef) -> Result<Option<Tenant>> {
-        let mut c = self.conn().await?;
-        records::tenant(c.conn()?, key).await
-    }
-
-    #[tracing::instrument(name = "store.register_provider", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn register_provider(
-        &self,
-        provider: &crate::providers::ProviderRecord,
-        audit: &AuditDraft,
-    ) -> Result<crate::providers::ProviderRecord> {
-        let mut c = self.conn().await?;
-        providers::register(c.conn()?, provider, audit).await
-    }
-
-    #[tracing::instrument(name = "store.providers", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn providers(&self) -> Result<Vec<crate::providers::ProviderRecord>> {
-        let mut c = self.conn().await?;
-        providers::providers(c.conn()?).await
-    }
-
-    #[tracing::instrument(name = "store.append_audit", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn append_audit(&self, draft: &AuditDraft) -> Result<AuditEvent> {
-        let mut c = self.conn().await?;
-        records::append_audit(c.conn()?, draft).await
-    }
-
-    #[tracing::instrument(name = "store.audit_events", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn audit_events(&self, scope: Scope, after: u64, limit: u64) -> Result<Vec<AuditEvent>> {
-        if scope.reads_nothing() {
-            return Ok(Default::default());
-        }
-        let mut c = self.conn().await?;
-        records::audit_events(c.conn()?, scope, after, limit).await
-    }
-
-    #[tracing::instrument(name = "store.audit_head", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn audit_head(&self) -> Result<Option<AuditHead>> {
-        let mut c = self.conn().await?;
-        records::audit_head(c.conn()?).await
-    }
-
-    #[tracing::instrument(name = "store.verify_audit_chain", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn verify_audit_chain(&self, expect: Option<&AuditHead>) -> Result<Option<BrokenLink>> {
-        let mut c = self.conn().await?;
-        records::verify_audit_chain(c.conn()?, expect).await
-    }
-
-    #[tracing::instrument(name = "store.outbox_pending", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn outbox_pending(&self, limit: u64) -> Result<Vec<OutboxEntry>> {
-        let mut c = self.conn().await?;
-        records::outbox_pending(c.conn()?, limit).await
-    }
-
-    #[tracing::instrument(name = "store.outbox_ack", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn outbox_ack(&self, through: u64) -> Result<u64> {
-        let mut c = self.conn().await?;
-        records::outbox_ack(c.conn()?, through).await
-    }
-
-    #[tracing::instrument(name = "store.outbox_stats", skip_all, fields(otel.kind = "client", db.system = "postgresql"))]
-    async fn outbox_stats(&self) -> Result<OutboxStats> {
-        let mut c = self.conn().await?;
-        records::outbox_stats(c.conn()?).await
     }
 }

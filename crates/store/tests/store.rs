@@ -178,7 +178,7 @@ fn in_read_order(mut rollups: Vec<Rollup>) -> Vec<Rollup> {
 
 async fn all_usage(s: &dyn Store) -> eai_store::UsageRead {
     let read = s
-        .usage_for(ts(T0 - 48 * H), ts(T0 + 48 * H), &[])
+        .allocation_usage(ts(T0 - 48 * H), ts(T0 + 48 * H), &[])
         .await
         .unwrap();
     // Every backend answers in one order.
@@ -236,7 +236,7 @@ fn raw_allocation(
 async fn insert_all(s: &dyn Store, batches: &[Vec<Sample>]) -> (u64, u64) {
     let mut total = (0, 0);
     for b in batches {
-        let o = s.insert_samples(b, &audit()).await.unwrap();
+        let o = s.insert_samples(b.to_vec(), &audit()).await.unwrap();
         total.0 += o.inserted;
         total.1 += o.duplicates;
     }

@@ -17,6 +17,7 @@ use axum::response::Response;
 use axum::Json;
 use eai_engine::domain::TenantId;
 use eai_engine::time::Timestamp;
+use eai_store::NewSecret;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -144,7 +145,16 @@ pub async fn rotate(
         let audit = auth.draft(Some(id.clone()), json!({ "grace_seconds": grace }));
         let rec = st
             .store
-            .rotate_api_key(scope, &id, &hash_api_key(&key), at, until, &audit)
+            .rotate_api_key(
+                scope,
+                &id,
+                &NewSecret {
+                    hash: hash_api_key(&key),
+                    at,
+                    grace_until: until,
+                },
+                &audit,
+            )
             .await?;
         let mut body = key_view(&rec, at);
         body["key"] = json!(key);

@@ -138,7 +138,7 @@ async fn ingest_batch(
     let audit = auth.draft(None, json!({ "samples": n }));
     let out = st
         .store
-        .insert_samples_owned(samples, &audit)
+        .insert_samples(samples, &audit)
         .await
         .map_err(|e| {
             if matches!(e, eai_store::StoreError::Refused(_)) {

@@ -191,7 +191,7 @@ async fn load(store: &dyn Store) {
         end += 15_000;
     }
     store
-        .insert_samples(&batch, &audit())
+        .insert_samples(batch.to_vec(), &audit())
         .await
         .expect("ingest");
     let p1 = store
@@ -230,7 +230,7 @@ async fn load(store: &dyn Store) {
 async fn late_sample_arrives(store: &dyn Store) {
     store
         .insert_samples(
-            &[gpu_sample("GPU-1", "vllm-shared", None, LATE_END, "400")],
+            vec![gpu_sample("GPU-1", "vllm-shared", None, LATE_END, "400")],
             &audit(),
         )
         .await
@@ -306,7 +306,7 @@ async fn allocation_from_clickhouse_equals_the_primary() {
     // The groups and claims ClickHouse sums are the primary's, GPU sets included (what the allocation reads).
     let read = r
         .store
-        .usage_for(period().from, period().to, &[])
+        .allocation_usage(period().from, period().to, &[])
         .await
         .expect("primary groups");
     let mut groups = read.rollups;
@@ -623,7 +623,7 @@ async fn the_replica_converges_after_clickhouse_was_killed_during_ingest() {
     );
     let (from, to) = (Timestamp(hour.0 - 2 * HOUR_MS), Timestamp(hour.0 + HOUR_MS));
     let mut primary = store
-        .usage_for(from, to, &[])
+        .allocation_usage(from, to, &[])
         .await
         .expect("primary")
         .rollups;

@@ -626,7 +626,7 @@ pub async fn a_change_and_its_audit_event_are_stored_together() {
     assert_error(status, &v, StatusCode::INTERNAL_SERVER_ERROR, "internal");
     let store = app.second_store().await;
     let read = store
-        .usage_for(hour, Timestamp(hour.0 + HOUR_MS), &[])
+        .allocation_usage(hour, Timestamp(hour.0 + HOUR_MS), &[])
         .await
         .expect("read");
     assert!(

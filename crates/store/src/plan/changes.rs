@@ -12,6 +12,7 @@
 //! audit event and its facts, and the chain's next link are all decided here; each function's arguments are what
 //! the backend read.
 
+use crate::roles::NewSecret;
 use eai_engine::budget::{crossed, Amounts, Standing};
 use eai_engine::domain::{Policy, PolicySpec, Tenant, TenantId, UsageEvent};
 use eai_engine::time::Timestamp;
@@ -198,19 +199,14 @@ pub struct KeyRotation {
 }
 
 /// Rotating `key` to the secret hashing to `new_hash`: a revoked key is a conflict ([`rec::check_rotate`]).
-pub fn key_rotate(
-    key: &ApiKeyRecord,
-    new_hash: &str,
-    at: Timestamp,
-    grace_until: Timestamp,
-) -> Result<KeyRotation> {
-    rec::check_rotate(key, &key.id, at)?;
+pub fn key_rotate(key: &ApiKeyRecord, secret: &NewSecret) -> Result<KeyRotation> {
+    rec::check_rotate(key, &key.id, secret.at)?;
     Ok(KeyRotation {
         seq: rec::key_seq(&key.id)?,
-        hash: new_hash.to_string(),
+        hash: secret.hash.clone(),
         previous_hash: key.hash.clone(),
-        previous_valid_until: grace_until,
-        rotated_at: at,
+        previous_valid_until: secret.grace_until,
+        rotated_at: secret.at,
     })
 }
 

@@ -4,6 +4,10 @@
 //! row level security, read and written under the caller's scope. The spend a usage upsert adds is written with
 //! it, in `tx`.
 
+use crate::postgres::PgDb;
+use crate::roles::BudgetStore;
+use async_trait::async_trait;
+
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
@@ -538,4 +542,106 @@ pub async fn delivery_attempted(
     }
     tx.commit().await.ctx("commit delivery")?;
     Ok(())
+}
+
+#[async_trait]
+impl BudgetStore for PgDb {
+    async fn create_budget(&self, budget: &NewBudget, audit: &AuditDraft) -> Result<BudgetRecord> {
+        let mut c = self.conn().await?;
+        create_budget(c.conn()?, budget, audit).await
+    }
+
+    async fn budgets(&self, scope: Scope) -> Result<Vec<BudgetRecord>> {
+        let mut c = self.conn().await?;
+        budgets(c.conn()?, scope).await
+    }
+
+    async fn supersede_budget(
+        &self,
+        scope: Scope,
+        id: &str,
+        at: Timestamp,
+        replacement: Option<&BudgetSpec>,
+        audit: &AuditDraft,
+    ) -> Result<(BudgetRecord, Option<BudgetRecord>)> {
+        let mut c = self.conn().await?;
+        supersede_budget(c.conn()?, scope, id, at, replacement, audit).await
+    }
+
+    async fn budget_standings(&self, scope: Scope, at: Timestamp) -> Result<Vec<Standing>> {
+        let mut c = self.conn().await?;
+        standings(c.conn()?, scope, at).await
+    }
+
+    async fn reserve(
+        &self,
+        request: &NewReservation,
+        audit: &AuditDraft,
+    ) -> Result<ReserveOutcome> {
+        let mut c = self.conn().await?;
+        reserve(c.conn()?, request, audit).await
+    }
+
+    async fn reservation(&self, scope: Scope, id: &str) -> Result<Option<Reservation>> {
+        let mut c = self.conn().await?;
+        reservation(c.conn()?, scope, id).await
+    }
+
+    async fn commit_reservation(
+        &self,
+        scope: Scope,
+        id: &str,
+        actual: Amounts,
+        at: Timestamp,
+        audit: &AuditDraft,
+    ) -> Result<Reservation> {
+        let mut c = self.conn().await?;
+        commit(
+            c.conn()?,
+            scope,
+            id,
+            actual,
+            at,
+            self.inner.cfg.outbox,
+            audit,
+        )
+        .await
+    }
+
+    async fn release_reservation(
+        &self,
+        scope: Scope,
+        id: &str,
+        at: Timestamp,
+        audit: &AuditDraft,
+    ) -> Result<Reservation> {
+        let mut c = self.conn().await?;
+        release(c.conn()?, scope, id, at, audit).await
+    }
+
+    async fn expire_reservations(&self, at: Timestamp) -> Result<u64> {
+        let mut c = self.conn().await?;
+        expire(c.conn()?, at).await
+    }
+
+    async fn record_crossings(&self, at: Timestamp) -> Result<Vec<Alert>> {
+        let mut c = self.conn().await?;
+        record_crossings(c.conn()?, at).await
+    }
+
+    async fn due_deliveries(&self, at: Timestamp, limit: u64) -> Result<Vec<Delivery>> {
+        let mut c = self.conn().await?;
+        due_deliveries(c.conn()?, at, limit).await
+    }
+
+    async fn delivery_attempted(
+        &self,
+        alert: Uuid,
+        at: Timestamp,
+        outcome: std::result::Result<(), String>,
+        next: Option<Timestamp>,
+    ) -> Result<()> {
+        let mut c = self.conn().await?;
+        delivery_attempted(c.conn()?, alert, at, outcome, next).await
+    }
 }

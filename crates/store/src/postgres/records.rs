@@ -14,6 +14,14 @@
 //! The writes shared with other changes (the usage upsert inside a transaction, the outbox, the audit append)
 //! are in `tx`; this module holds the changes and reads of these records themselves.
 
+use crate::postgres::PgDb;
+use crate::providers::ProviderRecord;
+use crate::roles::{
+    AuditStore, KeyStore, NewSecret, PolicyStore, ReplicaStore, TenantStore, UsageStore,
+};
+use crate::ReplicaRows;
+use async_trait::async_trait;
+
 use eai_engine::domain::{Policy, PolicySpec, Tenant, UsageEvent};
 use eai_engine::time::Timestamp;
 
@@ -399,15 +407,13 @@ pub async fn rotate_api_key(
     conn: &mut PgConn,
     scope: Scope,
     id: &str,
-    new_hash: &str,
-    at: Timestamp,
-    grace_until: Timestamp,
+    secret: &NewSecret,
     draft: &AuditDraft,
 ) -> Result<ApiKeyRecord> {
     changes::check_scope(scope, "API key", id)?;
     let (tx, st) = begin(conn, scope, Mode::Write).await?;
     let key = key_for_change(&tx, st, scope, id).await?;
-    let w = changes::key_rotate(&key, new_hash, at, grace_until)?;
+    let w = changes::key_rotate(&key, secret)?;
     let s = st.get(&tx, KEY_ROTATE).await?;
     let row = match tx
         .query_one(
@@ -551,4 +557,174 @@ pub async fn verify_audit_chain(
     }
     tx.commit().await.ctx("end read")?;
     Ok(v.finish().err())
+}
+
+#[async_trait]
+impl UsageStore for PgDb {
+    async fn upsert_usage_events(&self, events: &[UsageEvent], audit: &AuditDraft) -> Result<u64> {
+        let mut c = self.conn().await?;
+        upsert_usage_events(c.conn()?, events, self.inner.cfg.outbox, audit).await
+    }
+
+    async fn usage_events(
+        &self,
+        scope: Scope,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> Result<Vec<UsageEvent>> {
+        let mut c = self.conn().await?;
+        usage_events(c.conn()?, scope, from, to).await
+    }
+}
+
+#[async_trait]
+impl PolicyStore for PgDb {
+    async fn create_policy(&self, spec: &PolicySpec, audit: &AuditDraft) -> Result<Policy> {
+        let mut c = self.conn().await?;
+        create_policy(c.conn()?, &self.inner.cfg, spec, audit).await
+    }
+
+    async fn policies(&self) -> Result<Vec<Policy>> {
+        let mut c = self.conn().await?;
+        policies(c.conn()?).await
+    }
+
+    async fn supersede_policy(
+        &self,
+        id: &str,
+        at: Timestamp,
+        replacement: Option<&PolicySpec>,
+        audit: &AuditDraft,
+    ) -> Result<(Policy, Option<Policy>)> {
+        let mut c = self.conn().await?;
+        supersede_policy(c.conn()?, &self.inner.cfg, id, at, replacement, audit).await
+    }
+
+    async fn register_provider(
+        &self,
+        provider: &ProviderRecord,
+        audit: &AuditDraft,
+    ) -> Result<ProviderRecord> {
+        let mut c = self.conn().await?;
+        super::providers::register(c.conn()?, provider, audit).await
+    }
+
+    async fn providers(&self) -> Result<Vec<ProviderRecord>> {
+        let mut c = self.conn().await?;
+        super::providers::providers(c.conn()?).await
+    }
+}
+
+#[async_trait]
+impl KeyStore for PgDb {
+    async fn create_api_key(&self, key: &NewApiKey, audit: &AuditDraft) -> Result<ApiKeyRecord> {
+        let mut c = self.conn().await?;
+        create_api_key(c.conn()?, key, audit).await
+    }
+
+    async fn api_key_by_hash(&self, hash: &str) -> Result<Option<KeyMatch>> {
+        let mut c = self.conn().await?;
+        api_key_by_hash(c.conn()?, hash).await
+    }
+
+    async fn api_key_count(&self) -> Result<u64> {
+        let mut c = self.conn().await?;
+        api_key_count(c.conn()?).await
+    }
+
+    async fn api_keys(&self, scope: Scope) -> Result<Vec<ApiKeyRecord>> {
+        let mut c = self.conn().await?;
+        api_keys(c.conn()?, scope).await
+    }
+
+    async fn revoke_api_key(
+        &self,
+        scope: Scope,
+        id: &str,
+        at: Timestamp,
+        audit: &AuditDraft,
+    ) -> Result<ApiKeyRecord> {
+        let mut c = self.conn().await?;
+        revoke_api_key(c.conn()?, scope, id, at, audit).await
+    }
+
+    async fn rotate_api_key(
+        &self,
+        scope: Scope,
+        id: &str,
+        secret: &NewSecret,
+        audit: &AuditDraft,
+    ) -> Result<ApiKeyRecord> {
+        let mut c = self.conn().await?;
+        rotate_api_key(c.conn()?, scope, id, secret, audit).await
+    }
+}
+
+#[async_trait]
+impl TenantStore for PgDb {
+    async fn create_tenant(&self, tenant: &Tenant, audit: &AuditDraft) -> Result<Tenant> {
+        let mut c = self.conn().await?;
+        create_tenant(c.conn()?, tenant, audit).await
+    }
+
+    async fn tenants(&self, scope: Scope) -> Result<Vec<Tenant>> {
+        let mut c = self.conn().await?;
+        tenants(c.conn()?, scope).await
+    }
+
+    async fn tenant(&self, key: &TenantRef) -> Result<Option<Tenant>> {
+        let mut c = self.conn().await?;
+        tenant(c.conn()?, key).await
+    }
+}
+
+#[async_trait]
+impl AuditStore for PgDb {
+    async fn append_audit(&self, draft: &AuditDraft) -> Result<AuditEvent> {
+        let mut c = self.conn().await?;
+        append_audit(c.conn()?, draft).await
+    }
+
+    async fn audit_events(&self, scope: Scope, after: u64, limit: u64) -> Result<Vec<AuditEvent>> {
+        let mut c = self.conn().await?;
+        audit_events(c.conn()?, scope, after, limit).await
+    }
+
+    async fn audit_head(&self) -> Result<Option<AuditHead>> {
+        let mut c = self.conn().await?;
+        audit_head(c.conn()?).await
+    }
+
+    async fn verify_audit_chain(&self, expect: Option<&AuditHead>) -> Result<Option<BrokenLink>> {
+        let mut c = self.conn().await?;
+        verify_audit_chain(c.conn()?, expect).await
+    }
+}
+
+#[async_trait]
+impl ReplicaStore for PgDb {
+    async fn replica_extent(&self) -> Result<Option<(Timestamp, Timestamp)>> {
+        let mut c = self.conn().await?;
+        super::samples::replica_extent(c.conn()?, &self.inner.cfg).await
+    }
+
+    async fn replica_rows(&self, from: Timestamp, to: Timestamp) -> Result<ReplicaRows> {
+        let mut c = self.conn().await?;
+        super::samples::replica_rows(c.conn()?, from.0, to.0).await
+    }
+
+    async fn outbox_pending(&self, limit: u64) -> Result<Vec<OutboxEntry>> {
+        let mut c = self.conn().await?;
+        outbox_pending(c.conn()?, limit).await
+    }
+
+    async fn outbox_ack(&self, through: u64) -> Result<u64> {
+        let mut c = self.conn().await?;
+        outbox_ack(c.conn()?, through).await
+    }
+
+    async fn outbox_stats(&self) -> Result<OutboxStats> {
+        let mut c = self.conn().await?;
+        outbox_stats(c.conn()?).await
+    }
 }

@@ -5,6 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::{ReplicaStore, SampleStore, UsageStore};
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
@@ -139,7 +140,7 @@ async fn row_level_security_binds_group_rollups_and_claims_at_the_database() {
             v.push(x);
         }
     }
-    store.insert_samples(&v, &audit()).await.unwrap();
+    store.insert_samples(v.to_vec(), &audit()).await.unwrap();
     store
         .upsert_usage_events(
             &[
@@ -405,7 +406,7 @@ async fn migration_3_builds_groups_and_claims_from_an_older_database() {
 
         let store = PgStore::open(&url).await.unwrap();
         let read = store
-            .usage_for(Timestamp(T0 - 2 * H), Timestamp(T0 + 4 * H), &[])
+            .allocation_usage(Timestamp(T0 - 2 * H), Timestamp(T0 + 4 * H), &[])
             .await
             .unwrap();
         assert_eq!(read.rollups, expected(&samples), "groups built from the per-GPU rollups");
@@ -417,12 +418,12 @@ async fn migration_3_builds_groups_and_claims_from_an_older_database() {
         moved.occurred_at = Timestamp(T0 + 2 * H);
         store.upsert_usage_events(std::slice::from_ref(&moved), &audit()).await.unwrap();
         let more = fleet("vllm-b", 2, T0 + 3 * H, T0 + 4 * H);
-        store.insert_samples(&more, &audit()).await.unwrap();
+        store.insert_samples(more.to_vec(), &audit()).await.unwrap();
         samples.extend(more);
         let mut all_events = events.clone();
         all_events[0] = moved;
         let read = store
-            .usage_for(Timestamp(T0 - 2 * H), Timestamp(T0 + 4 * H), &[])
+            .allocation_usage(Timestamp(T0 - 2 * H), Timestamp(T0 + 4 * H), &[])
             .await
             .unwrap();
         assert_eq!(read.rollups, expected(&samples));
@@ -475,7 +476,11 @@ async fn concurrent_writers_of_one_deployment_keep_its_groups_exact() {
                 let mut n = 0;
                 while !rest.is_empty() {
                     let (b, r) = rest.split_at(sizes[k % sizes.len()].min(rest.len()));
-                    n += store.insert_samples(b, &audit()).await.unwrap().inserted;
+                    n += store
+                        .insert_samples(b.to_vec(), &audit())
+                        .await
+                        .unwrap()
+                        .inserted;
                     rest = r;
                     k += 1;
                 }
@@ -488,7 +493,7 @@ async fn concurrent_writers_of_one_deployment_keep_its_groups_exact() {
         }
         assert_eq!(inserted, all.len() as u64);
         let read = store
-            .usage_for(Timestamp(T0), Timestamp(T0 + 2 * H), &[])
+            .allocation_usage(Timestamp(T0), Timestamp(T0 + 2 * H), &[])
             .await
             .unwrap();
         assert_eq!(read.rollups, expected(&all), "round {round}");
@@ -518,8 +523,14 @@ async fn a_rebuild_waits_for_a_concurrent_delta_into_its_group() {
     let (appended, gpu1_first): (Vec<Sample>, Vec<Sample>) =
         gpu1.into_iter().partition(|x| x.end.0 > T0 + H - 45_000);
     assert_eq!((late.len(), appended.len()), (1, 3));
-    store.insert_samples(&gpu0_first, &audit()).await.unwrap();
-    store.insert_samples(&gpu1_first, &audit()).await.unwrap();
+    store
+        .insert_samples(gpu0_first.to_vec(), &audit())
+        .await
+        .unwrap();
+    store
+        .insert_samples(gpu1_first.to_vec(), &audit())
+        .await
+        .unwrap();
 
     let owner = connect(db.url()).await;
     owner
@@ -532,14 +543,19 @@ async fn a_rebuild_waits_for_a_concurrent_delta_into_its_group() {
         .unwrap();
     let b = {
         let store = store.clone();
-        tokio::spawn(async move { store.insert_samples(&appended, &audit()).await.unwrap() })
+        tokio::spawn(async move {
+            store
+                .insert_samples(appended.to_vec(), &audit())
+                .await
+                .unwrap()
+        })
     };
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
-    let a = store.insert_samples(&late, &audit()).await.unwrap();
+    let a = store.insert_samples(late.to_vec(), &audit()).await.unwrap();
     assert_eq!(a.inserted, 1);
     assert_eq!(b.await.unwrap().inserted, 3);
     let read = store
-        .usage_for(Timestamp(T0), Timestamp(T0 + H), &[])
+        .allocation_usage(Timestamp(T0), Timestamp(T0 + H), &[])
         .await
         .unwrap();
     assert_eq!(read.rollups, expected(&all));
@@ -596,7 +612,7 @@ async fn concurrent_resends_of_one_event_keep_its_claims_exact() {
         .await
         .unwrap();
     let read = store
-        .usage_for(Timestamp(T0 - H), Timestamp(T0 + 4 * H), &[])
+        .allocation_usage(Timestamp(T0 - H), Timestamp(T0 + 4 * H), &[])
         .await
         .unwrap();
     assert!(!stored.is_empty());
@@ -609,13 +625,13 @@ async fn concurrent_resends_of_one_event_keep_its_claims_exact() {
 async fn a_frozen_exact_hour_comes_back_as_its_group_rollup() {
     let (_db, store) = fresh().await;
     let all = fleet("vllm-a", 2, T0, T0 + 4 * H);
-    store.insert_samples(&all, &audit()).await.unwrap();
+    store.insert_samples(all.to_vec(), &audit()).await.unwrap();
     store
         .prune_raw_samples(Timestamp(T0 + 2 * H))
         .await
         .unwrap();
     let read = store
-        .usage_for(
+        .allocation_usage(
             Timestamp(T0),
             Timestamp(T0 + 4 * H),
             &[Timestamp(T0 + 1), Timestamp(T0 + 3 * H + H / 2)],
@@ -726,7 +742,10 @@ async fn large_batches_are_staged_and_store_what_small_ones_do() {
     assert!(batch.len() >= super::samples::ingest::STAGE_ROWS);
     let (_r, reference) = fresh().await;
     for b in batch.chunks(500) {
-        reference.insert_samples(b, &audit()).await.unwrap();
+        reference
+            .insert_samples(b.to_vec(), &audit())
+            .await
+            .unwrap();
     }
     let everything = |s: PgStore| async move {
         let rows = s
@@ -734,7 +753,7 @@ async fn large_batches_are_staged_and_store_what_small_ones_do() {
             .await
             .unwrap();
         let read = s
-            .usage_for(Timestamp(T0), Timestamp(T0 + 2 * H), &[])
+            .allocation_usage(Timestamp(T0), Timestamp(T0 + 2 * H), &[])
             .await
             .unwrap();
         format!(
@@ -756,14 +775,20 @@ async fn large_batches_are_staged_and_store_what_small_ones_do() {
                 .await
                 .unwrap();
         }
-        let out = store.insert_samples(&batch, &audit()).await.unwrap();
+        let out = store
+            .insert_samples(batch.to_vec(), &audit())
+            .await
+            .unwrap();
         assert_eq!((out.inserted, out.duplicates), (batch.len() as u64, 0));
         assert_eq!(
             staging_tables(&admin).await,
             i64::from(temporary),
             "staged only where temporary tables are allowed"
         );
-        let again = store.insert_samples(&batch, &audit()).await.unwrap();
+        let again = store
+            .insert_samples(batch.to_vec(), &audit())
+            .await
+            .unwrap();
         assert_eq!((again.inserted, again.duplicates), (0, batch.len() as u64));
         assert_eq!(
             everything(store.clone()).await,

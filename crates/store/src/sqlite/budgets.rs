@@ -2,6 +2,10 @@
 //! decision runs in one `IMMEDIATE` transaction of the one writer: concurrent reservations are decided one
 //! after the other, so they never over-grant. The spend a usage upsert adds is written with it, in `tx`.
 
+use crate::roles::BudgetStore;
+use crate::sqlite::SqliteDb;
+use async_trait::async_trait;
+
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
@@ -542,4 +546,96 @@ pub fn delivery_attempted(
     }
     tx.commit().ctx("commit delivery")?;
     Ok(())
+}
+
+#[async_trait]
+impl BudgetStore for SqliteDb {
+    async fn create_budget(&self, budget: &NewBudget, audit: &AuditDraft) -> Result<BudgetRecord> {
+        let (budget, audit) = (budget.clone(), audit.clone());
+        self.write(move |c, _| create_budget(c, &budget, &audit))
+            .await
+    }
+
+    async fn budgets(&self, scope: Scope) -> Result<Vec<BudgetRecord>> {
+        self.read(move |c, _| budgets(c, scope)).await
+    }
+
+    async fn supersede_budget(
+        &self,
+        scope: Scope,
+        id: &str,
+        at: Timestamp,
+        replacement: Option<&BudgetSpec>,
+        audit: &AuditDraft,
+    ) -> Result<(BudgetRecord, Option<BudgetRecord>)> {
+        let (id, replacement, audit) = (id.to_string(), replacement.cloned(), audit.clone());
+        self.write(move |c, _| supersede_budget(c, scope, &id, at, replacement.as_ref(), &audit))
+            .await
+    }
+
+    async fn budget_standings(&self, scope: Scope, at: Timestamp) -> Result<Vec<Standing>> {
+        self.read(move |c, _| standings(c, scope, at)).await
+    }
+
+    async fn reserve(
+        &self,
+        request: &NewReservation,
+        audit: &AuditDraft,
+    ) -> Result<ReserveOutcome> {
+        let (request, audit) = (request.clone(), audit.clone());
+        self.write(move |c, _| reserve(c, &request, &audit)).await
+    }
+
+    async fn reservation(&self, scope: Scope, id: &str) -> Result<Option<Reservation>> {
+        let id = id.to_string();
+        self.read(move |c, _| reservation(c, scope, &id)).await
+    }
+
+    async fn commit_reservation(
+        &self,
+        scope: Scope,
+        id: &str,
+        actual: Amounts,
+        at: Timestamp,
+        audit: &AuditDraft,
+    ) -> Result<Reservation> {
+        let (id, audit) = (id.to_string(), audit.clone());
+        self.write(move |c, cfg| commit(c, scope, &id, actual, at, cfg.outbox, &audit))
+            .await
+    }
+
+    async fn release_reservation(
+        &self,
+        scope: Scope,
+        id: &str,
+        at: Timestamp,
+        audit: &AuditDraft,
+    ) -> Result<Reservation> {
+        let (id, audit) = (id.to_string(), audit.clone());
+        self.write(move |c, _| release(c, scope, &id, at, &audit))
+            .await
+    }
+
+    async fn expire_reservations(&self, at: Timestamp) -> Result<u64> {
+        self.write(move |c, _| expire(c, at)).await
+    }
+
+    async fn record_crossings(&self, at: Timestamp) -> Result<Vec<Alert>> {
+        self.write(move |c, _| record_crossings(c, at)).await
+    }
+
+    async fn due_deliveries(&self, at: Timestamp, limit: u64) -> Result<Vec<Delivery>> {
+        self.read(move |c, _| due_deliveries(c, at, limit)).await
+    }
+
+    async fn delivery_attempted(
+        &self,
+        alert: uuid::Uuid,
+        at: Timestamp,
+        outcome: std::result::Result<(), String>,
+        next: Option<Timestamp>,
+    ) -> Result<()> {
+        self.write(move |c, _| delivery_attempted(c, alert, at, outcome, next))
+            .await
+    }
 }

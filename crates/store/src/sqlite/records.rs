@@ -2,6 +2,14 @@
 //! records (same-tenant upserts, superseding policies, unique key hashes) are [`crate::records`], shared with
 //! PostgreSQL; the audit tenant is copied into a column for scoped reads.
 
+use crate::providers::ProviderRecord;
+use crate::roles::{
+    AuditStore, KeyStore, NewSecret, PolicyStore, ReplicaStore, TenantStore, UsageStore,
+};
+use crate::sqlite::SqliteDb;
+use crate::ReplicaRows;
+use async_trait::async_trait;
+
 use eai_engine::domain::{Policy, PolicySpec, Tenant, UsageEvent};
 use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
@@ -331,9 +339,7 @@ pub fn rotate_api_key(
     conn: &mut Connection,
     scope: Scope,
     id: &str,
-    new_hash: &str,
-    at: Timestamp,
-    grace_until: Timestamp,
+    secret: &NewSecret,
     draft: &AuditDraft,
 ) -> Result<ApiKeyRecord> {
     changes::check_scope(scope, "API key", id)?;
@@ -341,7 +347,7 @@ pub fn rotate_api_key(
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin key rotate")?;
     let key = key_in_scope(&tx, scope, id)?;
-    let w = changes::key_rotate(&key, new_hash, at, grace_until)?;
+    let w = changes::key_rotate(&key, secret)?;
     let r = tx.execute(
         "UPDATE api_keys SET hash = ?2, previous_hash = ?3, previous_valid_until_ms = ?4, rotated_at_ms = ?5 WHERE seq = ?1",
         params![w.seq, w.hash, w.previous_hash, w.previous_valid_until.0, w.rotated_at.0],
@@ -491,4 +497,174 @@ pub fn verify_audit_chain(
         }
     }
     Ok(v.finish().err())
+}
+
+#[async_trait]
+impl UsageStore for SqliteDb {
+    async fn upsert_usage_events(&self, events: &[UsageEvent], audit: &AuditDraft) -> Result<u64> {
+        let (events, audit) = (events.to_vec(), audit.clone());
+        self.write(move |c, cfg| upsert_usage_events(c, &events, cfg.outbox, &audit))
+            .await
+    }
+
+    async fn usage_events(
+        &self,
+        scope: Scope,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> Result<Vec<UsageEvent>> {
+        self.read(move |c, _| usage_events(c, scope, from, to))
+            .await
+    }
+}
+
+#[async_trait]
+impl PolicyStore for SqliteDb {
+    async fn create_policy(&self, spec: &PolicySpec, audit: &AuditDraft) -> Result<Policy> {
+        let (spec, audit) = (spec.clone(), audit.clone());
+        self.write(move |c, cfg| create_policy(c, cfg, &spec, &audit))
+            .await
+    }
+
+    async fn policies(&self) -> Result<Vec<Policy>> {
+        self.read(|c, _| policies(c)).await
+    }
+
+    async fn supersede_policy(
+        &self,
+        id: &str,
+        at: Timestamp,
+        replacement: Option<&PolicySpec>,
+        audit: &AuditDraft,
+    ) -> Result<(Policy, Option<Policy>)> {
+        let (id, replacement, audit) = (id.to_string(), replacement.cloned(), audit.clone());
+        self.write(move |c, cfg| supersede_policy(c, cfg, &id, at, replacement.as_ref(), &audit))
+            .await
+    }
+
+    async fn register_provider(
+        &self,
+        provider: &ProviderRecord,
+        audit: &AuditDraft,
+    ) -> Result<ProviderRecord> {
+        let (provider, audit) = (provider.clone(), audit.clone());
+        self.write(move |c, _| super::providers::register(c, &provider, &audit))
+            .await
+    }
+
+    async fn providers(&self) -> Result<Vec<ProviderRecord>> {
+        self.read(move |c, _| super::providers::providers(c)).await
+    }
+}
+
+#[async_trait]
+impl KeyStore for SqliteDb {
+    async fn create_api_key(&self, key: &NewApiKey, audit: &AuditDraft) -> Result<ApiKeyRecord> {
+        let (key, audit) = (key.clone(), audit.clone());
+        self.write(move |c, _| create_api_key(c, &key, &audit))
+            .await
+    }
+
+    async fn api_key_by_hash(&self, hash: &str) -> Result<Option<KeyMatch>> {
+        let hash = hash.to_string();
+        self.read(move |c, _| api_key_by_hash(c, &hash)).await
+    }
+
+    async fn api_key_count(&self) -> Result<u64> {
+        self.read(|c, _| api_key_count(c)).await
+    }
+
+    async fn api_keys(&self, scope: Scope) -> Result<Vec<ApiKeyRecord>> {
+        self.read(move |c, _| api_keys(c, scope)).await
+    }
+
+    async fn revoke_api_key(
+        &self,
+        scope: Scope,
+        id: &str,
+        at: Timestamp,
+        audit: &AuditDraft,
+    ) -> Result<ApiKeyRecord> {
+        let (id, audit) = (id.to_string(), audit.clone());
+        self.write(move |c, _| revoke_api_key(c, scope, &id, at, &audit))
+            .await
+    }
+
+    async fn rotate_api_key(
+        &self,
+        scope: Scope,
+        id: &str,
+        secret: &NewSecret,
+        audit: &AuditDraft,
+    ) -> Result<ApiKeyRecord> {
+        let (id, secret, audit) = (id.to_string(), secret.clone(), audit.clone());
+        self.write(move |c, _| rotate_api_key(c, scope, &id, &secret, &audit))
+            .await
+    }
+}
+
+#[async_trait]
+impl TenantStore for SqliteDb {
+    async fn create_tenant(&self, tenant: &Tenant, audit: &AuditDraft) -> Result<Tenant> {
+        let (tenant, audit) = (tenant.clone(), audit.clone());
+        self.write(move |c, _| create_tenant(c, &tenant, &audit))
+            .await
+    }
+
+    async fn tenants(&self, scope: Scope) -> Result<Vec<Tenant>> {
+        self.read(move |c, _| tenants(c, scope)).await
+    }
+
+    async fn tenant(&self, key: &TenantRef) -> Result<Option<Tenant>> {
+        let key = key.clone();
+        self.read(move |c, _| tenant(c, &key)).await
+    }
+}
+
+#[async_trait]
+impl AuditStore for SqliteDb {
+    async fn append_audit(&self, draft: &AuditDraft) -> Result<AuditEvent> {
+        let draft = draft.clone();
+        self.write(move |c, _| append_audit(c, &draft)).await
+    }
+
+    async fn audit_events(&self, scope: Scope, after: u64, limit: u64) -> Result<Vec<AuditEvent>> {
+        self.read(move |c, _| audit_events(c, scope, after, limit))
+            .await
+    }
+
+    async fn audit_head(&self) -> Result<Option<AuditHead>> {
+        self.read(|c, _| audit_head(c)).await
+    }
+
+    async fn verify_audit_chain(&self, expect: Option<&AuditHead>) -> Result<Option<BrokenLink>> {
+        let expect = expect.cloned();
+        self.read(move |c, _| verify_audit_chain(c, expect.as_ref()))
+            .await
+    }
+}
+
+#[async_trait]
+impl ReplicaStore for SqliteDb {
+    async fn replica_extent(&self) -> Result<Option<(Timestamp, Timestamp)>> {
+        self.read(|c, cfg| super::samples::replica_extent(c, cfg))
+            .await
+    }
+
+    async fn replica_rows(&self, from: Timestamp, to: Timestamp) -> Result<ReplicaRows> {
+        self.read(move |c, _| super::samples::replica_rows(c, from.0, to.0))
+            .await
+    }
+
+    async fn outbox_pending(&self, limit: u64) -> Result<Vec<OutboxEntry>> {
+        self.read(move |c, _| outbox_pending(c, limit)).await
+    }
+
+    async fn outbox_ack(&self, through: u64) -> Result<u64> {
+        self.write(move |c, _| outbox_ack(c, through)).await
+    }
+
+    async fn outbox_stats(&self) -> Result<OutboxStats> {
+        self.read(|c, _| outbox_stats(c)).await
+    }
 }

@@ -1,6 +1,7 @@
 use super::contract::{budget_spec, new_budget};
 use super::plans::{arb_raw, make_plan, parts, to_sample};
 use super::*;
+use eai_store::{AuditStore, NewSecret};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -272,7 +273,8 @@ fn same_read(x: Result<Read, String>, y: Result<Read, String>, what: &str) {
 
 async fn read(s: &dyn Store, from: i64, to: i64) -> Result<Read, String> {
     let exact = exact_of(&s.policies().await.unwrap());
-    answer(s.usage_for(ts(from), ts(to), &exact).await).map(|r| (r.rollups, r.gaps, r.claims))
+    answer(s.allocation_usage(ts(from), ts(to), &exact).await)
+        .map(|r| (r.rollups, r.gaps, r.claims))
 }
 
 /// Applies `op` to both stores and compares the answers; `held` gathers the reservations granted.
@@ -291,7 +293,7 @@ async fn apply(a: &dyn Store, b: &dyn Store, op: &Op, i: usize, held: &mut Vec<S
         }};
     }
     match op {
-        Op::Ingest(batch) => same!(s => s.insert_samples(batch, &audit())),
+        Op::Ingest(batch) => same!(s => s.insert_samples(batch.to_vec(), &audit())),
         Op::Usage(v) => same!(s => s.upsert_usage_events(v, &audit())),
         Op::CreatePolicy(p) => same!(s => s.create_policy(p, &audit())),
         Op::Supersede {
@@ -345,7 +347,12 @@ async fn apply(a: &dyn Store, b: &dyn Store, op: &Op, i: usize, held: &mut Vec<S
                 format!("hash-{hash}"),
                 ts(T0 + at * H / 4),
             );
-            same!(s => s.rotate_api_key(scope_of(*scope), &id, &hash, at, ts(at.0 + H), &audit()))
+            let secret = NewSecret {
+                hash,
+                at,
+                grace_until: ts(at.0 + H),
+            };
+            same!(s => s.rotate_api_key(scope_of(*scope), &id, &secret, &audit()))
         }
         Op::CreateBudget {
             tenant,
@@ -530,7 +537,7 @@ async fn final_allocation(s: &dyn Store) -> Allocation {
     let p = period(T0 - 4 * H, T0 + 8 * H);
     let policies = s.policies().await.unwrap();
     let read = s
-        .usage_for(p.from, p.to, &exact_of(&policies))
+        .allocation_usage(p.from, p.to, &exact_of(&policies))
         .await
         .unwrap();
     let usage = s.usage_events(Scope::Platform, p.from, p.to).await.unwrap();

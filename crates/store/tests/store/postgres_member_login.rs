@@ -2,6 +2,7 @@ use super::postgres_harness::fresh;
 use super::*;
 use eai_store::postgres::scratch::with_dbname;
 use eai_store::postgres::{PgStore, SERVICE_ROLE};
+use eai_store::{PolicyStore, SampleStore};
 use tokio_postgres::NoTls;
 
 #[tokio::test]
@@ -22,9 +23,13 @@ async fn a_member_of_the_service_role_serves_a_database_an_owner_migrated() {
     let served = PgStore::open(&url).await;
     let result = async {
         let s = served?;
-        s.insert_samples(&fleet("vllm-a", 1, T0, T0 + H), &audit())
+        s.insert_samples(fleet("vllm-a", 1, T0, T0 + H), &audit())
             .await?;
-        let n = s.usage_for(ts(T0), ts(T0 + H), &[]).await?.rollups.len();
+        let n = s
+            .allocation_usage(ts(T0), ts(T0 + H), &[])
+            .await?
+            .rollups
+            .len();
         let p = s.policies().await?.len();
         let sessions: i64 = admin
             .query_one(

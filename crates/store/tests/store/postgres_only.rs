@@ -12,6 +12,10 @@ use super::*;
 use eai_store::postgres::scratch::ScratchDb;
 use eai_store::postgres::{PgStore, PLATFORM_TENANT, SERVICE_ROLE};
 use eai_store::rollups::RollupConfig;
+use eai_store::{
+    AuditStore, BudgetStore, KeyStore, PolicyStore, ReplicaStore, SampleStore, TenantStore,
+    UsageStore,
+};
 use tokio_postgres::{Client, NoTls};
 
 /// TLS to PostgreSQL, end to end: a cluster of its own that serves TLS only, with a certificate of a private
@@ -35,7 +39,7 @@ async fn the_store_reaches_postgres_over_tls_with_verify_full() {
     let batch = fleet("vllm-a", 1, T0, T0 + H);
     assert_eq!(
         store
-            .insert_samples(&batch, &audit())
+            .insert_samples(batch.to_vec(), &audit())
             .await
             .unwrap()
             .inserted,
@@ -240,7 +244,7 @@ async fn two_tenants(s: &PgStore, a: TenantId, b: TenantId) {
             v.push(x);
         }
     }
-    s.insert_samples(&v, &audit()).await.unwrap();
+    s.insert_samples(v.to_vec(), &audit()).await.unwrap();
     s.upsert_usage_events(
         &[
             tokens(a, "dep-GPU-s", T0 + 1000, 10),
@@ -565,7 +569,7 @@ async fn row_level_security_hides_and_protects_another_tenants_rows_at_the_datab
 async fn reopening_migrates_once_and_keeps_everything() {
     let (db, s) = fresh().await;
     let samples = fleet("vllm-a", 2, T0, T0 + 2 * H);
-    s.insert_samples(&samples, &audit()).await.unwrap();
+    s.insert_samples(samples.to_vec(), &audit()).await.unwrap();
     s.create_policy(&spec("p"), &audit()).await.unwrap();
     s.append_audit(&draft("one", None)).await.unwrap();
     let usage = all_usage(&s).await;
@@ -583,7 +587,7 @@ async fn reopening_migrates_once_and_keeps_everything() {
     assert_eq!(y.append_audit(&draft("two", None)).await.unwrap().seq, 5);
     assert_eq!(x.verify_audit_chain(None).await.unwrap(), None);
     assert_eq!(
-        x.insert_samples(&samples, &audit())
+        x.insert_samples(samples.to_vec(), &audit())
             .await
             .unwrap()
             .duplicates,
@@ -605,7 +609,7 @@ async fn a_database_from_before_last_ends_gets_them_from_its_samples() {
             ]
         })
         .collect();
-    s.insert_samples(&samples, &audit()).await.unwrap();
+    s.insert_samples(samples.to_vec(), &audit()).await.unwrap();
     drop(s);
     let (c, connection) = tokio_postgres::connect(db.url(), NoTls).await.unwrap();
     tokio::spawn(connection);
@@ -631,7 +635,7 @@ async fn a_database_from_before_last_ends_gets_them_from_its_samples() {
     assert_eq!(latest.gpus, 2);
     let out = s
         .insert_samples(
-            &[
+            vec![
                 sample("GPU-A", "vllm-a", T0 + 8 * 15_000),
                 sample("GPU-A", "vllm-a", T0 + 9 * 15_000),
             ],
@@ -729,7 +733,10 @@ async fn a_failed_batch_leaves_nothing() {
     )
     .await
     .unwrap();
-    let err = store.insert_samples(&batch, &audit()).await.unwrap_err();
+    let err = store
+        .insert_samples(batch.to_vec(), &audit())
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, StoreError::Internal(ref m) if m.contains("refused by test")),
         "{err}"
@@ -748,7 +755,10 @@ async fn a_failed_batch_leaves_nothing() {
     c.batch_execute("DROP TRIGGER refuse ON eai.gpu_samples")
         .await
         .unwrap();
-    let o = store.insert_samples(&batch, &audit()).await.unwrap();
+    let o = store
+        .insert_samples(batch.to_vec(), &audit())
+        .await
+        .unwrap();
     assert_eq!((o.inserted, o.duplicates), (480, 0));
     assert_eq!(all_usage(&store).await.rollups, expected_rollups(&batch));
 }
@@ -766,7 +776,10 @@ async fn the_outbox_is_platform_data_written_in_the_transaction_of_the_change() 
     .await
     .unwrap();
     let batch = fleet("vllm-a", 1, T0, T0 + H);
-    let err = store.insert_samples(&batch, &audit()).await.unwrap_err();
+    let err = store
+        .insert_samples(batch.to_vec(), &audit())
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("refused by test"), "{err}");
     let a = tenant(1);
     let err = store
@@ -788,7 +801,10 @@ async fn the_outbox_is_platform_data_written_in_the_transaction_of_the_change() 
     c.batch_execute("DROP TRIGGER refuse ON eai.outbox")
         .await
         .unwrap();
-    store.insert_samples(&batch, &audit()).await.unwrap();
+    store
+        .insert_samples(batch.to_vec(), &audit())
+        .await
+        .unwrap();
     store
         .upsert_usage_events(&[tokens(a, "vllm-a", T0, 1)], &audit())
         .await

@@ -1,6 +1,7 @@
 use super::sqlite_harness::fresh;
 use super::*;
 use eai_store::sqlite::SqliteConfig;
+use eai_store::{AuditStore, BudgetStore, KeyStore, PolicyStore, SampleStore, UsageStore};
 
 fn raw(store: &SqliteStore) -> rusqlite::Connection {
     rusqlite::Connection::open(store.path()).unwrap()
@@ -62,7 +63,7 @@ async fn a_file_pruned_before_end_sets_refuses_what_it_cannot_tell_apart() {
     let path = dir.path().join("eai.db");
     let store = SqliteStore::open(&path).unwrap();
     store
-        .insert_samples(&fleet("vllm-a", 1, T0, T0 + 4 * H), &audit())
+        .insert_samples(fleet("vllm-a", 1, T0, T0 + 4 * H), &audit())
         .await
         .unwrap();
     let mut p = spec("a");
@@ -94,7 +95,7 @@ async fn a_file_pruned_before_end_sets_refuses_what_it_cannot_tell_apart() {
     assert_eq!(rows(&c, "rollup_cuts"), 1, "the boundary at 3 h + 1 min");
     let err = store
         .insert_samples(
-            &[sample("GPU-vllm-a-0", "vllm-a", T0 + H + 7_500)],
+            vec![sample("GPU-vllm-a-0", "vllm-a", T0 + H + 7_500)],
             &audit(),
         )
         .await
@@ -105,7 +106,7 @@ async fn a_file_pruned_before_end_sets_refuses_what_it_cannot_tell_apart() {
     );
     // A new GPU's history there has no older neighbour to miss: appended, counted.
     let o = store
-        .insert_samples(&[sample("GPU-new", "vllm-a", T0 + H + 7_500)], &audit())
+        .insert_samples(vec![sample("GPU-new", "vllm-a", T0 + H + 7_500)], &audit())
         .await
         .unwrap();
     assert_eq!(o.inserted, 1);
@@ -166,8 +167,11 @@ async fn a_file_from_before_groups_gets_them_built_on_open() {
     let mut batch = fleet("vllm-a", 3, T0, T0 + 2 * H);
     batch.extend(fleet("vllm-b", 2, T0 + H, T0 + 3 * H));
     let late = batch.remove(7);
-    store.insert_samples(&batch, &audit()).await.unwrap();
-    store.insert_samples(&[late], &audit()).await.unwrap();
+    store
+        .insert_samples(batch.to_vec(), &audit())
+        .await
+        .unwrap();
+    store.insert_samples(vec![late], &audit()).await.unwrap();
     let mut events = vec![
         tokens(tenant(1), "vllm-a", T0 + 60_000, 7000),
         tokens(tenant(2), "vllm-a", T0 + 61_000, 3000),
@@ -214,7 +218,10 @@ async fn a_failed_batch_leaves_nothing() {
          BEGIN SELECT RAISE(ABORT, 'refused by test'); END;"
     ))
     .unwrap();
-    let err = store.insert_samples(&batch, &audit()).await.unwrap_err();
+    let err = store
+        .insert_samples(batch.to_vec(), &audit())
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, StoreError::Internal(ref m) if m.contains("refused by test")),
         "{err}"
@@ -223,7 +230,10 @@ async fn a_failed_batch_leaves_nothing() {
         assert_eq!(rows(&c, table), 0, "{table} after a failed batch");
     }
     c.execute_batch("DROP TRIGGER refuse").unwrap();
-    let o = store.insert_samples(&batch, &audit()).await.unwrap();
+    let o = store
+        .insert_samples(batch.to_vec(), &audit())
+        .await
+        .unwrap();
     assert_eq!(
         (o.inserted, o.duplicates),
         (480, 0),
@@ -242,7 +252,10 @@ async fn the_outbox_is_written_in_the_transaction_of_the_change() {
         "CREATE TRIGGER refuse BEFORE INSERT ON outbox BEGIN SELECT RAISE(ABORT, 'refused by test'); END;",
     )
     .unwrap();
-    let err = store.insert_samples(&batch, &audit()).await.unwrap_err();
+    let err = store
+        .insert_samples(batch.to_vec(), &audit())
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("refused by test"), "{err}");
     let err = store
         .upsert_usage_events(&[tokens(tenant(1), "vllm-a", T0, 1)], &audit())
@@ -258,10 +271,16 @@ async fn the_outbox_is_written_in_the_transaction_of_the_change() {
          BEGIN SELECT RAISE(ABORT, 'refused by test'); END;",
     )
     .unwrap();
-    assert!(store.insert_samples(&batch, &audit()).await.is_err());
+    assert!(store
+        .insert_samples(batch.to_vec(), &audit())
+        .await
+        .is_err());
     assert_eq!(rows(&c, "outbox"), 0);
     c.execute_batch("DROP TRIGGER refuse").unwrap();
-    store.insert_samples(&batch, &audit()).await.unwrap();
+    store
+        .insert_samples(batch.to_vec(), &audit())
+        .await
+        .unwrap();
     assert!(rows(&c, "outbox") > 0);
 }
 
@@ -271,7 +290,7 @@ async fn a_figure_that_cannot_be_stored_exactly_rejects_the_batch() {
     let mut bad = sample("GPU-1", "vllm-a", T0 + 30_000);
     bad.utilization = UnitInterval::new(d("0.1234567")).unwrap();
     let err = store
-        .insert_samples(&[sample("GPU-1", "vllm-a", T0 + 15_000), bad], &audit())
+        .insert_samples(vec![sample("GPU-1", "vllm-a", T0 + 15_000), bad], &audit())
         .await
         .unwrap_err();
     assert!(err.to_string().contains("utilization"), "{err}");
@@ -286,7 +305,7 @@ async fn reopening_keeps_everything() {
     let events = vec![tokens(tenant(1), "vllm-a", T0 + 5, 10)];
     let (usage, policies, key, chain) = {
         let s = SqliteStore::open(&path).unwrap();
-        s.insert_samples(&samples, &audit()).await.unwrap();
+        s.insert_samples(samples.to_vec(), &audit()).await.unwrap();
         s.upsert_usage_events(&events, &audit()).await.unwrap();
         s.create_policy(&spec("p"), &audit()).await.unwrap();
         let key = s
@@ -332,7 +351,7 @@ async fn reopening_keeps_everything() {
     assert_eq!(s.append_audit(&draft("three", None)).await.unwrap().seq, 8);
     assert_eq!(s.verify_audit_chain(None).await.unwrap(), None);
     assert_eq!(
-        s.insert_samples(&samples, &audit())
+        s.insert_samples(samples.to_vec(), &audit())
             .await
             .unwrap()
             .duplicates,
@@ -434,7 +453,7 @@ async fn a_raw_sample_costs_few_bytes_on_disk() {
         }
     }
     for b in v.chunks(240) {
-        store.insert_samples(b, &audit()).await.unwrap();
+        store.insert_samples(b.to_vec(), &audit()).await.unwrap();
     }
     let c = raw(&store);
     c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))

@@ -10,6 +10,17 @@
 //! shared deployments belong to no tenant. Last, the batch's group rollups are brought up to date
 //! ([`super::derived::write_groups`]: the fast path's deltas added, the groups of recomputed GPU-hours rebuilt).
 
+use crate::postgres::PgDb;
+use crate::roles::SampleStore;
+use crate::Result;
+use crate::{AuditDraft, DeploymentSeen, IngestOutcome, LatestSamples, NodeSeen, Scope, UsageRead};
+use async_trait::async_trait;
+use eai_engine::domain::Sample;
+use eai_engine::gpu_usage::GpuUsage;
+use eai_engine::shares::EqualShares;
+use eai_engine::time::Timestamp;
+use std::sync::atomic::Ordering;
+
 /// Why the statements below join the way they do. Row level security makes the planner believe that few rows
 /// of a tenant table are visible: the policies compare columns with `current_setting(…)`, which it cannot
 /// evaluate at plan time, so it guesses a fraction of a percent. Joined with a batch's keys (`unnest` of an
@@ -98,3 +109,87 @@ pub use reads::{
 };
 pub use retention::prune;
 pub(super) use rows::{group_key, record_cuts, rollup_of};
+
+#[async_trait]
+impl SampleStore for PgDb {
+    async fn insert_samples(
+        &self,
+        samples: Vec<Sample>,
+        audit: &AuditDraft,
+    ) -> Result<IngestOutcome> {
+        let mut c = self.conn().await?;
+        insert(c.conn()?, &self.inner.cfg, &samples, audit).await
+    }
+
+    async fn allocation_usage(
+        &self,
+        from: Timestamp,
+        to: Timestamp,
+        exact_hours: &[Timestamp],
+    ) -> Result<UsageRead> {
+        let mut c = self.conn().await?;
+        let (read, log_rows) = usage_for(
+            c.conn()?,
+            &self.inner.cfg,
+            &self.inner.cache,
+            from,
+            to,
+            exact_hours,
+        )
+        .await?;
+        drop(c);
+        if log_rows > crate::cache::read_cache::COMPACT_AFTER
+            && !self.inner.compacting.swap(true, Ordering::AcqRel)
+        {
+            // In the background: the read is answered; a failed compaction is retried by a later read.
+            let store = self.clone();
+            tokio::spawn(async move {
+                let compact = async {
+                    let mut c = store.conn().await?;
+                    compact_change_counts(c.conn()?).await
+                };
+                if let Err(e) = compact.await {
+                    tracing::warn!(error = %e, "compacting the change counts failed; a later read retries");
+                }
+                store.inner.compacting.store(false, Ordering::Release);
+            });
+        }
+        Ok(read)
+    }
+
+    async fn prune_raw_samples(&self, before: Timestamp) -> Result<u64> {
+        let mut c = self.conn().await?;
+        prune(c.conn()?, &self.inner.cfg, before).await
+    }
+
+    async fn deployments_seen(&self) -> Result<Vec<DeploymentSeen>> {
+        let mut c = self.conn().await?;
+        deployments_seen(c.conn()?).await
+    }
+
+    async fn gpu_usage(
+        &self,
+        scope: Scope,
+        from: Timestamp,
+        to: Timestamp,
+        exact_hours: &[Timestamp],
+    ) -> Result<GpuUsage> {
+        let mut c = self.conn().await?;
+        gpu_usage(c.conn()?, &self.inner.cfg, scope, from, to, exact_hours).await
+    }
+
+    async fn latest_samples(&self, since: Timestamp, limit: u64) -> Result<LatestSamples> {
+        let mut c = self.conn().await?;
+        latest_samples(c.conn()?, since.0, limit).await
+    }
+
+    async fn nodes_last_seen(&self, since: Timestamp) -> Result<Vec<NodeSeen>> {
+        let mut c = self.conn().await?;
+        nodes_last_seen(c.conn()?, since.0).await
+    }
+
+    async fn equal_shares(&self, from: Timestamp, to: Timestamp) -> Result<Vec<EqualShares>> {
+        let mut c = self.conn().await?;
+        equal_shares(c.conn()?, from.0, to.0).await
+    }
+}

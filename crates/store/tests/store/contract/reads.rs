@@ -6,7 +6,7 @@ use super::*;
 pub async fn the_worked_example_prices_from_the_store(s: &dyn Store) {
     let samples = fleet("vllm-llama-70b", 2, T0, T0 + H);
     for chunk in samples.chunks(16) {
-        s.insert_samples(chunk, &audit()).await.unwrap();
+        s.insert_samples(chunk.to_vec(), &audit()).await.unwrap();
     }
     let usage = vec![
         tokens(tenant(1), "vllm-llama-70b", T0 + 60_000, 7000),
@@ -17,7 +17,7 @@ pub async fn the_worked_example_prices_from_the_store(s: &dyn Store) {
         .create_policy(&spec("local-gpu-default"), &audit())
         .await
         .unwrap();
-    let read = s.usage_for(ts(T0), ts(T0 + H), &[]).await.unwrap();
+    let read = s.allocation_usage(ts(T0), ts(T0 + H), &[]).await.unwrap();
     assert_eq!(read.rollups.len(), 1, "one rollup per deployment-hour");
     assert_eq!(read.rollups[0].gpus.as_ref().map(|g| g.len()), Some(2));
     assert_eq!(read.claims.len(), 2, "one claim per tenant-hour");
@@ -106,7 +106,7 @@ pub async fn claims_are_the_sums_of_the_stored_events(s: &dyn Store) {
 
     // For a period: its hours only.
     let hour1 = s
-        .usage_for(ts(T0 + H), ts(T0 + 2 * H), &[])
+        .allocation_usage(ts(T0 + H), ts(T0 + 2 * H), &[])
         .await
         .unwrap()
         .claims;
@@ -116,18 +116,21 @@ pub async fn claims_are_the_sums_of_the_stored_events(s: &dyn Store) {
 pub async fn usage_is_read_for_the_period_only(s: &dyn Store) {
     let mut v = fleet("vllm-a", 1, T0, T0 + H);
     v.extend(fleet("vllm-a", 1, T0 + 3 * H, T0 + 4 * H));
-    s.insert_samples(&v, &audit()).await.unwrap();
-    let r = s.usage_for(ts(T0 + H), ts(T0 + 3 * H), &[]).await.unwrap();
+    s.insert_samples(v.to_vec(), &audit()).await.unwrap();
+    let r = s
+        .allocation_usage(ts(T0 + H), ts(T0 + 3 * H), &[])
+        .await
+        .unwrap();
     assert!(r.rollups.is_empty());
     assert_eq!(r.gaps.len(), 1, "the gap that spans the period is reported");
     let r = s
-        .usage_for(ts(T0 + 3 * H), ts(T0 + 4 * H), &[])
+        .allocation_usage(ts(T0 + 3 * H), ts(T0 + 4 * H), &[])
         .await
         .unwrap();
     assert_eq!(r.rollups.len(), 1);
     assert_eq!(r.rollups[0].key.bucket_start, ts(T0 + 3 * H));
     assert!(s
-        .usage_for(ts(T0 + 5 * H), ts(T0 + 6 * H), &[])
+        .allocation_usage(ts(T0 + 5 * H), ts(T0 + 6 * H), &[])
         .await
         .unwrap()
         .gaps
@@ -155,7 +158,7 @@ pub async fn gpu_usage_carries_its_pod_and_is_scoped(s: &dyn Store) {
             x.pod = "vllm-shared-1".into();
         }
     }
-    s.insert_samples(&batch, &audit()).await.unwrap();
+    s.insert_samples(batch.to_vec(), &audit()).await.unwrap();
     let keys = |rs: &[Rollup]| -> Vec<(String, Option<String>)> {
         let mut v: Vec<_> = rs
             .iter()
@@ -224,7 +227,7 @@ pub async fn gpu_usage_carries_its_pod_and_is_scoped(s: &dyn Store) {
         x.gpu_uuid = "GPU-late".into();
         x.pod = "vllm-shared-2".into();
     }
-    s.insert_samples(&late, &audit()).await.unwrap();
+    s.insert_samples(late.to_vec(), &audit()).await.unwrap();
     let after = read(Scope::Platform, vec![]).await;
     assert_eq!(after.len(), all.len() + 1);
     assert!(all.iter().all(|r| after.contains(r)));
@@ -238,7 +241,7 @@ pub async fn deployments_seen_come_from_samples(s: &dyn Store) {
     moved.model = "L40S".into();
     v.push(moved);
     v.extend(fleet("tgi-b", 1, T0 + 30_000, T0 + 90_000));
-    s.insert_samples(&v, &audit()).await.unwrap();
+    s.insert_samples(v.to_vec(), &audit()).await.unwrap();
     let seen = s.deployments_seen().await.unwrap();
     assert_eq!(seen.len(), 2);
     assert_eq!(seen[0].deployment_id, "tgi-b");
@@ -277,9 +280,9 @@ pub async fn the_latest_sample_of_each_gpu_and_node(s: &dyn Store) {
     owned.node = "gpu-node-2".into();
     owned.owner = Some(tenant(7));
     v.push(owned.clone());
-    s.insert_samples(&v, &audit()).await.unwrap();
+    s.insert_samples(v.to_vec(), &audit()).await.unwrap();
     // A late sample of GPU-vllm-a-0 is not its latest.
-    s.insert_samples(&[sample("GPU-vllm-a-0", "vllm-a", T0)], &audit())
+    s.insert_samples(vec![sample("GPU-vllm-a-0", "vllm-a", T0)], &audit())
         .await
         .unwrap();
 

@@ -9,15 +9,18 @@ pub async fn the_outbox_carries_each_change_and_acked_entries_go(s: &dyn Store) 
     use eai_store::clickhouse;
     let mut batch = fleet("vllm-a", 1, T0, T0 + H);
     let late = batch.remove(100);
-    s.insert_samples(&batch, &audit()).await.unwrap();
+    s.insert_samples(batch.to_vec(), &audit()).await.unwrap();
     let e = tokens(tenant(1), "vllm-a", T0 + 60_000, 10);
     s.upsert_usage_events(std::slice::from_ref(&e), &audit())
         .await
         .unwrap();
-    s.insert_samples(std::slice::from_ref(&late), &audit())
+    s.insert_samples(vec![late.clone()], &audit())
         .await
         .unwrap();
-    let o = s.insert_samples(&batch[..10], &audit()).await.unwrap();
+    let o = s
+        .insert_samples(batch[..10].to_vec(), &audit())
+        .await
+        .unwrap();
     assert_eq!(o.inserted, 0);
 
     let pending = s.outbox_pending(1000).await.unwrap();
@@ -60,7 +63,7 @@ pub async fn the_outbox_carries_each_change_and_acked_entries_go(s: &dyn Store) 
 
 /// With the outbox off (no replica configured), nothing is queued.
 pub async fn without_the_outbox_nothing_is_queued(s: &dyn Store) {
-    s.insert_samples(&fleet("vllm-a", 1, T0, T0 + H), &audit())
+    s.insert_samples(fleet("vllm-a", 1, T0, T0 + H), &audit())
         .await
         .unwrap();
     s.upsert_usage_events(&[tokens(tenant(1), "vllm-a", T0, 1)], &audit())

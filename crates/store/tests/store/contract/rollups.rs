@@ -7,7 +7,7 @@ pub async fn pruning_raw_samples_keeps_rollups(s: &dyn Store) {
     let mut v = fleet("vllm-a", 2, T0, T0 + 3 * H);
     // A third GPU that stopped reporting after the first hour.
     v.extend(fleet("vllm-b", 1, T0, T0 + H));
-    s.insert_samples(&v, &audit()).await.unwrap();
+    s.insert_samples(v.to_vec(), &audit()).await.unwrap();
     let before = all_usage(s).await;
     let deployments = s.deployments_seen().await.unwrap();
 
@@ -27,7 +27,7 @@ pub async fn pruning_raw_samples_keeps_rollups(s: &dyn Store) {
 
     // The silent GPU comes back: its gap starts at its last sample, which pruning kept.
     let back = fleet("vllm-b", 1, T0 + 4 * H, T0 + 4 * H + 60_000);
-    s.insert_samples(&back, &audit()).await.unwrap();
+    s.insert_samples(back.to_vec(), &audit()).await.unwrap();
     let gaps = all_usage(s).await.gaps;
     assert_eq!(gaps.len(), 1);
     assert_eq!((gaps[0].from, gaps[0].to), (ts(T0 + H), ts(T0 + 4 * H)));
@@ -35,7 +35,7 @@ pub async fn pruning_raw_samples_keeps_rollups(s: &dyn Store) {
     // A sample arriving after its hour was pruned is merged there exactly, once.
     let late = sample("GPU-vllm-a-0", "vllm-a", T0 + 7_500);
     let o = s
-        .insert_samples(std::slice::from_ref(&late), &audit())
+        .insert_samples(vec![late.clone()], &audit())
         .await
         .unwrap();
     assert_eq!(o.inserted, 1);
@@ -44,7 +44,7 @@ pub async fn pruning_raw_samples_keeps_rollups(s: &dyn Store) {
     all.push(late.clone());
     let merged = all_usage(s).await;
     assert_eq!(hourly(&merged.rollups), hourly(&expected_rollups(&all)));
-    let o = s.insert_samples(&[late], &audit()).await.unwrap();
+    let o = s.insert_samples(vec![late], &audit()).await.unwrap();
     assert_eq!(
         (o.inserted, o.duplicates),
         (0, 1),
@@ -94,7 +94,7 @@ pub async fn rollups_equal_the_raw_path(s: &dyn Store, plan: &Plan) {
             }
         }
     }
-    let read = s.usage_for(p.from, p.to, &exact).await.unwrap();
+    let read = s.allocation_usage(p.from, p.to, &exact).await.unwrap();
     let stored = allocate(&AllocationInput {
         period: p,
         claims: &[],
@@ -181,7 +181,7 @@ pub async fn late_samples_older_than_the_retention_are_counted(s: &dyn Store) {
     let t = T0 + 10 * H;
     let first = sample("GPU-1", "vllm-a", t + 30_000);
     let o = s
-        .insert_samples(std::slice::from_ref(&first), &audit())
+        .insert_samples(vec![first.clone()], &audit())
         .await
         .unwrap();
     assert_eq!((o.inserted, o.duplicates), (1, 0));
@@ -189,11 +189,11 @@ pub async fn late_samples_older_than_the_retention_are_counted(s: &dyn Store) {
     s.prune_raw_samples(ts(t + 5 * 24 * H)).await.unwrap();
     let late = sample("GPU-1", "vllm-a", t + 15_000);
     let o = s
-        .insert_samples(std::slice::from_ref(&late), &audit())
+        .insert_samples(vec![late.clone()], &audit())
         .await
         .unwrap();
     assert_eq!((o.inserted, o.duplicates), (1, 0));
-    let read = s.usage_for(ts(t), ts(t + H), &[]).await.unwrap();
+    let read = s.allocation_usage(ts(t), ts(t + H), &[]).await.unwrap();
     assert_eq!(read.rollups.len(), 1);
     assert_eq!(read.rollups[0].samples, 2, "both samples are counted");
     assert_eq!(read.rollups[0].q.gpu_seconds, d("30"));
@@ -204,9 +204,9 @@ pub async fn late_samples_older_than_the_retention_are_counted(s: &dyn Store) {
     );
     // Re-sends of both, after another pruning: duplicates, never counted again.
     s.prune_raw_samples(ts(t + 6 * 24 * H)).await.unwrap();
-    let o = s.insert_samples(&[late, first], &audit()).await.unwrap();
+    let o = s.insert_samples(vec![late, first], &audit()).await.unwrap();
     assert_eq!((o.inserted, o.duplicates), (0, 2));
-    let again = s.usage_for(ts(t), ts(t + H), &[]).await.unwrap();
+    let again = s.allocation_usage(ts(t), ts(t + H), &[]).await.unwrap();
     assert_eq!(hourly(&again.rollups), hourly(&read.rollups));
 }
 
@@ -215,7 +215,7 @@ pub async fn late_samples_older_than_the_retention_are_counted(s: &dyn Store) {
 /// stored; the same window inside the retention is stored as usual.
 pub async fn an_unmergeable_late_sample_is_refused_and_nothing_is_stored(s: &dyn Store) {
     let batch = fleet("vllm-a", 1, T0, T0 + H);
-    s.insert_samples(&batch, &audit()).await.unwrap();
+    s.insert_samples(batch.to_vec(), &audit()).await.unwrap();
     s.prune_raw_samples(ts(T0 + 5 * H)).await.unwrap();
     let before = all_usage(s).await;
     // Windows end every 15 s; the 40th ends at T0 + 600 s. A 5 s window ending at T0 + 607 s starts after
@@ -223,7 +223,10 @@ pub async fn an_unmergeable_late_sample_is_refused_and_nothing_is_stored(s: &dyn
     let mut odd = sample("GPU-vllm-a-0", "vllm-a", T0 + 607_000);
     odd.window_ms = eai_engine::domain::WindowMs::new(5_000).expect("a window");
     let fine = sample("GPU-other", "vllm-a", T0 + 15_000);
-    let err = s.insert_samples(&[fine, odd], &audit()).await.unwrap_err();
+    let err = s
+        .insert_samples(vec![fine, odd], &audit())
+        .await
+        .unwrap_err();
     match err {
         StoreError::Refused(errors) => {
             assert_eq!(errors.len(), 1, "{errors:?}");
@@ -243,7 +246,10 @@ pub async fn an_unmergeable_late_sample_is_refused_and_nothing_is_stored(s: &dyn
     );
     assert_eq!(after.gaps, before.gaps);
     // A re-send of a counted window of that hour is still a duplicate.
-    let o = s.insert_samples(&batch[39..41], &audit()).await.unwrap();
+    let o = s
+        .insert_samples(batch[39..41].to_vec(), &audit())
+        .await
+        .unwrap();
     assert_eq!((o.inserted, o.duplicates), (0, 2));
 }
 
@@ -302,7 +308,11 @@ pub async fn a_shuffled_backfill_older_than_the_retention_is_exact(s: &dyn Store
     s.prune_raw_samples(ts(now - 35 * 24 * H)).await.unwrap();
     let mut inserted = 0;
     for (i, b) in sent.chunks(500).enumerate() {
-        inserted += s.insert_samples(b, &audit()).await.unwrap().inserted;
+        inserted += s
+            .insert_samples(b.to_vec(), &audit())
+            .await
+            .unwrap()
+            .inserted;
         if i % 3 == 2 {
             s.prune_raw_samples(ts(now - 35 * 24 * H)).await.unwrap();
         }
@@ -310,7 +320,7 @@ pub async fn a_shuffled_backfill_older_than_the_retention_is_exact(s: &dyn Store
     s.prune_raw_samples(ts(now - 35 * 24 * H)).await.unwrap();
     assert_eq!(inserted, all.len() as u64);
     let p = period(T0, T0 + days * 24 * H);
-    let read = s.usage_for(p.from, p.to, &[]).await.unwrap();
+    let read = s.allocation_usage(p.from, p.to, &[]).await.unwrap();
     assert_eq!(
         hourly(&read.rollups),
         hourly(&expected_rollups(&all)),
@@ -327,7 +337,7 @@ pub async fn a_shuffled_backfill_older_than_the_retention_is_exact(s: &dyn Store
     // Sent again, all of it: duplicates only.
     let mut dup = 0;
     for b in all.chunks(2000) {
-        let o = s.insert_samples(b, &audit()).await.unwrap();
+        let o = s.insert_samples(b.to_vec(), &audit()).await.unwrap();
         assert_eq!(o.inserted, 0);
         dup += o.duplicates;
     }
@@ -358,11 +368,11 @@ pub async fn a_policy_made_before_a_backfill_prices_both_parts_of_its_hour(s: &d
     }
     batch.reverse();
     for chunk in batch.chunks(37) {
-        s.insert_samples(chunk, &audit()).await.unwrap();
+        s.insert_samples(chunk.to_vec(), &audit()).await.unwrap();
     }
     let policies = s.policies().await.unwrap();
     let p = period(T0, T0 + H);
-    let read = s.usage_for(p.from, p.to, &[at]).await.unwrap();
+    let read = s.allocation_usage(p.from, p.to, &[at]).await.unwrap();
     let stored = allocation_of(&read, p, &policies, &[]);
     let raw = raw_allocation(&batch, p, &policies, &[]);
     assert_eq!(stored, raw);
@@ -375,7 +385,7 @@ pub async fn a_policy_made_before_a_backfill_prices_both_parts_of_its_hour(s: &d
 /// it, it first cuts its rollups at the boundary: the allocation is the same before and after.
 pub async fn pruning_cuts_an_hour_at_its_policy_boundary_before_freezing_it(s: &dyn Store) {
     let batch = fleet("vllm-a", 2, T0, T0 + 2 * H);
-    s.insert_samples(&batch, &audit()).await.unwrap();
+    s.insert_samples(batch.to_vec(), &audit()).await.unwrap();
     let mut a = spec("a");
     a.effective_from = ts(T0 - 24 * H);
     let a = s.create_policy(&a, &audit()).await.unwrap();
@@ -389,11 +399,11 @@ pub async fn pruning_cuts_an_hour_at_its_policy_boundary_before_freezing_it(s: &
     let policies = s.policies().await.unwrap();
     let p = period(T0, T0 + 2 * H);
     let alloc = |read: eai_store::UsageRead| allocation_of(&read, p, &policies, &[]);
-    let before = alloc(s.usage_for(p.from, p.to, &[at]).await.unwrap());
+    let before = alloc(s.allocation_usage(p.from, p.to, &[at]).await.unwrap());
     let raw = raw_allocation(&batch, p, &policies, &[]);
     assert_eq!(before, raw);
     s.prune_raw_samples(ts(T0 + 10 * H)).await.unwrap();
-    let after = alloc(s.usage_for(p.from, p.to, &[at]).await.unwrap());
+    let after = alloc(s.allocation_usage(p.from, p.to, &[at]).await.unwrap());
     assert_eq!(after, raw, "priced exactly from the cut rollups");
     assert!(after.findings.is_empty());
 }
@@ -401,7 +411,7 @@ pub async fn pruning_cuts_an_hour_at_its_policy_boundary_before_freezing_it(s: &
 /// A policy made after its hour's raw samples were pruned cannot cut that hour any more: the allocation
 /// says so, with the GPU-seconds concerned.
 pub async fn a_policy_made_after_its_hour_froze_is_reported_with_its_gpu_seconds(s: &dyn Store) {
-    s.insert_samples(&fleet("vllm-a", 2, T0, T0 + 2 * H), &audit())
+    s.insert_samples(fleet("vllm-a", 2, T0, T0 + 2 * H), &audit())
         .await
         .unwrap();
     s.prune_raw_samples(ts(T0 + 10 * H)).await.unwrap();
@@ -414,7 +424,7 @@ pub async fn a_policy_made_after_its_hour_froze_is_reported_with_its_gpu_seconds
         .unwrap();
     let policies = s.policies().await.unwrap();
     let p = period(T0, T0 + 2 * H);
-    let read = s.usage_for(p.from, p.to, &[at]).await.unwrap();
+    let read = s.allocation_usage(p.from, p.to, &[at]).await.unwrap();
     let got = allocation_of(&read, p, &policies, &[]);
     let f: Vec<_> = got
         .findings
@@ -455,8 +465,11 @@ pub async fn equal_shares_are_tallied_once_and_reported_as_the_raw_path_does(s: 
     }
     // Across an hour: the tally goes by the hour each window starts in.
     batch.push(shared("GPU-s", "chat", T0 + H + 15_000, ShareMethod::Equal));
-    s.insert_samples(&batch, &audit()).await.unwrap();
-    let again = s.insert_samples(&batch[..6], &audit()).await.unwrap();
+    s.insert_samples(batch.to_vec(), &audit()).await.unwrap();
+    let again = s
+        .insert_samples(batch[..6].to_vec(), &audit())
+        .await
+        .unwrap();
     assert_eq!(again.inserted, 0);
     let tally = s.equal_shares(ts(T0), ts(T0 + 2 * H)).await.unwrap();
     let got: Vec<(i64, &str, u64, Decimal)> = tally
@@ -488,7 +501,7 @@ pub async fn equal_shares_are_tallied_once_and_reported_as_the_raw_path_does(s: 
     let policies = s.policies().await.unwrap();
     let p = period(T0, T0 + 2 * H);
     let mut stored = allocation_of(
-        &s.usage_for(p.from, p.to, &[]).await.unwrap(),
+        &s.allocation_usage(p.from, p.to, &[]).await.unwrap(),
         p,
         &policies,
         &[],
@@ -534,7 +547,7 @@ pub async fn a_share_method_is_kept_with_its_series(s: &dyn Store) {
         }
         batch.push(x);
     }
-    s.insert_samples(&batch, &audit()).await.unwrap();
+    s.insert_samples(batch.to_vec(), &audit()).await.unwrap();
     type Sums = BTreeMap<(String, Option<String>, Option<ShareMethod>), Decimal>;
     let sums = |rs: &[Rollup]| -> Sums {
         let mut m = Sums::new();
@@ -617,11 +630,11 @@ pub async fn a_backfill_older_than_the_retention_is_priced_by_the_policies_it_na
             .map(|k| sample(&gpu, &dep, s_h + k * 15_000))
             .collect();
         for chunk in samples.chunks(60) {
-            s.insert_samples(chunk, &audit()).await.unwrap();
+            s.insert_samples(chunk.to_vec(), &audit()).await.unwrap();
         }
         let policies = s.policies().await.unwrap();
         let p = period(s_h, s_h + H);
-        let read = s.usage_for(p.from, p.to, &[at]).await.unwrap();
+        let read = s.allocation_usage(p.from, p.to, &[at]).await.unwrap();
         let got = allocation_of(&read, p, &policies, &[]);
         let cost: Vec<Decimal> = got
             .deployments
@@ -670,7 +683,7 @@ pub async fn pruned_arrivals_equal_the_raw_path(
         if let Some(Some(k)) = prunes.get(i) {
             s.prune_raw_samples(ts(T0 + k * 15 * 60_000)).await.unwrap();
         }
-        match s.insert_samples(b, &audit()).await {
+        match s.insert_samples(b.to_vec(), &audit()).await {
             Ok(o) => {
                 accepted.extend(b.iter().cloned());
                 inserted += o.inserted;
@@ -709,7 +722,7 @@ pub async fn pruned_arrivals_equal_the_raw_path(
         .flat_map(|pol| std::iter::once(pol.spec.effective_from).chain(pol.spec.effective_to))
         .filter(|t| t.floor_to(H) != *t)
         .collect();
-    let read = s.usage_for(p.from, p.to, &exact).await.unwrap();
+    let read = s.allocation_usage(p.from, p.to, &exact).await.unwrap();
     let stored = allocation_of(&read, p, &policies, &plan.usage);
     let mut from_raw = raw_allocation(&accepted, p, &policies, &plan.usage);
     from_raw

@@ -10,12 +10,12 @@ pub async fn answers_ping(s: &dyn Store) {
 
 pub async fn ingest_is_idempotent(s: &dyn Store) {
     let batch = fleet("vllm-a", 2, T0, T0 + H);
-    let o = s.insert_samples(&batch, &audit()).await.unwrap();
+    let o = s.insert_samples(batch.to_vec(), &audit()).await.unwrap();
     assert_eq!((o.inserted, o.duplicates), (480, 0));
     let first = all_usage(s).await;
     assert_eq!(first.rollups, expected_rollups(&batch));
 
-    let o = s.insert_samples(&batch, &audit()).await.unwrap();
+    let o = s.insert_samples(batch.to_vec(), &audit()).await.unwrap();
     assert_eq!(
         (o.inserted, o.duplicates),
         (0, 480),
@@ -28,12 +28,12 @@ pub async fn ingest_is_idempotent(s: &dyn Store) {
     // A re-send inside one batch counts once; an empty batch is a no-op.
     let one = sample("GPU-x", "vllm-a", T0 + 15_000);
     let o = s
-        .insert_samples(&[one.clone(), one], &audit())
+        .insert_samples(vec![one.clone(), one], &audit())
         .await
         .unwrap();
     assert_eq!((o.inserted, o.duplicates), (1, 1));
     assert_eq!(
-        s.insert_samples(&[], &audit()).await.unwrap(),
+        s.insert_samples(vec![], &audit()).await.unwrap(),
         Default::default()
     );
 }
@@ -43,10 +43,8 @@ pub async fn first_received_wins(s: &dyn Store) {
     let mut b = a.clone();
     b.utilization = UnitInterval::new(d("0.9")).unwrap();
     b.deployment_id = "vllm-z".into();
-    s.insert_samples(std::slice::from_ref(&a), &audit())
-        .await
-        .unwrap();
-    let o = s.insert_samples(&[b], &audit()).await.unwrap();
+    s.insert_samples(vec![a.clone()], &audit()).await.unwrap();
+    let o = s.insert_samples(vec![b], &audit()).await.unwrap();
     assert_eq!(o.duplicates, 1);
     let r = all_usage(s).await.rollups;
     assert_eq!(r.len(), 1);
@@ -74,7 +72,7 @@ pub async fn short_gaps_are_estimated_and_long_ones_reported(s: &dyn Store) {
     let mut v = fleet("vllm-a", 1, T0, T0 + 600_000);
     v.extend(fleet("vllm-a", 1, T0 + 900_000, T0 + 1_500_000));
     v.extend(fleet("vllm-a", 1, T0 + 3_300_000, T0 + 3_900_000));
-    s.insert_samples(&v, &audit()).await.unwrap();
+    s.insert_samples(v.to_vec(), &audit()).await.unwrap();
     let read = all_usage(s).await;
     let est: Decimal = read.rollups.iter().map(|r| r.q.estimated_gpu_seconds).sum();
     assert_eq!(est, d("300"), "the 5 minute hole is interpolated");
@@ -95,10 +93,10 @@ pub async fn late_samples_fill_their_hole(s: &dyn Store) {
         .iter()
         .cloned()
         .partition(|x| x.end.0 > hole_from && x.end.0 <= hole_to);
-    s.insert_samples(&first, &audit()).await.unwrap();
+    s.insert_samples(first.to_vec(), &audit()).await.unwrap();
     let read = all_usage(s).await;
     assert_eq!(read.gaps.len(), 2, "a 20 minute hole per GPU is a gap");
-    let o = s.insert_samples(&missing, &audit()).await.unwrap();
+    let o = s.insert_samples(missing.to_vec(), &audit()).await.unwrap();
     assert_eq!(o.inserted, missing.len() as u64);
     let read = all_usage(s).await;
     assert!(read.gaps.is_empty(), "{:?}", read.gaps);
@@ -116,7 +114,7 @@ pub async fn a_late_sample_reinterpolates_across_the_hour(s: &dyn Store) {
         at("GPU-1", T0 + H - 360_000, "0.1"),
         at("GPU-1", T0 + H + 300_000, "0.9"),
     );
-    s.insert_samples(&[a.clone(), n.clone()], &audit())
+    s.insert_samples(vec![a.clone(), n.clone()], &audit())
         .await
         .unwrap();
     assert_eq!(
@@ -125,7 +123,7 @@ pub async fn a_late_sample_reinterpolates_across_the_hour(s: &dyn Store) {
     );
     // A late sample 3 min before the hour changes the interpolation on both sides of the hour.
     let late = at("GPU-1", T0 + H - 180_000, "0.5");
-    s.insert_samples(std::slice::from_ref(&late), &audit())
+    s.insert_samples(vec![late.clone()], &audit())
         .await
         .unwrap();
     let gpu1 = vec![a, n, late];
@@ -133,11 +131,9 @@ pub async fn a_late_sample_reinterpolates_across_the_hour(s: &dyn Store) {
 
     // Another GPU: a sample earlier than everything stored, whose span to the first one crosses the hour.
     let b = at("GPU-2", T0 + H + 300_000, "0.9");
-    s.insert_samples(std::slice::from_ref(&b), &audit())
-        .await
-        .unwrap();
+    s.insert_samples(vec![b.clone()], &audit()).await.unwrap();
     let early = at("GPU-2", T0 + H - 240_000, "0.3");
-    s.insert_samples(std::slice::from_ref(&early), &audit())
+    s.insert_samples(vec![early.clone()], &audit())
         .await
         .unwrap();
     let all: Vec<Sample> = gpu1.into_iter().chain([b, early]).collect();
@@ -146,8 +142,11 @@ pub async fn a_late_sample_reinterpolates_across_the_hour(s: &dyn Store) {
 
 pub async fn exact_hours_come_back_as_cells(s: &dyn Store) {
     let all = fleet("vllm-a", 2, T0, T0 + 3 * H);
-    s.insert_samples(&all, &audit()).await.unwrap();
-    let plain = s.usage_for(ts(T0), ts(T0 + 3 * H), &[]).await.unwrap();
+    s.insert_samples(all.to_vec(), &audit()).await.unwrap();
+    let plain = s
+        .allocation_usage(ts(T0), ts(T0 + 3 * H), &[])
+        .await
+        .unwrap();
     assert_eq!(
         plain.rollups.len(),
         3,
@@ -155,7 +154,7 @@ pub async fn exact_hours_come_back_as_cells(s: &dyn Store) {
     );
     // An hour named by any instant inside it; an hour outside the period is ignored.
     let exact = s
-        .usage_for(ts(T0), ts(T0 + 3 * H), &[ts(T0 + H + 1234), ts(T0 + 7 * H)])
+        .allocation_usage(ts(T0), ts(T0 + 3 * H), &[ts(T0 + H + 1234), ts(T0 + 7 * H)])
         .await
         .unwrap();
     let in_hour = |r: &Rollup| r.key.bucket_start == ts(T0 + H);
@@ -194,7 +193,11 @@ pub async fn concurrent_batches_of_one_gpu_count_each_sample_once(s: &dyn Store)
         async move {
             let mut n = 0;
             for b in mine.chunks(50) {
-                n += s.insert_samples(b, &audit()).await.unwrap().inserted;
+                n += s
+                    .insert_samples(b.to_vec(), &audit())
+                    .await
+                    .unwrap()
+                    .inserted;
             }
             n
         }

@@ -17,7 +17,7 @@ pub async fn the_platform_tenant_id_is_reserved(s: &dyn Store) {
     let mut owned = sample("GPU-0", "vllm-a", T0 + 15_000);
     owned.owner = Some(nil);
     conflict(
-        s.insert_samples(&[owned], &audit()).await.map(drop),
+        s.insert_samples(vec![owned], &audit()).await.map(drop),
         "a sample owned by it",
     );
     conflict(
