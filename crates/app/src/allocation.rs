@@ -18,7 +18,7 @@ use eai_engine::domain::Policy;
 use eai_engine::report::Allocation;
 use eai_engine::time::Timestamp;
 use eai_store::clickhouse::ClickHouse;
-use eai_store::{rollups, Store, StoreError};
+use eai_store::{rollups, PolicyStore, SampleStore, StoreError, UsageStore};
 
 /// Where an allocation reads rollups, gaps and usage events.
 #[derive(Debug, Clone, Default)]
@@ -42,6 +42,12 @@ impl Source {
 
 const HOUR_MS: i64 = 3_600_000;
 
+/// What the allocation and the answers built on it read: the samples' rollups, the policies, the usage events.
+/// Any store with those roles (the server's `dyn Store`, a backend) serves.
+pub trait AllocationStore: SampleStore + PolicyStore + UsageStore {}
+
+impl<S: SampleStore + PolicyStore + UsageStore + ?Sized> AllocationStore for S {}
+
 /// The hours of the period in which a policy starts or ends off the hour: those are read as raw cells so
 /// that each window is priced by the policy in effect when it starts.
 pub fn exact_hours(policies: &[Policy], period: Period) -> Vec<Timestamp> {
@@ -64,7 +70,7 @@ pub fn exact_hours(policies: &[Policy], period: Period) -> Vec<Timestamp> {
 
 /// The whole allocation of `period` from the primary (every tenant; scope it before showing it to a tenant).
 pub async fn compute(
-    store: &dyn Store,
+    store: &(impl AllocationStore + ?Sized),
     period: Period,
     config: AllocationConfig,
 ) -> Result<Allocation, StoreError> {
@@ -90,7 +96,7 @@ pub struct Inputs {
 /// Reads the inputs of `period` from `source` (policies always from the primary `store`).
 pub async fn read_inputs(
     source: &Source,
-    store: &dyn Store,
+    store: &(impl AllocationStore + ?Sized),
     period: Period,
 ) -> Result<Inputs, StoreError> {
     let policies = store.policies().await?;
@@ -218,7 +224,7 @@ pub fn cut(inputs: &Inputs, from: Timestamp, to: Timestamp) -> Inputs {
 #[tracing::instrument(name = "allocation", skip_all, fields(from = %period.from, to = %period.to, source = source.name()))]
 pub async fn compute_from(
     source: &Source,
-    store: &dyn Store,
+    store: &(impl AllocationStore + ?Sized),
     period: Period,
     config: AllocationConfig,
 ) -> Result<Allocation, StoreError> {
@@ -242,7 +248,7 @@ pub async fn compute_from(
 /// time of), with every other tenant summed. `None` when there is nothing the viewer may see.
 pub async fn explain_of(
     source: &Source,
-    store: &dyn Store,
+    store: &(impl AllocationStore + ?Sized),
     period: Period,
     config: AllocationConfig,
     deployment_id: &str,
@@ -304,7 +310,7 @@ pub struct Explained {
 /// deployments'), always from the primary, the hours where a policy changes inside the hour read exactly.
 pub async fn breakdown_of(
     source: &Source,
-    store: &dyn Store,
+    store: &(impl AllocationStore + ?Sized),
     period: Period,
     config: AllocationConfig,
     scope: eai_store::Scope,
@@ -364,7 +370,7 @@ pub async fn breakdown_of(
 #[allow(clippy::too_many_arguments)]
 pub async fn token_costs_of(
     source: &Source,
-    store: &dyn Store,
+    store: &(impl AllocationStore + ?Sized),
     period: Period,
     config: AllocationConfig,
     basis: eai_engine::tokens::Basis,
@@ -400,7 +406,7 @@ pub async fn token_costs_of(
 #[allow(clippy::too_many_arguments)]
 pub async fn slurm_reconciliation_of(
     source: &Source,
-    store: &dyn Store,
+    store: &(impl AllocationStore + ?Sized),
     period: Period,
     config: AllocationConfig,
     scope: eai_store::Scope,

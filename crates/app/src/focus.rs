@@ -13,7 +13,7 @@ use eai_engine::allocate::{AllocationConfig, Period};
 use eai_engine::error::FieldError;
 use eai_engine::focus::{self, Issuer, Kind, Row, Value, COLUMNS};
 use eai_engine::scope::scoped_to;
-use eai_store::{Scope, Store, StoreError};
+use eai_store::{Scope, StoreError, TenantStore};
 use parquet::basic::{LogicalType, Repetition, TimeUnit, Type as PhysicalType};
 use parquet::data_type::{
     BoolType, ByteArray, ByteArrayType, FixedLenByteArray, FixedLenByteArrayType, Int64Type,
@@ -23,7 +23,7 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::Type;
 use rust_decimal::Decimal;
 
-use crate::allocation::{compute_from, Source};
+use crate::allocation::{compute_from, AllocationStore, Source};
 
 /// An encoding of the export.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +64,7 @@ impl Format {
 /// unallocated cost; a tenant its own rows only.
 pub async fn rows(
     source: &Source,
-    store: &dyn Store,
+    store: &(impl AllocationStore + TenantStore + ?Sized),
     period: Period,
     config: AllocationConfig,
     scope: Scope,
