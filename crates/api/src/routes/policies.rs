@@ -10,7 +10,7 @@ use axum::Json;
 use eai_engine::domain::{CloseRefused, Policy, PolicySpec};
 use eai_engine::money::Currency;
 use eai_engine::time::Timestamp;
-use eai_engine::wire::{parse_policy, Loose, POLICY_FIELDS};
+use eai_engine::wire::{parse_policy, parse_policy_patch, Loose};
 use rust_decimal::Decimal;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -158,21 +158,6 @@ fn check_closable(old: &Policy, at: Timestamp) -> Result<(), ApiError> {
     })
 }
 
-/// The fields of a stored policy as a body would give them (what a supersede body overrides).
-fn fields_of(p: &Policy, now: Timestamp) -> BTreeMap<String, Loose> {
-    let v = view(p, now);
-    // Every field of a policy but its start, which the supersede sets.
-    POLICY_FIELDS
-        .iter()
-        .filter(|k| **k != "effective_from")
-        .filter_map(|k| {
-            let field = v.get(*k).filter(|x| !x.is_null())?;
-            let loose = serde_json::from_value::<Loose>(field.clone()).ok()?;
-            Some((k.to_string(), loose))
-        })
-        .collect()
-}
-
 /// `POST /v1/finops/allocation-policies/{id}/supersede`: closes the policy at `effective_at` (default now) and
 /// opens its replacement from that instant: the closed policy's fields overridden by those of the body (a
 /// field given as null takes its default; `effective_from`, if given, must equal `effective_at`). Answers
@@ -201,16 +186,8 @@ pub async fn supersede(
         };
         let old = find(&st, &id).await?;
         check_closable(&old, at)?;
-        let mut fields = fields_of(&old, now);
-        for (k, v) in given {
-            if v == Loose::Null {
-                fields.remove(&k);
-            } else {
-                fields.insert(k, v);
-            }
-        }
-        fields.insert("effective_from".into(), Loose::Str(at.to_string()));
-        let spec = parse_policy(&Loose::Object(fields), at).map_err(ApiError::validation)?;
+        let patch = parse_policy_patch(&Loose::Object(given)).map_err(ApiError::validation)?;
+        let spec = patch.apply(&old.spec, at).map_err(ApiError::validation)?;
         let audit = auth.draft(None, json!({ "effective_at": at.to_string() }));
         close_and_open(&st, &old, at, &spec, now, &audit).await
     }

@@ -17,7 +17,9 @@ pub use event::{parse_usage_event, parse_usage_events, EVENT_FIELDS};
 pub use flat::FlatObject;
 pub use loose::Loose;
 pub(crate) use loose::EXACT_NUMBER;
-pub use policy::{parse_policy, parse_stored_policy, POLICY_FIELDS};
+pub use policy::{
+    parse_policy, parse_policy_patch, parse_stored_policy, PolicyPatch, POLICY_FIELDS,
+};
 pub use record::{Bounds, Record, TenantSource, Val};
 pub use sample::{
     parse_flat_sample, parse_flat_samples, parse_sample, parse_samples, sample_bounds,

@@ -34,66 +34,265 @@ pub const POLICY_FIELDS: &[&str] = &[
 pub fn parse_policy(v: &Loose, now: Timestamp) -> Result<PolicySpec, Vec<FieldError>> {
     let mut r = Record::new(v, "policy").map_err(|e| vec![e])?;
     r.deny_unknown(POLICY_FIELDS);
-    let name = r.req_str("name", 200);
-    let pattern = r.opt_parsed("deployment_pattern", |s| {
-        Glob::new(s)
-            .ok_or_else(|| FieldError::new("deployment_pattern", "must be a non-empty glob"))
-    });
-    let gpu_model = r.opt_str("gpu_model", MAX_NAME);
-    let currency = r.opt_parsed("currency", Currency::from_str);
-    let hourly = r.req_decimal("gpu_hourly_cost", Bounds::price(1_000_000_000));
-    let overhead = r.opt_decimal("overhead_pct", Bounds::price(10_000));
-    let energy = r.opt_decimal("energy_kwh_price", Bounds::price(1_000_000));
-    let pue = r.opt_decimal(
-        "pue",
-        Bounds {
-            min: Decimal::ONE,
-            ..Bounds::price(100)
-        },
-    );
-    let storage = r.opt_decimal("storage_gb_month_price", Bounds::price(1_000_000));
-    let idle = r.opt_parsed("idle_capacity", IdleCapacity::from_str);
-    // An output token weighs from a tenth of an input token to a thousand of them.
-    let weight = r.opt_decimal(
-        "output_token_weight",
-        Bounds {
-            min: Decimal::new(1, 1),
-            ..Bounds::price(1_000)
-        },
-    );
-    let enabled = r.opt_bool("enabled");
+    let f = read_fields(&mut r, true);
     let from = r.opt_parsed("effective_from", Timestamp::parse_date_or_datetime);
-    let to = r.opt_parsed("effective_to", Timestamp::parse_date_or_datetime);
     let from = from.unwrap_or(now);
-    if let Some(t) = to {
-        if t <= from {
-            r.fail("effective_to", "must be after effective_from");
-        }
-    }
+    let to = f.effective_to.flatten();
+    check_period(&mut r, from, to);
     if !r.errors.is_empty() {
         return Err(r.errors);
     }
-    let (Some(name), Some(hourly)) = (name, hourly) else {
+    let (Some(Some(name)), Some(Some(hourly))) = (f.name, f.gpu_hourly_cost) else {
         return Err(vec![FieldError::new("policy", "is incomplete")]);
     };
-    let nn =
-        |d: Option<Decimal>| NonNegative::new(d.unwrap_or_default()).unwrap_or(NonNegative::ZERO);
     Ok(PolicySpec {
         name,
-        deployment_pattern: pattern.unwrap_or_else(Glob::any),
-        gpu_model,
-        currency: currency.unwrap_or(Currency::USD),
-        gpu_hourly_cost: nn(Some(hourly)),
-        overhead_pct: nn(overhead),
-        energy_kwh_price: nn(energy),
-        pue: pue.and_then(Pue::new).unwrap_or(Pue::ONE),
-        storage_gb_month_price: nn(storage),
-        idle_capacity: idle.unwrap_or_default(),
-        output_token_weight: weight.and_then(TokenWeight::new).unwrap_or_default(),
-        enabled: enabled.unwrap_or(true),
+        deployment_pattern: f.deployment_pattern.flatten().unwrap_or_else(Glob::any),
+        gpu_model: f.gpu_model.flatten(),
+        currency: f.currency.flatten().unwrap_or(Currency::USD),
+        gpu_hourly_cost: hourly,
+        overhead_pct: f.overhead_pct.flatten().unwrap_or(NonNegative::ZERO),
+        energy_kwh_price: f.energy_kwh_price.flatten().unwrap_or(NonNegative::ZERO),
+        pue: f.pue.flatten().unwrap_or(Pue::ONE),
+        storage_gb_month_price: f
+            .storage_gb_month_price
+            .flatten()
+            .unwrap_or(NonNegative::ZERO),
+        idle_capacity: f.idle_capacity.flatten().unwrap_or_default(),
+        output_token_weight: f.output_token_weight.flatten().unwrap_or_default(),
+        enabled: f.enabled.flatten().unwrap_or(true),
         effective_from: from,
         effective_to: to,
     })
+}
+
+/// What a body changes of a policy, field by field: absent (`None`: kept), `null` (`Some(None)`: back to its
+/// default), or a value (`Some(Some(v))`), each parsed and bounded as a new policy's. The start is not a field
+/// of the patch: a supersede sets it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PolicyPatch {
+    pub name: Option<Option<String>>,
+    pub deployment_pattern: Option<Option<Glob>>,
+    pub gpu_model: Option<Option<String>>,
+    pub currency: Option<Option<Currency>>,
+    pub gpu_hourly_cost: Option<Option<NonNegative>>,
+    pub overhead_pct: Option<Option<NonNegative>>,
+    pub energy_kwh_price: Option<Option<NonNegative>>,
+    pub pue: Option<Option<Pue>>,
+    pub storage_gb_month_price: Option<Option<NonNegative>>,
+    pub idle_capacity: Option<Option<IdleCapacity>>,
+    pub output_token_weight: Option<Option<TokenWeight>>,
+    pub enabled: Option<Option<bool>>,
+    pub effective_to: Option<Option<Timestamp>>,
+}
+
+/// Parses what a supersede body changes (every field of a policy but `effective_from`, which the caller
+/// takes out with the instant it names).
+pub fn parse_policy_patch(v: &Loose) -> Result<PolicyPatch, Vec<FieldError>> {
+    let mut r = Record::new(v, "policy").map_err(|e| vec![e])?;
+    let known: Vec<&str> = POLICY_FIELDS
+        .iter()
+        .copied()
+        .filter(|k| *k != "effective_from")
+        .collect();
+    r.deny_unknown(&known);
+    let patch = read_fields(&mut r, false);
+    if r.errors.is_empty() {
+        Ok(patch)
+    } else {
+        Err(r.errors)
+    }
+}
+
+impl PolicyPatch {
+    /// `base` with this patch's changes, starting at `from`: a field set to `null` takes its default, as in a
+    /// new policy (`name` and `gpu_hourly_cost`, which have none, are required).
+    pub fn apply(&self, base: &PolicySpec, from: Timestamp) -> Result<PolicySpec, Vec<FieldError>> {
+        fn pick<T: Clone>(change: &Option<Option<T>>, kept: &T, default: impl FnOnce() -> T) -> T {
+            match change {
+                None => kept.clone(),
+                Some(None) => default(),
+                Some(Some(v)) => v.clone(),
+            }
+        }
+        let mut errors = Vec::new();
+        let mut required = |name: &str| {
+            errors.push(FieldError::new(name, "is required"));
+        };
+        let name = match &self.name {
+            Some(None) => {
+                required("name");
+                base.name.clone()
+            }
+            change => pick(change, &base.name, String::new),
+        };
+        let gpu_hourly_cost = match &self.gpu_hourly_cost {
+            Some(None) => {
+                required("gpu_hourly_cost");
+                base.gpu_hourly_cost
+            }
+            change => pick(change, &base.gpu_hourly_cost, || NonNegative::ZERO),
+        };
+        let effective_to = match self.effective_to {
+            None => base.effective_to,
+            Some(to) => to,
+        };
+        if effective_to.is_some_and(|t| t <= from) {
+            errors.push(FieldError::new(
+                "effective_to",
+                "must be after effective_from",
+            ));
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(PolicySpec {
+            name,
+            deployment_pattern: pick(
+                &self.deployment_pattern,
+                &base.deployment_pattern,
+                Glob::any,
+            ),
+            gpu_model: match &self.gpu_model {
+                None => base.gpu_model.clone(),
+                Some(model) => model.clone(),
+            },
+            currency: pick(&self.currency, &base.currency, || Currency::USD),
+            gpu_hourly_cost,
+            overhead_pct: pick(&self.overhead_pct, &base.overhead_pct, || NonNegative::ZERO),
+            energy_kwh_price: pick(&self.energy_kwh_price, &base.energy_kwh_price, || {
+                NonNegative::ZERO
+            }),
+            pue: pick(&self.pue, &base.pue, || Pue::ONE),
+            storage_gb_month_price: pick(
+                &self.storage_gb_month_price,
+                &base.storage_gb_month_price,
+                || NonNegative::ZERO,
+            ),
+            idle_capacity: pick(
+                &self.idle_capacity,
+                &base.idle_capacity,
+                IdleCapacity::default,
+            ),
+            output_token_weight: pick(
+                &self.output_token_weight,
+                &base.output_token_weight,
+                TokenWeight::default,
+            ),
+            enabled: pick(&self.enabled, &base.enabled, || true),
+            effective_from: from,
+            effective_to,
+        })
+    }
+}
+
+/// Each field of a policy but its start, as [`PolicyPatch`] holds them; `required`: `name` and
+/// `gpu_hourly_cost` must be given (a new policy).
+fn read_fields(r: &mut Record, required: bool) -> PolicyPatch {
+    // A field absent stays absent, null is `Some(None)`, a value is parsed (an invalid one is an error and
+    // absent).
+    macro_rules! read {
+        ($k:literal, $parse:expr) => {{
+            let presence = r.presence($k);
+            let value = $parse;
+            match presence {
+                None => None,
+                Some(false) => Some(None),
+                Some(true) => value.map(Some),
+            }
+        }};
+    }
+    let name = match required {
+        true => read!("name", r.req_str("name", 200)),
+        false => read!("name", r.opt_str("name", 200)),
+    };
+    let deployment_pattern = read!(
+        "deployment_pattern",
+        r.opt_parsed("deployment_pattern", |s| {
+            Glob::new(s)
+                .ok_or_else(|| FieldError::new("deployment_pattern", "must be a non-empty glob"))
+        })
+    );
+    let gpu_model = read!("gpu_model", r.opt_str("gpu_model", MAX_NAME));
+    let currency = read!("currency", r.opt_parsed("currency", Currency::from_str));
+    let hourly_bounds = Bounds::price(1_000_000_000);
+    let gpu_hourly_cost = match required {
+        true => read!(
+            "gpu_hourly_cost",
+            r.req_decimal("gpu_hourly_cost", hourly_bounds)
+        ),
+        false => read!(
+            "gpu_hourly_cost",
+            r.opt_decimal("gpu_hourly_cost", hourly_bounds)
+        ),
+    };
+    let overhead_pct = read!(
+        "overhead_pct",
+        r.opt_decimal("overhead_pct", Bounds::price(10_000))
+    );
+    let energy = read!(
+        "energy_kwh_price",
+        r.opt_decimal("energy_kwh_price", Bounds::price(1_000_000))
+    );
+    let pue = read!(
+        "pue",
+        r.opt_decimal(
+            "pue",
+            Bounds {
+                min: Decimal::ONE,
+                ..Bounds::price(100)
+            },
+        )
+    );
+    let storage = read!(
+        "storage_gb_month_price",
+        r.opt_decimal("storage_gb_month_price", Bounds::price(1_000_000))
+    );
+    let idle = read!(
+        "idle_capacity",
+        r.opt_parsed("idle_capacity", IdleCapacity::from_str)
+    );
+    // An output token weighs from a tenth of an input token to a thousand of them.
+    let weight = read!(
+        "output_token_weight",
+        r.opt_decimal(
+            "output_token_weight",
+            Bounds {
+                min: Decimal::new(1, 1),
+                ..Bounds::price(1_000)
+            },
+        )
+    );
+    let enabled = read!("enabled", r.opt_bool("enabled"));
+    let effective_to = read!(
+        "effective_to",
+        r.opt_parsed("effective_to", Timestamp::parse_date_or_datetime)
+    );
+    let nn = |d: Option<Option<Decimal>>| {
+        d.map(|d| d.map(|d| NonNegative::new(d).unwrap_or(NonNegative::ZERO)))
+    };
+    PolicyPatch {
+        name,
+        deployment_pattern,
+        gpu_model,
+        currency,
+        gpu_hourly_cost: nn(gpu_hourly_cost),
+        overhead_pct: nn(overhead_pct),
+        energy_kwh_price: nn(energy),
+        pue: pue.map(|p| p.and_then(Pue::new)),
+        storage_gb_month_price: nn(storage),
+        idle_capacity: idle,
+        output_token_weight: weight.map(|w| w.and_then(TokenWeight::new)),
+        enabled,
+        effective_to,
+    }
+}
+
+/// A policy ends after it starts.
+fn check_period(r: &mut Record, from: Timestamp, to: Option<Timestamp>) {
+    if to.is_some_and(|t| t <= from) {
+        r.fail("effective_to", "must be after effective_from");
+    }
 }
 
 /// A stored policy as the API and files show it (also what `allocate --policies FILE` reads back).
@@ -118,4 +317,79 @@ pub fn parse_stored_policy(v: &Loose, index: usize) -> Result<Policy, Vec<FieldE
     let spec = parse_policy(&Loose::Object(rest), Timestamp(0))
         .map_err(|es| es.into_iter().map(|e| e.at(index)).collect::<Vec<_>>())?;
     Ok(Policy::new(seq, spec))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loose(json: &str) -> Loose {
+        serde_json::from_str(json).expect("json")
+    }
+
+    fn base() -> PolicySpec {
+        parse_policy(
+            &loose(
+                r#"{"name":"h100","gpu_hourly_cost":"2.5","currency":"EUR","pue":"1.3",
+                    "gpu_model":"H100","effective_to":"2026-12-01"}"#,
+            ),
+            Timestamp(0),
+        )
+        .expect("policy")
+    }
+
+    #[test]
+    fn a_patch_keeps_what_it_does_not_name_sets_what_it_gives_and_defaults_what_is_null() {
+        let at = Timestamp::parse_date_or_datetime("2026-11-01").unwrap();
+        let patch = parse_policy_patch(&loose(
+            r#"{"gpu_hourly_cost":"3.1","pue":null,"gpu_model":null}"#,
+        ))
+        .expect("patch");
+        let spec = patch.apply(&base(), at).expect("applied");
+        let want = PolicySpec {
+            gpu_hourly_cost: NonNegative::new(Decimal::new(31, 1)).unwrap(),
+            pue: Pue::ONE,
+            gpu_model: None,
+            effective_from: at,
+            ..base()
+        };
+        assert_eq!(spec, want);
+        // The empty patch is the same policy from `at`.
+        let same = PolicyPatch::default().apply(&base(), at).expect("applied");
+        assert_eq!(
+            same,
+            PolicySpec {
+                effective_from: at,
+                ..base()
+            }
+        );
+    }
+
+    #[test]
+    fn a_patch_refuses_what_a_new_policy_refuses() {
+        let at = Timestamp::parse_date_or_datetime("2026-11-01").unwrap();
+        let errors = parse_policy_patch(&loose(
+            r#"{"pue":"0.5","colour":"red","effective_from":"2026-11-01"}"#,
+        ))
+        .unwrap_err();
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert!(
+            fields.contains(&"pue") && fields.contains(&"colour"),
+            "{errors:?}"
+        );
+        assert!(
+            fields.contains(&"effective_from"),
+            "the start is the caller's: {errors:?}"
+        );
+        let errors = parse_policy_patch(&loose(r#"{"name":null,"gpu_hourly_cost":null}"#))
+            .expect("nulls parse")
+            .apply(&base(), at)
+            .unwrap_err();
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["name", "gpu_hourly_cost"], "{errors:?}");
+        // The inherited end must stay after the new start.
+        let late = Timestamp::parse_date_or_datetime("2026-12-02").unwrap();
+        let errors = PolicyPatch::default().apply(&base(), late).unwrap_err();
+        assert_eq!(errors[0].field, "effective_to");
+    }
 }

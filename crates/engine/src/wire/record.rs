@@ -90,6 +90,15 @@ impl<'a> Record<'a> {
         }
     }
 
+    /// Whether field `name` is absent (`None`), `null` (`Some(false)`) or given (`Some(true)`).
+    pub(crate) fn presence(&self, name: &str) -> Option<bool> {
+        let null = match self.fields {
+            Fields::Tree(m) => matches!(m.get(name)?, Loose::Null),
+            Fields::Flat(f) => matches!(f.iter().rev().find(|(k, _)| k == name)?.1, Scalar::Null),
+        };
+        Some(!null)
+    }
+
     pub(crate) fn fail(&mut self, name: &str, reason: impl Into<String>) {
         self.errors.push(FieldError::new(name, reason));
     }
