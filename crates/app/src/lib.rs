@@ -11,6 +11,7 @@
 //! key as listed), [`clock`] (the clock, read in one place).
 
 pub mod allocation;
+pub mod allocation_series;
 pub mod batch;
 pub mod budget_alerts;
 pub mod clock;

@@ -8,6 +8,7 @@
 //! [`allocate::allocate`] prices rollups with [`policy`] matching and splits them between tenants.
 
 pub mod allocate;
+pub mod allocation_series;
 pub mod batch;
 pub mod breakdown;
 pub mod budget;
@@ -26,7 +27,6 @@ pub mod scope;
 pub mod series;
 pub mod shares;
 pub mod slurm;
-pub mod steps;
 pub mod time;
 pub mod tokens;
 pub mod view;

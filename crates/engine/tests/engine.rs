@@ -1213,7 +1213,7 @@ proptest! {
 
     #[test]
     fn the_steps_of_a_series_sum_to_the_period(f in arb_fleet(), step in 0usize..3) {
-        use eai_engine::steps::{apportion_steps, bounds, Step};
+        use eai_engine::allocation_series::{apportion_steps, bounds, Step};
         let step = [Step::Hour, Step::Day, Step::Week][step];
         let cuts = bounds(Timestamp(T0 + H), Timestamp(T0 + 5 * H), step);
         let inner = run(&f.samples, &f.usage, &f.policies, T0 + H, T0 + 5 * H);

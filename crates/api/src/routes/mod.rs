@@ -8,6 +8,7 @@ use crate::state::AppState;
 use crate::telemetry;
 
 pub mod allocation;
+pub mod allocation_series;
 pub mod audit;
 pub mod budgets;
 pub mod catalog;
@@ -35,7 +36,10 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/finops/gpu/allocation/explain", get(explain::get))
         .route("/v1/finops/gpu/usage", get(gpu_usage::get))
         .route("/v1/finops/gpu/slurm/reconciliation", post(slurm::post))
-        .route("/v1/finops/gpu/allocation/series", get(token_costs::series))
+        .route(
+            "/v1/finops/gpu/allocation/series",
+            get(allocation_series::get),
+        )
         .route("/v1/finops/gpu/token-costs", get(token_costs::get))
         .route(
             "/v1/finops/allocation-policies",
