@@ -8,7 +8,7 @@
 //! claims (the events summed per deployment, tenant and hour by ClickHouse) come from the replica (`FINAL`),
 //! policies from the primary,
 //! and the exact hours (a policy starting or ending off the hour) as raw cells from the primary
-//! (`Store::usage_for` for those hours only; the replica has no reason to hold raw cells): the same inputs, so
+//! (`SampleStore::allocation_usage` for those hours only; the replica has no reason to hold raw cells): the same inputs, so
 //! the same figures, as the primary on the same data.
 
 use std::collections::BTreeSet;
@@ -258,8 +258,10 @@ pub async fn explain_of(
     use eai_engine::breakdown::Dimension;
     let inputs = read_inputs(source, store, period).await?;
     let dep = deployment_id.to_string();
-    let explained = tokio::task::spawn_blocking(move || {
-        eai_engine::allocate::explain(&inputs.engine_input(period, config), &dep)
+    // The inputs come back from the task: the breakdown of where the time ran reads the same ones.
+    let (explained, inputs) = tokio::task::spawn_blocking(move || {
+        let e = eai_engine::allocate::explain(&inputs.engine_input(period, config), &dep);
+        (e, inputs)
     })
     .await
     .map_err(|e| StoreError::Internal(format!("the explanation task failed: {e}")))?;
@@ -279,8 +281,8 @@ pub async fn explain_of(
         return Ok(None);
     };
     let scope = viewer.map_or(eai_store::Scope::Platform, eai_store::Scope::Tenant);
-    let pods = breakdown_of(
-        source,
+    let pods = breakdown_from(
+        inputs,
         store,
         period,
         config,
@@ -317,7 +319,20 @@ pub async fn breakdown_of(
     group_by: Vec<eai_engine::breakdown::Dimension>,
     filter: Vec<(eai_engine::breakdown::Dimension, String)>,
 ) -> Result<eai_engine::breakdown::Breakdown, StoreError> {
-    let mut inputs = read_inputs(source, store, period).await?;
+    let inputs = read_inputs(source, store, period).await?;
+    breakdown_from(inputs, store, period, config, scope, group_by, filter).await
+}
+
+/// [`breakdown_of`] on inputs already read.
+async fn breakdown_from(
+    mut inputs: Inputs,
+    store: &(impl AllocationStore + ?Sized),
+    period: Period,
+    config: AllocationConfig,
+    scope: eai_store::Scope,
+    group_by: Vec<eai_engine::breakdown::Dimension>,
+    filter: Vec<(eai_engine::breakdown::Dimension, String)>,
+) -> Result<eai_engine::breakdown::Breakdown, StoreError> {
     let exact = exact_hours(&inputs.policies, period);
     let mut usage = store
         .gpu_usage(scope, period.from, period.to, &exact)
