@@ -298,7 +298,7 @@ pub struct NodeSeen {
 /// What a ClickHouse replica holds of a period `[from, to)`, read from one snapshot of the primary for
 /// `eai-gpu replica backfill` (a replica added to an existing database): the raw samples ending in it (those
 /// the retention kept), the per-GPU rollups of its buckets, the gaps that start in it, in no particular order (a replica
-/// keys its rows itself). Usage events are read with [`Store::usage_events`].
+/// keys its rows itself). Usage events are read with [`UsageStore::usage_events`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReplicaRows {
     pub samples: Vec<Sample>,

@@ -169,7 +169,7 @@ impl Backfilled {
 
 /// Copies what the primary holds of `[from, to)` into the replica (a replica added to an existing database:
 /// the outbox only carries changes made while it was on), `step_ms` at a time: each step is one snapshot of
-/// the primary ([`crate::Store::replica_rows`], [`crate::Store::usage_events`]) and one insert per table.
+/// the primary ([`crate::ReplicaStore::replica_rows`], [`crate::UsageStore::usage_events`]) and one insert per table.
 /// `progress` is called after each step.
 ///
 /// Safe while servers ingest and replicate, and safe to run again: every row carries [`BACKFILL_VERSION`], so

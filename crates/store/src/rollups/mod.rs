@@ -826,7 +826,7 @@ pub fn deployments_seen(rows: impl IntoIterator<Item = SeriesSeen>) -> Vec<Deplo
     out
 }
 
-/// The span of [`crate::Store::replica_extent`] from each table's least and greatest instant, as the backends
+/// The span of [`crate::ReplicaStore::replica_extent`] from each table's least and greatest instant, as the backends
 /// read them: rollup buckets (a bucket counts to its end, where its last sample may end), gap starts, event
 /// times. `None` when every table is empty.
 pub fn replica_extent(
