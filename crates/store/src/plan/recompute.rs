@@ -1,5 +1,5 @@
 //! One GPU-hour recomputed from raw samples, planned without I/O: at ingest, the hours late samples dirty
-//! ([`crate::plan::ingest::IngestPlan::recompute`]); at pruning, the hours about to freeze, re-cut
+//! ([`crate::plan::ingest::Write::Recompute`]); at pruning, the hours about to freeze, re-cut
 //! ([`crate::plan::prune::Refreeze::recompute`]). The terms are [`crate::rollups`]'; the backend reads the
 //! hour's raw context and writes what [`Recompute::bucket`] returns.
 

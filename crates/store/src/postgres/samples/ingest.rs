@@ -1,13 +1,14 @@
-//! Ingest: a batch as [`crate::plan::ingest`] plans it, in a fixed number of round trips.
+//! Ingest: the driver of [`crate::plan::ingest::Ingest`] on PostgreSQL, each step answered with its statements
+//! (sent together: a fixed number of round trips whatever the batch's size), and the statements themselves.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use eai_engine::domain::{Sample, ShareMethod};
 use eai_engine::report::Gap;
 use eai_engine::rollup::{Rollup, RollupKey};
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::Transaction;
+use tokio_postgres::{Statement, Transaction};
 use uuid::Uuid;
 
 use super::rows::{
@@ -21,8 +22,7 @@ use super::sql::{
 };
 use crate::codec::{share_method, Labels, LabelsRef};
 use crate::plan::ingest::{
-    late_lookups, late_runs, Ingest, IngestPlan, LateKey, LateRead, Lookup, RunRead,
-    LATE_RUN_SPAN_MS,
+    Answer, Batch, Finish, LateRun, Read, RollupWrites, Rows, RunRead, SampleAt, Step, Write,
 };
 use crate::postgres::derived;
 use crate::postgres::pool::{PgConn, Staging, Stmts};
@@ -31,62 +31,6 @@ use crate::postgres::{owner_of, owner_uuid, Ctx};
 use crate::rollups::pruned::INDEXED_FROM;
 use crate::rollups::{Cuts, Horizon, RollupConfig, PRUNED_BEFORE};
 use crate::{IngestOutcome, Result, Scope, StoreError};
-
-/// Late samples in frozen hours: the rollups their terms change are read, and written back or deleted as the
-/// plan says; the gaps they close are deleted, those they open written.
-pub(super) async fn merge_frozen(
-    tx: &Transaction<'_>,
-    st: &mut Stmts,
-    plan: &mut IngestPlan<'_>,
-) -> Result<()> {
-    let deltas = plan.frozen_deltas();
-    if !deltas.is_empty() {
-        let mut keys: RollupKeyCols<'_> = Default::default();
-        for (k, _, _) in &deltas {
-            keys.push(plan.gpu_id(&k.gpu_uuid)?, k)?;
-        }
-        let s = st.get(tx, ROLLUPS_AT).await?;
-        let current: HashMap<RollupKey, Rollup> = tx
-            .query(&s, &keys.params())
-            .await
-            .ctx("read rollups")?
-            .iter()
-            .map(|r| rollup_of(r).map(|r| (r.key.clone(), r)))
-            .collect::<Result<_>>()?;
-        drop(keys);
-        let frozen = plan.frozen(deltas, current)?;
-        let s = st.get(tx, ROLLUPS_WRITE).await?;
-        write_rollups(tx, &s, &frozen.write).await?;
-        if !frozen.delete.is_empty() {
-            let mut gone: RollupKeyCols<'_> = Default::default();
-            for (id, k) in &frozen.delete {
-                gone.push(*id, k)?;
-            }
-            let s = st.get(tx, ROLLUPS_DELETE).await?;
-            tx.execute(&s, &gone.params()).await.ctx("delete rollups")?;
-        }
-    }
-    let removed = plan.gaps_removed()?;
-    if !removed.is_empty() {
-        let (ids, froms): (Vec<i64>, Vec<i64>) = removed.into_iter().unzip();
-        let s = st.get(tx, GAPS_TAKE).await?;
-        let taken = tx
-            .query(&s, &[&ids, &froms])
-            .await
-            .ctx("delete gaps")?
-            .iter()
-            .map(gap_of)
-            .collect::<Result<Vec<_>>>()?;
-        plan.gaps_taken(&taken);
-    }
-    let gaps = plan.frozen_gaps()?;
-    if !gaps.is_empty() {
-        let rows: Vec<(i64, &Gap)> = gaps.iter().map(|(id, g)| (*id, g)).collect();
-        let s = st.get(tx, GAPS_WRITE).await?;
-        write_gaps(tx, &s, &rows).await?;
-    }
-    Ok(())
-}
 
 // --- ingest ---------------------------------------------------------------------------------------------------
 
@@ -135,16 +79,13 @@ pub(super) async fn lock(tx: &Transaction<'_>, st: &mut Stmts, ids: &mut [i64]) 
 }
 
 /// Stored samples by (gpu id, end).
-pub(super) async fn samples_at(
+async fn samples_at(
     tx: &Transaction<'_>,
     st: &mut Stmts,
-    keys: &BTreeSet<(i64, i64)>,
+    keys: &[SampleAt<'_>],
 ) -> Result<HashMap<(i64, i64), Sample>> {
-    if keys.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let gpu: Vec<i64> = keys.iter().map(|k| k.0).collect();
-    let end: Vec<i64> = keys.iter().map(|k| k.1).collect();
+    let gpu: Vec<i64> = keys.iter().map(|k| k.gpu_id).collect();
+    let end: Vec<i64> = keys.iter().map(|k| k.end).collect();
     let s = st.get(tx, SAMPLES_AT).await?;
     tx.query(&s, &[&gpu, &end])
         .await
@@ -173,6 +114,14 @@ pub(super) struct RollupKeyCols<'a> {
 }
 
 impl<'a> RollupKeyCols<'a> {
+    fn of(keys: impl IntoIterator<Item = (i64, &'a RollupKey)>) -> Result<Self> {
+        let mut cols = RollupKeyCols::default();
+        for (id, k) in keys {
+            cols.push(id, k)?;
+        }
+        Ok(cols)
+    }
+
     fn push(&mut self, gpu_id: i64, k: &'a RollupKey) -> Result<()> {
         self.gpu.push(gpu_id);
         self.bucket.push(k.bucket_start.0);
@@ -278,40 +227,64 @@ async fn stage(
     Ok(())
 }
 
-/// Stores a batch as [`crate::plan::ingest`] plans it: this only reads what each step asks for (pipelined: a fixed
-/// number of round trips whatever the batch's size) and writes what it returns.
+/// Stores a batch as [`crate::plan::ingest::Ingest`] plans it: this only reads what each step asks for and writes
+/// what it returns, a fixed number of round trips whatever the batch's size (a step's statements are sent
+/// together: pipelined).
 pub async fn insert(
     conn: &mut PgConn,
     cfg: &RollupConfig,
-    batch: &[Sample],
+    samples: &[Sample],
     draft: &crate::AuditDraft,
 ) -> Result<IngestOutcome> {
-    let ingest = Ingest::new(batch)?;
-    let uuids = ingest.gpus();
-    let staged = batch.len() >= STAGE_ROWS && stage_ready(conn).await?;
-
+    let batch = Batch::encode(samples)?;
+    let staged = samples.len() >= STAGE_ROWS && stage_ready(conn).await?;
     let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
-    let ids = intern_gpus(&tx, st, &uuids).await?;
+    let mut ingest = batch.ingest(*cfg, draft);
+    loop {
+        let answer = match ingest.step()? {
+            Step::Done(outcome) => {
+                tx.commit().await.ctx("commit ingest")?;
+                return Ok(outcome);
+            }
+            Step::Read(r) => read(&tx, st, cfg, r).await?,
+            Step::Write(w) => write(&tx, st, cfg, staged, w).await?,
+        };
+        ingest.resume(answer)?;
+    }
+}
 
-    // Lock the GPUs, then read everything the plan needs before writing anything.
-    let mut gpu_ids = uuids
-        .iter()
-        .map(|u| {
-            ids.get(*u)
-                .copied()
-                .ok_or_else(|| StoreError::Internal(format!("ingest: unknown gpu {u}")))
-        })
-        .collect::<Result<Vec<i64>>>()?;
-    gpu_ids.sort_unstable();
+async fn read(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    cfg: &RollupConfig,
+    read: Read<'_, '_>,
+) -> Result<Answer> {
+    Ok(match read {
+        Read::Gpus(uuids) => Answer::Gpus(intern_gpus(tx, st, uuids).await?),
+        Read::Latest(gpus) => latest(tx, st, gpus).await?,
+        Read::Runs(runs) => Answer::Runs(runs_read(tx, st, runs).await?),
+        Read::Samples(keys) => Answer::Samples(samples_at(tx, st, keys).await?),
+        Read::EndSets(keys) => Answer::EndSets(end_sets_near(tx, st, cfg, keys).await?),
+        Read::Rollups(keys) => {
+            let s = st.get(tx, ROLLUPS_AT).await?;
+            Answer::Rollups(rollups_at(tx, &s, &RollupKeyCols::of(keys)?).await?)
+        }
+    })
+}
+
+/// Locks the GPUs (advisory locks, in the order given: ascending ids), then reads their latest samples and the
+/// horizon, all pipelined in this order: the cuts are read after their lock is held (shared: see
+/// CUTS_LOCK_CLASS).
+async fn latest(tx: &Transaction<'_>, st: &mut Stmts, gpus: &[(i64, &str)]) -> Result<Answer> {
+    let gpu_ids: Vec<i64> = gpus.iter().map(|g| g.0).collect();
     let (lock, last, meta, cuts_lock, cuts) = (
-        st.get(&tx, GPUS_LOCK).await?,
-        st.get(&tx, LAST_SAMPLES).await?,
-        st.get(&tx, META_GET).await?,
-        st.get(&tx, CUTS_LOCK_SHARED).await?,
-        st.get(&tx, CUTS).await?,
+        st.get(tx, GPUS_LOCK).await?,
+        st.get(tx, LAST_SAMPLES).await?,
+        st.get(tx, META_GET).await?,
+        st.get(tx, CUTS_LOCK_SHARED).await?,
+        st.get(tx, CUTS).await?,
     );
     let params: [&(dyn ToSql + Sync); 1] = [&gpu_ids];
-    // Pipelined in this order: the cuts are read after their lock is held (shared: see CUTS_LOCK_CLASS).
     let (_, last_rows, pruned_before, indexed_from, _, cut_rows) = tokio::try_join!(
         tx.execute(&lock, &params),
         tx.query(&last, &params),
@@ -321,249 +294,272 @@ pub async fn insert(
         tx.query(&cuts, &[]),
     )
     .ctx("lock gpus and read their latest samples")?;
-    let horizon = Horizon {
-        pruned_before: pruned_before.map(|r| r.get(0)),
-        indexed_from: indexed_from.map(|r| r.get(0)),
-        cuts: Cuts::new(cut_rows.iter().map(|r| r.get::<_, i64>(0))),
-    };
-    let latest: HashMap<i64, Sample> = last_rows.iter().map(sample_of).collect::<Result<_>>()?;
-    let splits = ingest.split(ids, latest)?;
+    Ok(Answer::Latest {
+        latest: last_rows.iter().map(sample_of).collect::<Result<_>>()?,
+        horizon: Horizon {
+            pruned_before: pruned_before.map(|r| r.get(0)),
+            indexed_from: indexed_from.map(|r| r.get(0)),
+            cuts: Cuts::new(cut_rows.iter().map(|r| r.get::<_, i64>(0))),
+        },
+    })
+}
 
-    // The late samples: stored already? the ends of their raw neighbours, then those neighbours.
-    let late = splits.late();
-    let mut lookups: HashMap<LateKey, Lookup> = HashMap::new();
-    if !late.is_empty() {
-        let runs = late_runs(&late, LATE_RUN_SPAN_MS);
-        let mut cols: [Vec<i64>; 3] = Default::default();
-        for &(id, lo, hi) in &runs {
-            for (c, v) in cols.iter_mut().zip([id, lo, hi]) {
-                c.push(v);
-            }
-        }
-        let s = st.get(&tx, LATE_RUNS).await?;
-        let reads: Vec<RunRead> = tx
-            .query(&s, &[&cols[0], &cols[1], &cols[2]])
-            .await
-            .ctx("look late samples up")?
-            .iter()
-            .map(|r| RunRead {
-                before: r.get(0),
-                after: r.get(1),
-                stored: r.get(2),
-            })
-            .collect();
-        lookups = late_lookups(&late, &runs, &reads)?;
-    }
-    let mut wanted: BTreeSet<(i64, i64)> = BTreeSet::new();
-    for ((id, _), (is_stored, before, after)) in &lookups {
-        if !is_stored {
-            wanted.extend(before.map(|e| (*id, e)));
-            wanted.extend(after.map(|e| (*id, e)));
+/// The late runs' stored ends ([`LATE_RUNS`]), one statement for all.
+async fn runs_read(tx: &Transaction<'_>, st: &mut Stmts, runs: &[LateRun]) -> Result<Vec<RunRead>> {
+    let mut cols: [Vec<i64>; 3] = Default::default();
+    for &(id, lo, hi) in runs {
+        for (c, v) in cols.iter_mut().zip([id, lo, hi]) {
+            c.push(v);
         }
     }
-    let neighbours = samples_at(&tx, st, &wanted).await?;
-    let find = |id: i64, end: Option<i64>| -> Result<Option<Sample>> {
-        end.map(|e| {
-            neighbours.get(&(id, e)).cloned().ok_or_else(|| {
-                StoreError::Internal(format!(
-                    "ingest: the stored sample ({id}, {e}) went missing"
-                ))
-            })
+    let s = st.get(tx, LATE_RUNS).await?;
+    Ok(tx
+        .query(&s, &[&cols[0], &cols[1], &cols[2]])
+        .await
+        .ctx("look late samples up")?
+        .iter()
+        .map(|r| RunRead {
+            before: r.get(0),
+            after: r.get(1),
+            stored: r.get(2),
         })
-        .transpose()
-    };
-    let mut reads: HashMap<LateKey, LateRead> = HashMap::with_capacity(lookups.len());
-    for (&(id, end), &(stored, before, after)) in &lookups {
-        let read = match stored {
-            true => LateRead {
-                stored,
-                ..LateRead::default()
-            },
-            false => LateRead {
-                stored,
-                before: find(id, before)?,
-                after: find(id, after)?,
-            },
-        };
-        reads.insert((id, end), read);
+        .collect())
+}
+
+/// The stored rollups of these keys ([`ROLLUPS_AT`], prepared), by key.
+async fn rollups_at(
+    tx: &Transaction<'_>,
+    s: &Statement,
+    keys: &RollupKeyCols<'_>,
+) -> Result<HashMap<RollupKey, Rollup>> {
+    tx.query(s, &keys.params())
+        .await
+        .ctx("read rollups")?
+        .iter()
+        .map(|r| rollup_of(r).map(|r| (r.key.clone(), r)))
+        .collect()
+}
+
+async fn write(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    cfg: &RollupConfig,
+    staged: bool,
+    write: Write<'_, '_>,
+) -> Result<Answer> {
+    match write {
+        Write::Rows(rows) => write_rows(tx, st, rows, staged).await,
+        Write::Rollups(w) => write_rollups_gaps(tx, st, w).await,
+        Write::Recompute { hours, mut rc } => {
+            // Slow-path buckets (never frozen), each with statements of its own.
+            for (id, _, h) in hours {
+                recompute(tx, st, cfg, &mut rc, *id, *h).await?;
+            }
+            Ok(Answer::Written)
+        }
+        Write::Finish(f) => {
+            finish(tx, st, *f).await?;
+            Ok(Answer::Written)
+        }
     }
-    let near = end_sets_near(&tx, st, cfg, &splits.needs_index(&horizon, &reads)).await?;
-    let mut plan = splits.plan(*cfg, horizon, &reads, &near)?;
+}
 
-    let rows = plan.rows()?;
-    if !rows.is_empty() {
-        // Series (a re-send alone never creates one), with the span the batch saw.
-        let seen = plan.seen();
-        let mut cols: SeriesCols<'_> = Default::default();
-        for (l, (first, last)) in &seen {
-            cols.0.push(owner_uuid(l.owner)?);
-            for (c, v) in cols.1.iter_mut().zip([
-                l.deployment_id,
-                l.model,
-                l.namespace,
-                l.pod,
-                l.node,
-                l.share.as_str(),
-            ]) {
-                c.push(v);
-            }
-            cols.2.push(*first);
-            cols.3.push(*last);
+/// Series (with the span the batch saw), then the rows, all new by construction (the count written is checked),
+/// sent together with the read of the rollups that their deltas add to and the GPUs' latest ends moved forward
+/// (schema 10's `last_end_ms`).
+async fn write_rows(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    w: Rows<'_, '_>,
+    staged: bool,
+) -> Result<Answer> {
+    let mut cols: SeriesCols<'_> = Default::default();
+    for (l, (first, last)) in w.seen {
+        cols.0.push(owner_uuid(l.owner)?);
+        for (c, v) in cols.1.iter_mut().zip([
+            l.deployment_id,
+            l.model,
+            l.namespace,
+            l.pod,
+            l.node,
+            l.share.as_str(),
+        ]) {
+            c.push(v);
         }
-        let s = st.get(&tx, SERIES_UPSERT).await?;
-        let [dep, model, ns, pod, node, share] = &cols.1;
-        let stored: HashMap<Labels, i64> = tx
-            .query(
-                &s,
-                &[&cols.0, dep, model, ns, pod, node, share, &cols.2, &cols.3],
-            )
-            .await
-            .ctx("write series")?
-            .iter()
-            .map(|r| {
-                Ok((
-                    Labels {
-                        owner: owner_of(r.get(1)),
-                        deployment_id: r.get(2),
-                        model: r.get(3),
-                        namespace: r.get(4),
-                        pod: r.get(5),
-                        node: r.get(6),
-                        share: share_method(r.get(7))?,
-                    },
-                    r.get::<_, i64>(0),
-                ))
-            })
-            .collect::<Result<_>>()?;
-        // By borrowed labels: looked up once a row.
-        let series: HashMap<LabelsRef<'_>, i64> = seen
-            .keys()
-            .filter_map(|l| stored.get(&l.to_owned()).map(|id| (*l, *id)))
-            .collect();
-
-        // Rows, all new by construction (the count written is checked), sent together with the read of the
-        // rollups that the appended samples' terms add to; then the merged rollups together with the gaps.
-        let n = rows.len();
-        let mut ints: [Vec<i64>; 9] = Default::default();
-        let mut tenants: Vec<Uuid> = Vec::with_capacity(n);
-        for row in &rows {
-            let (s, f) = (row.sample, row.figures);
-            let series_id = series
-                .get(&LabelsRef::of(s))
-                .copied()
-                .ok_or_else(|| StoreError::Internal("ingest: a written series has no id".into()))?;
-            for (c, v) in ints.iter_mut().zip(f.row(row.gpu_id, s.end.0, series_id)) {
-                c.push(v);
-            }
-            tenants.push(owner_uuid(s.owner)?);
-        }
-        // Each GPU's latest end, moved forward with the rows (schema 10's `last_end_ms`).
-        let mut last_ends: BTreeMap<i64, i64> = BTreeMap::new();
-        for (&id, &end) in ints[0].iter().zip(&ints[1]) {
-            let e = last_ends.entry(id).or_insert(end);
-            *e = (*e).max(end);
-        }
-        let (last_ids, last_ends): (Vec<i64>, Vec<i64>) = last_ends.into_iter().unzip();
-        let deltas = plan.deltas();
-        let mut keys: RollupKeyCols<'_> = Default::default();
-        for d in &deltas {
-            keys.push(plan.gpu_id(&d.key.gpu_uuid)?, &d.key)?;
-        }
-        let staged = staged && n >= STAGE_ROWS;
-        let (insert, at, moved) = (
-            st.get(
-                &tx,
-                if staged {
-                    SAMPLES_FROM_STAGE
-                } else {
-                    SAMPLES_INSERT
+        cols.2.push(*first);
+        cols.3.push(*last);
+    }
+    let s = st.get(tx, SERIES_UPSERT).await?;
+    let [dep, model, ns, pod, node, share] = &cols.1;
+    let stored: HashMap<Labels, i64> = tx
+        .query(
+            &s,
+            &[&cols.0, dep, model, ns, pod, node, share, &cols.2, &cols.3],
+        )
+        .await
+        .ctx("write series")?
+        .iter()
+        .map(|r| {
+            Ok((
+                Labels {
+                    owner: owner_of(r.get(1)),
+                    deployment_id: r.get(2),
+                    model: r.get(3),
+                    namespace: r.get(4),
+                    pod: r.get(5),
+                    node: r.get(6),
+                    share: share_method(r.get(7))?,
                 },
-            )
-            .await?,
-            st.get(&tx, ROLLUPS_AT).await?,
-            st.get(&tx, LAST_ENDS_WRITE).await?,
-        );
-        if staged {
-            stage(&tx, &ints, &tenants)
-                .await
-                .ctx("copy samples into the staging table")?;
+                r.get::<_, i64>(0),
+            ))
+        })
+        .collect::<Result<_>>()?;
+    // By borrowed labels: looked up once a row.
+    let series: HashMap<LabelsRef<'_>, i64> = w
+        .seen
+        .keys()
+        .filter_map(|l| stored.get(&l.to_owned()).map(|id| (*l, *id)))
+        .collect();
+
+    let n = w.rows.len();
+    let mut ints: [Vec<i64>; 9] = Default::default();
+    let mut tenants: Vec<Uuid> = Vec::with_capacity(n);
+    for row in w.rows {
+        let (s, f) = (row.sample, row.figures);
+        let series_id = series
+            .get(&LabelsRef::of(s))
+            .copied()
+            .ok_or_else(|| StoreError::Internal("ingest: a written series has no id".into()))?;
+        for (c, v) in ints.iter_mut().zip(f.row(row.gpu_id, s.end.0, series_id)) {
+            c.push(v);
         }
-        let [gpu, end, series_id, window, util, mem, power, storage, fraction] = &ints;
-        let rows = async {
-            let written = match staged {
-                true => tx.execute(&insert, &[]).await,
-                false => {
-                    tx.execute(
-                        &insert,
-                        &[
-                            gpu, end, &tenants, series_id, window, util, mem, power, storage,
-                            fraction,
-                        ],
-                    )
-                    .await
-                }
-            };
-            match written {
-                Err(e) if crate::postgres::sqlstate(&e) == Some("23505") => {
-                    Err(StoreError::Internal(
-                        "ingest: a sample planned as new was stored already: a concurrent writer?"
-                            .into(),
-                    ))
-                }
-                other => other.ctx("insert samples"),
+        tenants.push(owner_uuid(s.owner)?);
+    }
+    let (last_ids, last_ends): (Vec<i64>, Vec<i64>) = w.last_ends().into_iter().unzip();
+    let keys = RollupKeyCols::of(w.rollups)?;
+    let staged = staged && n >= STAGE_ROWS;
+    let (insert, at, moved) = (
+        st.get(
+            tx,
+            if staged {
+                SAMPLES_FROM_STAGE
+            } else {
+                SAMPLES_INSERT
+            },
+        )
+        .await?,
+        st.get(tx, ROLLUPS_AT).await?,
+        st.get(tx, LAST_ENDS_WRITE).await?,
+    );
+    if staged {
+        stage(tx, &ints, &tenants)
+            .await
+            .ctx("copy samples into the staging table")?;
+    }
+    let [gpu, end, series_id, window, util, mem, power, storage, fraction] = &ints;
+    let rows = async {
+        let written = match staged {
+            true => tx.execute(&insert, &[]).await,
+            false => {
+                tx.execute(
+                    &insert,
+                    &[
+                        gpu, end, &tenants, series_id, window, util, mem, power, storage, fraction,
+                    ],
+                )
+                .await
             }
         };
-        let current = async { tx.query(&at, &keys.params()).await.ctx("read rollups") };
-        let moved = async {
-            tx.execute(&moved, &[&last_ids, &last_ends])
-                .await
-                .ctx("move the GPUs' latest ends")
-        };
-        // All pipelined; when the insert fails, the others fail too ("transaction is aborted"): report the
-        // insert's error, the cause.
-        let (written, current, moved) = tokio::join!(rows, current, moved);
-        let (written, current, _) = (written?, current?, moved?);
-        if written != n as u64 {
-            return Err(StoreError::Internal(format!(
-                "ingest: {n} samples planned as new, {written} written: a concurrent writer?"
-            )));
+        match written {
+            Err(e) if crate::postgres::sqlstate(&e) == Some("23505") => Err(StoreError::Internal(
+                "ingest: a sample planned as new was stored already: a concurrent writer?".into(),
+            )),
+            other => other.ctx("insert samples"),
         }
-        let current: HashMap<RollupKey, Rollup> = current
-            .iter()
-            .map(|r| rollup_of(r).map(|r| (r.key.clone(), r)))
-            .collect::<Result<_>>()?;
-        drop(keys);
-        let merged = plan.merged(deltas, current)?;
-        let gaps = plan.gaps()?;
-        let gaps: Vec<(i64, &Gap)> = gaps.iter().map(|(id, g)| (*id, g)).collect();
-        let (rw, gw) = (
-            st.get(&tx, ROLLUPS_WRITE).await?,
-            st.get(&tx, GAPS_WRITE).await?,
-        );
-        tokio::try_join!(
-            write_rollups(&tx, &rw, &merged),
-            write_gaps(&tx, &gw, &gaps)
-        )?;
+    };
+    let current = rollups_at(tx, &at, &keys);
+    let moved = async {
+        tx.execute(&moved, &[&last_ids, &last_ends])
+            .await
+            .ctx("move the GPUs' latest ends")
+    };
+    // All pipelined; when the insert fails, the others fail too ("transaction is aborted"): report the
+    // insert's error, the cause.
+    let (written, current, moved) = tokio::join!(rows, current, moved);
+    let (written, current, _) = (written?, current?, moved?);
+    if written != n as u64 {
+        return Err(StoreError::Internal(format!(
+            "ingest: {n} samples planned as new, {written} written: a concurrent writer?"
+        )));
     }
+    Ok(Answer::Rollups(current))
+}
 
-    // Late samples in frozen hours: their terms merged into the stored rollups and gaps.
-    merge_frozen(&tx, st, &mut plan).await?;
+/// Rollup and gap rows, sent together in the order the step gives them: rollups upserted, rollups deleted, gaps
+/// deleted (the rows deleted are the answer), gaps upserted.
+async fn write_rollups_gaps(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    w: RollupWrites<'_>,
+) -> Result<Answer> {
+    let gone = RollupKeyCols::of(w.delete.iter().map(|(id, k)| (*id, k)))?;
+    let (ids, froms): (Vec<i64>, Vec<i64>) =
+        w.take_gaps.iter().map(|(id, _, from)| (*id, *from)).unzip();
+    let gaps: Vec<(i64, &Gap)> = w.gaps.iter().map(|(id, g)| (*id, g)).collect();
+    let (rw, gw) = (
+        st.get(tx, ROLLUPS_WRITE).await?,
+        st.get(tx, GAPS_WRITE).await?,
+    );
+    let delete = match w.delete.is_empty() {
+        true => None,
+        false => Some(st.get(tx, ROLLUPS_DELETE).await?),
+    };
+    let take = match ids.is_empty() {
+        true => None,
+        false => Some(st.get(tx, GAPS_TAKE).await?),
+    };
+    let deleted = async {
+        match &delete {
+            Some(s) => tx
+                .execute(s, &gone.params())
+                .await
+                .ctx("delete rollups")
+                .map(drop),
+            None => Ok(()),
+        }
+    };
+    let taken = async {
+        match &take {
+            Some(s) => tx
+                .query(s, &[&ids, &froms])
+                .await
+                .ctx("delete gaps")?
+                .iter()
+                .map(gap_of)
+                .collect::<Result<Vec<_>>>(),
+            None => Ok(Vec::new()),
+        }
+    };
+    let (_, _, taken, _) = tokio::try_join!(
+        write_rollups(tx, &rw, w.write),
+        deleted,
+        taken,
+        write_gaps(tx, &gw, &gaps)
+    )?;
+    Ok(Answer::Taken(taken))
+}
 
-    // Slow-path buckets (never frozen): recomputed after the other terms, which they include.
-    let dirty = plan.dirty()?;
-    let mut rc = plan.recompute();
-    for (id, _, h) in dirty {
-        recompute(&tx, st, cfg, &mut rc, id, h).await?;
-    }
-    let pending = plan.pending()?;
-    if !pending.is_empty() {
-        let (ids, froms): (Vec<i64>, Vec<i64>) = pending.into_iter().unzip();
-        let s = st.get(&tx, PENDING_UPSERT).await?;
+/// The last writes: pending prunes, equal shares, the outbox; last, the group rows every batch of a
+/// deployment-hour adds to (locked until the commit), and the audit chain.
+async fn finish(tx: &Transaction<'_>, st: &mut Stmts, f: Finish) -> Result<()> {
+    if !f.pending.is_empty() {
+        let (ids, froms): (Vec<i64>, Vec<i64>) = f.pending.into_iter().unzip();
+        let s = st.get(tx, PENDING_UPSERT).await?;
         tx.execute(&s, &[&ids, &froms])
             .await
             .ctx("note rows to prune")?;
     }
-    let equal = plan.equal_shares();
+    let equal = &f.equal_shares;
     if !equal.is_empty() {
         let buckets: Vec<i64> = equal.iter().map(|e| e.bucket_start.0).collect();
         let deployments: Vec<&str> = equal.iter().map(|e| e.deployment_id.as_str()).collect();
@@ -572,19 +568,15 @@ pub async fn insert(
             .map(|e| crate::codec::to_i64(e.samples, "equal_shares.samples"))
             .collect::<Result<Vec<i64>>>()?;
         let seconds: Vec<rust_decimal::Decimal> = equal.iter().map(|e| e.gpu_seconds).collect();
-        let s = st.get(&tx, EQUAL_SHARES_ADD).await?;
+        let s = st.get(tx, EQUAL_SHARES_ADD).await?;
         tx.execute(&s, &[&buckets, &deployments, &samples, &seconds])
             .await
             .ctx("add to the equal shares")?;
     }
-    let done = plan.finish(draft);
-    if let Some(o) = done.outbox {
-        write_outbox(&tx, st, o).await?;
+    if let Some(o) = f.outbox {
+        write_outbox(tx, st, o).await?;
     }
-    // Last: the group rows every batch of a deployment-hour adds to are locked until the commit, and so is the
-    // audit chain.
-    derived::write_groups(&tx, st, done.groups, done.stale).await?;
-    append_in(&tx, st, &done.audit).await?;
-    tx.commit().await.ctx("commit ingest")?;
-    Ok(done.outcome)
+    derived::write_groups(tx, st, f.groups, f.stale).await?;
+    append_in(tx, st, &f.audit).await?;
+    Ok(())
 }

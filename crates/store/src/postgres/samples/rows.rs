@@ -359,16 +359,14 @@ pub(super) fn end_set_of(r: &Row, b: usize) -> Result<(i64, EndSet)> {
     Ok((bucket, EndSet::decode(bucket, &bytes)?))
 }
 
-/// What the end sets say about each late sample `(gpu id, end)` (see [`pruned::ends_near`]).
+/// The end sets near each late sample `(gpu id, end)`: the set of its bucket and the nearest one on each side
+/// (those with none left out).
 pub(super) async fn end_sets_near(
     tx: &Transaction<'_>,
     st: &mut Stmts,
     cfg: &RollupConfig,
     keys: &[(i64, i64)],
-) -> Result<HashMap<(i64, i64), pruned::EndsNear>> {
-    if keys.is_empty() {
-        return Ok(HashMap::new());
-    }
+) -> Result<HashMap<(i64, i64), EndSets>> {
     let gpu: Vec<i64> = keys.iter().map(|k| k.0).collect();
     let end: Vec<i64> = keys.iter().map(|k| k.1).collect();
     let bucket: Vec<i64> = end
@@ -385,14 +383,5 @@ pub(super) async fn end_sets_near(
         let (b, set) = end_set_of(&r, 2)?;
         sets.entry((r.get(0), r.get(1))).or_default().insert(b, set);
     }
-    Ok(keys
-        .iter()
-        .map(|k| {
-            let near = sets
-                .get(k)
-                .map(|s| pruned::ends_near(s, k.1))
-                .unwrap_or_default();
-            (*k, near)
-        })
-        .collect())
+    Ok(sets)
 }

@@ -1,4 +1,5 @@
-//! Ingest: a batch as [`crate::plan::ingest`] plans it.
+//! Ingest: the driver of [`crate::plan::ingest::Ingest`] on SQLite, each step answered with its statements
+//! inside one `IMMEDIATE` transaction, and the statements themselves.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -8,18 +9,18 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use rustc_hash::FxHashMap;
 
 use super::groups::apply_groups;
-use super::meta::{end_sets_near, horizon};
+use super::meta::{add_equal_shares, end_sets_near, horizon};
 use super::rows::{
     delete_rollup, one_sample, recompute, stored_rollup, take_gap, write_gap, write_rollup, Pick,
 };
 use crate::codec::{Figures, LabelsRef};
 use crate::plan::ingest::{
-    late_lookups, late_runs, Ingest, LateKey, LateRead, RunRead, LATE_RUN_SPAN_MS,
+    Answer, Batch, Finish, Ingest, Read, RollupWrites, Rows, RunRead, Step, Write,
 };
-use crate::rollups::pruned;
 use crate::sqlite::codec::{owner_text, Ctx};
+use crate::sqlite::tx::{append_in, write_outbox};
 use crate::sqlite::SqliteConfig;
-use crate::{IngestOutcome, Result, StoreError};
+use crate::{AuditDraft, IngestOutcome, Result, StoreError};
 
 // --- ingest ---------------------------------------------------------------------------------------------------
 
@@ -166,8 +167,8 @@ fn end_near(tx: &Connection, pick: Pick, id: i64, at: i64) -> Result<Option<i64>
     .ctx("read a stored end")
 }
 
-/// Stores a batch as [`crate::plan::ingest`] plans it: this only reads what each step asks for and writes what it
-/// returns.
+/// Stores a batch as [`crate::plan::ingest::Ingest`] plans it: this only reads what each step asks for and
+/// writes what it returns.
 ///
 /// Foreign keys are not checked while it runs: every GPU and series id it writes is one it read or made in the
 /// same transaction ([`intern_gpu`], [`intern_series`]), and nothing deletes GPUs or series; checking them cost
@@ -176,101 +177,131 @@ pub fn insert(
     conn: &mut Connection,
     cfg: &SqliteConfig,
     batch: &[Sample],
-    draft: &crate::AuditDraft,
+    draft: &AuditDraft,
 ) -> Result<IngestOutcome> {
+    let batch = Batch::encode(batch)?;
+    let mut ingest = batch.ingest(*cfg, draft);
     conn.pragma_update(None, "foreign_keys", "OFF")
         .ctx("set foreign_keys")?;
-    let out = insert_with_own_ids(conn, cfg, batch, draft);
+    let out = drive(conn, cfg, &mut ingest);
     conn.pragma_update(None, "foreign_keys", "ON")
         .ctx("set foreign_keys")?;
     out
 }
 
-fn insert_with_own_ids(
+/// Answers each step of `ingest` in one `IMMEDIATE` transaction, committed when it is done.
+fn drive(
     conn: &mut Connection,
     cfg: &SqliteConfig,
-    batch: &[Sample],
-    draft: &crate::AuditDraft,
+    ingest: &mut Ingest<'_>,
 ) -> Result<IngestOutcome> {
-    let ingest = Ingest::new(batch)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("begin ingest")?;
-
-    // Reads, all before any write: the GPUs, the horizon, each GPU's latest sample, then the late samples'.
-    let mut ids: HashMap<String, i64> = HashMap::new();
-    let mut uuids: HashMap<i64, String> = HashMap::new();
-    let mut latest: HashMap<i64, Sample> = HashMap::new();
-    for uuid in ingest.gpus() {
-        let id = intern_gpu(&tx, uuid)?;
-        latest.extend(one_sample(&tx, Pick::AtOrBefore, id, uuid, i64::MAX)?.map(|s| (id, s)));
-        ids.insert(uuid.to_string(), id);
-        uuids.insert(id, uuid.to_string());
-    }
-    let horizon = horizon(&tx)?;
-    let splits = ingest.split(ids, latest)?;
-    // The late samples, looked up by runs (crate::plan::ingest::late_runs), then their neighbours read once each.
-    let late = splits.late();
-    let runs = late_runs(&late, LATE_RUN_SPAN_MS);
-    let mut run_reads = Vec::with_capacity(runs.len());
-    for &(id, lo, hi) in &runs {
-        run_reads.push(RunRead {
-            stored: ends_between(&tx, id, lo, hi)?,
-            before: end_near(&tx, Pick::Before, id, lo)?,
-            after: end_near(&tx, Pick::After, id, hi)?,
-        });
-    }
-    let mut neighbours: HashMap<LateKey, Sample> = HashMap::new();
-    let mut neighbour = |id: i64, end: Option<i64>| -> Result<Option<Sample>> {
-        let Some(end) = end else { return Ok(None) };
-        if let Some(s) = neighbours.get(&(id, end)) {
-            return Ok(Some(s.clone()));
-        }
-        let uuid = uuids.get(&id).map(String::as_str).unwrap_or_default();
-        let s = one_sample(&tx, Pick::AtOrAfter, id, uuid, end)?
-            .filter(|s| s.end.0 == end)
-            .ok_or_else(|| {
-                StoreError::Internal(format!(
-                    "ingest: the stored sample ({id}, {end}) went missing"
-                ))
-            })?;
-        neighbours.insert((id, end), s.clone());
-        Ok(Some(s))
-    };
-    let mut reads: HashMap<LateKey, LateRead> = HashMap::new();
-    for (key, (stored, before, after)) in late_lookups(&late, &runs, &run_reads)? {
-        let read = match stored {
-            true => LateRead {
-                stored,
-                ..LateRead::default()
-            },
-            false => LateRead {
-                stored,
-                before: neighbour(key.0, before)?,
-                after: neighbour(key.0, after)?,
-            },
+    let outcome = loop {
+        let answer = match ingest.step()? {
+            Step::Read(r) => read(&tx, cfg, r)?,
+            Step::Write(w) => write(&tx, cfg, w)?,
+            Step::Done(outcome) => break outcome,
         };
-        reads.insert(key, read);
-    }
-    let mut near = HashMap::new();
-    for (id, end) in splits.needs_index(&horizon, &reads) {
-        near.insert(
-            (id, end),
-            pruned::ends_near(&end_sets_near(&tx, cfg, id, end)?, end),
-        );
-    }
-    let mut plan = splits.plan(*cfg, horizon, &reads, &near)?;
+        ingest.resume(answer)?;
+    };
+    tx.commit().ctx("commit ingest")?;
+    Ok(outcome)
+}
 
-    // Rows: a series is interned when a sample of it is first written.
+/// Answers a read, a statement a GPU, run or key.
+fn read(tx: &Connection, cfg: &SqliteConfig, read: Read<'_, '_>) -> Result<Answer> {
+    Ok(match read {
+        Read::Gpus(uuids) => Answer::Gpus(
+            uuids
+                .iter()
+                .map(|u| Ok((u.to_string(), intern_gpu(tx, u)?)))
+                .collect::<Result<_>>()?,
+        ),
+        Read::Latest(gpus) => {
+            let mut latest = HashMap::with_capacity(gpus.len());
+            for &(id, uuid) in gpus {
+                latest
+                    .extend(one_sample(tx, Pick::AtOrBefore, id, uuid, i64::MAX)?.map(|s| (id, s)));
+            }
+            Answer::Latest {
+                latest,
+                horizon: horizon(tx)?,
+            }
+        }
+        Read::Runs(runs) => Answer::Runs(
+            runs.iter()
+                .map(|&(id, lo, hi)| {
+                    Ok(RunRead {
+                        stored: ends_between(tx, id, lo, hi)?,
+                        before: end_near(tx, Pick::Before, id, lo)?,
+                        after: end_near(tx, Pick::After, id, hi)?,
+                    })
+                })
+                .collect::<Result<_>>()?,
+        ),
+        Read::Samples(keys) => {
+            let mut found = HashMap::with_capacity(keys.len());
+            for k in keys {
+                let s = one_sample(tx, Pick::AtOrAfter, k.gpu_id, k.uuid, k.end)?;
+                found.extend(
+                    s.filter(|s| s.end.0 == k.end)
+                        .map(|s| ((k.gpu_id, k.end), s)),
+                );
+            }
+            Answer::Samples(found)
+        }
+        Read::EndSets(keys) => Answer::EndSets(
+            keys.iter()
+                .map(|&(id, end)| Ok(((id, end), end_sets_near(tx, cfg, id, end)?)))
+                .collect::<Result<_>>()?,
+        ),
+        Read::Rollups(keys) => Answer::Rollups(stored_rollups(tx, &keys)?),
+    })
+}
+
+/// The stored rollups of these keys, those found.
+fn stored_rollups(
+    tx: &Connection,
+    keys: &[(i64, &eai_engine::rollup::RollupKey)],
+) -> Result<HashMap<eai_engine::rollup::RollupKey, eai_engine::rollup::Rollup>> {
+    let mut found = HashMap::with_capacity(keys.len());
+    for &(id, k) in keys {
+        found.extend(stored_rollup(tx, id, k)?.map(|r| (k.clone(), r)));
+    }
+    Ok(found)
+}
+
+/// Carries out a write, a statement a row but for the samples ([`insert_rows`]).
+fn write(tx: &Connection, cfg: &SqliteConfig, write: Write<'_, '_>) -> Result<Answer> {
+    match write {
+        Write::Rows(rows) => write_rows(tx, rows),
+        Write::Rollups(w) => write_rollups(tx, w),
+        Write::Recompute { hours, mut rc } => {
+            for (id, uuid, h) in hours {
+                recompute(tx, cfg, &mut rc, *id, uuid, *h)?;
+            }
+            Ok(Answer::Written)
+        }
+        Write::Finish(f) => {
+            finish(tx, *f)?;
+            Ok(Answer::Written)
+        }
+    }
+}
+
+/// The rows, each series interned when a sample of it is first written and its span widened to what the batch
+/// saw; then the stored rollups the deltas add to.
+fn write_rows(tx: &Connection, w: Rows<'_, '_>) -> Result<Answer> {
     let mut series: FxHashMap<LabelsRef<'_>, i64> = FxHashMap::default();
-    let planned = plan.rows()?;
-    let mut rows = Vec::with_capacity(planned.len());
-    for row in planned {
+    let mut rows = Vec::with_capacity(w.rows.len());
+    for row in w.rows {
         let labels = LabelsRef::of(row.sample);
         let series_id = match series.get(&labels) {
             Some(id) => *id,
             None => {
-                let id = intern_series(&tx, labels, row.sample.end.0)?;
+                let id = intern_series(tx, labels, row.sample.end.0)?;
                 series.insert(labels, id);
                 id
             }
@@ -282,54 +313,8 @@ fn insert_with_own_ids(
             figures: row.figures,
         });
     }
-    insert_rows(&tx, &rows)?;
-
-    // Fast path: the stored rollups of the deltas' keys, merged.
-    let deltas = plan.deltas();
-    let mut current = HashMap::new();
-    for d in &deltas {
-        let id = plan.gpu_id(&d.key.gpu_uuid)?;
-        current.extend(stored_rollup(&tx, id, &d.key)?.map(|r| (d.key.clone(), r)));
-    }
-    for (id, r) in plan.merged(deltas, current)? {
-        write_rollup(&tx, id, &r)?;
-    }
-    for (id, g) in plan.gaps()? {
-        write_gap(&tx, id, &g)?;
-    }
-
-    // Late samples in frozen hours.
-    let deltas = plan.frozen_deltas();
-    let mut current = HashMap::new();
-    for (k, _, _) in &deltas {
-        let id = plan.gpu_id(&k.gpu_uuid)?;
-        current.extend(stored_rollup(&tx, id, k)?.map(|r| (k.clone(), r)));
-    }
-    let frozen = plan.frozen(deltas, current)?;
-    for (id, r) in &frozen.write {
-        write_rollup(&tx, *id, r)?;
-    }
-    for (id, k) in &frozen.delete {
-        delete_rollup(&tx, *id, k)?;
-    }
-    let mut taken = Vec::new();
-    for (id, from) in plan.gaps_removed()? {
-        let uuid = uuids.get(&id).map(String::as_str).unwrap_or_default();
-        taken.extend(take_gap(&tx, id, uuid, from)?);
-    }
-    plan.gaps_taken(&taken);
-    for (id, g) in plan.frozen_gaps()? {
-        write_gap(&tx, id, &g)?;
-    }
-
-    // Dirty hours, recomputed from raw rows.
-    let dirty = plan.dirty()?;
-    let mut rc = plan.recompute();
-    for (id, uuid, h) in dirty {
-        recompute(&tx, cfg, &mut rc, id, &uuid, h)?;
-    }
-
-    for (labels, (first, last)) in &plan.seen() {
+    insert_rows(tx, &rows)?;
+    for (labels, (first, last)) in w.seen {
         let series_id = series
             .get(labels)
             .ok_or_else(|| StoreError::Internal("ingest: a written series has no id".into()))?;
@@ -339,7 +324,29 @@ fn insert_with_own_ids(
         .and_then(|mut st| st.execute(params![series_id, first, last]))
         .ctx("update series seen")?;
     }
-    for (id, from) in plan.pending()? {
+    Ok(Answer::Rollups(stored_rollups(tx, &w.rollups)?))
+}
+
+fn write_rollups(tx: &Connection, w: RollupWrites<'_>) -> Result<Answer> {
+    for (id, r) in w.write {
+        write_rollup(tx, *id, r)?;
+    }
+    for (id, k) in w.delete {
+        delete_rollup(tx, *id, k)?;
+    }
+    let mut taken = Vec::new();
+    for (id, uuid, from) in w.take_gaps {
+        taken.extend(take_gap(tx, *id, uuid, *from)?);
+    }
+    for (id, g) in w.gaps {
+        write_gap(tx, *id, g)?;
+    }
+    Ok(Answer::Taken(taken))
+}
+
+/// The last writes: pending prunes, equal shares, the group rollups, the outbox, the audit event.
+fn finish(tx: &Connection, f: Finish) -> Result<()> {
+    for (id, from) in f.pending {
         tx.prepare_cached(
             "INSERT INTO prune_pending (gpu_id, from_ms) VALUES (?1, ?2) \
              ON CONFLICT (gpu_id) DO UPDATE SET from_ms = MIN(from_ms, excluded.from_ms)",
@@ -347,15 +354,13 @@ fn insert_with_own_ids(
         .and_then(|mut st| st.execute(params![id, from]))
         .ctx("note rows to prune")?;
     }
-    for e in plan.equal_shares() {
-        super::meta::add_equal_shares(&tx, &e)?;
+    for e in &f.equal_shares {
+        add_equal_shares(tx, e)?;
     }
-    let done = plan.finish(draft);
-    apply_groups(&tx, done.groups, &done.stale)?;
-    if let Some(o) = done.outbox {
-        crate::sqlite::tx::write_outbox(&tx, o)?;
+    apply_groups(tx, f.groups, &f.stale)?;
+    if let Some(o) = f.outbox {
+        write_outbox(tx, o)?;
     }
-    crate::sqlite::tx::append_in(&tx, &done.audit)?;
-    tx.commit().ctx("commit ingest")?;
-    Ok(done.outcome)
+    append_in(tx, &f.audit)?;
+    Ok(())
 }

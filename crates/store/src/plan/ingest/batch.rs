@@ -1,23 +1,7 @@
-//! One sample batch, planned without I/O: the steps both backends take to ingest a batch, and every decision in
-//! them, written once. A backend only performs the reads each step asks for and the writes it returns (bind,
-//! send, decode); [`crate::rollups`] holds the rules of the terms themselves.
-//!
-//! ```text
-//!  batch ──► Ingest::new ─────────── encode (exact figures), refuse the reserved tenant, group per GPU
-//!              │  reads: GPU ids (interned), horizon + cuts, each GPU's latest sample
-//!              ▼
-//!            Ingest::split ───────── appended / late samples per GPU
-//!              │  reads: per late sample: stored already? raw neighbours; end sets where `needs_index` says
-//!              ▼
-//!            Ingest::plan ────────── re-sends dropped, runs of late samples planned, refusal (422)
-//!              │  = IngestPlan: rows, series spans, fast deltas, gaps, frozen deltas, dirty hours, pending
-//!              │  reads: the stored rollups of the deltas' keys (fast, frozen), raw context of dirty hours
-//!              ▼
-//!            IngestPlan::{merged, frozen, recompute} ─── rollup rows to write / delete, gaps, group deltas,
-//!              │                                          stale groups, outbox rows
-//!              ▼
-//!            IngestPlan::finish ─── outcome, audit event, outbox rows, group deltas + stale keys
-//! ```
+//! The decisions of each step of a sample batch, without I/O, in the order [`super::Ingest`] takes them: the batch
+//! encoded ([`Batch`]), split per GPU against what is stored ([`Splits`]), planned ([`IngestPlan`]: the rows,
+//! the rollup rows merged, the frozen hours' rows, the dirty hours, and what is left to write, [`Finish`]).
+//! [`crate::rollups`] holds the rules of the terms themselves.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -26,6 +10,7 @@ use eai_engine::report::Gap;
 use eai_engine::rollup::{Rollup, RollupKey};
 use rustc_hash::FxHashMap;
 
+use super::late::{LateKey, LateRead};
 use crate::codec::{decode, Figures, Labels, LabelsRef};
 use crate::outbox::OutboxRows;
 use crate::plan::recompute::Recompute;
@@ -34,104 +19,6 @@ use crate::rollups::groups::{GroupDeltas, GroupKey};
 use crate::rollups::pruned::{EndsNear, Known};
 use crate::rollups::{self, BatchPlan, Horizon, Late, RollupConfig, Split};
 use crate::{AuditDraft, IngestOutcome, Result, StoreError};
-
-/// A late sample as the backend names it to read it: (GPU id, window end).
-pub type LateKey = (i64, i64);
-
-/// Late samples of one GPU looked up together: (GPU id, first end, last end) ([`late_runs`]).
-pub type LateRun = (i64, i64, i64);
-
-/// What a backend read of a [`LateRun`]: the ends of its GPU's stored raw rows in `[first, last]`, in order, and
-/// the nearest stored end before `first` and after `last`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RunRead {
-    pub stored: Vec<i64>,
-    pub before: Option<i64>,
-    pub after: Option<i64>,
-}
-
-/// One late sample as looked up: (stored already, end of the stored sample before, end of the one after).
-pub type Lookup = (bool, Option<i64>, Option<i64>);
-
-/// How far apart two late samples of a GPU may end and still be read as one run ([`late_runs`]): a run reads the
-/// stored rows between its ends, so the span bounds that read (20 rows at 15 s windows) while a backfill's
-/// batch (consecutive windows) stays one run per GPU.
-pub const LATE_RUN_SPAN_MS: i64 = 300_000;
-
-/// The runs of `late` (in any order), in GPU id and end order: each GPU's late ends, split where
-/// two consecutive ones are more than `span` apart. A run is read with three index probes and one range of the
-/// rows between its ends, instead of three probes per sample (a batch of a backfill is one run per GPU); the
-/// split bounds the range a run reads to the rows within `span` of its samples (shuffled windows: about one run
-/// per sample, as before).
-pub fn late_runs(late: &[LateKey], span: i64) -> Vec<LateRun> {
-    let mut runs: Vec<LateRun> = Vec::new();
-    for (id, end) in sorted(late) {
-        match runs.last_mut() {
-            Some((g, _, hi)) if *g == id && end - *hi <= span => *hi = end.max(*hi),
-            _ => runs.push((id, end, end)),
-        }
-    }
-    runs
-}
-
-/// Per late sample, from its run's read (`reads[i]` of `runs[i]`, both from [`late_runs`] of `late`): whether it
-/// is stored, and the stored ends on either side of it.
-pub fn late_lookups(
-    late: &[LateKey],
-    runs: &[LateRun],
-    reads: &[RunRead],
-) -> Result<HashMap<LateKey, Lookup>> {
-    if runs.len() != reads.len() {
-        return Err(StoreError::Internal(format!(
-            "ingest: {} late runs, {} read",
-            runs.len(),
-            reads.len()
-        )));
-    }
-    let mut out = HashMap::with_capacity(late.len());
-    let mut run = runs.iter().zip(reads).peekable();
-    for (id, end) in sorted(late) {
-        while run
-            .peek()
-            .is_some_and(|((g, _, hi), _)| (*g, *hi) < (id, end))
-        {
-            run.next();
-        }
-        let Some(((g, lo, _), read)) = run.peek() else {
-            return Err(StoreError::Internal(
-                "ingest: a late sample outside its runs".into(),
-            ));
-        };
-        if *g != id || end < *lo {
-            return Err(StoreError::Internal(
-                "ingest: a late sample outside its runs".into(),
-            ));
-        }
-        let s = &read.stored;
-        let at = s.partition_point(|&x| x < end);
-        let stored = s.get(at) == Some(&end);
-        let before = at.checked_sub(1).map(|i| s[i]).or(read.before);
-        let next = s.partition_point(|&x| x <= end);
-        let after = s.get(next).copied().or(read.after);
-        out.insert((id, end), (stored, before, after));
-    }
-    Ok(out)
-}
-
-fn sorted(keys: &[LateKey]) -> Vec<LateKey> {
-    let mut keys = keys.to_vec();
-    keys.sort_unstable();
-    keys
-}
-
-/// What the backend read of one late sample (before writing anything): whether its window is stored already as
-/// a raw row, and the raw rows of its GPU just before and just after it.
-#[derive(Debug, Clone, Default)]
-pub struct LateRead {
-    pub stored: bool,
-    pub before: Option<Sample>,
-    pub after: Option<Sample>,
-}
 
 /// A sample of a batch ready to write: its integer columns, and the sample exactly as it will read back
 /// (figures decoded from those integers), which is what rollups must be computed from.
@@ -155,33 +42,29 @@ pub fn encode_batch(batch: &[Sample]) -> Result<Vec<Encoded>> {
         .collect()
 }
 
-/// Step 1: a batch, encoded (a figure that cannot be stored exactly, or the reserved tenant as an owner,
-/// refuses it before anything is read) and grouped per GPU.
+/// A batch, encoded (a figure that cannot be stored exactly, or the reserved tenant as an owner, refuses it
+/// before anything is read): what [`super::Ingest`] plans, borrowing it.
 #[derive(Debug)]
-pub struct Ingest<'b> {
+pub struct Batch<'b> {
     batch: &'b [Sample],
     encoded: Vec<Encoded>,
 }
 
-impl<'b> Ingest<'b> {
-    pub fn new(batch: &'b [Sample]) -> Result<Self> {
-        Ok(Ingest {
+impl<'b> Batch<'b> {
+    pub fn encode(batch: &'b [Sample]) -> Result<Self> {
+        Ok(Batch {
             batch,
             encoded: encode_batch(batch)?,
         })
     }
 
     /// The batch's GPUs, in uuid order: what to intern, lock and read the latest sample of.
-    pub fn gpus(&self) -> Vec<&str> {
-        let set: BTreeSet<&str> = self
-            .encoded
-            .iter()
-            .map(|e| e.sample.gpu_uuid.as_str())
-            .collect();
+    pub fn gpus(&self) -> Vec<&'b str> {
+        let set: BTreeSet<&'b str> = self.batch.iter().map(|s| s.gpu_uuid.as_str()).collect();
         set.into_iter().collect()
     }
 
-    /// Step 2: each GPU's samples against its latest stored sample (`latest`, by GPU id; `ids`: uuid -> id).
+    /// Each GPU's samples against its latest stored sample (`latest`, by GPU id; `ids`: uuid -> id).
     pub fn split(
         &self,
         ids: HashMap<String, i64>,
@@ -257,7 +140,7 @@ impl<'a> Splits<'a> {
         keys
     }
 
-    /// Step 3: the plan, from what was read: re-sends (a raw row, or an end in a set) are dropped, and a batch
+    /// The plan, from what was read: re-sends (a raw row, or an end in a set) are dropped, and a batch
     /// with a sample that cannot be merged exactly is refused whole ([`StoreError::Refused`]).
     pub fn plan(
         self,
@@ -312,28 +195,46 @@ pub struct Row<'a> {
     pub figures: &'a Figures,
 }
 
-/// Rows a merge into frozen hours writes and deletes.
+/// What a merge into frozen hours writes, in this order: rollup rows written back and deleted, the gaps late
+/// samples close deleted ((GPU id, uuid, start); the deleted rows go to [`IngestPlan::frozen_gaps_taken`]), the
+/// gaps they open written.
 #[derive(Debug, Default)]
 pub struct FrozenWrites {
     pub write: Vec<(i64, Rollup)>,
     pub delete: Vec<(i64, RollupKey)>,
+    pub take_gaps: Vec<(i64, String, i64)>,
+    pub gaps: Vec<(i64, Gap)>,
 }
 
-/// What is left to write once the rows and rollups are: the outcome and its audit event, the replica rows, and
-/// the group rollups' changes (deltas added into their rows, stale keys rebuilt from the per-GPU rows).
+impl FrozenWrites {
+    pub fn is_empty(&self) -> bool {
+        self.write.is_empty()
+            && self.delete.is_empty()
+            && self.take_gaps.is_empty()
+            && self.gaps.is_empty()
+    }
+}
+
+/// What is left to write once the rows and rollups are: where pruning must look again, the equal shares' tally,
+/// the group rollups' changes (deltas added into their rows, stale keys rebuilt from the per-GPU rows), the
+/// replica rows, and the audit event of the outcome.
 #[derive(Debug)]
 pub struct Finish {
     pub outcome: IngestOutcome,
+    /// Per GPU id: rows written below the pruning horizon start here (the next pruning classifies from there).
+    pub pending: Vec<(i64, i64)>,
+    /// The equal shares among the new rows, per hour and deployment ([`IngestPlan::equal_shares`]).
+    pub equal_shares: Vec<eai_engine::shares::EqualShares>,
     pub audit: AuditDraft,
     pub outbox: Option<OutboxRows>,
     pub groups: GroupDeltas,
     pub stale: BTreeSet<GroupKey>,
 }
 
-/// The writes of a batch (step 4), taken in this order: [`IngestPlan::rows`] with their series
-/// ([`IngestPlan::seen`]), [`IngestPlan::merged`] and [`IngestPlan::gaps`] (fast path), [`IngestPlan::frozen`],
-/// [`IngestPlan::gaps_taken`] and [`IngestPlan::frozen_gaps`] (late samples in frozen hours), then each of
-/// [`IngestPlan::dirty`] through [`IngestPlan::recompute`], [`IngestPlan::pending`], [`IngestPlan::finish`].
+/// The writes of a batch, taken in this order ([`super::Ingest`] takes them): [`IngestPlan::rows`] with their
+/// series ([`IngestPlan::seen`]), [`IngestPlan::merged`] and [`IngestPlan::gaps`] (fast path),
+/// [`IngestPlan::frozen`] and [`IngestPlan::frozen_gaps_taken`] (late samples in frozen hours), then
+/// [`IngestPlan::dirty`] through [`IngestPlan::recompute`], and [`IngestPlan::finish`].
 #[derive(Debug)]
 pub struct IngestPlan<'a> {
     batch_len: usize,
@@ -436,7 +337,7 @@ impl<'a> IngestPlan<'a> {
     }
 
     /// The frozen hours' rows: each stored row with the terms added and taken out ([`rollups::unmerged`]),
-    /// written back, or deleted when nothing is left.
+    /// written back, or deleted when nothing is left; and the gaps late samples close and open there.
     pub fn frozen(
         &mut self,
         deltas: Vec<(RollupKey, Option<Rollup>, Option<Rollup>)>,
@@ -461,33 +362,27 @@ impl<'a> IngestPlan<'a> {
                 }
             }
         }
+        for (uuid, from) in &self.plan.frozen.gaps_removed {
+            out.take_gaps
+                .push((self.gpu_id(uuid)?, uuid.clone(), *from));
+        }
+        for g in std::mem::take(&mut self.plan.frozen.gaps) {
+            out.gaps.push((self.gpu_id(&g.gpu_uuid)?, g));
+        }
         Ok(out)
     }
 
-    /// The gaps of frozen hours that late samples close: (GPU id, start). The backend deletes them and hands the
-    /// deleted rows to [`IngestPlan::gaps_taken`].
-    pub fn gaps_removed(&self) -> Result<Vec<(i64, i64)>> {
-        self.plan
-            .frozen
-            .gaps_removed
-            .iter()
-            .map(|(uuid, from)| Ok((self.gpu_id(uuid)?, *from)))
-            .collect()
-    }
-
-    /// The gap rows deleted for [`IngestPlan::gaps_removed`].
-    pub fn gaps_taken(&mut self, gaps: &[Gap]) {
+    /// The gap rows deleted for [`FrozenWrites::take_gaps`], then those [`FrozenWrites::gaps`] wrote: into the
+    /// replica rows, in that order.
+    pub fn frozen_gaps_taken(&mut self, taken: &[Gap], written: &[(i64, Gap)]) {
         if let Some(o) = self.outbox.as_mut() {
-            for g in gaps {
+            for g in taken {
                 o.gap_deleted(g);
             }
+            for (_, g) in written {
+                o.gap(g);
+            }
         }
-    }
-
-    /// The gaps of frozen hours that late samples open.
-    pub fn frozen_gaps(&mut self) -> Result<Vec<(i64, Gap)>> {
-        let gaps = std::mem::take(&mut self.plan.frozen.gaps);
-        self.gaps_written(gaps)
     }
 
     /// The GPU-hours to recompute from raw samples, after every other term is written (they include them):
@@ -525,7 +420,7 @@ impl<'a> IngestPlan<'a> {
     }
 
     /// Per GPU id: rows written below the pruning horizon start here (the next pruning classifies from there).
-    pub fn pending(&self) -> Result<Vec<(i64, i64)>> {
+    fn pending(&self) -> Result<Vec<(i64, i64)>> {
         self.plan
             .pending
             .iter()
@@ -533,72 +428,22 @@ impl<'a> IngestPlan<'a> {
             .collect()
     }
 
-    /// The outcome and what is left to write: the group rollups, the outbox rows, the audit event (last).
-    pub fn finish(self, draft: &AuditDraft) -> Finish {
+    /// The outcome and what is left to write: where pruning must look again, the equal shares, the group
+    /// rollups, the outbox rows, the audit event (last).
+    pub fn finish(self, draft: &AuditDraft) -> Result<Finish> {
         let inserted = self.plan.rows.len() as u64;
         let outcome = IngestOutcome {
             inserted,
             duplicates: self.batch_len as u64 - inserted,
         };
-        Finish {
+        Ok(Finish {
+            pending: self.pending()?,
+            equal_shares: self.equal_shares(),
             audit: outcome.audited(draft),
             outcome,
             outbox: self.outbox,
             groups: self.groups,
             stale: self.stale,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::{BTreeMap, BTreeSet};
-
-    use proptest::prelude::*;
-
-    use super::*;
-
-    proptest! {
-        /// Runs read as a backend reads them answer, for every late sample, what a probe per sample answers.
-        #[test]
-        fn runs_answer_what_probes_per_sample_do(
-            stored in proptest::collection::btree_set((0i64..3, 0i64..200), 0..120),
-            late in proptest::collection::btree_set((0i64..3, 0i64..200), 1..60),
-            span in 0i64..40,
-            rotate in 0usize..60,
-        ) {
-            // In any order (a batch's GPUs come in uuid order, not id order).
-            let mut late: Vec<LateKey> = late.into_iter().rev().collect();
-            let r = rotate % late.len();
-            late.rotate_left(r);
-            let mut per_gpu: BTreeMap<i64, BTreeSet<i64>> = BTreeMap::new();
-            for (g, e) in &stored {
-                per_gpu.entry(*g).or_default().insert(*e);
-            }
-            let none = BTreeSet::new();
-            let ends = |g: i64| per_gpu.get(&g).unwrap_or(&none);
-            let runs = late_runs(&late, span);
-            let reads: Vec<RunRead> = runs
-                .iter()
-                .map(|&(g, lo, hi)| RunRead {
-                    stored: ends(g).range(lo..=hi).copied().collect(),
-                    before: ends(g).range(..lo).next_back().copied(),
-                    after: ends(g).range(hi + 1..).next().copied(),
-                })
-                .collect();
-            for w in runs.windows(2) {
-                prop_assert!((w[0].0, w[0].2) < (w[1].0, w[1].1), "runs in order, apart");
-            }
-            let got = late_lookups(&late, &runs, &reads).unwrap();
-            prop_assert_eq!(got.len(), late.len());
-            for (g, e) in &late {
-                let want = (
-                    ends(*g).contains(e),
-                    ends(*g).range(..*e).next_back().copied(),
-                    ends(*g).range(e + 1..).next().copied(),
-                );
-                prop_assert_eq!(got[&(*g, *e)], want, "gpu {} end {}", g, e);
-            }
-        }
+        })
     }
 }
