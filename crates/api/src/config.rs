@@ -397,7 +397,7 @@ pub struct ConfigArgs {
     /// Shared deployments are split per bucket of this length, a whole number of hours [default: 60].
     #[arg(long, env = "EAI_ALLOCATION_BUCKET_MINUTES", value_name = "MINUTES", value_parser = number::<u32>)]
     pub allocation_bucket_minutes: Option<u32>,
-    /// The ClickHouse replica, http://[user[:pass]@]host:port[/database]: the store writes the outbox and
+    /// The ClickHouse replica, `http://[user[:pass]@]host:port[/database]`: the store writes the outbox and
     /// `serve` replicates it. Secret (a password).
     #[arg(long, env = "EAI_CLICKHOUSE_URL", value_name = "URL", value_parser = secret, hide_env_values = true)]
     pub clickhouse_url: Option<SecretString>,
