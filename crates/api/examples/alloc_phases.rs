@@ -23,7 +23,7 @@ async fn main() -> anyhow::Result<()> {
         None => eai_app::clock::now().floor_to(3_600_000),
     };
     let config = eai_api::Config {
-        database_url: Some(url),
+        database_url: Some(url.into()),
         read_cache_rows: std::env::var("EAI_READ_CACHE_ROWS")
             .ok()
             .map_or(eai_store::read_cache::DEFAULT_ROWS, |v| v.parse().unwrap()),

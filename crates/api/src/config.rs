@@ -4,7 +4,8 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
+use anyhow::bail;
+use secrecy::{ExposeSecret, SecretString};
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 pub const DEFAULT_DATA_DIR: &str = "./eai-gpu-data";
@@ -20,13 +21,22 @@ pub const DEFAULT_MAX_CLOCK_SKEW_SECONDS: u32 = 300;
 pub const DEFAULT_METRICS_REFRESH_SECONDS: u32 = 60;
 pub const DEFAULT_METRICS_MAX_GPU_SERIES: u64 = 10_000;
 
-/// Where the data lives, parsed from `EAI_DATABASE_URL`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where the data lives, parsed from `EAI_DATABASE_URL`: made where the store is opened, and dropped then.
+#[derive(Clone, PartialEq, Eq)]
 pub enum Database {
     /// The embedded default: one SQLite file.
     Sqlite(PathBuf),
-    /// PostgreSQL (schema `eai`, row level security). The URL may hold a password: never print it.
+    /// PostgreSQL (schema `eai`, row level security). The URL may hold a password: `Debug` redacts it.
     Postgres(String),
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Database::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
+            Database::Postgres(url) => f.debug_tuple("Postgres").field(&redact_url(url)).finish(),
+        }
+    }
 }
 
 impl Database {
@@ -100,8 +110,9 @@ pub struct Config {
     pub listen: SocketAddr,
     /// `EAI_DATA_DIR`, default `./eai-gpu-data`: where the generated bootstrap key file is written.
     pub data_dir: PathBuf,
-    /// `EAI_DATABASE_URL`; `None`: the SQLite file `<data_dir>/eai-gpu.db`.
-    pub database_url: Option<String>,
+    /// `EAI_DATABASE_URL`; `None`: the SQLite file `<data_dir>/eai-gpu.db`. Secret (it may hold a password):
+    /// read through [`Config::database`].
+    pub database_url: Option<SecretString>,
     /// `EAI_BOOTSTRAP_ADMIN_KEY`: the first platform_admin key when the store has none. Secret.
     pub bootstrap_admin_key: Option<String>,
     /// `EAI_MAX_BATCH`: samples or usage events per request (beyond: 413).
@@ -221,7 +232,10 @@ impl std::fmt::Debug for Config {
             .field("data_dir", &self.data_dir)
             .field(
                 "database_url",
-                &self.database_url.as_deref().map(redact_url),
+                &self
+                    .database_url
+                    .as_ref()
+                    .map(|u| redact_url(u.expose_secret())),
             )
             .field(
                 "bootstrap_admin_key",
@@ -268,93 +282,10 @@ impl std::fmt::Debug for Config {
 }
 
 impl Config {
-    /// Reads the `EAI_*` environment variables (unset ones take their defaults) and validates the result.
+    /// Reads the `EAI_*` environment variables (unset ones take their defaults) and validates the result: the
+    /// [`ConfigArgs`] with no flag given.
     pub fn from_env() -> anyhow::Result<Config> {
-        Self::from_lookup(|k| std::env::var(k).ok())
-    }
-
-    /// Like [`Config::from_env`], from any lookup (tests pass a map).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> anyhow::Result<Config> {
-        let get = |k: &str| {
-            get(k)
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
-        };
-        let mut c = Config::default();
-        if let Some(v) = get("EAI_LISTEN") {
-            c.listen = v.parse().with_context(|| {
-                format!("EAI_LISTEN `{v}` is not an address like {DEFAULT_LISTEN}")
-            })?;
-        }
-        if let Some(v) = get("EAI_DATA_DIR") {
-            c.data_dir = PathBuf::from(v);
-        }
-        c.database_url = get("EAI_DATABASE_URL");
-        c.bootstrap_admin_key = get("EAI_BOOTSTRAP_ADMIN_KEY");
-        c.max_batch = number(&get, "EAI_MAX_BATCH", c.max_batch)?;
-        c.max_body_bytes = number(&get, "EAI_MAX_BODY_BYTES", c.max_body_bytes)?;
-        c.raw_retention_days = number(&get, "EAI_RAW_RETENTION_DAYS", c.raw_retention_days)?;
-        c.max_gap_minutes = number(&get, "EAI_MAX_GAP_MINUTES", c.max_gap_minutes)?;
-        c.read_cache_rows = number(&get, "EAI_READ_CACHE_ROWS", c.read_cache_rows)?;
-        c.usage_cache_rows = number(&get, "EAI_USAGE_CACHE_ROWS", c.usage_cache_rows)?;
-        c.allocation_bucket_minutes = number(
-            &get,
-            "EAI_ALLOCATION_BUCKET_MINUTES",
-            c.allocation_bucket_minutes,
-        )?;
-        c.clickhouse_url = get("EAI_CLICKHOUSE_URL");
-        if let Some(v) = get("EAI_ALLOCATION_SOURCE") {
-            c.allocation_source = AllocationSource::parse(&v)?;
-        }
-        if let Some(v) = get("EAI_ALLOCATION_BATCH") {
-            c.allocation_batch = switch("EAI_ALLOCATION_BATCH", &v)?;
-        }
-        c.metrics_refresh_seconds = number(
-            &get,
-            "EAI_METRICS_REFRESH_SECONDS",
-            c.metrics_refresh_seconds,
-        )?;
-        c.metrics_max_gpu_series =
-            number(&get, "EAI_METRICS_MAX_GPU_SERIES", c.metrics_max_gpu_series)?;
-        if let Some(v) = get("EAI_METRICS_TENANT_COST") {
-            c.metrics_tenant_cost = switch("EAI_METRICS_TENANT_COST", &v)?;
-        }
-        c.allocation_batch_interval_seconds = number(
-            &get,
-            "EAI_ALLOCATION_BATCH_INTERVAL_SECONDS",
-            c.allocation_batch_interval_seconds,
-        )?;
-        c.leader_poll_seconds = number(&get, "EAI_LEADER_POLL_SECONDS", c.leader_poll_seconds)?;
-        c.malloc_trim_seconds = number(&get, "EAI_MALLOC_TRIM_SECONDS", c.malloc_trim_seconds)?;
-        c.rate_limit_per_key = number(&get, "EAI_RATE_LIMIT_PER_KEY", c.rate_limit_per_key)?;
-        c.rate_limit_per_address =
-            number(&get, "EAI_RATE_LIMIT_PER_ADDRESS", c.rate_limit_per_address)?;
-        c.max_concurrent_allocations = number(
-            &get,
-            "EAI_MAX_CONCURRENT_ALLOCATIONS",
-            c.max_concurrent_allocations,
-        )?;
-        c.max_clock_skew_seconds =
-            number(&get, "EAI_MAX_CLOCK_SKEW_SECONDS", c.max_clock_skew_seconds)?;
-        c.metrics_token = get("EAI_METRICS_TOKEN");
-        if let Some(v) = get("EAI_FOCUS_PROVIDER_NAME") {
-            c.focus_issuer.name = v;
-        }
-        if let Some(v) = get("EAI_FOCUS_BILLING_ACCOUNT_ID") {
-            c.focus_issuer.billing_account_id = v;
-        }
-        c.budget_check_seconds =
-            number(&get, "EAI_BUDGET_CHECK_SECONDS", c.budget_check_seconds)?.max(1);
-        c.tls = match (get("EAI_TLS_CERT"), get("EAI_TLS_KEY")) {
-            (Some(cert), Some(key)) => Some(Tls {
-                cert: PathBuf::from(cert),
-                key: PathBuf::from(key),
-            }),
-            (None, None) => None,
-            _ => bail!("EAI_TLS_CERT and EAI_TLS_KEY go together: set both (PEM files) or neither"),
-        };
-        c.validate()?;
-        Ok(c)
+        ConfigArgs::from_env()?.into_config()
     }
 
     /// Checks what the types cannot say. Called by `from_env` and by `Application::build`.
@@ -412,7 +343,7 @@ impl Config {
     /// The database to open: `EAI_DATABASE_URL`, or the SQLite file in the data directory.
     pub fn database(&self) -> anyhow::Result<Database> {
         match &self.database_url {
-            Some(url) => Database::parse(url),
+            Some(url) => Database::parse(url.expose_secret()),
             None => Ok(Database::Sqlite(self.data_dir.join("eai-gpu.db"))),
         }
     }
@@ -427,39 +358,318 @@ pub fn bootstrap_key_file(data_dir: &Path) -> PathBuf {
     data_dir.join("bootstrap-admin-key")
 }
 
-/// An on/off setting: `on`, `true`, `1` or `off`, `false`, `0`.
-fn switch(key: &str, v: &str) -> anyhow::Result<bool> {
-    match v.to_ascii_lowercase().as_str() {
-        "on" | "true" | "1" => Ok(true),
-        "off" | "false" | "0" => Ok(false),
-        _ => bail!("{key} must be `on` or `off`, not `{v}`"),
+/// The control plane's settings as flags, each with its `EAI_*` environment variable: a flag wins over its
+/// variable, and an unset variable takes the default. `eai-gpu serve` takes them all (`--help` lists them with
+/// their variables); [`Config::from_env`] reads the variables alone. Secrets are held as [`SecretString`]: they
+/// never print (`Debug` redacts them, clap shows no value of theirs) and are exposed only to make the [`Config`].
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ConfigArgs {
+    /// Address to listen on; port 0 picks a free port [default: 127.0.0.1:8080].
+    #[arg(long, env = "EAI_LISTEN", value_name = "ADDR", value_parser = address)]
+    pub listen: Option<SocketAddr>,
+    /// Folder of the embedded store and the generated bootstrap key file [default: ./eai-gpu-data].
+    #[arg(long, env = "EAI_DATA_DIR", value_name = "DIR", value_parser = path)]
+    pub data_dir: Option<PathBuf>,
+    /// Store URL: sqlite://PATH or postgres://… [default: sqlite://DATA_DIR/eai-gpu.db]. Secret (a password).
+    #[arg(long, env = "EAI_DATABASE_URL", value_name = "URL", value_parser = secret, hide_env_values = true)]
+    pub database_url: Option<SecretString>,
+    /// The first platform_admin key when the store has none (else one is generated into DATA_DIR). Secret.
+    #[arg(long, env = "EAI_BOOTSTRAP_ADMIN_KEY", value_name = "KEY", value_parser = secret, hide_env_values = true)]
+    pub bootstrap_admin_key: Option<SecretString>,
+    /// Samples or usage events per request; beyond: 413 [default: 10000].
+    #[arg(long, env = "EAI_MAX_BATCH", value_name = "N", value_parser = number::<usize>)]
+    pub max_batch: Option<usize>,
+    /// Request body limit in bytes; beyond: 413 [default: 16777216].
+    #[arg(long, env = "EAI_MAX_BODY_BYTES", value_name = "BYTES", value_parser = number::<usize>)]
+    pub max_body_bytes: Option<usize>,
+    /// Raw samples older than this are pruned hourly (rollups are kept); 0 keeps them [default: 35].
+    #[arg(long, env = "EAI_RAW_RETENTION_DAYS", value_name = "DAYS", value_parser = number::<u32>)]
+    pub raw_retention_days: Option<u32>,
+    /// Missing spans up to this long are interpolated, longer ones reported as gaps [default: 15].
+    #[arg(long, env = "EAI_MAX_GAP_MINUTES", value_name = "MINUTES", value_parser = number::<u32>)]
+    pub max_gap_minutes: Option<u32>,
+    /// Group rollups and claims the allocation's read cache keeps decoded; 0 turns it off [default: 500000].
+    #[arg(long, env = "EAI_READ_CACHE_ROWS", value_name = "ROWS", value_parser = number::<usize>)]
+    pub read_cache_rows: Option<usize>,
+    /// Per-GPU rollups the breakdown's read cache keeps decoded; 0 turns it off [default: 1000000].
+    #[arg(long, env = "EAI_USAGE_CACHE_ROWS", value_name = "ROWS", value_parser = number::<usize>)]
+    pub usage_cache_rows: Option<usize>,
+    /// Shared deployments are split per bucket of this length, a whole number of hours [default: 60].
+    #[arg(long, env = "EAI_ALLOCATION_BUCKET_MINUTES", value_name = "MINUTES", value_parser = number::<u32>)]
+    pub allocation_bucket_minutes: Option<u32>,
+    /// The ClickHouse replica, `http://[user[:pass]@]host:port[/database]`: the store writes the outbox and
+    /// `serve` replicates it. Secret (a password).
+    #[arg(long, env = "EAI_CLICKHOUSE_URL", value_name = "URL", value_parser = secret, hide_env_values = true)]
+    pub clickhouse_url: Option<SecretString>,
+    /// Where the allocation batch reads usage from: primary or clickhouse [default: primary].
+    #[arg(long, env = "EAI_ALLOCATION_SOURCE", value_name = "SOURCE", value_parser = allocation_source)]
+    pub allocation_source: Option<AllocationSource>,
+    /// The hourly allocation batch in `serve`: on or off [default: on].
+    #[arg(long, env = "EAI_ALLOCATION_BATCH", value_name = "ON|OFF", value_parser = switch)]
+    pub allocation_batch: Option<bool>,
+    /// Seconds between two runs of the allocation batch [default: 3600].
+    #[arg(long, env = "EAI_ALLOCATION_BATCH_INTERVAL_SECONDS", value_name = "SECONDS", value_parser = number::<u32>)]
+    pub allocation_batch_interval_seconds: Option<u32>,
+    /// How often a replica checks or tries to take each one-replica job's lease, 1 to 60 [default: 15].
+    #[arg(long, env = "EAI_LEADER_POLL_SECONDS", value_name = "SECONDS", value_parser = number::<u32>)]
+    pub leader_poll_seconds: Option<u32>,
+    /// How often the allocator's free pages go back to the system; 0: never [default: 60].
+    #[arg(long, env = "EAI_MALLOC_TRIM_SECONDS", value_name = "SECONDS", value_parser = number::<u32>)]
+    pub malloc_trim_seconds: Option<u32>,
+    /// Requests per second one API key may make (bursts of twice that); 0: no limit [default: 50].
+    #[arg(long, env = "EAI_RATE_LIMIT_PER_KEY", value_name = "N", value_parser = number::<u32>)]
+    pub rate_limit_per_key: Option<u32>,
+    /// Requests per second one address may make without a valid key; 0: no limit [default: 20].
+    #[arg(long, env = "EAI_RATE_LIMIT_PER_ADDRESS", value_name = "N", value_parser = number::<u32>)]
+    pub rate_limit_per_address: Option<u32>,
+    /// Allocation computations at once; beyond: 429 [default: the cores].
+    #[arg(long, env = "EAI_MAX_CONCURRENT_ALLOCATIONS", value_name = "N", value_parser = number::<usize>)]
+    pub max_concurrent_allocations: Option<usize>,
+    /// A sample ending later than this after the server's clock is refused [default: 300].
+    #[arg(long, env = "EAI_MAX_CLOCK_SKEW_SECONDS", value_name = "SECONDS", value_parser = number::<u32>)]
+    pub max_clock_skew_seconds: Option<u32>,
+    /// When set, /metrics asks for `Authorization: Bearer TOKEN` (16 characters at least). Secret.
+    #[arg(long, env = "EAI_METRICS_TOKEN", value_name = "TOKEN", value_parser = secret, hide_env_values = true)]
+    pub metrics_token: Option<SecretString>,
+    /// The server's certificate chain (PEM); with --tls-key, the server speaks HTTPS only.
+    #[arg(long, env = "EAI_TLS_CERT", value_name = "FILE", value_parser = path)]
+    pub tls_cert: Option<PathBuf>,
+    /// The server's private key (PEM); with --tls-cert, the server speaks HTTPS only.
+    #[arg(long, env = "EAI_TLS_KEY", value_name = "FILE", value_parser = path)]
+    pub tls_key: Option<PathBuf>,
+    /// How often budgets' thresholds are checked, expired holds marked and webhooks delivered [default: 15].
+    #[arg(long, env = "EAI_BUDGET_CHECK_SECONDS", value_name = "SECONDS", value_parser = number::<u32>)]
+    pub budget_check_seconds: Option<u32>,
+    /// How often the figures /metrics reads from the store are refreshed [default: 60].
+    #[arg(long, env = "EAI_METRICS_REFRESH_SECONDS", value_name = "SECONDS", value_parser = number::<u32>)]
+    pub metrics_refresh_seconds: Option<u32>,
+    /// GPUs shown in the per-GPU series of /metrics [default: 10000].
+    #[arg(long, env = "EAI_METRICS_MAX_GPU_SERIES", value_name = "N", value_parser = number::<u64>)]
+    pub metrics_max_gpu_series: Option<u64>,
+    /// The month to date's cost per tenant in /metrics (a series per tenant): on or off [default: off].
+    #[arg(long, env = "EAI_METRICS_TENANT_COST", value_name = "ON|OFF", value_parser = switch)]
+    pub metrics_tenant_cost: Option<bool>,
+    /// Who issues the FOCUS export's charges (ProviderName, PublisherName, InvoiceIssuerName,
+    /// BillingAccountName) [default: eai-gpu].
+    #[arg(long, env = "EAI_FOCUS_PROVIDER_NAME", value_name = "NAME", value_parser = text)]
+    pub focus_provider_name: Option<String>,
+    /// The FOCUS export's BillingAccountId [default: eai-gpu].
+    #[arg(long, env = "EAI_FOCUS_BILLING_ACCOUNT_ID", value_name = "ID", value_parser = text)]
+    pub focus_billing_account_id: Option<String>,
+}
+
+/// `command` (and its subcommands) without the variables that are set but blank: a blank `EAI_*` variable is
+/// an unset one (deployment files write `EAI_X=` for "not configured"), which clap would read as a value.
+pub fn unset_blank_env(command: clap::Command) -> clap::Command {
+    let command = command.mut_args(|arg| {
+        let blank = arg
+            .get_env()
+            .and_then(std::env::var_os)
+            .is_some_and(|v| v.to_string_lossy().trim().is_empty());
+        if blank {
+            arg.env(None)
+        } else {
+            arg
+        }
+    });
+    let names: Vec<String> = command
+        .get_subcommands()
+        .map(|s| s.get_name().to_owned())
+        .collect();
+    names
+        .into_iter()
+        .fold(command, |c, name| c.mut_subcommand(name, unset_blank_env))
+}
+
+impl ConfigArgs {
+    /// The settings of the `EAI_*` environment variables alone (no flag).
+    pub fn from_env() -> anyhow::Result<ConfigArgs> {
+        use clap::{Args, FromArgMatches};
+        let command = ConfigArgs::augment_args(clap::Command::new("eai-gpu").no_binary_name(true));
+        unset_blank_env(command)
+            .try_get_matches_from(std::iter::empty::<String>())
+            .and_then(|m| ConfigArgs::from_arg_matches(&m))
+            .map_err(|e| anyhow::anyhow!("{}", clap_message(&e)))
+    }
+
+    /// The configuration: each setting given, the others their defaults; validated.
+    pub fn into_config(self) -> anyhow::Result<Config> {
+        let d = Config::default();
+        let tls = match (self.tls_cert, self.tls_key) {
+            (Some(cert), Some(key)) => Some(Tls { cert, key }),
+            (None, None) => None,
+            _ => bail!("EAI_TLS_CERT and EAI_TLS_KEY (--tls-cert, --tls-key) go together: set both (PEM files) or neither"),
+        };
+        let c = Config {
+            listen: self.listen.unwrap_or(d.listen),
+            data_dir: self.data_dir.unwrap_or(d.data_dir),
+            database_url: self.database_url,
+            bootstrap_admin_key: self
+                .bootstrap_admin_key
+                .map(|k| k.expose_secret().to_owned()),
+            max_batch: self.max_batch.unwrap_or(d.max_batch),
+            max_body_bytes: self.max_body_bytes.unwrap_or(d.max_body_bytes),
+            raw_retention_days: self.raw_retention_days.unwrap_or(d.raw_retention_days),
+            max_gap_minutes: self.max_gap_minutes.unwrap_or(d.max_gap_minutes),
+            read_cache_rows: self.read_cache_rows.unwrap_or(d.read_cache_rows),
+            usage_cache_rows: self.usage_cache_rows.unwrap_or(d.usage_cache_rows),
+            allocation_bucket_minutes: self
+                .allocation_bucket_minutes
+                .unwrap_or(d.allocation_bucket_minutes),
+            clickhouse_url: self.clickhouse_url.map(|u| u.expose_secret().to_owned()),
+            allocation_source: self.allocation_source.unwrap_or(d.allocation_source),
+            allocation_batch: self.allocation_batch.unwrap_or(d.allocation_batch),
+            allocation_batch_interval_seconds: self
+                .allocation_batch_interval_seconds
+                .unwrap_or(d.allocation_batch_interval_seconds),
+            leader_poll_seconds: self.leader_poll_seconds.unwrap_or(d.leader_poll_seconds),
+            malloc_trim_seconds: self.malloc_trim_seconds.unwrap_or(d.malloc_trim_seconds),
+            rate_limit_per_key: self.rate_limit_per_key.unwrap_or(d.rate_limit_per_key),
+            rate_limit_per_address: self
+                .rate_limit_per_address
+                .unwrap_or(d.rate_limit_per_address),
+            max_concurrent_allocations: self
+                .max_concurrent_allocations
+                .unwrap_or(d.max_concurrent_allocations),
+            max_clock_skew_seconds: self
+                .max_clock_skew_seconds
+                .unwrap_or(d.max_clock_skew_seconds),
+            metrics_token: self.metrics_token.map(|t| t.expose_secret().to_owned()),
+            tls,
+            budget_check_seconds: self
+                .budget_check_seconds
+                .unwrap_or(d.budget_check_seconds)
+                .max(1),
+            metrics_refresh_seconds: self
+                .metrics_refresh_seconds
+                .unwrap_or(d.metrics_refresh_seconds),
+            metrics_max_gpu_series: self
+                .metrics_max_gpu_series
+                .unwrap_or(d.metrics_max_gpu_series),
+            metrics_tenant_cost: self.metrics_tenant_cost.unwrap_or(d.metrics_tenant_cost),
+            focus_issuer: eai_engine::focus::Issuer {
+                name: self.focus_provider_name.unwrap_or(d.focus_issuer.name),
+                billing_account_id: self
+                    .focus_billing_account_id
+                    .unwrap_or(d.focus_issuer.billing_account_id),
+            },
+        };
+        c.validate()?;
+        Ok(c)
     }
 }
 
-fn number<T: std::str::FromStr>(
-    get: &impl Fn(&str) -> Option<String>,
-    key: &str,
-    default: T,
-) -> anyhow::Result<T> {
-    match get(key) {
-        None => Ok(default),
-        Some(v) => v
-            .parse()
-            .map_err(|_| anyhow::anyhow!("{key} `{v}` is not a whole number")),
+/// A clap error as one line for `error: …` (the command-line parse renders its own, with the usage).
+fn clap_message(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or_default();
+    first.strip_prefix("error: ").unwrap_or(first).to_string()
+}
+
+/// A value as given, less the blanks around it (a variable written with a trailing newline still reads).
+fn trimmed(v: &str) -> Result<&str, String> {
+    match v.trim() {
+        "" => Err("empty: give a value or leave the setting unset".into()),
+        t => Ok(t),
     }
+}
+
+fn text(v: &str) -> Result<String, String> {
+    trimmed(v).map(str::to_owned)
+}
+
+fn path(v: &str) -> Result<PathBuf, String> {
+    trimmed(v).map(PathBuf::from)
+}
+
+/// A secret: its value is never shown, not even in a refusal.
+fn secret(v: &str) -> Result<SecretString, String> {
+    match v.trim() {
+        "" => Err("empty: give a value or leave the setting unset".into()),
+        t => Ok(SecretString::from(t)),
+    }
+}
+
+fn address(v: &str) -> Result<SocketAddr, String> {
+    trimmed(v)?
+        .parse()
+        .map_err(|_| format!("not an address like {DEFAULT_LISTEN}"))
+}
+
+fn number<T: std::str::FromStr>(v: &str) -> Result<T, String> {
+    trimmed(v)?
+        .parse()
+        .map_err(|_| "not a whole number".to_string())
+}
+
+/// An on/off setting: `on`, `true`, `1` or `off`, `false`, `0`.
+fn switch(v: &str) -> Result<bool, String> {
+    match trimmed(v)?.to_ascii_lowercase().as_str() {
+        "on" | "true" | "1" => Ok(true),
+        "off" | "false" | "0" => Ok(false),
+        _ => Err("must be `on` or `off`".into()),
+    }
+}
+
+fn allocation_source(v: &str) -> Result<AllocationSource, String> {
+    AllocationSource::parse(trimmed(v)?).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
+    use clap::{Args, FromArgMatches};
 
+    /// The settings of `pairs` (variable, value), given as the flags of those variables: clap reads a variable
+    /// into the same setting as its flag, and the machine's own variables stay out of the test.
     fn from(pairs: &[(&str, &str)]) -> anyhow::Result<Config> {
-        let m: HashMap<String, String> = pairs
+        let command = ConfigArgs::augment_args(clap::Command::new("test").no_binary_name(true));
+        let argv: Vec<String> = pairs
             .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .map(|(var, value)| {
+                let arg = command
+                    .get_arguments()
+                    .find(|a| a.get_env() == Some(std::ffi::OsStr::new(var)))
+                    .unwrap_or_else(|| panic!("no setting reads {var}"));
+                format!("--{}={value}", arg.get_long().expect("a flag"))
+            })
             .collect();
-        Config::from_lookup(|k| m.get(k).cloned())
+        let matches = command
+            .mut_args(|a| a.env(None))
+            .try_get_matches_from(argv)
+            .map_err(|e| anyhow::anyhow!("{}", clap_message(&e)))?;
+        ConfigArgs::from_arg_matches(&matches)?.into_config()
+    }
+
+    #[test]
+    fn every_setting_has_its_variable_and_secrets_hide_their_values() {
+        let command = ConfigArgs::augment_args(clap::Command::new("test"));
+        for arg in command.get_arguments().filter(|a| a.get_long().is_some()) {
+            let long = arg.get_long().expect("long");
+            let var = arg.get_env().map(|v| v.to_string_lossy().into_owned());
+            let want = format!("EAI_{}", long.to_ascii_uppercase().replace('-', "_"));
+            assert_eq!(var.as_deref(), Some(want.as_str()), "--{long}");
+        }
+        for secret in [
+            "database-url",
+            "bootstrap-admin-key",
+            "clickhouse-url",
+            "metrics-token",
+        ] {
+            let arg = command
+                .get_arguments()
+                .find(|a| a.get_long() == Some(secret))
+                .expect("a secret's flag");
+            assert!(arg.is_hide_env_values_set(), "--{secret}");
+        }
+    }
+
+    #[test]
+    fn blanks_around_a_value_are_dropped_and_a_blank_value_is_refused() {
+        let c = from(&[("EAI_MAX_BATCH", " 7\n"), ("EAI_DATA_DIR", " /d ")]).expect("valid");
+        assert_eq!((c.max_batch, c.data_dir), (7, PathBuf::from("/d")));
+        let e = from(&[("EAI_MAX_BATCH", "  ")]).expect_err("blank");
+        assert!(e.to_string().contains("--max-batch"), "{e}");
     }
 
     #[test]
@@ -507,10 +717,20 @@ mod tests {
             ("EAI_DATABASE_URL", "postgres://eai:hunter2@db:5432/eai"),
         ])
         .expect("valid");
-        let text = format!("{c:?}");
+        let text = format!("{c:?} {:?}", c.database().expect("a database"));
         assert!(!text.contains("0123456789abcdef"), "{text}");
         assert!(!text.contains("hunter2"), "{text}");
         assert!(text.contains("postgres://eai:***@db:5432/eai"), "{text}");
+        let args = ConfigArgs {
+            database_url: Some("postgres://eai:hunter2@db/eai".into()),
+            metrics_token: Some("metrics-token-0123456789".into()),
+            ..ConfigArgs::default()
+        };
+        let text = format!("{args:?}");
+        assert!(
+            !text.contains("hunter2") && !text.contains("0123456789"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -568,13 +788,17 @@ mod tests {
         let e = from(&[("EAI_METRICS_REFRESH_SECONDS", "0")]).expect_err("zero");
         assert!(e.to_string().contains("EAI_METRICS_REFRESH_SECONDS"), "{e}");
         let e = from(&[("EAI_METRICS_TENANT_COST", "maybe")]).expect_err("bad switch");
-        assert!(e.to_string().contains("EAI_METRICS_TENANT_COST"), "{e}");
+        assert!(e.to_string().contains("--metrics-tenant-cost"), "{e}");
     }
 
     #[test]
     fn bad_values_are_named() {
         let e = from(&[("EAI_LISTEN", "nowhere")]).expect_err("bad listen");
-        assert!(e.to_string().contains("EAI_LISTEN"));
+        assert!(e.to_string().contains("--listen"), "{e}");
+        let e = from(&[("EAI_MAX_BATCH", "many")]).expect_err("bad number");
+        assert!(e.to_string().contains("--max-batch"), "{e}");
+        let e = from(&[("EAI_TLS_CERT", "/c.pem")]).expect_err("a certificate without its key");
+        assert!(e.to_string().contains("EAI_TLS_KEY"), "{e}");
         let e = from(&[("EAI_ALLOCATION_BUCKET_MINUTES", "15")]).expect_err("bad bucket");
         assert!(e.to_string().contains("EAI_ALLOCATION_BUCKET_MINUTES"));
         let e = from(&[("EAI_BOOTSTRAP_ADMIN_KEY", "short")]).expect_err("bad key");

@@ -2,7 +2,7 @@
 //! with a realistic month, `allocate` works on files without a server, `export focus` writes a month's FOCUS file, `keys`, `audit verify`, `migrate` and
 //! `replica backfill` administer a store directly, `sampler` (the `eai-sampler` crate) pushes a node's GPU samples, `import` its history from Prometheus.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod admin;
 mod allocate_cmd;
@@ -78,7 +78,9 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    // Flags, then their EAI_* variables (a blank one counts as unset), then the defaults.
+    let matches = eai_api::config::unset_blank_env(Cli::command()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     match cli.command {
         Command::Serve(_) | Command::Demo(_) | Command::Sampler(_) => process::tune_allocator(),
         Command::Allocate(_)

@@ -1,23 +1,19 @@
-//! `eai-gpu serve`: the control plane, configured from `EAI_*` variables and flags (flags win).
+//! `eai-gpu serve`: the control plane, configured from flags and their `EAI_*` variables (a flag wins).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use eai_api::config::ConfigArgs;
 use eai_api::{Application, Config};
+use secrecy::{ExposeSecret, SecretString};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on (EAI_LISTEN; default 127.0.0.1:8080).
-    #[arg(long)]
-    pub listen: Option<SocketAddr>,
-    /// Folder of the embedded store and the bootstrap key file (EAI_DATA_DIR; default ./eai-gpu-data).
-    #[arg(long)]
-    pub data_dir: Option<PathBuf>,
-    /// Store URL (EAI_DATABASE_URL): sqlite://PATH (default: DATA_DIR/eai-gpu.db).
-    #[arg(long)]
-    pub database_url: Option<String>,
+    /// Every setting of the control plane, each with its EAI_* variable.
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
 /// The store the flags name (environment first, flags over it), with the server's allocation settings: what the
@@ -64,12 +60,17 @@ pub struct ReportArgs {
     /// The API's JSON instead of tables.
     #[arg(long)]
     pub json: bool,
-    /// Folder of the embedded store (EAI_DATA_DIR).
-    #[arg(long)]
+    /// Folder of the embedded store.
+    #[arg(long, env = "EAI_DATA_DIR", value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
-    /// Store URL (EAI_DATABASE_URL).
-    #[arg(long)]
-    pub database_url: Option<String>,
+    /// Store URL: sqlite://PATH or postgres://… (secret: a password).
+    #[arg(
+        long,
+        env = "EAI_DATABASE_URL",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub database_url: Option<SecretString>,
 }
 
 impl ReportArgs {
@@ -94,8 +95,11 @@ impl ReportArgs {
             )
             .map_err(|e| anyhow::anyhow!("--{}: {}", e.field, e.reason))?,
         };
-        let (_, store, alloc) =
-            store_for_allocation(self.data_dir.clone(), self.database_url.clone()).await?;
+        let (_, store, alloc) = store_for_allocation(
+            self.data_dir.clone(),
+            self.database_url.as_ref().map(expose),
+        )
+        .await?;
         let period = eai_engine::allocate::Period::new(from, to, alloc.bucket_ms)
             .map_err(|e| anyhow::anyhow!("{}", e.reason))?;
         Ok((period, store, alloc))
@@ -136,29 +140,28 @@ pub async fn resolve_tenant(
     }
 }
 
-/// The configuration of `serve`: environment first, flags over it.
+/// A secret handed to what takes it as text.
+fn expose(secret: &SecretString) -> String {
+    secret.expose_secret().to_owned()
+}
+
+/// The configuration of the commands that open the store: the `EAI_*` variables, with the flags given over
+/// them.
 pub fn config(
     listen: Option<SocketAddr>,
     data_dir: Option<PathBuf>,
     database_url: Option<String>,
 ) -> anyhow::Result<Config> {
-    let mut c = Config::from_env()?;
-    if let Some(l) = listen {
-        c.listen = l;
-    }
-    if let Some(d) = data_dir {
-        c.data_dir = d;
-    }
-    if let Some(u) = database_url {
-        c.database_url = Some(u);
-    }
-    c.validate()?;
-    Ok(c)
+    let mut args = ConfigArgs::from_env()?;
+    args.listen = listen.or(args.listen);
+    args.data_dir = data_dir.or(args.data_dir);
+    args.database_url = database_url.map(SecretString::from).or(args.database_url);
+    args.into_config()
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let _telemetry = crate::init_logging("eai-gpu", "info")?;
-    let config = config(args.listen, args.data_dir, args.database_url)?;
+    let config = args.config.into_config()?;
     tracing::info!(?config, "starting eai-gpu");
     crate::process::spawn_trim(config.malloc_trim_seconds);
     let app = Application::build(config).await?;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{ArgGroup, Args};
+use secrecy::{ExposeSecret, SecretString};
 
 use crate::attribution::Attribution;
 use crate::convert::Converter;
@@ -82,6 +83,10 @@ pub struct SamplerArgs {
     /// EAI_API_KEY.
     #[arg(long, env = "EAI_CONTROL_PLANE_URL", value_name = "URL")]
     pub control_plane: Option<String>,
+    /// The API key the samples are sent with, of the sampler role (EAI_API_KEY; prefer the variable: a flag
+    /// shows in the process list). Secret: never printed.
+    #[arg(long, env = "EAI_API_KEY", value_name = "KEY", hide_env_values = true)]
+    pub api_key: Option<SecretString>,
     /// A PEM file of certificates to trust beside the system's roots (a private CA of the control plane, DCGM
     /// exporter or Prometheus).
     #[arg(long, env = "EAI_CA_FILE", value_name = "FILE")]
@@ -465,7 +470,8 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<ExitCode> {
     let metrics = Arc::new(Metrics::default());
-    let mut sampler = build(&args, std::env::var("EAI_API_KEY").ok(), metrics.clone())?;
+    let key = args.api_key.as_ref().map(|k| k.expose_secret().to_owned());
+    let mut sampler = build(&args, key, metrics.clone())?;
     let _listener = match args.metrics_listen {
         Some(addr) => {
             let (bound, task) = metrics::serve(addr, metrics.clone()).await?;

@@ -170,7 +170,7 @@ async fn control_plane_with(
     let config = Config {
         listen: SocketAddr::from(([127, 0, 0, 1], port)),
         data_dir: dir.to_path_buf(),
-        database_url: Some(format!("sqlite://{}", db.display())),
+        database_url: Some(format!("sqlite://{}", db.display()).into()),
         bootstrap_admin_key: Some(ADMIN_KEY.to_string()),
         tls,
         ..Config::default()

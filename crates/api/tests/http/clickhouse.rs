@@ -75,7 +75,7 @@ async fn replicated() -> Replicated {
     };
     let config = Config {
         data_dir: dir.path().to_path_buf(),
-        database_url: Some(database_url),
+        database_url: Some(database_url.into()),
         clickhouse_url: Some(server.url("eai")),
         ..Config::default()
     };

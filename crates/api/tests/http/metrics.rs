@@ -112,7 +112,8 @@ fn store_derived(text: &str) -> BTreeSet<String> {
 
 /// Breaks the audit chain the way someone with the database could: event 2's body edited in place.
 async fn tamper_with_the_audit_chain(app: &TestApp) {
-    let url = app.config.database_url.clone().expect("url");
+    let url = secrecy::ExposeSecret::expose_secret(app.config.database_url.as_ref().expect("url"))
+        .to_owned();
     match url.strip_prefix("sqlite://") {
         Some(path) => {
             rusqlite::Connection::open(path)

@@ -71,10 +71,9 @@ impl Portal {
         let config = Config {
             listen: format!("127.0.0.1:{}", self.port).parse().expect("addr"),
             data_dir: self.dir.path().to_path_buf(),
-            database_url: Some(format!(
-                "sqlite://{}",
-                self.dir.path().join("eai-gpu.db").display()
-            )),
+            database_url: Some(
+                format!("sqlite://{}", self.dir.path().join("eai-gpu.db").display()).into(),
+            ),
             bootstrap_admin_key: Some(ADMIN_KEY.to_string()),
             ..Config::default()
         };

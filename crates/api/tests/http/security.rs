@@ -697,7 +697,9 @@ struct Row {
 
 impl Db {
     async fn of(app: &TestApp) -> Db {
-        let url = app.config.database_url.clone().expect("url");
+        let url =
+            secrecy::ExposeSecret::expose_secret(app.config.database_url.as_ref().expect("url"))
+                .to_owned();
         match url.strip_prefix("sqlite://") {
             Some(path) => Db::Sqlite(path.into()),
             None => {

@@ -1,11 +1,13 @@
-//! The NVML source (cargo feature `nvml`): the NVIDIA driver's `libnvidia-ml.so.1`, loaded at run time with
-//! `libloading`, so the binary builds and starts on machines without a driver, and `--nvml` fails at start with
-//! a clear error where the library is missing.
+//! The NVML source (cargo feature `nvml`): the NVIDIA driver's `libnvidia-ml.so.1` through the `nvml-wrapper`
+//! crate, which loads it at run time (`libloading`), so the binary builds and starts on machines without a
+//! driver, and `--nvml` fails at start with a clear error where the library is missing.
 //!
-//! Per GPU (NVML's documented C API): `nvmlDeviceGetUUID`, `nvmlDeviceGetName`, `nvmlDeviceGetUtilizationRates`
-//! (percent), `nvmlDeviceGetMemoryInfo` (bytes), `nvmlDeviceGetPowerUsage` (mW), `nvmlDeviceGetTotalEnergyConsumption`
-//! (mJ since the driver loaded), the compute processes running on it (`nvmlDeviceGetComputeRunningProcesses_v3`,
-//! names from `nvmlSystemGetProcessName`) and, when MIG is enabled, its MIG devices (`nvmlDeviceGetMigDeviceHandleByIndex`,
+//! Per GPU (NVML's documented C API, as nvml-wrapper calls it): `nvmlDeviceGetUUID`, `nvmlDeviceGetName`,
+//! `nvmlDeviceGetUtilizationRates` (percent), `nvmlDeviceGetMemoryInfo_v2` (bytes: allocated plus reserved, what
+//! `nvmlDeviceGetMemoryInfo` calls used, which drivers without `_v2` answer), `nvmlDeviceGetPowerUsage` (mW),
+//! `nvmlDeviceGetTotalEnergyConsumption` (mJ since the driver loaded), the compute processes running on it
+//! (`nvmlDeviceGetComputeRunningProcesses_v3`, `_v2` where the driver has no `_v3`; names from
+//! `nvmlSystemGetProcessName`) and, when MIG is enabled, its MIG devices (`nvmlDeviceGetMigDeviceHandleByIndex`,
 //! instance id, slice count and memory). NVML does not report the utilization of MIG instances: they are
 //! counted as incomplete and skipped (never zero); read MIG GPUs through DCGM (`DCGM_FI_PROF_GR_ENGINE_ACTIVE`).
 //!
@@ -20,13 +22,12 @@
 //! GPU whose driver answers `NOT_SUPPORTED` gets its processes as sharers without time (split equally). MIG
 //! GPUs keep the first process of each instance.
 //!
-//! This is the sampler's only module with `unsafe`: calls into a C library through function pointers whose signatures
-//! are NVML's; every buffer passed is sized as NVML documents and owned by the caller.
-
-#![allow(unsafe_code)]
+//! Two calls nvml-wrapper does not wrap go through its raw bindings, the module's only `unsafe`:
+//! `nvmlDeviceGetGpuInstanceId` (a MIG device's instance id) and `nvmlDeviceGetMemoryInfo` (drivers older than
+//! `_v2`).
 
 use std::collections::{HashMap, VecDeque};
-use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void, CStr};
+use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,7 +35,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use eai_engine::Timestamp;
-use libloading::Library;
+use nvml_wrapper::enums::device::UsedGpuMemory;
+use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::struct_wrappers::device::ProcessInfo;
+use nvml_wrapper::{Device, Nvml};
+use nvml_wrapper_sys::bindings::{nvmlMemory_t, nvmlReturn_enum_NVML_SUCCESS as NVML_SUCCESS};
 use rust_decimal::Decimal;
 
 use crate::error::{Result, SamplerError};
@@ -45,127 +50,17 @@ use crate::source::processes::{
 };
 use crate::source::Source;
 
-type Ret = c_int;
-type Device = *mut c_void;
-
-const SUCCESS: Ret = 0;
-const NOT_SUPPORTED: Ret = 3;
-const NOT_FOUND: Ret = 6;
-const INSUFFICIENT_SIZE: Ret = 7;
-/// `NVML_DEVICE_UUID_V2_BUFFER_SIZE`, `NVML_DEVICE_NAME_V2_BUFFER_SIZE`.
-const STRING_BUFFER: usize = 96;
-const MIG_ENABLED: c_uint = 1;
-/// `NVML_VALUE_NOT_AVAILABLE` in `usedGpuMemory`.
-const VALUE_NOT_AVAILABLE: c_ulonglong = c_ulonglong::MAX;
+/// The library loaded without `--nvml-library`: the driver's own name for it (nvml-wrapper's default,
+/// `libnvidia-ml.so`, comes only with the development package).
+const DEFAULT_LIBRARY: &str = "libnvidia-ml.so.1";
+/// `NVML_DEVICE_MIG_ENABLE`.
+const MIG_ENABLED: u32 = 1;
+/// The buffer `nvmlSystemGetProcessName` writes a process's name into.
+const PROCESS_NAME_BUFFER: usize = 1024;
+/// Tries at `nvmlDeviceGetProcessUtilization` when processes start between its count and its answer.
+const PROCESS_SAMPLE_TRIES: usize = 3;
 /// Answers kept per GPU at most (two hours of one a second), should windows stop being read.
 const MAX_POLLS: usize = 7_200;
-
-#[repr(C)]
-#[derive(Debug, Default)]
-struct Utilization {
-    gpu: c_uint,
-    memory: c_uint,
-}
-
-#[repr(C)]
-#[derive(Debug, Default)]
-struct Memory {
-    total: c_ulonglong,
-    free: c_ulonglong,
-    used: c_ulonglong,
-}
-
-/// `nvmlProcessInfo_t` of the `_v2`/`_v3` calls.
-#[repr(C)]
-#[derive(Debug, Default, Clone, Copy)]
-struct ProcessInfo {
-    pid: c_uint,
-    used_gpu_memory: c_ulonglong,
-    gpu_instance_id: c_uint,
-    compute_instance_id: c_uint,
-}
-
-/// `nvmlProcessUtilizationSample_t`.
-#[repr(C)]
-#[derive(Debug, Default, Clone, Copy)]
-struct ProcessUtilSample {
-    pid: c_uint,
-    time_stamp: c_ulonglong,
-    sm_util: c_uint,
-    mem_util: c_uint,
-    enc_util: c_uint,
-    dec_util: c_uint,
-}
-
-/// `nvmlDeviceAttributes_t`.
-#[repr(C)]
-#[derive(Debug, Default)]
-struct Attributes {
-    multiprocessor_count: c_uint,
-    shared_copy_engine_count: c_uint,
-    shared_decoder_count: c_uint,
-    shared_encoder_count: c_uint,
-    shared_jpeg_count: c_uint,
-    shared_ofa_count: c_uint,
-    gpu_instance_slice_count: c_uint,
-    compute_instance_slice_count: c_uint,
-    memory_size_mb: c_ulonglong,
-}
-
-type FnVoid = unsafe extern "C" fn() -> Ret;
-type FnErrorString = unsafe extern "C" fn(Ret) -> *const c_char;
-type FnCount = unsafe extern "C" fn(*mut c_uint) -> Ret;
-type FnHandle = unsafe extern "C" fn(c_uint, *mut Device) -> Ret;
-type FnString = unsafe extern "C" fn(Device, *mut c_char, c_uint) -> Ret;
-type FnUtil = unsafe extern "C" fn(Device, *mut Utilization) -> Ret;
-type FnMemory = unsafe extern "C" fn(Device, *mut Memory) -> Ret;
-type FnUint = unsafe extern "C" fn(Device, *mut c_uint) -> Ret;
-type FnUlonglong = unsafe extern "C" fn(Device, *mut c_ulonglong) -> Ret;
-type FnMigMode = unsafe extern "C" fn(Device, *mut c_uint, *mut c_uint) -> Ret;
-type FnMigHandle = unsafe extern "C" fn(Device, c_uint, *mut Device) -> Ret;
-type FnAttributes = unsafe extern "C" fn(Device, *mut Attributes) -> Ret;
-type FnProcesses = unsafe extern "C" fn(Device, *mut c_uint, *mut ProcessInfo) -> Ret;
-type FnProcessName = unsafe extern "C" fn(c_uint, *mut c_char, c_uint) -> Ret;
-type FnProcessUtil =
-    unsafe extern "C" fn(Device, *mut ProcessUtilSample, *mut c_uint, c_ulonglong) -> Ret;
-
-#[derive(Debug, Clone, Copy)]
-struct Api {
-    shutdown: FnVoid,
-    error_string: Option<FnErrorString>,
-    count: FnCount,
-    handle_by_index: FnHandle,
-    uuid: FnString,
-    name: FnString,
-    utilization: FnUtil,
-    memory: FnMemory,
-    power: FnUint,
-    energy: Option<FnUlonglong>,
-    mig_mode: Option<FnMigMode>,
-    max_mig: Option<FnUint>,
-    mig_by_index: Option<FnMigHandle>,
-    gpu_instance_id: Option<FnUint>,
-    attributes: Option<FnAttributes>,
-    processes: Option<FnProcesses>,
-    mps_processes: Option<FnProcesses>,
-    process_name: Option<FnProcessName>,
-    process_util: Option<FnProcessUtil>,
-}
-
-/// The driver's NVML, loaded and initialised; shut down when the last user drops it.
-struct Nvml {
-    api: Api,
-    // Declared last: dropped after `api`'s function pointers are last used (in `Drop`).
-    _lib: Library,
-}
-
-/// A device handle, used from the poller's thread too (NVML is thread-safe; handles stay valid until
-/// `nvmlShutdown`, which runs after the last user of [`Nvml`] is gone).
-#[derive(Clone, Copy)]
-struct Handle(Device);
-
-// SAFETY: an NVML device handle is an opaque token valid on any thread while NVML is initialised.
-unsafe impl Send for Handle {}
 
 /// The NVIDIA driver's NVML, loaded at run time: the GPUs' values, and each process's use of them.
 pub struct NvmlSource {
@@ -179,217 +74,177 @@ impl std::fmt::Debug for NvmlSource {
     }
 }
 
-/// Looks a symbol up and copies the function pointer out.
-///
-/// SAFETY (for callers): `T` must be the C signature NVML documents for `name`.
-unsafe fn sym<T: Copy>(lib: &Library, name: &str) -> Option<T> {
-    let mut n = name.as_bytes().to_vec();
-    n.push(0);
-    lib.get::<T>(&n).ok().map(|s| *s)
-}
-
 fn unavailable(msg: String) -> SamplerError {
     SamplerError::Unavailable(msg)
 }
 
-impl Nvml {
-    /// Loads `library` (default `libnvidia-ml.so.1`) and initialises NVML; `flag` names the option in errors.
-    fn load(library: Option<&Path>, flag: &str) -> Result<Arc<Self>> {
-        let name = library.map_or_else(
-            || std::ffi::OsString::from("libnvidia-ml.so.1"),
-            |p| p.as_os_str().to_owned(),
-        );
-        // SAFETY: loading the driver's NVML runs its initialisers, which is what NVML expects of its users.
-        let lib = unsafe { Library::new(&name) }.map_err(|e| {
-            unavailable(format!(
-                "{flag}: cannot load {} ({e}); is the NVIDIA driver installed? (or use --dcgm-url)",
-                name.to_string_lossy()
-            ))
-        })?;
-        let need = |n: &str| {
-            unavailable(format!(
-                "{flag}: {} has no {n}: driver too old?",
-                name.to_string_lossy()
-            ))
-        };
-        // SAFETY: each type is the documented C signature of the symbol named beside it.
-        let api = unsafe {
-            let init: FnVoid = sym(&lib, "nvmlInit_v2").ok_or_else(|| need("nvmlInit_v2"))?;
-            let api = Api {
-                shutdown: sym(&lib, "nvmlShutdown").ok_or_else(|| need("nvmlShutdown"))?,
-                error_string: sym(&lib, "nvmlErrorString"),
-                count: sym(&lib, "nvmlDeviceGetCount_v2")
-                    .ok_or_else(|| need("nvmlDeviceGetCount_v2"))?,
-                handle_by_index: sym(&lib, "nvmlDeviceGetHandleByIndex_v2")
-                    .ok_or_else(|| need("nvmlDeviceGetHandleByIndex_v2"))?,
-                uuid: sym(&lib, "nvmlDeviceGetUUID").ok_or_else(|| need("nvmlDeviceGetUUID"))?,
-                name: sym(&lib, "nvmlDeviceGetName").ok_or_else(|| need("nvmlDeviceGetName"))?,
-                utilization: sym(&lib, "nvmlDeviceGetUtilizationRates")
-                    .ok_or_else(|| need("nvmlDeviceGetUtilizationRates"))?,
-                memory: sym(&lib, "nvmlDeviceGetMemoryInfo")
-                    .ok_or_else(|| need("nvmlDeviceGetMemoryInfo"))?,
-                power: sym(&lib, "nvmlDeviceGetPowerUsage")
-                    .ok_or_else(|| need("nvmlDeviceGetPowerUsage"))?,
-                energy: sym(&lib, "nvmlDeviceGetTotalEnergyConsumption"),
-                mig_mode: sym(&lib, "nvmlDeviceGetMigMode"),
-                max_mig: sym(&lib, "nvmlDeviceGetMaxMigDeviceCount"),
-                mig_by_index: sym(&lib, "nvmlDeviceGetMigDeviceHandleByIndex"),
-                gpu_instance_id: sym(&lib, "nvmlDeviceGetGpuInstanceId"),
-                attributes: sym(&lib, "nvmlDeviceGetAttributes_v2"),
-                processes: sym(&lib, "nvmlDeviceGetComputeRunningProcesses_v3")
-                    .or_else(|| sym(&lib, "nvmlDeviceGetComputeRunningProcesses_v2")),
-                mps_processes: sym(&lib, "nvmlDeviceGetMPSComputeRunningProcesses_v3"),
-                process_name: sym(&lib, "nvmlSystemGetProcessName"),
-                process_util: sym(&lib, "nvmlDeviceGetProcessUtilization"),
-            };
-            let rc = init();
-            if rc != SUCCESS {
-                return Err(unavailable(format!(
-                    "{flag}: nvmlInit_v2 failed: {}",
-                    error_text(&api, rc)
-                )));
+/// Loads `library` (default `libnvidia-ml.so.1`) and initialises NVML; `flag` names the option in errors. The
+/// calls every reading needs are looked for now, so that a driver without them fails at start.
+fn load(library: Option<&Path>, flag: &str) -> Result<Arc<Nvml>> {
+    let name = library.map_or_else(|| OsStr::new(DEFAULT_LIBRARY), Path::as_os_str);
+    let shown = name.to_string_lossy();
+    let nvml = Nvml::builder().lib_path(name).init().map_err(|e| {
+        unavailable(match e {
+            NvmlError::LibloadingError(e) => format!(
+                "{flag}: cannot load {shown} ({e}); is the NVIDIA driver installed? (or use --dcgm-url)"
+            ),
+            NvmlError::FailedToLoadSymbol(_) => {
+                format!("{flag}: {shown} has no nvmlInit_v2: driver too old?")
             }
-            api
-        };
-        Ok(Arc::new(Nvml { api, _lib: lib }))
-    }
-
-    /// Each GPU's handle and UUID.
-    fn gpus(&self) -> Result<Vec<(Handle, String)>> {
-        let a = &self.api;
-        let mut n: c_uint = 0;
-        // SAFETY: `n` is a valid out-pointer.
-        check(a, unsafe { (a.count)(&mut n) }, "nvmlDeviceGetCount_v2")?;
-        let mut out = Vec::with_capacity(n as usize);
-        for i in 0..n {
-            let mut h: Device = std::ptr::null_mut();
-            // SAFETY: `h` is a valid out-pointer; `i` < count.
-            if unsafe { (a.handle_by_index)(i, &mut h) } != SUCCESS {
-                continue;
-            }
-            if let Some(uuid) = string(a.uuid, h) {
-                out.push((Handle(h), uuid));
-            }
-        }
-        Ok(out)
-    }
-
-    /// Whether MIG is enabled on GPU `h`.
-    fn mig_enabled(&self, h: Device) -> bool {
-        let Some(mode) = self.api.mig_mode else {
-            return false;
-        };
-        let (mut cur, mut pending) = (0, 0);
-        // SAFETY: valid out-pointers.
-        let rc = unsafe { mode(h, &mut cur, &mut pending) };
-        rc == SUCCESS && cur == MIG_ENABLED
-    }
-
-    /// The processes one of the running-process calls lists (`None`: the call is missing or failed).
-    fn process_list(&self, f: FnProcesses, h: Device) -> Option<Vec<ProcessInfo>> {
-        let mut n: c_uint = 0;
-        // SAFETY: a null buffer with a zero count asks for the count (NVML answers INSUFFICIENT_SIZE).
-        let rc = unsafe { f(h, &mut n, std::ptr::null_mut()) };
-        if rc == SUCCESS {
-            return Some(Vec::new());
-        }
-        if rc != INSUFFICIENT_SIZE {
-            return None;
-        }
-        // Processes may start between the two calls: room for a few more.
-        let mut infos = vec![ProcessInfo::default(); n as usize + 8];
-        let mut len = infos.len() as c_uint;
-        // SAFETY: `infos` holds `len` elements.
-        if unsafe { f(h, &mut len, infos.as_mut_ptr()) } != SUCCESS {
-            return None;
-        }
-        infos.truncate(len as usize);
-        Some(infos)
-    }
-
-    /// The compute processes of GPU `h`, and MPS's clients where the driver lists them.
-    fn running(&self, h: Device) -> Vec<RunningProcess> {
-        let a = &self.api;
-        let lists = [a.processes, a.mps_processes];
-        lists
-            .iter()
-            .flatten()
-            .filter_map(|f| self.process_list(*f, h))
-            .flatten()
-            .map(|p| RunningProcess {
-                pid: p.pid,
-                used_memory_bytes: (p.used_gpu_memory != VALUE_NOT_AVAILABLE)
-                    .then_some(p.used_gpu_memory),
-            })
-            .collect()
-    }
-
-    /// The executable NVML names for `pid`.
-    fn process_name(&self, pid: u32) -> Option<String> {
-        let pn = self.api.process_name?;
-        let mut buf = vec![0 as c_char; 1024];
-        // SAFETY: `buf` holds 1024 bytes, the length given.
-        (unsafe { pn(pid, buf.as_mut_ptr(), buf.len() as c_uint) } == SUCCESS).then(|| {
-            // SAFETY: NVML wrote a NUL-terminated string into `buf`.
-            unsafe { CStr::from_ptr(buf.as_ptr()) }
-                .to_string_lossy()
-                .into_owned()
+            e => format!("{flag}: nvmlInit_v2 failed: {e}"),
         })
+    })?;
+    let lib = nvml.lib();
+    let needed = [
+        ("nvmlDeviceGetCount_v2", lib.nvmlDeviceGetCount_v2.is_ok()),
+        (
+            "nvmlDeviceGetHandleByIndex_v2",
+            lib.nvmlDeviceGetHandleByIndex_v2.is_ok(),
+        ),
+        ("nvmlDeviceGetUUID", lib.nvmlDeviceGetUUID.is_ok()),
+        ("nvmlDeviceGetName", lib.nvmlDeviceGetName.is_ok()),
+        (
+            "nvmlDeviceGetUtilizationRates",
+            lib.nvmlDeviceGetUtilizationRates.is_ok(),
+        ),
+        (
+            "nvmlDeviceGetMemoryInfo",
+            lib.nvmlDeviceGetMemoryInfo.is_ok(),
+        ),
+        (
+            "nvmlDeviceGetPowerUsage",
+            lib.nvmlDeviceGetPowerUsage.is_ok(),
+        ),
+    ];
+    if let Some((missing, _)) = needed.iter().find(|(_, found)| !found) {
+        return Err(unavailable(format!(
+            "{flag}: {shown} has no {missing}: driver too old?"
+        )));
     }
+    Ok(Arc::new(nvml))
+}
 
-    /// One answer of `nvmlDeviceGetProcessUtilization` for GPU `h` since `since_us`: `Err(NOT_SUPPORTED)`
-    /// where the GPU (or driver) has none, an empty answer for `NOT_FOUND` (no sample since).
-    fn process_samples(
-        &self,
-        h: Device,
-        since_us: u64,
-    ) -> std::result::Result<Vec<ProcessSample>, Ret> {
-        let Some(f) = self.api.process_util else {
-            return Err(NOT_SUPPORTED);
-        };
-        let mut n: c_uint = 0;
-        // SAFETY: a null buffer asks for the count (NVML answers INSUFFICIENT_SIZE, or NOT_FOUND).
-        let rc = unsafe { f(h, std::ptr::null_mut(), &mut n, since_us) };
-        match rc {
-            NOT_FOUND => return Ok(Vec::new()),
-            SUCCESS if n == 0 => return Ok(Vec::new()),
-            SUCCESS | INSUFFICIENT_SIZE => {}
-            other => return Err(other),
-        }
-        let mut room = n as usize + 8;
-        for _ in 0..3 {
-            let mut buf = vec![ProcessUtilSample::default(); room];
-            let mut len = buf.len() as c_uint;
-            // SAFETY: `buf` holds `len` elements of the documented struct.
-            let rc = unsafe { f(h, buf.as_mut_ptr(), &mut len, since_us) };
-            match rc {
-                SUCCESS => {
-                    buf.truncate((len as usize).min(room));
-                    return Ok(buf
-                        .iter()
-                        .map(|s| ProcessSample {
-                            pid: s.pid,
-                            timestamp_us: s.time_stamp,
-                            sm_util: s.sm_util,
-                        })
-                        .collect());
-                }
-                NOT_FOUND => return Ok(Vec::new()),
-                INSUFFICIENT_SIZE => room = room.max(len as usize) * 2,
-                other => return Err(other),
-            }
-        }
-        Err(INSUFFICIENT_SIZE)
+/// A string NVML answered, `None` for an error or an empty one.
+fn text(answer: std::result::Result<String, NvmlError>) -> Option<String> {
+    answer.ok().filter(|s| !s.is_empty())
+}
+
+/// Each GPU's handle and UUID.
+fn gpus(nvml: &Nvml) -> Result<Vec<(Device<'_>, String)>> {
+    let n = nvml
+        .device_count()
+        .map_err(|e| SamplerError::source("nvml", format!("nvmlDeviceGetCount_v2: {e}")))?;
+    Ok((0..n)
+        .filter_map(|i| {
+            let h = nvml.device_by_index(i).ok()?;
+            let uuid = text(h.uuid())?;
+            Some((h, uuid))
+        })
+        .collect())
+}
+
+/// Whether MIG is enabled on GPU `h`.
+fn mig_enabled(h: &Device<'_>) -> bool {
+    h.mig_mode().is_ok_and(|m| m.current == MIG_ENABLED)
+}
+
+/// The compute processes of `h` (`_v3`, or `_v2` where the driver has no `_v3`); `None`: the call failed.
+fn compute_processes(h: &Device<'_>) -> Option<Vec<ProcessInfo>> {
+    match h.running_compute_processes() {
+        Err(NvmlError::FailedToLoadSymbol(_)) => h.running_compute_processes_v2().ok(),
+        answer => answer.ok(),
     }
 }
 
-impl Drop for Nvml {
-    fn drop(&mut self) {
-        // SAFETY: NVML was initialised in `load`; the library is still loaded (dropped after this).
-        unsafe {
-            (self.api.shutdown)();
+/// The memory a process uses, as NVML's field holds it (`NVML_VALUE_NOT_AVAILABLE`: the largest).
+fn used_bytes(p: &ProcessInfo) -> u64 {
+    match p.used_gpu_memory {
+        UsedGpuMemory::Used(bytes) => bytes,
+        UsedGpuMemory::Unavailable => u64::MAX,
+    }
+}
+
+/// The compute processes of GPU `h`, and MPS's clients where the driver lists them.
+fn running(h: &Device<'_>) -> Vec<RunningProcess> {
+    [compute_processes(h), h.mps_running_compute_processes().ok()]
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|p| RunningProcess {
+            pid: p.pid,
+            used_memory_bytes: match p.used_gpu_memory {
+                UsedGpuMemory::Used(bytes) => Some(bytes),
+                UsedGpuMemory::Unavailable => None,
+            },
+        })
+        .collect()
+}
+
+/// The executable NVML names for `pid`.
+fn process_name(nvml: &Nvml, pid: u32) -> Option<String> {
+    nvml.sys_process_name(pid, PROCESS_NAME_BUFFER).ok()
+}
+
+/// One answer of `nvmlDeviceGetProcessUtilization` for GPU `h` since `since_us`: an error where the GPU (or
+/// driver) has none (`NOT_SUPPORTED`), an empty answer for `NOT_FOUND` (no sample since). Processes that start
+/// between NVML's count and its answer make it too short for the answer: asked again.
+fn process_samples(
+    h: &Device<'_>,
+    since_us: u64,
+) -> std::result::Result<Vec<ProcessSample>, NvmlError> {
+    for _ in 0..PROCESS_SAMPLE_TRIES {
+        match h.process_utilization_stats(since_us) {
+            Ok(samples) => {
+                return Ok(samples
+                    .iter()
+                    .map(|s| ProcessSample {
+                        pid: s.pid,
+                        timestamp_us: s.timestamp,
+                        sm_util: s.sm_util,
+                    })
+                    .collect())
+            }
+            Err(NvmlError::NotFound) => return Ok(Vec::new()),
+            Err(NvmlError::InsufficientSize(_)) => {}
+            Err(e) => return Err(e),
         }
     }
+    Err(NvmlError::InsufficientSize(None))
+}
+
+/// The device memory in use on `h`, bytes: allocated and reserved, as `nvmlDeviceGetMemoryInfo` counts it.
+fn used_memory(nvml: &Nvml, h: &Device<'_>) -> Option<u64> {
+    match h.memory_info() {
+        Ok(m) => Some(m.used.saturating_add(m.reserved)),
+        Err(NvmlError::FailedToLoadSymbol(_)) => used_memory_v1(nvml, h),
+        Err(_) => None,
+    }
+}
+
+/// `nvmlDeviceGetMemoryInfo` (the `_v1` nvml-wrapper does not wrap), for drivers without `_v2`.
+#[allow(unsafe_code)]
+fn used_memory_v1(nvml: &Nvml, h: &Device<'_>) -> Option<u64> {
+    let f = nvml.lib().nvmlDeviceGetMemoryInfo.as_ref().ok()?;
+    let mut m = nvmlMemory_t {
+        total: 0,
+        free: 0,
+        used: 0,
+    };
+    // SAFETY: `f` is the driver's `nvmlDeviceGetMemoryInfo`, given a handle of this initialised NVML and a valid
+    // out-pointer to the `nvmlMemory_t` it fills.
+    let rc = unsafe { f(h.handle(), &mut m) };
+    (rc == NVML_SUCCESS).then_some(m.used)
+}
+
+/// A MIG device's GPU instance id (`nvmlDeviceGetGpuInstanceId`, which nvml-wrapper does not wrap).
+#[allow(unsafe_code)]
+fn gpu_instance_id(nvml: &Nvml, mig: &Device<'_>) -> Option<u32> {
+    let f = nvml.lib().nvmlDeviceGetGpuInstanceId.as_ref().ok()?;
+    let mut id = 0;
+    // SAFETY: `f` is the driver's `nvmlDeviceGetGpuInstanceId`, given a MIG device handle of this initialised
+    // NVML and a valid out-pointer.
+    let rc = unsafe { f(mig.handle(), &mut id) };
+    (rc == NVML_SUCCESS).then_some(id)
 }
 
 impl NvmlSource {
@@ -400,50 +255,42 @@ impl NvmlSource {
         pods: Box<dyn PidResolver>,
         window_ms: i64,
     ) -> Result<Self> {
-        let nvml = Nvml::load(library, "--nvml")?;
+        let nvml = load(library, "--nvml")?;
         let meter = ProcessMeter::start(nvml.clone(), pods, window_ms)?;
         Ok(NvmlSource { nvml, meter })
     }
 
     fn read_all(&self, at: Timestamp) -> Result<Readings> {
-        let a = &self.nvml.api;
-        let mut n: c_uint = 0;
-        // SAFETY: `n` is a valid out-pointer.
-        check(a, unsafe { (a.count)(&mut n) }, "nvmlDeviceGetCount_v2")?;
+        let nvml = &*self.nvml;
+        let n = nvml
+            .device_count()
+            .map_err(|e| SamplerError::source("nvml", format!("nvmlDeviceGetCount_v2: {e}")))?;
         let mut devices = Vec::with_capacity(n as usize);
         let mut stats = ReadStats::default();
         for i in 0..n {
-            let mut h: Device = std::ptr::null_mut();
-            // SAFETY: `h` is a valid out-pointer; `i` < count.
-            if unsafe { (a.handle_by_index)(i, &mut h) } != SUCCESS {
+            let Ok(h) = nvml.device_by_index(i) else {
                 stats.unidentified += 1;
                 continue;
-            }
-            let Some(uuid) = string(a.uuid, h) else {
+            };
+            let Some(uuid) = text(h.uuid()) else {
                 stats.unidentified += 1;
                 continue;
             };
             stats.lines += 1;
             let mut d = DeviceReading {
-                uuid: uuid.clone(),
+                uuid,
                 gpu: Some(i.to_string()),
-                model: string(a.name, h),
+                model: text(h.name()),
                 ..DeviceReading::default()
             };
-            self.values(h, &mut d);
-            let mut p: c_uint = 0;
-            // SAFETY: valid out-pointer.
-            if unsafe { (a.power)(h, &mut p) } == SUCCESS {
-                d.power_w = Some(Decimal::new(i64::from(p), 3));
+            self.values(&h, &mut d);
+            if let Ok(mw) = h.power_usage() {
+                d.power_w = Some(Decimal::new(i64::from(mw), 3));
             }
-            if let Some(f) = a.energy {
-                let mut e: c_ulonglong = 0;
-                // SAFETY: valid out-pointer.
-                if unsafe { f(h, &mut e) } == SUCCESS {
-                    d.energy_mj = Some(Decimal::from(e));
-                }
+            if let Ok(mj) = h.total_energy_consumption() {
+                d.energy_mj = Some(Decimal::from(mj));
             }
-            let migs = self.mig_devices(h, &d);
+            let migs = self.mig_devices(&h, &d);
             devices.push(d);
             devices.extend(migs);
         }
@@ -451,56 +298,34 @@ impl NvmlSource {
     }
 
     /// Utilization, memory and workload of a GPU or MIG device handle.
-    fn values(&self, h: Device, d: &mut DeviceReading) {
-        let a = &self.nvml.api;
-        let mut u = Utilization::default();
-        // SAFETY: valid out-pointer to a `nvmlUtilization_t`.
-        if unsafe { (a.utilization)(h, &mut u) } == SUCCESS && u.gpu <= 100 {
-            d.gpu_util_pct = Some(Decimal::from(u.gpu));
+    fn values(&self, h: &Device<'_>, d: &mut DeviceReading) {
+        if let Ok(u) = h.utilization_rates() {
+            if u.gpu <= 100 {
+                d.gpu_util_pct = Some(Decimal::from(u.gpu));
+            }
         }
-        let mut m = Memory::default();
-        // SAFETY: valid out-pointer to a `nvmlMemory_t`.
-        if unsafe { (a.memory)(h, &mut m) } == SUCCESS {
-            d.fb_used_mib = Some(Decimal::from(m.used) / Decimal::from(1u64 << 20));
+        if let Some(used) = used_memory(&self.nvml, h) {
+            d.fb_used_mib = Some(Decimal::from(used) / Decimal::from(1u64 << 20));
         }
         d.workload = self.workload(h);
     }
 
-    fn mig_devices(&self, h: Device, parent: &DeviceReading) -> Vec<DeviceReading> {
-        let a = &self.nvml.api;
-        let (Some(mode), Some(max), Some(by_index)) = (a.mig_mode, a.max_mig, a.mig_by_index)
-        else {
+    fn mig_devices(&self, h: &Device<'_>, parent: &DeviceReading) -> Vec<DeviceReading> {
+        if !mig_enabled(h) {
+            return Vec::new();
+        }
+        let Ok(count) = h.mig_device_count() else {
             return Vec::new();
         };
-        let (mut cur, mut pending) = (0, 0);
-        // SAFETY: valid out-pointers.
-        if unsafe { mode(h, &mut cur, &mut pending) } != SUCCESS || cur != MIG_ENABLED {
-            return Vec::new();
-        }
-        let mut count: c_uint = 0;
-        // SAFETY: valid out-pointer.
-        if unsafe { max(h, &mut count) } != SUCCESS {
-            return Vec::new();
-        }
         let mut out = Vec::new();
         for i in 0..count {
-            let mut mh: Device = std::ptr::null_mut();
-            // SAFETY: valid out-pointer; `i` < the maximum count.
-            let rc = unsafe { by_index(h, i, &mut mh) };
-            if rc == NOT_FOUND || rc != SUCCESS {
+            let Ok(mh) = h.mig_device_by_index(i) else {
                 continue;
-            }
-            let mut gi: c_uint = 0;
-            let id_ok = a
-                .gpu_instance_id
-                // SAFETY: valid out-pointer.
-                .is_some_and(|f| unsafe { f(mh, &mut gi) } == SUCCESS);
-            let mut attrs = Attributes::default();
-            let attrs_ok = a
-                .attributes
-                // SAFETY: valid out-pointer to a `nvmlDeviceAttributes_t`.
-                .is_some_and(|f| unsafe { f(mh, &mut attrs) } == SUCCESS);
-            if !id_ok || !attrs_ok || attrs.gpu_instance_slice_count == 0 {
+            };
+            let (Some(gi), Ok(attrs)) = (gpu_instance_id(&self.nvml, &mh), mh.attributes()) else {
+                continue;
+            };
+            if attrs.gpu_instance_slice_count == 0 {
                 continue;
             }
             let gb = attrs.memory_size_mb.div_ceil(1024);
@@ -515,7 +340,7 @@ impl NvmlSource {
                 }),
                 ..DeviceReading::default()
             };
-            self.values(mh, &mut d);
+            self.values(&mh, &mut d);
             out.push(d);
         }
         out
@@ -523,55 +348,11 @@ impl NvmlSource {
 
     /// The first compute process's executable name (the one with the most memory), as the workload: what
     /// places a MIG instance (and a GPU, until its processes' measured uses replace it).
-    fn workload(&self, h: Device) -> Option<Workload> {
-        let nvml = &self.nvml;
-        let mut infos = nvml.process_list(nvml.api.processes?, h)?;
-        infos.sort_by(|x, y| {
-            y.used_gpu_memory
-                .cmp(&x.used_gpu_memory)
-                .then(x.pid.cmp(&y.pid))
-        });
+    fn workload(&self, h: &Device<'_>) -> Option<Workload> {
+        let mut infos = compute_processes(h)?;
+        infos.sort_by(|x, y| used_bytes(y).cmp(&used_bytes(x)).then(x.pid.cmp(&y.pid)));
         let pid = infos.first()?.pid;
-        Some(host_workload(pid, nvml.process_name(pid).as_deref()))
-    }
-}
-
-fn string(f: FnString, h: Device) -> Option<String> {
-    let mut buf = [0 as c_char; STRING_BUFFER];
-    // SAFETY: `buf` holds STRING_BUFFER bytes, the length given; NVML NUL-terminates on success.
-    if unsafe { f(h, buf.as_mut_ptr(), STRING_BUFFER as c_uint) } != SUCCESS {
-        return None;
-    }
-    // SAFETY: NUL-terminated within `buf` (NVML's contract on success).
-    let s = unsafe { CStr::from_ptr(buf.as_ptr()) }
-        .to_string_lossy()
-        .into_owned();
-    (!s.is_empty()).then_some(s)
-}
-
-fn error_text(a: &Api, rc: Ret) -> String {
-    a.error_string
-        .map(|f| {
-            // SAFETY: nvmlErrorString returns a static NUL-terminated string for any code.
-            let p = unsafe { f(rc) };
-            if p.is_null() {
-                format!("error {rc}")
-            } else {
-                // SAFETY: non-null, static, NUL-terminated.
-                unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-            }
-        })
-        .unwrap_or_else(|| format!("error {rc}"))
-}
-
-fn check(a: &Api, rc: Ret, what: &str) -> Result<()> {
-    if rc == SUCCESS {
-        Ok(())
-    } else {
-        Err(SamplerError::source(
-            "nvml",
-            format!("{what}: {}", error_text(a, rc)),
-        ))
+        Some(host_workload(pid, process_name(&self.nvml, pid).as_deref()))
     }
 }
 
@@ -687,7 +468,7 @@ impl ProcessMeter {
     fn read_window(&self, at: Timestamp, window_ms: i64) -> Result<Uses> {
         self.shared.poll();
         let nvml = &self.shared.nvml;
-        let gpus = nvml.gpus()?;
+        let gpus = gpus(nvml)?;
         let mut state =
             self.shared.state.lock().map_err(|_| {
                 SamplerError::source("nvml", "the process reader's state is poisoned")
@@ -707,7 +488,7 @@ impl ProcessMeter {
             if track.mig {
                 continue;
             }
-            let running = nvml.running(h.0);
+            let running = running(&h);
             live.extend(running.iter().map(|p| p.pid));
             let pods = &mut state.pods;
             let mut resolve = |pid: u32| name(nvml, pods.as_mut(), pid);
@@ -756,7 +537,7 @@ impl Shared {
     /// Asks every GPU for its process samples since its last answer, and names their PIDs.
     fn poll(&self) {
         let nvml = &self.nvml;
-        let Ok(gpus) = nvml.gpus() else {
+        let Ok(gpus) = gpus(nvml) else {
             return;
         };
         let Ok(mut state) = self.state.lock() else {
@@ -767,14 +548,14 @@ impl Shared {
             let first = state.first_since_us;
             let track = state.gpus.entry(uuid.clone()).or_insert_with(|| Track {
                 last_seen_us: first,
-                mig: nvml.mig_enabled(h.0),
+                mig: mig_enabled(&h),
                 ..Track::default()
             });
             if track.unsupported || track.mig {
                 continue;
             }
             let since = track.last_seen_us;
-            match nvml.process_samples(h.0, since) {
+            match process_samples(&h, since) {
                 Ok(samples) if samples.is_empty() => {}
                 Ok(samples) => {
                     let mut pids: Vec<u32> = samples.iter().map(|s| s.pid).collect();
@@ -796,9 +577,9 @@ impl Shared {
                         track.polls.pop_front();
                     }
                 }
-                Err(rc) => {
+                Err(e) => {
                     track.unsupported = true;
-                    tracing::warn!(gpu = %uuid, error = %error_text(&nvml.api, rc),
+                    tracing::warn!(gpu = %uuid, error = %e,
                         "nvmlDeviceGetProcessUtilization: no per-process GPU time on this GPU; pods sharing it are split equally");
                 }
             }
@@ -809,7 +590,7 @@ impl Shared {
 /// Who `pid` is: its pod, else its executable in namespace `host`.
 fn name(nvml: &Nvml, pods: &mut dyn PidResolver, pid: u32) -> Workload {
     pods.workload(pid)
-        .unwrap_or_else(|| host_workload(pid, nvml.process_name(pid).as_deref()))
+        .unwrap_or_else(|| host_workload(pid, process_name(nvml, pid).as_deref()))
 }
 
 impl Drop for ProcessMeter {
@@ -836,7 +617,7 @@ impl NvmlProcesses {
         pods: Box<dyn PidResolver>,
         window_ms: i64,
     ) -> Result<Self> {
-        let nvml = Nvml::load(library, "--nvml-processes")?;
+        let nvml = load(library, "--nvml-processes")?;
         Ok(NvmlProcesses {
             meter: ProcessMeter::start(nvml, pods, window_ms)?,
         })
@@ -853,9 +634,7 @@ impl ProcessReader for NvmlProcesses {
 mod tests {
     use std::path::Path;
 
-    use super::{
-        Attributes, Memory, NvmlProcesses, NvmlSource, ProcessInfo, ProcessUtilSample, Utilization,
-    };
+    use super::{NvmlProcesses, NvmlSource};
     use crate::source::processes;
 
     #[test]
@@ -878,17 +657,5 @@ mod tests {
         .map(|e| e.to_string())
         .unwrap_or_default();
         assert!(e.starts_with("--nvml-processes: cannot load"), "{e}");
-    }
-
-    #[test]
-    fn struct_layouts_match_nvml() {
-        assert_eq!(std::mem::size_of::<Utilization>(), 8);
-        assert_eq!(std::mem::size_of::<Memory>(), 24);
-        assert_eq!(std::mem::size_of::<ProcessInfo>(), 24);
-        // pid, 4 bytes of padding, timeStamp, then smUtil, memUtil, encUtil, decUtil.
-        assert_eq!(std::mem::size_of::<ProcessUtilSample>(), 32);
-        assert_eq!(std::mem::offset_of!(ProcessUtilSample, time_stamp), 8);
-        assert_eq!(std::mem::offset_of!(ProcessUtilSample, sm_util), 16);
-        assert_eq!(std::mem::size_of::<Attributes>(), 40);
     }
 }
