@@ -250,7 +250,8 @@ mod tests {
         clock.advance(499);
         assert!(l.check_key("key_1").is_err(), "half a token short");
         clock.advance(1);
-        l.check_key("key_1").expect("one token back after 500 ms at 2/s");
+        l.check_key("key_1")
+            .expect("one token back after 500 ms at 2/s");
         assert!(l.check_key("key_1").is_err());
         let ip = Some(IpAddr::from([10, 0, 0, 2]));
         l.check_address(ip).expect("1");

@@ -165,10 +165,19 @@ pub async fn schedule(
         eai_store::lease::LeaderJob::AllocationBatch,
         metrics.clone(),
     );
-    clock.sleep(Duration::from_secs(60).min(schedule.every)).await;
+    clock
+        .sleep(Duration::from_secs(60).min(schedule.every))
+        .await;
     let (every, poll) = (schedule.every, schedule.poll);
     crate::leader::every_while_leading(lease, clock.clone(), every, poll, |now| {
-        run_due(&source, store.as_ref(), config, &metrics, clock.as_ref(), now)
+        run_due(
+            &source,
+            store.as_ref(),
+            config,
+            &metrics,
+            clock.as_ref(),
+            now,
+        )
     })
     .await;
 }
@@ -186,7 +195,9 @@ pub async fn run_due(
         let started = std::time::Instant::now();
         let result = run_month_from(source, store, &period, now, config).await;
         let at = u64::try_from(clock.now().0 / 1000).unwrap_or(0);
-        metrics.jobs.batch_ran(result.is_ok(), started.elapsed(), at);
+        metrics
+            .jobs
+            .batch_ran(result.is_ok(), started.elapsed(), at);
         match result {
             Ok(o) => {
                 tracing::info!(period = %o.period, events = o.events, zeroed = o.zeroed, "allocation batch recorded gpu_local events")

@@ -11,8 +11,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use eai_engine::time::Timestamp;
 use eai_engine::backoff::Backoff;
+use eai_engine::time::Timestamp;
 use eai_store::budgets::{Alert, Delivery, MAX_ATTEMPTS};
 use eai_store::{Scope, Store};
 use rust_decimal::Decimal;
@@ -214,7 +214,11 @@ mod tests {
         assert_eq!(next_attempt(t, 19), Timestamp(3_600_000));
         // The store's schedule, which this one replaces, gives the same times.
         for n in 0..MAX_ATTEMPTS {
-            assert_eq!(next_attempt(t, n), eai_store::budgets::next_attempt(t, n), "{n}");
+            assert_eq!(
+                next_attempt(t, n),
+                eai_store::budgets::next_attempt(t, n),
+                "{n}"
+            );
         }
     }
 

@@ -144,7 +144,11 @@ mod tests {
             let d = b.ceiling(n);
             for _ in 0..50 {
                 let w = b.delay(n, rng.next_u64());
-                assert!(w >= d / 2 && w <= d, "failure {n}: {w} not in [{}, {d}]", d / 2);
+                assert!(
+                    w >= d / 2 && w <= d,
+                    "failure {n}: {w} not in [{}, {d}]",
+                    d / 2
+                );
                 seen_below |= w < d;
             }
         }

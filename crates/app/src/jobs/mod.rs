@@ -56,7 +56,10 @@ impl std::fmt::Debug for Jobs {
         f.debug_struct("Jobs")
             .field("store", &self.store.backend())
             .field("raw_retention_days", &self.raw_retention_days)
-            .field("clickhouse", &self.clickhouse.as_ref().map(|c| c.database()))
+            .field(
+                "clickhouse",
+                &self.clickhouse.as_ref().map(|c| c.database()),
+            )
             .field("batch", &self.batch.is_some())
             .field("budget_check", &self.budget_check)
             .finish_non_exhaustive()
@@ -114,7 +117,10 @@ impl Jobs {
         )));
         tasks.push(tokio::spawn(crate::store_metrics::run(refresher)));
         tasks.push(tokio::spawn(crate::budget_alerts::run(
-            store, metrics, budget_check, clock,
+            store,
+            metrics,
+            budget_check,
+            clock,
         )));
         tracing::info!(instance = crate::leader::instance(), "one replica runs each of the batch, the pruner, the replicator and the budget chores (a lease each)");
         tasks
@@ -212,7 +218,10 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert_eq!(count(), 1, "not before the hour");
         clock.advance(60_000);
-        until("the second run, an hour of the clock later", || count() == 2).await;
+        until("the second run, an hour of the clock later", || {
+            count() == 2
+        })
+        .await;
         assert_eq!(
             runs.lock().expect("lock").clone(),
             vec![Timestamp(1_800_000_000_000), Timestamp(1_800_003_600_000)]
@@ -224,6 +233,9 @@ mod tests {
     async fn a_prune_keeps_the_retention_before_now() {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = eai_store::sqlite::SqliteStore::open(&dir.path().join("p.db")).expect("store");
-        assert_eq!(prune_once(&store, 30, Timestamp(1_800_000_000_000)).await, 0);
+        assert_eq!(
+            prune_once(&store, 30, Timestamp(1_800_000_000_000)).await,
+            0
+        );
     }
 }
