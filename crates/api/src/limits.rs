@@ -1,15 +1,18 @@
 //! Request limits: a token bucket per API key and one per client address for requests without a valid key
 //! (governor's GCRA: `rate` requests per second, bursts of twice that), the slots of allocation computations,
-//! and the count of failed sign-ins per address (repeated ones are audited, never with the key).
+//! and the count of failed sign-ins per address (repeated ones are audited, never with the key). Time is the
+//! [`Clock`]'s ([`Limits::on_clock`]): a test steps it to refill a bucket or close a window instead of waiting.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use eai_app::clock::{Clock, SystemClock};
+use governor::middleware::NoOpMiddleware;
+use governor::state::keyed::DefaultKeyedStateStore;
+use governor::{Quota, RateLimiter};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::ApiError;
@@ -21,17 +24,36 @@ pub const FAILURES_AUDITED_FROM: u32 = 10;
 /// Addresses tracked for failed sign-ins at most (the oldest windows go first).
 const MAX_TRACKED: usize = 10_000;
 
+/// The rate limiters' clock: the application's, read as the span since its origin (it never goes back).
+#[derive(Debug, Clone)]
+struct LimiterClock(Arc<dyn Clock>);
+
+impl governor::clock::Clock for LimiterClock {
+    type Instant = Duration;
+
+    fn now(&self) -> Duration {
+        self.0.elapsed()
+    }
+}
+
+/// A token bucket per key, on the application's clock.
+type KeyedLimiter<K> =
+    RateLimiter<K, DefaultKeyedStateStore<K>, LimiterClock, NoOpMiddleware<Duration>>;
+
 #[derive(Debug, Clone, Copy)]
 struct Failures {
-    since: Instant,
+    since: Duration,
     count: u32,
     audited: bool,
 }
 
 /// The limits of one server. Cheap to share behind an `Arc`.
 pub struct Limits {
-    per_key: Option<DefaultKeyedRateLimiter<String>>,
-    per_address: Option<DefaultKeyedRateLimiter<IpAddr>>,
+    /// The rates and slots asked for, to build the same limits on another clock.
+    asked: (u32, u32, usize),
+    clock: Arc<dyn Clock>,
+    per_key: Option<KeyedLimiter<String>>,
+    per_address: Option<KeyedLimiter<IpAddr>>,
     allocations: Arc<Semaphore>,
     failures: Mutex<HashMap<IpAddr, Failures>>,
 }
@@ -46,21 +68,27 @@ impl std::fmt::Debug for Limits {
     }
 }
 
-fn limiter<K: std::hash::Hash + Eq + Clone>(rate: u32) -> Option<DefaultKeyedRateLimiter<K>> {
+fn limiter<K: std::hash::Hash + Eq + Clone>(
+    rate: u32,
+    clock: &Arc<dyn Clock>,
+) -> Option<KeyedLimiter<K>> {
     let rate = NonZeroU32::new(rate)?;
     let burst = rate.saturating_mul(NonZeroU32::MIN.saturating_add(1));
-    Some(RateLimiter::keyed(
+    Some(RateLimiter::new(
         Quota::per_second(rate).allow_burst(burst),
+        DefaultKeyedStateStore::default(),
+        LimiterClock(clock.clone()),
     ))
 }
 
 /// Whole seconds to wait (at least one), for `Retry-After`.
 fn retry_after<K: std::hash::Hash + Eq + Clone>(
-    l: &DefaultKeyedRateLimiter<K>,
+    l: &KeyedLimiter<K>,
     key: &K,
 ) -> Result<(), ApiError> {
+    use governor::clock::Clock as _;
     l.check_key(key).map_err(|not_until| {
-        let wait = not_until.wait_time_from(DefaultClock::default().now());
+        let wait = not_until.wait_time_from(l.clock().now());
         let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
         ApiError::rate_limited(u32::try_from(secs).unwrap_or(u32::MAX).max(1))
     })
@@ -69,12 +97,30 @@ fn retry_after<K: std::hash::Hash + Eq + Clone>(
 impl Limits {
     /// `per_key` and `per_address` requests per second (0: unlimited), `allocations` computations at once.
     pub fn new(per_key: u32, per_address: u32, allocations: usize) -> Self {
+        Self::with_clock(per_key, per_address, allocations, Arc::new(SystemClock))
+    }
+
+    /// Like [`Limits::new`], on `clock`.
+    pub fn with_clock(
+        per_key: u32,
+        per_address: u32,
+        allocations: usize,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
         Limits {
-            per_key: limiter(per_key),
-            per_address: limiter(per_address),
+            asked: (per_key, per_address, allocations),
+            per_key: limiter(per_key, &clock),
+            per_address: limiter(per_address, &clock),
+            clock,
             allocations: Arc::new(Semaphore::new(allocations.max(1))),
             failures: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The same limits, fresh (full buckets, no failure counted), on `clock`.
+    pub fn on_clock(&self, clock: Arc<dyn Clock>) -> Self {
+        let (per_key, per_address, allocations) = self.asked;
+        Self::with_clock(per_key, per_address, allocations, clock)
     }
 
     /// One request of an authenticated key.
@@ -105,10 +151,10 @@ impl Limits {
     /// current window (once per window: that failure is to be audited).
     pub fn failed_sign_in(&self, ip: Option<IpAddr>) -> Option<u32> {
         let ip = ip?;
-        let now = Instant::now();
+        let now = self.clock.elapsed();
         let mut m = self.failures.lock().ok()?;
         if m.len() >= MAX_TRACKED && !m.contains_key(&ip) {
-            m.retain(|_, f| now.duration_since(f.since) < FAILURE_WINDOW);
+            m.retain(|_, f| now.saturating_sub(f.since) < FAILURE_WINDOW);
             if m.len() >= MAX_TRACKED {
                 return None;
             }
@@ -118,7 +164,7 @@ impl Limits {
             count: 0,
             audited: false,
         });
-        if now.duration_since(f.since) >= FAILURE_WINDOW {
+        if now.saturating_sub(f.since) >= FAILURE_WINDOW {
             *f = Failures {
                 since: now,
                 count: 0,
@@ -141,9 +187,9 @@ impl Limits {
         if let Some(l) = &self.per_address {
             l.retain_recent();
         }
-        let now = Instant::now();
+        let now = self.clock.elapsed();
         if let Ok(mut m) = self.failures.lock() {
-            m.retain(|_, f| now.duration_since(f.since) < FAILURE_WINDOW);
+            m.retain(|_, f| now.saturating_sub(f.since) < FAILURE_WINDOW);
         }
     }
 }
@@ -151,6 +197,8 @@ impl Limits {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use eai_app::clock::ManualClock;
+    use eai_engine::time::Timestamp;
 
     #[test]
     fn a_key_gets_its_burst_then_a_retry_after() {
@@ -178,10 +226,44 @@ mod tests {
 
     #[test]
     fn repeated_failed_sign_ins_are_reported_once_per_window() {
-        let l = Limits::new(0, 0, 1);
+        let clock = ManualClock::new(Timestamp(1_000_000));
+        let l = Limits::with_clock(0, 0, 1, Arc::new(clock.clone()));
         let ip = Some(IpAddr::from([10, 0, 0, 1]));
         let reported: Vec<u32> = (0..30).filter_map(|_| l.failed_sign_in(ip)).collect();
         assert_eq!(reported, vec![FAILURES_AUDITED_FROM]);
         assert_eq!(l.failed_sign_in(None), None);
+        // A new window: counted from one again, and reported again.
+        clock.advance(FAILURE_WINDOW.as_millis() as i64);
+        let reported: Vec<u32> = (0..30).filter_map(|_| l.failed_sign_in(ip)).collect();
+        assert_eq!(reported, vec![FAILURES_AUDITED_FROM]);
+    }
+
+    #[test]
+    fn a_bucket_refills_as_the_clock_moves() {
+        let clock = ManualClock::new(Timestamp(1_000_000));
+        let l = Limits::with_clock(2, 1, 1, Arc::new(clock.clone()));
+        for _ in 0..4 {
+            l.check_key("key_1").expect("within the burst of 4");
+        }
+        let e = l.check_key("key_1").expect_err("over");
+        assert_eq!(e.retry_after, Some(1));
+        clock.advance(499);
+        assert!(l.check_key("key_1").is_err(), "half a token short");
+        clock.advance(1);
+        l.check_key("key_1")
+            .expect("one token back after 500 ms at 2/s");
+        assert!(l.check_key("key_1").is_err());
+        let ip = Some(IpAddr::from([10, 0, 0, 2]));
+        l.check_address(ip).expect("1");
+        l.check_address(ip).expect("2: the burst");
+        assert!(l.check_address(ip).is_err());
+        clock.advance(2_000);
+        l.check_address(ip).expect("refilled");
+        // Fresh limits on another clock forget the buckets, keep the rates.
+        let again = l.on_clock(Arc::new(ManualClock::new(Timestamp(0))));
+        for _ in 0..4 {
+            again.check_key("key_1").expect("a full bucket");
+        }
+        assert!(again.check_key("key_1").is_err());
     }
 }

@@ -10,8 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use axum_server::tls_rustls::RustlsConfig;
 use eai_engine::allocate::AllocationConfig;
-use eai_engine::time::Timestamp;
-use eai_store::clickhouse::{replicate_once, ClickHouse};
+use eai_store::clickhouse::ClickHouse;
 use eai_store::postgres::PgStore;
 use eai_store::rollups::RollupConfig;
 use eai_store::sqlite::{SqliteConfig, SqliteStore};
@@ -24,19 +23,8 @@ use crate::key_format::{hash_api_key, new_api_key};
 use crate::routes::router;
 use crate::state::{now, AppState, Settings};
 use eai_app::allocation::Source;
-use eai_app::leader::Lease;
-use eai_app::metrics::Metrics;
-use eai_store::lease::LeaderJob;
-
-/// How often raw samples past their retention are pruned.
-const PRUNE_EVERY: Duration = Duration::from_secs(3600);
-/// Outbox entries one delivery takes.
-const REPLICATE_BATCH: u64 = 50;
-/// How often the replicator looks for new outbox entries when it has caught up.
-const REPLICATE_POLL: Duration = Duration::from_millis(500);
-/// Backoff after a failure talking to ClickHouse: doubles from the first to the last.
-const REPLICATE_BACKOFF: (Duration, Duration) =
-    (Duration::from_millis(500), Duration::from_secs(30));
+use eai_app::clock::Ticker;
+use eai_app::jobs::Jobs;
 
 /// A bound, ready-to-run control plane.
 #[derive(Debug)]
@@ -132,7 +120,8 @@ impl Application {
         &self.state
     }
 
-    /// The same application, its handlers reading the time from `clock` (a test steps it instead of waiting).
+    /// The same application on `clock`: its handlers, rate limits and background jobs read the time from it and
+    /// wait on it (a test steps it instead of waiting).
     pub fn with_clock(mut self, clock: Arc<dyn eai_app::clock::Clock>) -> Self {
         self.state = self.state.with_clock(clock);
         self
@@ -143,25 +132,7 @@ impl Application {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
-        let mut tasks = Vec::new();
-        if self.raw_retention_days > 0 {
-            tasks.push(tokio::spawn(prune_raw_samples(
-                self.state.store.clone(),
-                self.raw_retention_days,
-                self.state.metrics.clone(),
-                self.leader_poll,
-            )));
-        }
-        if let Some(ch) = &self.clickhouse {
-            tracing::info!(database = ch.database(), "replicating to ClickHouse");
-            tasks.push(tokio::spawn(replicate(
-                self.state.store.clone(),
-                ch.clone(),
-                self.state.metrics.clone(),
-                self.leader_poll,
-            )));
-        }
-        if self.allocation_batch {
+        let batch = self.allocation_batch.then(|| {
             let source = match (&self.allocation_source, &self.clickhouse) {
                 (AllocationSource::ClickHouse, Some(ch)) => Source::ClickHouse(ch.clone()),
                 _ => Source::Primary,
@@ -170,33 +141,33 @@ impl Application {
                 bucket_ms: self.allocation_bucket_ms,
                 ..AllocationConfig::default()
             };
-            tasks.push(tokio::spawn(eai_app::batch::schedule(
-                self.state.store.clone(),
-                source,
-                config,
-                eai_app::batch::Schedule {
-                    every: self.batch_every,
-                    poll: self.leader_poll,
-                },
-                self.state.metrics.clone(),
-            )));
-        }
-        tasks.push(tokio::spawn(housekeeping(self.state.clone())));
-        tasks.push(tokio::spawn(eai_app::store_metrics::run(
-            eai_app::store_metrics::Refresher {
-                store: self.state.store.clone(),
-                source: self.state.source.clone(),
-                metrics: self.state.metrics.clone(),
-                options: self.state.settings.store_metrics,
-                bucket_ms: self.state.settings.allocation_bucket_ms,
+            let schedule = eai_app::batch::Schedule {
+                every: self.batch_every,
+                poll: self.leader_poll,
+            };
+            (source, config, schedule)
+        });
+        let st = &self.state;
+        let mut tasks = Jobs {
+            store: st.store.clone(),
+            metrics: st.metrics.clone(),
+            clock: st.clock.clone(),
+            leader_poll: self.leader_poll,
+            raw_retention_days: self.raw_retention_days,
+            clickhouse: self.clickhouse.clone(),
+            batch,
+            budget_check: self.budget_check,
+            refresher: eai_app::store_metrics::Refresher {
+                store: st.store.clone(),
+                source: st.source.clone(),
+                metrics: st.metrics.clone(),
+                options: st.settings.store_metrics,
+                bucket_ms: st.settings.allocation_bucket_ms,
+                clock: st.clock.clone(),
             },
-        )));
-        tasks.push(tokio::spawn(eai_app::budget_alerts::run(
-            self.state.store.clone(),
-            self.state.metrics.clone(),
-            self.budget_check,
-        )));
-        tracing::info!(instance = eai_app::leader::instance(), "one replica runs each of the batch, the pruner, the replicator and the budget chores (a lease each)");
+        }
+        .spawn();
+        tasks.push(tokio::spawn(forget_idle_limits(self.state.clone())));
         tracing::info!(
             address = %self.local_addr,
             storage = self.state.store.backend(),
@@ -240,26 +211,12 @@ pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// How often the audit chain's head is logged (an anchor outside the database; also in `/metrics`).
-const AUDIT_HEAD_EVERY: Duration = Duration::from_secs(24 * 3600);
-
-/// Background chores: rate limiters forget idle keys every minute; the audit chain's head is logged at start
-/// and daily, so that the logs anchor it outside the database.
-async fn housekeeping(state: AppState) {
-    let mut minute = tokio::time::interval(Duration::from_secs(60));
-    let mut day = tokio::time::interval(AUDIT_HEAD_EVERY);
+/// Rate limiters forget idle keys and addresses every minute (on the state's clock).
+async fn forget_idle_limits(state: AppState) {
+    let mut minute = Ticker::new(state.clock.clone(), Duration::from_secs(60));
     loop {
-        tokio::select! {
-            _ = minute.tick() => state.limits.retain_recent(),
-            _ = day.tick() => match state.store.audit_head().await {
-                Ok(Some(h)) => {
-                    state.metrics.set_audit_head(h.seq, &h.hash);
-                    tracing::info!(seq = h.seq, hash = %h.hash, "audit chain head (anchor it: eai-gpu audit verify --expect-head SEQ:HASH)");
-                }
-                Ok(None) => tracing::info!("audit chain head: the chain is empty"),
-                Err(e) => tracing::warn!(error = %e, "cannot read the audit chain's head"),
-            },
-        }
+        minute.tick().await;
+        state.limits.retain_recent();
     }
 }
 
@@ -412,102 +369,6 @@ fn write_secret(path: &Path, secret: &str) -> anyhow::Result<()> {
     f.sync_all()
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
-}
-
-/// Deletes raw samples past their retention, hourly (rollups stay), on the replica that holds the pruner's lease.
-async fn prune_raw_samples(
-    store: Arc<dyn Store>,
-    days: u32,
-    metrics: Arc<Metrics>,
-    poll: Duration,
-) {
-    let lease = Lease::new(store.clone(), LeaderJob::Pruner, metrics);
-    eai_app::leader::every_while_leading(lease, PRUNE_EVERY, poll, || async {
-        let before = Timestamp(now().0 - i64::from(days) * 86_400_000);
-        match store.prune_raw_samples(before).await {
-            Ok(0) => {}
-            Ok(n) => {
-                tracing::info!(rows = n, before = %before, "pruned raw samples past their retention")
-            }
-            Err(e) => tracing::warn!(error = %e, "pruning raw samples failed; will retry"),
-        }
-    })
-    .await;
-}
-
-/// The replicator, on the replica that holds its lease: creates the ClickHouse schema, then delivers the outbox
-/// for as long as it leads, retrying with backoff while ClickHouse is down (ingest never waits for it: the outbox
-/// keeps the rows).
-async fn replicate(store: Arc<dyn Store>, ch: ClickHouse, metrics: Arc<Metrics>, poll: Duration) {
-    let mut lease = Lease::new(store.clone(), LeaderJob::Replicator, metrics.clone());
-    let poll = eai_app::leader::poll(poll);
-    loop {
-        while !lease.check().await {
-            tokio::time::sleep(poll).await;
-        }
-        // Leading: deliver until a lease check fails.
-        let checked = tokio::time::Instant::now();
-        tokio::select! {
-            _ = replicate_while_leading(&store, &ch, &metrics) => {}
-            _ = async {
-                let mut at = checked;
-                loop {
-                    at += poll;
-                    tokio::time::sleep_until(at).await;
-                    if !lease.check().await {
-                        break;
-                    }
-                }
-            } => {}
-        }
-    }
-}
-
-/// Delivers the outbox forever (the caller stops it when the lease is lost). A delivery cut short is
-/// redelivered by the next leader: the replica dedups on its keys.
-async fn replicate_while_leading(store: &Arc<dyn Store>, ch: &ClickHouse, metrics: &Metrics) {
-    let r = &metrics.replica;
-    let (first, last) = REPLICATE_BACKOFF;
-    let mut backoff = first;
-    while let Err(e) = ch.migrate().await {
-        Metrics::add(&r.failures, 1);
-        tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64, "cannot create the ClickHouse schema; will retry");
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(last);
-    }
-    backoff = first;
-    loop {
-        match store.outbox_stats().await {
-            Ok(stats) => {
-                Metrics::set(&r.outbox_pending, stats.pending);
-                let age = stats.oldest_ms.map_or(0, |t| (now().0 - t).max(0) / 1000);
-                Metrics::set(
-                    &r.outbox_oldest_age_seconds,
-                    u64::try_from(age).unwrap_or(0),
-                );
-            }
-            Err(e) => tracing::warn!(error = %e, "cannot read the outbox size"),
-        }
-        match replicate_once(store.as_ref(), ch, REPLICATE_BATCH).await {
-            Ok(d) => {
-                backoff = first;
-                Metrics::add(&r.delivered_rows, d.rows as u64);
-                Metrics::set(
-                    &r.last_success_timestamp_seconds,
-                    u64::try_from(now().0 / 1000).unwrap_or(0),
-                );
-                if (d.entries as u64) < REPLICATE_BATCH {
-                    tokio::time::sleep(REPLICATE_POLL).await;
-                }
-            }
-            Err(e) => {
-                Metrics::add(&r.failures, 1);
-                tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64, "replication to ClickHouse failed; the outbox keeps the rows, will retry");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(last);
-            }
-        }
-    }
 }
 
 #[cfg(test)]

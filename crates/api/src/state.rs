@@ -1,4 +1,4 @@
-//! What every handler shares: the store behind its trait, the request limits, the metrics.
+//! What every handler shares: the store behind its trait, the request limits, the metrics, the clock.
 
 use std::sync::Arc;
 
@@ -83,8 +83,9 @@ impl AppState {
         }
     }
 
-    /// The same state, reading the time from `clock`.
+    /// The same state, reading the time from `clock`: its limits start afresh on it (full buckets).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.limits = Arc::new(self.limits.on_clock(clock.clone()));
         self.clock = clock;
         self
     }

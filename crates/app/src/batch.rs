@@ -21,6 +21,7 @@ use eai_store::{AuditDraft, Scope, Store};
 use serde_json::json;
 
 use crate::allocation::Source;
+use crate::clock::Clock;
 
 const HOUR_MS: i64 = 3_600_000;
 const DAY_MS: i64 = 86_400_000;
@@ -150,38 +151,62 @@ pub struct Schedule {
 
 /// Runs the batch forever on the replica that holds its lease, reading from `source`: every `every` while it
 /// leads, and at once when it takes the lease over (the last leader may have died before its run). The first
-/// run waits a minute (or `every`, if shorter) after start.
+/// run waits a minute (or `every`, if shorter) after start. Time is `clock`'s.
 pub async fn schedule(
     store: Arc<dyn Store>,
     source: Source,
     config: AllocationConfig,
     schedule: Schedule,
     metrics: Arc<crate::metrics::Metrics>,
+    clock: Arc<dyn Clock>,
 ) {
     let lease = crate::leader::Lease::new(
         store.clone(),
         eai_store::lease::LeaderJob::AllocationBatch,
         metrics.clone(),
     );
-    tokio::time::sleep(Duration::from_secs(60).min(schedule.every)).await;
-    crate::leader::every_while_leading(lease, schedule.every, schedule.poll, || async {
-        let now = crate::clock::now();
-        for period in months_due(now) {
-            let started = std::time::Instant::now();
-            let result = run_month_from(&source, store.as_ref(), &period, now, config).await;
-            let at = u64::try_from(crate::clock::now().0 / 1000).unwrap_or(0);
-            metrics.jobs.batch_ran(result.is_ok(), started.elapsed(), at);
-            match result {
-                Ok(o) => {
-                    tracing::info!(period = %o.period, events = o.events, zeroed = o.zeroed, "allocation batch recorded gpu_local events")
-                }
-                Err(e) => {
-                    tracing::error!(period = %period, error = %format!("{e:#}"), "allocation batch failed; retried next run")
-                }
-            }
-        }
+    clock
+        .sleep(Duration::from_secs(60).min(schedule.every))
+        .await;
+    let (every, poll) = (schedule.every, schedule.poll);
+    crate::leader::every_while_leading(lease, clock.clone(), every, poll, |now| {
+        run_due(
+            &source,
+            store.as_ref(),
+            config,
+            &metrics,
+            clock.as_ref(),
+            now,
+        )
     })
     .await;
+}
+
+/// One scheduled run at `now`: each month due, recorded in the batch's metrics.
+pub async fn run_due(
+    source: &Source,
+    store: &dyn Store,
+    config: AllocationConfig,
+    metrics: &crate::metrics::Metrics,
+    clock: &dyn Clock,
+    now: Timestamp,
+) {
+    for period in months_due(now) {
+        let started = std::time::Instant::now();
+        let result = run_month_from(source, store, &period, now, config).await;
+        let at = u64::try_from(clock.now().0 / 1000).unwrap_or(0);
+        metrics
+            .jobs
+            .batch_ran(result.is_ok(), started.elapsed(), at);
+        match result {
+            Ok(o) => {
+                tracing::info!(period = %o.period, events = o.events, zeroed = o.zeroed, "allocation batch recorded gpu_local events")
+            }
+            Err(e) => {
+                tracing::error!(period = %period, error = %format!("{e:#}"), "allocation batch failed; retried next run")
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -4,27 +4,37 @@
 //! A webhook is a `POST` of a JSON body to the budget's `webhook_url`, signed like Stripe's: header
 //! `X-EAI-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" with the budget's webhook secret>`,
 //! plus `X-EAI-Webhook-Id` (the alert's id: a receiver that sees it twice drops the second). Delivery is at
-//! least once: any answer but a 2xx is retried with exponential backoff (2^n s, at most an hour) for
+//! least once: any answer but a 2xx is retried with exponential backoff (2^n s, at most an hour:
+//! [`WEBHOOK_BACKOFF`], the shared [`Backoff`] schedule) for
 //! [`eai_store::budgets::MAX_ATTEMPTS`] attempts (about two days), then given up and audited.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use eai_engine::backoff::Backoff;
 use eai_engine::time::Timestamp;
-use eai_store::budgets::{next_attempt, Alert, Delivery, MAX_ATTEMPTS};
+use eai_store::budgets::{Alert, Delivery, MAX_ATTEMPTS};
 use eai_store::{Scope, Store};
 use rust_decimal::Decimal;
 use serde_json::json;
 use sha2::Sha256;
 
-use crate::clock::now;
+use crate::clock::{Clock, Ticker};
 use crate::metrics::Metrics;
+
+/// The webhooks' retry schedule: 1 s doubling to an hour, no jitter (the chores' period spreads them).
+pub const WEBHOOK_BACKOFF: Backoff = Backoff::new(1000, 3_600_000);
 
 /// How long a receiver may take to answer.
 const DELIVERY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Runs the chores forever.
-pub async fn run(store: Arc<dyn Store>, metrics: Arc<Metrics>, every: Duration) {
+/// Runs the chores forever, every `every` on `clock` (the first at once).
+pub async fn run(
+    store: Arc<dyn Store>,
+    metrics: Arc<Metrics>,
+    every: Duration,
+    clock: Arc<dyn Clock>,
+) {
     let http = match reqwest::Client::builder().timeout(DELIVERY_TIMEOUT).build() {
         Ok(h) => h,
         Err(e) => {
@@ -37,18 +47,23 @@ pub async fn run(store: Arc<dyn Store>, metrics: Arc<Metrics>, every: Duration) 
         eai_store::lease::LeaderJob::BudgetChores,
         metrics.clone(),
     );
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut tick = Ticker::new(clock, every);
     loop {
-        tick.tick().await;
+        let at = tick.tick().await;
         // One replica delivers the webhooks (each is also deduplicated by its id).
         if !lease.check().await {
             continue;
         }
-        if let Err(e) = check_once(store.as_ref(), &metrics, &http, now()).await {
+        if let Err(e) = check_once(store.as_ref(), &metrics, &http, at).await {
             tracing::warn!(error = %e, "budget check failed (retried next time)");
         }
     }
+}
+
+/// When a webhook that failed at `at` for the `attempts + 1`-th time is tried again: 2^attempts s later, at
+/// most an hour ([`WEBHOOK_BACKOFF`]).
+pub fn next_attempt(at: Timestamp, attempts: u32) -> Timestamp {
+    Timestamp(at.0 + WEBHOOK_BACKOFF.delay(attempts.saturating_add(1), 0))
 }
 
 /// One round of the chores at `at`.
@@ -189,6 +204,22 @@ mod tests {
             )),
             "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
         );
+    }
+
+    #[test]
+    fn webhooks_back_off_one_second_doubling_to_an_hour() {
+        let t = Timestamp(0);
+        assert_eq!(next_attempt(t, 0), Timestamp(1_000));
+        assert_eq!(next_attempt(t, 3), Timestamp(8_000));
+        assert_eq!(next_attempt(t, 19), Timestamp(3_600_000));
+        // The store's schedule, which this one replaces, gives the same times.
+        for n in 0..MAX_ATTEMPTS {
+            assert_eq!(
+                next_attempt(t, n),
+                eai_store::budgets::next_attempt(t, n),
+                "{n}"
+            );
+        }
     }
 
     #[test]

@@ -5,9 +5,11 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use eai_engine::time::Timestamp;
 use eai_store::lease::LeaderJob;
 use eai_store::Store;
 
+use crate::clock::Clock;
 use crate::metrics::Metrics;
 
 /// This process among the replicas, in logs and audit events: `<host>/<pid>` (`EAI_INSTANCE` overrides it).
@@ -89,26 +91,28 @@ pub fn poll(every: Duration) -> Duration {
 
 /// Runs `work` forever on the replica that holds `lease`: every `every` while it leads, and at once when it
 /// takes the lease (the last holder may have died just before its run). The lease is checked every `poll`
-/// (at most `every`), so a replica takes over within `poll` of the holder's loss.
+/// (at most `every`), so a replica takes over within `poll` of the holder's loss. Time is `clock`'s: `work`
+/// gets its `now`, and the loop sleeps on it (a test's clock drives it).
 pub async fn every_while_leading<F, Fut>(
     mut lease: Lease,
+    clock: Arc<dyn Clock>,
     every: Duration,
     poll: Duration,
     mut work: F,
 ) where
-    F: FnMut() -> Fut,
+    F: FnMut(Timestamp) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
     let poll = self::poll(poll).min(every);
-    let mut last_run: Option<tokio::time::Instant> = None;
+    let mut last_run: Option<Duration> = None;
     loop {
         if !lease.check().await {
             last_run = None;
-        } else if last_run.is_none_or(|t| t.elapsed() >= every) {
-            last_run = Some(tokio::time::Instant::now());
-            work().await;
+        } else if last_run.is_none_or(|t| clock.elapsed().saturating_sub(t) >= every) {
+            last_run = Some(clock.elapsed());
+            work(clock.now()).await;
         }
-        tokio::time::sleep(poll).await;
+        clock.sleep(poll).await;
     }
 }
 

@@ -4,11 +4,12 @@
 //! Code map: [`allocation`] (the services: allocation, explanation, breakdown, token costs and the Slurm
 //! reconciliation of a period, read from the primary or the ClickHouse replica), [`focus`] (the FOCUS export:
 //! rows of a period, CSV or Parquet), [`batch`] (the allocation batch: each tenant's month as `gpu_local` usage
-//! events, and its schedule), [`budget_alerts`] (budget thresholds crossed, delivered to webhooks), [`store_metrics`]
+//! events, and its schedule), [`budget_alerts`] (budget thresholds crossed, delivered to webhooks), [`jobs`] (the background jobs
+//! on the clock: the pruner, the replicator, the audit anchor, and the others' wiring), [`store_metrics`]
 //! (the figures `/metrics` reads from the store, refreshed in the background), [`leader`] (one replica runs each
 //! job: a lease per job), [`metrics`] (the process's Prometheus registry), [`params`] (the parameters both front
 //! ends read: periods, breakdown groupings and filters, thresholds), [`keys`] (an API key request validated, a
-//! key as listed), [`clock`] (the clock, read in one place).
+//! key as listed), [`clock`] (the clock, read and waited on in one place).
 
 pub mod allocation;
 pub mod allocation_series;
@@ -16,6 +17,7 @@ pub mod batch;
 pub mod budget_alerts;
 pub mod clock;
 pub mod focus;
+pub mod jobs;
 pub mod keys;
 pub mod leader;
 pub mod metrics;

@@ -1,10 +1,11 @@
 //! Delivery: where batches go ([`Sink`]: the control plane through the Rust SDK, samples to
 //! `POST /v1/finops/gpu/samples` and vLLM usage events to `POST /v1/usage/events`; or stdout for `--dry-run`),
-//! which failures are worth retrying ([`classify`]), and how long to wait before the next try ([`Backoff`]:
-//! exponential, with jitter, on the caller's clock so that tests can drive it).
+//! which failures are worth retrying ([`classify`]), and how long to wait before the next try ([`Retries`]:
+//! the shared exponential schedule with jitter, on the caller's clock so that tests can drive it).
 
 use async_trait::async_trait;
 use eai_client::{ClientError, EnterpriseAi, GpuSample, Ingested};
+use eai_engine::backoff::{Backoff, Jitter, JitterRng};
 use eai_engine::Timestamp;
 
 use crate::vllm::UsageEvent;
@@ -55,25 +56,24 @@ pub fn classify(e: &ClientError) -> Failure {
     }
 }
 
-/// Exponential backoff with jitter: after the n-th failure in a row, wait a random time in
-/// `[d/2, d]` with `d = min(base * 2^(n-1), max)`.
+/// The delivery's retries: failures in a row and when the next try is allowed, on the schedule of
+/// [`eai_engine::backoff::Backoff`] with half jitter (after the n-th failure, a random wait in `[d/2, d]`,
+/// `d = min(base * 2^(n-1), max)`).
 #[derive(Debug, Clone)]
-pub struct Backoff {
-    base_ms: i64,
-    max_ms: i64,
+pub struct Retries {
+    schedule: Backoff,
     failures: u32,
     next_at: Option<Timestamp>,
-    rng: u64,
+    rng: JitterRng,
 }
 
-impl Backoff {
+impl Retries {
     pub fn new(base_ms: i64, max_ms: i64, seed: u64) -> Self {
-        Backoff {
-            base_ms: base_ms.max(1),
-            max_ms: max_ms.max(base_ms.max(1)),
+        Retries {
+            schedule: Backoff::new(base_ms, max_ms).with_jitter(Jitter::Half),
             failures: 0,
             next_at: None,
-            rng: seed | 1,
+            rng: JitterRng::new(seed),
         }
     }
 
@@ -94,10 +94,7 @@ impl Backoff {
     /// Records a failure at `now`; returns the wait chosen (ms).
     pub fn failed(&mut self, now: Timestamp) -> i64 {
         self.failures = self.failures.saturating_add(1);
-        let exp = self.failures.saturating_sub(1).min(30);
-        let d = self.base_ms.saturating_mul(1i64 << exp).min(self.max_ms);
-        let half = d / 2;
-        let wait = half + (self.next_random() % (half.max(0) as u64 + 1)) as i64;
+        let wait = self.schedule.delay(self.failures, self.rng.next_u64());
         self.next_at = Some(Timestamp(now.0 + wait));
         wait
     }
@@ -107,16 +104,6 @@ impl Backoff {
         self.failures = 0;
         self.next_at = None;
     }
-
-    /// xorshift64*: jitter needs no more.
-    fn next_random(&mut self) -> u64 {
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
 }
 
 #[cfg(test)]
@@ -125,7 +112,7 @@ mod tests {
     use eai_engine::Timestamp;
     use serde_json::Value;
 
-    use super::{classify, Backoff, Failure};
+    use super::{classify, Failure, Retries};
 
     fn api(status: u16) -> ClientError {
         ClientError::Api {
@@ -157,7 +144,7 @@ mod tests {
 
     #[test]
     fn backoff_grows_with_jitter_and_is_capped() {
-        let mut b = Backoff::new(1000, 60_000, 42);
+        let mut b = Retries::new(1000, 60_000, 42);
         assert!(b.ready(Timestamp(0)));
         let mut waits = Vec::new();
         for _ in 0..10 {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use eai_engine::Timestamp;
 
 use crate::convert::{Converter, Window};
-use crate::delivery::{classify, Backoff, Failure, Sink};
+use crate::delivery::{classify, Failure, Retries, Sink};
 use crate::error::{Result, SamplerError};
 use crate::metrics::Metrics;
 use crate::readings::Readings;
@@ -127,7 +127,7 @@ pub struct Sampler {
     output: Output,
     opts: SamplerOptions,
     metrics: Arc<Metrics>,
-    backoff: Backoff,
+    backoff: Retries,
     last_window_end: Option<Timestamp>,
     vllm: Option<Vllm>,
     /// A delivery still waiting for its answer when its round ended (the link is slow or cut): the loop goes
@@ -191,7 +191,7 @@ impl Sampler {
             source,
             converter,
             output,
-            backoff: Backoff::new(opts.retry_base_ms, opts.retry_max_ms, seed),
+            backoff: Retries::new(opts.retry_base_ms, opts.retry_max_ms, seed),
             opts,
             metrics,
             last_window_end,
@@ -289,10 +289,12 @@ impl Sampler {
     async fn scrape(&mut self, at: Timestamp) -> Result<Readings> {
         let attempts = self.opts.scrape_attempts.max(1);
         let mut last = None;
+        // The shared schedule without jitter: scrape_retry_ms, doubled per further read, at most 2^8 times it.
+        let base = i64::try_from(self.opts.scrape_retry_ms).unwrap_or(i64::MAX >> 8);
+        let pause = eai_engine::backoff::Backoff::new(base, base.saturating_mul(1 << 8));
         for attempt in 0..attempts {
             if attempt > 0 {
-                let ms = self.opts.scrape_retry_ms << (attempt - 1).min(8);
-                tokio::time::sleep(Duration::from_millis(ms)).await;
+                tokio::time::sleep(pause.delay_duration(attempt, 0)).await;
             }
             Metrics::add(&self.metrics.scrapes, 1);
             match self.source.scrape(at).await {

@@ -1,8 +1,6 @@
 //! The `security` suite (issue: trust): each attack a tenant, a service key or someone with the database could
 //! try, over HTTP against a real server, on both backends. Every test names the attack it tries.
 
-use std::time::Duration;
-
 use eai_app::allocation::Source;
 use eai_engine::allocate::AllocationConfig;
 use eai_store::audit::{link_stored, GENESIS_HASH};
@@ -453,8 +451,9 @@ pub async fn requests_are_rate_limited() {
     }
     assert!(codes.contains(&StatusCode::TOO_MANY_REQUESTS), "{codes:?}");
 
-    // Allocations: the one slot is taken, the next is refused with Retry-After.
-    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    // Allocations: the one slot is taken, the next is refused with Retry-After (the buckets refilled first:
+    // the limits run on the server's clock, stepped here instead of waiting).
+    app.clock.advance(1_100);
     let slot = app.limits.allocation_slot().expect("the slot");
     let resp = app
         .client
@@ -466,7 +465,7 @@ pub async fn requests_are_rate_limited() {
     assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(resp.headers()[reqwest::header::RETRY_AFTER], "1");
     drop(slot);
-    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    app.clock.advance(1_100);
     assert_eq!(
         app.allocation(&other, recent_hour(), eai_api::state::now())
             .await

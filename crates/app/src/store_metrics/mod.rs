@@ -30,7 +30,7 @@ use eai_engine::tokens::{token_costs, Aggregate, Basis, TokenCostInput};
 use eai_store::{AuditHead, Scope, Store, StoreError};
 
 use crate::allocation::Source;
-use crate::clock::now;
+use crate::clock::{Clock, Ticker};
 use crate::metrics::Metrics;
 
 pub mod figures;
@@ -90,6 +90,8 @@ pub struct Refresher {
     pub options: Options,
     /// `EAI_ALLOCATION_BUCKET_SECONDS`, in milliseconds.
     pub bucket_ms: i64,
+    /// Where the refresher reads the time and waits for the next refresh.
+    pub clock: Arc<dyn Clock>,
 }
 
 impl fmt::Debug for Refresher {
@@ -105,8 +107,10 @@ impl fmt::Debug for Refresher {
 /// Refreshes the figures every `EAI_METRICS_REFRESH_SECONDS` for as long as the server runs (the first at once).
 pub async fn run(state: Refresher) {
     let options = state.options;
-    let mut tick = tokio::time::interval(options.every.max(Duration::from_secs(1)));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut tick = Ticker::new(
+        state.clock.clone(),
+        options.every.max(Duration::from_secs(1)),
+    );
     let mut anchor: Option<AuditHead> = None;
     loop {
         tick.tick().await;
@@ -130,7 +134,7 @@ pub async fn refresh(
 ) -> (Figures, u64) {
     let started = Instant::now();
     let store = state.store.as_ref();
-    let at = now();
+    let at = state.clock.now();
     let mut failures = 0;
     let mut failed = |what: &str, e: &StoreError| {
         failures += 1;
@@ -200,7 +204,7 @@ pub async fn refresh(
         }
     }
     if failures == 0 {
-        f.refreshed_at = Some(now());
+        f.refreshed_at = Some(state.clock.now());
     }
     f.refresh_duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     (f, failures)

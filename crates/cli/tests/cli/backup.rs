@@ -48,7 +48,13 @@ fn a_backup_taken_under_load_restores_every_acknowledged_batch_and_the_same_bill
             }
         })
     };
-    std::thread::sleep(Duration::from_millis(1500));
+    // Until batches are being acknowledged.
+    let acked_now = || acked.lock().unwrap().len();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while acked_now() < 3 {
+        assert!(Instant::now() < deadline, "no batch acknowledged in 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let before: Vec<usize> = acked.lock().unwrap().clone();
     let out = dir.join("under-load.db");
     let (ok, o, e) = run(&[
@@ -58,8 +64,12 @@ fn a_backup_taken_under_load_restores_every_acknowledged_batch_and_the_same_bill
         "--out",
         &out.display().to_string(),
     ]);
-    std::thread::sleep(Duration::from_millis(500));
-    let during = acked.lock().unwrap().len();
+    // Until a batch sent while the backup ran is acknowledged.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while acked_now() <= before.len() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let during = acked_now();
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     stream.join().unwrap();
     assert!(ok, "{o}{e}");

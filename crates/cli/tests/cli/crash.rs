@@ -1,6 +1,9 @@
 //! `serve` as a process under faults: killed (-9) during ingest or during its allocation batch, its PostgreSQL
 //! restarted under ingest, its disk full. No acknowledged batch is lost or counted twice.
 
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::SeqCst;
+
 use super::*;
 
 #[test]
@@ -40,6 +43,8 @@ fn kill_9_during_ingest(name: &str, database_url: Option<&str>) {
     let n = 500;
     let t0 = crash_t0();
     let stream_base = base.clone();
+    let streamed = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = streamed.clone();
     let acked = std::thread::spawn(move || {
         let http = reqwest::blocking::Client::builder()
             .timeout(Duration::from_secs(10))
@@ -53,14 +58,22 @@ fn kill_9_during_ingest(name: &str, database_url: Option<&str>) {
                 .json(&crash_batch(t0, b, n))
                 .send()
             {
-                Ok(r) if r.status().is_success() => acked.push(b),
+                Ok(r) if r.status().is_success() => {
+                    acked.push(b);
+                    counted.store(acked.len(), SeqCst);
+                }
                 Ok(r) => panic!("batch {b}: {}", r.status()),
                 Err(_) => break, // the server is gone
             }
         }
         acked
     });
-    std::thread::sleep(Duration::from_millis(1500));
+    // Until batches are being acknowledged, then the kill in the middle of the stream.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while streamed.load(SeqCst) < 5 {
+        assert!(Instant::now() < deadline, "no batch acknowledged in 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     server.0.kill().unwrap(); // SIGKILL
     server.0.wait().unwrap();
     let acked = acked.join().unwrap();
@@ -284,8 +297,10 @@ fn postgres_restarted_during_ingest_answers_503_then_serves_and_loses_nothing() 
     let n = 200;
     let t0 = crash_t0();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // (acknowledged, answered 503) so far, for the test to wait on.
+    let seen = std::sync::Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
     let stream = {
-        let (stop, base) = (stop.clone(), base.clone());
+        let (stop, base, seen) = (stop.clone(), base.clone(), seen.clone());
         std::thread::spawn(move || {
             let http = reqwest::blocking::Client::builder()
                 .timeout(Duration::from_secs(60))
@@ -313,6 +328,7 @@ fn postgres_restarted_during_ingest_answers_503_then_serves_and_loses_nothing() 
                         assert_eq!(body["error"]["code"], "unavailable", "{body}");
                         assert!(retry.is_some(), "a 503 without Retry-After: {body}");
                         unavailable += 1;
+                        seen[1].store(unavailable, SeqCst);
                         std::thread::sleep(Duration::from_millis(200));
                         continue;
                     }
@@ -320,6 +336,7 @@ fn postgres_restarted_during_ingest_answers_503_then_serves_and_loses_nothing() 
                     break;
                 }
                 acked += 1;
+                seen[0].store(acked, SeqCst);
             }
             (acked, unavailable)
         })
@@ -342,16 +359,36 @@ fn postgres_restarted_during_ingest_answers_503_then_serves_and_loses_nothing() 
             std::thread::sleep(Duration::from_millis(100));
         }
     };
+    // Until `count` (acknowledged or 503s) has grown by `by`: at most `within`, then `must` says whether that
+    // fails the test.
+    let grows = |count: &AtomicUsize, by: usize, within: Duration, must: &str| {
+        let (from, start) = (count.load(SeqCst), Instant::now());
+        while count.load(SeqCst) < from + by {
+            if start.elapsed() >= within {
+                assert!(must.is_empty(), "{must} within {within:?}");
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let ingesting = "no batch acknowledged";
     for how in [Shutdown::Fast, Shutdown::Immediate] {
-        std::thread::sleep(Duration::from_millis(1500));
+        grows(&seen[0], 3, Duration::from_secs(30), ingesting);
         cluster.stop(how).unwrap_or_else(|e| panic!("{e}"));
-        std::thread::sleep(Duration::from_millis(300));
-        assert_eq!(readyz(), 503, "/readyz while PostgreSQL is down ({how:?})");
-        std::thread::sleep(Duration::from_millis(1500));
+        let start = Instant::now();
+        while readyz() != 503 {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "/readyz while PostgreSQL is down ({how:?})"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Requests meet the outage (some answered 503), for a few seconds at most.
+        grows(&seen[1], 2, Duration::from_secs(5), "");
         cluster.start_server().unwrap_or_else(|e| panic!("{e}"));
         wait_ready(&format!("{how:?}"));
     }
-    std::thread::sleep(Duration::from_millis(1500));
+    grows(&seen[0], 3, Duration::from_secs(30), ingesting);
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     let (acked, unavailable) = stream.join().unwrap();
     assert!(

@@ -156,11 +156,10 @@ fn several_replicas_run_each_job_once_and_a_survivor_takes_over_after_a_kill_9()
             }
         }
     };
-    std::thread::sleep(Duration::from_secs(7));
     // Each job has one leader (not necessarily the same replica for every job).
-    for job in ["allocation_batch", "pruner", "budget_chores"] {
+    let leading = |job: &str| -> Vec<&String> {
         let series = format!("eai_leader{{task=\"{job}\"}}");
-        let leading: Vec<&String> = [&base_a, &base_b]
+        [&base_a, &base_b]
             .into_iter()
             .filter(|b| {
                 let text = http
@@ -171,9 +170,8 @@ fn several_replicas_run_each_job_once_and_a_survivor_takes_over_after_a_kill_9()
                     .unwrap();
                 metric(&text, &series).as_deref() == Some("1")
             })
-            .collect();
-        assert_eq!(leading.len(), 1, "{job}: {leading:?}");
-    }
+            .collect()
+    };
     let runs = |events: &[serde_json::Value]| -> Vec<serde_json::Value> {
         events
             .iter()
@@ -181,7 +179,25 @@ fn several_replicas_run_each_job_once_and_a_survivor_takes_over_after_a_kill_9()
             .cloned()
             .collect()
     };
-    let events = audit_events(&http, &base_a, key);
+    // Until the leader has run the batch twice (every 2 s) and every job has its leader.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let events = loop {
+        let events = audit_events(&http, &base_a, key);
+        let jobs = ["allocation_batch", "pruner", "budget_chores"].map(|j| leading(j).len());
+        if runs(&events).len() >= 2 && jobs == [1, 1, 1] {
+            break events;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "after 60 s: {} runs of the batch, leaders per job {jobs:?}",
+            runs(&events).len()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    for job in ["allocation_batch", "pruner", "budget_chores"] {
+        let leading = leading(job);
+        assert_eq!(leading.len(), 1, "{job}: {leading:?}");
+    }
     let before_kill = runs(&events);
     assert!(
         before_kill.len() >= 2,

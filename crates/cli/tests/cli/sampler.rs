@@ -151,8 +151,8 @@ fn sampler_metric(http: &reqwest::blocking::Client, url: &str, name: &str) -> Op
 }
 
 /// A real sampler (the DCGM fixture of 8 GPUs as its source, a window a second) pushes to a `serve` behind a
-/// link that is cut for 5 s, then throttled to 64 kbit/s for 5 s, then drops a third of its packets for 8 s: the
-/// sampler keeps reading into its spool, delivers everything once the link is back, and the control plane stores exactly the samples the sampler spooled, none
+/// link that is cut (until 4 windows are queued, within 5 s), then throttled to 64 kbit/s for 5 s, then drops a
+/// third of its packets for 8 s: the sampler keeps reading into its spool, delivers everything once the link is back, and the control plane stores exactly the samples the sampler spooled, none
 /// twice and none invented.
 #[test]
 fn a_cut_slow_then_lossy_link_between_sampler_and_control_plane_delivers_every_window_once() {
@@ -227,14 +227,19 @@ fn a_cut_slow_then_lossy_link_between_sampler_and_control_plane_delivers_every_w
     }
 
     ns.link(false);
-    std::thread::sleep(Duration::from_secs(5));
-    // The sampler kept reading a window a second while its request hung on the cut link.
-    let queued = m("eai_sampler_spool_batches");
-    assert!(
-        queued >= 4,
-        "windows were not read while the link was cut: {queued} batches queued in 5 s"
-    );
+    // The sampler keeps reading a window a second while its request hangs on the cut link: cut until 4
+    // windows are queued, which must take no more than 5 s.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while m("eai_sampler_spool_batches") < 4 {
+        assert!(
+            Instant::now() < deadline,
+            "windows were not read while the link was cut: {} batches queued in 5 s",
+            m("eai_sampler_spool_batches")
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     ns.link(true);
+    // The slow and lossy phases are faults held for a time (the scenario itself), not waits for an outcome.
     ns.shape(Some("64kbit"));
     std::thread::sleep(Duration::from_secs(5));
     ns.shape(None);

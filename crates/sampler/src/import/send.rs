@@ -5,7 +5,6 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use eai_client::{GpuSample, Ingested};
 use eai_engine::Timestamp;
@@ -321,7 +320,8 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = std::result::Result<T, eai_client::ClientError>>,
 {
-    let mut wait = Duration::from_millis(250);
+    // The shared schedule: 250 ms doubling to 30 s, no jitter (one importer).
+    let schedule = eai_engine::backoff::Backoff::new(250, 30_000);
     let mut tries = 0;
     loop {
         match send().await {
@@ -331,8 +331,7 @@ where
                 match classify(&e) {
                     Failure::Retry if tries < 20 => {
                         tracing::warn!(error = %e, tries, "the control plane did not take {what}; retrying");
-                        tokio::time::sleep(wait).await;
-                        wait = (wait * 2).min(Duration::from_secs(30));
+                        tokio::time::sleep(schedule.delay_duration(tries, 0)).await;
                     }
                     _ => {
                         return Err(SamplerError::config(format!(
