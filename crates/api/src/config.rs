@@ -114,7 +114,7 @@ pub struct Config {
     /// read through [`Config::database`].
     pub database_url: Option<SecretString>,
     /// `EAI_BOOTSTRAP_ADMIN_KEY`: the first platform_admin key when the store has none. Secret.
-    pub bootstrap_admin_key: Option<String>,
+    pub bootstrap_admin_key: Option<SecretString>,
     /// `EAI_MAX_BATCH`: samples or usage events per request (beyond: 413).
     pub max_batch: usize,
     /// `EAI_MAX_BODY_BYTES`: request body limit (beyond: 413).
@@ -135,7 +135,7 @@ pub struct Config {
     pub allocation_bucket_minutes: u32,
     /// `EAI_CLICKHOUSE_URL` (`http://[user[:pass]@]host:port[/database]`): the analytics replica. When set, the
     /// store writes the outbox and `serve` replicates it. May hold a password: never print it.
-    pub clickhouse_url: Option<String>,
+    pub clickhouse_url: Option<SecretString>,
     /// `EAI_ALLOCATION_SOURCE`: `primary` (default) or `clickhouse` (needs `EAI_CLICKHOUSE_URL`).
     pub allocation_source: AllocationSource,
     /// `EAI_ALLOCATION_BATCH`: `on` (default) runs the allocation batch hourly in `serve`; `off` disables it.
@@ -159,7 +159,7 @@ pub struct Config {
     /// `EAI_MAX_CLOCK_SKEW_SECONDS`: a sample ending later than this after the server's clock is refused.
     pub max_clock_skew_seconds: u32,
     /// `EAI_METRICS_TOKEN`: when set, `/metrics` asks for `Authorization: Bearer <token>`. Secret.
-    pub metrics_token: Option<String>,
+    pub metrics_token: Option<SecretString>,
     /// `EAI_TLS_CERT` and `EAI_TLS_KEY`: PEM files; when both are set the server speaks HTTPS only.
     pub tls: Option<Tls>,
     /// `EAI_BUDGET_CHECK_SECONDS` (15): how often budgets' thresholds are checked, expired holds marked and due
@@ -250,7 +250,10 @@ impl std::fmt::Debug for Config {
             .field("allocation_bucket_minutes", &self.allocation_bucket_minutes)
             .field(
                 "clickhouse_url",
-                &self.clickhouse_url.as_deref().map(redact_url),
+                &self
+                    .clickhouse_url
+                    .as_ref()
+                    .map(|u| redact_url(u.expose_secret())),
             )
             .field("allocation_source", &self.allocation_source)
             .field("allocation_batch", &self.allocation_batch)
@@ -315,12 +318,12 @@ impl Config {
             bail!("EAI_MAX_CONCURRENT_ALLOCATIONS must be at least 1");
         }
         if let Some(t) = &self.metrics_token {
-            if t.len() < 16 {
+            if t.expose_secret().len() < 16 {
                 bail!("EAI_METRICS_TOKEN must have at least 16 characters");
             }
         }
         if let Some(k) = &self.bootstrap_admin_key {
-            crate::key_format::check_key_format(k)
+            crate::key_format::check_key_format(k.expose_secret())
                 .map_err(|why| anyhow::anyhow!("EAI_BOOTSTRAP_ADMIN_KEY is not usable: {why}"))?;
         }
         self.database()?;
@@ -334,8 +337,8 @@ impl Config {
     /// The ClickHouse replica, when `EAI_CLICKHOUSE_URL` is set.
     pub fn clickhouse(&self) -> anyhow::Result<Option<eai_store::clickhouse::ClickHouse>> {
         self.clickhouse_url
-            .as_deref()
-            .map(eai_store::clickhouse::ClickHouse::from_url)
+            .as_ref()
+            .map(|u| eai_store::clickhouse::ClickHouse::from_url(u.expose_secret()))
             .transpose()
             .map_err(anyhow::Error::from)
     }
@@ -504,9 +507,7 @@ impl ConfigArgs {
             listen: self.listen.unwrap_or(d.listen),
             data_dir: self.data_dir.unwrap_or(d.data_dir),
             database_url: self.database_url,
-            bootstrap_admin_key: self
-                .bootstrap_admin_key
-                .map(|k| k.expose_secret().to_owned()),
+            bootstrap_admin_key: self.bootstrap_admin_key,
             max_batch: self.max_batch.unwrap_or(d.max_batch),
             max_body_bytes: self.max_body_bytes.unwrap_or(d.max_body_bytes),
             raw_retention_days: self.raw_retention_days.unwrap_or(d.raw_retention_days),
@@ -516,7 +517,7 @@ impl ConfigArgs {
             allocation_bucket_minutes: self
                 .allocation_bucket_minutes
                 .unwrap_or(d.allocation_bucket_minutes),
-            clickhouse_url: self.clickhouse_url.map(|u| u.expose_secret().to_owned()),
+            clickhouse_url: self.clickhouse_url,
             allocation_source: self.allocation_source.unwrap_or(d.allocation_source),
             allocation_batch: self.allocation_batch.unwrap_or(d.allocation_batch),
             allocation_batch_interval_seconds: self
@@ -534,7 +535,7 @@ impl ConfigArgs {
             max_clock_skew_seconds: self
                 .max_clock_skew_seconds
                 .unwrap_or(d.max_clock_skew_seconds),
-            metrics_token: self.metrics_token.map(|t| t.expose_secret().to_owned()),
+            metrics_token: self.metrics_token,
             tls,
             budget_check_seconds: self
                 .budget_check_seconds
@@ -751,8 +752,12 @@ mod tests {
         assert!(!text.contains("s3cret"), "{text}");
         let d = from(&[]).expect("defaults");
         assert_eq!(
-            (d.allocation_source, d.allocation_batch, d.clickhouse_url),
-            (AllocationSource::Primary, true, None)
+            (
+                d.allocation_source,
+                d.allocation_batch,
+                d.clickhouse_url.is_none()
+            ),
+            (AllocationSource::Primary, true, true)
         );
         let e = from(&[("EAI_ALLOCATION_SOURCE", "clickhouse")]).expect_err("no url");
         assert!(e.to_string().contains("EAI_CLICKHOUSE_URL"), "{e}");

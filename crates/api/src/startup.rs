@@ -1,6 +1,7 @@
 //! Building and running the control plane: open the store, bootstrap the first platform_admin key, bind, serve
 //! until a shutdown signal, then drain. `main` only wires this up.
 
+use secrecy::ExposeSecret;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -287,7 +288,7 @@ pub async fn bootstrap(store: &dyn Store, config: &Config) -> anyhow::Result<Boo
         return Ok(Bootstrap::AlreadyHadKeys);
     }
     let (key, file) = match &config.bootstrap_admin_key {
-        Some(k) => (k.clone(), None),
+        Some(k) => (k.expose_secret().to_owned(), None),
         None => {
             let k = new_api_key();
             let file = config.bootstrap_key_file();

@@ -20,7 +20,7 @@ pub struct Settings {
     /// A sample ending later than this after the server's clock is refused.
     pub max_clock_skew_ms: i64,
     /// When set, `/metrics` asks for `Authorization: Bearer <token>`.
-    pub metrics_token: Option<String>,
+    pub metrics_token: Option<secrecy::SecretString>,
     /// How the store-derived figures of `/metrics` are refreshed.
     pub store_metrics: eai_app::store_metrics::Options,
     /// Who issues the FOCUS export's charges.

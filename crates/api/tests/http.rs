@@ -96,7 +96,7 @@ async fn spawn_app_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
         listen: "127.0.0.1:0".parse().expect("addr"),
         data_dir: dir.path().to_path_buf(),
         database_url: Some(database_url.into()),
-        bootstrap_admin_key: Some(ADMIN_KEY.to_string()),
+        bootstrap_admin_key: Some(ADMIN_KEY.into()),
         // The hourly batch writes audit events a minute after start: tests that count them run it themselves.
         allocation_batch: false,
         ..Config::default()

@@ -18,6 +18,8 @@ use eai_engine::batch::{gpu_local_events, month, month_of, GPU_LOCAL};
 use eai_engine::domain::{NonNegative, ALLOCATION_SOURCE};
 use eai_engine::time::Timestamp;
 use eai_store::{AuditDraft, Scope, Store};
+
+use crate::allocation::AllocationStore;
 use serde_json::json;
 
 use crate::allocation::Source;
@@ -41,7 +43,7 @@ pub struct BatchOutcome {
 /// Allocates month `period` (`YYYY-MM`) over its closed hours at `now`, from the primary, and records the
 /// `gpu_local` events.
 pub async fn run_month(
-    store: &dyn Store,
+    store: &(impl AllocationStore + ?Sized),
     period: &str,
     now: Timestamp,
     config: AllocationConfig,
@@ -53,7 +55,7 @@ pub async fn run_month(
 #[tracing::instrument(name = "allocation_batch.run", skip_all, fields(period = %period, instance = crate::leader::instance()))]
 pub async fn run_month_from(
     source: &Source,
-    store: &dyn Store,
+    store: &(impl AllocationStore + ?Sized),
     period: &str,
     now: Timestamp,
     config: AllocationConfig,
@@ -185,7 +187,7 @@ pub async fn schedule(
 /// One scheduled run at `now`: each month due, recorded in the batch's metrics.
 pub async fn run_due(
     source: &Source,
-    store: &dyn Store,
+    store: &(impl AllocationStore + ?Sized),
     config: AllocationConfig,
     metrics: &crate::metrics::Metrics,
     clock: &dyn Clock,

@@ -68,7 +68,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let admin_key = new_api_key();
     let mut config = crate::serve::config(Some(args.listen), Some(args.data_dir.clone()), None)?;
     config.database_url = None;
-    config.bootstrap_admin_key = Some(admin_key.clone());
+    config.bootstrap_admin_key = Some(admin_key.clone().into());
     crate::process::spawn_trim(config.malloc_trim_seconds);
     let app = Application::build(config).await?;
     let base = format!("http://{}", app.local_addr());

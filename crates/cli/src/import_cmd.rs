@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use eai_sampler::delivery::Sink;
 use eai_sampler::import::{ImportArgs, Progress, Summary};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use secrecy::ExposeSecret;
 
 pub async fn run(args: ImportArgs, shutdown: impl Future<Output = ()>) -> anyhow::Result<ExitCode> {
     let sink: Option<Arc<dyn Sink>> = if args.dry_run {
@@ -21,8 +22,10 @@ pub async fn run(args: ImportArgs, shutdown: impl Future<Output = ()>) -> anyhow
                 "--control-plane URL (or EAI_CONTROL_PLANE_URL) is required, unless --dry-run"
             )
         })?;
-        let key = std::env::var("EAI_API_KEY")
-            .ok()
+        let key = args
+            .api_key
+            .as_ref()
+            .map(|k| k.expose_secret())
             .filter(|k| !k.trim().is_empty())
             .ok_or_else(|| {
                 anyhow::anyhow!(

@@ -57,7 +57,7 @@ pub async fn run(args: ReplicaArgs) -> anyhow::Result<ExitCode> {
         args.store.data_dir.clone(),
         args.store.database_url.clone(),
     )?;
-    config.clickhouse_url = Some(clickhouse_url);
+    config.clickhouse_url = Some(clickhouse_url.into());
     let store = eai_api::open_store(&config).await?;
     ch.migrate()
         .await

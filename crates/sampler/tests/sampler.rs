@@ -171,7 +171,7 @@ async fn control_plane_with(
         listen: SocketAddr::from(([127, 0, 0, 1], port)),
         data_dir: dir.to_path_buf(),
         database_url: Some(format!("sqlite://{}", db.display()).into()),
-        bootstrap_admin_key: Some(ADMIN_KEY.to_string()),
+        bootstrap_admin_key: Some(ADMIN_KEY.into()),
         tls,
         ..Config::default()
     };

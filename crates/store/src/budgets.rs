@@ -13,7 +13,7 @@
 //!   the commit event through the usage upsert (so its spend counts at once) and is idempotent: a committed
 //!   reservation is returned as it is. Releasing a committed one is a [`StoreError::Conflict`].
 //! - A threshold **alert** is recorded once per (budget, month, threshold), with its audit event, in one
-//!   transaction; its webhook delivery is retried until acknowledged ([`next_attempt`]).
+//!   transaction; its webhook delivery is retried until acknowledged (the application's backoff).
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -301,15 +301,9 @@ pub fn abandoned_audit(alert: Uuid, at: Timestamp, last_error: &str) -> crate::A
     d
 }
 
-/// A webhook is tried this many times (about two days with [`next_attempt`]) before it is given up (and the
-/// giving up audited).
-pub const MAX_ATTEMPTS: u32 = 20;
-
-/// When to try a delivery again after `attempts` failures: 2^attempts seconds, at most an hour.
-pub fn next_attempt(at: Timestamp, attempts: u32) -> Timestamp {
-    let secs = 1i64 << attempts.min(12);
-    Timestamp(at.0 + secs.min(3600) * 1000)
-}
+/// A webhook is tried this many times (about two days at the application's backoff, one second doubling to an
+/// hour: 4,095 s, then 47 hours) before it is given up (and the giving up audited).
+pub const MAX_ATTEMPTS: u32 = 59;
 
 /// The first instant of the calendar month (UTC) holding `t`.
 pub fn month_start(t: Timestamp) -> Timestamp {
@@ -523,13 +517,5 @@ mod tests {
             Timestamp::parse_rfc3339("2026-11-01T00:00:00Z").expect("m")
         );
         assert_eq!(amounts.cost, Decimal::new(120, 2));
-    }
-
-    #[test]
-    fn retries_back_off_to_an_hour() {
-        let t = Timestamp(0);
-        assert_eq!(next_attempt(t, 0), Timestamp(1_000));
-        assert_eq!(next_attempt(t, 3), Timestamp(8_000));
-        assert_eq!(next_attempt(t, 19), Timestamp(3_600_000));
     }
 }

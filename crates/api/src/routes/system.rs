@@ -4,6 +4,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use secrecy::ExposeSecret;
 use serde_json::json;
 
 use crate::error::{ApiError, ErrorCode};
@@ -44,7 +45,7 @@ pub async fn metrics(State(st): State<AppState>, headers: HeaderMap) -> Response
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .unwrap_or_default();
-        if !constant_time_eq(given.trim().as_bytes(), want.as_bytes()) {
+        if !constant_time_eq(given.trim().as_bytes(), want.expose_secret().as_bytes()) {
             st.metrics.auth_failed("metrics_token");
             return ApiError::new(
                 ErrorCode::Unauthorized,

@@ -76,7 +76,7 @@ async fn replicated() -> Replicated {
     let config = Config {
         data_dir: dir.path().to_path_buf(),
         database_url: Some(database_url.into()),
-        clickhouse_url: Some(server.url("eai")),
+        clickhouse_url: Some(server.url("eai").into()),
         ..Config::default()
     };
     let store = eai_api::open_store(&config).await.expect("store");
@@ -549,7 +549,7 @@ async fn wait_for_metrics(app: &TestApp, what: &str, ok: impl Fn(&str) -> bool) 
 async fn the_replica_converges_after_clickhouse_was_killed_during_ingest() {
     let mut server = clickhouse().await;
     let url = server.url("eai");
-    let app = spawn_app_with(|c| c.clickhouse_url = Some(url.clone())).await;
+    let app = spawn_app_with(|c| c.clickhouse_url = Some(url.clone().into())).await;
     let ch = ClickHouse::from_url(&url).expect("url");
     let hour = recent_hour();
     app.ingest(hour_of_samples(

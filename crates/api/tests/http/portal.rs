@@ -74,7 +74,7 @@ impl Portal {
             database_url: Some(
                 format!("sqlite://{}", self.dir.path().join("eai-gpu.db").display()).into(),
             ),
-            bootstrap_admin_key: Some(ADMIN_KEY.to_string()),
+            bootstrap_admin_key: Some(ADMIN_KEY.into()),
             ..Config::default()
         };
         // Right after a stop the port may still be held for a moment.

@@ -17,7 +17,7 @@ use eai_engine::allocate::AllocationConfig;
 use eai_engine::time::Timestamp;
 use eai_store::clickhouse::ClickHouse;
 use eai_store::lease::LeaderJob;
-use eai_store::Store;
+use eai_store::{SampleStore, Store};
 use tokio::task::JoinHandle;
 
 use crate::allocation::Source;
@@ -144,7 +144,7 @@ pub async fn prune_raw_samples(
 }
 
 /// One prune at `now`: raw samples older than `days` days go; returns how many.
-pub async fn prune_once(store: &dyn Store, days: u32, now: Timestamp) -> u64 {
+pub async fn prune_once(store: &dyn SampleStore, days: u32, now: Timestamp) -> u64 {
     let before = Timestamp(now.0 - i64::from(days) * 86_400_000);
     match store.prune_raw_samples(before).await {
         Ok(0) => 0,

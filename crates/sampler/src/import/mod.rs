@@ -78,9 +78,12 @@ pub struct ImportArgs {
     /// Keep only this node's series and name every sample's node so (EAI_NODE).
     #[arg(long, env = "EAI_NODE", value_name = "NAME")]
     pub node: Option<String>,
-    /// The control plane's URL (EAI_CONTROL_PLANE_URL); the key is read from EAI_API_KEY.
+    /// The control plane's URL (EAI_CONTROL_PLANE_URL).
     #[arg(long, env = "EAI_CONTROL_PLANE_URL", value_name = "URL")]
     pub control_plane: Option<String>,
+    /// An API key with the sampler role (EAI_API_KEY; the variable keeps it out of the process list).
+    #[arg(long, env = "EAI_API_KEY", hide_env_values = true, value_name = "KEY")]
+    pub api_key: Option<secrecy::SecretString>,
     /// A PEM file of certificates to trust beside the system's roots.
     #[arg(long, env = "EAI_CA_FILE", value_name = "FILE")]
     pub ca_file: Option<PathBuf>,
