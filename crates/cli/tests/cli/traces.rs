@@ -172,9 +172,10 @@ fn spans_are_exported_over_otlp_and_a_samples_trace_goes_from_the_sampler_to_the
     assert!(resp.status().is_success());
     let answered = resp.headers()["traceparent"].to_str().unwrap().to_string();
     assert!(answered.starts_with(&format!("00-{trace}-")), "{answered}");
+    // The request's span ends after its answer is sent: it may come in a later export than its store call's.
     let got = wait_spans(&spans, "the request's spans", |s| {
-        s.iter()
-            .any(|x| x.trace_id == trace && x.name == "store.insert_samples")
+        let has = |name: &str| s.iter().any(|x| x.trace_id == trace && x.name == name);
+        has("store.insert_samples") && has("POST /v1/finops/gpu/samples")
     });
     let request = got
         .iter()
