@@ -94,6 +94,19 @@ impl AppState {
     pub fn now(&self) -> eai_engine::time::Timestamp {
         self.clock.now()
     }
+
+    /// The period a request's `from` and `to` ask for, at this state's now and within its longest range
+    /// ([`eai_app::params::requested_period`]).
+    pub fn requested_period(
+        &self,
+        from: Option<&str>,
+        to: Option<&str>,
+    ) -> Result<
+        (eai_engine::time::Timestamp, eai_engine::time::Timestamp),
+        eai_engine::error::FieldError,
+    > {
+        eai_app::params::requested_period(from, to, self.now(), self.settings.max_range_days)
+    }
 }
 
 impl std::fmt::Debug for AppState {

@@ -18,10 +18,9 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Metric, Registry};
-use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 
-use crate::store_metrics::figures::Figures;
+use crate::store_metrics::figures::{float, Figures};
 
 /// The content type of the exposition.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -302,7 +301,7 @@ impl Metrics {
         for (budget, tenant, ratio) in rows {
             self.budget_ratio
                 .get_or_create(&[("budget_id", budget), ("tenant_id", tenant)])
-                .set(ratio.to_f64().unwrap_or(f64::NAN));
+                .set(float(ratio));
         }
     }
 
@@ -345,7 +344,6 @@ impl Metrics {
     }
 }
 
-/// The figures a Prometheus sample holds: a float64 (the exact decimal kept elsewhere).
 /// What the jobs tell `/metrics`: who leads, and how the allocation batch fares.
 #[derive(Debug)]
 pub struct JobMetrics {

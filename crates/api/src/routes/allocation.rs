@@ -22,8 +22,6 @@ use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::state::AppState;
 
-pub use eai_app::params::requested_period;
-
 #[derive(Debug, Default, Deserialize)]
 pub struct AllocationQuery {
     pub from: Option<String>,
@@ -36,13 +34,9 @@ pub async fn get(
     ApiQuery(q): ApiQuery<AllocationQuery>,
 ) -> Result<Json<AllocationView>, ApiError> {
     let scope = auth.scope;
-    let (from, to) = requested_period(
-        q.from.as_deref(),
-        q.to.as_deref(),
-        st.now(),
-        st.settings.max_range_days,
-    )
-    .map_err(|e| ApiError::validation(vec![e]))?;
+    let (from, to) = st
+        .requested_period(q.from.as_deref(), q.to.as_deref())
+        .map_err(|e| ApiError::validation(vec![e]))?;
     let (period, config) = bucketed(&st, (from, to))?;
     let _slot = allocation_slot(&st)?;
     let allocation =

@@ -16,7 +16,7 @@ use eai_engine::view::ExplanationView;
 use eai_store::Scope;
 use serde::Deserialize;
 
-use super::allocation::{allocation_slot, bucketed, requested_period};
+use super::allocation::{allocation_slot, bucketed};
 use crate::auth::actions::ReadAllocation;
 use crate::auth::Authorized;
 use crate::error::ApiError;
@@ -54,12 +54,7 @@ pub async fn get(
             }
         },
     };
-    let period = requested_period(
-        q.from.as_deref(),
-        q.to.as_deref(),
-        st.now(),
-        st.settings.max_range_days,
-    );
+    let period = st.requested_period(q.from.as_deref(), q.to.as_deref());
     let (from, to) = match period {
         Ok(p) => p,
         Err(e) => {

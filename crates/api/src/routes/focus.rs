@@ -12,7 +12,7 @@ use crate::auth::actions::ReadAllocation;
 use crate::auth::Authorized;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
-use crate::routes::allocation::{allocation_slot, bucketed, requested_period};
+use crate::routes::allocation::{allocation_slot, bucketed};
 use crate::state::AppState;
 use eai_app::focus::{encode, rows, Format};
 
@@ -32,14 +32,10 @@ pub async fn get(
     let format = Format::parse(q.format.as_deref())
         .map_err(|e| errors.push(e))
         .ok();
-    let period = requested_period(
-        q.from.as_deref(),
-        q.to.as_deref(),
-        st.now(),
-        st.settings.max_range_days,
-    )
-    .map_err(|e| errors.push(e))
-    .ok();
+    let period = st
+        .requested_period(q.from.as_deref(), q.to.as_deref())
+        .map_err(|e| errors.push(e))
+        .ok();
     let (Some(format), Some((from, to))) = (format, period) else {
         return Err(ApiError::validation(errors));
     };

@@ -15,7 +15,7 @@ use axum::Json;
 use eai_engine::view::BreakdownView;
 use serde::Deserialize;
 
-use super::allocation::{allocation_slot, bucketed, requested_period};
+use super::allocation::{allocation_slot, bucketed};
 use crate::auth::actions::ReadAllocation;
 use crate::auth::Authorized;
 use crate::error::ApiError;
@@ -44,14 +44,10 @@ pub async fn get(
     let filter = parse_filter(q.filter.as_deref())
         .map_err(|e| errors.push(e))
         .ok();
-    let period = requested_period(
-        q.from.as_deref(),
-        q.to.as_deref(),
-        st.now(),
-        st.settings.max_range_days,
-    )
-    .map_err(|e| errors.push(e))
-    .ok();
+    let period = st
+        .requested_period(q.from.as_deref(), q.to.as_deref())
+        .map_err(|e| errors.push(e))
+        .ok();
     let (Some(group_by), Some(filter), Some((from, to))) = (group_by, filter, period) else {
         return Err(ApiError::validation(errors));
     };

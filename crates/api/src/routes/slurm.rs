@@ -14,7 +14,7 @@ use eai_engine::error::FieldError;
 use eai_engine::view::ReconciliationView;
 use serde::Deserialize;
 
-use super::allocation::{allocation_slot, bucketed, requested_period};
+use super::allocation::{allocation_slot, bucketed};
 use crate::auth::actions::ReadAllocation;
 use crate::auth::Authorized;
 use crate::error::ApiError;
@@ -40,14 +40,10 @@ pub async fn post(
     let idle_below = parse_idle_below(q.idle_below.as_deref())
         .map_err(|e| errors.push(e))
         .ok();
-    let period = requested_period(
-        q.from.as_deref(),
-        q.to.as_deref(),
-        st.now(),
-        st.settings.max_range_days,
-    )
-    .map_err(|e| errors.push(e))
-    .ok();
+    let period = st
+        .requested_period(q.from.as_deref(), q.to.as_deref())
+        .map_err(|e| errors.push(e))
+        .ok();
     let doc: eai_engine::slurm::SacctDoc = body.json()?;
     let sacct = eai_engine::slurm::parse_sacct(&doc)
         .map_err(|e| errors.push(FieldError::new("body", e)))

@@ -21,7 +21,7 @@ use crate::auth::actions::ReadAllocation;
 use crate::auth::Authorized;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
-use crate::routes::allocation::{allocation_slot, bucketed, requested_period};
+use crate::routes::allocation::{allocation_slot, bucketed};
 use crate::state::AppState;
 
 #[derive(Debug, Default, Deserialize)]
@@ -38,7 +38,8 @@ pub(crate) fn period_of(
     from: Option<&str>,
     to: Option<&str>,
 ) -> Result<(Period, AllocationConfig), ApiError> {
-    let bounds = requested_period(from, to, st.now(), st.settings.max_range_days)
+    let bounds = st
+        .requested_period(from, to)
         .map_err(|e| ApiError::validation(vec![e]))?;
     bucketed(st, bounds)
 }
