@@ -42,28 +42,32 @@ pub fn parse_policy(v: &Loose, now: Timestamp) -> Result<PolicySpec, Vec<FieldEr
     if !r.errors.is_empty() {
         return Err(r.errors);
     }
-    let (Some(Some(name)), Some(Some(hourly))) = (f.name, f.gpu_hourly_cost) else {
+    let (Some(Some(name)), Some(Some(hourly))) = (f.name.clone(), f.gpu_hourly_cost) else {
         return Err(vec![FieldError::new("policy", "is incomplete")]);
     };
-    Ok(PolicySpec {
+    let d = defaults(name, hourly, from);
+    Ok(f.merged(&d, &d, from))
+}
+
+/// A policy of this name and hourly cost from `from`, every other field at its default (what a new policy
+/// leaves out, and what a supersede's `null` brings back).
+fn defaults(name: String, gpu_hourly_cost: NonNegative, from: Timestamp) -> PolicySpec {
+    PolicySpec {
         name,
-        deployment_pattern: f.deployment_pattern.flatten().unwrap_or_else(Glob::any),
-        gpu_model: f.gpu_model.flatten(),
-        currency: f.currency.flatten().unwrap_or(Currency::USD),
-        gpu_hourly_cost: hourly,
-        overhead_pct: f.overhead_pct.flatten().unwrap_or(NonNegative::ZERO),
-        energy_kwh_price: f.energy_kwh_price.flatten().unwrap_or(NonNegative::ZERO),
-        pue: f.pue.flatten().unwrap_or(Pue::ONE),
-        storage_gb_month_price: f
-            .storage_gb_month_price
-            .flatten()
-            .unwrap_or(NonNegative::ZERO),
-        idle_capacity: f.idle_capacity.flatten().unwrap_or_default(),
-        output_token_weight: f.output_token_weight.flatten().unwrap_or_default(),
-        enabled: f.enabled.flatten().unwrap_or(true),
+        deployment_pattern: Glob::any(),
+        gpu_model: None,
+        currency: Currency::USD,
+        gpu_hourly_cost,
+        overhead_pct: NonNegative::ZERO,
+        energy_kwh_price: NonNegative::ZERO,
+        pue: Pue::ONE,
+        storage_gb_month_price: NonNegative::ZERO,
+        idle_capacity: IdleCapacity::default(),
+        output_token_weight: TokenWeight::default(),
+        enabled: true,
         effective_from: from,
-        effective_to: to,
-    })
+        effective_to: None,
+    }
 }
 
 /// What a body changes of a policy, field by field: absent (`None`: kept), `null` (`Some(None)`: back to its
@@ -108,81 +112,93 @@ impl PolicyPatch {
     /// `base` with this patch's changes, starting at `from`: a field set to `null` takes its default, as in a
     /// new policy (`name` and `gpu_hourly_cost`, which have none, are required).
     pub fn apply(&self, base: &PolicySpec, from: Timestamp) -> Result<PolicySpec, Vec<FieldError>> {
-        fn pick<T: Clone>(change: &Option<Option<T>>, kept: &T, default: impl FnOnce() -> T) -> T {
-            match change {
-                None => kept.clone(),
-                Some(None) => default(),
-                Some(Some(v)) => v.clone(),
+        let mut errors = Vec::new();
+        for (field, nulled) in [
+            ("name", self.name == Some(None)),
+            ("gpu_hourly_cost", self.gpu_hourly_cost == Some(None)),
+        ] {
+            if nulled {
+                errors.push(FieldError::new(field, "is required"));
             }
         }
-        let mut errors = Vec::new();
-        let mut required = |name: &str| {
-            errors.push(FieldError::new(name, "is required"));
-        };
-        let name = match &self.name {
-            Some(None) => {
-                required("name");
-                base.name.clone()
-            }
-            change => pick(change, &base.name, String::new),
-        };
-        let gpu_hourly_cost = match &self.gpu_hourly_cost {
-            Some(None) => {
-                required("gpu_hourly_cost");
-                base.gpu_hourly_cost
-            }
-            change => pick(change, &base.gpu_hourly_cost, || NonNegative::ZERO),
-        };
-        let effective_to = match self.effective_to {
-            None => base.effective_to,
-            Some(to) => to,
-        };
-        if effective_to.is_some_and(|t| t <= from) {
+        let spec = self.merged(
+            base,
+            &defaults(base.name.clone(), base.gpu_hourly_cost, from),
+            from,
+        );
+        if spec.effective_to.is_some_and(|t| t <= from) {
             errors.push(FieldError::new(
                 "effective_to",
                 "must be after effective_from",
             ));
         }
-        if !errors.is_empty() {
-            return Err(errors);
+        if errors.is_empty() {
+            Ok(spec)
+        } else {
+            Err(errors)
         }
-        Ok(PolicySpec {
-            name,
+    }
+
+    /// `base` with each field this patch names set (a value) or reset to `defaults`' (`null`), from `from`.
+    fn merged(&self, base: &PolicySpec, defaults: &PolicySpec, from: Timestamp) -> PolicySpec {
+        fn pick<T: Clone>(change: &Option<Option<T>>, kept: &T, default: &T) -> T {
+            match change {
+                None => kept,
+                Some(None) => default,
+                Some(Some(v)) => v,
+            }
+            .clone()
+        }
+        PolicySpec {
+            name: pick(&self.name, &base.name, &defaults.name),
             deployment_pattern: pick(
                 &self.deployment_pattern,
                 &base.deployment_pattern,
-                Glob::any,
+                &defaults.deployment_pattern,
             ),
             gpu_model: match &self.gpu_model {
                 None => base.gpu_model.clone(),
                 Some(model) => model.clone(),
             },
-            currency: pick(&self.currency, &base.currency, || Currency::USD),
-            gpu_hourly_cost,
-            overhead_pct: pick(&self.overhead_pct, &base.overhead_pct, || NonNegative::ZERO),
-            energy_kwh_price: pick(&self.energy_kwh_price, &base.energy_kwh_price, || {
-                NonNegative::ZERO
-            }),
-            pue: pick(&self.pue, &base.pue, || Pue::ONE),
+            currency: pick(&self.currency, &base.currency, &defaults.currency),
+            gpu_hourly_cost: pick(
+                &self.gpu_hourly_cost,
+                &base.gpu_hourly_cost,
+                &defaults.gpu_hourly_cost,
+            ),
+            overhead_pct: pick(
+                &self.overhead_pct,
+                &base.overhead_pct,
+                &defaults.overhead_pct,
+            ),
+            energy_kwh_price: pick(
+                &self.energy_kwh_price,
+                &base.energy_kwh_price,
+                &defaults.energy_kwh_price,
+            ),
+            pue: pick(&self.pue, &base.pue, &defaults.pue),
             storage_gb_month_price: pick(
                 &self.storage_gb_month_price,
                 &base.storage_gb_month_price,
-                || NonNegative::ZERO,
+                &defaults.storage_gb_month_price,
             ),
             idle_capacity: pick(
                 &self.idle_capacity,
                 &base.idle_capacity,
-                IdleCapacity::default,
+                &defaults.idle_capacity,
             ),
             output_token_weight: pick(
                 &self.output_token_weight,
                 &base.output_token_weight,
-                TokenWeight::default,
+                &defaults.output_token_weight,
             ),
-            enabled: pick(&self.enabled, &base.enabled, || true),
+            enabled: pick(&self.enabled, &base.enabled, &defaults.enabled),
             effective_from: from,
-            effective_to,
-        })
+            effective_to: match self.effective_to {
+                None => base.effective_to,
+                Some(to) => to,
+            },
+        }
     }
 }
 
