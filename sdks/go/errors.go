@@ -98,17 +98,6 @@ func SentinelFor(code string) error {
 	return sentinels[code]
 }
 
-// FieldError is one rejected field of a `validation_error` (an item of the envelope's `details`).
-type FieldError struct {
-	// Index is the position of the bad record in the list the caller gave (nil for a single object or a
-	// query parameter). The SDK shifts the server's index when it sent the list in several batches.
-	Index *int `json:"index,omitempty"`
-	// Field is the field name, dotted for nested ones (`units.tokens_in`, `cost.amount`).
-	Field string `json:"field"`
-	// Reason says what is wrong with it.
-	Reason string `json:"reason"`
-}
-
 // String renders the detail as `[index] field: reason`.
 func (f FieldError) String() string {
 	if f.Index != nil {
