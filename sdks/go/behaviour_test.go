@@ -505,3 +505,41 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestRawRequest: the escape hatch (Client.Do) has the same auth, idempotency key, retries, headers and
+// errors as the typed methods.
+func TestRawRequest(t *testing.T) {
+	proxy := sharedProxy(t)
+	c := newClient(t, eai.WithBaseURL(proxy.URL))
+	fault, _ := json.Marshal(map[string]any{"status": 503, "code": "unavailable", "retry_after": "0"})
+	if err := proxy.Queue([]json.RawMessage{fault}); err != nil {
+		t.Fatal(err)
+	}
+	slug := "raw-" + caseUnique()
+	var out map[string]any
+	var resp eai.Response
+	err := c.Do(context.Background(), "POST", "/v1/tenants", map[string]any{"slug": slug, "name": "Raw"}, &out,
+		eai.WithHeader("X-Extra", "yes"), eai.WithResponse(&resp))
+	if err != nil || out["slug"] != slug || resp.RequestID == "" {
+		t.Fatalf("%v %v %+v", err, out, resp)
+	}
+	entries, _, err := proxy.Log()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 || entries[0].Headers["idempotency-key"] == "" ||
+		entries[0].Headers["idempotency-key"] != entries[1].Headers["idempotency-key"] ||
+		entries[1].Headers["idempotency-key"] != resp.IdempotencyKey || entries[1].Headers["x-extra"] != "yes" ||
+		entries[1].Headers["authorization"] != "Bearer "+srv.AdminKey {
+		t.Fatalf("%+v", entries)
+	}
+	// An error answer of the escape hatch is classified like any other.
+	if err := proxy.Queue(nil); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Do(context.Background(), "GET", "/v1/tenants/no-such-tenant-"+caseUnique(), nil, &out)
+	var nf *eai.NotFoundError
+	if !errors.As(err, &nf) || nf.Status != 404 {
+		t.Fatalf("%T %v", err, err)
+	}
+}
