@@ -14,6 +14,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -33,7 +34,14 @@ type Client struct {
 	// Audit: the audit hash chain (/v1/audit/…).
 	Audit *AuditService
 
-	s settings
+	s       settings
+	closers *closers // shared by the copies of With
+}
+
+// closers are what Client.Close closes: the usage emitters made on the client.
+type closers struct {
+	mu   sync.Mutex
+	list []interface{ Close(context.Context) error }
 }
 
 // NewClient returns a client configured by opts. The base URL defaults to the EAI_BASE_URL environment
@@ -50,7 +58,7 @@ func NewClient(opts ...ClientOption) (*Client, error) {
 		retryBaseDelay: DefaultRetryBaseDelay,
 		retryMaxDelay:  DefaultRetryMaxDelay,
 		maxRetryAfter:  DefaultMaxRetryAfter,
-		userAgent:      "eai-go/" + Version,
+		userAgent:      "eai-gpu-sdk-go/" + Version,
 	}
 	if env := os.Getenv("EAI_BASE_URL"); env != "" {
 		u, err := parseBaseURL(env)
@@ -77,7 +85,7 @@ func NewClient(opts ...ClientOption) (*Client, error) {
 	if s.httpClient == nil {
 		s.httpClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
-	c := &Client{s: s}
+	c := &Client{s: s, closers: &closers{}}
 	c.FinOps = &FinOpsService{c: c}
 	c.Providers = &ProvidersService{c: c}
 	c.Usage = &UsageService{c: c}
@@ -86,6 +94,53 @@ func NewClient(opts ...ClientOption) (*Client, error) {
 	c.Audit = &AuditService{c: c}
 	return c, nil
 }
+
+// Config is a client's retry, timeout and batching settings (see Client.Config).
+type Config struct {
+	Timeout        time.Duration // per attempt (DefaultTimeout)
+	MaxRetries     int           // DefaultMaxRetries
+	RetryBaseDelay time.Duration // DefaultRetryBaseDelay
+	RetryMaxDelay  time.Duration // DefaultRetryMaxDelay
+	MaxRetryAfter  time.Duration // DefaultMaxRetryAfter
+	MaxBatchSize   int           // DefaultMaxBatchSize
+}
+
+// Config returns the client's retry, timeout and batching settings.
+func (c *Client) Config() Config {
+	return Config{Timeout: c.s.timeout, MaxRetries: c.s.maxRetries, RetryBaseDelay: c.s.retryBaseDelay,
+		RetryMaxDelay: c.s.retryMaxDelay, MaxRetryAfter: c.s.maxRetryAfter, MaxBatchSize: c.s.maxBatchSize}
+}
+
+// OnClose registers something Close closes (usage.NewEmitter registers its emitter), in order.
+func (c *Client) OnClose(closer interface{ Close(context.Context) error }) {
+	c.closers.mu.Lock()
+	defer c.closers.mu.Unlock()
+	c.closers.list = append(c.closers.list, closer)
+}
+
+// Close closes every usage emitter made on the client (or a copy of it from With), each flushing what it
+// still holds, so nothing queued is lost at exit: Go has no exit hook, so `defer client.Close()` in main.
+// It returns the emitters' errors joined (an *usage.UndeliveredError lists what could not be sent).
+// Close is CloseContext with context.Background() (each emitter bounds itself with its CloseTimeout).
+func (c *Client) Close() error { return c.CloseContext(context.Background()) }
+
+// CloseContext is Close bounded by ctx.
+func (c *Client) CloseContext(ctx context.Context) error {
+	c.closers.mu.Lock()
+	list := c.closers.list
+	c.closers.list = nil
+	c.closers.mu.Unlock()
+	var errs []error
+	for _, cl := range list {
+		if err := cl.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// UserAgent returns the User-Agent the client sends (default `eai-gpu-sdk-go/<Version>`).
+func (c *Client) UserAgent() string { return c.s.userAgent }
 
 // BaseURL returns the control plane's URL the client calls.
 func (c *Client) BaseURL() string { return c.s.baseURL.String() }
@@ -108,7 +163,7 @@ func (c *Client) With(opts ...ClientOption) (*Client, error) {
 			return nil, err
 		}
 	}
-	n := &Client{s: s}
+	n := &Client{s: s, closers: c.closers}
 	n.FinOps = &FinOpsService{c: n}
 	n.Providers = &ProvidersService{c: n}
 	n.Usage = &UsageService{c: n}
@@ -122,7 +177,8 @@ func (c *Client) With(opts ...ClientOption) (*Client, error) {
 // decodes a 2xx JSON answer into out (nil: the answer is discarded; *json.RawMessage: kept as is; numbers
 // decoded into an `any` are json.Number). path is relative to the base URL (`/v1/…`) and may carry a query.
 // body is JSON-encoded (nil: no body; json.RawMessage or []byte: sent as is). An error answer is an
-// *APIError. POST is retried only when the server surely did not act unless Idempotent(true) is given.
+// *APIError (or one of its classes, see error_classes.go). Every call but a GET carries an Idempotency-Key
+// (WithIdempotencyKey, else a fresh one), so every call is retried per the retry table.
 //
 // Do is how endpoints without a typed method are called.
 func (c *Client) Do(ctx context.Context, method, path string, body, out any, opts ...RequestOption) error {
@@ -166,56 +222,84 @@ func encodeBody(body any) ([]byte, error) {
 	return raw, nil
 }
 
-func isIdempotentMethod(method string) bool {
+// needsIdempotencyKey reports whether a method carries an Idempotency-Key: every one but GET, HEAD and
+// OPTIONS (idempotent by nature).
+func needsIdempotencyKey(method string) bool {
 	switch method {
-	case http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete, http.MethodOptions:
-		return true
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
 	}
-	return false
+	return true
 }
 
-// send carries out a request with its retries and decodes the answer into out.
+// retriedStatuses are the answers retried (behaviour.json `retried.statuses`), besides a 409
+// idempotency_key_in_flight.
+var retriedStatuses = map[int]bool{408: true, 429: true, 500: true, 502: true, 503: true, 504: true}
+
+// send carries out a request with its retries and decodes the answer into out. Every non-GET call carries
+// an Idempotency-Key (the caller's, or a fresh UUID v4), the same on each retry, so every call is retried
+// per the table of contracts/v1/sdk/behaviour.json.
 func (c *Client) send(ctx context.Context, cl *call, method, path string, body []byte, out any) error {
 	if ctx == nil {
 		ctx = context.Background()
-	}
-	idempotent := isIdempotentMethod(method)
-	if cl.idempotent != nil {
-		idempotent = *cl.idempotent
 	}
 	target, err := c.url(cl, path)
 	if err != nil {
 		return err
 	}
+	key := ""
+	if needsIdempotencyKey(method) {
+		key = cl.idempotencyKey
+		if key == "" {
+			key = NewUUID()
+		}
+	}
 	for attempt := 1; ; attempt++ {
-		status, header, respBody, sendErr := c.attempt(ctx, cl, method, target, body)
+		status, header, respBody, sendErr := c.attempt(ctx, cl, method, target, key, body)
 		var failure error
 		retry := false
-		var retryAfter time.Duration
+		retryAfter, hasRetryAfter := time.Duration(0), false
 		if sendErr != nil {
 			if ctx.Err() != nil {
+				c.logAttempt(cl, method, path, 0, attempt, 0, ctx.Err())
 				return fmt.Errorf("eai: %s %s: %w", method, path, ctx.Err())
 			}
-			failure = &TransportError{Method: method, URL: target, Attempts: attempt, Err: sendErr}
-			retry = idempotent || notSent(sendErr)
+			te := &TransportError{Method: method, URL: target, Attempts: attempt, Err: sendErr}
+			failure = te
+			if isTimeout(sendErr) {
+				failure = &TimeoutError{te}
+			}
+			retry = true // connection refused or reset, answer dropped, timeout: the key makes it safe
 		} else if status >= 200 && status < 300 {
+			c.logAttempt(cl, method, path, status, attempt, 0, nil)
+			if cl.response != nil {
+				*cl.response = Response{StatusCode: status, Header: header, RequestID: header.Get("X-Request-Id"),
+					Attempts: attempt, IdempotencyKey: key}
+			}
 			return decodeAnswer(method, path, status, header, respBody, out)
 		} else {
 			apiErr := decodeError(method, path, status, header, respBody)
 			apiErr.Attempts = attempt
-			failure = apiErr
-			retryAfter = apiErr.RetryAfter
-			switch {
-			case status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable:
-				retry = true // the server refused before acting
-			case status >= 500:
-				retry = idempotent
-			}
+			failure = classify(apiErr)
+			retryAfter, hasRetryAfter = parseRetryAfter(header.Get("Retry-After"))
+			retry = retriedStatuses[status] || (status == http.StatusConflict && apiErr.Code == CodeIdempotencyKeyInFlight)
 		}
 		if !retry || attempt > cl.maxRetries {
+			c.logAttempt(cl, method, path, status, attempt, 0, failure)
 			return failure
 		}
-		wait := backoff(&cl.settings, attempt-1, retryAfter)
+		var wait time.Duration
+		if hasRetryAfter {
+			if retryAfter > cl.maxRetryAfter {
+				// Longer than the caller is willing to wait: raised at once.
+				c.logAttempt(cl, method, path, status, attempt, 0, failure)
+				return failure
+			}
+			wait = retryAfter
+		} else {
+			wait = backoff(&cl.settings, attempt)
+		}
+		c.logAttempt(cl, method, path, status, attempt, wait, failure)
 		if cl.onRetry != nil {
 			cl.onRetry(RetryEvent{Method: method, Path: path, Attempt: attempt, Err: failure, Wait: wait})
 		}
@@ -225,36 +309,47 @@ func (c *Client) send(ctx context.Context, cl *call, method, path string, body [
 	}
 }
 
-// notSent reports whether a transport error surely happened before the request reached the server.
-func notSent(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
+// isTimeout reports whether a transport error is an attempt's timeout.
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}
-	var dns *net.DNSError
-	return errors.As(err, &dns)
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// backoff is the wait before retry number retry+1: Retry-After when the server gave one (capped), else a
-// random wait in [0, min(max, base × 2^retry)].
-func backoff(s *settings, retry int, retryAfter time.Duration) time.Duration {
-	if retryAfter > 0 {
-		if retryAfter > s.maxRetryAfter {
-			return s.maxRetryAfter
-		}
-		return retryAfter
+// logAttempt logs one attempt on the call's logger (never a header, so never a secret).
+func (c *Client) logAttempt(cl *call, method, path string, status, attempt int, wait time.Duration, err error) {
+	if cl.logger == nil {
+		return
 	}
-	if retry > 30 {
-		retry = 30
+	attrs := []any{"method", method, "path", path, "status", status, "attempt", attempt, "wait", wait}
+	switch {
+	case err == nil:
+		cl.logger.Debug("eai: request", attrs...)
+	case wait > 0:
+		cl.logger.Info("eai: request failed, retrying", append(attrs, "error", err.Error())...)
+	default:
+		cl.logger.Warn("eai: request failed", append(attrs, "error", err.Error())...)
 	}
-	ceiling := s.retryBaseDelay << uint(retry)
-	if ceiling > s.retryMaxDelay || ceiling < 0 {
-		ceiling = s.retryMaxDelay
+}
+
+// backoff is the wait before retry n (n = 1, 2, …) when the answer gave no Retry-After:
+// d = min(base × 2^(n-1), max), and a random wait in [d/2, d].
+func backoff(s *settings, n int) time.Duration {
+	exp := n - 1
+	if exp > 30 {
+		exp = 30
 	}
-	if ceiling <= 0 {
+	d := s.retryBaseDelay << uint(exp)
+	if d > s.retryMaxDelay || d < 0 {
+		d = s.retryMaxDelay
+	}
+	if d <= 0 {
 		return 0
 	}
-	return time.Duration(rand.Int63n(int64(ceiling) + 1))
+	half := d / 2
+	return half + time.Duration(rand.Int63n(int64(d-half)+1))
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -295,7 +390,7 @@ func (c *Client) url(cl *call, path string) (string, error) {
 const maxErrorBody = 64 << 10
 
 // attempt sends the request once and reads the whole answer within the call's timeout.
-func (c *Client) attempt(ctx context.Context, cl *call, method, target string, body []byte) (int, http.Header, []byte, error) {
+func (c *Client) attempt(ctx context.Context, cl *call, method, target, key string, body []byte) (int, http.Header, []byte, error) {
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if cl.timeout > 0 {
 		actx, cancel = context.WithTimeout(ctx, cl.timeout)
@@ -335,6 +430,12 @@ func (c *Client) attempt(ctx context.Context, cl *call, method, target string, b
 	}
 	if cl.requestID != "" {
 		req.Header.Set("X-Request-Id", cl.requestID)
+	}
+	if cl.traceparent != "" {
+		req.Header.Set("traceparent", cl.traceparent)
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -399,12 +500,13 @@ type envelope struct {
 }
 
 func decodeError(method, path string, status int, header http.Header, data []byte) *APIError {
+	retryAfter, _ := parseRetryAfter(header.Get("Retry-After"))
 	e := &APIError{
 		Status:     status,
 		Method:     method,
 		Path:       path,
 		RequestID:  header.Get("X-Request-Id"),
-		RetryAfter: parseRetryAfter(header.Get("Retry-After")),
+		RetryAfter: retryAfter,
 		Body:       data,
 	}
 	var env envelope
@@ -418,7 +520,6 @@ func decodeError(method, path string, status int, header http.Header, data []byt
 		}
 		return e
 	}
-	e.Code = codeForStatus(status)
 	text := strings.TrimSpace(string(data))
 	if len(text) > 200 {
 		text = text[:200] + "…"
@@ -430,25 +531,27 @@ func decodeError(method, path string, status int, header http.Header, data []byt
 	return e
 }
 
-// parseRetryAfter reads a Retry-After header: seconds (an integer or a decimal) or an HTTP date.
-func parseRetryAfter(v string) time.Duration {
+// parseRetryAfter reads a Retry-After header: seconds (an integer or a decimal) or an HTTP date; ok is
+// false when there is none (or it cannot be read).
+func parseRetryAfter(v string) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
-		return 0
+		return 0, false
 	}
 	if secs, err := strconv.ParseFloat(v, 64); err == nil {
 		if secs <= 0 {
-			return 0
+			return 0, true
 		}
-		if secs > 86400 {
-			secs = 86400
+		if secs > 86400*365 {
+			secs = 86400 * 365
 		}
-		return time.Duration(secs * float64(time.Second))
+		return time.Duration(secs * float64(time.Second)), true
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := time.Until(t); d > 0 {
-			return d
+			return d, true
 		}
+		return 0, true
 	}
-	return 0
+	return 0, false
 }

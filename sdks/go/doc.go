@@ -14,14 +14,22 @@
 // Money is exact: amounts and rates are Decimal (a decimal string such as "412.70", never a float64), and
 // the allocation's quantities are Quantity (a json.Number, written digit for digit by the server).
 //
-// Errors: an error answer is an *APIError (errors.As) that matches the sentinel of its code (errors.Is with
-// ErrValidation, ErrNotFound, ErrRateLimited, …); a request without an answer is a *TransportError
-// (errors.Is ErrTransport).
+// Errors: an error answer is one class per error code (*RateLimitError, *ValidationError, …; see
+// error_classes.go), each wrapping the *APIError (errors.As finds both) that matches the sentinel of its code
+// (errors.Is with ErrValidation, ErrNotFound, …); an unknown code is the bare *APIError. A request without an
+// answer is a *TransportError (a *TimeoutError past WithTimeout).
 //
-// Retries: network errors, 429 and 5xx are retried with exponential backoff and full jitter (honoring
-// Retry-After), up to WithMaxRetries; other 4xx never. Ingests are idempotent: samples are stamped and
-// usage events given ids once, before the first attempt, so a retry never counts twice. Large lists are
-// sent in batches (WithMaxBatchSize), halved on 413.
+// Retries (contracts/v1/sdk/behaviour.json, the same in the four SDKs): every POST and DELETE carries an
+// Idempotency-Key (fresh per call, the same on its retries; WithIdempotencyKey gives one), so every call is
+// retried after a transport error, a 408, 429, 500, 502, 503, 504 or a 409 idempotency_key_in_flight, up to
+// WithMaxRetries, waiting exactly Retry-After (or raising at once above WithMaxRetryAfter) or a jittered
+// exponential backoff. Large lists are sent in batches (WithMaxBatchSize), halved on 413, each batch its own
+// request with its own key.
+//
+// WithResponse gives a successful call's request id; WithLogger logs each attempt; WithTraceparent forwards a
+// trace context. Client.Close closes (flushes) the usage emitters made on the client: `defer client.Close()`.
+//
+// The models (models.gen.go) are generated from contracts/v1/openapi.json: `go generate ./...`.
 //
 // Package usage (github.com/enterprise-ai/eai-go/usage) builds validated usage events and emits them from a
 // worker in the background.

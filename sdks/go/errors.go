@@ -23,6 +23,11 @@ const (
 	CodeInternal         = "internal"           // 500
 	CodeUnavailable      = "unavailable"        // 503
 	CodeBudgetExceeded   = "budget_exceeded"    // 402: a reservation would pass an enforcing budget
+	// CodeIdempotencyKeyReused is a 409: the Idempotency-Key was used before with another body.
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	// CodeIdempotencyKeyInFlight is a 409: the first request with this Idempotency-Key is still running
+	// (retried after its Retry-After).
+	CodeIdempotencyKeyInFlight = "idempotency_key_in_flight"
 )
 
 // sentinel is the type of the ErrXxx values: an error code, matched by errors.Is against an *APIError.
@@ -65,37 +70,32 @@ var (
 	// ErrBudgetExceeded matches a 402 `budget_exceeded` answer: a reservation (FinOpsService.Reserve) would
 	// pass an enforcing budget; the message names the budget, its limit and what is left, and nothing is held.
 	ErrBudgetExceeded error = &sentinel{CodeBudgetExceeded, http.StatusPaymentRequired}
+	// ErrIdempotencyKeyReused matches a 409 `idempotency_key_reused` answer.
+	ErrIdempotencyKeyReused error = &sentinel{CodeIdempotencyKeyReused, http.StatusConflict}
+	// ErrIdempotencyKeyInFlight matches a 409 `idempotency_key_in_flight` answer.
+	ErrIdempotencyKeyInFlight error = &sentinel{CodeIdempotencyKeyInFlight, http.StatusConflict}
 )
 
 var sentinels = map[string]error{
-	CodeUnauthorized:     ErrUnauthorized,
-	CodeForbidden:        ErrForbidden,
-	CodeTenantRequired:   ErrTenantRequired,
-	CodeNotFound:         ErrNotFound,
-	CodeMethodNotAllowed: ErrMethodNotAllowed,
-	CodePayloadTooLarge:  ErrPayloadTooLarge,
-	CodeConflict:         ErrConflict,
-	CodeValidation:       ErrValidation,
-	CodeRateLimited:      ErrRateLimited,
-	CodeInternal:         ErrInternal,
-	CodeUnavailable:      ErrUnavailable,
-	CodeBudgetExceeded:   ErrBudgetExceeded,
+	CodeUnauthorized:           ErrUnauthorized,
+	CodeForbidden:              ErrForbidden,
+	CodeTenantRequired:         ErrTenantRequired,
+	CodeNotFound:               ErrNotFound,
+	CodeMethodNotAllowed:       ErrMethodNotAllowed,
+	CodePayloadTooLarge:        ErrPayloadTooLarge,
+	CodeConflict:               ErrConflict,
+	CodeValidation:             ErrValidation,
+	CodeRateLimited:            ErrRateLimited,
+	CodeInternal:               ErrInternal,
+	CodeUnavailable:            ErrUnavailable,
+	CodeBudgetExceeded:         ErrBudgetExceeded,
+	CodeIdempotencyKeyReused:   ErrIdempotencyKeyReused,
+	CodeIdempotencyKeyInFlight: ErrIdempotencyKeyInFlight,
 }
 
 // SentinelFor returns the ErrXxx sentinel of an error code, or nil for a code this SDK does not know.
 func SentinelFor(code string) error {
 	return sentinels[code]
-}
-
-// FieldError is one rejected field of a `validation_error` (an item of the envelope's `details`).
-type FieldError struct {
-	// Index is the position of the bad record in the list the caller gave (nil for a single object or a
-	// query parameter). The SDK shifts the server's index when it sent the list in several batches.
-	Index *int `json:"index,omitempty"`
-	// Field is the field name, dotted for nested ones (`units.tokens_in`, `cost.amount`).
-	Field string `json:"field"`
-	// Reason says what is wrong with it.
-	Reason string `json:"reason"`
 }
 
 // String renders the detail as `[index] field: reason`.
@@ -112,8 +112,8 @@ func (f FieldError) String() string {
 type APIError struct {
 	// Status is the HTTP status (422, 429, …).
 	Status int
-	// Code is the envelope's error code (CodeValidation, …). For an answer without an envelope (a proxy's
-	// 502 page) it is derived from the status.
+	// Code is the envelope's error code (CodeValidation, …), as sent, also one this SDK does not know. An
+	// answer without an envelope (a proxy's HTML 502 page) has no code ("") and keeps its text in Body.
 	Code string
 	// Message is human readable, in the request's locale (WithLocale).
 	Message string
@@ -129,7 +129,7 @@ type APIError struct {
 	Method, Path string
 	// Attempts is how many times the request was sent (1 + retries).
 	Attempts int
-	// Body is the raw answer body (at most 64 KiB), for answers that do not carry the envelope.
+	// Body is the raw answer body (at most 64 KiB), envelope or not (an HTML page of a proxy).
 	Body []byte
 }
 
@@ -215,34 +215,4 @@ var ErrConfig = errors.New("eai: invalid configuration")
 
 func configError(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
-}
-
-// codeForStatus derives an error code from an HTTP status, for answers without an envelope.
-func codeForStatus(status int) string {
-	switch status {
-	case http.StatusUnauthorized:
-		return CodeUnauthorized
-	case http.StatusPaymentRequired:
-		return CodeBudgetExceeded
-	case http.StatusForbidden:
-		return CodeForbidden
-	case http.StatusNotFound:
-		return CodeNotFound
-	case http.StatusMethodNotAllowed:
-		return CodeMethodNotAllowed
-	case http.StatusConflict:
-		return CodeConflict
-	case http.StatusRequestEntityTooLarge:
-		return CodePayloadTooLarge
-	case http.StatusUnprocessableEntity, http.StatusBadRequest:
-		return CodeValidation
-	case http.StatusTooManyRequests:
-		return CodeRateLimited
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return CodeUnavailable
-	}
-	if status >= 500 {
-		return CodeInternal
-	}
-	return fmt.Sprintf("http_%d", status)
 }

@@ -9,7 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -162,15 +162,21 @@ func prepareEvents(records []json.RawMessage, now time.Time) ([]json.RawMessage,
 // the rest of the call then goes in batches of that size. The answers' counts are summed. On an error, the
 // result holds what was stored before the failing batch, and the error's detail indexes are positions in
 // the caller's list.
-func (c *Client) ingest(ctx context.Context, cl *call, path string, b *batchBody) (*IngestResult, error) {
+func (c *Client) ingest(ctx context.Context, cl *call, id string, b *batchBody) (*IngestResult, error) {
 	res := &IngestResult{}
-	idem := true
-	if cl.idempotent == nil {
-		cl.idempotent = &idem
+	// Each request of the ingest is its own call with its own key; a caller's key names the first, key-2,
+	// key-3, … the next ones.
+	callerKey, sent := cl.idempotencyKey, 0
+	nextKey := func() {
+		sent++
+		if callerKey != "" && sent > 1 {
+			cl.idempotencyKey = callerKey + "-" + strconv.Itoa(sent)
+		}
 	}
 	if b.whole != nil {
+		nextKey()
 		var ans IngestResult
-		if err := c.send(ctx, cl, http.MethodPost, path, b.whole, &ans); err != nil {
+		if err := c.invoke(ctx, cl, id, nil, b.whole, &ans); err != nil {
 			return res, err
 		}
 		ans.Requests = 1
@@ -189,7 +195,8 @@ func (c *Client) ingest(ctx context.Context, cl *call, path string, b *batchBody
 			return res, err
 		}
 		var ans IngestResult
-		err = c.send(ctx, cl, http.MethodPost, path, body, &ans)
+		nextKey()
+		err = c.invoke(ctx, cl, id, nil, body, &ans)
 		if err != nil {
 			var apiErr *APIError
 			if errors.As(err, &apiErr) && apiErr.Code == CodePayloadTooLarge && cl.splitTooLarge && len(chunk) > 1 {

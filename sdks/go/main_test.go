@@ -22,6 +22,8 @@ var (
 	globex *eai.Tenant
 	// basePolicy prices every deployment from 2020 on (USD 10/GPU-hour).
 	basePolicy string
+	// stopAtExit are the helpers (the fault proxy) stopped when the tests end.
+	stopAtExit []func()
 )
 
 func TestMain(m *testing.M) {
@@ -38,6 +40,11 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer srv.Stop()
+	defer func() {
+		for _, stop := range stopAtExit {
+			stop()
+		}
+	}()
 	if err := setup(); err != nil {
 		fmt.Fprintln(os.Stderr, "FATAL: setup:", err, "\nserver log:\n", srv.LogTail(3000))
 		return 1

@@ -1,6 +1,7 @@
 package eai
 
 import (
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -41,15 +42,18 @@ type settings struct {
 	maxRetryAfter  time.Duration
 	headers        http.Header
 	onRetry        func(RetryEvent)
+	logger         *slog.Logger
 }
 
 // call is the configuration of one call: the client's settings as changed by the call's options.
 type call struct {
 	settings
-	query      url.Values
-	requestID  string
-	idempotent *bool
-	accept     string // the Accept header when not application/json (a file download)
+	query          url.Values
+	requestID      string
+	traceparent    string
+	idempotencyKey string
+	response       *Response
+	accept         string // the Accept header when not application/json (a file download)
 }
 
 // ClientOption configures a Client (NewClient).
@@ -204,7 +208,7 @@ func WithSplitOnPayloadTooLarge(split bool) Option {
 	})
 }
 
-// WithUserAgent sets the User-Agent header. Default `eai-go/<Version>`.
+// WithUserAgent sets the User-Agent header. Default `eai-gpu-sdk-go/<Version>`.
 func WithUserAgent(ua string) ClientOption {
 	return clientOnly(func(s *settings) error {
 		s.userAgent = ua
@@ -349,13 +353,68 @@ func WithRequestID(id string) RequestOption {
 	})
 }
 
-// Idempotent declares whether sending the call twice has the effect of sending it once, which lets the client
-// retry it after an error where the server may have acted (a timeout, a 500). Default: true for GET, HEAD,
-// PUT, DELETE and for the SDK's ingests (samples and usage events are deduplicated), false for other POSTs,
-// which are then retried only when the server surely did not act (429, 503, connection refused).
-func Idempotent(idempotent bool) RequestOption {
+// Idempotent is kept for compatibility and has no effect: every non-GET call now carries an
+// Idempotency-Key (WithIdempotencyKey), so every call is retried per the one retry table.
+//
+// Deprecated: every call is retried safely; there is nothing to declare.
+func Idempotent(bool) RequestOption {
+	return requestOnly(func(*call) error { return nil })
+}
+
+// WithIdempotencyKey sends the call with this Idempotency-Key (default: a fresh UUID v4 per call, the same on
+// its retries). The server answers a repeated key with the first answer, so a create sent twice makes one
+// resource. A batched ingest sent in several requests uses key for its first request and key-2, key-3, … for
+// the next ones.
+func WithIdempotencyKey(key string) RequestOption {
 	return requestOnly(func(c *call) error {
-		c.idempotent = &idempotent
+		if strings.TrimSpace(key) == "" {
+			return configError("WithIdempotencyKey: the key is empty")
+		}
+		c.idempotencyKey = key
+		return nil
+	})
+}
+
+// WithTraceparent forwards a W3C trace context as the call's `traceparent` header (on every attempt).
+func WithTraceparent(traceparent string) RequestOption {
+	return requestOnly(func(c *call) error {
+		c.traceparent = traceparent
+		return nil
+	})
+}
+
+// WithLogger logs each attempt (method, path, status, attempt, wait; never a header, so never a key) on
+// logger: a success at Debug, a retried failure at Info, a final failure at Warn. Default: no logging.
+func WithLogger(logger *slog.Logger) Option {
+	return both(func(s *settings) error {
+		s.logger = logger
+		return nil
+	})
+}
+
+// Response is what a successful call's answer said besides its body; WithResponse fills one.
+type Response struct {
+	// StatusCode is the answer's HTTP status.
+	StatusCode int
+	// Header holds the answer's headers.
+	Header http.Header
+	// RequestID is the answer's X-Request-Id, to quote to the server's operators (and in its audit trail).
+	RequestID string
+	// Attempts is how many times the request was sent (1 + retries).
+	Attempts int
+	// IdempotencyKey is the key the request carried ("" for a GET).
+	IdempotencyKey string
+}
+
+// WithResponse fills *into with the answer of a successful call: its request id, status, headers, attempts.
+// For a batched ingest it holds the last request's answer.
+//
+//	var resp eai.Response
+//	tenants, err := client.Tenants.List(ctx, eai.WithResponse(&resp))
+//	log.Print(resp.RequestID)
+func WithResponse(into *Response) RequestOption {
+	return requestOnly(func(c *call) error {
+		c.response = into
 		return nil
 	})
 }

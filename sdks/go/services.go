@@ -12,26 +12,28 @@ import (
 // pathID escapes an id as one path segment.
 func pathID(id string) string { return url.PathEscape(id) }
 
-func (c *Client) get(ctx context.Context, path string, out any, opts []RequestOption) error {
+// op calls an operation of the table (operations.go) with its path parameters in order; body nil sends no
+// body for a GET or DELETE and `{}` otherwise.
+func (c *Client) op(ctx context.Context, id string, params []string, body, out any, opts []RequestOption) error {
 	cl, err := c.newCall(opts)
 	if err != nil {
 		return err
 	}
-	return c.send(ctx, cl, http.MethodGet, path, nil, out)
-}
-
-func (c *Client) post(ctx context.Context, path string, body, out any, opts []RequestOption) error {
-	cl, err := c.newCall(opts)
-	if err != nil {
-		return err
-	}
-	raw := []byte("{}")
+	var raw []byte
 	if body != nil {
 		if raw, err = encodeBody(body); err != nil {
 			return err
 		}
+	} else if m := operation(id).Method; m != http.MethodGet && m != http.MethodDelete {
+		raw = []byte("{}")
 	}
-	return c.send(ctx, cl, http.MethodPost, path, raw, out)
+	return c.invoke(ctx, cl, id, params, raw, out)
+}
+
+// invoke sends one call of an operation of the table.
+func (c *Client) invoke(ctx context.Context, cl *call, id string, params []string, body []byte, out any) error {
+	o := operation(id)
+	return c.send(ctx, cl, o.Method, o.path(params...), body, out)
 }
 
 // ---------------------------------------------------------------------------------------------- FinOps
@@ -63,7 +65,7 @@ func (f *FinOpsService) GpuSamples(ctx context.Context, body any, opts ...Reques
 			return &IngestResult{}, err
 		}
 	}
-	return f.c.ingest(ctx, cl, "/v1/finops/gpu/samples", b)
+	return f.c.ingest(ctx, cl, "ingestGpuSamples", b)
 }
 
 // GpuAllocation returns the GPU cost allocation of a period (GET /v1/finops/gpu/allocation). Give the
@@ -72,7 +74,7 @@ func (f *FinOpsService) GpuSamples(ctx context.Context, body any, opts ...Reques
 // only its own items, tenant row and share of each deployment.
 func (f *FinOpsService) GpuAllocation(ctx context.Context, opts ...RequestOption) (*Allocation, error) {
 	var out Allocation
-	if err := f.c.get(ctx, "/v1/finops/gpu/allocation", &out, opts); err != nil {
+	if err := f.c.op(ctx, "getGpuAllocation", nil, nil, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -99,7 +101,7 @@ func (f *FinOpsService) GpuAllocationFocus(ctx context.Context, opts ...RequestO
 	}
 	cl.accept = focusAccept
 	var out json.RawMessage
-	if err := f.c.send(ctx, cl, http.MethodGet, "/v1/finops/gpu/allocation/focus", nil, &out); err != nil {
+	if err := f.c.invoke(ctx, cl, "getGpuAllocationFocus", nil, nil, &out); err != nil {
 		return nil, err
 	}
 	return []byte(out), nil
@@ -135,7 +137,7 @@ func (f *FinOpsService) GpuAllocationFocusToFile(ctx context.Context, path strin
 func (f *FinOpsService) GpuAllocationExplain(ctx context.Context, deploymentID string, opts ...RequestOption) (*AllocationExplanation, error) {
 	var out AllocationExplanation
 	opts = append([]RequestOption{WithQueryParam("deployment_id", deploymentID)}, opts...)
-	if err := f.c.get(ctx, "/v1/finops/gpu/allocation/explain", &out, opts); err != nil {
+	if err := f.c.op(ctx, "explainGpuAllocation", nil, nil, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -159,7 +161,7 @@ func (f *FinOpsService) GpuAllocationExplain(ctx context.Context, deploymentID s
 // ErrValidation whose Fields() name group_by or filter.
 func (f *FinOpsService) GpuUsage(ctx context.Context, opts ...RequestOption) (*GpuUsageBreakdown, error) {
 	var out GpuUsageBreakdown
-	if err := f.c.get(ctx, "/v1/finops/gpu/usage", &out, opts); err != nil {
+	if err := f.c.op(ctx, "getGpuUsageBreakdown", nil, nil, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -178,7 +180,7 @@ func (f *FinOpsService) GpuUsage(ctx context.Context, opts ...RequestOption) (*G
 // only its share, on every aggregate.
 func (f *FinOpsService) GpuTokenCosts(ctx context.Context, opts ...RequestOption) (*TokenCostList, error) {
 	var out TokenCostList
-	if err := f.c.get(ctx, "/v1/finops/gpu/token-costs", &out, opts); err != nil {
+	if err := f.c.op(ctx, "getGpuTokenCosts", nil, nil, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -195,7 +197,7 @@ func (f *FinOpsService) GpuTokenCosts(ctx context.Context, opts ...RequestOption
 // sums to the period's totals (and to GpuAllocation's) to the cent.
 func (f *FinOpsService) GpuAllocationSeries(ctx context.Context, opts ...RequestOption) (*AllocationSeries, error) {
 	var out AllocationSeries
-	if err := f.c.get(ctx, "/v1/finops/gpu/allocation/series", &out, opts); err != nil {
+	if err := f.c.op(ctx, "getGpuAllocationSeries", nil, nil, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -231,12 +233,12 @@ func (f *FinOpsService) GpuSlurmReconciliation(ctx context.Context, sacct any, o
 			return nil, err
 		}
 	}
-	cl, err := f.c.newCall(append([]RequestOption{Idempotent(true)}, opts...))
+	cl, err := f.c.newCall(opts)
 	if err != nil {
 		return nil, err
 	}
 	var out SlurmReconciliation
-	if err := f.c.send(ctx, cl, http.MethodPost, "/v1/finops/gpu/slurm/reconciliation", raw, &out); err != nil {
+	if err := f.c.invoke(ctx, cl, "reconcileSlurmJobs", nil, raw, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -248,7 +250,7 @@ func (f *FinOpsService) GpuSlurmReconciliation(ctx context.Context, sacct any, o
 // the server may have acted (see Idempotent).
 func (f *FinOpsService) CreateAllocationPolicy(ctx context.Context, body any, opts ...RequestOption) (*AllocationPolicyCreated, error) {
 	var out AllocationPolicyCreated
-	if err := f.c.post(ctx, "/v1/finops/allocation-policies", body, &out, opts); err != nil {
+	if err := f.c.op(ctx, "createAllocationPolicy", nil, body, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -258,7 +260,7 @@ func (f *FinOpsService) CreateAllocationPolicy(ctx context.Context, body any, op
 // (GET /v1/finops/allocation-policies).
 func (f *FinOpsService) ListAllocationPolicies(ctx context.Context, opts ...RequestOption) (*AllocationPolicyList, error) {
 	var out AllocationPolicyList
-	if err := f.c.get(ctx, "/v1/finops/allocation-policies", &out, opts); err != nil {
+	if err := f.c.op(ctx, "listAllocationPolicies", nil, nil, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -269,7 +271,7 @@ func (f *FinOpsService) ListAllocationPolicies(ctx context.Context, opts ...Requ
 // map, or nil (a copy from now).
 func (f *FinOpsService) SupersedeAllocationPolicy(ctx context.Context, id string, body any, opts ...RequestOption) (*AllocationPolicyChange, error) {
 	var out AllocationPolicyChange
-	if err := f.c.post(ctx, "/v1/finops/allocation-policies/"+pathID(id)+"/supersede", body, &out, opts); err != nil {
+	if err := f.c.op(ctx, "supersedeAllocationPolicy", []string{id}, body, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -280,7 +282,7 @@ func (f *FinOpsService) SupersedeAllocationPolicy(ctx context.Context, id string
 // or nil (from now).
 func (f *FinOpsService) DisableAllocationPolicy(ctx context.Context, id string, body any, opts ...RequestOption) (*AllocationPolicyChange, error) {
 	var out AllocationPolicyChange
-	if err := f.c.post(ctx, "/v1/finops/allocation-policies/"+pathID(id)+"/disable", body, &out, opts); err != nil {
+	if err := f.c.op(ctx, "disableAllocationPolicy", []string{id}, body, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -294,7 +296,7 @@ type ProvidersService struct{ c *Client }
 // Catalog returns the catalog of model providers (GET /v1/providers/catalog).
 func (p *ProvidersService) Catalog(ctx context.Context, opts ...RequestOption) (*Catalog, error) {
 	var out Catalog
-	if err := p.c.get(ctx, "/v1/providers/catalog", &out, opts); err != nil {
+	if err := p.c.op(ctx, "getProvidersCatalog", nil, nil, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -307,8 +309,7 @@ func (p *ProvidersService) Catalog(ctx context.Context, opts ...RequestOption) (
 // registers it unconfirmed (DiscoveryConfig).
 func (p *ProvidersService) Register(ctx context.Context, body any, opts ...RequestOption) (*Provider, error) {
 	var out Provider
-	opts = append([]RequestOption{Idempotent(true)}, opts...)
-	if err := p.c.post(ctx, "/v1/providers", body, &out, opts); err != nil {
+	if err := p.c.op(ctx, "registerProvider", nil, body, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -353,7 +354,7 @@ func (u *UsageService) Events(ctx context.Context, events any, opts ...RequestOp
 			return &IngestResult{}, err
 		}
 	}
-	return u.c.ingest(ctx, cl, "/v1/usage/events", b)
+	return u.c.ingest(ctx, cl, "ingestUsageEvents", b)
 }
 
 // eventsTenantSlug returns the tenant slug the typed events name (UsageEvent.TenantSlug), "" when none
@@ -409,7 +410,7 @@ type TenantsService struct{ c *Client }
 // Create registers a tenant (POST /v1/tenants; platform_admin). body is a TenantCreate or a map.
 func (t *TenantsService) Create(ctx context.Context, body any, opts ...RequestOption) (*Tenant, error) {
 	var out Tenant
-	if err := t.c.post(ctx, "/v1/tenants", body, &out, opts); err != nil {
+	if err := t.c.op(ctx, "createTenant", nil, body, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -418,7 +419,7 @@ func (t *TenantsService) Create(ctx context.Context, body any, opts ...RequestOp
 // List returns the registered tenants, by slug (GET /v1/tenants).
 func (t *TenantsService) List(ctx context.Context, opts ...RequestOption) (*TenantList, error) {
 	var out TenantList
-	if err := t.c.get(ctx, "/v1/tenants", &out, opts); err != nil {
+	if err := t.c.op(ctx, "listTenants", nil, nil, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -427,7 +428,7 @@ func (t *TenantsService) List(ctx context.Context, opts ...RequestOption) (*Tena
 // Get returns a tenant by slug or id (GET /v1/tenants/{key}).
 func (t *TenantsService) Get(ctx context.Context, slugOrID string, opts ...RequestOption) (*Tenant, error) {
 	var out Tenant
-	if err := t.c.get(ctx, "/v1/tenants/"+pathID(slugOrID), &out, opts); err != nil {
+	if err := t.c.op(ctx, "getTenant", []string{slugOrID}, nil, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -441,7 +442,7 @@ type AuthService struct{ c *Client }
 // WhoAmI returns the identity behind the client's key (GET /v1/auth/whoami).
 func (a *AuthService) WhoAmI(ctx context.Context, opts ...RequestOption) (*WhoAmI, error) {
 	var out WhoAmI
-	if err := a.c.get(ctx, "/v1/auth/whoami", &out, opts); err != nil {
+	if err := a.c.op(ctx, "whoAmI", nil, nil, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -451,7 +452,7 @@ func (a *AuthService) WhoAmI(ctx context.Context, opts ...RequestOption) (*WhoAm
 // The secret is in the answer's Key only.
 func (a *AuthService) CreateAPIKey(ctx context.Context, body any, opts ...RequestOption) (*APIKeyCreated, error) {
 	var out APIKeyCreated
-	if err := a.c.post(ctx, "/v1/auth/api-keys", body, &out, opts); err != nil {
+	if err := a.c.op(ctx, "createApiKey", nil, body, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -460,7 +461,7 @@ func (a *AuthService) CreateAPIKey(ctx context.Context, body any, opts ...Reques
 // ListAPIKeys lists the API keys, never their secrets (GET /v1/auth/api-keys).
 func (a *AuthService) ListAPIKeys(ctx context.Context, opts ...RequestOption) (*APIKeyList, error) {
 	var out APIKeyList
-	if err := a.c.get(ctx, "/v1/auth/api-keys", &out, opts); err != nil {
+	if err := a.c.op(ctx, "listApiKeys", nil, nil, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -473,7 +474,7 @@ func (a *AuthService) RevokeAPIKey(ctx context.Context, id string, opts ...Reque
 		return nil, err
 	}
 	var out APIKey
-	if err := a.c.send(ctx, cl, http.MethodDelete, "/v1/auth/api-keys/"+pathID(id), nil, &out); err != nil {
+	if err := a.c.invoke(ctx, cl, "revokeApiKey", []string{id}, nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -483,7 +484,7 @@ func (a *AuthService) RevokeAPIKey(ctx context.Context, id string, opts ...Reque
 // map, or nil (the old secret stops at once).
 func (a *AuthService) RotateAPIKey(ctx context.Context, id string, body any, opts ...RequestOption) (*APIKeyCreated, error) {
 	var out APIKeyCreated
-	if err := a.c.post(ctx, "/v1/auth/api-keys/"+pathID(id)+"/rotate", body, &out, opts); err != nil {
+	if err := a.c.op(ctx, "rotateApiKey", []string{id}, body, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -498,7 +499,7 @@ type AuditService struct{ c *Client }
 // auditor, security_officer). Page with WithQuery(map[string]string{"after": "100", "limit": "1000"}).
 func (a *AuditService) Events(ctx context.Context, opts ...RequestOption) (*AuditEventList, error) {
 	var out AuditEventList
-	if err := a.c.get(ctx, "/v1/audit/events", &out, opts); err != nil {
+	if err := a.c.op(ctx, "listAuditEvents", nil, nil, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -507,7 +508,7 @@ func (a *AuditService) Events(ctx context.Context, opts ...RequestOption) (*Audi
 // Head returns the audit chain's newest event (GET /v1/audit/head).
 func (a *AuditService) Head(ctx context.Context, opts ...RequestOption) (*AuditHead, error) {
 	var out AuditHead
-	if err := a.c.get(ctx, "/v1/audit/head", &out, opts); err != nil {
+	if err := a.c.op(ctx, "getAuditHead", nil, nil, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -520,7 +521,7 @@ func (a *AuditService) Head(ctx context.Context, opts ...RequestOption) (*AuditH
 // budget has a webhook. Not retried after an error where the server may have acted (see Idempotent).
 func (f *FinOpsService) CreateBudget(ctx context.Context, body any, opts ...RequestOption) (*Budget, error) {
 	var out Budget
-	if err := f.c.post(ctx, "/v1/finops/budgets", body, &out, opts); err != nil {
+	if err := f.c.op(ctx, "createBudget", nil, body, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -530,7 +531,7 @@ func (f *FinOpsService) CreateBudget(ctx context.Context, body any, opts ...Requ
 // included, oldest first (GET /v1/finops/budgets).
 func (f *FinOpsService) ListBudgets(ctx context.Context, opts ...RequestOption) (*BudgetList, error) {
 	var out BudgetList
-	if err := f.c.get(ctx, "/v1/finops/budgets", &out, opts); err != nil {
+	if err := f.c.op(ctx, "listBudgets", nil, nil, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -539,7 +540,7 @@ func (f *FinOpsService) ListBudgets(ctx context.Context, opts ...RequestOption) 
 // GetBudget returns one budget with its month's standing (GET /v1/finops/budgets/{id}).
 func (f *FinOpsService) GetBudget(ctx context.Context, id string, opts ...RequestOption) (*Budget, error) {
 	var out Budget
-	if err := f.c.get(ctx, "/v1/finops/budgets/"+pathID(id), &out, opts); err != nil {
+	if err := f.c.op(ctx, "getBudget", []string{id}, nil, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -549,7 +550,7 @@ func (f *FinOpsService) GetBudget(ctx context.Context, id string, opts ...Reques
 // /v1/finops/budgets/{id}/supersede). body is a BudgetSupersede, a map, or nil (a copy from now).
 func (f *FinOpsService) SupersedeBudget(ctx context.Context, id string, body any, opts ...RequestOption) (*BudgetChange, error) {
 	var out BudgetChange
-	if err := f.c.post(ctx, "/v1/finops/budgets/"+pathID(id)+"/supersede", body, &out, opts); err != nil {
+	if err := f.c.op(ctx, "supersedeBudget", []string{id}, body, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -563,7 +564,7 @@ func (f *FinOpsService) DisableBudget(ctx context.Context, id, effectiveAt strin
 		body["effective_at"] = effectiveAt
 	}
 	var out BudgetChange
-	if err := f.c.post(ctx, "/v1/finops/budgets/"+pathID(id)+"/disable", body, &out, opts); err != nil {
+	if err := f.c.op(ctx, "disableBudget", []string{id}, body, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -576,7 +577,7 @@ func (f *FinOpsService) DisableBudget(ctx context.Context, id, effectiveAt strin
 // (a 429, a 503, a refused connection), unless Idempotent(true) is given.
 func (f *FinOpsService) Reserve(ctx context.Context, req ReservationRequest, opts ...RequestOption) (*Reservation, error) {
 	var out Reservation
-	if err := f.c.post(ctx, "/v1/finops/reservations", req, &out, opts); err != nil {
+	if err := f.c.op(ctx, "createReservation", nil, req, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -586,7 +587,7 @@ func (f *FinOpsService) Reserve(ctx context.Context, req ReservationRequest, opt
 // `expired`.
 func (f *FinOpsService) GetReservation(ctx context.Context, id string, opts ...RequestOption) (*Reservation, error) {
 	var out Reservation
-	if err := f.c.get(ctx, "/v1/finops/reservations/"+pathID(id), &out, opts); err != nil {
+	if err := f.c.op(ctx, "getReservation", []string{id}, nil, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -597,8 +598,7 @@ func (f *FinOpsService) GetReservation(ctx context.Context, id string, opts ...R
 // retried as such): a committed reservation is answered as it is. A released one is 409 (ErrConflict).
 func (f *FinOpsService) CommitReservation(ctx context.Context, id string, actual Actual, opts ...RequestOption) (*Reservation, error) {
 	var out Reservation
-	opts = append([]RequestOption{Idempotent(true)}, opts...)
-	if err := f.c.post(ctx, "/v1/finops/reservations/"+pathID(id)+"/commit", map[string]any{"actual": actual}, &out, opts); err != nil {
+	if err := f.c.op(ctx, "commitReservation", []string{id}, map[string]any{"actual": actual}, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -609,9 +609,53 @@ func (f *FinOpsService) CommitReservation(ctx context.Context, id string, actual
 // (ErrConflict).
 func (f *FinOpsService) ReleaseReservation(ctx context.Context, id string, opts ...RequestOption) (*Reservation, error) {
 	var out Reservation
-	opts = append([]RequestOption{Idempotent(true)}, opts...)
-	if err := f.c.post(ctx, "/v1/finops/reservations/"+pathID(id)+"/release", nil, &out, opts); err != nil {
+	if err := f.c.op(ctx, "releaseReservation", []string{id}, nil, &out, opts); err != nil {
 		return nil, err
 	}
 	return &out, nil
+}
+
+// GetAllocationPolicy returns one allocation policy, open or closed (GET /v1/finops/allocation-policies/{id}).
+func (f *FinOpsService) GetAllocationPolicy(ctx context.Context, id string, opts ...RequestOption) (*AllocationPolicy, error) {
+	var out AllocationPolicy
+	if err := f.c.op(ctx, "getAllocationPolicy", []string{id}, nil, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ------------------------------------------------------------------------------------- plain endpoints
+
+// Healthz calls GET /healthz (liveness; no key needed, the client's is sent anyway) and returns its body.
+func (c *Client) Healthz(ctx context.Context, opts ...RequestOption) (json.RawMessage, error) {
+	return c.plain(ctx, "healthz", "application/json", opts)
+}
+
+// Readyz calls GET /readyz (readiness: the store answers) and returns its body.
+func (c *Client) Readyz(ctx context.Context, opts ...RequestOption) (json.RawMessage, error) {
+	return c.plain(ctx, "readyz", "application/json", opts)
+}
+
+// Metrics returns the Prometheus exposition of GET /metrics, as text.
+func (c *Client) Metrics(ctx context.Context, opts ...RequestOption) (string, error) {
+	out, err := c.plain(ctx, "metrics", "text/plain, application/json", opts)
+	return string(out), err
+}
+
+// OpenAPI returns the server's OpenAPI document (GET /openapi.json), its bytes.
+func (c *Client) OpenAPI(ctx context.Context, opts ...RequestOption) (json.RawMessage, error) {
+	return c.plain(ctx, "openapi", "application/json", opts)
+}
+
+func (c *Client) plain(ctx context.Context, id, accept string, opts []RequestOption) (json.RawMessage, error) {
+	cl, err := c.newCall(opts)
+	if err != nil {
+		return nil, err
+	}
+	cl.accept = accept
+	var out json.RawMessage
+	if err := c.invoke(ctx, cl, id, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

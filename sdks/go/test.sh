@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks and tests the Go SDK against a real eai-gpu server.
 #
-#   sdks/go/test.sh                # gofmt, go vet, go test ./... -count=1
+#   sdks/go/test.sh                # models up to date, gofmt, go vet, go test ./... -count=1
 #   EAI_GPU_BIN=/path/to/eai-gpu sdks/go/test.sh
 #
 # The server binary comes from $EAI_GPU_BIN, else <repo>/target/debug/eai-gpu, else `eai-gpu` on PATH; the
@@ -25,7 +25,8 @@ if [[ -z "${EAI_GPU_BIN:-}" ]]; then
 fi
 echo "test.sh: go $(go env GOVERSION), server $EAI_GPU_BIN"
 
-# Offline and reproducible: the module has no dependencies.
+# Offline and reproducible: the module has no dependencies (its model generator is in the module too).
+# The tests need python3 (scripts/sdk/fault_proxy.py, the SDKs' one fault proxy).
 export GOFLAGS="${GOFLAGS:--mod=mod}" GOPROXY="${GOPROXY:-off}" GOWORK=off GOSUMDB=off
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
@@ -54,6 +55,9 @@ check_gofmt() {
   fi
 }
 
+# models.gen.go is generated from the contract (`go generate ./...` here rewrites it): fail when it is stale.
+step "models.gen.go up to date with contracts/v1/openapi.json" \
+  go run ./internal/cmd/genmodels -check -contract "$repo/contracts/v1/openapi.json" -out models.gen.go
 step "gofmt -l" check_gofmt
 step "go vet ./..." go vet ./...
 step "go test ./... -count=1" go test ./... -count=1 "$@"

@@ -139,7 +139,8 @@ type Emitter struct {
 }
 
 // NewEmitter starts an emitter that sends through client (its key, tenant and retry policy). Stop it with
-// Close.
+// Close, or close the client: client.Close() closes (and so flushes) every emitter made on it, so
+// `defer client.Close()` in main loses nothing queued at exit.
 func NewEmitter(client *eai.Client, opts Options) *Emitter {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = DefaultBatchSize
@@ -172,6 +173,7 @@ func NewEmitter(client *eai.Client, opts Options) *Emitter {
 	}
 	e.sendCtx, e.cancelSending = context.WithCancel(context.Background())
 	go e.run()
+	client.OnClose(e)
 	return e
 }
 
