@@ -213,8 +213,22 @@ def _raw(d: Mapping[str, Any]) -> Dict[str, Any]:
 # ------------------------------------------------------------------------------------------------- common
 
 
+class _Model:
+    """What every result has: ``request_id``, the ``X-Request-Id`` of the answer it came from (``None`` for
+    a part of a result, or one built by hand). Not a field: out of equality, ``repr`` and
+    ``dataclasses.asdict``."""
+
+    @property
+    def request_id(self) -> Optional[str]:
+        value = self.__dict__.get("_request_id")
+        return value if isinstance(value, str) else None
+
+    def _set_request_id(self, request_id: Optional[str]) -> None:
+        object.__setattr__(self, "_request_id", request_id)
+
+
 @dataclass(frozen=True)
-class Money:
+class Money(_Model):
     """An amount in a currency, rounded to the currency's minor unit (``Money(Decimal("412.70"), "EUR")``)."""
 
     amount: Decimal
@@ -229,7 +243,7 @@ class Money:
 
 
 @dataclass(frozen=True)
-class ItemList(Generic[T]):
+class ItemList(_Model, Generic[T]):
     """A list answer (``{"items": [...]}``): iterable, sized and indexable like a list."""
 
     items: List[T]
@@ -258,7 +272,7 @@ class ItemList(Generic[T]):
 
 
 @dataclass(frozen=True)
-class IngestResult:
+class IngestResult(_Model):
     """What the server counted for an ingest call, summed over every request the SDK made.
 
     ``accepted`` is the server's count (summed over batches); ``requests`` the number of successful HTTP
@@ -300,7 +314,7 @@ class UsageIngestResult(IngestResult):
 
 
 @dataclass(frozen=True)
-class AllocationItem:
+class AllocationItem(_Model):
     """What a tenant is charged for a deployment under one policy."""
 
     tenant_id: str
@@ -327,7 +341,7 @@ class AllocationItem:
 
 
 @dataclass(frozen=True)
-class AllocationDeployment:
+class AllocationDeployment(_Model):
     """One row per (deployment, currency). To the cent: ``allocated + unallocated == cost``."""
 
     deployment_id: str
@@ -375,7 +389,7 @@ class AllocationDeployment:
 
 
 @dataclass(frozen=True)
-class AllocationTenant:
+class AllocationTenant(_Model):
     """One row per (tenant, currency): GPU-seconds, share of the view's cost (0..1) and cost."""
 
     tenant_id: str
@@ -396,7 +410,7 @@ class AllocationTenant:
 
 
 @dataclass(frozen=True)
-class AllocationDaily:
+class AllocationDaily(_Model):
     """Cost of a deployment on one UTC day."""
 
     date: _dt.date
@@ -415,7 +429,7 @@ class AllocationDaily:
 
 
 @dataclass(frozen=True)
-class AllocationGap:
+class AllocationGap(_Model):
     """A span of a GPU series with no sample that was not filled (``reason``: ``too_long``,
     ``series_changed``)."""
 
@@ -441,7 +455,7 @@ class AllocationGap:
 
 
 @dataclass(frozen=True)
-class AllocationFinding:
+class AllocationFinding(_Model):
     """Something the figures rest on that a FinOps reader should know (``code``: ``unpriced_samples``,
     ``over_attribution``, ``usage_without_samples``, ``equal_gpu_shares``, ...)."""
 
@@ -455,7 +469,7 @@ class AllocationFinding:
 
 
 @dataclass(frozen=True)
-class Allocation:
+class Allocation(_Model):
     """The GPU cost allocation of a period ``[from_, to)`` (``from_`` because ``from`` is a keyword).
 
     A tenant-scoped view (a tenant key, or a platform key signed in with ``tenant=``) holds only that tenant's
@@ -529,7 +543,7 @@ class Allocation:
 
 
 @dataclass(frozen=True)
-class TokenCost:
+class TokenCost(_Model):
     """What a token costs: a deployment (``deployment_id``), a tenant's share of one (``deployment_id`` and
     ``tenant_id``), or a total (a tenant's or a model's) with its rows per deployment in ``deployments``.
 
@@ -596,7 +610,7 @@ class TokenCost:
 
 
 @dataclass(frozen=True)
-class TokenCostList:
+class TokenCostList(_Model):
     """Cost per token of a period ``[from_, to)`` (``GET /v1/finops/gpu/token-costs``): iterable, sized and
     indexable like a list of :class:`TokenCost`. ``basis``: ``allocation`` or ``usage``; ``aggregate``:
     ``deployment``, ``tenant`` or ``model``. A tenant-scoped view holds only that tenant's share."""
@@ -654,7 +668,7 @@ class TokenCostList:
 
 
 @dataclass(frozen=True)
-class SeriesTotal:
+class SeriesTotal(_Model):
     """A currency's cost, allocated and unallocated amounts (of a step, or of the whole series)."""
 
     currency: str
@@ -675,7 +689,7 @@ class SeriesTotal:
 
 
 @dataclass(frozen=True)
-class SeriesDeployment:
+class SeriesDeployment(_Model):
     """A deployment in one step (a tenant's view: its share). The amounts (and ``currency``) are ``None``
     when the deployment had tokens but cost nothing in the step."""
 
@@ -712,7 +726,7 @@ def _total(totals: List[SeriesTotal], currency: Optional[str]) -> Optional[Serie
 
 
 @dataclass(frozen=True)
-class SeriesStep:
+class SeriesStep(_Model):
     """One step ``[from_, to)`` of a series: its totals per currency, tokens and deployments."""
 
     from_: _dt.datetime
@@ -750,7 +764,7 @@ class SeriesStep:
 
 
 @dataclass(frozen=True)
-class AllocationSeries:
+class AllocationSeries(_Model):
     """Cost over time (``GET /v1/finops/gpu/allocation/series``): the period ``[from_, to)`` cut into steps
     (``step``: ``hour``, ``day``, ``week`` or ``month``, UTC). Every column of the steps sums to ``totals``
     (and to the allocation of the period) to the cent."""
@@ -788,7 +802,7 @@ class AllocationSeries:
 
 
 @dataclass(frozen=True)
-class ExplanationParty:
+class ExplanationParty(_Model):
     """Who a line of an explanation is about: ``kind`` ``"tenant"`` (``tenant_id`` set), ``"other_tenants"``
     (every tenant but the reader, summed) or, in the rounding, ``"unallocated"`` (idle capacity)."""
 
@@ -801,7 +815,7 @@ class ExplanationParty:
 
 
 @dataclass(frozen=True)
-class ExplanationPolicy:
+class ExplanationPolicy(_Model):
     """A policy that priced a bucket, with its rates."""
 
     policy_id: str
@@ -830,7 +844,7 @@ class ExplanationPolicy:
 
 
 @dataclass(frozen=True)
-class ExplanationClaim:
+class ExplanationClaim(_Model):
     """A tenant's claim on a shared bucket and the share of the bucket it gave."""
 
     party: ExplanationParty
@@ -849,7 +863,7 @@ class ExplanationClaim:
 
 
 @dataclass(frozen=True)
-class ExplanationPartyCost:
+class ExplanationPartyCost(_Model):
     party: ExplanationParty
     cost: Decimal
 
@@ -859,7 +873,7 @@ class ExplanationPartyCost:
 
 
 @dataclass(frozen=True)
-class ExplanationPriced:
+class ExplanationPriced(_Model):
     """A bucket's time under one policy: its exact cost (``gpu_time_cost + energy_cost + storage_cost``) and
     each party's exact part of it; ``idle`` is what no claim accounted for."""
 
@@ -891,7 +905,7 @@ class ExplanationPriced:
 
 
 @dataclass(frozen=True)
-class ExplanationBucket:
+class ExplanationBucket(_Model):
     """One allocation bucket of the deployment (``owner`` set for a dedicated deployment's time)."""
 
     start: _dt.datetime
@@ -917,7 +931,7 @@ class ExplanationBucket:
 
 
 @dataclass(frozen=True)
-class ExplanationIdleShare:
+class ExplanationIdleShare(_Model):
     party: ExplanationParty
     weight: Decimal
     cost: Decimal
@@ -930,7 +944,7 @@ class ExplanationIdleShare:
 
 
 @dataclass(frozen=True)
-class ExplanationIdleSpread:
+class ExplanationIdleSpread(_Model):
     """Idle capacity a ``proportional`` policy spread over the tenants, weighed by their allocated cost."""
 
     policy_id: str
@@ -947,7 +961,7 @@ class ExplanationIdleSpread:
 
 
 @dataclass(frozen=True)
-class ExplanationRoundingLine:
+class ExplanationRoundingLine(_Model):
     """One line of the rounding: ``exact`` scaled to the rounded cost, floored to the minor unit, plus the
     unit the largest-remainder step gave (or not): ``amount`` is the allocation's figure."""
 
@@ -973,7 +987,7 @@ class ExplanationRoundingLine:
 
 
 @dataclass(frozen=True)
-class ExplanationRounding:
+class ExplanationRounding(_Model):
     """A (deployment, currency) row: ``exact`` rounded once to ``cost``, then apportioned over ``lines``."""
 
     currency: str
@@ -992,7 +1006,7 @@ class ExplanationRounding:
 
 
 @dataclass(frozen=True)
-class AllocationExplanation:
+class AllocationExplanation(_Model):
     """Why a deployment costs what it does (``GET /v1/finops/gpu/allocation/explain``), bucket by bucket; its
     rounded lines are the allocation's items and unallocated figures for the same period, to the cent.
     ``pods`` says where the deployment's time ran: its :class:`GpuUsageRow` rows grouped by ``namespace``,
@@ -1043,7 +1057,7 @@ class AllocationExplanation:
 
 
 @dataclass(frozen=True)
-class GpuUsageRow:
+class GpuUsageRow(_Model):
     """One row of a usage breakdown: its ``group`` (each dimension asked and the row's value of it; ``None``:
     a shared deployment's tenant, or a placement of time stored before placements were kept), what was
     measured, and its ``cost`` per currency (empty when none of it was priced).
@@ -1088,7 +1102,7 @@ class GpuUsageRow:
 
 
 @dataclass(frozen=True)
-class GpuUsageBreakdown:
+class GpuUsageBreakdown(_Model):
     """GPU time and cost of ``[from_, to)`` per the ``group_by`` dimensions (``GET /v1/finops/gpu/usage``),
     rows sorted by their group's values. A deployment's rows sum to its allocation cost to the cent."""
 
@@ -1120,7 +1134,7 @@ class GpuUsageBreakdown:
 
 
 @dataclass(frozen=True)
-class SlurmJobLine:
+class SlurmJobLine(_Model):
     """One Slurm job of a :class:`SlurmReconciliation`: Slurm's allocation beside what was measured.
 
     ``status``: ``"ok"``; ``"idle"`` (its GPUs busy less than ``idle_below`` of the time Slurm allocated
@@ -1174,7 +1188,7 @@ class SlurmJobLine:
 
 
 @dataclass(frozen=True)
-class SlurmReconciliation:
+class SlurmReconciliation(_Model):
     """Slurm's accounting of its GPU jobs over ``[from_, to)`` beside what was measured
     (``POST /v1/finops/gpu/slurm/reconciliation``): the ``jobs`` in job id order, the GPU-seconds Slurm
     allocated and those measured of them in all, and ``idle_cost``, the cost of the jobs marked ``idle`` per
@@ -1219,7 +1233,7 @@ class SlurmReconciliation:
 
 
 @dataclass(frozen=True)
-class AllocationPolicy:
+class AllocationPolicy(_Model):
     """A stored allocation policy (``status``: ``active``, ``scheduled``, ``closed``, ``disabled``). Never
     edited in place: a change closes it (``effective_to``) and opens another."""
 
@@ -1271,7 +1285,7 @@ class AllocationPolicy:
 
 
 @dataclass(frozen=True)
-class AllocationPolicyCreated:
+class AllocationPolicyCreated(_Model):
     """The answer to a policy creation: its id (``alp_1``) and status."""
 
     id: str
@@ -1284,7 +1298,7 @@ class AllocationPolicyCreated:
 
 
 @dataclass(frozen=True)
-class AllocationPolicyChange:
+class AllocationPolicyChange(_Model):
     """A supersede or disable: the policy as closed, and the one opened in its place."""
 
     closed: AllocationPolicy
@@ -1317,7 +1331,7 @@ class AllocationPolicyList(ItemList[AllocationPolicy]):
 
 
 @dataclass(frozen=True)
-class BudgetCurrent:
+class BudgetCurrent(_Model):
     """The month's standing of a budget in force: ``left = limit - spent - held`` (never below zero);
     ``tokens_left`` is ``None`` without a token limit; ``crossed_pct`` lists the thresholds crossed."""
 
@@ -1348,7 +1362,7 @@ class BudgetCurrent:
 
 
 @dataclass(frozen=True)
-class Budget:
+class Budget(_Model):
     """A monthly budget of one tenant (``status``: ``active``, ``scheduled``, ``closed``). Never edited in
     place: a supersede closes it and opens its successor. ``current`` is the month's standing of one in force
     (else ``None``); ``webhook_secret`` is only set in the answer to its creation (with a ``webhook_url``)."""
@@ -1393,7 +1407,7 @@ class Budget:
 
 
 @dataclass(frozen=True)
-class BudgetChange:
+class BudgetChange(_Model):
     """A supersede or disable: the budget as closed, and its successor (``None`` after a disable)."""
 
     closed: Budget
@@ -1424,7 +1438,7 @@ class BudgetList(ItemList[Budget]):
 
 
 @dataclass(frozen=True)
-class ReservationAmounts:
+class ReservationAmounts(_Model):
     """The estimate or the actual of a reservation: a cost, a token count and their currency."""
 
     cost: Decimal
@@ -1443,7 +1457,7 @@ class ReservationAmounts:
 
 
 @dataclass(frozen=True)
-class Reservation:
+class Reservation(_Model):
     """A hold against a tenant's enforcing budgets (``status``: ``held``, ``committed``, ``released``,
     ``expired``). A commit records one usage event (``usage_event_id``) with the ``actual`` amounts."""
 
@@ -1483,7 +1497,7 @@ class Reservation:
 
 
 @dataclass(frozen=True)
-class ProviderPricing:
+class ProviderPricing(_Model):
     """What a provider's tokens cost over the last closed UTC month (``period``, ``YYYY-MM``): its whole
     allocated cost, idle included (``basis`` ``allocation``), per million tokens. A rate is ``None`` when
     there was no such token."""
@@ -1512,7 +1526,7 @@ class ProviderPricing:
 
 
 @dataclass(frozen=True)
-class Provider:
+class Provider(_Model):
     """A local inference provider of the catalog: a deployment's OpenAI-compatible endpoint.
 
     ``discovery``: ``api`` (registered and confirmed by its model list), ``config`` (registered, not
@@ -1573,7 +1587,7 @@ class Catalog(ItemList[Provider]):
 
 
 @dataclass(frozen=True)
-class Tenant:
+class Tenant(_Model):
     """A registered tenant: uuid ``id``, immutable ``slug``, display ``name``."""
 
     id: str
@@ -1600,7 +1614,7 @@ class TenantList(ItemList[Tenant]):
 
 
 @dataclass(frozen=True)
-class TenantRef:
+class TenantRef(_Model):
     """A tenant as ``whoami`` describes it (``slug`` and ``name`` are ``None`` for a tenant only seen in
     data)."""
 
@@ -1622,7 +1636,7 @@ def _opt_tenant_ref(value: Any) -> Optional[TenantRef]:
 
 
 @dataclass(frozen=True)
-class WhoAmI:
+class WhoAmI(_Model):
     """The identity behind the API key: its public id, role, tenant (``None`` for platform identities) and
     the tenant a platform key is signed in to (``acting_tenant``)."""
 
@@ -1654,7 +1668,7 @@ def _opt_str_list(value: Any) -> Optional[List[str]]:
 
 
 @dataclass(frozen=True)
-class ApiKey:
+class ApiKey(_Model):
     """An API key as listed: never its secret (``status``: ``active``, ``expired``, ``revoked``)."""
 
     id: str
@@ -1772,7 +1786,7 @@ class AuditEventList(ItemList[AuditEvent]):
 
 
 @dataclass(frozen=True)
-class AuditHead:
+class AuditHead(_Model):
     """The newest event of the audit chain: anchor ``seq:hash`` outside the database."""
 
     seq: int
