@@ -204,6 +204,7 @@ def test_unknown_fields_never_break_parsing() -> None:
                     "pue": "1",
                     "storage_gb_month_price": "0",
                     "idle_capacity": "unallocated",
+                    "output_token_weight": "2.5",
                     "enabled": True,
                     "effective_from": "2026-10-01T00:00:00Z",
                     "effective_to": None,
