@@ -3,6 +3,7 @@ server (through the test proxy where a fault is needed)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import uuid
 from typing import Any, List
@@ -13,7 +14,7 @@ import pytest
 from enterprise_ai import AsyncEnterpriseAI, EnterpriseAI, NotFoundError, ValidationError
 
 from _server import EaiServer, FaultProxy
-from helpers import unique
+from helpers import recent_hour, sample, unique
 
 
 class Records(logging.Handler):
@@ -102,3 +103,16 @@ def test_per_request_headers_and_keys(server: EaiServer) -> None:
         c.tenants.create(slug=unique("hdr"), name="Headers 2")  # a fresh UUID v4 per call
         assert uuid.UUID(sent[-1].headers["idempotency-key"]).version == 4
     http.close()
+
+
+def test_a_callers_key_on_a_batched_ingest_names_each_part(server: EaiServer) -> None:
+    sent: List[httpx.Request] = []
+    http = httpx.Client(event_hooks={"request": [sent.append]})
+    gpu = unique("GPU-key")
+    samples = [sample(gpu, unique("dep"), recent_hour(2) + dt.timedelta(seconds=15 * i)) for i in range(5)]
+    with EnterpriseAI(base_url=server.url, api_key=server.admin_key, http_client=http, max_batch_size=2) as c:
+        key = unique("batch")
+        result = c.with_options(idempotency_key=key).finops.gpu_samples(samples=samples)
+    http.close()
+    assert result.accepted == 5 and result.requests == 3 and result.request_id
+    assert [r.headers["idempotency-key"] for r in sent] == [key, f"{key}-2", f"{key}-3"]

@@ -1008,7 +1008,7 @@ class Reservation(Result, Model):
     actual: Optional[ReservationAmounts]
     created_at: _dt.datetime
     expires_at: _dt.datetime
-    closed_at: Optional[str]
+    closed_at: Optional[_dt.datetime]
     usage_event_id: Optional[str]
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """The JSON object as the server sent it (fields this SDK does not name included)."""
@@ -1025,7 +1025,7 @@ class Reservation(Result, Model):
             actual=p_opt(d["actual"], lambda v: ReservationAmounts.from_json(p_obj(v))),
             created_at=p_instant(d["created_at"]),
             expires_at=p_instant(d["expires_at"]),
-            closed_at=p_opt(d["closed_at"], p_str),
+            closed_at=p_opt(d["closed_at"], p_instant),
             usage_event_id=p_opt(d["usage_event_id"], p_str),
             raw=p_raw(d),
         )
