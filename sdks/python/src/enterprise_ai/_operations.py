@@ -452,7 +452,7 @@ def reserve(
         body["ttl_seconds"] = int(ttl_seconds)
     if tenant_id is not None:
         body["tenant_id"] = tenant_id
-    # Not idempotent: a retry after an unclear failure could hold twice.
+    # A creation: its Idempotency-Key (the same on each retry) keeps a retry from holding twice.
     return _call(
         cfg,
         "createReservation",

@@ -439,7 +439,8 @@ class Finops(_SyncResource):
         ``expires_at`` (``ttl_seconds``, default 300), or :class:`~enterprise_ai.BudgetExceededError` (402)
         and nothing held. The estimate may also be given as ``estimate={"cost", "tokens", "currency"}``.
 
-        Not idempotent: retried only when the server surely did nothing (as every creation).
+        Like every POST it carries an ``Idempotency-Key`` (the same on its retries): a retry after a lost
+        answer is answered with the first reservation, never a second hold.
         """
         amounts = ops._amounts(estimate, cost, tokens, currency, "estimate")
         return self._client._run(
