@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python SDK's checks, end to end, from anywhere:
 #   1. a virtualenv in sdks/python/.venv (created once, reused), the SDK installed editable with [test]
-#   2. ruff, mypy --strict (package and tests)
+#   2. the generated models (src/enterprise_ai/_models.py) up to date with contracts/v1/openapi.json
+#      (regenerate: python3 sdks/python/codegen/generate.py); ruff, mypy --strict (package, tests, codegen)
 #   3. pytest against a real `eai-gpu serve` (binary: $EAI_GPU_BIN, else <repo>/target/debug/eai-gpu,
 #      else eai-gpu on PATH -- missing, the tests FAIL)
 #   4. sdist + wheel (python -m build), then `pip install <wheel>` into a throwaway virtualenv, imported
@@ -43,13 +44,17 @@ fi
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[test]"
 "$VENV/bin/python" --version
 
+step "generated models up to date with the contract"
+"$VENV/bin/python" codegen/generate.py --check
+
 step "ruff"
-"$VENV/bin/ruff" check src tests
-"$VENV/bin/ruff" format --check src tests
+"$VENV/bin/ruff" check src tests codegen
+"$VENV/bin/ruff" format --check src tests codegen
 
 step "mypy --strict"
 "$VENV/bin/mypy" --strict src/enterprise_ai
 "$VENV/bin/mypy" --strict src/enterprise_ai tests
+"$VENV/bin/mypy" --strict codegen/generate.py
 
 step "pytest (real eai-gpu server)"
 # shellcheck disable=SC2086

@@ -244,7 +244,7 @@ async def test_shared_gpu_equal_shares(client: AnyClient) -> None:
             "pod": pod,
             "deployment_id": deployment,
             "window_seconds": 15,
-            "utilization": 0.5,
+            "utilization": Decimal("0.5"),
             "memory_used_gb": 20,
             "power_w": 400,
             "timestamp": end,

@@ -19,7 +19,6 @@ from enterprise_ai import (
     ApiKeyCreated,
     EnterpriseAI,
     EnterpriseAIError,
-    NotFoundError,
     RateLimitError,
     RetryPolicy,
     ServiceUnavailableError,
@@ -126,10 +125,12 @@ def test_error_mapping_and_retry_after() -> None:
     assert isinstance(err, RateLimitError) and err.retry_after == 2 and err.request_id == "r1"
     assert err.details == []
     unknown = error_from_response(_response(404, {"error": {"code": "moved_out", "message": "m"}}))
-    assert isinstance(unknown, NotFoundError) and unknown.code == "moved_out"
+    assert type(unknown) is EnterpriseAIError and unknown.code == "moved_out" and unknown.status == 404
+    assert unknown.body == {"error": {"code": "moved_out", "message": "m"}}
     plain = error_from_response(_response(503, b"upstream down", {"X-Request-Id": "r2"}))
     assert isinstance(plain, ServiceUnavailableError) and plain.request_id == "r2"
     assert "upstream down" in plain.message and plain.code == "unavailable"
+    assert plain.body == "upstream down"
     other = error_from_response(_response(451, b""))
     assert type(other) is EnterpriseAIError and other.code == "http_451"
     assert (
@@ -143,17 +144,22 @@ def test_error_mapping_and_retry_after() -> None:
 
 def test_retry_policy() -> None:
     p = RetryPolicy(max_retries=3, base_delay=0.5, max_delay=8, max_retry_after=30)
-    for attempt in range(10):
-        assert 0 <= p.delay(attempt, None) <= min(8, 0.5 * 2**attempt)
-    assert p.delay(0, 12) == 12 and p.delay(0, 3600) == 30
-    assert RetryPolicy.retries_status(429, False) and RetryPolicy.retries_status(503, False)
-    assert RetryPolicy.retries_status(500, True) and not RetryPolicy.retries_status(500, False)
-    assert not RetryPolicy.retries_status(422, True) and not RetryPolicy.retries_status(404, True)
+    for retry in range(1, 10):
+        d = min(8, 0.5 * 2 ** (retry - 1))
+        assert d / 2 <= p.backoff(retry) <= d
+    assert p.delay(1, 12) == 12 and p.delay(1, 3600) is None  # above the cap: not waited for
+    for status in (408, 429, 500, 502, 503, 504):
+        assert RetryPolicy.retries_status(status)
+    assert RetryPolicy.retries_status(409, "idempotency_key_in_flight")
+    assert not RetryPolicy.retries_status(409, "conflict") and not RetryPolicy.retries_status(409)
+    assert not RetryPolicy.retries_status(422) and not RetryPolicy.retries_status(404)
+    assert not RetryPolicy.retries_status(501)
     req = httpx.Request("GET", "http://x")
-    assert RetryPolicy.retries_transport(httpx.ConnectError("x", request=req), False)
-    assert not RetryPolicy.retries_transport(httpx.ReadTimeout("x", request=req), False)
-    assert RetryPolicy.retries_transport(httpx.ReadTimeout("x", request=req), True)
-    assert not RetryPolicy.retries_transport(httpx.UnsupportedProtocol("x", request=req), True)
+    assert RetryPolicy.retries_transport(httpx.ConnectError("x", request=req))
+    assert RetryPolicy.retries_transport(httpx.ReadTimeout("x", request=req))
+    assert RetryPolicy.retries_transport(httpx.ReadError("x", request=req))
+    assert RetryPolicy.retries_transport(httpx.RemoteProtocolError("x", request=req))
+    assert not RetryPolicy.retries_transport(httpx.UnsupportedProtocol("x", request=req))
 
 
 def test_repr_never_shows_secrets() -> None:
@@ -198,6 +204,7 @@ def test_unknown_fields_never_break_parsing() -> None:
                     "pue": "1",
                     "storage_gb_month_price": "0",
                     "idle_capacity": "unallocated",
+                    "output_token_weight": "2.5",
                     "enabled": True,
                     "effective_from": "2026-10-01T00:00:00Z",
                     "effective_to": None,

@@ -6,13 +6,30 @@ differ only in the HTTP client that carries the requests out.
 
 from __future__ import annotations
 
+import logging
 import os
 from types import TracebackType
 from typing import Any, Dict, Mapping, Optional, Type, TypeVar
 
 import httpx
 
-from ._core import DEFAULT_MAX_BATCH_SIZE, ClientConfig, Op, RetryPolicy, run_async, run_sync
+from . import _operations as ops
+from ._core import (
+    DEFAULT_BACKOFF_BASE,
+    DEFAULT_BACKOFF_MAX,
+    DEFAULT_MAX_BATCH_SIZE,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_MAX_RETRY_AFTER,
+    DEFAULT_TIMEOUT,
+    ClientConfig,
+    Op,
+    RequestOptions,
+    RetryPolicy,
+    run_async,
+    run_sync,
+)
+from ._json import JsonValue
+from ._registry import operation
 from .errors import ConfigurationError
 from .resources import (
     AsyncAudit,
@@ -53,6 +70,8 @@ def _build_config(
     retry_max_delay: float,
     max_retry_after: float,
     default_headers: Optional[Mapping[str, str]],
+    logger: Optional[logging.Logger] = None,
+    request: Optional[RequestOptions] = None,
 ) -> ClientConfig:
     url = base_url if base_url is not None else os.environ.get(ENV_BASE_URL)
     if not url:
@@ -95,6 +114,8 @@ def _build_config(
         max_batch_size=int(max_batch_size),
         split_on_payload_too_large=bool(split_on_payload_too_large),
         default_headers=dict(default_headers or {}),
+        request=request or RequestOptions(),
+        logger=logger,
     )
 
 
@@ -113,8 +134,10 @@ def _replace(config: ClientConfig, changes: Dict[str, Any]) -> ClientConfig:
         "retry_max_delay",
         "max_retry_after",
         "default_headers",
+        "logger",
     }
-    unknown = set(changes) - known
+    request_options = {"idempotency_key", "traceparent", "extra_headers"}
+    unknown = set(changes) - known - request_options
     if unknown:
         raise TypeError(f"unknown option(s): {', '.join(sorted(unknown))}")
     current: Dict[str, Any] = {
@@ -130,9 +153,17 @@ def _replace(config: ClientConfig, changes: Dict[str, Any]) -> ClientConfig:
         "retry_max_delay": config.retry.max_delay,
         "max_retry_after": config.retry.max_retry_after,
         "default_headers": config.default_headers,
+        "logger": config.logger,
     }
-    current.update(changes)
-    return _build_config(**current)
+    current.update({k: v for k, v in changes.items() if k in known})
+    req = config.request
+    if request_options & set(changes):
+        req = RequestOptions(
+            idempotency_key=changes.get("idempotency_key", req.idempotency_key),
+            traceparent=changes.get("traceparent", req.traceparent),
+            extra_headers=dict(changes.get("extra_headers", req.extra_headers) or {}),
+        )
+    return _build_config(**current, request=req)
 
 
 class _ClientBase:
@@ -162,6 +193,11 @@ class _ClientBase:
     def max_retries(self) -> int:
         """Attempts after the first one, for retryable failures."""
         return self._config.retry.max_retries
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        """Retries: ``max_retries``, ``base_delay``, ``max_delay``, ``max_retry_after``."""
+        return self._config.retry
 
     @property
     def max_batch_size(self) -> int:
@@ -195,6 +231,8 @@ class EnterpriseAI(_ClientBase):
         default_headers: extra headers on every request.
         http_client: an ``httpx.Client`` to use (proxies, TLS, event hooks); the SDK does not close it.
             ``timeout`` still applies to every request.
+        logger: a ``logging.Logger`` for the SDK's records of each attempt (method, path, status, attempt,
+            wait; never a secret); default the ``enterprise_ai`` logger.
 
     Use it as a context manager, or call :meth:`close`::
 
@@ -208,16 +246,17 @@ class EnterpriseAI(_ClientBase):
         api_key: Optional[str] = None,
         tenant: Optional[str] = None,
         locale: str = "en",
-        timeout: float = 30.0,
-        max_retries: int = 3,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         *,
         max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
         split_on_payload_too_large: bool = True,
-        retry_base_delay: float = 0.5,
-        retry_max_delay: float = 8.0,
-        max_retry_after: float = 60.0,
+        retry_base_delay: float = DEFAULT_BACKOFF_BASE,
+        retry_max_delay: float = DEFAULT_BACKOFF_MAX,
+        max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
         default_headers: Optional[Mapping[str, str]] = None,
         http_client: Optional[httpx.Client] = None,
+        logger: Optional[logging.Logger] = None,
     ) -> None:
         self._config = _build_config(
             base_url=base_url,
@@ -232,6 +271,7 @@ class EnterpriseAI(_ClientBase):
             retry_max_delay=retry_max_delay,
             max_retry_after=max_retry_after,
             default_headers=default_headers,
+            logger=logger,
         )
         self._owns_http = http_client is None
         self._http: httpx.Client = http_client or httpx.Client(
@@ -259,11 +299,51 @@ class EnterpriseAI(_ClientBase):
             raise RuntimeError("this client is closed")
         return run_sync(op, self._http, self._config)
 
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Optional[Mapping[str, Optional[str]]] = None,
+        json: Any = None,
+        idempotency_key: Optional[str] = None,
+    ) -> JsonValue:
+        """Any call of the API (a raw escape hatch) with the client's auth, headers, retries, idempotency
+        keys and errors: ``client.request("GET", "/v1/tenants")``. Returns the answer's JSON (``Decimal`` for
+        non-integer numbers), ``None`` for an empty answer."""
+        return self._run(ops.raw_request(self._config, method, path, params, json, idempotency_key))
+
+    @operation("healthz")
+    def healthz(self) -> JsonValue:
+        """``GET /healthz``: the process is up."""
+        return self._run(ops.healthz(self._config))
+
+    @operation("readyz")
+    def readyz(self) -> JsonValue:
+        """``GET /readyz``: the server can serve (its storage answers)."""
+        return self._run(ops.readyz(self._config))
+
+    @operation("metrics")
+    def metrics(self) -> str:
+        """``GET /metrics``: the Prometheus text."""
+        return self._run(ops.metrics(self._config))
+
+    @operation("openapi")
+    def openapi(self) -> JsonValue:
+        """``GET /openapi.json``: the contract the server serves."""
+        return self._run(ops.openapi(self._config))
+
     def with_options(self, **options: Any) -> EnterpriseAI:
-        """A client with some options changed (``tenant``, ``locale``, ``timeout``, ``max_retries``, ...)
-        sharing this one's connections. Closing it does not close them::
+        """A client with some options changed (``tenant``, ``locale``, ``timeout``, ``max_retries``,
+        ``logger``, ...) sharing this one's connections. Closing it does not close them::
 
             acme = client.with_options(tenant="acme")
+
+        Per-request options, for the call you make with the returned client: ``idempotency_key`` (sent as
+        ``Idempotency-Key`` instead of a fresh UUID v4), ``traceparent`` (forwarded as the ``traceparent``
+        header), ``extra_headers``::
+
+            client.with_options(idempotency_key="order-42", traceparent=tp).tenants.create(slug="a", name="A")
         """
         clone = EnterpriseAI.__new__(EnterpriseAI)
         clone._config = _replace(self._config, options)
@@ -307,16 +387,17 @@ class AsyncEnterpriseAI(_ClientBase):
         api_key: Optional[str] = None,
         tenant: Optional[str] = None,
         locale: str = "en",
-        timeout: float = 30.0,
-        max_retries: int = 3,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         *,
         max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
         split_on_payload_too_large: bool = True,
-        retry_base_delay: float = 0.5,
-        retry_max_delay: float = 8.0,
-        max_retry_after: float = 60.0,
+        retry_base_delay: float = DEFAULT_BACKOFF_BASE,
+        retry_max_delay: float = DEFAULT_BACKOFF_MAX,
+        max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
         default_headers: Optional[Mapping[str, str]] = None,
         http_client: Optional[httpx.AsyncClient] = None,
+        logger: Optional[logging.Logger] = None,
     ) -> None:
         self._config = _build_config(
             base_url=base_url,
@@ -331,6 +412,7 @@ class AsyncEnterpriseAI(_ClientBase):
             retry_max_delay=retry_max_delay,
             max_retry_after=max_retry_after,
             default_headers=default_headers,
+            logger=logger,
         )
         self._owns_http = http_client is None
         self._http: httpx.AsyncClient = http_client or httpx.AsyncClient(
@@ -357,6 +439,38 @@ class AsyncEnterpriseAI(_ClientBase):
             op.close()
             raise RuntimeError("this client is closed")
         return await run_async(op, self._http, self._config)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Optional[Mapping[str, Optional[str]]] = None,
+        json: Any = None,
+        idempotency_key: Optional[str] = None,
+    ) -> JsonValue:
+        """See :meth:`EnterpriseAI.request`."""
+        return await self._run(ops.raw_request(self._config, method, path, params, json, idempotency_key))
+
+    @operation("healthz")
+    async def healthz(self) -> JsonValue:
+        """``GET /healthz``: the process is up."""
+        return await self._run(ops.healthz(self._config))
+
+    @operation("readyz")
+    async def readyz(self) -> JsonValue:
+        """``GET /readyz``: the server can serve (its storage answers)."""
+        return await self._run(ops.readyz(self._config))
+
+    @operation("metrics")
+    async def metrics(self) -> str:
+        """``GET /metrics``: the Prometheus text."""
+        return await self._run(ops.metrics(self._config))
+
+    @operation("openapi")
+    async def openapi(self) -> JsonValue:
+        """``GET /openapi.json``: the contract the server serves."""
+        return await self._run(ops.openapi(self._config))
 
     def with_options(self, **options: Any) -> AsyncEnterpriseAI:
         """A client with some options changed, sharing this one's connections (see

@@ -48,6 +48,7 @@ __all__ = [
     "ClientConfig",
     "Op",
     "RawJson",
+    "RequestOptions",
     "RetryPolicy",
     "Send",
     "Sleep",
@@ -63,10 +64,24 @@ logger = logging.getLogger("enterprise_ai")
 
 T = TypeVar("T")
 
+# The defaults of ``contracts/v1/sdk/behaviour.json`` (``defaults``), the same in the four SDKs.
+#: Seconds per HTTP exchange.
+DEFAULT_TIMEOUT = 30.0
+#: Further attempts after the first.
+DEFAULT_MAX_RETRIES = 3
+#: Backoff without ``Retry-After``: base and cap, seconds.
+DEFAULT_BACKOFF_BASE = 0.5
+DEFAULT_BACKOFF_MAX = 8.0
+#: A ``Retry-After`` above this many seconds is not waited for.
+DEFAULT_MAX_RETRY_AFTER = 60.0
 #: Records per request by default: half the server's default ``EAI_MAX_BATCH`` (10,000).
 DEFAULT_MAX_BATCH_SIZE = 5000
+#: The usage emitter: seconds an event may wait for its batch, events queued at most.
+DEFAULT_FLUSH_INTERVAL = 1.0
+DEFAULT_USAGE_MAX_QUEUE = 10_000
 
-USER_AGENT = f"enterprise-ai-python/{__version__}"
+#: ``eai-gpu-sdk-<language>/<version>`` (behaviour.json ``headers.user_agent_prefix``).
+USER_AGENT = f"eai-gpu-sdk-python/{__version__}"
 
 
 # ------------------------------------------------------------------------------------------------- actions
@@ -81,6 +96,7 @@ class Send:
     params: Optional[Dict[str, str]] = None
     body: Optional[bytes] = None
     accept: Optional[str] = None
+    idempotency_key: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -99,25 +115,35 @@ Op = Generator[Action, Outcome, T]
 # ------------------------------------------------------------------------------------------ configuration
 
 
+#: The retry table of ``contracts/v1/sdk/behaviour.json`` (``retried``): error statuses retried, and the codes
+#: of a 409 that are.
+RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+RETRIED_CODES_ON_409 = frozenset({"idempotency_key_in_flight"})
+
+#: The headers of the one behaviour.
+IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
+REQUEST_ID_HEADER = "X-Request-Id"
+TRACEPARENT_HEADER = "traceparent"
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
-    """When and how long to wait before another attempt.
+    """When and how long to wait before another attempt (``contracts/v1/sdk/behaviour.json``).
 
-    Retried: connection failures and timeouts, ``429 rate_limited`` and ``5xx`` -- at most ``max_retries``
-    more attempts, waiting ``Retry-After`` when the server sent one (capped at ``max_retry_after``), else an
-    exponential backoff with full jitter: ``uniform(0, min(max_delay, base_delay * 2**attempt))``. Other
-    ``4xx`` are never retried.
+    Retried, at most ``max_retries`` more attempts: every transport failure (connection refused or reset, an
+    answer lost, a timeout), ``408``, ``429``, ``500``, ``502``, ``503``, ``504`` and a ``409
+    idempotency_key_in_flight``. Every call may be retried: each POST and DELETE carries an
+    ``Idempotency-Key`` (the same on its retries), so the server answers a repeat with the first answer.
 
-    A request that is not idempotent (creating a policy, a tenant or a key, superseding, disabling,
-    rotating) is retried only when the server surely did not act on it: the connection could not be opened,
-    ``429`` or ``503``. Ingests are idempotent: samples by ``(gpu_uuid, timestamp)``, events by ``event_id``,
-    both set once by the SDK before the first attempt.
+    The wait is the answer's ``Retry-After`` exactly when it has one (above ``max_retry_after`` the error is
+    raised at once, not waited for); else, before retry ``n`` (1, 2, ...),
+    ``d = min(base_delay * 2**(n-1), max_delay)`` and the wait is ``d/2 + uniform(0, d/2)``.
     """
 
-    max_retries: int = 3
-    base_delay: float = 0.5
-    max_delay: float = 8.0
-    max_retry_after: float = 60.0
+    max_retries: int = DEFAULT_MAX_RETRIES
+    base_delay: float = DEFAULT_BACKOFF_BASE
+    max_delay: float = DEFAULT_BACKOFF_MAX
+    max_retry_after: float = DEFAULT_MAX_RETRY_AFTER
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
@@ -125,28 +151,47 @@ class RetryPolicy:
         if self.base_delay < 0 or self.max_delay < 0 or self.max_retry_after < 0:
             raise ValueError("retry delays must be >= 0")
 
-    def delay(self, attempt: int, retry_after: Optional[float]) -> float:
-        """Seconds to wait after failed attempt number ``attempt`` (0 for the first)."""
+    def backoff(self, retry: int) -> float:
+        """Seconds to wait before retry number ``retry`` (1 for the first) without a ``Retry-After``."""
+        d = min(self.base_delay * float(2 ** min(max(retry, 1) - 1, 30)), self.max_delay)
+        return d / 2 + random.uniform(0.0, d / 2)
+
+    def delay(self, retry: int, retry_after: Optional[float]) -> Optional[float]:
+        """Seconds to wait before retry number ``retry`` (1 for the first); ``None``: do not retry (a
+        ``Retry-After`` above ``max_retry_after``)."""
         if retry_after is not None:
-            return min(max(retry_after, 0.0), self.max_retry_after)
-        cap = min(self.max_delay, self.base_delay * (2 ** min(attempt, 30)))
-        return random.uniform(0.0, cap)
+            wait = max(retry_after, 0.0)
+            return None if wait > self.max_retry_after else wait
+        return self.backoff(retry)
 
     @staticmethod
-    def retries_status(status: int, idempotent: bool) -> bool:
+    def retries_status(status: int, code: Optional[str] = None) -> bool:
         """Whether an error answer may be retried."""
-        if status in (429, 503):
-            return True
-        return status >= 500 and idempotent
+        if status == 409:
+            return code in RETRIED_CODES_ON_409
+        return status in RETRIED_STATUSES
 
     @staticmethod
-    def retries_transport(exc: BaseException, idempotent: bool) -> bool:
-        """Whether a transport failure may be retried."""
-        if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)):
-            return True  # the request never reached the server
-        if isinstance(exc, (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)):
-            return idempotent
-        return False
+    def retries_transport(exc: BaseException) -> bool:
+        """Whether a transport failure may be retried: every one that left no answer (refused, reset, lost,
+        timed out); not a misuse such as an unsupported URL scheme."""
+        return isinstance(
+            exc, (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError)
+        )
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """Options of the requests of one client (see :meth:`EnterpriseAI.with_options`): meant for one call.
+
+    ``idempotency_key``: sent as ``Idempotency-Key`` instead of a fresh UUID v4 (a batched ingest's later
+    parts send ``<key>-2``, ``<key>-3``, ...); ``traceparent``: the W3C trace context to forward;
+    ``extra_headers``: more headers.
+    """
+
+    idempotency_key: Optional[str] = None
+    traceparent: Optional[str] = None
+    extra_headers: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -157,24 +202,38 @@ class ClientConfig:
     api_key: str = field(repr=False)
     tenant: Optional[str] = None
     locale: str = "en"
-    timeout: float = 30.0
+    timeout: float = DEFAULT_TIMEOUT
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
     split_on_payload_too_large: bool = True
     default_headers: Mapping[str, str] = field(default_factory=dict)
+    request: RequestOptions = field(default_factory=RequestOptions)
+    logger: Optional[logging.Logger] = field(default=None, compare=False)
 
     def url(self, path: str) -> str:
         return self.base_url + path
 
-    def headers(self, has_body: bool, accept: Optional[str] = None) -> Dict[str, str]:
+    @property
+    def log(self) -> logging.Logger:
+        """The client's logger (``logger=``), else the ``enterprise_ai`` logger."""
+        return self.logger or logger
+
+    def headers(
+        self, has_body: bool, accept: Optional[str] = None, idempotency_key: Optional[str] = None
+    ) -> Dict[str, str]:
         h: Dict[str, str] = {"Accept": accept or "application/json", "User-Agent": USER_AGENT}
         h.update(self.default_headers)
+        h.update(self.request.extra_headers)
         h["Authorization"] = f"Bearer {self.api_key}"
         h["Accept-Language"] = self.locale
         if self.tenant:
             h["X-EAI-Tenant"] = self.tenant
         if has_body:
             h["Content-Type"] = "application/json"
+        if self.request.traceparent:
+            h[TRACEPARENT_HEADER] = self.request.traceparent
+        if idempotency_key is not None:
+            h[IDEMPOTENCY_KEY_HEADER] = idempotency_key
         return h
 
 
@@ -209,6 +268,11 @@ def _transport_error(exc: BaseException, method: str, path: str) -> APIConnectio
     return APIConnectionError(f"{method} {path}: connection failed ({type(exc).__name__}: {exc})")
 
 
+def new_idempotency_key() -> str:
+    """A fresh ``Idempotency-Key``: a random UUID v4."""
+    return str(uuid.uuid4())
+
+
 def call(
     cfg: ClientConfig,
     method: str,
@@ -217,13 +281,18 @@ def call(
     *,
     params: Optional[Mapping[str, Optional[str]]] = None,
     body: Any = NO_BODY,
-    idempotent: bool,
     accept: Optional[str] = None,
     binary: bool = False,
+    idempotency_key: Optional[str] = None,
 ) -> Op[T]:
     """One API call with its retries: sends, retries per :class:`RetryPolicy`, raises the error of the final
     failure, or returns ``parse(json)`` of the answer (``parse(bytes)`` of its body when ``binary``: a file
-    such as a FOCUS export; errors still come as the JSON envelope)."""
+    such as a FOCUS export; errors still come as the JSON envelope).
+
+    A POST or a DELETE carries an ``Idempotency-Key``: ``idempotency_key``, else the client's per-request
+    one, else a fresh UUID v4; the same on every retry of the call. The answer's ``X-Request-Id`` is set on
+    the result (``result.request_id``) when the result can hold it.
+    """
     if body is NO_BODY:
         content: Optional[bytes] = None
     elif isinstance(body, RawJson):
@@ -231,40 +300,66 @@ def call(
     else:
         content = encode(body)
     query = {k: v for k, v in (params or {}).items() if v is not None} or None
+    key: Optional[str] = None
+    if method.upper() in ("POST", "DELETE", "PUT", "PATCH"):
+        key = idempotency_key or cfg.request.idempotency_key or new_idempotency_key()
     policy = cfg.retry
+    log = cfg.log
     attempt = 0
     while True:
-        outcome = yield Send(method, path, query, content, accept)
+        attempt += 1
+        outcome = yield Send(method, path, query, content, accept, key)
+        retry_after: Optional[float] = None
         if isinstance(outcome, BaseException):
             error: EnterpriseAIError = _transport_error(outcome, method, path)
-            retry = policy.retries_transport(outcome, idempotent)
-            retry_after: Optional[float] = None
-            if not (retry and attempt < policy.max_retries):
-                raise error from outcome
+            retry = policy.retries_transport(outcome)
+            status_text = type(outcome).__name__
         elif isinstance(outcome, httpx.Response):
+            status_text = str(outcome.status_code)
             if outcome.status_code < 300:
+                log.debug(
+                    "enterprise_ai: %s %s -> %s (attempt %d)", method, path, outcome.status_code, attempt
+                )
                 if binary:
                     return parse(outcome.content)
                 return _parse_answer(outcome, parse, method, path)
             error = error_from_response(outcome)
-            retry = policy.retries_status(outcome.status_code, idempotent)
+            retry = policy.retries_status(outcome.status_code, error.code)
             retry_after = error.retry_after
-            if not (retry and attempt < policy.max_retries):
-                raise error
         else:  # pragma: no cover - a driver bug
             raise TypeError(f"unexpected outcome {outcome!r}")
-        wait = policy.delay(attempt, retry_after)
-        attempt += 1
-        logger.warning(
-            "enterprise_ai: %s %s failed (%s); retry %d of %d in %.2f s",
+        wait = policy.delay(attempt, retry_after) if retry and attempt <= policy.max_retries else None
+        if wait is None:
+            log.info(
+                "enterprise_ai: %s %s -> %s (attempt %d): %s; not retried",
+                method,
+                path,
+                status_text,
+                attempt,
+                error.code,
+            )
+            if isinstance(outcome, BaseException):
+                raise error from outcome
+            raise error
+        log.warning(
+            "enterprise_ai: %s %s -> %s (attempt %d): %s; retry %d of %d in %.2f s",
             method,
             path,
-            error,
+            status_text,
+            attempt,
+            error.code,
             attempt,
             policy.max_retries,
             wait,
         )
         yield Sleep(wait)
+
+
+def _attach_request_id(result: Any, request_id: Optional[str]) -> None:
+    """Sets ``request_id`` on a result that can hold it (a model; kept out of its equality and dict form)."""
+    setter = getattr(result, "_set_request_id", None)
+    if setter is not None:
+        setter(request_id)
 
 
 def _parse_answer(response: httpx.Response, parse: Callable[[Any], T], method: str, path: str) -> T:
@@ -278,13 +373,15 @@ def _parse_answer(response: httpx.Response, parse: Callable[[Any], T], method: s
             request_id=request_id,
         ) from exc
     try:
-        return parse(data)
+        result = parse(data)
     except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
         raise InvalidResponseError(
             f"{method} {path}: the answer does not match the contract ({type(exc).__name__}: {exc})",
             status=response.status_code,
             request_id=request_id,
         ) from exc
+    _attach_request_id(result, request_id)
+    return result
 
 
 def as_object(data: Any) -> Mapping[str, Any]:
@@ -344,6 +441,19 @@ def prepare_events(events: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     return out
 
 
+class _Counts(Dict[str, Any]):
+    """One batch's answer, with its request id."""
+
+    request_id: Optional[str] = None
+
+    def _set_request_id(self, request_id: Optional[str]) -> None:
+        self.request_id = request_id
+
+
+def _counts(data: Any) -> _Counts:
+    return _Counts(as_object(data))
+
+
 def _merge_counts(totals: Dict[str, Any], answer: Mapping[str, Any]) -> None:
     for key, value in answer.items():
         if isinstance(value, int) and not isinstance(value, bool):
@@ -380,10 +490,16 @@ def ingest(
     totals: Dict[str, Any] = {}
     requests = 0
     pos = 0
+    part = 0
+    last_request_id: Optional[str] = None
+    given_key = cfg.request.idempotency_key
     while pos < len(records):
         chunk = records[pos : pos + size]
+        part += 1
+        # Each part is its own request with its own key (a caller's key: <key>, <key>-2, <key>-3, ...).
+        part_key = None if given_key is None else (given_key if part == 1 else f"{given_key}-{part}")
         try:
-            answer = yield from call(cfg, "POST", path, as_object, body={key: chunk}, idempotent=True)
+            answer = yield from call(cfg, "POST", path, _counts, body={key: chunk}, idempotency_key=part_key)
         except PayloadTooLargeError as error:
             if split and len(chunk) > 1:
                 size = max(1, len(chunk) // 2)
@@ -401,9 +517,12 @@ def ingest(
             _annotate(error, pos, finish(dict(totals), requests))
             raise
         _merge_counts(totals, answer)
+        last_request_id = answer.request_id
         requests += 1
         pos += len(chunk)
-    return finish(totals, requests)
+    result = finish(totals, requests)
+    _attach_request_id(result, last_request_id)
+    return result
 
 
 def _annotate(error: EnterpriseAIError, offset: int, partial: Any) -> None:
@@ -424,7 +543,7 @@ def _request(http: Union[httpx.Client, httpx.AsyncClient], cfg: ClientConfig, ac
         cfg.url(action.path),
         params=action.params,
         content=action.body,
-        headers=cfg.headers(action.body is not None, action.accept),
+        headers=cfg.headers(action.body is not None, action.accept, action.idempotency_key),
         timeout=httpx.Timeout(cfg.timeout),
     )
 

@@ -118,3 +118,7 @@ def encode(payload: Any) -> bytes:
     return json.dumps(to_wire(payload), ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
         "utf-8"
     )
+
+
+JsonValue = Any
+"""A JSON value as the SDK decodes it (numbers with a fraction as ``Decimal``)."""

@@ -5,21 +5,22 @@ from __future__ import annotations
 
 import os
 from decimal import Decimal
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, TypeVar, Union
 
 from ._core import (
+    NO_BODY,
     ClientConfig,
     Op,
     RawJson,
     as_object,
     call,
     ingest,
-    path_segment,
     prepare_events,
     prepare_samples,
     split_count,
 )
-from ._json import DateLike, decimal_text, format_date_param
+from ._json import DateLike, JsonValue, decimal_text, format_date_param
+from ._registry import ENDPOINTS
 from .types import (
     Allocation,
     AllocationExplanation,
@@ -50,11 +51,19 @@ from .types import (
     WhoAmI,
 )
 
-SAMPLES_PATH = "/v1/finops/gpu/samples"
-EVENTS_PATH = "/v1/usage/events"
-POLICIES_PATH = "/v1/finops/allocation-policies"
-BUDGETS_PATH = "/v1/finops/budgets"
-RESERVATIONS_PATH = "/v1/finops/reservations"
+T = TypeVar("T")
+
+
+def _call(
+    cfg: ClientConfig,
+    operation_id: str,
+    path_params: Optional[Mapping[str, str]],
+    parse: Callable[[Any], T],
+    **options: Any,
+) -> Op[T]:
+    """:func:`~enterprise_ai._core.call` of one operation of :data:`~enterprise_ai._registry.ENDPOINTS`."""
+    endpoint = ENDPOINTS[operation_id]
+    return call(cfg, endpoint.method, endpoint.expand(path_params), parse, **options)
 
 
 def _body(positional: Optional[Mapping[str, Any]], keywords: Mapping[str, Any], what: str) -> Dict[str, Any]:
@@ -87,7 +96,7 @@ def gpu_samples(
 
     return ingest(
         cfg,
-        SAMPLES_PATH,
+        ENDPOINTS["ingestGpuSamples"].path,
         "samples",
         records,
         finish,
@@ -97,13 +106,12 @@ def gpu_samples(
 
 
 def gpu_allocation(cfg: ClientConfig, start: Optional[DateLike], end: Optional[DateLike]) -> Op[Allocation]:
-    return call(
+    return _call(
         cfg,
-        "GET",
-        "/v1/finops/gpu/allocation",
+        "getGpuAllocation",
+        None,
         lambda d: Allocation.from_json(as_object(d)),
         params=_period(start, end),
-        idempotent=True,
     )
 
 
@@ -114,13 +122,12 @@ def gpu_allocation_explain(
     end: Optional[DateLike],
     tenant_id: Optional[str],
 ) -> Op[AllocationExplanation]:
-    return call(
+    return _call(
         cfg,
-        "GET",
-        "/v1/finops/gpu/allocation/explain",
+        "explainGpuAllocation",
+        None,
         lambda d: AllocationExplanation.from_json(as_object(d)),
         params={**_period(start, end), "deployment_id": deployment_id, "tenant_id": tenant_id},
-        idempotent=True,
     )
 
 
@@ -162,13 +169,12 @@ def gpu_usage(
     filter: Optional[Mapping[str, Union[str, Sequence[str]]]],
 ) -> Op[GpuUsageBreakdown]:
     params = {**_period(start, end), "group_by": _csv(group_by, "group_by"), "filter": _usage_filter(filter)}
-    return call(
+    return _call(
         cfg,
-        "GET",
-        "/v1/finops/gpu/usage",
+        "getGpuUsageBreakdown",
+        None,
         lambda d: GpuUsageBreakdown.from_json(as_object(d)),
         params=params,
-        idempotent=True,
     )
 
 
@@ -179,13 +185,12 @@ FOCUS_ACCEPT = "text/csv, application/vnd.apache.parquet, application/json"
 def gpu_allocation_focus(
     cfg: ClientConfig, start: Optional[DateLike], end: Optional[DateLike], format: Optional[str]
 ) -> Op[bytes]:
-    return call(
+    return _call(
         cfg,
-        "GET",
-        "/v1/finops/gpu/allocation/focus",
+        "getGpuAllocationFocus",
+        None,
         bytes,
         params={**_period(start, end), "format": format},
-        idempotent=True,
         accept=FOCUS_ACCEPT,
         binary=True,
     )
@@ -206,13 +211,12 @@ def gpu_token_costs(
     aggregate: Optional[str],
 ) -> Op[TokenCostList]:
     params = {**_period(start, end), "basis": basis, "aggregate": aggregate}
-    return call(
+    return _call(
         cfg,
-        "GET",
-        "/v1/finops/gpu/token-costs",
+        "getGpuTokenCosts",
+        None,
         lambda d: TokenCostList.from_json(as_object(d)),
         params=params,
-        idempotent=True,
     )
 
 
@@ -220,13 +224,12 @@ def gpu_allocation_series(
     cfg: ClientConfig, start: Optional[DateLike], end: Optional[DateLike], step: Optional[str]
 ) -> Op[AllocationSeries]:
     params = {**_period(start, end), "step": step}
-    return call(
+    return _call(
         cfg,
-        "GET",
-        "/v1/finops/gpu/allocation/series",
+        "getGpuAllocationSeries",
+        None,
         lambda d: AllocationSeries.from_json(as_object(d)),
         params=params,
-        idempotent=True,
     )
 
 
@@ -276,14 +279,13 @@ def gpu_slurm_reconciliation(
 ) -> Op[SlurmReconciliation]:
     params = {**_period(start, end), "idle_below": _decimal_param(idle_below, "idle_below")}
     # A read: the body is the question, nothing is stored, so a retry is always safe.
-    return call(
+    return _call(
         cfg,
-        "POST",
-        "/v1/finops/gpu/slurm/reconciliation",
+        "reconcileSlurmJobs",
+        None,
         lambda d: SlurmReconciliation.from_json(as_object(d)),
         params=params,
         body=_sacct_body(sacct),
-        idempotent=True,
     )
 
 
@@ -291,33 +293,30 @@ def create_allocation_policy(
     cfg: ClientConfig, policy: Optional[Mapping[str, Any]], fields: Mapping[str, Any]
 ) -> Op[AllocationPolicyCreated]:
     body = _body(policy, fields, "policy")
-    return call(
+    return _call(
         cfg,
-        "POST",
-        POLICIES_PATH,
+        "createAllocationPolicy",
+        None,
         lambda d: AllocationPolicyCreated.from_json(as_object(d)),
         body=body,
-        idempotent=False,
     )
 
 
 def list_allocation_policies(cfg: ClientConfig) -> Op[AllocationPolicyList]:
-    return call(
+    return _call(
         cfg,
-        "GET",
-        POLICIES_PATH,
+        "listAllocationPolicies",
+        None,
         lambda d: AllocationPolicyList.from_json(as_object(d)),
-        idempotent=True,
     )
 
 
 def get_allocation_policy(cfg: ClientConfig, policy_id: str) -> Op[AllocationPolicy]:
-    return call(
+    return _call(
         cfg,
-        "GET",
-        f"{POLICIES_PATH}/{path_segment(policy_id)}",
+        "getAllocationPolicy",
+        {"id": policy_id},
         lambda d: AllocationPolicy.from_json(as_object(d)),
-        idempotent=True,
     )
 
 
@@ -325,13 +324,12 @@ def supersede_allocation_policy(
     cfg: ClientConfig, policy_id: str, changes: Optional[Mapping[str, Any]], fields: Mapping[str, Any]
 ) -> Op[AllocationPolicyChange]:
     body = _body(changes, fields, "changes")
-    return call(
+    return _call(
         cfg,
-        "POST",
-        f"{POLICIES_PATH}/{path_segment(policy_id)}/supersede",
+        "supersedeAllocationPolicy",
+        {"id": policy_id},
         lambda d: AllocationPolicyChange.from_json(as_object(d)),
         body=body,
-        idempotent=False,
     )
 
 
@@ -341,13 +339,12 @@ def disable_allocation_policy(
     body: Dict[str, Any] = {}
     if effective_at is not None:
         body["effective_at"] = format_date_param(effective_at, "effective_at")
-    return call(
+    return _call(
         cfg,
-        "POST",
-        f"{POLICIES_PATH}/{path_segment(policy_id)}/disable",
+        "disableAllocationPolicy",
+        {"id": policy_id},
         lambda d: AllocationPolicyChange.from_json(as_object(d)),
         body=body,
-        idempotent=False,
     )
 
 
@@ -377,22 +374,25 @@ def create_budget(
     cfg: ClientConfig, budget: Optional[Mapping[str, Any]], fields: Mapping[str, Any]
 ) -> Op[Budget]:
     body = _budget_body(_body(budget, fields, "budget"))
-    return call(
-        cfg, "POST", BUDGETS_PATH, lambda d: Budget.from_json(as_object(d)), body=body, idempotent=False
+    return _call(
+        cfg,
+        "createBudget",
+        None,
+        lambda d: Budget.from_json(as_object(d)),
+        body=body,
     )
 
 
 def list_budgets(cfg: ClientConfig) -> Op[BudgetList]:
-    return call(cfg, "GET", BUDGETS_PATH, lambda d: BudgetList.from_json(as_object(d)), idempotent=True)
+    return _call(cfg, "listBudgets", None, lambda d: BudgetList.from_json(as_object(d)))
 
 
 def get_budget(cfg: ClientConfig, budget_id: str) -> Op[Budget]:
-    return call(
+    return _call(
         cfg,
-        "GET",
-        f"{BUDGETS_PATH}/{path_segment(budget_id)}",
+        "getBudget",
+        {"id": budget_id},
         lambda d: Budget.from_json(as_object(d)),
-        idempotent=True,
     )
 
 
@@ -400,13 +400,12 @@ def supersede_budget(
     cfg: ClientConfig, budget_id: str, changes: Optional[Mapping[str, Any]], fields: Mapping[str, Any]
 ) -> Op[BudgetChange]:
     body = _budget_body(_body(changes, fields, "changes"))
-    return call(
+    return _call(
         cfg,
-        "POST",
-        f"{BUDGETS_PATH}/{path_segment(budget_id)}/supersede",
+        "supersedeBudget",
+        {"id": budget_id},
         lambda d: BudgetChange.from_json(as_object(d)),
         body=body,
-        idempotent=False,
     )
 
 
@@ -414,13 +413,12 @@ def disable_budget(cfg: ClientConfig, budget_id: str, effective_at: Optional[Dat
     body: Dict[str, Any] = {}
     if effective_at is not None:
         body["effective_at"] = format_date_param(effective_at, "effective_at")
-    return call(
+    return _call(
         cfg,
-        "POST",
-        f"{BUDGETS_PATH}/{path_segment(budget_id)}/disable",
+        "disableBudget",
+        {"id": budget_id},
         lambda d: BudgetChange.from_json(as_object(d)),
         body=body,
-        idempotent=False,
     )
 
 
@@ -454,47 +452,43 @@ def reserve(
         body["ttl_seconds"] = int(ttl_seconds)
     if tenant_id is not None:
         body["tenant_id"] = tenant_id
-    # Not idempotent: a retry after an unclear failure could hold twice.
-    return call(
+    # A creation: its Idempotency-Key (the same on each retry) keeps a retry from holding twice.
+    return _call(
         cfg,
-        "POST",
-        RESERVATIONS_PATH,
+        "createReservation",
+        None,
         lambda d: Reservation.from_json(as_object(d)),
         body=body,
-        idempotent=False,
     )
 
 
 def get_reservation(cfg: ClientConfig, reservation_id: str) -> Op[Reservation]:
-    return call(
+    return _call(
         cfg,
-        "GET",
-        f"{RESERVATIONS_PATH}/{path_segment(reservation_id)}",
+        "getReservation",
+        {"id": reservation_id},
         lambda d: Reservation.from_json(as_object(d)),
-        idempotent=True,
     )
 
 
 def commit_reservation(cfg: ClientConfig, reservation_id: str, actual: Dict[str, Any]) -> Op[Reservation]:
     # Idempotent on the server: a committed reservation is answered as it is.
-    return call(
+    return _call(
         cfg,
-        "POST",
-        f"{RESERVATIONS_PATH}/{path_segment(reservation_id)}/commit",
+        "commitReservation",
+        {"id": reservation_id},
         lambda d: Reservation.from_json(as_object(d)),
         body={"actual": actual},
-        idempotent=True,
     )
 
 
 def release_reservation(cfg: ClientConfig, reservation_id: str) -> Op[Reservation]:
     # Idempotent on the server: a released (or expired) reservation is answered as it is.
-    return call(
+    return _call(
         cfg,
-        "POST",
-        f"{RESERVATIONS_PATH}/{path_segment(reservation_id)}/release",
+        "releaseReservation",
+        {"id": reservation_id},
         lambda d: Reservation.from_json(as_object(d)),
-        idempotent=True,
     )
 
 
@@ -502,8 +496,11 @@ def release_reservation(cfg: ClientConfig, reservation_id: str) -> Op[Reservatio
 
 
 def catalog(cfg: ClientConfig) -> Op[Catalog]:
-    return call(
-        cfg, "GET", "/v1/providers/catalog", lambda d: Catalog.from_json(as_object(d)), idempotent=True
+    return _call(
+        cfg,
+        "getProvidersCatalog",
+        None,
+        lambda d: Catalog.from_json(as_object(d)),
     )
 
 
@@ -520,8 +517,12 @@ def register_provider(
         if value is not None:
             body[name] = value
     # Idempotent on the server: a new registration of a deployment replaces the previous one.
-    return call(
-        cfg, "POST", "/v1/providers", lambda d: Provider.from_json(as_object(d)), body=body, idempotent=True
+    return _call(
+        cfg,
+        "registerProvider",
+        None,
+        lambda d: Provider.from_json(as_object(d)),
+        body=body,
     )
 
 
@@ -545,7 +546,7 @@ def usage_events(
 
     return ingest(
         cfg,
-        EVENTS_PATH,
+        ENDPOINTS["ingestUsageEvents"].path,
         "events",
         records,
         finish,
@@ -561,22 +562,25 @@ def create_tenant(cfg: ClientConfig, slug: str, name: str, tenant_id: Optional[s
     body: Dict[str, Any] = {"slug": slug, "name": name}
     if tenant_id is not None:
         body["id"] = tenant_id
-    return call(
-        cfg, "POST", "/v1/tenants", lambda d: Tenant.from_json(as_object(d)), body=body, idempotent=False
+    return _call(
+        cfg,
+        "createTenant",
+        None,
+        lambda d: Tenant.from_json(as_object(d)),
+        body=body,
     )
 
 
 def list_tenants(cfg: ClientConfig) -> Op[TenantList]:
-    return call(cfg, "GET", "/v1/tenants", lambda d: TenantList.from_json(as_object(d)), idempotent=True)
+    return _call(cfg, "listTenants", None, lambda d: TenantList.from_json(as_object(d)))
 
 
 def get_tenant(cfg: ClientConfig, key: str) -> Op[Tenant]:
-    return call(
+    return _call(
         cfg,
-        "GET",
-        f"/v1/tenants/{path_segment(key)}",
+        "getTenant",
+        {"key": key},
         lambda d: Tenant.from_json(as_object(d)),
-        idempotent=True,
     )
 
 
@@ -584,7 +588,7 @@ def get_tenant(cfg: ClientConfig, key: str) -> Op[Tenant]:
 
 
 def whoami(cfg: ClientConfig) -> Op[WhoAmI]:
-    return call(cfg, "GET", "/v1/auth/whoami", lambda d: WhoAmI.from_json(as_object(d)), idempotent=True)
+    return _call(cfg, "whoAmI", None, lambda d: WhoAmI.from_json(as_object(d)))
 
 
 def create_api_key(
@@ -606,29 +610,30 @@ def create_api_key(
         if isinstance(nodes, str):
             raise TypeError("nodes must be a list of node names, not a string")
         body["nodes"] = list(nodes)
-    return call(
+    return _call(
         cfg,
-        "POST",
-        "/v1/auth/api-keys",
+        "createApiKey",
+        None,
         lambda d: ApiKeyCreated.from_json(as_object(d)),
         body=body,
-        idempotent=False,
     )
 
 
 def list_api_keys(cfg: ClientConfig) -> Op[ApiKeyList]:
-    return call(
-        cfg, "GET", "/v1/auth/api-keys", lambda d: ApiKeyList.from_json(as_object(d)), idempotent=True
+    return _call(
+        cfg,
+        "listApiKeys",
+        None,
+        lambda d: ApiKeyList.from_json(as_object(d)),
     )
 
 
 def revoke_api_key(cfg: ClientConfig, key_id: str) -> Op[ApiKey]:
-    return call(
+    return _call(
         cfg,
-        "DELETE",
-        f"/v1/auth/api-keys/{path_segment(key_id)}",
+        "revokeApiKey",
+        {"id": key_id},
         lambda d: ApiKey.from_json(as_object(d)),
-        idempotent=True,
     )
 
 
@@ -636,13 +641,12 @@ def rotate_api_key(cfg: ClientConfig, key_id: str, grace_seconds: Optional[int])
     body: Dict[str, Any] = {}
     if grace_seconds is not None:
         body["grace_seconds"] = int(grace_seconds)
-    return call(
+    return _call(
         cfg,
-        "POST",
-        f"/v1/auth/api-keys/{path_segment(key_id)}/rotate",
+        "rotateApiKey",
+        {"id": key_id},
         lambda d: ApiKeyCreated.from_json(as_object(d)),
         body=body,
-        idempotent=False,
     )
 
 
@@ -654,15 +658,55 @@ def audit_events(cfg: ClientConfig, after: Optional[int], limit: Optional[int]) 
         "after": None if after is None else str(int(after)),
         "limit": None if limit is None else str(int(limit)),
     }
-    return call(
+    return _call(
         cfg,
-        "GET",
-        "/v1/audit/events",
+        "listAuditEvents",
+        None,
         lambda d: AuditEventList.from_json(as_object(d)),
         params=params,
-        idempotent=True,
     )
 
 
 def audit_head(cfg: ClientConfig) -> Op[AuditHead]:
-    return call(cfg, "GET", "/v1/audit/head", lambda d: AuditHead.from_json(as_object(d)), idempotent=True)
+    return _call(cfg, "getAuditHead", None, lambda d: AuditHead.from_json(as_object(d)))
+
+
+# ------------------------------------------------------------------------------------- service, raw calls
+
+
+def healthz(cfg: ClientConfig) -> Op[JsonValue]:
+    return _call(cfg, "healthz", None, lambda d: d)
+
+
+def readyz(cfg: ClientConfig) -> Op[JsonValue]:
+    return _call(cfg, "readyz", None, lambda d: d)
+
+
+def metrics(cfg: ClientConfig) -> Op[str]:
+    return _call(cfg, "metrics", None, lambda b: bytes(b).decode("utf-8"), accept="text/plain", binary=True)
+
+
+def openapi(cfg: ClientConfig) -> Op[JsonValue]:
+    return _call(cfg, "openapi", None, lambda d: d)
+
+
+def raw_request(
+    cfg: ClientConfig,
+    method: str,
+    path: str,
+    params: Optional[Mapping[str, Optional[str]]],
+    json: Any,
+    idempotency_key: Optional[str],
+) -> Op[JsonValue]:
+    """Any call (the escape hatch): ``path`` is the API's (``/v1/...``), ``json`` the body or ``None``."""
+    if not path.startswith("/"):
+        raise ValueError(f"path must start with '/' (got {path!r})")
+    return call(
+        cfg,
+        method.upper(),
+        path,
+        lambda d: d,
+        params=params,
+        body=NO_BODY if json is None else json,
+        idempotency_key=idempotency_key,
+    )

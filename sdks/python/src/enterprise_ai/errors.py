@@ -5,9 +5,12 @@ Every error answer of the server carries the same envelope::
     {"error": {"code", "message", "message_i18n": {"en", "fr"}, "details": [...] | null, "request_id"}}
 
 and becomes the exception of its ``code``. ``message`` is in the client's locale (``Accept-Language``);
-``message_i18n`` always holds English and French. A code this SDK does not know yet maps to the class of the
-HTTP status (or to :class:`EnterpriseAIError` itself when the status is unknown too), so a newer server never
-breaks an older SDK.
+``message_i18n`` always holds English and French. A code this SDK does not know is
+:class:`EnterpriseAIError` itself, keeping the status, the code as sent, the message, the request id and the
+whole body (``body``), so a newer server never breaks an older SDK. An answer without any envelope (a load
+balancer's HTML page) maps by its HTTP status, else to :class:`EnterpriseAIError`.
+
+Each class carries ``kind``, its name in ``contracts/v1/sdk/behaviour.json`` (``error_kinds``).
 
 ============================  =================================  ======
 code                          exception                          status
@@ -18,6 +21,8 @@ code                          exception                          status
 ``not_found``                 :class:`NotFoundError`             404
 ``method_not_allowed``        :class:`MethodNotAllowedError`     405
 ``conflict``                  :class:`ConflictError`             409
+``idempotency_key_reused``    :class:`IdempotencyKeyReusedError`  409
+``idempotency_key_in_flight`` :class:`ConflictError` (retried)   409
 ``payload_too_large``         :class:`PayloadTooLargeError`      413
 ``validation_error``          :class:`ValidationError`           422
 ``rate_limited``              :class:`RateLimitError`            429
@@ -34,7 +39,7 @@ from __future__ import annotations
 import datetime as _dt
 import email.utils
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Type
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Mapping, Optional, Tuple, Type
 
 if TYPE_CHECKING:
     import httpx
@@ -48,6 +53,7 @@ __all__ = [
     "ConflictError",
     "EnterpriseAIError",
     "FieldError",
+    "IdempotencyKeyReusedError",
     "InternalServerError",
     "InvalidResponseError",
     "MethodNotAllowedError",
@@ -107,9 +113,12 @@ class EnterpriseAIError(Exception):
             ``None`` when the server did not say.
         partial_result: for a batched ingest that failed part-way, the merged result of the batches that were
             stored before the failing one; else ``None``.
+        body: the whole answer body (its JSON, else its text; ``None`` when no answer came).
+        kind: the error's kind in the SDKs' one behaviour (``contracts/v1/sdk/behaviour.json``).
     """
 
     default_code: str = "error"
+    kind: ClassVar[str] = "api_error"
 
     def __init__(
         self,
@@ -122,6 +131,7 @@ class EnterpriseAIError(Exception):
         details: Optional[List[FieldError]] = None,
         headers: Optional[Mapping[str, str]] = None,
         retry_after: Optional[float] = None,
+        body: Any = None,
     ) -> None:
         super().__init__(message)
         self.message: str = message
@@ -133,6 +143,7 @@ class EnterpriseAIError(Exception):
         self.headers: Dict[str, str] = dict(headers or {})
         self.retry_after: Optional[float] = retry_after
         self.partial_result: Any = None
+        self.body: Any = body
 
     def __str__(self) -> str:
         parts = [f"[{self.code}] {self.message}"]
@@ -164,72 +175,91 @@ class ConfigurationError(EnterpriseAIError, ValueError):
     """The client is misconfigured (no API key, no base URL, ...). Raised before any request."""
 
     default_code = "configuration"
+    kind = "configuration"
 
 
 class APIConnectionError(EnterpriseAIError):
     """No answer: the connection failed or broke (after the retries)."""
 
     default_code = "connection_error"
+    kind = "connection"
 
 
 class APITimeoutError(APIConnectionError):
     """No answer within the client's timeout (after the retries)."""
 
     default_code = "timeout"
+    kind = "timeout"
 
 
 class InvalidResponseError(EnterpriseAIError):
     """The server answered something that is not the contract's JSON."""
 
     default_code = "invalid_response"
+    kind = "invalid_response"
 
 
 class AuthenticationError(EnterpriseAIError):
     """401 ``unauthorized``: missing, unknown, expired or revoked API key."""
 
     default_code = "unauthorized"
+    kind = "authentication"
 
 
 class PermissionDeniedError(EnterpriseAIError):
     """403 ``forbidden``: the key's role may not do this, or a tenant key named another tenant."""
 
     default_code = "forbidden"
+    kind = "permission_denied"
 
 
 class TenantRequiredError(PermissionDeniedError):
     """403 ``tenant_required``: a tenant-bound role without a tenant."""
 
     default_code = "tenant_required"
+    kind = "tenant_required"
 
 
 class NotFoundError(EnterpriseAIError):
     """404 ``not_found``: unknown path, tenant, policy or key."""
 
     default_code = "not_found"
+    kind = "not_found"
 
 
 class MethodNotAllowedError(EnterpriseAIError):
     """405 ``method_not_allowed``."""
 
     default_code = "method_not_allowed"
+    kind = "method_not_allowed"
 
 
 class ConflictError(EnterpriseAIError):
     """409 ``conflict``: the request contradicts the stored state (duplicate slug, revoked key, ...)."""
 
     default_code = "conflict"
+    kind = "conflict"
+
+
+class IdempotencyKeyReusedError(ConflictError):
+    """409 ``idempotency_key_reused``: an ``Idempotency-Key`` already used with another body."""
+
+    default_code = "idempotency_key_reused"
+    kind = "idempotency_key_reused"
 
 
 class PayloadTooLargeError(EnterpriseAIError):
     """413 ``payload_too_large``: too many records or bytes in one request (nothing of it was stored)."""
 
     default_code = "payload_too_large"
+    kind = "payload_too_large"
 
 
 class ValidationError(EnterpriseAIError):
     """422 ``validation_error``: ``details`` names every rejected field (with ``index`` for batches)."""
 
     default_code = "validation_error"
+    kind = "validation"
 
     @property
     def fields(self) -> List[str]:
@@ -258,18 +288,21 @@ class RateLimitError(EnterpriseAIError):
     """429 ``rate_limited``: ``retry_after`` says how many seconds to wait (from ``Retry-After``)."""
 
     default_code = "rate_limited"
+    kind = "rate_limit"
 
 
 class InternalServerError(EnterpriseAIError):
     """500 ``internal``: the server failed (its logs hold the cause under ``request_id``)."""
 
     default_code = "internal"
+    kind = "internal_server"
 
 
 class ServiceUnavailableError(EnterpriseAIError):
     """503 ``unavailable``: the server cannot serve now (storage unreachable, ...)."""
 
     default_code = "unavailable"
+    kind = "service_unavailable"
 
 
 class BudgetExceededError(EnterpriseAIError):
@@ -278,6 +311,7 @@ class BudgetExceededError(EnterpriseAIError):
     ``estimate.tokens``."""
 
     default_code = "budget_exceeded"
+    kind = "budget_exceeded"
 
 
 _BY_CODE: Dict[str, Type[EnterpriseAIError]] = {
@@ -288,6 +322,8 @@ _BY_CODE: Dict[str, Type[EnterpriseAIError]] = {
     "method_not_allowed": MethodNotAllowedError,
     "payload_too_large": PayloadTooLargeError,
     "conflict": ConflictError,
+    "idempotency_key_reused": IdempotencyKeyReusedError,
+    "idempotency_key_in_flight": ConflictError,
     "validation_error": ValidationError,
     "rate_limited": RateLimitError,
     "internal": InternalServerError,
@@ -360,9 +396,10 @@ def _envelope(
 
 
 def error_class(code: Optional[str], status: int) -> Type[EnterpriseAIError]:
-    """The exception class of an error answer: by code, else by status, else the base class."""
-    if code is not None and code in _BY_CODE:
-        return _BY_CODE[code]
+    """The exception class of an error answer: by code; a code this SDK does not know is the base class;
+    an answer without a code (no envelope) maps by status, else to the base class."""
+    if code is not None:
+        return _BY_CODE.get(code, EnterpriseAIError)
     return _BY_STATUS.get(status, EnterpriseAIError)
 
 
@@ -374,7 +411,7 @@ def error_from_response(response: httpx.Response) -> EnterpriseAIError:
     try:
         body: Any = decode(response.content) if response.content else None
     except ValueError:
-        body = None
+        body = response.text if response.content else None
     code, message, i18n, details, request_id = _envelope(body)
     if request_id is None:
         request_id = response.headers.get("x-request-id")
@@ -395,4 +432,5 @@ def error_from_response(response: httpx.Response) -> EnterpriseAIError:
         details=details,
         headers=headers,
         retry_after=parse_retry_after(response.headers.get("retry-after")),
+        body=body,
     )

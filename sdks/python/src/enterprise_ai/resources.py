@@ -30,6 +30,7 @@ from typing import (
 from . import _operations as ops
 from ._core import ClientConfig, Op
 from ._json import DateLike
+from ._registry import operation
 from .types import (
     Allocation,
     AllocationExplanation,
@@ -139,6 +140,7 @@ class _AsyncResource:
 class Finops(_SyncResource):
     """GPU samples, the allocation, allocation policies, budgets and reservations (``/v1/finops``)."""
 
+    @operation("ingestGpuSamples")
     def gpu_samples(
         self,
         samples: Iterable[Mapping[str, Any]],
@@ -166,6 +168,7 @@ class Finops(_SyncResource):
             )
         )
 
+    @operation("getGpuAllocation")
     def gpu_allocation(
         self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None
     ) -> Allocation:
@@ -177,6 +180,7 @@ class Finops(_SyncResource):
         """
         return self._client._run(ops.gpu_allocation(self._cfg, start, end))
 
+    @operation("explainGpuAllocation")
     def gpu_allocation_explain(
         self,
         deployment_id: str,
@@ -200,6 +204,7 @@ class Finops(_SyncResource):
         """
         return self._client._run(ops.gpu_allocation_explain(self._cfg, deployment_id, start, end, tenant_id))
 
+    @operation("getGpuUsageBreakdown")
     def gpu_usage(
         self,
         *,
@@ -230,6 +235,7 @@ class Finops(_SyncResource):
         """
         return self._client._run(ops.gpu_usage(self._cfg, start, end, group_by, filter))
 
+    @operation("getGpuAllocationFocus")
     def gpu_allocation_focus(
         self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None, format: str = "csv"
     ) -> bytes:
@@ -266,6 +272,7 @@ class Finops(_SyncResource):
         target.write_bytes(data)
         return target
 
+    @operation("getGpuTokenCosts")
     def gpu_token_costs(
         self,
         *,
@@ -284,6 +291,7 @@ class Finops(_SyncResource):
         """
         return self._client._run(ops.gpu_token_costs(self._cfg, start, end, basis, aggregate))
 
+    @operation("getGpuAllocationSeries")
     def gpu_allocation_series(
         self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None, step: str = "day"
     ) -> AllocationSeries:
@@ -296,6 +304,7 @@ class Finops(_SyncResource):
         """
         return self._client._run(ops.gpu_allocation_series(self._cfg, start, end, step))
 
+    @operation("reconcileSlurmJobs")
     def gpu_slurm_reconciliation(
         self,
         sacct: ops.SacctDocument,
@@ -325,6 +334,7 @@ class Finops(_SyncResource):
         """
         return self._client._run(ops.gpu_slurm_reconciliation(self._cfg, sacct, start, end, idle_below))
 
+    @operation("createAllocationPolicy")
     def create_allocation_policy(
         self, policy: Optional[Mapping[str, Any]] = None, /, **fields: Any
     ) -> AllocationPolicyCreated:
@@ -340,15 +350,18 @@ class Finops(_SyncResource):
         """
         return self._client._run(ops.create_allocation_policy(self._cfg, policy, fields))
 
+    @operation("listAllocationPolicies")
     def list_allocation_policies(self) -> AllocationPolicyList:
         """Every allocation policy, closed and disabled ones included, oldest first."""
         return self._client._run(ops.list_allocation_policies(self._cfg))
 
+    @operation("getAllocationPolicy")
     def get_allocation_policy(self, policy_id: str) -> AllocationPolicy:
         """One allocation policy, closed or disabled ones too (an unknown id is
         :class:`~enterprise_ai.NotFoundError`)."""
         return self._client._run(ops.get_allocation_policy(self._cfg, policy_id))
 
+    @operation("supersedeAllocationPolicy")
     def supersede_allocation_policy(
         self, policy_id: str, changes: Optional[Mapping[str, Any]] = None, /, **fields: Any
     ) -> AllocationPolicyChange:
@@ -356,6 +369,7 @@ class Finops(_SyncResource):
         fields overridden by the ones given (``POST .../{id}/supersede``; platform_admin)."""
         return self._client._run(ops.supersede_allocation_policy(self._cfg, policy_id, changes, fields))
 
+    @operation("disableAllocationPolicy")
     def disable_allocation_policy(
         self, policy_id: str, effective_at: Optional[DateLike] = None
     ) -> AllocationPolicyChange:
@@ -365,6 +379,7 @@ class Finops(_SyncResource):
 
     # ------------------------------------------------------------------ budgets
 
+    @operation("createBudget")
     def create_budget(self, budget: Optional[Mapping[str, Any]] = None, /, **fields: Any) -> Budget:
         """Creates a monthly budget (``POST /v1/finops/budgets``; platform_admin for any tenant, finops for
         its own). Give it as a dict, as keyword arguments, or both (keywords win)::
@@ -380,15 +395,18 @@ class Finops(_SyncResource):
         """
         return self._client._run(ops.create_budget(self._cfg, budget, fields))
 
+    @operation("listBudgets")
     def list_budgets(self) -> BudgetList:
         """The budgets the caller may read (closed ones included, oldest first), each with the month's
         ``current`` standing when in force."""
         return self._client._run(ops.list_budgets(self._cfg))
 
+    @operation("getBudget")
     def get_budget(self, budget_id: str) -> Budget:
         """One budget (another tenant's is :class:`~enterprise_ai.NotFoundError`)."""
         return self._client._run(ops.get_budget(self._cfg, budget_id))
 
+    @operation("supersedeBudget")
     def supersede_budget(
         self, budget_id: str, changes: Optional[Mapping[str, Any]] = None, /, **fields: Any
     ) -> BudgetChange:
@@ -396,12 +414,14 @@ class Finops(_SyncResource):
         (the others, and the webhook secret, carried over) (``POST .../{id}/supersede``)."""
         return self._client._run(ops.supersede_budget(self._cfg, budget_id, changes, fields))
 
+    @operation("disableBudget")
     def disable_budget(self, budget_id: str, effective_at: Optional[DateLike] = None) -> BudgetChange:
         """Closes a budget at ``effective_at`` (default now); nothing opens (``opened`` is ``None``)."""
         return self._client._run(ops.disable_budget(self._cfg, budget_id, effective_at))
 
     # ------------------------------------------------------------- reservations
 
+    @operation("createReservation")
     def reserve(
         self,
         action: str,
@@ -419,17 +439,20 @@ class Finops(_SyncResource):
         ``expires_at`` (``ttl_seconds``, default 300), or :class:`~enterprise_ai.BudgetExceededError` (402)
         and nothing held. The estimate may also be given as ``estimate={"cost", "tokens", "currency"}``.
 
-        Not idempotent: retried only when the server surely did nothing (as every creation).
+        Like every POST it carries an ``Idempotency-Key`` (the same on its retries): a retry after a lost
+        answer is answered with the first reservation, never a second hold.
         """
         amounts = ops._amounts(estimate, cost, tokens, currency, "estimate")
         return self._client._run(
             ops.reserve(self._cfg, action, amounts, deployment_id, ttl_seconds, tenant_id)
         )
 
+    @operation("getReservation")
     def get_reservation(self, reservation_id: str) -> Reservation:
         """One reservation (a hold past its expiry reads ``expired``)."""
         return self._client._run(ops.get_reservation(self._cfg, reservation_id))
 
+    @operation("commitReservation")
     def commit_reservation(
         self,
         reservation_id: str,
@@ -444,6 +467,7 @@ class Finops(_SyncResource):
         amounts = ops._amounts(actual, cost, tokens, None, "actual")
         return self._client._run(ops.commit_reservation(self._cfg, reservation_id, amounts))
 
+    @operation("releaseReservation")
     def release_reservation(self, reservation_id: str) -> Reservation:
         """Frees the hold (idempotent); a committed reservation is :class:`~enterprise_ai.ConflictError`."""
         return self._client._run(ops.release_reservation(self._cfg, reservation_id))
@@ -477,6 +501,7 @@ class AsyncFinops(_AsyncResource):
     """GPU samples, the allocation, allocation policies, budgets and reservations (``/v1/finops``), async."""
 
     @_doc(Finops.gpu_samples)
+    @operation("ingestGpuSamples")
     async def gpu_samples(
         self,
         samples: Iterable[Mapping[str, Any]],
@@ -494,12 +519,14 @@ class AsyncFinops(_AsyncResource):
         )
 
     @_doc(Finops.gpu_allocation)
+    @operation("getGpuAllocation")
     async def gpu_allocation(
         self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None
     ) -> Allocation:
         return await self._client._run(ops.gpu_allocation(self._cfg, start, end))
 
     @_doc(Finops.gpu_allocation_explain)
+    @operation("explainGpuAllocation")
     async def gpu_allocation_explain(
         self,
         deployment_id: str,
@@ -513,6 +540,7 @@ class AsyncFinops(_AsyncResource):
         )
 
     @_doc(Finops.gpu_usage)
+    @operation("getGpuUsageBreakdown")
     async def gpu_usage(
         self,
         *,
@@ -524,6 +552,7 @@ class AsyncFinops(_AsyncResource):
         return await self._client._run(ops.gpu_usage(self._cfg, start, end, group_by, filter))
 
     @_doc(Finops.gpu_allocation_focus)
+    @operation("getGpuAllocationFocus")
     async def gpu_allocation_focus(
         self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None, format: str = "csv"
     ) -> bytes:
@@ -544,6 +573,7 @@ class AsyncFinops(_AsyncResource):
         return target
 
     @_doc(Finops.gpu_token_costs)
+    @operation("getGpuTokenCosts")
     async def gpu_token_costs(
         self,
         *,
@@ -555,12 +585,14 @@ class AsyncFinops(_AsyncResource):
         return await self._client._run(ops.gpu_token_costs(self._cfg, start, end, basis, aggregate))
 
     @_doc(Finops.gpu_allocation_series)
+    @operation("getGpuAllocationSeries")
     async def gpu_allocation_series(
         self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None, step: str = "day"
     ) -> AllocationSeries:
         return await self._client._run(ops.gpu_allocation_series(self._cfg, start, end, step))
 
     @_doc(Finops.gpu_slurm_reconciliation)
+    @operation("reconcileSlurmJobs")
     async def gpu_slurm_reconciliation(
         self,
         sacct: ops.SacctDocument,
@@ -572,54 +604,65 @@ class AsyncFinops(_AsyncResource):
         return await self._client._run(ops.gpu_slurm_reconciliation(self._cfg, sacct, start, end, idle_below))
 
     @_doc(Finops.create_allocation_policy)
+    @operation("createAllocationPolicy")
     async def create_allocation_policy(
         self, policy: Optional[Mapping[str, Any]] = None, /, **fields: Any
     ) -> AllocationPolicyCreated:
         return await self._client._run(ops.create_allocation_policy(self._cfg, policy, fields))
 
     @_doc(Finops.list_allocation_policies)
+    @operation("listAllocationPolicies")
     async def list_allocation_policies(self) -> AllocationPolicyList:
         return await self._client._run(ops.list_allocation_policies(self._cfg))
 
     @_doc(Finops.get_allocation_policy)
+    @operation("getAllocationPolicy")
     async def get_allocation_policy(self, policy_id: str) -> AllocationPolicy:
         return await self._client._run(ops.get_allocation_policy(self._cfg, policy_id))
 
     @_doc(Finops.supersede_allocation_policy)
+    @operation("supersedeAllocationPolicy")
     async def supersede_allocation_policy(
         self, policy_id: str, changes: Optional[Mapping[str, Any]] = None, /, **fields: Any
     ) -> AllocationPolicyChange:
         return await self._client._run(ops.supersede_allocation_policy(self._cfg, policy_id, changes, fields))
 
     @_doc(Finops.disable_allocation_policy)
+    @operation("disableAllocationPolicy")
     async def disable_allocation_policy(
         self, policy_id: str, effective_at: Optional[DateLike] = None
     ) -> AllocationPolicyChange:
         return await self._client._run(ops.disable_allocation_policy(self._cfg, policy_id, effective_at))
 
     @_doc(Finops.create_budget)
+    @operation("createBudget")
     async def create_budget(self, budget: Optional[Mapping[str, Any]] = None, /, **fields: Any) -> Budget:
         return await self._client._run(ops.create_budget(self._cfg, budget, fields))
 
     @_doc(Finops.list_budgets)
+    @operation("listBudgets")
     async def list_budgets(self) -> BudgetList:
         return await self._client._run(ops.list_budgets(self._cfg))
 
     @_doc(Finops.get_budget)
+    @operation("getBudget")
     async def get_budget(self, budget_id: str) -> Budget:
         return await self._client._run(ops.get_budget(self._cfg, budget_id))
 
     @_doc(Finops.supersede_budget)
+    @operation("supersedeBudget")
     async def supersede_budget(
         self, budget_id: str, changes: Optional[Mapping[str, Any]] = None, /, **fields: Any
     ) -> BudgetChange:
         return await self._client._run(ops.supersede_budget(self._cfg, budget_id, changes, fields))
 
     @_doc(Finops.disable_budget)
+    @operation("disableBudget")
     async def disable_budget(self, budget_id: str, effective_at: Optional[DateLike] = None) -> BudgetChange:
         return await self._client._run(ops.disable_budget(self._cfg, budget_id, effective_at))
 
     @_doc(Finops.reserve)
+    @operation("createReservation")
     async def reserve(
         self,
         action: str,
@@ -638,10 +681,12 @@ class AsyncFinops(_AsyncResource):
         )
 
     @_doc(Finops.get_reservation)
+    @operation("getReservation")
     async def get_reservation(self, reservation_id: str) -> Reservation:
         return await self._client._run(ops.get_reservation(self._cfg, reservation_id))
 
     @_doc(Finops.commit_reservation)
+    @operation("commitReservation")
     async def commit_reservation(
         self,
         reservation_id: str,
@@ -654,6 +699,7 @@ class AsyncFinops(_AsyncResource):
         return await self._client._run(ops.commit_reservation(self._cfg, reservation_id, amounts))
 
     @_doc(Finops.release_reservation)
+    @operation("releaseReservation")
     async def release_reservation(self, reservation_id: str) -> Reservation:
         return await self._client._run(ops.release_reservation(self._cfg, reservation_id))
 
@@ -812,11 +858,13 @@ class AsyncReservationScope(_ScopeBase):
 class Providers(_SyncResource):
     """The local inference providers (``/v1/providers``)."""
 
+    @operation("getProvidersCatalog")
     def catalog(self) -> Catalog:
         """The providers catalog: shared deployments and the caller's tenant's dedicated ones, each with
         its last closed month's ``pricing`` (``GET /v1/providers/catalog``)."""
         return self._client._run(ops.catalog(self._cfg))
 
+    @operation("registerProvider")
     def register(
         self,
         deployment_id: str,
@@ -840,10 +888,12 @@ class AsyncProviders(_AsyncResource):
     """The local inference providers (``/v1/providers``), async."""
 
     @_doc(Providers.catalog)
+    @operation("getProvidersCatalog")
     async def catalog(self) -> Catalog:
         return await self._client._run(ops.catalog(self._cfg))
 
     @_doc(Providers.register)
+    @operation("registerProvider")
     async def register(
         self,
         deployment_id: str,
@@ -864,6 +914,7 @@ class AsyncProviders(_AsyncResource):
 class Usage(_SyncResource):
     """Usage events (``/v1/usage``). For workers, see :class:`enterprise_ai.usage.Emitter`."""
 
+    @operation("ingestUsageEvents")
     def events(
         self,
         events: Iterable[Mapping[str, Any]],
@@ -893,6 +944,7 @@ class AsyncUsage(_AsyncResource):
     """Usage events (``/v1/usage``), async."""
 
     @_doc(Usage.events)
+    @operation("ingestUsageEvents")
     async def events(
         self,
         events: Iterable[Mapping[str, Any]],
@@ -916,16 +968,19 @@ class AsyncUsage(_AsyncResource):
 class Tenants(_SyncResource):
     """Registered tenants (``/v1/tenants``)."""
 
+    @operation("createTenant")
     def create(self, *, slug: str, name: str, id: Optional[str] = None) -> Tenant:
         """Registers a tenant (platform_admin): a unique, immutable ``slug``, a display ``name`` and
         optionally the ``id`` (uuid) of a tenant already seen in data. 409 ``ConflictError`` when the slug or
         the id is registered already."""
         return self._client._run(ops.create_tenant(self._cfg, slug, name, id))
 
+    @operation("listTenants")
     def list(self) -> TenantList:
         """Registered tenants, by slug (a tenant key sees its own)."""
         return self._client._run(ops.list_tenants(self._cfg))
 
+    @operation("getTenant")
     def get(self, key: str) -> Tenant:
         """A tenant by slug or id (404 ``NotFoundError`` when unknown)."""
         return self._client._run(ops.get_tenant(self._cfg, key))
@@ -935,14 +990,17 @@ class AsyncTenants(_AsyncResource):
     """Registered tenants (``/v1/tenants``), async."""
 
     @_doc(Tenants.create)
+    @operation("createTenant")
     async def create(self, *, slug: str, name: str, id: Optional[str] = None) -> Tenant:
         return await self._client._run(ops.create_tenant(self._cfg, slug, name, id))
 
     @_doc(Tenants.list)
+    @operation("listTenants")
     async def list(self) -> TenantList:
         return await self._client._run(ops.list_tenants(self._cfg))
 
     @_doc(Tenants.get)
+    @operation("getTenant")
     async def get(self, key: str) -> Tenant:
         return await self._client._run(ops.get_tenant(self._cfg, key))
 
@@ -953,10 +1011,12 @@ class AsyncTenants(_AsyncResource):
 class Auth(_SyncResource):
     """The caller's identity and API keys (``/v1/auth``)."""
 
+    @operation("whoAmI")
     def whoami(self) -> WhoAmI:
         """The identity behind the client's API key (and the tenant it is signed in to)."""
         return self._client._run(ops.whoami(self._cfg))
 
+    @operation("createApiKey")
     def create_api_key(
         self,
         *,
@@ -971,14 +1031,17 @@ class Auth(_SyncResource):
         The secret is in ``result.key`` only (never in ``repr``)."""
         return self._client._run(ops.create_api_key(self._cfg, role, tenant_id, name, expires_at, nodes))
 
+    @operation("listApiKeys")
     def list_api_keys(self) -> ApiKeyList:
         """API keys (platform_admin: all; tenant_admin: its tenant's), never their secrets."""
         return self._client._run(ops.list_api_keys(self._cfg))
 
+    @operation("revokeApiKey")
     def revoke_api_key(self, key_id: str) -> ApiKey:
         """Revokes a key (``key_3``): its next call gets 401. Idempotent."""
         return self._client._run(ops.revoke_api_key(self._cfg, key_id))
 
+    @operation("rotateApiKey")
     def rotate_api_key(self, key_id: str, *, grace_seconds: Optional[int] = None) -> ApiKeyCreated:
         """Gives a key a new secret (in ``result.key``); the previous one keeps working ``grace_seconds``
         (default 0). A revoked key answers 409 ``ConflictError``."""
@@ -989,10 +1052,12 @@ class AsyncAuth(_AsyncResource):
     """The caller's identity and API keys (``/v1/auth``), async."""
 
     @_doc(Auth.whoami)
+    @operation("whoAmI")
     async def whoami(self) -> WhoAmI:
         return await self._client._run(ops.whoami(self._cfg))
 
     @_doc(Auth.create_api_key)
+    @operation("createApiKey")
     async def create_api_key(
         self,
         *,
@@ -1007,14 +1072,17 @@ class AsyncAuth(_AsyncResource):
         )
 
     @_doc(Auth.list_api_keys)
+    @operation("listApiKeys")
     async def list_api_keys(self) -> ApiKeyList:
         return await self._client._run(ops.list_api_keys(self._cfg))
 
     @_doc(Auth.revoke_api_key)
+    @operation("revokeApiKey")
     async def revoke_api_key(self, key_id: str) -> ApiKey:
         return await self._client._run(ops.revoke_api_key(self._cfg, key_id))
 
     @_doc(Auth.rotate_api_key)
+    @operation("rotateApiKey")
     async def rotate_api_key(self, key_id: str, *, grace_seconds: Optional[int] = None) -> ApiKeyCreated:
         return await self._client._run(ops.rotate_api_key(self._cfg, key_id, grace_seconds))
 
@@ -1025,11 +1093,13 @@ class AsyncAuth(_AsyncResource):
 class Audit(_SyncResource):
     """The audit trail (``/v1/audit``)."""
 
+    @operation("listAuditEvents")
     def events(self, *, after: Optional[int] = None, limit: Optional[int] = None) -> AuditEventList:
         """Audit events with ``seq > after`` (default 0), oldest first, at most ``limit`` (1..1000, default
         100). Page on with ``after=page.last_seq``. platform_admin, auditor, security_officer."""
         return self._client._run(ops.audit_events(self._cfg, after, limit))
 
+    @operation("getAuditHead")
     def head(self) -> AuditHead:
         """The newest event's ``seq`` and ``hash``, to anchor outside the database (platform_admin)."""
         return self._client._run(ops.audit_head(self._cfg))
@@ -1039,9 +1109,11 @@ class AsyncAudit(_AsyncResource):
     """The audit trail (``/v1/audit``), async."""
 
     @_doc(Audit.events)
+    @operation("listAuditEvents")
     async def events(self, *, after: Optional[int] = None, limit: Optional[int] = None) -> AuditEventList:
         return await self._client._run(ops.audit_events(self._cfg, after, limit))
 
     @_doc(Audit.head)
+    @operation("getAuditHead")
     async def head(self) -> AuditHead:
         return await self._client._run(ops.audit_head(self._cfg))

@@ -42,7 +42,7 @@ from types import TracebackType
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Type, Union
 
 from ._client import AsyncEnterpriseAI, EnterpriseAI, _blocking_twin
-from ._core import prepare_event
+from ._core import DEFAULT_FLUSH_INTERVAL, DEFAULT_USAGE_MAX_QUEUE, prepare_event
 from .errors import (
     APIConnectionError,
     EnterpriseAIError,
@@ -101,7 +101,7 @@ class Emitter:
             the same configuration).
         batch_size: events per request at most (default 500).
         flush_interval: seconds an event may wait for its batch to fill (default 1.0).
-        max_queue_size: events waiting at most (default 100,000); see ``on_full``.
+        max_queue_size: events waiting at most (default 10,000); see ``on_full``.
         on_full: ``"block"`` (default), ``"raise"`` or ``"drop"`` -- what :meth:`emit` does when the queue is
             full.
         block_timeout: seconds ``"block"`` waits for room before raising (default 30).
@@ -118,8 +118,8 @@ class Emitter:
         client: Union[EnterpriseAI, AsyncEnterpriseAI],
         *,
         batch_size: int = 500,
-        flush_interval: float = 1.0,
-        max_queue_size: int = 100_000,
+        flush_interval: float = DEFAULT_FLUSH_INTERVAL,
+        max_queue_size: int = DEFAULT_USAGE_MAX_QUEUE,
         on_full: str = "block",
         block_timeout: float = 30.0,
         close_timeout: float = 30.0,
@@ -289,6 +289,16 @@ class Emitter:
         :meth:`close`."""
         with self._cond:
             return [dict(e) for e in self._queue]
+
+    @property
+    def flush_interval(self) -> float:
+        """Seconds an event may wait for its batch to fill."""
+        return self._flush_interval
+
+    @property
+    def max_queue_size(self) -> int:
+        """Events waiting at most."""
+        return self._max_queue_size
 
     @property
     def stats(self) -> EmitterStats:
