@@ -363,3 +363,51 @@ pub async fn a_replayed_sample_batch_is_not_counted_twice() {
     assert_eq!(plain, json!({ "accepted": 240, "duplicates": 240 }));
     assert_eq!(app.audited("gpu_samples.ingest").await, 2);
 }
+
+/// The contract says what the layer does: every `POST` and `DELETE` under `/v1` takes `Idempotency-Key`,
+/// documents `Idempotent-Replayed` on its successes and a 409 that may carry the two idempotency codes.
+#[test]
+fn the_contract_documents_the_key_on_every_post_and_delete() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contracts/v1/openapi.json");
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("openapi.json")).expect("JSON");
+    let key = json!({ "$ref": "#/components/parameters/Idempotency-Key" });
+    let mut operations = 0;
+    for (p, item) in doc["paths"].as_object().expect("paths") {
+        for m in ["post", "delete"] {
+            let Some(op) = item.get(m).filter(|_| p.starts_with("/v1/")) else {
+                continue;
+            };
+            operations += 1;
+            let params = op["parameters"].as_array().expect("parameters");
+            assert!(params.contains(&key), "{m} {p}: no Idempotency-Key");
+            for (status, r) in op["responses"].as_object().expect("responses") {
+                if status.starts_with('2') {
+                    assert!(
+                        r["headers"].get("Idempotent-Replayed").is_some(),
+                        "{m} {p} {status}: no Idempotent-Replayed"
+                    );
+                }
+            }
+            assert_eq!(
+                op["responses"]["409"]["$ref"], "#/components/responses/Conflict",
+                "{m} {p}"
+            );
+        }
+    }
+    assert!(operations >= 17, "{operations}");
+    let codes = &doc["components"]["responses"]["Conflict"]["content"]["application/json"]
+        ["schema"]["allOf"][1]["properties"]["error"]["properties"]["code"]["enum"];
+    for code in ["idempotency_key_reused", "idempotency_key_in_flight"] {
+        assert!(
+            codes.as_array().is_some_and(|c| c.contains(&json!(code))),
+            "{codes}"
+        );
+        let all = &doc["components"]["schemas"]["ErrorCode"]["enum"];
+        assert!(
+            all.as_array().is_some_and(|c| c.contains(&json!(code))),
+            "{all}"
+        );
+    }
+}
