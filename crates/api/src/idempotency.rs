@@ -16,7 +16,7 @@
 //! pruner job. A request without the header is passed through untouched.
 
 use axum::body::{Body, Bytes};
-use axum::extract::{FromRequest, FromRequestParts, Request, State};
+use axum::extract::{FromRequest, FromRequestParts, MatchedPath, Request, State};
 use axum::http::{header, HeaderName, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -70,10 +70,12 @@ pub fn fingerprint(method: &Method, path_and_query: &str, tenant: &[u8], body: &
     hex::encode(h.finalize())
 }
 
-/// Whether a request is one this layer answers for: a `POST` or `DELETE` under `/v1` with the header.
+/// Whether a request is one this layer answers for: a `POST` or `DELETE` of a route under `/v1` (not the
+/// fallback's 404 or 405) with the header.
 fn concerned(req: &Request) -> bool {
     matches!(*req.method(), Method::POST | Method::DELETE)
         && req.uri().path().starts_with("/v1/")
+        && req.extensions().get::<MatchedPath>().is_some()
         && req.headers().contains_key(HEADER)
 }
 

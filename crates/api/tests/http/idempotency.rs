@@ -184,6 +184,34 @@ pub async fn another_caller_with_the_same_key_gets_its_own_resource() {
     assert!(again.replayed());
     assert_eq!(again.body, first.body);
     assert_eq!(app.audited("api_key.revoke").await, 1);
+
+    // Tenants' keys (their rows under their tenant's scope, on PostgreSQL its row level security): the same key
+    // in two tenants makes a budget in each; a retry in one is that tenant's first answer.
+    let budget = |t: &str| {
+        json!({ "tenant_id": t, "name": "llm", "limit": { "amount": "50.00", "currency": "EUR" },
+                "thresholds_pct": [50, 100], "enforce": true })
+    };
+    let (finops_a, _) = app.key("finops", Some(TENANT_A)).await;
+    let (finops_b, _) = app.key("finops", Some(TENANT_B)).await;
+    let path = "/v1/finops/budgets";
+    let a1 = app
+        .post_with(path, &finops_a, "budget", &budget(TENANT_A))
+        .await;
+    let b1 = app
+        .post_with(path, &finops_b, "budget", &budget(TENANT_B))
+        .await;
+    assert_eq!(a1.status, StatusCode::CREATED, "{}", a1.json());
+    assert_eq!(b1.status, StatusCode::CREATED, "{}", b1.json());
+    assert!(!b1.replayed());
+    assert_ne!(a1.json()["id"], b1.json()["id"]);
+    let a2 = app
+        .post_with(path, &finops_a, "budget", &budget(TENANT_A))
+        .await;
+    assert!(a2.replayed());
+    assert_eq!(a2.body, a1.body);
+    let (status, list) = app.get(path, &finops_a).await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    assert_eq!(list["items"].as_array().map(Vec::len), Some(1), "{list}");
 }
 
 /// A failed first answer (4xx) is not kept: the same key then runs the fixed request, and the failed one
@@ -246,6 +274,15 @@ pub async fn a_failed_first_answer_releases_the_key() {
         assert_eq!(v["error"]["details"][0]["field"], "Idempotency-Key", "{v}");
     }
     assert_eq!(app.policies_named("x").await, 0);
+    // No route: the fallback's 404, as without the header (nothing signed in, nothing claimed).
+    let a = send(
+        app.client
+            .post(app.url("/v1/no-such-route"))
+            .header("Idempotency-Key", "k")
+            .json(&policy("x")),
+    )
+    .await;
+    assert_error(a.status, &a.json(), StatusCode::NOT_FOUND, "not_found");
 }
 
 /// While the first request with a key runs, the same request is 409 in flight with `Retry-After: 1`; a claim
