@@ -1,6 +1,7 @@
-/// What schemas 11 (placements), 12 (equal shares) and 13 (share methods) added, taken out again (every
-/// rollup of one placement per key).
-const PG_UNDO_V11: &str = "ALTER TABLE eai.series DROP CONSTRAINT series_labels_key; \
+/// What schemas 11 (placements), 12 (equal shares), 13 (share methods) and 14 (idempotency keys) added, taken
+/// out again (every rollup of one placement per key).
+const PG_UNDO_V11: &str = "DROP TABLE eai.idempotency_keys; \
+    ALTER TABLE eai.series DROP CONSTRAINT series_labels_key; \
     ALTER TABLE eai.series DROP COLUMN share; \
     ALTER TABLE eai.series ADD UNIQUE (deployment_id, tenant_id, model, namespace, pod, node); \
     DROP TABLE eai.equal_shares; ALTER TABLE eai.rollups DROP CONSTRAINT rollups_pkey; \
