@@ -448,3 +448,23 @@ fn the_contract_documents_the_key_on_every_post_and_delete() {
         );
     }
 }
+
+/// The layer reads the body within the server's limit: beyond it, the same 413 as without a key, and nothing
+/// is kept (the same key then runs a request within the limit).
+pub async fn a_body_over_the_limit_is_413_with_a_key_too() {
+    let app = spawn_app_with(|c| c.max_body_bytes = 1024).await;
+    let mut big = policy("big");
+    big["description"] = json!("x".repeat(2048));
+    let a = app.post_with(POLICIES, &app.admin_key, "big-1", &big).await;
+    assert_error(
+        a.status,
+        &a.json(),
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload_too_large",
+    );
+    let a = app
+        .post_with(POLICIES, &app.admin_key, "big-1", &policy("small"))
+        .await;
+    assert_eq!(a.status, StatusCode::CREATED, "{}", a.json());
+    assert!(!a.replayed());
+}
