@@ -327,7 +327,8 @@ def _openapi_operations() -> None:
     codes = openapi["components"]["schemas"]["ErrorCode"]["enum"]
     R.check("error codes", set(codes) == {
         "unauthorized", "forbidden", "tenant_required", "not_found", "method_not_allowed", "payload_too_large",
-        "conflict", "validation_error", "rate_limited", "internal", "unavailable", "budget_exceeded"}, f"{codes}")
+        "conflict", "validation_error", "rate_limited", "internal", "unavailable", "budget_exceeded",
+        "idempotency_key_reused", "idempotency_key_in_flight"}, f"{codes}")
 
 
 @section("examples of openapi.json")

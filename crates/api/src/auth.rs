@@ -173,6 +173,12 @@ async fn failed(state: &AppState, ip: Option<IpAddr>, why: SignInFailure) -> Api
     }
 }
 
+/// A caller already signed in by a layer before the handler (`crate::idempotency`): the handler's own
+/// [`Caller`] extraction reuses it, so that a request is counted once (rate limit, failures) and signed in at
+/// one instant. Only this crate's layers insert it.
+#[derive(Debug, Clone)]
+pub(crate) struct SignedIn(pub(crate) Caller);
+
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
@@ -180,6 +186,9 @@ impl FromRequestParts<AppState> for Caller {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
+        if let Some(SignedIn(caller)) = parts.extensions.get::<SignedIn>() {
+            return Ok(caller.clone());
+        }
         let ip = client_ip(parts);
         let Some(token) = bearer(parts) else {
             return Err(failed(state, ip, SignInFailure::Missing).await);

@@ -20,6 +20,9 @@ pub const DEFAULT_RATE_LIMIT_PER_ADDRESS: u32 = 20;
 pub const DEFAULT_MAX_CLOCK_SKEW_SECONDS: u32 = 300;
 pub const DEFAULT_METRICS_REFRESH_SECONDS: u32 = 60;
 pub const DEFAULT_METRICS_MAX_GPU_SERIES: u64 = 10_000;
+/// How long idempotency keys are kept, and the least they may be: a client retries within a day.
+pub const DEFAULT_IDEMPOTENCY_RETENTION: std::time::Duration =
+    std::time::Duration::from_secs(24 * 3600);
 
 /// Where the data lives, parsed from `EAI_DATABASE_URL`: made where the store is opened, and dropped then.
 #[derive(Clone, PartialEq, Eq)]
@@ -123,6 +126,9 @@ pub struct Config {
     pub raw_retention_days: u32,
     /// `EAI_MAX_GAP_MINUTES`: missing spans up to this long are interpolated, longer ones reported as gaps.
     pub max_gap_minutes: u32,
+    /// `EAI_IDEMPOTENCY_RETENTION` (`24h`, at least that): how long an `Idempotency-Key` is kept after its
+    /// first request (its answer replayed, another request with it refused); pruned hourly after.
+    pub idempotency_retention: std::time::Duration,
     /// `EAI_READ_CACHE_ROWS`: group rollups and claims the allocation's read cache keeps decoded (buckets
     /// unchanged since are not read again; 0 turns it off). Default 500,000 (about 100 MiB).
     pub read_cache_rows: usize,
@@ -201,6 +207,7 @@ impl Default for Config {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             raw_retention_days: DEFAULT_RAW_RETENTION_DAYS,
             max_gap_minutes: DEFAULT_MAX_GAP_MINUTES,
+            idempotency_retention: DEFAULT_IDEMPOTENCY_RETENTION,
             read_cache_rows: eai_store::read_cache::DEFAULT_ROWS,
             usage_cache_rows: eai_store::usage_cache::DEFAULT_ROWS,
             allocation_bucket_minutes: DEFAULT_ALLOCATION_BUCKET_MINUTES,
@@ -245,6 +252,7 @@ impl std::fmt::Debug for Config {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("raw_retention_days", &self.raw_retention_days)
             .field("max_gap_minutes", &self.max_gap_minutes)
+            .field("idempotency_retention", &self.idempotency_retention)
             .field("read_cache_rows", &self.read_cache_rows)
             .field("usage_cache_rows", &self.usage_cache_rows)
             .field("allocation_bucket_minutes", &self.allocation_bucket_minutes)
@@ -310,6 +318,9 @@ impl Config {
         }
         if self.max_gap_minutes == 0 {
             bail!("EAI_MAX_GAP_MINUTES must be at least 1");
+        }
+        if self.idempotency_retention < DEFAULT_IDEMPOTENCY_RETENTION {
+            bail!("EAI_IDEMPOTENCY_RETENTION must be at least 24h: clients retry with the same key within a day");
         }
         if self.metrics_refresh_seconds == 0 {
             bail!("EAI_METRICS_REFRESH_SECONDS must be at least 1");
@@ -391,6 +402,10 @@ pub struct ConfigArgs {
     /// Missing spans up to this long are interpolated, longer ones reported as gaps [default: 15].
     #[arg(long, env = "EAI_MAX_GAP_MINUTES", value_name = "MINUTES", value_parser = number::<u32>)]
     pub max_gap_minutes: Option<u32>,
+    /// How long an Idempotency-Key is kept after its first request, at least 24h (`36h`, `7d`, `90000s`)
+    /// [default: 24h].
+    #[arg(long, env = "EAI_IDEMPOTENCY_RETENTION", value_name = "DURATION", value_parser = duration)]
+    pub idempotency_retention: Option<std::time::Duration>,
     /// Group rollups and claims the allocation's read cache keeps decoded; 0 turns it off [default: 500000].
     #[arg(long, env = "EAI_READ_CACHE_ROWS", value_name = "ROWS", value_parser = number::<usize>)]
     pub read_cache_rows: Option<usize>,
@@ -512,6 +527,9 @@ impl ConfigArgs {
             max_body_bytes: self.max_body_bytes.unwrap_or(d.max_body_bytes),
             raw_retention_days: self.raw_retention_days.unwrap_or(d.raw_retention_days),
             max_gap_minutes: self.max_gap_minutes.unwrap_or(d.max_gap_minutes),
+            idempotency_retention: self
+                .idempotency_retention
+                .unwrap_or(d.idempotency_retention),
             read_cache_rows: self.read_cache_rows.unwrap_or(d.read_cache_rows),
             usage_cache_rows: self.usage_cache_rows.unwrap_or(d.usage_cache_rows),
             allocation_bucket_minutes: self
@@ -603,6 +621,24 @@ fn number<T: std::str::FromStr>(v: &str) -> Result<T, String> {
         .map_err(|_| "not a whole number".to_string())
 }
 
+/// A duration: a whole number with its unit, `s`, `m`, `h` or `d` (`24h`, `90m`, `7d`).
+fn duration(v: &str) -> Result<std::time::Duration, String> {
+    let v = trimmed(v)?;
+    let bad = || format!("not a duration like 24h, 90m or 7d: `{v}`");
+    let unit = v.chars().last().ok_or_else(bad)?;
+    let seconds: u64 = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86_400,
+        _ => return Err(bad()),
+    };
+    let n: u64 = v[..v.len() - 1].parse().map_err(|_| bad())?;
+    n.checked_mul(seconds)
+        .map(std::time::Duration::from_secs)
+        .ok_or_else(bad)
+}
+
 /// An on/off setting: `on`, `true`, `1` or `off`, `false`, `0`.
 fn switch(v: &str) -> Result<bool, String> {
     match trimmed(v)?.to_ascii_lowercase().as_str() {
@@ -671,6 +707,20 @@ mod tests {
         assert_eq!((c.max_batch, c.data_dir), (7, PathBuf::from("/d")));
         let e = from(&[("EAI_MAX_BATCH", "  ")]).expect_err("blank");
         assert!(e.to_string().contains("--max-batch"), "{e}");
+    }
+
+    #[test]
+    fn the_idempotency_retention_is_a_duration_of_a_day_at_least() {
+        let hours = |c: Config| c.idempotency_retention.as_secs() / 3600;
+        assert_eq!(hours(from(&[]).expect("default")), 24);
+        let c = from(&[("EAI_IDEMPOTENCY_RETENTION", "7d")]).expect("a week");
+        assert_eq!(hours(c), 168);
+        let c = from(&[("EAI_IDEMPOTENCY_RETENTION", "1800m")]).expect("30 hours");
+        assert_eq!(hours(c), 30);
+        let e = from(&[("EAI_IDEMPOTENCY_RETENTION", "23h")]).expect_err("less than a day");
+        assert!(e.to_string().contains("at least 24h"), "{e}");
+        let e = from(&[("EAI_IDEMPOTENCY_RETENTION", "24")]).expect_err("no unit");
+        assert!(e.to_string().contains("--idempotency-retention"), "{e}");
     }
 
     #[test]

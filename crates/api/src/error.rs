@@ -27,10 +27,12 @@ pub enum ErrorCode {
     Internal,
     Unavailable,
     BudgetExceeded,
+    IdempotencyKeyReused,
+    IdempotencyKeyInFlight,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 12] = [
+    pub const ALL: [ErrorCode; 14] = [
         ErrorCode::Unauthorized,
         ErrorCode::Forbidden,
         ErrorCode::TenantRequired,
@@ -43,6 +45,8 @@ impl ErrorCode {
         ErrorCode::Internal,
         ErrorCode::Unavailable,
         ErrorCode::BudgetExceeded,
+        ErrorCode::IdempotencyKeyReused,
+        ErrorCode::IdempotencyKeyInFlight,
     ];
 
     /// The table: code, HTTP status.
@@ -60,6 +64,8 @@ impl ErrorCode {
             ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::BudgetExceeded => StatusCode::PAYMENT_REQUIRED,
+            ErrorCode::IdempotencyKeyReused => StatusCode::CONFLICT,
+            ErrorCode::IdempotencyKeyInFlight => StatusCode::CONFLICT,
         }
     }
 
@@ -77,6 +83,8 @@ impl ErrorCode {
             ErrorCode::Internal => "internal",
             ErrorCode::Unavailable => "unavailable",
             ErrorCode::BudgetExceeded => "budget_exceeded",
+            ErrorCode::IdempotencyKeyReused => "idempotency_key_reused",
+            ErrorCode::IdempotencyKeyInFlight => "idempotency_key_in_flight",
         }
     }
 }
@@ -295,6 +303,27 @@ impl ApiError {
             ErrorCode::RateLimited,
             "Every allocation slot of the server is busy: retry in 1 s.",
             "Tous les calculs d'allocation du serveur sont occupés : réessayez dans 1 s.",
+        );
+        e.retry_after = Some(1);
+        e
+    }
+
+    /// The `Idempotency-Key` was used before for another request (the message names the key, never that
+    /// request).
+    pub fn idempotency_key_reused(key: &str) -> Self {
+        Self::new(
+            ErrorCode::IdempotencyKeyReused,
+            format!("The Idempotency-Key `{key}` was already used for another request: send a new key with a new request."),
+            format!("La clé d'idempotence `{key}` a déjà servi pour une autre requête : envoyez une nouvelle clé avec une nouvelle requête."),
+        )
+    }
+
+    /// The first request with this `Idempotency-Key` is still running: retry in 1 s (also in `Retry-After`).
+    pub fn idempotency_key_in_flight(key: &str) -> Self {
+        let mut e = Self::new(
+            ErrorCode::IdempotencyKeyInFlight,
+            format!("A request with the Idempotency-Key `{key}` is still running: retry in 1 s."),
+            format!("Une requête avec la clé d'idempotence `{key}` est encore en cours : réessayez dans 1 s."),
         );
         e.retry_after = Some(1);
         e

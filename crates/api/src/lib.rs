@@ -6,7 +6,7 @@
 //! module per resource), [`auth`] (sign-in: the `Caller` extractor; the policy table, one type per action;
 //! `Authorized<A>`, the extractor that gives a handler of `A` its caller and scope, and the audit of
 //! mutations), [`error`] (the one envelope and its code table), [`extract`] (body and query extractors whose
-//! rejections use the envelope), [`telemetry`] (request id, traceparent, spans), [`state`] (what every handler
+//! rejections use the envelope), [`idempotency`] (the `Idempotency-Key` layer), [`telemetry`] (request id, traceparent, spans), [`state`] (what every handler
 //! shares, the clock included), [`limits`] (rate limits and allocation slots). Leaves, which import nothing of
 //! the crate: [`key_format`], [`request_context`].
 
@@ -14,6 +14,7 @@ pub mod auth;
 pub mod config;
 pub mod error;
 pub mod extract;
+pub mod idempotency;
 pub mod key_format;
 pub mod limits;
 pub mod request_context;

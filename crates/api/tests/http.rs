@@ -1343,6 +1343,19 @@ mod routes;
 #[path = "http/snapshots.rs"]
 mod snapshots;
 
+#[path = "http/idempotency.rs"]
+mod idempotency;
+use idempotency::*;
+
+on_both_backends!(
+    a_retried_create_makes_one_resource_and_the_same_answer,
+    another_caller_with_the_same_key_gets_its_own_resource,
+    a_failed_first_answer_releases_the_key,
+    a_key_in_flight_is_refused_then_taken_over_and_runs_once,
+    a_replayed_sample_batch_is_not_counted_twice,
+    a_body_over_the_limit_is_413_with_a_key_too,
+);
+
 #[path = "http/token_costs.rs"]
 mod token_costs;
 use token_costs::*;

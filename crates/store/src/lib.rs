@@ -6,7 +6,7 @@
 //! The modules, in layers (each uses only its own layer and those above it, and no module circles back):
 //!
 //! 1. this root (the trait and the types it speaks), [`codec`] (how values are stored), [`audit`] (the hash
-//!    chain), [`lease`] (the one-replica jobs);
+//!    chain), [`lease`] (the one-replica jobs), [`idempotency`] (the keys of retried requests);
 //! 2. the rules of records both backends share: [`records`] (events, policies, keys, tenants), [`budgets`],
 //!    [`providers`]; [`rollups`] (per-GPU rollups, group rollups and claims, what pruning keeps); [`cache`] (the
 //!    read caches); [`clickhouse`] (the replica) and [`outbox`] (the replica rows of each change);
@@ -29,6 +29,7 @@ pub mod budgets;
 pub mod cache;
 pub mod clickhouse;
 pub mod codec;
+pub mod idempotency;
 pub mod lease;
 pub mod outbox;
 pub mod plan;
@@ -43,8 +44,8 @@ pub mod testing;
 
 pub use crate::cache::{read_cache, usage_cache};
 pub use crate::roles::{
-    AuditStore, BudgetStore, KeyStore, NewSecret, Observed, PolicyStore, ReplicaStore, SampleStore,
-    Store, TenantStore, UsageStore,
+    AuditStore, BudgetStore, IdempotencyStore, KeyStore, NewSecret, Observed, PolicyStore,
+    ReplicaStore, SampleStore, Store, TenantStore, UsageStore,
 };
 
 /// The id of rows that belong to no tenant (shared deployments, platform keys and events): no tenant may use it.

@@ -27,12 +27,13 @@
 //! Layout: `schema` (migrations, policies, grants), `pool` (the connections and their prepared statements),
 //! `tx` (a transaction begun for a scope, and the writes many changes share inside it: usage events with their
 //! claims and spend, the outbox, the audit chain's next link), `samples` (raw samples, rollups, gaps),
-//! `records` (usage events, policies, keys, tenants, audit chain), `budgets`, `providers`, `derived` (group
+//! `records` (usage events, policies, keys, tenants, audit chain), `budgets`, `providers`, `idempotency`, `derived` (group
 //! rollups and claims: writes and reads), `tls` (sslmode over rustls), `scratch` (feature `test-support`:
 //! throw-away databases for tests and benchmarks).
 
 mod budgets;
 mod derived;
+mod idempotency;
 mod pool;
 mod providers;
 mod records;

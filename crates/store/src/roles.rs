@@ -21,6 +21,7 @@ use uuid::Uuid;
 use crate::budgets::{
     Alert, BudgetRecord, Delivery, NewBudget, NewReservation, Reservation, ReserveOutcome,
 };
+use crate::idempotency::{Claim, Claimed, StoredAnswer};
 use crate::lease::LeaderJob;
 use crate::providers::ProviderRecord;
 use crate::{
@@ -278,6 +279,27 @@ roles! {
         async fn verify_audit_chain(&self, expect: Option<&AuditHead>) -> Result<Option<BrokenLink>>;
     }
 
+    /// Idempotency keys (see [`crate::idempotency`]): claimed before a request runs, completed with its
+    /// answer or released, kept for the retention.
+    pub trait IdempotencyStore {
+        /// Claims `claim.key` for `claim.caller` atomically (insert if absent; on PostgreSQL two replicas never
+        /// both get [`Claimed::Run`] for one key), or says what the row already there answers
+        /// ([`crate::idempotency::decide`]): an abandoned claim of the same request (claimed before
+        /// `claim.stale_before`, never completed) is taken over.
+        async fn claim_idempotency_key(&self, claim: &Claim) -> Result<Claimed>;
+
+        /// Stores the answer of the request that holds `claim` (its token). False when the claim is no longer
+        /// its own (taken over or pruned): nothing is written.
+        async fn complete_idempotency_key(&self, claim: &Claim, answer: &StoredAnswer) -> Result<bool>;
+
+        /// Deletes the row `claim` holds (the request failed: a retry runs again). False when it is no longer
+        /// its own.
+        async fn release_idempotency_key(&self, claim: &Claim) -> Result<bool>;
+
+        /// Deletes the keys claimed before `before`, completed or not. Returns the rows deleted.
+        async fn prune_idempotency_keys(&self, before: Timestamp) -> Result<u64>;
+    }
+
     /// What the ClickHouse replica is fed from: the outbox of changes, and the rows of a backfill.
     pub trait ReplicaStore {
         /// The span a replica has rows of: from the earliest of sample ends, rollup buckets, gap starts and
@@ -321,6 +343,7 @@ pub trait Store:
     + TenantStore
     + BudgetStore
     + AuditStore
+    + IdempotencyStore
     + ReplicaStore
 {
     /// Which backend (`sqlite`, `postgres`), for `/readyz` and logs.

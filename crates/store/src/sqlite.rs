@@ -16,12 +16,13 @@
 //! Layout: `schema` (embedded migrations), `codec` (column encodings), `tx` (the writes many changes share
 //! inside their transaction: usage events with their claims and spend, the outbox, the audit chain's next
 //! link), `samples` (raw samples, rollups, gaps), `records` (usage events, policies, keys, tenants, audit chain),
-//! `claims` (usage claims), `budgets`, `providers`, `backup` (online copies, checks, restore).
+//! `claims` (usage claims), `budgets`, `providers`, `idempotency` (the keys of retried requests), `backup` (online copies, checks, restore).
 
 pub mod backup;
 mod budgets;
 mod claims;
 mod codec;
+mod idempotency;
 mod providers;
 mod records;
 mod samples;

@@ -310,6 +310,10 @@ mod sqlite_harness {
         concurrent_appends_never_fork_the_chain,
         concurrent_batches_of_one_gpu_count_each_sample_once,
         without_the_outbox_nothing_is_queued,
+        idempotency_keys_are_claimed_once_and_replayed,
+        idempotency_keys_are_released_and_taken_over,
+        idempotency_keys_are_pruned_by_age,
+        concurrent_claims_of_one_key_run_once,
     );
 
     /// A fresh file opened with the replica outbox on.
@@ -428,6 +432,10 @@ mod postgres_harness {
         concurrent_appends_never_fork_the_chain,
         concurrent_batches_of_one_gpu_count_each_sample_once,
         without_the_outbox_nothing_is_queued,
+        idempotency_keys_are_claimed_once_and_replayed,
+        idempotency_keys_are_released_and_taken_over,
+        idempotency_keys_are_pruned_by_age,
+        concurrent_claims_of_one_key_run_once,
     );
 
     /// A fresh database opened with the replica outbox on.

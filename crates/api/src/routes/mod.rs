@@ -4,6 +4,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{delete, get, post};
 use axum::{middleware, Router};
 
+use crate::idempotency;
 use crate::state::AppState;
 use crate::telemetry;
 
@@ -25,8 +26,8 @@ pub mod tenants;
 pub mod token_costs;
 pub mod usage_events;
 
-/// The whole HTTP API as a value: every route, the envelope fallbacks (404, 405), the body limit and the
-/// request middleware (request id, traceparent, span, metrics).
+/// The whole HTTP API as a value: every route, the envelope fallbacks (404, 405), the `Idempotency-Key` layer,
+/// the body limit and the request middleware (request id, traceparent, span, metrics).
 pub fn router(state: AppState) -> Router {
     let max_body = state.settings.max_body_bytes;
     Router::new()
@@ -95,6 +96,11 @@ pub fn router(state: AppState) -> Router {
         .merge(portal::routes())
         .fallback(system::not_found)
         .method_not_allowed_fallback(system::method_not_allowed)
+        // Inside the body limit (it reads the body within it), outside every handler.
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            idempotency::guard,
+        ))
         .layer(DefaultBodyLimit::max(max_body))
         .layer(middleware::from_fn_with_state(
             state.clone(),

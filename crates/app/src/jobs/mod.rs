@@ -1,7 +1,8 @@
 //! The server's background jobs, on an injected [`Clock`]: each one's work is a function of `now` (`*_once`)
 //! behind a small loop that sleeps on the clock, so a test steps the clock instead of waiting. [`Jobs::spawn`]
 //! starts those the configuration asks for:
-//! - the raw-sample pruner, hourly ([`prune_once`]);
+//! - the pruner, hourly: raw samples past their retention ([`prune_once`]) and idempotency keys past theirs
+//!   ([`prune_idempotency_once`]);
 //! - the ClickHouse replicator ([`replicator`]: the schema, then the outbox, with backoff while it is down);
 //! - the allocation batch ([`crate::batch::schedule`]);
 //! - the budget chores ([`crate::budget_alerts::run`]: holds expired, thresholds crossed, webhooks delivered);
@@ -17,7 +18,7 @@ use eai_engine::allocate::AllocationConfig;
 use eai_engine::time::Timestamp;
 use eai_store::clickhouse::ClickHouse;
 use eai_store::lease::LeaderJob;
-use eai_store::{SampleStore, Store};
+use eai_store::{IdempotencyStore, SampleStore, Store};
 use tokio::task::JoinHandle;
 
 use crate::allocation::Source;
@@ -27,7 +28,7 @@ use crate::metrics::Metrics;
 
 pub mod replicator;
 
-/// How often raw samples past their retention are pruned.
+/// How often raw samples and idempotency keys past their retention are pruned.
 pub const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 /// How often the audit chain's head is logged (an anchor outside the database; also in `/metrics`).
 pub const AUDIT_HEAD_EVERY: Duration = Duration::from_secs(24 * 3600);
@@ -39,8 +40,10 @@ pub struct Jobs {
     pub clock: Arc<dyn Clock>,
     /// Between two lease checks (`EAI_LEADER_POLL_SECONDS`).
     pub leader_poll: Duration,
-    /// `EAI_RAW_RETENTION_DAYS` (0: raw samples are kept, no pruner).
+    /// `EAI_RAW_RETENTION_DAYS` (0: raw samples are kept).
     pub raw_retention_days: u32,
+    /// `EAI_IDEMPOTENCY_RETENTION`: how long an idempotency key is kept after its claim.
+    pub idempotency_retention: Duration,
     /// The replica to deliver the outbox to, if any.
     pub clickhouse: Option<ClickHouse>,
     /// The allocation batch (`EAI_ALLOCATION_BATCH`): where it reads, its buckets, its schedule.
@@ -56,6 +59,7 @@ impl std::fmt::Debug for Jobs {
         f.debug_struct("Jobs")
             .field("store", &self.store.backend())
             .field("raw_retention_days", &self.raw_retention_days)
+            .field("idempotency_retention", &self.idempotency_retention)
             .field(
                 "clickhouse",
                 &self.clickhouse.as_ref().map(|c| c.database()),
@@ -75,21 +79,21 @@ impl Jobs {
             clock,
             leader_poll,
             raw_retention_days,
+            idempotency_retention,
             clickhouse,
             batch,
             budget_check,
             refresher,
         } = self;
         let mut tasks = Vec::new();
-        if raw_retention_days > 0 {
-            tasks.push(tokio::spawn(prune_raw_samples(
-                store.clone(),
-                raw_retention_days,
-                metrics.clone(),
-                clock.clone(),
-                leader_poll,
-            )));
-        }
+        tasks.push(tokio::spawn(prune(
+            store.clone(),
+            raw_retention_days,
+            idempotency_retention,
+            metrics.clone(),
+            clock.clone(),
+            leader_poll,
+        )));
         if let Some(ch) = clickhouse {
             tracing::info!(database = ch.database(), "replicating to ClickHouse");
             tasks.push(tokio::spawn(replicator::run(
@@ -127,10 +131,12 @@ impl Jobs {
     }
 }
 
-/// Deletes raw samples past their retention, hourly (rollups stay), on the replica that holds the pruner's lease.
-pub async fn prune_raw_samples(
+/// Deletes raw samples past their retention (`days`; 0 keeps them; rollups stay) and idempotency keys past
+/// theirs, hourly, on the replica that holds the pruner's lease.
+pub async fn prune(
     store: Arc<dyn Store>,
     days: u32,
+    idempotency_retention: Duration,
     metrics: Arc<Metrics>,
     clock: Arc<dyn Clock>,
     poll: Duration,
@@ -138,9 +144,33 @@ pub async fn prune_raw_samples(
     let lease = Lease::new(store.clone(), LeaderJob::Pruner, metrics);
     let store = store.as_ref();
     crate::leader::every_while_leading(lease, clock, PRUNE_EVERY, poll, |now| async move {
-        prune_once(store, days, now).await;
+        if days > 0 {
+            prune_once(store, days, now).await;
+        }
+        prune_idempotency_once(store, idempotency_retention, now).await;
     })
     .await;
+}
+
+/// One prune of idempotency keys at `now`: keys claimed more than `retention` before go; returns how many.
+pub async fn prune_idempotency_once(
+    store: &dyn IdempotencyStore,
+    retention: Duration,
+    now: Timestamp,
+) -> u64 {
+    let ms = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+    let before = Timestamp(now.0.saturating_sub(ms));
+    match store.prune_idempotency_keys(before).await {
+        Ok(0) => 0,
+        Ok(n) => {
+            tracing::info!(rows = n, before = %before, "pruned idempotency keys past their retention");
+            n
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "pruning idempotency keys failed; will retry");
+            0
+        }
+    }
 }
 
 /// One prune at `now`: raw samples older than `days` days go; returns how many.
@@ -227,6 +257,51 @@ mod tests {
             vec![Timestamp(1_800_000_000_000), Timestamp(1_800_003_600_000)]
         );
         job.abort();
+    }
+
+    #[tokio::test]
+    async fn idempotency_keys_are_pruned_past_their_retention_only() {
+        use eai_store::idempotency::{Claim, Claimed};
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = eai_store::sqlite::SqliteStore::open(&dir.path().join("i.db")).expect("store");
+        let now = Timestamp(1_800_000_000_000);
+        let day = 86_400_000;
+        let claim = |key: &str, at: i64| Claim {
+            caller: "key_1".into(),
+            tenant: None,
+            key: key.into(),
+            fingerprint: "f".into(),
+            token: uuid::Uuid::new_v4(),
+            at: Timestamp(at),
+            stale_before: Timestamp(at - 300_000),
+        };
+        for (key, at) in [("old", now.0 - day - 1), ("kept", now.0 - day)] {
+            let c = claim(key, at);
+            assert_eq!(
+                store.claim_idempotency_key(&c).await.expect("claim"),
+                Claimed::Run
+            );
+        }
+        let retention = Duration::from_secs(24 * 3600);
+        assert_eq!(prune_idempotency_once(&store, retention, now).await, 1);
+        assert_eq!(prune_idempotency_once(&store, retention, now).await, 0);
+        let other = Claim {
+            fingerprint: "another request".into(),
+            ..claim("kept", now.0)
+        };
+        assert_eq!(
+            store.claim_idempotency_key(&other).await.expect("claim"),
+            Claimed::Reused,
+            "a key exactly at the retention is kept"
+        );
+        assert_eq!(
+            store
+                .claim_idempotency_key(&claim("old", now.0))
+                .await
+                .expect("claim"),
+            Claimed::Run,
+            "the pruned key is free again"
+        );
     }
 
     #[tokio::test]

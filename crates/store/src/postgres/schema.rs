@@ -651,7 +651,43 @@ ALTER TABLE eai.series ADD CONSTRAINT series_labels_key
     UNIQUE (deployment_id, tenant_id, model, namespace, pod, node, share);
 "#;
 
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13];
+/// 14: idempotency keys (`crate::idempotency`): one row per (caller, key), claimed before the request runs
+/// (`claim`: the claim's token), completed with the answer of a success or deleted; pruned by `claimed_at_ms`.
+/// A row is its caller's tenant's data (the answer it keeps may name that tenant's records): `tenant_id` is the
+/// caller's tenant, or the platform tenant for a platform identity, under the same `tenant_rows` and
+/// `platform_rows` policies as every tenant table, `ENABLE` and `FORCE`. The store claims, completes and
+/// releases a key under the caller's own scope, and prunes on the platform path. The service role may read,
+/// insert, complete (the answer's columns), take over (`claim`, `claimed_at_ms`) and delete rows.
+const V14: &str = r#"
+CREATE TABLE eai.idempotency_keys (
+    caller          text NOT NULL,
+    key             text NOT NULL,
+    tenant_id       uuid NOT NULL,
+    fingerprint     text NOT NULL,
+    claim           uuid NOT NULL,
+    claimed_at_ms   bigint NOT NULL,
+    completed_at_ms bigint,
+    status          integer,
+    content_type    text,
+    location        text,
+    body            bytea,
+    PRIMARY KEY (caller, key)
+);
+CREATE INDEX idempotency_keys_by_claim ON eai.idempotency_keys (claimed_at_ms);
+ALTER TABLE eai.idempotency_keys ENABLE ROW LEVEL SECURITY;
+ALTER TABLE eai.idempotency_keys FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_rows ON eai.idempotency_keys
+    USING (tenant_id = NULLIF(current_setting('app.tenant_id', true), '')::uuid)
+    WITH CHECK (tenant_id = NULLIF(current_setting('app.tenant_id', true), '')::uuid);
+CREATE POLICY platform_rows ON eai.idempotency_keys
+    USING (current_setting('app.platform', true) = 'on')
+    WITH CHECK (current_setting('app.platform', true) = 'on');
+GRANT SELECT, INSERT, DELETE ON eai.idempotency_keys TO eai_app;
+GRANT UPDATE (claim, claimed_at_ms, completed_at_ms, status, content_type, location, body)
+    ON eai.idempotency_keys TO eai_app;
+"#;
+
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14];
 
 /// The schema version this binary writes.
 pub fn latest() -> u32 {

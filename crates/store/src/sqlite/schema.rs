@@ -428,6 +428,28 @@ DROP TABLE series;
 ALTER TABLE series_v13 RENAME TO series;
 "#;
 
+/// 14: idempotency keys (`crate::idempotency`): one row per (caller, key), claimed before the request runs
+/// (`claim`: the claim's token), completed with the answer of a success (`status`, `content_type`, `location`,
+/// `body`) or deleted; pruned by `claimed_at_ms`. `tenant`: the caller's tenant uuid, or '' for a platform
+/// identity.
+const V14_IDEMPOTENCY: &str = r#"
+CREATE TABLE idempotency_keys (
+    caller          TEXT NOT NULL,
+    key             TEXT NOT NULL,
+    tenant          TEXT NOT NULL DEFAULT '',
+    fingerprint     TEXT NOT NULL,
+    claim           TEXT NOT NULL,
+    claimed_at_ms   INTEGER NOT NULL,
+    completed_at_ms INTEGER,
+    status          INTEGER,
+    content_type    TEXT,
+    location        TEXT,
+    body            BLOB,
+    PRIMARY KEY (caller, key)
+) WITHOUT ROWID;
+CREATE INDEX idempotency_keys_by_claim ON idempotency_keys (claimed_at_ms);
+"#;
+
 /// Every migration, in order. `schema_version` = how many have been applied.
 pub const MIGRATIONS: &[Migration] = &[
     sql(V1_SAMPLES),
@@ -462,6 +484,7 @@ pub const MIGRATIONS: &[Migration] = &[
         foreign_keys_off: true,
         ..sql(V13_SERIES_SHARE)
     },
+    sql(V14_IDEMPOTENCY),
 ];
 
 /// Events already in the chain keep the hash form they were written with: the current one starts after them.

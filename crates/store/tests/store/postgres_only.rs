@@ -1,6 +1,7 @@
-/// What schemas 11 (placements), 12 (equal shares) and 13 (share methods) added, taken out again (every
-/// rollup of one placement per key).
-const PG_UNDO_V11: &str = "ALTER TABLE eai.series DROP CONSTRAINT series_labels_key; \
+/// What schemas 11 (placements), 12 (equal shares), 13 (share methods) and 14 (idempotency keys) added, taken
+/// out again (every rollup of one placement per key).
+const PG_UNDO_V11: &str = "DROP TABLE eai.idempotency_keys; \
+    ALTER TABLE eai.series DROP CONSTRAINT series_labels_key; \
     ALTER TABLE eai.series DROP COLUMN share; \
     ALTER TABLE eai.series ADD UNIQUE (deployment_id, tenant_id, model, namespace, pod, node); \
     DROP TABLE eai.equal_shares; ALTER TABLE eai.rollups DROP CONSTRAINT rollups_pkey; \
@@ -13,8 +14,8 @@ use eai_store::postgres::scratch::ScratchDb;
 use eai_store::postgres::{PgStore, PLATFORM_TENANT, SERVICE_ROLE};
 use eai_store::rollups::RollupConfig;
 use eai_store::{
-    AuditStore, BudgetStore, KeyStore, PolicyStore, ReplicaStore, SampleStore, TenantStore,
-    UsageStore,
+    AuditStore, BudgetStore, IdempotencyStore, KeyStore, PolicyStore, ReplicaStore, SampleStore,
+    TenantStore, UsageStore,
 };
 use tokio_postgres::{Client, NoTls};
 
@@ -87,7 +88,7 @@ async fn the_store_reaches_postgres_over_tls_with_verify_full() {
 }
 
 /// Every table that holds tenant rows.
-const TENANT_TABLES: [&str; 14] = [
+const TENANT_TABLES: [&str; 15] = [
     "budgets",
     "reservations",
     "spend",
@@ -102,6 +103,7 @@ const TENANT_TABLES: [&str; 14] = [
     "series",
     "deployment_rollups",
     "usage_claims",
+    "idempotency_keys",
 ];
 
 /// A plain connection to the scratch database, switched to the service role as the store's are.
@@ -300,6 +302,21 @@ async fn two_tenants(s: &PgStore, a: TenantId, b: TenantId) {
         .unwrap();
     }
     assert_eq!(s.record_crossings(ts(T0 + H)).await.unwrap().len(), 2);
+    for (caller, t) in [("key_a", Some(a)), ("key_b", Some(b)), ("key_p", None)] {
+        let claim = eai_store::idempotency::Claim {
+            caller: caller.into(),
+            tenant: t,
+            key: "k".into(),
+            fingerprint: "f".into(),
+            token: Uuid::new_v4(),
+            at: ts(T0),
+            stale_before: ts(T0 - 300_000),
+        };
+        assert_eq!(
+            s.claim_idempotency_key(&claim).await.unwrap(),
+            eai_store::idempotency::Claimed::Run
+        );
+    }
     for (t, slug) in [(a, "tenant-a"), (b, "tenant-b")] {
         let reg = eai_engine::domain::Tenant {
             id: t,
@@ -428,6 +445,8 @@ async fn row_level_security_hides_and_protects_another_tenants_rows_at_the_datab
           VALUES (7, 'd-new', '{T}', 'm', 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, '{}') RETURNING 1"),
         ("usage_claims", "INSERT INTO eai.usage_claims (bucket_ms, deployment_id, tenant_id, gpu_seconds, tokens, events) \
           VALUES (7, 'd-new', '{T}', 0, 0, 1) RETURNING 1"),
+        ("idempotency_keys", "INSERT INTO eai.idempotency_keys (caller, key, tenant_id, fingerprint, claim, claimed_at_ms) \
+          VALUES ('key_new', md5(random()::text), '{T}', 'f', gen_random_uuid(), 0) RETURNING 1"),
     ];
     assert_eq!(inserts.len(), TENANT_TABLES.len());
     for (t, sql) in inserts {

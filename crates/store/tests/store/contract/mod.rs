@@ -5,6 +5,7 @@ use super::*;
 
 mod audit;
 mod budgets;
+mod idempotency;
 mod keys;
 mod policies;
 mod reads;
@@ -16,6 +17,7 @@ mod usage;
 
 pub use audit::*;
 pub use budgets::*;
+pub use idempotency::*;
 pub use keys::*;
 pub use policies::*;
 pub use reads::*;

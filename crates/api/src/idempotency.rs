@@ -1,0 +1,282 @@
+//! `Idempotency-Key`: one layer around every `POST` and `DELETE` under `/v1`, after sign-in and before the
+//! handlers, so that a request retried after a lost answer is answered again instead of run again.
+//!
+//! A request that sends the header is signed in here (the handler reuses that sign-in: one rate-limit token,
+//! one failure count), its body read within the body limit, and its key claimed in the store for its caller
+//! (the API key's id: two callers never share keys) with a SHA-256 of the request (method, path and query,
+//! `X-EAI-Tenant`, body), atomically, before the handler runs ([`eai_store::IdempotencyStore`]). Then:
+//! - a new key runs the handler; a 2xx answer is stored (status, body, `Content-Type`, `Location`), any other
+//!   answer releases the key, so that a fixed retry runs again;
+//! - the same request again gets the stored answer, with `Idempotent-Replayed: true` (not run, not audited);
+//! - another request with the key gets 409 `idempotency_key_reused`;
+//! - the same request while the first still runs gets 409 `idempotency_key_in_flight` with `Retry-After: 1`.
+//!
+//! A claim still in flight after [`LEASE_MS`] (longer than any request) was left by a crashed server: the same
+//! request takes it over. Keys are kept for `EAI_IDEMPOTENCY_RETENTION` (24 h at least) and pruned by the
+//! pruner job. A request without the header is passed through untouched.
+
+use axum::body::{Body, Bytes};
+use axum::extract::{FromRequest, FromRequestParts, MatchedPath, Request, State};
+use axum::http::{header, HeaderName, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use eai_engine::time::Timestamp;
+use eai_store::idempotency::{Claim, Claimed, StoredAnswer};
+use eai_store::Store;
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+use crate::auth::{Caller, SignedIn, TENANT_HEADER};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The request header.
+pub const HEADER: HeaderName = HeaderName::from_static("idempotency-key");
+/// The response header of a replayed answer.
+pub const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
+/// The longest a key may be.
+pub const MAX_KEY_LEN: usize = 255;
+/// A claim in flight for longer than this (no request runs so long) was abandoned by a crashed server.
+pub const LEASE_MS: i64 = 5 * 60_000;
+
+/// The key as sent: 1 to 255 printable ASCII characters (space to `~`).
+pub fn parse_key(v: &HeaderValue) -> Result<String, ApiError> {
+    let bytes = v.as_bytes();
+    let ok = !bytes.is_empty()
+        && bytes.len() <= MAX_KEY_LEN
+        && bytes.iter().all(|b| (b' '..=b'~').contains(b));
+    match std::str::from_utf8(bytes) {
+        Ok(s) if ok => Ok(s.to_string()),
+        _ => Err(ApiError::invalid(
+            "Idempotency-Key",
+            format!("must be 1 to {MAX_KEY_LEN} printable ASCII characters"),
+        )),
+    }
+}
+
+/// Hex SHA-256 of what makes a request the same request: method, path and query, the tenant header, body
+/// (each length-prefixed, so that no two requests hash alike by moving bytes across parts).
+pub fn fingerprint(method: &Method, path_and_query: &str, tenant: &[u8], body: &[u8]) -> String {
+    let mut h = Sha256::new();
+    for part in [
+        method.as_str().as_bytes(),
+        path_and_query.as_bytes(),
+        tenant,
+    ] {
+        h.update((part.len() as u64).to_be_bytes());
+        h.update(part);
+    }
+    h.update(body);
+    hex::encode(h.finalize())
+}
+
+/// Whether a request is one this layer answers for: a `POST` or `DELETE` of a route under `/v1` (not the
+/// fallback's 404 or 405) with the header.
+fn concerned(req: &Request) -> bool {
+    matches!(*req.method(), Method::POST | Method::DELETE)
+        && req.uri().path().starts_with("/v1/")
+        && req.extensions().get::<MatchedPath>().is_some()
+        && req.headers().contains_key(HEADER)
+}
+
+/// The layer (`axum::middleware::from_fn_with_state`).
+pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    if !concerned(&req) {
+        return next.run(req).await;
+    }
+    match claimed(&state, req, next).await {
+        Ok(r) | Err(r) => r,
+    }
+}
+
+async fn claimed(state: &AppState, req: Request, next: Next) -> Result<Response, Response> {
+    let key = req
+        .headers()
+        .get(HEADER)
+        .map(parse_key)
+        .transpose()
+        .map_err(IntoResponse::into_response)?
+        .unwrap_or_default();
+    let (mut parts, body) = req.into_parts();
+    let caller = Caller::from_request_parts(&mut parts, state)
+        .await
+        .map_err(IntoResponse::into_response)?;
+    parts.extensions.insert(SignedIn(caller.clone()));
+    let method = parts.method.clone();
+    let target = parts
+        .uri
+        .path_and_query()
+        .map_or_else(|| parts.uri.path().to_string(), |p| p.as_str().to_string());
+    let tenant = parts
+        .headers
+        .get(TENANT_HEADER)
+        .map(|v| v.as_bytes().to_vec())
+        .unwrap_or_default();
+    // Read within the body limit (the `DefaultBodyLimit` outside this layer), as the handler would.
+    let bytes = match Bytes::from_request(Request::from_parts(parts.clone(), body), state).await {
+        Ok(b) => b,
+        Err(r) if r.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return Err(ApiError::body_too_large(state.settings.max_body_bytes).into_response())
+        }
+        Err(r) => return Err(ApiError::bad_json(r.body_text()).into_response()),
+    };
+    let now = state.now();
+    let claim = Claim {
+        caller: caller.key_id.clone(),
+        tenant: caller.tenant,
+        fingerprint: fingerprint(&method, &target, &tenant, &bytes),
+        key,
+        token: uuid::Uuid::new_v4(),
+        at: now,
+        stale_before: Timestamp(now.0 - LEASE_MS),
+    };
+    match state.store.claim_idempotency_key(&claim).await {
+        Err(e) => return Err(ApiError::from(e).into_response()),
+        Ok(Claimed::Replay(answer)) => {
+            tracing::info!(caller = %claim.caller, status = answer.status, "idempotent replay");
+            return Ok(replay(answer));
+        }
+        Ok(Claimed::Reused) => {
+            return Err(ApiError::idempotency_key_reused(&claim.key).into_response())
+        }
+        Ok(Claimed::InFlight) => {
+            return Err(ApiError::idempotency_key_in_flight(&claim.key).into_response())
+        }
+        Ok(Claimed::Run) => {}
+    }
+    let held = Held {
+        store: Some(state.store.clone()),
+        claim,
+    };
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    Ok(held.finish(response).await)
+}
+
+/// The stored answer, again.
+fn replay(a: StoredAnswer) -> Response {
+    let status = StatusCode::from_u16(a.status).unwrap_or(StatusCode::OK);
+    let mut r = (status, a.body).into_response();
+    let h = r.headers_mut();
+    h.remove(header::CONTENT_TYPE);
+    for (name, value) in [
+        (header::CONTENT_TYPE, a.content_type),
+        (header::LOCATION, a.location),
+    ] {
+        if let Some(v) = value.and_then(|v| HeaderValue::from_str(&v).ok()) {
+            h.insert(name, v);
+        }
+    }
+    h.insert(REPLAYED, HeaderValue::from_static("true"));
+    r
+}
+
+/// A claim the running request holds: completed or released by [`Held::finish`]; released if the request is
+/// dropped before (the client went away, the handler panicked), so that a retry does not wait for the lease.
+struct Held {
+    store: Option<Arc<dyn Store>>,
+    claim: Claim,
+}
+
+impl Held {
+    async fn finish(mut self, response: Response) -> Response {
+        let Some(store) = self.store.take() else {
+            return response;
+        };
+        if !response.status().is_success() {
+            if let Err(e) = store.release_idempotency_key(&self.claim).await {
+                tracing::warn!(error = %e, "cannot release an idempotency key; it frees itself after its lease");
+            }
+            return response;
+        }
+        let (parts, body) = response.into_parts();
+        let bytes = match axum::body::to_bytes(body, usize::MAX).await {
+            Ok(b) => b,
+            Err(e) => {
+                // The answer could not be read whole: nothing to replay, the request may run again.
+                if let Err(e) = store.release_idempotency_key(&self.claim).await {
+                    tracing::warn!(error = %e, "cannot release an idempotency key");
+                }
+                return ApiError::internal(format!("read an answer to store it: {e}"))
+                    .into_response();
+            }
+        };
+        let text = |name: header::HeaderName| {
+            parts
+                .headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let answer = StoredAnswer {
+            status: parts.status.as_u16(),
+            content_type: text(header::CONTENT_TYPE),
+            location: text(header::LOCATION),
+            body: bytes.to_vec(),
+        };
+        match store.complete_idempotency_key(&self.claim, &answer).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(caller = %self.claim.caller, "an idempotency claim was taken over before its request ended")
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot store an idempotent answer; a retry waits for the lease")
+            }
+        }
+        Response::from_parts(parts, Body::from(bytes))
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let Some(store) = self.store.take() else {
+            return;
+        };
+        let claim = self.claim.clone();
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                if let Err(e) = store.release_idempotency_key(&claim).await {
+                    tracing::warn!(error = %e, "cannot release an abandoned idempotency key");
+                }
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_1_to_255_printable_ascii_characters() {
+        let ok = |s: &str| parse_key(&HeaderValue::from_str(s).expect("a header value")).is_ok();
+        assert!(ok("a"));
+        assert!(ok("order 42/retry:1~"));
+        assert!(ok(&"k".repeat(255)));
+        assert!(!ok(&"k".repeat(256)));
+        assert!(!ok(""));
+        assert!(!ok("tab\there"));
+        let latin = HeaderValue::from_bytes("clé".as_bytes()).expect("obs-text");
+        let e = parse_key(&latin).expect_err("not ASCII");
+        assert_eq!(e.details[0]["field"], "Idempotency-Key");
+    }
+
+    #[test]
+    fn a_fingerprint_covers_every_part_of_the_request() {
+        let base = fingerprint(&Method::POST, "/v1/x?a=1", b"acme", b"{}");
+        assert_eq!(
+            base,
+            fingerprint(&Method::POST, "/v1/x?a=1", b"acme", b"{}")
+        );
+        for other in [
+            fingerprint(&Method::DELETE, "/v1/x?a=1", b"acme", b"{}"),
+            fingerprint(&Method::POST, "/v1/x?a=2", b"acme", b"{}"),
+            fingerprint(&Method::POST, "/v1/x?a=1", b"", b"{}"),
+            fingerprint(&Method::POST, "/v1/x?a=1", b"acme", b"{ }"),
+            fingerprint(&Method::POST, "/v1/x?a=1acme", b"", b"{}"),
+        ] {
+            assert_ne!(base, other);
+        }
+    }
+}
