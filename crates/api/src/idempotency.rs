@@ -11,6 +11,12 @@
 //! - another request with the key gets 409 `idempotency_key_reused`;
 //! - the same request while the first still runs gets 409 `idempotency_key_in_flight` with `Retry-After: 1`.
 //!
+//! A stored answer is sealed (ChaCha20-Poly1305) with a key derived (HKDF-SHA256) from the caller's own bearer
+//! secret and the idempotency key: the database keeps no readable answer (a key's create or rotation answers
+//! hold its new secret), and only a request carrying the same secret opens it again. One that cannot (the
+//! same key id signing in with its previous secret during a rotation's grace) is answered 409
+//! `idempotency_key_reused`, never run twice.
+//!
 //! A claim still in flight after [`LEASE_MS`] (longer than any request) was left by a crashed server: the same
 //! request takes it over. Keys are kept for `EAI_IDEMPOTENCY_RETENTION` (24 h at least) and pruned by the
 //! pruner job. A request without the header is passed through untouched.
@@ -23,6 +29,9 @@ use axum::response::{IntoResponse, Response};
 use eai_engine::time::Timestamp;
 use eai_store::idempotency::{Claim, Claimed, StoredAnswer};
 use eai_store::Store;
+use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, CHACHA20_POLY1305, NONCE_LEN};
+use ring::hkdf;
+use ring::rand::{SecureRandom, SystemRandom};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
@@ -70,6 +79,53 @@ pub fn fingerprint(method: &Method, path_and_query: &str, tenant: &[u8], body: &
     hex::encode(h.finalize())
 }
 
+/// The sealing key of one caller's answers under one idempotency key: HKDF-SHA256 of the bearer secret the
+/// request carried (never stored: the database holds only its hash), bound to the caller and the key.
+struct Seal(LessSafeKey);
+
+impl Seal {
+    const SALT: &'static [u8] = b"eai-gpu idempotent answer v1";
+
+    fn new(secret: &[u8], caller: &str, key: &str) -> Self {
+        let prk = hkdf::Salt::new(hkdf::HKDF_SHA256, Self::SALT).extract(secret);
+        let info = [caller.as_bytes(), &[0], key.as_bytes()];
+        let mut bytes = [0u8; 32];
+        prk.expand(&info, hkdf::HKDF_SHA256)
+            .and_then(|okm| okm.fill(&mut bytes))
+            .expect("32 bytes is a valid HKDF-SHA256 output length");
+        let unbound =
+            UnboundKey::new(&CHACHA20_POLY1305, &bytes).expect("a 32-byte ChaCha20-Poly1305 key");
+        Seal(LessSafeKey::new(unbound))
+    }
+
+    /// `nonce || ciphertext || tag`.
+    fn seal(&self, plain: &[u8]) -> Result<Vec<u8>, ApiError> {
+        let mut nonce = [0u8; NONCE_LEN];
+        SystemRandom::new()
+            .fill(&mut nonce)
+            .map_err(|_| ApiError::internal("no randomness for an idempotency seal".to_string()))?;
+        let mut out = plain.to_vec();
+        self.0
+            .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::empty(), &mut out)
+            .map_err(|_| ApiError::internal("cannot seal an idempotent answer".to_string()))?;
+        let mut sealed = nonce.to_vec();
+        sealed.extend_from_slice(&out);
+        Ok(sealed)
+    }
+
+    /// The answer, or `None` when it was sealed under another secret (or altered).
+    fn open(&self, sealed: &[u8]) -> Option<Vec<u8>> {
+        if sealed.len() < NONCE_LEN {
+            return None;
+        }
+        let (nonce, rest) = sealed.split_at(NONCE_LEN);
+        let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
+        let mut buf = rest.to_vec();
+        let plain = self.0.open_in_place(nonce, Aad::empty(), &mut buf).ok()?;
+        Some(plain.to_vec())
+    }
+}
+
 /// Whether a request is one this layer answers for: a `POST` or `DELETE` of a route under `/v1` (not the
 /// fallback's 404 or 405) with the header.
 fn concerned(req: &Request) -> bool {
@@ -98,6 +154,11 @@ async fn claimed(state: &AppState, req: Request, next: Next) -> Result<Response,
         .map_err(IntoResponse::into_response)?
         .unwrap_or_default();
     let (mut parts, body) = req.into_parts();
+    let secret = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .map(|v| v.as_bytes().to_vec())
+        .unwrap_or_default();
     let caller = Caller::from_request_parts(&mut parts, state)
         .await
         .map_err(IntoResponse::into_response)?;
@@ -130,10 +191,16 @@ async fn claimed(state: &AppState, req: Request, next: Next) -> Result<Response,
         at: now,
         stale_before: Timestamp(now.0 - LEASE_MS),
     };
+    let seal = Seal::new(&secret, &claim.caller, &claim.key);
     match state.store.claim_idempotency_key(&claim).await {
         Err(e) => return Err(ApiError::from(e).into_response()),
-        Ok(Claimed::Replay(answer)) => {
+        Ok(Claimed::Replay(mut answer)) => {
+            let Some(body) = seal.open(&answer.body) else {
+                tracing::warn!(caller = %claim.caller, "an idempotent answer sealed under another secret");
+                return Err(ApiError::idempotency_key_reused(&claim.key).into_response());
+            };
             tracing::info!(caller = %claim.caller, status = answer.status, "idempotent replay");
+            answer.body = body;
             return Ok(replay(answer));
         }
         Ok(Claimed::Reused) => {
@@ -147,6 +214,7 @@ async fn claimed(state: &AppState, req: Request, next: Next) -> Result<Response,
     let held = Held {
         store: Some(state.store.clone()),
         claim,
+        seal,
     };
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
@@ -177,6 +245,7 @@ fn replay(a: StoredAnswer) -> Response {
 struct Held {
     store: Option<Arc<dyn Store>>,
     claim: Claim,
+    seal: Seal,
 }
 
 impl Held {
@@ -209,11 +278,20 @@ impl Held {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string)
         };
+        let sealed = match self.seal.seal(&bytes) {
+            Ok(b) => b,
+            Err(e) => {
+                if let Err(e) = store.release_idempotency_key(&self.claim).await {
+                    tracing::warn!(error = %e, "cannot release an idempotency key");
+                }
+                return e.into_response();
+            }
+        };
         let answer = StoredAnswer {
             status: parts.status.as_u16(),
             content_type: text(header::CONTENT_TYPE),
             location: text(header::LOCATION),
-            body: bytes.to_vec(),
+            body: sealed,
         };
         match store.complete_idempotency_key(&self.claim, &answer).await {
             Ok(true) => {}
@@ -260,6 +338,28 @@ mod tests {
         let latin = HeaderValue::from_bytes("clé".as_bytes()).expect("obs-text");
         let e = parse_key(&latin).expect_err("not ASCII");
         assert_eq!(e.details[0]["field"], "Idempotency-Key");
+    }
+
+    #[test]
+    fn an_answer_opens_only_with_the_secret_caller_and_key_that_sealed_it() {
+        let plain = br#"{"key":"eai_live_secret"}"#;
+        let sealed = Seal::new(b"Bearer eai_live_a", "key_3", "k1")
+            .seal(plain)
+            .expect("sealed");
+        assert!(!sealed.windows(plain.len()).any(|w| w == plain), "stored in clear");
+        let again = Seal::new(b"Bearer eai_live_a", "key_3", "k1");
+        assert_eq!(again.open(&sealed).as_deref(), Some(&plain[..]));
+        for other in [
+            Seal::new(b"Bearer eai_live_b", "key_3", "k1"),
+            Seal::new(b"Bearer eai_live_a", "key_4", "k1"),
+            Seal::new(b"Bearer eai_live_a", "key_3", "k2"),
+        ] {
+            assert_eq!(other.open(&sealed), None);
+        }
+        let mut altered = sealed.clone();
+        *altered.last_mut().expect("a tag") ^= 1;
+        assert_eq!(again.open(&altered), None);
+        assert_eq!(again.open(&sealed[..5]), None);
     }
 
     #[test]
