@@ -1,35 +1,18 @@
+// @ts-check
 // The daily cost per deployment as hand-drawn SVG stacked bars (one chart per currency), with a title and a
 // description for assistive technologies, a legend, and the same figures as a table.
 // Floats only place the bars; every figure shown is formatted from the API's decimal strings.
 
 import { t } from "./i18n.js";
 import * as fmt from "./format.js";
+import { h, s } from "./dom.js";
 
-const SVG = "http://www.w3.org/2000/svg";
+/** @typedef {import("./store.js").Json} Json */
+
 /** Okabe-Ito colours (distinguishable with colour blindness), darkened where white text would fail. */
 export const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#6B6B6B", "#9C8A00"];
 
 let uid = 0;
-
-function s(tag, attrs = {}, ...children) {
-  const el = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v !== null && v !== undefined) el.setAttribute(k, String(v));
-  }
-  for (const c of children) el.append(c);
-  return el;
-}
-
-function h(tag, attrs = {}, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === null || v === undefined || v === false) continue;
-    if (k === "class") el.className = v;
-    else el.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children.flat()) if (c !== null && c !== undefined) el.append(c);
-  return el;
-}
 
 /** A small coloured square, as SVG (no inline style: the page's CSP forbids it). */
 export function swatch(color) {
@@ -281,7 +264,7 @@ export function renderExplainChart(buckets, currency, labelOf, colorOf) {
   const starts = [...new Set(rows.map((r) => r.start))].sort();
   const totals = new Map();
   for (const r of rows) totals.set(r.key, fmt.sum([totals.get(r.key) ?? "0", r.amount]));
-  const keys = [...totals.keys()].sort((a, b) => (a === "idle") - (b === "idle") || fmt.compare(totals.get(b), totals.get(a)));
+  const keys = [...totals.keys()].sort((a, b) => Number(a === "idle") - Number(b === "idle") || fmt.compare(totals.get(b), totals.get(a)));
   const cell = new Map();
   for (const r of rows) cell.set(`${r.start}\u0000${r.key}`, fmt.sum([cell.get(`${r.start}\u0000${r.key}`) ?? "0", r.amount]));
   const bucketTotal = new Map(starts.map((st) => [st, fmt.sum(keys.map((k) => cell.get(`${st}\u0000${k}`) ?? "0"))]));
