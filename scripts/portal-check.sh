@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The portal's own checks, no browser needed: its ES modules type-checked (tsc --noEmit --checkJs, JSDoc types,
-# crates/api/assets/portal/tsconfig.json) and format.js's unit tests (node --test, no dependency).
+# crates/api/assets/portal/tsconfig.json), then the unit tests of crates/api/portal-tests/ (node --test, no
+# dependency: format.js's exact money and rounding, the policy form's checks).
 #   scripts/portal-check.sh
 # Needs Node >= 20 with npm. TypeScript (pinned) is installed once into target/portal-check/; a later run uses it
 # as it is there (no network), and an install prefers npm's cache.
