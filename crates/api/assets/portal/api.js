@@ -1,3 +1,4 @@
+// @ts-check
 // The JSON API as the page calls it: the key as a bearer token, errors turned into ApiFailure (the API's
 // envelope: code, message in English and French, details, request id), and the key kept for this browser tab
 // only (sessionStorage).
@@ -6,6 +7,7 @@ import { lang, t } from "./i18n.js";
 
 const KEY_STORAGE = "eai.portal.key";
 
+/** The key kept for this tab, if any. @returns {string | null} */
 export function storedKey() {
   try {
     return sessionStorage.getItem(KEY_STORAGE);
@@ -14,6 +16,7 @@ export function storedKey() {
   }
 }
 
+/** @param {string} key */
 export function storeKey(key) {
   try {
     sessionStorage.setItem(KEY_STORAGE, key);
@@ -32,6 +35,10 @@ export function forgetKey() {
 
 /** A failed call: an error envelope of the API, an unexpected answer, or no answer at all (`network`). */
 export class ApiFailure extends Error {
+  /**
+   * @param {{ status?: number, code: string, messages?: Record<string, string> | null, details?: any[],
+   *   requestId?: string | null }} failure
+   */
   constructor({ status = 0, code, messages = null, details = [], requestId = null }) {
     super(code);
     this.status = status;
@@ -63,6 +70,7 @@ const QUANTITIES = new Set([
 ]);
 
 /** JSON.parse's reviver: a quantity's source text where the browser gives it (else the number's shortest text). */
+/** @param {string} name @param {unknown} value @param {{ source?: string }} [context] */
 function exactQuantities(name, value, context) {
   if (typeof value !== "number" || !QUANTITIES.has(name)) return value;
   return context && typeof context.source === "string" ? context.source : String(value);
@@ -70,12 +78,20 @@ function exactQuantities(name, value, context) {
 
 /** Calls the API; resolves to the JSON body of a 2xx answer, rejects with an ApiFailure. `tenant` (a slug or
  * an id) signs a platform key in to that tenant (`X-EAI-Tenant`). */
+/**
+ * @param {string} path
+ * @param {{ method?: string, body?: unknown, key?: string | null, tenant?: string | null }} [options]
+ * @returns {Promise<any>}
+ */
 export async function call(path, { method = "GET", body, key, tenant } = {}) {
+  /** @type {Record<string, string>} */
   const headers = { Accept: "application/json", "Accept-Language": lang() };
   if (key) headers.Authorization = `Bearer ${key}`;
   if (tenant) headers["X-EAI-Tenant"] = tenant;
   if (body !== undefined) headers["Content-Type"] = "application/json";
+  /** @type {Response | undefined} */
   let response;
+  /** @type {any} */
   let data = null;
   try {
     response = await fetch(path, {

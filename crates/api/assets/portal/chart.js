@@ -1,43 +1,30 @@
+// @ts-check
 // The daily cost per deployment as hand-drawn SVG stacked bars (one chart per currency), with a title and a
 // description for assistive technologies, a legend, and the same figures as a table.
 // Floats only place the bars; every figure shown is formatted from the API's decimal strings.
 
 import { t } from "./i18n.js";
 import * as fmt from "./format.js";
+import { h, s } from "./dom.js";
 
-const SVG = "http://www.w3.org/2000/svg";
+/** @typedef {import("./store.js").Json} Json */
+/** A colour for an id (a deployment, a party): the same in every chart. @typedef {(id: string) => string} ColorOf */
+/** @typedef {{ date: string, deployment_id: string, cost: { amount: string, currency: string } }} DailyCost */
+/** @typedef {{ day: string, deployment: string, currency: string, rate: string }} DailyRate */
+
 /** Okabe-Ito colours (distinguishable with colour blindness), darkened where white text would fail. */
 export const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#6B6B6B", "#9C8A00"];
 
 let uid = 0;
 
-function s(tag, attrs = {}, ...children) {
-  const el = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v !== null && v !== undefined) el.setAttribute(k, String(v));
-  }
-  for (const c of children) el.append(c);
-  return el;
-}
-
-function h(tag, attrs = {}, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === null || v === undefined || v === false) continue;
-    if (k === "class") el.className = v;
-    else el.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children.flat()) if (c !== null && c !== undefined) el.append(c);
-  return el;
-}
-
-/** A small coloured square, as SVG (no inline style: the page's CSP forbids it). */
+/** A small coloured square, as SVG (no inline style: the page's CSP forbids it). @param {string} color */
 export function swatch(color) {
   return s("svg", { class: "swatch", viewBox: "0 0 12 12", width: 12, height: 12, "aria-hidden": "true", focusable: "false" },
     s("rect", { width: 12, height: 12, rx: 2, fill: color }));
 }
 
-/** The horizontal grid lines and their money labels, from `left` to `end`. */
+/** The horizontal grid lines and their money labels, from `left` to `end`.
+ * @param {number[]} ys @param {(v: number) => number} y @param {number} left @param {number} end @param {string} currency */
 function grid(ys, y, left, end, currency) {
   const g = s("g", { class: "grid", "aria-hidden": "true" });
   for (const v of ys) {
@@ -51,6 +38,8 @@ function grid(ys, y, left, end, currency) {
  * The frame of a stacked-bar chart of `n` bars up to `max` in `currency`, `H` high: the SVG with its title and
  * description, the grid, and where bar `i` goes (at least `minBar` wide) (`x(i)` its left edge, `mid(i)` its centre, `barW`), `y(v)` the
  * height of a value and `axisY` the baseline of the axis labels. `finish()` draws the baseline over the bars.
+ * @param {string} id @param {string} title @param {string} desc @param {number} n @param {number} max
+ * @param {string} currency @param {number} H @param {number} minBar
  */
 function barFrame(id, title, desc, n, max, currency, H, minBar) {
   const W = 820;
@@ -62,7 +51,7 @@ function barFrame(id, title, desc, n, max, currency, H, minBar) {
   const plotH = H - top - bottom;
   const ys = ticks(max);
   const yMax = ys[ys.length - 1] || 1;
-  const y = (v) => top + plotH - (v / yMax) * plotH;
+  const y = (/** @type {number} */ v) => top + plotH - (v / yMax) * plotH;
   const band = plotW / Math.max(n, 1);
   const barW = Math.max(minBar, Math.min(36, band * 0.72));
   const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-labelledby": `${id}-title ${id}-desc`, preserveAspectRatio: "xMidYMid meet" });
@@ -71,14 +60,14 @@ function barFrame(id, title, desc, n, max, currency, H, minBar) {
   svg.append(grid(ys, y, left, W - right, currency));
   return {
     svg, y, barW,
-    x: (i) => left + band * i + (band - barW) / 2,
-    mid: (i) => left + band * i + band / 2,
+    x: (/** @type {number} */ i) => left + band * i + (band - barW) / 2,
+    mid: (/** @type {number} */ i) => left + band * i + band / 2,
     axisY: H - bottom + 18,
     finish: () => svg.append(s("line", { class: "baseline", x1: left, x2: W - right, y1: y(0), y2: y(0), "aria-hidden": "true" })),
   };
 }
 
-/** Round tick values from 0 to at least `max`. */
+/** Round tick values from 0 to at least `max`. @param {number} max @returns {number[]} */
 function ticks(max) {
   if (!(max > 0)) return [0, 1];
   const raw = max / 4;
@@ -92,6 +81,7 @@ function ticks(max) {
 /**
  * One figure per currency of `daily` ({date, deployment_id, cost: {amount, currency}}) over the days of
  * [from, to). `colorOf(deploymentId)` gives each deployment its colour (the same in every chart).
+ * @param {DailyCost[]} daily @param {string} from @param {string} to @param {ColorOf} colorOf @returns {HTMLElement[]}
  */
 export function renderCharts(daily, from, to, colorOf) {
   const currencies = [...new Set(daily.map((d) => d.cost.currency))].sort();
@@ -99,6 +89,8 @@ export function renderCharts(daily, from, to, colorOf) {
   return currencies.map((c) => renderChart(daily.filter((d) => d.cost.currency === c), c, from, to, colorOf, currencies.length > 1));
 }
 
+/** @param {DailyCost[]} rows @param {string} currency @param {string} from @param {string} to @param {ColorOf} colorOf
+ * @param {boolean} several */
 function renderChart(rows, currency, from, to, colorOf, several) {
   const id = `chart-${++uid}`;
   const days = fmt.daysOf(from, to);
@@ -172,8 +164,10 @@ function renderChart(rows, currency, from, to, colorOf, several) {
  * The cost per 1M tokens per deployment and day, from the allocation series (`step=day`): one figure per
  * currency, one line per deployment, a point per day with tokens (a day without tokens has no rate: the line
  * breaks). The rates are the API's decimal strings; floats only place the points.
+ * @param {Json} series @param {ColorOf} colorOf @returns {HTMLElement[]}
  */
 export function renderRateCharts(series, colorOf) {
+  /** @type {DailyRate[]} */
   const rows = [];
   for (const step of series.steps) {
     const day = step.from.slice(0, 10);
@@ -183,15 +177,17 @@ export function renderRateCharts(series, colorOf) {
   }
   const currencies = [...new Set(rows.map((r) => r.currency))].sort();
   if (currencies.length === 0) return [h("p", { class: "note" }, t("chart.rateNone"))];
-  const days = series.steps.map((st) => st.from.slice(0, 10));
+  /** @type {string[]} */
+  const days = series.steps.map((/** @type {Json} */ st) => st.from.slice(0, 10));
   return currencies.map((c) => renderRateChart(rows.filter((r) => r.currency === c), c, days, colorOf, currencies.length > 1));
 }
 
+/** @param {DailyRate[]} rows @param {string} currency @param {string[]} days @param {ColorOf} colorOf @param {boolean} several */
 function renderRateChart(rows, currency, days, colorOf, several) {
   const id = `chart-${++uid}`;
   const deployments = [...new Set(rows.map((r) => r.deployment))].sort();
   const cell = new Map(rows.map((r) => [`${r.day}\u0000${r.deployment}`, r.rate]));
-  const highest = rows.reduce((m, r) => (!m || fmt.compare(r.rate, m.rate) > 0 ? r : m), null);
+  const highest = rows.reduce((/** @type {DailyRate | null} */ m, r) => (!m || fmt.compare(r.rate, m.rate) > 0 ? r : m), null);
   const max = highest ? Number(highest.rate) : 0;
 
   const W = 820;
@@ -204,9 +200,9 @@ function renderRateChart(rows, currency, days, colorOf, several) {
   const plotH = H - top - bottom;
   const ys = ticks(max);
   const yMax = ys[ys.length - 1] || 1;
-  const y = (v) => top + plotH - (v / yMax) * plotH;
+  const y = (/** @type {number} */ v) => top + plotH - (v / yMax) * plotH;
   const band = plotW / Math.max(days.length, 1);
-  const x = (i) => left + band * i + band / 2;
+  const x = (/** @type {number} */ i) => left + band * i + band / 2;
 
   const title = several ? t("chart.rateTitleCurrency", { currency }) : t("chart.rateTitle");
   const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-labelledby": `${id}-title ${id}-desc`, preserveAspectRatio: "xMidYMid meet" });
@@ -266,13 +262,15 @@ function renderRateChart(rows, currency, days, colorOf, several) {
  * allocation bucket (an hour), one segment per party (each tenant's exact part, the other tenants, idle), in the
  * currency `currency`. `labelOf(key)` names a party, `colorOf(key)` colours it; keys are tenant ids, `others` and
  * `idle`. Exact amounts are summed as decimals for the figures; floats only place the bars.
+ * @param {Json[]} buckets @param {string} currency @param {(key: string) => string | null} labelOf @param {ColorOf} colorOf
  */
 export function renderExplainChart(buckets, currency, labelOf, colorOf) {
   const id = `chart-${++uid}`;
+  /** @type {{ start: string, key: string, amount: string }[]} */
   const rows = [];
   for (const b of buckets) {
-    for (const p of b.priced.filter((x) => x.currency === currency)) {
-      const add = (key, amount) => rows.push({ start: b.start, key, amount });
+    for (const p of b.priced.filter((/** @type {Json} */ x) => x.currency === currency)) {
+      const add = (/** @type {string} */ key, /** @type {string} */ amount) => rows.push({ start: b.start, key, amount });
       if (b.owner) add(b.owner.tenant_id ?? "others", p.cost);
       else for (const x of p.parties) add(x.party.tenant_id ?? "others", x.cost);
       if (!b.owner && fmt.compare(p.idle, "0") > 0) add("idle", p.idle);
@@ -281,7 +279,7 @@ export function renderExplainChart(buckets, currency, labelOf, colorOf) {
   const starts = [...new Set(rows.map((r) => r.start))].sort();
   const totals = new Map();
   for (const r of rows) totals.set(r.key, fmt.sum([totals.get(r.key) ?? "0", r.amount]));
-  const keys = [...totals.keys()].sort((a, b) => (a === "idle") - (b === "idle") || fmt.compare(totals.get(b), totals.get(a)));
+  const keys = [...totals.keys()].sort((a, b) => Number(a === "idle") - Number(b === "idle") || fmt.compare(totals.get(b), totals.get(a)));
   const cell = new Map();
   for (const r of rows) cell.set(`${r.start}\u0000${r.key}`, fmt.sum([cell.get(`${r.start}\u0000${r.key}`) ?? "0", r.amount]));
   const bucketTotal = new Map(starts.map((st) => [st, fmt.sum(keys.map((k) => cell.get(`${st}\u0000${k}`) ?? "0"))]));

@@ -1,9 +1,11 @@
+// @ts-check
 // Every label and message of the portal, in English and French, and the user's choice of language
 // (remembered in localStorage; by default the browser's language).
 
 export const LANGS = ["en", "fr"];
 const STORAGE_KEY = "eai.portal.lang";
 
+/** Every message by language, then by key. @type {Record<string, Record<string, string>>} */
 const MESSAGES = {
   en: {
     "brand": "eai-gpu",
@@ -518,9 +520,10 @@ function readStored() {
 }
 
 /** The remembered choice, else the browser's first language if we have it, else English. */
+/** @returns {string} */
 export function initialLang() {
   const stored = readStored();
-  if (LANGS.includes(stored)) return stored;
+  if (stored && LANGS.includes(stored)) return stored;
   const prefs = navigator.languages && navigator.languages.length ? navigator.languages : [navigator.language || "en"];
   for (const p of prefs) {
     const base = String(p).toLowerCase().split("-")[0];
@@ -529,6 +532,7 @@ export function initialLang() {
   return "en";
 }
 
+/** @param {string} lang @param {boolean} remember */
 export function setLang(lang, remember) {
   current = LANGS.includes(lang) ? lang : "en";
   document.documentElement.lang = current;
@@ -546,6 +550,7 @@ export function lang() {
 }
 
 /** The message `key` in the current language, `{name}` placeholders filled from `params`. */
+/** @param {string} key @param {Record<string, unknown>} [params] @returns {string} */
 export function t(key, params = {}) {
   const text = MESSAGES[current][key] ?? MESSAGES.en[key] ?? key;
   return text.replace(/\{(\w+)\}/g, (m, name) => (name in params ? String(params[name]) : m));

@@ -1,6 +1,6 @@
-//! The portal page `/finops/gpu` (SPEC §5): one HTML page and its ES modules and stylesheet, built into the
-//! binary from `crates/api/assets/portal/`. No authentication here: the page asks for an API key and calls the
-//! JSON API with it.
+//! The portal page `/finops/gpu` (SPEC §5): one HTML page and its ES modules (a view per section under
+//! `views/`) and stylesheet, built into the binary from `crates/api/assets/portal/`. No authentication here: the
+//! page asks for an API key and calls the JSON API with it.
 //!
 //! Caching: the page itself is `no-cache` (revalidated with its ETag); the assets live under
 //! `/assets/portal/<version>/`, where `<version>` is a hash of every asset, so they are `immutable` and a new
@@ -55,10 +55,23 @@ const JS: &str = "text/javascript; charset=utf-8";
 
 const ASSETS: &[Asset] = &[
     asset!("app.js", JS),
+    asset!("store.js", JS),
+    asset!("dom.js", JS),
     asset!("api.js", JS),
     asset!("chart.js", JS),
     asset!("format.js", JS),
     asset!("i18n.js", JS),
+    asset!("views/common.js", JS),
+    asset!("views/shell.js", JS),
+    asset!("views/signin.js", JS),
+    asset!("views/denied.js", JS),
+    asset!("views/page.js", JS),
+    asset!("views/allocation.js", JS),
+    asset!("views/chart.js", JS),
+    asset!("views/budgets.js", JS),
+    asset!("views/policies.js", JS),
+    asset!("views/policy-form.js", JS),
+    asset!("views/explain.js", JS),
     asset!("app.css", "text/css; charset=utf-8"),
     asset!("favicon.svg", "image/svg+xml"),
 ];
@@ -97,7 +110,7 @@ pub fn routes() -> Router<AppState> {
         .route(PAGE, get(page))
         .route("/finops/gpu/", get(|| async { Redirect::permanent(PAGE) }))
         .route("/finops", get(|| async { Redirect::temporary(PAGE) }))
-        .route("/assets/portal/{version}/{file}", get(asset))
+        .route("/assets/portal/{version}/{*file}", get(asset))
 }
 
 /// Headers every portal answer carries.
@@ -146,7 +159,7 @@ async fn page(req_headers: HeaderMap) -> Response {
     response
 }
 
-/// `GET /assets/portal/<version>/<file>`: a built-in file of this very build, cached for a year. Another
+/// `GET /assets/portal/<version>/<file>` (`<file>` may be in a folder: `views/page.js`): a built-in file of this very build, cached for a year. Another
 /// version or an unknown file is a 404 in the API's envelope.
 async fn asset(Path((v, file)): Path<(String, String)>) -> Response {
     let found = ASSETS.iter().find(|a| a.name == file);
@@ -197,5 +210,52 @@ mod tests {
         }
         assert_eq!(version().len(), 16);
         assert_eq!(version(), version());
+    }
+
+    /// `./x.js` or `../x.js` from the module `from` (`views/page.js`), as an asset name.
+    fn resolve(from: &str, spec: &str) -> String {
+        let mut parts: Vec<&str> = from.split('/').collect();
+        parts.pop();
+        for seg in spec.split('/') {
+            match seg {
+                "." => {}
+                ".." => {
+                    parts.pop();
+                }
+                s => parts.push(s),
+            }
+        }
+        parts.join("/")
+    }
+
+    #[test]
+    fn every_module_a_module_imports_is_served_and_preloaded() {
+        let names: Vec<&str> = ASSETS.iter().map(|a| a.name).collect();
+        let html = index_html();
+        for a in ASSETS.iter().filter(|a| a.name.ends_with(".js")) {
+            let body = std::str::from_utf8(a.body).expect("utf-8");
+            assert!(
+                body.starts_with("// @ts-check"),
+                "{} is not type-checked",
+                a.name
+            );
+            for (i, _) in body.match_indices(" from \"") {
+                let rest = &body[i + 7..];
+                let spec = &rest[..rest.find('"').expect("a closing quote")];
+                let target = resolve(a.name, spec);
+                assert!(
+                    names.contains(&target.as_str()),
+                    "{} imports {spec}: not served",
+                    a.name
+                );
+            }
+            if a.name != "app.js" {
+                let link = format!("{ASSETS_PREFIX}/{}/{}", version(), a.name);
+                assert!(
+                    html.contains(&format!("<link rel=\"modulepreload\" href=\"{link}\">")),
+                    "{link} not preloaded"
+                );
+            }
+        }
     }
 }
