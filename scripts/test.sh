@@ -121,6 +121,9 @@ echo "fuzzing: $(( $(date +%s) - started )) s"
 log "contracts: JSON Schemas, examples and the OpenAPI document"
 python3 scripts/contracts/check.py
 
+log "portal: tsc --noEmit --checkJs on every module, then node --test of format.js and the policy form"
+scripts/portal-check.sh
+
 log "schemathesis: a running server against its own OpenAPI document"
 bin="${CARGO_TARGET_DIR:-target}/debug/eai-gpu"
 [ -x "$bin" ] || cargo build -p eai-gpu
