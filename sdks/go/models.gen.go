@@ -176,7 +176,9 @@ type ErrorBody struct {
 	// payload_too_large 413, conflict 409 (the request contradicts the stored state; the message names only what the
 	// caller sent, never another tenant's data), validation_error 422, rate_limited 429 (with Retry-After), internal
 	// 500, unavailable 503, budget_exceeded 402 (a reservation would pass an enforcing budget: the message names the
-	// budget, its limit and what is left).
+	// budget, its limit and what is left), idempotency_key_reused 409 (the Idempotency-Key was used before with
+	// another request: the message names the key, never that request), idempotency_key_in_flight 409 (the first
+	// request with this Idempotency-Key still runs: with Retry-After).
 	Code string `json:"code"`
 	// Message Human readable, in the request's locale (Accept-Language), English by default. Never internals.
 	Message     string        `json:"message"`
