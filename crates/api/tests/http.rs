@@ -1353,6 +1353,7 @@ on_both_backends!(
     a_failed_first_answer_releases_the_key,
     a_key_in_flight_is_refused_then_taken_over_and_runs_once,
     a_replayed_sample_batch_is_not_counted_twice,
+    a_stored_answer_is_sealed_and_opens_only_with_the_same_secret,
     a_body_over_the_limit_is_413_with_a_key_too,
 );
 

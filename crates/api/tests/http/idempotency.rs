@@ -356,6 +356,104 @@ pub async fn a_key_in_flight_is_refused_then_taken_over_and_runs_once() {
     assert_eq!(app.policies_named("burst").await, 1);
 }
 
+/// A key's creation retried: the answer (holding the new secret) is replayed to the same caller with the same
+/// secret, is stored sealed (the store's copy never holds the secret in clear), and a retry by the same key id
+/// with another secret (its rotation's new one, during the grace) is refused, never run twice.
+pub async fn a_stored_answer_is_sealed_and_opens_only_with_the_same_secret() {
+    let app = spawn_app().await;
+    // A platform key of its own, to rotate.
+    let (status, v) = app
+        .post(
+            "/v1/auth/api-keys",
+            &app.admin_key,
+            &json!({ "role": "platform_admin", "name": "rotating" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{v}");
+    let (id, old) = (
+        v["id"].as_str().expect("id").to_string(),
+        v["key"].as_str().expect("key").to_string(),
+    );
+    let body = json!({ "role": "sampler", "name": "sealed" });
+    let first = app
+        .post_with("/v1/auth/api-keys", &old, "mint-1", &body)
+        .await;
+    assert_eq!(first.status, StatusCode::CREATED, "{}", first.json());
+    let secret = first.json()["key"]
+        .as_str()
+        .expect("the new secret")
+        .to_string();
+    let again = app
+        .post_with("/v1/auth/api-keys", &old, "mint-1", &body)
+        .await;
+    assert!(again.replayed());
+    assert_eq!(again.body, first.body, "the same answer, secret included");
+
+    // What the store keeps: sealed, the secret nowhere in it.
+    let now = app.clock.now();
+    let probe = Claim {
+        caller: id.clone(),
+        tenant: None,
+        key: "mint-1".into(),
+        fingerprint: eai_api::idempotency::fingerprint(
+            &reqwest::Method::POST,
+            "/v1/auth/api-keys",
+            b"",
+            &serde_json::to_vec(&body).expect("json"),
+        ),
+        token: Uuid::new_v4(),
+        at: now,
+        stale_before: Timestamp(now.0 - eai_api::idempotency::LEASE_MS),
+    };
+    let store = app.second_store().await;
+    match store.claim_idempotency_key(&probe).await.expect("claim") {
+        Claimed::Replay(stored) => {
+            assert_ne!(stored.body, first.body);
+            let text = String::from_utf8_lossy(&stored.body);
+            assert!(
+                !text.contains(&secret) && !text.contains("eai_live_"),
+                "{text}"
+            );
+        }
+        other => panic!("expected the stored answer, got {other:?}"),
+    }
+
+    // Rotated with grace: the old and the new secret both sign in as the same key id, but only the secret
+    // that made the first request opens its answer; the other is refused and nothing runs again.
+    let (status, v) = app
+        .post(
+            &format!("/v1/auth/api-keys/{id}/rotate"),
+            &app.admin_key,
+            &json!({ "grace_seconds": 600 }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    let new = v["key"].as_str().expect("new secret").to_string();
+    let other = app
+        .post_with("/v1/auth/api-keys", &new, "mint-1", &body)
+        .await;
+    assert_error(
+        other.status,
+        &other.json(),
+        StatusCode::CONFLICT,
+        "idempotency_key_reused",
+    );
+    let still = app
+        .post_with("/v1/auth/api-keys", &old, "mint-1", &body)
+        .await;
+    assert!(still.replayed());
+    assert_eq!(still.body, first.body);
+    let (_, keys) = app.get("/v1/auth/api-keys", &app.admin_key).await;
+    let named = keys["items"]
+        .as_array()
+        .or_else(|| keys.as_array())
+        .expect("a list of keys")
+        .iter()
+        .filter(|k| k["name"] == "sealed")
+        .count();
+    assert_eq!(named, 1, "{keys}");
+}
+
 /// Joins futures on this task (no extra dependency): their outputs, in order.
 async fn futures_join<F: std::future::Future<Output = Answer>>(
     futs: impl Iterator<Item = F>,
