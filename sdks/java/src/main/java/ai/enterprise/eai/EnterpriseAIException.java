@@ -31,6 +31,8 @@ public class EnterpriseAIException extends RuntimeException {
     private final String requestId;
     /** The server's Retry-After. */
     private final Duration retryAfter;
+    /** The answer's body as it came (not serialized). */
+    private transient volatile String body;
     /** What a batched ingest stored before failing (not serialized). */
     private transient volatile IngestResult partialResult;
 
@@ -130,6 +132,20 @@ public class EnterpriseAIException extends RuntimeException {
      */
     public IngestResult getPartialResult() {
         return partialResult;
+    }
+
+    /**
+     * The error answer's whole body as the server (or a proxy in front of it) sent it: the JSON envelope, or an
+     * HTML page of a load balancer.
+     *
+     * @return the body, or {@code null} when no answer came
+     */
+    public String getBody() {
+        return body;
+    }
+
+    void attachBody(String raw) {
+        body = raw;
     }
 
     /** Shifts detail indexes by {@code offset} and records the partial result (batched ingests). */
