@@ -55,6 +55,8 @@ echo "== java: $(java -version 2>&1 | head -1); maven: $(mvn -v 2>/dev/null | he
 echo "== server: $EAI_GPU_BIN"
 
 cd "$here"
+# the model records are generated from the contract: stale ones fail here (regenerate with the command printed)
+python3 codegen/generate_models.py --check
 rm -rf target/surefire-reports
 mvn -q -B -Dstyle.color=never verify -DEAI_GPU_BIN="$EAI_GPU_BIN" "$@"
 test -f target/eai-sdk-0.1.0.jar

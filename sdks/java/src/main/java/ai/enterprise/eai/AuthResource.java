@@ -12,7 +12,6 @@ import java.util.Objects;
 /** The caller's identity and API keys ({@code /v1/auth}). Get it from {@link EnterpriseAIClient#auth()}. */
 public final class AuthResource extends Resource {
 
-
     AuthResource(EnterpriseAIClient client, Transport transport) {
         super(client, transport);
     }

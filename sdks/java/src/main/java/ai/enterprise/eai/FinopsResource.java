@@ -38,7 +38,6 @@ import java.util.function.Function;
  */
 public final class FinopsResource extends Resource {
 
-
     FinopsResource(EnterpriseAIClient client, Transport transport) {
         super(client, transport);
     }

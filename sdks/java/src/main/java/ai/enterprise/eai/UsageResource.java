@@ -12,7 +12,6 @@ import java.util.UUID;
  */
 public final class UsageResource extends Resource {
 
-
     UsageResource(EnterpriseAIClient client, Transport transport) {
         super(client, transport);
     }
