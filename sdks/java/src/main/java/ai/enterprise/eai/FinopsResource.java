@@ -607,8 +607,8 @@ public final class FinopsResource extends Resource {
      * {@code gpu_model}, {@code currency} (default USD), {@code overhead_pct}, {@code energy_kwh_price},
      * {@code pue}, {@code storage_gb_month_price}, {@code idle_capacity}, {@code output_token_weight},
      * {@code enabled}, {@code effective_from}, {@code effective_to}. Money as a {@code BigDecimal}, a decimal string or a number
-     * ({@code 2.10} is sent as {@code 2.1}). Not retried after the request may have reached the server (only on
-     * connection failures, 429 and 503).
+     * ({@code 2.10} is sent as {@code 2.1}). Retried like any call: its
+     * {@code Idempotency-Key} makes a retry answer the first creation.
      *
      * @param policy the policy
      * @return its id and status
@@ -720,7 +720,7 @@ public final class FinopsResource extends Resource {
      * or a {@link ai.enterprise.eai.model.Money}), {@code tenant_id} (platform_admin: else the client's tenant,
      * see {@link EnterpriseAIClient#withTenant(String)}), {@code tokens_limit}, {@code thresholds_pct} (default
      * {@code [50, 80, 100]}), {@code enforce} (default false: alert only), {@code webhook_url},
-     * {@code effective_from}, {@code effective_to}. Not retried after the request may have reached the server.
+     * {@code effective_from}, {@code effective_to}. Retried with its {@code Idempotency-Key}.
      *
      * @param budget the budget
      * @return the budget with its {@code current} standing and, when it has a webhook, its
@@ -758,7 +758,7 @@ public final class FinopsResource extends Resource {
     /**
      * Closes a budget at {@code effective_at} (default now) and opens its successor with the fields given, the
      * others (and the webhook secret) carried over ({@code POST /v1/finops/budgets/{id}/supersede};
-     * platform_admin, finops). Not retried after the request may have reached the server.
+     * platform_admin, finops). Retried with its {@code Idempotency-Key}.
      *
      * @param id the budget ({@code bud_1})
      * @param changes the fields that change ({@code name}, {@code limit}, {@code tokens_limit},
@@ -786,7 +786,7 @@ public final class FinopsResource extends Resource {
 
     /**
      * Disables a budget from {@code effectiveAt} on ({@code POST /v1/finops/budgets/{id}/disable}; platform_admin,
-     * finops). Not retried after the request may have reached the server.
+     * finops). Retried with its {@code Idempotency-Key}.
      *
      * @param id the budget ({@code bud_1})
      * @param effectiveAt a date ({@code 2026-12-01}) or an RFC 3339 date-time, or {@code null} for now
@@ -813,8 +813,8 @@ public final class FinopsResource extends Resource {
      * ({@code {"cost": "0.50", "tokens": 4000, "currency": "EUR"}}; only {@code cost} required), optional
      * {@code deployment_id}, {@code ttl_seconds} (default 300) and {@code tenant_id} (a usage_reporter or a
      * platform_admin names the tenant, or uses {@link EnterpriseAIClient#withTenant(String)}). Granted when
-     * every enforcing budget stays within its limit, decided atomically. A create: retried only when the server
-     * surely did nothing (the connection could not be opened, 429, 503), so a hold is never taken twice.
+     * every enforcing budget stays within its limit, decided atomically. A create: retried with its
+     * {@code Idempotency-Key}, so a hold is never taken twice.
      *
      * @param request the reservation
      * @return the reservation, {@code held} until {@code expiresAt}
@@ -1416,8 +1416,8 @@ public final class FinopsResource extends Resource {
      * {@code gpu_model}, {@code currency} (default USD), {@code overhead_pct}, {@code energy_kwh_price},
      * {@code pue}, {@code storage_gb_month_price}, {@code idle_capacity}, {@code output_token_weight},
      * {@code enabled}, {@code effective_from}, {@code effective_to}. Money as a {@code BigDecimal}, a decimal string or a number
-     * ({@code 2.10} is sent as {@code 2.1}). Not retried after the request may have reached the server (only on
-     * connection failures, 429 and 503).
+     * ({@code 2.10} is sent as {@code 2.1}). Retried like any call: its
+     * {@code Idempotency-Key} makes a retry answer the first creation.
      *
      * @param policy the policy
      * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
@@ -1506,7 +1506,7 @@ public final class FinopsResource extends Resource {
      * or a {@link ai.enterprise.eai.model.Money}), {@code tenant_id} (platform_admin: else the client's tenant,
      * see {@link EnterpriseAIClient#withTenant(String)}), {@code tokens_limit}, {@code thresholds_pct} (default
      * {@code [50, 80, 100]}), {@code enforce} (default false: alert only), {@code webhook_url},
-     * {@code effective_from}, {@code effective_to}. Not retried after the request may have reached the server.
+     * {@code effective_from}, {@code effective_to}. Retried with its {@code Idempotency-Key}.
      *
      * @param budget the budget
      * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
@@ -1546,7 +1546,7 @@ public final class FinopsResource extends Resource {
     /**
      * Closes a budget at {@code effective_at} (default now) and opens its successor with the fields given, the
      * others (and the webhook secret) carried over ({@code POST /v1/finops/budgets/{id}/supersede};
-     * platform_admin, finops). Not retried after the request may have reached the server.
+     * platform_admin, finops). Retried with its {@code Idempotency-Key}.
      *
      * @param id the budget ({@code bud_1})
      * @param changes the fields that change ({@code name}, {@code limit}, {@code tokens_limit},
@@ -1575,7 +1575,7 @@ public final class FinopsResource extends Resource {
 
     /**
      * Disables a budget from {@code effectiveAt} on ({@code POST /v1/finops/budgets/{id}/disable}; platform_admin,
-     * finops). Not retried after the request may have reached the server.
+     * finops). Retried with its {@code Idempotency-Key}.
      *
      * @param id the budget ({@code bud_1})
      * @param effectiveAt a date ({@code 2026-12-01}) or an RFC 3339 date-time, or {@code null} for now
@@ -1596,8 +1596,8 @@ public final class FinopsResource extends Resource {
      * ({@code {"cost": "0.50", "tokens": 4000, "currency": "EUR"}}; only {@code cost} required), optional
      * {@code deployment_id}, {@code ttl_seconds} (default 300) and {@code tenant_id} (a usage_reporter or a
      * platform_admin names the tenant, or uses {@link EnterpriseAIClient#withTenant(String)}). Granted when
-     * every enforcing budget stays within its limit, decided atomically. A create: retried only when the server
-     * surely did nothing (the connection could not be opened, 429, 503), so a hold is never taken twice.
+     * every enforcing budget stays within its limit, decided atomically. A create: retried with its
+     * {@code Idempotency-Key}, so a hold is never taken twice.
      *
      * @param request the reservation
      * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
