@@ -9,7 +9,8 @@ list and batch wrappers the resources unwrap, and the request builders of the ha
 record per inline object schema. Types come from the schema: a DecimalString, Quantity, ExactQuantity or any
 `number` is a java.math.BigDecimal (money and quantities stay exact: no float or double anywhere), `date-time` an
 Instant, `date` a LocalDate, `integer` a long (Long when optional or nullable), an array a List. `models.json`
-names records (`names`, `nest`) and pins a member's Java type where the SDK's public API has a narrower one
+names records (`names`, `nest`; `inline` for inline objects: `/Name` a record of its own file, `=Name` an
+existing record of the same shape) and pins a member's Java type where the SDK's public API has a narrower one
 (`types`). A record's hand-written members (helpers, a redacting toString, defensive copies) live in
 `extensions/<Record>.java` and are copied into its body. Every record ignores unknown members, so a newer server
 never breaks parsing. Standard library only.
@@ -107,6 +108,11 @@ class Generator:
         if "anyOf" in prop or "oneOf" in prop:
             options = [o for o in prop.get("anyOf", prop.get("oneOf", [])) if o.get("type") != "null"]
             nullable = len(options) < len(prop.get("anyOf", prop.get("oneOf", [])))
+            kinds = {o.get("type") for o in options}
+            if "number" in kinds and kinds <= {"number", "string"}:
+                # a decimal the server takes as a JSON number or a decimal string
+                imports.add("java.math.BigDecimal")
+                return "BigDecimal", nullable
             if len(options) == 1:
                 t, n = self.type_of(options[0], owner, field, nested, imports)
                 return t, nullable or n
@@ -129,6 +135,8 @@ class Generator:
                 return (child if parent == owner.split(".")[0] else parent + "." + child), False
             return self.java_name(name), False
         t = prop.get("type")
+        if t is None and isinstance(prop.get("const"), str):
+            return "String", False
         if isinstance(t, list):
             nullable = "null" in t
             rest = [x for x in t if x != "null"]
@@ -155,6 +163,8 @@ class Generator:
             return "List<" + self.boxed(item) + ">", nullable
         if t == "object" and prop.get("properties"):
             name = self.inline.get(owner + "." + field, pascal(singular(field) if item else field))
+            if name.startswith("="):  # the same shape as an existing record
+                return name[1:], nullable
             if name.startswith("/"):  # a record of its own file
                 name = name[1:]
                 self.top.append((name, prop))
@@ -206,6 +216,9 @@ class Generator:
             lines += wrap("@param " + name + " ", desc, indent)
         lines.append(indent + " */")
         lines.append(indent + "@JsonIgnoreProperties(ignoreUnknown = true)")
+        if java in self.config.get("send_without_nulls", []):  # a record the SDK sends: absent, not null
+            lines.append(indent + "@JsonInclude(JsonInclude.Include.NON_NULL)")
+            imports.add("com.fasterxml.jackson.annotation.JsonInclude")
         imports.add("com.fasterxml.jackson.annotation.JsonIgnoreProperties")
         header = indent + "public record " + simple + "("
         if not comps:
