@@ -128,8 +128,8 @@ class Generator:
             if name == "MoneyInput":
                 return "Money", False
             target = self.schemas[name]
-            if target.get("type") == "string":
-                return "String", False
+            if not target.get("properties"):  # a scalar (or free-form) schema: its own type
+                return self.type_of(target, owner, field, nested, imports, item)
             if name in self.nest:
                 parent, child = self.nest[name]
                 return (child if parent == owner.split(".")[0] else parent + "." + child), False
@@ -290,8 +290,9 @@ class Generator:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="fail when the committed records are stale")
+    ap.add_argument("--contract", type=Path, default=CONTRACT, help="the OpenAPI document (default: the repo's)")
     args = ap.parse_args()
-    contract = json.loads(CONTRACT.read_text())
+    contract = json.loads(args.contract.read_text())
     config = json.loads((HERE / "models.json").read_text())
     files = Generator(contract, config).run()
     existing = {p.name: p.read_text() for p in OUT.glob("*.java") if p.read_text().startswith(MARK)}

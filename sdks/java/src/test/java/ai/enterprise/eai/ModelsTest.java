@@ -35,6 +35,29 @@ class ModelsTest {
         assertEquals(0, p.exitValue(), out);
     }
 
+    @Test
+    void theCheckFailsWhenTheContractChanges() throws Exception {
+        // a newer contract: Tenant gains a member; the committed records are then stale
+        ObjectMapper m = new ObjectMapper();
+        com.fasterxml.jackson.databind.node.ObjectNode doc = (com.fasterxml.jackson.databind.node.ObjectNode)
+                m.readTree(Files.readString(Path.of("../../contracts/v1/openapi.json")));
+        ((com.fasterxml.jackson.databind.node.ObjectNode) doc.path("components").path("schemas").path("Tenant")
+                .path("properties")).putObject("created_at").put("type", "string").put("format", "date-time");
+        Path newer = Files.createTempFile("openapi-newer", ".json");
+        try {
+            Files.writeString(newer, m.writeValueAsString(doc));
+            Process p = new ProcessBuilder("python3", "codegen/generate_models.py", "--check", "--contract",
+                    newer.toString()).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+            assertEquals(1, p.exitValue(), out);
+            assertTrue(out.contains("Tenant.java"), out);
+            assertTrue(out.contains("python3 sdks/java/codegen/generate_models.py"), "says how to regenerate: " + out);
+        } finally {
+            Files.deleteIfExists(newer);
+        }
+    }
+
     /** Every generated record, nested ones included. */
     static List<Class<?>> generated() throws Exception {
         List<Class<?>> out = new ArrayList<>();
