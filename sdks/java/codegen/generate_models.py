@@ -102,7 +102,7 @@ class Generator:
         return {"long": "Long", "boolean": "Boolean", "int": "Integer"}.get(t, t)
 
     def type_of(self, prop: dict, owner: str, field: str, nested: list, imports: set,
-                item: bool = False) -> tuple[str, bool]:
+                item: bool = False, holder: str = "") -> tuple[str, bool]:
         """The Java type of a property and whether null is allowed by its schema."""
         nullable = False
         if "anyOf" in prop or "oneOf" in prop:
@@ -158,10 +158,13 @@ class Generator:
         if t == "boolean":
             return "boolean", nullable
         if t == "array":
-            item, _ = self.type_of(prop.get("items", {}), owner, field, nested, imports, item=True)
+            item, _ = self.type_of(prop.get("items", {}), owner, field, nested, imports, item=True,
+                                   holder=prop.get("description", ""))
             imports.add("java.util.List")
             return "List<" + self.boxed(item) + ">", nullable
         if t == "object" and prop.get("properties"):
+            if holder and not prop.get("description"):  # an inline object: described where it is held
+                prop = dict(prop, description=holder)
             name = self.inline.get(owner + "." + field, pascal(singular(field) if item else field))
             if name.startswith("="):  # the same shape as an existing record
                 return name[1:], nullable
@@ -190,7 +193,7 @@ class Generator:
             self.hoisted = nested
         comps: list[tuple[str, str, str]] = []
         for field, prop in props.items():
-            t, nullable = self.type_of(prop, java, field, nested, imports)
+            t, nullable = self.type_of(prop, java, field, nested, imports, holder=prop.get("description", ""))
             key = java + "." + field
             if key in self.types:
                 t = self.types[key]

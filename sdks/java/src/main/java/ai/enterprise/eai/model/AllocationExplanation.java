@@ -107,7 +107,7 @@ public BigDecimal amount(String tenantId, String currency) {
 }
 
     /**
-     * The {@code IdleSpread} object of the API.
+     * Idle capacity a {@code proportional} policy spread over the tenants, weighed by their allocated cost.
      *
      * @param policyId the {@code policy_id} member
      * @param idle {@code idle}, an exact decimal (DecimalString).
@@ -132,7 +132,10 @@ public BigDecimal amount(String tenantId, String currency) {
     }
 
     /**
-     * The {@code Rounding} object of the API.
+     * Each (deployment, currency) row: the exact sum rounded once ({@code cost}, the allocation's deployment cost),
+     * then apportioned by the largest-remainder method: each line's {@code scaled} quota floored to the minor unit,
+     * and the units left over one each to the largest remainders. {@code amount} is the allocation's item (or
+     * unallocated) figure.
      *
      * @param currency ISO 4217 code, three capital letters.
      * @param exact {@code exact}, an exact decimal (DecimalString).
