@@ -80,8 +80,10 @@ public class EnterpriseAIException extends RuntimeException {
      *
      * @return {@code unauthorized}, {@code forbidden}, {@code tenant_required}, {@code not_found},
      *     {@code method_not_allowed}, {@code payload_too_large}, {@code conflict}, {@code validation_error},
-     *     {@code rate_limited}, {@code internal}, {@code unavailable}, a newer server's code, or one of the SDK's
-     *     own: {@code connection_error}, {@code timeout}, {@code invalid_response}
+     *     {@code rate_limited}, {@code internal}, {@code unavailable}, {@code idempotency_key_reused},
+     *     {@code idempotency_key_in_flight}, {@code budget_exceeded}, a newer server's code (this base class), or
+     *     one of the SDK's own: {@code connection_error}, {@code timeout}, {@code invalid_response}; {@code null}
+     *     for an answer without the error envelope (a proxy's HTML page: see {@link #getBody()})
      */
     public String getCode() {
         return code;
