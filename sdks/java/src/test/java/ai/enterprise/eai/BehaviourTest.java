@@ -534,6 +534,33 @@ class BehaviourTest {
     }
 
     @Test
+    void everyResourceMethodHasARequestOptionsOverload() {
+        List<String> missing = new ArrayList<>();
+        int checked = 0;
+        for (Class<?> r : List.of(FinopsResource.class, ProvidersResource.class, UsageResource.class,
+                TenantsResource.class, AuthResource.class, AuditResource.class)) {
+            for (java.lang.reflect.Method m : r.getDeclaredMethods()) {
+                int mod = m.getModifiers();
+                List<Class<?>> params = List.of(m.getParameterTypes());
+                if (!java.lang.reflect.Modifier.isPublic(mod) || java.lang.reflect.Modifier.isStatic(mod)
+                        || params.contains(RequestOptions.class) || m.getName().equals("toString")) {
+                    continue;
+                }
+                List<Class<?>> with = new ArrayList<>(params);
+                with.add(RequestOptions.class);
+                try {
+                    assertEquals(m.getReturnType(), r.getMethod(m.getName(), with.toArray(new Class<?>[0])).getReturnType());
+                    checked++;
+                } catch (NoSuchMethodException e) {
+                    missing.add(r.getSimpleName() + "." + m.getName() + params);
+                }
+            }
+        }
+        assertTrue(missing.isEmpty(), "resource methods without a RequestOptions overload: " + missing);
+        assertTrue(checked > 50, "checked " + checked);
+    }
+
+    @Test
     void getAllocationPolicyReadsOnePolicy() {
         EnterpriseAIClient admin = EaiServers.shared().admin();
         String name = "sdk-get-" + unique();
