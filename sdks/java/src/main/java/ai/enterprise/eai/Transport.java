@@ -111,14 +111,6 @@ final class Transport {
 
     // ------------------------------------------------------------------------------------------ one call
 
-    /** A path segment, percent-encoded. */
-    static String segment(String value) {
-        if (value == null || value.isEmpty()) {
-            throw new IllegalArgumentException("an id must be a non-empty string");
-        }
-        return URLEncoder.encode(value, StandardCharsets.UTF_8).replace("+", "%20");
-    }
-
     /** The query string of non-null parameters, or "". */
     static String query(Map<String, ?> params) {
         if (params == null || params.isEmpty()) {
