@@ -3,7 +3,8 @@
 # runs the JUnit 5 suite against a real `eai-gpu serve` (started and stopped by the tests), then packages the jar.
 #   sdks/java/test.sh                 # any extra arguments go to Maven, e.g. -Dtest=RetryTest
 # The server binary: EAI_GPU_BIN, else <repo>/target/debug/eai-gpu, else eai-gpu on PATH; without one the suite
-# fails (it is never skipped). Needs Java 17+ and Maven 3.8+.
+# fails (it is never skipped). Needs Java 17+, Maven 3.8+ and Python 3 (the check that the model records are
+# current with contracts/v1/openapi.json, and scripts/sdk/fault_proxy.py the behaviour cases run through).
 set -euo pipefail
 
 started=$(date +%s)
@@ -55,6 +56,9 @@ echo "== java: $(java -version 2>&1 | head -1); maven: $(mvn -v 2>/dev/null | he
 echo "== server: $EAI_GPU_BIN"
 
 cd "$here"
+command -v python3 >/dev/null 2>&1 || { echo "python3 is needed (the models check, scripts/sdk/fault_proxy.py)" >&2; exit 1; }
+# the model records are generated from the contract: stale ones fail here (regenerate with the command printed)
+python3 codegen/generate_models.py --check
 rm -rf target/surefire-reports
 mvn -q -B -Dstyle.color=never verify -DEAI_GPU_BIN="$EAI_GPU_BIN" "$@"
 test -f target/eai-sdk-0.1.0.jar

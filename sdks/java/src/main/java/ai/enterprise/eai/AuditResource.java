@@ -37,7 +37,7 @@ public final class AuditResource extends Resource {
         Map<String, Object> q = new LinkedHashMap<>();
         q.put("after", after);
         q.put("limit", limit);
-        return t().callItems("GET", "/v1/audit/events", q, AuditEvent.class);
+        return t().callItems(ApiOperation.LIST_AUDIT_EVENTS, NO_ARGS, q, AuditEvent.class);
     }
 
     /**
@@ -47,6 +47,45 @@ public final class AuditResource extends Resource {
      * @throws EnterpriseAIException on an error
      */
     public AuditHead head() {
-        return t().call("GET", "/v1/audit/head", null, null, true, AuditHead.class);
+        return t().call(ApiOperation.GET_AUDIT_HEAD, NO_ARGS, null, null, AuditHead.class);
+    }
+
+    // ------------------------------------------------------------------ the same, with per-request options
+
+    /**
+     * The first 100 events of the chain ({@code GET /v1/audit/events}; platform_admin, auditor,
+     * security_officer: a tenant's auditor sees its tenant's events).
+     *
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the events, oldest first
+     * @throws EnterpriseAIException on an error
+     */
+    public List<AuditEvent> events(RequestOptions options) {
+        return client.withOptions(options).audit().events();
+    }
+
+    /**
+     * A page of the chain: events with {@code seq > after}, oldest first. Page on with {@code after} = the last
+     * {@code seq} read.
+     *
+     * @param after the last seq read (0 for the start)
+     * @param limit at most this many events (1..1000)
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the events
+     * @throws EnterpriseAIException on an error
+     */
+    public List<AuditEvent> events(long after, int limit, RequestOptions options) {
+        return client.withOptions(options).audit().events(after, limit);
+    }
+
+    /**
+     * The chain's newest event, to anchor it outside the database ({@code GET /v1/audit/head}; platform_admin).
+     *
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return its seq and hash
+     * @throws EnterpriseAIException on an error
+     */
+    public AuditHead head(RequestOptions options) {
+        return client.withOptions(options).audit().head();
     }
 }

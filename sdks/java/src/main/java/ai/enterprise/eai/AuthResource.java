@@ -12,8 +12,6 @@ import java.util.Objects;
 /** The caller's identity and API keys ({@code /v1/auth}). Get it from {@link EnterpriseAIClient#auth()}. */
 public final class AuthResource extends Resource {
 
-    private static final String KEYS = "/v1/auth/api-keys";
-
     AuthResource(EnterpriseAIClient client, Transport transport) {
         super(client, transport);
     }
@@ -27,7 +25,7 @@ public final class AuthResource extends Resource {
      * @throws EnterpriseAIException on any other error
      */
     public WhoAmI whoAmI() {
-        return t().call("GET", "/v1/auth/whoami", null, null, true, WhoAmI.class);
+        return t().call(ApiOperation.WHO_AM_I, NO_ARGS, null, null, WhoAmI.class);
     }
 
     /**
@@ -63,7 +61,7 @@ public final class AuthResource extends Resource {
      * @throws EnterpriseAIException on an error
      */
     public ApiKeyCreated createApiKey(Map<String, ?> body) {
-        return t().call("POST", KEYS, null, Objects.requireNonNull(body, "body"), false, ApiKeyCreated.class);
+        return t().call(ApiOperation.CREATE_API_KEY, NO_ARGS, null, Objects.requireNonNull(body, "body"), ApiKeyCreated.class);
     }
 
     /**
@@ -74,7 +72,7 @@ public final class AuthResource extends Resource {
      * @throws EnterpriseAIException on an error
      */
     public List<ApiKey> listApiKeys() {
-        return t().callItems("GET", KEYS, null, ApiKey.class);
+        return t().callItems(ApiOperation.LIST_API_KEYS, NO_ARGS, null, ApiKey.class);
     }
 
     /**
@@ -86,7 +84,7 @@ public final class AuthResource extends Resource {
      * @throws EnterpriseAIException on any other error
      */
     public ApiKey revokeApiKey(String id) {
-        return t().call("DELETE", KEYS + "/" + Transport.segment(id), null, null, true, ApiKey.class);
+        return t().call(ApiOperation.REVOKE_API_KEY, new String[] {id}, null, null, ApiKey.class);
     }
 
     /**
@@ -99,7 +97,7 @@ public final class AuthResource extends Resource {
      * @throws EnterpriseAIException on any other error
      */
     public ApiKeyCreated rotateApiKey(String id) {
-        return rotateApiKey(id, null);
+        return rotateApiKey(id, (java.time.Duration) null);
     }
 
     /**
@@ -117,7 +115,106 @@ public final class AuthResource extends Resource {
         if (grace != null) {
             body.put("grace_seconds", grace.toSeconds());
         }
-        return t().call("POST", KEYS + "/" + Transport.segment(id) + "/rotate", null, body, false,
+        return t().call(ApiOperation.ROTATE_API_KEY, new String[] {id}, null, body,
                 ApiKeyCreated.class);
+    }
+
+    // ------------------------------------------------------------------ the same, with per-request options
+
+    /**
+     * The identity behind the client's key: its id, role, tenant, and the tenant it is signed in to
+     * ({@code GET /v1/auth/whoami}).
+     *
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the identity
+     * @throws AuthenticationException when the key is not valid
+     * @throws EnterpriseAIException on any other error
+     */
+    public WhoAmI whoAmI(RequestOptions options) {
+        return client.withOptions(options).auth().whoAmI();
+    }
+
+    /**
+     * Creates an API key ({@code POST /v1/auth/api-keys}; platform_admin). The secret is in the answer only.
+     *
+     * @param role {@code platform_admin}, {@code finops}, {@code tenant_admin}, {@code auditor},
+     *     {@code developer}, {@code viewer}, {@code security_officer}, {@code sampler} or {@code usage_reporter}
+     * @param tenantId the tenant the key is bound to: required for every role but platform_admin, sampler and
+     *     usage_reporter; else {@code null}
+     * @param name a label for people, or {@code null}
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the key, with its secret
+     * @throws ValidationException when the role needs a tenant, ...
+     * @throws EnterpriseAIException on any other error
+     */
+    public ApiKeyCreated createApiKey(String role, String tenantId, String name, RequestOptions options) {
+        return client.withOptions(options).auth().createApiKey(role, tenantId, name);
+    }
+
+    /**
+     * Creates an API key from a request body ({@code role}, {@code tenant_id}, {@code name},
+     * {@code expires_at}, {@code nodes}).
+     *
+     * @param body the request body
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the key, with its secret
+     * @throws EnterpriseAIException on an error
+     */
+    public ApiKeyCreated createApiKey(Map<String, ?> body, RequestOptions options) {
+        return client.withOptions(options).auth().createApiKey(body);
+    }
+
+    /**
+     * The API keys: every key for platform_admin, its tenant's for tenant_admin; never a secret
+     * ({@code GET /v1/auth/api-keys}).
+     *
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the keys
+     * @throws EnterpriseAIException on an error
+     */
+    public List<ApiKey> listApiKeys(RequestOptions options) {
+        return client.withOptions(options).auth().listApiKeys();
+    }
+
+    /**
+     * Revokes an API key: the next call with it gets 401 ({@code DELETE /v1/auth/api-keys/{id}}). Idempotent.
+     *
+     * @param id the key's public id ({@code key_5})
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the key as revoked
+     * @throws NotFoundException when there is no such key (or it is another tenant's)
+     * @throws EnterpriseAIException on any other error
+     */
+    public ApiKey revokeApiKey(String id, RequestOptions options) {
+        return client.withOptions(options).auth().revokeApiKey(id);
+    }
+
+    /**
+     * Gives a key a new secret; the previous one stops working at once ({@code POST
+     * /v1/auth/api-keys/{id}/rotate}).
+     *
+     * @param id the key's public id
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the key with its new secret
+     * @throws ConflictException when the key is revoked
+     * @throws EnterpriseAIException on any other error
+     */
+    public ApiKeyCreated rotateApiKey(String id, RequestOptions options) {
+        return client.withOptions(options).auth().rotateApiKey(id);
+    }
+
+    /**
+     * Gives a key a new secret; the previous one keeps working {@code grace} more.
+     *
+     * @param id the key's public id
+     * @param grace how long the previous secret keeps working (whole seconds, at most 7 days), or {@code null}
+     *     for none
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the key with its new secret
+     * @throws ConflictException when the key is revoked
+     * @throws EnterpriseAIException on any other error
+     */
+    public ApiKeyCreated rotateApiKey(String id, Duration grace, RequestOptions options) {
+        return client.withOptions(options).auth().rotateApiKey(id, grace);
     }
 }

@@ -38,6 +38,9 @@ public final class EnterpriseAIClient implements AutoCloseable {
     /** Records per ingest request by default: half the server's default {@code EAI_MAX_BATCH} (10,000). */
     public static final int DEFAULT_MAX_BATCH_SIZE = 5000;
 
+    /** Retries after a failed attempt by default. */
+    public static final int DEFAULT_MAX_RETRIES = 3;
+
     private final Transport transport;
     private final ExecutorService ownedExecutor;
     private final AtomicBoolean closed;
@@ -181,7 +184,7 @@ public final class EnterpriseAIClient implements AutoCloseable {
 
     /**
      * Sends any request to the API and returns its JSON answer: for endpoints newer than this SDK. The call has
-     * the client's headers, retries and error handling.
+     * the client's headers, retries ({@code Idempotency-Key} on a POST or DELETE included) and error handling.
      *
      * @param method {@code GET}, {@code POST}, {@code DELETE}, ...
      * @param path the path from the base URL, e.g. {@code /v1/auth/whoami}
@@ -191,14 +194,181 @@ public final class EnterpriseAIClient implements AutoCloseable {
      * @throws EnterpriseAIException on an error answer or a transport failure
      */
     public JsonNode request(String method, String path, Map<String, ?> query, Object body) {
+        return request(method, path, query, body, RequestOptions.none());
+    }
+
+    /**
+     * Sends any request to the API with per-request options ({@link #request(String, String, Map, Object)}).
+     *
+     * @param method {@code GET}, {@code POST}, {@code DELETE}, ...
+     * @param path the path from the base URL, e.g. {@code /v1/auth/whoami}
+     * @param query query parameters, or {@code null}
+     * @param body a JSON body, or {@code null} for none
+     * @param options timeout, retries, idempotency key, traceparent, headers
+     * @return the answer's JSON, or {@code null} for an empty answer
+     * @throws EnterpriseAIException on an error answer or a transport failure
+     */
+    public JsonNode request(String method, String path, Map<String, ?> query, Object body, RequestOptions options) {
         Objects.requireNonNull(method, "method");
         Objects.requireNonNull(path, "path");
         if (!path.startsWith("/")) {
             throw new IllegalArgumentException("path must start with /");
         }
-        String m = method.toUpperCase(Locale.ROOT);
         ensureOpen();
-        return transport.call(m, path, query, body, !m.equals("POST") && !m.equals("PATCH"));
+        return transport.call(method.toUpperCase(Locale.ROOT), path, query, body, options);
+    }
+
+    /**
+     * {@code GET /healthz}: whether the server process is up.
+     *
+     * @return the answer's JSON
+     * @throws EnterpriseAIException on an error answer or a transport failure
+     */
+    public JsonNode healthz() {
+        ensureOpen();
+        return transport.call(ApiOperation.HEALTHZ, Resource.NO_ARGS, null, null);
+    }
+
+    /**
+     * {@code GET /readyz}: whether the server can serve (its database reachable).
+     *
+     * @return the answer's JSON
+     * @throws EnterpriseAIException on an error answer (503 when not ready) or a transport failure
+     */
+    public JsonNode readyz() {
+        ensureOpen();
+        return transport.call(ApiOperation.READYZ, Resource.NO_ARGS, null, null);
+    }
+
+    /**
+     * {@code GET /metrics}: the server's Prometheus metrics, as text.
+     *
+     * @return the exposition text
+     * @throws EnterpriseAIException on an error answer or a transport failure
+     */
+    public String metrics() {
+        ensureOpen();
+        return new String(transport.download(ApiOperation.METRICS, null, "text/plain"),
+                java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /**
+     * {@code GET /openapi.json}: the contract the server serves.
+     *
+     * @return the OpenAPI document
+     * @throws EnterpriseAIException on an error answer or a transport failure
+     */
+    public JsonNode openapi() {
+        ensureOpen();
+        return transport.call(ApiOperation.OPENAPI, Resource.NO_ARGS, null, null);
+    }
+
+    /**
+     * A client like this one whose every call uses {@code options} (over this client's own), sharing its
+     * connections (closed with the original).
+     *
+     * @param options timeout, retries, idempotency key, traceparent, headers
+     * @return the other client
+     */
+    public EnterpriseAIClient withOptions(RequestOptions options) {
+        Objects.requireNonNull(options, "options");
+        return new EnterpriseAIClient(transport.withOptions(options), locale, null, closed, false);
+    }
+
+    /**
+     * Runs calls of this client and returns their result with the HTTP answer it came from: its
+     * {@code X-Request-Id}, status and headers (of the last answer, for a call that sent several requests).
+     *
+     * <pre>{@code
+     * ApiResponse<List<Tenant>> r = client.withRawResponse(c -> c.tenants().list());
+     * String requestId = r.requestId();
+     * }</pre>
+     *
+     * @param call what to run, with this client
+     * @param <T> the result's type
+     * @return the result and its answer
+     * @throws EnterpriseAIException as the call does
+     */
+    public <T> ApiResponse<T> withRawResponse(java.util.function.Function<EnterpriseAIClient, T> call) {
+        Objects.requireNonNull(call, "call");
+        Transport.Capture outer = Transport.CAPTURE.get();
+        Transport.Capture capture = new Transport.Capture();
+        Transport.CAPTURE.set(capture);
+        T data;
+        try {
+            data = call.apply(this);
+        } finally {
+            if (outer == null) {
+                Transport.CAPTURE.remove();
+            } else {
+                Transport.CAPTURE.set(outer);
+                outer.last = capture.last != null ? capture.last : outer.last;
+                outer.requests += capture.requests;
+            }
+        }
+        if (capture.last == null) {
+            return new ApiResponse<>(data, null, 0, null, 0);
+        }
+        return new ApiResponse<>(data, capture.last.headers().firstValue("x-request-id").orElse(null),
+                capture.last.statusCode(), capture.last.headers(), capture.requests);
+    }
+
+    /**
+     * The timeout of each attempt.
+     *
+     * @return the duration (default 30 s)
+     */
+    public Duration timeout() {
+        return transport.timeout;
+    }
+
+    /**
+     * The retries after a failed attempt.
+     *
+     * @return the count (default 3)
+     */
+    public int maxRetries() {
+        return transport.maxRetries;
+    }
+
+    /**
+     * The base of the backoff between attempts.
+     *
+     * @return the duration (default 0.5 s)
+     */
+    public Duration retryBaseDelay() {
+        return transport.retryBaseDelay;
+    }
+
+    /**
+     * The largest backoff between attempts.
+     *
+     * @return the duration (default 8 s)
+     */
+    public Duration retryMaxDelay() {
+        return transport.retryMaxDelay;
+    }
+
+    /**
+     * The longest {@code Retry-After} waited for: a longer one raises the error at once.
+     *
+     * @return the duration (default 60 s)
+     */
+    public Duration maxRetryAfter() {
+        return transport.maxRetryAfter;
+    }
+
+    /**
+     * Records per ingest request at most.
+     *
+     * @return the count (default 5,000)
+     */
+    public int maxBatchSize() {
+        return transport.maxBatchSize;
+    }
+
+    Transport transport() {
+        return transport;
     }
 
     void ensureOpen() {
@@ -243,7 +413,8 @@ public final class EnterpriseAIClient implements AutoCloseable {
         private String tenant;
         private Locale locale = Locale.ENGLISH;
         private Duration timeout = Duration.ofSeconds(30);
-        private int maxRetries = 2;
+        private int maxRetries = DEFAULT_MAX_RETRIES;
+        private RequestListener listener;
         private Duration retryBaseDelay = Duration.ofMillis(500);
         private Duration retryMaxDelay = Duration.ofSeconds(8);
         private Duration maxRetryAfter = Duration.ofSeconds(60);
@@ -316,8 +487,8 @@ public final class EnterpriseAIClient implements AutoCloseable {
         }
 
         /**
-         * Retries after a failed attempt, at most (default 2; 0 disables retries). Retried: connection failures,
-         * timeouts, 429 and 5xx; never another 4xx.
+         * Retries after a failed attempt, at most (default 3; 0 disables retries). Retried: connection failures,
+         * timeouts, 408, 429, 500, 502, 503, 504 and 409 {@code idempotency_key_in_flight}; never another 4xx.
          *
          * @param maxRetries 0 or more
          * @return this builder
@@ -331,8 +502,8 @@ public final class EnterpriseAIClient implements AutoCloseable {
         }
 
         /**
-         * The backoff between attempts: full jitter, {@code random(0, min(max, base * 2^attempt))} (defaults 0.5 s
-         * and 8 s). A {@code Retry-After} of the server is honoured instead, up to {@link #maxRetryAfter}.
+         * The backoff before retry n: {@code d = min(max, base * 2^(n-1))}, waiting {@code d/2 + random(0, d/2)}
+         * (defaults 0.5 s and 8 s). A {@code Retry-After} of the server is honoured instead, exactly.
          *
          * @param base the first cap
          * @param max the largest cap
@@ -350,7 +521,7 @@ public final class EnterpriseAIClient implements AutoCloseable {
         }
 
         /**
-         * The longest {@code Retry-After} honoured (default 60 s): a longer one is cut to this.
+         * The longest {@code Retry-After} waited for (default 60 s): an answer asking for longer is raised at once.
          *
          * @param max the cap
          * @return this builder
@@ -387,6 +558,19 @@ public final class EnterpriseAIClient implements AutoCloseable {
          */
         public Builder splitOnPayloadTooLarge(boolean split) {
             this.splitOnPayloadTooLarge = split;
+            return this;
+        }
+
+        /**
+         * A listener told about every attempt of every call (method, path, attempt, status, error code, request
+         * id, duration, the wait before the next one), for logging and metrics; never the API key. Each attempt
+         * is also logged through {@code System.Logger} {@code ai.enterprise.eai} (DEBUG; retries at WARNING).
+         *
+         * @param listener the listener, or {@code null} for none
+         * @return this builder
+         */
+        public Builder listener(RequestListener listener) {
+            this.listener = listener;
             return this;
         }
 
@@ -454,7 +638,8 @@ public final class EnterpriseAIClient implements AutoCloseable {
                         .build();
             }
             Transport t = new Transport(url, key, blankToNull(tenant), locale.toLanguageTag(), timeout, maxRetries,
-                    retryBaseDelay, retryMaxDelay, maxRetryAfter, maxBatchSize, splitOnPayloadTooLarge, http);
+                    retryBaseDelay, retryMaxDelay, maxRetryAfter, maxBatchSize, splitOnPayloadTooLarge, http,
+                    listener, RequestOptions.none());
             return new EnterpriseAIClient(t, locale, owned, new AtomicBoolean(false), true);
         }
 

@@ -31,6 +31,8 @@ public class EnterpriseAIException extends RuntimeException {
     private final String requestId;
     /** The server's Retry-After. */
     private final Duration retryAfter;
+    /** The answer's body as it came (not serialized). */
+    private transient volatile String body;
     /** What a batched ingest stored before failing (not serialized). */
     private transient volatile IngestResult partialResult;
 
@@ -78,8 +80,10 @@ public class EnterpriseAIException extends RuntimeException {
      *
      * @return {@code unauthorized}, {@code forbidden}, {@code tenant_required}, {@code not_found},
      *     {@code method_not_allowed}, {@code payload_too_large}, {@code conflict}, {@code validation_error},
-     *     {@code rate_limited}, {@code internal}, {@code unavailable}, a newer server's code, or one of the SDK's
-     *     own: {@code connection_error}, {@code timeout}, {@code invalid_response}
+     *     {@code rate_limited}, {@code internal}, {@code unavailable}, {@code idempotency_key_reused},
+     *     {@code idempotency_key_in_flight}, {@code budget_exceeded}, a newer server's code (this base class), or
+     *     one of the SDK's own: {@code connection_error}, {@code timeout}, {@code invalid_response}; {@code null}
+     *     for an answer without the error envelope (a proxy's HTML page: see {@link #getBody()})
      */
     public String getCode() {
         return code;
@@ -130,6 +134,20 @@ public class EnterpriseAIException extends RuntimeException {
      */
     public IngestResult getPartialResult() {
         return partialResult;
+    }
+
+    /**
+     * The error answer's whole body as the server (or a proxy in front of it) sent it: the JSON envelope, or an
+     * HTML page of a load balancer.
+     *
+     * @return the body, or {@code null} when no answer came
+     */
+    public String getBody() {
+        return body;
+    }
+
+    void attachBody(String raw) {
+        body = raw;
     }
 
     /** Shifts detail indexes by {@code offset} and records the partial result (batched ingests). */

@@ -60,14 +60,16 @@ final class Errors {
             }
             requestId = textOr(error.get("request_id"), headerRequestId);
         } else {
-            code = defaultCode(status);
+            code = null;
             String text = body == null ? "" : new String(body, StandardCharsets.UTF_8).strip();
             if (text.length() > 200) {
                 text = text.substring(0, 200) + "...";
             }
             message = "HTTP " + status + (text.isEmpty() ? "" : ": " + text);
         }
-        return make(status, code, message, i18n, details, requestId, retryAfter);
+        EnterpriseAIException e = make(status, code, message, i18n, details, requestId, retryAfter);
+        e.attachBody(body == null ? "" : new String(body, StandardCharsets.UTF_8));
+        return e;
     }
 
     /** Makes an exception of the constructor's signature. */
@@ -98,7 +100,10 @@ final class Errors {
             case "payload_too_large":
                 return PayloadTooLargeException::new;
             case "conflict":
+            case "idempotency_key_in_flight":
                 return ConflictException::new;
+            case "idempotency_key_reused":
+                return IdempotencyKeyReusedException::new;
             case "validation_error":
                 return ValidationException::new;
             case "rate_limited":
@@ -115,8 +120,9 @@ final class Errors {
     }
 
     /**
-     * The exception of a code; a code this SDK does not know gets the class of the HTTP status (keeping the
-     * server's code), or the base class.
+     * The exception of a code (behaviour.json {@code error_kinds}); a code this SDK does not know, or an answer
+     * without the envelope, is the base class {@link EnterpriseAIException} (kind {@code api_error}), keeping the
+     * status, the code as sent, the message and the request id.
      */
     static EnterpriseAIException make(
             int status,
@@ -126,10 +132,7 @@ final class Errors {
             List<FieldError> details,
             String requestId,
             Duration retryAfter) {
-        Ctor ctor = ctorOf(code);
-        if (ctor == null) {
-            ctor = ctorOf(defaultCode(status));
-        }
+        Ctor ctor = code == null ? null : ctorOf(code);
         if (ctor == null) {
             return new EnterpriseAIException(status, code, message, i18n, details, requestId, retryAfter, null);
         }

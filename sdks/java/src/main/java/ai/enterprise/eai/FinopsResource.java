@@ -38,11 +38,6 @@ import java.util.function.Function;
  */
 public final class FinopsResource extends Resource {
 
-    private static final String SAMPLES = "/v1/finops/gpu/samples";
-    private static final String POLICIES = "/v1/finops/allocation-policies";
-    private static final String BUDGETS = "/v1/finops/budgets";
-    private static final String RESERVATIONS = "/v1/finops/reservations";
-
     FinopsResource(EnterpriseAIClient client, Transport transport) {
         super(client, transport);
     }
@@ -82,7 +77,7 @@ public final class FinopsResource extends Resource {
      * @throws EnterpriseAIException on any other error
      */
     public IngestResult gpuSamples(List<?> samples) {
-        return gpuSamples(samples, null);
+        return gpuSamples(samples, (IngestOptions) null);
     }
 
     /**
@@ -109,7 +104,7 @@ public final class FinopsResource extends Resource {
                 r.put("timestamp", stamp);
             }
         }
-        return tr.ingest(SAMPLES, "samples", records, extra, options);
+        return tr.ingest(ApiOperation.INGEST_GPU_SAMPLES, "samples", records, extra, options);
     }
 
     // -------------------------------------------------------------------------------------------- allocation
@@ -134,7 +129,7 @@ public final class FinopsResource extends Resource {
      * @throws EnterpriseAIException on an error
      */
     public Allocation gpuAllocation(Map<String, ?> params) {
-        return t().call("GET", "/v1/finops/gpu/allocation", params, null, true, Allocation.class);
+        return t().call(ApiOperation.GET_GPU_ALLOCATION, NO_ARGS, params, null, Allocation.class);
     }
 
     /**
@@ -183,7 +178,7 @@ public final class FinopsResource extends Resource {
      * @throws EnterpriseAIException on any other error
      */
     public byte[] gpuAllocationFocus(Map<String, ?> params) {
-        return t().download("/v1/finops/gpu/allocation/focus", params, FOCUS_ACCEPT);
+        return t().download(ApiOperation.GET_GPU_ALLOCATION_FOCUS, params, FOCUS_ACCEPT);
     }
 
     /**
@@ -260,7 +255,7 @@ public final class FinopsResource extends Resource {
      * @throws EnterpriseAIException on any other error
      */
     public TokenCostList gpuTokenCosts(Map<String, ?> params) {
-        return t().call("GET", "/v1/finops/gpu/token-costs", params, null, true, TokenCostList.class);
+        return t().call(ApiOperation.GET_GPU_TOKEN_COSTS, NO_ARGS, params, null, TokenCostList.class);
     }
 
     /**
@@ -316,7 +311,7 @@ public final class FinopsResource extends Resource {
      * @throws EnterpriseAIException on an error
      */
     public AllocationExplanation gpuAllocationExplain(Map<String, ?> params) {
-        return t().call("GET", "/v1/finops/gpu/allocation/explain", params, null, true, AllocationExplanation.class);
+        return t().call(ApiOperation.EXPLAIN_GPU_ALLOCATION, NO_ARGS, params, null, AllocationExplanation.class);
     }
 
     /**
@@ -377,7 +372,7 @@ public final class FinopsResource extends Resource {
      * @throws EnterpriseAIException on any other error
      */
     public GpuUsageBreakdown gpuUsage(Map<String, ?> params) {
-        return t().call("GET", "/v1/finops/gpu/usage", params, null, true, GpuUsageBreakdown.class);
+        return t().call(ApiOperation.GET_GPU_USAGE_BREAKDOWN, NO_ARGS, params, null, GpuUsageBreakdown.class);
     }
 
     /**
@@ -470,7 +465,7 @@ public final class FinopsResource extends Resource {
      * @throws EnterpriseAIException on any other error
      */
     public AllocationSeries gpuAllocationSeries(Map<String, ?> params) {
-        return t().call("GET", "/v1/finops/gpu/allocation/series", params, null, true, AllocationSeries.class);
+        return t().call(ApiOperation.GET_GPU_ALLOCATION_SERIES, NO_ARGS, params, null, AllocationSeries.class);
     }
 
     /**
@@ -535,7 +530,7 @@ public final class FinopsResource extends Resource {
      * @throws EnterpriseAIException on any other error
      */
     public SlurmReconciliation gpuSlurmReconciliation(Object sacct, Map<String, ?> params) {
-        return t().call("POST", "/v1/finops/gpu/slurm/reconciliation", params, sacctBody(sacct), true,
+        return t().call(ApiOperation.RECONCILE_SLURM_JOBS, NO_ARGS, params, sacctBody(sacct),
                 SlurmReconciliation.class);
     }
 
@@ -612,8 +607,8 @@ public final class FinopsResource extends Resource {
      * {@code gpu_model}, {@code currency} (default USD), {@code overhead_pct}, {@code energy_kwh_price},
      * {@code pue}, {@code storage_gb_month_price}, {@code idle_capacity}, {@code output_token_weight},
      * {@code enabled}, {@code effective_from}, {@code effective_to}. Money as a {@code BigDecimal}, a decimal string or a number
-     * ({@code 2.10} is sent as {@code 2.1}). Not retried after the request may have reached the server (only on
-     * connection failures, 429 and 503).
+     * ({@code 2.10} is sent as {@code 2.1}). Retried like any call: its
+     * {@code Idempotency-Key} makes a retry answer the first creation.
      *
      * @param policy the policy
      * @return its id and status
@@ -622,7 +617,7 @@ public final class FinopsResource extends Resource {
      */
     public AllocationPolicyCreated createAllocationPolicy(Map<String, ?> policy) {
         Objects.requireNonNull(policy, "policy");
-        return t().call("POST", POLICIES, null, policy, false, AllocationPolicyCreated.class);
+        return t().call(ApiOperation.CREATE_ALLOCATION_POLICY, NO_ARGS, null, policy, AllocationPolicyCreated.class);
     }
 
     /**
@@ -633,7 +628,31 @@ public final class FinopsResource extends Resource {
      * @throws EnterpriseAIException on an error
      */
     public List<AllocationPolicy> listAllocationPolicies() {
-        return t().callItems("GET", POLICIES, null, AllocationPolicy.class);
+        return t().callItems(ApiOperation.LIST_ALLOCATION_POLICIES, NO_ARGS, null, AllocationPolicy.class);
+    }
+
+    /**
+     * One allocation policy, by id ({@code GET /v1/finops/allocation-policies/{id}}).
+     *
+     * @param id the policy ({@code alp_1})
+     * @return the policy
+     * @throws NotFoundException when there is no such policy
+     * @throws EnterpriseAIException on any other error
+     */
+    public AllocationPolicy getAllocationPolicy(String id) {
+        return t().call(ApiOperation.GET_ALLOCATION_POLICY, new String[] {id}, null, null, AllocationPolicy.class);
+    }
+
+    /**
+     * One allocation policy, by id, with per-request options.
+     *
+     * @param id the policy ({@code alp_1})
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the policy
+     * @throws EnterpriseAIException on an error
+     */
+    public AllocationPolicy getAllocationPolicy(String id, RequestOptions options) {
+        return client.withOptions(options).finops().getAllocationPolicy(id);
     }
 
     /**
@@ -649,8 +668,8 @@ public final class FinopsResource extends Resource {
      * @throws EnterpriseAIException on any other error
      */
     public AllocationPolicyChange supersedeAllocationPolicy(String id, Map<String, ?> changes) {
-        return t().call("POST", POLICIES + "/" + Transport.segment(id) + "/supersede", null,
-                changes == null ? Map.of() : changes, false, AllocationPolicyChange.class);
+        return t().call(ApiOperation.SUPERSEDE_ALLOCATION_POLICY, new String[] {id}, null,
+                changes == null ? Map.of() : changes, AllocationPolicyChange.class);
     }
 
     /**
@@ -687,8 +706,8 @@ public final class FinopsResource extends Resource {
      * @throws EnterpriseAIException on an error
      */
     public AllocationPolicyChange disableAllocationPolicy(String id, Map<String, ?> body) {
-        return t().call("POST", POLICIES + "/" + Transport.segment(id) + "/disable", null,
-                body == null ? Map.of() : body, false, AllocationPolicyChange.class);
+        return t().call(ApiOperation.DISABLE_ALLOCATION_POLICY, new String[] {id}, null,
+                body == null ? Map.of() : body, AllocationPolicyChange.class);
     }
 
     // --------------------------------------------------------------------------------------------- budgets
@@ -701,7 +720,7 @@ public final class FinopsResource extends Resource {
      * or a {@link ai.enterprise.eai.model.Money}), {@code tenant_id} (platform_admin: else the client's tenant,
      * see {@link EnterpriseAIClient#withTenant(String)}), {@code tokens_limit}, {@code thresholds_pct} (default
      * {@code [50, 80, 100]}), {@code enforce} (default false: alert only), {@code webhook_url},
-     * {@code effective_from}, {@code effective_to}. Not retried after the request may have reached the server.
+     * {@code effective_from}, {@code effective_to}. Retried with its {@code Idempotency-Key}.
      *
      * @param budget the budget
      * @return the budget with its {@code current} standing and, when it has a webhook, its
@@ -711,7 +730,7 @@ public final class FinopsResource extends Resource {
      */
     public Budget createBudget(Map<String, ?> budget) {
         Objects.requireNonNull(budget, "budget");
-        return t().call("POST", BUDGETS, null, budget, false, Budget.class);
+        return t().call(ApiOperation.CREATE_BUDGET, NO_ARGS, null, budget, Budget.class);
     }
 
     /**
@@ -721,7 +740,7 @@ public final class FinopsResource extends Resource {
      * @throws EnterpriseAIException on an error
      */
     public List<Budget> listBudgets() {
-        return t().callItems("GET", BUDGETS, null, Budget.class);
+        return t().callItems(ApiOperation.LIST_BUDGETS, NO_ARGS, null, Budget.class);
     }
 
     /**
@@ -733,13 +752,13 @@ public final class FinopsResource extends Resource {
      * @throws EnterpriseAIException on any other error
      */
     public Budget getBudget(String id) {
-        return t().call("GET", BUDGETS + "/" + Transport.segment(id), null, null, true, Budget.class);
+        return t().call(ApiOperation.GET_BUDGET, new String[] {id}, null, null, Budget.class);
     }
 
     /**
      * Closes a budget at {@code effective_at} (default now) and opens its successor with the fields given, the
      * others (and the webhook secret) carried over ({@code POST /v1/finops/budgets/{id}/supersede};
-     * platform_admin, finops). Not retried after the request may have reached the server.
+     * platform_admin, finops). Retried with its {@code Idempotency-Key}.
      *
      * @param id the budget ({@code bud_1})
      * @param changes the fields that change ({@code name}, {@code limit}, {@code tokens_limit},
@@ -750,8 +769,8 @@ public final class FinopsResource extends Resource {
      * @throws EnterpriseAIException on any other error
      */
     public BudgetChange supersedeBudget(String id, Map<String, ?> changes) {
-        return t().call("POST", BUDGETS + "/" + Transport.segment(id) + "/supersede", null,
-                changes == null ? Map.of() : changes, false, BudgetChange.class);
+        return t().call(ApiOperation.SUPERSEDE_BUDGET, new String[] {id}, null,
+                changes == null ? Map.of() : changes, BudgetChange.class);
     }
 
     /**
@@ -762,12 +781,12 @@ public final class FinopsResource extends Resource {
      * @throws EnterpriseAIException on an error
      */
     public BudgetChange disableBudget(String id) {
-        return disableBudget(id, null);
+        return disableBudget(id, (String) null);
     }
 
     /**
      * Disables a budget from {@code effectiveAt} on ({@code POST /v1/finops/budgets/{id}/disable}; platform_admin,
-     * finops). Not retried after the request may have reached the server.
+     * finops). Retried with its {@code Idempotency-Key}.
      *
      * @param id the budget ({@code bud_1})
      * @param effectiveAt a date ({@code 2026-12-01}) or an RFC 3339 date-time, or {@code null} for now
@@ -780,7 +799,7 @@ public final class FinopsResource extends Resource {
         if (effectiveAt != null) {
             body.put("effective_at", effectiveAt);
         }
-        return t().call("POST", BUDGETS + "/" + Transport.segment(id) + "/disable", null, body, false,
+        return t().call(ApiOperation.DISABLE_BUDGET, new String[] {id}, null, body,
                 BudgetChange.class);
     }
 
@@ -794,8 +813,8 @@ public final class FinopsResource extends Resource {
      * ({@code {"cost": "0.50", "tokens": 4000, "currency": "EUR"}}; only {@code cost} required), optional
      * {@code deployment_id}, {@code ttl_seconds} (default 300) and {@code tenant_id} (a usage_reporter or a
      * platform_admin names the tenant, or uses {@link EnterpriseAIClient#withTenant(String)}). Granted when
-     * every enforcing budget stays within its limit, decided atomically. A create: retried only when the server
-     * surely did nothing (the connection could not be opened, 429, 503), so a hold is never taken twice.
+     * every enforcing budget stays within its limit, decided atomically. A create: retried with its
+     * {@code Idempotency-Key}, so a hold is never taken twice.
      *
      * @param request the reservation
      * @return the reservation, {@code held} until {@code expiresAt}
@@ -805,7 +824,7 @@ public final class FinopsResource extends Resource {
      */
     public Reservation reserve(Map<String, ?> request) {
         Objects.requireNonNull(request, "request");
-        return t().call("POST", RESERVATIONS, null, request, false, Reservation.class);
+        return t().call(ApiOperation.CREATE_RESERVATION, NO_ARGS, null, request, Reservation.class);
     }
 
     /**
@@ -858,7 +877,7 @@ public final class FinopsResource extends Resource {
      * @throws EnterpriseAIException on any other error
      */
     public Reservation getReservation(String id) {
-        return t().call("GET", RESERVATIONS + "/" + Transport.segment(id), null, null, true, Reservation.class);
+        return t().call(ApiOperation.GET_RESERVATION, new String[] {id}, null, null, Reservation.class);
     }
 
     /**
@@ -880,8 +899,8 @@ public final class FinopsResource extends Resource {
         if (tokens != null) {
             actual.put("tokens", tokens);
         }
-        return t().call("POST", RESERVATIONS + "/" + Transport.segment(id) + "/commit", null,
-                Map.of("actual", actual), true, Reservation.class);
+        return t().call(ApiOperation.COMMIT_RESERVATION, new String[] {id}, null,
+                Map.of("actual", actual), Reservation.class);
     }
 
     /**
@@ -895,7 +914,7 @@ public final class FinopsResource extends Resource {
      * @throws EnterpriseAIException on any other error
      */
     public Reservation releaseReservation(String id) {
-        return t().call("POST", RESERVATIONS + "/" + Transport.segment(id) + "/release", null, null, true,
+        return t().call(ApiOperation.RELEASE_RESERVATION, new String[] {id}, null, null,
                 Reservation.class);
     }
 
@@ -933,5 +952,742 @@ public final class FinopsResource extends Resource {
                     tokens == null ? null : tokens.longValueExact());
         }
         return commitReservation(held.id(), Objects.requireNonNull(actual.cost(), "actual.cost"), actual.tokens());
+    }
+
+    // ------------------------------------------------------------------ the same, with per-request options
+
+    /**
+     * Ingests GPU samples given as the request body {@code {"samples": [...]}} ({@code POST
+     * /v1/finops/gpu/samples}; platform_admin or sampler). Same behaviour as {@link #gpuSamples(List)}; other
+     * members of the body are sent with every batch.
+     *
+     * @param body a Map holding {@code "samples"}: a List of samples (Maps, {@code GpuSample}s or records)
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return what was stored, summed over the batches
+     * @throws ValidationException when a sample is invalid (indexes are positions in your list)
+     * @throws EnterpriseAIException on any other error
+     */
+    public IngestResult gpuSamples(Map<String, ?> body, RequestOptions options) {
+        return client.withOptions(options).finops().gpuSamples(body);
+    }
+
+    /**
+     * Ingests GPU samples ({@code POST /v1/finops/gpu/samples}; platform_admin or sampler).
+     *
+     * <p>Idempotent per {@code (gpu_uuid, timestamp)}: a re-sent sample is counted once. Samples without a
+     * {@code timestamp} are stamped with the current instant (UTC, milliseconds) once, before the first attempt,
+     * so that a retry is recognised as a duplicate; your list and maps are never modified. The list goes in
+     * batches of at most {@code maxBatchSize} (5,000 by default); a batch answered 413 is halved and re-sent
+     * (each batch is atomic: a refused one stored nothing). A Double or Float value is sent as its shortest
+     * decimal ({@code 0.82}, never {@code 0.819999...}).
+     *
+     * @param samples {@link ai.enterprise.eai.model.GpuSample}s, {@code Map<String, ?>}s or other records, in
+     *     any mix
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return what was stored, summed over the batches
+     * @throws ValidationException when a sample is invalid (indexes are positions in your list; the exception's
+     *     {@code getPartialResult()} says what earlier batches stored)
+     * @throws EnterpriseAIException on any other error
+     */
+    public IngestResult gpuSamples(List<?> samples, RequestOptions options) {
+        return client.withOptions(options).finops().gpuSamples(samples);
+    }
+
+    /**
+     * Ingests GPU samples with per-call batching options; see {@link #gpuSamples(List)}.
+     *
+     * @param samples {@link ai.enterprise.eai.model.GpuSample}s, {@code Map<String, ?>}s or other records
+     * @param options batch size and 413 behaviour, or {@code null} for the client's
+     * @param requestOptions per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return what was stored, summed over the batches
+     * @throws EnterpriseAIException on an error
+     */
+    public IngestResult gpuSamples(List<?> samples, IngestOptions options, RequestOptions requestOptions) {
+        return client.withOptions(requestOptions).finops().gpuSamples(samples, options);
+    }
+
+    /**
+     * The allocation of the last 30 days until now ({@code GET /v1/finops/gpu/allocation}).
+     *
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the allocation (a tenant-scoped caller sees only its own part)
+     * @throws EnterpriseAIException on an error
+     */
+    public Allocation gpuAllocation(RequestOptions options) {
+        return client.withOptions(options).finops().gpuAllocation();
+    }
+
+    /**
+     * The allocation of a period given as query parameters ({@code GET /v1/finops/gpu/allocation}).
+     *
+     * @param params {@code from} (inclusive) and {@code to}: a {@code "2026-10-01"} string, a {@code LocalDate}
+     *     (a date {@code to} includes that whole UTC day), an RFC 3339 string, an {@code Instant} or an
+     *     {@code OffsetDateTime} (exclusive); absent ones take the server's defaults
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the allocation (a tenant-scoped caller sees only its own part)
+     * @throws EnterpriseAIException on an error
+     */
+    public Allocation gpuAllocation(Map<String, ?> params, RequestOptions options) {
+        return client.withOptions(options).finops().gpuAllocation(params);
+    }
+
+    /**
+     * The allocation of whole UTC days: {@code from} at midnight until the end of {@code to}.
+     *
+     * @param from first day
+     * @param to last day (included)
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the allocation
+     * @throws EnterpriseAIException on an error
+     */
+    public Allocation gpuAllocation(LocalDate from, LocalDate to, RequestOptions options) {
+        return client.withOptions(options).finops().gpuAllocation(from, to);
+    }
+
+    /**
+     * The allocation of {@code [from, to)}.
+     *
+     * @param from start (inclusive)
+     * @param to end (exclusive)
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the allocation
+     * @throws EnterpriseAIException on an error
+     */
+    public Allocation gpuAllocation(Instant from, Instant to, RequestOptions options) {
+        return client.withOptions(options).finops().gpuAllocation(from, to);
+    }
+
+    /**
+     * The allocation of a period as a FOCUS 1.2 file, its bytes ({@code GET /v1/finops/gpu/allocation/focus};
+     * the allocation's readers, a tenant's: its rows only). One row per tenant x deployment x policy x UTC day;
+     * {@code BilledCost} sums exactly to the allocation's {@code allocated} for the same period (a platform caller
+     * also gets the {@code x_Unallocated} rows, and then the cost).
+     *
+     * <pre>{@code
+     * byte[] csv = client.finops().gpuAllocationFocus(Map.of("from", "2026-10-01", "to", "2026-10-31"));
+     * }</pre>
+     *
+     * @param params {@code from} and {@code to} as for {@link #gpuAllocation(Map)}; {@code format}: {@code "csv"}
+     *     (default: RFC 4180, a header line) or {@code "parquet"}
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the file's bytes (CSV in UTF-8, or Parquet)
+     * @throws ValidationException when a parameter is invalid (another {@code format}: the field {@code format})
+     * @throws EnterpriseAIException on any other error
+     */
+    public byte[] gpuAllocationFocus(Map<String, ?> params, RequestOptions options) {
+        return client.withOptions(options).finops().gpuAllocationFocus(params);
+    }
+
+    /**
+     * The FOCUS export of {@code [from, to)}; see {@link #gpuAllocationFocus(Map)}.
+     *
+     * @param from start (inclusive)
+     * @param to end (exclusive)
+     * @param format {@code "csv"}, {@code "parquet"}, or {@code null} for the default ({@code csv})
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the file's bytes
+     * @throws EnterpriseAIException on an error
+     */
+    public byte[] gpuAllocationFocus(Instant from, Instant to, String format, RequestOptions options) {
+        return client.withOptions(options).finops().gpuAllocationFocus(from, to, format);
+    }
+
+    /**
+     * The FOCUS export of whole UTC days, {@code from} at midnight until the end of {@code to}; see
+     * {@link #gpuAllocationFocus(Map)}.
+     *
+     * @param from first day
+     * @param to last day (included)
+     * @param format {@code "csv"}, {@code "parquet"}, or {@code null} for the default ({@code csv})
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the file's bytes
+     * @throws EnterpriseAIException on an error
+     */
+    public byte[] gpuAllocationFocus(LocalDate from, LocalDate to, String format, RequestOptions options) {
+        return client.withOptions(options).finops().gpuAllocationFocus(from, to, format);
+    }
+
+    /**
+     * Writes {@link #gpuAllocationFocus(Map)}'s file to {@code target} (created or replaced); on an error nothing
+     * is written.
+     *
+     * <pre>{@code
+     * client.finops().gpuAllocationFocusToFile(Path.of("october.parquet"),
+     *         Map.of("from", "2026-10-01", "to", "2026-10-31", "format", "parquet"));
+     * }</pre>
+     *
+     * @param target the file to write
+     * @param params as for {@link #gpuAllocationFocus(Map)}
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return {@code target}
+     * @throws UncheckedIOException when the file cannot be written
+     * @throws EnterpriseAIException on an error of the call
+     */
+    public Path gpuAllocationFocusToFile(Path target, Map<String, ?> params, RequestOptions options) {
+        return client.withOptions(options).finops().gpuAllocationFocusToFile(target, params);
+    }
+
+    /**
+     * Cost per million tokens of a period, blended, input and output ({@code GET /v1/finops/gpu/token-costs};
+     * the allocation's readers, a tenant's: its share only).
+     *
+     * <p>The input/output split uses vLLM's measured prefill and decode time where a sampler posts its counters
+     * ({@code allocationMethod} {@code compute_time}), else the policy's {@code output_token_weight}
+     * ({@code weight}).
+     *
+     * @param params {@code from} and {@code to} as for {@link #gpuAllocation(Map)}; {@code basis}:
+     *     {@code "allocation"} (default: the allocated cost, idle included) or {@code "usage"} (busy GPU-seconds
+     *     only); {@code aggregate}: {@code "deployment"} (default), {@code "tenant"} or {@code "model"}
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the rows
+     * @throws ValidationException when a parameter is invalid
+     * @throws EnterpriseAIException on any other error
+     */
+    public TokenCostList gpuTokenCosts(Map<String, ?> params, RequestOptions options) {
+        return client.withOptions(options).finops().gpuTokenCosts(params);
+    }
+
+    /**
+     * Cost per million tokens of {@code [from, to)}; see {@link #gpuTokenCosts(Map)}.
+     *
+     * @param from start (inclusive)
+     * @param to end (exclusive)
+     * @param basis {@code "allocation"}, {@code "usage"}, or {@code null} for the default ({@code allocation})
+     * @param aggregate {@code "deployment"}, {@code "tenant"}, {@code "model"}, or {@code null} for the default
+     *     ({@code deployment})
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the rows
+     * @throws EnterpriseAIException on an error
+     */
+    public TokenCostList gpuTokenCosts(Instant from, Instant to, String basis, String aggregate, RequestOptions options) {
+        return client.withOptions(options).finops().gpuTokenCosts(from, to, basis, aggregate);
+    }
+
+    /**
+     * Cost per million tokens of whole UTC days, {@code from} at midnight until the end of {@code to}; see
+     * {@link #gpuTokenCosts(Map)}.
+     *
+     * @param from first day
+     * @param to last day (included)
+     * @param basis {@code "allocation"}, {@code "usage"}, or {@code null} for the default
+     * @param aggregate {@code "deployment"}, {@code "tenant"}, {@code "model"}, or {@code null} for the default
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the rows
+     * @throws EnterpriseAIException on an error
+     */
+    public TokenCostList gpuTokenCosts(LocalDate from, LocalDate to, String basis, String aggregate, RequestOptions options) {
+        return client.withOptions(options).finops().gpuTokenCosts(from, to, basis, aggregate);
+    }
+
+    /**
+     * Why a deployment costs what it does over a period, bucket by bucket
+     * ({@code GET /v1/finops/gpu/allocation/explain}): per bucket the measured and estimated GPU-seconds, each
+     * tenant's claim and share, the policy's rates, the exact cost and its split; then the idle spread and the one
+     * rounding with its largest-remainder step; and where its time ran ({@link AllocationExplanation#pods()}: by
+     * namespace, pod, GPU and share method). A tenant's key sees a deployment only when charged on it, every other
+     * tenant summed into one {@code other_tenants} party (otherwise {@link NotFoundException}).
+     *
+     * @param params {@code deployment_id} (required), {@code from} and {@code to} as for
+     *     {@link #gpuAllocation(Map)}, and {@code tenant_id} to see it as that tenant does (a tenant's key: its
+     *     own only, another is a {@link PermissionDeniedException})
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the explanation
+     * @throws EnterpriseAIException on an error
+     */
+    public AllocationExplanation gpuAllocationExplain(Map<String, ?> params, RequestOptions options) {
+        return client.withOptions(options).finops().gpuAllocationExplain(params);
+    }
+
+    /**
+     * Why {@code deploymentId} costs what it does over whole UTC days, {@code from} at midnight until the end of
+     * {@code to}; see {@link #gpuAllocationExplain(Map)}.
+     *
+     * @param deploymentId the deployment
+     * @param from first day
+     * @param to last day (included)
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the explanation
+     * @throws EnterpriseAIException on an error
+     */
+    public AllocationExplanation gpuAllocationExplain(String deploymentId, LocalDate from, LocalDate to, RequestOptions options) {
+        return client.withOptions(options).finops().gpuAllocationExplain(deploymentId, from, to);
+    }
+
+    /**
+     * Why {@code deploymentId} costs what it does over {@code [from, to)}; see {@link #gpuAllocationExplain(Map)}.
+     *
+     * @param deploymentId the deployment
+     * @param from start (inclusive)
+     * @param to end (exclusive)
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the explanation
+     * @throws EnterpriseAIException on an error
+     */
+    public AllocationExplanation gpuAllocationExplain(String deploymentId, Instant from, Instant to, RequestOptions options) {
+        return client.withOptions(options).finops().gpuAllocationExplain(deploymentId, from, to);
+    }
+
+    /**
+     * A period's GPU time and cost per pod, node, GPU, namespace, deployment, tenant, model or share method
+     * ({@code GET /v1/finops/gpu/usage}; the allocation's readers, but a tenant's key sees the rows of its dedicated
+     * deployments only: a shared deployment is split between tenants by usage, not by pod). Each deployment's cost
+     * (the allocation's figure for the same period) is apportioned over its rows, so that they sum to it to the
+     * cent; a filter keeps the same cents as the unfiltered answer. Grouped by {@link UsageDimension#GPU} (the
+     * device: a GPU shared by several pods is one value), each row has its share of the GPU's time
+     * ({@link ai.enterprise.eai.model.GpuUsageRow#gpuShare()}, platform keys); {@link UsageDimension#SHARE} is how
+     * it was obtained.
+     *
+     * <pre>{@code
+     * GpuUsageBreakdown b = client.finops().gpuUsage(Map.of("from", "2026-10-01", "to", "2026-10-31",
+     *         "group_by", "namespace,pod", "filter", "deployment:vllm-llama-70b"));
+     * }</pre>
+     *
+     * @param params {@code from} and {@code to} as for {@link #gpuAllocation(Map)}; {@code group_by}: the
+     *     dimensions of a row, comma-separated, each once (default {@code deployment}; see {@link UsageDimension});
+     *     {@code filter}: {@code dimension:value} pairs, comma-separated (values of one dimension: any of them;
+     *     several dimensions: all of them)
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the breakdown
+     * @throws ValidationException when a parameter is invalid ({@code fields()} names {@code group_by},
+     *     {@code filter}, {@code from} or {@code to})
+     * @throws EnterpriseAIException on any other error
+     */
+    public GpuUsageBreakdown gpuUsage(Map<String, ?> params, RequestOptions options) {
+        return client.withOptions(options).finops().gpuUsage(params);
+    }
+
+    /**
+     * GPU time and cost of whole UTC days, {@code from} at midnight until the end of {@code to}, grouped and
+     * filtered; see {@link #gpuUsage(Map)}.
+     *
+     * <pre>{@code
+     * client.finops().gpuUsage(LocalDate.of(2026, 10, 1), LocalDate.of(2026, 10, 31),
+     *         List.of(UsageDimension.NODE, UsageDimension.GPU),
+     *         Map.of(UsageDimension.DEPLOYMENT, List.of("vllm-llama-70b")));
+     * }</pre>
+     *
+     * @param from first day
+     * @param to last day (included)
+     * @param groupBy the dimensions of a row, each once, or {@code null} (or empty) for the default
+     *     ({@link UsageDimension#DEPLOYMENT})
+     * @param filter the values kept per dimension (any of a dimension's values; every dimension), or {@code null}
+     *     for every row
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the breakdown
+     * @throws IllegalArgumentException when a filter value is empty or holds a comma, or a dimension has no value
+     * @throws EnterpriseAIException on an error
+     */
+    public GpuUsageBreakdown gpuUsage(LocalDate from, LocalDate to, List<UsageDimension> groupBy, Map<UsageDimension, ? extends Collection<String>> filter, RequestOptions options) {
+        return client.withOptions(options).finops().gpuUsage(from, to, groupBy, filter);
+    }
+
+    /**
+     * GPU time and cost of {@code [from, to)}, grouped and filtered; see {@link #gpuUsage(Map)}.
+     *
+     * @param from start (inclusive)
+     * @param to end (exclusive)
+     * @param groupBy the dimensions of a row, each once, or {@code null} (or empty) for the default
+     *     ({@link UsageDimension#DEPLOYMENT})
+     * @param filter the values kept per dimension (any of a dimension's values; every dimension), or {@code null}
+     *     for every row
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the breakdown
+     * @throws IllegalArgumentException when a filter value is empty or holds a comma, or a dimension has no value
+     * @throws EnterpriseAIException on an error
+     */
+    public GpuUsageBreakdown gpuUsage(Instant from, Instant to, List<UsageDimension> groupBy, Map<UsageDimension, ? extends Collection<String>> filter, RequestOptions options) {
+        return client.withOptions(options).finops().gpuUsage(from, to, groupBy, filter);
+    }
+
+    /**
+     * Cost over time ({@code GET /v1/finops/gpu/allocation/series}; the allocation's readers, a tenant's: its
+     * share and its tokens). Each step's cost, allocated and unallocated are the period's apportioned, so every
+     * column of the steps sums to the period's totals (and to {@link #gpuAllocation(Map)}) to the cent.
+     *
+     * @param params {@code from} and {@code to} as for {@link #gpuAllocation(Map)}; {@code step}: {@code "hour"},
+     *     {@code "day"} (default), {@code "week"} (ISO, from Monday) or {@code "month"}, UTC, at most 1000 steps
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the series
+     * @throws ValidationException when a parameter is invalid
+     * @throws EnterpriseAIException on any other error
+     */
+    public AllocationSeries gpuAllocationSeries(Map<String, ?> params, RequestOptions options) {
+        return client.withOptions(options).finops().gpuAllocationSeries(params);
+    }
+
+    /**
+     * Cost over time of {@code [from, to)}; see {@link #gpuAllocationSeries(Map)}.
+     *
+     * @param from start (inclusive)
+     * @param to end (exclusive)
+     * @param step {@code "hour"}, {@code "day"}, {@code "week"}, {@code "month"}, or {@code null} for the default
+     *     ({@code day})
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the series
+     * @throws EnterpriseAIException on an error
+     */
+    public AllocationSeries gpuAllocationSeries(Instant from, Instant to, String step, RequestOptions options) {
+        return client.withOptions(options).finops().gpuAllocationSeries(from, to, step);
+    }
+
+    /**
+     * Cost over time of whole UTC days, {@code from} at midnight until the end of {@code to}; see
+     * {@link #gpuAllocationSeries(Map)}.
+     *
+     * @param from first day
+     * @param to last day (included)
+     * @param step {@code "hour"}, {@code "day"}, {@code "week"}, {@code "month"}, or {@code null} for the default
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the series
+     * @throws EnterpriseAIException on an error
+     */
+    public AllocationSeries gpuAllocationSeries(LocalDate from, LocalDate to, String step, RequestOptions options) {
+        return client.withOptions(options).finops().gpuAllocationSeries(from, to, step);
+    }
+
+    /**
+     * Slurm's accounting of its GPU jobs over a period beside what was measured of them
+     * ({@code POST /v1/finops/gpu/slurm/reconciliation}; the allocation's readers, a tenant's key: the jobs of its
+     * dedicated deployments only). Per job with GPUs in the period: the GPU-seconds Slurm allocated, those the
+     * samplers measured (pod {@code job-<id>}, namespace its account), how busy, its cost, and a status:
+     * {@code ok}; {@code idle} (busy under {@code idle_below} of the allocated time); {@code not_measured}
+     * (allocated, nothing measured); {@code not_in_slurm} (measured, not in the document). Nothing is stored: the
+     * call is retried like a read.
+     *
+     * <pre>{@code
+     * Process p = new ProcessBuilder("sacct", "--json", "-a", "-X", "-S", "2026-10-01", "-E", "2026-10-31").start();
+     * SlurmReconciliation r = client.finops().gpuSlurmReconciliation(p.getInputStream().readAllBytes(),
+     *         Map.of("from", "2026-10-01", "to", "2026-10-31", "idle_below", new BigDecimal("0.1")));
+     * }</pre>
+     *
+     * @param sacct the output of {@code sacct --json -a -X -S <from> -E <to>}: its text (a {@code String} or
+     *     {@code byte[]}, sent as it is), the file holding it (a {@link Path}), or its parsed JSON (a
+     *     {@link JsonNode} or a {@code Map}); only its {@code jobs} are read
+     * @param params {@code from} and {@code to} as for {@link #gpuAllocation(Map)}; {@code idle_below}: a decimal
+     *     from 0 to 1 (a {@code BigDecimal} or a decimal string; default {@code 0.1})
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the jobs and the totals
+     * @throws IllegalArgumentException when {@code sacct} is none of the types above
+     * @throws UncheckedIOException when the {@link Path} cannot be read
+     * @throws ValidationException when the document has no {@code jobs} or a parameter is invalid
+     *     ({@code fields()} names {@code body}, {@code idle_below}, {@code from} or {@code to})
+     * @throws EnterpriseAIException on any other error
+     */
+    public SlurmReconciliation gpuSlurmReconciliation(Object sacct, Map<String, ?> params, RequestOptions options) {
+        return client.withOptions(options).finops().gpuSlurmReconciliation(sacct, params);
+    }
+
+    /**
+     * Slurm's GPU jobs of {@code [from, to)} beside what was measured; see
+     * {@link #gpuSlurmReconciliation(Object, Map)}.
+     *
+     * @param sacct the {@code sacct --json} document, as for {@link #gpuSlurmReconciliation(Object, Map)}
+     * @param from start (inclusive)
+     * @param to end (exclusive)
+     * @param idleBelow the idle threshold (0 to 1), or {@code null} for the default ({@code 0.1})
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the jobs and the totals
+     * @throws EnterpriseAIException on an error
+     */
+    public SlurmReconciliation gpuSlurmReconciliation(Object sacct, Instant from, Instant to, BigDecimal idleBelow, RequestOptions options) {
+        return client.withOptions(options).finops().gpuSlurmReconciliation(sacct, from, to, idleBelow);
+    }
+
+    /**
+     * Slurm's GPU jobs of whole UTC days, {@code from} at midnight until the end of {@code to}, beside what was
+     * measured; see {@link #gpuSlurmReconciliation(Object, Map)}.
+     *
+     * @param sacct the {@code sacct --json} document, as for {@link #gpuSlurmReconciliation(Object, Map)}
+     * @param from first day
+     * @param to last day (included)
+     * @param idleBelow the idle threshold (0 to 1), or {@code null} for the default ({@code 0.1})
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the jobs and the totals
+     * @throws EnterpriseAIException on an error
+     */
+    public SlurmReconciliation gpuSlurmReconciliation(Object sacct, LocalDate from, LocalDate to, BigDecimal idleBelow, RequestOptions options) {
+        return client.withOptions(options).finops().gpuSlurmReconciliation(sacct, from, to, idleBelow);
+    }
+
+    /**
+     * Creates an allocation policy ({@code POST /v1/finops/allocation-policies}; platform_admin).
+     *
+     * <p>Members: {@code name}, {@code gpu_hourly_cost} (required), {@code deployment_pattern},
+     * {@code gpu_model}, {@code currency} (default USD), {@code overhead_pct}, {@code energy_kwh_price},
+     * {@code pue}, {@code storage_gb_month_price}, {@code idle_capacity}, {@code output_token_weight},
+     * {@code enabled}, {@code effective_from}, {@code effective_to}. Money as a {@code BigDecimal}, a decimal string or a number
+     * ({@code 2.10} is sent as {@code 2.1}). Retried like any call: its
+     * {@code Idempotency-Key} makes a retry answer the first creation.
+     *
+     * @param policy the policy
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return its id and status
+     * @throws ValidationException field by field
+     * @throws EnterpriseAIException on any other error
+     */
+    public AllocationPolicyCreated createAllocationPolicy(Map<String, ?> policy, RequestOptions options) {
+        return client.withOptions(options).finops().createAllocationPolicy(policy);
+    }
+
+    /**
+     * Every allocation policy, closed and disabled ones included, oldest first
+     * ({@code GET /v1/finops/allocation-policies}).
+     *
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the policies
+     * @throws EnterpriseAIException on an error
+     */
+    public List<AllocationPolicy> listAllocationPolicies(RequestOptions options) {
+        return client.withOptions(options).finops().listAllocationPolicies();
+    }
+
+    /**
+     * Closes a policy at {@code effective_at} (default now) and opens its replacement: the closed policy's fields
+     * overridden by {@code changes} ({@code POST /v1/finops/allocation-policies/{id}/supersede};
+     * platform_admin). Pricing is never edited in place.
+     *
+     * @param id the policy ({@code alp_1})
+     * @param changes the fields to change (a field given as null takes its default) and {@code effective_at}
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the policy as closed and its replacement
+     * @throws NotFoundException when there is no such policy
+     * @throws ValidationException when it is closed already, or a field is invalid
+     * @throws EnterpriseAIException on any other error
+     */
+    public AllocationPolicyChange supersedeAllocationPolicy(String id, Map<String, ?> changes, RequestOptions options) {
+        return client.withOptions(options).finops().supersedeAllocationPolicy(id, changes);
+    }
+
+    /**
+     * Disables a policy from now on ({@code POST /v1/finops/allocation-policies/{id}/disable}; platform_admin).
+     *
+     * @param id the policy ({@code alp_1})
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the policy as closed and its disabled copy
+     * @throws NotFoundException when there is no such policy
+     * @throws ValidationException when it is closed already
+     * @throws EnterpriseAIException on any other error
+     */
+    public AllocationPolicyChange disableAllocationPolicy(String id, RequestOptions options) {
+        return client.withOptions(options).finops().disableAllocationPolicy(id);
+    }
+
+    /**
+     * Disables a policy from an instant on: closes it then and opens a disabled copy.
+     *
+     * @param id the policy ({@code alp_1})
+     * @param effectiveAt when (inside the policy's effective range)
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the policy as closed and its disabled copy
+     * @throws EnterpriseAIException on an error
+     */
+    public AllocationPolicyChange disableAllocationPolicy(String id, Instant effectiveAt, RequestOptions options) {
+        return client.withOptions(options).finops().disableAllocationPolicy(id, effectiveAt);
+    }
+
+    /**
+     * Disables a policy with the body given ({@code {"effective_at": ...}}).
+     *
+     * @param id the policy ({@code alp_1})
+     * @param body the request body
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the policy as closed and its disabled copy
+     * @throws EnterpriseAIException on an error
+     */
+    public AllocationPolicyChange disableAllocationPolicy(String id, Map<String, ?> body, RequestOptions options) {
+        return client.withOptions(options).finops().disableAllocationPolicy(id, body);
+    }
+
+    /**
+     * Creates a monthly budget ({@code POST /v1/finops/budgets}; platform_admin for any tenant, finops for its
+     * own).
+     *
+     * <p>Members: {@code name} and {@code limit} (required; {@code {"amount": "1000.00", "currency": "EUR"}}
+     * or a {@link ai.enterprise.eai.model.Money}), {@code tenant_id} (platform_admin: else the client's tenant,
+     * see {@link EnterpriseAIClient#withTenant(String)}), {@code tokens_limit}, {@code thresholds_pct} (default
+     * {@code [50, 80, 100]}), {@code enforce} (default false: alert only), {@code webhook_url},
+     * {@code effective_from}, {@code effective_to}. Retried with its {@code Idempotency-Key}.
+     *
+     * @param budget the budget
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the budget with its {@code current} standing and, when it has a webhook, its
+     *     {@code webhookSecret} (shown this once: store it now)
+     * @throws ValidationException field by field
+     * @throws EnterpriseAIException on any other error
+     */
+    public Budget createBudget(Map<String, ?> budget, RequestOptions options) {
+        return client.withOptions(options).finops().createBudget(budget);
+    }
+
+    /**
+     * Every budget the caller may read, closed ones included, oldest first ({@code GET /v1/finops/budgets}).
+     *
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the budgets (with the month's standing of those in force)
+     * @throws EnterpriseAIException on an error
+     */
+    public List<Budget> listBudgets(RequestOptions options) {
+        return client.withOptions(options).finops().listBudgets();
+    }
+
+    /**
+     * One budget ({@code GET /v1/finops/budgets/{id}}).
+     *
+     * @param id the budget ({@code bud_1})
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the budget with its {@code current} standing when in force
+     * @throws NotFoundException when there is no such budget, or it is another tenant's
+     * @throws EnterpriseAIException on any other error
+     */
+    public Budget getBudget(String id, RequestOptions options) {
+        return client.withOptions(options).finops().getBudget(id);
+    }
+
+    /**
+     * Closes a budget at {@code effective_at} (default now) and opens its successor with the fields given, the
+     * others (and the webhook secret) carried over ({@code POST /v1/finops/budgets/{id}/supersede};
+     * platform_admin, finops). Retried with its {@code Idempotency-Key}.
+     *
+     * @param id the budget ({@code bud_1})
+     * @param changes the fields that change ({@code name}, {@code limit}, {@code tokens_limit},
+     *     {@code thresholds_pct}, {@code enforce}, {@code webhook_url}, {@code effective_to}) and
+     *     {@code effective_at}; {@code null} for none
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the budget as closed and its successor
+     * @throws NotFoundException when there is no such budget, or it is another tenant's
+     * @throws EnterpriseAIException on any other error
+     */
+    public BudgetChange supersedeBudget(String id, Map<String, ?> changes, RequestOptions options) {
+        return client.withOptions(options).finops().supersedeBudget(id, changes);
+    }
+
+    /**
+     * Disables a budget now ({@code POST /v1/finops/budgets/{id}/disable}); nothing opens in its place.
+     *
+     * @param id the budget ({@code bud_1})
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the budget as closed ({@code opened} is {@code null})
+     * @throws EnterpriseAIException on an error
+     */
+    public BudgetChange disableBudget(String id, RequestOptions options) {
+        return client.withOptions(options).finops().disableBudget(id);
+    }
+
+    /**
+     * Disables a budget from {@code effectiveAt} on ({@code POST /v1/finops/budgets/{id}/disable}; platform_admin,
+     * finops). Retried with its {@code Idempotency-Key}.
+     *
+     * @param id the budget ({@code bud_1})
+     * @param effectiveAt a date ({@code 2026-12-01}) or an RFC 3339 date-time, or {@code null} for now
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the budget as closed ({@code opened} is {@code null})
+     * @throws NotFoundException when there is no such budget, or it is another tenant's
+     * @throws EnterpriseAIException on any other error
+     */
+    public BudgetChange disableBudget(String id, String effectiveAt, RequestOptions options) {
+        return client.withOptions(options).finops().disableBudget(id, effectiveAt);
+    }
+
+    /**
+     * Reserves against the tenant's enforcing budgets ({@code POST /v1/finops/reservations}; usage_reporter,
+     * tenant_admin, developer, platform_admin).
+     *
+     * <p>Members: {@code action} (e.g. {@code llm.invoke}) and {@code estimate}
+     * ({@code {"cost": "0.50", "tokens": 4000, "currency": "EUR"}}; only {@code cost} required), optional
+     * {@code deployment_id}, {@code ttl_seconds} (default 300) and {@code tenant_id} (a usage_reporter or a
+     * platform_admin names the tenant, or uses {@link EnterpriseAIClient#withTenant(String)}). Granted when
+     * every enforcing budget stays within its limit, decided atomically. A create: retried with its
+     * {@code Idempotency-Key}, so a hold is never taken twice.
+     *
+     * @param request the reservation
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the reservation, {@code held} until {@code expiresAt}
+     * @throws BudgetExceededException when it would pass an enforcing budget (nothing is held)
+     * @throws ValidationException field by field
+     * @throws EnterpriseAIException on any other error
+     */
+    public Reservation reserve(Map<String, ?> request, RequestOptions options) {
+        return client.withOptions(options).finops().reserve(request);
+    }
+
+    /**
+     * Reserves an estimated cost for an action; see {@link #reserve(Map)}.
+     *
+     * @param action what it is for, e.g. {@code llm.invoke}
+     * @param estimatedCost the estimated cost (in the currency of the tenant's budgets)
+     * @param estimatedTokens the estimated tokens, or {@code null}
+     * @param deploymentId the deployment, or {@code null}
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the reservation, {@code held}
+     * @throws BudgetExceededException when it would pass an enforcing budget (nothing is held)
+     * @throws EnterpriseAIException on any other error
+     */
+    public Reservation reserve(String action, BigDecimal estimatedCost, Long estimatedTokens, String deploymentId, RequestOptions options) {
+        return client.withOptions(options).finops().reserve(action, estimatedCost, estimatedTokens, deploymentId);
+    }
+
+    /**
+     * One reservation ({@code GET /v1/finops/reservations/{id}}); a hold past its expiry reads {@code expired}.
+     *
+     * @param id the reservation ({@code res_...})
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the reservation
+     * @throws NotFoundException when there is no such reservation, or it is another tenant's
+     * @throws EnterpriseAIException on any other error
+     */
+    public Reservation getReservation(String id, RequestOptions options) {
+        return client.withOptions(options).finops().getReservation(id);
+    }
+
+    /**
+     * Commits a reservation: records one usage event (source {@code reservation}, usage type the action) and frees
+     * the hold ({@code POST /v1/finops/reservations/{id}/commit}). Idempotent, so retried: a committed
+     * reservation is answered as it is (the first commit's actual kept). An expired hold may still be committed.
+     *
+     * @param id the reservation ({@code res_...})
+     * @param cost the actual cost (in the reservation's currency)
+     * @param tokens the actual tokens, or {@code null}
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the reservation, {@code committed}
+     * @throws ConflictException when it was released
+     * @throws NotFoundException when there is no such reservation
+     * @throws EnterpriseAIException on any other error
+     */
+    public Reservation commitReservation(String id, BigDecimal cost, Long tokens, RequestOptions options) {
+        return client.withOptions(options).finops().commitReservation(id, cost, tokens);
+    }
+
+    /**
+     * Releases a reservation: frees the hold ({@code POST /v1/finops/reservations/{id}/release}). Idempotent, so
+     * retried: a released or expired one is answered as it is.
+     *
+     * @param id the reservation ({@code res_...})
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the reservation, {@code released} (or {@code expired})
+     * @throws ConflictException when it was committed
+     * @throws NotFoundException when there is no such reservation
+     * @throws EnterpriseAIException on any other error
+     */
+    public Reservation releaseReservation(String id, RequestOptions options) {
+        return client.withOptions(options).finops().releaseReservation(id);
+    }
+
+    /**
+     * Reserves, runs the work, then commits what it returns; releases the hold when the work throws.
+     *
+     * <p>The work gets the granted reservation and returns the actual cost, or {@code null} to commit the
+     * estimate. When it throws, the hold is released and the exception rethrown (a failed release is added to
+     * it as suppressed). When the reservation is refused, the work does not run: the
+     * {@link BudgetExceededException} is thrown.
+     *
+     * @param request the reservation, as for {@link #reserve(Map)}
+     * @param work what the reservation is for
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the reservation, {@code committed}
+     * @throws BudgetExceededException when the reservation is refused (the work did not run)
+     * @throws EnterpriseAIException when reserving or committing fails
+     */
+    public Reservation withReservation(Map<String, ?> request, Function<Reservation, Reservation.Actual> work, RequestOptions options) {
+        return client.withOptions(options).finops().withReservation(request, work);
     }
 }

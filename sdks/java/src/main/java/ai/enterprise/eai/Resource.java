@@ -3,6 +3,9 @@ package ai.enterprise.eai;
 /** What every resource holds: its client (to check it is open) and the client's transport. */
 abstract class Resource {
 
+    /** No path parameter. */
+    static final String[] NO_ARGS = new String[0];
+
     final EnterpriseAIClient client;
     final Transport transport;
 

@@ -7,7 +7,7 @@ import java.util.Map;
 /**
  * 403 {@code tenant_required}: a tenant role whose key is bound to no tenant.
  */
-public class TenantRequiredException extends EnterpriseAIException {
+public class TenantRequiredException extends PermissionDeniedException {
 
     /**
      * Makes the error (the SDK does, from the server's answer).
@@ -28,6 +28,6 @@ public class TenantRequiredException extends EnterpriseAIException {
             List<FieldError> details,
             String requestId,
             Duration retryAfter) {
-        super(status, code, message, messageI18n, details, requestId, retryAfter, null);
+        super(status, code, message, messageI18n, details, requestId, retryAfter);
     }
 }

@@ -6,11 +6,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
-import java.net.ConnectException;
 import java.net.URI;
 import java.net.URLEncoder;
 import java.net.http.HttpClient;
-import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
@@ -20,6 +18,8 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
@@ -30,7 +30,7 @@ final class Transport {
 
     private static final System.Logger LOG = System.getLogger("ai.enterprise.eai");
 
-    static final String USER_AGENT = "eai-sdk-java/" + EnterpriseAIClient.VERSION + " (Java "
+    static final String USER_AGENT = "eai-gpu-sdk-java/" + EnterpriseAIClient.VERSION + " (Java "
             + System.getProperty("java.version") + ")";
 
     final String baseUrl;
@@ -45,6 +45,9 @@ final class Transport {
     final int maxBatchSize;
     final boolean splitOnPayloadTooLarge;
     final HttpClient http;
+    final RequestListener listener;
+    /** The options of every call of this view ({@link EnterpriseAIClient#withOptions}). */
+    final RequestOptions options;
 
     Transport(
             String baseUrl,
@@ -58,7 +61,9 @@ final class Transport {
             Duration maxRetryAfter,
             int maxBatchSize,
             boolean splitOnPayloadTooLarge,
-            HttpClient http) {
+            HttpClient http,
+            RequestListener listener,
+            RequestOptions options) {
         this.baseUrl = baseUrl;
         this.apiKey = apiKey;
         this.tenant = tenant;
@@ -71,27 +76,40 @@ final class Transport {
         this.maxBatchSize = maxBatchSize;
         this.splitOnPayloadTooLarge = splitOnPayloadTooLarge;
         this.http = http;
+        this.listener = listener;
+        this.options = options == null ? RequestOptions.none() : options;
     }
 
     Transport withTenant(String newTenant) {
         return new Transport(baseUrl, apiKey, newTenant, language, timeout, maxRetries, retryBaseDelay,
-                retryMaxDelay, maxRetryAfter, maxBatchSize, splitOnPayloadTooLarge, http);
+                retryMaxDelay, maxRetryAfter, maxBatchSize, splitOnPayloadTooLarge, http, listener, options);
     }
 
     Transport withLanguage(String newLanguage) {
         return new Transport(baseUrl, apiKey, tenant, newLanguage, timeout, maxRetries, retryBaseDelay,
-                retryMaxDelay, maxRetryAfter, maxBatchSize, splitOnPayloadTooLarge, http);
+                retryMaxDelay, maxRetryAfter, maxBatchSize, splitOnPayloadTooLarge, http, listener, options);
     }
+
+    Transport withOptions(RequestOptions more) {
+        if (more == null || more == RequestOptions.none()) {
+            return this;
+        }
+        return new Transport(baseUrl, apiKey, tenant, language, timeout, maxRetries, retryBaseDelay,
+                retryMaxDelay, maxRetryAfter, maxBatchSize, splitOnPayloadTooLarge, http, listener,
+                more.over(options));
+    }
+
+    // ------------------------------------------------------------------------------------------ raw answers
+
+    /** What {@link EnterpriseAIClient#withRawResponse} collects on its thread: the last 2xx answer. */
+    static final class Capture {
+        HttpResponse<byte[]> last;
+        int requests;
+    }
+
+    static final ThreadLocal<Capture> CAPTURE = new ThreadLocal<>();
 
     // ------------------------------------------------------------------------------------------ one call
-
-    /** A path segment, percent-encoded. */
-    static String segment(String value) {
-        if (value == null || value.isEmpty()) {
-            throw new IllegalArgumentException("an id must be a non-empty string");
-        }
-        return URLEncoder.encode(value, StandardCharsets.UTF_8).replace("+", "%20");
-    }
 
     /** The query string of non-null parameters, or "". */
     static String query(Map<String, ?> params) {
@@ -111,22 +129,22 @@ final class Transport {
         return sb.toString();
     }
 
-    /** Sends a call (with its retries) and parses the answer into {@code type}. */
-    <T> T call(String method, String path, Map<String, ?> params, Object body, boolean idempotent, Class<T> type) {
-        JsonNode node = call(method, path, params, body, idempotent);
-        return convert(node, Json.MAPPER.constructType(type), method, path);
+    /** Sends an operation (with its retries) and parses the answer into {@code type}. */
+    <T> T call(ApiOperation op, String[] args, Map<String, ?> params, Object body, Class<T> type) {
+        JsonNode node = call(op, args, params, body);
+        return convert(node, Json.MAPPER.constructType(type), op.method(), op.pathTemplate());
     }
 
-    /** Sends a call and parses {@code items} of the answer into a list of {@code type}. */
-    <T> List<T> callItems(String method, String path, Map<String, ?> params, Class<T> type) {
-        JsonNode node = call(method, path, params, null, true);
+    /** Sends an operation and parses {@code items} of the answer into a list of {@code type}. */
+    <T> List<T> callItems(ApiOperation op, String[] args, Map<String, ?> params, Class<T> type) {
+        JsonNode node = call(op, args, params, null);
         JsonNode items = node == null ? null : node.get("items");
         if (items == null || !items.isArray()) {
-            throw new InvalidResponseException(200, method + " " + path + ": the answer has no `items` list", null,
-                    null);
+            throw new InvalidResponseException(200, op.method() + " " + op.pathTemplate()
+                    + ": the answer has no `items` list", null, null);
         }
         JavaType listType = Json.MAPPER.getTypeFactory().constructCollectionType(List.class, type);
-        return List.copyOf(convert(items, listType, method, path));
+        return List.copyOf(convert(items, listType, op.method(), op.pathTemplate()));
     }
 
     private static <T> T convert(JsonNode node, JavaType type, String method, String path) {
@@ -139,72 +157,98 @@ final class Transport {
         }
     }
 
+    /** Sends an operation, retrying per the policy, and returns the answer's JSON ({@code null} for none). */
+    JsonNode call(ApiOperation op, String[] args, Map<String, ?> params, Object body) {
+        return call(op.method(), op.path(args == null ? new String[0] : args), params, body, RequestOptions.none());
+    }
+
     /**
-     * Sends one call, retrying per the policy, and returns the answer's JSON ({@code null} for an empty body).
-     *
-     * <p>Retried: connection failures and timeouts, 429 and 5xx, at most {@code maxRetries} more attempts,
-     * waiting {@code Retry-After} (capped) or an exponential backoff with full jitter. A call that is not
-     * idempotent (creating a policy, a tenant, a key, a budget or a reservation, superseding, disabling,
-     * rotating) is retried only when the server surely did not act on it: the connection could not be opened, 429 or 503. Other 4xx: never.
+     * Sends one call, retrying per {@code contracts/v1/sdk/behaviour.json}, and returns the answer's JSON
+     * ({@code null} for an empty body).
      */
-    JsonNode call(String method, String path, Map<String, ?> params, Object body, boolean idempotent) {
-        return parse(exchange(method, path, params, body, idempotent, JSON), method, path);
+    JsonNode call(String method, String path, Map<String, ?> params, Object body, RequestOptions more) {
+        return parse(exchange(method, path, params, body, JSON, more), method, path);
     }
 
     /**
      * Sends a call whose answer is a file (a FOCUS export), with the retries of {@link #call}, and returns its
      * bytes as they came; an error answer is still the JSON envelope, raised as its typed exception.
      */
-    byte[] download(String path, Map<String, ?> params, String accept) {
-        byte[] body = exchange("GET", path, params, null, true, accept).body();
+    byte[] download(ApiOperation op, Map<String, ?> params, String accept) {
+        byte[] body = exchange(op.method(), op.path(), params, null, accept, RequestOptions.none()).body();
         return body == null ? new byte[0] : body;
     }
 
+    /** Answers that are retried (behaviour.json {@code retried.statuses}). */
+    static final Set<Integer> RETRIED_STATUSES = Set.of(408, 429, 500, 502, 503, 504);
+    /** Codes of a 409 that are retried (behaviour.json {@code retried.codes_on_409}). */
+    static final Set<String> RETRIED_CODES_ON_409 = Set.of("idempotency_key_in_flight");
+
     private static final String JSON = "application/json";
 
-    /** One call with its retries: the 2xx answer, or the exception of the final failure. */
+    /**
+     * One call with its retries: the 2xx answer, or the exception of the final failure. Every POST and DELETE
+     * carries an {@code Idempotency-Key} (the caller's, else a fresh UUID v4), the same on each retry, so every
+     * call is retried: on connection failures and timeouts, on {@link #RETRIED_STATUSES} and on a 409
+     * {@code idempotency_key_in_flight}. The wait is the answer's {@code Retry-After} (exactly; one longer than
+     * {@code maxRetryAfter} is not waited for: the error is raised at once), else the backoff.
+     */
     private HttpResponse<byte[]> exchange(String method, String path, Map<String, ?> params, Object body,
-            boolean idempotent, String accept) {
+            String accept, RequestOptions more) {
+        RequestOptions o = more == null ? options : more.over(options);
+        int retries = o.maxRetries() != null ? o.maxRetries() : maxRetries;
+        Duration attemptTimeout = o.timeout() != null ? o.timeout() : timeout;
+        String key = ApiOperation.carriesKey(method)
+                ? (o.idempotencyKey() != null ? o.idempotencyKey() : UUID.randomUUID().toString())
+                : null;
         byte[] content = body == null ? null : (body instanceof byte[] b ? b : Json.encode(body));
         URI uri = URI.create(baseUrl + path + query(params));
         int attempt = 0;
         while (true) {
-            HttpRequest request = request(method, uri, content, accept);
+            HttpRequest request = request(method, uri, content, accept, attemptTimeout, key, o);
             EnterpriseAIException error;
             boolean retryable;
+            int status = 0;
+            String requestId = null;
+            long started = System.nanoTime();
             try {
                 HttpResponse<byte[]> response = http.send(request, HttpResponse.BodyHandlers.ofByteArray());
-                int status = response.statusCode();
+                status = response.statusCode();
+                requestId = response.headers().firstValue("x-request-id").orElse(null);
                 if (status >= 200 && status < 300) {
+                    notify(method, path, attempt, status, null, requestId, started, null);
+                    Capture c = CAPTURE.get();
+                    if (c != null) {
+                        c.last = response;
+                        c.requests++;
+                    }
                     return response;
                 }
                 error = Errors.fromResponse(status, response.headers(), response.body());
-                retryable = status == 429 || status == 503 || (status >= 500 && idempotent);
-            } catch (HttpConnectTimeoutException e) {
-                error = new ApiTimeoutException(method + " " + path + ": could not connect within the timeout", e);
-                retryable = true; // never sent
+                retryable = RETRIED_STATUSES.contains(status)
+                        || (status == 409 && RETRIED_CODES_ON_409.contains(error.getCode()));
             } catch (HttpTimeoutException e) {
-                error = new ApiTimeoutException(method + " " + path + ": no answer within " + timeout, e);
-                retryable = idempotent;
-            } catch (ConnectException e) {
-                error = new ApiConnectionException(
-                        method + " " + path + ": connection failed (" + describe(e) + ")", e);
-                retryable = true; // never sent
+                error = new ApiTimeoutException(method + " " + path + ": no answer within " + attemptTimeout, e);
+                retryable = true;
             } catch (IOException e) {
                 error = new ApiConnectionException(
                         method + " " + path + ": connection failed (" + describe(e) + ")", e);
-                retryable = idempotent;
+                retryable = true;
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new ApiConnectionException(method + " " + path + ": interrupted", e);
             }
-            if (!retryable || attempt >= maxRetries) {
+            Duration retryAfter = error.getRetryAfter();
+            if (!retryable || attempt >= retries
+                    || (retryAfter != null && retryAfter.compareTo(maxRetryAfter) > 0)) {
+                notify(method, path, attempt, status, error.getCode(), requestId, started, null);
                 throw error;
             }
-            Duration wait = delay(attempt, error);
             attempt++;
+            Duration wait = retryAfter != null ? retryAfter : backoff(attempt);
+            notify(method, path, attempt - 1, status, error.getCode(), requestId, started, wait);
             LOG.log(System.Logger.Level.WARNING, "eai-sdk: {0} {1} failed ({2}); retry {3} of {4} in {5} ms",
-                    method, path, error.getCode(), attempt, maxRetries, String.valueOf(wait.toMillis()));
+                    method, path, error.getCode(), attempt, retries, String.valueOf(wait.toMillis()));
             try {
                 Thread.sleep(wait.toMillis());
             } catch (InterruptedException e) {
@@ -214,25 +258,45 @@ final class Transport {
         }
     }
 
+    /** Tells the listener and the logger about an attempt ({@code attempt} counted from 0). */
+    private void notify(String method, String path, int attempt, int status, String code, String requestId,
+            long startedNanos, Duration retryIn) {
+        Duration elapsed = Duration.ofNanos(System.nanoTime() - startedNanos);
+        LOG.log(System.Logger.Level.DEBUG, "eai-sdk: {0} {1} attempt {2}: status {3} {4} in {5} ms{6}", method,
+                path, String.valueOf(attempt + 1), String.valueOf(status), code == null ? "" : code,
+                String.valueOf(elapsed.toMillis()), retryIn == null ? "" : "; retry in " + retryIn.toMillis() + " ms");
+        if (listener != null) {
+            try {
+                listener.onAttempt(new RequestListener.Attempt(method, path, attempt + 1, status, code, requestId,
+                        elapsed, retryIn));
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "eai-sdk: the request listener threw", e);
+            }
+        }
+    }
+
     private static String describe(Throwable e) {
         String m = e.getMessage();
         return e.getClass().getSimpleName() + (m == null ? "" : ": " + m);
     }
 
-    /** The wait after failed attempt number {@code attempt} (0 for the first). */
-    Duration delay(int attempt, EnterpriseAIException error) {
-        Duration retryAfter = error.getRetryAfter();
-        if (retryAfter != null && (error.getStatus() == 429 || error.getStatus() == 503)) {
-            return retryAfter.compareTo(maxRetryAfter) > 0 ? maxRetryAfter : retryAfter;
-        }
+    /**
+     * The wait before retry {@code n} (1, 2, ...) when the answer gives no {@code Retry-After}:
+     * {@code d = min(base * 2^(n-1), max)}, then {@code d/2 + uniform(0, d/2)}.
+     */
+    Duration backoff(int n) {
         long base = retryBaseDelay.toMillis();
-        long cap = Math.min(retryMaxDelay.toMillis(), base * (1L << Math.min(attempt, 20)));
-        return Duration.ofMillis(cap <= 0 ? 0 : ThreadLocalRandom.current().nextLong(cap + 1));
+        long d = Math.min(retryMaxDelay.toMillis(), base * (1L << Math.min(n - 1, 20)));
+        if (d <= 0) {
+            return Duration.ZERO;
+        }
+        return Duration.ofMillis(d / 2 + ThreadLocalRandom.current().nextLong(d - d / 2 + 1));
     }
 
-    private HttpRequest request(String method, URI uri, byte[] content, String accept) {
+    private HttpRequest request(String method, URI uri, byte[] content, String accept, Duration attemptTimeout,
+            String idempotencyKey, RequestOptions o) {
         HttpRequest.Builder b = HttpRequest.newBuilder(uri)
-                .timeout(timeout)
+                .timeout(attemptTimeout)
                 .header("Authorization", "Bearer " + apiKey)
                 .header("Accept", accept)
                 .header("User-Agent", USER_AGENT);
@@ -241,6 +305,15 @@ final class Transport {
         }
         if (tenant != null) {
             b.header("X-EAI-Tenant", tenant);
+        }
+        if (idempotencyKey != null) {
+            b.header("Idempotency-Key", idempotencyKey);
+        }
+        if (o.traceparent() != null) {
+            b.header("traceparent", o.traceparent());
+        }
+        for (Map.Entry<String, String> h : o.headers().entrySet()) {
+            b.setHeader(h.getKey(), h.getValue());
         }
         if (content != null) {
             b.header("Content-Type", "application/json");
@@ -314,8 +387,11 @@ final class Transport {
      * Counts are summed. On an error, detail indexes are shifted to positions in {@code records} and the
      * exception carries what the stored batches added up to.
      */
-    IngestResult ingest(String path, String key, List<ObjectNode> records, Map<String, Object> extra,
+    IngestResult ingest(ApiOperation op, String key, List<ObjectNode> records, Map<String, Object> extra,
             IngestOptions options) {
+        String path = op.path();
+        String givenKey = this.options.idempotencyKey();
+        int part = 0;
         IngestOptions o = options == null ? IngestOptions.defaults() : options;
         int size = o.batchSize() != null ? o.batchSize() : maxBatchSize;
         boolean split = o.splitOnPayloadTooLarge() != null ? o.splitOnPayloadTooLarge() : splitOnPayloadTooLarge;
@@ -333,7 +409,12 @@ final class Transport {
             array.addAll(chunk);
             JsonNode answer;
             try {
-                answer = call("POST", path, null, body, true);
+                // each part its own request with its own key: the caller's key as given on the first part,
+                // then key-1, key-2...; a fresh UUID v4 each without one
+                RequestOptions partOptions = givenKey == null ? RequestOptions.none()
+                        : this.options.withIdempotencyKey(part == 0 ? givenKey : givenKey + "-" + part);
+                part++;
+                answer = call(op.method(), path, null, body, partOptions);
             } catch (PayloadTooLargeException e) {
                 if (split && chunk.size() > 1) {
                     int smaller = Math.max(1, chunk.size() / 2);

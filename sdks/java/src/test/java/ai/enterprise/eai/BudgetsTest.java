@@ -292,7 +292,7 @@ class BudgetsTest {
             assertEquals("held", r.status());
             dev.finops().releaseReservation(r.id());
 
-            BudgetChange off = finops.finops().disableBudget(opened.id(), null);
+            BudgetChange off = finops.finops().disableBudget(opened.id(), (String) null);
             assertEquals(opened.id(), off.closed().id());
             assertEquals("closed", off.closed().status());
             assertNull(off.opened());

@@ -24,42 +24,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @ExtendWith(EaiServers.class)
 class ContractTest {
 
-    /** Every operation this SDK calls (the README's resources). */
-    static final Set<String> SDK_OPERATIONS = Set.of(
-            "POST /v1/finops/gpu/samples",
-            "GET /v1/finops/gpu/allocation",
-            "GET /v1/finops/gpu/allocation/explain",
-            "GET /v1/finops/gpu/usage",
-            "POST /v1/finops/gpu/slurm/reconciliation",
-            "GET /v1/finops/gpu/token-costs",
-            "GET /v1/finops/gpu/allocation/series",
-            "GET /v1/finops/gpu/allocation/focus",
-            "POST /v1/finops/allocation-policies",
-            "GET /v1/finops/allocation-policies",
-            "POST /v1/finops/allocation-policies/{id}/supersede",
-            "POST /v1/finops/allocation-policies/{id}/disable",
-            "POST /v1/finops/budgets",
-            "GET /v1/finops/budgets",
-            "GET /v1/finops/budgets/{id}",
-            "POST /v1/finops/budgets/{id}/supersede",
-            "POST /v1/finops/budgets/{id}/disable",
-            "POST /v1/finops/reservations",
-            "GET /v1/finops/reservations/{id}",
-            "POST /v1/finops/reservations/{id}/commit",
-            "POST /v1/finops/reservations/{id}/release",
-            "GET /v1/providers/catalog",
-            "POST /v1/providers",
-            "POST /v1/usage/events",
-            "POST /v1/tenants",
-            "GET /v1/tenants",
-            "GET /v1/tenants/{key}",
-            "GET /v1/auth/whoami",
-            "POST /v1/auth/api-keys",
-            "GET /v1/auth/api-keys",
-            "DELETE /v1/auth/api-keys/{id}",
-            "POST /v1/auth/api-keys/{id}/rotate",
-            "GET /v1/audit/events",
-            "GET /v1/audit/head");
+    /** Every operation this SDK calls: its registry, {@link ApiOperation}. */
+    static final Set<String> SDK_OPERATIONS = java.util.Arrays.stream(ApiOperation.values())
+            .map(op -> op.method() + " " + op.pathTemplate())
+            .collect(java.util.stream.Collectors.toSet());
 
     @Test
     void everyOperationOfTheSdkIsInTheServedContractV1() throws Exception {

@@ -270,14 +270,20 @@ class ErrorsTest {
             assertEnvelope(u, 503, "unavailable");
             assertEquals(Duration.ofSeconds(2), u.getRetryAfter());
             proxy.failNext(1, "/", 409, "brand_new_code", Map.of());
-            ConflictException unknown = assertThrows(ConflictException.class, () -> c.auth().whoAmI());
-            assertEquals("brand_new_code", unknown.getCode(), "an unknown code keeps its name, gets its status' class");
+            EnterpriseAIException unknown = assertThrows(EnterpriseAIException.class, () -> c.auth().whoAmI());
+            assertEquals(EnterpriseAIException.class, unknown.getClass(), "an unknown code is the base class");
+            assertEquals("brand_new_code", unknown.getCode(), "an unknown code keeps its name");
+            assertEquals(409, unknown.getStatus());
+            assertTrue(unknown.getBody().contains("brand_new_code"), unknown.getBody());
             proxy.failNext(1, "/", 418, "teapot", Map.of());
             EnterpriseAIException teapot = assertThrows(EnterpriseAIException.class, () -> c.auth().whoAmI());
             assertEquals(EnterpriseAIException.class, teapot.getClass());
             proxy.rawNext("/", 502, "<html>Bad gateway</html>");
-            InternalServerException html = assertThrows(InternalServerException.class, () -> c.auth().whoAmI());
-            assertEquals("internal", html.getCode());
+            EnterpriseAIException html = assertThrows(EnterpriseAIException.class, () -> c.auth().whoAmI());
+            assertEquals(EnterpriseAIException.class, html.getClass(), "no envelope: the base class");
+            assertNull(html.getCode(), "no envelope, no code");
+            assertEquals(502, html.getStatus());
+            assertEquals("<html>Bad gateway</html>", html.getBody());
             assertTrue(html.getMessage().contains("502"), html.getMessage());
             assertTrue(c.auth().whoAmI().role().equals("platform_admin"), "then the real answer");
         }

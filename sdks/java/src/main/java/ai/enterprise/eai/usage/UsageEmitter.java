@@ -109,6 +109,11 @@ public final class UsageEmitter implements AutoCloseable {
         }
     }
 
+    /** How long an event waits for its batch by default (behaviour.json {@code flush_interval_seconds}). */
+    public static final Duration DEFAULT_FLUSH_INTERVAL = Duration.ofSeconds(1);
+    /** Events waiting at most by default (behaviour.json {@code usage_max_queue}). */
+    public static final int DEFAULT_MAX_QUEUE_SIZE = 10_000;
+
     private final EnterpriseAIClient client;
     private final int batchSize;
     private final long flushIntervalNanos;
@@ -136,6 +141,8 @@ public final class UsageEmitter implements AutoCloseable {
     private boolean closing;
     private boolean stopped;
     private final Thread worker;
+    /** Flushes what is still queued when the JVM exits (unsent events are not lost on a normal exit). */
+    private final Thread exitHook;
 
     private UsageEmitter(Builder b) {
         this.client = b.client;
@@ -152,6 +159,26 @@ public final class UsageEmitter implements AutoCloseable {
         this.worker = new Thread(this::run, "eai-usage-emitter");
         this.worker.setDaemon(true);
         this.worker.start();
+        this.exitHook = new Thread(() -> close(closeTimeout), "eai-usage-emitter-exit");
+        Runtime.getRuntime().addShutdownHook(exitHook);
+    }
+
+    /**
+     * How long an event waits for its batch at most.
+     *
+     * @return the flush interval (default 1 s)
+     */
+    public Duration flushInterval() {
+        return Duration.ofNanos(flushIntervalNanos);
+    }
+
+    /**
+     * Events that may wait at most (the batch in flight included).
+     *
+     * @return the queue's size (default 10,000)
+     */
+    public int maxQueueSize() {
+        return maxQueueSize;
     }
 
     /**
@@ -313,6 +340,13 @@ public final class UsageEmitter implements AutoCloseable {
      * @return true when every event was delivered or refused; false when some are still queued
      */
     public boolean close(Duration timeout) {
+        if (Thread.currentThread() != exitHook) {
+            try {
+                Runtime.getRuntime().removeShutdownHook(exitHook);
+            } catch (IllegalStateException exiting) {
+                // the JVM is exiting: the hook runs (or ran) close itself
+            }
+        }
         boolean done;
         lock.lock();
         try {
@@ -577,8 +611,8 @@ public final class UsageEmitter implements AutoCloseable {
     public static final class Builder {
         private final EnterpriseAIClient client;
         private int batchSize = 500;
-        private Duration flushInterval = Duration.ofSeconds(1);
-        private int maxQueueSize = 100_000;
+        private Duration flushInterval = DEFAULT_FLUSH_INTERVAL;
+        private int maxQueueSize = DEFAULT_MAX_QUEUE_SIZE;
         private OnFull onFull = OnFull.BLOCK;
         private Duration blockTimeout = Duration.ofSeconds(30);
         private Duration closeTimeout = Duration.ofSeconds(30);
@@ -620,7 +654,7 @@ public final class UsageEmitter implements AutoCloseable {
         }
 
         /**
-         * Events waiting at most, the batch in flight included (default 100,000); see {@link #onFull}.
+         * Events waiting at most, the batch in flight included (default 10,000); see {@link #onFull}.
          *
          * @param n at least 1
          * @return this builder

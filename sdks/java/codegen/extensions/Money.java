@@ -1,0 +1,6 @@
+import java.math.BigDecimal;
+
+@Override
+public String toString() {
+    return (amount == null ? "null" : amount.toPlainString()) + " " + currency;
+}
