@@ -410,9 +410,9 @@ final class Transport {
             JsonNode answer;
             try {
                 // each part its own request with its own key: the caller's key as given on the first part,
-                // then key-1, key-2...; a fresh UUID v4 each without one
+                // then key-2, key-3... (part n is key-n); a fresh UUID v4 each without one
                 RequestOptions partOptions = givenKey == null ? RequestOptions.none()
-                        : this.options.withIdempotencyKey(part == 0 ? givenKey : givenKey + "-" + part);
+                        : this.options.withIdempotencyKey(part == 0 ? givenKey : givenKey + "-" + (part + 1));
                 part++;
                 answer = call(op.method(), path, null, body, partOptions);
             } catch (PayloadTooLargeException e) {
