@@ -81,3 +81,42 @@ pub struct AllocationPolicyChange {
     pub closed: AllocationPolicy,
     pub opened: AllocationPolicy,
 }
+
+#[cfg(test)]
+mod tests {
+    use eai_engine::wire::{parse_policy, Loose};
+
+    use super::*;
+
+    fn policy(json: &str) -> Policy {
+        let v: Loose = serde_json::from_str(json).expect("json");
+        Policy::new(1, parse_policy(&v, Timestamp(1_000)).expect("policy"))
+    }
+
+    #[test]
+    fn status_follows_dates_and_enabled() {
+        let p = policy(r#"{"name":"p","gpu_hourly_cost":"2.1","currency":"EUR"}"#);
+        assert_eq!(status(&p, Timestamp(1_000)), "active");
+        assert_eq!(status(&p, Timestamp(999)), "scheduled");
+        let p = policy(r#"{"name":"p","gpu_hourly_cost":"2.1","enabled":false}"#);
+        assert_eq!(status(&p, Timestamp(5_000)), "disabled");
+        let p =
+            policy(r#"{"name":"p","gpu_hourly_cost":"2.1","effective_to":"1970-01-01T00:00:02Z"}"#);
+        assert_eq!(status(&p, Timestamp(2_000)), "closed");
+    }
+
+    #[test]
+    fn the_view_shows_prices_as_strings_with_cents() {
+        let p = policy(
+            r#"{"name":"p","gpu_hourly_cost":"2.10","currency":"EUR","pue":1.40,"overhead_pct":"18"}"#,
+        );
+        let v = serde_json::to_value(AllocationPolicy::of(&p, Timestamp(1_000))).expect("json");
+        assert_eq!(v["id"], "alp_1");
+        assert_eq!(v["gpu_hourly_cost"], "2.10");
+        assert_eq!(v["energy_kwh_price"], "0.00");
+        assert_eq!(v["pue"], "1.4");
+        assert_eq!(v["overhead_pct"], "18");
+        assert_eq!(v["deployment_pattern"], "*");
+        assert_eq!(v["effective_to"], serde_json::Value::Null);
+    }
+}
