@@ -25,7 +25,6 @@ use eai_store::budgets::{BudgetRecord, NewBudget, NewReservation, ReserveOutcome
 use eai_store::Scope;
 use rand::RngCore;
 use rust_decimal::Decimal;
-use serde::Deserialize;
 use serde_json::json;
 
 use crate::auth::actions::{
@@ -36,7 +35,7 @@ use crate::auth::{Authorized, Done};
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::Body;
 use crate::state::AppState;
-use crate::views::budget::{self as views, BudgetChange};
+use crate::views::budget::{self as views, BudgetChange, BudgetDisable};
 use crate::views::{done, Items};
 
 /// An amount with at least its currency's minor digits (`12.50`, not `12.5`).
@@ -264,12 +263,6 @@ pub async fn supersede(
     Ok(auth.finish(&st, outcome).await)
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DisableBody {
-    effective_at: Option<String>,
-}
-
 /// `POST /v1/finops/budgets/{id}/disable`: closes the budget at `effective_at` (default now), no successor.
 pub async fn disable(
     State(st): State<AppState>,
@@ -279,7 +272,7 @@ pub async fn disable(
 ) -> Result<Response, ApiError> {
     let scope = auth.scope;
     let outcome = async {
-        let b: DisableBody = body.json_or_default()?;
+        let b: BudgetDisable = body.json_or_default()?;
         let at = match b.effective_at.as_deref() {
             Some(s) => Timestamp::parse_date_or_datetime(s.trim())
                 .map_err(|e| ApiError::validation(vec![e.field("effective_at")]))?,

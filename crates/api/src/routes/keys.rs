@@ -18,7 +18,6 @@ use axum::Json;
 use eai_engine::domain::TenantId;
 use eai_engine::time::Timestamp;
 use eai_store::NewSecret;
-use serde::Deserialize;
 use serde_json::json;
 
 use crate::auth::actions::{CreateApiKey, ListApiKeys, RevokeApiKey, RotateApiKey};
@@ -27,19 +26,9 @@ use crate::error::ApiError;
 use crate::extract::Body;
 use crate::key_format::{hash_api_key, new_api_key};
 use crate::state::AppState;
-use crate::views::key::{ApiKey, ApiKeyCreated, TenantOfKey, WhoAmI};
+use crate::views::key::{ApiKey, ApiKeyCreate, ApiKeyCreated, ApiKeyRotate, TenantOfKey, WhoAmI};
 use crate::views::{done, Items};
 use eai_app::keys::key_request_full;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewKey {
-    role: Option<String>,
-    tenant_id: Option<String>,
-    name: Option<String>,
-    expires_at: Option<String>,
-    nodes: Option<Vec<String>>,
-}
 
 /// Answers 201 `{"id", "key", "role", "tenant_id", "name"}`.
 pub async fn create(
@@ -48,7 +37,7 @@ pub async fn create(
     body: Body,
 ) -> Result<Response, ApiError> {
     let outcome = async {
-        let b: NewKey = body.json()?;
+        let b: ApiKeyCreate = body.json()?;
         let at = st.now();
         let req = key_request_full(
             b.role.as_deref(),
@@ -110,12 +99,6 @@ pub async fn revoke(
     Ok(auth.finish(&st, outcome).await)
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RotateBody {
-    grace_seconds: Option<u64>,
-}
-
 /// Longest grace period of a rotation: a week.
 const MAX_GRACE_SECONDS: u64 = 7 * 24 * 3600;
 
@@ -129,7 +112,7 @@ pub async fn rotate(
 ) -> Result<Response, ApiError> {
     let scope = auth.scope;
     let outcome = async {
-        let b: RotateBody = body.json_or_default()?;
+        let b: ApiKeyRotate = body.json_or_default()?;
         let grace = b.grace_seconds.unwrap_or(0);
         if grace > MAX_GRACE_SECONDS {
             return Err(ApiError::invalid(

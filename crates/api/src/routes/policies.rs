@@ -10,7 +10,6 @@ use axum::Json;
 use eai_engine::domain::{CloseRefused, Policy, PolicySpec};
 use eai_engine::time::Timestamp;
 use eai_engine::wire::{parse_policy, parse_policy_patch, Loose};
-use serde::Deserialize;
 use serde_json::json;
 
 use crate::auth::actions::{CreatePolicy, DisablePolicy, ReadPolicies, SupersedePolicy};
@@ -20,6 +19,7 @@ use crate::extract::Body;
 use crate::state::AppState;
 use crate::views::policy::{
     status, AllocationPolicy, AllocationPolicyChange, AllocationPolicyCreated,
+    AllocationPolicyDisable,
 };
 use crate::views::{done, Items};
 
@@ -156,12 +156,6 @@ pub async fn supersede(
     Ok(auth.finish(&st, outcome).await)
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DisableBody {
-    effective_at: Option<String>,
-}
-
 /// `POST /v1/finops/allocation-policies/{id}/disable` with an optional `{"effective_at"}` (default now):
 /// closes the policy then and opens a disabled copy in its place. Answers like supersede.
 pub async fn disable(
@@ -171,7 +165,7 @@ pub async fn disable(
     body: Body,
 ) -> Result<Response, ApiError> {
     let outcome = async {
-        let b: DisableBody = body.json_or_default()?;
+        let b: AllocationPolicyDisable = body.json_or_default()?;
         let now = st.now();
         let at = match b.effective_at.as_deref() {
             Some(s) => Timestamp::parse_date_or_datetime(s.trim())

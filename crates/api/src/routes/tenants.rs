@@ -10,7 +10,6 @@ use axum::Json;
 use eai_engine::domain::{Tenant, TenantId, TenantSlug};
 use eai_engine::error::FieldError;
 use eai_store::{Scope, StoreError, TenantRef};
-use serde::Deserialize;
 use serde_json::json;
 use uuid::Uuid;
 
@@ -22,16 +21,8 @@ use crate::state::AppState;
 use crate::views::tenant as views;
 use crate::views::{done, Items};
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewTenant {
-    slug: Option<String>,
-    name: Option<String>,
-    id: Option<String>,
-}
-
 /// A validated registration: a slug, a display name of 1 to 200 characters, and an id (a new uuid unless given).
-fn tenant_request(b: &NewTenant) -> Result<Tenant, Vec<FieldError>> {
+fn tenant_request(b: &views::TenantCreate) -> Result<Tenant, Vec<FieldError>> {
     let mut errors = Vec::new();
     let slug = match b.slug.as_deref().map(str::trim) {
         None => {
@@ -72,7 +63,7 @@ pub async fn create(
     body: Body,
 ) -> Result<Response, ApiError> {
     let outcome = async {
-        let b: NewTenant = body.json()?;
+        let b: views::TenantCreate = body.json()?;
         let t = tenant_request(&b).map_err(ApiError::validation)?;
         let audit = auth.draft(None, json!({ "slug": t.slug.as_str(), "name": t.name }));
         let stored = st
@@ -135,8 +126,8 @@ pub async fn get_one(
 mod tests {
     use super::*;
 
-    fn req(slug: Option<&str>, name: Option<&str>, id: Option<&str>) -> NewTenant {
-        NewTenant {
+    fn req(slug: Option<&str>, name: Option<&str>, id: Option<&str>) -> views::TenantCreate {
+        views::TenantCreate {
             slug: slug.map(str::to_string),
             name: name.map(str::to_string),
             id: id.map(str::to_string),

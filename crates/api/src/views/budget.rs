@@ -6,7 +6,7 @@ use eai_engine::money::Currency;
 use eai_engine::time::Timestamp;
 use eai_store::budgets::Reservation as StoredReservation;
 use rust_decimal::Decimal;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Count;
 
@@ -174,4 +174,12 @@ impl Reservation {
             usage_event_id: r.event_id.map(|e| e.hyphenated().to_string()),
         }
     }
+}
+
+/// The body of `POST /v1/finops/budgets/{id}/disable` (optional): when it closes, default now.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct BudgetDisable {
+    pub effective_at: Option<String>,
 }

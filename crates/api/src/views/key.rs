@@ -4,7 +4,7 @@
 use eai_engine::domain::TenantId;
 use eai_engine::time::Timestamp;
 use eai_store::ApiKeyRecord;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A key as listed: never its secret nor its hash.
 #[derive(Debug, Serialize)]
@@ -95,4 +95,24 @@ pub struct WhoAmI {
     pub tenant: Option<TenantOfKey>,
     /// The tenant a platform key is signed in to with `X-EAI-Tenant`, else null.
     pub acting_tenant: Option<TenantOfKey>,
+}
+
+/// The body of `POST /v1/auth/api-keys`, read as given (`eai_app::keys::key_request_full` checks it).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ApiKeyCreate {
+    pub role: Option<String>,
+    pub tenant_id: Option<String>,
+    pub name: Option<String>,
+    pub expires_at: Option<String>,
+    pub nodes: Option<Vec<String>>,
+}
+
+/// The body of `POST /v1/auth/api-keys/{id}/rotate` (optional).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ApiKeyRotate {
+    pub grace_seconds: Option<u64>,
 }

@@ -3,7 +3,7 @@
 
 use eai_engine::domain::Policy;
 use eai_engine::time::Timestamp;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// `closed` once `effective_to` has passed, else `disabled`, `scheduled` (starts later) or `active`.
 pub fn status(p: &Policy, now: Timestamp) -> &'static str {
@@ -80,6 +80,14 @@ pub struct AllocationPolicyCreated {
 pub struct AllocationPolicyChange {
     pub closed: AllocationPolicy,
     pub opened: AllocationPolicy,
+}
+
+/// The body of `POST /v1/finops/allocation-policies/{id}/disable` (optional): when it closes, default now.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AllocationPolicyDisable {
+    pub effective_at: Option<String>,
 }
 
 #[cfg(test)]

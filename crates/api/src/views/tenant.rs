@@ -1,6 +1,6 @@
 //! Tenants: `Tenant` (the list is [`super::Items`]).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A registered tenant.
 #[derive(Debug, Serialize)]
@@ -19,4 +19,14 @@ impl Tenant {
             name: t.name.clone(),
         }
     }
+}
+
+/// The body of `POST /v1/tenants`, read as given (`routes::tenants` checks it).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct TenantCreate {
+    pub slug: Option<String>,
+    pub name: Option<String>,
+    pub id: Option<String>,
 }

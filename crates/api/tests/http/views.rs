@@ -1,31 +1,40 @@
 //! Each view (`eai_api::views`, the routes' answers as types) against its component schema in
 //! `contracts/v1/openapi.json`: the same property names, the same required set, the same nullability, and no
 //! property either side lacks (the component closed with `additionalProperties: false`), nested objects and
-//! array items included. The view's side is the JSON Schema `schemars` derives for serializing it. [`TABLE`] is
-//! the one mapping of view to component; every 2xx JSON answer of the contract is in it or in [`TYPED_ELSEWHERE`].
+//! array items included. The view's side is the JSON Schema `schemars` derives for serializing it. The request
+//! bodies read as typed structs are compared by their property names and closedness only. [`TABLE`] is the one
+//! mapping of view to component; every 2xx JSON answer of the contract is in it or in [`TYPED_ELSEWHERE`].
 
 use std::collections::{BTreeSet, HashSet};
 
 use eai_api::views::audit::{AuditEvent, AuditHead};
-use eai_api::views::budget::{Budget, BudgetChange, BudgetCurrent, Money, Reservation};
+use eai_api::views::budget::{
+    Budget, BudgetChange, BudgetCurrent, BudgetDisable, Money, Reservation,
+};
 use eai_api::views::ingest::{GpuSampleIngestResult, UsageEventIngestResult};
-use eai_api::views::key::{ApiKey, ApiKeyCreated, TenantOfKey, WhoAmI};
-use eai_api::views::policy::{AllocationPolicy, AllocationPolicyChange, AllocationPolicyCreated};
+use eai_api::views::key::{ApiKey, ApiKeyCreate, ApiKeyCreated, ApiKeyRotate, TenantOfKey, WhoAmI};
+use eai_api::views::policy::{
+    AllocationPolicy, AllocationPolicyChange, AllocationPolicyCreated, AllocationPolicyDisable,
+};
 use eai_api::views::provider::Provider;
 use eai_api::views::series::{AllocationSeries, SeriesDeployment, SeriesStep, SeriesTotal};
 use eai_api::views::system::{Health, Ready};
-use eai_api::views::tenant::Tenant;
+use eai_api::views::tenant::{Tenant, TenantCreate};
 use eai_api::views::token_cost::{TokenCost, TokenCostList};
 use eai_api::views::Items;
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde_json::Value;
 
-/// One row of the table: a view, its name, and the component schema it answers.
+/// One row of the table: a view, its name, and the component schema it answers (or, for a request body, the
+/// one it reads).
 struct Row {
     view: &'static str,
     component: &'static str,
     schema: fn() -> Value,
+    /// A request body: read leniently (every field optional, then checked field by field with errors that
+    /// name it), so only its property names and its closedness are compared.
+    input: bool,
 }
 
 /// The JSON Schema of `T` as it serializes (an `Option` field without `skip_serializing_if` is required and
@@ -38,12 +47,30 @@ fn schema_of<T: JsonSchema>() -> Value {
     serde_json::to_value(schema).expect("a schema is JSON")
 }
 
+/// The JSON Schema of `T` as it deserializes (a request body).
+fn input_schema_of<T: JsonSchema>() -> Value {
+    let schema = SchemaSettings::draft2020_12()
+        .for_deserialize()
+        .into_generator()
+        .into_root_schema_for::<T>();
+    serde_json::to_value(schema).expect("a schema is JSON")
+}
+
 macro_rules! row {
     ($view:ty => $component:literal) => {
         Row {
             view: stringify!($view),
             component: $component,
             schema: schema_of::<$view>,
+            input: false,
+        }
+    };
+    (input $view:ty => $component:literal) => {
+        Row {
+            view: stringify!($view),
+            component: $component,
+            schema: input_schema_of::<$view>,
+            input: true,
         }
     };
 }
@@ -82,6 +109,11 @@ const TABLE: &[Row] = &[
     row!(SeriesDeployment => "SeriesDeployment"),
     row!(SeriesStep => "SeriesStep"),
     row!(AllocationSeries => "AllocationSeries"),
+    row!(input AllocationPolicyDisable => "AllocationPolicyDisable"),
+    row!(input BudgetDisable => "BudgetDisable"),
+    row!(input ApiKeyCreate => "ApiKeyCreate"),
+    row!(input ApiKeyRotate => "ApiKeyRotate"),
+    row!(input TenantCreate => "TenantCreate"),
 ];
 
 /// Answers typed outside `eai_api::views` (the engine's wire and view types, with tests of their own).
@@ -236,6 +268,23 @@ fn differences(row: &Row, contract: &Value) -> Vec<String> {
             row.view, row.component
         )];
     };
+    if row.input {
+        let path = format!("{} => {}", row.view, row.component);
+        let mut errors = Vec::new();
+        for (side, s) in [("view", &view), ("contract", component)] {
+            if s.get("additionalProperties") != Some(&Value::Bool(false)) {
+                errors.push(format!("{path}: the {side} does not refuse unknown fields"));
+            }
+        }
+        let (vn, cn) = (names(&view, "properties"), names(component, "properties"));
+        for p in vn.difference(&cn) {
+            errors.push(format!("{path}.{p}: read by the view, not in the contract"));
+        }
+        for p in cn.difference(&vn) {
+            errors.push(format!("{path}.{p}: in the contract, not read by the view"));
+        }
+        return errors;
+    }
     let mut cmp = Compare {
         view_doc: &view,
         contract_doc: contract,
@@ -310,6 +359,7 @@ fn the_comparison_names_the_view_and_the_property_that_differ() {
     schemas["Tenant"]["properties"]["extra"] = serde_json::json!({ "type": "string" });
     schemas["Health"]["properties"]["status"] = serde_json::json!({ "type": ["string", "null"] });
     schemas["AllocationPolicyCreated"]["required"] = serde_json::json!(["id"]);
+    schemas["ApiKeyRotate"]["properties"]["grace"] = serde_json::json!({ "type": "integer" });
     let found = |component: &str| -> String {
         let row = TABLE
             .iter()
@@ -341,5 +391,11 @@ fn the_comparison_names_the_view_and_the_property_that_differ() {
         ),
         "{}",
         found("AllocationPolicyCreated")
+    );
+    assert!(
+        found("ApiKeyRotate")
+            .contains("ApiKeyRotate => ApiKeyRotate.grace: in the contract, not read by the view"),
+        "{}",
+        found("ApiKeyRotate")
     );
 }
