@@ -346,7 +346,10 @@ mod tests {
         let sealed = Seal::new(b"Bearer eai_live_a", "key_3", "k1")
             .seal(plain)
             .expect("sealed");
-        assert!(!sealed.windows(plain.len()).any(|w| w == plain), "stored in clear");
+        assert!(
+            !sealed.windows(plain.len()).any(|w| w == plain),
+            "stored in clear"
+        );
         let again = Seal::new(b"Bearer eai_live_a", "key_3", "k1");
         assert_eq!(again.open(&sealed).as_deref(), Some(&plain[..]));
         for other in [

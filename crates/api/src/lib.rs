@@ -3,12 +3,13 @@
 //! platform_admin key, binds and serves it with graceful shutdown, and runs the background jobs.
 //!
 //! Code map: [`config`] (typed `EAI_*` configuration), [`startup`] (build, bootstrap, run), [`routes`] (one
-//! module per resource), [`auth`] (sign-in: the `Caller` extractor; the policy table, one type per action;
-//! `Authorized<A>`, the extractor that gives a handler of `A` its caller and scope, and the audit of
-//! mutations), [`error`] (the one envelope and its code table), [`extract`] (body and query extractors whose
-//! rejections use the envelope), [`idempotency`] (the `Idempotency-Key` layer), [`telemetry`] (request id, traceparent, spans), [`state`] (what every handler
-//! shares, the clock included), [`limits`] (rate limits and allocation slots). Leaves, which import nothing of
-//! the crate: [`key_format`], [`request_context`].
+//! module per resource), [`views`] (the routes' answers as types, one per component schema of the contract),
+//! [`auth`] (sign-in: the `Caller` extractor; the policy table, one type per action; `Authorized<A>`, the
+//! extractor that gives a handler of `A` its caller and scope, and the audit of mutations), [`error`] (the one
+//! envelope and its code table), [`extract`] (body and query extractors whose rejections use the envelope),
+//! [`idempotency`] (the `Idempotency-Key` layer), [`telemetry`] (request id, traceparent, spans), [`state`] (what every handler shares, the clock included),
+//! [`limits`] (rate limits and allocation slots). Leaves, which import nothing of the crate: [`key_format`],
+//! [`request_context`].
 
 pub mod auth;
 pub mod config;
@@ -22,6 +23,7 @@ pub mod routes;
 pub mod startup;
 pub mod state;
 pub mod telemetry;
+pub mod views;
 
 pub use auth::{Authorized, Caller};
 pub use config::{Config, Database};

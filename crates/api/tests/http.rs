@@ -1367,3 +1367,7 @@ on_both_backends!(
     the_steps_of_a_series_sum_to_the_period_exactly,
     providers_are_registered_confirmed_and_priced_by_last_month,
 );
+
+// Each answer's type (`eai_api::views`) against its component schema in the contract.
+#[path = "http/views.rs"]
+mod views;

@@ -17,7 +17,6 @@ use eai_engine::tokens::rate;
 use eai_engine::view::quantity;
 use rust_decimal::Decimal;
 use serde::Deserialize;
-use serde_json::{json, Value};
 
 use crate::auth::actions::ReadAllocation;
 use crate::auth::Authorized;
@@ -26,6 +25,7 @@ use crate::extract::ApiQuery;
 use crate::routes::allocation::allocation_slot;
 use crate::routes::token_costs::{money, period_of};
 use crate::state::AppState;
+use crate::views::series::{AllocationSeries, SeriesDeployment, SeriesStep, SeriesTotal};
 
 /// At most this many steps in one series.
 pub const MAX_STEPS: usize = 1_000;
@@ -37,7 +37,7 @@ pub struct SeriesQuery {
     pub step: Option<String>,
 }
 
-fn totals_view(rows: &[StepRow]) -> Vec<Value> {
+fn totals_view(rows: &[StepRow]) -> Vec<SeriesTotal> {
     let mut sums: BTreeMap<Currency, (Decimal, Decimal, Decimal)> = BTreeMap::new();
     for r in rows {
         let s = sums.entry(r.currency).or_default();
@@ -46,13 +46,11 @@ fn totals_view(rows: &[StepRow]) -> Vec<Value> {
         s.2 += r.unallocated;
     }
     sums.into_iter()
-        .map(|(c, (cost, al, un))| {
-            json!({
-                "currency": c.as_str(),
-                "cost": money(c, cost),
-                "allocated": money(c, al),
-                "unallocated": money(c, un),
-            })
+        .map(|(c, (cost, al, un))| SeriesTotal {
+            currency: c.as_str().to_string(),
+            cost: money(c, cost),
+            allocated: money(c, al),
+            unallocated: money(c, un),
         })
         .collect()
 }
@@ -62,39 +60,42 @@ fn step_view(
     to: Timestamp,
     rows: &[StepRow],
     tokens: &BTreeMap<String, StepTokens>,
-) -> Value {
-    let mut deployments: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+) -> SeriesStep {
+    let mut deployments: BTreeMap<String, Vec<SeriesDeployment>> = BTreeMap::new();
     for r in rows {
         let t = tokens.get(&r.deployment_id).copied().unwrap_or_default();
         deployments
             .entry(r.deployment_id.clone())
             .or_default()
-            .push(json!({
-                "deployment_id": r.deployment_id,
-                "currency": r.currency.as_str(),
-                "cost": money(r.currency, r.cost),
-                "allocated": money(r.currency, r.allocated),
-                "unallocated": money(r.currency, r.unallocated),
-                "tokens_in": quantity(t.input, 4),
-                "tokens_out": quantity(t.output, 4),
-                "tokens": quantity(t.input + t.output, 4),
-                "cost_per_mtok": rate(r.cost, t.input + t.output).map(|r| r.to_string()),
-            }));
+            .push(SeriesDeployment {
+                deployment_id: r.deployment_id.clone(),
+                currency: Some(r.currency.as_str().to_string()),
+                cost: Some(money(r.currency, r.cost)),
+                allocated: Some(money(r.currency, r.allocated)),
+                unallocated: Some(money(r.currency, r.unallocated)),
+                tokens_in: quantity(t.input, 4),
+                tokens_out: quantity(t.output, 4),
+                tokens: quantity(t.input + t.output, 4),
+                cost_per_mtok: rate(r.cost, t.input + t.output).map(|r| r.to_string()),
+            });
     }
     // Tokens on a deployment that cost nothing in the step.
     for (d, t) in tokens {
         if !deployments.contains_key(d) {
-            deployments.entry(d.clone()).or_default().push(json!({
-                "deployment_id": d,
-                "currency": null,
-                "cost": null,
-                "allocated": null,
-                "unallocated": null,
-                "tokens_in": quantity(t.input, 4),
-                "tokens_out": quantity(t.output, 4),
-                "tokens": quantity(t.input + t.output, 4),
-                "cost_per_mtok": null,
-            }));
+            deployments
+                .entry(d.clone())
+                .or_default()
+                .push(SeriesDeployment {
+                    deployment_id: d.clone(),
+                    currency: None,
+                    cost: None,
+                    allocated: None,
+                    unallocated: None,
+                    tokens_in: quantity(t.input, 4),
+                    tokens_out: quantity(t.output, 4),
+                    tokens: quantity(t.input + t.output, 4),
+                    cost_per_mtok: None,
+                });
         }
     }
     let (input, output) = tokens
@@ -102,15 +103,15 @@ fn step_view(
         .fold((Decimal::ZERO, Decimal::ZERO), |a, t| {
             (a.0 + t.input, a.1 + t.output)
         });
-    json!({
-        "from": from.to_string(),
-        "to": to.to_string(),
-        "totals": totals_view(rows),
-        "tokens_in": quantity(input, 4),
-        "tokens_out": quantity(output, 4),
-        "tokens": quantity(input + output, 4),
-        "deployments": deployments.into_values().flatten().collect::<Vec<_>>(),
-    })
+    SeriesStep {
+        from: from.to_string(),
+        to: to.to_string(),
+        totals: totals_view(rows),
+        tokens_in: quantity(input, 4),
+        tokens_out: quantity(output, 4),
+        tokens: quantity(input + output, 4),
+        deployments: deployments.into_values().flatten().collect(),
+    }
 }
 
 /// `GET /v1/finops/gpu/allocation/series`.
@@ -118,7 +119,7 @@ pub async fn get(
     State(st): State<AppState>,
     auth: Authorized<ReadAllocation>,
     ApiQuery(q): ApiQuery<SeriesQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<AllocationSeries>, ApiError> {
     let step = match q.step.as_deref() {
         None => Step::Day,
         Some(s) => s
@@ -164,20 +165,20 @@ pub async fn get(
         .fold((Decimal::ZERO, Decimal::ZERO), |a, t| {
             (a.0 + t.input, a.1 + t.output)
         });
-    let steps_json: Vec<Value> = series
+    let steps: Vec<SeriesStep> = series
         .bounds
         .iter()
         .zip(per_step.iter().zip(tokens))
         .map(|((f, t), (rows, tok))| step_view(*f, *t, rows, tok))
         .collect();
-    Ok(Json(json!({
-        "from": period.from.to_string(),
-        "to": period.to.to_string(),
-        "step": step.as_str(),
-        "totals": totals_view(&all),
-        "tokens_in": quantity(input, 4),
-        "tokens_out": quantity(output, 4),
-        "tokens": quantity(input + output, 4),
-        "steps": steps_json,
-    })))
+    Ok(Json(AllocationSeries {
+        from: period.from.to_string(),
+        to: period.to.to_string(),
+        step: step.as_str(),
+        totals: totals_view(&all),
+        tokens_in: quantity(input, 4),
+        tokens_out: quantity(output, 4),
+        tokens: quantity(input + output, 4),
+        steps,
+    }))
 }

@@ -4,15 +4,15 @@
 
 use axum::extract::State;
 use axum::Json;
-use eai_store::AuditEvent;
 use serde::Deserialize;
-use serde_json::{json, Value};
 
 use crate::auth::actions::{ReadAudit, ReadAuditHead};
 use crate::auth::Authorized;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::state::AppState;
+use crate::views::audit::{AuditEvent, AuditHead};
+use crate::views::Items;
 
 pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 1_000;
@@ -25,35 +25,17 @@ pub struct AuditQuery {
     pub limit: Option<u64>,
 }
 
-pub fn view(e: &AuditEvent) -> Value {
-    let d = &e.draft;
-    json!({
-        "seq": e.seq,
-        "occurred_at": d.occurred_at.to_string(),
-        "actor": d.actor,
-        "actor_role": d.actor_role,
-        "tenant_id": d.tenant_id.map(|t| t.to_string()),
-        "action": d.action,
-        "decision": d.decision,
-        "resource": d.resource,
-        "request_id": d.request_id,
-        "details": d.details,
-        "prev_hash": e.prev_hash,
-        "hash": e.hash,
-    })
-}
-
 /// `{"seq", "hash"}` of the chain's newest event (`{"seq": 0, "hash": <64 zeros>}` for an empty chain).
 pub async fn head(
     State(st): State<AppState>,
     _auth: Authorized<ReadAuditHead>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<AuditHead>, ApiError> {
     let head = st.store.audit_head().await?;
     let (seq, hash) = head.map_or((0, eai_store::audit::GENESIS_HASH.to_string()), |h| {
         (h.seq, h.hash)
     });
     st.metrics.set_audit_head(seq, &hash);
-    Ok(Json(json!({ "seq": seq, "hash": hash })))
+    Ok(Json(AuditHead { seq, hash }))
 }
 
 /// `{"items": [...]}`: pass the last `seq` as `after` to read on.
@@ -61,7 +43,7 @@ pub async fn list(
     State(st): State<AppState>,
     auth: Authorized<ReadAudit>,
     ApiQuery(q): ApiQuery<AuditQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Items<AuditEvent>>, ApiError> {
     let scope = auth.scope;
     let after = q.after.unwrap_or(0);
     let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
@@ -72,6 +54,6 @@ pub async fn list(
         ));
     }
     let events = st.store.audit_events(scope, after, limit).await?;
-    let items: Vec<Value> = events.iter().map(view).collect();
-    Ok(Json(json!({ "items": items })))
+    let items: Vec<AuditEvent> = events.iter().map(AuditEvent::of).collect();
+    Ok(Json(items.into()))
 }

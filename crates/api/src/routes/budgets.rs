@@ -16,17 +16,16 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
 use eai_engine::budget::{
-    crossed, parse_budget, parse_commit, parse_reservation, Budget, BudgetSpec, Refusal, Standing,
+    parse_budget, parse_commit, parse_reservation, Budget, BudgetSpec, Refusal, Standing,
 };
 use eai_engine::money::Currency;
 use eai_engine::time::Timestamp;
 use eai_engine::wire::{Loose, TenantSource};
-use eai_store::budgets::{BudgetRecord, NewBudget, NewReservation, Reservation, ReserveOutcome};
+use eai_store::budgets::{BudgetRecord, NewBudget, NewReservation, ReserveOutcome};
 use eai_store::Scope;
 use rand::RngCore;
 use rust_decimal::Decimal;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::auth::actions::{
     CommitReservation, CreateBudget, ReadBudgets, ReadReservation, ReleaseReservation, Reserve,
@@ -36,67 +35,12 @@ use crate::auth::{Authorized, Done};
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::Body;
 use crate::state::AppState;
+use crate::views::budget::{self as views, BudgetChange, BudgetDisable};
+use crate::views::{done, Items};
 
 /// An amount with at least its currency's minor digits (`12.50`, not `12.5`).
 fn amount(d: Decimal, c: Currency) -> String {
     c.amount_text(d)
-}
-
-fn money(d: Decimal, c: Currency) -> Value {
-    json!({ "amount": amount(d, c), "currency": c.as_str() })
-}
-
-/// A count as an exact JSON number.
-fn count(d: Decimal) -> Value {
-    d.normalize()
-        .to_string()
-        .parse::<serde_json::Number>()
-        .map_or(Value::Null, Value::Number)
-}
-
-fn status(b: &Budget, at: Timestamp) -> &'static str {
-    if b.spec.effective_to.is_some_and(|t| t <= at) {
-        "closed"
-    } else if b.spec.effective_from > at {
-        "scheduled"
-    } else {
-        "active"
-    }
-}
-
-/// The month's standing of a budget in force: spent, held, left, and the thresholds reached.
-fn current(s: &Standing, at: Timestamp) -> Value {
-    let c = s.budget.spec.currency;
-    json!({
-        "month": eai_engine::batch::month_of(at),
-        "spent": money(s.spent.cost, c),
-        "held": money(s.held.cost, c),
-        "left": money(s.left(), c),
-        "spent_tokens": count(s.spent.tokens),
-        "held_tokens": count(s.held.tokens),
-        "tokens_left": s.tokens_left().map(count),
-        "crossed_pct": crossed(&s.budget.spec, s.spent.cost),
-    })
-}
-
-/// A budget as the API shows it (never its webhook secret).
-fn view(b: &Budget, standing: Option<&Standing>, at: Timestamp) -> Value {
-    let s = &b.spec;
-    json!({
-        "id": b.id,
-        "tenant_id": s.tenant_id.to_string(),
-        "name": s.name,
-        "period": "month",
-        "limit": money(s.limit, s.currency),
-        "tokens_limit": s.tokens_limit,
-        "thresholds_pct": s.thresholds_pct,
-        "enforce": s.enforce,
-        "webhook_url": s.webhook_url,
-        "effective_from": s.effective_from.to_string(),
-        "effective_to": s.effective_to.map(|t| t.to_string()),
-        "status": status(b, at),
-        "current": standing.map(|st| current(st, at)),
-    })
 }
 
 /// Where a budget's or a reservation's tenant comes from, given the caller's scope.
@@ -149,11 +93,11 @@ pub async fn create(
             .create_budget(&NewBudget { spec, webhook_secret: secret.clone() }, &audit)
             .await?;
         let standing = standings(&st, Scope::Tenant(rec.budget.spec.tenant_id), at).await?;
-        let mut body = view(&rec.budget, standing.get(&rec.budget.id), at);
-        if let Some(s) = secret {
-            body["webhook_secret"] = Value::String(s);
-        }
-        Ok(Done { status: StatusCode::CREATED, body })
+        let budget = views::Budget {
+            webhook_secret: secret,
+            ..views::Budget::of(&rec.budget, standing.get(&rec.budget.id), at)
+        };
+        done(StatusCode::CREATED, &budget)
     }
     .await;
     Ok(auth.finish(&st, outcome).await)
@@ -163,18 +107,18 @@ pub async fn create(
 pub async fn list(
     State(st): State<AppState>,
     auth: Authorized<ReadBudgets>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Items<views::Budget>>, ApiError> {
     let scope = auth.scope;
     let at = st.now();
     let standing = standings(&st, scope, at).await?;
-    let items: Vec<Value> = st
+    let items: Vec<views::Budget> = st
         .store
         .budgets(scope)
         .await?
         .iter()
-        .map(|r| view(&r.budget, standing.get(&r.budget.id), at))
+        .map(|r| views::Budget::of(&r.budget, standing.get(&r.budget.id), at))
         .collect();
-    Ok(Json(json!({ "items": items })))
+    Ok(Json(items.into()))
 }
 
 async fn find(st: &AppState, scope: Scope, id: &str) -> Result<BudgetRecord, ApiError> {
@@ -190,12 +134,16 @@ pub async fn get_one(
     State(st): State<AppState>,
     auth: Authorized<ReadBudgets>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<views::Budget>, ApiError> {
     let scope = auth.scope;
     let at = st.now();
     let r = find(&st, scope, &id).await?;
     let standing = standings(&st, scope, at).await?;
-    Ok(Json(view(&r.budget, standing.get(&r.budget.id), at)))
+    Ok(Json(views::Budget::of(
+        &r.budget,
+        standing.get(&r.budget.id),
+        at,
+    )))
 }
 
 /// A stored budget's fields as a body would give them (what a supersede body overrides).
@@ -255,13 +203,15 @@ async fn close(
     let now = st.now();
     // The successor's standing as a read would show it (the closed one has none).
     let standing = standings(st, Scope::Tenant(closed.budget.spec.tenant_id), now).await?;
-    Ok(Done {
-        status: StatusCode::OK,
-        body: json!({
-            "closed": view(&closed.budget, standing.get(&closed.budget.id), now),
-            "opened": opened.as_ref().map(|o| view(&o.budget, standing.get(&o.budget.id), now)),
-        }),
-    })
+    done(
+        StatusCode::OK,
+        &BudgetChange {
+            closed: views::Budget::of(&closed.budget, standing.get(&closed.budget.id), now),
+            opened: opened
+                .as_ref()
+                .map(|o| views::Budget::of(&o.budget, standing.get(&o.budget.id), now)),
+        },
+    )
 }
 
 /// `POST /v1/finops/budgets/{id}/supersede`: closes the budget at `effective_at` (default now) and opens its
@@ -313,12 +263,6 @@ pub async fn supersede(
     Ok(auth.finish(&st, outcome).await)
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DisableBody {
-    effective_at: Option<String>,
-}
-
 /// `POST /v1/finops/budgets/{id}/disable`: closes the budget at `effective_at` (default now), no successor.
 pub async fn disable(
     State(st): State<AppState>,
@@ -328,7 +272,7 @@ pub async fn disable(
 ) -> Result<Response, ApiError> {
     let scope = auth.scope;
     let outcome = async {
-        let b: DisableBody = body.json_or_default()?;
+        let b: BudgetDisable = body.json_or_default()?;
         let at = match b.effective_at.as_deref() {
             Some(s) => Timestamp::parse_date_or_datetime(s.trim())
                 .map_err(|e| ApiError::validation(vec![e.field("effective_at")]))?,
@@ -342,27 +286,6 @@ pub async fn disable(
 }
 
 // --- reservations ----------------------------------------------------------------------------------------------
-
-fn amounts_view(a: eai_engine::budget::Amounts, c: Currency) -> Value {
-    json!({ "cost": amount(a.cost, c), "tokens": count(a.tokens), "currency": c.as_str() })
-}
-
-/// A reservation as the API shows it.
-fn reservation_view(r: &Reservation, at: Timestamp) -> Value {
-    json!({
-        "id": r.id,
-        "tenant_id": r.tenant_id.to_string(),
-        "action": r.action,
-        "deployment_id": r.deployment_id,
-        "status": r.status_at(at).as_str(),
-        "estimate": amounts_view(r.estimate, r.currency),
-        "actual": r.actual.map(|a| amounts_view(a, r.currency)),
-        "created_at": r.created_at.to_string(),
-        "expires_at": r.expires_at.to_string(),
-        "closed_at": r.closed_at.map(|t| t.to_string()),
-        "usage_event_id": r.event_id.map(|e| e.hyphenated().to_string()),
-    })
-}
 
 /// 402 `budget_exceeded`: the budget, its limit and what is left, never another tenant's figure.
 fn exceeded(r: &Refusal) -> ApiError {
@@ -410,10 +333,9 @@ pub async fn reserve(
             json!({ "action": new.request.action, "estimate": new.request.estimate.cost.to_string() }),
         );
         match st.store.reserve(&new, &audit).await? {
-            ReserveOutcome::Granted(r) => Ok(Done {
-                status: StatusCode::CREATED,
-                body: reservation_view(&r, at),
-            }),
+            ReserveOutcome::Granted(r) => {
+                done(StatusCode::CREATED, &views::Reservation::of(&r, at))
+            }
             ReserveOutcome::Refused(why) => Err(exceeded(&why)),
         }
     }
@@ -425,14 +347,14 @@ pub async fn get_reservation(
     State(st): State<AppState>,
     auth: Authorized<ReadReservation>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<views::Reservation>, ApiError> {
     let scope = auth.scope;
     let r = st
         .store
         .reservation(scope, &id)
         .await?
         .ok_or_else(|| ApiError::not_found_named("reservation", &id))?;
-    Ok(Json(reservation_view(&r, st.now())))
+    Ok(Json(views::Reservation::of(&r, st.now())))
 }
 
 /// `POST /v1/finops/reservations/{id}/commit` `{"actual": {"cost", "tokens"?}}`: records one usage event and frees
@@ -467,10 +389,7 @@ pub async fn commit(
             .store
             .commit_reservation(scope, &id, actual, at, &audit)
             .await?;
-        Ok(Done {
-            status: StatusCode::OK,
-            body: reservation_view(&r, at),
-        })
+        done(StatusCode::OK, &views::Reservation::of(&r, at))
     }
     .await;
     Ok(auth.finish(&st, outcome).await)
@@ -487,10 +406,7 @@ pub async fn release(
         let at = st.now();
         let audit = auth.draft(Some(id.clone()), json!({}));
         let r = st.store.release_reservation(scope, &id, at, &audit).await?;
-        Ok(Done {
-            status: StatusCode::OK,
-            body: reservation_view(&r, at),
-        })
+        done(StatusCode::OK, &views::Reservation::of(&r, at))
     }
     .await;
     Ok(auth.finish(&st, outcome).await)

@@ -33,10 +33,12 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::auth::actions::{ReadCatalog, RegisterProvider};
-use crate::auth::{Authorized, Done};
+use crate::auth::Authorized;
 use crate::error::ApiError;
 use crate::extract::Body;
 use crate::state::AppState;
+use crate::views::provider::{Provider, ProviderPricing};
+use crate::views::{done, Items};
 
 /// How long the control plane waits for a provider's model list.
 const CONFIRM_TIMEOUT: Duration = Duration::from_secs(5);
@@ -72,7 +74,7 @@ struct Entry<'a> {
     registered: Option<&'a ProviderRecord>,
 }
 
-fn item(deployment_id: &str, e: &Entry<'_>, price: Option<&TokenCost>, period: &str) -> Value {
+fn item(deployment_id: &str, e: &Entry<'_>, price: Option<&TokenCost>, period: &str) -> Provider {
     let (base, label, enabled, discovery, models) = match e.registered {
         Some(r) => (
             r.base_url.clone(),
@@ -87,30 +89,30 @@ fn item(deployment_id: &str, e: &Entry<'_>, price: Option<&TokenCost>, period: &
         .first()
         .cloned()
         .or_else(|| price.and_then(|p| p.model.clone()));
-    let pricing = price.filter(|p| p.per_mtok.is_some()).map(|p| {
-        json!({
-            "per_mtok": p.per_mtok.map(|r| r.to_string()),
-            "input_per_mtok": p.input_per_mtok.map(|r| r.to_string()),
-            "output_per_mtok": p.output_per_mtok.map(|r| r.to_string()),
-            "currency": p.currency.as_str(),
-            "period": period,
-            "basis": "allocation",
-            "allocation_method": p.method.as_str(),
-        })
-    });
-    json!({
-        "id": "vllm",
-        "label": label.unwrap_or_else(|| "vLLM (local inference engine)".to_string()),
-        "local": true,
-        "base_url": base,
-        "provider_id": provider_id(deployment_id),
-        "enabled": enabled,
-        "discovery": discovery,
-        "deployment_id": deployment_id,
-        "model": model,
-        "models": models,
-        "pricing": pricing,
-    })
+    let pricing = price
+        .filter(|p| p.per_mtok.is_some())
+        .map(|p| ProviderPricing {
+            per_mtok: p.per_mtok.map(|r| r.to_string()),
+            input_per_mtok: p.input_per_mtok.map(|r| r.to_string()),
+            output_per_mtok: p.output_per_mtok.map(|r| r.to_string()),
+            currency: p.currency.as_str().to_string(),
+            period: period.to_string(),
+            basis: "allocation",
+            allocation_method: p.method.as_str(),
+        });
+    Provider {
+        id: "vllm",
+        label: label.unwrap_or_else(|| "vLLM (local inference engine)".to_string()),
+        local: true,
+        base_url: base,
+        provider_id: provider_id(deployment_id).to_string(),
+        enabled,
+        discovery,
+        deployment_id: deployment_id.to_string(),
+        model,
+        models,
+        pricing,
+    }
 }
 
 /// Whether `scope` may see deployment `d`: a shared one (samples without an owner) or one of its own.
@@ -124,7 +126,7 @@ pub fn visible(d: &DeploymentSeen, scope: Scope) -> bool {
 pub async fn get(
     State(st): State<AppState>,
     auth: Authorized<ReadCatalog>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Items<Provider>>, ApiError> {
     let scope = auth.scope;
     let seen = st.store.deployments_seen().await?;
     let registered = st.store.providers().await?;
@@ -139,13 +141,13 @@ pub async fn get(
             .registered = Some(r);
     }
     let (period, prices) = last_month_prices(&st).await;
-    let items: Vec<Value> = entries
+    let items: Vec<Provider> = entries
         .iter()
         // Registered but never seen: platform configuration every reader may see.
         .filter(|(_, e)| e.seen.is_none_or(|d| visible(d, scope)))
         .map(|(id, e)| item(id, e, prices.get(*id), &period))
         .collect();
-    Ok(Json(json!({ "items": items })))
+    Ok(Json(items.into()))
 }
 
 /// The last closed UTC month (`YYYY-MM`) and its cost per million tokens per deployment (allocation basis;
@@ -289,10 +291,10 @@ pub async fn register(
             seen: None,
             registered: Some(&stored),
         };
-        Ok(Done {
-            status: StatusCode::CREATED,
-            body: item(&stored.deployment_id, &entry, None, ""),
-        })
+        done(
+            StatusCode::CREATED,
+            &item(&stored.deployment_id, &entry, None, ""),
+        )
     }
     .await;
     Ok(auth.finish(&st, outcome).await)

@@ -18,26 +18,17 @@ use axum::Json;
 use eai_engine::domain::TenantId;
 use eai_engine::time::Timestamp;
 use eai_store::NewSecret;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::auth::actions::{CreateApiKey, ListApiKeys, RevokeApiKey, RotateApiKey};
-use crate::auth::{Authorized, Caller, Done};
+use crate::auth::{Authorized, Caller};
 use crate::error::ApiError;
 use crate::extract::Body;
 use crate::key_format::{hash_api_key, new_api_key};
 use crate::state::AppState;
-use eai_app::keys::{key_request_full, key_view};
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewKey {
-    role: Option<String>,
-    tenant_id: Option<String>,
-    name: Option<String>,
-    expires_at: Option<String>,
-    nodes: Option<Vec<String>>,
-}
+use crate::views::key::{ApiKey, ApiKeyCreate, ApiKeyCreated, ApiKeyRotate, TenantOfKey, WhoAmI};
+use crate::views::{done, Items};
+use eai_app::keys::key_request_full;
 
 /// Answers 201 `{"id", "key", "role", "tenant_id", "name"}`.
 pub async fn create(
@@ -46,7 +37,7 @@ pub async fn create(
     body: Body,
 ) -> Result<Response, ApiError> {
     let outcome = async {
-        let b: NewKey = body.json()?;
+        let b: ApiKeyCreate = body.json()?;
         let at = st.now();
         let req = key_request_full(
             b.role.as_deref(),
@@ -64,12 +55,11 @@ pub async fn create(
         );
         let new = req.into_new_key(hash_api_key(&key), at);
         let rec = st.store.create_api_key(&new, &audit).await?;
-        let mut body = key_view(&rec, at);
-        body["key"] = json!(key);
-        Ok(Done {
-            status: StatusCode::CREATED,
-            body,
-        })
+        let created = ApiKeyCreated {
+            listed: ApiKey::of(&rec, at),
+            key,
+        };
+        done(StatusCode::CREATED, &created)
     }
     .await;
     Ok(auth.finish(&st, outcome).await)
@@ -79,17 +69,17 @@ pub async fn create(
 pub async fn list(
     State(st): State<AppState>,
     auth: Authorized<ListApiKeys>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Items<ApiKey>>, ApiError> {
     let scope = auth.scope;
     let at = st.now();
-    let items: Vec<Value> = st
+    let items: Vec<ApiKey> = st
         .store
         .api_keys(scope)
         .await?
         .iter()
-        .map(|k| key_view(k, at))
+        .map(|k| ApiKey::of(k, at))
         .collect();
-    Ok(Json(json!({ "items": items })))
+    Ok(Json(items.into()))
 }
 
 /// `DELETE /v1/auth/api-keys/{id}`: revokes the key (idempotent); answers the key as listed.
@@ -103,19 +93,10 @@ pub async fn revoke(
         let at = st.now();
         let audit = auth.draft(Some(id.clone()), json!({}));
         let rec = st.store.revoke_api_key(scope, &id, at, &audit).await?;
-        Ok(Done {
-            status: StatusCode::OK,
-            body: key_view(&rec, at),
-        })
+        done(StatusCode::OK, &ApiKey::of(&rec, at))
     }
     .await;
     Ok(auth.finish(&st, outcome).await)
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RotateBody {
-    grace_seconds: Option<u64>,
 }
 
 /// Longest grace period of a rotation: a week.
@@ -131,7 +112,7 @@ pub async fn rotate(
 ) -> Result<Response, ApiError> {
     let scope = auth.scope;
     let outcome = async {
-        let b: RotateBody = body.json_or_default()?;
+        let b: ApiKeyRotate = body.json_or_default()?;
         let grace = b.grace_seconds.unwrap_or(0);
         if grace > MAX_GRACE_SECONDS {
             return Err(ApiError::invalid(
@@ -156,12 +137,11 @@ pub async fn rotate(
                 &audit,
             )
             .await?;
-        let mut body = key_view(&rec, at);
-        body["key"] = json!(key);
-        Ok(Done {
-            status: StatusCode::OK,
-            body,
-        })
+        let rotated = ApiKeyCreated {
+            listed: ApiKey::of(&rec, at),
+            key,
+        };
+        done(StatusCode::OK, &rotated)
     }
     .await;
     Ok(auth.finish(&st, outcome).await)
@@ -170,26 +150,22 @@ pub async fn rotate(
 /// Answers `{"key_id", "role", "tenant_id", "tenant", "acting_tenant"}` for any valid key: nothing the caller
 /// does not already hold (its tenant's registration, and the tenant `X-EAI-Tenant` signed it in to). Read-only
 /// and never audited, like the other reads.
-pub async fn whoami(State(st): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+pub async fn whoami(State(st): State<AppState>, caller: Caller) -> Result<Json<WhoAmI>, ApiError> {
     let describe = |id: Option<TenantId>| {
         let st = &st;
         async move {
             let Some(id) = id else {
-                return Ok::<Value, ApiError>(Value::Null);
+                return Ok::<_, ApiError>(None);
             };
-            Ok(
-                match st.store.tenant(&eai_store::TenantRef::Id(id)).await? {
-                    Some(t) => crate::routes::tenants::view(&t),
-                    None => json!({ "id": id.to_string(), "slug": null, "name": null }),
-                },
-            )
+            let registered = st.store.tenant(&eai_store::TenantRef::Id(id)).await?;
+            Ok(Some(TenantOfKey::of(id, registered.as_ref())))
         }
     };
-    Ok(Json(json!({
-        "key_id": caller.key_id,
-        "role": caller.role.as_str(),
-        "tenant_id": caller.tenant.map(|t| t.to_string()),
-        "tenant": describe(caller.tenant).await?,
-        "acting_tenant": describe(caller.acting_tenant).await?,
-    })))
+    Ok(Json(WhoAmI {
+        key_id: caller.key_id.clone(),
+        role: caller.role.as_str(),
+        tenant_id: caller.tenant.map(|t| t.to_string()),
+        tenant: describe(caller.tenant).await?,
+        acting_tenant: describe(caller.acting_tenant).await?,
+    }))
 }

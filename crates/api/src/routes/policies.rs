@@ -8,83 +8,44 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
 use eai_engine::domain::{CloseRefused, Policy, PolicySpec};
-use eai_engine::money::Currency;
 use eai_engine::time::Timestamp;
 use eai_engine::wire::{parse_policy, parse_policy_patch, Loose};
-use rust_decimal::Decimal;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::auth::actions::{CreatePolicy, DisablePolicy, ReadPolicies, SupersedePolicy};
 use crate::auth::{Authorized, Done};
 use crate::error::ApiError;
 use crate::extract::Body;
 use crate::state::AppState;
-
-/// `closed` once `effective_to` has passed, else `disabled`, `scheduled` (starts later) or `active`.
-pub fn status(p: &Policy, now: Timestamp) -> &'static str {
-    if p.spec.effective_to.is_some_and(|t| t <= now) {
-        "closed"
-    } else if !p.spec.enabled {
-        "disabled"
-    } else if p.spec.effective_from > now {
-        "scheduled"
-    } else {
-        "active"
-    }
-}
-
-/// A price as a string with at least the currency's minor digits (`2.10`, not `2.1`).
-fn price(d: Decimal, c: Currency) -> String {
-    c.amount_text(d)
-}
-
-/// A policy as the API shows it: every field, decimals as strings, plus `id` and `status`.
-pub fn view(p: &Policy, now: Timestamp) -> Value {
-    let s = &p.spec;
-    json!({
-        "id": p.id,
-        "status": status(p, now),
-        "name": s.name,
-        "deployment_pattern": s.deployment_pattern.as_str(),
-        "gpu_model": s.gpu_model,
-        "currency": s.currency.as_str(),
-        "gpu_hourly_cost": price(s.gpu_hourly_cost.get(), s.currency),
-        "overhead_pct": s.overhead_pct.get().normalize().to_string(),
-        "energy_kwh_price": price(s.energy_kwh_price.get(), s.currency),
-        "pue": s.pue.get().normalize().to_string(),
-        "storage_gb_month_price": price(s.storage_gb_month_price.get(), s.currency),
-        "idle_capacity": s.idle_capacity.as_str(),
-        "output_token_weight": s.output_token_weight.get().normalize().to_string(),
-        "enabled": s.enabled,
-        "effective_from": s.effective_from.to_string(),
-        "effective_to": s.effective_to.map(|t| t.to_string()),
-    })
-}
+use crate::views::policy::{
+    status, AllocationPolicy, AllocationPolicyChange, AllocationPolicyCreated,
+    AllocationPolicyDisable,
+};
+use crate::views::{done, Items};
 
 /// `{"items": [...]}`, oldest first.
 pub async fn list(
     State(st): State<AppState>,
     _auth: Authorized<ReadPolicies>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Items<AllocationPolicy>>, ApiError> {
     let now = st.now();
-    let items: Vec<Value> = st
+    let items: Vec<AllocationPolicy> = st
         .store
         .policies()
         .await?
         .iter()
-        .map(|p| view(p, now))
+        .map(|p| AllocationPolicy::of(p, now))
         .collect();
-    Ok(Json(json!({ "items": items })))
+    Ok(Json(items.into()))
 }
 
 pub async fn get_one(
     State(st): State<AppState>,
     _auth: Authorized<ReadPolicies>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<AllocationPolicy>, ApiError> {
     let p = find(&st, &id).await?;
-    Ok(Json(view(&p, st.now())))
+    Ok(Json(AllocationPolicy::of(&p, st.now())))
 }
 
 async fn find(st: &AppState, id: &str) -> Result<Policy, ApiError> {
@@ -112,11 +73,11 @@ pub async fn create(
             json!({ "name": spec.name, "effective_from": spec.effective_from.to_string() }),
         );
         let p = st.store.create_policy(&spec, &audit).await?;
-        let status = status(&p, now);
-        Ok(Done {
-            status: StatusCode::CREATED,
-            body: json!({ "id": p.id, "status": status }),
-        })
+        let created = AllocationPolicyCreated {
+            status: status(&p, now),
+            id: p.id,
+        };
+        done(StatusCode::CREATED, &created)
     }
     .await;
     Ok(auth.finish(&st, outcome).await)
@@ -195,12 +156,6 @@ pub async fn supersede(
     Ok(auth.finish(&st, outcome).await)
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DisableBody {
-    effective_at: Option<String>,
-}
-
 /// `POST /v1/finops/allocation-policies/{id}/disable` with an optional `{"effective_at"}` (default now):
 /// closes the policy then and opens a disabled copy in its place. Answers like supersede.
 pub async fn disable(
@@ -210,7 +165,7 @@ pub async fn disable(
     body: Body,
 ) -> Result<Response, ApiError> {
     let outcome = async {
-        let b: DisableBody = body.json_or_default()?;
+        let b: AllocationPolicyDisable = body.json_or_default()?;
         let now = st.now();
         let at = match b.effective_at.as_deref() {
             Some(s) => Timestamp::parse_date_or_datetime(s.trim())
@@ -249,45 +204,15 @@ async fn close_and_open(
         .store
         .supersede_policy(&old.id, at, Some(replacement), audit)
         .await?;
-    Ok(Done {
-        status: StatusCode::OK,
-        body: json!({ "closed": view(&closed, now), "opened": opened.as_ref().map(|p| view(p, now)) }),
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn policy(json: &str) -> Policy {
-        let v: Loose = serde_json::from_str(json).expect("json");
-        Policy::new(1, parse_policy(&v, Timestamp(1_000)).expect("policy"))
-    }
-
-    #[test]
-    fn status_follows_dates_and_enabled() {
-        let p = policy(r#"{"name":"p","gpu_hourly_cost":"2.1","currency":"EUR"}"#);
-        assert_eq!(status(&p, Timestamp(1_000)), "active");
-        assert_eq!(status(&p, Timestamp(999)), "scheduled");
-        let p = policy(r#"{"name":"p","gpu_hourly_cost":"2.1","enabled":false}"#);
-        assert_eq!(status(&p, Timestamp(5_000)), "disabled");
-        let p =
-            policy(r#"{"name":"p","gpu_hourly_cost":"2.1","effective_to":"1970-01-01T00:00:02Z"}"#);
-        assert_eq!(status(&p, Timestamp(2_000)), "closed");
-    }
-
-    #[test]
-    fn the_view_shows_prices_as_strings_with_cents() {
-        let p = policy(
-            r#"{"name":"p","gpu_hourly_cost":"2.10","currency":"EUR","pue":1.40,"overhead_pct":"18"}"#,
-        );
-        let v = view(&p, Timestamp(1_000));
-        assert_eq!(v["id"], "alp_1");
-        assert_eq!(v["gpu_hourly_cost"], "2.10");
-        assert_eq!(v["energy_kwh_price"], "0.00");
-        assert_eq!(v["pue"], "1.4");
-        assert_eq!(v["overhead_pct"], "18");
-        assert_eq!(v["deployment_pattern"], "*");
-        assert_eq!(v["effective_to"], Value::Null);
-    }
+    // A replacement was given: the store opened it.
+    let opened = opened.ok_or_else(|| {
+        ApiError::internal(format!("the store closed {} and opened nothing", old.id))
+    })?;
+    done(
+        StatusCode::OK,
+        &AllocationPolicyChange {
+            closed: AllocationPolicy::of(&closed, now),
+            opened: AllocationPolicy::of(&opened, now),
+        },
+    )
 }

@@ -17,6 +17,8 @@ use crate::auth::{Authorized, Done};
 use crate::error::ApiError;
 use crate::extract::Body;
 use crate::state::AppState;
+use crate::views::done;
+use crate::views::ingest::GpuSampleIngestResult;
 use eai_app::metrics::Metrics;
 
 #[derive(Debug, Deserialize)]
@@ -148,8 +150,11 @@ async fn ingest_batch(
         })?;
     Metrics::add(&st.metrics.samples_ingested, out.inserted);
     Metrics::add(&st.metrics.samples_duplicates, out.duplicates);
-    Ok(Done {
-        status: StatusCode::OK,
-        body: json!({ "accepted": n, "duplicates": out.duplicates }),
-    })
+    done(
+        StatusCode::OK,
+        &GpuSampleIngestResult {
+            accepted: n,
+            duplicates: out.duplicates,
+        },
+    )
 }

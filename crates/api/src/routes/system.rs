@@ -5,10 +5,10 @@ use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use secrecy::ExposeSecret;
-use serde_json::json;
 
 use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
+use crate::views::system::{Health, Ready};
 
 /// The OpenAPI document of `/v1`, as the contracts folder holds it.
 pub const OPENAPI: &str = include_str!(concat!(
@@ -21,19 +21,20 @@ pub async fn openapi() -> Response {
 }
 
 /// Liveness: the process answers.
-pub async fn healthz() -> Json<serde_json::Value> {
-    Json(json!({ "status": "ok" }))
+pub async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok" })
 }
 
 /// Readiness: the store answers.
-pub async fn readyz(State(st): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+pub async fn readyz(State(st): State<AppState>) -> Result<Json<Ready>, ApiError> {
     st.store
         .ping()
         .await
         .map_err(|e| ApiError::unavailable(e.to_string()))?;
-    Ok(Json(
-        json!({ "status": "ready", "storage": st.store.backend() }),
-    ))
+    Ok(Json(Ready {
+        status: "ready",
+        storage: st.store.backend(),
+    }))
 }
 
 /// Prometheus text exposition. With `EAI_METRICS_TOKEN` set it asks for `Authorization: Bearer <token>`

@@ -10,31 +10,19 @@ use axum::Json;
 use eai_engine::domain::{Tenant, TenantId, TenantSlug};
 use eai_engine::error::FieldError;
 use eai_store::{Scope, StoreError, TenantRef};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 use uuid::Uuid;
 
 use crate::auth::actions::{CreateTenant, ReadTenants};
-use crate::auth::{Authorized, Done};
+use crate::auth::Authorized;
 use crate::error::ApiError;
 use crate::extract::Body;
 use crate::state::AppState;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewTenant {
-    slug: Option<String>,
-    name: Option<String>,
-    id: Option<String>,
-}
-
-/// A tenant as the API shows it.
-pub fn view(t: &Tenant) -> Value {
-    json!({ "id": t.id.to_string(), "slug": t.slug.as_str(), "name": t.name })
-}
+use crate::views::tenant as views;
+use crate::views::{done, Items};
 
 /// A validated registration: a slug, a display name of 1 to 200 characters, and an id (a new uuid unless given).
-fn tenant_request(b: &NewTenant) -> Result<Tenant, Vec<FieldError>> {
+fn tenant_request(b: &views::TenantCreate) -> Result<Tenant, Vec<FieldError>> {
     let mut errors = Vec::new();
     let slug = match b.slug.as_deref().map(str::trim) {
         None => {
@@ -75,7 +63,7 @@ pub async fn create(
     body: Body,
 ) -> Result<Response, ApiError> {
     let outcome = async {
-        let b: NewTenant = body.json()?;
+        let b: views::TenantCreate = body.json()?;
         let t = tenant_request(&b).map_err(ApiError::validation)?;
         let audit = auth.draft(None, json!({ "slug": t.slug.as_str(), "name": t.name }));
         let stored = st
@@ -96,10 +84,7 @@ pub async fn create(
                 ),
                 other => other.into(),
             })?;
-        Ok(Done {
-            status: StatusCode::CREATED,
-            body: view(&stored),
-        })
+        done(StatusCode::CREATED, &views::Tenant::of(&stored))
     }
     .await;
     Ok(auth.finish(&st, outcome).await)
@@ -109,10 +94,16 @@ pub async fn create(
 pub async fn list(
     State(st): State<AppState>,
     auth: Authorized<ReadTenants>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Items<views::Tenant>>, ApiError> {
     let scope = auth.scope;
-    let items: Vec<Value> = st.store.tenants(scope).await?.iter().map(view).collect();
-    Ok(Json(json!({ "items": items })))
+    let items: Vec<views::Tenant> = st
+        .store
+        .tenants(scope)
+        .await?
+        .iter()
+        .map(views::Tenant::of)
+        .collect();
+    Ok(Json(items.into()))
 }
 
 /// `GET /v1/tenants/{id or slug}`.
@@ -120,14 +111,14 @@ pub async fn get_one(
     State(st): State<AppState>,
     auth: Authorized<ReadTenants>,
     Path(key): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<views::Tenant>, ApiError> {
     let scope = auth.scope;
     let not_found = || ApiError::tenant_not_found(&key);
     let r: TenantRef = key.parse().map_err(|_| not_found())?;
     let t = st.store.tenant(&r).await?.ok_or_else(not_found)?;
     match scope {
         Scope::Tenant(mine) if mine != t.id => Err(not_found()),
-        _ => Ok(Json(view(&t))),
+        _ => Ok(Json(views::Tenant::of(&t))),
     }
 }
 
@@ -135,8 +126,8 @@ pub async fn get_one(
 mod tests {
     use super::*;
 
-    fn req(slug: Option<&str>, name: Option<&str>, id: Option<&str>) -> NewTenant {
-        NewTenant {
+    fn req(slug: Option<&str>, name: Option<&str>, id: Option<&str>) -> views::TenantCreate {
+        views::TenantCreate {
             slug: slug.map(str::to_string),
             name: name.map(str::to_string),
             id: id.map(str::to_string),

@@ -10,12 +10,10 @@ use eai_engine::allocate::{AllocationConfig, Period};
 use eai_engine::domain::TenantId;
 use eai_engine::error::FieldError;
 use eai_engine::money::Currency;
-use eai_engine::tokens::{Aggregate, Basis, TokenCost};
-use eai_engine::view::quantity;
+use eai_engine::tokens::{Aggregate, Basis};
 use eai_store::Scope;
 use rust_decimal::Decimal;
 use serde::Deserialize;
-use serde_json::{json, Value};
 
 use crate::auth::actions::ReadAllocation;
 use crate::auth::Authorized;
@@ -23,6 +21,7 @@ use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::routes::allocation::{allocation_slot, bucketed};
 use crate::state::AppState;
+use crate::views::token_cost::{TokenCost, TokenCostList};
 
 #[derive(Debug, Default, Deserialize)]
 pub struct TokenCostQuery {
@@ -69,41 +68,12 @@ pub(crate) fn money(c: Currency, d: Decimal) -> String {
     c.amount_text(d)
 }
 
-fn token_cost_view(r: &TokenCost) -> Value {
-    let amount = |d: Option<Decimal>| d.map(|d| money(r.currency, d));
-    let rate = |d: Option<Decimal>| d.map(|d| d.to_string());
-    let mut v = json!({
-        "deployment_id": r.deployment_id,
-        "tenant_id": r.tenant_id.map(|t| t.to_string()),
-        "model": r.model,
-        "currency": r.currency.as_str(),
-        "cost": money(r.currency, r.cost),
-        "input_cost": amount(r.input_cost),
-        "output_cost": amount(r.output_cost),
-        "tokens_in": quantity(r.tokens.input, 4),
-        "tokens_out": quantity(r.tokens.output, 4),
-        "cached_tokens_in": quantity(r.tokens.cached_input, 4),
-        "effective_tokens_in": quantity(r.tokens.effective_input, 4),
-        "tokens": quantity(r.tokens.total(), 4),
-        "token_source": r.token_source.as_str(),
-        "allocation_method": r.method.as_str(),
-        "output_token_weight": r.output_token_weight.map(|w| w.round_dp(6).normalize().to_string()),
-        "cost_per_mtok": rate(r.per_mtok),
-        "input_cost_per_mtok": rate(r.input_per_mtok),
-        "output_cost_per_mtok": rate(r.output_per_mtok),
-    });
-    if !r.parts.is_empty() {
-        v["deployments"] = r.parts.iter().map(token_cost_view).collect();
-    }
-    v
-}
-
 /// `GET /v1/finops/gpu/token-costs`.
 pub async fn get(
     State(st): State<AppState>,
     auth: Authorized<ReadAllocation>,
     ApiQuery(q): ApiQuery<TokenCostQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TokenCostList>, ApiError> {
     let mut errors = Vec::new();
     let basis: Basis = parsed(q.basis.as_deref(), &mut errors);
     let aggregate: Aggregate = parsed(q.aggregate.as_deref(), &mut errors);
@@ -122,12 +92,11 @@ pub async fn get(
         tenant_of(auth.scope),
     )
     .await?;
-    let items: Vec<Value> = answer.iter().map(token_cost_view).collect();
-    Ok(Json(json!({
-        "from": period.from.to_string(),
-        "to": period.to.to_string(),
-        "basis": basis.as_str(),
-        "aggregate": aggregate.as_str(),
-        "items": items,
-    })))
+    Ok(Json(TokenCostList {
+        from: period.from.to_string(),
+        to: period.to.to_string(),
+        basis: basis.as_str(),
+        aggregate: aggregate.as_str(),
+        items: answer.iter().map(TokenCost::of).collect(),
+    }))
 }

@@ -19,6 +19,8 @@ use crate::auth::{Authorized, Done};
 use crate::error::ApiError;
 use crate::extract::Body;
 use crate::state::AppState;
+use crate::views::done;
+use crate::views::ingest::UsageEventIngestResult;
 use eai_app::metrics::Metrics;
 
 #[derive(Debug, Deserialize)]
@@ -115,8 +117,5 @@ async fn ingest_batch(
     let audit = auth.draft(None, json!({ "events": n }));
     st.store.upsert_usage_events(&events, &audit).await?;
     Metrics::add(&st.metrics.usage_events_ingested, n as u64);
-    Ok(Done {
-        status: StatusCode::OK,
-        body: json!({ "accepted": n }),
-    })
+    done(StatusCode::OK, &UsageEventIngestResult { accepted: n })
 }
