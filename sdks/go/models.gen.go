@@ -472,10 +472,6 @@ type AllocationPolicy struct {
 	Enabled           bool    `json:"enabled"`
 	EffectiveFrom     string  `json:"effective_from"`
 	EffectiveTo       *string `json:"effective_to"`
-	// CreatedAt When it was created (optional member).
-	CreatedAt string `json:"created_at,omitempty"`
-	// CreatedBy Key id of its creator (optional member).
-	CreatedBy *string `json:"created_by,omitempty"`
 }
 
 // AllocationPolicyCreated is the schema AllocationPolicyCreated of the contract.
@@ -610,7 +606,7 @@ type Health struct {
 type Ready struct {
 	Status string `json:"status"`
 	// Storage Storage backend (`sqlite`, `postgres`).
-	Storage string `json:"storage,omitempty"`
+	Storage string `json:"storage"`
 }
 
 // APIKey is the schema ApiKey of the contract. An API key as listed: never its secret nor its hash.
@@ -783,6 +779,7 @@ type BudgetSupersede struct {
 
 // BudgetDisable is the schema BudgetDisable of the contract.
 type BudgetDisable struct {
+	// EffectiveAt A date or an RFC 3339 date-time (default now), after the budget's start.
 	EffectiveAt string `json:"effective_at,omitempty"`
 }
 

@@ -443,10 +443,6 @@ class AllocationPolicy(Result, Model):
     enabled: bool
     effective_from: _dt.datetime
     effective_to: Optional[_dt.datetime]
-    created_at: Optional[_dt.datetime] = None
-    """When it was created (optional member)."""
-    created_by: Optional[str] = None
-    """Key id of its creator (optional member)."""
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """The JSON object as the server sent it (fields this SDK does not name included)."""
 
@@ -469,8 +465,6 @@ class AllocationPolicy(Result, Model):
             enabled=p_bool(d["enabled"]),
             effective_from=p_instant(d["effective_from"]),
             effective_to=p_opt(d["effective_to"], p_instant),
-            created_at=p_opt(d.get("created_at"), p_instant),
-            created_by=p_opt(d.get("created_by"), p_str),
             raw=p_raw(d),
         )
 
@@ -745,7 +739,7 @@ class Ready(Result, Model):
     """``Ready`` of the contract."""
 
     status: str
-    storage: Optional[str] = None
+    storage: str
     """Storage backend (`sqlite`, `postgres`)."""
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """The JSON object as the server sent it (fields this SDK does not name included)."""
@@ -754,7 +748,7 @@ class Ready(Result, Model):
     def from_json(cls, d: Mapping[str, Any]) -> Ready:
         return cls(
             status=p_str(d["status"]),
-            storage=p_opt(d.get("storage"), p_str),
+            storage=p_str(d["storage"]),
             raw=p_raw(d),
         )
 
@@ -1908,6 +1902,7 @@ class BudgetDisable(TypedDict, total=False):
     """``BudgetDisable`` of the contract."""
 
     effective_at: str
+    """A date or an RFC 3339 date-time (default now), after the budget's start."""
 
 
 class ReservationCreateEstimateInput(TypedDict, total=False):

@@ -80,7 +80,6 @@ var fieldOverrides = map[string]override{
 	"BudgetCreate.enforce":  {typ: "bool"},
 	// Absent and null told apart.
 	"BudgetCurrent.tokens_left":   {typ: "*Quantity"},
-	"AllocationPolicy.created_by": {typ: "*string"},
 	"WhoAmI.tenant":               {typ: "*TenantOfKey"},
 	"WhoAmI.acting_tenant":        {typ: "*TenantOfKey"},
 	// Typed dimensions (see Dimension).

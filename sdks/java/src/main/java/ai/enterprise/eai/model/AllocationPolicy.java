@@ -26,8 +26,6 @@ import java.time.Instant;
  * @param enabled the {@code enabled} member
  * @param effectiveFrom the {@code effective_from} member
  * @param effectiveTo the {@code effective_to} member
- * @param createdAt When it was created (optional member).
- * @param createdBy Key id of its creator (optional member).
  */
 @JsonIgnoreProperties(ignoreUnknown = true)
 public record AllocationPolicy(
@@ -46,6 +44,4 @@ public record AllocationPolicy(
         BigDecimal outputTokenWeight,
         boolean enabled,
         Instant effectiveFrom,
-        Instant effectiveTo,
-        Instant createdAt,
-        String createdBy) {}
+        Instant effectiveTo) {}
