@@ -58,7 +58,8 @@ def test_lost_answer_retry_counts_stamped_samples_once(
     proxy: FaultProxy, server: EaiServer, admin: EnterpriseAI
 ) -> None:
     """The first attempt reaches the server (stored) but its answer is lost (503 from the proxy): the retry
-    re-sends the same samples with the timestamp the SDK stamped once, so the server counts them once."""
+    re-sends the same samples, with the timestamp the SDK stamped once and the same Idempotency-Key, so the
+    server answers the first answer again and counts them once."""
     deployment = unique("lost")
     gpus = [unique("GPU") for _ in range(30)]
     unstamped = [sample(g, deployment, None) for g in gpus]  # no timestamp: the SDK stamps them
@@ -67,8 +68,8 @@ def test_lost_answer_retry_counts_stamped_samples_once(
         result = c.finops.gpu_samples(samples=unstamped)
     seen = proxy.requests("POST", SAMPLES)
     assert [(s.status, s.forwarded) for s in seen] == [(503, True), (200, True)]
-    # The retry was a duplicate of what the first attempt stored.
-    assert (result.accepted, result.duplicates, result.new) == (30, 30, 0)
+    # The retry carried the first attempt's key: the first answer again (30 new), not 30 duplicates.
+    assert (result.accepted, result.duplicates, result.new) == (30, 0, 30)
     assert all("timestamp" not in s for s in unstamped)  # the caller's dicts are untouched
     now = dt.datetime.now(dt.timezone.utc)
     row = deployment_row(

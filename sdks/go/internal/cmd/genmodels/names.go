@@ -79,9 +79,9 @@ var fieldOverrides = map[string]override{
 	"BudgetSupersede.limit": {typ: "*Money"},
 	"BudgetCreate.enforce":  {typ: "bool"},
 	// Absent and null told apart.
-	"BudgetCurrent.tokens_left":   {typ: "*Quantity"},
-	"WhoAmI.tenant":               {typ: "*TenantOfKey"},
-	"WhoAmI.acting_tenant":        {typ: "*TenantOfKey"},
+	"BudgetCurrent.tokens_left": {typ: "*Quantity"},
+	"WhoAmI.tenant":             {typ: "*TenantOfKey"},
+	"WhoAmI.acting_tenant":      {typ: "*TenantOfKey"},
 	// Typed dimensions (see Dimension).
 	"GpuUsageBreakdown.group_by": {typ: "[]Dimension"},
 	"GpuUsageRow.group":          {typ: "map[Dimension]*string"},
