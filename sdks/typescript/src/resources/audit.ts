@@ -20,7 +20,7 @@ export class Audit {
    * const { items } = await client.audit.events({ after: 0, limit: 50 });
    */
   events(query: AuditEventsQuery = {}, options?: RequestOptions): Promise<AuditEventList> {
-    return this.#client.request("GET", "/v1/audit/events", { query: { after: query.after, limit: query.limit } }, options);
+    return this.#client._operation("listAuditEvents", { query: { after: query.after, limit: query.limit } }, options);
   }
 
   /**
@@ -50,6 +50,6 @@ export class Audit {
    * Who: platform_admin.
    */
   head(options?: RequestOptions): Promise<AuditHead> {
-    return this.#client.request("GET", "/v1/audit/head", {}, options);
+    return this.#client._operation("getAuditHead", {}, options);
   }
 }

@@ -12,7 +12,7 @@ export class ApiKeys {
 
   /**
    * Creates an API key (`POST /v1/auth/api-keys`). Its secret (`key`) is in this answer only. Every role but
-   * platform_admin, sampler and usage_reporter needs a `tenant_id`. Not retried after a lost answer.
+   * platform_admin, sampler and usage_reporter needs a `tenant_id`. Retried with the same `Idempotency-Key`.
    *
    * Who: platform_admin.
    *
@@ -20,7 +20,7 @@ export class ApiKeys {
    * const { id, key } = await client.auth.apiKeys.create({ role: "finops", tenant_id: acme.id, name: "finops-acme" });
    */
   create(body: ApiKeyCreate, options?: RequestOptions): Promise<ApiKeyCreated> {
-    return this.#client.request("POST", "/v1/auth/api-keys", { body }, options);
+    return this.#client._operation("createApiKey", { body }, options);
   }
 
   /**
@@ -29,7 +29,7 @@ export class ApiKeys {
    * Who: platform_admin (all), tenant_admin (its tenant's).
    */
   list(options?: RequestOptions): Promise<ApiKeyList> {
-    return this.#client.request("GET", "/v1/auth/api-keys", {}, options);
+    return this.#client._operation("listApiKeys", {}, options);
   }
 
   /**
@@ -38,17 +38,17 @@ export class ApiKeys {
    * Who: platform_admin, tenant_admin (its tenant's keys).
    */
   revoke(id: string, options?: RequestOptions): Promise<ApiKey> {
-    return this.#client.request("DELETE", `/v1/auth/api-keys/${encodeURIComponent(id)}`, {}, options);
+    return this.#client._operation("revokeApiKey", { params: { id } }, options);
   }
 
   /**
    * Gives a key a new secret (`POST /v1/auth/api-keys/{id}/rotate`), in this answer only; the previous one keeps
-   * working `grace_seconds` (default 0). A revoked key is a `ConflictError`. Not retried after a lost answer.
+   * working `grace_seconds` (default 0). A revoked key is a `ConflictError`. Retried with the same `Idempotency-Key`.
    *
    * Who: platform_admin, tenant_admin (its tenant's keys).
    */
   rotate(id: string, body: ApiKeyRotate = {}, options?: RequestOptions): Promise<ApiKeyCreated> {
-    return this.#client.request("POST", `/v1/auth/api-keys/${encodeURIComponent(id)}/rotate`, { body }, options);
+    return this.#client._operation("rotateApiKey", { params: { id }, body }, options);
   }
 }
 
@@ -73,6 +73,6 @@ export class Auth {
    * const me = await client.auth.whoami(); // { key_id: "key_1", role: "platform_admin", ... }
    */
   whoami(options?: RequestOptions): Promise<WhoAmI> {
-    return this.#client.request("GET", "/v1/auth/whoami", {}, options);
+    return this.#client._operation("whoAmI", {}, options);
   }
 }

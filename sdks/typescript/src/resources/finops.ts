@@ -1,4 +1,4 @@
-import { sendInBatches } from "../batch.js";
+import { partOptions, sendInBatches } from "../batch.js";
 import type { EnterpriseAI, IngestOptions, RequestOptions } from "../client.js";
 import type {
   AllocationExplainParams,
@@ -10,6 +10,7 @@ import type {
   AllocationPolicyCreate,
   AllocationPolicyCreated,
   AllocationPolicyDisable,
+  AllocationPolicy,
   AllocationPolicyList,
   AllocationPolicySupersede,
   AllocationSeries,
@@ -81,12 +82,11 @@ export class FinOpsGpu {
       splitOnPayloadTooLarge: options.splitOnPayloadTooLarge ?? this.#client.splitOnPayloadTooLarge,
       zero: () => ({ accepted: 0, duplicates: 0 }),
       merge: (a, b) => ({ accepted: a.accepted + b.accepted, duplicates: a.duplicates + b.duplicates }),
-      send: (batch) =>
-        this.#client.request<GpuSampleIngestResult>(
-          "POST",
-          "/v1/finops/gpu/samples",
-          { body: { samples: batch }, idempotent: true },
-          options,
+      send: (batch, n) =>
+        this.#client._operation<GpuSampleIngestResult>(
+          "ingestGpuSamples",
+          { body: { samples: batch } },
+          partOptions(options, n),
         ),
     });
   }
@@ -102,7 +102,7 @@ export class FinOpsGpu {
    * const october = await client.finops.gpu.allocation({ from: "2026-10-01", to: "2026-10-31" });
    */
   allocation(params: AllocationParams = {}, options?: RequestOptions): Promise<Allocation> {
-    return this.#client.request<Allocation>("GET", "/v1/finops/gpu/allocation", { query: period(params) }, options);
+    return this.#client._operation<Allocation>("getGpuAllocation", { query: period(params) }, options);
   }
 
   /**
@@ -119,9 +119,8 @@ export class FinOpsGpu {
    * // Node: await fs.writeFile("october.parquet", await client.finops.gpu.allocationFocus({ from, to, format: "parquet" }));
    */
   allocationFocus(params: AllocationFocusParams = {}, options?: RequestOptions): Promise<Uint8Array> {
-    return this.#client.request<Uint8Array>(
-      "GET",
-      "/v1/finops/gpu/allocation/focus",
+    return this.#client._operation<Uint8Array>(
+      "getGpuAllocationFocus",
       { query: { ...period(params), format: params.format }, accept: FOCUS_ACCEPT, responseType: "bytes" },
       options,
     );
@@ -141,9 +140,8 @@ export class FinOpsGpu {
    * for (const p of e.pods) console.log(p.group.pod, p.group.gpu, p.group.share, p.gpu_seconds, p.gpu_share);
    */
   explain(params: AllocationExplainParams, options?: RequestOptions): Promise<AllocationExplanation> {
-    return this.#client.request<AllocationExplanation>(
-      "GET",
-      "/v1/finops/gpu/allocation/explain",
+    return this.#client._operation<AllocationExplanation>(
+      "explainGpuAllocation",
       { query: { ...period(params), deployment_id: params.deploymentId, tenant_id: params.tenantId } },
       options,
     );
@@ -171,9 +169,8 @@ export class FinOpsGpu {
    */
   async usage(params: GpuUsageParams = {}, options?: RequestOptions): Promise<GpuUsageBreakdown> {
     const groupBy = params.groupBy?.length ? params.groupBy.join(",") : undefined;
-    return await this.#client.request<GpuUsageBreakdown>(
-      "GET",
-      "/v1/finops/gpu/usage",
+    return await this.#client._operation<GpuUsageBreakdown>(
+      "getGpuUsageBreakdown",
       { query: { ...period(params), group_by: groupBy, filter: usageFilter(params.filter) } },
       options,
     );
@@ -194,9 +191,8 @@ export class FinOpsGpu {
    * for (const row of items) console.log(row.tenant_id, row.cost, row.cost_per_mtok, row.allocation_method);
    */
   tokenCosts(params: TokenCostsParams = {}, options?: RequestOptions): Promise<TokenCostList> {
-    return this.#client.request<TokenCostList>(
-      "GET",
-      "/v1/finops/gpu/token-costs",
+    return this.#client._operation<TokenCostList>(
+      "getGpuTokenCosts",
       { query: { ...period(params), basis: params.basis, aggregate: params.aggregate } },
       options,
     );
@@ -215,9 +211,8 @@ export class FinOpsGpu {
    * for (const s of series.steps) console.log(s.from, s.totals[0]?.cost, s.tokens);
    */
   allocationSeries(params: AllocationSeriesParams = {}, options?: RequestOptions): Promise<AllocationSeries> {
-    return this.#client.request<AllocationSeries>(
-      "GET",
-      "/v1/finops/gpu/allocation/series",
+    return this.#client._operation<AllocationSeries>(
+      "getGpuAllocationSeries",
       { query: { ...period(params), step: params.step } },
       options,
     );
@@ -246,13 +241,11 @@ export class FinOpsGpu {
       throw new TypeError("slurmReconciliation: { sacct } must be the sacct --json document (an object) or its text");
     }
     const idleBelow = params.idleBelow === undefined ? undefined : String(params.idleBelow);
-    return await this.#client.request<SlurmReconciliation>(
-      "POST",
-      "/v1/finops/gpu/slurm/reconciliation",
+    return await this.#client._operation<SlurmReconciliation>(
+      "reconcileSlurmJobs",
       {
         query: { ...period(params), idle_below: idleBelow },
         ...(typeof sacct === "string" ? { bodyText: sacct } : { body: sacct }),
-        idempotent: true,
       },
       options,
     );
@@ -300,7 +293,7 @@ export class AllocationPolicies {
 
   /**
    * Creates a policy (`POST /v1/finops/allocation-policies`). Prices are decimal strings (`"2.50"`).
-   * Not retried after a lost answer (it would create a second policy); 429 and 503 are.
+   * Retried like every call, with the same `Idempotency-Key`: a lost answer makes one policy.
    *
    * Who: platform_admin.
    *
@@ -308,7 +301,7 @@ export class AllocationPolicies {
    * const { id } = await client.finops.allocationPolicies.create({ name: "local-gpu-default", gpu_hourly_cost: "2.50", currency: "EUR" });
    */
   create(body: AllocationPolicyCreate, options?: RequestOptions): Promise<AllocationPolicyCreated> {
-    return this.#client.request("POST", "/v1/finops/allocation-policies", { body }, options);
+    return this.#client._operation("createAllocationPolicy", { body }, options);
   }
 
   /**
@@ -317,7 +310,17 @@ export class AllocationPolicies {
    * Who: every role but sampler and usage_reporter.
    */
   list(options?: RequestOptions): Promise<AllocationPolicyList> {
-    return this.#client.request("GET", "/v1/finops/allocation-policies", {}, options);
+    return this.#client._operation("listAllocationPolicies", {}, options);
+  }
+
+  /**
+   * One policy, closed and disabled ones included (`GET /v1/finops/allocation-policies/{id}`); an unknown id is a
+   * `NotFoundError`.
+   *
+   * Who: every role but sampler and usage_reporter.
+   */
+  get(id: string, options?: RequestOptions): Promise<AllocationPolicy> {
+    return this.#client._operation("getAllocationPolicy", { params: { id } }, options);
   }
 
   /**
@@ -330,12 +333,7 @@ export class AllocationPolicies {
    * await client.finops.allocationPolicies.supersede("alp_1", { gpu_hourly_cost: "2.30", effective_at: "2026-11-01" });
    */
   supersede(id: string, body: AllocationPolicySupersede = {}, options?: RequestOptions): Promise<AllocationPolicyChange> {
-    return this.#client.request(
-      "POST",
-      `/v1/finops/allocation-policies/${encodeURIComponent(id)}/supersede`,
-      { body },
-      options,
-    );
+    return this.#client._operation("supersedeAllocationPolicy", { params: { id }, body }, options);
   }
 
   /**
@@ -345,12 +343,7 @@ export class AllocationPolicies {
    * Who: platform_admin.
    */
   disable(id: string, body: AllocationPolicyDisable = {}, options?: RequestOptions): Promise<AllocationPolicyChange> {
-    return this.#client.request(
-      "POST",
-      `/v1/finops/allocation-policies/${encodeURIComponent(id)}/disable`,
-      { body },
-      options,
-    );
+    return this.#client._operation("disableAllocationPolicy", { params: { id }, body }, options);
   }
 }
 
@@ -367,7 +360,7 @@ export class Budgets {
    * Creates a monthly budget (`POST /v1/finops/budgets`). The tenant: `tenant_id`, else the client's `tenant`,
    * else a finops key's own. `enforce: true` makes reservations that would pass the limit fail with 402
    * (default: alert only). With a `webhook_url`, the answer carries `webhook_secret`, this once.
-   * Not retried after a lost answer (it would create a second budget); 429 and 503 are.
+   * Retried like every call, with the same `Idempotency-Key`: a lost answer makes one budget.
    *
    * Who: platform_admin (any tenant), finops (its own).
    *
@@ -376,7 +369,7 @@ export class Budgets {
    *   limit: { amount: "1000.00", currency: "EUR" }, enforce: true });
    */
   create(body: BudgetCreate, options?: RequestOptions): Promise<Budget> {
-    return this.#client.request("POST", "/v1/finops/budgets", { body }, options);
+    return this.#client._operation("createBudget", { body }, options);
   }
 
   /**
@@ -386,12 +379,12 @@ export class Budgets {
    * Who: platform_admin (all; with `tenant`, that tenant's), a tenant's readers (theirs).
    */
   list(options?: RequestOptions): Promise<BudgetList> {
-    return this.#client.request("GET", "/v1/finops/budgets", {}, options);
+    return this.#client._operation("listBudgets", {}, options);
   }
 
   /** One budget (`GET /v1/finops/budgets/{id}`); another tenant's is a `NotFoundError`. */
   get(id: string, options?: RequestOptions): Promise<Budget> {
-    return this.#client.request("GET", `/v1/finops/budgets/${encodeURIComponent(id)}`, {}, options);
+    return this.#client._operation("getBudget", { params: { id } }, options);
   }
 
   /**
@@ -404,7 +397,7 @@ export class Budgets {
    * const { closed, opened } = await client.finops.budgets.supersede("bud_1", { limit: { amount: "1500.00", currency: "EUR" } });
    */
   supersede(id: string, body: BudgetSupersede = {}, options?: RequestOptions): Promise<BudgetChange> {
-    return this.#client.request("POST", `/v1/finops/budgets/${encodeURIComponent(id)}/supersede`, { body }, options);
+    return this.#client._operation("supersedeBudget", { params: { id }, body }, options);
   }
 
   /**
@@ -414,7 +407,7 @@ export class Budgets {
    * Who: platform_admin, finops (its tenant's).
    */
   disable(id: string, body: BudgetDisable = {}, options?: RequestOptions): Promise<BudgetChange> {
-    return this.#client.request("POST", `/v1/finops/budgets/${encodeURIComponent(id)}/disable`, { body }, options);
+    return this.#client._operation("disableBudget", { params: { id }, body }, options);
   }
 }
 
@@ -430,7 +423,7 @@ export class Reservations {
   /**
    * Reserves an estimate against the tenant's enforcing budgets (`POST /v1/finops/reservations`): a `held`
    * reservation until `expires_at` (`ttl_seconds`, default 300), or a `BudgetExceededError` (402) and nothing
-   * held. Not retried after a lost answer (it could hold twice); 429 and 503 are.
+   * held. Retried like every call, with the same `Idempotency-Key`: a lost answer holds once.
    *
    * Who: usage_reporter (names the tenant: `tenant` or `tenant_id`), tenant_admin and developer (their tenant),
    * platform_admin.
@@ -439,12 +432,12 @@ export class Reservations {
    * const r = await client.finops.reservations.create({ action: "llm.invoke", estimate: { cost: "0.50", tokens: 4000 } });
    */
   create(body: ReservationCreate, options?: RequestOptions): Promise<Reservation> {
-    return this.#client.request("POST", "/v1/finops/reservations", { body }, options);
+    return this.#client._operation("createReservation", { body }, options);
   }
 
   /** One reservation (`GET /v1/finops/reservations/{id}`); a hold past its expiry reads `expired`. */
   get(id: string, options?: RequestOptions): Promise<Reservation> {
-    return this.#client.request("GET", `/v1/finops/reservations/${encodeURIComponent(id)}`, {}, options);
+    return this.#client._operation("getReservation", { params: { id } }, options);
   }
 
   /**
@@ -453,12 +446,7 @@ export class Reservations {
    * a released one is a `ConflictError`.
    */
   commit(id: string, actual: ReservationActual, options?: RequestOptions): Promise<Reservation> {
-    return this.#client.request(
-      "POST",
-      `/v1/finops/reservations/${encodeURIComponent(id)}/commit`,
-      { body: { actual }, idempotent: true },
-      options,
-    );
+    return this.#client._operation("commitReservation", { params: { id }, body: { actual } }, options);
   }
 
   /**
@@ -466,12 +454,7 @@ export class Reservations {
    * answered as it is); a committed one is a `ConflictError`.
    */
   release(id: string, options?: RequestOptions): Promise<Reservation> {
-    return this.#client.request(
-      "POST",
-      `/v1/finops/reservations/${encodeURIComponent(id)}/release`,
-      { idempotent: true },
-      options,
-    );
+    return this.#client._operation("releaseReservation", { params: { id } }, options);
   }
 
   /**

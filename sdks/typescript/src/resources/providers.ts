@@ -21,7 +21,7 @@ export class Providers {
    * const { items } = await client.providers.catalog();
    */
   catalog(options?: RequestOptions): Promise<ProviderCatalog> {
-    return this.#client.request("GET", "/v1/providers/catalog", {}, options);
+    return this.#client._operation("getProvidersCatalog", {}, options);
   }
 
   /**
@@ -42,6 +42,6 @@ export class Providers {
    */
   register(body: ProviderCreate, options?: RequestOptions): Promise<Provider> {
     // Safe to retry: registering a deployment again replaces its registration.
-    return this.#client.request("POST", "/v1/providers", { body, idempotent: true }, options);
+    return this.#client._operation("registerProvider", { body }, options);
   }
 }

@@ -20,7 +20,7 @@ export class Tenants {
    * const acme = await client.tenants.create({ slug: "acme", name: "Acme Corp" });
    */
   create(body: TenantCreate, options?: RequestOptions): Promise<Tenant> {
-    return this.#client.request("POST", "/v1/tenants", { body }, options);
+    return this.#client._operation("createTenant", { body }, options);
   }
 
   /**
@@ -29,7 +29,7 @@ export class Tenants {
    * Who: platform_admin, usage_reporter (all), tenant roles (their own).
    */
   list(options?: RequestOptions): Promise<TenantList> {
-    return this.#client.request("GET", "/v1/tenants", {}, options);
+    return this.#client._operation("listTenants", {}, options);
   }
 
   /**
@@ -40,6 +40,6 @@ export class Tenants {
    * const acme = await client.tenants.get("acme");
    */
   get(slugOrId: string, options?: RequestOptions): Promise<Tenant> {
-    return this.#client.request("GET", `/v1/tenants/${encodeURIComponent(slugOrId)}`, {}, options);
+    return this.#client._operation("getTenant", { params: { key: slugOrId } }, options);
   }
 }

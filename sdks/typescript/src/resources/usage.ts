@@ -1,4 +1,4 @@
-import { sendInBatches } from "../batch.js";
+import { partOptions, sendInBatches } from "../batch.js";
 import type { EnterpriseAI, IngestOptions } from "../client.js";
 import { UsageEmitter, type UsageEmitterOptions } from "../emitter.js";
 import type { UsageEvent, UsageEventIngestResult, UsageEventInput } from "../types.js";
@@ -44,13 +44,8 @@ export class Usage {
       splitOnPayloadTooLarge: options.splitOnPayloadTooLarge ?? this.#client.splitOnPayloadTooLarge,
       zero: () => ({ accepted: 0 }),
       merge: (a, b) => ({ accepted: a.accepted + b.accepted }),
-      send: (batch) =>
-        this.#client.request<UsageEventIngestResult>(
-          "POST",
-          "/v1/usage/events",
-          { body: { events: batch }, idempotent: true },
-          options,
-        ),
+      send: (batch, n) =>
+        this.#client._operation<UsageEventIngestResult>("ingestUsageEvents", { body: { events: batch } }, partOptions(options, n)),
     });
   }
 
@@ -66,6 +61,9 @@ export class Usage {
    * await emitter.close();
    */
   emitter(options: UsageEmitterOptions = {}): UsageEmitter {
-    return new UsageEmitter((events, o) => this.send(events, o), options);
+    return new UsageEmitter((events, o) => this.send(events, o), {
+      ...options,
+      maxBatchSize: options.maxBatchSize ?? this.#client.maxBatchSize,
+    });
   }
 }
