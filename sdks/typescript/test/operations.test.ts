@@ -116,6 +116,23 @@ describe("against a real server", () => {
     }
   });
 
+  test("fields a newer server adds do not break parsing, and are kept", async () => {
+    // A fetch that answers what the server answered plus fields this SDK's contract does not know.
+    const newer = async (input: string, init: RequestInit): Promise<Response> => {
+      const res = await fetch(input, init);
+      const doc = (await res.json()) as { items: Record<string, unknown>[] };
+      const body = { ...doc, next_cursor: "c2", items: doc.items.map((t) => ({ ...t, region: "eu-west", quota: { gpus: 8 } })) };
+      return new Response(JSON.stringify(body), { status: res.status, headers: res.headers });
+    };
+    await admin.tenants.create({ slug: uniq("newer"), name: "Newer" });
+    const client = new EnterpriseAI({ baseUrl: server.url, apiKey: server.adminKey, fetch: newer });
+    const list = await client.tenants.list();
+    assert.ok(list.items.length > 0);
+    assert.equal((list as unknown as { next_cursor: string }).next_cursor, "c2");
+    assert.equal((list.items[0] as unknown as { region: string }).region, "eu-west");
+    assert.equal(typeof list.items[0]!.slug, "string");
+  });
+
   test("the logger: each attempt at debug (method, path, status, attempt, wait), the retries at info, no secret", async () => {
     const proxy = await startFaultProxy(server.url, (n) => (n === 1 ? { status: 503, retryAfter: 0 } : undefined));
     const lines: { level: string; message: string; fields: unknown }[] = [];
