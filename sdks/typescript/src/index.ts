@@ -25,6 +25,7 @@ export type {
 export { OPERATIONS } from "./operations.js";
 export type { OperationId } from "./operations.js";
 export { requestIdOf } from "./util.js";
+export type { WithRequestId } from "./util.js";
 export {
   APIConnectionError,
   APITimeoutError,

@@ -52,6 +52,12 @@ export function isoInstant(d: Date): string {
 }
 
 /**
+ * A result of the API: the model, and the request id (`X-Request-Id`) of the answer it came from as the
+ * non-enumerable `_request_id` (absent on an answer without one).
+ */
+export type WithRequestId<T> = T & { readonly _request_id?: string };
+
+/**
  * @internal `value` with the answer's request id as its non-enumerable `_request_id` (an object result; a
  * string or `undefined` is returned as it is). Non-enumerable: `JSON.stringify` and `deepEqual` ignore it.
  */

@@ -1,5 +1,6 @@
 import type { EnterpriseAI, RequestOptions } from "../client.js";
 import type { ApiKey, ApiKeyCreate, ApiKeyCreated, ApiKeyList, ApiKeyRotate, WhoAmI } from "../types.js";
+import type { WithRequestId } from "../util.js";
 
 /** `client.auth.apiKeys`: API keys. */
 export class ApiKeys {
@@ -19,7 +20,7 @@ export class ApiKeys {
    * @example
    * const { id, key } = await client.auth.apiKeys.create({ role: "finops", tenant_id: acme.id, name: "finops-acme" });
    */
-  create(body: ApiKeyCreate, options?: RequestOptions): Promise<ApiKeyCreated> {
+  create(body: ApiKeyCreate, options?: RequestOptions): Promise<WithRequestId<ApiKeyCreated>> {
     return this.#client._operation("createApiKey", { body }, options);
   }
 
@@ -28,7 +29,7 @@ export class ApiKeys {
    *
    * Who: platform_admin (all), tenant_admin (its tenant's).
    */
-  list(options?: RequestOptions): Promise<ApiKeyList> {
+  list(options?: RequestOptions): Promise<WithRequestId<ApiKeyList>> {
     return this.#client._operation("listApiKeys", {}, options);
   }
 
@@ -37,7 +38,7 @@ export class ApiKeys {
    *
    * Who: platform_admin, tenant_admin (its tenant's keys).
    */
-  revoke(id: string, options?: RequestOptions): Promise<ApiKey> {
+  revoke(id: string, options?: RequestOptions): Promise<WithRequestId<ApiKey>> {
     return this.#client._operation("revokeApiKey", { params: { id } }, options);
   }
 
@@ -47,7 +48,7 @@ export class ApiKeys {
    *
    * Who: platform_admin, tenant_admin (its tenant's keys).
    */
-  rotate(id: string, body: ApiKeyRotate = {}, options?: RequestOptions): Promise<ApiKeyCreated> {
+  rotate(id: string, body: ApiKeyRotate = {}, options?: RequestOptions): Promise<WithRequestId<ApiKeyCreated>> {
     return this.#client._operation("rotateApiKey", { params: { id }, body }, options);
   }
 }
@@ -72,7 +73,7 @@ export class Auth {
    * @example
    * const me = await client.auth.whoami(); // { key_id: "key_1", role: "platform_admin", ... }
    */
-  whoami(options?: RequestOptions): Promise<WhoAmI> {
+  whoami(options?: RequestOptions): Promise<WithRequestId<WhoAmI>> {
     return this.#client._operation("whoAmI", {}, options);
   }
 }

@@ -35,6 +35,7 @@ import type {
   TokenCostList,
   TokenCostsParams,
 } from "../types.js";
+import type { WithRequestId } from "../util.js";
 import { isoInstant } from "../util.js";
 
 /** `client.finops.gpu`: GPU samples, the cost allocation, cost per token, cost over time and Slurm's jobs. */
@@ -66,7 +67,7 @@ export class FinOpsGpu {
    *   namespace: "eai-inference", pod: "vllm-llama-70b-0", deployment_id: "vllm-llama-70b", window_seconds: 15,
    *   utilization: 0.82, memory_used_gb: 61.2, power_w: 512, timestamp: "2026-10-01T00:00:15Z" }] });
    */
-  async ingestSamples(params: { samples: readonly GpuSampleInput[] }, options: IngestOptions = {}): Promise<GpuSampleIngestResult> {
+  async ingestSamples(params: { samples: readonly GpuSampleInput[] }, options: IngestOptions = {}): Promise<WithRequestId<GpuSampleIngestResult>> {
     const samples = params?.samples;
     if (!Array.isArray(samples)) throw new TypeError("ingestSamples: { samples } must be an array");
     const now = isoInstant(new Date());
@@ -101,7 +102,7 @@ export class FinOpsGpu {
    * @example
    * const october = await client.finops.gpu.allocation({ from: "2026-10-01", to: "2026-10-31" });
    */
-  allocation(params: AllocationParams = {}, options?: RequestOptions): Promise<Allocation> {
+  allocation(params: AllocationParams = {}, options?: RequestOptions): Promise<WithRequestId<Allocation>> {
     return this.#client._operation<Allocation>("getGpuAllocation", { query: period(params) }, options);
   }
 
@@ -139,7 +140,7 @@ export class FinOpsGpu {
    * const r = e.rounding[0]; // r.exact "5.1912" -> r.cost "5.19"; r.lines[i].floor, .remainder_unit, .amount
    * for (const p of e.pods) console.log(p.group.pod, p.group.gpu, p.group.share, p.gpu_seconds, p.gpu_share);
    */
-  explain(params: AllocationExplainParams, options?: RequestOptions): Promise<AllocationExplanation> {
+  explain(params: AllocationExplainParams, options?: RequestOptions): Promise<WithRequestId<AllocationExplanation>> {
     return this.#client._operation<AllocationExplanation>(
       "explainGpuAllocation",
       { query: { ...period(params), deployment_id: params.deploymentId, tenant_id: params.tenantId } },
@@ -167,7 +168,7 @@ export class FinOpsGpu {
    *   filter: { deployment: "vllm-llama-70b" } });
    * for (const r of u.rows) console.log(r.group.namespace, r.group.pod, r.gpu_seconds, r.cost[0]?.amount);
    */
-  async usage(params: GpuUsageParams = {}, options?: RequestOptions): Promise<GpuUsageBreakdown> {
+  async usage(params: GpuUsageParams = {}, options?: RequestOptions): Promise<WithRequestId<GpuUsageBreakdown>> {
     const groupBy = params.groupBy?.length ? params.groupBy.join(",") : undefined;
     return await this.#client._operation<GpuUsageBreakdown>(
       "getGpuUsageBreakdown",
@@ -190,7 +191,7 @@ export class FinOpsGpu {
    * const { items } = await client.finops.gpu.tokenCosts({ from: "2026-10-01", to: "2026-10-31", aggregate: "tenant" });
    * for (const row of items) console.log(row.tenant_id, row.cost, row.cost_per_mtok, row.allocation_method);
    */
-  tokenCosts(params: TokenCostsParams = {}, options?: RequestOptions): Promise<TokenCostList> {
+  tokenCosts(params: TokenCostsParams = {}, options?: RequestOptions): Promise<WithRequestId<TokenCostList>> {
     return this.#client._operation<TokenCostList>(
       "getGpuTokenCosts",
       { query: { ...period(params), basis: params.basis, aggregate: params.aggregate } },
@@ -210,7 +211,7 @@ export class FinOpsGpu {
    * const series = await client.finops.gpu.allocationSeries({ from: "2026-10-01", to: "2026-10-31", step: "day" });
    * for (const s of series.steps) console.log(s.from, s.totals[0]?.cost, s.tokens);
    */
-  allocationSeries(params: AllocationSeriesParams = {}, options?: RequestOptions): Promise<AllocationSeries> {
+  allocationSeries(params: AllocationSeriesParams = {}, options?: RequestOptions): Promise<WithRequestId<AllocationSeries>> {
     return this.#client._operation<AllocationSeries>(
       "getGpuAllocationSeries",
       { query: { ...period(params), step: params.step } },
@@ -235,7 +236,7 @@ export class FinOpsGpu {
    * const r = await client.finops.gpu.slurmReconciliation({ sacct, from: "2026-10-01", to: "2026-10-31" });
    * for (const j of r.jobs) console.log(j.job_id, j.account, j.allocated_gpu_seconds, j.measured_gpu_seconds, j.status);
    */
-  async slurmReconciliation(params: SlurmReconciliationParams, options?: RequestOptions): Promise<SlurmReconciliation> {
+  async slurmReconciliation(params: SlurmReconciliationParams, options?: RequestOptions): Promise<WithRequestId<SlurmReconciliation>> {
     const sacct = params?.sacct;
     if (typeof sacct !== "string" && (typeof sacct !== "object" || sacct === null || Array.isArray(sacct))) {
       throw new TypeError("slurmReconciliation: { sacct } must be the sacct --json document (an object) or its text");
@@ -300,7 +301,7 @@ export class AllocationPolicies {
    * @example
    * const { id } = await client.finops.allocationPolicies.create({ name: "local-gpu-default", gpu_hourly_cost: "2.50", currency: "EUR" });
    */
-  create(body: AllocationPolicyCreate, options?: RequestOptions): Promise<AllocationPolicyCreated> {
+  create(body: AllocationPolicyCreate, options?: RequestOptions): Promise<WithRequestId<AllocationPolicyCreated>> {
     return this.#client._operation("createAllocationPolicy", { body }, options);
   }
 
@@ -309,7 +310,7 @@ export class AllocationPolicies {
    *
    * Who: every role but sampler and usage_reporter.
    */
-  list(options?: RequestOptions): Promise<AllocationPolicyList> {
+  list(options?: RequestOptions): Promise<WithRequestId<AllocationPolicyList>> {
     return this.#client._operation("listAllocationPolicies", {}, options);
   }
 
@@ -319,7 +320,7 @@ export class AllocationPolicies {
    *
    * Who: every role but sampler and usage_reporter.
    */
-  get(id: string, options?: RequestOptions): Promise<AllocationPolicy> {
+  get(id: string, options?: RequestOptions): Promise<WithRequestId<AllocationPolicy>> {
     return this.#client._operation("getAllocationPolicy", { params: { id } }, options);
   }
 
@@ -332,7 +333,7 @@ export class AllocationPolicies {
    * @example
    * await client.finops.allocationPolicies.supersede("alp_1", { gpu_hourly_cost: "2.30", effective_at: "2026-11-01" });
    */
-  supersede(id: string, body: AllocationPolicySupersede = {}, options?: RequestOptions): Promise<AllocationPolicyChange> {
+  supersede(id: string, body: AllocationPolicySupersede = {}, options?: RequestOptions): Promise<WithRequestId<AllocationPolicyChange>> {
     return this.#client._operation("supersedeAllocationPolicy", { params: { id }, body }, options);
   }
 
@@ -342,7 +343,7 @@ export class AllocationPolicies {
    *
    * Who: platform_admin.
    */
-  disable(id: string, body: AllocationPolicyDisable = {}, options?: RequestOptions): Promise<AllocationPolicyChange> {
+  disable(id: string, body: AllocationPolicyDisable = {}, options?: RequestOptions): Promise<WithRequestId<AllocationPolicyChange>> {
     return this.#client._operation("disableAllocationPolicy", { params: { id }, body }, options);
   }
 }
@@ -368,7 +369,7 @@ export class Budgets {
    * const budget = await client.finops.budgets.create({ tenant_id: acmeId, name: "acme monthly",
    *   limit: { amount: "1000.00", currency: "EUR" }, enforce: true });
    */
-  create(body: BudgetCreate, options?: RequestOptions): Promise<Budget> {
+  create(body: BudgetCreate, options?: RequestOptions): Promise<WithRequestId<Budget>> {
     return this.#client._operation("createBudget", { body }, options);
   }
 
@@ -378,12 +379,12 @@ export class Budgets {
    *
    * Who: platform_admin (all; with `tenant`, that tenant's), a tenant's readers (theirs).
    */
-  list(options?: RequestOptions): Promise<BudgetList> {
+  list(options?: RequestOptions): Promise<WithRequestId<BudgetList>> {
     return this.#client._operation("listBudgets", {}, options);
   }
 
   /** One budget (`GET /v1/finops/budgets/{id}`); another tenant's is a `NotFoundError`. */
-  get(id: string, options?: RequestOptions): Promise<Budget> {
+  get(id: string, options?: RequestOptions): Promise<WithRequestId<Budget>> {
     return this.#client._operation("getBudget", { params: { id } }, options);
   }
 
@@ -396,7 +397,7 @@ export class Budgets {
    * @example
    * const { closed, opened } = await client.finops.budgets.supersede("bud_1", { limit: { amount: "1500.00", currency: "EUR" } });
    */
-  supersede(id: string, body: BudgetSupersede = {}, options?: RequestOptions): Promise<BudgetChange> {
+  supersede(id: string, body: BudgetSupersede = {}, options?: RequestOptions): Promise<WithRequestId<BudgetChange>> {
     return this.#client._operation("supersedeBudget", { params: { id }, body }, options);
   }
 
@@ -406,7 +407,7 @@ export class Budgets {
    *
    * Who: platform_admin, finops (its tenant's).
    */
-  disable(id: string, body: BudgetDisable = {}, options?: RequestOptions): Promise<BudgetChange> {
+  disable(id: string, body: BudgetDisable = {}, options?: RequestOptions): Promise<WithRequestId<BudgetChange>> {
     return this.#client._operation("disableBudget", { params: { id }, body }, options);
   }
 }
@@ -431,12 +432,12 @@ export class Reservations {
    * @example
    * const r = await client.finops.reservations.create({ action: "llm.invoke", estimate: { cost: "0.50", tokens: 4000 } });
    */
-  create(body: ReservationCreate, options?: RequestOptions): Promise<Reservation> {
+  create(body: ReservationCreate, options?: RequestOptions): Promise<WithRequestId<Reservation>> {
     return this.#client._operation("createReservation", { body }, options);
   }
 
   /** One reservation (`GET /v1/finops/reservations/{id}`); a hold past its expiry reads `expired`. */
-  get(id: string, options?: RequestOptions): Promise<Reservation> {
+  get(id: string, options?: RequestOptions): Promise<WithRequestId<Reservation>> {
     return this.#client._operation("getReservation", { params: { id } }, options);
   }
 
@@ -445,7 +446,7 @@ export class Reservations {
    * frees the hold. Idempotent (a committed reservation is answered as it is), so it is retried like a read;
    * a released one is a `ConflictError`.
    */
-  commit(id: string, actual: ReservationActual, options?: RequestOptions): Promise<Reservation> {
+  commit(id: string, actual: ReservationActual, options?: RequestOptions): Promise<WithRequestId<Reservation>> {
     return this.#client._operation("commitReservation", { params: { id }, body: { actual } }, options);
   }
 
@@ -453,7 +454,7 @@ export class Reservations {
    * Frees the hold (`POST /v1/finops/reservations/{id}/release`). Idempotent (a released or expired one is
    * answered as it is); a committed one is a `ConflictError`.
    */
-  release(id: string, options?: RequestOptions): Promise<Reservation> {
+  release(id: string, options?: RequestOptions): Promise<WithRequestId<Reservation>> {
     return this.#client._operation("releaseReservation", { params: { id } }, options);
   }
 
@@ -473,7 +474,7 @@ export class Reservations {
     body: ReservationCreate,
     fn: (reservation: Reservation) => Promise<ReservationActual | undefined | void> | ReservationActual | undefined | void,
     options?: RequestOptions,
-  ): Promise<Reservation> {
+  ): Promise<WithRequestId<Reservation>> {
     const held = await this.create(body, options);
     let actual: ReservationActual | undefined | void;
     try {

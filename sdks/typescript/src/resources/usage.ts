@@ -2,6 +2,7 @@ import { partOptions, sendInBatches } from "../batch.js";
 import type { EnterpriseAI, IngestOptions } from "../client.js";
 import { UsageEmitter, type UsageEmitterOptions } from "../emitter.js";
 import type { UsageEvent, UsageEventIngestResult, UsageEventInput } from "../types.js";
+import type { WithRequestId } from "../util.js";
 import { normalizeEvent } from "../normalize.js";
 
 /** `client.usage`: usage events. */
@@ -30,14 +31,14 @@ export class Usage {
    * await client.usage.events({ events: [{ usage_type: "llm_tokens", source: "gateway", occurred_at: new Date(),
    *   deployment_id: "vllm-llama-70b", units: { tokens_in: 7000, tokens_out: 1200 } }] });
    */
-  async events(params: { events: readonly UsageEventInput[] }, options: IngestOptions = {}): Promise<UsageEventIngestResult> {
+  async events(params: { events: readonly UsageEventInput[] }, options: IngestOptions = {}): Promise<WithRequestId<UsageEventIngestResult>> {
     const events = params?.events;
     if (!Array.isArray(events)) throw new TypeError("usage.events: { events } must be an array");
     return this.send(events.map(normalizeEvent), options);
   }
 
   /** @internal Sends events already normalised (the emitter's ids are chosen when emitted). */
-  send(records: UsageEvent[], options: IngestOptions = {}): Promise<UsageEventIngestResult> {
+  send(records: UsageEvent[], options: IngestOptions = {}): Promise<WithRequestId<UsageEventIngestResult>> {
     return sendInBatches<UsageEvent, UsageEventIngestResult>({
       records,
       maxBatchSize: options.maxBatchSize ?? this.#client.maxBatchSize,
