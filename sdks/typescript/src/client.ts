@@ -325,11 +325,15 @@ export class EnterpriseAI {
   async request<T = unknown>(method: string, path: string, raw: RawRequest = {}, options: RequestOptions = {}): Promise<T> {
     const m = method.toUpperCase();
     const url = this.#url(path, raw.query);
-    const logPath = path.startsWith("/") ? path : `/${path}`;
+    const logPath = (path.startsWith("/") ? path : `/${path}`).split("?")[0]!;
     const body = raw.bodyText !== undefined ? raw.bodyText : raw.body === undefined ? undefined : JSON.stringify(raw.body);
     const headers = this.#headers(options, body !== undefined, raw.accept);
     // Every call but a read carries a key, the same on each retry: the server does the work once.
-    if (m !== "GET" && m !== "HEAD") headers["Idempotency-Key"] = options.idempotencyKey ?? randomUUID();
+    // A key given in `headers` counts as the caller's own.
+    const own = Object.keys(headers).some((k) => k.toLowerCase() === "idempotency-key");
+    if (m !== "GET" && m !== "HEAD" && (options.idempotencyKey !== undefined || !own)) {
+      headers["Idempotency-Key"] = options.idempotencyKey ?? randomUUID();
+    }
     const maxRetries = nonNegativeInt("maxRetries", options.maxRetries, this.maxRetries);
     const timeoutMs = nonNegativeInt("timeoutMs", options.timeoutMs, this.timeoutMs, 1);
 
