@@ -329,9 +329,10 @@ export class EnterpriseAI {
     const body = raw.bodyText !== undefined ? raw.bodyText : raw.body === undefined ? undefined : JSON.stringify(raw.body);
     const headers = this.#headers(options, body !== undefined, raw.accept);
     // Every call but a read carries a key, the same on each retry: the server does the work once.
-    // A key given in `headers` counts as the caller's own.
-    const own = Object.keys(headers).some((k) => k.toLowerCase() === "idempotency-key");
-    if (m !== "GET" && m !== "HEAD" && (options.idempotencyKey !== undefined || !own)) {
+    // A key given in `headers` counts as the caller's own; `idempotencyKey` wins over it.
+    const given = Object.keys(headers).filter((k) => k.toLowerCase() === "idempotency-key");
+    if (m !== "GET" && m !== "HEAD" && (options.idempotencyKey !== undefined || given.length === 0)) {
+      for (const k of given) delete headers[k];
       headers["Idempotency-Key"] = options.idempotencyKey ?? randomUUID();
     }
     const maxRetries = nonNegativeInt("maxRetries", options.maxRetries, this.maxRetries);
