@@ -13,6 +13,7 @@ import {
   ConflictError,
   EnterpriseAI,
   EnterpriseAIError,
+  IdempotencyKeyReusedError,
   InternalServerError,
   MethodNotAllowedError,
   NotFoundError,
@@ -195,6 +196,24 @@ describe("from the real server", () => {
     assert.ok(caught.retryAfter! >= 1, `Retry-After ${caught.retryAfter}`);
     assert.equal(caught.attempts, 1);
     assert.equal(isRetryable(caught), true);
+  });
+});
+
+describe("idempotency keys at the real server", () => {
+  test("the same key and body answers the first answer again; another body is an IdempotencyKeyReusedError", async () => {
+    const key = `errors-${uniq("key")}`;
+    const slug = uniq("idem");
+    const first = await admin.tenants.create({ slug, name: "Idem" }, { idempotencyKey: key });
+    const again = await admin.tenants.create({ slug, name: "Idem" }, { idempotencyKey: key });
+    assert.equal(again.id, first.id, "the first answer, not a 409 conflict on the slug");
+    const e = await expectError(
+      admin.tenants.create({ slug: uniq("other"), name: "Other" }, { idempotencyKey: key }),
+      IdempotencyKeyReusedError,
+      409,
+      "idempotency_key_reused",
+    );
+    assert.ok(e instanceof ConflictError, "a conflict error too");
+    assert.equal(e.attempts, 1, "not retried");
   });
 });
 
