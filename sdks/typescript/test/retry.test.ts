@@ -57,7 +57,7 @@ describe("retried", () => {
     }
   });
 
-  test("a lost answer (stored, then 503) is retried and its samples counted once, stamped once", async () => {
+  test("a lost answer (stored, then 503) is retried with its key, answered once more, its samples counted once", async () => {
     const proxy = await failFirst(1, { status: 503, forwardFirst: true });
     try {
       const deployment = uniq("lost");
@@ -65,9 +65,12 @@ describe("retried", () => {
       const samples = Array.from({ length: 5 }, (_, i) => sample({ gpu: `GPU-lost-${i}`, deployment }));
       const client = new EnterpriseAI({ baseUrl: proxy.url, apiKey: server.adminKey, ...fast });
       const r = await client.finops.gpu.ingestSamples({ samples });
-      assert.deepEqual(r, { accepted: 5, duplicates: 5 }, "the retry found them stored");
+      // The retry carries the same Idempotency-Key: the server answers the first answer again.
+      assert.deepEqual(r, { accepted: 5, duplicates: 0 }, "the first answer, replayed");
       assert.equal(proxy.requests.length, 2);
       assert.equal(proxy.requests[0]!.body, proxy.requests[1]!.body, "same timestamps on the retry");
+      assert.ok(proxy.requests[0]!.headers["idempotency-key"]);
+      assert.equal(proxy.requests[1]!.headers["idempotency-key"], proxy.requests[0]!.headers["idempotency-key"]);
       assert.equal(await storedSamples(deployment), 5, "counted once");
     } finally {
       await proxy.close();
