@@ -30,6 +30,9 @@ step() { echo; echo "== $* ($(( $(date +%s) - started ))s)"; }
 step "node $(node --version), npm $(npm --version)"
 node -e 'const [maj] = process.versions.node.split(".").map(Number); if (maj < 20) { console.error("Node >= 20 is required"); process.exit(1); }'
 
+# The suite runs contracts/v1/sdk/behaviour.json through scripts/sdk/fault_proxy.py (standard-library Python 3).
+command -v python3 >/dev/null || { echo "python3 is required: the behaviour cases run through scripts/sdk/fault_proxy.py" >&2; exit 1; }
+
 step "npm ci"
 npm ci --no-audit --no-fund
 

@@ -1,19 +1,14 @@
 // Fails when src/generated/openapi.ts is not what openapi-typescript makes of contracts/v1/openapi.json today
 // (run `npm run generate` and commit the result). CI runs it.
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { committed, generate } from "./generate.mjs";
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const contract = resolve(root, "../../contracts/v1/openapi.json");
-const committed = resolve(root, "src/generated/openapi.ts");
 const dir = mkdtempSync(join(tmpdir(), "eai-sdk-gen-"));
 const fresh = join(dir, "openapi.ts");
 try {
-  const cli = resolve(root, "node_modules/openapi-typescript/bin/cli.js");
-  execFileSync(process.execPath, [cli, contract, "--output", fresh], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
+  generate(fresh);
   const want = readFileSync(fresh, "utf8");
   const have = readFileSync(committed, "utf8");
   if (want !== have) {

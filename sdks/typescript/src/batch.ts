@@ -1,5 +1,7 @@
+import type { RequestOptions } from "./client.js";
 import { EnterpriseAIError, PayloadTooLargeError } from "./errors.js";
 import type { FieldError } from "./types.js";
+import { requestIdOf, withRequestId } from "./util.js";
 
 /** @internal How a list is cut into requests. */
 export interface BatchPlan<T, R> {
@@ -9,8 +11,8 @@ export interface BatchPlan<T, R> {
   maxBatchSize: number;
   /** Halve a batch the server refused with 413 `payload_too_large` and send the halves. */
   splitOnPayloadTooLarge: boolean;
-  /** Sends one batch. */
-  send: (batch: T[]) => Promise<R>;
+  /** Sends one batch, the `n`th request of the call (0, 1, …). */
+  send: (batch: T[], n: number) => Promise<R>;
   /** Adds one batch's answer into the running total. */
   merge: (total: R, next: R) => R;
   /** The total before any batch. */
@@ -21,7 +23,7 @@ export interface BatchPlan<T, R> {
  * @internal Sends `records` in consecutive batches of at most `maxBatchSize`, in order, one at a time. A batch
  * of more than one record that the server refuses with 413 (a 413 stores nothing) is halved and the halves
  * sent in turn. Returns the merged answer; on failure, the error carries `batch` (where it stopped) and its
- * `details[].index` are rebased on the caller's list.
+ * `details[].index` are rebased on the caller's list. The total carries the last answer's request id.
  */
 export async function sendInBatches<T, R extends { accepted: number; duplicates?: number }>(
   plan: BatchPlan<T, R>,
@@ -30,10 +32,13 @@ export async function sendInBatches<T, R extends { accepted: number; duplicates?
   const size = Math.max(1, Math.floor(plan.maxBatchSize));
   let total = plan.zero();
   let completed = 0;
+  let requests = 0;
+  let requestId: string | undefined;
 
   const sendRange = async (start: number, end: number): Promise<void> => {
     try {
-      const answer = await plan.send(records.slice(start, end));
+      const answer = await plan.send(records.slice(start, end), requests++);
+      requestId = requestIdOf(answer) ?? requestId;
       total = plan.merge(total, answer);
       completed += end - start;
     } catch (err) {
@@ -53,7 +58,17 @@ export async function sendInBatches<T, R extends { accepted: number; duplicates?
   for (let start = 0; start < records.length; start += size) {
     await sendRange(start, Math.min(records.length, start + size));
   }
-  return total;
+  return withRequestId(total, requestId);
+}
+
+/**
+ * @internal The options of request `n` of a batched call: each request is its own call with its own
+ * idempotency key (a fresh one, or the caller's key on the first and `<key>.<n>` on the others).
+ */
+export function partOptions(options: RequestOptions, n: number): RequestOptions {
+  const key = options.idempotencyKey;
+  if (key === undefined || n === 0) return options;
+  return { ...options, idempotencyKey: `${key}.${n}` };
 }
 
 function annotate(

@@ -2,23 +2,53 @@ import {
   APIConnectionError,
   APITimeoutError,
   EnterpriseAIError,
-  RateLimitError,
-  ServiceUnavailableError,
   errorFromResponse,
   isRetryable,
   parseRetryAfter,
 } from "./errors.js";
+import { DEFAULTS } from "./defaults.js";
+import { OPERATIONS, expandPath, type OperationId } from "./operations.js";
 import { Audit } from "./resources/audit.js";
 import { Auth } from "./resources/auth.js";
 import { FinOps } from "./resources/finops.js";
 import { Providers } from "./resources/providers.js";
 import { Tenants } from "./resources/tenants.js";
 import { Usage } from "./resources/usage.js";
-import { nodeVersion, readEnv, sleep } from "./util.js";
+import { nodeVersion, randomUUID, readEnv, sleep, withRequestId } from "./util.js";
 import { VERSION } from "./version.js";
 
 /** A `fetch` implementation: the global one by default (Node >= 18, browsers, Deno, Bun). */
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
+
+/** The levels of the `logger` option, quietest last. */
+export type LogLevel = "debug" | "info" | "warn" | "error" | "off";
+
+/** What the client logs to: `console`, or any object with these methods (pino, winston, …). */
+export interface Logger {
+  debug(message: string, ...args: unknown[]): void;
+  info(message: string, ...args: unknown[]): void;
+  warn(message: string, ...args: unknown[]): void;
+  error(message: string, ...args: unknown[]): void;
+}
+
+/** What one attempt's log line carries (never a header, a body or the API key). */
+export interface AttemptLog {
+  method: string;
+  /** The path, without the query. */
+  path: string;
+  /** The answer's status; `undefined` when none came (connection error, timeout). */
+  status: number | undefined;
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** Milliseconds the client waits before the next attempt; `undefined` when there is none. */
+  wait: number | undefined;
+  /** The server's request id, when an answer came. */
+  requestId: string | undefined;
+  /** The error code, when the attempt failed. */
+  code: string | undefined;
+}
+
+const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, off: 100 };
 
 /** How to reach the control plane and how to behave. */
 export interface ClientOptions {
@@ -33,20 +63,36 @@ export interface ClientOptions {
   tenant?: string | null | undefined;
   /** The language of error messages (`Accept-Language`): `"en"` (the server's default) or `"fr"`. */
   locale?: string | null | undefined;
-  /** Time allowed for one attempt (answer and body), in milliseconds. Default 60000. */
+  /** Time allowed for one attempt (answer and body), in milliseconds. Default 30000. */
   timeoutMs?: number | undefined;
-  /** Retries after the first attempt (network errors, timeouts, 429, 5xx; see the README). Default 2. */
+  /**
+   * Retries after the first attempt (no answer, a timeout, 408, 429, 500, 502, 503, 504, 409
+   * `idempotency_key_in_flight`; see the README). Default 3.
+   */
   maxRetries?: number | undefined;
   /** Records per request when ingesting samples or usage events. Default 5000 (the server accepts 10000). */
   maxBatchSize?: number | undefined;
   /** Halve and resend a batch the server refuses with 413 `payload_too_large`. Default true. */
   splitOnPayloadTooLarge?: boolean | undefined;
-  /** First backoff step in milliseconds (full jitter: a random wait in [0, base * 2^attempt]). Default 500. */
+  /**
+   * First backoff step in milliseconds: before retry n, d = min(base * 2^(n-1), retryMaxDelayMs) and the wait is
+   * d/2 + uniform(0, d/2). Default 500.
+   */
   retryBaseDelayMs?: number | undefined;
-  /** Longest backoff wait in milliseconds. Default 8000. */
+  /** Longest backoff step in milliseconds. Default 8000. */
   retryMaxDelayMs?: number | undefined;
-  /** Longest wait a `Retry-After` header may impose, in milliseconds. Default 60000. */
+  /**
+   * Longest `Retry-After` the client waits for, in milliseconds; an answer asking for longer is raised at once,
+   * not retried. Default 60000.
+   */
   maxRetryAfterMs?: number | undefined;
+  /** Where each attempt is logged (method, path, status, attempt, wait; never a secret). Default `console`. */
+  logger?: Logger | undefined;
+  /**
+   * `"debug"`: every attempt; `"info"`: the attempts that are retried, with the wait; `"warn"` (default, or
+   * `EAI_LOG` from the environment), `"error"` and `"off"`: nothing (errors are thrown, not logged).
+   */
+  logLevel?: LogLevel | undefined;
   /** A `fetch` to use instead of the global one (to add a proxy, a CA, instrumentation, …). */
   fetch?: FetchLike | undefined;
   /** Headers added to every request. */
@@ -69,6 +115,15 @@ export interface RequestOptions {
   requestId?: string | undefined;
   /** Extra headers for this call. */
   headers?: Record<string, string> | undefined;
+  /** A W3C trace context (`00-<trace id>-<span id>-<flags>`), sent as the `traceparent` header. */
+  traceparent?: string | undefined;
+  /**
+   * The `Idempotency-Key` of this call (a POST or DELETE), the same on each of its retries. Default: a fresh UUID
+   * v4 per call. The server answers a key it has seen with the first answer (and a different body with 409
+   * `idempotency_key_reused`). A batched ingest sends this key on its first request and `<key>.<n>` on request n
+   * (n = 1, 2, …).
+   */
+  idempotencyKey?: string | undefined;
 }
 
 /** Options of a batched ingest call (`ingestSamples`, `usage.events`). */
@@ -87,18 +142,20 @@ export interface RawRequest {
   body?: unknown;
   /** A body that is JSON text already (a document read from a file or a command), sent as it is instead of `body`. */
   bodyText?: string | undefined;
-  /**
-   * Whether sending the request twice has the effect of sending it once (so a lost answer may be retried).
-   * Default: true for GET, HEAD, PUT, DELETE and OPTIONS, false for POST and PATCH.
-   */
-  idempotent?: boolean | undefined;
   /** The `Accept` header. Default `application/json`. */
   accept?: string | undefined;
   /**
    * `"json"` (default): the answer parsed as JSON. `"bytes"`: the answer's body as it came, a `Uint8Array` (a
-   * file, such as a FOCUS export); an error answer is still the JSON envelope, thrown as its typed error.
+   * file, such as a FOCUS export). `"text"`: the body as a string (`/metrics`). An error answer is still the JSON
+   * envelope, thrown as its typed error.
    */
-  responseType?: "json" | "bytes" | undefined;
+  responseType?: "json" | "bytes" | "text" | undefined;
+}
+
+/** What `client._operation` sends: the path's parameters, and the raw request's query and body. */
+export interface OperationRequest extends RawRequest {
+  /** The values of the path's `{name}` parameters. */
+  params?: Record<string, string> | undefined;
 }
 
 interface Answer {
@@ -108,16 +165,6 @@ interface Answer {
   bytes: Uint8Array;
 }
 
-const DEFAULTS = {
-  timeoutMs: 60_000,
-  maxRetries: 2,
-  maxBatchSize: 5_000,
-  retryBaseDelayMs: 500,
-  retryMaxDelayMs: 8_000,
-  maxRetryAfterMs: 60_000,
-};
-
-const NOT_SENT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "UND_ERR_CONNECT_TIMEOUT"]);
 
 function nonNegativeInt(name: string, v: number | undefined, dflt: number, min = 0): number {
   if (v === undefined) return dflt;
@@ -176,8 +223,10 @@ export class EnterpriseAI {
   readonly retryBaseDelayMs: number;
   /** Longest backoff wait, in milliseconds. */
   readonly retryMaxDelayMs: number;
-  /** Longest wait a `Retry-After` may impose, in milliseconds. */
+  /** Longest `Retry-After` waited for, in milliseconds. */
   readonly maxRetryAfterMs: number;
+  /** The level of the `logger`. */
+  readonly logLevel: LogLevel;
 
   /** GPU samples, cost allocation and allocation policies. */
   readonly finops: FinOps;
@@ -196,6 +245,7 @@ export class EnterpriseAI {
   #fetch: FetchLike;
   #defaultHeaders: Record<string, string>;
   #options: ClientOptions;
+  #logger: Logger;
 
   /**
    * @param options See {@link ClientOptions}. `baseUrl` and `apiKey` fall back to `EAI_BASE_URL` and `EAI_API_KEY`.
@@ -240,6 +290,12 @@ export class EnterpriseAI {
     this.#fetch = custom ? (input, init) => custom(input, init) : (input, init) => globalThis.fetch(input, init);
     this.#defaultHeaders = { ...(options.defaultHeaders ?? {}) };
     this.#options = { ...options, apiKey: undefined };
+    this.#logger = options.logger ?? console;
+    const level = options.logLevel ?? (readEnv("EAI_LOG") as LogLevel | undefined) ?? "warn";
+    if (!Object.hasOwn(LEVELS, level)) {
+      throw new TypeError(`EnterpriseAI: logLevel must be one of ${Object.keys(LEVELS).join(", ")}, got ${String(level)}`);
+    }
+    this.logLevel = level;
 
     this.finops = new FinOps(this);
     this.providers = new Providers(this);
@@ -258,7 +314,9 @@ export class EnterpriseAI {
 
   /**
    * Sends one call to the API and returns its parsed JSON answer, with the client's authentication, tenant,
-   * locale, timeout and retries. The resources use it; it is public for paths the SDK does not wrap yet.
+   * locale, timeout, retries, idempotency key and errors: the escape hatch for any method and path (the
+   * resources and {@link _operation} use it too). The answer's `X-Request-Id` is on an object result as the
+   * non-enumerable `_request_id` (see {@link requestIdOf}).
    *
    * @param method HTTP method (`GET`, `POST`, …).
    * @param path A path under the base URL, e.g. `/v1/auth/whoami`.
@@ -267,9 +325,16 @@ export class EnterpriseAI {
   async request<T = unknown>(method: string, path: string, raw: RawRequest = {}, options: RequestOptions = {}): Promise<T> {
     const m = method.toUpperCase();
     const url = this.#url(path, raw.query);
+    const logPath = (path.startsWith("/") ? path : `/${path}`).split("?")[0]!;
     const body = raw.bodyText !== undefined ? raw.bodyText : raw.body === undefined ? undefined : JSON.stringify(raw.body);
     const headers = this.#headers(options, body !== undefined, raw.accept);
-    const idempotent = raw.idempotent ?? !(m === "POST" || m === "PATCH");
+    // Every call but a read carries a key, the same on each retry: the server does the work once.
+    // A key given in `headers` counts as the caller's own; `idempotencyKey` wins over it.
+    const given = Object.keys(headers).filter((k) => k.toLowerCase() === "idempotency-key");
+    if (m !== "GET" && m !== "HEAD" && (options.idempotencyKey !== undefined || given.length === 0)) {
+      for (const k of given) delete headers[k];
+      headers["Idempotency-Key"] = options.idempotencyKey ?? randomUUID();
+    }
     const maxRetries = nonNegativeInt("maxRetries", options.maxRetries, this.maxRetries);
     const timeoutMs = nonNegativeInt("timeoutMs", options.timeoutMs, this.timeoutMs, 1);
 
@@ -277,22 +342,67 @@ export class EnterpriseAI {
       let error: EnterpriseAIError;
       try {
         const answer = await this.#attempt(m, url, headers, body, timeoutMs, options.signal);
+        const requestId = answer.headers["x-request-id"];
         if (answer.status >= 200 && answer.status < 300) {
-          if (raw.responseType === "bytes") return answer.bytes as T;
-          return this.#parse<T>(answer);
+          this.#log("debug", { method: m, path: logPath, status: answer.status, attempt: attempt + 1, wait: undefined, requestId, code: undefined });
+          const result =
+            raw.responseType === "bytes" ? answer.bytes : raw.responseType === "text" ? answer.text : this.#parse<T>(answer);
+          return withRequestId(result, requestId) as T;
         }
         error = errorFromResponse(answer.status, answer.headers, answer.text);
       } catch (e) {
         if (!(e instanceof APIConnectionError)) throw e; // the caller's abort, or a bug
         error = e;
       }
-      if (attempt < maxRetries && this.#mayRetry(error, idempotent)) {
-        await sleep(this.#delay(error, attempt), options.signal);
+      const wait = attempt < maxRetries ? this.#retryWait(error, attempt + 1) : undefined;
+      const line: AttemptLog = {
+        method: m,
+        path: logPath,
+        status: error.status,
+        attempt: attempt + 1,
+        wait,
+        requestId: error.requestId,
+        code: error.code,
+      };
+      if (wait !== undefined) {
+        this.#log("info", line);
+        await sleep(wait, options.signal);
         continue;
       }
+      this.#log("debug", line);
       error.attempts = attempt + 1;
       throw error;
     }
+  }
+
+  /**
+   * @internal Calls an operation of the contract by its operationId (the table {@link OPERATIONS}): its method,
+   * its path with `params` filled in. Every resource method goes through here.
+   */
+  _operation<T>(operationId: OperationId, req: OperationRequest = {}, options?: RequestOptions): Promise<T> {
+    const op = OPERATIONS[operationId];
+    const { params, ...raw } = req;
+    return this.request<T>(op.method, expandPath(op.path, params), raw, options);
+  }
+
+  /** `GET /healthz`: 200 while the process runs. */
+  healthz(options?: RequestOptions): Promise<unknown> {
+    return this._operation("healthz", {}, options);
+  }
+
+  /** `GET /readyz`: 200 once the storage answers (else a `ServiceUnavailableError`). */
+  readyz(options?: RequestOptions): Promise<unknown> {
+    return this._operation("readyz", {}, options);
+  }
+
+  /** `GET /metrics`: the Prometheus text exposition, as a string. */
+  metrics(options?: RequestOptions): Promise<string> {
+    return this._operation("metrics", { accept: "text/plain", responseType: "text" }, options);
+  }
+
+  /** `GET /openapi.json`: the OpenAPI document the server serves. */
+  openapi(options?: RequestOptions): Promise<Record<string, unknown>> {
+    return this._operation("openapi", {}, options);
   }
 
   /** What `JSON.stringify(client)` shows: the options, never the API key. */
@@ -306,6 +416,7 @@ export class EnterpriseAI {
       maxRetries: this.maxRetries,
       maxBatchSize: this.maxBatchSize,
       splitOnPayloadTooLarge: this.splitOnPayloadTooLarge,
+      logLevel: this.logLevel,
       sdkVersion: VERSION,
     };
   }
@@ -346,6 +457,7 @@ export class EnterpriseAI {
     const locale = options.locale === undefined ? this.locale : options.locale;
     if (locale) h["Accept-Language"] = locale;
     if (options.requestId) h["X-Request-Id"] = options.requestId;
+    if (options.traceparent) h["traceparent"] = options.traceparent;
     Object.assign(h, options.headers ?? {});
     h["Authorization"] = `Bearer ${this.#apiKey}`;
     return h;
@@ -406,25 +518,30 @@ export class EnterpriseAI {
   }
 
   /**
-   * 429 and 503 are refusals before any work: always retried. A connection that was never made is too.
-   * Other retryable failures (a lost answer, a timeout, another 5xx) are retried only for idempotent calls,
-   * so that a creation is never made twice.
+   * The wait before retry `n` (1, 2, …) after `error`, or `undefined` when it is not retried
+   * (`retried`, `retry_after` and `backoff` of behaviour.json): a `Retry-After` is waited for exactly, unless it
+   * is above `maxRetryAfterMs` (then the error is raised at once); else exponential backoff with jitter.
    */
-  #mayRetry(error: EnterpriseAIError, idempotent: boolean): boolean {
-    if (error instanceof RateLimitError || error instanceof ServiceUnavailableError) return true;
-    if (error instanceof APIConnectionError && !(error instanceof APITimeoutError)) {
-      const code = causeCode(error.cause);
-      if (code !== undefined && NOT_SENT_CODES.has(code)) return true;
+  #retryWait(error: EnterpriseAIError, n: number): number | undefined {
+    if (!isRetryable(error)) return undefined;
+    const retryAfter = parseRetryAfter(error.headers["retry-after"]);
+    if (retryAfter !== undefined) {
+      const ms = retryAfter * 1000;
+      return ms > this.maxRetryAfterMs ? undefined : ms;
     }
-    return idempotent && isRetryable(error);
+    const d = Math.min(this.retryBaseDelayMs * 2 ** (n - 1), this.retryMaxDelayMs);
+    return d / 2 + Math.random() * (d / 2);
   }
 
-  #delay(error: EnterpriseAIError, attempt: number): number {
-    const retryAfter = parseRetryAfter(error.headers["retry-after"]);
-    if (retryAfter !== undefined && (error.status === 429 || error.status === 503)) {
-      return Math.min(retryAfter * 1000, this.maxRetryAfterMs);
+  #log(level: "debug" | "info", line: AttemptLog): void {
+    if (LEVELS[level] < LEVELS[this.logLevel]) return;
+    const what = line.status === undefined ? line.code : String(line.status);
+    const next = line.wait === undefined ? "" : `, retrying in ${Math.round(line.wait)} ms`;
+    const message = `eai-gpu: ${line.method} ${line.path} -> ${what ?? "?"} (attempt ${line.attempt}${next})`;
+    try {
+      this.#logger[level](message, line);
+    } catch {
+      /* a failing logger must not fail the call */
     }
-    const ceiling = Math.min(this.retryMaxDelayMs, this.retryBaseDelayMs * 2 ** attempt);
-    return Math.random() * ceiling; // full jitter
   }
 }

@@ -1,4 +1,5 @@
 import type { IngestOptions, RequestOptions } from "./client.js";
+import { DEFAULTS } from "./defaults.js";
 import { isRetryable } from "./errors.js";
 import { normalizeEvent } from "./normalize.js";
 import type { UsageEvent, UsageEventIngestResult, UsageEventInput } from "./types.js";
@@ -16,11 +17,11 @@ export interface EmitterFailure {
 
 /** How a {@link UsageEmitter} batches. */
 export interface UsageEmitterOptions {
-  /** Events per request. Default 500. */
+  /** Events per request. Default: the client's `maxBatchSize` (5000). */
   maxBatchSize?: number | undefined;
   /** Flush the queue this often, in milliseconds (the timer does not keep Node alive). 0: only on demand. Default 1000. */
   flushIntervalMs?: number | undefined;
-  /** Most events the queue holds; `emit()` throws a `RangeError` beyond. Default 100000. */
+  /** Most events the queue holds; `emit()` throws a `RangeError` beyond. Default 10000. */
   maxQueueSize?: number | undefined;
   /**
    * Called for every batch that fails, with the error and the batch; the only report of the flushes the
@@ -32,6 +33,25 @@ export interface UsageEmitterOptions {
 }
 
 type Sender = (events: UsageEvent[], options: IngestOptions) => Promise<UsageEventIngestResult>;
+
+/** The emitters with events to send when Node is about to exit. */
+const live = new Set<UsageEmitter>();
+let exitHookInstalled = false;
+
+/**
+ * Node's `beforeExit` (the event loop ran dry, `process.exit()` was not called): each live emitter with pending
+ * events flushes them; the flush keeps the loop alive, and `beforeExit` comes again once it is done. An emitter
+ * whose exit flush failed does not try again (its `onError` was told).
+ */
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  const p = (globalThis as { process?: { once?: unknown; on?: (e: string, f: () => void) => void } }).process;
+  if (typeof p?.on !== "function") return; // a browser: call close() yourself
+  exitHookInstalled = true;
+  p.on("beforeExit", () => {
+    for (const emitter of live) emitter._flushAtExit();
+  });
+}
 
 /**
  * Batches usage events for a worker, at least once, with stable ids. Made by `client.usage.emitter()`.
@@ -46,19 +66,37 @@ export class UsageEmitter {
   #timer: ReturnType<typeof setInterval> | undefined;
   #inFlight: Promise<UsageEventIngestResult> | undefined;
   #closed = false;
+  #exitFlushFailed = false;
+  #flushIntervalMs: number;
 
   /** @internal Use `client.usage.emitter()`. */
   constructor(send: Sender, options: UsageEmitterOptions = {}) {
     this.#send = send;
-    this.#maxBatchSize = Math.max(1, Math.floor(options.maxBatchSize ?? 500));
-    this.#maxQueueSize = Math.max(1, Math.floor(options.maxQueueSize ?? 100_000));
+    this.#maxBatchSize = Math.max(1, Math.floor(options.maxBatchSize ?? DEFAULTS.maxBatchSize));
+    this.#maxQueueSize = Math.max(1, Math.floor(options.maxQueueSize ?? DEFAULTS.usageMaxQueue));
     this.#onError = options.onError;
     this.#requestOptions = options.requestOptions ?? {};
-    const interval = options.flushIntervalMs ?? 1000;
+    const interval = options.flushIntervalMs ?? DEFAULTS.flushIntervalMs;
+    this.#flushIntervalMs = interval;
     if (interval > 0) {
       this.#timer = setInterval(() => this.#background(), interval);
       (this.#timer as { unref?: () => void }).unref?.();
     }
+  }
+
+  /** Events per request. */
+  get maxBatchSize(): number {
+    return this.#maxBatchSize;
+  }
+
+  /** How often the queue is flushed, in milliseconds (0: only on demand). */
+  get flushIntervalMs(): number {
+    return this.#flushIntervalMs;
+  }
+
+  /** Most events the queue holds. */
+  get maxQueueSize(): number {
+    return this.#maxQueueSize;
   }
 
   /** Events queued and not yet stored by the server. */
@@ -84,6 +122,9 @@ export class UsageEmitter {
     }
     const e = normalizeEvent(event);
     this.#queue.push(e);
+    this.#exitFlushFailed = false;
+    live.add(this);
+    installExitHook();
     if (this.#queue.length >= this.#maxBatchSize) this.#background();
     return e.event_id;
   }
@@ -103,12 +144,37 @@ export class UsageEmitter {
     return tracked;
   }
 
-  /** Stops the timer, refuses further events and flushes what is queued. */
+  /**
+   * Stops the timer, refuses further events and flushes what is queued. Without it, the events still queued
+   * when Node's event loop runs dry are flushed at `beforeExit` (not on `process.exit()` or a signal: call
+   * `await emitter.close()` in your shutdown handler).
+   */
   async close(): Promise<UsageEventIngestResult> {
     this.#closed = true;
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
-    return this.flush();
+    try {
+      return await this.flush();
+    } finally {
+      if (this.#queue.length === 0) live.delete(this);
+    }
+  }
+
+  /** @internal Node is about to exit: flush what is pending, once per failure. */
+  _flushAtExit(): void {
+    if (this.#queue.length === 0) {
+      live.delete(this);
+      return;
+    }
+    if (this.#exitFlushFailed || this.#inFlight !== undefined) return;
+    this.flush().then(
+      () => {
+        if (this.#queue.length === 0) live.delete(this);
+      },
+      () => {
+        this.#exitFlushFailed = true; // reported through onError by #drain
+      },
+    );
   }
 
   #background(): void {

@@ -1,7 +1,16 @@
 import type { ErrorCode, FieldError } from "./types.js";
 
-/** Codes the SDK itself gives to failures that carry no error envelope. */
+/**
+ * Codes the SDK itself gives to failures that carry no error envelope: no answer (`connection_error`, `timeout`)
+ * or an answer that is not the API's JSON envelope (`invalid_response`, e.g. a load balancer's HTML 502).
+ */
 export type ClientErrorCode = "connection_error" | "timeout" | "invalid_response";
+
+/**
+ * An error code: one of the contract's ({@link ErrorCode}), one the SDK gives ({@link ClientErrorCode}), or one a
+ * newer server sends that this SDK does not know yet (kept as sent, on the base class).
+ */
+export type AnyErrorCode = ErrorCode | ClientErrorCode | "idempotency_key_reused" | "idempotency_key_in_flight" | (string & {});
 
 /**
  * Where a batched ingest stopped. The batches before `offset` were stored; since sample and usage-event
@@ -22,13 +31,14 @@ export interface BatchProgress {
 
 /** What the server answered, kept on an error for diagnostics (never the request or its API key). */
 interface ErrorInit {
-  code: ErrorCode | ClientErrorCode;
+  code: AnyErrorCode;
   message: string;
   status?: number | undefined;
   messageI18n?: { en: string; fr: string } | undefined;
   requestId?: string | undefined;
   details?: FieldError[] | null | undefined;
   headers?: Record<string, string> | undefined;
+  body?: string | undefined;
   cause?: unknown;
 }
 
@@ -39,8 +49,11 @@ interface ErrorInit {
  * Match on the subclass (`instanceof NotFoundError`) or on `code`.
  */
 export class EnterpriseAIError extends Error {
-  /** The envelope's `code` (`not_found`, `validation_error`, …) or a client code (`connection_error`, `timeout`, `invalid_response`). */
-  readonly code: ErrorCode | ClientErrorCode;
+  /**
+   * The envelope's `code` (`not_found`, `validation_error`, …, or a code this SDK does not know, as sent) or a
+   * client code (`connection_error`, `timeout`, `invalid_response`).
+   */
+  readonly code: AnyErrorCode;
   /** HTTP status of the answer; `undefined` when no answer came (connection error, timeout). */
   readonly status: number | undefined;
   /** The message in English and French (`message` is in the client's `locale`). */
@@ -51,6 +64,8 @@ export class EnterpriseAIError extends Error {
   readonly details: FieldError[] | null;
   /** The answer's headers (lower-case names). */
   readonly headers: Record<string, string>;
+  /** The answer's body as it came (the JSON envelope's text, or a proxy's HTML page); `undefined` without an answer. */
+  readonly body: string | undefined;
   /** How many attempts the call made before giving up (1 when it was not retried). */
   attempts = 1;
   /** For a batched ingest (`ingestSamples`, `usage.events`): which batch failed and what was stored before it. */
@@ -66,6 +81,7 @@ export class EnterpriseAIError extends Error {
     this.requestId = init.requestId;
     this.details = init.details ?? null;
     this.headers = init.headers ?? {};
+    this.body = init.body;
     this.batch = undefined;
   }
 
@@ -89,14 +105,23 @@ export class EnterpriseAIError extends Error {
 export class AuthenticationError extends EnterpriseAIError {}
 /** 403 `forbidden`: the key's role may not do this, or a tenant key named another tenant in `tenant`. */
 export class PermissionDeniedError extends EnterpriseAIError {}
-/** 403 `tenant_required`: a tenant role without a tenant. */
-export class TenantRequiredError extends EnterpriseAIError {}
+/** 403 `tenant_required`: a tenant role without a tenant (a permission error too). */
+export class TenantRequiredError extends PermissionDeniedError {}
 /** 404 `not_found`: no such resource (or an unknown tenant slug in `tenant`). */
 export class NotFoundError extends EnterpriseAIError {}
 /** 405 `method_not_allowed`: the path exists, not with this method (only reachable through `client.request`). */
 export class MethodNotAllowedError extends EnterpriseAIError {}
-/** 409 `conflict`: the request contradicts the stored state (a registered slug, a revoked key, …). */
+/**
+ * 409 `conflict`: the request contradicts the stored state (a registered slug, a revoked key, …). Also
+ * `idempotency_key_in_flight` (the first call with this `Idempotency-Key` is still running; the SDK retries it
+ * after its `Retry-After`).
+ */
 export class ConflictError extends EnterpriseAIError {}
+/**
+ * 409 `idempotency_key_reused`: this `Idempotency-Key` was used before with another body (a conflict error too).
+ * Only a caller's own `idempotencyKey` can meet it: the SDK's keys are fresh per call.
+ */
+export class IdempotencyKeyReusedError extends ConflictError {}
 /** 413 `payload_too_large`: a batch over the server's limit (the SDK splits it unless told not to). */
 export class PayloadTooLargeError extends EnterpriseAIError {}
 
@@ -147,7 +172,11 @@ export class APITimeoutError extends APIConnectionError {
   }
 }
 
-const CLASSES: Record<ErrorCode, new (init: ErrorInit) => EnterpriseAIError> = {
+/**
+ * Error code -> class: `error_kinds` of `contracts/v1/sdk/behaviour.json`. A code not here is the base
+ * {@link EnterpriseAIError} (kind `api_error`), its code kept as sent.
+ */
+const CLASSES: Record<string, new (init: ErrorInit) => EnterpriseAIError> = {
   unauthorized: AuthenticationError,
   forbidden: PermissionDeniedError,
   tenant_required: TenantRequiredError,
@@ -155,26 +184,19 @@ const CLASSES: Record<ErrorCode, new (init: ErrorInit) => EnterpriseAIError> = {
   method_not_allowed: MethodNotAllowedError,
   payload_too_large: PayloadTooLargeError,
   conflict: ConflictError,
+  idempotency_key_reused: IdempotencyKeyReusedError,
+  idempotency_key_in_flight: ConflictError,
   validation_error: ValidationError,
   rate_limited: RateLimitError,
   internal: InternalServerError,
   unavailable: ServiceUnavailableError,
   budget_exceeded: BudgetExceededError,
-};
+} satisfies Record<ErrorCode, new (init: ErrorInit) => EnterpriseAIError> & Record<string, new (init: ErrorInit) => EnterpriseAIError>;
 
-const CODE_OF_STATUS: Record<number, ErrorCode> = {
-  401: "unauthorized",
-  402: "budget_exceeded",
-  403: "forbidden",
-  404: "not_found",
-  405: "method_not_allowed",
-  409: "conflict",
-  413: "payload_too_large",
-  422: "validation_error",
-  429: "rate_limited",
-  500: "internal",
-  503: "unavailable",
-};
+/** The statuses a call is retried on (`retried.statuses` of behaviour.json). */
+const RETRIED_STATUSES: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504]);
+/** The codes of a 409 a call is retried on (`retried.codes_on_409`). */
+const RETRIED_CONFLICT_CODES: ReadonlySet<string> = new Set(["idempotency_key_in_flight"]);
 
 /** Seconds of a `Retry-After` header (delta-seconds or an HTTP date), or undefined. */
 export function parseRetryAfter(value: string | null | undefined, now: number = Date.now()): number | undefined {
@@ -191,20 +213,25 @@ function isEnvelope(v: unknown): v is { error: Record<string, unknown> } {
     (v as { error?: unknown }).error !== null;
 }
 
-/** @internal The error of a non-2xx answer: the envelope's class, else one chosen by the status. */
+/**
+ * @internal The error of a non-2xx answer: the class of the envelope's code; for a code this SDK does not know,
+ * or an answer that is no envelope (an HTML page from a proxy), the base class, keeping status, code, message,
+ * request id and body.
+ */
 export function errorFromResponse(status: number, headers: Record<string, string>, text: string): EnterpriseAIError {
-  let body: unknown;
+  let parsed: unknown;
   try {
-    body = text === "" ? undefined : JSON.parse(text);
+    parsed = text === "" ? undefined : JSON.parse(text);
   } catch {
-    body = undefined;
+    parsed = undefined;
   }
   const requestIdHeader = headers["x-request-id"];
-  if (isEnvelope(body) && typeof body.error.code === "string" && body.error.code in CLASSES) {
-    const e = body.error;
-    const code = e.code as ErrorCode;
+  if (isEnvelope(parsed) && typeof parsed.error.code === "string") {
+    const e = parsed.error;
+    const code = e.code as string;
     const i18n = e.message_i18n as { en?: unknown; fr?: unknown } | undefined;
-    return new CLASSES[code]({
+    const cls = Object.hasOwn(CLASSES, code) ? CLASSES[code]! : EnterpriseAIError;
+    return new cls({
       code,
       status,
       message: typeof e.message === "string" ? e.message : `HTTP ${status}`,
@@ -213,27 +240,25 @@ export function errorFromResponse(status: number, headers: Record<string, string
       requestId: typeof e.request_id === "string" ? e.request_id : requestIdHeader,
       details: Array.isArray(e.details) ? (e.details as FieldError[]) : null,
       headers,
+      body: text,
     });
   }
-  // No envelope (a proxy's page, an empty body): classify by status.
-  const code: ErrorCode | undefined = CODE_OF_STATUS[status] ?? (status >= 500 ? "internal" : undefined);
+  // No envelope (a proxy's page, an empty body): the base class, code `invalid_response`.
   const snippet = text.length > 200 ? `${text.slice(0, 200)}…` : text;
   const message = `HTTP ${status}${snippet ? `: ${snippet}` : ""}`;
-  if (code === undefined) {
-    return new EnterpriseAIError({ code: "invalid_response", status, message, requestId: requestIdHeader, headers });
-  }
-  const cls = status >= 500 && status !== 503 ? InternalServerError : CLASSES[code];
-  return new cls({ code, status, message, requestId: requestIdHeader, headers });
+  return new EnterpriseAIError({ code: "invalid_response", status, message, requestId: requestIdHeader, headers, body: text });
 }
 
 /**
- * True when sending the same request again later may succeed: no answer (connection error, timeout),
- * 429 `rate_limited`, or a 5xx.
+ * True when the SDK retries this error (`retried` of behaviour.json): no answer (connection refused or reset, a
+ * lost answer, a timeout), a status 408, 429, 500, 502, 503 or 504, or a 409 `idempotency_key_in_flight`. Every
+ * call carries an idempotency key (every POST and DELETE) or is a read, so each of them is safe to send again.
  */
 export function isRetryable(error: unknown): boolean {
   if (error instanceof APIConnectionError) return true;
-  if (error instanceof EnterpriseAIError) {
-    return error.status === 429 || (error.status !== undefined && error.status >= 500);
+  if (error instanceof EnterpriseAIError && error.status !== undefined) {
+    if (RETRIED_STATUSES.has(error.status)) return true;
+    return error.status === 409 && RETRIED_CONFLICT_CODES.has(error.code);
   }
   return false;
 }

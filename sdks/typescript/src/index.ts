@@ -10,7 +10,22 @@
  * @packageDocumentation
  */
 export { EnterpriseAI } from "./client.js";
-export type { ClientOptions, FetchLike, IngestOptions, RawRequest, RequestOptions } from "./client.js";
+export { DEFAULTS } from "./defaults.js";
+export type {
+  AttemptLog,
+  ClientOptions,
+  FetchLike,
+  IngestOptions,
+  LogLevel,
+  Logger,
+  OperationRequest,
+  RawRequest,
+  RequestOptions,
+} from "./client.js";
+export { OPERATIONS } from "./operations.js";
+export type { OperationId } from "./operations.js";
+export { requestIdOf } from "./util.js";
+export type { WithRequestId } from "./util.js";
 export {
   APIConnectionError,
   APITimeoutError,
@@ -18,6 +33,7 @@ export {
   BudgetExceededError,
   ConflictError,
   EnterpriseAIError,
+  IdempotencyKeyReusedError,
   InternalServerError,
   MethodNotAllowedError,
   NotFoundError,
@@ -29,7 +45,7 @@ export {
   ValidationError,
   isRetryable,
 } from "./errors.js";
-export type { BatchProgress, ClientErrorCode } from "./errors.js";
+export type { AnyErrorCode, BatchProgress, ClientErrorCode } from "./errors.js";
 export { UsageEmitter } from "./emitter.js";
 export type { EmitterFailure, UsageEmitterOptions } from "./emitter.js";
 export { AllocationPolicies, Budgets, FinOps, FinOpsGpu, Reservations } from "./resources/finops.js";

@@ -87,7 +87,7 @@ export type TokenSource = TokenCost["token_source"];
  * ({@link GpuUsageRow}) grouped by `namespace`, `pod`, `gpu` and `share`, each pod's share of its GPU
  * (`gpu_share`, platform keys) and how it was obtained (a tenant's key: its dedicated deployments' pods only).
  */
-export type AllocationExplanation = Omit<Schemas["AllocationExplanation"], "pods"> & { pods: GpuUsageRow[] };
+export type AllocationExplanation = Schemas["AllocationExplanation"];
 /** One allocation bucket: measured GPU-seconds, the claims and shares, each policy's exact cost and split. */
 export type ExplanationBucket = Schemas["ExplanationBucket"];
 /** `{ kind: "tenant", tenant_id }`, `{ kind: "other_tenants" }` (every tenant but the reader) or `{ kind: "unallocated" }`. */
@@ -101,7 +101,7 @@ export type AllocationExplainQuery = operations["explainGpuAllocation"]["paramet
  * (`GET /v1/finops/gpu/usage`), the rows sorted by their group's values. Each deployment's rows sum to its `cost`
  * in the allocation for the same period, to the cent ({@link totalCost} sums rows exactly).
  */
-export type GpuUsageBreakdown = Omit<Schemas["GpuUsageBreakdown"], "rows"> & { rows: GpuUsageRow[] };
+export type GpuUsageBreakdown = Schemas["GpuUsageBreakdown"];
 /**
  * A dimension of a usage row: `"pod"`, `"node"`, `"gpu"`, `"namespace"`, `"deployment"`, `"tenant"`, `"model"` or
  * `"share"`. `gpu` is the physical device (a GPU shared by several pods is one value); `share` is how the time's
@@ -117,9 +117,7 @@ export type GpuUsageDimension = Schemas["GpuUsageBreakdown"]["group_by"][number]
  * period (1 for a pod that had its GPU to itself); absent otherwise (a tenant's key is not told how much of a GPU
  * the others used).
  */
-export type GpuUsageRow = Omit<Schemas["GpuUsageRow"], "group"> & {
-  group: { [D in GpuUsageDimension]?: string | null };
-};
+export type GpuUsageRow = Schemas["GpuUsageRow"];
 /**
  * Slurm's accounting of its GPU jobs beside what was measured (`POST /v1/finops/gpu/slurm/reconciliation`): the
  * period (widened to whole hours), the `idle_below` threshold applied (a decimal string), the GPU-seconds Slurm
@@ -140,30 +138,17 @@ export type SlurmJobLine = Schemas["SlurmJobLine"];
  * (measured, as pod `job-<id>`, but not in the sacct document).
  */
 export type SlurmJobStatus = SlurmJobLine["status"];
-type SacctJobSchema = Schemas["SacctDocument"]["jobs"][number];
 /**
  * One job of a `sacct --json` document, as {@link FinOpsGpu.slurmReconciliation} takes it. The server reads
  * `job_id` (a number, or Slurm 23's `{ set, number }`), `account`, `user`, `partition`, `state.current`,
  * `time.start`, `time.end` and `tres.allocated`; every other field passes as it is.
  */
-export interface SacctJob {
-  job_id: number | Record<string, unknown>;
-  account?: SacctJobSchema["account"];
-  user?: SacctJobSchema["user"];
-  partition?: SacctJobSchema["partition"];
-  state?: Record<string, unknown>;
-  time?: Record<string, unknown>;
-  tres?: Record<string, unknown>;
-  [field: string]: unknown;
-}
+export type SacctJob = SacctDocument["jobs"][number];
 /**
  * The output of `sacct --json` (the body of `POST /v1/finops/gpu/slurm/reconciliation`): its `jobs` are read,
  * every other field (`meta`, `errors`, …) ignored. `JSON.parse` of the command's output is one.
  */
-export interface SacctDocument {
-  jobs: readonly SacctJob[];
-  [field: string]: unknown;
-}
+export type SacctDocument = Schemas["SacctDocument"];
 /** The query of `POST /v1/finops/gpu/slurm/reconciliation`, as the contract spells it. */
 export type SlurmReconciliationQuery = NonNullable<operations["reconcileSlurmJobs"]["parameters"]["query"]>;
 /** Cost over time (`GET /v1/finops/gpu/allocation/series`): every column of the steps sums to `totals`. */

@@ -50,3 +50,34 @@ export function isoInstant(d: Date): string {
   if (Number.isNaN(d.getTime())) throw new RangeError("Invalid Date");
   return d.toISOString();
 }
+
+/**
+ * A result of the API: the model, and the request id (`X-Request-Id`) of the answer it came from as the
+ * non-enumerable `_request_id` (absent on an answer without one).
+ */
+export type WithRequestId<T> = T & { readonly _request_id?: string };
+
+/**
+ * @internal `value` with the answer's request id as its non-enumerable `_request_id` (an object result; a
+ * string or `undefined` is returned as it is). Non-enumerable: `JSON.stringify` and `deepEqual` ignore it.
+ */
+export function withRequestId<T>(value: T, requestId: string | undefined): T {
+  if (requestId !== undefined && typeof value === "object" && value !== null && Object.isExtensible(value)) {
+    Object.defineProperty(value, "_request_id", { value: requestId, enumerable: false, configurable: true });
+  }
+  return value;
+}
+
+/**
+ * The request id (`X-Request-Id`) of the answer a result came from: quote it when reporting a problem. For a
+ * batched ingest, the last request's. `undefined` for a result that is no object (an empty answer, a string).
+ *
+ * @example
+ * const tenants = await client.tenants.list();
+ * console.log(requestIdOf(tenants)); // the same as (tenants as any)._request_id
+ */
+export function requestIdOf(result: unknown): string | undefined {
+  if (typeof result !== "object" || result === null) return undefined;
+  const id = (result as { _request_id?: unknown })._request_id;
+  return typeof id === "string" ? id : undefined;
+}

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { EnterpriseAI, PayloadTooLargeError } from "@enterprise-ai/sdk";
+import { EnterpriseAI, PayloadTooLargeError, requestIdOf } from "@enterprise-ai/sdk";
 import { alignedPast, series, uniq } from "./helpers/data.js";
 import { countingFetch } from "./helpers/proxy.js";
 import { startServer, type TestServer } from "./helpers/server.js";
@@ -113,5 +113,20 @@ describe("413 payload_too_large (server EAI_MAX_BATCH=3000)", () => {
     const client = new EnterpriseAI({ baseUrl: small.url, apiKey: small.adminKey, fetch: counting.fetch });
     assert.deepEqual(await client.usage.events({ events }), { accepted: 3_500 });
     assert.deepEqual(counting.calls.map((c) => c.status), [413, 200, 200]);
+  });
+});
+
+describe("idempotency keys of a batched call", () => {
+  test("each request its own key: a caller's key on the first, <key>.<n> on request n; the result's request id the last", async () => {
+    const counting = countingFetch();
+    const client = new EnterpriseAI({ baseUrl: server.url, apiKey: server.adminKey, maxBatchSize: 2, fetch: counting.fetch });
+    const deployment = uniq("keys");
+    const samples = series("GPU-keys-0001", deployment, alignedPast(60_000), 5);
+    const key = `batch-${deployment}`;
+    const r = await client.finops.gpu.ingestSamples({ samples }, { idempotencyKey: key });
+    assert.equal(r.accepted, 5);
+    assert.deepEqual(counting.calls.map((c) => c.headers["Idempotency-Key"]), [key, `${key}.1`, `${key}.2`]);
+    assert.deepEqual(counting.calls.map((c) => (JSON.parse(c.body!) as { samples: unknown[] }).samples.length), [2, 2, 1]);
+    assert.equal(requestIdOf(r), counting.calls[2]!.requestId, "the last request's id");
   });
 });

@@ -1,8 +1,12 @@
 /** The usage emitter: batching, flush on size and on a timer, at least once with stable ids, close. */
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { after, before, test } from "node:test";
 import { EnterpriseAI, ServiceUnavailableError, UsageEmitter, ValidationError, type EmitterFailure } from "@enterprise-ai/sdk";
 import { alignedPast, uniq } from "./helpers/data.js";
+import { PKG_ROOT } from "./helpers/paths.js";
 import { countingFetch, startFaultProxy } from "./helpers/proxy.js";
 import { startServer, type TestServer } from "./helpers/server.js";
 
@@ -112,4 +116,36 @@ test("the queue is bounded", () => {
   emitter.emit(event(1));
   assert.throws(() => emitter.emit(event(2)), RangeError);
   return emitter.close().then((r) => assert.deepEqual(r, { accepted: 2 }));
+});
+
+test("unsent events are flushed when the process is about to exit (beforeExit), without close()", async () => {
+  const proxy = await startFaultProxy(server.url);
+  try {
+    // A separate Node process: emits three events with no timer flush due, then simply ends.
+    const sdk = pathToFileURL(join(PKG_ROOT, "dist", "esm", "index.js")).href;
+    const script = `
+      import { EnterpriseAI } from ${JSON.stringify(sdk)};
+      const client = new EnterpriseAI({ baseUrl: process.env.URL, apiKey: process.env.KEY });
+      const emitter = client.usage.emitter({ flushIntervalMs: 60000 });
+      for (let i = 0; i < 3; i++) {
+        emitter.emit({ tenant_id: process.env.TENANT, usage_type: "llm_tokens", source: "exit", occurred_at: new Date(),
+          units: { tokens_in: 1 } });
+      }
+      console.log("pending", emitter.pending);`;
+    const out = await new Promise<string>((resolve, reject) => {
+      execFile(
+        process.execPath,
+        ["--input-type=module", "-e", script],
+        { env: { ...process.env, URL: proxy.url, KEY: server.adminKey, TENANT: tenantId }, timeout: 20_000 },
+        (err, stdout, stderr) => (err ? reject(new Error(`${String(err)}\n${stderr}`)) : resolve(stdout)),
+      );
+    });
+    assert.match(out, /pending 3/);
+    assert.equal(proxy.requests.length, 1, "one batch sent at exit");
+    assert.equal(proxy.requests[0]!.path, "/v1/usage/events");
+    assert.equal(proxy.requests[0]!.status, 200);
+    assert.equal((JSON.parse(proxy.requests[0]!.body) as { events: unknown[] }).events.length, 3);
+  } finally {
+    await proxy.close();
+  }
 });

@@ -13,6 +13,7 @@ import {
   ConflictError,
   EnterpriseAI,
   EnterpriseAIError,
+  IdempotencyKeyReusedError,
   InternalServerError,
   MethodNotAllowedError,
   NotFoundError,
@@ -198,6 +199,24 @@ describe("from the real server", () => {
   });
 });
 
+describe("idempotency keys at the real server", () => {
+  test("the same key and body answers the first answer again; another body is an IdempotencyKeyReusedError", async () => {
+    const key = `errors-${uniq("key")}`;
+    const slug = uniq("idem");
+    const first = await admin.tenants.create({ slug, name: "Idem" }, { idempotencyKey: key });
+    const again = await admin.tenants.create({ slug, name: "Idem" }, { idempotencyKey: key });
+    assert.equal(again.id, first.id, "the first answer, not a 409 conflict on the slug");
+    const e = await expectError(
+      admin.tenants.create({ slug: uniq("other"), name: "Other" }, { idempotencyKey: key }),
+      IdempotencyKeyReusedError,
+      409,
+      "idempotency_key_reused",
+    );
+    assert.ok(e instanceof ConflictError, "a conflict error too");
+    assert.equal(e.attempts, 1, "not retried");
+  });
+});
+
 describe("from the fault proxy (answers the real server cannot be made to give)", () => {
   let proxy: FaultProxy;
   before(async () => {
@@ -230,12 +249,16 @@ describe("from the fault proxy (answers the real server cannot be made to give)"
     await expectError(via("tenant_required").finops.gpu.allocation(), TenantRequiredError, 403, "tenant_required");
   });
 
-  test("a 5xx without an envelope is still an InternalServerError", async () => {
+  test("an answer without an envelope (a proxy's HTML 502) is the base class, its body kept", async () => {
     const e = await via("html502").auth.whoami().catch((x: unknown) => x);
-    assert.ok(e instanceof InternalServerError);
+    assert.ok(e instanceof EnterpriseAIError);
+    assert.equal(Object.getPrototypeOf(e), EnterpriseAIError.prototype, "not a subclass");
     assert.equal(e.status, 502);
-    assert.equal(e.code, "internal");
+    assert.equal(e.code, "invalid_response");
+    assert.equal(e.body, "<html>Bad gateway</html>");
+    assert.match(e.requestId ?? "", /^fault-\d+$/, "the answer's X-Request-Id");
     assert.match(e.message, /Bad gateway/);
+    assert.equal(isRetryable(e), true, "a 502 is retried");
   });
 
   test("no answer in time: APITimeoutError (an APIConnectionError)", async () => {

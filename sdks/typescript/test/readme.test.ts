@@ -122,3 +122,40 @@ test("the README's Quick start runs as pasted, in a project that installed the p
   const catalog = await admin.providers.catalog({ tenant: "acme" });
   assert.ok(catalog.items.some((p) => p.deployment_id === DEPLOYMENT), JSON.stringify(catalog));
 });
+
+test("the README's snippets of client.request, idempotency keys, request ids and logging run as pasted", async () => {
+  const wanted = ['client.request("GET", "/v1/tenants")', 'idempotencyKey: "onboard-globex"', "requestIdOf(tenants)", 'logLevel: "debug"'];
+  const blocks = codeBlocks("ts").map((b) => b.join("\n"));
+  const picked = wanted.map((w) => {
+    const found = blocks.filter((b) => b.includes(w));
+    assert.equal(found.length, 1, `one README block with ${w}`);
+    return found[0]!;
+  });
+  // What the README leaves to the reader: a `client`, and the placeholder URL.
+  const body = picked.join("\n").replaceAll("<control-plane-url>", server.url);
+  const program = [
+    'import { EnterpriseAI } from "@enterprise-ai/sdk";',
+    `const client = new EnterpriseAI({ baseUrl: ${JSON.stringify(server.url)}, apiKey: process.env.EAI_API_KEY });`,
+    body,
+    "await verbose.tenants.list();",
+  ].join("\n");
+  const file = join(project, `snippets-${process.pid}.mjs`);
+  writeFileSync(file, program);
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("EAI_")));
+  let out: string;
+  try {
+    out = check(
+      spawnSync(process.execPath, [file], { cwd: project, env: { ...env, EAI_API_KEY: server.adminKey }, encoding: "utf8", timeout: 60_000 }),
+      "the README's snippets",
+    );
+  } finally {
+    rmSync(file, { force: true });
+  }
+  // requestIdOf(tenants) and tenants._request_id: the same id, printed twice; the debug logger's line.
+  const ids = /^(\S+) (\S+)$/m.exec(out);
+  assert.ok(ids && ids[1] === ids[2] && ids[1] !== "undefined", out);
+  assert.match(out, /eai-gpu: GET \/v1\/tenants -> 200 \(attempt 1\)/);
+  const admin = new EnterpriseAI({ baseUrl: server.url, apiKey: server.adminKey, maxRetries: 0 });
+  const slugs = (await admin.tenants.list()).items.map((t) => t.slug);
+  assert.ok(slugs.includes("globex") && slugs.includes("initech"), slugs.join(","));
+});

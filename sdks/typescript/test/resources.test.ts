@@ -337,10 +337,11 @@ describe("client", () => {
       apiKey: "[redacted]",
       tenant: ACME,
       locale: "fr",
-      timeoutMs: 60_000,
+      timeoutMs: 30_000,
       maxRetries: 0,
       maxBatchSize: 5000,
       splitOnPayloadTooLarge: true,
+      logLevel: client.logLevel,
       sdkVersion: VERSION,
     });
     const err = await client.auth.whoami().then(

@@ -6,7 +6,6 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import {
   EnterpriseAI,
-  InternalServerError,
   NotFoundError,
   RateLimitError,
   ServiceUnavailableError,
@@ -58,7 +57,7 @@ describe("retried", () => {
     }
   });
 
-  test("a lost answer (stored, then 503) is retried and its samples counted once, stamped once", async () => {
+  test("a lost answer (stored, then 503) is retried with its key, answered once more, its samples counted once", async () => {
     const proxy = await failFirst(1, { status: 503, forwardFirst: true });
     try {
       const deployment = uniq("lost");
@@ -66,9 +65,12 @@ describe("retried", () => {
       const samples = Array.from({ length: 5 }, (_, i) => sample({ gpu: `GPU-lost-${i}`, deployment }));
       const client = new EnterpriseAI({ baseUrl: proxy.url, apiKey: server.adminKey, ...fast });
       const r = await client.finops.gpu.ingestSamples({ samples });
-      assert.deepEqual(r, { accepted: 5, duplicates: 5 }, "the retry found them stored");
+      // The retry carries the same Idempotency-Key: the server answers the first answer again.
+      assert.deepEqual(r, { accepted: 5, duplicates: 0 }, "the first answer, replayed");
       assert.equal(proxy.requests.length, 2);
       assert.equal(proxy.requests[0]!.body, proxy.requests[1]!.body, "same timestamps on the retry");
+      assert.ok(proxy.requests[0]!.headers["idempotency-key"]);
+      assert.equal(proxy.requests[1]!.headers["idempotency-key"], proxy.requests[0]!.headers["idempotency-key"]);
       assert.equal(await storedSamples(deployment), 5, "counted once");
     } finally {
       await proxy.close();
@@ -92,14 +94,17 @@ describe("retried", () => {
     }
   });
 
-  test("Retry-After is capped by maxRetryAfterMs", async () => {
+  test("a Retry-After above maxRetryAfterMs is not waited for: the error is raised at once", async () => {
     const proxy = await failFirst(1, { status: 429, retryAfter: 3600 });
     try {
       const client = new EnterpriseAI({ baseUrl: proxy.url, apiKey: server.adminKey, ...fast, maxRetryAfterMs: 200 });
       const started = Date.now();
-      await client.auth.whoami();
+      const e = await client.auth.whoami().catch((x: unknown) => x);
+      assert.ok(e instanceof RateLimitError);
+      assert.equal(e.retryAfter, 3600);
+      assert.equal(e.attempts, 1);
       assert.ok(Date.now() - started < 3_000);
-      assert.equal(proxy.requests.length, 2);
+      assert.equal(proxy.requests.length, 1);
     } finally {
       await proxy.close();
     }
@@ -185,20 +190,22 @@ describe("not retried", () => {
     }
   });
 
-  test("a creation is not retried after a 500 or a lost answer (it could be made twice)", async () => {
-    const proxy = await failFirst(2, { status: 500, forwardFirst: true });
+  test("a creation after a 500 is retried with the same Idempotency-Key; two calls have two keys", async () => {
+    const proxy = await failFirst(2, { status: 500 });
     try {
       const client = new EnterpriseAI({ baseUrl: proxy.url, apiKey: server.adminKey, ...fast });
       const slug = uniq("once");
-      const e = await client.tenants.create({ slug, name: "Once" }).catch((x: unknown) => x);
-      assert.ok(e instanceof InternalServerError);
-      assert.equal(e.attempts, 1);
-      assert.equal(proxy.requests.length, 1);
-      assert.equal((await admin.tenants.get(slug)).slug, slug, "it was made, once");
-      // An idempotent call through the same failure is retried.
+      assert.equal((await client.tenants.create({ slug, name: "Once" })).slug, slug);
+      assert.deepEqual(proxy.requests.map((q) => q.status), [500, 500, 201]);
+      const keys = proxy.requests.map((q) => q.headers["idempotency-key"]);
+      assert.match(String(keys[0]), /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, "a UUID v4");
+      assert.deepEqual(keys, [keys[0], keys[0], keys[0]]);
+      await client.tenants.create({ slug: uniq("twice"), name: "Twice" });
+      assert.notEqual(proxy.requests[3]!.headers["idempotency-key"], keys[0], "a fresh key per call");
+      assert.equal(proxy.requests[3]!.method, "POST");
       const me = await client.auth.whoami();
       assert.equal(me.role, "platform_admin");
-      assert.deepEqual(proxy.requests.map((q) => q.status), [500, 500, 200]);
+      assert.equal(proxy.requests[4]!.headers["idempotency-key"], undefined, "a GET carries none");
     } finally {
       await proxy.close();
     }

@@ -958,7 +958,7 @@ export interface components {
             /** @description X-Request-Id of the HTTP request; null for a CLI action. */
             request_id: string | null;
             /** @description Facts of the event (never a secret: no key text). */
-            details: Record<string, never>;
+            details: Record<string, unknown>;
             /** @description hash of the previous event (64 zeros for seq 1). */
             prev_hash: string;
             /** @description sha256 of this link, lowercase hex. */
@@ -1806,13 +1806,13 @@ export interface components {
         SacctDocument: {
             jobs: ({
                 /** @description A number, or `{"set": true, "number": n}` (Slurm 23 on). */
-                job_id: number | Record<string, never>;
+                job_id: number | Record<string, unknown>;
                 account?: string | null;
                 user?: string | null;
                 partition?: string | null;
-                state?: Record<string, never>;
-                time?: Record<string, never>;
-                tres?: Record<string, never>;
+                state?: Record<string, unknown>;
+                time?: Record<string, unknown>;
+                tres?: Record<string, unknown>;
             } & {
                 [key: string]: unknown;
             })[];
@@ -3297,7 +3297,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, unknown>;
                 };
             };
             429: components["responses"]["RateLimited"];

@@ -1,5 +1,6 @@
 import type { EnterpriseAI, RequestOptions } from "../client.js";
 import type { AuditEvent, AuditEventList, AuditEventsQuery, AuditHead } from "../types.js";
+import type { WithRequestId } from "../util.js";
 
 /** `client.audit`: the audit hash chain. */
 export class Audit {
@@ -19,8 +20,8 @@ export class Audit {
    * @example
    * const { items } = await client.audit.events({ after: 0, limit: 50 });
    */
-  events(query: AuditEventsQuery = {}, options?: RequestOptions): Promise<AuditEventList> {
-    return this.#client.request("GET", "/v1/audit/events", { query: { after: query.after, limit: query.limit } }, options);
+  events(query: AuditEventsQuery = {}, options?: RequestOptions): Promise<WithRequestId<AuditEventList>> {
+    return this.#client._operation("listAuditEvents", { query: { after: query.after, limit: query.limit } }, options);
   }
 
   /**
@@ -49,7 +50,7 @@ export class Audit {
    *
    * Who: platform_admin.
    */
-  head(options?: RequestOptions): Promise<AuditHead> {
-    return this.#client.request("GET", "/v1/audit/head", {}, options);
+  head(options?: RequestOptions): Promise<WithRequestId<AuditHead>> {
+    return this.#client._operation("getAuditHead", {}, options);
   }
 }

@@ -1,5 +1,6 @@
 import type { EnterpriseAI, RequestOptions } from "../client.js";
 import type { ApiKey, ApiKeyCreate, ApiKeyCreated, ApiKeyList, ApiKeyRotate, WhoAmI } from "../types.js";
+import type { WithRequestId } from "../util.js";
 
 /** `client.auth.apiKeys`: API keys. */
 export class ApiKeys {
@@ -12,15 +13,15 @@ export class ApiKeys {
 
   /**
    * Creates an API key (`POST /v1/auth/api-keys`). Its secret (`key`) is in this answer only. Every role but
-   * platform_admin, sampler and usage_reporter needs a `tenant_id`. Not retried after a lost answer.
+   * platform_admin, sampler and usage_reporter needs a `tenant_id`. Retried with the same `Idempotency-Key`.
    *
    * Who: platform_admin.
    *
    * @example
    * const { id, key } = await client.auth.apiKeys.create({ role: "finops", tenant_id: acme.id, name: "finops-acme" });
    */
-  create(body: ApiKeyCreate, options?: RequestOptions): Promise<ApiKeyCreated> {
-    return this.#client.request("POST", "/v1/auth/api-keys", { body }, options);
+  create(body: ApiKeyCreate, options?: RequestOptions): Promise<WithRequestId<ApiKeyCreated>> {
+    return this.#client._operation("createApiKey", { body }, options);
   }
 
   /**
@@ -28,8 +29,8 @@ export class ApiKeys {
    *
    * Who: platform_admin (all), tenant_admin (its tenant's).
    */
-  list(options?: RequestOptions): Promise<ApiKeyList> {
-    return this.#client.request("GET", "/v1/auth/api-keys", {}, options);
+  list(options?: RequestOptions): Promise<WithRequestId<ApiKeyList>> {
+    return this.#client._operation("listApiKeys", {}, options);
   }
 
   /**
@@ -37,18 +38,18 @@ export class ApiKeys {
    *
    * Who: platform_admin, tenant_admin (its tenant's keys).
    */
-  revoke(id: string, options?: RequestOptions): Promise<ApiKey> {
-    return this.#client.request("DELETE", `/v1/auth/api-keys/${encodeURIComponent(id)}`, {}, options);
+  revoke(id: string, options?: RequestOptions): Promise<WithRequestId<ApiKey>> {
+    return this.#client._operation("revokeApiKey", { params: { id } }, options);
   }
 
   /**
    * Gives a key a new secret (`POST /v1/auth/api-keys/{id}/rotate`), in this answer only; the previous one keeps
-   * working `grace_seconds` (default 0). A revoked key is a `ConflictError`. Not retried after a lost answer.
+   * working `grace_seconds` (default 0). A revoked key is a `ConflictError`. Retried with the same `Idempotency-Key`.
    *
    * Who: platform_admin, tenant_admin (its tenant's keys).
    */
-  rotate(id: string, body: ApiKeyRotate = {}, options?: RequestOptions): Promise<ApiKeyCreated> {
-    return this.#client.request("POST", `/v1/auth/api-keys/${encodeURIComponent(id)}/rotate`, { body }, options);
+  rotate(id: string, body: ApiKeyRotate = {}, options?: RequestOptions): Promise<WithRequestId<ApiKeyCreated>> {
+    return this.#client._operation("rotateApiKey", { params: { id }, body }, options);
   }
 }
 
@@ -72,7 +73,7 @@ export class Auth {
    * @example
    * const me = await client.auth.whoami(); // { key_id: "key_1", role: "platform_admin", ... }
    */
-  whoami(options?: RequestOptions): Promise<WhoAmI> {
-    return this.#client.request("GET", "/v1/auth/whoami", {}, options);
+  whoami(options?: RequestOptions): Promise<WithRequestId<WhoAmI>> {
+    return this.#client._operation("whoAmI", {}, options);
   }
 }

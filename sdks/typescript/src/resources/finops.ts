@@ -1,4 +1,4 @@
-import { sendInBatches } from "../batch.js";
+import { partOptions, sendInBatches } from "../batch.js";
 import type { EnterpriseAI, IngestOptions, RequestOptions } from "../client.js";
 import type {
   AllocationExplainParams,
@@ -10,6 +10,7 @@ import type {
   AllocationPolicyCreate,
   AllocationPolicyCreated,
   AllocationPolicyDisable,
+  AllocationPolicy,
   AllocationPolicyList,
   AllocationPolicySupersede,
   AllocationSeries,
@@ -34,6 +35,7 @@ import type {
   TokenCostList,
   TokenCostsParams,
 } from "../types.js";
+import type { WithRequestId } from "../util.js";
 import { isoInstant } from "../util.js";
 
 /** `client.finops.gpu`: GPU samples, the cost allocation, cost per token, cost over time and Slurm's jobs. */
@@ -65,7 +67,7 @@ export class FinOpsGpu {
    *   namespace: "eai-inference", pod: "vllm-llama-70b-0", deployment_id: "vllm-llama-70b", window_seconds: 15,
    *   utilization: 0.82, memory_used_gb: 61.2, power_w: 512, timestamp: "2026-10-01T00:00:15Z" }] });
    */
-  async ingestSamples(params: { samples: readonly GpuSampleInput[] }, options: IngestOptions = {}): Promise<GpuSampleIngestResult> {
+  async ingestSamples(params: { samples: readonly GpuSampleInput[] }, options: IngestOptions = {}): Promise<WithRequestId<GpuSampleIngestResult>> {
     const samples = params?.samples;
     if (!Array.isArray(samples)) throw new TypeError("ingestSamples: { samples } must be an array");
     const now = isoInstant(new Date());
@@ -81,12 +83,11 @@ export class FinOpsGpu {
       splitOnPayloadTooLarge: options.splitOnPayloadTooLarge ?? this.#client.splitOnPayloadTooLarge,
       zero: () => ({ accepted: 0, duplicates: 0 }),
       merge: (a, b) => ({ accepted: a.accepted + b.accepted, duplicates: a.duplicates + b.duplicates }),
-      send: (batch) =>
-        this.#client.request<GpuSampleIngestResult>(
-          "POST",
-          "/v1/finops/gpu/samples",
-          { body: { samples: batch }, idempotent: true },
-          options,
+      send: (batch, n) =>
+        this.#client._operation<GpuSampleIngestResult>(
+          "ingestGpuSamples",
+          { body: { samples: batch } },
+          partOptions(options, n),
         ),
     });
   }
@@ -101,8 +102,8 @@ export class FinOpsGpu {
    * @example
    * const october = await client.finops.gpu.allocation({ from: "2026-10-01", to: "2026-10-31" });
    */
-  allocation(params: AllocationParams = {}, options?: RequestOptions): Promise<Allocation> {
-    return this.#client.request<Allocation>("GET", "/v1/finops/gpu/allocation", { query: period(params) }, options);
+  allocation(params: AllocationParams = {}, options?: RequestOptions): Promise<WithRequestId<Allocation>> {
+    return this.#client._operation<Allocation>("getGpuAllocation", { query: period(params) }, options);
   }
 
   /**
@@ -119,9 +120,8 @@ export class FinOpsGpu {
    * // Node: await fs.writeFile("october.parquet", await client.finops.gpu.allocationFocus({ from, to, format: "parquet" }));
    */
   allocationFocus(params: AllocationFocusParams = {}, options?: RequestOptions): Promise<Uint8Array> {
-    return this.#client.request<Uint8Array>(
-      "GET",
-      "/v1/finops/gpu/allocation/focus",
+    return this.#client._operation<Uint8Array>(
+      "getGpuAllocationFocus",
       { query: { ...period(params), format: params.format }, accept: FOCUS_ACCEPT, responseType: "bytes" },
       options,
     );
@@ -140,10 +140,9 @@ export class FinOpsGpu {
    * const r = e.rounding[0]; // r.exact "5.1912" -> r.cost "5.19"; r.lines[i].floor, .remainder_unit, .amount
    * for (const p of e.pods) console.log(p.group.pod, p.group.gpu, p.group.share, p.gpu_seconds, p.gpu_share);
    */
-  explain(params: AllocationExplainParams, options?: RequestOptions): Promise<AllocationExplanation> {
-    return this.#client.request<AllocationExplanation>(
-      "GET",
-      "/v1/finops/gpu/allocation/explain",
+  explain(params: AllocationExplainParams, options?: RequestOptions): Promise<WithRequestId<AllocationExplanation>> {
+    return this.#client._operation<AllocationExplanation>(
+      "explainGpuAllocation",
       { query: { ...period(params), deployment_id: params.deploymentId, tenant_id: params.tenantId } },
       options,
     );
@@ -169,11 +168,10 @@ export class FinOpsGpu {
    *   filter: { deployment: "vllm-llama-70b" } });
    * for (const r of u.rows) console.log(r.group.namespace, r.group.pod, r.gpu_seconds, r.cost[0]?.amount);
    */
-  async usage(params: GpuUsageParams = {}, options?: RequestOptions): Promise<GpuUsageBreakdown> {
+  async usage(params: GpuUsageParams = {}, options?: RequestOptions): Promise<WithRequestId<GpuUsageBreakdown>> {
     const groupBy = params.groupBy?.length ? params.groupBy.join(",") : undefined;
-    return await this.#client.request<GpuUsageBreakdown>(
-      "GET",
-      "/v1/finops/gpu/usage",
+    return await this.#client._operation<GpuUsageBreakdown>(
+      "getGpuUsageBreakdown",
       { query: { ...period(params), group_by: groupBy, filter: usageFilter(params.filter) } },
       options,
     );
@@ -193,10 +191,9 @@ export class FinOpsGpu {
    * const { items } = await client.finops.gpu.tokenCosts({ from: "2026-10-01", to: "2026-10-31", aggregate: "tenant" });
    * for (const row of items) console.log(row.tenant_id, row.cost, row.cost_per_mtok, row.allocation_method);
    */
-  tokenCosts(params: TokenCostsParams = {}, options?: RequestOptions): Promise<TokenCostList> {
-    return this.#client.request<TokenCostList>(
-      "GET",
-      "/v1/finops/gpu/token-costs",
+  tokenCosts(params: TokenCostsParams = {}, options?: RequestOptions): Promise<WithRequestId<TokenCostList>> {
+    return this.#client._operation<TokenCostList>(
+      "getGpuTokenCosts",
       { query: { ...period(params), basis: params.basis, aggregate: params.aggregate } },
       options,
     );
@@ -214,10 +211,9 @@ export class FinOpsGpu {
    * const series = await client.finops.gpu.allocationSeries({ from: "2026-10-01", to: "2026-10-31", step: "day" });
    * for (const s of series.steps) console.log(s.from, s.totals[0]?.cost, s.tokens);
    */
-  allocationSeries(params: AllocationSeriesParams = {}, options?: RequestOptions): Promise<AllocationSeries> {
-    return this.#client.request<AllocationSeries>(
-      "GET",
-      "/v1/finops/gpu/allocation/series",
+  allocationSeries(params: AllocationSeriesParams = {}, options?: RequestOptions): Promise<WithRequestId<AllocationSeries>> {
+    return this.#client._operation<AllocationSeries>(
+      "getGpuAllocationSeries",
       { query: { ...period(params), step: params.step } },
       options,
     );
@@ -240,19 +236,17 @@ export class FinOpsGpu {
    * const r = await client.finops.gpu.slurmReconciliation({ sacct, from: "2026-10-01", to: "2026-10-31" });
    * for (const j of r.jobs) console.log(j.job_id, j.account, j.allocated_gpu_seconds, j.measured_gpu_seconds, j.status);
    */
-  async slurmReconciliation(params: SlurmReconciliationParams, options?: RequestOptions): Promise<SlurmReconciliation> {
+  async slurmReconciliation(params: SlurmReconciliationParams, options?: RequestOptions): Promise<WithRequestId<SlurmReconciliation>> {
     const sacct = params?.sacct;
     if (typeof sacct !== "string" && (typeof sacct !== "object" || sacct === null || Array.isArray(sacct))) {
       throw new TypeError("slurmReconciliation: { sacct } must be the sacct --json document (an object) or its text");
     }
     const idleBelow = params.idleBelow === undefined ? undefined : String(params.idleBelow);
-    return await this.#client.request<SlurmReconciliation>(
-      "POST",
-      "/v1/finops/gpu/slurm/reconciliation",
+    return await this.#client._operation<SlurmReconciliation>(
+      "reconcileSlurmJobs",
       {
         query: { ...period(params), idle_below: idleBelow },
         ...(typeof sacct === "string" ? { bodyText: sacct } : { body: sacct }),
-        idempotent: true,
       },
       options,
     );
@@ -300,15 +294,15 @@ export class AllocationPolicies {
 
   /**
    * Creates a policy (`POST /v1/finops/allocation-policies`). Prices are decimal strings (`"2.50"`).
-   * Not retried after a lost answer (it would create a second policy); 429 and 503 are.
+   * Retried like every call, with the same `Idempotency-Key`: a lost answer makes one policy.
    *
    * Who: platform_admin.
    *
    * @example
    * const { id } = await client.finops.allocationPolicies.create({ name: "local-gpu-default", gpu_hourly_cost: "2.50", currency: "EUR" });
    */
-  create(body: AllocationPolicyCreate, options?: RequestOptions): Promise<AllocationPolicyCreated> {
-    return this.#client.request("POST", "/v1/finops/allocation-policies", { body }, options);
+  create(body: AllocationPolicyCreate, options?: RequestOptions): Promise<WithRequestId<AllocationPolicyCreated>> {
+    return this.#client._operation("createAllocationPolicy", { body }, options);
   }
 
   /**
@@ -316,8 +310,18 @@ export class AllocationPolicies {
    *
    * Who: every role but sampler and usage_reporter.
    */
-  list(options?: RequestOptions): Promise<AllocationPolicyList> {
-    return this.#client.request("GET", "/v1/finops/allocation-policies", {}, options);
+  list(options?: RequestOptions): Promise<WithRequestId<AllocationPolicyList>> {
+    return this.#client._operation("listAllocationPolicies", {}, options);
+  }
+
+  /**
+   * One policy, closed and disabled ones included (`GET /v1/finops/allocation-policies/{id}`); an unknown id is a
+   * `NotFoundError`.
+   *
+   * Who: every role but sampler and usage_reporter.
+   */
+  get(id: string, options?: RequestOptions): Promise<WithRequestId<AllocationPolicy>> {
+    return this.#client._operation("getAllocationPolicy", { params: { id } }, options);
   }
 
   /**
@@ -329,13 +333,8 @@ export class AllocationPolicies {
    * @example
    * await client.finops.allocationPolicies.supersede("alp_1", { gpu_hourly_cost: "2.30", effective_at: "2026-11-01" });
    */
-  supersede(id: string, body: AllocationPolicySupersede = {}, options?: RequestOptions): Promise<AllocationPolicyChange> {
-    return this.#client.request(
-      "POST",
-      `/v1/finops/allocation-policies/${encodeURIComponent(id)}/supersede`,
-      { body },
-      options,
-    );
+  supersede(id: string, body: AllocationPolicySupersede = {}, options?: RequestOptions): Promise<WithRequestId<AllocationPolicyChange>> {
+    return this.#client._operation("supersedeAllocationPolicy", { params: { id }, body }, options);
   }
 
   /**
@@ -344,13 +343,8 @@ export class AllocationPolicies {
    *
    * Who: platform_admin.
    */
-  disable(id: string, body: AllocationPolicyDisable = {}, options?: RequestOptions): Promise<AllocationPolicyChange> {
-    return this.#client.request(
-      "POST",
-      `/v1/finops/allocation-policies/${encodeURIComponent(id)}/disable`,
-      { body },
-      options,
-    );
+  disable(id: string, body: AllocationPolicyDisable = {}, options?: RequestOptions): Promise<WithRequestId<AllocationPolicyChange>> {
+    return this.#client._operation("disableAllocationPolicy", { params: { id }, body }, options);
   }
 }
 
@@ -367,7 +361,7 @@ export class Budgets {
    * Creates a monthly budget (`POST /v1/finops/budgets`). The tenant: `tenant_id`, else the client's `tenant`,
    * else a finops key's own. `enforce: true` makes reservations that would pass the limit fail with 402
    * (default: alert only). With a `webhook_url`, the answer carries `webhook_secret`, this once.
-   * Not retried after a lost answer (it would create a second budget); 429 and 503 are.
+   * Retried like every call, with the same `Idempotency-Key`: a lost answer makes one budget.
    *
    * Who: platform_admin (any tenant), finops (its own).
    *
@@ -375,8 +369,8 @@ export class Budgets {
    * const budget = await client.finops.budgets.create({ tenant_id: acmeId, name: "acme monthly",
    *   limit: { amount: "1000.00", currency: "EUR" }, enforce: true });
    */
-  create(body: BudgetCreate, options?: RequestOptions): Promise<Budget> {
-    return this.#client.request("POST", "/v1/finops/budgets", { body }, options);
+  create(body: BudgetCreate, options?: RequestOptions): Promise<WithRequestId<Budget>> {
+    return this.#client._operation("createBudget", { body }, options);
   }
 
   /**
@@ -385,13 +379,13 @@ export class Budgets {
    *
    * Who: platform_admin (all; with `tenant`, that tenant's), a tenant's readers (theirs).
    */
-  list(options?: RequestOptions): Promise<BudgetList> {
-    return this.#client.request("GET", "/v1/finops/budgets", {}, options);
+  list(options?: RequestOptions): Promise<WithRequestId<BudgetList>> {
+    return this.#client._operation("listBudgets", {}, options);
   }
 
   /** One budget (`GET /v1/finops/budgets/{id}`); another tenant's is a `NotFoundError`. */
-  get(id: string, options?: RequestOptions): Promise<Budget> {
-    return this.#client.request("GET", `/v1/finops/budgets/${encodeURIComponent(id)}`, {}, options);
+  get(id: string, options?: RequestOptions): Promise<WithRequestId<Budget>> {
+    return this.#client._operation("getBudget", { params: { id } }, options);
   }
 
   /**
@@ -403,8 +397,8 @@ export class Budgets {
    * @example
    * const { closed, opened } = await client.finops.budgets.supersede("bud_1", { limit: { amount: "1500.00", currency: "EUR" } });
    */
-  supersede(id: string, body: BudgetSupersede = {}, options?: RequestOptions): Promise<BudgetChange> {
-    return this.#client.request("POST", `/v1/finops/budgets/${encodeURIComponent(id)}/supersede`, { body }, options);
+  supersede(id: string, body: BudgetSupersede = {}, options?: RequestOptions): Promise<WithRequestId<BudgetChange>> {
+    return this.#client._operation("supersedeBudget", { params: { id }, body }, options);
   }
 
   /**
@@ -413,8 +407,8 @@ export class Budgets {
    *
    * Who: platform_admin, finops (its tenant's).
    */
-  disable(id: string, body: BudgetDisable = {}, options?: RequestOptions): Promise<BudgetChange> {
-    return this.#client.request("POST", `/v1/finops/budgets/${encodeURIComponent(id)}/disable`, { body }, options);
+  disable(id: string, body: BudgetDisable = {}, options?: RequestOptions): Promise<WithRequestId<BudgetChange>> {
+    return this.#client._operation("disableBudget", { params: { id }, body }, options);
   }
 }
 
@@ -430,7 +424,7 @@ export class Reservations {
   /**
    * Reserves an estimate against the tenant's enforcing budgets (`POST /v1/finops/reservations`): a `held`
    * reservation until `expires_at` (`ttl_seconds`, default 300), or a `BudgetExceededError` (402) and nothing
-   * held. Not retried after a lost answer (it could hold twice); 429 and 503 are.
+   * held. Retried like every call, with the same `Idempotency-Key`: a lost answer holds once.
    *
    * Who: usage_reporter (names the tenant: `tenant` or `tenant_id`), tenant_admin and developer (their tenant),
    * platform_admin.
@@ -438,13 +432,13 @@ export class Reservations {
    * @example
    * const r = await client.finops.reservations.create({ action: "llm.invoke", estimate: { cost: "0.50", tokens: 4000 } });
    */
-  create(body: ReservationCreate, options?: RequestOptions): Promise<Reservation> {
-    return this.#client.request("POST", "/v1/finops/reservations", { body }, options);
+  create(body: ReservationCreate, options?: RequestOptions): Promise<WithRequestId<Reservation>> {
+    return this.#client._operation("createReservation", { body }, options);
   }
 
   /** One reservation (`GET /v1/finops/reservations/{id}`); a hold past its expiry reads `expired`. */
-  get(id: string, options?: RequestOptions): Promise<Reservation> {
-    return this.#client.request("GET", `/v1/finops/reservations/${encodeURIComponent(id)}`, {}, options);
+  get(id: string, options?: RequestOptions): Promise<WithRequestId<Reservation>> {
+    return this.#client._operation("getReservation", { params: { id } }, options);
   }
 
   /**
@@ -452,26 +446,16 @@ export class Reservations {
    * frees the hold. Idempotent (a committed reservation is answered as it is), so it is retried like a read;
    * a released one is a `ConflictError`.
    */
-  commit(id: string, actual: ReservationActual, options?: RequestOptions): Promise<Reservation> {
-    return this.#client.request(
-      "POST",
-      `/v1/finops/reservations/${encodeURIComponent(id)}/commit`,
-      { body: { actual }, idempotent: true },
-      options,
-    );
+  commit(id: string, actual: ReservationActual, options?: RequestOptions): Promise<WithRequestId<Reservation>> {
+    return this.#client._operation("commitReservation", { params: { id }, body: { actual } }, options);
   }
 
   /**
    * Frees the hold (`POST /v1/finops/reservations/{id}/release`). Idempotent (a released or expired one is
    * answered as it is); a committed one is a `ConflictError`.
    */
-  release(id: string, options?: RequestOptions): Promise<Reservation> {
-    return this.#client.request(
-      "POST",
-      `/v1/finops/reservations/${encodeURIComponent(id)}/release`,
-      { idempotent: true },
-      options,
-    );
+  release(id: string, options?: RequestOptions): Promise<WithRequestId<Reservation>> {
+    return this.#client._operation("releaseReservation", { params: { id } }, options);
   }
 
   /**
@@ -490,7 +474,7 @@ export class Reservations {
     body: ReservationCreate,
     fn: (reservation: Reservation) => Promise<ReservationActual | undefined | void> | ReservationActual | undefined | void,
     options?: RequestOptions,
-  ): Promise<Reservation> {
+  ): Promise<WithRequestId<Reservation>> {
     const held = await this.create(body, options);
     let actual: ReservationActual | undefined | void;
     try {

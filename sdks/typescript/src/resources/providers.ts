@@ -1,5 +1,6 @@
 import type { EnterpriseAI, RequestOptions } from "../client.js";
 import type { Provider, ProviderCatalog, ProviderCreate } from "../types.js";
+import type { WithRequestId } from "../util.js";
 
 /** `client.providers`: the local inference providers. */
 export class Providers {
@@ -20,8 +21,8 @@ export class Providers {
    * @example
    * const { items } = await client.providers.catalog();
    */
-  catalog(options?: RequestOptions): Promise<ProviderCatalog> {
-    return this.#client.request("GET", "/v1/providers/catalog", {}, options);
+  catalog(options?: RequestOptions): Promise<WithRequestId<ProviderCatalog>> {
+    return this.#client._operation("getProvidersCatalog", {}, options);
   }
 
   /**
@@ -40,8 +41,8 @@ export class Providers {
    * });
    * p.discovery; // "api"
    */
-  register(body: ProviderCreate, options?: RequestOptions): Promise<Provider> {
+  register(body: ProviderCreate, options?: RequestOptions): Promise<WithRequestId<Provider>> {
     // Safe to retry: registering a deployment again replaces its registration.
-    return this.#client.request("POST", "/v1/providers", { body, idempotent: true }, options);
+    return this.#client._operation("registerProvider", { body }, options);
   }
 }

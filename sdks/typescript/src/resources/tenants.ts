@@ -1,5 +1,6 @@
 import type { EnterpriseAI, RequestOptions } from "../client.js";
 import type { Tenant, TenantCreate, TenantList } from "../types.js";
+import type { WithRequestId } from "../util.js";
 
 /** `client.tenants`: the registered tenants. */
 export class Tenants {
@@ -19,8 +20,8 @@ export class Tenants {
    * @example
    * const acme = await client.tenants.create({ slug: "acme", name: "Acme Corp" });
    */
-  create(body: TenantCreate, options?: RequestOptions): Promise<Tenant> {
-    return this.#client.request("POST", "/v1/tenants", { body }, options);
+  create(body: TenantCreate, options?: RequestOptions): Promise<WithRequestId<Tenant>> {
+    return this.#client._operation("createTenant", { body }, options);
   }
 
   /**
@@ -28,8 +29,8 @@ export class Tenants {
    *
    * Who: platform_admin, usage_reporter (all), tenant roles (their own).
    */
-  list(options?: RequestOptions): Promise<TenantList> {
-    return this.#client.request("GET", "/v1/tenants", {}, options);
+  list(options?: RequestOptions): Promise<WithRequestId<TenantList>> {
+    return this.#client._operation("listTenants", {}, options);
   }
 
   /**
@@ -39,7 +40,7 @@ export class Tenants {
    * @example
    * const acme = await client.tenants.get("acme");
    */
-  get(slugOrId: string, options?: RequestOptions): Promise<Tenant> {
-    return this.#client.request("GET", `/v1/tenants/${encodeURIComponent(slugOrId)}`, {}, options);
+  get(slugOrId: string, options?: RequestOptions): Promise<WithRequestId<Tenant>> {
+    return this.#client._operation("getTenant", { params: { key: slugOrId } }, options);
   }
 }

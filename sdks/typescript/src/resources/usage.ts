@@ -1,7 +1,8 @@
-import { sendInBatches } from "../batch.js";
+import { partOptions, sendInBatches } from "../batch.js";
 import type { EnterpriseAI, IngestOptions } from "../client.js";
 import { UsageEmitter, type UsageEmitterOptions } from "../emitter.js";
 import type { UsageEvent, UsageEventIngestResult, UsageEventInput } from "../types.js";
+import type { WithRequestId } from "../util.js";
 import { normalizeEvent } from "../normalize.js";
 
 /** `client.usage`: usage events. */
@@ -30,27 +31,22 @@ export class Usage {
    * await client.usage.events({ events: [{ usage_type: "llm_tokens", source: "gateway", occurred_at: new Date(),
    *   deployment_id: "vllm-llama-70b", units: { tokens_in: 7000, tokens_out: 1200 } }] });
    */
-  async events(params: { events: readonly UsageEventInput[] }, options: IngestOptions = {}): Promise<UsageEventIngestResult> {
+  async events(params: { events: readonly UsageEventInput[] }, options: IngestOptions = {}): Promise<WithRequestId<UsageEventIngestResult>> {
     const events = params?.events;
     if (!Array.isArray(events)) throw new TypeError("usage.events: { events } must be an array");
     return this.send(events.map(normalizeEvent), options);
   }
 
   /** @internal Sends events already normalised (the emitter's ids are chosen when emitted). */
-  send(records: UsageEvent[], options: IngestOptions = {}): Promise<UsageEventIngestResult> {
+  send(records: UsageEvent[], options: IngestOptions = {}): Promise<WithRequestId<UsageEventIngestResult>> {
     return sendInBatches<UsageEvent, UsageEventIngestResult>({
       records,
       maxBatchSize: options.maxBatchSize ?? this.#client.maxBatchSize,
       splitOnPayloadTooLarge: options.splitOnPayloadTooLarge ?? this.#client.splitOnPayloadTooLarge,
       zero: () => ({ accepted: 0 }),
       merge: (a, b) => ({ accepted: a.accepted + b.accepted }),
-      send: (batch) =>
-        this.#client.request<UsageEventIngestResult>(
-          "POST",
-          "/v1/usage/events",
-          { body: { events: batch }, idempotent: true },
-          options,
-        ),
+      send: (batch, n) =>
+        this.#client._operation<UsageEventIngestResult>("ingestUsageEvents", { body: { events: batch } }, partOptions(options, n)),
     });
   }
 
@@ -66,6 +62,9 @@ export class Usage {
    * await emitter.close();
    */
   emitter(options: UsageEmitterOptions = {}): UsageEmitter {
-    return new UsageEmitter((events, o) => this.send(events, o), options);
+    return new UsageEmitter((events, o) => this.send(events, o), {
+      ...options,
+      maxBatchSize: options.maxBatchSize ?? this.#client.maxBatchSize,
+    });
   }
 }

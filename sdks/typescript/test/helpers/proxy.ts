@@ -142,6 +142,8 @@ export interface FetchCall {
   headers: Record<string, string>;
   body: string | undefined;
   status?: number;
+  /** The answer's `X-Request-Id`. */
+  requestId?: string | null;
 }
 
 /** A `fetch` that counts the calls the SDK makes (and records what it sent). */
@@ -159,6 +161,7 @@ export function countingFetch(): { fetch: (input: string, init: RequestInit) => 
       calls.push(call);
       const res = await fetch(input, init);
       call.status = res.status;
+      call.requestId = res.headers.get("x-request-id");
       return res;
     },
   };
