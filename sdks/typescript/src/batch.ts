@@ -63,12 +63,13 @@ export async function sendInBatches<T, R extends { accepted: number; duplicates?
 
 /**
  * @internal The options of request `n` of a batched call: each request is its own call with its own
- * idempotency key (a fresh one, or the caller's key on the first and `<key>.<n>` on the others).
+ * idempotency key (a fresh one, or the caller's key on the first and `<key>-<n+1>` on the others: `key`,
+ * `key-2`, `key-3`..., as contracts/v1/sdk/behaviour.json says).
  */
 export function partOptions(options: RequestOptions, n: number): RequestOptions {
   const key = options.idempotencyKey;
   if (key === undefined || n === 0) return options;
-  return { ...options, idempotencyKey: `${key}.${n}` };
+  return { ...options, idempotencyKey: `${key}-${n + 1}` };
 }
 
 function annotate(

@@ -120,8 +120,8 @@ export interface RequestOptions {
   /**
    * The `Idempotency-Key` of this call (a POST or DELETE), the same on each of its retries. Default: a fresh UUID
    * v4 per call. The server answers a key it has seen with the first answer (and a different body with 409
-   * `idempotency_key_reused`). A batched ingest sends this key on its first request and `<key>.<n>` on request n
-   * (n = 1, 2, …).
+   * `idempotency_key_reused`). A batched ingest sends this key on its first request and `<key>-<n>` on request n
+   * (n = 2, 3, …).
    */
   idempotencyKey?: string | undefined;
 }

@@ -125,7 +125,7 @@ describe("idempotency keys of a batched call", () => {
     const key = `batch-${deployment}`;
     const r = await client.finops.gpu.ingestSamples({ samples }, { idempotencyKey: key });
     assert.equal(r.accepted, 5);
-    assert.deepEqual(counting.calls.map((c) => c.headers["Idempotency-Key"]), [key, `${key}.1`, `${key}.2`]);
+    assert.deepEqual(counting.calls.map((c) => c.headers["Idempotency-Key"]), [key, `${key}-2`, `${key}-3`]);
     assert.deepEqual(counting.calls.map((c) => (JSON.parse(c.body!) as { samples: unknown[] }).samples.length), [2, 2, 1]);
     assert.equal(requestIdOf(r), counting.calls[2]!.requestId, "the last request's id");
   });

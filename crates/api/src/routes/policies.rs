@@ -104,18 +104,17 @@ pub(crate) fn take_instant(
 fn check_closable(old: &Policy, at: Timestamp) -> Result<(), ApiError> {
     // The engine's rule (`Policy::close_at`), the one the store applies: refused here first as the request's
     // error, naming the field.
-    old.close_at(at).map(|_| ()).map_err(|e| {
-        ApiError::invalid(
+    // Before its start is the request's own error (422); at or after its end is the stored state's (409: the
+    // policy is closed then already, as a second disable of a budget is).
+    old.close_at(at).map(|_| ()).map_err(|e| match e {
+        CloseRefused::AtOrBeforeStart { from, .. } => ApiError::invalid(
             "effective_at",
-            match e {
-                CloseRefused::AtOrBeforeStart { from, .. } => {
-                    format!("must be after the policy's effective_from ({from})")
-                }
-                CloseRefused::AlreadyClosed { to } => format!(
-                    "must be before the policy's effective_to ({to}): the policy is already closed then"
-                ),
-            },
-        )
+            format!("must be after the policy's effective_from ({from})"),
+        ),
+        CloseRefused::AlreadyClosed { to } => ApiError::conflict_on(
+            "effective_at",
+            format!("the policy is already closed at {to}, before this instant"),
+        ),
     })
 }
 

@@ -199,7 +199,7 @@ export interface paths {
         put?: never;
         /**
          * Replace a policy from an instant on
-         * @description Who: platform_admin. Closes the policy at effective_at (default now) and opens its replacement in the same transaction. A policy already closed (or effective_at outside its effective range) answers 422.
+         * @description Who: platform_admin. Closes the policy at effective_at (default now) and opens its replacement in the same transaction. effective_at at or before the policy's effective_from answers 422; a policy already closed at effective_at answers 409 `conflict` (field effective_at).
          */
         post: operations["supersedeAllocationPolicy"];
         delete?: never;
@@ -219,7 +219,7 @@ export interface paths {
         put?: never;
         /**
          * Disable a policy from an instant on
-         * @description Who: platform_admin. Closes the policy at effective_at (default now) and opens a disabled copy. A policy already closed answers 422.
+         * @description Who: platform_admin. Closes the policy at effective_at (default now) and opens a disabled copy. A policy already disabled, or already closed at effective_at, answers 409 `conflict`; effective_at at or before its effective_from answers 422.
          */
         post: operations["disableAllocationPolicy"];
         delete?: never;
@@ -974,10 +974,10 @@ export interface components {
             currency: components["schemas"]["Currency"];
         };
         /**
-         * @description unauthorized 401, forbidden 403, tenant_required 403, not_found 404, method_not_allowed 405, payload_too_large 413, conflict 409 (the request contradicts the stored state; the message names only what the caller sent, never another tenant's data), validation_error 422, rate_limited 429 (with Retry-After), internal 500, unavailable 503, budget_exceeded 402 (a reservation would pass an enforcing budget: the message names the budget, its limit and what is left).
+         * @description unauthorized 401, forbidden 403, tenant_required 403, not_found 404, method_not_allowed 405, payload_too_large 413, conflict 409 (the request contradicts the stored state; the message names only what the caller sent, never another tenant's data), validation_error 422, rate_limited 429 (with Retry-After), internal 500, unavailable 503, budget_exceeded 402 (a reservation would pass an enforcing budget: the message names the budget, its limit and what is left), idempotency_key_reused 409 (the Idempotency-Key was used before with another request: the message names the key, never that request), idempotency_key_in_flight 409 (the first request with this Idempotency-Key still runs: with Retry-After).
          * @enum {string}
          */
-        ErrorCode: "unauthorized" | "forbidden" | "tenant_required" | "not_found" | "method_not_allowed" | "payload_too_large" | "conflict" | "validation_error" | "rate_limited" | "internal" | "unavailable" | "budget_exceeded";
+        ErrorCode: "unauthorized" | "forbidden" | "tenant_required" | "not_found" | "method_not_allowed" | "payload_too_large" | "conflict" | "validation_error" | "rate_limited" | "internal" | "unavailable" | "budget_exceeded" | "idempotency_key_reused" | "idempotency_key_in_flight";
         /** @description One rejected field. */
         FieldError: {
             /** @description Index of the bad record in the batch (absent for a single object or a query parameter). */
@@ -1215,13 +1215,6 @@ export interface components {
             effective_from: string;
             /** Format: date-time */
             effective_to: string | null;
-            /**
-             * Format: date-time
-             * @description When it was created (optional member).
-             */
-            created_at?: string;
-            /** @description Key id of its creator (optional member). */
-            created_by?: string | null;
         };
         AllocationPolicyCreated: {
             id: string;
@@ -1354,7 +1347,7 @@ export interface components {
             /** @constant */
             status: "ready";
             /** @description Storage backend (`sqlite`, `postgres`). */
-            storage?: string;
+            storage: string;
         };
         /** @description An API key as listed: never its secret nor its hash. */
         ApiKey: {
@@ -1513,6 +1506,7 @@ export interface components {
             effective_at?: string;
         };
         BudgetDisable: {
+            /** @description A date or an RFC 3339 date-time (default now), after the budget's start. */
             effective_at?: string;
         };
         /** @description A hold against the tenant's enforcing budgets. The tenant: the caller's, or the one X-EAI-Tenant or `tenant_id` names (the gateway). The estimate's currency defaults to the one currency of the tenant's budgets (USD without any). */
@@ -1997,17 +1991,19 @@ export interface components {
                 };
             };
         };
-        /** @description The request contradicts the stored state (e.g. disabling a disabled policy, rotating a revoked key). */
+        /** @description The request contradicts the stored state (e.g. disabling a disabled policy, rotating a revoked key). Also the Idempotency-Key's conflicts: `idempotency_key_reused` (the key was used with another request), `idempotency_key_in_flight` (its first request still runs; Retry-After says when to retry). */
         Conflict: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                /** @description Seconds to wait (with `idempotency_key_in_flight`). */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {
                 "application/json": components["schemas"]["Error"] & {
                     error?: {
                         /** @enum {unknown} */
-                        code?: "conflict";
+                        code?: "conflict" | "idempotency_key_reused" | "idempotency_key_in_flight";
                     };
                 };
             };
@@ -2074,6 +2070,11 @@ export interface components {
         aggregate: "deployment" | "tenant" | "model";
         /** @description hour, day (default), week (ISO, from Monday) or month; UTC. At most 1000 steps. */
         step: "hour" | "day" | "week" | "month";
+        /**
+         * @description Makes a retried POST or DELETE safe: the same key from the same caller (API key) with the same request (method, path and query, X-EAI-Tenant, body) is answered with the first 2xx answer again (status, body, Content-Type, Location), marked `Idempotent-Replayed: true`, and is not run (nor audited) again. The same key with another request is 409 `idempotency_key_reused`; while the first request with the key still runs, 409 `idempotency_key_in_flight` with Retry-After. A non-2xx answer is not kept: a retry with the key runs again. Keys are the caller's own (two callers never share one) and kept at least 24 hours (EAI_IDEMPOTENCY_RETENTION). 1 to 255 printable ASCII characters, else 422 `validation_error` on the field `Idempotency-Key`.
+         * @example 3f6e1c9a-7b2d-4e58-a1c0-9d8b7e6f5a41
+         */
+        "Idempotency-Key": string;
     };
     requestBodies: never;
     headers: {
@@ -2085,6 +2086,8 @@ export interface components {
         Allow: string;
         /** @example Bearer */
         "WWW-Authenticate": string;
+        /** @description `true` when this answer is the stored answer of an earlier request with the same Idempotency-Key (the request was not run again). Absent otherwise. */
+        "Idempotent-Replayed": "true";
     };
     pathItems: never;
 }
@@ -2114,6 +2117,11 @@ export interface operations {
                  * @example fr
                  */
                 "Accept-Language"?: components["parameters"]["Accept-Language"];
+                /**
+                 * @description Makes a retried POST or DELETE safe: the same key from the same caller (API key) with the same request (method, path and query, X-EAI-Tenant, body) is answered with the first 2xx answer again (status, body, Content-Type, Location), marked `Idempotent-Replayed: true`, and is not run (nor audited) again. The same key with another request is 409 `idempotency_key_reused`; while the first request with the key still runs, 409 `idempotency_key_in_flight` with Retry-After. A non-2xx answer is not kept: a retry with the key runs again. Keys are the caller's own (two callers never share one) and kept at least 24 hours (EAI_IDEMPOTENCY_RETENTION). 1 to 255 printable ASCII characters, else 422 `validation_error` on the field `Idempotency-Key`.
+                 * @example 3f6e1c9a-7b2d-4e58-a1c0-9d8b7e6f5a41
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
             cookie?: never;
@@ -2128,6 +2136,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2137,6 +2146,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -2600,6 +2610,11 @@ export interface operations {
                  * @example fr
                  */
                 "Accept-Language"?: components["parameters"]["Accept-Language"];
+                /**
+                 * @description Makes a retried POST or DELETE safe: the same key from the same caller (API key) with the same request (method, path and query, X-EAI-Tenant, body) is answered with the first 2xx answer again (status, body, Content-Type, Location), marked `Idempotent-Replayed: true`, and is not run (nor audited) again. The same key with another request is 409 `idempotency_key_reused`; while the first request with the key still runs, 409 `idempotency_key_in_flight` with Retry-After. A non-2xx answer is not kept: a retry with the key runs again. Keys are the caller's own (two callers never share one) and kept at least 24 hours (EAI_IDEMPOTENCY_RETENTION). 1 to 255 printable ASCII characters, else 422 `validation_error` on the field `Idempotency-Key`.
+                 * @example 3f6e1c9a-7b2d-4e58-a1c0-9d8b7e6f5a41
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
             cookie?: never;
@@ -2614,6 +2629,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2623,6 +2639,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -2709,6 +2726,11 @@ export interface operations {
                  * @example fr
                  */
                 "Accept-Language"?: components["parameters"]["Accept-Language"];
+                /**
+                 * @description Makes a retried POST or DELETE safe: the same key from the same caller (API key) with the same request (method, path and query, X-EAI-Tenant, body) is answered with the first 2xx answer again (status, body, Content-Type, Location), marked `Idempotent-Replayed: true`, and is not run (nor audited) again. The same key with another request is 409 `idempotency_key_reused`; while the first request with the key still runs, 409 `idempotency_key_in_flight` with Retry-After. A non-2xx answer is not kept: a retry with the key runs again. Keys are the caller's own (two callers never share one) and kept at least 24 hours (EAI_IDEMPOTENCY_RETENTION). 1 to 255 printable ASCII characters, else 422 `validation_error` on the field `Idempotency-Key`.
+                 * @example 3f6e1c9a-7b2d-4e58-a1c0-9d8b7e6f5a41
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
                 /**
@@ -2729,6 +2751,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2770,6 +2793,11 @@ export interface operations {
                  * @example fr
                  */
                 "Accept-Language"?: components["parameters"]["Accept-Language"];
+                /**
+                 * @description Makes a retried POST or DELETE safe: the same key from the same caller (API key) with the same request (method, path and query, X-EAI-Tenant, body) is answered with the first 2xx answer again (status, body, Content-Type, Location), marked `Idempotent-Replayed: true`, and is not run (nor audited) again. The same key with another request is 409 `idempotency_key_reused`; while the first request with the key still runs, 409 `idempotency_key_in_flight` with Retry-After. A non-2xx answer is not kept: a retry with the key runs again. Keys are the caller's own (two callers never share one) and kept at least 24 hours (EAI_IDEMPOTENCY_RETENTION). 1 to 255 printable ASCII characters, else 422 `validation_error` on the field `Idempotency-Key`.
+                 * @example 3f6e1c9a-7b2d-4e58-a1c0-9d8b7e6f5a41
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
                 /**
@@ -2790,6 +2818,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2875,6 +2904,11 @@ export interface operations {
                  * @example fr
                  */
                 "Accept-Language"?: components["parameters"]["Accept-Language"];
+                /**
+                 * @description Makes a retried POST or DELETE safe: the same key from the same caller (API key) with the same request (method, path and query, X-EAI-Tenant, body) is answered with the first 2xx answer again (status, body, Content-Type, Location), marked `Idempotent-Replayed: true`, and is not run (nor audited) again. The same key with another request is 409 `idempotency_key_reused`; while the first request with the key still runs, 409 `idempotency_key_in_flight` with Retry-After. A non-2xx answer is not kept: a retry with the key runs again. Keys are the caller's own (two callers never share one) and kept at least 24 hours (EAI_IDEMPOTENCY_RETENTION). 1 to 255 printable ASCII characters, else 422 `validation_error` on the field `Idempotency-Key`.
+                 * @example 3f6e1c9a-7b2d-4e58-a1c0-9d8b7e6f5a41
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
             cookie?: never;
@@ -2889,6 +2923,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2898,6 +2933,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -2929,6 +2965,11 @@ export interface operations {
                  * @example fr
                  */
                 "Accept-Language"?: components["parameters"]["Accept-Language"];
+                /**
+                 * @description Makes a retried POST or DELETE safe: the same key from the same caller (API key) with the same request (method, path and query, X-EAI-Tenant, body) is answered with the first 2xx answer again (status, body, Content-Type, Location), marked `Idempotent-Replayed: true`, and is not run (nor audited) again. The same key with another request is 409 `idempotency_key_reused`; while the first request with the key still runs, 409 `idempotency_key_in_flight` with Retry-After. A non-2xx answer is not kept: a retry with the key runs again. Keys are the caller's own (two callers never share one) and kept at least 24 hours (EAI_IDEMPOTENCY_RETENTION). 1 to 255 printable ASCII characters, else 422 `validation_error` on the field `Idempotency-Key`.
+                 * @example 3f6e1c9a-7b2d-4e58-a1c0-9d8b7e6f5a41
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
             cookie?: never;
@@ -2943,6 +2984,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2952,6 +2994,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -3032,6 +3075,11 @@ export interface operations {
                  * @example fr
                  */
                 "Accept-Language"?: components["parameters"]["Accept-Language"];
+                /**
+                 * @description Makes a retried POST or DELETE safe: the same key from the same caller (API key) with the same request (method, path and query, X-EAI-Tenant, body) is answered with the first 2xx answer again (status, body, Content-Type, Location), marked `Idempotent-Replayed: true`, and is not run (nor audited) again. The same key with another request is 409 `idempotency_key_reused`; while the first request with the key still runs, 409 `idempotency_key_in_flight` with Retry-After. A non-2xx answer is not kept: a retry with the key runs again. Keys are the caller's own (two callers never share one) and kept at least 24 hours (EAI_IDEMPOTENCY_RETENTION). 1 to 255 printable ASCII characters, else 422 `validation_error` on the field `Idempotency-Key`.
+                 * @example 3f6e1c9a-7b2d-4e58-a1c0-9d8b7e6f5a41
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
             cookie?: never;
@@ -3046,6 +3094,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3055,6 +3104,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -3327,6 +3377,11 @@ export interface operations {
                  * @example fr
                  */
                 "Accept-Language"?: components["parameters"]["Accept-Language"];
+                /**
+                 * @description Makes a retried POST or DELETE safe: the same key from the same caller (API key) with the same request (method, path and query, X-EAI-Tenant, body) is answered with the first 2xx answer again (status, body, Content-Type, Location), marked `Idempotent-Replayed: true`, and is not run (nor audited) again. The same key with another request is 409 `idempotency_key_reused`; while the first request with the key still runs, 409 `idempotency_key_in_flight` with Retry-After. A non-2xx answer is not kept: a retry with the key runs again. Keys are the caller's own (two callers never share one) and kept at least 24 hours (EAI_IDEMPOTENCY_RETENTION). 1 to 255 printable ASCII characters, else 422 `validation_error` on the field `Idempotency-Key`.
+                 * @example 3f6e1c9a-7b2d-4e58-a1c0-9d8b7e6f5a41
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
                 /** @description The key's public id. */
@@ -3340,6 +3395,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3349,6 +3405,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
@@ -3379,6 +3436,11 @@ export interface operations {
                  * @example fr
                  */
                 "Accept-Language"?: components["parameters"]["Accept-Language"];
+                /**
+                 * @description Makes a retried POST or DELETE safe: the same key from the same caller (API key) with the same request (method, path and query, X-EAI-Tenant, body) is answered with the first 2xx answer again (status, body, Content-Type, Location), marked `Idempotent-Replayed: true`, and is not run (nor audited) again. The same key with another request is 409 `idempotency_key_reused`; while the first request with the key still runs, 409 `idempotency_key_in_flight` with Retry-After. A non-2xx answer is not kept: a retry with the key runs again. Keys are the caller's own (two callers never share one) and kept at least 24 hours (EAI_IDEMPOTENCY_RETENTION). 1 to 255 printable ASCII characters, else 422 `validation_error` on the field `Idempotency-Key`.
+                 * @example 3f6e1c9a-7b2d-4e58-a1c0-9d8b7e6f5a41
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
                 /** @description The key's public id. */
@@ -3396,6 +3458,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3535,6 +3598,11 @@ export interface operations {
                  * @example fr
                  */
                 "Accept-Language"?: components["parameters"]["Accept-Language"];
+                /**
+                 * @description Makes a retried POST or DELETE safe: the same key from the same caller (API key) with the same request (method, path and query, X-EAI-Tenant, body) is answered with the first 2xx answer again (status, body, Content-Type, Location), marked `Idempotent-Replayed: true`, and is not run (nor audited) again. The same key with another request is 409 `idempotency_key_reused`; while the first request with the key still runs, 409 `idempotency_key_in_flight` with Retry-After. A non-2xx answer is not kept: a retry with the key runs again. Keys are the caller's own (two callers never share one) and kept at least 24 hours (EAI_IDEMPOTENCY_RETENTION). 1 to 255 printable ASCII characters, else 422 `validation_error` on the field `Idempotency-Key`.
+                 * @example 3f6e1c9a-7b2d-4e58-a1c0-9d8b7e6f5a41
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
             cookie?: never;
@@ -3549,6 +3617,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3694,6 +3763,11 @@ export interface operations {
                  * @example fr
                  */
                 "Accept-Language"?: components["parameters"]["Accept-Language"];
+                /**
+                 * @description Makes a retried POST or DELETE safe: the same key from the same caller (API key) with the same request (method, path and query, X-EAI-Tenant, body) is answered with the first 2xx answer again (status, body, Content-Type, Location), marked `Idempotent-Replayed: true`, and is not run (nor audited) again. The same key with another request is 409 `idempotency_key_reused`; while the first request with the key still runs, 409 `idempotency_key_in_flight` with Retry-After. A non-2xx answer is not kept: a retry with the key runs again. Keys are the caller's own (two callers never share one) and kept at least 24 hours (EAI_IDEMPOTENCY_RETENTION). 1 to 255 printable ASCII characters, else 422 `validation_error` on the field `Idempotency-Key`.
+                 * @example 3f6e1c9a-7b2d-4e58-a1c0-9d8b7e6f5a41
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
             cookie?: never;
@@ -3708,6 +3782,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3717,6 +3792,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -3803,6 +3879,11 @@ export interface operations {
                  * @example fr
                  */
                 "Accept-Language"?: components["parameters"]["Accept-Language"];
+                /**
+                 * @description Makes a retried POST or DELETE safe: the same key from the same caller (API key) with the same request (method, path and query, X-EAI-Tenant, body) is answered with the first 2xx answer again (status, body, Content-Type, Location), marked `Idempotent-Replayed: true`, and is not run (nor audited) again. The same key with another request is 409 `idempotency_key_reused`; while the first request with the key still runs, 409 `idempotency_key_in_flight` with Retry-After. A non-2xx answer is not kept: a retry with the key runs again. Keys are the caller's own (two callers never share one) and kept at least 24 hours (EAI_IDEMPOTENCY_RETENTION). 1 to 255 printable ASCII characters, else 422 `validation_error` on the field `Idempotency-Key`.
+                 * @example 3f6e1c9a-7b2d-4e58-a1c0-9d8b7e6f5a41
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
                 /**
@@ -3823,6 +3904,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3864,6 +3946,11 @@ export interface operations {
                  * @example fr
                  */
                 "Accept-Language"?: components["parameters"]["Accept-Language"];
+                /**
+                 * @description Makes a retried POST or DELETE safe: the same key from the same caller (API key) with the same request (method, path and query, X-EAI-Tenant, body) is answered with the first 2xx answer again (status, body, Content-Type, Location), marked `Idempotent-Replayed: true`, and is not run (nor audited) again. The same key with another request is 409 `idempotency_key_reused`; while the first request with the key still runs, 409 `idempotency_key_in_flight` with Retry-After. A non-2xx answer is not kept: a retry with the key runs again. Keys are the caller's own (two callers never share one) and kept at least 24 hours (EAI_IDEMPOTENCY_RETENTION). 1 to 255 printable ASCII characters, else 422 `validation_error` on the field `Idempotency-Key`.
+                 * @example 3f6e1c9a-7b2d-4e58-a1c0-9d8b7e6f5a41
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
                 /**
@@ -3884,6 +3971,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3925,6 +4013,11 @@ export interface operations {
                  * @example fr
                  */
                 "Accept-Language"?: components["parameters"]["Accept-Language"];
+                /**
+                 * @description Makes a retried POST or DELETE safe: the same key from the same caller (API key) with the same request (method, path and query, X-EAI-Tenant, body) is answered with the first 2xx answer again (status, body, Content-Type, Location), marked `Idempotent-Replayed: true`, and is not run (nor audited) again. The same key with another request is 409 `idempotency_key_reused`; while the first request with the key still runs, 409 `idempotency_key_in_flight` with Retry-After. A non-2xx answer is not kept: a retry with the key runs again. Keys are the caller's own (two callers never share one) and kept at least 24 hours (EAI_IDEMPOTENCY_RETENTION). 1 to 255 printable ASCII characters, else 422 `validation_error` on the field `Idempotency-Key`.
+                 * @example 3f6e1c9a-7b2d-4e58-a1c0-9d8b7e6f5a41
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
             cookie?: never;
@@ -3939,6 +4032,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3949,6 +4043,7 @@ export interface operations {
             402: components["responses"]["BudgetExceeded"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -4035,6 +4130,11 @@ export interface operations {
                  * @example fr
                  */
                 "Accept-Language"?: components["parameters"]["Accept-Language"];
+                /**
+                 * @description Makes a retried POST or DELETE safe: the same key from the same caller (API key) with the same request (method, path and query, X-EAI-Tenant, body) is answered with the first 2xx answer again (status, body, Content-Type, Location), marked `Idempotent-Replayed: true`, and is not run (nor audited) again. The same key with another request is 409 `idempotency_key_reused`; while the first request with the key still runs, 409 `idempotency_key_in_flight` with Retry-After. A non-2xx answer is not kept: a retry with the key runs again. Keys are the caller's own (two callers never share one) and kept at least 24 hours (EAI_IDEMPOTENCY_RETENTION). 1 to 255 printable ASCII characters, else 422 `validation_error` on the field `Idempotency-Key`.
+                 * @example 3f6e1c9a-7b2d-4e58-a1c0-9d8b7e6f5a41
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
                 /**
@@ -4055,6 +4155,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4096,6 +4197,11 @@ export interface operations {
                  * @example fr
                  */
                 "Accept-Language"?: components["parameters"]["Accept-Language"];
+                /**
+                 * @description Makes a retried POST or DELETE safe: the same key from the same caller (API key) with the same request (method, path and query, X-EAI-Tenant, body) is answered with the first 2xx answer again (status, body, Content-Type, Location), marked `Idempotent-Replayed: true`, and is not run (nor audited) again. The same key with another request is 409 `idempotency_key_reused`; while the first request with the key still runs, 409 `idempotency_key_in_flight` with Retry-After. A non-2xx answer is not kept: a retry with the key runs again. Keys are the caller's own (two callers never share one) and kept at least 24 hours (EAI_IDEMPOTENCY_RETENTION). 1 to 255 printable ASCII characters, else 422 `validation_error` on the field `Idempotency-Key`.
+                 * @example 3f6e1c9a-7b2d-4e58-a1c0-9d8b7e6f5a41
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path: {
                 /**
@@ -4112,6 +4218,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4165,6 +4272,11 @@ export interface operations {
                  * @example fr
                  */
                 "Accept-Language"?: components["parameters"]["Accept-Language"];
+                /**
+                 * @description Makes a retried POST or DELETE safe: the same key from the same caller (API key) with the same request (method, path and query, X-EAI-Tenant, body) is answered with the first 2xx answer again (status, body, Content-Type, Location), marked `Idempotent-Replayed: true`, and is not run (nor audited) again. The same key with another request is 409 `idempotency_key_reused`; while the first request with the key still runs, 409 `idempotency_key_in_flight` with Retry-After. A non-2xx answer is not kept: a retry with the key runs again. Keys are the caller's own (two callers never share one) and kept at least 24 hours (EAI_IDEMPOTENCY_RETENTION). 1 to 255 printable ASCII characters, else 422 `validation_error` on the field `Idempotency-Key`.
+                 * @example 3f6e1c9a-7b2d-4e58-a1c0-9d8b7e6f5a41
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
             };
             path?: never;
             cookie?: never;
@@ -4179,6 +4291,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4188,6 +4301,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
