@@ -113,6 +113,12 @@ for backend in $BACKENDS; do
     start "$backend" "ingest_$backend"
     bench ingest --samples "$INGEST" --batch 5000 --concurrency 4 --csv "$work/rows.csv" | record "$backend"
     stop
+    # The same batches again into a fresh store, each with an Idempotency-Key as the SDKs send them: what
+    # keeping (and sealing) the keys' answers costs, beside the run above.
+    echo "== $backend: ingest over HTTP, an Idempotency-Key per batch"
+    start "$backend" "ingest_keys_$backend"
+    bench ingest --samples "$INGEST" --batch 5000 --concurrency 4 --idempotency-keys | record "$backend.keys"
+    stop
     if [ "$backend" = sqlite ]; then
       f="$work/ingest_sqlite/eai-gpu.db"
       python3 scripts/bench_sqlite_reference.py "$f" "$work/rows.csv" | record sqlite

@@ -1109,12 +1109,8 @@ async fn policies_are_superseded_and_disabled_never_edited() {
             &json!({}),
         )
         .await;
-    assert_error(
-        status,
-        &v,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "validation_error",
-    );
+    // Closed already: the stored state's conflict (409), naming the field, as a budget's second disable is.
+    assert_error(status, &v, StatusCode::CONFLICT, "conflict");
     assert_eq!(detail_fields(&v), vec!["effective_at"]);
     let (_, v) = app
         .post(

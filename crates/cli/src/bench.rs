@@ -62,6 +62,9 @@ pub enum BenchCommand {
         /// Also write the same rows as CSV here (for a reference `COPY` of the same data).
         #[arg(long)]
         csv: Option<PathBuf>,
+        /// Send each batch with an `Idempotency-Key` of its own, as the SDKs do (what keeping keys costs).
+        #[arg(long)]
+        idempotency_keys: bool,
     },
     /// Load `days` of history for the fleet (with `--window-seconds 3600` a month loads in seconds and has the
     /// same rollups, one per GPU-hour, as 15 s windows), plus hourly usage events and a policy.
@@ -197,18 +200,21 @@ struct Http {
     client: reqwest::Client,
     url: String,
     key: String,
+    /// A fresh `Idempotency-Key` on every `POST`.
+    idempotency_keys: bool,
 }
 
 impl Http {
     async fn post(&self, path: &str, body: Vec<u8>) -> anyhow::Result<Value> {
-        let r = self
+        let mut req = self
             .client
             .post(format!("{}{path}", self.url))
             .bearer_auth(&self.key)
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await?;
+            .header("content-type", "application/json");
+        if self.idempotency_keys {
+            req = req.header("idempotency-key", uuid::Uuid::new_v4().to_string());
+        }
+        let r = req.body(body).send().await?;
         let status = r.status();
         let v: Value = r.json().await.unwrap_or(Value::Null);
         if !status.is_success() {
@@ -293,6 +299,13 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             .build()?,
         url: args.url.trim_end_matches('/').to_string(),
         key,
+        idempotency_keys: matches!(
+            args.command,
+            BenchCommand::Ingest {
+                idempotency_keys: true,
+                ..
+            }
+        ),
     });
     match args.command {
         BenchCommand::Ingest {
@@ -301,6 +314,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             batch,
             concurrency,
             csv,
+            idempotency_keys: _,
         } => ingest(http, &fleet, samples, batch, concurrency, csv).await,
         BenchCommand::Load { fleet, days } => load(http, &fleet, days).await,
         BenchCommand::Allocation { days, runs, end } => {
