@@ -26,6 +26,8 @@ for b in ("sqlite", "postgres"):
     ref = "reference_naive_insert_rows_per_second" if b == "sqlite" else "reference_copy_rows_per_second"
     rows.append((f"{b}: ingest over HTTP, durable + deduplicated", g(f"{b}.ingest_samples_per_second", " samples/s"),
                  f"{ratio(f'{b}.ingest_samples_per_second', f'{b}.{ref}')} x {ref.replace('reference_', '').replace('_rows_per_second', '')} ({g(f'{b}.{ref}', ' rows/s')})"))
+    rows.append((f"{b}: ingest, an Idempotency-Key per batch", g(f"{b}.keys.ingest_samples_per_second", " samples/s"),
+                 f"{ratio(f'{b}.keys.ingest_samples_per_second', f'{b}.ingest_samples_per_second')} x without keys"))
     rows.append((f"{b}: ingest vs serde_json parse of the same bodies", g(f"{b}.reference_serde_json_parse_samples_per_second", " samples/s"),
                  ratio(f"{b}.ingest_samples_per_second", f"{b}.reference_serde_json_parse_samples_per_second")))
     for d in ("1", "7", "30"):
