@@ -183,10 +183,10 @@ class ResourcesTest {
         assertEquals("disabled", disabled.opened().status());
         assertFalse(disabled.opened().enabled());
 
-        // A closed policy cannot be disabled again: 422 on effective_at.
-        ValidationException closed = assertThrows(ValidationException.class,
+        // A closed policy cannot be disabled again: 409, the stored state's conflict, on effective_at.
+        ConflictException closed = assertThrows(ConflictException.class,
                 () -> admin.finops().disableAllocationPolicy(created.id()));
-        assertEquals(List.of("effective_at"), closed.fields());
+        assertEquals("effective_at", closed.getDetails().get(0).field());
 
         // disable at an instant, in the future: scheduled then
         AllocationPolicyCreated other = admin.finops().createAllocationPolicy(
