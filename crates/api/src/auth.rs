@@ -98,7 +98,8 @@ async fn acting_tenant(
     }
 }
 
-fn bearer(parts: &Parts) -> Option<&str> {
+/// The bearer token of `Authorization`, its scheme read case-insensitively and the token trimmed.
+pub(crate) fn bearer(parts: &Parts) -> Option<&str> {
     let v = parts
         .headers
         .get(header::AUTHORIZATION)?

@@ -35,7 +35,7 @@ use ring::rand::{SecureRandom, SystemRandom};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
-use crate::auth::{Caller, SignedIn, TENANT_HEADER};
+use crate::auth::{bearer, Caller, SignedIn, TENANT_HEADER};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -154,11 +154,8 @@ async fn claimed(state: &AppState, req: Request, next: Next) -> Result<Response,
         .map_err(IntoResponse::into_response)?
         .unwrap_or_default();
     let (mut parts, body) = req.into_parts();
-    let secret = parts
-        .headers
-        .get(header::AUTHORIZATION)
-        .map(|v| v.as_bytes().to_vec())
-        .unwrap_or_default();
+    // The token sign-in reads (not the header as sent: `bearer` and `Bearer` are one secret).
+    let secret = bearer(&parts).unwrap_or_default().as_bytes().to_vec();
     let caller = Caller::from_request_parts(&mut parts, state)
         .await
         .map_err(IntoResponse::into_response)?;
