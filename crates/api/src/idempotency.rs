@@ -28,7 +28,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use eai_engine::time::Timestamp;
 use eai_store::idempotency::{Claim, Claimed, StoredAnswer};
-use eai_store::Store;
+use eai_store::{Store, StoreError};
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, CHACHA20_POLY1305, NONCE_LEN};
 use ring::hkdf;
 use ring::rand::{SecureRandom, SystemRandom};
@@ -251,8 +251,15 @@ impl Held {
             return response;
         };
         if !response.status().is_success() {
-            if let Err(e) = store.release_idempotency_key(&self.claim).await {
-                tracing::warn!(error = %e, "cannot release an idempotency key; it frees itself after its lease");
+            match store.release_idempotency_key(&self.claim).await {
+                Ok(_) => {}
+                // The database is away (a 503 answer usually says so: the primary was lost): released in the
+                // background once it is back (a failover takes seconds), rather than leaving the key in flight
+                // for its whole lease, answering the client's retries 409 `idempotency_key_in_flight`.
+                Err(StoreError::Unavailable(e)) => release_later(store, self.claim.clone(), e),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot release an idempotency key; it frees itself after its lease")
+                }
             }
             return response;
         }
@@ -301,6 +308,35 @@ impl Held {
         }
         Response::from_parts(parts, Body::from(bytes))
     }
+}
+
+/// How long a release that met an unreachable database is retried, once a second: longer than a failover
+/// takes, much shorter than the claim's lease ([`LEASE_MS`]).
+const RELEASE_RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Releases `claim` in the background, retrying while the store is unavailable (at most
+/// [`RELEASE_RETRY_FOR`]); the key frees itself after its lease otherwise. Releasing late is safe: the claim is
+/// released only if it is still this request's (its token), and a retry of the request that arrives before
+/// is answered 409 `idempotency_key_in_flight` with `Retry-After: 1`.
+fn release_later(store: Arc<dyn Store>, claim: Claim, first_error: String) {
+    let Ok(rt) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    tracing::info!(error = %first_error, "cannot release an idempotency key now; retrying while the database is away");
+    rt.spawn(async move {
+        let started = std::time::Instant::now();
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            match store.release_idempotency_key(&claim).await {
+                Ok(_) => return,
+                Err(StoreError::Unavailable(_)) if started.elapsed() < RELEASE_RETRY_FOR => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot release an idempotency key; it frees itself after its lease");
+                    return;
+                }
+            }
+        }
+    });
 }
 
 impl Drop for Held {

@@ -381,3 +381,6 @@ mod import;
 
 #[path = "cli/slurm.rs"]
 mod slurm;
+
+#[path = "cli/failover.rs"]
+mod failover;

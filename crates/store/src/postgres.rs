@@ -92,6 +92,8 @@ impl<T> Ctx<T> for std::result::Result<T, tokio_postgres::Error> {
         self.map_err(|e| {
             let text = format!("postgres: {what}: {}", describe(&e));
             if unreachable(&e) {
+                // Every connection open now may be to a server that died or stepped down: none is reused.
+                pool::distrust_open_connections();
                 StoreError::Unavailable(text)
             } else {
                 StoreError::Internal(text)
@@ -101,16 +103,20 @@ impl<T> Ctx<T> for std::result::Result<T, tokio_postgres::Error> {
 }
 
 /// Whether an error says the server cannot be reached now rather than that the statement failed: the connection
-/// closed or could not be made (an I/O error), SQLSTATE class 08 (connection exception), 57P01-57P05 (shutting
-/// down, starting up, idle session ended) or 53300 (too many connections). The caller may send the same
-/// request again: its transaction was rolled back, or (the connection lost during the commit itself)
-/// committed, and the re-sent batch then counts duplicates.
+/// closed or could not be made (an I/O error; with `target_session_attrs=read-write`, no host of the URL takes
+/// writes), SQLSTATE class 08 (connection exception), 57P01-57P05 (shutting down, starting up or in recovery,
+/// idle session ended), 25006 (read-only transaction: the server was demoted to a standby under this
+/// connection, a failover is under way) or 53300 (too many connections). The caller may send the same request
+/// again: its transaction was rolled back, or (the connection lost during the commit itself) committed, and the
+/// re-sent batch then counts duplicates.
 pub(crate) fn unreachable(e: &tokio_postgres::Error) -> bool {
     if e.is_closed() {
         return true;
     }
     match sqlstate(e) {
-        Some(code) => code.starts_with("08") || code.starts_with("57P") || code == "53300",
+        Some(code) => {
+            code.starts_with("08") || code.starts_with("57P") || code == "25006" || code == "53300"
+        }
         None => std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>()),
     }
 }
@@ -187,21 +193,28 @@ impl std::fmt::Debug for PgDb {
     }
 }
 
-/// Where a config points, without its password.
+/// Where a config points, without its password: every host of a multi-host URL (`u@h1:p1,h2:p2/db`).
 fn target_of(cfg: &tokio_postgres::Config) -> String {
-    let host = cfg
+    let ports = cfg.get_ports();
+    let hosts: Vec<String> = cfg
         .get_hosts()
-        .first()
-        .map(|h| match h {
-            tokio_postgres::config::Host::Tcp(s) => s.clone(),
-            #[cfg(unix)]
-            tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let host = match h {
+                tokio_postgres::config::Host::Tcp(s) => s.clone(),
+                #[cfg(unix)]
+                tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+            };
+            // One port for every host, or one each (tokio-postgres's rule).
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            format!("{host}:{port}")
         })
-        .unwrap_or_default();
-    let port = cfg.get_ports().first().copied().unwrap_or(5432);
+        .collect();
     format!(
-        "{}@{host}:{port}/{}",
+        "{}@{}/{}",
         cfg.get_user().unwrap_or_default(),
+        hosts.join(","),
         cfg.get_dbname().unwrap_or_default()
     )
 }
@@ -327,13 +340,30 @@ impl Store for PgDb {
             return Ok(false);
         };
         let answer = if held.contains(&job) {
-            // Still held while the session lives: prove it answers.
-            tokio::time::timeout(LEASE_CHECK_TIMEOUT, conn.client.simple_query("SELECT 1"))
-                .await
-                .map_err(|_| {
-                    StoreError::Internal("postgres: the lease connection does not answer".into())
-                })
-                .and_then(|r| r.map(|_| true).ctx("check the lease connection"))
+            // Still held while the session lives: prove it answers, on a primary (a server demoted to a
+            // standby under it is no longer where the jobs write: a failover is under way, and the new
+            // primary's locks are taken afresh by a new session).
+            tokio::time::timeout(
+                LEASE_CHECK_TIMEOUT,
+                conn.client.query_one("SELECT pg_is_in_recovery()", &[]),
+            )
+            .await
+            .map_err(|_| {
+                StoreError::Internal("postgres: the lease connection does not answer".into())
+            })
+            .and_then(|r| {
+                r.map(|row| row.get::<_, bool>(0))
+                    .ctx("check the lease connection")
+            })
+            .and_then(|standby| {
+                if standby {
+                    Err(StoreError::Unavailable(
+                        "postgres: the lease connection's server is a standby now".into(),
+                    ))
+                } else {
+                    Ok(true)
+                }
+            })
         } else {
             tokio::time::timeout(
                 LEASE_CHECK_TIMEOUT,

@@ -1,10 +1,14 @@
 //! The pool of PostgreSQL connections: deadpool's managed pool, with what is ours around it. Each connection is
 //! opened with TLS as the URL says and switched to the service role (`SET ROLE`), keeps its own prepared
 //! statements ([`Stmts`]: by SQL text, borrowed beside the transaction), and goes back to the pool when its guard
-//! is dropped; a connection found closed is replaced. A transaction dropped half-way is rolled back by
+//! is dropped; a connection found closed is replaced, and so is every connection opened before the last error
+//! that said the server is unreachable ([`distrust_open_connections`]: after a failover, a connection still
+//! open may lead to the old primary, now a read-only standby; new ones follow the URL's
+//! `target_session_attrs=read-write` to the new primary). A transaction dropped half-way is rolled back by
 //! tokio-postgres before the next use. [`Pool::dedicated`] opens a connection outside the pool (the leases).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use deadpool::managed;
@@ -24,6 +28,19 @@ pub(super) struct PgConn {
     /// Whether this session's staging table for large ingest batches exists (see
     /// [`super::samples::ingest::STAGE_ROWS`]).
     pub staging: Staging,
+    /// [`EPOCH`] when the connection was opened.
+    epoch: u64,
+}
+
+/// Counts the errors that said a server is unreachable (see [`super::unreachable`]), process-wide: a pooled
+/// connection opened before the latest is not reused. Process-wide rather than per pool because the error
+/// mapping knows no pool; a process holds one store, and a spurious bump only costs reconnections.
+static EPOCH: AtomicU64 = AtomicU64::new(0);
+
+/// Marks every connection open now as not to be reused (each is replaced when next taken from the pool): an
+/// error said the server is unreachable, shutting down, or read-only (a primary lost or demoted).
+pub(crate) fn distrust_open_connections() {
+    EPOCH.fetch_add(1, Ordering::Relaxed);
 }
 
 /// The state of a session's temporary staging table.
@@ -78,6 +95,11 @@ impl managed::Manager for Manager {
     ) -> managed::RecycleResult<StoreError> {
         if conn.client.is_closed() {
             return Err(managed::RecycleError::message("the connection closed"));
+        }
+        if conn.epoch < EPOCH.load(Ordering::Relaxed) {
+            return Err(managed::RecycleError::message(
+                "the connection was opened before the server was found unreachable",
+            ));
         }
         Ok(())
     }
@@ -151,6 +173,7 @@ pub(super) async fn connect(
     connector: &Connector,
     on_connect: &str,
 ) -> Result<PgConn> {
+    let epoch = EPOCH.load(Ordering::Relaxed);
     let client = match connector {
         Connector::Plain => {
             let (client, connection) = cfg.connect(NoTls).await.ctx("connect")?;
@@ -181,6 +204,7 @@ pub(super) async fn connect(
         client,
         stmts: Stmts::default(),
         staging: Staging::Unknown,
+        epoch,
     })
 }
 
@@ -188,5 +212,60 @@ impl Pooled {
     /// The connection.
     pub fn conn(&mut self) -> Result<&mut PgConn> {
         Ok(&mut self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::scratch::{test_server_url, ScratchDb};
+    use super::super::{tls, Ctx};
+    use super::*;
+
+    /// A connection whose server turned read-only (as a demoted primary does: SQLSTATE 25006) makes the write
+    /// unavailable (a 503, retried), and is not handed out again: the next one is new.
+    #[tokio::test]
+    async fn a_connection_to_a_read_only_server_is_unavailable_and_replaced() {
+        let db = ScratchDb::create(&test_server_url())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (cfg, connector) = tls::parse(db.url()).expect("the URL parses");
+        let pool = Pool::new(cfg, connector, 1, String::new()).expect("a pool");
+        let pid = {
+            let mut c = pool.get().await.expect("a connection");
+            let client = &c.conn().expect("open").client;
+            client
+                .batch_execute("SET default_transaction_read_only = on")
+                .await
+                .expect("set");
+            let e = client
+                .batch_execute("CREATE TABLE demoted (a int)")
+                .await
+                .ctx("write")
+                .expect_err("read-only");
+            assert!(matches!(e, StoreError::Unavailable(_)), "{e}");
+            assert!(e.to_string().contains("25006"), "{e}");
+            client
+                .query_one("SELECT pg_backend_pid()", &[])
+                .await
+                .expect("pid")
+                .get::<_, i32>(0)
+        };
+        let mut c = pool.get().await.expect("a connection");
+        let row = c
+            .conn()
+            .expect("open")
+            .client
+            .query_one(
+                "SELECT pg_backend_pid(), current_setting('default_transaction_read_only')",
+                &[],
+            )
+            .await
+            .expect("a new session");
+        assert_ne!(
+            row.get::<_, i32>(0),
+            pid,
+            "the read-only session was reused"
+        );
+        assert_eq!(row.get::<_, String>(1), "off");
     }
 }

@@ -243,6 +243,39 @@ mod tests {
     }
 
     #[test]
+    fn a_multi_host_url_keeps_its_hosts_and_target_session_attrs() {
+        use tokio_postgres::config::{Host, TargetSessionAttrs};
+        let (cfg, c) = parse(
+            "postgres://u@127.0.0.1:5433,127.0.0.1:5434/db?target_session_attrs=read-write&sslmode=disable",
+        )
+        .expect("parses");
+        assert!(matches!(c, Connector::Plain));
+        assert_eq!(
+            cfg.get_hosts(),
+            &[Host::Tcp("127.0.0.1".into()), Host::Tcp("127.0.0.1".into())]
+        );
+        assert_eq!(cfg.get_ports(), &[5433, 5434]);
+        assert_eq!(
+            cfg.get_target_session_attrs(),
+            TargetSessionAttrs::ReadWrite
+        );
+        assert_eq!(cfg.get_dbname(), Some("db"));
+        assert_eq!(
+            super::super::target_of(&cfg),
+            "u@127.0.0.1:5433,127.0.0.1:5434/db"
+        );
+        let (cfg, c) =
+            parse("postgres://u@a,b:6000/db?sslmode=require&target_session_attrs=read-write")
+                .expect("parses");
+        assert!(matches!(c, Connector::Tls(_)));
+        assert_eq!(
+            cfg.get_target_session_attrs(),
+            TargetSessionAttrs::ReadWrite
+        );
+        assert_eq!(super::super::target_of(&cfg), "u@a:5432,b:6000/db");
+    }
+
+    #[test]
     fn modes_pick_a_connector() {
         assert!(matches!(
             parse("postgres://u@h/db").expect("plain").1,
