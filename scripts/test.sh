@@ -40,6 +40,12 @@ command -v nft >/dev/null || need_pkgs+=(nftables)
 [ -x /usr/bin/chromedriver ] || need_pkgs+=(chromium-driver)
 # The ClickHouse replica's tests start a real ClickHouse server as a plain process (fail loudly without it).
 [ -x /usr/sbin/clickhouse-server ] || need_pkgs+=(clickhouse-server)
+# The PostgreSQL failover test (crates/cli/tests/cli/failover.rs) runs a Patroni cluster with one etcd through
+# scripts/pg-ha.sh, on free ports of 127.0.0.1 (a service the packages may start on their default ports is not
+# used). It fails loudly without them.
+command -v patroni >/dev/null || need_pkgs+=(patroni)
+command -v etcd >/dev/null || need_pkgs+=(etcd-server)
+command -v etcdctl >/dev/null || need_pkgs+=(etcd-client)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
   if [ "$(id -u)" -ne 0 ]; then echo "need root to apt-get install ${need_pkgs[*]}" >&2; exit 1; fi
