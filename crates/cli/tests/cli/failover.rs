@@ -100,7 +100,11 @@ impl Drop for HaCluster {
     }
 }
 
+/// The tenant whose usage the batch allocates GPU hours by.
 const TENANT: &str = "5b8e2c1a-7d3f-4e69-a0b4-c2d1e8f7a635";
+/// The tenant that reserves against its budget: no usage of its own, so that nothing but its holds counts
+/// against the budget during the run.
+const RESERVER: &str = "c3a7d915-2e4b-4f08-9b6c-71d5e0a8f243";
 /// GPUs per ingest thread, windows per GPU in a batch, and batches per thread: 3 hours of 15 s windows.
 const GPUS: usize = 6;
 const WINDOWS: usize = 4;
@@ -220,7 +224,7 @@ fn postgres_failover_a_killed_primary_loses_no_acknowledged_write_and_serve_reco
         .post(format!("{base}/v1/finops/budgets"))
         .bearer_auth(key)
         .json(&serde_json::json!({
-            "tenant_id": TENANT, "name": "failover", "limit": { "amount": format!("{BUDGET}.00"), "currency": "EUR" },
+            "tenant_id": RESERVER, "name": "failover", "limit": { "amount": format!("{BUDGET}.00"), "currency": "EUR" },
             "thresholds_pct": [100], "enforce": true,
         }))
         .send()
@@ -303,7 +307,7 @@ fn postgres_failover_a_killed_primary_loses_no_acknowledged_write_and_serve_reco
                         let r = http
                             .post(format!("{base}/v1/finops/reservations"))
                             .bearer_auth(key)
-                            .header("X-EAI-Tenant", TENANT)
+                            .header("X-EAI-Tenant", RESERVER)
                             .header("Idempotency-Key", &idem)
                             .json(&serde_json::json!({ "action": "llm.invoke", "estimate": { "cost": "1.00" },
                                 "deployment_id": "vllm-fo" }))
@@ -394,16 +398,17 @@ fn postgres_failover_a_killed_primary_loses_no_acknowledged_write_and_serve_reco
         .unwrap()
         .parse()
         .unwrap();
-    assert!(
-        held <= rust_decimal::Decimal::from(BUDGET) && !left.is_sign_negative(),
-        "{b}"
-    );
+    // Reservations went on after the budget was used up (some were refused): exactly the budget is held, and
+    // every grant the client saw is among the holds (a grant whose answer was lost to the switch is a hold the
+    // client does not know of, still within the budget).
+    assert!(seen.refused > 0, "the budget ran out during the run: {b}");
+    assert_eq!(held, rust_decimal::Decimal::from(BUDGET), "{b}");
+    assert!(left.is_zero(), "{b}");
     assert!(
         rust_decimal::Decimal::from(seen.granted) <= held,
         "{} granted, {held} held: {b}",
         seen.granted
     );
-    assert!(seen.refused > 0, "the budget ran out during the run: {b}");
 
     // The batch: a run begun after the ingest ended, and its month's gpu_local events once each.
     let runs = |events: &[serde_json::Value]| -> Vec<serde_json::Value> {
@@ -450,15 +455,14 @@ fn postgres_failover_a_killed_primary_loses_no_acknowledged_write_and_serve_reco
     println!(
         "failover: recovery {} ms from kill -9 of the primary's postmaster to the first acknowledged write; \
          {} answers 503 with Retry-After, {} dropped connections, {} 409 idempotency_key_in_flight; \
-         {} samples acknowledged and stored once; {} reservations granted, {} refused (budget {BUDGET}.00: {held} held, {} spent by usage)",
+         {} samples acknowledged and stored once; {} reservations granted, {} refused (budget {BUDGET}.00, {held} held)",
         recovery.as_millis(),
         seen.unavailable,
         seen.dropped,
         seen.in_flight_409,
         seen.acked.values().map(|v| v.0).sum::<u64>(),
         seen.granted,
-        seen.refused,
-        b["current"]["spent"]["amount"]
+        seen.refused
     );
     drop(server);
     drop(db);
