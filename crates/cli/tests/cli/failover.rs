@@ -114,14 +114,14 @@ const BUDGET: u32 = 60;
 
 /// Batch `b` of ingest thread `t`: `WINDOWS` windows of each of its GPUs, from `t0`; power varies, so that the
 /// stored sums check more than the counts.
-fn batch(t: usize, b: usize, t0: i64) -> (serde_json::Value, Vec<(String, u64)>) {
+fn batch(prefix: &str, t: usize, b: usize, t0: i64) -> (serde_json::Value, Vec<(String, u64)>) {
     let mut samples = Vec::new();
     let mut sent = Vec::new();
     for g in 0..GPUS {
         for w in 0..WINDOWS {
             let k = b * WINDOWS + w;
             let power = 300 + (k % 97) as u64;
-            let gpu = format!("GPU-fo-{t}-{g}");
+            let gpu = format!("GPU-{prefix}-{t}-{g}");
             samples.push(serde_json::json!({
                 "node": format!("node-fo-{t}"), "gpu_uuid": gpu, "model": "H100-80GB",
                 "namespace": "ns", "pod": format!("vllm-fo-{t}"), "deployment_id": "vllm-fo",
@@ -267,7 +267,7 @@ fn postgres_failover_a_killed_primary_loses_no_acknowledged_write_and_serve_reco
             let base = &base;
             s.spawn(move || {
                 for b in 0..BATCHES {
-                    let (body, samples) = batch(t, b, t0);
+                    let (body, samples) = batch("fo", t, b, t0);
                     loop {
                         let sent_at = Instant::now();
                         let r = http
@@ -408,6 +408,117 @@ fn postgres_failover_a_killed_primary_loses_no_acknowledged_write_and_serve_reco
         rust_decimal::Decimal::from(seen.granted) <= held,
         "{} granted, {held} held: {b}",
         seen.granted
+    );
+
+    // An Idempotency-Key across a second failover: a batch held in its handler (a lock taken on the samples'
+    // table) when the new primary is killed in turn answers 503; its claim, which the layer could not release
+    // while no node took writes, is released once one does (within seconds, not the claim's 5-minute lease),
+    // and the same request with the same key is then run and stored once.
+    let primary = cluster.leader().expect("a leader");
+    let primary_url = format!(
+        "postgres://postgres@127.0.0.1:{}/{}",
+        cluster.get(&format!("EAI_PG_HA_NODE{primary}_PORT")),
+        url.rsplit_once('/').unwrap().1.split('?').next().unwrap()
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while cluster
+        .psql(
+            &primary_url,
+            "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync' AND state = 'streaming'",
+        )
+        .trim()
+        != "1"
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the killed node did not come back as a synchronous standby"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let mut locker = Server(
+        Command::new(PathBuf::from(cluster.get("EAI_PG_HA_BINDIR")).join("psql"))
+            .args(["-w", "-q", &primary_url, "-c"])
+            .arg("BEGIN; LOCK TABLE eai.gpu_samples IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(60);")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while cluster
+        .psql(&primary_url, "SELECT count(*) FROM pg_locks WHERE mode = 'AccessExclusiveLock' AND granted AND relation = 'eai.gpu_samples'::regclass")
+        .trim()
+        != "1"
+    {
+        assert!(Instant::now() < deadline, "the lock was not taken");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (held_batch, held_samples) = batch("fi", 0, 0, t0);
+    let idem = uuid::Uuid::new_v4().to_string();
+    let send = || {
+        http.post(format!("{base}/v1/finops/gpu/samples"))
+            .bearer_auth(key)
+            .header("Idempotency-Key", &idem)
+            .json(&held_batch)
+            .send()
+    };
+    let (first, second_kill) = std::thread::scope(|s| {
+        let first = s.spawn(send);
+        // Until the request waits on the lock, then the kill.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while cluster
+            .psql(&primary_url, "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'eai.gpu_samples'::regclass")
+            .trim()
+            == "0"
+        {
+            assert!(Instant::now() < deadline, "the request never waited on the lock");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        cluster.kill_postmaster(primary);
+        let killed = Instant::now();
+        (first.join().unwrap(), killed)
+    });
+    let _ = locker.0.kill();
+    let first = first.expect("an answer, not a dropped connection");
+    assert_eq!(
+        first.status().as_u16(),
+        503,
+        "the held request met the switch: {}",
+        first.text().unwrap()
+    );
+    assert!(first.headers().get("retry-after").is_some());
+    let (mut in_flight, mut unavailable) = (0, 0);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let replayed = loop {
+        assert!(
+            Instant::now() < deadline,
+            "the key stayed claimed 30 s after the switch ({in_flight} answers 409 in flight, {unavailable} 503)"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        let Ok(r) = send() else { continue };
+        match r.status().as_u16() {
+            200 => break r.json::<serde_json::Value>().unwrap(),
+            503 => unavailable += 1,
+            409 => {
+                let v: serde_json::Value = r.json().unwrap();
+                assert_eq!(v["error"]["code"], "idempotency_key_in_flight", "{v}");
+                in_flight += 1;
+            }
+            other => panic!("{other}: {}", r.text().unwrap()),
+        }
+    };
+    let released_after = second_kill.elapsed();
+    let n = held_samples.len() as u64;
+    assert_eq!(replayed["accepted"], n, "{replayed}");
+    let stored = cluster.psql(
+        &url,
+        "SELECT count(*) FROM eai.gpu_samples s JOIN eai.gpus g ON g.id = s.gpu_id WHERE g.uuid LIKE 'GPU-fi-%'",
+    );
+    assert_eq!(stored.trim(), n.to_string(), "the held batch stored once");
+    println!(
+        "failover: an Idempotency-Key whose request met a second failover ran again {} ms after the kill \
+         ({in_flight} answers 409 idempotency_key_in_flight, {unavailable} answers 503 before)",
+        released_after.as_millis()
     );
 
     // The batch: a run begun after the ingest ended, and its month's gpu_local events once each.
