@@ -92,8 +92,11 @@ impl<T> Ctx<T> for std::result::Result<T, tokio_postgres::Error> {
         self.map_err(|e| {
             let text = format!("postgres: {what}: {}", describe(&e));
             if unreachable(&e) {
-                // Every connection open now may be to a server that died or stepped down: none is reused.
-                pool::distrust_open_connections();
+                // Every connection open now may be to a server that died or stepped down: none is reused
+                // (too many connections says nothing of the others: they stay).
+                if sqlstate(&e) != Some("53300") {
+                    pool::distrust_open_connections();
+                }
                 StoreError::Unavailable(text)
             } else {
                 StoreError::Internal(text)
