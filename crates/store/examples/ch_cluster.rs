@@ -11,9 +11,13 @@ use eai_store::clickhouse::scratch::{ScratchCluster, REPLICAS};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let cluster = ScratchCluster::start()
-        .await
-        .map_err(|e| anyhow::anyhow!(e))?;
+    // A signal while the cluster starts stops it too (what was started is killed as the start is dropped).
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let cluster = tokio::select! {
+        c = ScratchCluster::start() => c.map_err(|e| anyhow::anyhow!(e))?,
+        _ = tokio::signal::ctrl_c() => return Ok(()),
+        _ = term.recv() => return Ok(()),
+    };
     println!("zookeeper 127.0.0.1:{}", cluster.zookeeper_port());
     for (i, s) in cluster.servers().iter().enumerate() {
         println!(
@@ -25,7 +29,6 @@ async fn main() -> anyhow::Result<()> {
     }
     println!("export EAI_CLICKHOUSE_URL={}", cluster.url("eai"));
     println!("export EAI_CLICKHOUSE_CLUSTER={}", cluster.name());
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
