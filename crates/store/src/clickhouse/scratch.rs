@@ -68,6 +68,12 @@ pub(crate) fn scratch_dir(prefix: &str) -> PathBuf {
     ))
 }
 
+/// The last `n` lines of a log.
+fn last_lines(log: &str, n: usize) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
 /// The server's config; `extra` (XML elements) is added inside `<yandex>` (a cluster member's sections).
 fn config_xml(dir: &Path, http: u16, tcp: u16, extra: &str) -> String {
     let d = dir.display();
@@ -214,15 +220,7 @@ impl ScratchClickHouse {
                 let errors = std::fs::read_to_string(self.dir.join("error.log"))
                     .or_else(|_| std::fs::read_to_string(self.dir.join("stderr.log")))
                     .unwrap_or_default();
-                let tail: String = errors
-                    .lines()
-                    .rev()
-                    .take(20)
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev()
-                    .collect::<Vec<_>>()
-                    .join("\n");
+                let tail = last_lines(&errors, 20);
                 self.kill();
                 return Err(format!(
                     "ClickHouse ({}) did not start on port {} ({}); its log says:\n{tail}",
@@ -474,13 +472,11 @@ impl ScratchCluster {
             if exited.is_some() || started.elapsed() > START_TIMEOUT {
                 let log = std::fs::read_to_string(self.dir.join("zookeeper/zookeeper.log"))
                     .unwrap_or_default();
-                let tail: Vec<&str> = log.lines().rev().take(20).collect();
-                let tail: Vec<&str> = tail.into_iter().rev().collect();
                 return Err(format!(
                     "ZooKeeper did not start on port {} ({}); its log says:\n{}",
                     self.zk_port,
                     exited.map_or_else(|| "no answer".to_string(), |s| format!("exited with {s}")),
-                    tail.join("\n")
+                    last_lines(&log, 20)
                 ));
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
