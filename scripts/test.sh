@@ -102,6 +102,18 @@ if [ -n "$psql_bin" ]; then
 fi
 echo "ok: the PostgreSQL tests use $EAI_TEST_POSTGRES_URL"
 
+log "ZooKeeper: the ClickHouse cluster tests' coordination server (scripts/zookeeper.sh, jars from Maven Central)"
+# ClickHouse 18.16 (Debian 12) has no ClickHouse Keeper: the cluster tests (crates/api/tests/http/clickhouse_cluster.rs)
+# run Apache ZooKeeper with the machine's Java (javac, hence java, is installed above). The jars (about 3 MB) are
+# downloaded once into target/zookeeper/, each checked against Maven Central's SHA-1 and a pinned SHA-256; a run
+# with them present downloads nothing. Without them the cluster tests fail (never skip).
+if [ -z "${EAI_TEST_ZOOKEEPER_CLASSPATH:-}" ]; then
+  scripts/zookeeper.sh fetch
+  EAI_TEST_ZOOKEEPER_CLASSPATH=$(scripts/zookeeper.sh classpath)
+  export EAI_TEST_ZOOKEEPER_CLASSPATH
+fi
+echo "ok: ZooKeeper's classpath is $EAI_TEST_ZOOKEEPER_CLASSPATH"
+
 log "cargo test"
 cargo test --workspace "$@"
 

@@ -142,6 +142,10 @@ pub struct Config {
     /// `EAI_CLICKHOUSE_URL` (`http://[user[:pass]@]host:port[/database]`): the analytics replica. When set, the
     /// store writes the outbox and `serve` replicates it. May hold a password: never print it.
     pub clickhouse_url: Option<SecretString>,
+    /// `EAI_CLICKHOUSE_CLUSTER`: the ClickHouse cluster (a name in the servers' `remote_servers`) the replica's
+    /// tables are created on: replicated tables on every server behind `Distributed` tables. Unset: plain
+    /// tables on the one server of `EAI_CLICKHOUSE_URL`.
+    pub clickhouse_cluster: Option<String>,
     /// `EAI_ALLOCATION_SOURCE`: `primary` (default) or `clickhouse` (needs `EAI_CLICKHOUSE_URL`).
     pub allocation_source: AllocationSource,
     /// `EAI_ALLOCATION_BATCH`: `on` (default) runs the allocation batch hourly in `serve`; `off` disables it.
@@ -212,6 +216,7 @@ impl Default for Config {
             usage_cache_rows: eai_store::usage_cache::DEFAULT_ROWS,
             allocation_bucket_minutes: DEFAULT_ALLOCATION_BUCKET_MINUTES,
             clickhouse_url: None,
+            clickhouse_cluster: None,
             allocation_source: AllocationSource::Primary,
             allocation_batch: true,
             allocation_batch_interval_seconds: 3600,
@@ -263,6 +268,7 @@ impl std::fmt::Debug for Config {
                     .as_ref()
                     .map(|u| redact_url(u.expose_secret())),
             )
+            .field("clickhouse_cluster", &self.clickhouse_cluster)
             .field("allocation_source", &self.allocation_source)
             .field("allocation_batch", &self.allocation_batch)
             .field(
@@ -339,17 +345,23 @@ impl Config {
         }
         self.database()?;
         self.clickhouse()?;
+        if self.clickhouse_cluster.is_some() && self.clickhouse_url.is_none() {
+            bail!("EAI_CLICKHOUSE_CLUSTER needs EAI_CLICKHOUSE_URL (a server of the cluster)");
+        }
         if self.allocation_source == AllocationSource::ClickHouse && self.clickhouse_url.is_none() {
             bail!("EAI_ALLOCATION_SOURCE=clickhouse needs EAI_CLICKHOUSE_URL");
         }
         Ok(())
     }
 
-    /// The ClickHouse replica, when `EAI_CLICKHOUSE_URL` is set.
+    /// The ClickHouse replica, when `EAI_CLICKHOUSE_URL` is set (on `EAI_CLICKHOUSE_CLUSTER` when that is).
     pub fn clickhouse(&self) -> anyhow::Result<Option<eai_store::clickhouse::ClickHouse>> {
         self.clickhouse_url
             .as_ref()
-            .map(|u| eai_store::clickhouse::ClickHouse::from_url(u.expose_secret()))
+            .map(|u| {
+                eai_store::clickhouse::ClickHouse::from_url(u.expose_secret())
+                    .and_then(|c| c.with_cluster(self.clickhouse_cluster.as_deref()))
+            })
             .transpose()
             .map_err(anyhow::Error::from)
     }
@@ -419,6 +431,10 @@ pub struct ConfigArgs {
     /// `serve` replicates it. Secret (a password).
     #[arg(long, env = "EAI_CLICKHOUSE_URL", value_name = "URL", value_parser = secret, hide_env_values = true)]
     pub clickhouse_url: Option<SecretString>,
+    /// The ClickHouse cluster (in the servers' `remote_servers`) to create the replica's tables on: replicated
+    /// tables behind `Distributed` ones [default: none, one server].
+    #[arg(long, env = "EAI_CLICKHOUSE_CLUSTER", value_name = "NAME")]
+    pub clickhouse_cluster: Option<String>,
     /// Where the allocation batch reads usage from: primary or clickhouse [default: primary].
     #[arg(long, env = "EAI_ALLOCATION_SOURCE", value_name = "SOURCE", value_parser = allocation_source)]
     pub allocation_source: Option<AllocationSource>,
@@ -536,6 +552,7 @@ impl ConfigArgs {
                 .allocation_bucket_minutes
                 .unwrap_or(d.allocation_bucket_minutes),
             clickhouse_url: self.clickhouse_url,
+            clickhouse_cluster: self.clickhouse_cluster.filter(|c| !c.trim().is_empty()),
             allocation_source: self.allocation_source.unwrap_or(d.allocation_source),
             allocation_batch: self.allocation_batch.unwrap_or(d.allocation_batch),
             allocation_batch_interval_seconds: self
@@ -811,6 +828,22 @@ mod tests {
         );
         let e = from(&[("EAI_ALLOCATION_SOURCE", "clickhouse")]).expect_err("no url");
         assert!(e.to_string().contains("EAI_CLICKHOUSE_URL"), "{e}");
+        let c = from(&[
+            ("EAI_CLICKHOUSE_URL", "http://ch:8123/eai"),
+            ("EAI_CLICKHOUSE_CLUSTER", "eai_cluster"),
+        ])
+        .expect("a cluster");
+        let ch = c.clickhouse().expect("url").expect("set");
+        assert_eq!(ch.cluster(), Some("eai_cluster"));
+        assert!(d.clickhouse().expect("none").is_none());
+        let e = from(&[("EAI_CLICKHOUSE_CLUSTER", "eai_cluster")]).expect_err("no url");
+        assert!(e.to_string().contains("EAI_CLICKHOUSE_URL"), "{e}");
+        let e = from(&[
+            ("EAI_CLICKHOUSE_URL", "http://ch:8123/eai"),
+            ("EAI_CLICKHOUSE_CLUSTER", "a;b"),
+        ])
+        .expect_err("not a name");
+        assert!(e.to_string().contains("EAI_CLICKHOUSE_CLUSTER"), "{e}");
         let e = from(&[("EAI_CLICKHOUSE_URL", "tcp://u:pw@h:9000")]).expect_err("bad url");
         assert!(!format!("{e:#}").contains("pw@"), "{e:#}");
     }

@@ -1261,6 +1261,9 @@ on_both_backends!(
 #[path = "http/clickhouse.rs"]
 mod clickhouse;
 
+#[path = "http/clickhouse_cluster.rs"]
+mod clickhouse_cluster;
+
 #[path = "http/security.rs"]
 mod security;
 use security::*;

@@ -16,7 +16,9 @@ use crate::table::Table;
 #[derive(Debug, Args)]
 pub struct AllocateArgs {
     /// Run the allocation batch on the store for this month (`YYYY-MM`): record each tenant's allocated cost as
-    /// `gpu_local` usage events (a re-run replaces them). Without it, allocate from files.
+    /// `gpu_local` usage events (a re-run replaces them). Usage is read from the ClickHouse replica when
+    /// EAI_ALLOCATION_SOURCE=clickhouse (EAI_CLICKHOUSE_URL, and EAI_CLICKHOUSE_CLUSTER on a cluster). Without
+    /// it, allocate from files.
     #[arg(long, conflicts_with_all = ["samples", "usage", "policies", "from", "to", "json"])]
     pub period: Option<String>,
     /// With --period: folder of the embedded store (EAI_DATA_DIR).
@@ -286,11 +288,19 @@ pub fn render(a: &Allocation) -> String {
 /// `--period YYYY-MM`: the allocation batch on the store.
 pub async fn run_batch(args: AllocateArgs) -> anyhow::Result<std::process::ExitCode> {
     let period = args.period.clone().unwrap_or_default();
-    let (_, store, alloc) =
+    let (config, store, alloc) =
         crate::serve::store_for_allocation(args.data_dir.clone(), args.database_url.clone())
             .await?;
+    // EAI_ALLOCATION_SOURCE=clickhouse: usage read from the replica (EAI_CLICKHOUSE_URL, on
+    // EAI_CLICKHOUSE_CLUSTER when set), as `serve`'s batch reads it.
+    let source = match (config.allocation_source, config.clickhouse()?) {
+        (eai_api::config::AllocationSource::ClickHouse, Some(ch)) => {
+            eai_app::allocation::Source::ClickHouse(ch)
+        }
+        _ => eai_app::allocation::Source::Primary,
+    };
     let now = eai_app::clock::now();
-    let o = eai_app::batch::run_month(store.as_ref(), &period, now, alloc).await?;
+    let o = eai_app::batch::run_month_from(&source, store.as_ref(), &period, now, alloc).await?;
     println!(
         "{}: allocated {} .. {}; recorded {} gpu_local usage event(s), zeroed {} from an earlier run",
         o.period, o.from, o.to, o.events, o.zeroed

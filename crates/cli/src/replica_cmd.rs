@@ -32,6 +32,10 @@ pub enum ReplicaCommand {
         /// The replica (EAI_CLICKHOUSE_URL): `http://[user[:password]@]host:8123[/database]`.
         #[arg(long, env = "EAI_CLICKHOUSE_URL", hide_env_values = true)]
         clickhouse_url: String,
+        /// The ClickHouse cluster the replica's tables live on (EAI_CLICKHOUSE_CLUSTER, as `serve` has it):
+        /// replicated tables behind `Distributed` ones, created on every server if missing.
+        #[arg(long, env = "EAI_CLICKHOUSE_CLUSTER")]
+        clickhouse_cluster: Option<String>,
         /// Start (YYYY-MM-DD or RFC 3339, UTC; rounded down to the hour). Default: the store's earliest row.
         #[arg(long)]
         from: Option<String>,
@@ -47,17 +51,19 @@ pub enum ReplicaCommand {
 pub async fn run(args: ReplicaArgs) -> anyhow::Result<ExitCode> {
     let ReplicaCommand::Backfill {
         clickhouse_url,
+        clickhouse_cluster,
         from,
         to,
         step_hours,
     } = args.command;
-    let ch = ClickHouse::from_url(&clickhouse_url)?;
+    let ch = ClickHouse::from_url(&clickhouse_url)?.with_cluster(clickhouse_cluster.as_deref())?;
     let mut config = crate::serve::config(
         None,
         args.store.data_dir.clone(),
         args.store.database_url.clone(),
     )?;
     config.clickhouse_url = Some(clickhouse_url.into());
+    config.clickhouse_cluster = clickhouse_cluster;
     let store = eai_api::open_store(&config).await?;
     ch.migrate()
         .await

@@ -46,19 +46,26 @@ async fn clickhouse() -> ScratchClickHouse {
 }
 
 /// A fresh primary store of the test's backend with the outbox on, its replica (schema created) and the
-/// server.
-struct Replicated {
-    store: Arc<dyn Store>,
-    ch: ClickHouse,
+/// server (none when the replica is a cluster the test holds).
+pub(crate) struct Replicated {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) ch: ClickHouse,
     /// The store's configuration (with the replica's URL), to open a second handle on it.
-    config: Config,
-    _server: ScratchClickHouse,
+    pub(crate) config: Config,
+    _server: Option<ScratchClickHouse>,
     _dir: tempfile::TempDir,
     _db: Option<ScratchDb>,
 }
 
 async fn replicated() -> Replicated {
     let server = clickhouse().await;
+    let mut r = replicated_at(&server.url("eai"), None).await;
+    r._server = Some(server);
+    r
+}
+
+/// [`Replicated`] on the ClickHouse server at `url` (on `cluster` when given: `EAI_CLICKHOUSE_CLUSTER`).
+pub(crate) async fn replicated_at(url: &str, cluster: Option<&str>) -> Replicated {
     let dir = tempfile::tempdir().expect("temp dir");
     let backend = BACKEND.try_with(|b| *b).unwrap_or(Backend::Sqlite);
     let (database_url, db) = match backend {
@@ -76,7 +83,8 @@ async fn replicated() -> Replicated {
     let config = Config {
         data_dir: dir.path().to_path_buf(),
         database_url: Some(database_url.into()),
-        clickhouse_url: Some(server.url("eai").into()),
+        clickhouse_url: Some(url.to_string().into()),
+        clickhouse_cluster: cluster.map(str::to_string),
         ..Config::default()
     };
     let store = eai_api::open_store(&config).await.expect("store");
@@ -86,14 +94,14 @@ async fn replicated() -> Replicated {
         store,
         ch,
         config,
-        _server: server,
+        _server: None,
         _dir: dir,
         _db: db,
     }
 }
 
 /// Delivers the whole outbox.
-async fn drain(store: &dyn Store, ch: &ClickHouse) {
+pub(crate) async fn drain(store: &dyn Store, ch: &ClickHouse) {
     loop {
         let d = replicate_once(store, ch, 50).await.expect("delivered");
         if d.entries == 0 {
@@ -172,7 +180,7 @@ const B_EVENT: Uuid = Uuid::from_u128(0xb0b);
 
 /// A month's beginning on both primaries: a shared deployment split 70/30 by tokens with a long gap, a
 /// dedicated one, a policy that changes at 01:30 (so hour 01:00 is read exactly), a sample held back.
-async fn load(store: &dyn Store) {
+pub(crate) async fn load(store: &dyn Store) {
     let (a, b) = (tenant(TENANT_A), tenant(TENANT_B));
     let mut batch = Vec::new();
     let mut end = T0 + 15_000;
@@ -227,7 +235,7 @@ async fn load(store: &dyn Store) {
 }
 
 /// The sample of the shared GPU that [`load`] held back arrives (GPU-1's first hour is recomputed).
-async fn late_sample_arrives(store: &dyn Store) {
+pub(crate) async fn late_sample_arrives(store: &dyn Store) {
     store
         .insert_samples(
             vec![gpu_sample("GPU-1", "vllm-shared", None, LATE_END, "400")],
@@ -254,12 +262,17 @@ async fn b_moves_away(store: &dyn Store) {
         .expect("moved event");
 }
 
-fn period() -> Period {
+pub(crate) fn period() -> Period {
     Period::new(Timestamp(T0), Timestamp(T0 + 5 * HOUR_MS), HOUR_MS).expect("period")
 }
 
 async fn allocation_from_clickhouse_equals_the_primary() {
-    let r = replicated().await;
+    allocation_equals_the_primary(&replicated().await).await;
+}
+
+/// The primary's month beginning with claims of every kind, replicated: the groups and claims ClickHouse sums
+/// and the allocation from ClickHouse are the primary's.
+pub(crate) async fn allocation_equals_the_primary(r: &Replicated) {
     load(r.store.as_ref()).await;
     late_sample_arrives(r.store.as_ref()).await;
     drain(r.store.as_ref(), &r.ch).await;
@@ -327,12 +340,12 @@ async fn allocation_from_clickhouse_equals_the_primary() {
             .expect("replica groups"),
         groups
     );
-    replica_equals_primary(&r).await;
+    replica_equals_primary(r).await;
 }
 
 /// The allocation of [`period`] from the replica equals the primary's, to the cent, tenant by tenant, then in
 /// full; returns it.
-async fn replica_equals_primary(r: &Replicated) -> eai_engine::report::Allocation {
+pub(crate) async fn replica_equals_primary(r: &Replicated) -> eai_engine::report::Allocation {
     let config = AllocationConfig::default();
     let primary = compute(r.store.as_ref(), period(), config)
         .await
@@ -450,7 +463,11 @@ async fn the_batch_run_twice_leaves_one_corrected_event_per_key_in_clickhouse() 
 /// it only through the backfill; a change the outbox carries wins over the backfill's copy whether it arrives
 /// before or after it; a second backfill changes nothing.
 async fn a_replica_added_later_is_backfilled_and_the_outbox_wins() {
-    let r = replicated().await;
+    backfilled_and_the_outbox_wins(&replicated().await).await;
+}
+
+/// [`a_replica_added_later_is_backfilled_and_the_outbox_wins`] on the replica of `r`.
+pub(crate) async fn backfilled_and_the_outbox_wins(r: &Replicated) {
     let without_outbox = eai_api::open_store(&Config {
         clickhouse_url: None,
         ..r.config.clone()
@@ -492,7 +509,7 @@ async fn a_replica_added_later_is_backfilled_and_the_outbox_wins() {
     b_moves_away(r.store.as_ref()).await;
     drain(r.store.as_ref(), &r.ch).await;
 
-    let first = replica_equals_primary(&r).await;
+    let first = replica_equals_primary(r).await;
     let samples = scalar(&r.ch, "SELECT count() AS v FROM eai.gpu_samples FINAL").await;
     assert_eq!(samples, held.samples.len().to_string());
 
@@ -500,7 +517,7 @@ async fn a_replica_added_later_is_backfilled_and_the_outbox_wins() {
     backfill(r.store.as_ref(), &r.ch, from, to, 2 * HOUR_MS, |_| {})
         .await
         .expect("second backfill");
-    assert_eq!(replica_equals_primary(&r).await, first);
+    assert_eq!(replica_equals_primary(r).await, first);
     assert_eq!(
         scalar(&r.ch, "SELECT count() AS v FROM eai.gpu_samples FINAL").await,
         samples
@@ -514,7 +531,7 @@ on_both_backends!(
 );
 
 /// One figure of the replica, read with FINAL.
-async fn scalar(ch: &ClickHouse, sql: &str) -> String {
+pub(crate) async fn scalar(ch: &ClickHouse, sql: &str) -> String {
     let rows = ch.select(sql).await.expect("query");
     let v = rows
         .first()
@@ -525,7 +542,7 @@ async fn scalar(ch: &ClickHouse, sql: &str) -> String {
     v.as_str().map_or_else(|| v.to_string(), str::to_string)
 }
 
-fn metric(text: &str, name: &str) -> u64 {
+pub(crate) fn metric(text: &str, name: &str) -> u64 {
     text.lines()
         .find_map(|l| l.strip_prefix(&format!("{name} ")))
         .and_then(|v| v.trim().parse().ok())
@@ -533,7 +550,11 @@ fn metric(text: &str, name: &str) -> u64 {
 }
 
 /// Waits until `/metrics` satisfies `ok` (or fails after a minute and a half).
-async fn wait_for_metrics(app: &TestApp, what: &str, ok: impl Fn(&str) -> bool) -> String {
+pub(crate) async fn wait_for_metrics(
+    app: &TestApp,
+    what: &str,
+    ok: impl Fn(&str) -> bool,
+) -> String {
     for _ in 0..900 {
         let (_, text) = app.get_text("/metrics", "").await;
         if ok(&text) {

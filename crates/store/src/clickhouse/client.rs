@@ -16,6 +16,9 @@ pub struct ClickHouse {
     pub(super) database: String,
     user: Option<String>,
     password: Option<String>,
+    /// `EAI_CLICKHOUSE_CLUSTER`: the cluster (in the servers' `remote_servers`) the tables are created on, as
+    /// replicated local tables behind `Distributed` tables; `None`: plain tables on one server.
+    pub(super) cluster: Option<String>,
 }
 
 impl std::fmt::Debug for ClickHouse {
@@ -23,6 +26,7 @@ impl std::fmt::Debug for ClickHouse {
         f.debug_struct("ClickHouse")
             .field("base", &self.base)
             .field("database", &self.database)
+            .field("cluster", &self.cluster)
             .finish()
     }
 }
@@ -83,21 +87,51 @@ impl ClickHouse {
             database: database.to_string(),
             user,
             password,
+            cluster: None,
         })
+    }
+
+    /// The same server, its tables created `ON CLUSTER cluster` (`EAI_CLICKHOUSE_CLUSTER`; empty: none).
+    pub fn with_cluster(mut self, cluster: Option<&str>) -> Result<Self> {
+        self.cluster = match cluster.map(str::trim).filter(|c| !c.is_empty()) {
+            Some(c) if is_identifier(c) => Some(c.to_string()),
+            Some(c) => return Err(ClickHouseError::BadCluster(c.to_string())),
+            None => None,
+        };
+        Ok(self)
     }
 
     pub fn database(&self) -> &str {
         &self.database
     }
 
+    /// The cluster the tables live on (`EAI_CLICKHOUSE_CLUSTER`), if any.
+    pub fn cluster(&self) -> Option<&str> {
+        self.cluster.as_deref()
+    }
+
     #[tracing::instrument(name = "clickhouse.query", skip_all, fields(otel.kind = "client", db.system = "clickhouse", db.namespace = %self.database))]
-    async fn post(&self, query: Option<&str>, body: String) -> Result<String> {
+    async fn post(&self, query: Option<&str>, body: String, close: bool) -> Result<String> {
         let mut req = self.http.post(format!("{}/", self.base));
+        if close {
+            req = req.header(reqwest::header::CONNECTION, "close");
+        }
         if let Some(tp) = eai_telemetry::traceparent() {
             req = req.header("traceparent", tp);
         }
         if let Some(q) = query {
             req = req.query(&[("query", q)]);
+        }
+        // On a cluster an insert into a `Distributed` table answers only once the rows are on their shard
+        // (not queued on this server): an acknowledged outbox entry is then replicated data.
+        // (`insert_distributed_sync`: 18.16's name, an alias of `distributed_foreground_insert` today.)
+        // Replicas in order (the first replica of each shard while it answers) for inserts and reads alike:
+        // a read then sees the rows acknowledged before it, not a replica still fetching them.
+        if self.cluster.is_some() {
+            req = req.query(&[
+                ("insert_distributed_sync", "1"),
+                ("load_balancing", "in_order"),
+            ]);
         }
         if let Some(u) = &self.user {
             req = req.header("X-ClickHouse-User", u);
@@ -109,7 +143,7 @@ impl ClickHouse {
             .body(body)
             .send()
             .await
-            .map_err(|e| ClickHouseError::Unreachable(e.to_string()))?;
+            .map_err(|e| ClickHouseError::Unreachable(with_causes(&e)))?;
         let status = resp.status().as_u16();
         let text = resp
             .text()
@@ -125,14 +159,18 @@ impl ClickHouse {
         }
     }
 
-    /// Runs one statement.
+    /// Runs one statement, on a connection of its own: a statement `ON CLUSTER` answers once every server
+    /// ran it, and a server may close the connection after such an answer (a kept-alive connection reused
+    /// then fails with "connection closed before message completed").
     pub async fn exec(&self, sql: &str) -> Result<()> {
-        self.post(None, sql.to_string()).await.map(|_| ())
+        self.post(None, sql.to_string(), true).await.map(|_| ())
     }
 
     /// Runs a query and returns its rows (the query must not carry a FORMAT clause).
     pub async fn select(&self, sql: &str) -> Result<Vec<Value>> {
-        let text = self.post(None, format!("{sql} FORMAT JSONEachRow")).await?;
+        let text = self
+            .post(None, format!("{sql} FORMAT JSONEachRow"), false)
+            .await?;
         text.lines()
             .filter(|l| !l.trim().is_empty())
             .map(|l| serde_json::from_str(l).map_err(|e| ClickHouseError::Decode(e.to_string())))
@@ -159,7 +197,7 @@ impl ClickHouse {
             self.database,
             physical(table)
         );
-        self.post(Some(&q), body).await.map(|_| ())
+        self.post(Some(&q), body, false).await.map(|_| ())
     }
 
     pub async fn ping(&self) -> Result<()> {
@@ -183,6 +221,18 @@ impl ClickHouse {
         }
         Ok(())
     }
+}
+
+/// An error with its causes (`error sending request: connection closed before message completed`).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 fn redact(url: &str) -> String {
@@ -214,5 +264,15 @@ mod tests {
         );
         assert!(ClickHouse::from_url("tcp://h:9000").is_err());
         assert!(ClickHouse::from_url("http://h:8123/db;drop").is_err());
+        let c = ClickHouse::from_url("http://h:8123").unwrap();
+        assert_eq!(
+            c.clone()
+                .with_cluster(Some("eai_cluster"))
+                .unwrap()
+                .cluster(),
+            Some("eai_cluster")
+        );
+        assert_eq!(c.clone().with_cluster(Some(" ")).unwrap().cluster(), None);
+        assert!(c.with_cluster(Some("a b")).is_err());
     }
 }

@@ -48,6 +48,8 @@ pub use replicate::{
 pub enum ClickHouseError {
     #[error("EAI_CLICKHOUSE_URL is not a usable http(s) URL: {0}")]
     BadUrl(String),
+    #[error("EAI_CLICKHOUSE_CLUSTER `{0}` is not a cluster name (letters, digits, _)")]
+    BadCluster(String),
     /// No answer (down, refused, timed out): the outbox keeps the rows until it is back.
     #[error("ClickHouse is unreachable: {0}")]
     Unreachable(String),

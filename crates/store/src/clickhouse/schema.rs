@@ -9,41 +9,55 @@ impl ClickHouse {
     /// Creates the database and tables if missing (idempotent).
     pub async fn migrate(&self) -> Result<()> {
         let db = &self.database;
-        self.exec(&format!("CREATE DATABASE IF NOT EXISTS {db}"))
+        let on = self.on_cluster();
+        self.exec(&format!("CREATE DATABASE IF NOT EXISTS {db}{on}"))
             .await?;
-        for ddl in [
-            format!(
-                "CREATE TABLE IF NOT EXISTS {db}.{EVENTS_TABLE} (event_id String, tenant_id String, usage_type String, \
+        for (table, columns, order, shard_by) in [
+            (
+                EVENTS_TABLE,
+                "event_id String, tenant_id String, usage_type String, \
                  source String, occurred_at DateTime('UTC'), occurred_at_ms Int64, deployment_id String, \
                  model_provider String, model_name String, units String, tokens_in String, tokens_out String, \
                  gpu_seconds String, gpu_memory_gb_seconds String, energy_wh String, cost_amount String, \
                  cost_currency String, allocation_policy_id String, project String, agent_id String, run_id String, \
-                 version UInt64) ENGINE = ReplacingMergeTree(version) ORDER BY (tenant_id, event_id)"
+                 version UInt64",
+                "tenant_id, event_id",
+                "tenant_id",
             ),
-            format!(
-                "CREATE TABLE IF NOT EXISTS {db}.gpu_samples (gpu_uuid String, end_ms Int64, end_at DateTime('UTC'), \
+            (
+                "gpu_samples",
+                "gpu_uuid String, end_ms Int64, end_at DateTime('UTC'), \
                  node String, model String, namespace String, pod String, deployment_id String, owner String, \
                  window_ms Int64, utilization String, memory_used_gb String, power_w String, storage_gb String, \
-                 gpu_fraction String, share String DEFAULT 'exclusive', version UInt64) ENGINE = ReplacingMergeTree(version) ORDER BY (gpu_uuid, end_ms)"
+                 gpu_fraction String, share String DEFAULT 'exclusive', version UInt64",
+                "gpu_uuid, end_ms",
+                "gpu_uuid",
             ),
-            format!(
-                "CREATE TABLE IF NOT EXISTS {db}.gpu_rollups ({ROLLUP_COLUMNS}) \
-                 ENGINE = ReplacingMergeTree(version) ORDER BY ({ROLLUP_ORDER})"
-            ),
-            format!(
-                "CREATE TABLE IF NOT EXISTS {db}.gpu_gaps (gpu_uuid String, from_ms Int64, to_ms Int64, reason String, \
-                 deployment_id String, node String, deleted UInt8, version UInt64) \
-                 ENGINE = ReplacingMergeTree(version) ORDER BY (gpu_uuid, from_ms)"
-            ),
-            format!(
-                "CREATE VIEW IF NOT EXISTS {db}.gpu_samples_hourly AS SELECT deployment_id, owner, model, \
-                 intDiv(end_ms, 3600000) * 3600000 AS hour_ms, count() AS samples, uniqExact(gpu_uuid) AS gpus, \
-                 sum(toDecimal128(window_ms, 0) * toDecimal128(gpu_fraction, 6)) / 1000 AS gpu_seconds, \
-                 sum(toDecimal128(window_ms, 0) * toDecimal128(power_w, 6)) / 1000 AS energy_ws \
-                 FROM {db}.gpu_samples FINAL GROUP BY deployment_id, owner, model, hour_ms"
+            ("gpu_rollups", ROLLUP_COLUMNS, ROLLUP_ORDER, "gpu_uuid"),
+            (
+                "gpu_gaps",
+                "gpu_uuid String, from_ms Int64, to_ms Int64, reason String, \
+                 deployment_id String, node String, deleted UInt8, version UInt64",
+                "gpu_uuid, from_ms",
+                "gpu_uuid",
             ),
         ] {
-            self.exec(&ddl).await?;
+            for ddl in self.create_table(table, columns, order, shard_by) {
+                self.exec(&ddl).await?;
+            }
+        }
+        self.exec(&format!(
+            "CREATE VIEW IF NOT EXISTS {db}.gpu_samples_hourly{on} AS SELECT deployment_id, owner, model, \
+             intDiv(end_ms, 3600000) * 3600000 AS hour_ms, count() AS samples, uniqExact(gpu_uuid) AS gpus, \
+             sum(toDecimal128(window_ms, 0) * toDecimal128(gpu_fraction, 6)) / 1000 AS gpu_seconds, \
+             sum(toDecimal128(window_ms, 0) * toDecimal128(power_w, 6)) / 1000 AS energy_ws \
+             FROM {db}.gpu_samples FINAL GROUP BY deployment_id, owner, model, hour_ms"
+        ))
+        .await?;
+        if self.cluster.is_some() {
+            // The migrations below are of single-server replicas older binaries made; a cluster's tables
+            // were created by this one.
+            return Ok(());
         }
         // Rollups without their placement (older binaries): the rows move to the table keyed by it too, as rows
         // of no placement.
@@ -57,11 +71,10 @@ impl ClickHouse {
             .first()
             .is_some_and(|r| int(r, "n").unwrap_or(0) == 0)
         {
-            self.exec(&format!(
-                "CREATE TABLE IF NOT EXISTS {db}.gpu_rollups_v2 ({ROLLUP_COLUMNS}) \
-                 ENGINE = ReplacingMergeTree(version) ORDER BY ({ROLLUP_ORDER})"
-            ))
-            .await?;
+            for ddl in self.create_table("gpu_rollups_v2", ROLLUP_COLUMNS, ROLLUP_ORDER, "gpu_uuid")
+            {
+                self.exec(&ddl).await?;
+            }
             self.exec(&format!(
                 "INSERT INTO {db}.gpu_rollups_v2 SELECT bucket_ms, gpu_uuid, deployment_id, owner, model, \
                  0 AS placed, '' AS namespace, '' AS pod, '' AS node, '' AS share, first_window_start_ms, \
@@ -118,6 +131,43 @@ impl ClickHouse {
             self.exec(&format!("DROP TABLE {db}.usage_events")).await?;
         }
         Ok(())
+    }
+
+    /// ` ON CLUSTER name` on a cluster (`EAI_CLICKHOUSE_CLUSTER`), else nothing.
+    fn on_cluster(&self) -> String {
+        self.cluster
+            .as_deref()
+            .map_or_else(String::new, |c| format!(" ON CLUSTER {c}"))
+    }
+
+    /// The statements that create a replica table (idempotent) with `columns`, identified by `order` (the
+    /// `ReplacingMergeTree`'s sorting key, `version` its version column):
+    /// - on one server, the table itself;
+    /// - on a cluster, on every server, `<table>_local`, a `ReplicatedReplacingMergeTree` replicated among the
+    ///   replicas of its shard through ZooKeeper (path `/clickhouse/tables/{shard}/<db>/<table>`, replica
+    ///   `{replica}`: each server's macros), and under the table's own name a `Distributed` table over them,
+    ///   sharded by `cityHash64(shard_by)`. `shard_by` is the leading column(s) of the row's identity, so every
+    ///   version of a row lands on the same shard and `FINAL` (per shard) keeps the last one. Reads and inserts
+    ///   use the table's name and work unchanged.
+    fn create_table(&self, table: &str, columns: &str, order: &str, shard_by: &str) -> Vec<String> {
+        let db = &self.database;
+        match self.cluster.as_deref() {
+            None => vec![format!(
+                "CREATE TABLE IF NOT EXISTS {db}.{table} ({columns}) \
+                 ENGINE = ReplacingMergeTree(version) ORDER BY ({order})"
+            )],
+            Some(c) => vec![
+                format!(
+                    "CREATE TABLE IF NOT EXISTS {db}.{table}_local ON CLUSTER {c} ({columns}) \
+                     ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{{shard}}/{db}/{table}', \
+                     '{{replica}}', version) ORDER BY ({order})"
+                ),
+                format!(
+                    "CREATE TABLE IF NOT EXISTS {db}.{table} ON CLUSTER {c} ({columns}) \
+                     ENGINE = Distributed({c}, {db}, {table}_local, cityHash64({shard_by}))"
+                ),
+            ],
+        }
     }
 }
 

@@ -162,6 +162,9 @@ The rules values cannot express alone; each stops the render with a message that
 {{- fail "secrets.databaseUrl must start with postgres:// or postgresql:// when store.type=postgres" }}
 {{- end }}
 {{- end }}
+{{- if and .Values.controlPlane.config.clickhouseCluster (not (include "eai.has.clickhouseUrl" .)) }}
+{{- fail "controlPlane.config.clickhouseCluster names the ClickHouse cluster of the replica: set secrets.clickhouseUrl (one of its servers) too" }}
+{{- end }}
 {{- if and (eq (toString .Values.controlPlane.config.allocationSource) "clickhouse") (not (include "eai.has.clickhouseUrl" .)) }}
 {{- fail "controlPlane.config.allocationSource=clickhouse reads the ClickHouse replica: set secrets.clickhouseUrl (or secrets.existingSecretProvides.clickhouseUrl=true with existingSecret)" }}
 {{- end }}
