@@ -1,6 +1,7 @@
 //! What is read back from the replica: the rollups, group rollups, usage claims, gaps and usage events of a
 //! period (the allocation from ClickHouse reads these, so it gives the primary's figures on the same data), and
-//! the decoding of their `JSONEachRow` rows (64-bit integers quoted, decimals as exact strings).
+//! the decoding of their rows: the summed ones (groups, claims) as `TabSeparated` text, the others as
+//! `JSONEachRow` (64-bit integers quoted, decimals as exact numbers).
 
 use std::collections::{BTreeMap, HashMap};
 use std::str::FromStr;
@@ -15,7 +16,7 @@ use eai_engine::time::Timestamp;
 use rust_decimal::Decimal;
 use serde_json::Value;
 
-use super::{ClickHouse, ClickHouseError, Result, EVENTS_TABLE};
+use super::{ClickHouse, ClickHouseError, Result, DECIMAL_SCALE, EVENTS_TABLE};
 
 impl ClickHouse {
     /// Rollups of buckets in `[from, to)` (replaced rows resolved with FINAL, deleted ones dropped).
@@ -43,17 +44,8 @@ impl ClickHouse {
             "FROM {db}.gpu_rollups FINAL WHERE bucket_ms >= {from} AND bucket_ms < {to} AND deleted = 0 \
              GROUP BY bucket_ms, deployment_id, owner, model"
         );
-        let sum = |c: &str| format!("toString(sum(toDecimal128({c}, 15))) AS {c}");
-        let sums = [
-            "gpu_seconds",
-            "busy_gpu_seconds",
-            "estimated_gpu_seconds",
-            "memory_gb_seconds",
-            "energy_ws",
-            "storage_gb_seconds",
-        ]
-        .map(sum)
-        .join(", ");
+        // Summed as `Decimal128(15)` (exact), read back as `TabSeparated` text: the columns of `GROUP_FIELDS`.
+        let sums = QUANTITIES.map(|c| format!("sum({c}) AS {c}")).join(", ");
         let sets_sql = format!(
             "SELECT toString(cityHash64(gpus)) AS gpu_set, gpus FROM \
              (SELECT arraySort(groupArray(gpu_uuid)) AS gpus {grouped}) GROUP BY gpus"
@@ -62,10 +54,10 @@ impl ClickHouse {
             "SELECT bucket_ms, deployment_id, owner, model, min(first_window_start_ms) AS first_window_start_ms, \
              max(last_window_start_ms) AS last_window_start_ms, sum(samples) AS samples, \
              sum(estimated_samples) AS estimated_samples, {sums}, \
-             toString(cityHash64(arraySort(groupArray(gpu_uuid)))) AS gpu_set {grouped} \
+             cityHash64(arraySort(groupArray(gpu_uuid))) AS gpu_set {grouped} \
              ORDER BY bucket_ms, deployment_id, owner, model"
         );
-        let (rows, sets) = tokio::try_join!(self.select(&rows_sql), self.select(&sets_sql))?;
+        let (rows, sets) = tokio::try_join!(self.select_tsv(&rows_sql), self.select(&sets_sql))?;
         let mut interned = GpuSets::default();
         let mut by_hash: HashMap<String, GpuSet> = HashMap::with_capacity(sets.len());
         let mut sets = sets;
@@ -91,23 +83,59 @@ impl ClickHouse {
                     _ => {}
                 }
             }
-            let complete = rows
-                .iter()
-                .all(|r| text(r, "gpu_set").is_ok_and(|h| by_hash.contains_key(h)));
+            let complete = rows.iter().all(|r| {
+                r.get(GROUP_FIELDS - 1)
+                    .is_some_and(|h| by_hash.contains_key(h))
+            });
             if complete || attempt == 2 {
                 break;
             }
             sets = self.select(&sets_sql).await?;
         }
-        rows.iter()
-            .map(|r| {
-                let hash = text(r, "gpu_set")?;
+        rows.into_iter()
+            .map(|mut r| {
+                if r.len() != GROUP_FIELDS {
+                    return Err(ClickHouseError::Decode(format!(
+                        "a group row of {} fields, not {GROUP_FIELDS}",
+                        r.len()
+                    )));
+                }
+                let hash = &r[GROUP_FIELDS - 1];
                 let set = by_hash.get(hash).ok_or_else(|| {
                     ClickHouseError::Decode(format!("a group names GPU set {hash}, never read"))
                 })?;
-                let mut g = rollup_fields(r, String::new())?;
-                g.gpus = Some(set.clone());
-                Ok(g)
+                let q = |i: usize| tsv_decimal(&r[8 + i], QUANTITIES[i]);
+                let quantities = Quantities {
+                    gpu_seconds: q(0)?,
+                    busy_gpu_seconds: q(1)?,
+                    estimated_gpu_seconds: q(2)?,
+                    memory_gb_seconds: q(3)?,
+                    energy_ws: q(4)?,
+                    storage_gb_seconds: q(5)?,
+                };
+                let owner = match r[2].as_str() {
+                    "" => None,
+                    s => Some(
+                        s.parse()
+                            .map_err(|_| ClickHouseError::Decode(format!("column owner: {s}")))?,
+                    ),
+                };
+                Ok(Rollup {
+                    key: RollupKey {
+                        gpu_uuid: String::new(),
+                        deployment_id: std::mem::take(&mut r[1]),
+                        owner,
+                        model: std::mem::take(&mut r[3]),
+                        bucket_start: Timestamp(tsv_int(&r[0], "bucket_ms")?),
+                        placement: Placement::default(),
+                    },
+                    first_window_start: Timestamp(tsv_int(&r[4], "first_window_start_ms")?),
+                    last_window_start: Timestamp(tsv_int(&r[5], "last_window_start_ms")?),
+                    samples: tsv_int(&r[6], "samples")?,
+                    estimated_samples: tsv_int(&r[7], "estimated_samples")?,
+                    q: quantities,
+                    gpus: Some(set.clone()),
+                })
             })
             .collect()
     }
@@ -118,20 +146,21 @@ impl ClickHouse {
     /// its tokens in and out; events of no deployment, of the platform (allocation, reservation) or of a vLLM
     /// server's own counters claim nothing. In the claims' read order.
     pub async fn claims(&self, from: Timestamp, to: Timestamp) -> Result<Vec<UsageClaim>> {
-        let dec = |c: &str| format!("toDecimal128(if({c} = '', '0', {c}), 6)");
+        // An event claims its `gpu_seconds` unit when it has one (0 included), its tokens otherwise: whether
+        // it has one is read from its units (a JSON object of exact strings, keys escaped: `"gpu_seconds":`
+        // right after `{` or `,` is that key).
+        let has_gpu_seconds =
+            "(position(units, '{\"gpu_seconds\":') > 0 OR position(units, ',\"gpu_seconds\":') > 0)";
         let rows = self
-            .select(&format!(
+            .select_tsv(&format!(
                 "SELECT intDiv(occurred_at_ms, {h}) * {h} AS bucket_ms, deployment_id, tenant_id, \
-                 toString(sum(if(gpu_seconds = '', toDecimal128(0, 6), {gs}))) AS claimed_gpu_seconds, \
-                 toString(sum(if(gpu_seconds = '', {tin} + {tout}, toDecimal128(0, 6)))) AS claimed_tokens \
+                 sum(if({has_gpu_seconds}, gpu_seconds, toDecimal128(0, {DECIMAL_SCALE}))) AS claimed_gpu_seconds, \
+                 sum(if({has_gpu_seconds}, toDecimal128(0, {DECIMAL_SCALE}), tokens_in + tokens_out)) AS claimed_tokens \
                  FROM {db}.{EVENTS_TABLE} FINAL \
                  WHERE occurred_at_ms >= {from} AND occurred_at_ms < {to} AND deployment_id != '' \
                  AND source NOT IN ('{alloc}', '{reservation}', '{vllm}') \
                  GROUP BY bucket_ms, deployment_id, tenant_id",
                 h = CLAIM_BUCKET_MS,
-                gs = dec("gpu_seconds"),
-                tin = dec("tokens_in"),
-                tout = dec("tokens_out"),
                 db = self.database,
                 from = from.0,
                 to = to.0,
@@ -143,13 +172,19 @@ impl ClickHouse {
         let mut claims = rows
             .iter()
             .map(|r| {
+                let [bucket, deployment, tenant, gpu_seconds, tokens] = r.as_slice() else {
+                    return Err(ClickHouseError::Decode(format!(
+                        "a claim row of {} fields, not 5",
+                        r.len()
+                    )));
+                };
                 Ok(UsageClaim {
-                    deployment_id: text(r, "deployment_id")?.to_string(),
-                    tenant_id: TenantId::from_str(text(r, "tenant_id")?)
+                    deployment_id: deployment.clone(),
+                    tenant_id: TenantId::from_str(tenant)
                         .map_err(|e| ClickHouseError::Decode(format!("column tenant_id: {e}")))?,
-                    bucket_start: Timestamp(int(r, "bucket_ms")?),
-                    gpu_seconds: decimal(r, "claimed_gpu_seconds")?,
-                    tokens: decimal(r, "claimed_tokens")?,
+                    bucket_start: Timestamp(tsv_int(bucket, "bucket_ms")?),
+                    gpu_seconds: tsv_decimal(gpu_seconds, "claimed_gpu_seconds")?,
+                    tokens: tsv_decimal(tokens, "claimed_tokens")?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -180,7 +215,7 @@ impl ClickHouse {
     }
 }
 
-fn text<'a>(r: &'a Value, k: &str) -> Result<&'a str> {
+pub(super) fn text<'a>(r: &'a Value, k: &str) -> Result<&'a str> {
     r[k].as_str()
         .ok_or_else(|| ClickHouseError::Decode(format!("column {k} missing")))
 }
@@ -198,10 +233,39 @@ pub(super) fn int(r: &Value, k: &str) -> Result<i64> {
     }
 }
 
+/// A decimal column: a JSON number (a `Decimal128` column; exact, serde_json keeps a number's text) or an exact
+/// string.
 fn decimal(r: &Value, k: &str) -> Result<Decimal> {
-    let s = text(r, k)?;
-    Decimal::from_str(s).map_err(|_| ClickHouseError::Decode(format!("column {k}: {s}")))
+    match &r[k] {
+        Value::Number(n) => tsv_decimal(&n.to_string(), k),
+        Value::String(s) => tsv_decimal(s, k),
+        _ => Err(ClickHouseError::Decode(format!("column {k} missing"))),
+    }
 }
+
+/// A decimal's exact text (`Decimal128(15)` prints all 15 places: normalized, as the primary keeps it).
+fn tsv_decimal(s: &str, k: &str) -> Result<Decimal> {
+    Decimal::from_str(s)
+        .map(|d| d.normalize())
+        .map_err(|_| ClickHouseError::Decode(format!("column {k}: {s}")))
+}
+
+fn tsv_int<T: FromStr>(s: &str, k: &str) -> Result<T> {
+    s.parse()
+        .map_err(|_| ClickHouseError::Decode(format!("column {k}: {s}")))
+}
+
+/// The summed quantities of a group row, in the order of the rollup's [`Quantities`].
+const QUANTITIES: [&str; 6] = [
+    "gpu_seconds",
+    "busy_gpu_seconds",
+    "estimated_gpu_seconds",
+    "memory_gb_seconds",
+    "energy_ws",
+    "storage_gb_seconds",
+];
+/// The fields of a group row: its key (4), window starts (2), sample counts (2), quantities, GPU set hash.
+const GROUP_FIELDS: usize = 8 + QUANTITIES.len() + 1;
 
 fn opt(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
@@ -290,13 +354,11 @@ fn event_from_row(r: &Value) -> Result<UsageEvent> {
             Decimal::from_str(&v).map_err(|_| ClickHouseError::Decode(format!("unit {k}: {v}")))?;
         units.insert(k, NonNegative::new(d).unwrap_or(NonNegative::ZERO));
     }
-    let cost = match (text(r, "cost_amount")?, text(r, "cost_currency")?) {
-        ("", _) | (_, "") => None,
-        (a, c) => Some((
-            NonNegative::new(
-                Decimal::from_str(a).map_err(|_| ClickHouseError::Decode(format!("cost {a}")))?,
-            )
-            .unwrap_or(NonNegative::ZERO),
+    // No currency: no cost (its amount reads 0).
+    let cost = match text(r, "cost_currency")? {
+        "" => None,
+        c => Some((
+            NonNegative::new(decimal(r, "cost_amount")?).unwrap_or(NonNegative::ZERO),
             Currency::from_str(c).map_err(|_| ClickHouseError::Decode(format!("currency {c}")))?,
         )),
     };
