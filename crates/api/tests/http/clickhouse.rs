@@ -337,6 +337,57 @@ async fn allocation_from_clickhouse_equals_the_primary() {
         groups
     );
     replica_equals_primary(&r).await;
+    breakdown_equals_the_primary(&r).await;
+}
+
+/// The breakdown of [`period`] from the replica (its per-GPU rollups read from ClickHouse, the exact hour from
+/// the primary) equals the primary's, row for row, for the platform and for a tenant (its dedicated
+/// deployments only).
+async fn breakdown_equals_the_primary(r: &Replicated) {
+    use eai_app::allocation::breakdown_of;
+    use eai_engine::breakdown::Dimension;
+    let config = AllocationConfig::default();
+    let replica = Source::ClickHouse(r.ch.clone());
+    for scope in [Scope::Platform, Scope::Tenant(tenant(TENANT_A))] {
+        for (group_by, filter) in [
+            (
+                vec![
+                    Dimension::Deployment,
+                    Dimension::Pod,
+                    Dimension::Gpu,
+                    Dimension::Share,
+                ],
+                vec![],
+            ),
+            (
+                vec![Dimension::Tenant, Dimension::Node],
+                vec![(Dimension::Deployment, "vllm-shared".to_string())],
+            ),
+        ] {
+            let mut found = Vec::new();
+            for source in [&Source::Primary, &replica] {
+                found.push(
+                    breakdown_of(
+                        source,
+                        r.store.as_ref(),
+                        period(),
+                        config,
+                        scope,
+                        group_by.clone(),
+                        filter.clone(),
+                    )
+                    .await
+                    .expect("breakdown"),
+                );
+            }
+            let (primary, replicated) = (&found[0], &found[1]);
+            assert!(
+                !primary.rows.is_empty() || scope != Scope::Platform,
+                "{primary:?}"
+            );
+            assert_eq!(replicated, primary, "{scope:?} {group_by:?}");
+        }
+    }
 }
 
 /// The allocation of [`period`] from the replica equals the primary's, to the cent, tenant by tenant, then in

@@ -21,14 +21,32 @@ use super::{ClickHouse, ClickHouseError, Result, DECIMAL_SCALE, EVENTS_TABLE};
 impl ClickHouse {
     /// Rollups of buckets in `[from, to)` (replaced rows resolved with FINAL, deleted ones dropped).
     pub async fn rollups(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Rollup>> {
+        self.gpu_rollups(from, to, None).await
+    }
+
+    /// The per-GPU rollups of buckets in `[from, to)` (`FINAL`, deleted rows dropped), `owner`'s only when
+    /// named (a tenant sees its dedicated deployments' GPUs): what a breakdown reads, as `TabSeparated` text,
+    /// sorted by GPU and bucket.
+    pub async fn gpu_rollups(
+        &self,
+        from: Timestamp,
+        to: Timestamp,
+        owner: Option<TenantId>,
+    ) -> Result<Vec<Rollup>> {
+        let only = owner.map_or(String::new(), |t| format!(" AND owner = '{t}'"));
         let rows = self
-            .select(&format!(
-                "SELECT * FROM {}.gpu_rollups FINAL WHERE bucket_ms >= {} AND bucket_ms < {} AND deleted = 0 \
+            .select_tsv(&format!(
+                "SELECT bucket_ms, gpu_uuid, deployment_id, owner, model, placed, namespace, pod, node, share, \
+                 first_window_start_ms, last_window_start_ms, samples, estimated_samples, {q} \
+                 FROM {db}.gpu_rollups FINAL WHERE bucket_ms >= {from} AND bucket_ms < {to} AND deleted = 0{only} \
                  ORDER BY gpu_uuid, bucket_ms",
-                self.database, from.0, to.0
+                q = QUANTITIES.join(", "),
+                db = self.database,
+                from = from.0,
+                to = to.0,
             ))
             .await?;
-        rows.iter().map(rollup_from_row).collect()
+        rows.into_iter().map(gpu_rollup_from_fields).collect()
     }
 
     /// The group rollups of buckets in `[from, to)`: the `GROUP BY` of the per-GPU rollups by (bucket,
@@ -271,59 +289,56 @@ fn opt(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
 }
 
-fn owner(r: &Value, k: &str) -> Result<Option<TenantId>> {
-    let s = text(r, k)?;
-    if s.is_empty() {
-        return Ok(None);
+/// A per-GPU rollup of the `TabSeparated` fields [`ClickHouse::gpu_rollups`] selects.
+fn gpu_rollup_from_fields(mut f: Vec<String>) -> Result<Rollup> {
+    if f.len() != 14 + QUANTITIES.len() {
+        return Err(ClickHouseError::Decode(format!(
+            "a rollup row of {} fields",
+            f.len()
+        )));
     }
-    s.parse()
-        .map(Some)
-        .map_err(|_| ClickHouseError::Decode(format!("column {k}: {s}")))
-}
-
-fn rollup_from_row(r: &Value) -> Result<Rollup> {
-    let mut rollup = rollup_fields(r, text(r, "gpu_uuid")?.to_string())?;
-    if int(r, "placed")? != 0 {
+    let q = |i: usize| tsv_decimal(&f[14 + i], QUANTITIES[i]);
+    let quantities = Quantities {
+        gpu_seconds: q(0)?,
+        busy_gpu_seconds: q(1)?,
+        estimated_gpu_seconds: q(2)?,
+        memory_gb_seconds: q(3)?,
+        energy_ws: q(4)?,
+        storage_gb_seconds: q(5)?,
+    };
+    let owner = match f[3].as_str() {
+        "" => None,
+        s => Some(
+            s.parse()
+                .map_err(|_| ClickHouseError::Decode(format!("column owner: {s}")))?,
+        ),
+    };
+    let placement = if tsv_int::<u8>(&f[5], "placed")? != 0 {
         // '': written before share methods were kept (exclusive).
-        let share = match text(r, "share")? {
+        let share = match f[9].as_str() {
             "" => ShareMethod::Exclusive,
             s => s
                 .parse()
                 .map_err(|()| ClickHouseError::Decode(format!("column share: {s}")))?,
         };
-        rollup.key.placement = Placement::new(
-            text(r, "namespace")?,
-            text(r, "pod")?,
-            text(r, "node")?,
-            share,
-        );
-    }
-    Ok(rollup)
-}
-
-/// A rollup of a row's columns, for the GPU named (empty for a group).
-fn rollup_fields(r: &Value, gpu_uuid: String) -> Result<Rollup> {
+        Placement::new(&f[6], &f[7], &f[8], share)
+    } else {
+        Placement::default()
+    };
     Ok(Rollup {
         key: RollupKey {
-            gpu_uuid,
-            deployment_id: text(r, "deployment_id")?.to_string(),
-            owner: owner(r, "owner")?,
-            model: text(r, "model")?.to_string(),
-            bucket_start: Timestamp(int(r, "bucket_ms")?),
-            placement: Placement::default(),
+            gpu_uuid: std::mem::take(&mut f[1]),
+            deployment_id: std::mem::take(&mut f[2]),
+            owner,
+            model: std::mem::take(&mut f[4]),
+            bucket_start: Timestamp(tsv_int(&f[0], "bucket_ms")?),
+            placement,
         },
-        first_window_start: Timestamp(int(r, "first_window_start_ms")?),
-        last_window_start: Timestamp(int(r, "last_window_start_ms")?),
-        samples: u64::try_from(int(r, "samples")?).unwrap_or(0),
-        estimated_samples: u64::try_from(int(r, "estimated_samples")?).unwrap_or(0),
-        q: Quantities {
-            gpu_seconds: decimal(r, "gpu_seconds")?,
-            busy_gpu_seconds: decimal(r, "busy_gpu_seconds")?,
-            estimated_gpu_seconds: decimal(r, "estimated_gpu_seconds")?,
-            memory_gb_seconds: decimal(r, "memory_gb_seconds")?,
-            energy_ws: decimal(r, "energy_ws")?,
-            storage_gb_seconds: decimal(r, "storage_gb_seconds")?,
-        },
+        first_window_start: Timestamp(tsv_int(&f[10], "first_window_start_ms")?),
+        last_window_start: Timestamp(tsv_int(&f[11], "last_window_start_ms")?),
+        samples: tsv_int(&f[12], "samples")?,
+        estimated_samples: tsv_int(&f[13], "estimated_samples")?,
+        q: quantities,
         gpus: None,
     })
 }
