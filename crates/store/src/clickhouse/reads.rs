@@ -52,75 +52,94 @@ impl ClickHouse {
     /// The group rollups of buckets in `[from, to)`: the `GROUP BY` of the per-GPU rollups by (bucket,
     /// deployment, owner, model), summed by ClickHouse exactly (`Decimal128` at the rollups' 15 places), each
     /// with its set of GPUs, as the primary's group rollups are (`crate::rollups::groups`): what an allocation reads
-    /// costs deployments x hours rows, not GPU-hours. The sets come in a second query, once per distinct set
-    /// (a deployment's GPUs are the same hour after hour), named in the first by a hash of the sorted set.
+    /// costs deployments x hours rows, not GPU-hours. In read order (`crate::rollups::sort_for_read`).
+    ///
+    /// The groups name their GPU set by a 128-bit fingerprint (the XOR and the wrapping sum of the GPUs'
+    /// `cityHash64`, a GPU counted once per row): cheap to aggregate, no array built per group. The sets
+    /// themselves come in a second query, once per distinct fingerprint, read from one group that has it (a
+    /// deployment's GPUs are the same hour after hour, so that is a few buckets, not the period). When rows
+    /// replicated between the two queries changed such a group, the sets of the whole period are read instead,
+    /// and two distinct sets of one fingerprint are refused.
     pub async fn group_rollups(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Rollup>> {
         let db = &self.database;
         let (from, to) = (from.0, to.0);
-        // Both queries group the same rows the same way.
-        let grouped = format!(
-            "FROM {db}.gpu_rollups FINAL WHERE bucket_ms >= {from} AND bucket_ms < {to} AND deleted = 0 \
-             GROUP BY bucket_ms, deployment_id, owner, model"
-        );
+        let fingerprint =
+            "toString(groupBitXor(cityHash64(gpu_uuid))) AS x, toString(sum(cityHash64(gpu_uuid))) AS y";
+        let group_by = "GROUP BY bucket_ms, deployment_id, owner, model";
         // Summed as `Decimal128(15)` (exact), read back as `TabSeparated` text: the columns of `GROUP_FIELDS`.
         let sums = QUANTITIES.map(|c| format!("sum({c}) AS {c}")).join(", ");
-        let sets_sql = format!(
-            "SELECT toString(cityHash64(gpus)) AS gpu_set, gpus FROM \
-             (SELECT arraySort(groupArray(gpu_uuid)) AS gpus {grouped}) GROUP BY gpus"
-        );
-        let rows_sql = format!(
-            "SELECT bucket_ms, deployment_id, owner, model, min(first_window_start_ms) AS first_window_start_ms, \
-             max(last_window_start_ms) AS last_window_start_ms, sum(samples) AS samples, \
-             sum(estimated_samples) AS estimated_samples, {sums}, \
-             cityHash64(arraySort(groupArray(gpu_uuid))) AS gpu_set {grouped} \
-             ORDER BY bucket_ms, deployment_id, owner, model"
-        );
-        let (rows, sets) = tokio::try_join!(self.select_tsv(&rows_sql), self.select(&sets_sql))?;
-        let mut interned = GpuSets::default();
-        let mut by_hash: HashMap<String, GpuSet> = HashMap::with_capacity(sets.len());
-        let mut sets = sets;
-        // The two queries ran side by side: rows replicated in between may name a set the second did not
-        // see; it is read again then (twice at most).
-        for attempt in 0..3 {
-            for r in &sets {
-                let gpus: Vec<Arc<str>> = r["gpus"]
-                    .as_array()
-                    .ok_or_else(|| ClickHouseError::Decode("column gpus missing".into()))?
-                    .iter()
-                    .map(|g| g.as_str().map(Arc::from))
-                    .collect::<Option<_>>()
-                    .ok_or_else(|| ClickHouseError::Decode("column gpus: not strings".into()))?;
-                let set = interned.intern(gpus);
-                match by_hash.insert(text(r, "gpu_set")?.to_string(), set.clone()) {
-                    // Two distinct sets with one 64-bit hash: refuse rather than mix them up.
-                    Some(other) if other != set => {
-                        return Err(ClickHouseError::Decode(
-                            "two GPU sets share a hash; read the per-GPU rollups".into(),
-                        ))
-                    }
-                    _ => {}
-                }
+        let rows = self
+            .select_tsv(&format!(
+                "SELECT bucket_ms, deployment_id, owner, model, min(first_window_start_ms) AS first_window_start_ms, \
+                 max(last_window_start_ms) AS last_window_start_ms, sum(samples) AS samples, \
+                 sum(estimated_samples) AS estimated_samples, {sums}, {fingerprint} \
+                 FROM {db}.gpu_rollups FINAL WHERE bucket_ms >= {from} AND bucket_ms < {to} AND deleted = 0 \
+                 {group_by}"
+            ))
+            .await?;
+        // One group of each fingerprint: (bucket, deployment, owner, model).
+        let mut wanted: BTreeMap<(&str, &str), [&str; 4]> = BTreeMap::new();
+        for r in &rows {
+            if r.len() != GROUP_FIELDS {
+                return Err(ClickHouseError::Decode(format!(
+                    "a group row of {} fields, not {GROUP_FIELDS}",
+                    r.len()
+                )));
             }
-            let complete = rows.iter().all(|r| {
-                r.get(GROUP_FIELDS - 1)
-                    .is_some_and(|h| by_hash.contains_key(h))
-            });
-            if complete || attempt == 2 {
-                break;
-            }
-            sets = self.select(&sets_sql).await?;
+            wanted
+                .entry((&r[GROUP_FIELDS - 2], &r[GROUP_FIELDS - 1]))
+                .or_insert([&r[0], &r[1], &r[2], &r[3]]);
         }
-        rows.into_iter()
+        let sets_of = |filter: String| {
+            format!(
+                "SELECT {fingerprint}, arraySort(groupArray(gpu_uuid)) AS gpus \
+                 FROM {db}.gpu_rollups FINAL WHERE {filter} AND deleted = 0 {group_by}"
+            )
+        };
+        let mut interned = GpuSets::default();
+        let mut by_fingerprint: HashMap<(String, String), GpuSet> = HashMap::new();
+        // The groups chosen, a few hundred per query (ClickHouse 18.16 parses at most 256 KiB of query).
+        let groups: Vec<[&str; 4]> = wanted.values().copied().collect();
+        for chunk in groups.chunks(500) {
+            let buckets: std::collections::BTreeSet<&str> = chunk.iter().map(|g| g[0]).collect();
+            let tuples = chunk
+                .iter()
+                .map(|[b, d, o, m]| format!("({b}, {}, {}, {})", quote(d), quote(o), quote(m)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let filter = format!(
+                "bucket_ms IN ({}) AND (bucket_ms, deployment_id, owner, model) IN ({tuples})",
+                buckets.into_iter().collect::<Vec<_>>().join(", ")
+            );
+            read_sets(
+                &self.select(&sets_of(filter)).await?,
+                &mut interned,
+                &mut by_fingerprint,
+            )?;
+        }
+        let complete = |by: &HashMap<(String, String), GpuSet>| {
+            wanted
+                .keys()
+                .all(|(x, y)| by.contains_key(&(x.to_string(), y.to_string())))
+        };
+        if !complete(&by_fingerprint) {
+            let all = self
+                .select(&format!(
+                    "SELECT x, y, any(gpus) AS gpus FROM ({}) GROUP BY x, y",
+                    sets_of(format!("bucket_ms >= {from} AND bucket_ms < {to}"))
+                ))
+                .await?;
+            read_sets(&all, &mut interned, &mut by_fingerprint)?;
+        }
+        let mut groups = rows
+            .into_iter()
             .map(|mut r| {
-                if r.len() != GROUP_FIELDS {
-                    return Err(ClickHouseError::Decode(format!(
-                        "a group row of {} fields, not {GROUP_FIELDS}",
-                        r.len()
-                    )));
-                }
-                let hash = &r[GROUP_FIELDS - 1];
-                let set = by_hash.get(hash).ok_or_else(|| {
-                    ClickHouseError::Decode(format!("a group names GPU set {hash}, never read"))
+                let key = (
+                    std::mem::take(&mut r[GROUP_FIELDS - 2]),
+                    std::mem::take(&mut r[GROUP_FIELDS - 1]),
+                );
+                let set = by_fingerprint.get(&key).ok_or_else(|| {
+                    ClickHouseError::Decode(format!("a group names GPU set {key:?}, never read"))
                 })?;
                 let q = |i: usize| tsv_decimal(&r[8 + i], QUANTITIES[i]);
                 let quantities = Quantities {
@@ -155,7 +174,9 @@ impl ClickHouse {
                     gpus: Some(set.clone()),
                 })
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        crate::rollups::sort_for_read(&mut groups);
+        Ok(groups)
     }
 
     /// The usage claims of the hours in `[from, to)`: per (hour, deployment, tenant), the sum of
@@ -282,8 +303,43 @@ const QUANTITIES: [&str; 6] = [
     "energy_ws",
     "storage_gb_seconds",
 ];
-/// The fields of a group row: its key (4), window starts (2), sample counts (2), quantities, GPU set hash.
-const GROUP_FIELDS: usize = 8 + QUANTITIES.len() + 1;
+/// The fields of a group row: its key (4), window starts (2), sample counts (2), quantities, the GPU set's
+/// fingerprint (2).
+const GROUP_FIELDS: usize = 8 + QUANTITIES.len() + 2;
+
+/// The GPU sets of `found` (rows of fingerprint `x`, `y` and sorted `gpus`) into `by`, interned.
+fn read_sets(
+    found: &[Value],
+    interned: &mut GpuSets,
+    by: &mut HashMap<(String, String), GpuSet>,
+) -> Result<()> {
+    for r in found {
+        let gpus: Vec<Arc<str>> = r["gpus"]
+            .as_array()
+            .ok_or_else(|| ClickHouseError::Decode("column gpus missing".into()))?
+            .iter()
+            .map(|g| g.as_str().map(Arc::from))
+            .collect::<Option<_>>()
+            .ok_or_else(|| ClickHouseError::Decode("column gpus: not strings".into()))?;
+        let set = interned.intern(gpus);
+        let key = (text(r, "x")?.to_string(), text(r, "y")?.to_string());
+        match by.insert(key, set.clone()) {
+            // Two distinct sets with one fingerprint: refuse rather than mix them up.
+            Some(other) if other != set => {
+                return Err(ClickHouseError::Decode(
+                    "two GPU sets share a fingerprint; read the per-GPU rollups".into(),
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A string literal of ClickHouse SQL.
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+}
 
 fn opt(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
