@@ -32,7 +32,7 @@ use eai_engine::policy::Glob;
 use eai_engine::rollup::{group, Placement, Quantities, Rollup, RollupKey};
 use eai_engine::time::Timestamp;
 use eai_store::clickhouse::scratch::ScratchClickHouse;
-use eai_store::clickhouse::ClickHouse;
+use eai_store::clickhouse::{ClickHouse, ROLLUP_QUANTITIES};
 use rust_decimal::Decimal;
 
 const T0: i64 = 1_790_812_800_000; // 2026-10-01T00:00:00Z
@@ -229,16 +229,7 @@ async fn fill_text_layout(ch: &ClickHouse, text_db: &str) -> anyhow::Result<()> 
         "INSERT INTO {text_db}.gpu_rollups SELECT bucket_ms, gpu_uuid, deployment_id, owner, model, placed, \
          namespace, pod, node, share, first_window_start_ms, last_window_start_ms, samples, estimated_samples, \
          {}, deleted, version FROM {db}.gpu_rollups",
-        [
-            "gpu_seconds",
-            "busy_gpu_seconds",
-            "estimated_gpu_seconds",
-            "memory_gb_seconds",
-            "energy_ws",
-            "storage_gb_seconds"
-        ]
-        .map(t)
-        .join(", ")
+        ROLLUP_QUANTITIES.map(t).join(", ")
     ))
     .await?;
     ch.exec(&format!(
@@ -264,14 +255,7 @@ async fn text_layout_reads(
         "FROM {text_db}.gpu_rollups FINAL WHERE bucket_ms >= {from} AND bucket_ms < {to} AND deleted = 0 \
          GROUP BY bucket_ms, deployment_id, owner, model"
     );
-    let quantities = [
-        "gpu_seconds",
-        "busy_gpu_seconds",
-        "estimated_gpu_seconds",
-        "memory_gb_seconds",
-        "energy_ws",
-        "storage_gb_seconds",
-    ];
+    let quantities = ROLLUP_QUANTITIES;
     let sums = quantities
         .map(|c| format!("toString(sum(toDecimal128({c}, 15))) AS {c}"))
         .join(", ");

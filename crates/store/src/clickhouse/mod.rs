@@ -85,18 +85,21 @@ pub fn physical(table: &str) -> &str {
 /// samples (at most 10), units (6) and prices (10) fit too.
 pub const DECIMAL_SCALE: u32 = 15;
 
+/// The quantities of a `gpu_rollups` row, in the order of `eai_engine::rollup::Quantities`' fields.
+pub const ROLLUP_QUANTITIES: [&str; 6] = [
+    "gpu_seconds",
+    "busy_gpu_seconds",
+    "estimated_gpu_seconds",
+    "memory_gb_seconds",
+    "energy_ws",
+    "storage_gb_seconds",
+];
+
 /// The `Decimal128` columns of a replica table: written as JSON numbers (ClickHouse 18.16 reads no quoted
 /// decimal from `JSONEachRow`), read back as text.
 pub fn decimal_columns(table: &str) -> &'static [&'static str] {
     match table {
-        "gpu_rollups" => &[
-            "gpu_seconds",
-            "busy_gpu_seconds",
-            "estimated_gpu_seconds",
-            "memory_gb_seconds",
-            "energy_ws",
-            "storage_gb_seconds",
-        ],
+        "gpu_rollups" => &ROLLUP_QUANTITIES,
         "gpu_samples" => &[
             "utilization",
             "memory_used_gb",

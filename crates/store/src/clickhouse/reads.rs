@@ -16,7 +16,7 @@ use eai_engine::time::Timestamp;
 use rust_decimal::Decimal;
 use serde_json::Value;
 
-use super::{ClickHouse, ClickHouseError, Result, DECIMAL_SCALE, EVENTS_TABLE};
+use super::{ClickHouse, ClickHouseError, Result, DECIMAL_SCALE, EVENTS_TABLE, ROLLUP_QUANTITIES};
 
 impl ClickHouse {
     /// Rollups of buckets in `[from, to)` (replaced rows resolved with FINAL, deleted ones dropped).
@@ -141,22 +141,8 @@ impl ClickHouse {
                 let set = by_fingerprint.get(&key).ok_or_else(|| {
                     ClickHouseError::Decode(format!("a group names GPU set {key:?}, never read"))
                 })?;
-                let q = |i: usize| tsv_decimal(&r[8 + i], QUANTITIES[i]);
-                let quantities = Quantities {
-                    gpu_seconds: q(0)?,
-                    busy_gpu_seconds: q(1)?,
-                    estimated_gpu_seconds: q(2)?,
-                    memory_gb_seconds: q(3)?,
-                    energy_ws: q(4)?,
-                    storage_gb_seconds: q(5)?,
-                };
-                let owner = match r[2].as_str() {
-                    "" => None,
-                    s => Some(
-                        s.parse()
-                            .map_err(|_| ClickHouseError::Decode(format!("column owner: {s}")))?,
-                    ),
-                };
+                let quantities = tsv_quantities(&r[8..])?;
+                let owner = tsv_owner(&r[2])?;
                 Ok(Rollup {
                     key: RollupKey {
                         gpu_uuid: String::new(),
@@ -294,15 +280,32 @@ fn tsv_int<T: FromStr>(s: &str, k: &str) -> Result<T> {
         .map_err(|_| ClickHouseError::Decode(format!("column {k}: {s}")))
 }
 
-/// The summed quantities of a group row, in the order of the rollup's [`Quantities`].
-const QUANTITIES: [&str; 6] = [
-    "gpu_seconds",
-    "busy_gpu_seconds",
-    "estimated_gpu_seconds",
-    "memory_gb_seconds",
-    "energy_ws",
-    "storage_gb_seconds",
-];
+/// The six quantities starting `fields`, in the order of [`QUANTITIES`].
+fn tsv_quantities(fields: &[String]) -> Result<Quantities> {
+    let q = |i: usize| tsv_decimal(&fields[i], QUANTITIES[i]);
+    Ok(Quantities {
+        gpu_seconds: q(0)?,
+        busy_gpu_seconds: q(1)?,
+        estimated_gpu_seconds: q(2)?,
+        memory_gb_seconds: q(3)?,
+        energy_ws: q(4)?,
+        storage_gb_seconds: q(5)?,
+    })
+}
+
+/// A rollup's owner ('' for none).
+fn tsv_owner(s: &str) -> Result<Option<TenantId>> {
+    match s {
+        "" => Ok(None),
+        s => s
+            .parse()
+            .map(Some)
+            .map_err(|_| ClickHouseError::Decode(format!("column owner: {s}"))),
+    }
+}
+
+/// The quantities of a rollup row, in the order of the rollup's [`Quantities`].
+const QUANTITIES: [&str; 6] = ROLLUP_QUANTITIES;
 /// The fields of a group row: its key (4), window starts (2), sample counts (2), quantities, the GPU set's
 /// fingerprint (2).
 const GROUP_FIELDS: usize = 8 + QUANTITIES.len() + 2;
@@ -353,22 +356,8 @@ fn gpu_rollup_from_fields(mut f: Vec<String>) -> Result<Rollup> {
             f.len()
         )));
     }
-    let q = |i: usize| tsv_decimal(&f[14 + i], QUANTITIES[i]);
-    let quantities = Quantities {
-        gpu_seconds: q(0)?,
-        busy_gpu_seconds: q(1)?,
-        estimated_gpu_seconds: q(2)?,
-        memory_gb_seconds: q(3)?,
-        energy_ws: q(4)?,
-        storage_gb_seconds: q(5)?,
-    };
-    let owner = match f[3].as_str() {
-        "" => None,
-        s => Some(
-            s.parse()
-                .map_err(|_| ClickHouseError::Decode(format!("column owner: {s}")))?,
-        ),
-    };
+    let quantities = tsv_quantities(&f[14..])?;
+    let owner = tsv_owner(&f[3])?;
     let placement = if tsv_int::<u8>(&f[5], "placed")? != 0 {
         // '': written before share methods were kept (exclusive).
         let share = match f[9].as_str() {
