@@ -6,7 +6,8 @@
 #   QUICK=1 scripts/bench.sh    # smaller figures and a 60 s mixed load, for a smoke run
 #   BACKENDS=sqlite scripts/bench.sh
 #   PG_MIXED_SECONDS=120 BIG_BACKENDS=sqlite scripts/bench.sh   # what BENCHMARKS.md used
-#   ONLY=big BIG_BACKENDS=sqlite scripts/bench.sh   # one part: engine, ingest, alloc, mixed, big, late, sampler
+#   ONLY=big BIG_BACKENDS=sqlite scripts/bench.sh   # one part: engine, ingest, alloc, mixed, big, chmonth, late, sampler
+#   ONLY=chmonth scripts/bench.sh   # a month of the big fleet from a single ClickHouse, filled directly (~3 min)
 #
 # The big fleet (10,000 GPUs, 500 deployments, 100 tenants, a month of hourly windows) is loaded on each of
 # $BIG_BACKENDS, allocated over 1, 7 and 30 days, then copied into a throwaway ClickHouse with
@@ -183,6 +184,18 @@ for backend in $BACKENDS; do
   for d in 1 7 30; do bench allocation --days "$d" --runs 3 | record "$backend.g$BIG.clickhouse.d$d"; done
   stop
 done
+
+if part chmonth; then
+  # The ClickHouse path alone, without loading the fleet over HTTP first (14 min + a 3.5 min backfill): the
+  # example fills a ClickHouse with the big fleet's month itself (INSERT … SELECT from system.numbers), checks
+  # that ClickHouse's sums and the allocation from them equal the engine's on the same rows built in Rust, and
+  # times the allocation's reads and the engine (p50 of 3), beside the text-column layout of older binaries.
+  echo "== a month of $BIG GPUs from a single ClickHouse (Decimal128 columns), beside the text layout"
+  [ -n "$ch_pid" ] || start_clickhouse
+  EAI_BENCH_CLICKHOUSE_URL="${ch_url%/*}" cargo run --release -q -p eai-store --example clickhouse_month -- \
+    "$BIG" 30 3 | tee "$work/chmonth.txt"
+  grep -E '^[a-z_0-9]+=' "$work/chmonth.txt" | record "clickhouse.g$BIG"
+fi
 
 if part late; then
   echo "== late samples past the raw retention: bytes kept per pruned sample, out-of-order ingest rates (in process)"

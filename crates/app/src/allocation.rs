@@ -1,8 +1,8 @@
 //! The allocation of a period, computed from a store: policies, the group rollups (one per deployment-hour;
 //! raw cells for the hours in which a policy starts or ends off the hour), the gaps and every tenant's usage as
 //! hourly claims, through the engine. Used by
-//! `GET /v1/finops/gpu/allocation` (always from the primary: it shows what was ingested a second ago) and by
-//! the allocation batch, which reads from the [`Source`] `EAI_ALLOCATION_SOURCE` names.
+//! `GET /v1/finops/gpu/allocation`, the breakdown and the allocation batch, which read from the [`Source`]
+//! `EAI_ALLOCATION_SOURCE` names.
 //!
 //! From ClickHouse: group rollups (the per-GPU rollups summed by ClickHouse per deployment-hour), gaps and usage
 //! claims (the events summed per deployment, tenant and hour by ClickHouse) come from the replica (`FINAL`),
@@ -282,6 +282,7 @@ pub async fn explain_of(
     };
     let scope = viewer.map_or(eai_store::Scope::Platform, eai_store::Scope::Tenant);
     let pods = breakdown_from(
+        source,
         inputs,
         store,
         period,
@@ -309,7 +310,8 @@ pub struct Explained {
 
 /// The breakdown of a period (see `eai_engine::breakdown`): the allocation of every tenant (its deployments'
 /// rounded costs are what the rows share), and the per-GPU rollups `scope` may see (a tenant: its dedicated
-/// deployments'), always from the primary, the hours where a policy changes inside the hour read exactly.
+/// deployments'), both read from `source` (the per-GPU rollups from the replica with `clickhouse`, see
+/// `gpu_usage_from_replica`), the hours where a policy changes inside the hour read exactly from the primary.
 pub async fn breakdown_of(
     source: &Source,
     store: &(impl AllocationStore + ?Sized),
@@ -320,11 +322,70 @@ pub async fn breakdown_of(
     filter: Vec<(eai_engine::breakdown::Dimension, String)>,
 ) -> Result<eai_engine::breakdown::Breakdown, StoreError> {
     let inputs = read_inputs(source, store, period).await?;
-    breakdown_from(inputs, store, period, config, scope, group_by, filter).await
+    breakdown_from(
+        source, inputs, store, period, config, scope, group_by, filter,
+    )
+    .await
+}
+
+/// The per-GPU usage of `period` that `scope` may see, from the replica: its per-GPU rollups (a tenant's
+/// dedicated deployments' only), and the exact hours (a policy starting or ending off the hour) from the primary,
+/// as the allocation from the replica reads them.
+async fn gpu_usage_from_replica(
+    ch: &ClickHouse,
+    store: &(impl AllocationStore + ?Sized),
+    scope: eai_store::Scope,
+    period: Period,
+    exact: &[Timestamp],
+) -> Result<eai_engine::gpu_usage::GpuUsage, StoreError> {
+    use eai_engine::rollup::{Rollup, RollupKey};
+    let hours: BTreeSet<i64> = exact.iter().map(|h| h.0).collect();
+    let owner = match scope {
+        eai_store::Scope::Tenant(t) => Some(t),
+        eai_store::Scope::Platform => None,
+    };
+    let mut rollups: Vec<Rollup> = ch
+        .gpu_rollups(period.from, period.to, owner)
+        .await
+        .map_err(replica_failed)?
+        .into_iter()
+        .filter(|r| !hours.contains(&r.key.bucket_start.floor_to(HOUR_MS).0))
+        .collect();
+    for h in exact {
+        let cells = store
+            .gpu_usage(scope, *h, Timestamp(h.0 + HOUR_MS), &[*h])
+            .await?;
+        for row in cells.rows() {
+            // Labels the scope may not see are `None`: their rows are left out.
+            let Some(l) = cells.labels[row.labels as usize].as_deref() else {
+                continue;
+            };
+            rollups.push(Rollup {
+                key: RollupKey {
+                    gpu_uuid: cells.gpus[row.gpu as usize].to_string(),
+                    deployment_id: l.deployment_id.clone(),
+                    owner: l.owner,
+                    model: l.model.clone(),
+                    bucket_start: row.bucket_start,
+                    placement: l.placement.clone(),
+                },
+                first_window_start: row.first_window_start,
+                last_window_start: row.last_window_start,
+                samples: u64::from(row.samples),
+                estimated_samples: u64::from(row.estimated_samples),
+                q: eai_engine::gpu_usage::quantities(&row.q),
+                gpus: None,
+            });
+        }
+    }
+    eai_engine::gpu_usage::GpuUsage::from_rollups(&rollups)
+        .map_err(|e| StoreError::Internal(format!("the replica's per-GPU rollups: {e}")))
 }
 
 /// [`breakdown_of`] on inputs already read.
+#[allow(clippy::too_many_arguments)]
 async fn breakdown_from(
+    source: &Source,
     mut inputs: Inputs,
     store: &(impl AllocationStore + ?Sized),
     period: Period,
@@ -334,9 +395,14 @@ async fn breakdown_from(
     filter: Vec<(eai_engine::breakdown::Dimension, String)>,
 ) -> Result<eai_engine::breakdown::Breakdown, StoreError> {
     let exact = exact_hours(&inputs.policies, period);
-    let mut usage = store
-        .gpu_usage(scope, period.from, period.to, &exact)
-        .await?;
+    let mut usage = match source {
+        Source::Primary => {
+            store
+                .gpu_usage(scope, period.from, period.to, &exact)
+                .await?
+        }
+        Source::ClickHouse(ch) => gpu_usage_from_replica(ch, store, scope, period, &exact).await?,
+    };
     // Filtered to deployments: only theirs are allocated (a deployment's cost depends on its own time and
     // claims alone), so that a deployment's pods cost its allocation, not the fleet's.
     let deployments: BTreeSet<String> = filter

@@ -311,8 +311,17 @@ pub(crate) async fn allocation_equals_the_primary(r: &Replicated) {
     vllm.source = eai_engine::domain::VLLM_SOURCE.into();
     let mut nowhere = tokens(Uuid::from_u128(0xd3), a, "vllm-shared", T0 + 3 * HOUR_MS, 7);
     nowhere.deployment_id = None;
+    // An explicit 0 GPU-seconds claims that (nothing), not its tokens.
+    let mut zero = tokens(
+        Uuid::from_u128(0xe3),
+        a,
+        "vllm-shared",
+        T0 + 3 * HOUR_MS,
+        50,
+    );
+    zero.units.insert("gpu_seconds".into(), NonNegative::ZERO);
     r.store
-        .upsert_usage_events(&[both, gpu_seconds, vllm, nowhere], &audit())
+        .upsert_usage_events(&[both, gpu_seconds, vllm, nowhere, zero], &audit())
         .await
         .expect("more usage");
     drain(r.store.as_ref(), &r.ch).await;
@@ -341,6 +350,57 @@ pub(crate) async fn allocation_equals_the_primary(r: &Replicated) {
         groups
     );
     replica_equals_primary(r).await;
+    breakdown_equals_the_primary(r).await;
+}
+
+/// The breakdown of [`period`] from the replica (its per-GPU rollups read from ClickHouse, the exact hour from
+/// the primary) equals the primary's, row for row, for the platform and for a tenant (its dedicated
+/// deployments only).
+async fn breakdown_equals_the_primary(r: &Replicated) {
+    use eai_app::allocation::breakdown_of;
+    use eai_engine::breakdown::Dimension;
+    let config = AllocationConfig::default();
+    let replica = Source::ClickHouse(r.ch.clone());
+    for scope in [Scope::Platform, Scope::Tenant(tenant(TENANT_A))] {
+        for (group_by, filter) in [
+            (
+                vec![
+                    Dimension::Deployment,
+                    Dimension::Pod,
+                    Dimension::Gpu,
+                    Dimension::Share,
+                ],
+                vec![],
+            ),
+            (
+                vec![Dimension::Tenant, Dimension::Node],
+                vec![(Dimension::Deployment, "vllm-shared".to_string())],
+            ),
+        ] {
+            let mut found = Vec::new();
+            for source in [&Source::Primary, &replica] {
+                found.push(
+                    breakdown_of(
+                        source,
+                        r.store.as_ref(),
+                        period(),
+                        config,
+                        scope,
+                        group_by.clone(),
+                        filter.clone(),
+                    )
+                    .await
+                    .expect("breakdown"),
+                );
+            }
+            let (primary, replicated) = (&found[0], &found[1]);
+            assert!(
+                !primary.rows.is_empty() || scope != Scope::Platform,
+                "{primary:?}"
+            );
+            assert_eq!(replicated, primary, "{scope:?} {group_by:?}");
+        }
+    }
 }
 
 /// The allocation of [`period`] from the replica equals the primary's, to the cent, tenant by tenant, then in
@@ -369,8 +429,9 @@ pub(crate) async fn replica_equals_primary(r: &Replicated) -> eai_engine::report
 async fn gpu_local_in_clickhouse(ch: &ClickHouse) -> Vec<(String, String, u64)> {
     let rows = ch
         .select(&format!(
-            "SELECT event_id, cost_amount, count() AS n FROM {}.usage_events_by_tenant FINAL \
-             WHERE usage_type = '{GPU_LOCAL}' GROUP BY event_id, cost_amount ORDER BY event_id",
+            "SELECT event_id, toString(any(cost_amount)) AS cost_amount, count() AS n \
+             FROM {}.usage_events_by_tenant FINAL \
+             WHERE usage_type = '{GPU_LOCAL}' GROUP BY event_id ORDER BY event_id",
             ch.database()
         ))
         .await
@@ -379,7 +440,10 @@ async fn gpu_local_in_clickhouse(ch: &ClickHouse) -> Vec<(String, String, u64)> 
         .map(|r| {
             (
                 r["event_id"].as_str().expect("id").to_string(),
-                r["cost_amount"].as_str().expect("cost").to_string(),
+                // A `Decimal128(15)` column: its exact text, normalized as the primary's.
+                dec(r["cost_amount"].as_str().expect("cost"))
+                    .normalize()
+                    .to_string(),
                 r["n"]
                     .as_str()
                     .and_then(|n| n.parse().ok())
@@ -524,11 +588,126 @@ pub(crate) async fn backfilled_and_the_outbox_wins(r: &Replicated) {
     );
 }
 
+/// The tables of the replica as binaries before `Decimal128` columns created them (quantities as text).
+const TEXT_LAYOUT: [&str; 3] = [
+    "CREATE TABLE eai.usage_events_by_tenant (event_id String, tenant_id String, usage_type String, \
+     source String, occurred_at DateTime('UTC'), occurred_at_ms Int64, deployment_id String, \
+     model_provider String, model_name String, units String, tokens_in String, tokens_out String, \
+     gpu_seconds String, gpu_memory_gb_seconds String, energy_wh String, cost_amount String, \
+     cost_currency String, allocation_policy_id String, project String, agent_id String, run_id String, \
+     version UInt64) ENGINE = ReplacingMergeTree(version) ORDER BY (tenant_id, event_id)",
+    "CREATE TABLE eai.gpu_samples (gpu_uuid String, end_ms Int64, end_at DateTime('UTC'), \
+     node String, model String, namespace String, pod String, deployment_id String, owner String, \
+     window_ms Int64, utilization String, memory_used_gb String, power_w String, storage_gb String, \
+     gpu_fraction String, share String DEFAULT 'exclusive', version UInt64) \
+     ENGINE = ReplacingMergeTree(version) ORDER BY (gpu_uuid, end_ms)",
+    "CREATE TABLE eai.gpu_rollups (bucket_ms Int64, gpu_uuid String, deployment_id String, owner String, \
+     model String, placed UInt8, namespace String, pod String, node String, share String, \
+     first_window_start_ms Int64, last_window_start_ms Int64, samples UInt64, estimated_samples UInt64, \
+     gpu_seconds String, busy_gpu_seconds String, estimated_gpu_seconds String, memory_gb_seconds String, \
+     energy_ws String, storage_gb_seconds String, deleted UInt8, version UInt64) \
+     ENGINE = ReplacingMergeTree(version) ORDER BY (bucket_ms, gpu_uuid, deployment_id, owner, model, \
+     placed, namespace, pod, node, share)",
+];
+
+/// A replica an older binary created and filled (quantities as text) is migrated to `Decimal128` columns:
+/// every row kept with its version, and the allocation from it equals the primary's, before and after more
+/// changes are delivered to the migrated tables.
+async fn a_replica_of_text_quantities_is_migrated_and_allocates_as_the_primary() {
+    let r = replicated().await;
+    for t in ["usage_events_by_tenant", "gpu_samples", "gpu_rollups"] {
+        r.ch.exec(&format!("DROP TABLE eai.{t}"))
+            .await
+            .expect("drop");
+    }
+    for ddl in TEXT_LAYOUT {
+        r.ch.exec(ddl).await.expect("old table");
+    }
+    let store = r.store.as_ref();
+    load(store).await;
+    late_sample_arrives(store).await;
+    // Delivered as the older binaries did: the outbox's rows as they are, decimals as JSON strings.
+    loop {
+        let pending = store.outbox_pending(50).await.expect("pending");
+        let Some(last) = pending.last().map(|e| e.seq) else {
+            break;
+        };
+        for e in &pending {
+            let rows: Vec<_> = e
+                .rows
+                .iter()
+                .map(|row| {
+                    let mut row = row.clone();
+                    row["version"] = json!(e.seq);
+                    row
+                })
+                .collect();
+            insert_as_text(&r.ch, clickhouse::physical(&e.table), &rows).await;
+        }
+        store.outbox_ack(last).await.expect("ack");
+    }
+    let count = |t: &str| format!("SELECT count() AS n FROM eai.{t}");
+    let rows_before = scalar(&r.ch, &count("gpu_rollups")).await;
+
+    r.ch.migrate().await.expect("migrated");
+    r.ch.migrate()
+        .await
+        .expect("migrating again changes nothing");
+    for (t, c) in [
+        ("gpu_rollups", "energy_ws"),
+        ("gpu_samples", "power_w"),
+        ("usage_events_by_tenant", "cost_amount"),
+    ] {
+        assert_eq!(
+            scalar(
+                &r.ch,
+                &format!(
+                    "SELECT type FROM system.columns WHERE database = 'eai' AND table = '{t}' \
+                     AND name = '{c}'"
+                )
+            )
+            .await,
+            "Decimal(38, 15)"
+        );
+    }
+    assert_eq!(
+        scalar(
+            &r.ch,
+            "SELECT count() AS n FROM system.tables WHERE database = 'eai' AND name LIKE '%_text'"
+        )
+        .await,
+        "0",
+        "the tables renamed aside are dropped"
+    );
+    assert_eq!(scalar(&r.ch, &count("gpu_rollups")).await, rows_before);
+    let first = replica_equals_primary(&r).await;
+
+    // Changes after the migration go to the new columns and win over the migrated rows.
+    b_moves_away(store).await;
+    drain(store, &r.ch).await;
+    let second = replica_equals_primary(&r).await;
+    assert_ne!(first, second);
+}
+
 on_both_backends!(
+    a_replica_of_text_quantities_is_migrated_and_allocates_as_the_primary,
     allocation_from_clickhouse_equals_the_primary,
     the_batch_run_twice_leaves_one_corrected_event_per_key_in_clickhouse,
     a_replica_added_later_is_backfilled_and_the_outbox_wins,
 );
+
+/// Rows into a table of an older binary's layout, its quantities as text (as those binaries wrote them: JSON
+/// strings; `ClickHouse::insert` writes the current layout's numbers).
+async fn insert_as_text(ch: &ClickHouse, table: &str, rows: &[serde_json::Value]) {
+    let body: Vec<String> = rows.iter().map(|r| r.to_string()).collect();
+    ch.exec(&format!(
+        "INSERT INTO {}.{table} FORMAT JSONEachRow\n{}",
+        ch.database(),
+        body.join("\n")
+    ))
+    .await
+    .expect("rows of the old layout");
+}
 
 /// One figure of the replica, read with FINAL.
 pub(crate) async fn scalar(ch: &ClickHouse, sql: &str) -> String {
@@ -711,7 +890,7 @@ async fn a_replica_from_before_placements_keeps_its_rollups() {
         old.as_object_mut().expect("a row").remove(k);
     }
     old["version"] = json!(1);
-    ch.insert("gpu_rollups", &[old]).await.expect("old row");
+    insert_as_text(&ch, "gpu_rollups", &[old]).await;
 
     ch.migrate().await.expect("migrated");
     ch.migrate().await.expect("migrating again changes nothing");
@@ -781,7 +960,7 @@ async fn a_replica_from_before_share_methods_keeps_its_rollups() {
     let mut old = clickhouse::rollup_row(&rollup(ShareMethod::Exclusive, "1800"), false);
     old.as_object_mut().expect("a row").remove("share");
     old["version"] = json!(1);
-    ch.insert("gpu_rollups", &[old]).await.expect("old row");
+    insert_as_text(&ch, "gpu_rollups", &[old]).await;
 
     ch.migrate().await.expect("migrated");
     ch.migrate().await.expect("migrating again changes nothing");

@@ -6,7 +6,11 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{physical, ClickHouseError, OutboxEntry, Result, TABLES};
+use std::str::FromStr;
+
+use rust_decimal::Decimal;
+
+use super::{decimal_columns, physical, ClickHouseError, OutboxEntry, Result, TABLES};
 
 /// A ClickHouse server reached over HTTP.
 #[derive(Clone)]
@@ -177,6 +181,19 @@ impl ClickHouse {
             .collect()
     }
 
+    /// Runs a query and returns its rows as `TabSeparated` fields, unescaped (the query must not carry a
+    /// FORMAT clause): compact, and decimals come back as their exact text.
+    pub async fn select_tsv(&self, sql: &str) -> Result<Vec<Vec<String>>> {
+        let text = self
+            .post(None, format!("{sql} FORMAT TabSeparated"), false)
+            .await?;
+        Ok(text
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(|l| l.split('\t').map(unescape_tsv).collect())
+            .collect())
+    }
+
     /// Inserts rows into one of the replica tables.
     pub async fn insert(&self, table: &str, rows: &[Value]) -> Result<()> {
         if rows.is_empty() {
@@ -187,9 +204,10 @@ impl ClickHouse {
                 "unknown replica table {table}"
             )));
         }
+        let decimals = decimal_columns(table);
         let mut body = String::new();
         for r in rows {
-            body.push_str(&r.to_string());
+            json_row(&mut body, r, decimals)?;
             body.push('\n');
         }
         let q = format!(
@@ -235,6 +253,75 @@ fn with_causes(e: &dyn std::error::Error) -> String {
     text
 }
 
+/// One `JSONEachRow` line of `row`: its `decimals` columns as JSON numbers of their exact text (what a
+/// `Decimal128` column reads on ClickHouse 18.16 and later; rows in the outbox carry them as strings, '' for
+/// none, written as 0), every other value as JSON.
+fn json_row(out: &mut String, row: &Value, decimals: &[&str]) -> Result<()> {
+    let Value::Object(fields) = row else {
+        return Err(ClickHouseError::Decode(format!(
+            "a replica row is not an object: {row}"
+        )));
+    };
+    out.push('{');
+    for (i, (k, v)) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&Value::String(k.clone()).to_string());
+        out.push(':');
+        if decimals.contains(&k.as_str()) {
+            let d = match v {
+                Value::String(s) if s.is_empty() => Decimal::ZERO,
+                Value::String(s) => Decimal::from_str(s).map_err(|_| {
+                    ClickHouseError::Decode(format!("column {k}: {s} is not a decimal"))
+                })?,
+                Value::Number(n) => Decimal::from_str(&n.to_string())
+                    .or_else(|_| Decimal::from_scientific(&n.to_string()))
+                    .map_err(|_| {
+                        ClickHouseError::Decode(format!("column {k}: {n} is not a decimal"))
+                    })?,
+                other => {
+                    return Err(ClickHouseError::Decode(format!(
+                        "column {k}: {other} is not a decimal"
+                    )))
+                }
+            };
+            // Plain digits, never an exponent.
+            out.push_str(&d.to_string());
+        } else {
+            out.push_str(&v.to_string());
+        }
+    }
+    out.push('}');
+    Ok(())
+}
+
+/// A `TabSeparated` field's text (`\t`, `\n`, `\\`… escaped by ClickHouse).
+fn unescape_tsv(field: &str) -> String {
+    if !field.contains('\\') {
+        return field.to_string();
+    }
+    let mut out = String::with_capacity(field.len());
+    let mut chars = field.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('t') => out.push('\t'),
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some('b') => out.push('\u{8}'),
+            Some('f') => out.push('\u{c}'),
+            Some('0') => out.push('\0'),
+            Some(other) => out.push(other),
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
 fn redact(url: &str) -> String {
     match url
         .split_once("://")
@@ -274,5 +361,23 @@ mod tests {
         );
         assert_eq!(c.clone().with_cluster(Some(" ")).unwrap().cluster(), None);
         assert!(c.with_cluster(Some("a b")).is_err());
+    }
+
+    #[test]
+    fn decimals_go_out_as_exact_numbers_and_tsv_fields_come_back_unescaped() {
+        let mut line = String::new();
+        json_row(
+            &mut line,
+            &json!({"gpu_seconds": "0.000000000000001", "cost_amount": "", "model": "H100", "samples": 3}),
+            &["gpu_seconds", "cost_amount"],
+        )
+        .unwrap();
+        assert_eq!(
+            line,
+            r#"{"cost_amount":0,"gpu_seconds":0.000000000000001,"model":"H100","samples":3}"#
+        );
+        assert!(json_row(&mut line, &json!({"gpu_seconds": "1,5"}), &["gpu_seconds"]).is_err());
+        assert_eq!(unescape_tsv(r"a\tb\\c\n"), "a\tb\\c\n");
+        assert_eq!(unescape_tsv("plain"), "plain");
     }
 }

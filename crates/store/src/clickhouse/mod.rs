@@ -18,8 +18,10 @@
 //!   with measured-only hourly sums, for dashboards.
 //!
 //! Only SQL that ClickHouse 18.16 (Debian 12) and current releases both accept: `ReplacingMergeTree(version)`,
-//! `FINAL`, `JSONEachRow`, decimals carried as exact strings and read with `toDecimal128(x, 15)`, no column
-//! defaults on insert (18.16 does not apply them to `JSONEachRow`), 64-bit integers read back as strings.
+//! `FINAL`, `JSONEachRow` in, `TabSeparated` and `JSONEachRow` out, quantities as `Decimal128(15)` columns
+//! (written as JSON numbers, which 18.16 reads exactly and refuses past 15 places; never a `GROUP BY` key:
+//! 18.16 crashes grouping by a decimal), no column defaults on insert (18.16 does not apply them to
+//! `JSONEachRow`), 64-bit integers read back as strings, no settings (18.16 refuses unknown ones).
 //!
 //! Layout: this module holds the replica's vocabulary (tables, outbox entries, errors); `client` the HTTP client
 //! ([`ClickHouse`]: the URL, statements, inserts, outbox entries applied); `schema` the DDL and the migrations of replicas older binaries created; `replicate` the replica rows of each
@@ -78,6 +80,44 @@ pub fn physical(table: &str) -> &str {
     match table {
         "usage_events" => EVENTS_TABLE,
         other => other,
+    }
+}
+
+/// The places of every quantity column (`Decimal128(15)`): the rollups' 15 ([`eai_engine::rollup::CELL_DP`]);
+/// samples (at most 10), units (6) and prices (10) fit too.
+pub const DECIMAL_SCALE: u32 = 15;
+
+/// The quantities of a `gpu_rollups` row, in the order of `eai_engine::rollup::Quantities`' fields.
+pub const ROLLUP_QUANTITIES: [&str; 6] = [
+    "gpu_seconds",
+    "busy_gpu_seconds",
+    "estimated_gpu_seconds",
+    "memory_gb_seconds",
+    "energy_ws",
+    "storage_gb_seconds",
+];
+
+/// The `Decimal128` columns of a replica table: written as JSON numbers (ClickHouse 18.16 reads no quoted
+/// decimal from `JSONEachRow`), read back as text.
+pub fn decimal_columns(table: &str) -> &'static [&'static str] {
+    match table {
+        "gpu_rollups" => &ROLLUP_QUANTITIES,
+        "gpu_samples" => &[
+            "utilization",
+            "memory_used_gb",
+            "power_w",
+            "storage_gb",
+            "gpu_fraction",
+        ],
+        "usage_events" | EVENTS_TABLE => &[
+            "tokens_in",
+            "tokens_out",
+            "gpu_seconds",
+            "gpu_memory_gb_seconds",
+            "energy_wh",
+            "cost_amount",
+        ],
+        _ => &[],
     }
 }
 

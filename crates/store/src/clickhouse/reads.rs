@@ -1,6 +1,7 @@
 //! What is read back from the replica: the rollups, group rollups, usage claims, gaps and usage events of a
 //! period (the allocation from ClickHouse reads these, so it gives the primary's figures on the same data), and
-//! the decoding of their `JSONEachRow` rows (64-bit integers quoted, decimals as exact strings).
+//! the decoding of their rows: the summed ones (groups, claims) as `TabSeparated` text, the others as
+//! `JSONEachRow` (64-bit integers quoted, decimals as exact numbers).
 
 use std::collections::{BTreeMap, HashMap};
 use std::str::FromStr;
@@ -15,101 +16,153 @@ use eai_engine::time::Timestamp;
 use rust_decimal::Decimal;
 use serde_json::Value;
 
-use super::{ClickHouse, ClickHouseError, Result, EVENTS_TABLE};
+use super::{ClickHouse, ClickHouseError, Result, DECIMAL_SCALE, EVENTS_TABLE, ROLLUP_QUANTITIES};
 
 impl ClickHouse {
     /// Rollups of buckets in `[from, to)` (replaced rows resolved with FINAL, deleted ones dropped).
     pub async fn rollups(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Rollup>> {
+        self.gpu_rollups(from, to, None).await
+    }
+
+    /// The per-GPU rollups of buckets in `[from, to)` (`FINAL`, deleted rows dropped), `owner`'s only when
+    /// named (a tenant sees its dedicated deployments' GPUs): what a breakdown reads, as `TabSeparated` text,
+    /// sorted by GPU and bucket.
+    pub async fn gpu_rollups(
+        &self,
+        from: Timestamp,
+        to: Timestamp,
+        owner: Option<TenantId>,
+    ) -> Result<Vec<Rollup>> {
+        let only = owner.map_or(String::new(), |t| format!(" AND owner = '{t}'"));
         let rows = self
-            .select(&format!(
-                "SELECT * FROM {}.gpu_rollups FINAL WHERE bucket_ms >= {} AND bucket_ms < {} AND deleted = 0 \
+            .select_tsv(&format!(
+                "SELECT bucket_ms, gpu_uuid, deployment_id, owner, model, placed, namespace, pod, node, share, \
+                 first_window_start_ms, last_window_start_ms, samples, estimated_samples, {q} \
+                 FROM {db}.gpu_rollups FINAL WHERE bucket_ms >= {from} AND bucket_ms < {to} AND deleted = 0{only} \
                  ORDER BY gpu_uuid, bucket_ms",
-                self.database, from.0, to.0
+                q = QUANTITIES.join(", "),
+                db = self.database,
+                from = from.0,
+                to = to.0,
             ))
             .await?;
-        rows.iter().map(rollup_from_row).collect()
+        rows.into_iter().map(gpu_rollup_from_fields).collect()
     }
 
     /// The group rollups of buckets in `[from, to)`: the `GROUP BY` of the per-GPU rollups by (bucket,
     /// deployment, owner, model), summed by ClickHouse exactly (`Decimal128` at the rollups' 15 places), each
     /// with its set of GPUs, as the primary's group rollups are (`crate::rollups::groups`): what an allocation reads
-    /// costs deployments x hours rows, not GPU-hours. The sets come in a second query, once per distinct set
-    /// (a deployment's GPUs are the same hour after hour), named in the first by a hash of the sorted set.
+    /// costs deployments x hours rows, not GPU-hours. In read order (`crate::rollups::sort_for_read`).
+    ///
+    /// The groups name their GPU set by a 128-bit fingerprint (the XOR and the wrapping sum of the GPUs'
+    /// `cityHash64`, a GPU counted once per row): cheap to aggregate, no array built per group. The sets
+    /// themselves come in a second query, once per distinct fingerprint, read from one group that has it (a
+    /// deployment's GPUs are the same hour after hour, so that is a few buckets, not the period). When rows
+    /// replicated between the two queries changed such a group, the sets of the whole period are read instead,
+    /// and two distinct sets of one fingerprint are refused.
     pub async fn group_rollups(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Rollup>> {
         let db = &self.database;
         let (from, to) = (from.0, to.0);
-        // Both queries group the same rows the same way.
-        let grouped = format!(
-            "FROM {db}.gpu_rollups FINAL WHERE bucket_ms >= {from} AND bucket_ms < {to} AND deleted = 0 \
-             GROUP BY bucket_ms, deployment_id, owner, model"
-        );
-        let sum = |c: &str| format!("toString(sum(toDecimal128({c}, 15))) AS {c}");
-        let sums = [
-            "gpu_seconds",
-            "busy_gpu_seconds",
-            "estimated_gpu_seconds",
-            "memory_gb_seconds",
-            "energy_ws",
-            "storage_gb_seconds",
-        ]
-        .map(sum)
-        .join(", ");
-        let sets_sql = format!(
-            "SELECT toString(cityHash64(gpus)) AS gpu_set, gpus FROM \
-             (SELECT arraySort(groupArray(gpu_uuid)) AS gpus {grouped}) GROUP BY gpus"
-        );
-        let rows_sql = format!(
-            "SELECT bucket_ms, deployment_id, owner, model, min(first_window_start_ms) AS first_window_start_ms, \
-             max(last_window_start_ms) AS last_window_start_ms, sum(samples) AS samples, \
-             sum(estimated_samples) AS estimated_samples, {sums}, \
-             toString(cityHash64(arraySort(groupArray(gpu_uuid)))) AS gpu_set {grouped} \
-             ORDER BY bucket_ms, deployment_id, owner, model"
-        );
-        let (rows, sets) = tokio::try_join!(self.select(&rows_sql), self.select(&sets_sql))?;
-        let mut interned = GpuSets::default();
-        let mut by_hash: HashMap<String, GpuSet> = HashMap::with_capacity(sets.len());
-        let mut sets = sets;
-        // The two queries ran side by side: rows replicated in between may name a set the second did not
-        // see; it is read again then (twice at most).
-        for attempt in 0..3 {
-            for r in &sets {
-                let gpus: Vec<Arc<str>> = r["gpus"]
-                    .as_array()
-                    .ok_or_else(|| ClickHouseError::Decode("column gpus missing".into()))?
-                    .iter()
-                    .map(|g| g.as_str().map(Arc::from))
-                    .collect::<Option<_>>()
-                    .ok_or_else(|| ClickHouseError::Decode("column gpus: not strings".into()))?;
-                let set = interned.intern(gpus);
-                match by_hash.insert(text(r, "gpu_set")?.to_string(), set.clone()) {
-                    // Two distinct sets with one 64-bit hash: refuse rather than mix them up.
-                    Some(other) if other != set => {
-                        return Err(ClickHouseError::Decode(
-                            "two GPU sets share a hash; read the per-GPU rollups".into(),
-                        ))
-                    }
-                    _ => {}
-                }
+        let fingerprint =
+            "toString(groupBitXor(cityHash64(gpu_uuid))) AS x, toString(sum(cityHash64(gpu_uuid))) AS y";
+        let group_by = "GROUP BY bucket_ms, deployment_id, owner, model";
+        // Summed as `Decimal128(15)` (exact), read back as `TabSeparated` text: the columns of `GROUP_FIELDS`.
+        let sums = QUANTITIES.map(|c| format!("sum({c}) AS {c}")).join(", ");
+        let rows = self
+            .select_tsv(&format!(
+                "SELECT bucket_ms, deployment_id, owner, model, min(first_window_start_ms) AS first_window_start_ms, \
+                 max(last_window_start_ms) AS last_window_start_ms, sum(samples) AS samples, \
+                 sum(estimated_samples) AS estimated_samples, {sums}, {fingerprint} \
+                 FROM {db}.gpu_rollups FINAL WHERE bucket_ms >= {from} AND bucket_ms < {to} AND deleted = 0 \
+                 {group_by}"
+            ))
+            .await?;
+        // One group of each fingerprint: (bucket, deployment, owner, model).
+        let mut wanted: BTreeMap<(&str, &str), [&str; 4]> = BTreeMap::new();
+        for r in &rows {
+            if r.len() != GROUP_FIELDS {
+                return Err(ClickHouseError::Decode(format!(
+                    "a group row of {} fields, not {GROUP_FIELDS}",
+                    r.len()
+                )));
             }
-            let complete = rows
-                .iter()
-                .all(|r| text(r, "gpu_set").is_ok_and(|h| by_hash.contains_key(h)));
-            if complete || attempt == 2 {
-                break;
-            }
-            sets = self.select(&sets_sql).await?;
+            wanted
+                .entry((&r[GROUP_FIELDS - 2], &r[GROUP_FIELDS - 1]))
+                .or_insert([&r[0], &r[1], &r[2], &r[3]]);
         }
-        rows.iter()
-            .map(|r| {
-                let hash = text(r, "gpu_set")?;
-                let set = by_hash.get(hash).ok_or_else(|| {
-                    ClickHouseError::Decode(format!("a group names GPU set {hash}, never read"))
+        let sets_of = |filter: String| {
+            format!(
+                "SELECT {fingerprint}, arraySort(groupArray(gpu_uuid)) AS gpus \
+                 FROM {db}.gpu_rollups FINAL WHERE {filter} AND deleted = 0 {group_by}"
+            )
+        };
+        let mut interned = GpuSets::default();
+        let mut by_fingerprint: HashMap<(String, String), GpuSet> = HashMap::new();
+        // The groups chosen, a few hundred per query (ClickHouse 18.16 parses at most 256 KiB of query).
+        let groups: Vec<[&str; 4]> = wanted.values().copied().collect();
+        for chunk in groups.chunks(500) {
+            let buckets: std::collections::BTreeSet<&str> = chunk.iter().map(|g| g[0]).collect();
+            let tuples = chunk
+                .iter()
+                .map(|[b, d, o, m]| format!("({b}, {}, {}, {})", quote(d), quote(o), quote(m)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let filter = format!(
+                "bucket_ms IN ({}) AND (bucket_ms, deployment_id, owner, model) IN ({tuples})",
+                buckets.into_iter().collect::<Vec<_>>().join(", ")
+            );
+            read_sets(
+                &self.select(&sets_of(filter)).await?,
+                &mut interned,
+                &mut by_fingerprint,
+            )?;
+        }
+        let complete = |by: &HashMap<(String, String), GpuSet>| {
+            wanted
+                .keys()
+                .all(|(x, y)| by.contains_key(&(x.to_string(), y.to_string())))
+        };
+        if !complete(&by_fingerprint) {
+            let all = self
+                .select(&format!(
+                    "SELECT x, y, any(gpus) AS gpus FROM ({}) GROUP BY x, y",
+                    sets_of(format!("bucket_ms >= {from} AND bucket_ms < {to}"))
+                ))
+                .await?;
+            read_sets(&all, &mut interned, &mut by_fingerprint)?;
+        }
+        let mut groups = rows
+            .into_iter()
+            .map(|mut r| {
+                let key = (
+                    std::mem::take(&mut r[GROUP_FIELDS - 2]),
+                    std::mem::take(&mut r[GROUP_FIELDS - 1]),
+                );
+                let set = by_fingerprint.get(&key).ok_or_else(|| {
+                    ClickHouseError::Decode(format!("a group names GPU set {key:?}, never read"))
                 })?;
-                let mut g = rollup_fields(r, String::new())?;
-                g.gpus = Some(set.clone());
-                Ok(g)
+                let quantities = tsv_quantities(&r[8..])?;
+                let owner = tsv_owner(&r[2])?;
+                Ok(Rollup {
+                    key: RollupKey {
+                        gpu_uuid: String::new(),
+                        deployment_id: std::mem::take(&mut r[1]),
+                        owner,
+                        model: std::mem::take(&mut r[3]),
+                        bucket_start: Timestamp(tsv_int(&r[0], "bucket_ms")?),
+                        placement: Placement::default(),
+                    },
+                    first_window_start: Timestamp(tsv_int(&r[4], "first_window_start_ms")?),
+                    last_window_start: Timestamp(tsv_int(&r[5], "last_window_start_ms")?),
+                    samples: tsv_int(&r[6], "samples")?,
+                    estimated_samples: tsv_int(&r[7], "estimated_samples")?,
+                    q: quantities,
+                    gpus: Some(set.clone()),
+                })
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        crate::rollups::sort_for_read(&mut groups);
+        Ok(groups)
     }
 
     /// The usage claims of the hours in `[from, to)`: per (hour, deployment, tenant), the sum of
@@ -118,20 +171,21 @@ impl ClickHouse {
     /// its tokens in and out; events of no deployment, of the platform (allocation, reservation) or of a vLLM
     /// server's own counters claim nothing. In the claims' read order.
     pub async fn claims(&self, from: Timestamp, to: Timestamp) -> Result<Vec<UsageClaim>> {
-        let dec = |c: &str| format!("toDecimal128(if({c} = '', '0', {c}), 6)");
+        // An event claims its `gpu_seconds` unit when it has one (0 included), its tokens otherwise: whether
+        // it has one is read from its units (a JSON object of exact strings, keys escaped: `"gpu_seconds":`
+        // right after `{` or `,` is that key).
+        let has_gpu_seconds =
+            "(position(units, '{\"gpu_seconds\":') > 0 OR position(units, ',\"gpu_seconds\":') > 0)";
         let rows = self
-            .select(&format!(
+            .select_tsv(&format!(
                 "SELECT intDiv(occurred_at_ms, {h}) * {h} AS bucket_ms, deployment_id, tenant_id, \
-                 toString(sum(if(gpu_seconds = '', toDecimal128(0, 6), {gs}))) AS claimed_gpu_seconds, \
-                 toString(sum(if(gpu_seconds = '', {tin} + {tout}, toDecimal128(0, 6)))) AS claimed_tokens \
+                 sum(if({has_gpu_seconds}, gpu_seconds, toDecimal128(0, {DECIMAL_SCALE}))) AS claimed_gpu_seconds, \
+                 sum(if({has_gpu_seconds}, toDecimal128(0, {DECIMAL_SCALE}), tokens_in + tokens_out)) AS claimed_tokens \
                  FROM {db}.{EVENTS_TABLE} FINAL \
                  WHERE occurred_at_ms >= {from} AND occurred_at_ms < {to} AND deployment_id != '' \
                  AND source NOT IN ('{alloc}', '{reservation}', '{vllm}') \
                  GROUP BY bucket_ms, deployment_id, tenant_id",
                 h = CLAIM_BUCKET_MS,
-                gs = dec("gpu_seconds"),
-                tin = dec("tokens_in"),
-                tout = dec("tokens_out"),
                 db = self.database,
                 from = from.0,
                 to = to.0,
@@ -143,13 +197,19 @@ impl ClickHouse {
         let mut claims = rows
             .iter()
             .map(|r| {
+                let [bucket, deployment, tenant, gpu_seconds, tokens] = r.as_slice() else {
+                    return Err(ClickHouseError::Decode(format!(
+                        "a claim row of {} fields, not 5",
+                        r.len()
+                    )));
+                };
                 Ok(UsageClaim {
-                    deployment_id: text(r, "deployment_id")?.to_string(),
-                    tenant_id: TenantId::from_str(text(r, "tenant_id")?)
+                    deployment_id: deployment.clone(),
+                    tenant_id: TenantId::from_str(tenant)
                         .map_err(|e| ClickHouseError::Decode(format!("column tenant_id: {e}")))?,
-                    bucket_start: Timestamp(int(r, "bucket_ms")?),
-                    gpu_seconds: decimal(r, "claimed_gpu_seconds")?,
-                    tokens: decimal(r, "claimed_tokens")?,
+                    bucket_start: Timestamp(tsv_int(bucket, "bucket_ms")?),
+                    gpu_seconds: tsv_decimal(gpu_seconds, "claimed_gpu_seconds")?,
+                    tokens: tsv_decimal(tokens, "claimed_tokens")?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -180,7 +240,7 @@ impl ClickHouse {
     }
 }
 
-fn text<'a>(r: &'a Value, k: &str) -> Result<&'a str> {
+pub(super) fn text<'a>(r: &'a Value, k: &str) -> Result<&'a str> {
     r[k].as_str()
         .ok_or_else(|| ClickHouseError::Decode(format!("column {k} missing")))
 }
@@ -198,68 +258,132 @@ pub(super) fn int(r: &Value, k: &str) -> Result<i64> {
     }
 }
 
+/// A decimal column: a JSON number (a `Decimal128` column; exact, serde_json keeps a number's text) or an exact
+/// string.
 fn decimal(r: &Value, k: &str) -> Result<Decimal> {
-    let s = text(r, k)?;
-    Decimal::from_str(s).map_err(|_| ClickHouseError::Decode(format!("column {k}: {s}")))
+    match &r[k] {
+        Value::Number(n) => tsv_decimal(&n.to_string(), k),
+        Value::String(s) => tsv_decimal(s, k),
+        _ => Err(ClickHouseError::Decode(format!("column {k} missing"))),
+    }
+}
+
+/// A decimal's exact text (`Decimal128(15)` prints all 15 places: normalized, as the primary keeps it).
+fn tsv_decimal(s: &str, k: &str) -> Result<Decimal> {
+    Decimal::from_str(s)
+        .map(|d| d.normalize())
+        .map_err(|_| ClickHouseError::Decode(format!("column {k}: {s}")))
+}
+
+fn tsv_int<T: FromStr>(s: &str, k: &str) -> Result<T> {
+    s.parse()
+        .map_err(|_| ClickHouseError::Decode(format!("column {k}: {s}")))
+}
+
+/// The six quantities starting `fields`, in the order of [`QUANTITIES`].
+fn tsv_quantities(fields: &[String]) -> Result<Quantities> {
+    let q = |i: usize| tsv_decimal(&fields[i], QUANTITIES[i]);
+    Ok(Quantities {
+        gpu_seconds: q(0)?,
+        busy_gpu_seconds: q(1)?,
+        estimated_gpu_seconds: q(2)?,
+        memory_gb_seconds: q(3)?,
+        energy_ws: q(4)?,
+        storage_gb_seconds: q(5)?,
+    })
+}
+
+/// A rollup's owner ('' for none).
+fn tsv_owner(s: &str) -> Result<Option<TenantId>> {
+    match s {
+        "" => Ok(None),
+        s => s
+            .parse()
+            .map(Some)
+            .map_err(|_| ClickHouseError::Decode(format!("column owner: {s}"))),
+    }
+}
+
+/// The quantities of a rollup row, in the order of the rollup's [`Quantities`].
+const QUANTITIES: [&str; 6] = ROLLUP_QUANTITIES;
+/// The fields of a group row: its key (4), window starts (2), sample counts (2), quantities, the GPU set's
+/// fingerprint (2).
+const GROUP_FIELDS: usize = 8 + QUANTITIES.len() + 2;
+
+/// The GPU sets of `found` (rows of fingerprint `x`, `y` and sorted `gpus`) into `by`, interned.
+fn read_sets(
+    found: &[Value],
+    interned: &mut GpuSets,
+    by: &mut HashMap<(String, String), GpuSet>,
+) -> Result<()> {
+    for r in found {
+        let gpus: Vec<Arc<str>> = r["gpus"]
+            .as_array()
+            .ok_or_else(|| ClickHouseError::Decode("column gpus missing".into()))?
+            .iter()
+            .map(|g| g.as_str().map(Arc::from))
+            .collect::<Option<_>>()
+            .ok_or_else(|| ClickHouseError::Decode("column gpus: not strings".into()))?;
+        let set = interned.intern(gpus);
+        let key = (text(r, "x")?.to_string(), text(r, "y")?.to_string());
+        match by.insert(key, set.clone()) {
+            // Two distinct sets with one fingerprint: refuse rather than mix them up.
+            Some(other) if other != set => {
+                return Err(ClickHouseError::Decode(
+                    "two GPU sets share a fingerprint; read the per-GPU rollups".into(),
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A string literal of ClickHouse SQL.
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
 }
 
 fn opt(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
 }
 
-fn owner(r: &Value, k: &str) -> Result<Option<TenantId>> {
-    let s = text(r, k)?;
-    if s.is_empty() {
-        return Ok(None);
+/// A per-GPU rollup of the `TabSeparated` fields [`ClickHouse::gpu_rollups`] selects.
+fn gpu_rollup_from_fields(mut f: Vec<String>) -> Result<Rollup> {
+    if f.len() != 14 + QUANTITIES.len() {
+        return Err(ClickHouseError::Decode(format!(
+            "a rollup row of {} fields",
+            f.len()
+        )));
     }
-    s.parse()
-        .map(Some)
-        .map_err(|_| ClickHouseError::Decode(format!("column {k}: {s}")))
-}
-
-fn rollup_from_row(r: &Value) -> Result<Rollup> {
-    let mut rollup = rollup_fields(r, text(r, "gpu_uuid")?.to_string())?;
-    if int(r, "placed")? != 0 {
+    let quantities = tsv_quantities(&f[14..])?;
+    let owner = tsv_owner(&f[3])?;
+    let placement = if tsv_int::<u8>(&f[5], "placed")? != 0 {
         // '': written before share methods were kept (exclusive).
-        let share = match text(r, "share")? {
+        let share = match f[9].as_str() {
             "" => ShareMethod::Exclusive,
             s => s
                 .parse()
                 .map_err(|()| ClickHouseError::Decode(format!("column share: {s}")))?,
         };
-        rollup.key.placement = Placement::new(
-            text(r, "namespace")?,
-            text(r, "pod")?,
-            text(r, "node")?,
-            share,
-        );
-    }
-    Ok(rollup)
-}
-
-/// A rollup of a row's columns, for the GPU named (empty for a group).
-fn rollup_fields(r: &Value, gpu_uuid: String) -> Result<Rollup> {
+        Placement::new(&f[6], &f[7], &f[8], share)
+    } else {
+        Placement::default()
+    };
     Ok(Rollup {
         key: RollupKey {
-            gpu_uuid,
-            deployment_id: text(r, "deployment_id")?.to_string(),
-            owner: owner(r, "owner")?,
-            model: text(r, "model")?.to_string(),
-            bucket_start: Timestamp(int(r, "bucket_ms")?),
-            placement: Placement::default(),
+            gpu_uuid: std::mem::take(&mut f[1]),
+            deployment_id: std::mem::take(&mut f[2]),
+            owner,
+            model: std::mem::take(&mut f[4]),
+            bucket_start: Timestamp(tsv_int(&f[0], "bucket_ms")?),
+            placement,
         },
-        first_window_start: Timestamp(int(r, "first_window_start_ms")?),
-        last_window_start: Timestamp(int(r, "last_window_start_ms")?),
-        samples: u64::try_from(int(r, "samples")?).unwrap_or(0),
-        estimated_samples: u64::try_from(int(r, "estimated_samples")?).unwrap_or(0),
-        q: Quantities {
-            gpu_seconds: decimal(r, "gpu_seconds")?,
-            busy_gpu_seconds: decimal(r, "busy_gpu_seconds")?,
-            estimated_gpu_seconds: decimal(r, "estimated_gpu_seconds")?,
-            memory_gb_seconds: decimal(r, "memory_gb_seconds")?,
-            energy_ws: decimal(r, "energy_ws")?,
-            storage_gb_seconds: decimal(r, "storage_gb_seconds")?,
-        },
+        first_window_start: Timestamp(tsv_int(&f[10], "first_window_start_ms")?),
+        last_window_start: Timestamp(tsv_int(&f[11], "last_window_start_ms")?),
+        samples: tsv_int(&f[12], "samples")?,
+        estimated_samples: tsv_int(&f[13], "estimated_samples")?,
+        q: quantities,
         gpus: None,
     })
 }
@@ -290,13 +414,11 @@ fn event_from_row(r: &Value) -> Result<UsageEvent> {
             Decimal::from_str(&v).map_err(|_| ClickHouseError::Decode(format!("unit {k}: {v}")))?;
         units.insert(k, NonNegative::new(d).unwrap_or(NonNegative::ZERO));
     }
-    let cost = match (text(r, "cost_amount")?, text(r, "cost_currency")?) {
-        ("", _) | (_, "") => None,
-        (a, c) => Some((
-            NonNegative::new(
-                Decimal::from_str(a).map_err(|_| ClickHouseError::Decode(format!("cost {a}")))?,
-            )
-            .unwrap_or(NonNegative::ZERO),
+    // No currency: no cost (its amount reads 0).
+    let cost = match text(r, "cost_currency")? {
+        "" => None,
+        c => Some((
+            NonNegative::new(decimal(r, "cost_amount")?).unwrap_or(NonNegative::ZERO),
             Currency::from_str(c).map_err(|_| ClickHouseError::Decode(format!("currency {c}")))?,
         )),
     };

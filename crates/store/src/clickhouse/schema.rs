@@ -1,9 +1,13 @@
 //! The replica's DDL: the tables and the view that [`ClickHouse::migrate`] creates, and the migrations of
-//! replicas that older binaries created (rollups without their placement or share method, usage events keyed by
-//! `event_id` alone). Only SQL that ClickHouse 18.16 accepts too (see the module above).
+//! replicas that older binaries created (quantities stored as text, rollups without their placement or share
+//! method, usage events keyed by `event_id` alone): such a table is renamed aside, the current one created, the
+//! rows copied over converted (versions kept), the old table dropped. Only SQL that ClickHouse 18.16 accepts too
+//! (see the module above).
 
-use super::reads::int;
-use super::{ClickHouse, Result, EVENTS_TABLE};
+use std::collections::BTreeMap;
+
+use super::reads::text;
+use super::{ClickHouse, Result, DECIMAL_SCALE, EVENTS_TABLE};
 
 impl ClickHouse {
     /// Creates the database and tables if missing (idempotent).
@@ -12,37 +16,53 @@ impl ClickHouse {
         let on = self.on_cluster();
         self.exec(&format!("CREATE DATABASE IF NOT EXISTS {db}{on}"))
             .await?;
+        if self.cluster.is_none() {
+            // Tables of older binaries (single servers), their quantities as text: renamed aside, converted
+            // below.
+            for (table, probe) in [
+                (ROLLUPS, "gpu_seconds"),
+                (SAMPLES, "utilization"),
+                (EVENTS_TABLE, "tokens_in"),
+            ] {
+                self.rename_text_layout(table, probe).await?;
+            }
+        }
         for (table, columns, order, shard_by) in [
             (
                 EVENTS_TABLE,
-                "event_id String, tenant_id String, usage_type String, \
-                 source String, occurred_at DateTime('UTC'), occurred_at_ms Int64, deployment_id String, \
-                 model_provider String, model_name String, units String, tokens_in String, tokens_out String, \
-                 gpu_seconds String, gpu_memory_gb_seconds String, energy_wh String, cost_amount String, \
-                 cost_currency String, allocation_policy_id String, project String, agent_id String, run_id String, \
-                 version UInt64",
+                format!(
+                    "event_id String, tenant_id String, usage_type String, \
+                     source String, occurred_at DateTime('UTC'), occurred_at_ms Int64, deployment_id String, \
+                     model_provider String, model_name String, units String, tokens_in {D}, tokens_out {D}, \
+                     gpu_seconds {D}, gpu_memory_gb_seconds {D}, energy_wh {D}, cost_amount {D}, \
+                     cost_currency String, allocation_policy_id String, project String, agent_id String, run_id String, \
+                     version UInt64"
+                ),
                 "tenant_id, event_id",
                 "tenant_id",
             ),
             (
-                "gpu_samples",
-                "gpu_uuid String, end_ms Int64, end_at DateTime('UTC'), \
-                 node String, model String, namespace String, pod String, deployment_id String, owner String, \
-                 window_ms Int64, utilization String, memory_used_gb String, power_w String, storage_gb String, \
-                 gpu_fraction String, share String DEFAULT 'exclusive', version UInt64",
+                SAMPLES,
+                format!(
+                    "gpu_uuid String, end_ms Int64, end_at DateTime('UTC'), \
+                     node String, model String, namespace String, pod String, deployment_id String, owner String, \
+                     window_ms Int64, utilization {D}, memory_used_gb {D}, power_w {D}, storage_gb {D}, \
+                     gpu_fraction {D}, share String DEFAULT 'exclusive', version UInt64"
+                ),
                 "gpu_uuid, end_ms",
                 "gpu_uuid",
             ),
-            ("gpu_rollups", ROLLUP_COLUMNS, ROLLUP_ORDER, "gpu_uuid"),
+            (ROLLUPS, ROLLUP_COLUMNS.to_string(), ROLLUP_ORDER, "gpu_uuid"),
             (
                 "gpu_gaps",
                 "gpu_uuid String, from_ms Int64, to_ms Int64, reason String, \
-                 deployment_id String, node String, deleted UInt8, version UInt64",
+                 deployment_id String, node String, deleted UInt8, version UInt64"
+                    .to_string(),
                 "gpu_uuid, from_ms",
                 "gpu_uuid",
             ),
         ] {
-            for ddl in self.create_table(table, columns, order, shard_by) {
+            for ddl in self.create_table(table, &columns, order, shard_by) {
                 self.exec(&ddl).await?;
             }
         }
@@ -59,76 +79,21 @@ impl ClickHouse {
             // were created by this one.
             return Ok(());
         }
-        // Rollups without their placement (older binaries): the rows move to the table keyed by it too, as rows
-        // of no placement.
-        let placed = self
-            .select(&format!(
-                "SELECT count() AS n FROM system.columns WHERE database = '{db}' AND table = 'gpu_rollups' \
-                 AND name = 'placed'"
-            ))
-            .await?;
-        if placed
-            .first()
-            .is_some_and(|r| int(r, "n").unwrap_or(0) == 0)
-        {
-            for ddl in self.create_table("gpu_rollups_v2", ROLLUP_COLUMNS, ROLLUP_ORDER, "gpu_uuid")
-            {
-                self.exec(&ddl).await?;
-            }
-            self.exec(&format!(
-                "INSERT INTO {db}.gpu_rollups_v2 SELECT bucket_ms, gpu_uuid, deployment_id, owner, model, \
-                 0 AS placed, '' AS namespace, '' AS pod, '' AS node, '' AS share, first_window_start_ms, \
-                 last_window_start_ms, \
-                 samples, estimated_samples, gpu_seconds, busy_gpu_seconds, estimated_gpu_seconds, \
-                 memory_gb_seconds, energy_ws, storage_gb_seconds, deleted, version FROM {db}.gpu_rollups"
-            ))
-            .await?;
-            self.exec(&format!("DROP TABLE {db}.gpu_rollups")).await?;
-            self.exec(&format!(
-                "RENAME TABLE {db}.gpu_rollups_v2 TO {db}.gpu_rollups"
-            ))
-            .await?;
-        }
-        // Rollups and samples without their share method (older binaries): the rows written before are
-        // `exclusive`, and the method joins the rollups' identity (a column added with the sorting key, which
-        // may have no default expression: the rows before read '', taken as `exclusive`).
-        for (table, alter) in [
-            (
-                "gpu_rollups",
-                format!(
-                    "ALTER TABLE {db}.gpu_rollups ADD COLUMN share String AFTER node, \
-                     MODIFY ORDER BY ({ROLLUP_ORDER})"
-                ),
-            ),
-            (
-                "gpu_samples",
-                format!(
-                    "ALTER TABLE {db}.gpu_samples ADD COLUMN share String DEFAULT 'exclusive' AFTER gpu_fraction"
-                ),
-            ),
+        // Replicas of older binaries: tables whose quantities are text (before `Decimal128`), rollups without
+        // their placement or share method, samples without their share method, usage events keyed by
+        // `event_id` alone. Each such table was renamed aside above; its rows are copied into the table just
+        // created, converted, then it is dropped.
+        for (aside, table) in [
+            (format!("{ROLLUPS}{TEXT_SUFFIX}"), ROLLUPS),
+            (format!("{SAMPLES}{TEXT_SUFFIX}"), SAMPLES),
+            (format!("{EVENTS_TABLE}{TEXT_SUFFIX}"), EVENTS_TABLE),
+            ("usage_events".to_string(), EVENTS_TABLE),
         ] {
-            let has = self
-                .select(&format!(
-                    "SELECT count() AS n FROM system.columns WHERE database = '{db}' AND table = '{table}' \
-                     AND name = 'share'"
-                ))
-                .await?;
-            if has.first().is_some_and(|r| int(r, "n").unwrap_or(0) == 0) {
-                self.exec(&alter).await?;
+            if self.columns(&aside).await?.is_empty() {
+                continue;
             }
-        }
-        // A replica keyed by event_id alone (older binaries): its rows move to the table keyed by tenant too.
-        let old = self
-            .select(&format!(
-                "SELECT count() AS n FROM system.tables WHERE database = '{db}' AND name = 'usage_events'"
-            ))
-            .await?;
-        if old.first().is_some_and(|r| int(r, "n").unwrap_or(0) > 0) {
-            self.exec(&format!(
-                "INSERT INTO {db}.{EVENTS_TABLE} SELECT * FROM {db}.usage_events"
-            ))
-            .await?;
-            self.exec(&format!("DROP TABLE {db}.usage_events")).await?;
+            self.copy_converted(&aside, table).await?;
+            self.exec(&format!("DROP TABLE {db}.{aside}")).await?;
         }
         Ok(())
     }
@@ -169,14 +134,87 @@ impl ClickHouse {
             ],
         }
     }
+
+    /// The columns of a table of the replica's database, `(name, type)` in order (none: no such table).
+    async fn columns(&self, table: &str) -> Result<Vec<(String, String)>> {
+        let rows = self
+            .select(&format!(
+                "SELECT name, type FROM system.columns WHERE database = '{}' AND table = '{table}'",
+                self.database
+            ))
+            .await?;
+        rows.iter()
+            .map(|r| Ok((text(r, "name")?.to_string(), text(r, "type")?.to_string())))
+            .collect()
+    }
+
+    /// Renames `table` aside (to `{table}_text`) when its quantity `probe` is stored as text: the current
+    /// table is then created anew and [`Self::copy_converted`] fills it. Not when the aside table exists
+    /// already (a migration cut short: its rows are copied again, which `ReplacingMergeTree` makes harmless).
+    async fn rename_text_layout(&self, table: &str, probe: &str) -> Result<()> {
+        let db = &self.database;
+        let aside = format!("{table}{TEXT_SUFFIX}");
+        let text_layout = self
+            .columns(table)
+            .await?
+            .iter()
+            .any(|(n, t)| n == probe && t == "String");
+        if text_layout && self.columns(&aside).await?.is_empty() {
+            self.exec(&format!("RENAME TABLE {db}.{table} TO {db}.{aside}"))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Copies every row of `from` (a layout of older binaries) into `to` (the current one), versions kept:
+    /// text quantities become `Decimal128` (exactly: a text ClickHouse cannot read as one fails the copy;
+    /// '', an absent unit or cost, is 0), columns `from` lacks take what older binaries meant by their absence
+    /// ('' for text, which reads as no placement and the `exclusive` share of a rollup, and 0 for numbers;
+    /// a sample's share `exclusive`).
+    async fn copy_converted(&self, from: &str, to: &str) -> Result<()> {
+        let db = &self.database;
+        let source: BTreeMap<String, String> = self.columns(from).await?.into_iter().collect();
+        let target = self.columns(to).await?;
+        let mut names = Vec::with_capacity(target.len());
+        let mut exprs = Vec::with_capacity(target.len());
+        for (name, ty) in &target {
+            let expr = match source.get(name) {
+                Some(src) if ty.starts_with("Decimal") && src == "String" => {
+                    format!("toDecimal128(if({name} = '', '0', {name}), {DECIMAL_SCALE})")
+                }
+                Some(_) => name.clone(),
+                None if to == SAMPLES && name == "share" => "'exclusive'".to_string(),
+                None if ty == "String" => "''".to_string(),
+                None => "0".to_string(),
+            };
+            names.push(name.as_str());
+            exprs.push(format!("{expr} AS {name}"));
+        }
+        self.exec(&format!(
+            "INSERT INTO {db}.{to} ({}) SELECT {} FROM {db}.{from}",
+            names.join(", "),
+            exprs.join(", ")
+        ))
+        .await
+    }
 }
+
+/// The suffix of a table renamed aside by [`ClickHouse::migrate`] while its rows are converted.
+const TEXT_SUFFIX: &str = "_text";
+const ROLLUPS: &str = "gpu_rollups";
+const SAMPLES: &str = "gpu_samples";
+
+/// The type of every quantity (rollups, samples, usage events): `Decimal128` at [`DECIMAL_SCALE`] places,
+/// which holds each exactly (rollups have 15 places, samples at most 10, units 6, prices 10).
+const D: &str = "Decimal128(15)";
 
 /// The columns of `gpu_rollups` (`placed` 0: a rollup of no placement, written before they were kept).
 const ROLLUP_COLUMNS: &str = "bucket_ms Int64, gpu_uuid String, deployment_id String, owner String, model String, \
      placed UInt8, namespace String, pod String, node String, share String, \
-     first_window_start_ms Int64, last_window_start_ms Int64, samples UInt64, estimated_samples UInt64, gpu_seconds String, \
-     busy_gpu_seconds String, estimated_gpu_seconds String, memory_gb_seconds String, energy_ws String, \
-     storage_gb_seconds String, deleted UInt8, version UInt64";
+     first_window_start_ms Int64, last_window_start_ms Int64, samples UInt64, estimated_samples UInt64, \
+     gpu_seconds Decimal128(15), busy_gpu_seconds Decimal128(15), estimated_gpu_seconds Decimal128(15), \
+     memory_gb_seconds Decimal128(15), energy_ws Decimal128(15), storage_gb_seconds Decimal128(15), deleted UInt8, \
+     version UInt64";
 /// The replica identity of a rollup row: its key, placement included.
 const ROLLUP_ORDER: &str =
     "bucket_ms, gpu_uuid, deployment_id, owner, model, placed, namespace, pod, node, share";
