@@ -455,13 +455,21 @@ impl ScratchCluster {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let started = Instant::now();
         loop {
-            if let Ok(mut s) = tokio::net::TcpStream::connect(("127.0.0.1", self.zk_port)).await {
-                // `srvr` names the mode once the server serves (before, it says it does not).
+            // `srvr` names the mode once the server serves (before, it says it does not). Bounded: a command
+            // that meets the server while it starts can fail inside ZooKeeper without the socket being closed
+            // (a NullPointerException logged), and the answer would be waited for forever.
+            let port = self.zk_port;
+            let ask = async move {
+                let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .ok()?;
+                s.write_all(b"srvr").await.ok()?;
                 let mut answer = String::new();
-                if s.write_all(b"srvr").await.is_ok()
-                    && s.read_to_string(&mut answer).await.is_ok()
-                    && answer.contains("Mode: standalone")
-                {
+                s.read_to_string(&mut answer).await.ok()?;
+                Some(answer)
+            };
+            if let Ok(Some(answer)) = tokio::time::timeout(Duration::from_secs(2), ask).await {
+                if answer.contains("Mode: standalone") {
                     return Ok(());
                 }
             }
