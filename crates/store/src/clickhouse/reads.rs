@@ -79,8 +79,14 @@ impl ClickHouse {
              estimated_samples, {q}, gpu_set {filter}",
             q = QUANTITIES.join(", ")
         );
+        // On a cluster both tables are distributed: the subquery runs once and goes to every shard (`GLOBAL`).
+        let global = if self.cluster.is_some() {
+            "GLOBAL "
+        } else {
+            ""
+        };
         let sets_sql = format!(
-            "SELECT gpu_set, gpus FROM {db}.gpu_sets FINAL WHERE gpu_set IN (SELECT gpu_set {filter})"
+            "SELECT gpu_set, gpus FROM {db}.gpu_sets FINAL WHERE gpu_set {global}IN (SELECT gpu_set {filter})"
         );
         let (rows, sets) = tokio::try_join!(self.select_tsv(&rows_sql), self.select(&sets_sql))?;
         let mut interned = GpuSets::default();
