@@ -72,9 +72,9 @@ impl OutboxRows {
     pub fn group(&mut self, g: &Rollup) {
         let gpus = g.gpus.as_deref().unwrap_or(&[]);
         let name = clickhouse::gpu_set_name(gpus);
-        if !self.sets.contains_key(&name) {
-            self.sets.insert(name, clickhouse::gpu_set_row(gpus));
-        }
+        self.sets
+            .entry(name)
+            .or_insert_with(|| clickhouse::gpu_set_row(gpus));
         self.groups
             .insert(GroupKey::of(&g.key), clickhouse::group_row(g, false));
     }

@@ -137,3 +137,13 @@ pub fn decimal_columns(table: &str) -> &'static [&'static str] {
 
 /// Usage events keyed by `(tenant_id, event_id)`.
 pub const EVENTS_TABLE: &str = "usage_events_by_tenant";
+
+/// The primary's group rollups (`deployment_rollups`), their GPU sets named by `gpu_set` (a row of `gpu_sets`).
+pub const GROUPS: &str = "gpu_groups";
+/// The primary's usage claims.
+pub const CLAIMS: &str = "usage_claims";
+/// Facts about the replica itself, key -> value ([`GROUPS_COMPLETE`]).
+pub const META: &str = "replica_meta";
+/// The `replica_meta` key present when `gpu_groups`, `gpu_sets` and `usage_claims` hold every row of the
+/// primary's: the reads use them then, and sum the per-GPU rollups and the events otherwise.
+pub const GROUPS_COMPLETE: &str = "groups_complete";

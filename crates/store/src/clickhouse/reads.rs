@@ -16,8 +16,10 @@ use eai_engine::time::Timestamp;
 use rust_decimal::Decimal;
 use serde_json::Value;
 
-use super::schema::{CLAIMS, GROUPS};
-use super::{ClickHouse, ClickHouseError, Result, DECIMAL_SCALE, EVENTS_TABLE, ROLLUP_QUANTITIES};
+use super::{
+    ClickHouse, ClickHouseError, Result, CLAIMS, DECIMAL_SCALE, EVENTS_TABLE, GROUPS,
+    ROLLUP_QUANTITIES,
+};
 
 impl ClickHouse {
     /// Rollups of buckets in `[from, to)` (replaced rows resolved with FINAL, deleted ones dropped).

@@ -7,7 +7,10 @@
 use std::collections::BTreeMap;
 
 use super::reads::text;
-use super::{ClickHouse, Result, DECIMAL_SCALE, EVENTS_TABLE, ROLLUP_QUANTITIES};
+use super::{
+    ClickHouse, Result, CLAIMS, DECIMAL_SCALE, EVENTS_TABLE, GROUPS, GROUPS_COMPLETE, META,
+    ROLLUP_QUANTITIES,
+};
 
 impl ClickHouse {
     /// Creates the database and tables if missing (idempotent).
@@ -278,15 +281,7 @@ impl ClickHouse {
 /// The suffix of a table renamed aside by [`ClickHouse::migrate`] while its rows are converted.
 const TEXT_SUFFIX: &str = "_text";
 const ROLLUPS: &str = "gpu_rollups";
-/// The primary's group rollups (`deployment_rollups`), their GPU sets named by `gpu_set` (a row of `gpu_sets`).
-pub(super) const GROUPS: &str = "gpu_groups";
-/// The primary's usage claims.
-pub(super) const CLAIMS: &str = "usage_claims";
-/// Facts about the replica itself, key -> value ([`GROUPS_COMPLETE`]).
-pub(super) const META: &str = "replica_meta";
-/// The `replica_meta` key present when `gpu_groups`, `gpu_sets` and `usage_claims` hold every row of the
-/// primary's: the reads use them then, and sum the per-GPU rollups and the events otherwise.
-pub(super) const GROUPS_COMPLETE: &str = "groups_complete";
+
 const SAMPLES: &str = "gpu_samples";
 
 /// The type of every quantity (rollups, samples, usage events): `Decimal128` at [`DECIMAL_SCALE`] places,
