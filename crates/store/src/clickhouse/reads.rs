@@ -3,6 +3,7 @@
 //! the decoding of their rows: the summed ones (groups, claims) as `TabSeparated` text, the others as
 //! `JSONEachRow` (64-bit integers quoted, decimals as exact numbers).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::str::FromStr;
 use std::sync::Arc;
@@ -90,7 +91,20 @@ impl ClickHouse {
         let sets_sql = format!(
             "SELECT gpu_set, gpus FROM {db}.gpu_sets FINAL WHERE gpu_set {global}IN (SELECT gpu_set {filter})"
         );
-        let (rows, sets) = tokio::try_join!(self.select_tsv(&rows_sql), self.select(&sets_sql))?;
+        // Each row decoded as read (its fields borrowed from the answer), its GPU set attached after.
+        let decode = |r: &[Cow<'_, str>]| {
+            if r.len() != 9 + QUANTITIES.len() {
+                return Err(ClickHouseError::Decode(format!(
+                    "a gpu_groups row of {} fields",
+                    r.len()
+                )));
+            }
+            Ok((group_of_fields(r)?, r[8 + QUANTITIES.len()].to_string()))
+        };
+        let (rows, sets) = tokio::try_join!(
+            self.select_tsv_map(&rows_sql, decode),
+            self.select(&sets_sql)
+        )?;
         let mut interned = GpuSets::default();
         let mut by_name: HashMap<String, GpuSet> = HashMap::with_capacity(sets.len());
         for r in &sets {
@@ -105,20 +119,14 @@ impl ClickHouse {
         }
         let mut groups = rows
             .into_iter()
-            .map(|mut r| {
-                if r.len() != 9 + QUANTITIES.len() {
-                    return Err(ClickHouseError::Decode(format!(
-                        "a gpu_groups row of {} fields",
-                        r.len()
-                    )));
-                }
-                let set = by_name.get(&r[8 + QUANTITIES.len()]).ok_or_else(|| {
+            .map(|(mut g, name)| {
+                let set = by_name.get(&name).ok_or_else(|| {
                     ClickHouseError::Decode(format!(
-                        "a group names GPU set {}, not in gpu_sets",
-                        r[8 + QUANTITIES.len()]
+                        "a group names GPU set {name}, not in gpu_sets"
                     ))
                 })?;
-                group_from_fields(&mut r, set.clone())
+                g.gpus = Some(set.clone());
+                Ok(g)
             })
             .collect::<Result<Vec<_>>>()?;
         crate::rollups::sort_for_read(&mut groups);
@@ -246,14 +254,18 @@ impl ClickHouse {
         from: Timestamp,
         to: Timestamp,
     ) -> Result<Vec<UsageClaim>> {
-        let rows = self
-            .select_tsv(&format!(
-                "SELECT bucket_ms, deployment_id, tenant_id, gpu_seconds, tokens FROM {}.{CLAIMS} FINAL \
-                 WHERE bucket_ms >= {} AND bucket_ms < {} AND deleted = 0",
-                self.database, from.0, to.0
-            ))
+        let mut claims = self
+            .select_tsv_map(
+                &format!(
+                    "SELECT bucket_ms, deployment_id, tenant_id, gpu_seconds, tokens FROM {}.{CLAIMS} FINAL \
+                     WHERE bucket_ms >= {} AND bucket_ms < {} AND deleted = 0",
+                    self.database, from.0, to.0
+                ),
+                |r: &[Cow<'_, str>]| claim_of_fields(r),
+            )
             .await?;
-        claims_from_rows(&rows)
+        claims.sort_by(|a, b| a.read_order().cmp(&b.read_order()));
+        Ok(claims)
     }
 
     /// The usage claims of the hours in `[from, to)`: per (hour, deployment, tenant), the sum of
@@ -423,25 +435,58 @@ fn opt(s: &str) -> Option<String> {
 fn claims_from_rows(rows: &[Vec<String>]) -> Result<Vec<UsageClaim>> {
     let mut claims = rows
         .iter()
-        .map(|r| {
-            let [bucket, deployment, tenant, gpu_seconds, tokens] = r.as_slice() else {
-                return Err(ClickHouseError::Decode(format!(
-                    "a claim row of {} fields, not 5",
-                    r.len()
-                )));
-            };
-            Ok(UsageClaim {
-                deployment_id: deployment.clone(),
-                tenant_id: TenantId::from_str(tenant)
-                    .map_err(|e| ClickHouseError::Decode(format!("column tenant_id: {e}")))?,
-                bucket_start: Timestamp(tsv_int(bucket, "bucket_ms")?),
-                gpu_seconds: tsv_decimal(gpu_seconds, "gpu_seconds")?,
-                tokens: tsv_decimal(tokens, "tokens")?,
-            })
-        })
+        .map(|r| claim_of_fields(r))
         .collect::<Result<Vec<_>>>()?;
     claims.sort_by(|a, b| a.read_order().cmp(&b.read_order()));
     Ok(claims)
+}
+
+/// A claim of the `TabSeparated` fields (bucket, deployment, tenant, GPU-seconds, tokens).
+fn claim_of_fields<S: AsRef<str>>(r: &[S]) -> Result<UsageClaim> {
+    let [bucket, deployment, tenant, gpu_seconds, tokens] = r else {
+        return Err(ClickHouseError::Decode(format!(
+            "a claim row of {} fields, not 5",
+            r.len()
+        )));
+    };
+    Ok(UsageClaim {
+        deployment_id: deployment.as_ref().to_string(),
+        tenant_id: TenantId::from_str(tenant.as_ref())
+            .map_err(|e| ClickHouseError::Decode(format!("column tenant_id: {e}")))?,
+        bucket_start: Timestamp(tsv_int(bucket.as_ref(), "bucket_ms")?),
+        gpu_seconds: tsv_decimal(gpu_seconds.as_ref(), "gpu_seconds")?,
+        tokens: tsv_decimal(tokens.as_ref(), "tokens")?,
+    })
+}
+
+/// A group rollup (no GPU set yet) of the `TabSeparated` fields of its key (4), window starts (2), sample
+/// counts (2) and quantities.
+fn group_of_fields<S: AsRef<str>>(r: &[S]) -> Result<Rollup> {
+    let f = |i: usize| r[i].as_ref();
+    let q = |i: usize| tsv_decimal(f(8 + i), QUANTITIES[i]);
+    Ok(Rollup {
+        key: RollupKey {
+            gpu_uuid: String::new(),
+            deployment_id: f(1).to_string(),
+            owner: tsv_owner(f(2))?,
+            model: f(3).to_string(),
+            bucket_start: Timestamp(tsv_int(f(0), "bucket_ms")?),
+            placement: Placement::default(),
+        },
+        first_window_start: Timestamp(tsv_int(f(4), "first_window_start_ms")?),
+        last_window_start: Timestamp(tsv_int(f(5), "last_window_start_ms")?),
+        samples: tsv_int(f(6), "samples")?,
+        estimated_samples: tsv_int(f(7), "estimated_samples")?,
+        q: Quantities {
+            gpu_seconds: q(0)?,
+            busy_gpu_seconds: q(1)?,
+            estimated_gpu_seconds: q(2)?,
+            memory_gb_seconds: q(3)?,
+            energy_ws: q(4)?,
+            storage_gb_seconds: q(5)?,
+        },
+        gpus: None,
+    })
 }
 
 /// A group rollup of the `TabSeparated` fields of its key (4), window starts (2), sample counts (2) and
