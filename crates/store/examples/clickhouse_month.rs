@@ -5,12 +5,18 @@
 //! per-GPU rollup row each: 7.2 M for 30 days), and each hour three tenants' token events on every shared
 //! deployment (864,000 events).
 //!
+//! The primary's group rows and claims (what the outbox replicates into `gpu_groups`, `gpu_sets` and
+//! `usage_claims`) are filled from those rows by ClickHouse too (`GROUP BY`), and marked complete.
+//!
 //! 1. Exact: the same rows are built in Rust, hour by hour, and grouped by the engine (`eai_engine::rollup::group`)
 //!    and summed into claims (`claim_of`): `ClickHouse::group_rollups` and `ClickHouse::claims` over the month
-//!    must equal them row for row, and the allocation of the month from either must be the same to the cent.
+//!    (the replicated rows) and their summed fallbacks must equal them row for row, and the allocation of the
+//!    month from either must be the same to the cent.
 //! 2. Time, p50 over RUNS: what the allocation from ClickHouse does (`group_rollups`, `gaps`, `claims` in turn,
-//!    then the engine), phase by phase. Reference, in the same run: the same rows in the layout of older binaries
-//!    (quantities as `String`) read as those binaries did (sums of `toDecimal128(text, 15)`, `JSONEachRow` out).
+//!    then the engine), phase by phase, and the same three reads run concurrently. References, in the same run:
+//!    the summed path (`summed_group_rollups`, `summed_claims`: a replica without the marker), and the same rows
+//!    in the layout of older binaries (quantities as `String`) read as those binaries did (sums of
+//!    `toDecimal128(text, 15)`, `JSONEachRow` out).
 //!
 //! Run: `cargo run --release -p eai-store --example clickhouse_month [-- GPUS DAYS RUNS]` (defaults 10000 30 3).
 //! `EAI_BENCH_CLICKHOUSE_URL=http://127.0.0.1:8123` names a running server (scripts/bench.sh passes its own);
@@ -196,6 +202,42 @@ async fn fill(ch: &ClickHouse, f: Fleet) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Fills `db`'s replicated group rows, GPU sets and claims with what the primary would hold of the rows
+/// [`fill`] wrote (the sums of the per-GPU rows and of the events, as the outbox carries them), and marks them
+/// complete.
+async fn fill_groups(ch: &ClickHouse) -> anyhow::Result<()> {
+    let db = ch.database();
+    let set = "lower(hex(SHA256(arrayStringConcat(arraySort(groupArray(gpu_uuid)), '\\n'))))";
+    let by_group =
+        "FROM gpu_rollups FINAL WHERE deleted = 0 GROUP BY bucket_ms, deployment_id, owner, model";
+    ch.exec(&format!(
+        "INSERT INTO {db}.gpu_groups SELECT bucket_ms, deployment_id, owner, model, \
+         min(first_window_start_ms) AS first_window_start_ms, max(last_window_start_ms) AS last_window_start_ms, \
+         sum(samples) AS samples, sum(estimated_samples) AS estimated_samples, {sums}, {set} AS gpu_set, \
+         0 AS deleted, 1 AS version {by_group}",
+        sums = ROLLUP_QUANTITIES.map(|c| format!("sum({c}) AS {c}")).join(", ")
+    ).replace("FROM gpu_rollups", &format!("FROM {db}.gpu_rollups")))
+    .await
+    .context("filling the groups")?;
+    ch.exec(&format!(
+        "INSERT INTO {db}.gpu_sets SELECT gpu_set, any(gpus) AS gpus, 1 AS version FROM \
+         (SELECT {set} AS gpu_set, arraySort(groupArray(gpu_uuid)) AS gpus FROM {db}.gpu_rollups FINAL \
+         WHERE deleted = 0 GROUP BY bucket_ms, deployment_id, owner, model) GROUP BY gpu_set"
+    ))
+    .await
+    .context("filling the GPU sets")?;
+    ch.exec(&format!(
+        "INSERT INTO {db}.usage_claims SELECT intDiv(occurred_at_ms, {H}) * {H} AS bucket_ms, deployment_id, \
+         tenant_id, sum(gpu_seconds) AS gpu_seconds, sum(tokens_in + tokens_out) AS tokens, count() AS events, \
+         0 AS deleted, 1 AS version FROM {db}.usage_events_by_tenant FINAL \
+         GROUP BY bucket_ms, deployment_id, tenant_id"
+    ))
+    .await
+    .context("filling the claims")?;
+    ch.mark_groups_complete().await?;
+    Ok(())
+}
+
 /// The same rows in the layout of older binaries (quantities as text), in `text_db`.
 async fn fill_text_layout(ch: &ClickHouse, text_db: &str) -> anyhow::Result<()> {
     let db = ch.database();
@@ -372,6 +414,9 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let t = Instant::now();
+    fill_groups(&ch).await?;
+    println!("fill_groups_seconds={:.1}", t.elapsed().as_secs_f64());
+    let t = Instant::now();
     fill_text_layout(&ch, "eai_month_text").await?;
     println!("fill_text_layout_seconds={:.1}", t.elapsed().as_secs_f64());
 
@@ -404,6 +449,19 @@ async fn main() -> anyhow::Result<()> {
     let mut expected_claims: Vec<UsageClaim> = expected_claims.into_values().collect();
     expected_claims.sort_by(|a, b| a.read_order().cmp(&b.read_order()));
     println!("expected_built_seconds={:.1}", t.elapsed().as_secs_f64());
+    if !ch.groups_complete().await? {
+        bail!("the replicated groups are not marked complete");
+    }
+    // The reference (the per-GPU rollups and the events summed) first, then what the allocation reads.
+    let mut summed = ch.summed_group_rollups(period.from, period.to).await?;
+    eai_store::rollups::sort_for_read(&mut summed);
+    if summed != expected_groups {
+        bail!("ClickHouse's summed groups differ from the engine's");
+    }
+    if ch.summed_claims(period.from, period.to).await? != expected_claims {
+        bail!("ClickHouse's summed claims differ from the engine's");
+    }
+    drop(summed);
     let mut groups = ch.group_rollups(period.from, period.to).await?;
     eai_store::rollups::sort_for_read(&mut groups);
     let claims = ch.claims(period.from, period.to).await?;
@@ -452,7 +510,49 @@ async fn main() -> anyhow::Result<()> {
     // 2. Time: the reads the allocation from ClickHouse does, then the engine; the text layout's reads beside.
     let (mut g_t, mut gap_t, mut c_t, mut e_t, mut total_t, mut ref_t) =
         (vec![], vec![], vec![], vec![], vec![], vec![]);
+    let (mut conc_t, mut sg_t, mut sc_t, mut summed_t) = (vec![], vec![], vec![], vec![]);
     for _ in 0..runs {
+        // The replicated groups, gaps and claims read concurrently, then the engine.
+        let t0 = Instant::now();
+        let (mut groups, gaps, claims) = tokio::try_join!(
+            ch.group_rollups(period.from, period.to),
+            ch.gaps(period.from, period.to),
+            ch.claims(period.from, period.to)
+        )?;
+        eai_store::rollups::sort_for_read(&mut groups);
+        std::hint::black_box(allocate(&AllocationInput {
+            period,
+            rollups: &groups,
+            usage: &[],
+            policies: &policies,
+            claims: &claims,
+            gaps: &gaps,
+            config,
+        }));
+        conc_t.push(t0.elapsed().as_secs_f64());
+        drop((groups, gaps, claims));
+        // The reference: the per-GPU rollups and the events summed (what a replica without the marker reads).
+        let t0 = Instant::now();
+        let mut groups = ch.summed_group_rollups(period.from, period.to).await?;
+        eai_store::rollups::sort_for_read(&mut groups);
+        let t1 = Instant::now();
+        let gaps = ch.gaps(period.from, period.to).await?;
+        let t2 = Instant::now();
+        let claims = ch.summed_claims(period.from, period.to).await?;
+        let t3 = Instant::now();
+        std::hint::black_box(allocate(&AllocationInput {
+            period,
+            rollups: &groups,
+            usage: &[],
+            policies: &policies,
+            claims: &claims,
+            gaps: &gaps,
+            config,
+        }));
+        sg_t.push((t1 - t0).as_secs_f64());
+        sc_t.push((t3 - t2).as_secs_f64());
+        summed_t.push(t0.elapsed().as_secs_f64());
+        drop((groups, gaps, claims));
         let t0 = Instant::now();
         let mut groups = ch.group_rollups(period.from, period.to).await?;
         eai_store::rollups::sort_for_read(&mut groups);
@@ -487,9 +587,17 @@ async fn main() -> anyhow::Result<()> {
     println!("clickhouse_month_claims_p50_s={:.3}", p50(c_t));
     println!("clickhouse_month_engine_p50_s={:.3}", p50(e_t));
     println!("clickhouse_month_total_p50_s={total:.3}");
+    println!("clickhouse_month_concurrent_total_p50_s={:.3}", p50(conc_t));
+    let summed = p50(summed_t);
+    println!("summed_group_rollups_p50_s={:.3}", p50(sg_t));
+    println!("summed_claims_p50_s={:.3}", p50(sc_t));
+    println!("summed_month_total_p50_s={summed:.3}");
+    println!("speedup_vs_summed={:.1}", summed / total);
     println!("reference_text_layout_month_p50_s={reference:.3}");
     println!("speedup_vs_text_layout={:.1}", reference / total);
     ch.exec("DROP DATABASE IF EXISTS eai_month_text").await?;
-    ch.exec("DROP DATABASE IF EXISTS eai_month").await?;
+    if std::env::var_os("EAI_BENCH_KEEP").is_none() {
+        ch.exec("DROP DATABASE IF EXISTS eai_month").await?;
+    }
     Ok(())
 }

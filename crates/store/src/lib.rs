@@ -305,6 +305,10 @@ pub struct ReplicaRows {
     pub samples: Vec<Sample>,
     pub rollups: Vec<Rollup>,
     pub gaps: Vec<Gap>,
+    /// The group rollups (`deployment_rollups`) of the period, their GPU sets named.
+    pub groups: Vec<Rollup>,
+    /// The usage claims of the period, each with the count of events it sums.
+    pub claims: Vec<(UsageClaim, i64)>,
 }
 
 /// What the allocation reads for a period: group rollups (per-GPU rollups or raw cells where a bucket must be

@@ -6,7 +6,11 @@
 //! - a usage event upsert: every event written, as [`clickhouse::event_row`];
 //! - a sample ingest: every sample inserted (re-sends are not), as [`clickhouse::sample_row`]; every rollup row
 //!   the ingest added to, recomputed or removed, with the row's new full value ([`clickhouse::rollup_row`],
-//!   `deleted` for a row a recomputation removed); every gap added or removed ([`clickhouse::gap_row`]).
+//!   `deleted` for a row a recomputation removed); every gap added or removed ([`clickhouse::gap_row`]);
+//! - every group row (`deployment_rollups`) a sample ingest, a recomputation or a prune wrote or removed, with
+//!   its new full value ([`clickhouse::group_row`], `deleted` for a removed one) and its GPU set once per
+//!   transaction ([`clickhouse::gpu_set_row`]); every claim row (`usage_claims`) an event upsert changed
+//!   ([`clickhouse::claim_row`], `deleted` when no event adds up to it any more).
 //!
 //! Rows are keyed by their replica identity, so a row written twice in one transaction (a fast-path rollup that
 //! a recomputation then replaces) goes out once, with its last value: every row of one transaction carries the
@@ -17,13 +21,16 @@
 //! one row are serialized by those locks, so the later one always gets the larger sequence (version).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use eai_engine::domain::{Sample, UsageEvent};
 use eai_engine::report::Gap;
-use eai_engine::rollup::{Rollup, RollupKey};
+use eai_engine::rollup::{Placement, Rollup, RollupKey};
+use eai_engine::time::Timestamp;
 use serde_json::Value;
 
 use crate::clickhouse::{self, OutboxEntry};
+use crate::rollups::groups::{quantities_of, ClaimKey, ClaimSums, GroupKey, GroupRow};
 use crate::{Result, StoreError};
 
 /// Most rows in one outbox entry.
@@ -45,6 +52,9 @@ pub struct OutboxRows {
     samples: BTreeMap<(String, i64), Value>,
     rollups: BTreeMap<RollupKey, Value>,
     gaps: BTreeMap<(String, i64), Value>,
+    groups: BTreeMap<GroupKey, Value>,
+    sets: BTreeMap<String, Value>,
+    claims: BTreeMap<ClaimKey, Value>,
 }
 
 impl OutboxRows {
@@ -53,6 +63,49 @@ impl OutboxRows {
             && self.samples.is_empty()
             && self.rollups.is_empty()
             && self.gaps.is_empty()
+            && self.groups.is_empty()
+            && self.claims.is_empty()
+    }
+
+    /// A group row (`deployment_rollups`) with its new full value, as the engine's group rollup (its GPU set
+    /// in `gpus`). Its GPU set goes once per transaction.
+    pub fn group(&mut self, g: &Rollup) {
+        let gpus = g.gpus.as_deref().unwrap_or(&[]);
+        let name = clickhouse::gpu_set_name(gpus);
+        self.sets
+            .entry(name)
+            .or_insert_with(|| clickhouse::gpu_set_row(gpus));
+        self.groups
+            .insert(GroupKey::of(&g.key), clickhouse::group_row(g, false));
+    }
+
+    /// A group row that is gone.
+    pub fn group_deleted(&mut self, key: &GroupKey) -> Result<()> {
+        let empty = GroupRow {
+            key: key.clone(),
+            first_window_start_ms: key.bucket_ms,
+            last_window_start_ms: key.bucket_ms,
+            samples: 0,
+            estimated_samples: 0,
+            q: Default::default(),
+            gpus: Vec::new(),
+        };
+        let g = group_rollup(&empty, Vec::new())?;
+        self.groups
+            .insert(key.clone(), clickhouse::group_row(&g, true));
+        Ok(())
+    }
+
+    /// A claim row (`usage_claims`) with its new full value; `None`: the row is gone.
+    pub fn claim(&mut self, key: &ClaimKey, sums: Option<&ClaimSums>) -> Result<()> {
+        let zero = ClaimSums::default();
+        let row = clickhouse::claim_row(
+            &sums.unwrap_or(&zero).to_claim(key)?,
+            sums.map_or(0, |s| s.events),
+            sums.is_none(),
+        );
+        self.claims.insert(key.clone(), row);
+        Ok(())
     }
 
     pub fn event(&mut self, e: &UsageEvent) {
@@ -124,11 +177,15 @@ impl OutboxRows {
 
     /// The entries to store: `(table, rows as a JSON array)`, at most [`ROWS_PER_ENTRY`] rows each.
     pub fn entries(self) -> Result<Vec<(&'static str, String)>> {
-        let tables: [(&'static str, Vec<Value>); 4] = [
+        // GPU sets before the groups that name them.
+        let tables: [(&'static str, Vec<Value>); 7] = [
             ("usage_events", self.events.into_values().collect()),
             ("gpu_samples", self.samples.into_values().collect()),
             ("gpu_rollups", self.rollups.into_values().collect()),
             ("gpu_gaps", self.gaps.into_values().collect()),
+            ("gpu_sets", self.sets.into_values().collect()),
+            ("gpu_groups", self.groups.into_values().collect()),
+            ("usage_claims", self.claims.into_values().collect()),
         ];
         let mut out = Vec::new();
         for (table, rows) in tables {
@@ -140,6 +197,29 @@ impl OutboxRows {
         }
         Ok(out)
     }
+}
+
+/// The engine's group rollup of a stored group row, its GPUs' uuids in `gpus` (sorted here).
+pub fn group_rollup(r: &GroupRow, mut gpus: Vec<Arc<str>>) -> Result<Rollup> {
+    gpus.sort_unstable();
+    gpus.dedup();
+    let key = &r.key;
+    Ok(Rollup {
+        key: RollupKey {
+            gpu_uuid: String::new(),
+            deployment_id: key.deployment_id.clone(),
+            owner: key.owner,
+            model: key.model.clone(),
+            bucket_start: Timestamp(key.bucket_ms),
+            placement: Placement::default(),
+        },
+        first_window_start: Timestamp(r.first_window_start_ms),
+        last_window_start: Timestamp(r.last_window_start_ms),
+        samples: r.samples,
+        estimated_samples: r.estimated_samples,
+        q: quantities_of(&r.q)?,
+        gpus: Some(gpus.into()),
+    })
 }
 
 /// A stored outbox row back as an entry.

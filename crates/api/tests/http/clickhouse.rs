@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use eai_app::allocation::{compute, compute_from, Source};
 use eai_app::batch::run_month_from;
-use eai_engine::allocate::{AllocationConfig, Period};
+use eai_engine::allocate::{AllocationConfig, Period, UsageClaim};
 use eai_engine::batch::GPU_LOCAL;
 use eai_engine::domain::{
     GpuFraction, IdleCapacity, NonNegative, PolicySpec, Pue, Sample, TenantId, UnitInterval,
@@ -615,7 +615,16 @@ const TEXT_LAYOUT: [&str; 3] = [
 /// changes are delivered to the migrated tables.
 async fn a_replica_of_text_quantities_is_migrated_and_allocates_as_the_primary() {
     let r = replicated().await;
-    for t in ["usage_events_by_tenant", "gpu_samples", "gpu_rollups"] {
+    // Older binaries had no group tables either (nor their marker).
+    for t in [
+        "usage_events_by_tenant",
+        "gpu_samples",
+        "gpu_rollups",
+        "gpu_groups",
+        "gpu_sets",
+        "usage_claims",
+        "replica_meta",
+    ] {
         r.ch.exec(&format!("DROP TABLE eai.{t}"))
             .await
             .expect("drop");
@@ -632,7 +641,11 @@ async fn a_replica_of_text_quantities_is_migrated_and_allocates_as_the_primary()
         let Some(last) = pending.last().map(|e| e.seq) else {
             break;
         };
-        for e in &pending {
+        // Not the group rows and claims, which older binaries did not write.
+        for e in pending
+            .iter()
+            .filter(|e| !["gpu_groups", "gpu_sets", "usage_claims"].contains(&e.table.as_str()))
+        {
             let rows: Vec<_> = e
                 .rows
                 .iter()
@@ -653,6 +666,8 @@ async fn a_replica_of_text_quantities_is_migrated_and_allocates_as_the_primary()
     r.ch.migrate()
         .await
         .expect("migrating again changes nothing");
+    // Rows held already: the group tables are new but not complete, the reads sum the per-GPU rows.
+    assert!(!r.ch.groups_complete().await.expect("marker"));
     for (t, c) in [
         ("gpu_rollups", "energy_ws"),
         ("gpu_samples", "power_w"),
@@ -689,11 +704,150 @@ async fn a_replica_of_text_quantities_is_migrated_and_allocates_as_the_primary()
     assert_ne!(first, second);
 }
 
+/// The primary's group rows and claims of [`period`] (what the outbox replicates), in read order.
+async fn primary_groups_and_claims(
+    store: &dyn Store,
+) -> (Vec<eai_engine::rollup::Rollup>, Vec<UsageClaim>) {
+    let rows = store
+        .replica_rows(period().from, period().to)
+        .await
+        .expect("the primary's rows");
+    let mut groups = rows.groups;
+    eai_store::rollups::sort_for_read(&mut groups);
+    let mut claims: Vec<UsageClaim> = rows.claims.into_iter().map(|(c, _)| c).collect();
+    claims.sort_by(|a, b| a.read_order().cmp(&b.read_order()));
+    (groups, claims)
+}
+
+/// Rows of a replica table, `deleted` ones only or all (`FINAL`).
+async fn count_rows(ch: &ClickHouse, table: &str, deleted_only: bool) -> u64 {
+    let filter = if deleted_only {
+        " WHERE deleted = 1"
+    } else {
+        ""
+    };
+    let rows = ch
+        .select_tsv(&format!(
+            "SELECT count() FROM {}.{table} FINAL{filter}",
+            ch.database()
+        ))
+        .await
+        .expect("count");
+    rows[0][0].parse().expect("a count")
+}
+
+async fn the_replicated_groups_and_claims_equal_the_primary() {
+    let r = replicated().await;
+    // A fresh replica: the outbox fills the group tables from the first row on.
+    assert!(r.ch.groups_complete().await.expect("marker"));
+    load(r.store.as_ref()).await;
+    drain(r.store.as_ref(), &r.ch).await;
+    // GPU-1's first hour recomputed (its group row rewritten), B's only claim emptied (its row deleted).
+    late_sample_arrives(r.store.as_ref()).await;
+    b_moves_away(r.store.as_ref()).await;
+    drain(r.store.as_ref(), &r.ch).await;
+    let (groups, claims) = primary_groups_and_claims(r.store.as_ref()).await;
+    assert!(groups
+        .iter()
+        .any(|g| g.gpus.as_ref().is_some_and(|s| s.len() == 2)));
+    let (from, to) = (period().from, period().to);
+    assert_eq!(
+        r.ch.replicated_group_rollups(from, to)
+            .await
+            .expect("replicated groups"),
+        groups
+    );
+    assert_eq!(
+        r.ch.summed_group_rollups(from, to)
+            .await
+            .expect("summed groups"),
+        groups
+    );
+    assert_eq!(
+        r.ch.replicated_claims(from, to)
+            .await
+            .expect("replicated claims"),
+        claims
+    );
+    assert_eq!(
+        r.ch.summed_claims(from, to).await.expect("summed claims"),
+        claims
+    );
+    assert!(!claims
+        .iter()
+        .any(|c| c.tenant_id == tenant(TENANT_B) && c.deployment_id == "vllm-shared"));
+    assert!(count_rows(&r.ch, "usage_claims", true).await > 0);
+    // Nothing but the primary's rows (and the deleted ones) in the tables.
+    assert_eq!(
+        count_rows(&r.ch, "gpu_groups", false).await - count_rows(&r.ch, "gpu_groups", true).await,
+        groups.len() as u64
+    );
+    replica_equals_primary(&r).await;
+}
+
+async fn an_old_replica_allocates_through_the_fallback_until_backfilled() {
+    let r = replicated().await;
+    load(r.store.as_ref()).await;
+    drain(r.store.as_ref(), &r.ch).await;
+    // The replica of an older binary: per-GPU rollups and events, no group tables; the new binary's migration
+    // creates them but cannot fill them (the replica holds rows already).
+    for t in ["gpu_groups", "gpu_sets", "usage_claims", "replica_meta"] {
+        r.ch.exec(&format!("DROP TABLE {}.{t}", r.ch.database()))
+            .await
+            .expect("drop");
+    }
+    r.ch.migrate().await.expect("migrate");
+    assert!(!r.ch.groups_complete().await.expect("marker"));
+    // Changes from now on carry their group rows and claims, which alone are not the primary's.
+    late_sample_arrives(r.store.as_ref()).await;
+    b_moves_away(r.store.as_ref()).await;
+    drain(r.store.as_ref(), &r.ch).await;
+    let (groups, claims) = primary_groups_and_claims(r.store.as_ref()).await;
+    let (from, to) = (period().from, period().to);
+    assert_ne!(
+        r.ch.replicated_group_rollups(from, to)
+            .await
+            .expect("replicated groups"),
+        groups
+    );
+    // The fallback: the per-GPU rollups and the events summed.
+    assert_eq!(r.ch.group_rollups(from, to).await.expect("groups"), groups);
+    assert_eq!(r.ch.claims(from, to).await.expect("claims"), claims);
+    let first = replica_equals_primary(&r).await;
+
+    let (lo, hi) = r
+        .store
+        .replica_extent()
+        .await
+        .expect("extent")
+        .expect("the store holds rows");
+    let done = backfill(r.store.as_ref(), &r.ch, lo, hi, HOUR_MS, |_| {})
+        .await
+        .expect("backfill");
+    assert_eq!(done.groups as usize, groups.len());
+    assert!(r.ch.groups_complete().await.expect("marker"));
+    assert_eq!(
+        r.ch.replicated_group_rollups(from, to)
+            .await
+            .expect("replicated groups"),
+        groups
+    );
+    assert_eq!(
+        r.ch.replicated_claims(from, to)
+            .await
+            .expect("replicated claims"),
+        claims
+    );
+    assert_eq!(first, replica_equals_primary(&r).await);
+}
+
 on_both_backends!(
     a_replica_of_text_quantities_is_migrated_and_allocates_as_the_primary,
     allocation_from_clickhouse_equals_the_primary,
     the_batch_run_twice_leaves_one_corrected_event_per_key_in_clickhouse,
     a_replica_added_later_is_backfilled_and_the_outbox_wins,
+    the_replicated_groups_and_claims_equal_the_primary,
+    an_old_replica_allocates_through_the_fallback_until_backfilled,
 );
 
 /// Rows into a table of an older binary's layout, its quantities as text (as those binaries wrote them: JSON

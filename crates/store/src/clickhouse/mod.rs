@@ -14,6 +14,11 @@
 //! - `gpu_rollups`, `gpu_gaps`: the primary's exact hourly rollups and reported gaps (rows replaced by a
 //!   recomputation carry `deleted = 1`). The allocation read from ClickHouse uses these, so it gives the same
 //!   figures as the primary on the same data.
+//! - `gpu_groups`, `gpu_sets`, `usage_claims`: the primary's group rollups (per deployment-hour, owner and model;
+//!   keyed like `deployment_rollups`, sharded by deployment, their GPU set named by `gpu_set`, a row of
+//!   `gpu_sets`) and usage claims (per hour, deployment and tenant), rows the primary removed with `deleted = 1`.
+//!   Read by the allocation only when `replica_meta` holds `groups_complete` (see `reads`).
+//! - `replica_meta`: facts about the replica itself (key/value).
 //! - `gpu_samples_hourly`: a view (not a materialized view: an MV would count a redelivered block twice)
 //!   with measured-only hourly sums, for dashboards.
 //!
@@ -41,8 +46,8 @@ use serde_json::Value;
 
 pub use client::ClickHouse;
 pub use replicate::{
-    backfill, event_row, gap_row, replicate_once, rollup_row, sample_row, Backfilled, Delivered,
-    ReplicateError, BACKFILL_VERSION,
+    backfill, claim_row, event_row, gap_row, gpu_set_name, gpu_set_row, group_row, replicate_once,
+    rollup_row, sample_row, Backfilled, Delivered, ReplicateError, BACKFILL_VERSION,
 };
 
 /// A failure talking to ClickHouse.
@@ -67,13 +72,21 @@ pub type Result<T> = std::result::Result<T, ClickHouseError>;
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutboxEntry {
     pub seq: u64,
-    /// `usage_events`, `gpu_samples`, `gpu_rollups` or `gpu_gaps`.
+    /// One of [`TABLES`].
     pub table: String,
     pub rows: Vec<Value>,
 }
 
 /// The names of the replica tables an outbox entry may target.
-pub const TABLES: [&str; 4] = ["usage_events", "gpu_samples", "gpu_rollups", "gpu_gaps"];
+pub const TABLES: [&str; 7] = [
+    "usage_events",
+    "gpu_samples",
+    "gpu_rollups",
+    "gpu_gaps",
+    "gpu_groups",
+    "gpu_sets",
+    "usage_claims",
+];
 
 /// The ClickHouse table that holds a replica table's rows.
 pub fn physical(table: &str) -> &str {
@@ -101,7 +114,8 @@ pub const ROLLUP_QUANTITIES: [&str; 6] = [
 /// decimal from `JSONEachRow`), read back as text.
 pub fn decimal_columns(table: &str) -> &'static [&'static str] {
     match table {
-        "gpu_rollups" => &ROLLUP_QUANTITIES,
+        "gpu_rollups" | "gpu_groups" => &ROLLUP_QUANTITIES,
+        "usage_claims" => &["gpu_seconds", "tokens"],
         "gpu_samples" => &[
             "utilization",
             "memory_used_gb",
@@ -123,3 +137,13 @@ pub fn decimal_columns(table: &str) -> &'static [&'static str] {
 
 /// Usage events keyed by `(tenant_id, event_id)`.
 pub const EVENTS_TABLE: &str = "usage_events_by_tenant";
+
+/// The primary's group rollups (`deployment_rollups`), their GPU sets named by `gpu_set` (a row of `gpu_sets`).
+pub const GROUPS: &str = "gpu_groups";
+/// The primary's usage claims.
+pub const CLAIMS: &str = "usage_claims";
+/// Facts about the replica itself, key -> value ([`GROUPS_COMPLETE`]).
+pub const META: &str = "replica_meta";
+/// The `replica_meta` key present when `gpu_groups`, `gpu_sets` and `usage_claims` hold every row of the
+/// primary's: the reads use them then, and sum the per-GPU rollups and the events otherwise.
+pub const GROUPS_COMPLETE: &str = "groups_complete";

@@ -3,6 +3,7 @@
 //! the decoding of their rows: the summed ones (groups, claims) as `TabSeparated` text, the others as
 //! `JSONEachRow` (64-bit integers quoted, decimals as exact numbers).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::str::FromStr;
 use std::sync::Arc;
@@ -16,7 +17,10 @@ use eai_engine::time::Timestamp;
 use rust_decimal::Decimal;
 use serde_json::Value;
 
-use super::{ClickHouse, ClickHouseError, Result, DECIMAL_SCALE, EVENTS_TABLE, ROLLUP_QUANTITIES};
+use super::{
+    ClickHouse, ClickHouseError, Result, CLAIMS, DECIMAL_SCALE, EVENTS_TABLE, GROUPS,
+    ROLLUP_QUANTITIES,
+};
 
 impl ClickHouse {
     /// Rollups of buckets in `[from, to)` (replaced rows resolved with FINAL, deleted ones dropped).
@@ -49,6 +53,86 @@ impl ClickHouse {
         rows.into_iter().map(gpu_rollup_from_fields).collect()
     }
 
+    /// The group rollups of buckets in `[from, to)`, in read order (`crate::rollups::sort_for_read`): the
+    /// primary's group rows as replicated ([`Self::replicated_group_rollups`]) when the replica holds them all
+    /// ([`Self::groups_complete`]), else the per-GPU rollups summed ([`Self::summed_group_rollups`]).
+    pub async fn group_rollups(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Rollup>> {
+        if self.groups_complete().await? {
+            self.replicated_group_rollups(from, to).await
+        } else {
+            self.summed_group_rollups(from, to).await
+        }
+    }
+
+    /// The primary's group rows of buckets in `[from, to)` as replicated to `gpu_groups` (`FINAL`, deleted
+    /// rows dropped), each with its GPU set (`gpu_sets`, read in a second query run beside the first, one row
+    /// per distinct set). In read order. Only right when [`Self::groups_complete`].
+    pub async fn replicated_group_rollups(
+        &self,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> Result<Vec<Rollup>> {
+        let db = &self.database;
+        let filter = format!(
+            "FROM {db}.{GROUPS} FINAL WHERE bucket_ms >= {} AND bucket_ms < {} AND deleted = 0",
+            from.0, to.0
+        );
+        let rows_sql = format!(
+            "SELECT bucket_ms, deployment_id, owner, model, first_window_start_ms, last_window_start_ms, samples, \
+             estimated_samples, {q}, gpu_set {filter}",
+            q = QUANTITIES.join(", ")
+        );
+        // On a cluster both tables are distributed: the subquery runs once and goes to every shard (`GLOBAL`).
+        let global = if self.cluster.is_some() {
+            "GLOBAL "
+        } else {
+            ""
+        };
+        let sets_sql = format!(
+            "SELECT gpu_set, gpus FROM {db}.gpu_sets FINAL WHERE gpu_set {global}IN (SELECT gpu_set {filter})"
+        );
+        // Each row decoded as read (its fields borrowed from the answer), its GPU set attached after.
+        let decode = |r: &[Cow<'_, str>]| {
+            if r.len() != 9 + QUANTITIES.len() {
+                return Err(ClickHouseError::Decode(format!(
+                    "a gpu_groups row of {} fields",
+                    r.len()
+                )));
+            }
+            Ok((group_of_fields(r)?, r[8 + QUANTITIES.len()].to_string()))
+        };
+        let (rows, sets) = tokio::try_join!(
+            self.select_tsv_map(&rows_sql, decode),
+            self.select(&sets_sql)
+        )?;
+        let mut interned = GpuSets::default();
+        let mut by_name: HashMap<String, GpuSet> = HashMap::with_capacity(sets.len());
+        for r in &sets {
+            let gpus = r["gpus"]
+                .as_array()
+                .ok_or_else(|| ClickHouseError::Decode("column gpus missing".into()))?
+                .iter()
+                .map(|g| g.as_str().map(Arc::from))
+                .collect::<Option<Vec<Arc<str>>>>()
+                .ok_or_else(|| ClickHouseError::Decode("column gpus: not strings".into()))?;
+            by_name.insert(text(r, "gpu_set")?.to_string(), interned.intern(gpus));
+        }
+        let mut groups = rows
+            .into_iter()
+            .map(|(mut g, name)| {
+                let set = by_name.get(&name).ok_or_else(|| {
+                    ClickHouseError::Decode(format!(
+                        "a group names GPU set {name}, not in gpu_sets"
+                    ))
+                })?;
+                g.gpus = Some(set.clone());
+                Ok(g)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        crate::rollups::sort_for_read(&mut groups);
+        Ok(groups)
+    }
+
     /// The group rollups of buckets in `[from, to)`: the `GROUP BY` of the per-GPU rollups by (bucket,
     /// deployment, owner, model), summed by ClickHouse exactly (`Decimal128` at the rollups' 15 places), each
     /// with its set of GPUs, as the primary's group rollups are (`crate::rollups::groups`): what an allocation reads
@@ -60,7 +144,11 @@ impl ClickHouse {
     /// deployment's GPUs are the same hour after hour, so that is a few buckets, not the period). When rows
     /// replicated between the two queries changed such a group, the sets of the whole period are read instead,
     /// and two distinct sets of one fingerprint are refused.
-    pub async fn group_rollups(&self, from: Timestamp, to: Timestamp) -> Result<Vec<Rollup>> {
+    pub async fn summed_group_rollups(
+        &self,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> Result<Vec<Rollup>> {
         let db = &self.database;
         let (from, to) = (from.0, to.0);
         let fingerprint =
@@ -141,28 +229,43 @@ impl ClickHouse {
                 let set = by_fingerprint.get(&key).ok_or_else(|| {
                     ClickHouseError::Decode(format!("a group names GPU set {key:?}, never read"))
                 })?;
-                let quantities = tsv_quantities(&r[8..])?;
-                let owner = tsv_owner(&r[2])?;
-                Ok(Rollup {
-                    key: RollupKey {
-                        gpu_uuid: String::new(),
-                        deployment_id: std::mem::take(&mut r[1]),
-                        owner,
-                        model: std::mem::take(&mut r[3]),
-                        bucket_start: Timestamp(tsv_int(&r[0], "bucket_ms")?),
-                        placement: Placement::default(),
-                    },
-                    first_window_start: Timestamp(tsv_int(&r[4], "first_window_start_ms")?),
-                    last_window_start: Timestamp(tsv_int(&r[5], "last_window_start_ms")?),
-                    samples: tsv_int(&r[6], "samples")?,
-                    estimated_samples: tsv_int(&r[7], "estimated_samples")?,
-                    q: quantities,
-                    gpus: Some(set.clone()),
-                })
+                group_from_fields(&mut r, set.clone())
             })
             .collect::<Result<Vec<_>>>()?;
         crate::rollups::sort_for_read(&mut groups);
         Ok(groups)
+    }
+
+    /// The usage claims of the hours in `[from, to)`, in the claims' read order: the primary's claim rows as
+    /// replicated ([`Self::replicated_claims`]) when the replica holds them all ([`Self::groups_complete`]),
+    /// else the events summed ([`Self::summed_claims`]).
+    pub async fn claims(&self, from: Timestamp, to: Timestamp) -> Result<Vec<UsageClaim>> {
+        if self.groups_complete().await? {
+            self.replicated_claims(from, to).await
+        } else {
+            self.summed_claims(from, to).await
+        }
+    }
+
+    /// The primary's claim rows of the hours in `[from, to)` as replicated to `usage_claims` (`FINAL`, deleted
+    /// rows dropped). In the claims' read order. Only right when [`Self::groups_complete`].
+    pub async fn replicated_claims(
+        &self,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> Result<Vec<UsageClaim>> {
+        let mut claims = self
+            .select_tsv_map(
+                &format!(
+                    "SELECT bucket_ms, deployment_id, tenant_id, gpu_seconds, tokens FROM {}.{CLAIMS} FINAL \
+                     WHERE bucket_ms >= {} AND bucket_ms < {} AND deleted = 0",
+                    self.database, from.0, to.0
+                ),
+                |r: &[Cow<'_, str>]| claim_of_fields(r),
+            )
+            .await?;
+        claims.sort_by(|a, b| a.read_order().cmp(&b.read_order()));
+        Ok(claims)
     }
 
     /// The usage claims of the hours in `[from, to)`: per (hour, deployment, tenant), the sum of
@@ -170,7 +273,7 @@ impl ClickHouse {
     /// units' 6 places, as the primary's claim table): an event with a `gpu_seconds` unit claims those, another
     /// its tokens in and out; events of no deployment, of the platform (allocation, reservation) or of a vLLM
     /// server's own counters claim nothing. In the claims' read order.
-    pub async fn claims(&self, from: Timestamp, to: Timestamp) -> Result<Vec<UsageClaim>> {
+    pub async fn summed_claims(&self, from: Timestamp, to: Timestamp) -> Result<Vec<UsageClaim>> {
         // An event claims its `gpu_seconds` unit when it has one (0 included), its tokens otherwise: whether
         // it has one is read from its units (a JSON object of exact strings, keys escaped: `"gpu_seconds":`
         // right after `{` or `,` is that key).
@@ -194,27 +297,7 @@ impl ClickHouse {
                 vllm = eai_engine::domain::VLLM_SOURCE,
             ))
             .await?;
-        let mut claims = rows
-            .iter()
-            .map(|r| {
-                let [bucket, deployment, tenant, gpu_seconds, tokens] = r.as_slice() else {
-                    return Err(ClickHouseError::Decode(format!(
-                        "a claim row of {} fields, not 5",
-                        r.len()
-                    )));
-                };
-                Ok(UsageClaim {
-                    deployment_id: deployment.clone(),
-                    tenant_id: TenantId::from_str(tenant)
-                        .map_err(|e| ClickHouseError::Decode(format!("column tenant_id: {e}")))?,
-                    bucket_start: Timestamp(tsv_int(bucket, "bucket_ms")?),
-                    gpu_seconds: tsv_decimal(gpu_seconds, "claimed_gpu_seconds")?,
-                    tokens: tsv_decimal(tokens, "claimed_tokens")?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        claims.sort_by(|a, b| a.read_order().cmp(&b.read_order()));
-        Ok(claims)
+        claims_from_rows(&rows)
     }
 
     /// Gaps touching `[from, to)`.
@@ -346,6 +429,87 @@ fn quote(s: &str) -> String {
 
 fn opt(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
+}
+
+/// Claims of `TabSeparated` rows (bucket, deployment, tenant, GPU-seconds, tokens), in read order.
+fn claims_from_rows(rows: &[Vec<String>]) -> Result<Vec<UsageClaim>> {
+    let mut claims = rows
+        .iter()
+        .map(|r| claim_of_fields(r))
+        .collect::<Result<Vec<_>>>()?;
+    claims.sort_by(|a, b| a.read_order().cmp(&b.read_order()));
+    Ok(claims)
+}
+
+/// A claim of the `TabSeparated` fields (bucket, deployment, tenant, GPU-seconds, tokens).
+fn claim_of_fields<S: AsRef<str>>(r: &[S]) -> Result<UsageClaim> {
+    let [bucket, deployment, tenant, gpu_seconds, tokens] = r else {
+        return Err(ClickHouseError::Decode(format!(
+            "a claim row of {} fields, not 5",
+            r.len()
+        )));
+    };
+    Ok(UsageClaim {
+        deployment_id: deployment.as_ref().to_string(),
+        tenant_id: TenantId::from_str(tenant.as_ref())
+            .map_err(|e| ClickHouseError::Decode(format!("column tenant_id: {e}")))?,
+        bucket_start: Timestamp(tsv_int(bucket.as_ref(), "bucket_ms")?),
+        gpu_seconds: tsv_decimal(gpu_seconds.as_ref(), "gpu_seconds")?,
+        tokens: tsv_decimal(tokens.as_ref(), "tokens")?,
+    })
+}
+
+/// A group rollup (no GPU set yet) of the `TabSeparated` fields of its key (4), window starts (2), sample
+/// counts (2) and quantities.
+fn group_of_fields<S: AsRef<str>>(r: &[S]) -> Result<Rollup> {
+    let f = |i: usize| r[i].as_ref();
+    let q = |i: usize| tsv_decimal(f(8 + i), QUANTITIES[i]);
+    Ok(Rollup {
+        key: RollupKey {
+            gpu_uuid: String::new(),
+            deployment_id: f(1).to_string(),
+            owner: tsv_owner(f(2))?,
+            model: f(3).to_string(),
+            bucket_start: Timestamp(tsv_int(f(0), "bucket_ms")?),
+            placement: Placement::default(),
+        },
+        first_window_start: Timestamp(tsv_int(f(4), "first_window_start_ms")?),
+        last_window_start: Timestamp(tsv_int(f(5), "last_window_start_ms")?),
+        samples: tsv_int(f(6), "samples")?,
+        estimated_samples: tsv_int(f(7), "estimated_samples")?,
+        q: Quantities {
+            gpu_seconds: q(0)?,
+            busy_gpu_seconds: q(1)?,
+            estimated_gpu_seconds: q(2)?,
+            memory_gb_seconds: q(3)?,
+            energy_ws: q(4)?,
+            storage_gb_seconds: q(5)?,
+        },
+        gpus: None,
+    })
+}
+
+/// A group rollup of the `TabSeparated` fields of its key (4), window starts (2), sample counts (2) and
+/// quantities, with its GPU set.
+fn group_from_fields(r: &mut [String], set: GpuSet) -> Result<Rollup> {
+    let quantities = tsv_quantities(&r[8..])?;
+    let owner = tsv_owner(&r[2])?;
+    Ok(Rollup {
+        key: RollupKey {
+            gpu_uuid: String::new(),
+            deployment_id: std::mem::take(&mut r[1]),
+            owner,
+            model: std::mem::take(&mut r[3]),
+            bucket_start: Timestamp(tsv_int(&r[0], "bucket_ms")?),
+            placement: Placement::default(),
+        },
+        first_window_start: Timestamp(tsv_int(&r[4], "first_window_start_ms")?),
+        last_window_start: Timestamp(tsv_int(&r[5], "last_window_start_ms")?),
+        samples: tsv_int(&r[6], "samples")?,
+        estimated_samples: tsv_int(&r[7], "estimated_samples")?,
+        q: quantities,
+        gpus: Some(set),
+    })
 }
 
 /// A per-GPU rollup of the `TabSeparated` fields [`ClickHouse::gpu_rollups`] selects.

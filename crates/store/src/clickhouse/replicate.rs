@@ -3,6 +3,9 @@
 //! outbox was on ([`backfill`]).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use eai_engine::allocate::UsageClaim;
 
 use eai_engine::domain::{Sample, ShareMethod, TenantId, UsageEvent};
 use eai_engine::report::Gap;
@@ -10,6 +13,7 @@ use eai_engine::rollup::Rollup;
 use eai_engine::time::Timestamp;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 
 use super::{ClickHouse, ClickHouseError, OutboxEntry};
 
@@ -51,6 +55,63 @@ pub fn rollup_row(r: &Rollup, deleted: bool) -> Value {
         "memory_gb_seconds": dec(r.q.memory_gb_seconds),
         "energy_ws": dec(r.q.energy_ws),
         "storage_gb_seconds": dec(r.q.storage_gb_seconds),
+        "deleted": u8::from(deleted),
+    })
+}
+
+/// The name of a GPU set in `gpu_groups.gpu_set` and `gpu_sets`: the hex SHA-256 of its sorted uuids joined by
+/// newlines (`lower(hex(SHA256(arrayStringConcat(gpus, '\\n'))))` in ClickHouse).
+pub fn gpu_set_name(gpus: &[Arc<str>]) -> String {
+    let mut h = Sha256::new();
+    for (i, g) in gpus.iter().enumerate() {
+        if i > 0 {
+            h.update(b"\n");
+        }
+        h.update(g.as_bytes());
+    }
+    hex::encode(h.finalize())
+}
+
+/// The `gpu_sets` row of a GPU set (sorted uuids).
+pub fn gpu_set_row(gpus: &[Arc<str>]) -> Value {
+    json!({ "gpu_set": gpu_set_name(gpus), "gpus": gpus.iter().map(|g| g.as_ref()).collect::<Vec<_>>() })
+}
+
+/// The `gpu_groups` row of a group rollup (one of the primary's `deployment_rollups`, its GPU set in `gpus`;
+/// `deleted` marks a group the primary removed): its GPU set goes as its name, the set itself as a
+/// [`gpu_set_row`].
+pub fn group_row(g: &Rollup, deleted: bool) -> Value {
+    let gpus = g.gpus.as_deref().unwrap_or(&[]);
+    json!({
+        "bucket_ms": g.key.bucket_start.0,
+        "deployment_id": g.key.deployment_id,
+        "owner": owner_text(g.key.owner),
+        "model": g.key.model,
+        "first_window_start_ms": g.first_window_start.0,
+        "last_window_start_ms": g.last_window_start.0,
+        "samples": g.samples,
+        "estimated_samples": g.estimated_samples,
+        "gpu_seconds": dec(g.q.gpu_seconds),
+        "busy_gpu_seconds": dec(g.q.busy_gpu_seconds),
+        "estimated_gpu_seconds": dec(g.q.estimated_gpu_seconds),
+        "memory_gb_seconds": dec(g.q.memory_gb_seconds),
+        "energy_ws": dec(g.q.energy_ws),
+        "storage_gb_seconds": dec(g.q.storage_gb_seconds),
+        "gpu_set": gpu_set_name(gpus),
+        "deleted": u8::from(deleted),
+    })
+}
+
+/// The `usage_claims` row of a claim (`events`: how many events add up to it; `deleted` for a claim no event
+/// adds up to any more).
+pub fn claim_row(c: &UsageClaim, events: i64, deleted: bool) -> Value {
+    json!({
+        "bucket_ms": c.bucket_start.0,
+        "deployment_id": c.deployment_id,
+        "tenant_id": c.tenant_id.to_string(),
+        "gpu_seconds": dec(c.gpu_seconds),
+        "tokens": dec(c.tokens),
+        "events": events,
         "deleted": u8::from(deleted),
     })
 }
@@ -159,18 +220,23 @@ pub struct Backfilled {
     pub rollups: u64,
     pub gaps: u64,
     pub events: u64,
+    /// Group rollups and usage claims.
+    pub groups: u64,
+    pub claims: u64,
 }
 
 impl Backfilled {
     pub fn rows(&self) -> u64 {
-        self.samples + self.rollups + self.gaps + self.events
+        self.samples + self.rollups + self.gaps + self.events + self.groups + self.claims
     }
 }
 
 /// Copies what the primary holds of `[from, to)` into the replica (a replica added to an existing database:
 /// the outbox only carries changes made while it was on), `step_ms` at a time: each step is one snapshot of
 /// the primary ([`crate::ReplicaStore::replica_rows`], [`crate::UsageStore::usage_events`]) and one insert per table.
-/// `progress` is called after each step.
+/// `progress` is called after each step. When `[from, to)` covers all the primary holds
+/// ([`crate::ReplicaStore::replica_extent`]), the replica is marked as holding every group row and claim
+/// ([`ClickHouse::mark_groups_complete`]): the allocation reads them from then on.
 ///
 /// Safe while servers ingest and replicate, and safe to run again: every row carries [`BACKFILL_VERSION`], so
 /// any row the outbox delivers, before or after, replaces the backfill's copy; and a row copied twice is one
@@ -204,6 +270,14 @@ pub async fn backfill(
         done.rollups += rows.rollups.len() as u64;
         done.gaps += rows.gaps.len() as u64;
         done.events += events.len() as u64;
+        done.groups += rows.groups.len() as u64;
+        done.claims += rows.claims.len() as u64;
+        let mut sets = BTreeMap::new();
+        for g in &rows.groups {
+            let gpus = g.gpus.as_deref().unwrap_or(&[]);
+            sets.entry(gpu_set_name(gpus))
+                .or_insert_with(|| gpu_set_row(gpus));
+        }
         // As outbox entries of sequence BACKFILL_VERSION: `apply` writes it as every row's version.
         let entry = |table: &str, rows: Vec<Value>| OutboxEntry {
             seq: BACKFILL_VERSION,
@@ -221,10 +295,30 @@ pub async fn backfill(
                 rows.gaps.iter().map(|g| gap_row(g, false)).collect(),
             ),
             entry("usage_events", events.iter().map(event_row).collect()),
+            entry("gpu_sets", sets.into_values().collect()),
+            entry(
+                "gpu_groups",
+                rows.groups.iter().map(|g| group_row(g, false)).collect(),
+            ),
+            entry(
+                "usage_claims",
+                rows.claims
+                    .iter()
+                    .map(|(c, n)| claim_row(c, *n, false))
+                    .collect(),
+            ),
         ])
         .await?;
         progress(&done);
         at = end;
+    }
+    // Every row of the primary copied (the period covers all it holds): the reads may use the group rows.
+    let covered = match store.replica_extent().await? {
+        Some((lo, hi)) => from <= lo && hi <= to,
+        None => true,
+    };
+    if covered {
+        ch.mark_groups_complete().await?;
     }
     Ok(done)
 }

@@ -7,7 +7,10 @@
 use std::collections::BTreeMap;
 
 use super::reads::text;
-use super::{ClickHouse, Result, DECIMAL_SCALE, EVENTS_TABLE};
+use super::{
+    ClickHouse, Result, CLAIMS, DECIMAL_SCALE, EVENTS_TABLE, GROUPS, GROUPS_COMPLETE, META,
+    ROLLUP_QUANTITIES,
+};
 
 impl ClickHouse {
     /// Creates the database and tables if missing (idempotent).
@@ -16,6 +19,8 @@ impl ClickHouse {
         let on = self.on_cluster();
         self.exec(&format!("CREATE DATABASE IF NOT EXISTS {db}{on}"))
             .await?;
+        // The group tables are new here: complete from the start when the replica holds nothing yet.
+        let new_groups = self.columns(GROUPS).await?.is_empty();
         if self.cluster.is_none() {
             // Tables of older binaries (single servers), their quantities as text: renamed aside, converted
             // below.
@@ -61,6 +66,38 @@ impl ClickHouse {
                 "gpu_uuid, from_ms",
                 "gpu_uuid",
             ),
+            (
+                GROUPS,
+                format!(
+                    "bucket_ms Int64, deployment_id String, owner String, model String, \
+                     first_window_start_ms Int64, last_window_start_ms Int64, samples UInt64, \
+                     estimated_samples UInt64, {q}, gpu_set String, deleted UInt8, version UInt64",
+                    q = ROLLUP_QUANTITIES.map(|c| format!("{c} {D}")).join(", ")
+                ),
+                "bucket_ms, deployment_id, owner, model",
+                "deployment_id",
+            ),
+            (
+                "gpu_sets",
+                "gpu_set String, gpus Array(String), version UInt64".to_string(),
+                "gpu_set",
+                "gpu_set",
+            ),
+            (
+                CLAIMS,
+                format!(
+                    "bucket_ms Int64, deployment_id String, tenant_id String, gpu_seconds {D}, tokens {D}, \
+                     events Int64, deleted UInt8, version UInt64"
+                ),
+                "bucket_ms, deployment_id, tenant_id",
+                "deployment_id",
+            ),
+            (
+                META,
+                "key String, value String, version UInt64".to_string(),
+                "key",
+                "key",
+            ),
         ] {
             for ddl in self.create_table(table, &columns, order, shard_by) {
                 self.exec(&ddl).await?;
@@ -77,7 +114,7 @@ impl ClickHouse {
         if self.cluster.is_some() {
             // The migrations below are of single-server replicas older binaries made; a cluster's tables
             // were created by this one.
-            return Ok(());
+            return self.mark_if_empty(new_groups).await;
         }
         // Replicas of older binaries: tables whose quantities are text (before `Decimal128`), rollups without
         // their placement or share method, samples without their share method, usage events keyed by
@@ -95,7 +132,49 @@ impl ClickHouse {
             self.copy_converted(&aside, table).await?;
             self.exec(&format!("DROP TABLE {db}.{aside}")).await?;
         }
+        self.mark_if_empty(new_groups).await
+    }
+
+    /// Marks the group tables complete ([`Self::mark_groups_complete`]) when `migrate` just created them
+    /// (`new_groups`) on a replica with no rollup and no usage event: the outbox fills them from the first
+    /// row on. A replica that holds rows already gets its group rows from `eai-gpu replica backfill`
+    /// ([`super::backfill`]), which marks them then.
+    async fn mark_if_empty(&self, new_groups: bool) -> Result<()> {
+        if !new_groups {
+            return Ok(());
+        }
+        let db = &self.database;
+        let held = self
+            .select_tsv(&format!(
+                "SELECT (SELECT count() FROM {db}.{ROLLUPS}) + (SELECT count() FROM {db}.{EVENTS_TABLE})"
+            ))
+            .await?;
+        if held.first().and_then(|r| r.first()).map(String::as_str) == Some("0") {
+            self.mark_groups_complete().await?;
+        }
         Ok(())
+    }
+
+    /// Whether `gpu_groups`, `gpu_sets` and `usage_claims` hold every row of the primary's (the marker
+    /// [`GROUPS_COMPLETE`] in `replica_meta`): the reads use them only then.
+    pub async fn groups_complete(&self) -> Result<bool> {
+        let rows = self
+            .select_tsv(&format!(
+                "SELECT value FROM {}.{META} FINAL WHERE key = '{GROUPS_COMPLETE}'",
+                self.database
+            ))
+            .await?;
+        Ok(rows.iter().any(|r| r.first().is_some_and(|v| v == "1")))
+    }
+
+    /// Records that `gpu_groups`, `gpu_sets` and `usage_claims` hold every row of the primary's (a backfill
+    /// that copied them all, or a replica that the outbox fills from its first row).
+    pub async fn mark_groups_complete(&self) -> Result<()> {
+        self.exec(&format!(
+            "INSERT INTO {}.{META} (key, value, version) VALUES ('{GROUPS_COMPLETE}', '1', 1)",
+            self.database
+        ))
+        .await
     }
 
     /// ` ON CLUSTER name` on a cluster (`EAI_CLICKHOUSE_CLUSTER`), else nothing.
@@ -202,6 +281,7 @@ impl ClickHouse {
 /// The suffix of a table renamed aside by [`ClickHouse::migrate`] while its rows are converted.
 const TEXT_SUFFIX: &str = "_text";
 const ROLLUPS: &str = "gpu_rollups";
+
 const SAMPLES: &str = "gpu_samples";
 
 /// The type of every quantity (rollups, samples, usage events): `Decimal128` at [`DECIMAL_SCALE`] places,

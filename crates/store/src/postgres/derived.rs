@@ -40,6 +40,7 @@ use super::pool::Stmts;
 use super::samples::{group_key, rollup_of};
 use super::{owner_uuid, Ctx};
 use crate::codec::{corrupt, count, to_i64};
+use crate::outbox::OutboxRows;
 use crate::rollups::groups::{
     self, from_fixed, ids_bytes, quantities_of, to_fixed, ClaimDeltas, ClaimKey, ClaimSums,
     GroupDeltas, GroupKey, GroupRow, SetCache, CLAIM_DP,
@@ -67,6 +68,15 @@ const GROUPS_ADD: &str = "INSERT INTO eai.deployment_rollups AS d (bucket_ms, de
      storage_gb_seconds = d.storage_gb_seconds + EXCLUDED.storage_gb_seconds, \
      gpus = CASE WHEN EXCLUDED.gpus <@ d.gpus THEN d.gpus \
      ELSE ARRAY(SELECT DISTINCT u FROM unnest(d.gpus || EXCLUDED.gpus) AS u ORDER BY u) END";
+
+/// [`GROUPS_ADD`] returning the rows' new full values (the columns of [`GROUPS_IN`]), for the outbox.
+static GROUPS_ADD_RETURNING: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "{GROUPS_ADD} RETURNING d.bucket_ms, d.deployment_id, d.tenant_id, d.model, d.first_window_start_ms, \
+         d.last_window_start_ms, d.samples, d.estimated_samples, d.gpu_seconds, d.busy_gpu_seconds, \
+         d.estimated_gpu_seconds, d.memory_gb_seconds, d.energy_ws, d.storage_gb_seconds, d.gpus"
+    )
+});
 
 /// Sets rebuilt group rows (locked by [`GROUPS_ADD`] in the same transaction, so they exist).
 const GROUPS_SET: &str = "UPDATE eai.deployment_rollups AS d SET \
@@ -109,7 +119,7 @@ const CLAIMS_ADD: &str = "INSERT INTO eai.usage_claims AS c \
      ON CONFLICT (bucket_ms, deployment_id, tenant_id) DO UPDATE SET \
      gpu_seconds = c.gpu_seconds + EXCLUDED.gpu_seconds, tokens = c.tokens + EXCLUDED.tokens, \
      events = c.events + EXCLUDED.events \
-     RETURNING bucket_ms, deployment_id, gpu_seconds, tokens, events";
+     RETURNING bucket_ms, deployment_id, gpu_seconds, tokens, events, tenant_id";
 
 /// Rows whose last event moved elsewhere; their sums come back to be checked.
 const CLAIMS_DROP_EMPTY: &str = "DELETE FROM eai.usage_claims AS c \
@@ -194,31 +204,37 @@ impl<'a> RowCols<'a> {
         Ok(())
     }
 
-    async fn execute(&self, tx: &Transaction<'_>, s: &tokio_postgres::Statement) -> Result<u64> {
+    fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 15] {
         let k = &self.key;
         let q = &self.q;
-        tx.execute(
-            s,
-            &[
-                &k.bucket,
-                &k.dep,
-                &k.tenant,
-                &k.model,
-                &self.first,
-                &self.last,
-                &self.samples,
-                &self.estimated,
-                &q[0],
-                &q[1],
-                &q[2],
-                &q[3],
-                &q[4],
-                &q[5],
-                &self.gpus,
-            ],
-        )
-        .await
-        .ctx("write group rollups")
+        [
+            &k.bucket,
+            &k.dep,
+            &k.tenant,
+            &k.model,
+            &self.first,
+            &self.last,
+            &self.samples,
+            &self.estimated,
+            &q[0],
+            &q[1],
+            &q[2],
+            &q[3],
+            &q[4],
+            &q[5],
+            &self.gpus,
+        ]
+    }
+
+    async fn execute(&self, tx: &Transaction<'_>, s: &tokio_postgres::Statement) -> Result<u64> {
+        tx.execute(s, &self.params())
+            .await
+            .ctx("write group rollups")
+    }
+
+    /// [`Self::execute`] of a statement that returns the rows written.
+    async fn query(&self, tx: &Transaction<'_>, s: &tokio_postgres::Statement) -> Result<Vec<Row>> {
+        tx.query(s, &self.params()).await.ctx("write group rollups")
     }
 }
 
@@ -247,6 +263,37 @@ pub(super) async fn write_groups(
     st: &mut Stmts,
     deltas: GroupDeltas,
     stale: BTreeSet<GroupKey>,
+    outbox: Option<&mut OutboxRows>,
+) -> Result<()> {
+    let Some(outbox) = outbox else {
+        return write_groups_then(tx, st, deltas, stale, None).await;
+    };
+    let mut written = Vec::new();
+    write_groups_then(tx, st, deltas, stale, Some(&mut written)).await?;
+    // The new full value of every row written, its GPUs named; `None`: deleted.
+    let mut stored = Vec::new();
+    for (k, row) in written {
+        match row {
+            Some(s) => stored.push(s),
+            None => outbox.group_deleted(&k)?,
+        }
+    }
+    for g in name_groups(tx, st, stored).await? {
+        outbox.group(&g);
+    }
+    Ok(())
+}
+
+/// A group row written by [`write_groups`] for the outbox: its new value, or (`None`) deleted.
+type Written = (GroupKey, Option<Stored>);
+
+/// [`write_groups`], collecting the rows written into `written` when given.
+async fn write_groups_then(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    deltas: GroupDeltas,
+    stale: BTreeSet<GroupKey>,
+    mut written: Option<&mut Vec<Written>>,
 ) -> Result<()> {
     let mut add: BTreeMap<&GroupKey, Option<&GroupRow>> = BTreeMap::new();
     for (k, row) in &deltas.rows {
@@ -264,9 +311,19 @@ pub(super) async fn write_groups(
     for (k, row) in &add {
         cols.push(k, *row)?;
     }
-    let s = st.get(tx, GROUPS_ADD).await?;
+    let sql: &'static str = if written.is_some() {
+        GROUPS_ADD_RETURNING.as_str()
+    } else {
+        GROUPS_ADD
+    };
+    let s = st.get(tx, sql).await?;
     if stale.is_empty() {
-        cols.execute(tx, &s).await?;
+        match written {
+            Some(w) => added_for_outbox(w, cols.query(tx, &s).await?, &stale)?,
+            None => {
+                cols.execute(tx, &s).await?;
+            }
+        }
         return Ok(());
     }
 
@@ -276,7 +333,7 @@ pub(super) async fn write_groups(
         keys.push(k)?;
     }
     let members = st.get(tx, GROUP_MEMBERS).await?;
-    let (added, read) = tokio::join!(cols.execute(tx, &s), async {
+    let (added, read) = tokio::join!(cols.query(tx, &s), async {
         tx.query(
             &members,
             &[&keys.bucket, &keys.dep, &keys.tenant, &keys.model],
@@ -285,7 +342,10 @@ pub(super) async fn write_groups(
         .ctx("read the per-gpu rollups of stale groups")
     });
     // When the upsert fails, the read fails too ("transaction is aborted"): report the upsert's error, the cause.
-    added?;
+    let added = added?;
+    if let Some(w) = written.as_deref_mut() {
+        added_for_outbox(w, added, &stale)?;
+    }
     let mut by_key: HashMap<GroupKey, Vec<(i64, Rollup)>> = HashMap::new();
     for r in read? {
         let gpu_id: i64 = r.try_get(19).ctx("read a group member's gpu id")?;
@@ -340,7 +400,39 @@ pub(super) async fn write_groups(
              deleted: a group row locked by this batch went missing"
         )));
     }
+    if let Some(w) = written {
+        for (k, row) in rebuilt {
+            let s = row.map(|r| stored_of_row(&r)).transpose()?;
+            w.push((k.clone(), s));
+        }
+    }
     Ok(())
+}
+
+/// The rows [`GROUPS_ADD_RETURNING`] returned, for the outbox, but those of `stale` (rebuilt after).
+fn added_for_outbox(
+    w: &mut Vec<Written>,
+    rows: Vec<Row>,
+    stale: &BTreeSet<GroupKey>,
+) -> Result<()> {
+    for r in &rows {
+        let s = stored_of(r)?;
+        let k = GroupKey::of(&s.rollup.key);
+        if !stale.contains(&k) {
+            w.push((k, Some(s)));
+        }
+    }
+    Ok(())
+}
+
+/// A group row rebuilt in Rust as [`stored_of`] reads one.
+fn stored_of_row(r: &GroupRow) -> Result<Stored> {
+    let mut rollup = crate::outbox::group_rollup(r, Vec::new())?;
+    rollup.gpus = None;
+    Ok(Stored {
+        rollup,
+        gpus: r.gpus.clone(),
+    })
 }
 
 // --- group rollups for a period -------------------------------------------------------------------------------
@@ -451,6 +543,7 @@ pub(super) async fn write_claims(
     tx: &Transaction<'_>,
     st: &mut Stmts,
     deltas: &ClaimDeltas,
+    mut outbox: Option<&mut OutboxRows>,
 ) -> Result<()> {
     let n = deltas.rows.len();
     let (mut bucket, mut dep, mut tenant, mut gs, mut tokens, mut events) = (
@@ -521,6 +614,22 @@ pub(super) async fn write_claims(
         if n < 0 || (g.is_sign_negative() && !g.is_zero()) || (t.is_sign_negative() && !t.is_zero())
         {
             return Err(claims_corrupt(r, "sums and counts never go below 0"));
+        }
+        if let Some(o) = outbox.as_deref_mut() {
+            // A row of no events is deleted (CLAIMS_DROP_EMPTY, pipelined after the write).
+            let key = ClaimKey {
+                bucket_ms: r.try_get(0).ctx("read usage_claims.bucket_ms")?,
+                deployment_id: r.try_get(1).ctx("read usage_claims.deployment_id")?,
+                tenant_id: eai_engine::domain::TenantId(
+                    r.try_get(5).ctx("read usage_claims.tenant_id")?,
+                ),
+            };
+            let sums = ClaimSums {
+                gpu_seconds: to_fixed(g, CLAIM_DP, "usage_claims.gpu_seconds")?,
+                tokens: to_fixed(t, CLAIM_DP, "usage_claims.tokens")?,
+                events: n,
+            };
+            o.claim(&key, (n > 0).then_some(&sums))?;
         }
     }
     Ok(())

@@ -96,6 +96,7 @@ pub(super) async fn upsert_in(
     with_outbox: bool,
 ) -> Result<()> {
     let plan = UsagePlan::new(events)?;
+    let mut outbox = with_outbox.then(|| plan.outbox());
     let mut keys: Vec<i32> = plan
         .tenants
         .values()
@@ -158,11 +159,10 @@ pub(super) async fn upsert_in(
             .map(|r| rec::event_parse(r.try_get(0).ctx("read a replaced usage event")?))
             .collect::<Result<Vec<_>>>()?;
         let UsageChanges { claims, spend } = UsagePlan::replacing(group, &replaced)?;
-        derived::write_claims(tx, st, &claims).await?;
+        derived::write_claims(tx, st, &claims, outbox.as_mut()).await?;
         write_spend(tx, st, &spend).await?;
     }
-    if with_outbox {
-        let rows = plan.outbox();
+    if let Some(rows) = outbox {
         write_outbox(tx, st, rows).await?;
     }
     Ok(())

@@ -9,6 +9,7 @@ use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::codec::{corrupt, Ctx};
+use crate::outbox::OutboxRows;
 use crate::records as rec;
 use crate::rollups::groups::{fixed_bytes, fixed_from_bytes, ClaimDeltas, ClaimKey, ClaimSums};
 use crate::Result;
@@ -21,8 +22,13 @@ fn claim_key_params(k: &ClaimKey) -> (i64, &str, String) {
     )
 }
 
-/// Adds a transaction's claim changes into the stored rows (deleting those no event adds up to any more).
-pub fn apply_claims(tx: &Connection, claims: ClaimDeltas) -> Result<()> {
+/// Adds a transaction's claim changes into the stored rows (deleting those no event adds up to any more), each
+/// row written or deleted into `outbox` too when there is one.
+pub fn apply_claims(
+    tx: &Connection,
+    claims: ClaimDeltas,
+    mut outbox: Option<&mut OutboxRows>,
+) -> Result<()> {
     for (key, delta) in claims.rows {
         let (bucket, dep, tenant) = claim_key_params(&key);
         let stored: Option<(Vec<u8>, Vec<u8>, i64)> = tx
@@ -43,6 +49,13 @@ pub fn apply_claims(tx: &Connection, claims: ClaimDeltas) -> Result<()> {
             None => ClaimSums::default(),
         };
         sums.add(&delta);
+        // A delta that changes nothing (an event re-sent as it was) goes out not at all.
+        if let Some(o) = outbox
+            .as_deref_mut()
+            .filter(|_| delta != ClaimSums::default())
+        {
+            o.claim(&key, (sums.events > 0).then_some(&sums))?;
+        }
         if sums.events <= 0 {
             tx.prepare_cached(
                 "DELETE FROM usage_claims WHERE bucket_ms = ?1 AND deployment_id = ?2 AND tenant_id = ?3",
@@ -72,9 +85,21 @@ pub fn apply_claims(tx: &Connection, claims: ClaimDeltas) -> Result<()> {
 
 /// The claims of the buckets in `[from, to)`.
 pub fn claims_in(conn: &Connection, from: Timestamp, to: Timestamp) -> Result<Vec<UsageClaim>> {
+    Ok(claim_rows_in(conn, from, to)?
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect())
+}
+
+/// The claims of the buckets in `[from, to)`, each with the count of events it sums.
+pub fn claim_rows_in(
+    conn: &Connection,
+    from: Timestamp,
+    to: Timestamp,
+) -> Result<Vec<(UsageClaim, i64)>> {
     let mut st = conn
         .prepare_cached(
-            "SELECT bucket_ms, deployment_id, tenant_id, gpu_seconds, tokens FROM usage_claims \
+            "SELECT bucket_ms, deployment_id, tenant_id, gpu_seconds, tokens, events FROM usage_claims \
              WHERE bucket_ms >= ?1 AND bucket_ms < ?2 ORDER BY bucket_ms, deployment_id, tenant_id",
         )
         .ctx("prepare claims read")?;
@@ -100,9 +125,9 @@ pub fn claims_in(conn: &Connection, from: Timestamp, to: Timestamp) -> Result<Ve
                 tokens.as_blob().ctx("read claims")?,
                 "usage_claims.tokens",
             )?[0],
-            events: 1,
+            events: r.get(5).ctx("read claims")?,
         };
-        out.push(sums.to_claim(&key)?);
+        out.push((sums.to_claim(&key)?, sums.events));
     }
     Ok(out)
 }
@@ -119,5 +144,5 @@ pub fn rebuild_all_claims(conn: &Connection) -> Result<()> {
     for b in &bodies {
         claims.add(claim_of(&rec::event_parse(b)?).as_ref())?;
     }
-    apply_claims(conn, claims)
+    apply_claims(conn, claims, None)
 }

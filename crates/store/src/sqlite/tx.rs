@@ -22,6 +22,7 @@ use crate::{AuditDraft, AuditEvent, Result};
 /// and their outbox rows.
 pub(super) fn upsert_in(tx: &Connection, events: &[UsageEvent], with_outbox: bool) -> Result<()> {
     let plan = UsagePlan::new(events)?;
+    let mut outbox = with_outbox.then(|| plan.outbox());
     for (tenant, group) in &plan.tenants {
         let tenant = tenant.to_string();
         let mut replaced = Vec::new();
@@ -56,11 +57,11 @@ pub(super) fn upsert_in(tx: &Connection, events: &[UsageEvent], with_outbox: boo
             })
             .ctx("upsert a usage event")?;
         }
-        apply_claims(tx, changes.claims)?;
+        apply_claims(tx, changes.claims, outbox.as_mut())?;
         apply_spend(tx, &changes.spend)?;
     }
-    if with_outbox {
-        write_outbox(tx, plan.outbox())?;
+    if let Some(o) = outbox {
+        write_outbox(tx, o)?;
     }
     Ok(())
 }

@@ -573,10 +573,16 @@ async fn finish(tx: &Transaction<'_>, st: &mut Stmts, f: Finish) -> Result<()> {
             .await
             .ctx("add to the equal shares")?;
     }
+    // The group rows' outbox entry after their locks (written last: see `derived::write_groups`), so that of
+    // two batches changing one group the later carries the larger sequence.
+    let mut groups_out = f.outbox.is_some().then(crate::outbox::OutboxRows::default);
     if let Some(o) = f.outbox {
         write_outbox(tx, st, o).await?;
     }
-    derived::write_groups(tx, st, f.groups, f.stale).await?;
+    derived::write_groups(tx, st, f.groups, f.stale, groups_out.as_mut()).await?;
+    if let Some(o) = groups_out {
+        write_outbox(tx, st, o).await?;
+    }
     append_in(tx, st, &f.audit).await?;
     Ok(())
 }

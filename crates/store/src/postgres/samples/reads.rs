@@ -326,6 +326,27 @@ pub async fn replica_rows(conn: &mut PgConn, from: i64, to: i64) -> Result<crate
         tx.query(&gaps, &period),
     )
     .ctx("read the replica's rows")?;
+    let (groups_in, claims_in) = (
+        st.get(&tx, derived::GROUPS_IN).await?,
+        st.get(&tx, derived::CLAIMS_IN).await?,
+    );
+    let (group_rows, claim_rows) =
+        tokio::try_join!(tx.query(&groups_in, &period), tx.query(&claims_in, &period),)
+            .ctx("read the replica's group rollups and claims")?;
+    let stored = group_rows
+        .iter()
+        .map(derived::stored_of)
+        .collect::<Result<Vec<_>>>()?;
+    let groups = derived::name_groups(&tx, st, stored).await?;
+    let claims = claim_rows
+        .iter()
+        .map(|r| {
+            Ok((
+                derived::claim_of(r)?,
+                r.try_get(5).ctx("read usage_claims.events")?,
+            ))
+        })
+        .collect::<Result<_>>()?;
     tx.commit().await.ctx("end read")?;
     Ok(crate::ReplicaRows {
         samples: samples
@@ -334,5 +355,7 @@ pub async fn replica_rows(conn: &mut PgConn, from: i64, to: i64) -> Result<crate
             .collect::<Result<_>>()?,
         rollups: rollups.iter().map(rollup_of).collect::<Result<_>>()?,
         gaps: gaps.iter().map(gap_of).collect::<Result<_>>()?,
+        groups,
+        claims,
     })
 }

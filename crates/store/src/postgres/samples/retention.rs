@@ -57,12 +57,12 @@ pub async fn prune(conn: &mut PgConn, cfg: &RollupConfig, before: Timestamp) -> 
     }
     let prune::Refreeze {
         horizon,
-        outbox,
+        mut outbox,
         stale,
         ..
     } = plan;
     if !stale.is_empty() {
-        derived::write_groups(&tx, st, GroupDeltas::default(), stale).await?;
+        derived::write_groups(&tx, st, GroupDeltas::default(), stale, outbox.as_mut()).await?;
     }
 
     let (pending, last_ends) = (st.get(&tx, PENDING).await?, st.get(&tx, LAST_ENDS).await?);

@@ -8,6 +8,7 @@ use eai_engine::time::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::rows::{decode_rollup, raw_rollup_at, RawRollup, ROLLUP_SELECT};
+use crate::outbox::OutboxRows;
 use crate::rollups::groups::{
     self, fixed_bytes, fixed_from_bytes, ids_bytes, ids_from_bytes, GroupDeltas, GroupKey,
     GroupRow, SetCache,
@@ -110,8 +111,41 @@ pub(super) fn to_sql_err(e: StoreError) -> rusqlite::Error {
     rusqlite::Error::ToSqlConversionFailure(Box::new(std::io::Error::other(e.to_string())))
 }
 
+/// The uuids of the GPUs `ids` (backend ids), for the outbox.
+fn gpu_uuids(tx: &Connection, ids: &[i64]) -> Result<Vec<Arc<str>>> {
+    ids.iter()
+        .map(|id| {
+            tx.prepare_cached("SELECT uuid FROM gpus WHERE id = ?1")
+                .and_then(|mut st| st.query_row([id], |r| r.get::<_, String>(0)))
+                .map(|u| Arc::from(u.as_str()))
+                .ctx("read a gpu's uuid")
+        })
+        .collect()
+}
+
+/// The outbox row of a group row written (`Some`) or deleted.
+fn outbox_group(
+    tx: &Connection,
+    outbox: Option<&mut OutboxRows>,
+    key: &GroupKey,
+    row: Option<&GroupRow>,
+) -> Result<()> {
+    let Some(o) = outbox else { return Ok(()) };
+    match row {
+        Some(g) => {
+            o.group(&crate::outbox::group_rollup(g, gpu_uuids(tx, &g.gpus)?)?);
+            Ok(())
+        }
+        None => o.group_deleted(key),
+    }
+}
+
 /// Rebuilds one group row from the per-GPU rows of its key (deletes it when there are none).
-pub(super) fn rebuild_group(tx: &Connection, key: &GroupKey) -> Result<()> {
+pub(super) fn rebuild_group(
+    tx: &Connection,
+    key: &GroupKey,
+    outbox: Option<&mut OutboxRows>,
+) -> Result<()> {
     let raws: Vec<(i64, RawRollup)> = tx
         .prepare_cached(&format!(
             "SELECT r.gpu_id, {} WHERE r.bucket_ms = ?1 AND r.deployment_id = ?2 AND r.owner = ?3 AND r.model = ?4",
@@ -129,7 +163,9 @@ pub(super) fn rebuild_group(tx: &Connection, key: &GroupKey) -> Result<()> {
         .into_iter()
         .map(|(id, raw)| Ok((id, decode_rollup(raw)?)))
         .collect::<Result<Vec<_>>>()?;
-    match groups::rebuild(rows)? {
+    let rebuilt = groups::rebuild(rows)?;
+    outbox_group(tx, outbox, key, rebuilt.as_ref())?;
+    match rebuilt {
         Some(g) => write_group(tx, &g),
         None => {
             tx.prepare_cached(
@@ -145,11 +181,13 @@ pub(super) fn rebuild_group(tx: &Connection, key: &GroupKey) -> Result<()> {
 }
 
 /// Brings the group rows up to date after a batch: the fast-path deltas are added into their rows, except
-/// where a key is stale (a recomputed GPU-hour held or holds a row of it): those are rebuilt.
+/// where a key is stale (a recomputed GPU-hour held or holds a row of it): those are rebuilt. Each row written
+/// or deleted goes to `outbox` too when there is one.
 pub(super) fn apply_groups(
     tx: &Connection,
     deltas: GroupDeltas,
     stale: &BTreeSet<GroupKey>,
+    mut outbox: Option<&mut OutboxRows>,
 ) -> Result<()> {
     for (key, delta) in deltas.rows {
         if stale.contains(&key) {
@@ -162,10 +200,11 @@ pub(super) fn apply_groups(
             }
             None => delta,
         };
+        outbox_group(tx, outbox.as_deref_mut(), &key, Some(&row))?;
         write_group(tx, &row)?;
     }
     for key in stale {
-        rebuild_group(tx, key)?;
+        rebuild_group(tx, key, outbox.as_deref_mut())?;
     }
     Ok(())
 }

@@ -357,8 +357,9 @@ fn finish(tx: &Connection, f: Finish) -> Result<()> {
     for e in &f.equal_shares {
         add_equal_shares(tx, e)?;
     }
-    apply_groups(tx, f.groups, &f.stale)?;
-    if let Some(o) = f.outbox {
+    let mut outbox = f.outbox;
+    apply_groups(tx, f.groups, &f.stale, outbox.as_mut())?;
+    if let Some(o) = outbox {
         write_outbox(tx, o)?;
     }
     append_in(tx, &f.audit)?;

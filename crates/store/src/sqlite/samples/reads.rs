@@ -404,10 +404,14 @@ pub fn replica_rows(conn: &mut Connection, from: i64, to: i64) -> Result<crate::
         .into_iter()
         .map(|(uuid, g)| gap_of(&uuid, g))
         .collect::<Result<Vec<_>>>()?;
+    let groups = group_rollups_in(&tx, from, to)?;
+    let claims = crate::sqlite::claims::claim_rows_in(&tx, Timestamp(from), Timestamp(to))?;
     tx.commit().ctx("end read")?;
     Ok(crate::ReplicaRows {
         samples,
         rollups,
         gaps,
+        groups,
+        claims,
     })
 }

@@ -61,11 +61,11 @@ pub fn prune(conn: &mut Connection, cfg: &SqliteConfig, before: Timestamp) -> Re
     }
     let prune::Refreeze {
         horizon,
-        outbox,
+        mut outbox,
         stale,
         ..
     } = plan;
-    apply_groups(&tx, GroupDeltas::default(), &stale)?;
+    apply_groups(&tx, GroupDeltas::default(), &stale, outbox.as_mut())?;
 
     let pending: HashMap<i64, i64> = tx
         .prepare("SELECT gpu_id, from_ms FROM prune_pending")

@@ -43,6 +43,19 @@ pub async fn the_outbox_carries_each_change_and_acked_entries_go(s: &dyn Store) 
         &clickhouse::rollup_row(&want[0], false),
         "the last rollup row queued is the hour's full value after the late sample"
     );
+    // And the group row of that hour (its GPU set beside it) and the claim of the event.
+    let group = eai_engine::rollup::group(want.clone());
+    assert_eq!(
+        rows("gpu_groups").last().unwrap(),
+        &clickhouse::group_row(&group[0], false)
+    );
+    let set = group[0].gpus.clone().unwrap();
+    assert!(rows("gpu_sets").contains(&clickhouse::gpu_set_row(&set)));
+    let claim = eai_engine::allocate::claim_of(&e).unwrap();
+    assert_eq!(
+        rows("usage_claims"),
+        vec![clickhouse::claim_row(&claim, 1, false)]
+    );
     let stats = s.outbox_stats().await.unwrap();
     assert_eq!(stats.pending, pending.len() as u64);
     assert!(stats.oldest_ms.is_some());
