@@ -6,8 +6,9 @@
 #   QUICK=1 scripts/bench.sh    # smaller figures and a 60 s mixed load, for a smoke run
 #   BACKENDS=sqlite scripts/bench.sh
 #   PG_MIXED_SECONDS=120 BIG_BACKENDS=sqlite scripts/bench.sh   # what BENCHMARKS.md used
-#   ONLY=big BIG_BACKENDS=sqlite scripts/bench.sh   # one part: engine, ingest, alloc, mixed, big, chmonth, late, sampler
+#   ONLY=big BIG_BACKENDS=sqlite scripts/bench.sh   # one part: engine, ingest, alloc, mixed, big, chmonth, chcluster, late, sampler
 #   ONLY=chmonth scripts/bench.sh   # a month of the big fleet from a single ClickHouse, filled directly (~3 min)
+#   ONLY=chcluster scripts/bench.sh # the same month from a ClickHouse cluster (ZooKeeper, 2 shards x 2 replicas; ~5 min)
 #
 # The big fleet (10,000 GPUs, 500 deployments, 100 tenants, a month of hourly windows) is loaded on each of
 # $BIG_BACKENDS, allocated over 1, 7 and 30 days, then copied into a throwaway ClickHouse with
@@ -195,6 +196,26 @@ if part chmonth; then
   EAI_BENCH_CLICKHOUSE_URL="${ch_url%/*}" cargo run --release -q -p eai-store --example clickhouse_month -- \
     "$BIG" 30 3 | tee "$work/chmonth.txt"
   grep -E '^[a-z_0-9]+=' "$work/chmonth.txt" | record "clickhouse.g$BIG"
+fi
+
+if part chcluster; then
+  # The same month on a ClickHouse cluster: ZooKeeper and 2 shards x 2 replicas on this machine (the tests'
+  # scratch cluster, `scripts/ch-cluster.sh`), the replica's tables created on it as `serve` creates them
+  # (EAI_CLICKHOUSE_CLUSTER: replicated tables behind Distributed ones), filled through them, checked exact, timed.
+  echo "== a month of $BIG GPUs from a ClickHouse cluster (2 shards x 2 replicas, ZooKeeper), beside the text layout"
+  scripts/zookeeper.sh fetch
+  cargo build --release -q -p eai-store --example ch_cluster
+  EAI_TEST_ZOOKEEPER_CLASSPATH=$(scripts/zookeeper.sh classpath) \
+    "${CARGO_TARGET_DIR:-target}/release/examples/ch_cluster" > "$work/ch_cluster.log" 2>&1 &
+  cluster_pid=$!
+  for _ in $(seq 1 120); do grep -q '^export EAI_CLICKHOUSE_CLUSTER' "$work/ch_cluster.log" && break; sleep 1; done
+  cluster_url=$(sed -n 's/^export EAI_CLICKHOUSE_URL=//p' "$work/ch_cluster.log")
+  [ -n "$cluster_url" ] || { cat "$work/ch_cluster.log"; kill "$cluster_pid"; exit 1; }
+  EAI_BENCH_CLICKHOUSE_URL="${cluster_url%/*}" EAI_BENCH_CLICKHOUSE_CLUSTER=eai_cluster \
+    cargo run --release -q -p eai-store --example clickhouse_month -- "$BIG" 30 3 | tee "$work/chcluster.txt" \
+    || { kill "$cluster_pid"; exit 1; }
+  kill "$cluster_pid"; wait "$cluster_pid" 2>/dev/null || true
+  grep -E '^[a-z_0-9]+=' "$work/chcluster.txt" | record "clickhouse_cluster.g$BIG"
 fi
 
 if part late; then

@@ -78,6 +78,20 @@ if gm:
     rows.append(("engine: the same month from group rollups + claims (min / p50 / max)", gm.group(3).strip(),
                  f"{gm.group(1)} groups, {gm.group(2)} claims; {gr.group(1).strip() if gr else '-'} x the GPU-hour path"))
 
+# A month of the big fleet from ClickHouse, filled directly (parts chmonth and chcluster): the replicated groups'
+# path beside the summed path and the text layout of older binaries, all measured in the same run.
+for prefix, where in (("clickhouse", "a single ClickHouse"), ("clickhouse_cluster", "a ClickHouse cluster (2 x 2)")):
+    for k in sorted(vals):
+        m2 = re.fullmatch(rf"{prefix}\.g(\d+)\.clickhouse_month_total_p50_s", k)
+        if not m2:
+            continue
+        n = m2.group(1)
+        p = f"{prefix}.g{n}."
+        rows.append((f"{n} GPUs, a month from {where}: p50 in turn / reads concurrent",
+                     f"{g(p + 'clickhouse_month_total_p50_s', ' s')} / {g(p + 'clickhouse_month_concurrent_total_p50_s', ' s')}",
+                     f"summed path {g(p + 'summed_month_total_p50_s', ' s')} ({g(p + 'speedup_vs_summed')} x), "
+                     f"text layout {g(p + 'reference_text_layout_month_p50_s', ' s')} ({g(p + 'speedup_vs_text_layout')} x)"))
+
 w = [max(len(x[i]) for x in rows + [("figure", "value", "reference / note")]) for i in range(3)]
 print(f"| {'figure'.ljust(w[0])} | {'value'.ljust(w[1])} | {'reference / note'.ljust(w[2])} |")
 print(f"|{'-' * (w[0] + 2)}|{'-' * (w[1] + 2)}|{'-' * (w[2] + 2)}|")

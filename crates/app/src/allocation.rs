@@ -112,10 +112,16 @@ pub async fn read_inputs(
         ),
         Source::ClickHouse(ch) => {
             let hours: BTreeSet<i64> = exact.iter().map(|h| h.0).collect();
-            let mut found: Vec<_> = ch
-                .group_rollups(period.from, period.to)
-                .await
-                .map_err(replica_failed)?
+            // Groups, gaps and claims are three queries to ClickHouse: sent at once (each answer is decoded as
+            // it arrives, so the decoding of one overlaps the server's work on the others).
+            let (groups, gaps, claims) = tokio::try_join!(
+                ch.group_rollups(period.from, period.to),
+                ch.gaps(period.from, period.to),
+                // Usage as claims summed by ClickHouse, as the primary's claim table holds them.
+                ch.claims(period.from, period.to),
+            )
+            .map_err(replica_failed)?;
+            let mut found: Vec<_> = groups
                 .into_iter()
                 .filter(|r| !hours.contains(&r.key.bucket_start.floor_to(HOUR_MS).0))
                 .collect();
@@ -128,16 +134,8 @@ pub async fn read_inputs(
                 found.extend(cells.rollups);
             }
             rollups::sort_for_read(&mut found);
-            let mut gaps = ch
-                .gaps(period.from, period.to)
-                .await
-                .map_err(replica_failed)?;
+            let mut gaps = gaps;
             gaps.sort();
-            // Usage as claims summed by ClickHouse, as the primary's claim table holds them.
-            let claims = ch
-                .claims(period.from, period.to)
-                .await
-                .map_err(replica_failed)?;
             (
                 eai_store::UsageRead {
                     rollups: found,

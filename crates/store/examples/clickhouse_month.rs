@@ -19,7 +19,8 @@
 //!    `toDecimal128(text, 15)`, `JSONEachRow` out).
 //!
 //! Run: `cargo run --release -p eai-store --example clickhouse_month [-- GPUS DAYS RUNS]` (defaults 10000 30 3).
-//! `EAI_BENCH_CLICKHOUSE_URL=http://127.0.0.1:8123` names a running server (scripts/bench.sh passes its own);
+//! `EAI_BENCH_CLICKHOUSE_URL=http://127.0.0.1:8123` names a running server (scripts/bench.sh passes its own), and
+//! `EAI_BENCH_CLICKHOUSE_CLUSTER` the cluster it belongs to (`ONLY=chcluster scripts/bench.sh` starts one);
 //! without it a scratch server is started (`clickhouse::scratch`; its 2 GB query limit is tight for the fleet).
 
 use std::collections::BTreeMap;
@@ -394,8 +395,18 @@ async fn main() -> anyhow::Result<()> {
             u.trim_end_matches("/x").to_string()
         }
     };
-    let ch = ClickHouse::from_url(&format!("{base}/eai_month"))?;
-    ch.exec("DROP DATABASE IF EXISTS eai_month").await?;
+    // On a cluster (`EAI_BENCH_CLICKHOUSE_CLUSTER`, a name of the servers' `remote_servers`): the replica's
+    // tables as `serve` makes them there (replicated, behind `Distributed` tables), filled through them.
+    let cluster = std::env::var("EAI_BENCH_CLICKHOUSE_CLUSTER")
+        .ok()
+        .filter(|c| !c.is_empty());
+    let ch =
+        ClickHouse::from_url(&format!("{base}/eai_month"))?.with_cluster(cluster.as_deref())?;
+    let on = cluster
+        .as_deref()
+        .map_or_else(String::new, |c| format!(" ON CLUSTER {c}"));
+    ch.exec(&format!("DROP DATABASE IF EXISTS eai_month{on}"))
+        .await?;
     ch.migrate().await?;
     println!(
         "fleet: {} GPUs, {} deployments, {} tenants, {} days ({} rollup rows, {} events)",
