@@ -14,7 +14,7 @@ fn leads_batch(http: &reqwest::blocking::Client, base: &str) -> Option<bool> {
 
 /// The `gpu_local` events of `period` the batch wrote, checked against the allocation of the period its last run
 /// covered: one event per item of that allocation, each with the item's cost, none twice.
-fn check_gpu_local_events(
+pub(super) fn check_gpu_local_events(
     http: &reqwest::blocking::Client,
     base: &str,
     key: &str,
