@@ -185,14 +185,8 @@ impl ClickHouse {
     /// Runs a query and returns its rows as `TabSeparated` fields, unescaped (the query must not carry a
     /// FORMAT clause): compact, and decimals come back as their exact text.
     pub async fn select_tsv(&self, sql: &str) -> Result<Vec<Vec<String>>> {
-        let text = self
-            .post(None, format!("{sql} FORMAT TabSeparated"), false)
-            .await?;
-        Ok(text
-            .lines()
-            .filter(|l| !l.is_empty())
-            .map(|l| l.split('\t').map(unescape_tsv).collect())
-            .collect())
+        self.select_tsv_map(sql, |r| Ok(r.iter().map(|f| f.to_string()).collect()))
+            .await
     }
 
     /// Runs a query and maps each row's `TabSeparated` fields with `f`, as they are read: fields borrowed from

@@ -108,14 +108,10 @@ impl ClickHouse {
         let mut interned = GpuSets::default();
         let mut by_name: HashMap<String, GpuSet> = HashMap::with_capacity(sets.len());
         for r in &sets {
-            let gpus = r["gpus"]
-                .as_array()
-                .ok_or_else(|| ClickHouseError::Decode("column gpus missing".into()))?
-                .iter()
-                .map(|g| g.as_str().map(Arc::from))
-                .collect::<Option<Vec<Arc<str>>>>()
-                .ok_or_else(|| ClickHouseError::Decode("column gpus: not strings".into()))?;
-            by_name.insert(text(r, "gpu_set")?.to_string(), interned.intern(gpus));
+            by_name.insert(
+                text(r, "gpu_set")?.to_string(),
+                interned.intern(gpus_of(r)?),
+            );
         }
         let mut groups = rows
             .into_iter()
@@ -229,7 +225,9 @@ impl ClickHouse {
                 let set = by_fingerprint.get(&key).ok_or_else(|| {
                     ClickHouseError::Decode(format!("a group names GPU set {key:?}, never read"))
                 })?;
-                group_from_fields(&mut r, set.clone())
+                let mut g = group_of_fields(&r)?;
+                g.gpus = Some(set.clone());
+                Ok(g)
             })
             .collect::<Result<Vec<_>>>()?;
         crate::rollups::sort_for_read(&mut groups);
@@ -364,8 +362,8 @@ fn tsv_int<T: FromStr>(s: &str, k: &str) -> Result<T> {
 }
 
 /// The six quantities starting `fields`, in the order of [`QUANTITIES`].
-fn tsv_quantities(fields: &[String]) -> Result<Quantities> {
-    let q = |i: usize| tsv_decimal(&fields[i], QUANTITIES[i]);
+fn tsv_quantities<S: AsRef<str>>(fields: &[S]) -> Result<Quantities> {
+    let q = |i: usize| tsv_decimal(fields[i].as_ref(), QUANTITIES[i]);
     Ok(Quantities {
         gpu_seconds: q(0)?,
         busy_gpu_seconds: q(1)?,
@@ -400,14 +398,7 @@ fn read_sets(
     by: &mut HashMap<(String, String), GpuSet>,
 ) -> Result<()> {
     for r in found {
-        let gpus: Vec<Arc<str>> = r["gpus"]
-            .as_array()
-            .ok_or_else(|| ClickHouseError::Decode("column gpus missing".into()))?
-            .iter()
-            .map(|g| g.as_str().map(Arc::from))
-            .collect::<Option<_>>()
-            .ok_or_else(|| ClickHouseError::Decode("column gpus: not strings".into()))?;
-        let set = interned.intern(gpus);
+        let set = interned.intern(gpus_of(r)?);
         let key = (text(r, "x")?.to_string(), text(r, "y")?.to_string());
         match by.insert(key, set.clone()) {
             // Two distinct sets with one fingerprint: refuse rather than mix them up.
@@ -420,6 +411,17 @@ fn read_sets(
         }
     }
     Ok(())
+}
+
+/// The sorted GPU uuids of a row's `gpus` array.
+fn gpus_of(r: &Value) -> Result<Vec<Arc<str>>> {
+    r["gpus"]
+        .as_array()
+        .ok_or_else(|| ClickHouseError::Decode("column gpus missing".into()))?
+        .iter()
+        .map(|g| g.as_str().map(Arc::from))
+        .collect::<Option<_>>()
+        .ok_or_else(|| ClickHouseError::Decode("column gpus: not strings".into()))
 }
 
 /// A string literal of ClickHouse SQL.
@@ -463,7 +465,6 @@ fn claim_of_fields<S: AsRef<str>>(r: &[S]) -> Result<UsageClaim> {
 /// counts (2) and quantities.
 fn group_of_fields<S: AsRef<str>>(r: &[S]) -> Result<Rollup> {
     let f = |i: usize| r[i].as_ref();
-    let q = |i: usize| tsv_decimal(f(8 + i), QUANTITIES[i]);
     Ok(Rollup {
         key: RollupKey {
             gpu_uuid: String::new(),
@@ -477,38 +478,8 @@ fn group_of_fields<S: AsRef<str>>(r: &[S]) -> Result<Rollup> {
         last_window_start: Timestamp(tsv_int(f(5), "last_window_start_ms")?),
         samples: tsv_int(f(6), "samples")?,
         estimated_samples: tsv_int(f(7), "estimated_samples")?,
-        q: Quantities {
-            gpu_seconds: q(0)?,
-            busy_gpu_seconds: q(1)?,
-            estimated_gpu_seconds: q(2)?,
-            memory_gb_seconds: q(3)?,
-            energy_ws: q(4)?,
-            storage_gb_seconds: q(5)?,
-        },
+        q: tsv_quantities(&r[8..])?,
         gpus: None,
-    })
-}
-
-/// A group rollup of the `TabSeparated` fields of its key (4), window starts (2), sample counts (2) and
-/// quantities, with its GPU set.
-fn group_from_fields(r: &mut [String], set: GpuSet) -> Result<Rollup> {
-    let quantities = tsv_quantities(&r[8..])?;
-    let owner = tsv_owner(&r[2])?;
-    Ok(Rollup {
-        key: RollupKey {
-            gpu_uuid: String::new(),
-            deployment_id: std::mem::take(&mut r[1]),
-            owner,
-            model: std::mem::take(&mut r[3]),
-            bucket_start: Timestamp(tsv_int(&r[0], "bucket_ms")?),
-            placement: Placement::default(),
-        },
-        first_window_start: Timestamp(tsv_int(&r[4], "first_window_start_ms")?),
-        last_window_start: Timestamp(tsv_int(&r[5], "last_window_start_ms")?),
-        samples: tsv_int(&r[6], "samples")?,
-        estimated_samples: tsv_int(&r[7], "estimated_samples")?,
-        q: quantities,
-        gpus: Some(set),
     })
 }
 
