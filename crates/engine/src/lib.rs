@@ -28,6 +28,7 @@ pub mod scope;
 pub mod series;
 pub mod shares;
 pub mod slurm;
+pub mod stats;
 pub mod time;
 pub mod tokens;
 pub mod view;
