@@ -1,5 +1,6 @@
 //! A realistic month for the demo: shared and dedicated deployments, three tenants, MIG slices, an idle GPU,
-//! a short gap (interpolated) and a long one (reported), and one deployment no policy prices. Deterministic:
+//! a short gap (interpolated) and a long one (reported), one deployment no policy prices, and one hour, six
+//! hours before the end's hour, when `vllm-mixtral` borrowed the idle H100 (a spend anomaly). Deterministic:
 //! the same `end` gives the same samples and events (event ids are uuid v5 of their keys).
 
 use eai_client::GpuSample;
@@ -111,11 +112,12 @@ fn fmt(v: f64, dp: usize) -> String {
     format!("{v:.dp$}")
 }
 
-/// Which deployment a GPU serves at instant `t` (`None`: not reporting, a gap).
+/// Which deployment a GPU serves at instant `t` of the fleet's `[start, end)` (`None`: not reporting, a gap).
 fn placement(
     gpu: &Gpu,
     t: i64,
     start: i64,
+    end: i64,
 ) -> Option<(&'static str, &'static str, Option<&'static str>)> {
     let day = (t - start) / DAY;
     let minute_of_day = (t - start).rem_euclid(DAY) / 60_000;
@@ -132,6 +134,12 @@ fn placement(
             } else {
                 Some(("vllm-mixtral", "vllm-mixtral-7d9f8b6c5d-x2kqp", None))
             }
+        }
+        // The spike: for the clock hour that ends six hours before the end's, mixtral runs on this GPU too.
+        "GPU-5e1f0c2a-0004"
+            if (end - end.rem_euclid(H) - 7 * H..end - end.rem_euclid(H) - 6 * H).contains(&t) =>
+        {
+            Some(("vllm-mixtral", "vllm-mixtral-7d9f8b6c5d-burst", None))
         }
         "GPU-5e1f0c2a-0004" => Some(("idle", "-", None)),
         "GPU-a100e7b3-0001" | "GPU-a100e7b3-0002" => {
@@ -160,7 +168,7 @@ pub fn samples(end: Timestamp, days: i64, window_s: i64) -> Vec<GpuSample> {
     for (gi, gpu) in fleet.iter().enumerate() {
         let mut t = start + w;
         while t <= end {
-            if let Some((dep, pod, owner)) = placement(gpu, t - w, start) {
+            if let Some((dep, pod, owner)) = placement(gpu, t - w, start, end) {
                 let seed = (gi as u64) << 40 ^ (t as u64 / 1000);
                 let util = match dep {
                     "idle" => 0.0,
@@ -343,6 +351,15 @@ mod tests {
             e.iter().filter_map(|x| x["tenant_id"].as_str()).collect();
         assert_eq!(tenants.len(), 3);
         assert_eq!(samples(end, 30, 60), s, "deterministic");
+        // The spike: the idle H100 serves mixtral for the hour [end - 7 h, end - 6 h), its 60 windows only.
+        let burst: Vec<&GpuSample> = s
+            .iter()
+            .filter(|x| x.pod == "vllm-mixtral-7d9f8b6c5d-burst")
+            .collect();
+        assert_eq!(burst.len(), 60);
+        assert!(burst.iter().all(|x| x.gpu_uuid == "GPU-5e1f0c2a-0004"));
+        let first = Timestamp::parse_rfc3339(burst[0].timestamp.as_deref().unwrap()).unwrap();
+        assert_eq!(first.0, end.0 - 7 * H + 60_000);
         let v = vllm_counters(end, 30);
         assert!(!v.is_empty());
         assert!(v
