@@ -220,6 +220,15 @@ test("a tenant's band: its figures as exact shares of the currency's widest high
   assert.deepEqual(advice.bandFigures(zero, "0.00"), { spent: "0.0000", low: "0.0000", expected: "0.0000", high: "0.0000", width: "0.0000" });
 });
 
+test("the forecast's lead: the month, the last day counted, the days left", () => {
+  // as_of is Nov 21's midnight: Nov 1 to Nov 20 counted, Nov 21 to Nov 30 left (10 days).
+  assert.equal(advice.forecastLead(FORECAST), "November 2026: spend counted through Nov 20, 2026, 10 days left.");
+  inLang("fr", () => assert.equal(advice.forecastLead(FORECAST),
+    "novembre 2026 : dépenses comptées jusqu'au 20 nov. 2026 inclus, 10 jours restants."));
+  assert.equal(advice.forecastLead({ ...FORECAST, as_of: FORECAST.from, days_left: 30 }), "November 2026: no day counted yet, 30 days left.");
+  assert.equal(advice.forecastLead({ ...FORECAST, as_of: FORECAST.to, days_left: 0 }), "November 2026: the month is over, its figures are final.");
+});
+
 test("a budget says the day it is expected to run out, highlighted inside the month", () => {
   const [acme, beta] = FORECAST.budgets.map((b) => advice.budgetOutlook(b, FORECAST));
   assert.deepEqual(acme, { text: "Expected to exceed on Nov 27", earliest: "at the earliest on Nov 26", inside: true });

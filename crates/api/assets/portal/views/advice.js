@@ -274,6 +274,16 @@ export function budgetOutlook(b, f) {
   return { text: t("advice.fc.within"), earliest: null, inside: false };
 }
 
+/** The forecast's month, the last day its spend counts (`as_of` is the midnight after it) and the days left.
+ * @param {Json} f the Forecast */
+export function forecastLead(f) {
+  const params = { month: fmt.month(f.period), days: fmt.number(f.days_left) };
+  if (f.days_left === 0) return t("advice.fc.leadOver", params);
+  if (String(f.as_of) <= String(f.from)) return t("advice.fc.leadNone", params);
+  const last = new Date(new Date(f.as_of).getTime() - 86_400_000).toISOString().slice(0, 10);
+  return t("advice.fc.lead", { ...params, last: fmt.date(last) });
+}
+
 /** A tenant of the forecast: its name (or id); null is the deployments' capacity no tenant used. @param {string | null} id */
 function forecastTenant(id) {
   return id === null ? h("span", { class: "muted" }, t("advice.fc.unallocated")) : tenantCell(id);
@@ -283,16 +293,14 @@ function forecastTenant(id) {
 export function renderForecast(el) {
   if (!drawState(el, "forecast", t("advice.fc.loading"), t("error.forecast"))) return;
   const f = state.forecast.data;
-  const lead = h("p", { class: "advice-lead", id: "forecast-lead" }, t(f.days_left > 0 ? "advice.fc.lead" : "advice.fc.leadOver", {
-    month: fmt.month(f.period), asOf: fmt.date(f.as_of), days: fmt.number(f.days_left),
-  }));
+  const lead = h("p", { class: "advice-lead", id: "forecast-lead" }, forecastLead(f));
   if (f.tenants.length === 0 && f.budgets.length === 0) {
     el.replaceChildren(lead, emptyState("empty-forecast", ICON_EMPTY, t("advice.fc.empty"), t("advice.fc.emptyHint")));
     return;
   }
   const scales = bandScales(f.tenants);
   const money = (/** @type {Json} */ m) => fmt.money(m.amount, m.currency);
-  const tenants = f.tenants.length === 0 ? null : h("div", { class: "block", id: "forecast-tenants" },
+  const tenants = f.tenants.length === 0 ? null : h("div", { id: "forecast-tenants" },
     tableWrap("forecast-title", h("table", { class: "data", id: "forecast-table" },
       h("thead", {}, h("tr", {},
         h("th", { scope: "col" }, t("col.tenant")), h("th", { scope: "col", class: "num" }, t("col.spent")),
