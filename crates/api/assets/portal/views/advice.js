@@ -58,15 +58,16 @@ export async function loadAdvice(after = Promise.resolve()) {
   if (state.period.error) return;
   /** @type {Part[]} */
   const parts = ["anomalies", "recommendations", "forecast"];
+  const seqs = new Map(parts.map((part) => [part, state[part].seq + 1]));
   /** @type {Partial<State>} */
   const patch = {};
-  for (const part of parts) patch[part] = { ...state[part], seq: state[part].seq + 1, status: "loading" };
+  for (const part of parts) patch[part] = { ...state[part], seq: seqs.get(part) ?? 0, status: "loading" };
   update(patch);
   const anomalies = fetchPart("anomalies", state.anomalies.seq);
   await after.catch(() => {});
   for (const part of /** @type {Part[]} */ (["recommendations", "forecast"])) {
-    const seq = state[part].seq;
-    if (seq === /** @type {Answer} */ (patch[part]).seq) await fetchPart(part, seq);
+    // Skipped when asked again since (another period, or its Retry).
+    if (state[part].seq === seqs.get(part)) await fetchPart(part, state[part].seq);
   }
   await anomalies;
 }
