@@ -67,6 +67,9 @@ export class ApiFailure extends Error {
 const QUANTITIES = new Set([
   "gpu_seconds", "gpu_memory_gb_seconds", "energy_wh", "gpu_hours", "busy_gpu_hours", "estimated_gpu_seconds",
   "energy_kwh", "share", "tokens_in", "tokens_out", "tokens", "cached_tokens_in", "effective_tokens_in",
+  // A recommendation's evidence.
+  "utilization", "utilization_p50", "utilization_p95", "peak_busy_gpus", "unpriced_gpu_hours", "memory_peak_gb",
+  "profile_memory_gb",
 ]);
 
 /** JSON.parse's reviver: a quantity's source text where the browser gives it (else the number's shortest text). */
@@ -74,6 +77,11 @@ const QUANTITIES = new Set([
 function exactQuantities(name, value, context) {
   if (typeof value !== "number" || !QUANTITIES.has(name)) return value;
   return context && typeof context.source === "string" ? context.source : String(value);
+}
+
+/** An answer's JSON text as the page reads it: its quantities kept as their exact text. @param {string} text */
+export function readJson(text) {
+  return JSON.parse(text, exactQuantities);
 }
 
 /** Calls the API; resolves to the JSON body of a 2xx answer, rejects with an ApiFailure. `tenant` (a slug or
@@ -102,7 +110,7 @@ export async function call(path, { method = "GET", body, key, tenant } = {}) {
       credentials: "omit",
     });
     const text = await response.text();
-    data = text ? JSON.parse(text, exactQuantities) : null;
+    data = text ? readJson(text) : null;
   } catch (e) {
     if (!response) throw new ApiFailure({ code: "network" });
     // An answer that is not JSON: said below.

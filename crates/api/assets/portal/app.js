@@ -1,9 +1,10 @@
 // @ts-check
 // The GPU allocation page (/finops/gpu): sign-in with an API key, the allocation of a period (deployments,
-// tenants, daily cost chart, gaps, findings), the budgets, the allocation policies, the New allocation policy
-// form for platform administrators, and the explanation of a cost. No framework: the state lives in store.js,
-// each section's view in views/, and this file's `render` is the one way the page is drawn: after every
-// `update`, it redraws each region whose parts of the state changed (and every region in a new container).
+// tenants, daily cost chart, gaps, findings), the budgets, what to do about the GPUs (savings, the month's
+// forecast, anomalies), the allocation policies, the New allocation policy form for platform administrators, and
+// the explanation of a cost. No framework: the state lives in store.js, each section's view in views/, and this
+// file's `render` is the one way the page is drawn: after every `update`, it redraws each region whose parts of
+// the state changed (and every region in a new container).
 
 import { lang, setLang, initialLang } from "./i18n.js";
 import { state, onUpdate } from "./store.js";
@@ -12,6 +13,7 @@ import { renderViewAs, renderPeriodError } from "./views/page.js";
 import { renderAllocation, renderAllocationPeriod, renderRates } from "./views/allocation.js";
 import { renderChart } from "./views/chart.js";
 import { renderBudgets } from "./views/budgets.js";
+import { renderRecommendations, renderForecast, renderAnomalies } from "./views/advice.js";
 import { renderPolicies } from "./views/policies.js";
 import { renderDrawer } from "./views/policy-form.js";
 import { renderExplain } from "./views/explain.js";
@@ -37,6 +39,9 @@ const REGIONS = [
   // The cost-per-token cells are redrawn in place when they arrive (the tables around them stay).
   { id: "alloc-body", uses: (s) => [s.tokens], draw: renderRates },
   { id: "budgets-slot", uses: (s) => [s.budgets, s.tenants], draw: renderBudgets },
+  { id: "recs-body", uses: (s) => [s.recommendations], draw: renderRecommendations },
+  { id: "forecast-body", uses: (s) => [s.forecast, s.tenants], draw: renderForecast },
+  { id: "anomalies-body", uses: (s) => [s.anomalies], draw: renderAnomalies },
   { id: "policies-body", uses: (s) => [s.policies, s.who], draw: renderPolicies },
   { id: "drawer-root", uses: (s) => [s.form], draw: renderDrawer },
   { id: "explain-root", uses: (s) => [s.explain, s.alloc, s.who, s.viewAs, s.tenants], draw: renderExplain },

@@ -173,6 +173,13 @@ export function dateTime(iso) {
   return Number.isNaN(d.getTime()) ? String(iso) : df({ dateStyle: "medium", timeStyle: "short" }).format(d);
 }
 
+/** `November 2026` / `novembre 2026` from `YYYY-MM` (or a date in that month). */
+/** @param {string} iso */
+export function month(iso) {
+  const d = utc(/^\d{4}-\d{2}$/.test(String(iso)) ? `${iso}-01` : iso);
+  return Number.isNaN(d.getTime()) ? String(iso) : df({ month: "long", year: "numeric" }).format(d);
+}
+
 /** `3 Oct` / `3 oct.` for chart axes. */
 /** @param {string} iso */
 export function shortDay(iso) {

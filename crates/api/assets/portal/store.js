@@ -59,7 +59,15 @@ export const FORM_DEFAULTS = {
  *   error: any, opener: string | null, seq: number, pods: { data?: Json, error?: any } | null }} explain why a
  *   deployment costs what it does (GET /v1/finops/gpu/allocation/explain), for one deployment or for one tenant's
  *   charge (`tenant`, with the deployments it is charged on to pick from)
+ * @property {Answer} recommendations what to do about idle and oversized GPUs in the period, with the savings
+ *   (GET /v1/finops/gpu/recommendations)
+ * @property {Answer} forecast the expected spend of the month of the period's end, and when budgets run out
+ *   (GET /v1/finops/gpu/forecast)
+ * @property {Answer} anomalies the hours of the period far from their deployment's baseline (GET /v1/finops/gpu/anomalies)
  */
+
+/** One answer of the API as a section shows it: not asked yet, loading, its data, or its failure. */
+/** @typedef {{ status: Status, data: Json | null, error: any, seq: number }} Answer */
 
 /** @type {State} */
 export const state = {
@@ -78,6 +86,9 @@ export const state = {
   budgets: { items: [], seq: 0 },
   form: { open: false, values: { ...FORM_DEFAULTS }, errors: {}, failure: null, busy: false, opener: null },
   explain: { open: false, deployment: null, tenant: null, status: "idle", data: null, error: null, opener: null, seq: 0, pods: null },
+  recommendations: { status: "idle", data: null, error: null, seq: 0 },
+  forecast: { status: "idle", data: null, error: null, seq: 0 },
+  anomalies: { status: "idle", data: null, error: null, seq: 0 },
 };
 
 /** @type {() => void} */

@@ -69,6 +69,7 @@ const ASSETS: &[Asset] = &[
     asset!("views/allocation.js", JS),
     asset!("views/chart.js", JS),
     asset!("views/budgets.js", JS),
+    asset!("views/advice.js", JS),
     asset!("views/policies.js", JS),
     asset!("views/policy-form.js", JS),
     asset!("views/explain.js", JS),

@@ -12,7 +12,8 @@ import { openExplain, tenantDeployments } from "./explain.js";
 
 /** @typedef {import("../store.js").Json} Json */
 
-/** Loads the allocation of the period asked (after checking it), then the cost per token of the same period. */
+/** Loads the allocation of the period asked (after checking it), then the cost per token of the same period;
+ * resolves when both are done (what comes next waits for them: the server bounds the allocations at once). */
 export async function loadAllocation() {
   const { from, to } = state.period;
   const error = !from || !to ? "period.required" : from > to ? "period.invalid" : null;
@@ -32,9 +33,8 @@ export async function loadAllocation() {
       seenTenants: seen.size !== state.seenTenants.size ? seen : state.seenTenants,
     });
     // The cost per token after the allocation, one computation at a time (the server bounds how many run).
-    loadTokenCosts(range, seq).then(() => {
-      if (state.chart.mode === "rate" && seq === state.alloc.seq) loadSeries();
-    });
+    await loadTokenCosts(range, seq);
+    if (state.chart.mode === "rate" && seq === state.alloc.seq) loadSeries();
   } catch (e) {
     if (seq !== state.alloc.seq) return;
     update({ alloc: { ...state.alloc, status: "error", error: e } });

@@ -1,6 +1,7 @@
 // @ts-check
 // The allocation page's frame: its title, the period asked, "View as" a tenant for a platform administrator, and
-// the sections (allocation, budgets, policies) whose bodies their own views fill.
+// the sections (allocation, budgets, savings with forecast and anomalies, policies) whose bodies their own views
+// fill.
 
 import { t, lang } from "../i18n.js";
 import { call } from "../api.js";
@@ -10,6 +11,7 @@ import { tenantLabel } from "./common.js";
 import { loadAllocation } from "./allocation.js";
 import { loadPolicies } from "./policies.js";
 import { loadBudgets } from "./budgets.js";
+import { loadAdvice } from "./advice.js";
 import { openForm } from "./policy-form.js";
 
 export function renderPage() {
@@ -26,6 +28,14 @@ export function renderPage() {
         h("span", { class: "muted", id: "alloc-period" })),
       h("div", { id: "alloc-body" })),
     h("div", { id: "budgets-slot" }),
+    h("section", { id: "advice", class: "card", "aria-labelledby": "advice-title" },
+      h("div", { class: "section-head" }, h("h2", { id: "advice-title" }, t("advice.title"))),
+      h("div", { class: "block", id: "recommendations" },
+        h("h3", { id: "recs-title" }, t("advice.recs.title")), h("div", { id: "recs-body" })),
+      h("div", { class: "block", id: "forecast" },
+        h("h3", { id: "forecast-title" }, t("advice.fc.title")), h("div", { id: "forecast-body" })),
+      h("div", { class: "block", id: "anomalies" },
+        h("h3", { id: "anomalies-title" }, t("advice.an.title")), h("div", { id: "anomalies-body" }))),
     h("section", { id: "policies", class: "card", "aria-labelledby": "policies-title" },
       h("div", { class: "section-head" },
         h("h2", { id: "policies-title" }, t("policies.title")),
@@ -43,7 +53,7 @@ function renderPeriod() {
   const p = state.period;
   const onChange = () => {
     update({ period: { ...state.period, from: $("#period-from").value, to: $("#period-to").value } });
-    loadAllocation();
+    loadAdvice(loadAllocation());
   };
   return h("form", { class: "period", id: "period", novalidate: true, onsubmit: (/** @type {Event} */ e) => { e.preventDefault(); onChange(); } },
     h("fieldset", {},
@@ -97,7 +107,7 @@ export function renderViewAs(slot) {
   /** @param {Event} e */
   const onChange = (e) => {
     update({ viewAs: /** @type {HTMLSelectElement} */ (e.target).value || null });
-    loadAllocation();
+    loadAdvice(loadAllocation());
     loadPolicies();
     loadBudgets();
   };

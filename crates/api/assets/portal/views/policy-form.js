@@ -10,6 +10,7 @@ import { state, update, FORM_DEFAULTS } from "../store.js";
 import { api, failureFacts, toast, dialogKeys } from "./common.js";
 import { loadPolicies } from "./policies.js";
 import { loadAllocation } from "./allocation.js";
+import { loadAdvice } from "./advice.js";
 
 /** @typedef {import("../store.js").FormValues} FormValues */
 /** @typedef {import("../store.js").FieldError} FieldError */
@@ -189,7 +190,8 @@ async function submitForm(event) {
     closeForm({ errors: {}, failure: null, values: { ...FORM_DEFAULTS } });
     toast(t("toast.created", { name: String(body.name), id: created.id }));
     loadPolicies();
-    loadAllocation();
+    // A new policy prices what was unpriced: the savings and the forecast change with it.
+    loadAdvice(loadAllocation());
   } catch (e) {
     const failure = e instanceof ApiFailure ? e : new ApiFailure({ code: "network" });
     /** @type {Record<string, FieldError>} */

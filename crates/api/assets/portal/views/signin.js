@@ -8,6 +8,7 @@ import { state, update, READERS, FORM_DEFAULTS } from "../store.js";
 import { failureFacts } from "./common.js";
 import { loadTenants } from "./page.js";
 import { loadAllocation } from "./allocation.js";
+import { loadAdvice } from "./advice.js";
 import { loadPolicies } from "./policies.js";
 import { loadBudgets } from "./budgets.js";
 
@@ -68,6 +69,9 @@ export function signOut() {
     alloc: { status: "idle", data: null, error: null, seq: state.alloc.seq + 1 },
     policies: { status: "idle", items: [], error: null, seq: state.policies.seq + 1 },
     budgets: { items: [], seq: state.budgets.seq + 1 },
+    recommendations: { status: "idle", data: null, error: null, seq: state.recommendations.seq + 1 },
+    forecast: { status: "idle", data: null, error: null, seq: state.forecast.seq + 1 },
+    anomalies: { status: "idle", data: null, error: null, seq: state.anomalies.seq + 1 },
     form: { open: false, values: { ...FORM_DEFAULTS }, errors: {}, failure: null, busy: false, opener: null },
     signin: { busy: false, error: null },
   });
@@ -78,7 +82,7 @@ export function signOut() {
 function enter() {
   if (READERS.has(state.who.role)) {
     loadTenants();
-    loadAllocation();
+    loadAdvice(loadAllocation());
     loadPolicies();
     loadBudgets();
   }
