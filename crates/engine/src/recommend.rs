@@ -74,7 +74,9 @@ pub fn parse_threshold(field: &str, s: &str) -> Result<Decimal, FieldError> {
     let s = s.trim();
     let ok = !s.is_empty()
         && s.chars().all(|c| c.is_ascii_digit() || c == '.')
-        && s.split('.').nth(1).is_none_or(|f| f.len() <= 6 && !f.is_empty());
+        && s.split('.')
+            .nth(1)
+            .is_none_or(|f| f.len() <= 6 && !f.is_empty());
     s.parse::<Decimal>()
         .ok()
         .filter(|d| ok && *d >= Decimal::ZERO && *d <= Decimal::ONE)
@@ -585,58 +587,58 @@ fn low_utilization(
         .try_into()
         .unwrap_or(current);
     // The part of the cost that would go, and how the GPUs that stay would be shaped.
-    let (action, keep_gpus, removed, profile, fraction): (_, u32, Decimal, _, _) = if needed < current
-    {
-        let removed = Decimal::from(current - needed) / Decimal::from(current);
-        (Action::FewerGpus, needed, removed, None, None)
-    } else {
-        // The busiest GPU-hour's busy share of the hour.
-        let peak = gpus
-            .iter()
-            .flat_map(|g| g.1.values())
-            .map(|h| dec(h.q[1]) / Decimal::from(3600))
-            .max()
-            .unwrap_or_default();
-        let memory = ev.memory_peak_gb;
-        let mig = mig_table(model).and_then(|(total, profiles)| {
-            profiles
+    let (action, keep_gpus, removed, profile, fraction): (_, u32, Decimal, _, _) =
+        if needed < current {
+            let removed = Decimal::from(current - needed) / Decimal::from(current);
+            (Action::FewerGpus, needed, removed, None, None)
+        } else {
+            // The busiest GPU-hour's busy share of the hour.
+            let peak = gpus
                 .iter()
-                .find(|p| {
-                    p.slices < total
-                        && Decimal::from(p.slices) >= peak * Decimal::from(total)
-                        && memory.is_none_or(|m| Decimal::from(p.memory_gb) >= m)
-                })
-                .map(|p| (p, total))
-        });
-        match mig {
-            Some((p, total)) => {
-                let part = Decimal::from(p.slices) / Decimal::from(total);
-                let removed = Decimal::from(total - p.slices) / Decimal::from(total);
-                ev.profile_memory_gb = Some(Decimal::from(p.memory_gb));
-                (
-                    Action::MigProfile,
-                    current,
-                    removed,
-                    Some(p.name),
-                    Some(part.round_dp(6)),
-                )
-            }
-            None => {
-                let step = Decimal::new(5, 2);
-                let fraction = ((peak / step).ceil() * step).max(step);
-                if fraction >= Decimal::ONE {
-                    return;
+                .flat_map(|g| g.1.values())
+                .map(|h| dec(h.q[1]) / Decimal::from(3600))
+                .max()
+                .unwrap_or_default();
+            let memory = ev.memory_peak_gb;
+            let mig = mig_table(model).and_then(|(total, profiles)| {
+                profiles
+                    .iter()
+                    .find(|p| {
+                        p.slices < total
+                            && Decimal::from(p.slices) >= peak * Decimal::from(total)
+                            && memory.is_none_or(|m| Decimal::from(p.memory_gb) >= m)
+                    })
+                    .map(|p| (p, total))
+            });
+            match mig {
+                Some((p, total)) => {
+                    let part = Decimal::from(p.slices) / Decimal::from(total);
+                    let removed = Decimal::from(total - p.slices) / Decimal::from(total);
+                    ev.profile_memory_gb = Some(Decimal::from(p.memory_gb));
+                    (
+                        Action::MigProfile,
+                        current,
+                        removed,
+                        Some(p.name),
+                        Some(part.round_dp(6)),
+                    )
                 }
-                (
-                    Action::ShareGpu,
-                    current,
-                    Decimal::ONE - fraction,
-                    None,
-                    Some(fraction.normalize()),
-                )
+                None => {
+                    let step = Decimal::new(5, 2);
+                    let fraction = ((peak / step).ceil() * step).max(step);
+                    if fraction >= Decimal::ONE {
+                        return;
+                    }
+                    (
+                        Action::ShareGpu,
+                        current,
+                        Decimal::ONE - fraction,
+                        None,
+                        Some(fraction.normalize()),
+                    )
+                }
             }
-        }
-    };
+        };
     let id = base(Kind::LowUtilization, 0, action, Evidence::default()).deployment_id;
     for (c, cost) in ctx.cost(gpus.iter().flat_map(|g| g.1.values())) {
         let (savings, monthly) = ctx.savings(c, cost * removed);
@@ -758,7 +760,11 @@ mod tests {
         assert_eq!(parse_threshold("x", "1").unwrap(), Decimal::ONE);
         assert_eq!(parse_threshold("x", "0.123456").unwrap(), dec("0.123456"));
         for bad in ["1.5", "-0.1", "0.1234567", "abc", "", ".", "1e-2", "0."] {
-            assert_eq!(parse_threshold("idle_share", bad).unwrap_err().field, "idle_share", "{bad}");
+            assert_eq!(
+                parse_threshold("idle_share", bad).unwrap_err().field,
+                "idle_share",
+                "{bad}"
+            );
         }
     }
 
@@ -786,7 +792,10 @@ mod tests {
         let out = run(&rs, &[policy("H100", "2.50", Currency::EUR)]);
         assert_eq!(out.len(), 1, "{out:?}");
         let r = &out[0];
-        assert_eq!((r.kind, r.action), (Kind::LowUtilization, Action::MigProfile));
+        assert_eq!(
+            (r.kind, r.action),
+            (Kind::LowUtilization, Action::MigProfile)
+        );
         assert_eq!((r.gpus, r.current_gpus), (1, 1));
         assert_eq!(r.mig_profile, Some("2g.20gb"));
         assert_eq!(r.gpu_fraction, Some(dec("0.285714")));
@@ -875,7 +884,10 @@ mod tests {
         assert_eq!(out[0].mig_profile, Some("1g.10gb"));
         assert_eq!(out[0].savings.unwrap().amount, dec("514.29"));
         assert_eq!(out[0].monthly_savings.unwrap().amount, dec("1542.86"));
-        assert_eq!((out[1].kind, out[1].action), (Kind::Unpriced, Action::AddPolicy));
+        assert_eq!(
+            (out[1].kind, out[1].action),
+            (Kind::Unpriced, Action::AddPolicy)
+        );
         assert_eq!(out[1].evidence.unpriced_gpu_hours, dec("240"));
         assert_eq!(out[1].cost, None);
     }
