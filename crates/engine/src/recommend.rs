@@ -227,9 +227,8 @@ pub fn mig_table(model: &str) -> Option<(u32, &'static [MigProfile])> {
         Some((7, &H200))
     } else if has("h100") && (has("94") || has("nvl")) {
         Some((7, &H100_94))
-    } else if has("h100") || has("h800") {
-        Some((7, &GB80))
-    } else if has("a100") && has("80") {
+    } else if has("h100") || has("h800") || (has("a100") && has("80")) {
+        // H100 and H800 80GB, and A100 80GB: the same profiles.
         Some((7, &GB80))
     } else if has("a100") {
         Some((7, &A100_40))

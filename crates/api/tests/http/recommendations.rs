@@ -163,6 +163,11 @@ pub async fn issue_40s_fleet_gets_its_idle_gpus_and_its_oversized_deployment_to_
     assert_eq!(amount(&low["cost"]), Decimal::new(754_560, 2));
     assert_eq!(amount(&low["savings"]), Decimal::new(565_920, 2));
     assert_eq!(amount(&low["monthly_savings"]), Decimal::new(565_920, 2));
+    assert_eq!(
+        low["message"],
+        "4 GPUs of infer-b were 15.0 % busy, 0.6 GPUs busy at once at the peak: 1 GPU would hold its \
+         load, 5,659.20 EUR a month."
+    );
     assert_eq!(low["mig_profile"], Value::Null);
     assert_eq!(low["gpu_fraction"], Value::Null);
 
