@@ -925,6 +925,38 @@ mod tests {
     }
 
     #[test]
+    fn the_recommendations_thresholds_are_read_and_checked() {
+        let d = from(&[]).expect("defaults");
+        assert_eq!(d.recommend, eai_engine::recommend::Thresholds::default());
+        let c = from(&[
+            ("EAI_RECOMMEND_IDLE_UTILIZATION", "0.1"),
+            ("EAI_RECOMMEND_IDLE_SHARE", "0.75"),
+            ("EAI_RECOMMEND_LOW_UTILIZATION", "1"),
+        ])
+        .expect("valid");
+        let t = c.recommend;
+        assert_eq!(
+            (t.idle_utilization, t.idle_share, t.low_utilization),
+            (
+                rust_decimal::Decimal::new(1, 1),
+                rust_decimal::Decimal::new(75, 2),
+                rust_decimal::Decimal::ONE
+            )
+        );
+        for bad in ["1.5", "-0.1", "0.1234567", "half"] {
+            let e = from(&[("EAI_RECOMMEND_IDLE_SHARE", bad)]).expect_err(bad);
+            assert!(e.to_string().contains("--recommend-idle-share"), "{e}");
+        }
+        let mut c = Config::default();
+        c.recommend.low_utilization = rust_decimal::Decimal::TWO;
+        let e = c.validate().expect_err("beyond 1");
+        assert!(
+            e.to_string().contains("EAI_RECOMMEND_LOW_UTILIZATION"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn bad_values_are_named() {
         let e = from(&[("EAI_LISTEN", "nowhere")]).expect_err("bad listen");
         assert!(e.to_string().contains("--listen"), "{e}");
