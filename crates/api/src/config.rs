@@ -186,6 +186,9 @@ pub struct Config {
     /// `EAI_FOCUS_PROVIDER_NAME` and `EAI_FOCUS_BILLING_ACCOUNT_ID` (both `eai-gpu`): who issues the charges of
     /// the FOCUS export (ProviderName, PublisherName, InvoiceIssuerName, BillingAccountName; BillingAccountId).
     pub focus_issuer: eai_engine::focus::Issuer,
+    /// `EAI_RECOMMEND_IDLE_UTILIZATION` (0.05), `EAI_RECOMMEND_IDLE_SHARE` (0.5) and `EAI_RECOMMEND_LOW_UTILIZATION`
+    /// (0.3): the recommendations' thresholds when a request gives none (decimals from 0 to 1, 6 places at most).
+    pub recommend: eai_engine::recommend::Thresholds,
 }
 
 /// The server's certificate chain and private key (PEM files).
@@ -233,6 +236,7 @@ impl Default for Config {
             metrics_max_gpu_series: DEFAULT_METRICS_MAX_GPU_SERIES,
             metrics_tenant_cost: false,
             focus_issuer: eai_engine::focus::Issuer::default(),
+            recommend: eai_engine::recommend::Thresholds::default(),
         }
     }
 }
@@ -294,6 +298,7 @@ impl std::fmt::Debug for Config {
             .field("metrics_max_gpu_series", &self.metrics_max_gpu_series)
             .field("metrics_tenant_cost", &self.metrics_tenant_cost)
             .field("focus_issuer", &self.focus_issuer)
+            .field("recommend", &self.recommend)
             .finish()
     }
 }
@@ -333,6 +338,23 @@ impl Config {
         }
         if self.max_concurrent_allocations == 0 {
             bail!("EAI_MAX_CONCURRENT_ALLOCATIONS must be at least 1");
+        }
+        for (name, v) in [
+            (
+                "EAI_RECOMMEND_IDLE_UTILIZATION",
+                self.recommend.idle_utilization,
+            ),
+            ("EAI_RECOMMEND_IDLE_SHARE", self.recommend.idle_share),
+            (
+                "EAI_RECOMMEND_LOW_UTILIZATION",
+                self.recommend.low_utilization,
+            ),
+        ] {
+            if !(rust_decimal::Decimal::ZERO..=rust_decimal::Decimal::ONE).contains(&v)
+                || v.scale() > 6
+            {
+                bail!("{name} must be a decimal from 0 to 1 with at most 6 places, not {v}");
+            }
         }
         if let Some(t) = &self.metrics_token {
             if t.expose_secret().len() < 16 {
@@ -490,6 +512,15 @@ pub struct ConfigArgs {
     /// The FOCUS export's BillingAccountId [default: eai-gpu].
     #[arg(long, env = "EAI_FOCUS_BILLING_ACCOUNT_ID", value_name = "ID", value_parser = text)]
     pub focus_billing_account_id: Option<String>,
+    /// Recommendations: a GPU-hour busy at most this share of its time is idle, 0 to 1 [default: 0.05].
+    #[arg(long, env = "EAI_RECOMMEND_IDLE_UTILIZATION", value_name = "SHARE", value_parser = threshold)]
+    pub recommend_idle_utilization: Option<rust_decimal::Decimal>,
+    /// Recommendations: a GPU idle for at least this share of the hours it ran could go, 0 to 1 [default: 0.5].
+    #[arg(long, env = "EAI_RECOMMEND_IDLE_SHARE", value_name = "SHARE", value_parser = threshold)]
+    pub recommend_idle_share: Option<rust_decimal::Decimal>,
+    /// Recommendations: a deployment busy under this share of its GPU-hours is oversized, 0 to 1 [default: 0.3].
+    #[arg(long, env = "EAI_RECOMMEND_LOW_UTILIZATION", value_name = "SHARE", value_parser = threshold)]
+    pub recommend_low_utilization: Option<rust_decimal::Decimal>,
 }
 
 /// `command` (and its subcommands) without the variables that are set but blank: a blank `EAI_*` variable is
@@ -589,6 +620,15 @@ impl ConfigArgs {
                     .focus_billing_account_id
                     .unwrap_or(d.focus_issuer.billing_account_id),
             },
+            recommend: eai_engine::recommend::Thresholds {
+                idle_utilization: self
+                    .recommend_idle_utilization
+                    .unwrap_or(d.recommend.idle_utilization),
+                idle_share: self.recommend_idle_share.unwrap_or(d.recommend.idle_share),
+                low_utilization: self
+                    .recommend_low_utilization
+                    .unwrap_or(d.recommend.low_utilization),
+            },
         };
         c.validate()?;
         Ok(c)
@@ -630,6 +670,11 @@ fn address(v: &str) -> Result<SocketAddr, String> {
     trimmed(v)?
         .parse()
         .map_err(|_| format!("not an address like {DEFAULT_LISTEN}"))
+}
+
+/// A recommendations' threshold: a decimal from 0 to 1, 6 places at most.
+fn threshold(v: &str) -> Result<rust_decimal::Decimal, String> {
+    eai_engine::recommend::parse_threshold("threshold", trimmed(v)?).map_err(|e| e.reason)
 }
 
 fn number<T: std::str::FromStr>(v: &str) -> Result<T, String> {
@@ -877,6 +922,38 @@ mod tests {
         assert!(e.to_string().contains("EAI_METRICS_REFRESH_SECONDS"), "{e}");
         let e = from(&[("EAI_METRICS_TENANT_COST", "maybe")]).expect_err("bad switch");
         assert!(e.to_string().contains("--metrics-tenant-cost"), "{e}");
+    }
+
+    #[test]
+    fn the_recommendations_thresholds_are_read_and_checked() {
+        let d = from(&[]).expect("defaults");
+        assert_eq!(d.recommend, eai_engine::recommend::Thresholds::default());
+        let c = from(&[
+            ("EAI_RECOMMEND_IDLE_UTILIZATION", "0.1"),
+            ("EAI_RECOMMEND_IDLE_SHARE", "0.75"),
+            ("EAI_RECOMMEND_LOW_UTILIZATION", "1"),
+        ])
+        .expect("valid");
+        let t = c.recommend;
+        assert_eq!(
+            (t.idle_utilization, t.idle_share, t.low_utilization),
+            (
+                rust_decimal::Decimal::new(1, 1),
+                rust_decimal::Decimal::new(75, 2),
+                rust_decimal::Decimal::ONE
+            )
+        );
+        for bad in ["1.5", "-0.1", "0.1234567", "half"] {
+            let e = from(&[("EAI_RECOMMEND_IDLE_SHARE", bad)]).expect_err(bad);
+            assert!(e.to_string().contains("--recommend-idle-share"), "{e}");
+        }
+        let mut c = Config::default();
+        c.recommend.low_utilization = rust_decimal::Decimal::TWO;
+        let e = c.validate().expect_err("beyond 1");
+        assert!(
+            e.to_string().contains("EAI_RECOMMEND_LOW_UTILIZATION"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -25,6 +25,8 @@ pub struct Settings {
     pub store_metrics: eai_app::store_metrics::Options,
     /// Who issues the FOCUS export's charges.
     pub focus_issuer: eai_engine::focus::Issuer,
+    /// The recommendations' thresholds when a request gives none.
+    pub recommend: eai_engine::recommend::Thresholds,
 }
 
 impl Settings {
@@ -42,6 +44,7 @@ impl Settings {
                 tenant_cost: c.metrics_tenant_cost,
             },
             focus_issuer: c.focus_issuer.clone(),
+            recommend: c.recommend,
         }
     }
 }

@@ -1367,6 +1367,12 @@ on_both_backends!(
     providers_are_registered_confirmed_and_priced_by_last_month,
 );
 
+#[path = "http/recommendations.rs"]
+mod recommendations;
+use recommendations::*;
+
+on_both_backends!(issue_40s_fleet_gets_its_idle_gpus_and_its_oversized_deployment_to_the_cent);
+
 // Each answer's type (`eai_api::views`) against its component schema in the contract.
 #[path = "http/views.rs"]
 mod views;

@@ -329,7 +329,7 @@ pub async fn breakdown_of(
 /// The per-GPU usage of `period` that `scope` may see, from the replica: its per-GPU rollups (a tenant's
 /// dedicated deployments' only), and the exact hours (a policy starting or ending off the hour) from the primary,
 /// as the allocation from the replica reads them.
-async fn gpu_usage_from_replica(
+pub(crate) async fn gpu_usage_from_replica(
     ch: &ClickHouse,
     store: &(impl AllocationStore + ?Sized),
     scope: eai_store::Scope,

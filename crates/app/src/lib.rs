@@ -9,7 +9,8 @@
 //! (the figures `/metrics` reads from the store, refreshed in the background), [`leader`] (one replica runs each
 //! job: a lease per job), [`metrics`] (the process's Prometheus registry), [`params`] (the parameters both front
 //! ends read: periods, breakdown groupings and filters, thresholds), [`keys`] (an API key request validated, a
-//! key as listed), [`clock`] (the clock, read and waited on in one place).
+//! key as listed), [`recommend`] (the recommendations of a period: idle and oversized GPUs with their
+//! savings), [`clock`] (the clock, read and waited on in one place).
 
 pub mod allocation;
 pub mod allocation_series;
@@ -22,4 +23,5 @@ pub mod keys;
 pub mod leader;
 pub mod metrics;
 pub mod params;
+pub mod recommend;
 pub mod store_metrics;

@@ -22,6 +22,7 @@ pub mod gpu_usage;
 pub mod money;
 pub mod policy;
 pub mod provider;
+pub mod recommend;
 pub mod report;
 pub mod rollup;
 pub mod scope;

@@ -19,6 +19,7 @@ pub mod gpu_usage;
 pub mod keys;
 pub mod policies;
 pub mod portal;
+pub mod recommendations;
 pub mod samples;
 pub mod slurm;
 pub mod system;
@@ -36,6 +37,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/finops/gpu/allocation/focus", get(focus::get))
         .route("/v1/finops/gpu/allocation/explain", get(explain::get))
         .route("/v1/finops/gpu/usage", get(gpu_usage::get))
+        .route("/v1/finops/gpu/recommendations", get(recommendations::get))
         .route("/v1/finops/gpu/slurm/reconciliation", post(slurm::post))
         .route(
             "/v1/finops/gpu/allocation/series",

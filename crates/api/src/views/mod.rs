@@ -17,6 +17,7 @@ pub mod ingest;
 pub mod key;
 pub mod policy;
 pub mod provider;
+pub mod recommendation;
 pub mod series;
 pub mod system;
 pub mod tenant;

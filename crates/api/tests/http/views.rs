@@ -17,6 +17,9 @@ use eai_api::views::policy::{
     AllocationPolicy, AllocationPolicyChange, AllocationPolicyCreated, AllocationPolicyDisable,
 };
 use eai_api::views::provider::Provider;
+use eai_api::views::recommendation::{
+    IdleGpu, Recommendation, RecommendationEvidence, RecommendationList, RecommendationThresholds,
+};
 use eai_api::views::series::{AllocationSeries, SeriesDeployment, SeriesStep, SeriesTotal};
 use eai_api::views::system::{Health, Ready};
 use eai_api::views::tenant::{Tenant, TenantCreate};
@@ -109,6 +112,11 @@ const TABLE: &[Row] = &[
     row!(SeriesDeployment => "SeriesDeployment"),
     row!(SeriesStep => "SeriesStep"),
     row!(AllocationSeries => "AllocationSeries"),
+    row!(RecommendationThresholds => "RecommendationThresholds"),
+    row!(IdleGpu => "IdleGpu"),
+    row!(RecommendationEvidence => "RecommendationEvidence"),
+    row!(Recommendation => "Recommendation"),
+    row!(RecommendationList => "RecommendationList"),
     row!(input AllocationPolicyDisable => "AllocationPolicyDisable"),
     row!(input BudgetDisable => "BudgetDisable"),
     row!(input ApiKeyCreate => "ApiKeyCreate"),
