@@ -100,17 +100,17 @@ func TestGpuRecommendations(t *testing.T) {
 	if r.Cost == nil || r.Cost.Currency != "USD" {
 		t.Errorf("cost %+v", r.Cost)
 	}
-	// Largest monthly savings first.
-	var last *big.Rat
+	// Largest monthly savings first (compared within a currency; the unpriced have none).
+	last := map[string]*big.Rat{}
 	for _, x := range recs.Items {
 		if x.MonthlySavings == nil {
 			continue
 		}
-		v := rat(t, x.MonthlySavings.Amount)
-		if last != nil && v.Cmp(last) > 0 {
+		v, cur := rat(t, x.MonthlySavings.Amount), x.MonthlySavings.Currency
+		if last[cur] != nil && v.Cmp(last[cur]) > 0 {
 			t.Errorf("items not by monthly savings, largest first: %+v", recs.Items)
 		}
-		last = v
+		last[cur] = v
 	}
 
 	// A tenant's view: the deployment is shared (no sample names a tenant), so none of its recommendations.

@@ -97,9 +97,14 @@ async def test_recommendations_find_the_idle_gpu_and_price_it(client: AnyClient,
         Decimal("0.5"),
         Decimal("0.3"),
     )
-    # Largest monthly savings first (the unpriced ones, without savings, after the priced ones).
-    priced = [r.monthly_savings.amount for r in recs.items if r.monthly_savings is not None]
-    assert priced == sorted(priced, reverse=True)
+    # Largest monthly savings first (compared within a currency; the unpriced have none).
+    for currency in {r.monthly_savings.currency for r in recs.items if r.monthly_savings is not None}:
+        priced = [
+            r.monthly_savings.amount
+            for r in recs.items
+            if r.monthly_savings and r.monthly_savings.currency == currency
+        ]
+        assert priced == sorted(priced, reverse=True), currency
 
     mine = [r for r in recs.items if r.deployment_id == deployment]
     assert len(mine) == 1, recs.raw
