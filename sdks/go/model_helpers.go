@@ -275,6 +275,46 @@ const (
 	SlurmJobNotInSlurm = "not_in_slurm"
 )
 
+// ------------------------------------------------------------------------------------------- advice
+
+// The values of Recommendation.Kind.
+const (
+	// RecommendationIdleGpus: GPUs idle for most of the hours they ran; they could go.
+	RecommendationIdleGpus = "idle_gpus"
+	// RecommendationLowUtilization: the deployment's other GPUs, busy under the low-utilization threshold.
+	RecommendationLowUtilization = "low_utilization"
+	// RecommendationUnpriced: GPU time no policy prices (no savings: add a policy).
+	RecommendationUnpriced = "unpriced"
+)
+
+// The values of Recommendation.Action.
+const (
+	ActionRemoveGpus = "remove_gpus"
+	ActionFewerGpus  = "fewer_gpus"
+	ActionMigProfile = "mig_profile"
+	ActionShareGpu   = "share_gpu"
+	ActionAddPolicy  = "add_policy"
+)
+
+// The values of Anomaly.Metric and Anomaly.Direction.
+const (
+	AnomalyMetricCost       = "cost"
+	AnomalyMetricGpuSeconds = "gpu_seconds"
+	AnomalyAbove            = "above"
+	AnomalyBelow            = "below"
+)
+
+// Deployment returns the recommendations of a deployment (none: nil).
+func (l *RecommendationList) Deployment(id string) []Recommendation {
+	var out []Recommendation
+	for _, r := range l.Items {
+		if r.DeploymentID == id {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // ------------------------------------------------------------------------------------------- providers
 
 // The values of Provider.Discovery.

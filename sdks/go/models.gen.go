@@ -1286,3 +1286,177 @@ type SlurmReconciliation struct {
 	IdleCost []Money        `json:"idle_cost"`
 	Jobs     []SlurmJobLine `json:"jobs"`
 }
+
+// RecommendationEvidence is the schema RecommendationEvidence of the contract. What a recommendation rests on, over
+// the deployment's GPUs it is about (for `low_utilization`, those not idle; hours and GPU-hours as JSON numbers, 4
+// places).
+type RecommendationEvidence struct {
+	// Hours Hours of the period in which these GPUs ran.
+	Hours int64 `json:"hours"`
+	// GpuHours An exact decimal quantity as a JSON number: the server writes the decimal's digits (at most 4 places),
+	// never a float's approximation. Read it as a decimal (Python: `json.loads(..., parse_float=Decimal)`) to keep
+	// every digit.
+	GpuHours Quantity `json:"gpu_hours"`
+	// BusyGpuHours An exact decimal quantity as a JSON number: the server writes the decimal's digits (at most 4
+	// places), never a float's approximation. Read it as a decimal (Python: `json.loads(..., parse_float=Decimal)`) to
+	// keep every digit.
+	BusyGpuHours Quantity `json:"busy_gpu_hours"`
+	// Utilization busy_gpu_hours / gpu_hours.
+	Utilization Quantity `json:"utilization"`
+	// UtilizationP50 Median of the GPU-hours' utilizations (nearest rank).
+	UtilizationP50 Quantity `json:"utilization_p50"`
+	// UtilizationP95 95th percentile of the GPU-hours' utilizations (nearest rank).
+	UtilizationP95 Quantity `json:"utilization_p95"`
+	// PeakBusyGpus The busiest hour's busy GPU-hours: GPUs busy at once, on the hour's mean.
+	PeakBusyGpus Quantity `json:"peak_busy_gpus"`
+	// MemoryPeakGB The largest mean GPU memory of a GPU-hour, GB; null where no memory was reported.
+	MemoryPeakGB Quantity `json:"memory_peak_gb"`
+	// ProfileMemoryGB The suggested MIG profile's memory, GB (null: no profile).
+	ProfileMemoryGB Quantity `json:"profile_memory_gb"`
+	// IdleGpus `idle_gpus`: the GPUs idle for most of the hours they ran.
+	IdleGpus []IdleGpu `json:"idle_gpus"`
+	// UnpricedGpuHours An exact decimal quantity as a JSON number: the server writes the decimal's digits (at most 4
+	// places), never a float's approximation. Read it as a decimal (Python: `json.loads(..., parse_float=Decimal)`) to
+	// keep every digit.
+	UnpricedGpuHours Quantity `json:"unpriced_gpu_hours"`
+}
+
+// IdleGpu is the schema IdleGpu of the contract.
+type IdleGpu struct {
+	GpuUUID string `json:"gpu_uuid"`
+	// Hours Hours it ran for the deployment.
+	Hours int64 `json:"hours"`
+	// IdleHours Of them, hours at most `idle_utilization` busy.
+	IdleHours int64 `json:"idle_hours"`
+}
+
+// Recommendation is the schema Recommendation of the contract.
+type Recommendation struct {
+	Kind         string `json:"kind"`
+	DeploymentID string `json:"deployment_id"`
+	// Model The GPU model of most of its GPU time.
+	Model string `json:"model"`
+	// CurrentGpus Distinct GPUs it ran on in the period.
+	CurrentGpus int64 `json:"current_gpus"`
+	// Gpus `idle_gpus`: GPUs that could go; `low_utilization`: GPUs that would hold its load (each a `mig_profile` or
+	// `gpu_fraction` of a GPU where given); `unpriced`: GPUs with unpriced time.
+	Gpus   int64  `json:"gpus"`
+	Action string `json:"action"`
+	// MigProfile `mig_profile`: e.g. `2g.20gb`.
+	MigProfile *string `json:"mig_profile"`
+	// GpuFraction `mig_profile` and `share_gpu`: the share of a GPU each of `gpus` would be.
+	GpuFraction Decimal `json:"gpu_fraction"`
+	// Evidence What a recommendation rests on, over the deployment's GPUs it is about (for `low_utilization`, those
+	// not idle; hours and GPU-hours as JSON numbers, 4 places).
+	Evidence       RecommendationEvidence `json:"evidence"`
+	Cost           *Money                 `json:"cost"`
+	Savings        *Money                 `json:"savings"`
+	MonthlySavings *Money                 `json:"monthly_savings"`
+	Message        string                 `json:"message"`
+}
+
+// RecommendationThresholds is the schema RecommendationThresholds of the contract.
+type RecommendationThresholds struct {
+	// IdleUtilization An exact decimal as a string (`"412.70"`): never a float.
+	IdleUtilization Decimal `json:"idle_utilization"`
+	// IdleShare An exact decimal as a string (`"412.70"`): never a float.
+	IdleShare Decimal `json:"idle_share"`
+	// LowUtilization An exact decimal as a string (`"412.70"`): never a float.
+	LowUtilization Decimal `json:"low_utilization"`
+}
+
+// RecommendationList is the schema RecommendationList of the contract.
+type RecommendationList struct {
+	From       string                   `json:"from"`
+	To         string                   `json:"to"`
+	Thresholds RecommendationThresholds `json:"thresholds"`
+	Items      []Recommendation         `json:"items"`
+}
+
+// ForecastLine is the schema ForecastLine of the contract. One tenant's spend on one deployment in one currency
+// (`tenant_id` null: the deployment's unallocated idle capacity).
+type ForecastLine struct {
+	TenantID     *string `json:"tenant_id"`
+	DeploymentID string  `json:"deployment_id"`
+	// Spent An amount rounded to the currency's minor unit, e.g. {"amount": "412.70", "currency": "EUR"}.
+	Spent Money `json:"spent"`
+	// Expected An amount rounded to the currency's minor unit, e.g. {"amount": "412.70", "currency": "EUR"}.
+	Expected Money `json:"expected"`
+	// Low An amount rounded to the currency's minor unit, e.g. {"amount": "412.70", "currency": "EUR"}.
+	Low Money `json:"low"`
+	// High An amount rounded to the currency's minor unit, e.g. {"amount": "412.70", "currency": "EUR"}.
+	High Money `json:"high"`
+}
+
+// ForecastTotal is the schema ForecastTotal of the contract.
+type ForecastTotal struct {
+	TenantID *string `json:"tenant_id"`
+	// Spent An amount rounded to the currency's minor unit, e.g. {"amount": "412.70", "currency": "EUR"}.
+	Spent Money `json:"spent"`
+	// Expected An amount rounded to the currency's minor unit, e.g. {"amount": "412.70", "currency": "EUR"}.
+	Expected Money `json:"expected"`
+	// Low An amount rounded to the currency's minor unit, e.g. {"amount": "412.70", "currency": "EUR"}.
+	Low Money `json:"low"`
+	// High An amount rounded to the currency's minor unit, e.g. {"amount": "412.70", "currency": "EUR"}.
+	High Money `json:"high"`
+}
+
+// BudgetForecast is the schema BudgetForecast of the contract.
+type BudgetForecast struct {
+	BudgetID string `json:"budget_id"`
+	TenantID string `json:"tenant_id"`
+	Name     string `json:"name"`
+	// Limit An amount rounded to the currency's minor unit, e.g. {"amount": "412.70", "currency": "EUR"}.
+	Limit Money `json:"limit"`
+	// Spent An amount rounded to the currency's minor unit, e.g. {"amount": "412.70", "currency": "EUR"}.
+	Spent Money `json:"spent"`
+	// Expected An amount rounded to the currency's minor unit, e.g. {"amount": "412.70", "currency": "EUR"}.
+	Expected Money `json:"expected"`
+	// ExhaustedOn The day the limit is expected to be reached (null: not this month).
+	ExhaustedOn *string `json:"exhausted_on"`
+	// ExhaustedOnHigh The same at the band's high: the earliest it may be.
+	ExhaustedOnHigh *string `json:"exhausted_on_high"`
+}
+
+// Forecast is the schema Forecast of the contract.
+type Forecast struct {
+	Period string `json:"period"`
+	From   string `json:"from"`
+	To     string `json:"to"`
+	// AsOf Spend is counted up to here (a midnight UTC); the model forecasts from here to `to`.
+	AsOf        string           `json:"as_of"`
+	HistoryFrom string           `json:"history_from"`
+	DaysLeft    int64            `json:"days_left"`
+	Lines       []ForecastLine   `json:"lines"`
+	Tenants     []ForecastTotal  `json:"tenants"`
+	Budgets     []BudgetForecast `json:"budgets"`
+}
+
+// Anomaly is the schema Anomaly of the contract.
+type Anomaly struct {
+	ID           string `json:"id"`
+	DeploymentID string `json:"deployment_id"`
+	Hour         string `json:"hour"`
+	Metric       string `json:"metric"`
+	// Currency `cost`: its currency.
+	Currency *string `json:"currency"`
+	// Value An exact decimal as a string (`"412.70"`): never a float.
+	Value Decimal `json:"value"`
+	// BaselineMedian An exact decimal as a string (`"412.70"`): never a float.
+	BaselineMedian Decimal `json:"baseline_median"`
+	// BaselineMad An exact decimal as a string (`"412.70"`): never a float.
+	BaselineMad Decimal `json:"baseline_mad"`
+	// DeviationMads |value - median| / (1.4826 x MAD), 2 places; null when the MAD is 0.
+	DeviationMads Decimal `json:"deviation_mads"`
+	Direction     string  `json:"direction"`
+	BaselineHours int64   `json:"baseline_hours"`
+	DetectedAt    string  `json:"detected_at"`
+	Message       string  `json:"message"`
+}
+
+// AnomalyList is the schema AnomalyList of the contract.
+type AnomalyList struct {
+	From  string    `json:"from"`
+	To    string    `json:"to"`
+	Items []Anomaly `json:"items"`
+}

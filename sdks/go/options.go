@@ -1,6 +1,7 @@
 package eai
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -342,6 +343,36 @@ func WithFilter(dim Dimension, values ...string) RequestOption {
 // idle_below. An empty Decimal leaves the parameter out.
 func WithIdleBelow(share Decimal) RequestOption {
 	return WithQueryParam("idle_below", string(share))
+}
+
+// WithIdleUtilization sets a threshold of FinOps.GpuRecommendations (query parameter `idle_utilization`): a
+// GPU-hour busy at most this share of its time is idle. A decimal from 0 to 1 (the server's default "0.05");
+// out of range, the server answers validation_error on idle_utilization. An empty Decimal leaves it out.
+func WithIdleUtilization(share Decimal) RequestOption {
+	return WithQueryParam("idle_utilization", string(share))
+}
+
+// WithIdleShare sets a threshold of FinOps.GpuRecommendations (query parameter `idle_share`): a GPU idle for at
+// least this share of the hours it ran could go. A decimal from 0 to 1 (default "0.5").
+func WithIdleShare(share Decimal) RequestOption {
+	return WithQueryParam("idle_share", string(share))
+}
+
+// WithLowUtilization sets a threshold of FinOps.GpuRecommendations (query parameter `low_utilization`): a
+// deployment busy under this share of its GPU-hours is oversized. A decimal from 0 to 1 (default "0.3").
+func WithLowUtilization(share Decimal) RequestOption {
+	return WithQueryParam("low_utilization", string(share))
+}
+
+// WithMonth sets the month of FinOps.GpuForecast (query parameter `period`, "YYYY-MM"). A year outside
+// 1..9999 or a month outside January..December is a configuration error, nothing sent.
+func WithMonth(year int, month time.Month) RequestOption {
+	if year < 1 || year > 9999 || month < time.January || month > time.December {
+		return requestOnly(func(*call) error {
+			return configError("WithMonth: no month %04d-%02d", year, int(month))
+		})
+	}
+	return WithQueryParam("period", fmt.Sprintf("%04d-%02d", year, int(month)))
 }
 
 // WithRequestID sets the call's X-Request-Id, echoed by the server in its answer, its logs and the audit

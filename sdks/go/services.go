@@ -244,6 +244,66 @@ func (f *FinOpsService) GpuSlurmReconciliation(ctx context.Context, sacct any, o
 	return &out, nil
 }
 
+// GpuRecommendations returns what to do about a period's idle and oversized GPUs, with the savings (GET
+// /v1/finops/gpu/recommendations), largest monthly savings first. Give the period as for GpuAllocation, and
+// the thresholds with WithIdleUtilization, WithIdleShare and WithLowUtilization (decimals from 0 to 1; left
+// out, the server's: 0.05, 0.5 and 0.3; Thresholds in the answer gives those applied):
+//
+//	recs, err := client.FinOps.GpuRecommendations(ctx,
+//		eai.WithQuery(map[string]string{"from": "2026-10-01", "to": "2026-10-31"}), eai.WithIdleUtilization("0.05"))
+//
+// Per deployment a Kind: RecommendationIdleGpus (GPUs busy at most the idle utilization for at least the idle
+// share of the hours they ran: ActionRemoveGpus), RecommendationLowUtilization (the others, busy under the low
+// utilization: ActionFewerGpus, ActionMigProfile or ActionShareGpu) or RecommendationUnpriced (GPU time no
+// policy prices: ActionAddPolicy, no savings). Evidence holds the figures it rests on (Quantity, exact); Cost,
+// Savings (the period's) and MonthlySavings are Money, nil where unpriced. A tenant's key sees its dedicated
+// deployments only. A threshold out of range or a bad period is an *APIError matching ErrValidation whose
+// Fields() name it.
+func (f *FinOpsService) GpuRecommendations(ctx context.Context, opts ...RequestOption) (*RecommendationList, error) {
+	var out RecommendationList
+	if err := f.c.op(ctx, "getGpuRecommendations", nil, nil, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GpuForecast returns a month's expected spend per tenant and deployment, and when the budgets run out (GET
+// /v1/finops/gpu/forecast). Give the month with WithMonth (or "period": "YYYY-MM" in WithQuery); none, the
+// current month (UTC):
+//
+//	f, err := client.FinOps.GpuForecast(ctx, eai.WithMonth(2026, time.November))
+//
+// Spend is counted up to AsOf (a midnight UTC); the DaysLeft are a straight line fitted to the daily costs
+// since HistoryFrom (28 days before the month), times a factor per weekday. Each line (tenant x deployment x
+// currency) and each tenant's total has Spent, Expected and the band Low/High; each budget in force the day
+// its limit is expected to be reached (ExhaustedOn, "YYYY-MM-DD", nil: not this month) and the earliest
+// (ExhaustedOnHigh). A month over has its figures, the band equal to them. A tenant's key sees its own lines
+// and budgets. Another period is an *APIError matching ErrValidation whose Fields() name period.
+func (f *FinOpsService) GpuForecast(ctx context.Context, opts ...RequestOption) (*Forecast, error) {
+	var out Forecast
+	if err := f.c.op(ctx, "getGpuForecast", nil, nil, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GpuAnomalies returns a period's hours whose cost or GPU time was far from their deployment's baseline (GET
+// /v1/finops/gpu/anomalies), newest first. Give the period as for GpuAllocation:
+//
+//	list, err := client.FinOps.GpuAnomalies(ctx, eai.WithQuery(map[string]string{"from": "2026-11-01", "to": "2026-11-07"}))
+//
+// Each: the deployment and Hour, the Metric (AnomalyMetricCost in Currency, or AnomalyMetricGpuSeconds), the
+// hour's Value, the baseline's median and MAD, DeviationMads (scaled MADs away; empty when the MAD is 0) and
+// the Direction (AnomalyAbove or AnomalyBelow). The server checks each closed hour once it is settled. A
+// tenant's key sees its dedicated deployments' only.
+func (f *FinOpsService) GpuAnomalies(ctx context.Context, opts ...RequestOption) (*AnomalyList, error) {
+	var out AnomalyList
+	if err := f.c.op(ctx, "listGpuAnomalies", nil, nil, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // CreateAllocationPolicy creates an allocation policy (POST /v1/finops/allocation-policies;
 // platform_admin). body is an AllocationPolicyCreate or a map such as
 // map[string]any{"name": "local-gpu-default", "gpu_hourly_cost": "2.50"}. Not retried after an error where

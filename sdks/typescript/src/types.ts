@@ -162,6 +162,57 @@ export type SeriesStep = Schemas["SeriesStep"];
 export type SeriesDeployment = Schemas["SeriesDeployment"];
 /** A currency's cost, allocated and unallocated amounts (decimal strings) of a step or of the period. */
 export type SeriesTotal = Schemas["SeriesTotal"];
+/**
+ * What to do about idle and oversized GPUs (`GET /v1/finops/gpu/recommendations`): the period, the thresholds
+ * applied and the {@link Recommendation}s, largest `monthly_savings` first.
+ */
+export type RecommendationList = Schemas["RecommendationList"];
+/**
+ * One deployment's recommendation: its {@link RecommendationKind} and {@link RecommendationAction}, `gpus` (idle
+ * GPUs that could go, the GPUs that would hold its load, or GPUs with unpriced time), a `mig_profile` or a
+ * `gpu_fraction` (a decimal string) where given, the `evidence`, and `cost`, `savings` (the period's) and
+ * `monthly_savings` as {@link Money} (null where unpriced).
+ */
+export type Recommendation = Schemas["Recommendation"];
+/** `idle_gpus`, `low_utilization` or `unpriced`. */
+export type RecommendationKind = Recommendation["kind"];
+/** `remove_gpus`, `fewer_gpus`, `mig_profile`, `share_gpu` or `add_policy`. */
+export type RecommendationAction = Recommendation["action"];
+/**
+ * What a recommendation rests on: hours, GPU-hours, busy GPU-hours, utilization (mean, p50, p95), the busiest
+ * hour's busy GPUs (numbers, 4 places), the memory peak and a MIG profile's memory (GB, null when unknown), the
+ * idle GPUs and the unpriced GPU-hours.
+ */
+export type RecommendationEvidence = Schemas["RecommendationEvidence"];
+/** A GPU idle for most of the hours it ran: the hours it ran for the deployment and how many were idle. */
+export type IdleGpu = Schemas["IdleGpu"];
+/** The thresholds a recommendation list applied (decimal strings, 0 to 1). */
+export type RecommendationThresholds = Schemas["RecommendationThresholds"];
+/**
+ * The month's expected spend (`GET /v1/finops/gpu/forecast`): spend counted up to `as_of` (a midnight UTC), the
+ * {@link ForecastLine}s (tenant x deployment x currency), each tenant's {@link ForecastTotal} (its lines summed)
+ * and each budget in force ({@link BudgetForecast}).
+ */
+export type Forecast = Schemas["Forecast"];
+/** One tenant's spend on one deployment in one currency (`tenant_id` null: unallocated idle capacity). */
+export type ForecastLine = Schemas["ForecastLine"];
+/** A tenant's spent, expected, low and high ({@link Money}): the sum of its lines. */
+export type ForecastTotal = Schemas["ForecastTotal"];
+/**
+ * A budget in force: its limit, spent and expected ({@link Money}), the day its limit is expected to be reached
+ * (`exhausted_on`, `YYYY-MM-DD`, null: not this month) and the earliest (`exhausted_on_high`).
+ */
+export type BudgetForecast = Schemas["BudgetForecast"];
+/** Hours far from their deployment's baseline (`GET /v1/finops/gpu/anomalies`), newest first. */
+export type AnomalyList = Schemas["AnomalyList"];
+/**
+ * One anomaly: the deployment and `hour`, the `metric` (`cost` in `currency`, or `gpu_seconds`), the hour's
+ * `value`, the baseline's median and MAD, `deviation_mads` (null when the MAD is 0; decimal strings), the
+ * `direction` and the baseline's hours.
+ */
+export type Anomaly = Schemas["Anomaly"];
+/** `cost` or `gpu_seconds`. */
+export type AnomalyMetric = Anomaly["metric"];
 /** The body of `POST /v1/finops/allocation-policies`. */
 export type AllocationPolicyCreate = Schemas["AllocationPolicyCreate"];
 /** The body of `POST /v1/finops/allocation-policies/{id}/supersede`. */
@@ -259,6 +310,10 @@ export type TokenCostBasis = NonNullable<TokenCostsQuery["basis"]>;
 export type TokenCostAggregate = NonNullable<TokenCostsQuery["aggregate"]>;
 /** The step of a series: `"hour"`, `"day"`, `"week"` (ISO, from Monday) or `"month"`, in UTC. */
 export type AllocationSeriesStep = NonNullable<AllocationSeriesQuery["step"]>;
+/** The query of `GET /v1/finops/gpu/recommendations`, as the contract spells it. */
+export type RecommendationsQuery = NonNullable<operations["getGpuRecommendations"]["parameters"]["query"]>;
+/** The query of `GET /v1/finops/gpu/forecast`, as the contract spells it. */
+export type ForecastQuery = NonNullable<operations["getGpuForecast"]["parameters"]["query"]>;
 /** The query of `GET /v1/finops/gpu/allocation/focus`, as the contract spells it. */
 export type AllocationFocusQuery = NonNullable<operations["getGpuAllocationFocus"]["parameters"]["query"]>;
 /** The file of a FOCUS export: `"csv"` (RFC 4180, a header line) or `"parquet"`. */
@@ -348,4 +403,23 @@ export interface SlurmReconciliationParams extends AllocationParams {
    * to 1, as a string (`"0.1"`) or a number (sent as `String(n)`). Default (the server's): `"0.1"`.
    */
   idleBelow?: SlurmReconciliationQuery["idle_below"] | number;
+}
+
+/** The period and thresholds of {@link FinOpsGpu.recommendations}. */
+export interface RecommendationsParams extends AllocationParams {
+  /**
+   * A GPU-hour busy at most this share of its time is idle: a decimal from 0 to 1, as a string (`"0.05"`) or a
+   * number (sent as `String(n)`). Default (the server's): `"0.05"`.
+   */
+  idleUtilization?: RecommendationsQuery["idle_utilization"] | number;
+  /** A GPU idle for at least this share of the hours it ran could go (0 to 1). Default (the server's): `"0.5"`. */
+  idleShare?: RecommendationsQuery["idle_share"] | number;
+  /** A deployment busy under this share of its GPU-hours is oversized (0 to 1). Default (the server's): `"0.3"`. */
+  lowUtilization?: RecommendationsQuery["low_utilization"] | number;
+}
+
+/** The month of {@link FinOpsGpu.forecast}. */
+export interface ForecastParams {
+  /** `"YYYY-MM"`, or a `Date` (its UTC year and month). Default: the current month (UTC, the server's clock). */
+  period?: ForecastQuery["period"] | Date;
 }

@@ -49,6 +49,8 @@ __all__ = [
     "AllocationPolicySupersede",
     "AllocationSeries",
     "AllocationTenant",
+    "Anomaly",
+    "AnomalyList",
     "ApiKey",
     "ApiKeyCreate",
     "ApiKeyCreated",
@@ -62,6 +64,7 @@ __all__ = [
     "BudgetCreate",
     "BudgetCurrent",
     "BudgetDisable",
+    "BudgetForecast",
     "BudgetList",
     "BudgetSupersede",
     "Catalog",
@@ -75,18 +78,26 @@ __all__ = [
     "ExplanationPriced",
     "ExplanationRounding",
     "ExplanationRoundingLine",
+    "Forecast",
+    "ForecastLine",
+    "ForecastTotal",
     "GpuSample",
     "GpuSampleBatch",
     "GpuSampleIngestResult",
     "GpuUsageBreakdown",
     "GpuUsageRow",
     "Health",
+    "IdleGpu",
     "Money",
     "MoneyInput",
     "Provider",
     "ProviderCreate",
     "ProviderPricing",
     "Ready",
+    "Recommendation",
+    "RecommendationEvidence",
+    "RecommendationList",
+    "RecommendationThresholds",
     "Reservation",
     "ReservationAmounts",
     "ReservationCommit",
@@ -1645,6 +1656,336 @@ class SlurmReconciliation(_h.SlurmReconciliationHelpers, Result, Model):
             measured_gpu_seconds=p_dec(d["measured_gpu_seconds"]),
             idle_cost=p_list(d["idle_cost"], lambda v: Money.from_json(p_obj(v))),
             jobs=p_list(d["jobs"], lambda v: SlurmJobLine.from_json(p_obj(v))),
+            raw=p_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class IdleGpu(Model):
+    """``IdleGpu`` of the contract."""
+
+    gpu_uuid: str
+    hours: int
+    """Hours it ran for the deployment."""
+    idle_hours: int
+    """Of them, hours at most `idle_utilization` busy."""
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The JSON object as the server sent it (fields this SDK does not name included)."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> IdleGpu:
+        return cls(
+            gpu_uuid=p_str(d["gpu_uuid"]),
+            hours=p_int(d["hours"]),
+            idle_hours=p_int(d["idle_hours"]),
+            raw=p_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class RecommendationEvidence(Model):
+    """What a recommendation rests on, over the deployment's GPUs it is about (for `low_utilization`, those not idle; hours and GPU-hours as JSON numbers, 4 places)."""
+
+    hours: int
+    """Hours of the period in which these GPUs ran."""
+    gpu_hours: Decimal
+    busy_gpu_hours: Decimal
+    utilization: Decimal
+    """busy_gpu_hours / gpu_hours."""
+    utilization_p50: Decimal
+    """Median of the GPU-hours' utilizations (nearest rank)."""
+    utilization_p95: Decimal
+    """95th percentile of the GPU-hours' utilizations (nearest rank)."""
+    peak_busy_gpus: Decimal
+    """The busiest hour's busy GPU-hours: GPUs busy at once, on the hour's mean."""
+    memory_peak_gb: Optional[Decimal]
+    """The largest mean GPU memory of a GPU-hour, GB; null where no memory was reported."""
+    profile_memory_gb: Optional[Decimal]
+    """The suggested MIG profile's memory, GB (null: no profile)."""
+    idle_gpus: List[IdleGpu]
+    """`idle_gpus`: the GPUs idle for most of the hours they ran."""
+    unpriced_gpu_hours: Decimal
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The JSON object as the server sent it (fields this SDK does not name included)."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> RecommendationEvidence:
+        return cls(
+            hours=p_int(d["hours"]),
+            gpu_hours=p_dec(d["gpu_hours"]),
+            busy_gpu_hours=p_dec(d["busy_gpu_hours"]),
+            utilization=p_dec(d["utilization"]),
+            utilization_p50=p_dec(d["utilization_p50"]),
+            utilization_p95=p_dec(d["utilization_p95"]),
+            peak_busy_gpus=p_dec(d["peak_busy_gpus"]),
+            memory_peak_gb=p_opt(d["memory_peak_gb"], p_dec),
+            profile_memory_gb=p_opt(d["profile_memory_gb"], p_dec),
+            idle_gpus=p_list(d["idle_gpus"], lambda v: IdleGpu.from_json(p_obj(v))),
+            unpriced_gpu_hours=p_dec(d["unpriced_gpu_hours"]),
+            raw=p_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class Recommendation(Model):
+    """``Recommendation`` of the contract."""
+
+    kind: str
+    deployment_id: str
+    model: str
+    """The GPU model of most of its GPU time."""
+    current_gpus: int
+    """Distinct GPUs it ran on in the period."""
+    gpus: int
+    """`idle_gpus`: GPUs that could go; `low_utilization`: GPUs that would hold its load (each a `mig_profile` or `gpu_fraction` of a GPU where given); `unpriced`: GPUs with unpriced time."""
+    action: str
+    mig_profile: Optional[str]
+    """`mig_profile`: e.g. `2g.20gb`."""
+    gpu_fraction: Optional[Decimal]
+    """`mig_profile` and `share_gpu`: the share of a GPU each of `gpus` would be."""
+    evidence: RecommendationEvidence
+    cost: Optional[Money]
+    savings: Optional[Money]
+    monthly_savings: Optional[Money]
+    message: str
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The JSON object as the server sent it (fields this SDK does not name included)."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Recommendation:
+        return cls(
+            kind=p_str(d["kind"]),
+            deployment_id=p_str(d["deployment_id"]),
+            model=p_str(d["model"]),
+            current_gpus=p_int(d["current_gpus"]),
+            gpus=p_int(d["gpus"]),
+            action=p_str(d["action"]),
+            mig_profile=p_opt(d["mig_profile"], p_str),
+            gpu_fraction=p_opt(d["gpu_fraction"], p_dec),
+            evidence=RecommendationEvidence.from_json(p_obj(d["evidence"])),
+            cost=p_opt(d["cost"], lambda v: Money.from_json(p_obj(v))),
+            savings=p_opt(d["savings"], lambda v: Money.from_json(p_obj(v))),
+            monthly_savings=p_opt(d["monthly_savings"], lambda v: Money.from_json(p_obj(v))),
+            message=p_str(d["message"]),
+            raw=p_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class RecommendationThresholds(Model):
+    """``RecommendationThresholds`` of the contract."""
+
+    idle_utilization: Decimal
+    idle_share: Decimal
+    low_utilization: Decimal
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The JSON object as the server sent it (fields this SDK does not name included)."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> RecommendationThresholds:
+        return cls(
+            idle_utilization=p_dec(d["idle_utilization"]),
+            idle_share=p_dec(d["idle_share"]),
+            low_utilization=p_dec(d["low_utilization"]),
+            raw=p_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class RecommendationList(ItemList[Recommendation], Result, Model):
+    """``RecommendationList`` of the contract."""
+
+    from_: _dt.datetime
+    to: _dt.datetime
+    thresholds: RecommendationThresholds
+    items: List[Recommendation]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The JSON object as the server sent it (fields this SDK does not name included)."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> RecommendationList:
+        return cls(
+            from_=p_instant(d["from"]),
+            to=p_instant(d["to"]),
+            thresholds=RecommendationThresholds.from_json(p_obj(d["thresholds"])),
+            items=p_list(d["items"], lambda v: Recommendation.from_json(p_obj(v))),
+            raw=p_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class ForecastLine(Model):
+    """One tenant's spend on one deployment in one currency (`tenant_id` null: the deployment's unallocated idle capacity)."""
+
+    tenant_id: Optional[str]
+    deployment_id: str
+    spent: Money
+    expected: Money
+    low: Money
+    high: Money
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The JSON object as the server sent it (fields this SDK does not name included)."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ForecastLine:
+        return cls(
+            tenant_id=p_opt(d["tenant_id"], p_str),
+            deployment_id=p_str(d["deployment_id"]),
+            spent=Money.from_json(p_obj(d["spent"])),
+            expected=Money.from_json(p_obj(d["expected"])),
+            low=Money.from_json(p_obj(d["low"])),
+            high=Money.from_json(p_obj(d["high"])),
+            raw=p_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class ForecastTotal(Model):
+    """``ForecastTotal`` of the contract."""
+
+    tenant_id: Optional[str]
+    spent: Money
+    expected: Money
+    low: Money
+    high: Money
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The JSON object as the server sent it (fields this SDK does not name included)."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ForecastTotal:
+        return cls(
+            tenant_id=p_opt(d["tenant_id"], p_str),
+            spent=Money.from_json(p_obj(d["spent"])),
+            expected=Money.from_json(p_obj(d["expected"])),
+            low=Money.from_json(p_obj(d["low"])),
+            high=Money.from_json(p_obj(d["high"])),
+            raw=p_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class BudgetForecast(Model):
+    """``BudgetForecast`` of the contract."""
+
+    budget_id: str
+    tenant_id: str
+    name: str
+    limit: Money
+    spent: Money
+    expected: Money
+    exhausted_on: Optional[_dt.date]
+    """The day the limit is expected to be reached (null: not this month)."""
+    exhausted_on_high: Optional[_dt.date]
+    """The same at the band's high: the earliest it may be."""
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The JSON object as the server sent it (fields this SDK does not name included)."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> BudgetForecast:
+        return cls(
+            budget_id=p_str(d["budget_id"]),
+            tenant_id=p_str(d["tenant_id"]),
+            name=p_str(d["name"]),
+            limit=Money.from_json(p_obj(d["limit"])),
+            spent=Money.from_json(p_obj(d["spent"])),
+            expected=Money.from_json(p_obj(d["expected"])),
+            exhausted_on=p_opt(d["exhausted_on"], p_date),
+            exhausted_on_high=p_opt(d["exhausted_on_high"], p_date),
+            raw=p_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class Forecast(Result, Model):
+    """``Forecast`` of the contract."""
+
+    period: str
+    from_: _dt.datetime
+    to: _dt.datetime
+    as_of: _dt.datetime
+    """Spend is counted up to here (a midnight UTC); the model forecasts from here to `to`."""
+    history_from: _dt.datetime
+    days_left: int
+    lines: List[ForecastLine]
+    tenants: List[ForecastTotal]
+    budgets: List[BudgetForecast]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The JSON object as the server sent it (fields this SDK does not name included)."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Forecast:
+        return cls(
+            period=p_str(d["period"]),
+            from_=p_instant(d["from"]),
+            to=p_instant(d["to"]),
+            as_of=p_instant(d["as_of"]),
+            history_from=p_instant(d["history_from"]),
+            days_left=p_int(d["days_left"]),
+            lines=p_list(d["lines"], lambda v: ForecastLine.from_json(p_obj(v))),
+            tenants=p_list(d["tenants"], lambda v: ForecastTotal.from_json(p_obj(v))),
+            budgets=p_list(d["budgets"], lambda v: BudgetForecast.from_json(p_obj(v))),
+            raw=p_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class Anomaly(Model):
+    """``Anomaly`` of the contract."""
+
+    id: str
+    deployment_id: str
+    hour: _dt.datetime
+    metric: str
+    currency: Optional[str]
+    """`cost`: its currency."""
+    value: Decimal
+    baseline_median: Decimal
+    baseline_mad: Decimal
+    deviation_mads: Optional[Decimal]
+    """|value - median| / (1.4826 x MAD), 2 places; null when the MAD is 0."""
+    direction: str
+    baseline_hours: int
+    detected_at: _dt.datetime
+    message: str
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The JSON object as the server sent it (fields this SDK does not name included)."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Anomaly:
+        return cls(
+            id=p_str(d["id"]),
+            deployment_id=p_str(d["deployment_id"]),
+            hour=p_instant(d["hour"]),
+            metric=p_str(d["metric"]),
+            currency=p_opt(d["currency"], p_str),
+            value=p_dec(d["value"]),
+            baseline_median=p_dec(d["baseline_median"]),
+            baseline_mad=p_dec(d["baseline_mad"]),
+            deviation_mads=p_opt(d["deviation_mads"], p_dec),
+            direction=p_str(d["direction"]),
+            baseline_hours=p_int(d["baseline_hours"]),
+            detected_at=p_instant(d["detected_at"]),
+            message=p_str(d["message"]),
+            raw=p_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class AnomalyList(ItemList[Anomaly], Result, Model):
+    """``AnomalyList`` of the contract."""
+
+    from_: _dt.datetime
+    to: _dt.datetime
+    items: List[Anomaly]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The JSON object as the server sent it (fields this SDK does not name included)."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AnomalyList:
+        return cls(
+            from_=p_instant(d["from"]),
+            to=p_instant(d["to"]),
+            items=p_list(d["items"], lambda v: Anomaly.from_json(p_obj(v))),
             raw=p_raw(d),
         )
 

@@ -3,6 +3,7 @@ async resources: the paths, parameters, bodies, idempotency and result types liv
 
 from __future__ import annotations
 
+import datetime as _dt
 import os
 from decimal import Decimal
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, TypeVar, Union
@@ -29,6 +30,7 @@ from .types import (
     AllocationPolicyCreated,
     AllocationPolicyList,
     AllocationSeries,
+    AnomalyList,
     ApiKey,
     ApiKeyCreated,
     ApiKeyList,
@@ -38,9 +40,11 @@ from .types import (
     BudgetChange,
     BudgetList,
     Catalog,
+    Forecast,
     GpuUsageBreakdown,
     Money,
     Provider,
+    RecommendationList,
     Reservation,
     SampleIngestResult,
     SlurmReconciliation,
@@ -286,6 +290,66 @@ def gpu_slurm_reconciliation(
         lambda d: SlurmReconciliation.from_json(as_object(d)),
         params=params,
         body=_sacct_body(sacct),
+    )
+
+
+def gpu_recommendations(
+    cfg: ClientConfig,
+    start: Optional[DateLike],
+    end: Optional[DateLike],
+    idle_utilization: Optional[DecimalLike],
+    idle_share: Optional[DecimalLike],
+    low_utilization: Optional[DecimalLike],
+) -> Op[RecommendationList]:
+    params = {
+        **_period(start, end),
+        "idle_utilization": _decimal_param(idle_utilization, "idle_utilization"),
+        "idle_share": _decimal_param(idle_share, "idle_share"),
+        "low_utilization": _decimal_param(low_utilization, "low_utilization"),
+    }
+    return _call(
+        cfg,
+        "getGpuRecommendations",
+        None,
+        lambda d: RecommendationList.from_json(as_object(d)),
+        params=params,
+    )
+
+
+#: A forecast's month: ``"YYYY-MM"``, or a ``date``/``datetime`` (its year and month).
+MonthLike = Union[str, _dt.date]
+
+
+def _month_param(period: Optional[MonthLike]) -> Optional[str]:
+    """The ``period`` query parameter's text (``None``: left out, the server's current month)."""
+    if period is None:
+        return None
+    if isinstance(period, _dt.date):  # a datetime is a date too
+        return f"{period.year:04d}-{period.month:02d}"
+    if isinstance(period, str):
+        if not period:
+            raise ValueError("period must not be empty")
+        return period
+    raise TypeError(f"period must be a 'YYYY-MM' string or a date, not {type(period).__name__}")
+
+
+def gpu_forecast(cfg: ClientConfig, period: Optional[MonthLike]) -> Op[Forecast]:
+    return _call(
+        cfg,
+        "getGpuForecast",
+        None,
+        lambda d: Forecast.from_json(as_object(d)),
+        params={"period": _month_param(period)},
+    )
+
+
+def gpu_anomalies(cfg: ClientConfig, start: Optional[DateLike], end: Optional[DateLike]) -> Op[AnomalyList]:
+    return _call(
+        cfg,
+        "listGpuAnomalies",
+        None,
+        lambda d: AnomalyList.from_json(as_object(d)),
+        params=_period(start, end),
     )
 
 

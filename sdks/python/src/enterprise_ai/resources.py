@@ -39,6 +39,7 @@ from .types import (
     AllocationPolicyCreated,
     AllocationPolicyList,
     AllocationSeries,
+    AnomalyList,
     ApiKey,
     ApiKeyCreated,
     ApiKeyList,
@@ -48,8 +49,10 @@ from .types import (
     BudgetChange,
     BudgetList,
     Catalog,
+    Forecast,
     GpuUsageBreakdown,
     Provider,
+    RecommendationList,
     Reservation,
     SampleIngestResult,
     SlurmReconciliation,
@@ -334,6 +337,78 @@ class Finops(_SyncResource):
         """
         return self._client._run(ops.gpu_slurm_reconciliation(self._cfg, sacct, start, end, idle_below))
 
+    @operation("getGpuRecommendations")
+    def gpu_recommendations(
+        self,
+        *,
+        start: Optional[DateLike] = None,
+        end: Optional[DateLike] = None,
+        idle_utilization: Optional[ops.DecimalLike] = None,
+        idle_share: Optional[ops.DecimalLike] = None,
+        low_utilization: Optional[ops.DecimalLike] = None,
+    ) -> RecommendationList:
+        """What to do about the idle and oversized GPUs of ``[start, end)``, with the savings
+        (``GET /v1/finops/gpu/recommendations``; the allocation's readers, a tenant's key: its dedicated
+        deployments only). Items by ``monthly_savings``, largest first::
+
+            recs = client.finops.gpu_recommendations(start="2026-10-01", end="2026-11-01",
+                                                     idle_utilization="0.05")
+            [(r.kind, r.deployment_id, r.action, r.gpus, r.monthly_savings) for r in recs]
+
+        Per deployment, a ``kind``: ``idle_gpus`` (GPUs busy at most ``idle_utilization`` of an hour for at
+        least ``idle_share`` of the hours they ran: they could go), ``low_utilization`` (the others, busy
+        under ``low_utilization`` of their GPU-hours: fewer GPUs, a MIG profile or a share of a GPU) or
+        ``unpriced`` (GPU time no policy prices: add one). ``evidence`` holds the figures it rests on;
+        ``savings`` is the period's, ``monthly_savings`` a month's (``Money``, exact).
+
+        The thresholds are shares from 0 to 1 (a ``Decimal`` or a decimal string, e.g. ``"0.3"``; left out:
+        the server's, 0.05, 0.5 and 0.3); ``thresholds`` in the answer gives those applied. ``start`` and
+        ``end`` as for :meth:`gpu_allocation`. A threshold out of range or a bad period is a
+        :class:`~enterprise_ai.ValidationError` naming the field.
+        """
+        return self._client._run(
+            ops.gpu_recommendations(self._cfg, start, end, idle_utilization, idle_share, low_utilization)
+        )
+
+    @operation("getGpuForecast")
+    def gpu_forecast(self, *, period: Optional[ops.MonthLike] = None) -> Forecast:
+        """The month's expected spend per tenant and deployment, and when the budgets run out
+        (``GET /v1/finops/gpu/forecast``; the allocation's readers, a tenant's key: its own lines and
+        budgets).
+
+        ``period``: the month, ``"YYYY-MM"`` or a ``date`` (its month); default the current month (UTC).
+        Spend is counted to ``as_of`` (a midnight UTC); the days left are a straight line fitted to the
+        daily costs since ``history_from`` (28 days before the month), times a factor per weekday. Each line
+        (tenant x deployment x currency) and each tenant's total has ``spent``, ``expected`` and the band
+        ``low``/``high``; each budget in force the day its limit is expected to be reached
+        (``exhausted_on``, at ``expected``) and the earliest (``exhausted_on_high``)::
+
+            f = client.finops.gpu_forecast(period="2026-11")
+            f.days_left, [(t.tenant_id, t.expected) for t in f.tenants]
+            [(b.name, b.exhausted_on) for b in f.budgets]
+
+        Another ``period`` is a :class:`~enterprise_ai.ValidationError` naming ``period``.
+        """
+        return self._client._run(ops.gpu_forecast(self._cfg, period))
+
+    @operation("listGpuAnomalies")
+    def gpu_anomalies(
+        self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None
+    ) -> AnomalyList:
+        """The hours of ``[start, end)`` whose cost or GPU time was far from their deployment's baseline
+        (``GET /v1/finops/gpu/anomalies``; the allocation's readers, a tenant's key: its dedicated
+        deployments' only). Newest hour first::
+
+            for a in client.finops.gpu_anomalies(start="2026-11-01", end="2026-11-08"):
+                a.hour, a.deployment_id, a.metric, a.direction, a.value, a.baseline_median
+
+        An hour is an anomaly when its ``metric`` (``cost``, in ``currency``, or ``gpu_seconds``) is far, in
+        scaled median absolute deviations (``deviation_mads``; ``None`` when the baseline's MAD is 0), from
+        the median of the deployment's hours of the trailing weeks (``baseline_hours`` of them). The server
+        checks each closed hour once it is settled. ``start`` and ``end`` as for :meth:`gpu_allocation`.
+        """
+        return self._client._run(ops.gpu_anomalies(self._cfg, start, end))
+
     @operation("createAllocationPolicy")
     def create_allocation_policy(
         self, policy: Optional[Mapping[str, Any]] = None, /, **fields: Any
@@ -602,6 +677,33 @@ class AsyncFinops(_AsyncResource):
         idle_below: Optional[ops.DecimalLike] = None,
     ) -> SlurmReconciliation:
         return await self._client._run(ops.gpu_slurm_reconciliation(self._cfg, sacct, start, end, idle_below))
+
+    @_doc(Finops.gpu_recommendations)
+    @operation("getGpuRecommendations")
+    async def gpu_recommendations(
+        self,
+        *,
+        start: Optional[DateLike] = None,
+        end: Optional[DateLike] = None,
+        idle_utilization: Optional[ops.DecimalLike] = None,
+        idle_share: Optional[ops.DecimalLike] = None,
+        low_utilization: Optional[ops.DecimalLike] = None,
+    ) -> RecommendationList:
+        return await self._client._run(
+            ops.gpu_recommendations(self._cfg, start, end, idle_utilization, idle_share, low_utilization)
+        )
+
+    @_doc(Finops.gpu_forecast)
+    @operation("getGpuForecast")
+    async def gpu_forecast(self, *, period: Optional[ops.MonthLike] = None) -> Forecast:
+        return await self._client._run(ops.gpu_forecast(self._cfg, period))
+
+    @_doc(Finops.gpu_anomalies)
+    @operation("listGpuAnomalies")
+    async def gpu_anomalies(
+        self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None
+    ) -> AnomalyList:
+        return await self._client._run(ops.gpu_anomalies(self._cfg, start, end))
 
     @_doc(Finops.create_allocation_policy)
     @operation("createAllocationPolicy")

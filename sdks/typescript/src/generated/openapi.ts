@@ -720,6 +720,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/finops/gpu/recommendations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What to do about idle and oversized GPUs, with the savings
+         * @description SPEC §13. Who: the allocation's readers; a tenant's key sees its dedicated deployments only (as GET /v1/finops/gpu/usage). Read from the per-GPU hourly rollups of the period. A GPU-hour's utilization is its busy GPU-seconds over its GPU-seconds. Per deployment: `idle_gpus`: its GPUs idle (utilization at most `idle_utilization`) for at least `idle_share` of the hours they ran; they could go, and the savings are the priced cost of their idle hours. `low_utilization`: the deployment's other GPUs, busy GPU-hours over GPU-hours under `low_utilization`: the smaller GPU count that held its busiest hour (`peak_busy_gpus` rounded up), else a MIG profile (compute slices and memory enough for its busiest GPU-hour and its memory peak; models with a known MIG table) or a share of a GPU (rounded up to 0.05); the savings are the cost of the capacity removed, the period's priced cost times the part of the GPUs that would go. `unpriced`: GPU time no policy prices (no savings: add a policy). Savings are priced by the policies in force over each hour (SPEC §5's price), rounded once to the currency's minor unit; `monthly_savings` is the period's savings when the period is one calendar month, else the period's times 30 days over its length. Thresholds: the query's, else the server's (`EAI_RECOMMEND_IDLE_UTILIZATION` 0.05, `EAI_RECOMMEND_IDLE_SHARE` 0.5, `EAI_RECOMMEND_LOW_UTILIZATION` 0.3). Items by monthly savings, largest first. Period rules and limits as GET /v1/finops/gpu/allocation (429 beyond EAI_MAX_CONCURRENT_ALLOCATIONS).
+         */
+        get: operations["getGpuRecommendations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/finops/gpu/forecast": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The month's expected spend per tenant and deployment, and when budgets run out
+         * @description SPEC §13. Who: the allocation's readers (a tenant's key: its own lines and budgets). The month is allocated day by day (UTC) from `history_from` (28 days before the month) to `as_of` (today's midnight on the server's clock; the month's end once it is over), each day's cost apportioned as the allocation's. Per tenant, deployment and currency, the model fits the daily costs with a straight line (least squares over the days of the history) times a factor per weekday (the mean of that weekday's costs over the mean of the line on those days; 1 for every weekday with less than 14 days of history), and the days left are its values. `expected` = `spent` + the days left; `low`/`high` add the 10th and 90th percentile of the history's daily residuals (cost minus the model) on each day left, never below `spent`. Lines of a tenant sum to its totals (the bands too). For each budget in force: its spent (as GET /v1/finops/budgets' `current`), the spend expected by the month's end, the day its limit is expected to be reached (`exhausted_on`, at `expected`) and the earliest (`exhausted_on_high`, at `high`); a budget with a webhook gets one alert `budget.forecast_exceeded` a month when `exhausted_on` falls inside it. A month over: its figures, band equal to them.
+         */
+        get: operations["getGpuForecast"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/finops/gpu/anomalies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Hours whose cost or GPU time was far from their deployment's baseline
+         * @description SPEC §13. Who: the allocation's readers; a tenant's key sees its dedicated deployments' only. Every closed hour of every deployment is checked once it is settled (`EAI_ANOMALY_CHECK_SECONDS`, default 3600; on the replica holding the job's lease) against the same deployment's hours of the trailing `EAI_ANOMALY_BASELINE_DAYS` (28) in which it ran: an hour is an anomaly when its value is more than `EAI_ANOMALY_THRESHOLD_MADS` (5) scaled median absolute deviations (1.4826 x MAD) away from their median, and more than `EAI_ANOMALY_MIN_RATIO` (0.5) of the median away from it (a steady deployment's MAD is 0), with at least 24 baseline hours. Metrics: `cost` (per currency) and `gpu_seconds`. Each is recorded once (`eai_gpu_spend_anomalies_total{metric}` counts them) and, where `EAI_ANOMALY_WEBHOOK_URL` is set, posted once as `gpu.anomaly`, signed as budget webhooks with `EAI_ANOMALY_WEBHOOK_SECRET`. Newest hour first.
+         */
+        get: operations["listGpuAnomalies"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1850,6 +1910,153 @@ export interface components {
             /** @description The cost of the jobs marked `idle`, per currency. */
             idle_cost: components["schemas"]["Money"][];
             jobs: components["schemas"]["SlurmJobLine"][];
+        };
+        /** @description What a recommendation rests on, over the deployment's GPUs it is about (for `low_utilization`, those not idle; hours and GPU-hours as JSON numbers, 4 places). */
+        RecommendationEvidence: {
+            /** @description Hours of the period in which these GPUs ran. */
+            hours: number;
+            gpu_hours: components["schemas"]["Quantity"];
+            busy_gpu_hours: components["schemas"]["Quantity"];
+            /** @description busy_gpu_hours / gpu_hours. */
+            utilization: components["schemas"]["Quantity"];
+            /** @description Median of the GPU-hours' utilizations (nearest rank). */
+            utilization_p50: components["schemas"]["Quantity"];
+            /** @description 95th percentile of the GPU-hours' utilizations (nearest rank). */
+            utilization_p95: components["schemas"]["Quantity"];
+            /** @description The busiest hour's busy GPU-hours: GPUs busy at once, on the hour's mean. */
+            peak_busy_gpus: components["schemas"]["Quantity"];
+            /** @description The largest mean GPU memory of a GPU-hour, GB; null where no memory was reported. */
+            memory_peak_gb: number | null;
+            /** @description The suggested MIG profile's memory, GB (null: no profile). */
+            profile_memory_gb: number | null;
+            /** @description `idle_gpus`: the GPUs idle for most of the hours they ran. */
+            idle_gpus: components["schemas"]["IdleGpu"][];
+            unpriced_gpu_hours: components["schemas"]["Quantity"];
+        };
+        IdleGpu: {
+            gpu_uuid: string;
+            /** @description Hours it ran for the deployment. */
+            hours: number;
+            /** @description Of them, hours at most `idle_utilization` busy. */
+            idle_hours: number;
+        };
+        Recommendation: {
+            /** @enum {string} */
+            kind: "idle_gpus" | "low_utilization" | "unpriced";
+            deployment_id: string;
+            /** @description The GPU model of most of its GPU time. */
+            model: string;
+            /** @description Distinct GPUs it ran on in the period. */
+            current_gpus: number;
+            /** @description `idle_gpus`: GPUs that could go; `low_utilization`: GPUs that would hold its load (each a `mig_profile` or `gpu_fraction` of a GPU where given); `unpriced`: GPUs with unpriced time. */
+            gpus: number;
+            /** @enum {string} */
+            action: "remove_gpus" | "fewer_gpus" | "mig_profile" | "share_gpu" | "add_policy";
+            /** @description `mig_profile`: e.g. `2g.20gb`. */
+            mig_profile: string | null;
+            /** @description `mig_profile` and `share_gpu`: the share of a GPU each of `gpus` would be. */
+            gpu_fraction: components["schemas"]["DecimalString"] | null;
+            evidence: components["schemas"]["RecommendationEvidence"];
+            cost: components["schemas"]["Money"] | null;
+            savings: components["schemas"]["Money"] | null;
+            monthly_savings: components["schemas"]["Money"] | null;
+            message: string;
+        };
+        RecommendationThresholds: {
+            idle_utilization: components["schemas"]["DecimalString"];
+            idle_share: components["schemas"]["DecimalString"];
+            low_utilization: components["schemas"]["DecimalString"];
+        };
+        RecommendationList: {
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            thresholds: components["schemas"]["RecommendationThresholds"];
+            items: components["schemas"]["Recommendation"][];
+        };
+        /** @description One tenant's spend on one deployment in one currency (`tenant_id` null: the deployment's unallocated idle capacity). */
+        ForecastLine: {
+            /** Format: uuid */
+            tenant_id: string | null;
+            deployment_id: string;
+            spent: components["schemas"]["Money"];
+            expected: components["schemas"]["Money"];
+            low: components["schemas"]["Money"];
+            high: components["schemas"]["Money"];
+        };
+        ForecastTotal: {
+            /** Format: uuid */
+            tenant_id: string | null;
+            spent: components["schemas"]["Money"];
+            expected: components["schemas"]["Money"];
+            low: components["schemas"]["Money"];
+            high: components["schemas"]["Money"];
+        };
+        BudgetForecast: {
+            budget_id: string;
+            /** Format: uuid */
+            tenant_id: string;
+            name: string;
+            limit: components["schemas"]["Money"];
+            spent: components["schemas"]["Money"];
+            expected: components["schemas"]["Money"];
+            /**
+             * Format: date
+             * @description The day the limit is expected to be reached (null: not this month).
+             */
+            exhausted_on: string | null;
+            /**
+             * Format: date
+             * @description The same at the band's high: the earliest it may be.
+             */
+            exhausted_on_high: string | null;
+        };
+        Forecast: {
+            period: string;
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            /**
+             * Format: date-time
+             * @description Spend is counted up to here (a midnight UTC); the model forecasts from here to `to`.
+             */
+            as_of: string;
+            /** Format: date-time */
+            history_from: string;
+            days_left: number;
+            lines: components["schemas"]["ForecastLine"][];
+            tenants: components["schemas"]["ForecastTotal"][];
+            budgets: components["schemas"]["BudgetForecast"][];
+        };
+        Anomaly: {
+            id: string;
+            deployment_id: string;
+            /** Format: date-time */
+            hour: string;
+            /** @enum {string} */
+            metric: "cost" | "gpu_seconds";
+            /** @description `cost`: its currency. */
+            currency: components["schemas"]["Currency"] | null;
+            value: components["schemas"]["DecimalString"];
+            baseline_median: components["schemas"]["DecimalString"];
+            baseline_mad: components["schemas"]["DecimalString"];
+            /** @description |value - median| / (1.4826 x MAD), 2 places; null when the MAD is 0. */
+            deviation_mads: components["schemas"]["DecimalString"] | null;
+            /** @enum {string} */
+            direction: "above" | "below";
+            baseline_hours: number;
+            /** Format: date-time */
+            detected_at: string;
+            message: string;
+        };
+        AnomalyList: {
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            items: components["schemas"]["Anomaly"][];
         };
     };
     responses: {
@@ -4303,6 +4510,196 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getGpuRecommendations: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Start (inclusive): a date (its midnight UTC) or an RFC 3339 date-time. Default: `to` minus 30 days. The period is widened to whole hours (`from` floored, `to` ceiled); the answer's `from` and `to` say which.
+                 * @example 2026-10-01
+                 */
+                from?: components["parameters"]["from"];
+                /**
+                 * @description End: a date includes that whole UTC day (the period ends at the next midnight); an RFC 3339 date-time is exclusive. Default: now. Must be after `from`. The period is widened to whole hours (`from` floored, `to` ceiled); the answer's `from` and `to` say which.
+                 * @example 2026-10-31
+                 */
+                to?: components["parameters"]["to"];
+                /**
+                 * @description A GPU-hour busy at most this share of its time is idle (0 to 1; default the server's, 0.05).
+                 * @example 0.05
+                 */
+                idle_utilization?: string;
+                /**
+                 * @description A GPU idle for at least this share of the hours it ran could go (0 to 1; default 0.5).
+                 * @example 0.5
+                 */
+                idle_share?: string;
+                /**
+                 * @description A deployment busy under this share of its GPU-hours is oversized (0 to 1; default 0.3).
+                 * @example 0.3
+                 */
+                low_utilization?: string;
+            };
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The recommendations, largest monthly savings first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecommendationList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getGpuForecast: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The month, `YYYY-MM` (default: the current month, UTC).
+                 * @example 2026-11
+                 */
+                period?: string;
+            };
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Forecast"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listGpuAnomalies: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Start (inclusive): a date (its midnight UTC) or an RFC 3339 date-time. Default: `to` minus 30 days. The period is widened to whole hours (`from` floored, `to` ceiled); the answer's `from` and `to` say which.
+                 * @example 2026-10-01
+                 */
+                from?: components["parameters"]["from"];
+                /**
+                 * @description End: a date includes that whole UTC day (the period ends at the next midnight); an RFC 3339 date-time is exclusive. Default: now. Must be after `from`. The period is widened to whole hours (`from` floored, `to` ceiled); the answer's `from` and `to` say which.
+                 * @example 2026-10-31
+                 */
+                to?: components["parameters"]["to"];
+            };
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnomalyList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];

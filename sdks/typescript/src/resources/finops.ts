@@ -15,18 +15,23 @@ import type {
   AllocationPolicySupersede,
   AllocationSeries,
   AllocationSeriesParams,
+  AnomalyList,
   Budget,
   BudgetChange,
   BudgetCreate,
   BudgetDisable,
   BudgetList,
   BudgetSupersede,
+  Forecast,
+  ForecastParams,
   GpuSample,
   GpuSampleIngestResult,
   GpuSampleInput,
   GpuUsageBreakdown,
   GpuUsageFilter,
   GpuUsageParams,
+  RecommendationList,
+  RecommendationsParams,
   Reservation,
   ReservationActual,
   ReservationCreate,
@@ -251,6 +256,87 @@ export class FinOpsGpu {
       options,
     );
   }
+
+  /**
+   * What to do about the period's idle and oversized GPUs, with the savings (`GET /v1/finops/gpu/recommendations`),
+   * largest `monthly_savings` first. Per deployment a `kind`: `idle_gpus` (GPUs busy at most `idleUtilization` of
+   * an hour for at least `idleShare` of the hours they ran: `remove_gpus`), `low_utilization` (the others, busy
+   * under `lowUtilization` of their GPU-hours: `fewer_gpus`, a `mig_profile` or `share_gpu`) or `unpriced` (GPU
+   * time no policy prices: `add_policy`, no savings). `evidence` holds the figures it rests on (numbers);
+   * `cost`, `savings` (the period's) and `monthly_savings` are {@link Money} (decimal strings). The thresholds are
+   * decimals from 0 to 1, strings or numbers (left out: the server's, `"0.05"`, `"0.5"`, `"0.3"`); `thresholds`
+   * in the answer gives those applied. `from`/`to` as for {@link allocation}. A threshold out of range or a bad
+   * period is a `ValidationError` naming the field.
+   *
+   * Who: the allocation's readers; a tenant's key sees its dedicated deployments only.
+   *
+   * @example
+   * const recs = await client.finops.gpu.recommendations({ from: "2026-10-01", to: "2026-10-31", idleUtilization: "0.05" });
+   * for (const r of recs.items) console.log(r.kind, r.deployment_id, r.action, r.gpus, r.monthly_savings?.amount);
+   */
+  recommendations(params: RecommendationsParams = {}, options?: RequestOptions): Promise<WithRequestId<RecommendationList>> {
+    return this.#client._operation<RecommendationList>(
+      "getGpuRecommendations",
+      {
+        query: {
+          ...period(params),
+          idle_utilization: decimalParam(params.idleUtilization),
+          idle_share: decimalParam(params.idleShare),
+          low_utilization: decimalParam(params.lowUtilization),
+        },
+      },
+      options,
+    );
+  }
+
+  /**
+   * The month's expected spend per tenant and deployment, and when the budgets run out (`GET /v1/finops/gpu/forecast`).
+   * `period`: `"YYYY-MM"` or a `Date` (its UTC month); default the current month. Spend is counted up to `as_of` (a
+   * midnight UTC); the `days_left` are a straight line fitted to the daily costs since `history_from` (28 days
+   * before the month), times a factor per weekday. Each line (tenant x deployment x currency) and each tenant's
+   * total has `spent`, `expected` and the band `low`/`high` ({@link Money}); each budget in force the day its
+   * limit is expected to be reached (`exhausted_on`) and the earliest (`exhausted_on_high`). A month over has its
+   * figures, the band equal to them. Another `period` is a `ValidationError` naming `period`.
+   *
+   * Who: the allocation's readers (a tenant's key: its own lines and budgets).
+   *
+   * @example
+   * const f = await client.finops.gpu.forecast({ period: "2026-11" });
+   * for (const t of f.tenants) console.log(t.tenant_id, t.spent.amount, t.expected.amount, t.high.amount);
+   * for (const b of f.budgets) console.log(b.name, b.limit.amount, b.exhausted_on);
+   */
+  async forecast(params: ForecastParams = {}, options?: RequestOptions): Promise<WithRequestId<Forecast>> {
+    return await this.#client._operation<Forecast>("getGpuForecast", { query: { period: monthParam(params.period) } }, options);
+  }
+
+  /**
+   * The period's hours whose cost or GPU time was far from their deployment's baseline (`GET /v1/finops/gpu/anomalies`),
+   * newest first. Each: the deployment and `hour`, the `metric` (`cost` in `currency`, or `gpu_seconds`), the
+   * hour's `value`, the baseline's median and MAD, `deviation_mads` (scaled MADs away; null when the MAD is 0) and
+   * the `direction` (decimal strings). The server checks each closed hour once it is settled. `from`/`to` as for
+   * {@link allocation}.
+   *
+   * Who: the allocation's readers; a tenant's key sees its dedicated deployments' only.
+   *
+   * @example
+   * const { items } = await client.finops.gpu.anomalies({ from: "2026-11-01", to: "2026-11-07" });
+   * for (const a of items) console.log(a.hour, a.deployment_id, a.metric, a.value, a.baseline_median, a.direction);
+   */
+  anomalies(params: AllocationParams = {}, options?: RequestOptions): Promise<WithRequestId<AnomalyList>> {
+    return this.#client._operation<AnomalyList>("listGpuAnomalies", { query: period(params) }, options);
+  }
+}
+
+/** A decimal query parameter (a share from 0 to 1): a string as given, a number as `String(n)`. */
+function decimalParam(v: string | number | undefined): string | undefined {
+  return v === undefined ? undefined : String(v);
+}
+
+/** The `period` query of a forecast: a string as given, a `Date` as its UTC `YYYY-MM`. */
+function monthParam(v: string | Date | undefined): string | undefined {
+  if (!(v instanceof Date)) return v;
+  if (Number.isNaN(v.getTime())) throw new TypeError("forecast: { period } is an invalid Date");
+  return v.toISOString().slice(0, 7);
 }
 
 /** What a FOCUS export may answer: the file (CSV or Parquet), or an error in the JSON envelope. */

@@ -26,6 +26,12 @@ public enum ApiOperation {
     GET_GPU_TOKEN_COSTS("getGpuTokenCosts", "GET", "/v1/finops/gpu/token-costs"),
     /** {@code POST /v1/finops/gpu/slurm/reconciliation}. */
     RECONCILE_SLURM_JOBS("reconcileSlurmJobs", "POST", "/v1/finops/gpu/slurm/reconciliation"),
+    /** {@code GET /v1/finops/gpu/recommendations}. */
+    GET_GPU_RECOMMENDATIONS("getGpuRecommendations", "GET", "/v1/finops/gpu/recommendations"),
+    /** {@code GET /v1/finops/gpu/forecast}. */
+    GET_GPU_FORECAST("getGpuForecast", "GET", "/v1/finops/gpu/forecast"),
+    /** {@code GET /v1/finops/gpu/anomalies}. */
+    LIST_GPU_ANOMALIES("listGpuAnomalies", "GET", "/v1/finops/gpu/anomalies"),
     /** {@code POST /v1/finops/allocation-policies}. */
     CREATE_ALLOCATION_POLICY("createAllocationPolicy", "POST", "/v1/finops/allocation-policies"),
     /** {@code GET /v1/finops/allocation-policies}. */

@@ -6,10 +6,13 @@ import ai.enterprise.eai.model.AllocationPolicy;
 import ai.enterprise.eai.model.AllocationPolicyChange;
 import ai.enterprise.eai.model.AllocationPolicyCreated;
 import ai.enterprise.eai.model.AllocationSeries;
+import ai.enterprise.eai.model.AnomalyList;
 import ai.enterprise.eai.model.Budget;
 import ai.enterprise.eai.model.BudgetChange;
+import ai.enterprise.eai.model.Forecast;
 import ai.enterprise.eai.model.GpuUsageBreakdown;
 import ai.enterprise.eai.model.IngestResult;
+import ai.enterprise.eai.model.RecommendationList;
 import ai.enterprise.eai.model.Reservation;
 import ai.enterprise.eai.model.SlurmReconciliation;
 import ai.enterprise.eai.model.TokenCostList;
@@ -24,6 +27,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.time.LocalDate;
+import java.time.YearMonth;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -596,6 +600,167 @@ public final class FinopsResource extends Resource {
         p.put("from", from);
         p.put("to", to);
         return p;
+    }
+
+    // ---------------------------------------------------------------------------------------------- advice
+
+    /**
+     * What to do about the period's idle and oversized GPUs, with the savings ({@code GET
+     * /v1/finops/gpu/recommendations}; the allocation's readers, a tenant's key: its dedicated deployments only),
+     * largest monthly savings first. Per deployment a {@code kind}: {@code idle_gpus} (GPUs busy at most
+     * {@code idle_utilization} of an hour for at least {@code idle_share} of the hours they ran:
+     * {@code remove_gpus}), {@code low_utilization} (the others, busy under {@code low_utilization} of their
+     * GPU-hours: {@code fewer_gpus}, {@code mig_profile} or {@code share_gpu}) or {@code unpriced} (GPU time no
+     * policy prices: {@code add_policy}, no savings). The evidence's quantities are {@code BigDecimal}s; cost,
+     * savings (the period's) and monthly savings are {@code Money}, null where unpriced.
+     *
+     * <pre>{@code
+     * RecommendationList recs = client.finops().gpuRecommendations(Map.of("from", "2026-10-01", "to", "2026-10-31",
+     *         "idle_utilization", new BigDecimal("0.05")));
+     * }</pre>
+     *
+     * @param params {@code from} and {@code to} as for {@link #gpuAllocation(Map)}; {@code idle_utilization},
+     *     {@code idle_share}, {@code low_utilization}: decimals from 0 to 1 (a {@code BigDecimal} or a decimal
+     *     string; default the server's, 0.05, 0.5 and 0.3); the answer's {@code thresholds} are those applied
+     * @return the recommendations
+     * @throws ValidationException when a threshold is out of range or the period is invalid ({@code fields()}
+     *     names it)
+     * @throws EnterpriseAIException on any other error
+     */
+    public RecommendationList gpuRecommendations(Map<String, ?> params) {
+        return t().call(ApiOperation.GET_GPU_RECOMMENDATIONS, NO_ARGS, params, null, RecommendationList.class);
+    }
+
+    /**
+     * The recommendations of {@code [from, to)}; see {@link #gpuRecommendations(Map)}.
+     *
+     * @param from start (inclusive)
+     * @param to end (exclusive)
+     * @param idleUtilization a GPU-hour busy at most this share is idle (0 to 1), or {@code null} for the default
+     * @param idleShare a GPU idle for at least this share of its hours could go (0 to 1), or {@code null}
+     * @param lowUtilization a deployment busy under this share is oversized (0 to 1), or {@code null}
+     * @return the recommendations
+     * @throws EnterpriseAIException on an error
+     */
+    public RecommendationList gpuRecommendations(Instant from, Instant to, BigDecimal idleUtilization,
+            BigDecimal idleShare, BigDecimal lowUtilization) {
+        return gpuRecommendations(thresholds(period(from, to), idleUtilization, idleShare, lowUtilization));
+    }
+
+    /**
+     * The recommendations of whole UTC days, {@code from} at midnight until the end of {@code to}; see
+     * {@link #gpuRecommendations(Map)}.
+     *
+     * @param from first day
+     * @param to last day (included)
+     * @param idleUtilization a GPU-hour busy at most this share is idle (0 to 1), or {@code null} for the default
+     * @param idleShare a GPU idle for at least this share of its hours could go (0 to 1), or {@code null}
+     * @param lowUtilization a deployment busy under this share is oversized (0 to 1), or {@code null}
+     * @return the recommendations
+     * @throws EnterpriseAIException on an error
+     */
+    public RecommendationList gpuRecommendations(LocalDate from, LocalDate to, BigDecimal idleUtilization,
+            BigDecimal idleShare, BigDecimal lowUtilization) {
+        return gpuRecommendations(thresholds(period(from, to), idleUtilization, idleShare, lowUtilization));
+    }
+
+    private static Map<String, Object> thresholds(Map<String, Object> p, BigDecimal idleUtilization,
+            BigDecimal idleShare, BigDecimal lowUtilization) {
+        p.put("idle_utilization", idleUtilization);
+        p.put("idle_share", idleShare);
+        p.put("low_utilization", lowUtilization);
+        return p;
+    }
+
+    /**
+     * A month's expected spend per tenant and deployment, and when the budgets run out ({@code GET
+     * /v1/finops/gpu/forecast}; the allocation's readers, a tenant's key: its own lines and budgets). Spend is
+     * counted up to {@code asOf} (a midnight UTC); the days left are a straight line fitted to the daily costs
+     * since {@code historyFrom} (28 days before the month), times a factor per weekday. Each line (tenant x
+     * deployment x currency) and each tenant's total has spent, expected and the band low/high ({@code Money});
+     * each budget in force the day its limit is expected to be reached ({@code exhaustedOn}, null: not this
+     * month) and the earliest ({@code exhaustedOnHigh}). A month over has its figures, the band equal to them.
+     *
+     * <pre>{@code
+     * Forecast f = client.finops().gpuForecast(YearMonth.of(2026, 11));
+     * }</pre>
+     *
+     * @param params {@code period}: the month, {@code "YYYY-MM"} or a {@link YearMonth} (default: the current
+     *     month, UTC)
+     * @return the forecast
+     * @throws ValidationException when the period is invalid ({@code fields()} names {@code period})
+     * @throws EnterpriseAIException on any other error
+     */
+    public Forecast gpuForecast(Map<String, ?> params) {
+        return t().call(ApiOperation.GET_GPU_FORECAST, NO_ARGS, params, null, Forecast.class);
+    }
+
+    /**
+     * The forecast of a month; see {@link #gpuForecast(Map)}.
+     *
+     * @param period the month, or {@code null} for the current month (UTC)
+     * @return the forecast
+     * @throws EnterpriseAIException on an error
+     */
+    public Forecast gpuForecast(YearMonth period) {
+        Map<String, Object> p = new LinkedHashMap<>();
+        p.put("period", period);
+        return gpuForecast(p);
+    }
+
+    /**
+     * The forecast of the current month (UTC); see {@link #gpuForecast(Map)}.
+     *
+     * @return the forecast
+     * @throws EnterpriseAIException on an error
+     */
+    public Forecast gpuForecast() {
+        return gpuForecast((YearMonth) null);
+    }
+
+    /**
+     * The period's hours whose cost or GPU time was far from their deployment's baseline ({@code GET
+     * /v1/finops/gpu/anomalies}; the allocation's readers, a tenant's key: its dedicated deployments' only), newest
+     * first. Each: the deployment and hour, the metric ({@code cost} in its currency, or {@code gpu_seconds}),
+     * the hour's value, the baseline's median and MAD, the deviation in scaled MADs (null when the MAD is 0) and
+     * the direction ({@code above} or {@code below}). The server checks each closed hour once it is settled.
+     *
+     * <pre>{@code
+     * AnomalyList list = client.finops().gpuAnomalies(LocalDate.of(2026, 11, 1), LocalDate.of(2026, 11, 7));
+     * }</pre>
+     *
+     * @param params {@code from} and {@code to} as for {@link #gpuAllocation(Map)}
+     * @return the anomalies, newest hour first
+     * @throws ValidationException when the period is invalid
+     * @throws EnterpriseAIException on any other error
+     */
+    public AnomalyList gpuAnomalies(Map<String, ?> params) {
+        return t().call(ApiOperation.LIST_GPU_ANOMALIES, NO_ARGS, params, null, AnomalyList.class);
+    }
+
+    /**
+     * The anomalies of {@code [from, to)}; see {@link #gpuAnomalies(Map)}.
+     *
+     * @param from start (inclusive)
+     * @param to end (exclusive)
+     * @return the anomalies, newest hour first
+     * @throws EnterpriseAIException on an error
+     */
+    public AnomalyList gpuAnomalies(Instant from, Instant to) {
+        return gpuAnomalies(period(from, to));
+    }
+
+    /**
+     * The anomalies of whole UTC days, {@code from} at midnight until the end of {@code to}; see
+     * {@link #gpuAnomalies(Map)}.
+     *
+     * @param from first day
+     * @param to last day (included)
+     * @return the anomalies, newest hour first
+     * @throws EnterpriseAIException on an error
+     */
+    public AnomalyList gpuAnomalies(LocalDate from, LocalDate to) {
+        return gpuAnomalies(period(from, to));
     }
 
     // -------------------------------------------------------------------------------------------- policies
@@ -1407,6 +1572,166 @@ public final class FinopsResource extends Resource {
      */
     public SlurmReconciliation gpuSlurmReconciliation(Object sacct, LocalDate from, LocalDate to, BigDecimal idleBelow, RequestOptions options) {
         return client.withOptions(options).finops().gpuSlurmReconciliation(sacct, from, to, idleBelow);
+    }
+
+    /**
+     * What to do about the period's idle and oversized GPUs, with the savings ({@code GET
+     * /v1/finops/gpu/recommendations}; the allocation's readers, a tenant's key: its dedicated deployments only),
+     * largest monthly savings first. Per deployment a {@code kind}: {@code idle_gpus} (GPUs busy at most
+     * {@code idle_utilization} of an hour for at least {@code idle_share} of the hours they ran:
+     * {@code remove_gpus}), {@code low_utilization} (the others, busy under {@code low_utilization} of their
+     * GPU-hours: {@code fewer_gpus}, {@code mig_profile} or {@code share_gpu}) or {@code unpriced} (GPU time no
+     * policy prices: {@code add_policy}, no savings). The evidence's quantities are {@code BigDecimal}s; cost,
+     * savings (the period's) and monthly savings are {@code Money}, null where unpriced.
+     *
+     * <pre>{@code
+     * RecommendationList recs = client.finops().gpuRecommendations(Map.of("from", "2026-10-01", "to", "2026-10-31",
+     *         "idle_utilization", new BigDecimal("0.05")));
+     * }</pre>
+     *
+     * @param params {@code from} and {@code to} as for {@link #gpuAllocation(Map)}; {@code idle_utilization},
+     *     {@code idle_share}, {@code low_utilization}: decimals from 0 to 1 (a {@code BigDecimal} or a decimal
+     *     string; default the server's, 0.05, 0.5 and 0.3); the answer's {@code thresholds} are those applied
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the recommendations
+     * @throws ValidationException when a threshold is out of range or the period is invalid ({@code fields()}
+     *     names it)
+     * @throws EnterpriseAIException on any other error
+     */
+    public RecommendationList gpuRecommendations(Map<String, ?> params, RequestOptions options) {
+        return client.withOptions(options).finops().gpuRecommendations(params);
+    }
+
+    /**
+     * The recommendations of {@code [from, to)}; see {@link #gpuRecommendations(Map)}.
+     *
+     * @param from start (inclusive)
+     * @param to end (exclusive)
+     * @param idleUtilization a GPU-hour busy at most this share is idle (0 to 1), or {@code null} for the default
+     * @param idleShare a GPU idle for at least this share of its hours could go (0 to 1), or {@code null}
+     * @param lowUtilization a deployment busy under this share is oversized (0 to 1), or {@code null}
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the recommendations
+     * @throws EnterpriseAIException on an error
+     */
+    public RecommendationList gpuRecommendations(Instant from, Instant to, BigDecimal idleUtilization,
+            BigDecimal idleShare, BigDecimal lowUtilization, RequestOptions options) {
+        return client.withOptions(options).finops()
+                .gpuRecommendations(from, to, idleUtilization, idleShare, lowUtilization);
+    }
+
+    /**
+     * The recommendations of whole UTC days, {@code from} at midnight until the end of {@code to}; see
+     * {@link #gpuRecommendations(Map)}.
+     *
+     * @param from first day
+     * @param to last day (included)
+     * @param idleUtilization a GPU-hour busy at most this share is idle (0 to 1), or {@code null} for the default
+     * @param idleShare a GPU idle for at least this share of its hours could go (0 to 1), or {@code null}
+     * @param lowUtilization a deployment busy under this share is oversized (0 to 1), or {@code null}
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the recommendations
+     * @throws EnterpriseAIException on an error
+     */
+    public RecommendationList gpuRecommendations(LocalDate from, LocalDate to, BigDecimal idleUtilization,
+            BigDecimal idleShare, BigDecimal lowUtilization, RequestOptions options) {
+        return client.withOptions(options).finops()
+                .gpuRecommendations(from, to, idleUtilization, idleShare, lowUtilization);
+    }
+
+    /**
+     * A month's expected spend per tenant and deployment, and when the budgets run out ({@code GET
+     * /v1/finops/gpu/forecast}; the allocation's readers, a tenant's key: its own lines and budgets). Spend is
+     * counted up to {@code asOf} (a midnight UTC); the days left are a straight line fitted to the daily costs
+     * since {@code historyFrom} (28 days before the month), times a factor per weekday. Each line (tenant x
+     * deployment x currency) and each tenant's total has spent, expected and the band low/high ({@code Money});
+     * each budget in force the day its limit is expected to be reached ({@code exhaustedOn}, null: not this
+     * month) and the earliest ({@code exhaustedOnHigh}). A month over has its figures, the band equal to them.
+     *
+     * <pre>{@code
+     * Forecast f = client.finops().gpuForecast(YearMonth.of(2026, 11));
+     * }</pre>
+     *
+     * @param params {@code period}: the month, {@code "YYYY-MM"} or a {@link YearMonth} (default: the current
+     *     month, UTC)
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the forecast
+     * @throws ValidationException when the period is invalid ({@code fields()} names {@code period})
+     * @throws EnterpriseAIException on any other error
+     */
+    public Forecast gpuForecast(Map<String, ?> params, RequestOptions options) {
+        return client.withOptions(options).finops().gpuForecast(params);
+    }
+
+    /**
+     * The forecast of a month; see {@link #gpuForecast(Map)}.
+     *
+     * @param period the month, or {@code null} for the current month (UTC)
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the forecast
+     * @throws EnterpriseAIException on an error
+     */
+    public Forecast gpuForecast(YearMonth period, RequestOptions options) {
+        return client.withOptions(options).finops().gpuForecast(period);
+    }
+
+    /**
+     * The forecast of the current month (UTC); see {@link #gpuForecast(Map)}.
+     *
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the forecast
+     * @throws EnterpriseAIException on an error
+     */
+    public Forecast gpuForecast(RequestOptions options) {
+        return client.withOptions(options).finops().gpuForecast();
+    }
+
+    /**
+     * The period's hours whose cost or GPU time was far from their deployment's baseline ({@code GET
+     * /v1/finops/gpu/anomalies}; the allocation's readers, a tenant's key: its dedicated deployments' only), newest
+     * first. Each: the deployment and hour, the metric ({@code cost} in its currency, or {@code gpu_seconds}),
+     * the hour's value, the baseline's median and MAD, the deviation in scaled MADs (null when the MAD is 0) and
+     * the direction ({@code above} or {@code below}). The server checks each closed hour once it is settled.
+     *
+     * <pre>{@code
+     * AnomalyList list = client.finops().gpuAnomalies(LocalDate.of(2026, 11, 1), LocalDate.of(2026, 11, 7));
+     * }</pre>
+     *
+     * @param params {@code from} and {@code to} as for {@link #gpuAllocation(Map)}
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the anomalies, newest hour first
+     * @throws ValidationException when the period is invalid
+     * @throws EnterpriseAIException on any other error
+     */
+    public AnomalyList gpuAnomalies(Map<String, ?> params, RequestOptions options) {
+        return client.withOptions(options).finops().gpuAnomalies(params);
+    }
+
+    /**
+     * The anomalies of {@code [from, to)}; see {@link #gpuAnomalies(Map)}.
+     *
+     * @param from start (inclusive)
+     * @param to end (exclusive)
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the anomalies, newest hour first
+     * @throws EnterpriseAIException on an error
+     */
+    public AnomalyList gpuAnomalies(Instant from, Instant to, RequestOptions options) {
+        return client.withOptions(options).finops().gpuAnomalies(from, to);
+    }
+
+    /**
+     * The anomalies of whole UTC days, {@code from} at midnight until the end of {@code to}; see
+     * {@link #gpuAnomalies(Map)}.
+     *
+     * @param from first day
+     * @param to last day (included)
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the anomalies, newest hour first
+     * @throws EnterpriseAIException on an error
+     */
+    public AnomalyList gpuAnomalies(LocalDate from, LocalDate to, RequestOptions options) {
+        return client.withOptions(options).finops().gpuAnomalies(from, to);
     }
 
     /**

@@ -20,6 +20,7 @@ import java.time.LocalDate;
 import java.time.LocalDateTime;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
+import java.time.YearMonth;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.time.temporal.ChronoUnit;
@@ -115,6 +116,9 @@ final class Json {
         if (value instanceof LocalDate d) {
             return d.toString();
         }
+        if (value instanceof YearMonth m) {
+            return m.toString();
+        }
         if (value instanceof LocalDateTime) {
             throw new IllegalArgumentException(
                     name + ": a LocalDateTime names no instant; give an Instant, an OffsetDateTime or a LocalDate");
@@ -132,7 +136,7 @@ final class Json {
             return value.toString();
         }
         throw new IllegalArgumentException(
-                name + " must be a String, a LocalDate, an Instant, an OffsetDateTime or a number, not "
+                name + " must be a String, a LocalDate, a YearMonth, an Instant, an OffsetDateTime or a number, not "
                         + value.getClass().getName());
     }
 
