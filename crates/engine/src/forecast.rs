@@ -26,10 +26,12 @@
 //! last day for a month over.
 
 use rust_decimal::Decimal;
-use time::{Date, Weekday};
+pub use time::Date;
+use time::{OffsetDateTime, Weekday};
 
 use crate::money::Currency;
 use crate::stats::{least_squares, nearest_rank};
+use crate::time::Timestamp;
 
 /// Below this many days of history the weekday factors are all 1 (two weeks: two of each weekday at least).
 pub const MIN_DAYS_FOR_WEEKDAYS: usize = 14;
@@ -65,6 +67,8 @@ pub struct LineForecast {
     pub model: Option<Model>,
     /// Each day left with its expected cost, in order.
     pub days: Vec<(Date, Decimal)>,
+    /// Each day left at the band's high, in order.
+    pub high_days: Vec<(Date, Decimal)>,
     /// The sums over the days left.
     pub expected: Decimal,
     pub low: Decimal,
@@ -93,6 +97,12 @@ impl LineForecast {
     }
 }
 
+/// The UTC date of an instant.
+pub fn date_of(t: Timestamp) -> Date {
+    OffsetDateTime::from_unix_timestamp(t.0.div_euclid(1000))
+        .map_or(OffsetDateTime::UNIX_EPOCH.date(), |d| d.date())
+}
+
 fn weekday_index(w: Weekday) -> usize {
     usize::from(w.number_days_from_monday())
 }
@@ -104,6 +114,7 @@ pub fn forecast_line(history: &[(Date, Decimal)], days_left: &[Date]) -> LineFor
         return LineForecast {
             model: None,
             days: days_left.iter().map(|d| (*d, Decimal::ZERO)).collect(),
+            high_days: days_left.iter().map(|d| (*d, Decimal::ZERO)).collect(),
             expected: Decimal::ZERO,
             low: Decimal::ZERO,
             high: Decimal::ZERO,
@@ -113,6 +124,7 @@ pub fn forecast_line(history: &[(Date, Decimal)], days_left: &[Date]) -> LineFor
     let mut out = LineForecast {
         model: None,
         days: Vec::with_capacity(days_left.len()),
+        high_days: Vec::with_capacity(days_left.len()),
         expected: Decimal::ZERO,
         low: Decimal::ZERO,
         high: Decimal::ZERO,
@@ -122,7 +134,9 @@ pub fn forecast_line(history: &[(Date, Decimal)], days_left: &[Date]) -> LineFor
         out.days.push((*d, f));
         out.expected += f;
         out.low += (f + model.low_residual).max(Decimal::ZERO);
-        out.high += (f + model.high_residual).max(Decimal::ZERO);
+        let high = (f + model.high_residual).max(Decimal::ZERO);
+        out.high_days.push((*d, high));
+        out.high += high;
     }
     out.model = Some(model);
     out
