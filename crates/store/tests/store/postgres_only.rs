@@ -1,6 +1,9 @@
-/// What schemas 11 (placements), 12 (equal shares), 13 (share methods) and 14 (idempotency keys) added, taken
-/// out again (every rollup of one placement per key).
-const PG_UNDO_V11: &str = "DROP TABLE eai.idempotency_keys; \
+/// What schemas 11 (placements), 12 (equal shares), 13 (share methods), 14 (idempotency keys) and 16 (budget
+/// alert kinds) added, taken out again (every rollup of one placement per key).
+const PG_UNDO_V11: &str = "ALTER TABLE eai.budget_alerts DROP CONSTRAINT budget_alerts_once_key; \
+    ALTER TABLE eai.budget_alerts DROP COLUMN kind, DROP COLUMN expected, DROP COLUMN exhausted_on_ms; \
+    ALTER TABLE eai.budget_alerts ADD UNIQUE (budget_seq, month_ms, threshold_pct); \
+    DROP TABLE eai.idempotency_keys; \
     ALTER TABLE eai.series DROP CONSTRAINT series_labels_key; \
     ALTER TABLE eai.series DROP COLUMN share; \
     ALTER TABLE eai.series ADD UNIQUE (deployment_id, tenant_id, model, namespace, pod, node); \

@@ -463,3 +463,64 @@ pub async fn thresholds_are_recorded_once_and_delivered_until_acknowledged(s: &d
         .iter()
         .any(|e| e.draft.action == "budget.webhook_abandoned"));
 }
+
+/// A forecast alert is recorded once per budget and month beside the thresholds (threshold 0 is no threshold of
+/// the same month), audited, and delivered with its kind and figures.
+pub async fn forecast_alerts_are_recorded_once_a_month_and_delivered(s: &dyn Store) {
+    use eai_store::budgets::{Alert, AlertKind};
+    let a = tenant(1);
+    let rec = s
+        .create_budget(&new_budget(budget_spec(a, "100", false)), &audit())
+        .await
+        .unwrap();
+    let at = T0 + 10 * H;
+    // A threshold crossed first: the forecast alert is another row.
+    s.upsert_usage_events(&[gpu_local(a, "60")], &audit())
+        .await
+        .unwrap();
+    assert_eq!(s.record_crossings(ts(at)).await.unwrap().len(), 1);
+    let day = ts(T0 + 20 * 24 * H);
+    let alert = |id, at| Alert::forecast(id, &rec.budget, d("60"), d("130.5"), day, ts(at));
+    let head = s.audit_head().await.unwrap().map_or(0, |h| h.seq);
+    assert!(s
+        .record_forecast_alert(&alert(uuid::Uuid::new_v4(), at + 1))
+        .await
+        .unwrap());
+    assert!(
+        !s.record_forecast_alert(&alert(uuid::Uuid::new_v4(), at + 2))
+            .await
+            .unwrap(),
+        "once a month"
+    );
+    assert_eq!(
+        s.audit_head().await.unwrap().map_or(0, |h| h.seq),
+        head + 1,
+        "audited once"
+    );
+    let trail = s.audit_events(Scope::Tenant(a), 0, 100).await.unwrap();
+    assert!(trail
+        .iter()
+        .any(|e| e.draft.action == "budget.forecast_exceeded"));
+    let due = s.due_deliveries(ts(at + 3), 100).await.unwrap();
+    assert_eq!(due.len(), 2, "{due:?}");
+    let f = due
+        .iter()
+        .find(|x| matches!(x.alert.kind, AlertKind::Forecast { .. }))
+        .unwrap();
+    assert_eq!(
+        f.alert.kind,
+        AlertKind::Forecast {
+            expected: d("130.5"),
+            exhausted_on: day
+        }
+    );
+    assert_eq!(
+        (f.alert.spent, f.alert.limit, f.alert.threshold_pct),
+        (d("60"), d("100"), 0)
+    );
+    let t = due
+        .iter()
+        .find(|x| x.alert.kind == AlertKind::Threshold)
+        .unwrap();
+    assert_eq!(t.alert.threshold_pct, 50);
+}
