@@ -103,6 +103,11 @@ pub fn date_of(t: Timestamp) -> Date {
         .map_or(OffsetDateTime::UNIX_EPOCH.date(), |d| d.date())
 }
 
+/// The first instant (midnight UTC) of a date.
+pub fn day_start(d: Date) -> Timestamp {
+    Timestamp(d.midnight().assume_utc().unix_timestamp() * 1000)
+}
+
 fn weekday_index(w: Weekday) -> usize {
     usize::from(w.number_days_from_monday())
 }
