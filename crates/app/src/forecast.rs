@@ -263,7 +263,13 @@ fn outlook(window: &Window, lines: &[Line], budget: Budget, spent: Decimal) -> B
             .days_left()
             .into_iter()
             .enumerate()
-            .map(|(i, d)| (d, mine.iter().map(|l| pick(l)[i].1).sum()))
+            .map(|(i, d)| {
+                let sum = mine
+                    .iter()
+                    .map(|l| pick(l).get(i).map_or(Decimal::ZERO, |v| v.1))
+                    .sum();
+                (d, sum)
+            })
             .collect()
     };
     let (days, high_days) = (sum_days(|l| &l.days), sum_days(|l| &l.high_days));
