@@ -677,6 +677,27 @@ async fn a_database_from_before_last_ends_gets_them_from_its_samples() {
     );
 }
 
+/// A database from before the alerts' kinds (schema 16) keeps its threshold alerts, due and recorded once, beside
+/// which a forecast alert may be recorded.
+#[tokio::test]
+async fn a_database_from_before_alert_kinds_keeps_its_alerts() {
+    let (db, s) = fresh().await;
+    super::contract::a_threshold_alert_recorded(&s).await;
+    drop(s);
+    let (c, connection) = tokio_postgres::connect(db.url(), NoTls).await.unwrap();
+    tokio::spawn(connection);
+    c.batch_execute(
+        "ALTER TABLE eai.budget_alerts DROP CONSTRAINT budget_alerts_once_key; \
+         ALTER TABLE eai.budget_alerts DROP COLUMN kind, DROP COLUMN expected, DROP COLUMN exhausted_on_ms; \
+         ALTER TABLE eai.budget_alerts ADD UNIQUE (budget_seq, month_ms, threshold_pct); \
+         UPDATE eai.schema_version SET version = version - 1;",
+    )
+    .await
+    .unwrap();
+    let s = PgStore::open(db.url()).await.unwrap();
+    super::contract::the_threshold_alert_is_kept(&s).await;
+}
+
 /// A database from before budgets (schema 6) gets its spend built from the stored charges, exactly.
 #[tokio::test]
 async fn a_database_from_before_budgets_gets_its_spend_built_on_open() {
