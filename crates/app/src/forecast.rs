@@ -326,4 +326,80 @@ mod tests {
             );
         }
     }
+
+    fn d(s: &str) -> Decimal {
+        s.parse().expect("decimal")
+    }
+
+    /// A line of `tenant` in `currency` spending `per_day` on each day left of `w`, `spent` so far.
+    fn line(w: &Window, tenant: TenantId, currency: Currency, spent: &str, per_day: &str) -> Line {
+        let days: Vec<(Date, Decimal)> =
+            w.days_left().into_iter().map(|x| (x, d(per_day))).collect();
+        let left = Decimal::from(days.len());
+        Line {
+            tenant_id: Some(tenant),
+            deployment_id: format!("dep-{currency}-{per_day}"),
+            currency,
+            figures: Rounded {
+                spent: d(spent),
+                expected: d(spent) + d(per_day) * left,
+                low: d(spent) + d(per_day) * left,
+                high: d(spent) + d(per_day) * left,
+            },
+            high_days: days.iter().map(|(x, v)| (*x, *v * Decimal::TWO)).collect(),
+            days,
+        }
+    }
+
+    #[test]
+    fn a_budget_adds_its_tenants_lines_in_its_currency_day_by_day() {
+        let t: TenantId = "8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10"
+            .parse()
+            .expect("tenant");
+        let w = Window::of(
+            Some("2026-11"),
+            Timestamp::parse_rfc3339("2026-11-16T09:30:00Z").expect("t"),
+        )
+        .expect("window");
+        let usd = "USD".parse().expect("usd");
+        let lines = vec![
+            line(&w, t, Currency::EUR, "30.00", "4"),
+            line(&w, t, Currency::EUR, "20.00", "6"),
+            line(&w, t, usd, "99.00", "100"),
+        ];
+        // Totals: the EUR lines' sums (30 + 15 x 4 = 90, 20 + 15 x 6 = 110: 200), the USD line alone.
+        let totals = totals(&lines);
+        assert_eq!(totals.len(), 2);
+        assert_eq!(
+            (totals[0].currency, totals[0].figures.expected),
+            (Currency::EUR, d("200"))
+        );
+        assert_eq!(totals[1].figures.expected, d("1599"));
+        let spec = eai_engine::budget::BudgetSpec {
+            tenant_id: t,
+            name: "n".into(),
+            limit: d("100"),
+            currency: Currency::EUR,
+            tokens_limit: None,
+            thresholds_pct: vec![100],
+            enforce: false,
+            webhook_url: None,
+            effective_from: w.from,
+            effective_to: None,
+        };
+        // Spent 42 on the budget; the EUR lines add 10 a day (the USD line none): 42 + 6 x 10 = 102 >= 100 on
+        // the sixth day left, the 21st; at the high (20 a day) 42 + 3 x 20 = 102 on the 18th. Expected: 42 + the
+        // EUR lines' 150.
+        let o = outlook(&w, &lines, Budget::new(1, spec), d("42"));
+        assert_eq!(o.expected, d("192"));
+        assert_eq!(
+            o.exhausted_on.map(|x| x.to_string()),
+            Some("2026-11-21".into())
+        );
+        assert_eq!(
+            o.exhausted_on_high.map(|x| x.to_string()),
+            Some("2026-11-18".into())
+        );
+        assert!(!o.reached());
+    }
 }
