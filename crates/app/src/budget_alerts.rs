@@ -4,8 +4,8 @@
 //! Forecast alerts (SPEC §13): the month's forecast ([`crate::forecast`]) allocates some fifty days, so the chores
 //! compute it at most once an hour ([`FORECAST_EVERY`]; the last run's time is kept in the loop, per replica: a
 //! new lease holder computes it at once). A budget with a webhook whose limit is not reached yet and is expected to
-//! be reached before the month's end gets one alert `budget.forecast_exceeded` a month ("expected to exceed on
-//! <day>"), recorded and audited by the store once per budget and month, and delivered as the thresholds are.
+//! be reached before the month's end gets one alert `budget.forecast_exceeded` a month (`"expected to exceed on
+//! <day>"`), recorded and audited by the store once per budget and month, and delivered as the thresholds are.
 //!
 //! A webhook is a `POST` of a JSON body to the budget's `webhook_url`, signed like Stripe's: header
 //! `X-EAI-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" with the budget's webhook secret>`,
