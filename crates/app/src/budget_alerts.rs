@@ -166,6 +166,11 @@ pub async fn forecast_once(
     forecasts: &Forecasts,
     at: Timestamp,
 ) -> eai_store::Result<Vec<Alert>> {
+    if 86_400_000 % forecasts.config.bucket_ms.max(1) != 0 {
+        return Err(StoreError::Internal(
+            "no forecast: the allocation bucket does not divide a day".into(),
+        ));
+    }
     let window = Window::of(None, at).map_err(|e| StoreError::Internal(e.reason))?;
     let f = forecast_of(
         &forecasts.source,
