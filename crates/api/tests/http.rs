@@ -1334,6 +1334,12 @@ on_both_backends!(
     a_tenant_reader_exports_only_its_own_rows,
 );
 
+#[path = "http/forecast.rs"]
+mod forecast;
+use forecast::*;
+
+on_both_backends!(a_forecast_lands_in_its_band_and_a_budget_alert_fires_once);
+
 // The router against the OpenAPI document (one router whatever the backend).
 #[path = "http/routes.rs"]
 mod routes;

@@ -35,6 +35,46 @@ pub fn steps_of(period: Period, step: Step) -> Vec<(Timestamp, Timestamp)> {
     bounds(period.from, period.to, step)
 }
 
+/// A period's allocation and each step's own (the weights [`apportion_steps`] splits the period's figures by),
+/// from inputs read once.
+#[derive(Debug, Clone)]
+pub struct StepAllocations {
+    pub bounds: Vec<(Timestamp, Timestamp)>,
+    pub whole: Allocation,
+    pub parts: Vec<Allocation>,
+}
+
+/// Reads the inputs of `period` once and allocates the whole period and each of its `step`s (cut from them).
+pub async fn step_allocations(
+    source: &Source,
+    store: &(impl AllocationStore + ?Sized),
+    period: Period,
+    config: AllocationConfig,
+    step: Step,
+) -> Result<StepAllocations, StoreError> {
+    let bounds = steps_of(period, step);
+    let inputs = read_inputs(source, store, period).await?;
+    let b = bounds.clone();
+    let (whole, parts) = tokio::task::spawn_blocking(move || {
+        let whole = allocate_inputs(&inputs, period, config);
+        let parts: Vec<Allocation> = b
+            .iter()
+            .map(|(f, t)| {
+                let p = Period { from: *f, to: *t };
+                allocate_inputs(&cut(&inputs, *f, *t), p, config)
+            })
+            .collect();
+        (whole, parts)
+    })
+    .await
+    .map_err(|e| StoreError::Internal(format!("the series task failed: {e}")))?;
+    Ok(StepAllocations {
+        bounds,
+        whole,
+        parts,
+    })
+}
+
 /// The series of `period` in `step`s as `scope` may see it: a tenant, its allocated share and its tokens.
 pub async fn series_of(
     source: &Source,
@@ -48,24 +88,17 @@ pub async fn series_of(
         Scope::Platform => None,
         Scope::Tenant(t) => Some(t),
     };
-    let bounds = steps_of(period, step);
-    let inputs = read_inputs(source, store, period).await?;
+    let steps = step_allocations(source, store, period, config, step).await?;
     let events = store.usage_events(scope, period.from, period.to).await?;
-    let b = bounds.clone();
-    let rows = tokio::task::spawn_blocking(move || {
-        let whole = allocate_inputs(&inputs, period, config);
-        let parts: Vec<Allocation> = b
-            .iter()
-            .map(|(f, t)| {
-                let p = Period { from: *f, to: *t };
-                allocate_inputs(&cut(&inputs, *f, *t), p, config)
-            })
-            .collect();
-        apportion_steps(&whole, &parts, tenant)
-    })
-    .await
-    .map_err(|e| StoreError::Internal(format!("the series task failed: {e}")))?;
-    let tokens = step_tokens(&events, tenant, &bounds);
+    let tokens = step_tokens(&events, tenant, &steps.bounds);
+    let StepAllocations {
+        bounds,
+        whole,
+        parts,
+    } = steps;
+    let rows = tokio::task::spawn_blocking(move || apportion_steps(&whole, &parts, tenant))
+        .await
+        .map_err(|e| StoreError::Internal(format!("the series task failed: {e}")))?;
     Ok(Series {
         bounds,
         rows,

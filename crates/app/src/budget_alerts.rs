@@ -1,6 +1,12 @@
 //! Budget chores, every `EAI_BUDGET_CHECK_SECONDS` on the replica that holds their lease: holds past their expiry are marked expired, thresholds
 //! reached this month are recorded (once each, audited, counted in `/metrics`), and due webhooks are delivered.
 //!
+//! Forecast alerts (SPEC §13): the month's forecast ([`crate::forecast`]) allocates some fifty days, so the chores
+//! compute it at most once an hour ([`FORECAST_EVERY`]; the last run's time is kept in the loop, per replica: a
+//! new lease holder computes it at once). A budget with a webhook whose limit is not reached yet and is expected to
+//! be reached before the month's end gets one alert `budget.forecast_exceeded` a month (`"expected to exceed on
+//! <day>"`), recorded and audited by the store once per budget and month, and delivered as the thresholds are.
+//!
 //! A webhook is a `POST` of a JSON body to the budget's `webhook_url`, signed like Stripe's: header
 //! `X-EAI-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" with the budget's webhook secret>`,
 //! plus `X-EAI-Webhook-Id` (the alert's id: a receiver that sees it twice drops the second). Delivery is at
@@ -11,15 +17,20 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use eai_engine::allocate::AllocationConfig;
 use eai_engine::backoff::Backoff;
+use eai_engine::forecast::day_start;
 use eai_engine::time::Timestamp;
-use eai_store::budgets::{Alert, Delivery, MAX_ATTEMPTS};
-use eai_store::{BudgetStore, Scope, Store};
+use eai_store::budgets::{Alert, AlertKind, Delivery, MAX_ATTEMPTS};
+use eai_store::{BudgetStore, Scope, Store, StoreError};
 use rust_decimal::Decimal;
 use serde_json::json;
 use sha2::Sha256;
+use uuid::Uuid;
 
+use crate::allocation::Source;
 use crate::clock::{Clock, Ticker};
+use crate::forecast::{forecast_of, Window};
 use crate::metrics::Metrics;
 
 /// The webhooks' retry schedule: 1 s doubling to an hour, no jitter (the chores' period spreads them).
@@ -28,12 +39,24 @@ pub const WEBHOOK_BACKOFF: Backoff = Backoff::new(1000, 3_600_000);
 /// How long a receiver may take to answer.
 const DELIVERY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Runs the chores forever, every `every` on `clock` (the first at once).
+/// The chores compute the forecast of the budgets at most this often (on the clock).
+pub const FORECAST_EVERY: Duration = Duration::from_secs(3600);
+
+/// Where the chores' forecast reads the allocation from, and its buckets.
+#[derive(Debug, Clone)]
+pub struct Forecasts {
+    pub source: Arc<Source>,
+    pub config: AllocationConfig,
+}
+
+/// Runs the chores forever, every `every` on `clock` (the first at once); the forecast's alerts at most every
+/// [`FORECAST_EVERY`].
 pub async fn run(
     store: Arc<dyn Store>,
     metrics: Arc<Metrics>,
     every: Duration,
     clock: Arc<dyn Clock>,
+    forecasts: Forecasts,
 ) {
     let http = match reqwest::Client::builder().timeout(DELIVERY_TIMEOUT).build() {
         Ok(h) => h,
@@ -48,11 +71,25 @@ pub async fn run(
         metrics.clone(),
     );
     let mut tick = Ticker::new(clock, every);
+    let forecast_every = i64::try_from(FORECAST_EVERY.as_millis()).unwrap_or(i64::MAX);
+    let mut last_forecast: Option<Timestamp> = None;
     loop {
         let at = tick.tick().await;
         // One replica delivers the webhooks (each is also deduplicated by its id).
         if !lease.check().await {
             continue;
+        }
+        if last_forecast.is_none_or(|last| at.0 - last.0 >= forecast_every) {
+            // Tried once an hour, failed or not (a failure is retried an hour later, not every round).
+            last_forecast = Some(at);
+            match forecast_once(store.as_ref(), &forecasts, at).await {
+                Ok(alerts) => {
+                    for a in &alerts {
+                        tracing::info!(budget = %a.budget_id, tenant = %a.tenant_id, "budget expected to exceed its limit this month");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "budget forecast failed (retried in an hour)"),
+            }
         }
         if let Err(e) = check_once(store.as_ref(), &metrics, &http, at).await {
             tracing::warn!(error = %e, "budget check failed (retried next time)");
@@ -121,10 +158,76 @@ pub async fn check_once(
     Ok(())
 }
 
-/// The body of a threshold webhook.
+/// Records the forecast alerts due at `at`: the month's forecast (platform-wide), and for each budget with a
+/// webhook, not reached yet, expected to be reached before the month's end, its alert unless it has one this
+/// month. Returns the alerts recorded now.
+pub async fn forecast_once(
+    store: &dyn Store,
+    forecasts: &Forecasts,
+    at: Timestamp,
+) -> eai_store::Result<Vec<Alert>> {
+    if 86_400_000 % forecasts.config.bucket_ms.max(1) != 0 {
+        return Err(StoreError::Internal(
+            "no forecast: the allocation bucket does not divide a day".into(),
+        ));
+    }
+    let window = Window::of(None, at).map_err(|e| StoreError::Internal(e.reason))?;
+    let f = forecast_of(
+        &forecasts.source,
+        store,
+        window,
+        forecasts.config,
+        Scope::Platform,
+        at,
+    )
+    .await?;
+    let mut out = Vec::new();
+    for b in &f.budgets {
+        let Some(day) = b.exhausted_on else {
+            continue;
+        };
+        if b.budget.spec.webhook_url.is_none() || b.reached() {
+            continue;
+        }
+        let alert = Alert::forecast(
+            Uuid::new_v4(),
+            &b.budget,
+            b.spent,
+            b.expected,
+            day_start(day),
+            at,
+        );
+        if store.record_forecast_alert(&alert).await? {
+            out.push(alert);
+        }
+    }
+    Ok(out)
+}
+
+/// The body of a webhook: a threshold crossed, or the limit expected to be reached this month.
 pub fn payload(a: &Alert) -> serde_json::Value {
     let c = a.currency;
     let money = |d: Decimal| json!({ "amount": c.amount_text(d), "currency": c.as_str() });
+    if let AlertKind::Forecast {
+        expected,
+        exhausted_on,
+    } = a.kind
+    {
+        let day = exhausted_on.date_string();
+        return json!({
+            "type": "budget.forecast_exceeded",
+            "id": a.id.hyphenated().to_string(),
+            "budget_id": a.budget_id,
+            "tenant_id": a.tenant_id.to_string(),
+            "month": eai_engine::batch::month_of(a.month),
+            "limit": money(a.limit),
+            "spent": money(a.spent),
+            "expected": money(expected),
+            "exhausted_on": day,
+            "message": format!("expected to exceed on {day}"),
+            "forecast_at": a.crossed_at.to_string(),
+        });
+    }
     json!({
         "type": "budget.threshold_crossed",
         "id": a.id.hyphenated().to_string(),

@@ -3,7 +3,8 @@
 //!
 //! Code map: [`allocation`] (the services: allocation, explanation, breakdown, token costs and the Slurm
 //! reconciliation of a period, read from the primary or the ClickHouse replica), [`focus`] (the FOCUS export:
-//! rows of a period, CSV or Parquet), [`batch`] (the allocation batch: each tenant's month as `gpu_local` usage
+//! rows of a period, CSV or Parquet), [`forecast`] (the month's expected spend per tenant and deployment, and
+//! when budgets run out), [`batch`] (the allocation batch: each tenant's month as `gpu_local` usage
 //! events, and its schedule), [`budget_alerts`] (budget thresholds crossed, delivered to webhooks), [`jobs`] (the background jobs
 //! on the clock: the pruner, the replicator, the audit anchor, and the others' wiring), [`store_metrics`]
 //! (the figures `/metrics` reads from the store, refreshed in the background), [`leader`] (one replica runs each
@@ -18,6 +19,7 @@ pub mod batch;
 pub mod budget_alerts;
 pub mod clock;
 pub mod focus;
+pub mod forecast;
 pub mod jobs;
 pub mod keys;
 pub mod leader;

@@ -13,6 +13,7 @@ mod demo;
 mod demo_data;
 mod explain_cmd;
 mod export_cmd;
+mod forecast_cmd;
 mod import_cmd;
 mod process;
 mod recommend_cmd;
@@ -54,6 +55,9 @@ enum Command {
     /// What to do about idle and oversized GPUs, with the savings, from the store (as GET
     /// /v1/finops/gpu/recommendations answers it).
     Recommendations(recommend_cmd::RecommendationsArgs),
+    /// The month's spend so far and its expected end (low/high) per tenant and deployment, and when each budget
+    /// is expected to run out, from the store (as GET /v1/finops/gpu/forecast answers it).
+    Forecast(forecast_cmd::ForecastArgs),
     /// Slurm's accounting of its GPU jobs (`sacct --json`) beside what was measured of each, with their cost
     /// and the jobs whose GPUs sat idle, from the store (as POST /v1/finops/gpu/slurm/reconciliation answers it).
     SlurmReconcile(slurm_cmd::SlurmReconcileArgs),
@@ -92,6 +96,7 @@ fn main() -> std::process::ExitCode {
         | Command::Explain(_)
         | Command::Usage(_)
         | Command::Recommendations(_)
+        | Command::Forecast(_)
         | Command::SlurmReconcile(_)
         | Command::Keys(_)
         | Command::Audit(_) => process::default_sigpipe(),
@@ -110,6 +115,7 @@ fn main() -> std::process::ExitCode {
         Command::Recommendations(args) => {
             runtime().and_then(|rt| rt.block_on(recommend_cmd::run(args)))
         }
+        Command::Forecast(args) => runtime().and_then(|rt| rt.block_on(forecast_cmd::run(args))),
         Command::SlurmReconcile(args) => runtime().and_then(|rt| rt.block_on(slurm_cmd::run(args))),
         Command::Keys(args) => runtime().and_then(|rt| rt.block_on(admin::keys(args))),
         Command::Audit(args) => runtime().and_then(|rt| rt.block_on(admin::audit(args))),

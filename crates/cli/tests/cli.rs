@@ -358,6 +358,9 @@ mod crash;
 #[path = "cli/explain.rs"]
 mod explain;
 
+#[path = "cli/forecast.rs"]
+mod forecast;
+
 #[path = "cli/keys.rs"]
 mod keys;
 

@@ -18,6 +18,7 @@ pub mod domain;
 pub mod error;
 pub mod fixed;
 pub mod focus;
+pub mod forecast;
 pub mod gpu_usage;
 pub mod money;
 pub mod policy;

@@ -13,7 +13,9 @@
 //!   the commit event through the usage upsert (so its spend counts at once) and is idempotent: a committed
 //!   reservation is returned as it is. Releasing a committed one is a [`StoreError::Conflict`].
 //! - A threshold **alert** is recorded once per (budget, month, threshold), with its audit event, in one
-//!   transaction; its webhook delivery is retried until acknowledged (the application's backoff).
+//!   transaction; its webhook delivery is retried until acknowledged (the application's backoff). A **forecast**
+//!   alert (the limit expected to be reached before the month's end, SPEC §13) is recorded once per (budget,
+//!   month) the same way ([`AlertKind`]; its row has threshold 0) and delivered on the same path.
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -215,7 +217,57 @@ pub fn commit_event_of(r: &Reservation, actual: Amounts, at: Timestamp) -> Usage
     )
 }
 
-/// A recorded threshold crossing and its webhook delivery.
+/// What an alert tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlertKind {
+    /// The month's spend reached `threshold_pct` of the limit.
+    Threshold,
+    /// The limit is expected to be reached on the day starting at `exhausted_on`, the month's spend at `expected`
+    /// by its end (SPEC §13's forecast).
+    Forecast {
+        expected: Decimal,
+        exhausted_on: Timestamp,
+    },
+}
+
+impl AlertKind {
+    /// The stored `kind`: `threshold` or `forecast`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            AlertKind::Threshold => "threshold",
+            AlertKind::Forecast { .. } => "forecast",
+        }
+    }
+
+    /// Back from the stored columns.
+    pub fn parse(
+        kind: &str,
+        expected: Option<Decimal>,
+        exhausted_on_ms: Option<i64>,
+    ) -> Result<Self> {
+        match (kind, expected, exhausted_on_ms) {
+            ("threshold", _, _) => Ok(AlertKind::Threshold),
+            ("forecast", Some(expected), Some(day)) => Ok(AlertKind::Forecast {
+                expected,
+                exhausted_on: Timestamp(day),
+            }),
+            _ => Err(corrupt("budget_alerts.kind", kind)),
+        }
+    }
+
+    /// The stored `expected` and `exhausted_on_ms` (none for a threshold).
+    pub fn columns(&self) -> (Option<Decimal>, Option<i64>) {
+        match self {
+            AlertKind::Threshold => (None, None),
+            AlertKind::Forecast {
+                expected,
+                exhausted_on,
+            } => (Some(*expected), Some(exhausted_on.0)),
+        }
+    }
+}
+
+/// A recorded alert (a threshold crossed, or a forecast of the limit) and its webhook delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Alert {
     pub id: Uuid,
@@ -223,6 +275,8 @@ pub struct Alert {
     pub tenant_id: TenantId,
     /// The first instant of the month.
     pub month: Timestamp,
+    pub kind: AlertKind,
+    /// The threshold crossed; 0 for a forecast.
     pub threshold_pct: u32,
     pub spent: Decimal,
     pub limit: Decimal,
@@ -241,8 +295,41 @@ impl Alert {
             budget_id: standing.budget.id.clone(),
             tenant_id: spec.tenant_id,
             month: month_start(at),
+            kind: AlertKind::Threshold,
             threshold_pct,
             spent: standing.spent.cost,
+            limit: spec.limit,
+            currency: spec.currency,
+            crossed_at: at,
+            attempts: 0,
+            delivered_at: None,
+        }
+    }
+}
+
+impl Alert {
+    /// The forecast alert of `budget` at `at`: `spent` so far, `expected` by the month's end, the limit reached on
+    /// the day starting at `exhausted_on`. Not delivered yet.
+    pub fn forecast(
+        id: Uuid,
+        budget: &Budget,
+        spent: Decimal,
+        expected: Decimal,
+        exhausted_on: Timestamp,
+        at: Timestamp,
+    ) -> Alert {
+        let spec = &budget.spec;
+        Alert {
+            id,
+            budget_id: budget.id.clone(),
+            tenant_id: spec.tenant_id,
+            month: month_start(at),
+            kind: AlertKind::Forecast {
+                expected,
+                exhausted_on,
+            },
+            threshold_pct: 0,
+            spent,
             limit: spec.limit,
             currency: spec.currency,
             crossed_at: at,
@@ -280,6 +367,28 @@ pub fn crossing_audit(a: &Alert) -> crate::AuditDraft {
             "threshold_pct": a.threshold_pct,
             "month": eai_engine::batch::month_of(a.month),
             "spent": dec_text(a.spent),
+            "limit": dec_text(a.limit),
+            "currency": a.currency.as_str(),
+        }),
+    );
+    d.tenant_id = Some(a.tenant_id);
+    d.resource = Some(a.budget_id.clone());
+    d
+}
+
+/// The audit event of a forecast alert: on the budget's tenant's trail.
+pub fn forecast_audit(a: &Alert) -> crate::AuditDraft {
+    let (expected, day) = a.kind.columns();
+    let mut d = crate::AuditDraft::system(
+        "system",
+        "budget.forecast_exceeded",
+        a.crossed_at,
+        serde_json::json!({
+            "alert_id": a.id.hyphenated().to_string(),
+            "month": eai_engine::batch::month_of(a.month),
+            "spent": dec_text(a.spent),
+            "expected": expected.map(dec_text),
+            "exhausted_on": day.map(|d| Timestamp(d).date_string()),
             "limit": dec_text(a.limit),
             "currency": a.currency.as_str(),
         }),

@@ -253,6 +253,11 @@ roles! {
         /// each with its audit event (`budget.threshold_crossed`), in one transaction. Returns the new alerts.
         async fn record_crossings(&self, at: Timestamp) -> Result<Vec<Alert>>;
 
+        /// Records a forecast alert ([`crate::budgets::Alert::forecast`]) unless its budget has one for its month
+        /// already, with its audit event (`budget.forecast_exceeded`), in one transaction. Returns whether it was
+        /// recorded.
+        async fn record_forecast_alert(&self, alert: &Alert) -> Result<bool>;
+
         /// Alerts whose budget has a webhook, not delivered yet, due at `at`, oldest first.
         async fn due_deliveries(&self, at: Timestamp, limit: u64) -> Result<Vec<Delivery>>;
 

@@ -15,6 +15,7 @@ pub mod budgets;
 pub mod catalog;
 pub mod explain;
 pub mod focus;
+pub mod forecast;
 pub mod gpu_usage;
 pub mod keys;
 pub mod policies;
@@ -44,6 +45,7 @@ pub fn router(state: AppState) -> Router {
             get(allocation_series::get),
         )
         .route("/v1/finops/gpu/token-costs", get(token_costs::get))
+        .route("/v1/finops/gpu/forecast", get(forecast::get))
         .route(
             "/v1/finops/allocation-policies",
             get(policies::list).post(policies::create),

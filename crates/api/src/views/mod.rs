@@ -13,6 +13,7 @@ use crate::error::ApiError;
 
 pub mod audit;
 pub mod budget;
+pub mod forecast;
 pub mod ingest;
 pub mod key;
 pub mod policy;

@@ -11,6 +11,7 @@ use eai_api::views::audit::{AuditEvent, AuditHead};
 use eai_api::views::budget::{
     Budget, BudgetChange, BudgetCurrent, BudgetDisable, Money, Reservation,
 };
+use eai_api::views::forecast::{BudgetForecast, Forecast, ForecastLine, ForecastTotal};
 use eai_api::views::ingest::{GpuSampleIngestResult, UsageEventIngestResult};
 use eai_api::views::key::{ApiKey, ApiKeyCreate, ApiKeyCreated, ApiKeyRotate, TenantOfKey, WhoAmI};
 use eai_api::views::policy::{
@@ -117,6 +118,10 @@ const TABLE: &[Row] = &[
     row!(RecommendationEvidence => "RecommendationEvidence"),
     row!(Recommendation => "Recommendation"),
     row!(RecommendationList => "RecommendationList"),
+    row!(ForecastLine => "ForecastLine"),
+    row!(ForecastTotal => "ForecastTotal"),
+    row!(BudgetForecast => "BudgetForecast"),
+    row!(Forecast => "Forecast"),
     row!(input AllocationPolicyDisable => "AllocationPolicyDisable"),
     row!(input BudgetDisable => "BudgetDisable"),
     row!(input ApiKeyCreate => "ApiKeyCreate"),

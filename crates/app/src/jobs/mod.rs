@@ -119,12 +119,21 @@ impl Jobs {
             metrics.clone(),
             clock.clone(),
         )));
+        // The budget chores' forecast reads the allocation where the `/metrics` refresher does.
+        let forecasts = crate::budget_alerts::Forecasts {
+            source: refresher.source.clone(),
+            config: AllocationConfig {
+                bucket_ms: refresher.bucket_ms,
+                ..AllocationConfig::default()
+            },
+        };
         tasks.push(tokio::spawn(crate::store_metrics::run(refresher)));
         tasks.push(tokio::spawn(crate::budget_alerts::run(
             store,
             metrics,
             budget_check,
             clock,
+            forecasts,
         )));
         tracing::info!(instance = crate::leader::instance(), "one replica runs each of the batch, the pruner, the replicator and the budget chores (a lease each)");
         tasks

@@ -490,6 +490,9 @@ pub struct DueRow<'a> {
     pub tenant_id: TenantId,
     pub month_ms: i64,
     pub threshold_pct: i64,
+    pub kind: &'a str,
+    pub expected: Option<Decimal>,
+    pub exhausted_on_ms: Option<i64>,
     pub spent: Decimal,
     pub crossed_at_ms: i64,
     pub attempts: i64,
@@ -517,6 +520,7 @@ pub fn delivery(row: DueRow<'_>) -> Result<Option<Delivery>> {
             budget_id: rec.budget.id.clone(),
             tenant_id: row.tenant_id,
             month: Timestamp(row.month_ms),
+            kind: b::AlertKind::parse(row.kind, row.expected, row.exhausted_on_ms)?,
             threshold_pct: u32::try_from(row.threshold_pct)
                 .map_err(|_| corrupt("budget_alerts.threshold_pct", row.threshold_pct))?,
             spent: row.spent,

@@ -431,11 +431,15 @@ pub async fn expire(conn: &mut PgConn, at: Timestamp) -> Result<u64> {
 const ALERT_INSERT: &str =
     "INSERT INTO eai.budget_alerts (id, budget_seq, tenant_id, month_ms, threshold_pct, \
      spent, crossed_at_ms, attempts, next_attempt_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $7) \
-     ON CONFLICT (budget_seq, month_ms, threshold_pct) DO NOTHING";
+     ON CONFLICT (budget_seq, month_ms, kind, threshold_pct) DO NOTHING";
+const FORECAST_ALERT_INSERT: &str =
+    "INSERT INTO eai.budget_alerts (id, budget_seq, tenant_id, month_ms, kind, threshold_pct, spent, expected, \
+     exhausted_on_ms, crossed_at_ms, attempts, next_attempt_ms) VALUES ($1, $2, $3, $4, $5, 0, $6, $7, $8, $9, 0, $9) \
+     ON CONFLICT (budget_seq, month_ms, kind, threshold_pct) DO NOTHING";
 /// One transaction at a time records crossings (two servers on one database would otherwise race).
 const CROSSINGS_LOCK: &str = "SELECT pg_advisory_xact_lock($1::int4, 0)";
 const DUE: &str = "SELECT a.id, a.budget_seq, a.tenant_id, a.month_ms, a.threshold_pct, a.spent, a.crossed_at_ms, \
-     a.attempts, b.body::text, b.webhook_secret FROM eai.budget_alerts a JOIN eai.budgets b ON b.seq = a.budget_seq \
+     a.attempts, b.body::text, b.webhook_secret, a.kind, a.expected, a.exhausted_on_ms FROM eai.budget_alerts a JOIN eai.budgets b ON b.seq = a.budget_seq \
      WHERE a.delivered_at_ms IS NULL AND a.next_attempt_ms <= $1 AND a.attempts < $2 \
      AND b.webhook_secret IS NOT NULL ORDER BY a.crossed_at_ms, a.id LIMIT $3";
 const DELIVERED: &str =
@@ -483,6 +487,36 @@ pub async fn record_crossings(conn: &mut PgConn, at: Timestamp) -> Result<Vec<Al
     Ok(out)
 }
 
+/// Records a forecast alert unless its budget has one this month, with its audit event.
+pub async fn record_forecast_alert(conn: &mut PgConn, a: &Alert) -> Result<bool> {
+    let seq = b::budget_seq(&a.budget_id)?;
+    let (expected, day) = a.kind.columns();
+    let (tx, st) = begin(conn, Scope::Platform, Mode::Write).await?;
+    let s = st.get(&tx, FORECAST_ALERT_INSERT).await?;
+    let n = tx
+        .execute(
+            &s,
+            &[
+                &a.id,
+                &seq,
+                &tenant_uuid(a.tenant_id)?,
+                &a.month.0,
+                &a.kind.as_str(),
+                &a.spent,
+                &expected,
+                &day,
+                &a.crossed_at.0,
+            ],
+        )
+        .await
+        .ctx("record a forecast alert")?;
+    if n > 0 {
+        append_in(&tx, st, &b::forecast_audit(a)).await?;
+    }
+    tx.commit().await.ctx("commit a forecast alert")?;
+    Ok(n > 0)
+}
+
 pub async fn due_deliveries(conn: &mut PgConn, at: Timestamp, limit: u64) -> Result<Vec<Delivery>> {
     let (tx, st) = begin(conn, Scope::Platform, Mode::Snapshot).await?;
     let s = st.get(&tx, DUE).await?;
@@ -501,6 +535,9 @@ pub async fn due_deliveries(conn: &mut PgConn, at: Timestamp, limit: u64) -> Res
             tenant_id: TenantId(r.get(2)),
             month_ms: r.get(3),
             threshold_pct: i64::from(r.get::<_, i32>(4)),
+            kind: r.get(10),
+            expected: r.get(11),
+            exhausted_on_ms: r.get(12),
             spent: r.get(5),
             crossed_at_ms: r.get(6),
             attempts: i64::from(r.get::<_, i32>(7)),
@@ -627,6 +664,11 @@ impl BudgetStore for PgDb {
     async fn record_crossings(&self, at: Timestamp) -> Result<Vec<Alert>> {
         let mut c = self.conn().await?;
         record_crossings(c.conn()?, at).await
+    }
+
+    async fn record_forecast_alert(&self, alert: &Alert) -> Result<bool> {
+        let mut c = self.conn().await?;
+        record_forecast_alert(c.conn()?, alert).await
     }
 
     async fn due_deliveries(&self, at: Timestamp, limit: u64) -> Result<Vec<Delivery>> {

@@ -687,7 +687,25 @@ GRANT UPDATE (claim, claimed_at_ms, completed_at_ms, status, content_type, locat
     ON eai.idempotency_keys TO eai_app;
 "#;
 
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14];
+/// 16 (15 is the anomalies'): a budget alert has a kind (SPEC §13): `threshold` (the rows before, threshold_pct the
+/// threshold crossed) or `forecast` (threshold_pct 0, with the month's `expected` spend and the day the limit is
+/// expected to be reached, `exhausted_on_ms`: its midnight). One alert per (budget, month, kind, threshold). Row
+/// level security is unchanged: the table's `tenant_rows` and `platform_rows` policies hold whole rows (the new
+/// columns with them), the service role's `SELECT, INSERT` on the table covers the new columns, and its `UPDATE`
+/// stays on the delivery columns (an alert's kind and figures are never updated).
+const V16: &str = r#"
+ALTER TABLE eai.budget_alerts
+    ADD COLUMN kind text NOT NULL DEFAULT 'threshold' CHECK (kind IN ('threshold', 'forecast')),
+    ADD COLUMN expected numeric,
+    ADD COLUMN exhausted_on_ms bigint;
+ALTER TABLE eai.budget_alerts DROP CONSTRAINT budget_alerts_budget_seq_month_ms_threshold_pct_key;
+ALTER TABLE eai.budget_alerts ADD CONSTRAINT budget_alerts_once_key
+    UNIQUE (budget_seq, month_ms, kind, threshold_pct);
+"#;
+
+pub const MIGRATIONS: &[&str] = &[
+    V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V16,
+];
 
 /// The schema version this binary writes.
 pub fn latest() -> u32 {

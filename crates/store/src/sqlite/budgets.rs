@@ -430,7 +430,7 @@ pub fn record_crossings(conn: &mut Connection, at: Timestamp) -> Result<Vec<Aler
                 .prepare_cached(
                     "INSERT INTO budget_alerts (id, budget_seq, tenant_id, month_ms, threshold_pct, spent, crossed_at_ms, \
                      attempts, next_attempt_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?7) \
-                     ON CONFLICT (budget_seq, month_ms, threshold_pct) DO NOTHING",
+                     ON CONFLICT (budget_seq, month_ms, kind, threshold_pct) DO NOTHING",
                 )
                 .and_then(|mut st| {
                     st.execute(params![
@@ -455,54 +455,90 @@ pub fn record_crossings(conn: &mut Connection, at: Timestamp) -> Result<Vec<Aler
     Ok(out)
 }
 
+/// Records a forecast alert unless its budget has one this month, with its audit event.
+pub fn record_forecast_alert(conn: &mut Connection, a: &Alert) -> Result<bool> {
+    let seq = b::budget_seq(&a.budget_id)?;
+    let (expected, day) = a.kind.columns();
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("begin a forecast alert")?;
+    let n = tx
+        .prepare_cached(
+            "INSERT INTO budget_alerts (id, budget_seq, tenant_id, month_ms, kind, threshold_pct, spent, expected, \
+             exhausted_on_ms, crossed_at_ms, attempts, next_attempt_ms) \
+             VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?7, ?8, ?9, 0, ?9) \
+             ON CONFLICT (budget_seq, month_ms, kind, threshold_pct) DO NOTHING",
+        )
+        .and_then(|mut st| {
+            st.execute(params![
+                a.id.hyphenated().to_string(),
+                seq,
+                a.tenant_id.to_string(),
+                a.month.0,
+                a.kind.as_str(),
+                dec_text(a.spent),
+                expected.map(dec_text),
+                day,
+                a.crossed_at.0
+            ])
+        })
+        .ctx("record a forecast alert")?;
+    if n > 0 {
+        append_in(&tx, &b::forecast_audit(a))?;
+    }
+    tx.commit().ctx("commit a forecast alert")?;
+    Ok(n > 0)
+}
+
 pub fn due_deliveries(conn: &Connection, at: Timestamp, limit: u64) -> Result<Vec<Delivery>> {
     type Row = (
-        String,
-        i64,
-        String,
-        i64,
-        i64,
-        String,
-        i64,
-        i64,
-        String,
-        Option<String>,
-        Option<String>,
+        (String, i64, String, i64, i64, String, i64, i64),
+        (String, Option<String>, String, Option<String>, Option<i64>),
     );
     let rows: Vec<Row> = conn
         .prepare_cached(
             "SELECT a.id, a.budget_seq, a.tenant_id, a.month_ms, a.threshold_pct, a.spent, a.crossed_at_ms, a.attempts, \
-             b.body, b.webhook_secret, NULL FROM budget_alerts a JOIN budgets b ON b.seq = a.budget_seq \
+             b.body, b.webhook_secret, a.kind, a.expected, a.exhausted_on_ms \
+             FROM budget_alerts a JOIN budgets b ON b.seq = a.budget_seq \
              WHERE a.delivered_at_ms IS NULL AND a.next_attempt_ms <= ?1 AND a.attempts < ?2 \
              AND b.webhook_secret IS NOT NULL ORDER BY a.crossed_at_ms, a.id LIMIT ?3",
         )
         .and_then(|mut st| {
             st.query_map(params![at.0, b::MAX_ATTEMPTS, limit], |r| {
                 Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                    r.get(7)?,
-                    r.get(8)?,
-                    r.get(9)?,
-                    r.get(10)?,
+                    (
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                        r.get(6)?,
+                        r.get(7)?,
+                    ),
+                    (r.get(8)?, r.get(9)?, r.get(10)?, r.get(11)?, r.get(12)?),
                 ))
             })?
             .collect()
         })
         .ctx("read due deliveries")?;
     let mut out = Vec::new();
-    for (id, seq, tenant, month, pct, spent, crossed_at, attempts, body, secret, _) in rows {
+    for (
+        (id, seq, tenant, month, pct, spent, crossed_at, attempts),
+        (body, secret, kind, expected, exhausted_on_ms),
+    ) in rows
+    {
         let row = changes::DueRow {
             id: Uuid::parse_str(&id).map_err(|_| corrupt("budget_alerts.id", &id))?,
             budget_seq: seq,
             tenant_id: tenant_parse(&tenant, "budget_alerts.tenant_id")?,
             month_ms: month,
             threshold_pct: pct,
+            kind: &kind,
+            expected: expected
+                .map(|e| dec_parse(&e, "budget_alerts.expected"))
+                .transpose()?,
+            exhausted_on_ms,
             spent: dec_parse(&spent, "budget_alerts.spent")?,
             crossed_at_ms: crossed_at,
             attempts,
@@ -622,6 +658,12 @@ impl BudgetStore for SqliteDb {
 
     async fn record_crossings(&self, at: Timestamp) -> Result<Vec<Alert>> {
         self.write(move |c, _| record_crossings(c, at)).await
+    }
+
+    async fn record_forecast_alert(&self, alert: &Alert) -> Result<bool> {
+        let alert = alert.clone();
+        self.write(move |c, _| record_forecast_alert(c, &alert))
+            .await
     }
 
     async fn due_deliveries(&self, at: Timestamp, limit: u64) -> Result<Vec<Delivery>> {

@@ -450,6 +450,37 @@ CREATE TABLE idempotency_keys (
 CREATE INDEX idempotency_keys_by_claim ON idempotency_keys (claimed_at_ms);
 "#;
 
+/// 16 (15 is the anomalies'): a budget alert has a kind (SPEC §13): `threshold` (the rows before, threshold_pct
+/// the threshold crossed) or `forecast` (threshold_pct 0, with the month's `expected` spend and the day the limit
+/// is expected to be reached, `exhausted_on_ms`: its midnight). One alert per (budget, month, kind, threshold):
+/// the unique key changes, so the table is rebuilt (no other table names it).
+const V16_ALERT_KINDS: &str = r#"
+CREATE TABLE budget_alerts_v16 (
+    id              TEXT PRIMARY KEY,
+    budget_seq      INTEGER NOT NULL,
+    tenant_id       TEXT NOT NULL,
+    month_ms        INTEGER NOT NULL,
+    kind            TEXT NOT NULL DEFAULT 'threshold' CHECK (kind IN ('threshold', 'forecast')),
+    threshold_pct   INTEGER NOT NULL,
+    spent           TEXT NOT NULL,
+    expected        TEXT,
+    exhausted_on_ms INTEGER,
+    crossed_at_ms   INTEGER NOT NULL,
+    attempts        INTEGER NOT NULL,
+    next_attempt_ms INTEGER NOT NULL,
+    delivered_at_ms INTEGER,
+    last_error      TEXT,
+    UNIQUE (budget_seq, month_ms, kind, threshold_pct)
+);
+INSERT INTO budget_alerts_v16 (id, budget_seq, tenant_id, month_ms, threshold_pct, spent, crossed_at_ms, attempts,
+    next_attempt_ms, delivered_at_ms, last_error)
+SELECT id, budget_seq, tenant_id, month_ms, threshold_pct, spent, crossed_at_ms, attempts, next_attempt_ms,
+    delivered_at_ms, last_error FROM budget_alerts;
+DROP TABLE budget_alerts;
+ALTER TABLE budget_alerts_v16 RENAME TO budget_alerts;
+CREATE INDEX budget_alerts_due ON budget_alerts (delivered_at_ms, next_attempt_ms);
+"#;
+
 /// Every migration, in order. `schema_version` = how many have been applied.
 pub const MIGRATIONS: &[Migration] = &[
     sql(V1_SAMPLES),
@@ -485,6 +516,7 @@ pub const MIGRATIONS: &[Migration] = &[
         ..sql(V13_SERIES_SHARE)
     },
     sql(V14_IDEMPOTENCY),
+    sql(V16_ALERT_KINDS),
 ];
 
 /// Events already in the chain keep the hash form they were written with: the current one starts after them.

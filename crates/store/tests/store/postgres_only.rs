@@ -1,6 +1,9 @@
-/// What schemas 11 (placements), 12 (equal shares), 13 (share methods) and 14 (idempotency keys) added, taken
-/// out again (every rollup of one placement per key).
-const PG_UNDO_V11: &str = "DROP TABLE eai.idempotency_keys; \
+/// What schemas 11 (placements), 12 (equal shares), 13 (share methods), 14 (idempotency keys) and 16 (budget
+/// alert kinds) added, taken out again (every rollup of one placement per key).
+const PG_UNDO_V11: &str = "ALTER TABLE eai.budget_alerts DROP CONSTRAINT budget_alerts_once_key; \
+    ALTER TABLE eai.budget_alerts DROP COLUMN kind, DROP COLUMN expected, DROP COLUMN exhausted_on_ms; \
+    ALTER TABLE eai.budget_alerts ADD UNIQUE (budget_seq, month_ms, threshold_pct); \
+    DROP TABLE eai.idempotency_keys; \
     ALTER TABLE eai.series DROP CONSTRAINT series_labels_key; \
     ALTER TABLE eai.series DROP COLUMN share; \
     ALTER TABLE eai.series ADD UNIQUE (deployment_id, tenant_id, model, namespace, pod, node); \
@@ -672,6 +675,27 @@ async fn a_database_from_before_last_ends_gets_them_from_its_samples() {
             .gpus,
         1
     );
+}
+
+/// A database from before the alerts' kinds (schema 16) keeps its threshold alerts, due and recorded once, beside
+/// which a forecast alert may be recorded.
+#[tokio::test]
+async fn a_database_from_before_alert_kinds_keeps_its_alerts() {
+    let (db, s) = fresh().await;
+    super::contract::a_threshold_alert_recorded(&s).await;
+    drop(s);
+    let (c, connection) = tokio_postgres::connect(db.url(), NoTls).await.unwrap();
+    tokio::spawn(connection);
+    c.batch_execute(
+        "ALTER TABLE eai.budget_alerts DROP CONSTRAINT budget_alerts_once_key; \
+         ALTER TABLE eai.budget_alerts DROP COLUMN kind, DROP COLUMN expected, DROP COLUMN exhausted_on_ms; \
+         ALTER TABLE eai.budget_alerts ADD UNIQUE (budget_seq, month_ms, threshold_pct); \
+         UPDATE eai.schema_version SET version = version - 1;",
+    )
+    .await
+    .unwrap();
+    let s = PgStore::open(db.url()).await.unwrap();
+    super::contract::the_threshold_alert_is_kept(&s).await;
 }
 
 /// A database from before budgets (schema 6) gets its spend built from the stored charges, exactly.

@@ -23,7 +23,8 @@ async fn the_file_is_wal_and_fully_synchronous() {
     let version: i64 = c
         .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 14);
+    // 16 migrations, 15 of them here (16, the budget alerts' kinds, comes before 15, the anomalies', merges).
+    assert_eq!(version, 15);
     assert_eq!(store.backend(), "sqlite");
 }
 
@@ -110,6 +111,36 @@ async fn a_file_pruned_before_end_sets_refuses_what_it_cannot_tell_apart() {
         .await
         .unwrap();
     assert_eq!(o.inserted, 1);
+}
+
+/// A file from before the alerts' kinds (schema 16; the budget alerts table rebuilt for its unique key) keeps its
+/// threshold alerts, due and recorded once, beside which a forecast alert may be recorded.
+#[tokio::test]
+async fn a_file_from_before_alert_kinds_keeps_its_alerts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("eai.db");
+    let store = SqliteStore::open(&path).unwrap();
+    super::contract::a_threshold_alert_recorded(&store).await;
+    drop(store);
+    let c = rusqlite::Connection::open(&path).unwrap();
+    // Schema 16 taken out again: the table as schema 8 made it, and the version before 16's.
+    c.execute_batch(
+        "CREATE TABLE budget_alerts_v8 (
+            id TEXT PRIMARY KEY, budget_seq INTEGER NOT NULL, tenant_id TEXT NOT NULL, month_ms INTEGER NOT NULL,
+            threshold_pct INTEGER NOT NULL, spent TEXT NOT NULL, crossed_at_ms INTEGER NOT NULL,
+            attempts INTEGER NOT NULL, next_attempt_ms INTEGER NOT NULL, delivered_at_ms INTEGER, last_error TEXT,
+            UNIQUE (budget_seq, month_ms, threshold_pct));
+         INSERT INTO budget_alerts_v8 SELECT id, budget_seq, tenant_id, month_ms, threshold_pct, spent,
+            crossed_at_ms, attempts, next_attempt_ms, delivered_at_ms, last_error FROM budget_alerts;
+         DROP TABLE budget_alerts;
+         ALTER TABLE budget_alerts_v8 RENAME TO budget_alerts;
+         CREATE INDEX budget_alerts_due ON budget_alerts (delivered_at_ms, next_attempt_ms);
+         UPDATE schema_version SET version = version - 1;",
+    )
+    .unwrap();
+    drop(c);
+    let store = SqliteStore::open(&path).unwrap();
+    super::contract::the_threshold_alert_is_kept(&store).await;
 }
 
 /// A file from before budgets (schema 7) gets its spend built from the allocation charges already stored.

@@ -463,3 +463,108 @@ pub async fn thresholds_are_recorded_once_and_delivered_until_acknowledged(s: &d
         .iter()
         .any(|e| e.draft.action == "budget.webhook_abandoned"));
 }
+
+/// A forecast alert is recorded once per budget and month beside the thresholds (threshold 0 is no threshold of
+/// the same month), audited, and delivered with its kind and figures.
+pub async fn forecast_alerts_are_recorded_once_a_month_and_delivered(s: &dyn Store) {
+    use eai_store::budgets::{Alert, AlertKind};
+    let a = tenant(1);
+    let rec = s
+        .create_budget(&new_budget(budget_spec(a, "100", false)), &audit())
+        .await
+        .unwrap();
+    let at = T0 + 10 * H;
+    // A threshold crossed first: the forecast alert is another row.
+    s.upsert_usage_events(&[gpu_local(a, "60")], &audit())
+        .await
+        .unwrap();
+    assert_eq!(s.record_crossings(ts(at)).await.unwrap().len(), 1);
+    let day = ts(T0 + 20 * 24 * H);
+    let alert = |id, at| Alert::forecast(id, &rec.budget, d("60"), d("130.5"), day, ts(at));
+    let head = s.audit_head().await.unwrap().map_or(0, |h| h.seq);
+    assert!(s
+        .record_forecast_alert(&alert(uuid::Uuid::new_v4(), at + 1))
+        .await
+        .unwrap());
+    assert!(
+        !s.record_forecast_alert(&alert(uuid::Uuid::new_v4(), at + 2))
+            .await
+            .unwrap(),
+        "once a month"
+    );
+    assert_eq!(
+        s.audit_head().await.unwrap().map_or(0, |h| h.seq),
+        head + 1,
+        "audited once"
+    );
+    let trail = s.audit_events(Scope::Tenant(a), 0, 100).await.unwrap();
+    assert!(trail
+        .iter()
+        .any(|e| e.draft.action == "budget.forecast_exceeded"));
+    let due = s.due_deliveries(ts(at + 3), 100).await.unwrap();
+    assert_eq!(due.len(), 2, "{due:?}");
+    let f = due
+        .iter()
+        .find(|x| matches!(x.alert.kind, AlertKind::Forecast { .. }))
+        .unwrap();
+    assert_eq!(
+        f.alert.kind,
+        AlertKind::Forecast {
+            expected: d("130.5"),
+            exhausted_on: day
+        }
+    );
+    assert_eq!(
+        (f.alert.spent, f.alert.limit, f.alert.threshold_pct),
+        (d("60"), d("100"), 0)
+    );
+    let t = due
+        .iter()
+        .find(|x| x.alert.kind == AlertKind::Threshold)
+        .unwrap();
+    assert_eq!(t.alert.threshold_pct, 50);
+}
+
+/// A budget with a webhook whose 50 % threshold is crossed: one alert due (for the tests of schema 16, which
+/// keep the alerts recorded before it).
+pub async fn a_threshold_alert_recorded(s: &dyn Store) {
+    let a = tenant(1);
+    s.create_budget(&new_budget(budget_spec(a, "100", false)), &audit())
+        .await
+        .unwrap();
+    s.upsert_usage_events(&[gpu_local(a, "60")], &audit())
+        .await
+        .unwrap();
+    assert_eq!(s.record_crossings(ts(T0 + H)).await.unwrap().len(), 1);
+}
+
+/// After schema 16 the alert of [`a_threshold_alert_recorded`] is still due, a threshold, and still recorded
+/// once; its budget may get a forecast alert beside it.
+pub async fn the_threshold_alert_is_kept(s: &dyn Store) {
+    use eai_store::budgets::{Alert, AlertKind};
+    let due = s.due_deliveries(ts(T0 + 2 * H), 100).await.unwrap();
+    assert_eq!(due.len(), 1, "{due:?}");
+    assert_eq!(
+        (
+            due[0].alert.kind,
+            due[0].alert.threshold_pct,
+            due[0].alert.spent
+        ),
+        (AlertKind::Threshold, 50, d("60"))
+    );
+    assert!(s.record_crossings(ts(T0 + 3 * H)).await.unwrap().is_empty());
+    let budget = s.budgets(Scope::Platform).await.unwrap().remove(0).budget;
+    let f = Alert::forecast(
+        uuid::Uuid::new_v4(),
+        &budget,
+        d("60"),
+        d("120"),
+        ts(T0 + 24 * H),
+        ts(T0 + 3 * H),
+    );
+    assert!(s.record_forecast_alert(&f).await.unwrap());
+    assert_eq!(
+        s.due_deliveries(ts(T0 + 4 * H), 100).await.unwrap().len(),
+        2
+    );
+}
