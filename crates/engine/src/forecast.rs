@@ -4,12 +4,14 @@
 //! history (UTC days from 28 days before the month up to `as_of`, a day with nothing at 0), and the days left in
 //! the month (from `as_of` to the month's end).
 //!
-//! **The model.** Number the history's days 0, 1, 2, … (`x`). Fit a straight line `a + b·x` through the daily
-//! costs by least squares: the level and the trend. Spend follows the week too (weekdays busy, weekends quiet),
-//! so each weekday gets a factor: the mean of that weekday's costs over the mean of the line on those days (a
-//! Monday that costs 20 % more than the line has a factor 1.2). With fewer than [`MIN_DAYS_FOR_WEEKDAYS`] days of
-//! history, or where the line's mean on that weekday is not above 0, the factor is 1. A day's forecast is
-//! `max(0, line(x) × factor(weekday))`.
+//! **The model.** Spend follows the week (weekdays busy, weekends quiet), so the week comes out first. Each
+//! weekday gets a factor: the mean of that weekday's costs over the mean of the seven weekdays' means (a Monday
+//! that costs 20 % more than the average day has a factor 1.2; a weekday that never costs anything, 0). With
+//! fewer than [`MIN_DAYS_FOR_WEEKDAYS`] days of history, or a history that cost nothing, every factor is 1. Then
+//! number the history's days 0, 1, 2, … (`x`) and fit a straight line `a + b·x` by least squares through the
+//! costs divided by their weekday's factor (the days whose factor is 0 left out): the level and the trend, with
+//! the week taken out first, so that where the weekends fall in the history is not mistaken for a trend. A
+//! day's forecast is `max(0, line(x) × factor(weekday))`.
 //!
 //! **The band.** The model's misses on the history (`residual = cost − forecast`, one per history day) give its
 //! spread: `low` adds their 10th percentile to every day left and `high` their 90th (nearest rank), each day
@@ -147,34 +149,21 @@ pub fn forecast_line(history: &[(Date, Decimal)], days_left: &[Date]) -> LineFor
     out
 }
 
-/// The model of `history`: the line, the weekday factors, the residuals' percentiles. `None` for no history.
+/// The model of `history`: the weekday factors, the line through the costs the factors take out, the
+/// residuals' percentiles. `None` for no history.
 pub fn fit(history: &[(Date, Decimal)]) -> Option<Model> {
     let first = history.first()?.0;
     let x = |d: Date| (d - first).whole_days();
+    let factors = weekday_factors(history);
     let points: Vec<(Decimal, Decimal)> = history
         .iter()
-        .map(|(d, c)| (Decimal::from(x(*d)), *c))
+        .filter_map(|(d, c)| {
+            let f = factors[weekday_index(d.weekday())];
+            (!f.is_zero()).then(|| (Decimal::from(x(*d)), *c / f))
+        })
         .collect();
-    let (intercept, slope) = least_squares(&points)?;
-    let line = |d: Date| intercept + slope * Decimal::from(x(d));
-    let mut factors = [Decimal::ONE; 7];
-    if history.len() >= MIN_DAYS_FOR_WEEKDAYS {
-        for (i, f) in factors.iter_mut().enumerate() {
-            let days: Vec<&(Date, Decimal)> = history
-                .iter()
-                .filter(|(d, _)| weekday_index(d.weekday()) == i)
-                .collect();
-            if days.is_empty() {
-                continue;
-            }
-            let n = Decimal::from(days.len());
-            let cost: Decimal = days.iter().map(|(_, c)| *c).sum::<Decimal>() / n;
-            let fitted: Decimal = days.iter().map(|(d, _)| line(*d)).sum::<Decimal>() / n;
-            if fitted > Decimal::ZERO {
-                *f = cost / fitted;
-            }
-        }
-    }
+    // Every day of the history on a weekday that never costs: the line is 0.
+    let (intercept, slope) = least_squares(&points).unwrap_or_default();
     let mut model = Model {
         intercept,
         slope,
@@ -194,6 +183,33 @@ pub fn fit(history: &[(Date, Decimal)]) -> Option<Model> {
         .unwrap_or_default()
         .max(Decimal::ZERO);
     Some(model)
+}
+
+/// Each weekday's factor (Monday first): the mean of its costs in `history` over the mean of the weekdays'
+/// means. All 1 with fewer than [`MIN_DAYS_FOR_WEEKDAYS`] days, or when the history cost nothing.
+pub fn weekday_factors(history: &[(Date, Decimal)]) -> [Decimal; 7] {
+    let mut factors = [Decimal::ONE; 7];
+    if history.len() < MIN_DAYS_FOR_WEEKDAYS {
+        return factors;
+    }
+    let mut sums = [(Decimal::ZERO, 0u32); 7];
+    for (d, c) in history {
+        let s = &mut sums[weekday_index(d.weekday())];
+        s.0 += *c;
+        s.1 += 1;
+    }
+    // Fourteen consecutive days hold every weekday twice: no count is 0.
+    let means: Vec<Decimal> = sums
+        .iter()
+        .map(|(sum, n)| *sum / Decimal::from((*n).max(1)))
+        .collect();
+    let base = means.iter().copied().sum::<Decimal>() / Decimal::from(7);
+    if base > Decimal::ZERO {
+        for (f, m) in factors.iter_mut().zip(&means) {
+            *f = *m / base;
+        }
+    }
+    factors
 }
 
 /// The day a budget's `limit` is reached: from `spent` (counted up to `as_of_day`), adding each day left's
@@ -297,6 +313,52 @@ mod tests {
         assert_eq!(f.days[0].1, dec("100"));
         assert_eq!(f.days[1].1, dec("30"));
         assert_eq!(f.expected, dec("130"));
+    }
+
+    #[test]
+    fn where_the_weekends_fall_in_the_history_is_no_trend() {
+        // The same week as above, but four weeks from Monday 2026-10-05 to Sunday 11-01: the weekends all sit at
+        // the end of their weeks, so a line through the raw costs would fall (about -0.6 a day). With the week
+        // taken out first, every cost divided by its factor is 80: the line is flat and the forecast exact.
+        let h: Vec<(Date, Decimal)> = days(day(2026, 10, 5), 28)
+            .into_iter()
+            .map(|d| {
+                let c = if d.weekday().number_days_from_monday() < 5 {
+                    100
+                } else {
+                    30
+                };
+                (d, Decimal::from(c))
+            })
+            .collect();
+        let m = fit(&h).unwrap();
+        assert_eq!((m.intercept, m.slope), (dec("80"), Decimal::ZERO));
+        // Monday 11-02 to Sunday 11-29: four weeks of 5 x 100 + 2 x 30 = 2,240, the band of zero width.
+        let f = forecast_line(&h, &days(day(2026, 11, 2), 28));
+        assert_eq!(
+            (f.expected, f.low, f.high),
+            (dec("2240"), dec("2240"), dec("2240"))
+        );
+    }
+
+    #[test]
+    fn a_weekday_that_never_costs_is_left_out_of_the_line() {
+        // Weekdays 50, weekends 0, over three weeks: weekend factors 0 (their days out of the fit), weekday
+        // factors 50 / (250 / 7) = 1.4; the line through 50 / 1.4 is flat, a weekday ahead 50, a weekend 0.
+        let h: Vec<(Date, Decimal)> = days(day(2026, 10, 5), 21)
+            .into_iter()
+            .map(|d| {
+                let weekday = d.weekday().number_days_from_monday() < 5;
+                (d, Decimal::from(if weekday { 50 } else { 0 }))
+            })
+            .collect();
+        let m = fit(&h).unwrap();
+        assert_eq!(m.factors[5], Decimal::ZERO);
+        assert_eq!(m.factors[0], dec("1.4"));
+        assert_eq!(m.slope, Decimal::ZERO);
+        let f = forecast_line(&h, &[day(2026, 10, 26), day(2026, 10, 31)]);
+        assert_eq!(f.days[0].1.round_dp(20), dec("50"));
+        assert_eq!(f.days[1].1, Decimal::ZERO);
     }
 
     #[test]
