@@ -8,6 +8,7 @@
 //! [`allocate::allocate`] prices rollups with [`policy`] matching and splits them between tenants.
 
 pub mod allocate;
+pub mod anomaly;
 pub mod allocation_series;
 pub mod backoff;
 pub mod batch;
