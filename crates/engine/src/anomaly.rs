@@ -125,13 +125,14 @@ pub fn detect(
     check: &[Timestamp],
     t: &Thresholds,
 ) -> Vec<Finding> {
-    check
-        .iter()
-        .filter_map(|h| judge(values, *h, t))
-        .collect()
+    check.iter().filter_map(|h| judge(values, *h, t)).collect()
 }
 
-fn judge(values: &BTreeMap<Timestamp, Decimal>, hour: Timestamp, t: &Thresholds) -> Option<Finding> {
+fn judge(
+    values: &BTreeMap<Timestamp, Decimal>,
+    hour: Timestamp,
+    t: &Thresholds,
+) -> Option<Finding> {
     let x = *values.get(&hour)?;
     let baseline: Vec<Decimal> = values
         .range(Timestamp(hour.0 - t.baseline_ms())..hour)
@@ -295,7 +296,12 @@ mod tests {
         // 23 hours then a spike: too short a baseline.
         let mut v = vec!["100"; 23];
         v.push("1000");
-        assert!(detect(&hours(&v), &[Timestamp(23 * HOUR_MS)], &Thresholds::default()).is_empty());
+        assert!(detect(
+            &hours(&v),
+            &[Timestamp(23 * HOUR_MS)],
+            &Thresholds::default()
+        )
+        .is_empty());
         // An hour without a value (the deployment stopped) is not checked.
         let series = hours(&["100"; 30]);
         assert!(detect(&series, &[Timestamp(40 * HOUR_MS)], &Thresholds::default()).is_empty());

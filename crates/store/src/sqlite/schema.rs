@@ -450,6 +450,34 @@ CREATE TABLE idempotency_keys (
 CREATE INDEX idempotency_keys_by_claim ON idempotency_keys (claimed_at_ms);
 "#;
 
+/// 15: spend anomalies (`crate::anomalies`): one row per (deployment, hour, metric, currency) (`currency` ''
+/// for GPU-seconds), written once; `owner` the tenant uuid of a dedicated deployment (NULL: shared). Decimals
+/// as text. A row to be posted to the anomaly webhook has `next_attempt_ms` until it is delivered or given up.
+const V15_ANOMALIES: &str = r#"
+CREATE TABLE anomalies (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    deployment_id   TEXT NOT NULL,
+    owner           TEXT,
+    hour_ms         INTEGER NOT NULL,
+    metric          TEXT NOT NULL,
+    currency        TEXT NOT NULL,
+    value           TEXT NOT NULL,
+    median          TEXT NOT NULL,
+    mad             TEXT NOT NULL,
+    deviation       TEXT,
+    direction       TEXT NOT NULL,
+    baseline_hours  INTEGER NOT NULL,
+    detected_at_ms  INTEGER NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_ms INTEGER,
+    delivered_at_ms INTEGER,
+    last_error      TEXT,
+    UNIQUE (deployment_id, hour_ms, metric, currency)
+);
+CREATE INDEX anomalies_by_hour ON anomalies (hour_ms);
+CREATE INDEX anomalies_due ON anomalies (next_attempt_ms) WHERE next_attempt_ms IS NOT NULL;
+"#;
+
 /// Every migration, in order. `schema_version` = how many have been applied.
 pub const MIGRATIONS: &[Migration] = &[
     sql(V1_SAMPLES),
@@ -485,6 +513,7 @@ pub const MIGRATIONS: &[Migration] = &[
         ..sql(V13_SERIES_SHARE)
     },
     sql(V14_IDEMPOTENCY),
+    sql(V15_ANOMALIES),
 ];
 
 /// Events already in the chain keep the hash form they were written with: the current one starts after them.
