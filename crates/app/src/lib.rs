@@ -13,6 +13,7 @@
 
 pub mod allocation;
 pub mod allocation_series;
+pub mod anomalies;
 pub mod batch;
 pub mod budget_alerts;
 pub mod clock;
