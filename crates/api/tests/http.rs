@@ -1367,6 +1367,12 @@ on_both_backends!(
     providers_are_registered_confirmed_and_priced_by_last_month,
 );
 
+#[path = "http/anomalies.rs"]
+mod anomalies;
+use anomalies::*;
+
+on_both_backends!(a_planted_spike_is_found_once_per_metric_posted_once_and_seen_by_its_tenant);
+
 // Each answer's type (`eai_api::views`) against its component schema in the contract.
 #[path = "http/views.rs"]
 mod views;

@@ -6,7 +6,6 @@
 
 use axum::extract::State;
 use axum::Json;
-use eai_store::AnomalyStore;
 use serde::Deserialize;
 
 use crate::auth::actions::ReadAllocation;
