@@ -6,6 +6,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod admin;
 mod allocate_cmd;
+mod anomalies_cmd;
 mod backup_cmd;
 #[cfg(feature = "bench")]
 mod bench;
@@ -50,6 +51,9 @@ enum Command {
     /// GPU time and cost per pod, node, GPU, namespace, deployment, tenant, model or share method, from the
     /// store (as GET /v1/finops/gpu/usage answers it).
     Usage(usage_cmd::UsageArgs),
+    /// Spend anomalies recorded for a period (as GET /v1/finops/gpu/anomalies answers it); --check runs one
+    /// detection round first.
+    Anomalies(anomalies_cmd::AnomaliesArgs),
     /// Slurm's accounting of its GPU jobs (`sacct --json`) beside what was measured of each, with their cost
     /// and the jobs whose GPUs sat idle, from the store (as POST /v1/finops/gpu/slurm/reconciliation answers it).
     SlurmReconcile(slurm_cmd::SlurmReconcileArgs),
@@ -87,6 +91,7 @@ fn main() -> std::process::ExitCode {
         | Command::Export(_)
         | Command::Explain(_)
         | Command::Usage(_)
+        | Command::Anomalies(_)
         | Command::SlurmReconcile(_)
         | Command::Keys(_)
         | Command::Audit(_) => process::default_sigpipe(),
@@ -102,6 +107,7 @@ fn main() -> std::process::ExitCode {
         Command::Export(args) => runtime().and_then(|rt| rt.block_on(export_cmd::run(args))),
         Command::Explain(args) => runtime().and_then(|rt| rt.block_on(explain_cmd::run(args))),
         Command::Usage(args) => runtime().and_then(|rt| rt.block_on(usage_cmd::run(args))),
+        Command::Anomalies(args) => runtime().and_then(|rt| rt.block_on(anomalies_cmd::run(args))),
         Command::SlurmReconcile(args) => runtime().and_then(|rt| rt.block_on(slurm_cmd::run(args))),
         Command::Keys(args) => runtime().and_then(|rt| rt.block_on(admin::keys(args))),
         Command::Audit(args) => runtime().and_then(|rt| rt.block_on(admin::audit(args))),
