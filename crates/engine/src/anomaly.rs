@@ -316,6 +316,99 @@ mod tests {
         assert_eq!(found[0].baseline_hours, 24);
     }
 
+    fn policy(seq: u64, currency: &str, hourly: &str, from: i64, to: Option<i64>) -> Policy {
+        use crate::domain::{Glob, IdleCapacity, NonNegative, PolicySpec, Pue, TokenWeight};
+        Policy::new(
+            seq,
+            PolicySpec {
+                name: format!("p{seq}"),
+                deployment_pattern: Glob::any(),
+                gpu_model: None,
+                currency: currency.parse().unwrap(),
+                gpu_hourly_cost: NonNegative::new(dec(hourly)).unwrap(),
+                overhead_pct: NonNegative::ZERO,
+                energy_kwh_price: NonNegative::ZERO,
+                pue: Pue::ONE,
+                storage_gb_month_price: NonNegative::ZERO,
+                idle_capacity: IdleCapacity::default(),
+                output_token_weight: TokenWeight::default(),
+                enabled: true,
+                effective_from: Timestamp(from),
+                effective_to: to.map(Timestamp),
+            },
+        )
+    }
+
+    fn rollup(dep: &str, owner: Option<TenantId>, start: i64, gs: &str) -> Rollup {
+        use crate::rollup::{Placement, RollupKey};
+        Rollup {
+            key: RollupKey {
+                gpu_uuid: String::new(),
+                deployment_id: dep.into(),
+                owner,
+                model: "H100".into(),
+                bucket_start: Timestamp(start),
+                placement: Placement::default(),
+            },
+            first_window_start: Timestamp(start),
+            last_window_start: Timestamp(start),
+            samples: 1,
+            estimated_samples: 0,
+            q: Quantities {
+                gpu_seconds: dec(gs),
+                ..Quantities::default()
+            },
+            gpus: None,
+        }
+    }
+
+    #[test]
+    fn hourly_values_sum_each_hour_and_price_it_under_the_policy_in_force() {
+        let t = TenantId(uuid::Uuid::from_u128(7));
+        // 3.60 USD a GPU-hour until hour 2, then 1.80 EUR.
+        let policies = [
+            policy(1, "USD", "3.60", 0, Some(2 * HOUR_MS)),
+            policy(2, "EUR", "1.80", 2 * HOUR_MS, None),
+        ];
+        let rollups = [
+            // Hour 0 in two raw cells of 1,800 GPU-s: 3,600 GPU-s, 3.60 USD.
+            rollup("d", Some(t), 0, "1800"),
+            rollup("d", Some(t), 30 * 60_000, "1800"),
+            // Hour 2: 7,200 GPU-s, 2 x 1.80 = 3.60 EUR.
+            rollup("d", Some(t), 2 * HOUR_MS, "7200"),
+            // Before any policy: GPU time, no cost.
+            rollup("s", None, -HOUR_MS, "900"),
+        ];
+        let h = hourly_values(&rollups, &policies);
+        let key = |dep: &str, metric, currency: Option<&str>| SeriesKey {
+            deployment_id: dep.into(),
+            metric,
+            currency: currency.map(|c| c.parse().unwrap()),
+        };
+        let series = |k: &SeriesKey| h.series.get(k).cloned().unwrap_or_default();
+        assert_eq!(
+            series(&key("d", Metric::GpuSeconds, None)),
+            BTreeMap::from([
+                (Timestamp(0), dec("3600")),
+                (Timestamp(2 * HOUR_MS), dec("7200"))
+            ])
+        );
+        assert_eq!(
+            series(&key("d", Metric::Cost, Some("USD"))),
+            BTreeMap::from([(Timestamp(0), dec("3.6"))])
+        );
+        assert_eq!(
+            series(&key("d", Metric::Cost, Some("EUR"))),
+            BTreeMap::from([(Timestamp(2 * HOUR_MS), dec("3.6"))])
+        );
+        assert_eq!(
+            series(&key("s", Metric::GpuSeconds, None)),
+            BTreeMap::from([(Timestamp(-HOUR_MS), dec("900"))])
+        );
+        assert_eq!(h.series.len(), 4, "no cost series for unpriced time");
+        assert_eq!(h.owners, BTreeMap::from([("d".to_string(), t)]));
+    }
+
     #[test]
     fn metric_and_direction_names_round_trip() {
         for m in Metric::ALL {
