@@ -358,6 +358,9 @@ mod crash;
 #[path = "cli/explain.rs"]
 mod explain;
 
+#[path = "cli/anomalies.rs"]
+mod anomalies;
+
 #[path = "cli/keys.rs"]
 mod keys;
 
