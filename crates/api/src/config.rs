@@ -796,6 +796,7 @@ mod tests {
             "bootstrap-admin-key",
             "clickhouse-url",
             "metrics-token",
+            "anomaly-webhook-secret",
         ] {
             let arg = command
                 .get_arguments()
@@ -964,6 +965,86 @@ mod tests {
         assert!(e.to_string().contains("EAI_METRICS_REFRESH_SECONDS"), "{e}");
         let e = from(&[("EAI_METRICS_TENANT_COST", "maybe")]).expect_err("bad switch");
         assert!(e.to_string().contains("--metrics-tenant-cost"), "{e}");
+    }
+
+    #[test]
+    fn the_anomaly_settings_are_read_and_checked() {
+        let d = from(&[]).expect("defaults").anomalies;
+        assert_eq!(d, eai_app::anomalies::AnomalyConfig::default());
+        assert_eq!(
+            (
+                d.every.as_secs(),
+                d.thresholds.baseline_days,
+                d.thresholds.threshold_mads.to_string(),
+                d.thresholds.min_ratio.to_string(),
+                d.webhook.is_none()
+            ),
+            (3600, 28, "5".to_string(), "0.5".to_string(), true)
+        );
+        let c = from(&[
+            ("EAI_ANOMALY_CHECK_SECONDS", "60"),
+            ("EAI_ANOMALY_BASELINE_DAYS", "14"),
+            ("EAI_ANOMALY_THRESHOLD_MADS", "3.5"),
+            ("EAI_ANOMALY_MIN_RATIO", "0.25"),
+            ("EAI_ANOMALY_WEBHOOK_URL", "https://hooks.example.com/eai"),
+            ("EAI_ANOMALY_WEBHOOK_SECRET", "whsec_0123456789abcdef"),
+        ])
+        .expect("valid")
+        .anomalies;
+        assert_eq!(c.every.as_secs(), 60);
+        assert_eq!(c.thresholds.baseline_days, 14);
+        assert_eq!(c.thresholds.threshold_mads.to_string(), "3.5");
+        assert_eq!(c.thresholds.min_ratio.to_string(), "0.25");
+        let w = c.webhook.expect("a webhook");
+        assert_eq!(w.url, "https://hooks.example.com/eai");
+        assert!(
+            !format!("{w:?}").contains("whsec_"),
+            "the secret is never printed"
+        );
+        for (pairs, named) in [
+            (
+                vec![("EAI_ANOMALY_CHECK_SECONDS", "0")],
+                "EAI_ANOMALY_CHECK_SECONDS",
+            ),
+            (
+                vec![("EAI_ANOMALY_BASELINE_DAYS", "0")],
+                "EAI_ANOMALY_BASELINE_DAYS",
+            ),
+            (
+                vec![("EAI_ANOMALY_THRESHOLD_MADS", "0")],
+                "EAI_ANOMALY_THRESHOLD_MADS",
+            ),
+            (
+                vec![("EAI_ANOMALY_MIN_RATIO", "-1")],
+                "EAI_ANOMALY_MIN_RATIO",
+            ),
+            (
+                vec![("EAI_ANOMALY_MIN_RATIO", "half")],
+                "--anomaly-min-ratio",
+            ),
+            (
+                vec![("EAI_ANOMALY_WEBHOOK_URL", "https://hooks.example.com/eai")],
+                "EAI_ANOMALY_WEBHOOK_SECRET",
+            ),
+            (
+                vec![
+                    ("EAI_ANOMALY_WEBHOOK_URL", "ftp://hooks.example.com/eai"),
+                    ("EAI_ANOMALY_WEBHOOK_SECRET", "whsec_0123456789abcdef"),
+                ],
+                "EAI_ANOMALY_WEBHOOK_URL",
+            ),
+            (
+                vec![
+                    ("EAI_ANOMALY_WEBHOOK_URL", "https://hooks.example.com/eai"),
+                    ("EAI_ANOMALY_WEBHOOK_SECRET", "short"),
+                ],
+                "EAI_ANOMALY_WEBHOOK_SECRET",
+            ),
+        ] {
+            let e = from(&pairs).expect_err(named);
+            assert!(e.to_string().contains(named), "{named}: {e}");
+            assert!(!e.to_string().contains("whsec_"), "{e}");
+        }
     }
 
     #[test]
