@@ -39,6 +39,10 @@ pub const SETTLE_MS: i64 = HOUR_MS;
 /// (a restart, a change of leader) still check every hour.
 pub const CHECK_HOURS: i64 = 48;
 
+/// How often due webhooks are posted between two rounds (a failed delivery is retried on its schedule, not
+/// at the next round).
+pub const DELIVER_EVERY: Duration = Duration::from_secs(15);
+
 /// How long the receiver may take to answer.
 const DELIVERY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -105,7 +109,8 @@ pub fn http_client() -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder().timeout(DELIVERY_TIMEOUT).build()
 }
 
-/// Runs the job forever, every `config.every` on `clock` (the first at once), on the replica holding its lease.
+/// Runs the job forever on the replica holding its lease: a round every `config.every` on `clock` (the first at
+/// once), and due webhooks posted every [`DELIVER_EVERY`] between rounds.
 pub async fn run(
     store: Arc<dyn Store>,
     metrics: Arc<Metrics>,
@@ -124,13 +129,26 @@ pub async fn run(
         eai_store::lease::LeaderJob::Anomalies,
         metrics.clone(),
     );
-    let mut tick = Ticker::new(clock, config.every);
+    let mut tick = Ticker::new(clock, config.every.min(DELIVER_EVERY));
+    let every_ms = i64::try_from(config.every.as_millis()).unwrap_or(i64::MAX);
+    // When the next round is due (scheduling only: a round missed is made up by the next one's 48 hours).
+    let mut next_round = Timestamp(i64::MIN);
     loop {
         let at = tick.tick().await;
         if !lease.check().await {
             continue;
         }
-        if let Err(e) = check_once(store.as_ref(), &metrics, &http, &config, at).await {
+        let done = if at >= next_round {
+            next_round = Timestamp(at.0.saturating_add(every_ms));
+            check_once(store.as_ref(), &metrics, &http, &config, at)
+                .await
+                .map(|_| ())
+        } else if let Some(w) = &config.webhook {
+            deliver_due(store.as_ref(), &http, w, at).await.map(|_| ())
+        } else {
+            Ok(())
+        };
+        if let Err(e) = done {
             tracing::warn!(error = %e, "anomaly check failed (retried next time)");
         }
     }
