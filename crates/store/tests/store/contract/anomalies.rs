@@ -95,6 +95,13 @@ pub async fn anomalies_are_recorded_once_scoped_and_delivered_until_acknowledged
         .await
         .unwrap();
     assert_eq!(of_b, vec![all[1].clone()]);
+    // A shared deployment's anomaly is nobody's: not even the reserved platform tenant's scope reads it.
+    let nil = Scope::Tenant(TenantId(eai_store::PLATFORM_TENANT_ID));
+    assert!(s
+        .anomalies(nil, ts(0), ts(13 * 3_600_000))
+        .await
+        .unwrap()
+        .is_empty());
     let window = s
         .anomalies(Scope::Platform, ts(11 * 3_600_000), ts(12 * 3_600_000))
         .await
