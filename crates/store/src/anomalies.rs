@@ -1,6 +1,7 @@
 //! Spend anomalies as both backends store them (SPEC §13; the detection: `eai_engine::anomaly`). One row per
 //! (deployment, hour, metric, currency), written once: a finding found again by a later round is not new. A row
-//! to be posted to the anomaly webhook carries its next attempt's time until it is delivered or given up.
+//! to be posted to the anomaly webhook carries its next attempt's time until it is delivered or given up. A new
+//! row is written with its audit event (`gpu.anomaly_detected`) in one transaction.
 
 use eai_engine::anomaly::{Direction, Metric};
 use eai_engine::domain::TenantId;
@@ -95,4 +96,27 @@ pub fn with_delivery(
         attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
         delivered_at: delivered_at.map(Timestamp),
     }
+}
+
+/// The audit event of a new anomaly: the platform's, of the deployment's tenant when it is dedicated.
+pub fn recorded_audit(a: &Anomaly) -> crate::AuditDraft {
+    let f = &a.finding;
+    let mut d = crate::AuditDraft::system(
+        "system",
+        "gpu.anomaly_detected",
+        f.detected_at,
+        serde_json::json!({
+            "deployment_id": f.deployment_id,
+            "hour": f.hour.to_string(),
+            "metric": f.metric.as_str(),
+            "currency": f.currency.map(|c| c.as_str().to_string()),
+            "value": f.value.normalize().to_string(),
+            "baseline_median": f.median.normalize().to_string(),
+            "baseline_mad": f.mad.normalize().to_string(),
+            "direction": f.direction.as_str(),
+        }),
+    );
+    d.tenant_id = f.owner;
+    d.resource = Some(a.id());
+    d
 }

@@ -1,5 +1,6 @@
 //! Spend anomalies on PostgreSQL (the rules: `crate::anomalies`): one `INSERT … ON CONFLICT DO NOTHING
-//! RETURNING` records each once, whichever replica's round comes first. Written and delivered on the platform
+//! RETURNING` records each once, whichever replica's round comes first, with its audit event in the same
+//! transaction. Written and delivered on the platform
 //! path; a tenant's reads see the rows of its dedicated deployments through row level security (a shared
 //! deployment's rows carry the platform tenant).
 
@@ -7,10 +8,11 @@ use async_trait::async_trait;
 use eai_engine::time::Timestamp;
 use tokio_postgres::Row;
 
-use super::tx::{begin, Mode};
+use super::tx::{append_in, begin, Mode};
 use super::{owner_of, owner_uuid, Ctx, PgDb};
 use crate::anomalies::{
-    currency_of, currency_text, direction_of, metric_of, with_delivery, Anomaly, NewAnomaly,
+    currency_of, currency_text, direction_of, metric_of, recorded_audit, with_delivery, Anomaly,
+    NewAnomaly,
 };
 use crate::roles::AnomalyStore;
 use crate::{Result, Scope};
@@ -87,8 +89,12 @@ impl AnomalyStore for PgDb {
             )
             .await
             .ctx("record an anomaly")?;
+        let recorded = row.as_ref().map(decode).transpose()?;
+        if let Some(a) = &recorded {
+            append_in(&tx, st, &recorded_audit(a)).await?;
+        }
         tx.commit().await.ctx("commit an anomaly")?;
-        row.as_ref().map(decode).transpose()
+        Ok(recorded)
     }
 
     async fn anomalies(

@@ -1,15 +1,18 @@
 //! Spend anomalies on SQLite (the rules: `crate::anomalies`): an `INSERT OR IGNORE` on the table's unique key
-//! records each once; the one writer connection orders concurrent rounds.
+//! records each once, with its audit event in the same transaction; the one writer connection orders concurrent
+//! rounds.
 
 use async_trait::async_trait;
 use eai_engine::domain::TenantId;
 use eai_engine::time::Timestamp;
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
 
 use super::codec::Ctx;
+use super::tx::append_in;
 use super::SqliteDb;
 use crate::anomalies::{
-    currency_of, currency_text, direction_of, metric_of, with_delivery, Anomaly, NewAnomaly,
+    currency_of, currency_text, direction_of, metric_of, recorded_audit, with_delivery, Anomaly,
+    NewAnomaly,
 };
 use crate::roles::AnomalyStore;
 use crate::{Result, Scope, StoreError};
@@ -122,8 +125,11 @@ fn query(conn: &Connection, sql: &str, args: &[&dyn rusqlite::ToSql]) -> Result<
     rows.into_iter().map(decode).collect()
 }
 
-fn record(conn: &Connection, a: &NewAnomaly) -> Result<Option<Anomaly>> {
-    let n = conn
+fn record(conn: &mut Connection, a: &NewAnomaly) -> Result<Option<Anomaly>> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("begin an anomaly")?;
+    let n = tx
         .prepare_cached(INSERT)
         .and_then(|mut st| {
             st.execute(params![
@@ -146,13 +152,20 @@ fn record(conn: &Connection, a: &NewAnomaly) -> Result<Option<Anomaly>> {
     if n == 0 {
         return Ok(None);
     }
-    let seq = conn.last_insert_rowid();
+    let seq = tx.last_insert_rowid();
     let sql = format!("{SELECT} WHERE seq = ?1");
-    let row: Option<Raw> = conn
+    let row: Option<Raw> = tx
         .prepare_cached(&sql)
         .and_then(|mut st| st.query_row(params![seq], raw).optional())
         .ctx("read a new anomaly")?;
-    row.map(decode).transpose()
+    let Some(recorded) = row.map(decode).transpose()? else {
+        return Err(StoreError::Internal(
+            "a new anomaly was not read back".into(),
+        ));
+    };
+    append_in(&tx, &recorded_audit(&recorded))?;
+    tx.commit().ctx("commit an anomaly")?;
+    Ok(Some(recorded))
 }
 
 #[async_trait]

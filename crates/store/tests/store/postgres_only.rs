@@ -605,8 +605,8 @@ async fn row_level_security_hides_and_protects_another_tenants_rows_at_the_datab
     // Its token usage and its gpu_local charge.
     assert!(mine.len() == 2 && mine.iter().all(|e| e.tenant_id == a));
     let audit = store.audit_events(Scope::Tenant(a), 0, 100).await.unwrap();
-    // Its own event and its budget's crossing.
-    assert!(audit.len() == 2 && audit.iter().all(|e| e.draft.tenant_id == Some(a)));
+    // Its own event, its budget's crossing and its deployment's anomaly.
+    assert!(audit.len() == 3 && audit.iter().all(|e| e.draft.tenant_id == Some(a)));
 }
 
 #[tokio::test]

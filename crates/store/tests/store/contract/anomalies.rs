@@ -33,8 +33,20 @@ fn finding(
 pub async fn anomalies_are_recorded_once_scoped_and_delivered_until_acknowledged(s: &dyn Store) {
     let a = TenantId(Uuid::from_u128(0xa));
     let b = TenantId(Uuid::from_u128(0xb));
+    let audited = || async {
+        s.audit_events(Scope::Platform, 0, 1_000)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.draft.action == "gpu.anomaly_detected")
+            .collect::<Vec<_>>()
+    };
     let first = finding("dep-a", Some(a), 10, Metric::Cost, true);
     let new = s.record_anomaly(&first).await.unwrap().expect("new");
+    let events = audited().await;
+    assert_eq!(events.len(), 1, "recorded with its audit event");
+    assert_eq!(events[0].draft.resource.as_deref(), Some(new.id().as_str()));
+    assert_eq!(events[0].draft.tenant_id, Some(a));
     assert_eq!(new.id(), format!("anm_{}", new.seq));
     assert_eq!(new.finding, first, "read back exactly");
     assert_eq!((new.attempts, new.delivered_at), (0, None));
@@ -42,6 +54,7 @@ pub async fn anomalies_are_recorded_once_scoped_and_delivered_until_acknowledged
     let mut again = first.clone();
     again.value = "40".parse().unwrap();
     assert_eq!(s.record_anomaly(&again).await.unwrap(), None);
+    assert_eq!(audited().await.len(), 1, "found again: not audited again");
     let gpu = s
         .record_anomaly(&finding("dep-a", Some(a), 10, Metric::GpuSeconds, true))
         .await
