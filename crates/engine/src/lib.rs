@@ -8,8 +8,8 @@
 //! [`allocate::allocate`] prices rollups with [`policy`] matching and splits them between tenants.
 
 pub mod allocate;
-pub mod anomaly;
 pub mod allocation_series;
+pub mod anomaly;
 pub mod backoff;
 pub mod batch;
 pub mod breakdown;
