@@ -205,6 +205,20 @@ pub async fn a_planted_spike_is_found_once_per_metric_posted_once_and_seen_by_it
     assert_eq!(ids.len(), 2);
     assert!(ids.iter().all(|i| i.starts_with("anm_")), "{ids:?}");
 
+    // Audited once each, as the platform's event of the deployment's tenant.
+    let (_, audit) = app.get("/v1/audit/events?limit=1000", &app.admin_key).await;
+    let detected: Vec<&Value> = audit["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|e| e["action"] == "gpu.anomaly_detected")
+        .collect();
+    assert_eq!(detected.len(), 2, "{audit}");
+    assert!(
+        detected.iter().all(|e| e["tenant_id"] == TENANT_A),
+        "{audit}"
+    );
+
     // Counted once each in /metrics.
     let (status, metrics) = app.get_text("/metrics", "unused").await;
     assert_eq!(status, StatusCode::OK);
