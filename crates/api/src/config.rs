@@ -189,6 +189,10 @@ pub struct Config {
     /// `EAI_RECOMMEND_IDLE_UTILIZATION` (0.05), `EAI_RECOMMEND_IDLE_SHARE` (0.5) and `EAI_RECOMMEND_LOW_UTILIZATION`
     /// (0.3): the recommendations' thresholds when a request gives none (decimals from 0 to 1, 6 places at most).
     pub recommend: eai_engine::recommend::Thresholds,
+    /// `EAI_ANOMALY_CHECK_SECONDS` (3600), `EAI_ANOMALY_BASELINE_DAYS` (28), `EAI_ANOMALY_THRESHOLD_MADS` (5),
+    /// `EAI_ANOMALY_MIN_RATIO` (0.5), `EAI_ANOMALY_WEBHOOK_URL` and `EAI_ANOMALY_WEBHOOK_SECRET` (secret): the
+    /// spend anomalies' job (see `eai_app::anomalies`).
+    pub anomalies: eai_app::anomalies::AnomalyConfig,
 }
 
 /// The server's certificate chain and private key (PEM files).
@@ -237,6 +241,7 @@ impl Default for Config {
             metrics_tenant_cost: false,
             focus_issuer: eai_engine::focus::Issuer::default(),
             recommend: eai_engine::recommend::Thresholds::default(),
+            anomalies: eai_app::anomalies::AnomalyConfig::default(),
         }
     }
 }
@@ -299,6 +304,7 @@ impl std::fmt::Debug for Config {
             .field("metrics_tenant_cost", &self.metrics_tenant_cost)
             .field("focus_issuer", &self.focus_issuer)
             .field("recommend", &self.recommend)
+            .field("anomalies", &self.anomalies)
             .finish()
     }
 }
@@ -365,6 +371,7 @@ impl Config {
             crate::key_format::check_key_format(k.expose_secret())
                 .map_err(|why| anyhow::anyhow!("EAI_BOOTSTRAP_ADMIN_KEY is not usable: {why}"))?;
         }
+        self.validate_anomalies()?;
         self.database()?;
         self.clickhouse()?;
         if self.clickhouse_cluster.is_some() && self.clickhouse_url.is_none() {
@@ -372,6 +379,33 @@ impl Config {
         }
         if self.allocation_source == AllocationSource::ClickHouse && self.clickhouse_url.is_none() {
             bail!("EAI_ALLOCATION_SOURCE=clickhouse needs EAI_CLICKHOUSE_URL");
+        }
+        Ok(())
+    }
+
+    fn validate_anomalies(&self) -> anyhow::Result<()> {
+        let a = &self.anomalies;
+        if a.every.is_zero() {
+            bail!("EAI_ANOMALY_CHECK_SECONDS must be at least 1");
+        }
+        if !(1..=366).contains(&a.thresholds.baseline_days) {
+            bail!("EAI_ANOMALY_BASELINE_DAYS must be from 1 to 366");
+        }
+        if a.thresholds.threshold_mads <= rust_decimal::Decimal::ZERO {
+            bail!("EAI_ANOMALY_THRESHOLD_MADS must be above 0");
+        }
+        if a.thresholds.min_ratio < rust_decimal::Decimal::ZERO {
+            bail!("EAI_ANOMALY_MIN_RATIO must be 0 or more");
+        }
+        if let Some(w) = &a.webhook {
+            let url = reqwest::Url::parse(&w.url)
+                .map_err(|e| anyhow::anyhow!("EAI_ANOMALY_WEBHOOK_URL is not a URL ({e})"))?;
+            if !matches!(url.scheme(), "http" | "https") {
+                bail!("EAI_ANOMALY_WEBHOOK_URL must be an http or https URL");
+            }
+            if w.secret.len() < 16 {
+                bail!("EAI_ANOMALY_WEBHOOK_SECRET must have at least 16 characters (it signs the webhooks)");
+            }
         }
         Ok(())
     }
@@ -521,6 +555,24 @@ pub struct ConfigArgs {
     /// Recommendations: a deployment busy under this share of its GPU-hours is oversized, 0 to 1 [default: 0.3].
     #[arg(long, env = "EAI_RECOMMEND_LOW_UTILIZATION", value_name = "SHARE", value_parser = threshold)]
     pub recommend_low_utilization: Option<rust_decimal::Decimal>,
+    /// How often settled hours are checked for spend anomalies [default: 3600].
+    #[arg(long, env = "EAI_ANOMALY_CHECK_SECONDS", value_name = "SECONDS", value_parser = number::<u32>)]
+    pub anomaly_check_seconds: Option<u32>,
+    /// The trailing days an hour is compared with, 1 to 366 [default: 28].
+    #[arg(long, env = "EAI_ANOMALY_BASELINE_DAYS", value_name = "DAYS", value_parser = number::<u32>)]
+    pub anomaly_baseline_days: Option<u32>,
+    /// How many scaled MADs from the baseline's median an anomaly is [default: 5].
+    #[arg(long, env = "EAI_ANOMALY_THRESHOLD_MADS", value_name = "N", value_parser = decimal)]
+    pub anomaly_threshold_mads: Option<rust_decimal::Decimal>,
+    /// How far from the median, as a fraction of it, an anomaly is at least [default: 0.5].
+    #[arg(long, env = "EAI_ANOMALY_MIN_RATIO", value_name = "RATIO", value_parser = decimal)]
+    pub anomaly_min_ratio: Option<rust_decimal::Decimal>,
+    /// Where each anomaly is posted once (`gpu.anomaly`); needs --anomaly-webhook-secret.
+    #[arg(long, env = "EAI_ANOMALY_WEBHOOK_URL", value_name = "URL", value_parser = text)]
+    pub anomaly_webhook_url: Option<String>,
+    /// The key the anomaly webhooks are signed with (16 characters at least). Secret.
+    #[arg(long, env = "EAI_ANOMALY_WEBHOOK_SECRET", value_name = "SECRET", value_parser = secret, hide_env_values = true)]
+    pub anomaly_webhook_secret: Option<SecretString>,
 }
 
 /// `command` (and its subcommands) without the variables that are set but blank: a blank `EAI_*` variable is
@@ -565,7 +617,35 @@ impl ConfigArgs {
             (None, None) => None,
             _ => bail!("EAI_TLS_CERT and EAI_TLS_KEY (--tls-cert, --tls-key) go together: set both (PEM files) or neither"),
         };
+        let anomalies = {
+            let da = &d.anomalies;
+            let webhook = match (self.anomaly_webhook_url, self.anomaly_webhook_secret) {
+                (Some(url), Some(secret)) => Some(eai_app::anomalies::Webhook {
+                    url,
+                    secret: secret.expose_secret().to_string(),
+                }),
+                (None, None) => None,
+                (Some(_), None) => bail!("EAI_ANOMALY_WEBHOOK_URL needs EAI_ANOMALY_WEBHOOK_SECRET (the webhooks are signed)"),
+                (None, Some(_)) => bail!("EAI_ANOMALY_WEBHOOK_SECRET is set without EAI_ANOMALY_WEBHOOK_URL"),
+            };
+            eai_app::anomalies::AnomalyConfig {
+                every: self
+                    .anomaly_check_seconds
+                    .map_or(da.every, |s| std::time::Duration::from_secs(u64::from(s))),
+                thresholds: eai_engine::anomaly::Thresholds {
+                    baseline_days: self
+                        .anomaly_baseline_days
+                        .unwrap_or(da.thresholds.baseline_days),
+                    threshold_mads: self
+                        .anomaly_threshold_mads
+                        .unwrap_or(da.thresholds.threshold_mads),
+                    min_ratio: self.anomaly_min_ratio.unwrap_or(da.thresholds.min_ratio),
+                },
+                webhook,
+            }
+        };
         let c = Config {
+            anomalies,
             listen: self.listen.unwrap_or(d.listen),
             data_dir: self.data_dir.unwrap_or(d.data_dir),
             database_url: self.database_url,
@@ -702,6 +782,13 @@ fn duration(v: &str) -> Result<std::time::Duration, String> {
 }
 
 /// An on/off setting: `on`, `true`, `1` or `off`, `false`, `0`.
+/// An exact decimal number (`5`, `0.5`).
+fn decimal(v: &str) -> Result<rust_decimal::Decimal, String> {
+    trimmed(v)?
+        .parse()
+        .map_err(|_| "not a decimal number like 0.5".to_string())
+}
+
 fn switch(v: &str) -> Result<bool, String> {
     match trimmed(v)?.to_ascii_lowercase().as_str() {
         "on" | "true" | "1" => Ok(true),
@@ -754,6 +841,7 @@ mod tests {
             "bootstrap-admin-key",
             "clickhouse-url",
             "metrics-token",
+            "anomaly-webhook-secret",
         ] {
             let arg = command
                 .get_arguments()
@@ -954,6 +1042,86 @@ mod tests {
             e.to_string().contains("EAI_RECOMMEND_LOW_UTILIZATION"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_anomaly_settings_are_read_and_checked() {
+        let d = from(&[]).expect("defaults").anomalies;
+        assert_eq!(d, eai_app::anomalies::AnomalyConfig::default());
+        assert_eq!(
+            (
+                d.every.as_secs(),
+                d.thresholds.baseline_days,
+                d.thresholds.threshold_mads.to_string(),
+                d.thresholds.min_ratio.to_string(),
+                d.webhook.is_none()
+            ),
+            (3600, 28, "5".to_string(), "0.5".to_string(), true)
+        );
+        let c = from(&[
+            ("EAI_ANOMALY_CHECK_SECONDS", "60"),
+            ("EAI_ANOMALY_BASELINE_DAYS", "14"),
+            ("EAI_ANOMALY_THRESHOLD_MADS", "3.5"),
+            ("EAI_ANOMALY_MIN_RATIO", "0.25"),
+            ("EAI_ANOMALY_WEBHOOK_URL", "https://hooks.example.com/eai"),
+            ("EAI_ANOMALY_WEBHOOK_SECRET", "whsec_0123456789abcdef"),
+        ])
+        .expect("valid")
+        .anomalies;
+        assert_eq!(c.every.as_secs(), 60);
+        assert_eq!(c.thresholds.baseline_days, 14);
+        assert_eq!(c.thresholds.threshold_mads.to_string(), "3.5");
+        assert_eq!(c.thresholds.min_ratio.to_string(), "0.25");
+        let w = c.webhook.expect("a webhook");
+        assert_eq!(w.url, "https://hooks.example.com/eai");
+        assert!(
+            !format!("{w:?}").contains("whsec_"),
+            "the secret is never printed"
+        );
+        for (pairs, named) in [
+            (
+                vec![("EAI_ANOMALY_CHECK_SECONDS", "0")],
+                "EAI_ANOMALY_CHECK_SECONDS",
+            ),
+            (
+                vec![("EAI_ANOMALY_BASELINE_DAYS", "0")],
+                "EAI_ANOMALY_BASELINE_DAYS",
+            ),
+            (
+                vec![("EAI_ANOMALY_THRESHOLD_MADS", "0")],
+                "EAI_ANOMALY_THRESHOLD_MADS",
+            ),
+            (
+                vec![("EAI_ANOMALY_MIN_RATIO", "-1")],
+                "EAI_ANOMALY_MIN_RATIO",
+            ),
+            (
+                vec![("EAI_ANOMALY_MIN_RATIO", "half")],
+                "--anomaly-min-ratio",
+            ),
+            (
+                vec![("EAI_ANOMALY_WEBHOOK_URL", "https://hooks.example.com/eai")],
+                "EAI_ANOMALY_WEBHOOK_SECRET",
+            ),
+            (
+                vec![
+                    ("EAI_ANOMALY_WEBHOOK_URL", "ftp://hooks.example.com/eai"),
+                    ("EAI_ANOMALY_WEBHOOK_SECRET", "whsec_0123456789abcdef"),
+                ],
+                "EAI_ANOMALY_WEBHOOK_URL",
+            ),
+            (
+                vec![
+                    ("EAI_ANOMALY_WEBHOOK_URL", "https://hooks.example.com/eai"),
+                    ("EAI_ANOMALY_WEBHOOK_SECRET", "short"),
+                ],
+                "EAI_ANOMALY_WEBHOOK_SECRET",
+            ),
+        ] {
+            let e = from(&pairs).expect_err(named);
+            assert!(e.to_string().contains(named), "{named}: {e}");
+            assert!(!e.to_string().contains("whsec_"), "{e}");
+        }
     }
 
     #[test]

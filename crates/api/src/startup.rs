@@ -44,6 +44,7 @@ pub struct Application {
     batch_every: Duration,
     leader_poll: Duration,
     budget_check: Duration,
+    anomalies: eai_app::anomalies::AnomalyConfig,
 }
 
 impl Application {
@@ -102,6 +103,7 @@ impl Application {
             raw_retention_days: config.raw_retention_days,
             idempotency_retention: config.idempotency_retention,
             budget_check: Duration::from_secs(u64::from(config.budget_check_seconds)),
+            anomalies: config.anomalies.clone(),
             clickhouse,
             allocation_source: config.allocation_source,
             allocation_batch: config.allocation_batch,
@@ -161,6 +163,7 @@ impl Application {
             clickhouse: self.clickhouse.clone(),
             batch,
             budget_check: self.budget_check,
+            anomalies: self.anomalies.clone(),
             refresher: eai_app::store_metrics::Refresher {
                 store: st.store.clone(),
                 source: st.source.clone(),

@@ -1378,6 +1378,11 @@ mod recommendations;
 use recommendations::*;
 
 on_both_backends!(issue_40s_fleet_gets_its_idle_gpus_and_its_oversized_deployment_to_the_cent);
+#[path = "http/anomalies.rs"]
+mod anomalies;
+use anomalies::*;
+
+on_both_backends!(a_planted_spike_is_found_once_per_metric_posted_once_and_seen_by_its_tenant);
 
 // Each answer's type (`eai_api::views`) against its component schema in the contract.
 #[path = "http/views.rs"]

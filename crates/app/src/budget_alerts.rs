@@ -265,7 +265,7 @@ async fn deliver(http: &reqwest::Client, d: &Delivery, at: Timestamp) -> Result<
     }
 }
 
-/// `t=<seconds>,v1=<hex HMAC-SHA256(secret, "<seconds>.<body>")>`.
+/// `t=<seconds>,v1=<hex HMAC-SHA256(secret, "<seconds>.<body>")>`. The anomaly webhooks are signed with it too.
 pub fn signature(secret: &str, unix_seconds: i64, body: &str) -> String {
     let mac = hmac_sha256(
         secret.as_bytes(),

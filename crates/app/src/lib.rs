@@ -5,7 +5,8 @@
 //! reconciliation of a period, read from the primary or the ClickHouse replica), [`focus`] (the FOCUS export:
 //! rows of a period, CSV or Parquet), [`forecast`] (the month's expected spend per tenant and deployment, and
 //! when budgets run out), [`batch`] (the allocation batch: each tenant's month as `gpu_local` usage
-//! events, and its schedule), [`budget_alerts`] (budget thresholds crossed, delivered to webhooks), [`jobs`] (the background jobs
+//! events, and its schedule), [`budget_alerts`] (budget thresholds crossed, delivered to webhooks), [`anomalies`] (spend anomalies: recorded
+//! once, posted to a webhook), [`jobs`] (the background jobs
 //! on the clock: the pruner, the replicator, the audit anchor, and the others' wiring), [`store_metrics`]
 //! (the figures `/metrics` reads from the store, refreshed in the background), [`leader`] (one replica runs each
 //! job: a lease per job), [`metrics`] (the process's Prometheus registry), [`params`] (the parameters both front
@@ -15,6 +16,7 @@
 
 pub mod allocation;
 pub mod allocation_series;
+pub mod anomalies;
 pub mod batch;
 pub mod budget_alerts;
 pub mod clock;

@@ -68,6 +68,8 @@ pub struct Metrics {
     pub budget_crossings: Counter,
     pub webhooks_delivered: Counter,
     pub webhooks_failed: Counter,
+    /// Spend anomalies recorded, by metric (`cost`, `gpu_seconds`).
+    spend_anomalies: Family<Labels<1>, Counter>,
     /// Leases and the allocation batch.
     pub jobs: JobMetrics,
     /// The audit head and the store-derived figures, encoded at scrape time.
@@ -153,6 +155,7 @@ impl Metrics {
             budget_crossings: Counter::default(),
             webhooks_delivered: Counter::default(),
             webhooks_failed: Counter::default(),
+            spend_anomalies: Family::default(),
             jobs: JobMetrics::default(),
             cached: Arc::new(Cached::default()),
             refresh_failures: Counter::default(),
@@ -265,6 +268,12 @@ impl Metrics {
             "Failed sign-ins (the key is never recorded), by reason.",
             m.auth_failures.clone(),
         );
+        register(
+            r,
+            "eai_gpu_spend_anomalies",
+            "Spend anomalies recorded (each once), by metric.",
+            m.spend_anomalies.clone(),
+        );
         m.jobs.register(r);
         r.register_collector(Box::new(Arc::clone(&m.cached)));
         m
@@ -287,6 +296,13 @@ impl Metrics {
     pub fn auth_failed(&self, reason: &'static str) {
         self.auth_failures
             .get_or_create(&[("reason", reason.to_string())])
+            .inc();
+    }
+
+    /// A spend anomaly of `metric` recorded.
+    pub fn spend_anomaly(&self, metric: &str) {
+        self.spend_anomalies
+            .get_or_create(&[("metric", metric.to_string())])
             .inc();
     }
 

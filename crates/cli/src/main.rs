@@ -6,6 +6,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod admin;
 mod allocate_cmd;
+mod anomalies_cmd;
 mod backup_cmd;
 #[cfg(feature = "bench")]
 mod bench;
@@ -58,6 +59,9 @@ enum Command {
     /// The month's spend so far and its expected end (low/high) per tenant and deployment, and when each budget
     /// is expected to run out, from the store (as GET /v1/finops/gpu/forecast answers it).
     Forecast(forecast_cmd::ForecastArgs),
+    /// Spend anomalies recorded for a period (as GET /v1/finops/gpu/anomalies answers it); --check runs one
+    /// detection round first.
+    Anomalies(anomalies_cmd::AnomaliesArgs),
     /// Slurm's accounting of its GPU jobs (`sacct --json`) beside what was measured of each, with their cost
     /// and the jobs whose GPUs sat idle, from the store (as POST /v1/finops/gpu/slurm/reconciliation answers it).
     SlurmReconcile(slurm_cmd::SlurmReconcileArgs),
@@ -97,6 +101,7 @@ fn main() -> std::process::ExitCode {
         | Command::Usage(_)
         | Command::Recommendations(_)
         | Command::Forecast(_)
+        | Command::Anomalies(_)
         | Command::SlurmReconcile(_)
         | Command::Keys(_)
         | Command::Audit(_) => process::default_sigpipe(),
@@ -116,6 +121,7 @@ fn main() -> std::process::ExitCode {
             runtime().and_then(|rt| rt.block_on(recommend_cmd::run(args)))
         }
         Command::Forecast(args) => runtime().and_then(|rt| rt.block_on(forecast_cmd::run(args))),
+        Command::Anomalies(args) => runtime().and_then(|rt| rt.block_on(anomalies_cmd::run(args))),
         Command::SlurmReconcile(args) => runtime().and_then(|rt| rt.block_on(slurm_cmd::run(args))),
         Command::Keys(args) => runtime().and_then(|rt| rt.block_on(admin::keys(args))),
         Command::Audit(args) => runtime().and_then(|rt| rt.block_on(admin::audit(args))),

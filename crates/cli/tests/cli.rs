@@ -358,6 +358,8 @@ mod crash;
 #[path = "cli/explain.rs"]
 mod explain;
 
+#[path = "cli/anomalies.rs"]
+mod anomalies;
 #[path = "cli/forecast.rs"]
 mod forecast;
 

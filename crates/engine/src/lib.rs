@@ -9,6 +9,7 @@
 
 pub mod allocate;
 pub mod allocation_series;
+pub mod anomaly;
 pub mod backoff;
 pub mod batch;
 pub mod breakdown;

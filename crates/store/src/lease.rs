@@ -22,14 +22,17 @@ pub enum LeaderJob {
     Replicator,
     /// Budget thresholds, expired holds and webhook deliveries.
     BudgetChores,
+    /// Spend anomalies: detection and webhook deliveries.
+    Anomalies,
 }
 
 impl LeaderJob {
-    pub const ALL: [LeaderJob; 4] = [
+    pub const ALL: [LeaderJob; 5] = [
         LeaderJob::AllocationBatch,
         LeaderJob::Pruner,
         LeaderJob::Replicator,
         LeaderJob::BudgetChores,
+        LeaderJob::Anomalies,
     ];
 
     /// The job's name in logs and metric labels.
@@ -39,6 +42,7 @@ impl LeaderJob {
             LeaderJob::Pruner => "pruner",
             LeaderJob::Replicator => "replicator",
             LeaderJob::BudgetChores => "budget_chores",
+            LeaderJob::Anomalies => "anomalies",
         }
     }
 
@@ -49,6 +53,7 @@ impl LeaderJob {
             LeaderJob::Pruner => 2,
             LeaderJob::Replicator => 3,
             LeaderJob::BudgetChores => 4,
+            LeaderJob::Anomalies => 5,
         }
     }
 }

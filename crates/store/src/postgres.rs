@@ -31,6 +31,7 @@
 //! rollups and claims: writes and reads), `tls` (sslmode over rustls), `scratch` (feature `test-support`:
 //! throw-away databases for tests and benchmarks).
 
+mod anomalies;
 mod budgets;
 mod derived;
 mod idempotency;

@@ -18,6 +18,7 @@ use eai_engine::shares::EqualShares;
 use eai_engine::time::Timestamp;
 use uuid::Uuid;
 
+use crate::anomalies::{Anomaly, NewAnomaly};
 use crate::budgets::{
     Alert, BudgetRecord, Delivery, NewBudget, NewReservation, Reservation, ReserveOutcome,
 };
@@ -265,6 +266,24 @@ roles! {
         async fn delivery_attempted(&self, alert: Uuid, at: Timestamp, outcome: std::result::Result<(), String>, next: Option<Timestamp>) -> Result<()>;
     }
 
+    /// Spend anomalies (see [`crate::anomalies`]): recorded once each, listed, posted to the anomaly webhook.
+    pub trait AnomalyStore {
+        /// Records `finding` unless its (deployment, hour, metric, currency) has one already (insert if
+        /// absent): the new anomaly, or `None` when it was recorded before.
+        async fn record_anomaly(&self, finding: &NewAnomaly) -> Result<Option<Anomaly>>;
+
+        /// The anomalies of the hours in `[from, to)`, newest hour first; a tenant's are those of its dedicated
+        /// deployments.
+        [scoped] async fn anomalies(&self, scope: Scope, from: Timestamp, to: Timestamp) -> Result<Vec<Anomaly>>;
+
+        /// Anomalies to post, not delivered yet, due at `at`, oldest first.
+        async fn due_anomaly_webhooks(&self, at: Timestamp, limit: u64) -> Result<Vec<Anomaly>>;
+
+        /// Records a webhook attempt of anomaly `seq`: delivered, or failed with the next attempt's time
+        /// (`None`: given up).
+        async fn anomaly_webhook_attempted(&self, seq: i64, at: Timestamp, outcome: std::result::Result<(), String>, next: Option<Timestamp>) -> Result<()>;
+    }
+
     /// The audit chain.
     pub trait AuditStore {
         /// Appends an event that records no change of the store (a denied request, a failed one, a run of the
@@ -347,6 +366,7 @@ pub trait Store:
     + KeyStore
     + TenantStore
     + BudgetStore
+    + AnomalyStore
     + AuditStore
     + IdempotencyStore
     + ReplicaStore

@@ -18,6 +18,7 @@
 //! link), `samples` (raw samples, rollups, gaps), `records` (usage events, policies, keys, tenants, audit chain),
 //! `claims` (usage claims), `budgets`, `providers`, `idempotency` (the keys of retried requests), `backup` (online copies, checks, restore).
 
+mod anomalies;
 pub mod backup;
 mod budgets;
 mod claims;

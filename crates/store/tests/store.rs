@@ -315,6 +315,7 @@ mod sqlite_harness {
         idempotency_keys_are_released_and_taken_over,
         idempotency_keys_are_pruned_by_age,
         concurrent_claims_of_one_key_run_once,
+        anomalies_are_recorded_once_scoped_and_delivered_until_acknowledged,
     );
 
     /// A fresh file opened with the replica outbox on.
@@ -438,6 +439,7 @@ mod postgres_harness {
         idempotency_keys_are_released_and_taken_over,
         idempotency_keys_are_pruned_by_age,
         concurrent_claims_of_one_key_run_once,
+        anomalies_are_recorded_once_scoped_and_delivered_until_acknowledged,
     );
 
     /// A fresh database opened with the replica outbox on.

@@ -10,6 +10,7 @@ use crate::telemetry;
 
 pub mod allocation;
 pub mod allocation_series;
+pub mod anomalies;
 pub mod audit;
 pub mod budgets;
 pub mod catalog;
@@ -46,6 +47,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/v1/finops/gpu/token-costs", get(token_costs::get))
         .route("/v1/finops/gpu/forecast", get(forecast::get))
+        .route("/v1/finops/gpu/anomalies", get(anomalies::get))
         .route(
             "/v1/finops/allocation-policies",
             get(policies::list).post(policies::create),

@@ -11,6 +11,7 @@ use serde::{Serialize, Serializer};
 use crate::auth::Done;
 use crate::error::ApiError;
 
+pub mod anomaly;
 pub mod audit;
 pub mod budget;
 pub mod forecast;

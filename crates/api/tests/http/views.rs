@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
+use eai_api::views::anomaly::{Anomaly, AnomalyList};
 use eai_api::views::audit::{AuditEvent, AuditHead};
 use eai_api::views::budget::{
     Budget, BudgetChange, BudgetCurrent, BudgetDisable, Money, Reservation,
@@ -109,6 +110,8 @@ const TABLE: &[Row] = &[
     row!(UsageEventIngestResult => "UsageEventIngestResult"),
     row!(TokenCost => "TokenCost"),
     row!(TokenCostList => "TokenCostList"),
+    row!(Anomaly => "Anomaly"),
+    row!(AnomalyList => "AnomalyList"),
     row!(SeriesTotal => "SeriesTotal"),
     row!(SeriesDeployment => "SeriesDeployment"),
     row!(SeriesStep => "SeriesStep"),

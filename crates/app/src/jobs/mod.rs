@@ -6,10 +6,12 @@
 //! - the ClickHouse replicator ([`replicator`]: the schema, then the outbox, with backoff while it is down);
 //! - the allocation batch ([`crate::batch::schedule`]);
 //! - the budget chores ([`crate::budget_alerts::run`]: holds expired, thresholds crossed, webhooks delivered);
+//! - the spend anomalies ([`crate::anomalies::run`]: settled hours judged, anomalies recorded once and posted);
 //! - the `/metrics` refresher ([`crate::store_metrics::run`]);
 //! - the audit chain's head, logged at start and daily ([`log_audit_head`]): an anchor outside the database.
 //!
-//! The pruner, the replicator, the batch and the budget chores run on one replica only (a lease each).
+//! The pruner, the replicator, the batch, the budget chores and the anomalies run on one replica only (a lease
+//! each).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,6 +52,8 @@ pub struct Jobs {
     pub batch: Option<(Source, AllocationConfig, crate::batch::Schedule)>,
     /// `EAI_BUDGET_CHECK_SECONDS`.
     pub budget_check: Duration,
+    /// `EAI_ANOMALY_*`: the spend anomalies' job.
+    pub anomalies: crate::anomalies::AnomalyConfig,
     /// The `/metrics` refresher.
     pub refresher: crate::store_metrics::Refresher,
 }
@@ -66,6 +70,7 @@ impl std::fmt::Debug for Jobs {
             )
             .field("batch", &self.batch.is_some())
             .field("budget_check", &self.budget_check)
+            .field("anomalies", &self.anomalies)
             .finish_non_exhaustive()
     }
 }
@@ -83,6 +88,7 @@ impl Jobs {
             clickhouse,
             batch,
             budget_check,
+            anomalies,
             refresher,
         } = self;
         let mut tasks = Vec::new();
@@ -128,6 +134,12 @@ impl Jobs {
             },
         };
         tasks.push(tokio::spawn(crate::store_metrics::run(refresher)));
+        tasks.push(tokio::spawn(crate::anomalies::run(
+            store.clone(),
+            metrics.clone(),
+            anomalies,
+            clock.clone(),
+        )));
         tasks.push(tokio::spawn(crate::budget_alerts::run(
             store,
             metrics,
@@ -135,7 +147,7 @@ impl Jobs {
             clock,
             forecasts,
         )));
-        tracing::info!(instance = crate::leader::instance(), "one replica runs each of the batch, the pruner, the replicator and the budget chores (a lease each)");
+        tracing::info!(instance = crate::leader::instance(), "one replica runs each of the batch, the pruner, the replicator, the budget chores and the anomalies (a lease each)");
         tasks
     }
 }

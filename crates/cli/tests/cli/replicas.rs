@@ -68,6 +68,7 @@ fn several_replicas_run_each_job_once_and_a_survivor_takes_over_after_a_kill_9()
             .env("EAI_ALLOCATION_BATCH_INTERVAL_SECONDS", "2")
             .env("EAI_LEADER_POLL_SECONDS", "1")
             .env("EAI_BUDGET_CHECK_SECONDS", "1")
+            .env("EAI_ANOMALY_CHECK_SECONDS", "1")
             .env("EAI_RATE_LIMIT_PER_KEY", "0")
             .env("EAI_RATE_LIMIT_PER_ADDRESS", "0")
             .env("RUST_LOG", "info")
@@ -183,8 +184,9 @@ fn several_replicas_run_each_job_once_and_a_survivor_takes_over_after_a_kill_9()
     let deadline = Instant::now() + Duration::from_secs(60);
     let events = loop {
         let events = audit_events(&http, &base_a, key);
-        let jobs = ["allocation_batch", "pruner", "budget_chores"].map(|j| leading(j).len());
-        if runs(&events).len() >= 2 && jobs == [1, 1, 1] {
+        let jobs =
+            ["allocation_batch", "pruner", "budget_chores", "anomalies"].map(|j| leading(j).len());
+        if runs(&events).len() >= 2 && jobs == [1, 1, 1, 1] {
             break events;
         }
         assert!(
@@ -194,7 +196,7 @@ fn several_replicas_run_each_job_once_and_a_survivor_takes_over_after_a_kill_9()
         );
         std::thread::sleep(Duration::from_millis(200));
     };
-    for job in ["allocation_batch", "pruner", "budget_chores"] {
+    for job in ["allocation_batch", "pruner", "budget_chores", "anomalies"] {
         let leading = leading(job);
         assert_eq!(leading.len(), 1, "{job}: {leading:?}");
     }
@@ -259,7 +261,7 @@ fn several_replicas_run_each_job_once_and_a_survivor_takes_over_after_a_kill_9()
     }
     let takeover = killed.elapsed();
     // The other one-replica jobs move too.
-    for job in ["pruner", "budget_chores"] {
+    for job in ["pruner", "budget_chores", "anomalies"] {
         let series = format!("eai_leader{{task=\"{job}\"}}");
         loop {
             let text = http

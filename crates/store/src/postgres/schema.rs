@@ -687,6 +687,48 @@ GRANT UPDATE (claim, claimed_at_ms, completed_at_ms, status, content_type, locat
     ON eai.idempotency_keys TO eai_app;
 "#;
 
+/// 15: spend anomalies (`crate::anomalies`): one row per (deployment, hour, metric, currency) (`currency` ''
+/// for GPU-seconds), written once by an insert-if-absent on that key. A row is its deployment's tenant's data:
+/// `tenant_id` is a dedicated deployment's tenant, or the platform tenant for a shared one, under the same
+/// `tenant_rows` and `platform_rows` policies as every tenant table, `ENABLE` and `FORCE` (a tenant's readers
+/// see their dedicated deployments' anomalies only). The service role may read and insert rows and record
+/// webhook attempts (`attempts`, `next_attempt_ms`, `delivered_at_ms`, `last_error`); nothing else is updated,
+/// nothing deleted.
+const V15: &str = r#"
+CREATE TABLE eai.anomalies (
+    seq             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    deployment_id   text NOT NULL,
+    tenant_id       uuid NOT NULL,
+    hour_ms         bigint NOT NULL,
+    metric          text NOT NULL,
+    currency        text NOT NULL,
+    value           numeric NOT NULL,
+    median          numeric NOT NULL,
+    mad             numeric NOT NULL,
+    deviation       numeric,
+    direction       text NOT NULL,
+    baseline_hours  integer NOT NULL,
+    detected_at_ms  bigint NOT NULL,
+    attempts        integer NOT NULL DEFAULT 0,
+    next_attempt_ms bigint,
+    delivered_at_ms bigint,
+    last_error      text,
+    UNIQUE (deployment_id, hour_ms, metric, currency)
+);
+CREATE INDEX anomalies_by_hour ON eai.anomalies (hour_ms);
+CREATE INDEX anomalies_due ON eai.anomalies (next_attempt_ms) WHERE next_attempt_ms IS NOT NULL;
+ALTER TABLE eai.anomalies ENABLE ROW LEVEL SECURITY;
+ALTER TABLE eai.anomalies FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_rows ON eai.anomalies
+    USING (tenant_id = NULLIF(current_setting('app.tenant_id', true), '')::uuid)
+    WITH CHECK (tenant_id = NULLIF(current_setting('app.tenant_id', true), '')::uuid);
+CREATE POLICY platform_rows ON eai.anomalies
+    USING (current_setting('app.platform', true) = 'on')
+    WITH CHECK (current_setting('app.platform', true) = 'on');
+GRANT SELECT, INSERT ON eai.anomalies TO eai_app;
+GRANT UPDATE (attempts, next_attempt_ms, delivered_at_ms, last_error) ON eai.anomalies TO eai_app;
+"#;
+
 /// 16 (15 is the anomalies'): a budget alert has a kind (SPEC §13): `threshold` (the rows before, threshold_pct the
 /// threshold crossed) or `forecast` (threshold_pct 0, with the month's `expected` spend and the day the limit is
 /// expected to be reached, `exhausted_on_ms`: its midnight). One alert per (budget, month, kind, threshold). Row
@@ -704,7 +746,7 @@ ALTER TABLE eai.budget_alerts ADD CONSTRAINT budget_alerts_once_key
 "#;
 
 pub const MIGRATIONS: &[&str] = &[
-    V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V16,
+    V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16,
 ];
 
 /// The schema version this binary writes.

@@ -450,6 +450,32 @@ CREATE TABLE idempotency_keys (
 CREATE INDEX idempotency_keys_by_claim ON idempotency_keys (claimed_at_ms);
 "#;
 
+/// 15: spend anomalies (`crate::anomalies`): one row per (deployment, hour, metric, currency) (`currency` ''
+/// for GPU-seconds), written once; `owner` the tenant uuid of a dedicated deployment (NULL: shared). Decimals
+/// as text. A row to be posted to the anomaly webhook has `next_attempt_ms` until it is delivered or given up.
+const V15_ANOMALIES: &str = r#"
+CREATE TABLE anomalies (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    deployment_id   TEXT NOT NULL,
+    owner           TEXT,
+    hour_ms         INTEGER NOT NULL,
+    metric          TEXT NOT NULL,
+    currency        TEXT NOT NULL,
+    value           TEXT NOT NULL,
+    median          TEXT NOT NULL,
+    mad             TEXT NOT NULL,
+    deviation       TEXT,
+    direction       TEXT NOT NULL,
+    baseline_hours  INTEGER NOT NULL,
+    detected_at_ms  INTEGER NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_ms INTEGER,
+    delivered_at_ms INTEGER,
+    last_error      TEXT,
+    UNIQUE (deployment_id, hour_ms, metric, currency)
+);
+CREATE INDEX anomalies_by_hour ON anomalies (hour_ms);
+CREATE INDEX anomalies_due ON anomalies (next_attempt_ms) WHERE next_attempt_ms IS NOT NULL;
 /// 16 (15 is the anomalies'): a budget alert has a kind (SPEC §13): `threshold` (the rows before, threshold_pct
 /// the threshold crossed) or `forecast` (threshold_pct 0, with the month's `expected` spend and the day the limit
 /// is expected to be reached, `exhausted_on_ms`: its midnight). One alert per (budget, month, kind, threshold):
@@ -516,6 +542,7 @@ pub const MIGRATIONS: &[Migration] = &[
         ..sql(V13_SERIES_SHARE)
     },
     sql(V14_IDEMPOTENCY),
+    sql(V15_ANOMALIES),
     sql(V16_ALERT_KINDS),
 ];
 

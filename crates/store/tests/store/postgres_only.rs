@@ -1,9 +1,9 @@
-/// What schemas 11 (placements), 12 (equal shares), 13 (share methods), 14 (idempotency keys) and 16 (budget
-/// alert kinds) added, taken out again (every rollup of one placement per key).
+/// What schemas 11 (placements), 12 (equal shares), 13 (share methods), 14 (idempotency keys), 15 (anomalies) and
+/// 16 (budget alert kinds) added, taken out again (every rollup of one placement per key).
 const PG_UNDO_V11: &str = "ALTER TABLE eai.budget_alerts DROP CONSTRAINT budget_alerts_once_key; \
     ALTER TABLE eai.budget_alerts DROP COLUMN kind, DROP COLUMN expected, DROP COLUMN exhausted_on_ms; \
     ALTER TABLE eai.budget_alerts ADD UNIQUE (budget_seq, month_ms, threshold_pct); \
-    DROP TABLE eai.idempotency_keys; \
+    DROP TABLE eai.anomalies; DROP TABLE eai.idempotency_keys; \
     ALTER TABLE eai.series DROP CONSTRAINT series_labels_key; \
     ALTER TABLE eai.series DROP COLUMN share; \
     ALTER TABLE eai.series ADD UNIQUE (deployment_id, tenant_id, model, namespace, pod, node); \
@@ -17,8 +17,8 @@ use eai_store::postgres::scratch::ScratchDb;
 use eai_store::postgres::{PgStore, PLATFORM_TENANT, SERVICE_ROLE};
 use eai_store::rollups::RollupConfig;
 use eai_store::{
-    AuditStore, BudgetStore, IdempotencyStore, KeyStore, PolicyStore, ReplicaStore, SampleStore,
-    TenantStore, UsageStore,
+    AnomalyStore, AuditStore, BudgetStore, IdempotencyStore, KeyStore, PolicyStore, ReplicaStore,
+    SampleStore, TenantStore, UsageStore,
 };
 use tokio_postgres::{Client, NoTls};
 
@@ -91,7 +91,7 @@ async fn the_store_reaches_postgres_over_tls_with_verify_full() {
 }
 
 /// Every table that holds tenant rows.
-const TENANT_TABLES: [&str; 15] = [
+const TENANT_TABLES: [&str; 16] = [
     "budgets",
     "reservations",
     "spend",
@@ -107,6 +107,7 @@ const TENANT_TABLES: [&str; 15] = [
     "deployment_rollups",
     "usage_claims",
     "idempotency_keys",
+    "anomalies",
 ];
 
 /// A plain connection to the scratch database, switched to the service role as the store's are.
@@ -320,6 +321,28 @@ async fn two_tenants(s: &PgStore, a: TenantId, b: TenantId) {
             eai_store::idempotency::Claimed::Run
         );
     }
+    for (dep, owner) in [
+        ("dep-GPU-a", Some(a)),
+        ("dep-GPU-b", Some(b)),
+        ("dep-GPU-s", None),
+    ] {
+        let finding = eai_store::anomalies::NewAnomaly {
+            deployment_id: dep.into(),
+            owner,
+            hour: ts(T0),
+            metric: eai_engine::anomaly::Metric::GpuSeconds,
+            currency: None,
+            value: 4.into(),
+            median: 1.into(),
+            mad: 0.into(),
+            deviation: None,
+            direction: eai_engine::anomaly::Direction::Above,
+            baseline_hours: 24,
+            detected_at: ts(T0 + H),
+            deliver: false,
+        };
+        assert!(s.record_anomaly(&finding).await.unwrap().is_some());
+    }
     for (t, slug) in [(a, "tenant-a"), (b, "tenant-b")] {
         let reg = eai_engine::domain::Tenant {
             id: t,
@@ -450,6 +473,8 @@ async fn row_level_security_hides_and_protects_another_tenants_rows_at_the_datab
           VALUES (7, 'd-new', '{T}', 0, 0, 1) RETURNING 1"),
         ("idempotency_keys", "INSERT INTO eai.idempotency_keys (caller, key, tenant_id, fingerprint, claim, claimed_at_ms) \
           VALUES ('key_new', md5(random()::text), '{T}', 'f', gen_random_uuid(), 0) RETURNING 1"),
+        ("anomalies", "INSERT INTO eai.anomalies (deployment_id, tenant_id, hour_ms, metric, currency, value, median, mad, direction, baseline_hours, detected_at_ms) \
+          VALUES ('d-new', '{T}', 0, 'gpu_seconds', '', 1, 1, 0, 'above', 24, 0) RETURNING 1"),
     ];
     assert_eq!(inserts.len(), TENANT_TABLES.len());
     for (t, sql) in inserts {
@@ -583,8 +608,8 @@ async fn row_level_security_hides_and_protects_another_tenants_rows_at_the_datab
     // Its token usage and its gpu_local charge.
     assert!(mine.len() == 2 && mine.iter().all(|e| e.tenant_id == a));
     let audit = store.audit_events(Scope::Tenant(a), 0, 100).await.unwrap();
-    // Its own event and its budget's crossing.
-    assert!(audit.len() == 2 && audit.iter().all(|e| e.draft.tenant_id == Some(a)));
+    // Its own event, its budget's crossing and its deployment's anomaly.
+    assert!(audit.len() == 3 && audit.iter().all(|e| e.draft.tenant_id == Some(a)));
 }
 
 #[tokio::test]

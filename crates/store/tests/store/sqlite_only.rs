@@ -23,14 +23,13 @@ async fn the_file_is_wal_and_fully_synchronous() {
     let version: i64 = c
         .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
         .unwrap();
-    // 16 migrations, 15 of them here (16, the budget alerts' kinds, comes before 15, the anomalies', merges).
-    assert_eq!(version, 15);
+    assert_eq!(version, 16);
     assert_eq!(store.backend(), "sqlite");
 }
 
-/// What schema 10 (change counts), 12 (equal shares), 13 (the series' share method) and 14 (idempotency keys)
-/// added, taken out again.
-const UNDO_V10: &str = "DROP TABLE idempotency_keys; PRAGMA foreign_keys = OFF; \
+/// What schema 10 (change counts), 12 (equal shares), 13 (the series' share method), 14 (idempotency keys) and
+/// 15 (anomalies) added, taken out again.
+const UNDO_V10: &str = "DROP TABLE anomalies; DROP TABLE idempotency_keys; PRAGMA foreign_keys = OFF; \
     CREATE TABLE series_v12 (id INTEGER PRIMARY KEY, node TEXT NOT NULL, model TEXT NOT NULL, \
     namespace TEXT NOT NULL, pod TEXT NOT NULL, deployment_id TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '', \
     first_seen_ms INTEGER NOT NULL, last_seen_ms INTEGER NOT NULL, \

@@ -3,6 +3,7 @@
 
 use super::*;
 
+mod anomalies;
 mod audit;
 mod budgets;
 mod idempotency;
@@ -15,6 +16,7 @@ mod samples;
 mod tenants;
 mod usage;
 
+pub use anomalies::*;
 pub use audit::*;
 pub use budgets::*;
 pub use idempotency::*;
