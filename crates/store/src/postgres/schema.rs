@@ -729,7 +729,7 @@ GRANT SELECT, INSERT ON eai.anomalies TO eai_app;
 GRANT UPDATE (attempts, next_attempt_ms, delivered_at_ms, last_error) ON eai.anomalies TO eai_app;
 "#;
 
-/// 16 (15 is the anomalies'): a budget alert has a kind (SPEC §13): `threshold` (the rows before, threshold_pct the
+/// 16: a budget alert has a kind (SPEC §13): `threshold` (the rows before, threshold_pct the
 /// threshold crossed) or `forecast` (threshold_pct 0, with the month's `expected` spend and the day the limit is
 /// expected to be reached, `exhausted_on_ms`: its midnight). One alert per (budget, month, kind, threshold). Row
 /// level security is unchanged: the table's `tenant_rows` and `platform_rows` policies hold whole rows (the new

@@ -476,7 +476,9 @@ CREATE TABLE anomalies (
 );
 CREATE INDEX anomalies_by_hour ON anomalies (hour_ms);
 CREATE INDEX anomalies_due ON anomalies (next_attempt_ms) WHERE next_attempt_ms IS NOT NULL;
-/// 16 (15 is the anomalies'): a budget alert has a kind (SPEC §13): `threshold` (the rows before, threshold_pct
+"#;
+
+/// 16: a budget alert has a kind (SPEC §13): `threshold` (the rows before, threshold_pct
 /// the threshold crossed) or `forecast` (threshold_pct 0, with the month's `expected` spend and the day the limit
 /// is expected to be reached, `exhausted_on_ms`: its midnight). One alert per (budget, month, kind, threshold):
 /// the unique key changes, so the table is rebuilt (no other table names it).
