@@ -118,6 +118,11 @@ app.kubernetes.io/component: {{ .component }}
 {{- else if .Values.secrets.clickhouseUrl }}true{{ end }}
 {{- end }}
 
+{{- define "eai.has.anomalyWebhookSecret" -}}
+{{- if .Values.secrets.existingSecret }}{{ if .Values.secrets.existingSecretProvides.anomalyWebhookSecret }}true{{ end }}
+{{- else if .Values.secrets.anomalyWebhookSecret }}true{{ end }}
+{{- end }}
+
 {{- define "eai.has.metricsToken" -}}
 {{- if .Values.secrets.existingSecret }}{{ if .Values.secrets.existingSecretProvides.metricsToken }}true{{ end }}
 {{- else if .Values.secrets.metricsToken }}true{{ end }}
@@ -161,6 +166,12 @@ The rules values cannot express alone; each stops the render with a message that
 {{- if and .Values.secrets.databaseUrl (not (regexMatch "^postgres(ql)?://" .Values.secrets.databaseUrl)) }}
 {{- fail "secrets.databaseUrl must start with postgres:// or postgresql:// when store.type=postgres" }}
 {{- end }}
+{{- end }}
+{{- if and .Values.controlPlane.config.anomalyWebhookUrl (not (include "eai.has.anomalyWebhookSecret" .)) }}
+{{- fail "controlPlane.config.anomalyWebhookUrl needs the key its posts are signed with: set secrets.anomalyWebhookSecret (16 characters or more), or secrets.existingSecretProvides.anomalyWebhookSecret=true with existingSecret" }}
+{{- end }}
+{{- if and (include "eai.has.anomalyWebhookSecret" .) (not .Values.controlPlane.config.anomalyWebhookUrl) }}
+{{- fail "secrets.anomalyWebhookSecret signs the anomaly webhook: set controlPlane.config.anomalyWebhookUrl too (or leave the secret empty)" }}
 {{- end }}
 {{- if and .Values.controlPlane.config.clickhouseCluster (not (include "eai.has.clickhouseUrl" .)) }}
 {{- fail "controlPlane.config.clickhouseCluster names the ClickHouse cluster of the replica: set secrets.clickhouseUrl (one of its servers) too" }}
