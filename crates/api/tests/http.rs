@@ -70,6 +70,37 @@ struct TestApp {
     clock: eai_app::clock::SteppedClock,
 }
 
+/// What a webhook receiver got: (headers, body) of each delivery.
+type Received = std::sync::Arc<std::sync::Mutex<Vec<(axum::http::HeaderMap, String)>>>;
+
+/// A real HTTP webhook receiver on a free port (its URL, and what it got): it keeps every delivery and
+/// acknowledges it (204), but answers the first `fail_first` with 500.
+async fn webhook_receiver(fail_first: usize) -> (String, Received) {
+    let got: Received = Received::default();
+    let seen = got.clone();
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: axum::http::HeaderMap, body: String| {
+            let (seen, calls) = (seen.clone(), calls.clone());
+            async move {
+                seen.lock().expect("lock").push((headers, body));
+                if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < fail_first {
+                    StatusCode::INTERNAL_SERVER_ERROR
+                } else {
+                    StatusCode::NO_CONTENT
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/hook", listener.local_addr().expect("addr"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, got)
+}
+
 async fn spawn_app() -> TestApp {
     spawn_app_with(|_| {}).await
 }

@@ -10,7 +10,7 @@
 //! ([`crate::allocation::read_inputs`]): each hour's GPU-seconds and its cost per currency before rounding.
 //!
 //! The webhook: a `POST` of `{"type": "gpu.anomaly", …}` signed as budget webhooks are
-//! ([`crate::budget_alerts::signature`] with `EAI_ANOMALY_WEBHOOK_SECRET`), with `X-EAI-Webhook-Id: anm_<seq>`;
+//! ([`crate::budget_alerts::post_signed`] with `EAI_ANOMALY_WEBHOOK_SECRET`), with `X-EAI-Webhook-Id: anm_<seq>`;
 //! at least once, retried on the budget webhooks' schedule ([`crate::budget_alerts::next_attempt`],
 //! [`eai_store::budgets::MAX_ATTEMPTS`] attempts).
 
@@ -26,7 +26,7 @@ use eai_store::{AnomalyStore, Store, StoreError};
 use serde_json::json;
 
 use crate::allocation::{read_inputs, Source};
-use crate::budget_alerts::{next_attempt, signature};
+use crate::budget_alerts::{next_attempt, post_signed};
 use crate::clock::{Clock, Ticker};
 use crate::metrics::Metrics;
 
@@ -286,26 +286,7 @@ async fn post(
     a: &Anomaly,
     at: Timestamp,
 ) -> Result<(), String> {
-    let body = payload(a).to_string();
-    let t = at.0.div_euclid(1000);
-    let mut req = http
-        .post(&w.url)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header("X-EAI-Webhook-Id", a.id())
-        .header("X-EAI-Signature", signature(&w.secret, t, &body));
-    if let Some(tp) = eai_telemetry::traceparent() {
-        req = req.header("traceparent", tp);
-    }
-    let resp = req
-        .body(body)
-        .send()
-        .await
-        .map_err(|e| format!("no answer: {e}"))?;
-    if resp.status().is_success() {
-        Ok(())
-    } else {
-        Err(format!("answered {}", resp.status()))
-    }
+    post_signed(http, &w.url, &w.secret, &a.id(), payload(a).to_string(), at).await
 }
 
 #[cfg(test)]

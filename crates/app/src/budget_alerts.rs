@@ -244,12 +244,34 @@ pub fn payload(a: &Alert) -> serde_json::Value {
 #[tracing::instrument(name = "budget.webhook", skip_all, fields(otel.kind = "client", eai.tenant_id = %d.alert.tenant_id, budget_id = %d.alert.budget_id))]
 async fn deliver(http: &reqwest::Client, d: &Delivery, at: Timestamp) -> Result<(), String> {
     let body = payload(&d.alert).to_string();
+    post_signed(
+        http,
+        &d.url,
+        &d.secret,
+        &d.alert.id.hyphenated().to_string(),
+        body,
+        at,
+    )
+    .await
+}
+
+/// POSTs `body` to `url` as every webhook is sent (the budgets' and the anomalies'): JSON, its id in
+/// `X-EAI-Webhook-Id`, signed at `at` with `secret` ([`signature`]), the trace context passed on. `Err`: why it
+/// was not acknowledged (no answer, or an answer other than 2xx).
+pub async fn post_signed(
+    http: &reqwest::Client,
+    url: &str,
+    secret: &str,
+    id: &str,
+    body: String,
+    at: Timestamp,
+) -> Result<(), String> {
     let t = at.0.div_euclid(1000);
     let mut req = http
-        .post(&d.url)
+        .post(url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header("X-EAI-Webhook-Id", d.alert.id.hyphenated().to_string())
-        .header("X-EAI-Signature", signature(&d.secret, t, &body));
+        .header("X-EAI-Webhook-Id", id)
+        .header("X-EAI-Signature", signature(secret, t, &body));
     if let Some(tp) = eai_telemetry::traceparent() {
         req = req.header("traceparent", tp);
     }

@@ -3,10 +3,8 @@
 //! in /metrics, posted once each to a real local receiver with a valid signature, and seen by its tenant only.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::http::HeaderMap;
 use eai_app::clock::Clock;
 
 use super::*;
@@ -15,30 +13,6 @@ const SECRET: &str = "whsec_anomaly_test_0123456789";
 const DAY_H: i64 = 24;
 /// The hours of history: three weeks.
 const HOURS: i64 = 21 * DAY_H;
-
-type Received = Arc<Mutex<Vec<(HeaderMap, String)>>>;
-
-/// A webhook receiver that acknowledges every delivery (204) and keeps what it got.
-async fn receiver() -> (String, Received) {
-    let got: Received = Arc::default();
-    let seen = got.clone();
-    let app = axum::Router::new().route(
-        "/anomalies",
-        axum::routing::post(move |headers: HeaderMap, body: String| {
-            let seen = seen.clone();
-            async move {
-                seen.lock().expect("lock").push((headers, body));
-                StatusCode::NO_CONTENT
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/anomalies", listener.local_addr().expect("addr"));
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, got)
-}
 
 /// One sample covering the whole hour `hour` (a window of 3,600 s ending at its end).
 fn hour_sample(gpu: &str, deployment: &str, tenant: &str, hour: Timestamp, power_w: i64) -> Value {
@@ -71,7 +45,7 @@ async fn wait_for<F: std::future::Future<Output = bool>>(what: &str, mut done: i
 /// Three weeks of `llm-a` (tenant A): 4 GPUs every hour at 300, 310, 320, 330, 340 W in turn, but for one hour
 /// 10 hours before the current one with 16 GPUs; `llm-b` (tenant B) steady on 1 GPU at 300 W.
 pub async fn a_planted_spike_is_found_once_per_metric_posted_once_and_seen_by_its_tenant() {
-    let (url, got) = receiver().await;
+    let (url, got) = webhook_receiver(0).await;
     let app = spawn_app_with(|c| {
         c.rate_limit_per_key = 0;
         c.anomalies.every = Duration::from_secs(1);

@@ -2,10 +2,6 @@
 //! the budget and what is left, commits idempotent, thresholds once each with a signed webhook received by a real
 //! local HTTP receiver (which fails its first delivery, to see the retry).
 
-use std::sync::{Arc, Mutex};
-
-use axum::http::HeaderMap;
-
 use super::*;
 
 async fn budgets_app() -> TestApp {
@@ -287,41 +283,11 @@ pub async fn reservations_commit_once_release_and_stay_in_their_tenant() {
     );
 }
 
-/// What the local receiver got: (headers, body).
-type Received = Arc<Mutex<Vec<(HeaderMap, String)>>>;
-
-/// A real HTTP receiver on a free port that fails its first delivery (500) and acknowledges the others.
-async fn receiver() -> (String, Received) {
-    let got: Received = Arc::default();
-    let seen = got.clone();
-    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let app = axum::Router::new().route(
-        "/hook",
-        axum::routing::post(move |headers: HeaderMap, body: String| {
-            let (seen, calls) = (seen.clone(), calls.clone());
-            async move {
-                seen.lock().expect("lock").push((headers, body));
-                if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
-                    StatusCode::INTERNAL_SERVER_ERROR
-                } else {
-                    StatusCode::NO_CONTENT
-                }
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/hook", listener.local_addr().expect("addr"));
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, got)
-}
-
 /// Thresholds fire once each: audited, counted in /metrics, and POSTed to the webhook with a valid signature,
 /// retried after the receiver's failure.
 pub async fn thresholds_fire_once_with_a_signed_webhook() {
     let app = budgets_app().await;
-    let (url, got) = receiver().await;
+    let (url, got) = webhook_receiver(1).await;
     let (status, b) = post_json(
         &app,
         "/v1/finops/budgets",

@@ -6,38 +6,11 @@
 //! The server's clock is stepped forward to the middle of a month some months ahead (the samples may not end
 //! after the clock), then to that month's end for the rest of its samples.
 
-use std::sync::{Arc, Mutex};
-
-use axum::http::HeaderMap;
 use rust_decimal::Decimal;
 
 use super::*;
 
 const DAY_MS: i64 = 86_400_000;
-
-type Received = Arc<Mutex<Vec<(HeaderMap, String)>>>;
-
-/// A webhook receiver that acknowledges everything it gets.
-async fn receiver() -> (String, Received) {
-    let got: Received = Arc::default();
-    let seen = got.clone();
-    let app = axum::Router::new().route(
-        "/hook",
-        axum::routing::post(move |headers: HeaderMap, body: String| {
-            let seen = seen.clone();
-            async move {
-                seen.lock().expect("lock").push((headers, body));
-                StatusCode::NO_CONTENT
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/hook", listener.local_addr().expect("addr"));
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, got)
-}
 
 /// Days since the epoch of a midnight, and its weekday (0 Monday .. 6 Sunday; 1970-01-01 was a Thursday).
 fn day_number(t: Timestamp) -> i64 {
@@ -180,7 +153,7 @@ pub async fn a_forecast_lands_in_its_band_and_a_budget_alert_fires_once() {
     }))
     .await;
     ingest_days(&app, history_from, as_of).await;
-    let (url, got) = receiver().await;
+    let (url, got) = webhook_receiver(0).await;
     let (status, b) = app
         .post(
             "/v1/finops/budgets",
