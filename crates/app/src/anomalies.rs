@@ -246,13 +246,18 @@ pub fn message(a: &Anomaly) -> String {
         Some(d) => format!("{d} scaled MADs"),
         None => "its baseline does not vary".to_string(),
     };
+    // A cost reads in its currency's minor unit here; the fields keep their places.
+    let shown = |v: rust_decimal::Decimal| match (f.metric, f.currency) {
+        (Metric::Cost, Some(c)) => c.round(v).to_string(),
+        _ => v.normalize().to_string(),
+    };
     format!(
         "{} in the hour from {}: {what} {} is {} its median {} over {} hours ({how_far})",
         f.deployment_id,
         f.hour,
-        f.value.normalize(),
+        shown(f.value),
         f.direction.as_str(),
-        f.median.normalize(),
+        shown(f.median),
         f.baseline_hours,
     )
 }

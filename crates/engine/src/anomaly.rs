@@ -8,7 +8,8 @@
 //! `|x - m| > threshold_mads x 1.4826 x MAD` and `|x - m| > min_ratio x m`
 //!
 //! (the second rule keeps a steady deployment, whose MAD is 0, from firing on a cent of wobble). Only the hours
-//! in which the deployment ran are checked: a deployment that stops (no value) is not a spend anomaly.
+//! in which the deployment ran are checked: a deployment that stops (no value) is not a spend anomaly. The
+//! judgement uses the exact values; a finding shows them to [`SHOWN_DP`] places.
 //!
 //! [`hourly_values`] makes those series from the allocation's inputs: per deployment and hour, its GPU-seconds
 //! and its cost per currency (the hour's quantities priced under the policy in force, as the allocation does,
@@ -105,6 +106,10 @@ impl Thresholds {
     }
 }
 
+/// The places a finding's value, median and MAD are shown with (the judgement uses them exact): an hour's cost
+/// is a sum of exact prices with up to 28 digits, which no reader wants.
+pub const SHOWN_DP: u32 = 6;
+
 /// An hour far from its baseline.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
@@ -148,11 +153,12 @@ fn judge(
     if off <= t.threshold_mads * scaled || off <= t.min_ratio * m {
         return None;
     }
+    let shown = |v: Decimal| v.round_dp(SHOWN_DP).normalize();
     Some(Finding {
         hour,
-        value: x,
-        median: m,
-        mad: d,
+        value: shown(x),
+        median: shown(m),
+        mad: shown(d),
         deviation_mads: (!scaled.is_zero()).then(|| (off / scaled).round_dp(2)),
         direction: if x > m {
             Direction::Above
