@@ -147,7 +147,7 @@ pub async fn forecast_of(
     let tenants = totals(&lines);
     let budgets = standings
         .into_iter()
-        .map(|s| outlook(&window, &lines, s.budget, s.spent.cost))
+        .map(|s| outlook(&window, &lines, s.budget, s.spent.cost, now))
         .collect();
     Ok(Forecast {
         window,
@@ -252,7 +252,16 @@ fn totals(lines: &[Line]) -> Vec<Total> {
 }
 
 /// A budget's outlook: its spend plus what its tenant's lines in its currency add, day by day.
-fn outlook(window: &Window, lines: &[Line], budget: Budget, spent: Decimal) -> BudgetOutlook {
+///
+/// A budget's spend is counted up to `now`, the lines up to `as_of` (today's midnight): of today, only the part
+/// still ahead of `now` is added, so that today's spend so far is not counted twice.
+fn outlook(
+    window: &Window,
+    lines: &[Line],
+    budget: Budget,
+    spent: Decimal,
+    now: Timestamp,
+) -> BudgetOutlook {
     let spec = &budget.spec;
     let mine: Vec<&Line> = lines
         .iter()
@@ -272,17 +281,23 @@ fn outlook(window: &Window, lines: &[Line], budget: Budget, spent: Decimal) -> B
             })
             .collect()
     };
-    let (days, high_days) = (sum_days(|l| &l.days), sum_days(|l| &l.high_days));
-    let added: Decimal = mine
-        .iter()
-        .map(|l| l.figures.expected - l.figures.spent)
-        .sum();
+    let (mut days, mut high_days) = (sum_days(|l| &l.days), sum_days(|l| &l.high_days));
+    if (window.as_of.0..window.as_of.0 + DAY_MS).contains(&now.0) {
+        let ahead = Decimal::from(window.as_of.0 + DAY_MS - now.0) / Decimal::from(DAY_MS);
+        for today in [days.first_mut(), high_days.first_mut()]
+            .into_iter()
+            .flatten()
+        {
+            today.1 *= ahead;
+        }
+    }
+    let added: Decimal = days.iter().map(|(_, v)| *v).sum();
     let as_of_day = date_of(window.as_of);
     let last_day = date_of(Timestamp(window.to.0 - DAY_MS));
     BudgetOutlook {
         exhausted_on: exhausted_on(spent, spec.limit, &days, as_of_day, last_day),
         exhausted_on_high: exhausted_on(spent, spec.limit, &high_days, as_of_day, last_day),
-        expected: spent + added,
+        expected: spec.currency.round(spent + added),
         spent,
         budget,
     }
@@ -390,8 +405,13 @@ mod tests {
         // Spent 42 on the budget; the EUR lines add 10 a day (the USD line none): 42 + 6 x 10 = 102 >= 100 on
         // the sixth day left, the 21st; at the high (20 a day) 42 + 3 x 20 = 102 on the 18th. Expected: 42 + the
         // EUR lines' 150.
-        let o = outlook(&w, &lines, Budget::new(1, spec), d("42"));
+        let o = outlook(&w, &lines, Budget::new(1, spec.clone()), d("42"), w.as_of);
         assert_eq!(o.expected, d("192"));
+        // At 18:00 a quarter of today is still ahead: today adds 2.50, not 10 (the budget's 42 counts its
+        // morning): 192 - 7.50.
+        let evening = Timestamp(w.as_of.0 + 18 * 3_600_000);
+        let later = outlook(&w, &lines, Budget::new(1, spec), d("42"), evening);
+        assert_eq!(later.expected, d("184.50"));
         assert_eq!(
             o.exhausted_on.map(|x| x.to_string()),
             Some("2026-11-21".into())

@@ -178,6 +178,11 @@ async fn load(base: &str, admin_key: &str, args: &DemoArgs) -> anyhow::Result<Ve
     for p in demo_data::policies(start) {
         admin.finops().create_allocation_policy(&p).await?;
     }
+    // Acme's monthly budget, watched but not enforced: the forecast says when it should run out.
+    admin
+        .finops()
+        .create_budget(&demo_data::budget(ACME, start))
+        .await?;
 
     let t = Instant::now();
     let samples = demo_data::samples(end, args.days, args.window_seconds);

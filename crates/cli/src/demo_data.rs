@@ -318,6 +318,16 @@ pub fn policies(from: Timestamp) -> Vec<Value> {
     ]
 }
 
+/// A tenant's monthly budget of 2,000 EUR from `from`, alerts at 50/80/100 %, not enforced: about what acme's
+/// month costs, so that the forecast has a day to say it runs out.
+pub fn budget(tenant: &str, from: Timestamp) -> Value {
+    json!({
+        "tenant_id": tenant, "name": "monthly GPU budget", "period": "month",
+        "limit": {"amount": "2000.00", "currency": "EUR"}, "thresholds_pct": [50, 80, 100],
+        "enforce": false, "effective_from": from.to_string()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

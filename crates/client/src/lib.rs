@@ -283,6 +283,17 @@ impl FinOps<'_> {
     pub async fn allocation_policies(&self) -> Result<Value> {
         self.0.get("/v1/finops/allocation-policies", &[]).await
     }
+
+    /// POST /v1/finops/budgets (the answer: the budget, with its webhook secret when it has a webhook).
+    pub async fn create_budget(&self, budget: &Value) -> Result<Value> {
+        self.0.post("/v1/finops/budgets", budget).await
+    }
+
+    /// GET /v1/finops/gpu/forecast (`period`: `YYYY-MM`; `None`: this month).
+    pub async fn gpu_forecast(&self, period: Option<&str>) -> Result<Value> {
+        let q: Vec<(&str, &str)> = period.map(|p| ("period", p)).into_iter().collect();
+        self.0.get("/v1/finops/gpu/forecast", &q).await
+    }
 }
 
 #[derive(Debug, Clone, Copy)]

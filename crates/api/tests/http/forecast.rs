@@ -211,9 +211,10 @@ pub async fn a_forecast_lands_in_its_band_and_a_budget_alert_fires_once() {
     for k in ["expected", "low", "high"] {
         assert_eq!(b_line[k], money(&month_b), "{k}: {f}");
     }
-    // B's budget: nothing spent on it (no allocation batch ran: its spend is the usage it was charged, 0.00), and
-    // 12.00 a day from the 15th: 12 x 8 = 96.00 < 100.00 <= 12 x 9 = 108.00, so the limit is reached on the
-    // ninth day left, the 23rd; the band has no width, so at the high too.
+    // B's budget: nothing spent on it (no allocation batch ran: its spend is the usage it was charged, 0.00).
+    // Its spend counts to now, noon of the 15th, so of the 15th only the afternoon is added (6.00), then 12.00
+    // a day: 6 + 12 x 7 = 90.00 < 100.00 <= 6 + 12 x 8 = 102.00, so the limit is reached on the ninth day left,
+    // the 23rd; the band has no width, so at the high too. Expected: 12.00 x the days left less the morning.
     let day_23 = Timestamp(from.0 + 22 * DAY_MS).date_string();
     let budgets = f["budgets"].as_array().expect("budgets");
     assert_eq!(budgets.len(), 2, "{f}");
@@ -225,7 +226,7 @@ pub async fn a_forecast_lands_in_its_band_and_a_budget_alert_fires_once() {
     assert_eq!(fb["name"], "training");
     assert_eq!(fb["limit"], money("100.00"));
     assert_eq!(fb["spent"], money("0.00"));
-    assert_eq!(fb["expected"], money(&format!("{}.00", 12 * (dim - 14))));
+    assert_eq!(fb["expected"], money(&format!("{}.00", 12 * (dim - 14) - 6)));
     assert_eq!(fb["exhausted_on"], day_23.as_str(), "{f}");
     assert_eq!(fb["exhausted_on_high"], day_23.as_str(), "{f}");
     // A's budget, far above its month: not this month.
