@@ -142,6 +142,12 @@ for backend in $BACKENDS; do
     bench load --gpus 1000 --days 30 --window-seconds 3600 | record "$backend.g1000"
     if part alloc; then
       for d in 1 7 30; do bench allocation --days "$d" --runs 20 | record "$backend.g1000.d$d"; done
+      # SPEC §13's reads beside the allocation of the same month, and one round of the anomaly job on the store.
+      bench advice --days 30 --runs 10 | record "$backend.g1000.advice"
+      t0=$(date +%s.%N)
+      "$bin" anomalies --check --data-dir "$work/alloc_$backend" --database-url "$db" --period "$(date -u +%Y-%m)" >/dev/null
+      t1=$(date +%s.%N)
+      python3 -c "print('anomaly_round_seconds=%.2f' % ($t1-$t0))" | record "$backend.g1000.advice"
       # The reference, side by side: the same database served without the read cache (every request decodes
       # every hour), then with it again for the mixed load.
       stop

@@ -97,6 +97,18 @@ pub enum BenchCommand {
         #[arg(long)]
         end: Option<String>,
     },
+    /// SPEC §13's reads over the last `days` (recommendations; the forecast of the month `end` falls in, which
+    /// allocates 28 days before it day by day; the anomalies recorded): p50 / p99 of `runs` requests each,
+    /// beside an allocation request of the same `days` (the reference, same run).
+    Advice {
+        #[arg(long, default_value_t = 30)]
+        days: i64,
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+        /// End of the period (RFC 3339); default: the current hour.
+        #[arg(long)]
+        end: Option<String>,
+    },
     /// Mixed load: ingest at `rate` samples/s while the allocation is queried every second.
     Mixed {
         #[command(flatten)]
@@ -326,6 +338,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             group_by,
             end,
         } => usage(http, days, runs, &group_by, end_of(&end)?).await,
+        BenchCommand::Advice { days, runs, end } => advice(http, days, runs, end_of(&end)?).await,
         BenchCommand::Mixed {
             fleet,
             rate,
@@ -508,6 +521,61 @@ async fn allocation(
         "allocation_p99_ms={:.1}",
         percentile(&times, 0.99).as_secs_f64() * 1e3
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn advice(
+    http: Arc<Http>,
+    days: i64,
+    runs: usize,
+    end: Timestamp,
+) -> anyhow::Result<ExitCode> {
+    let from = Timestamp(end.0 - days * 86_400_000);
+    let month = &end.to_string()[..7];
+    let reads = [
+        (
+            "recommendations",
+            format!("/v1/finops/gpu/recommendations?from={from}&to={end}"),
+        ),
+        (
+            "forecast",
+            format!("/v1/finops/gpu/forecast?period={month}"),
+        ),
+        (
+            "anomalies",
+            format!("/v1/finops/gpu/anomalies?from={from}&to={end}"),
+        ),
+        (
+            "allocation",
+            format!("/v1/finops/gpu/allocation?from={from}&to={end}"),
+        ),
+    ];
+    println!("advice_days={days}");
+    for (name, path) in &reads {
+        // The first request also warms the server's read cache: timed apart.
+        let t = Instant::now();
+        let first = http.get(path).await?;
+        println!("{name}_first_ms={:.1}", t.elapsed().as_secs_f64() * 1e3);
+        if *name == "recommendations" {
+            println!(
+                "recommendations_items={}",
+                first["items"].as_array().map_or(0, Vec::len)
+            );
+        }
+        let mut times = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let t = Instant::now();
+            http.get(path).await?;
+            times.push(t.elapsed());
+        }
+        times.sort();
+        for (q, p) in [("p50", 0.5), ("p99", 0.99)] {
+            println!(
+                "{name}_{q}_ms={:.1}",
+                percentile(&times, p).as_secs_f64() * 1e3
+            );
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 
