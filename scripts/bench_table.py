@@ -37,6 +37,17 @@ for b in ("sqlite", "postgres"):
                 if nocache in vals else "")
         rows.append((f"{b}: allocation, 1,000 GPUs, {d} day(s): p50 / p99",
                      f"{g(f'{b}.g1000.d{d}.allocation_p50_ms', ' ms')} / {g(f'{b}.g1000.d{d}.allocation_p99_ms', ' ms')}", note))
+    # SPEC §13's reads of the same month beside its allocation (same run), and one anomaly round on the store.
+    a = f"{b}.g1000.advice"
+    if f"{a}.recommendations_p50_ms" in vals:
+        for name, what in (("recommendations", "recommendations, 30 days"), ("forecast", "forecast of the month"),
+                           ("anomalies", "anomalies listed, 30 days")):
+            rows.append((f"{b}: {what}, 1,000 GPUs: p50 / p99",
+                         f"{g(f'{a}.{name}_p50_ms', ' ms')} / {g(f'{a}.{name}_p99_ms', ' ms')}",
+                         f"{ratio(f'{a}.{name}_p50_ms', f'{a}.allocation_p50_ms')} x the allocation of the 30 days "
+                         f"({g(f'{a}.allocation_p50_ms', ' ms')} p50); first request {g(f'{a}.{name}_first_ms', ' ms')}"))
+        rows.append((f"{b}: one anomaly round (`eai-gpu anomalies --check`), 1,000 GPUs", g(f"{a}.anomaly_round_seconds", " s"),
+                     "28 days + 48 hours of group rollups read, judged and recorded"))
     bigs = sorted({m.group(1) for k in vals for m in [re.match(rf"{b}\.g(\d+)\.load_samples", k)] if m and m.group(1) != "1000"})
     for n in bigs:
         rows.append((f"{b}: {n} GPUs, a month loaded over HTTP", g(f"{b}.g{n}.load_samples", " samples"),
