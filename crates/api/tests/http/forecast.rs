@@ -226,7 +226,10 @@ pub async fn a_forecast_lands_in_its_band_and_a_budget_alert_fires_once() {
     assert_eq!(fb["name"], "training");
     assert_eq!(fb["limit"], money("100.00"));
     assert_eq!(fb["spent"], money("0.00"));
-    assert_eq!(fb["expected"], money(&format!("{}.00", 12 * (dim - 14) - 6)));
+    assert_eq!(
+        fb["expected"],
+        money(&format!("{}.00", 12 * (dim - 14) - 6))
+    );
     assert_eq!(fb["exhausted_on"], day_23.as_str(), "{f}");
     assert_eq!(fb["exhausted_on_high"], day_23.as_str(), "{f}");
     // A's budget, far above its month: not this month.
