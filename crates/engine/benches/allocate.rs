@@ -273,6 +273,27 @@ fn main() {
         a.items.len()
     );
 
+    // Recommendations (SPEC §13) read every GPU-hour of the month, as the breakdown does: timed beside the
+    // allocation of the same rollups.
+    let per_gpu = eai_engine::gpu_usage::GpuUsage::from_rollups(&rollups).expect("compact rows");
+    let rec_period = Period::new(period.from, period.to, H).expect("whole hours");
+    let thresholds = eai_engine::recommend::Thresholds::default();
+    let rec_runs = time(7, || {
+        eai_engine::recommend::recommend(rec_period, &policies, &per_gpu, &thresholds)
+    });
+    let rec50 = rec_runs[rec_runs.len() / 2];
+    println!(
+        "| recommendations of the month from {} GPU-hours: min / p50 / max of 7 | {} / {} / {} |",
+        per_gpu.len(),
+        ms(rec_runs[0]),
+        ms(rec50),
+        ms(rec_runs[rec_runs.len() - 1])
+    );
+    println!(
+        "| ratio recommendations / allocate from GPU-hour rollups (p50) | {:.2} |",
+        rec50.as_secs_f64() / p50.as_secs_f64()
+    );
+
     // Raw path on a sample: 100 GPUs for one day through series + allocation.
     let raw_gpus = 100usize;
     let raw: Vec<Sample> = (0..raw_gpus)

@@ -41,7 +41,7 @@ use crate::gpu_usage::{add_fixed, quantities, FixedQuantities, GpuUsage};
 use crate::money::{self, Currency, Money};
 use crate::policy::Candidates;
 use crate::rollup::CELL_DP;
-use crate::stats::nearest_rank;
+use crate::stats::rank_index;
 use crate::time::Period;
 
 const HOUR_MS: i64 = 3_600_000;
@@ -245,24 +245,67 @@ pub fn mig_table(model: &str) -> Option<(u32, &'static [MigProfile])> {
 #[derive(Debug, Default)]
 struct GpuHour {
     q: FixedQuantities,
-    priced: Vec<(usize, FixedQuantities)>,
+    /// The sums of the hour's first policy (nearly always its only one: no allocation), then of the others.
+    first: Option<(usize, FixedQuantities)>,
+    others: Vec<(usize, FixedQuantities)>,
     unpriced_gpu_seconds: i128,
 }
 
 impl GpuHour {
+    /// Adds `q` to the sums of policy `p`.
+    fn add_priced(&mut self, p: usize, q: &FixedQuantities) {
+        match &mut self.first {
+            None => self.first = Some((p, *q)),
+            Some((i, sums)) if *i == p => add_fixed(sums, q),
+            Some(_) => match self.others.iter_mut().find(|(i, _)| *i == p) {
+                Some((_, sums)) => add_fixed(sums, q),
+                None => self.others.push((p, *q)),
+            },
+        }
+    }
+
+    /// The sums per policy.
+    fn priced(&self) -> impl Iterator<Item = &(usize, FixedQuantities)> {
+        self.first.iter().chain(&self.others)
+    }
+
     fn utilization(&self) -> Decimal {
         dec(self.q[1]) / dec(self.q[0])
     }
+
+    /// Its utilization is at most `limit` (a decimal of at most 6 places, 0 to 1), compared in integers:
+    /// `busy x 10^6 <= limit x 10^6 x gpu_seconds` (a GPU-hour's sums are at most 3.6 x 10^18, so no product
+    /// comes near `i128::MAX`).
+    fn at_most(&self, limit_micro: i128) -> bool {
+        self.q[1] * 1_000_000 <= limit_micro * self.q[0]
+    }
 }
 
-/// A deployment's GPU-hours: GPU (its uuid) -> hour -> sums; and its GPU-seconds per model.
+/// `a / b` against `c / d` (positive denominators), exactly: by cross products, or as decimals where a product
+/// would overflow.
+fn cmp_ratio(a: i128, b: i128, c: i128, d: i128) -> std::cmp::Ordering {
+    match (a.checked_mul(d), c.checked_mul(b)) {
+        (Some(x), Some(y)) => x.cmp(&y),
+        _ => (dec(a) / dec(b)).cmp(&(dec(c) / dec(d))),
+    }
+}
+
+/// `limit` (a threshold: 0 to 1, at most 6 places) in millionths.
+fn micro(limit: Decimal) -> i128 {
+    (limit * Decimal::from(1_000_000))
+        .trunc()
+        .try_into()
+        .unwrap_or(i128::MAX)
+}
+
+/// A deployment's GPU-hours: GPU (its uuid) -> its hours in order, each once; and its GPU-seconds per model.
 #[derive(Debug, Default)]
 struct Deployment<'a> {
-    gpus: BTreeMap<&'a str, BTreeMap<i64, GpuHour>>,
+    gpus: BTreeMap<&'a str, Vec<(i64, GpuHour)>>,
     models: BTreeMap<&'a str, i128>,
 }
 
-type Gpu<'a, 'b> = (&'a str, &'b BTreeMap<i64, GpuHour>);
+type Gpu<'a, 'b> = (&'a str, &'b [(i64, GpuHour)]);
 
 fn dec(v: i128) -> Decimal {
     fixed::from_fixed_lossy(v, CELL_DP)
@@ -276,40 +319,93 @@ pub fn recommend(
     usage: &GpuUsage,
     t: &Thresholds,
 ) -> Vec<Recommendation> {
-    let mut candidates: BTreeMap<(&str, &str), Candidates> = BTreeMap::new();
-    let mut deployments: BTreeMap<&str, Deployment<'_>> = BTreeMap::new();
+    // Per label (deployment, model, placement): its deployment's slot and its policy candidates, found once.
+    let mut slots: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut deployments: Vec<(&str, Deployment<'_>)> = Vec::new();
+    let mut by_label: Vec<Option<(usize, Candidates, i128)>> = Vec::new();
+    // Per deployment slot and GPU index: the GPU's hours, as they come (each chunk's rows are one bucket's).
+    let mut hours: Vec<BTreeMap<u32, Vec<(i64, GpuHour)>>> = Vec::new();
     for r in usage.rows() {
         if !period.contains(r.bucket_start) || r.q[0] <= 0 {
             continue;
         }
-        let Some(Some(l)) = usage.labels.get(r.labels as usize) else {
+        let li = r.labels as usize;
+        if by_label.len() <= li {
+            by_label.resize_with(li + 1, || None);
+        }
+        if by_label[li].is_none() {
+            let Some(Some(l)) = usage.labels.get(li) else {
+                continue;
+            };
+            let (d, m) = (l.deployment_id.as_str(), l.model.as_str());
+            let slot = *slots.entry(d).or_insert_with(|| {
+                deployments.push((d, Deployment::default()));
+                hours.push(BTreeMap::new());
+                deployments.len() - 1
+            });
+            by_label[li] = Some((slot, Candidates::for_key(policies, d, m), 0));
+        }
+        let Some((slot, candidates, label_gpu_seconds)) = &mut by_label[li] else {
             continue;
         };
-        let Some(gpu) = usage.gpus.get(r.gpu as usize) else {
+        if usage.gpus.get(r.gpu as usize).is_none() {
+            continue;
+        }
+        let picked = candidates.pick(policies, r.first_window_start);
+        *label_gpu_seconds += r.q[0];
+        let gpu = hours[*slot].entry(r.gpu).or_default();
+        let hour = r.bucket_start.floor_to(HOUR_MS).0;
+        if gpu.last().is_none_or(|(h, _)| *h != hour) {
+            gpu.push((hour, GpuHour::default()));
+        }
+        let Some((_, h)) = gpu.last_mut() else {
             continue;
         };
-        let (d, m) = (l.deployment_id.as_str(), l.model.as_str());
-        let picked = candidates
-            .entry((d, m))
-            .or_insert_with(|| Candidates::for_key(policies, d, m))
-            .pick(policies, r.first_window_start);
-        let dep = deployments.entry(d).or_default();
-        *dep.models.entry(m).or_default() += r.q[0];
-        let h = dep
-            .gpus
-            .entry(gpu)
-            .or_default()
-            .entry(r.bucket_start.floor_to(HOUR_MS).0)
-            .or_default();
         add_fixed(&mut h.q, &r.q);
         match picked {
             None => h.unpriced_gpu_seconds += r.q[0],
-            Some(p) => match h.priced.iter_mut().find(|(i, _)| *i == p) {
-                Some((_, q)) => add_fixed(q, &r.q),
-                None => h.priced.push((p, r.q)),
-            },
+            Some(p) => h.add_priced(p, &r.q),
         }
     }
+    // Each deployment's GPU-seconds per model, from its labels'.
+    for (li, found) in by_label.iter().enumerate() {
+        if let (Some((slot, _, gs)), Some(Some(l))) = (found, usage.labels.get(li)) {
+            *deployments[*slot]
+                .1
+                .models
+                .entry(l.model.as_str())
+                .or_default() += *gs;
+        }
+    }
+    // Each GPU's hours in order, an hour that came in several runs merged into one.
+    for (slot, gpus) in hours.into_iter().enumerate() {
+        for (g, mut v) in gpus {
+            if v.windows(2).all(|w| w[0].0 < w[1].0) {
+                if let Some(uuid) = usage.gpus.get(g as usize) {
+                    deployments[slot].1.gpus.insert(&**uuid, v);
+                }
+                continue;
+            }
+            v.sort_by_key(|(h, _)| *h);
+            let mut merged: Vec<(i64, GpuHour)> = Vec::with_capacity(v.len());
+            for (hour, h) in v {
+                match merged.last_mut() {
+                    Some((last, m)) if *last == hour => {
+                        add_fixed(&mut m.q, &h.q);
+                        m.unpriced_gpu_seconds += h.unpriced_gpu_seconds;
+                        for (p, q) in h.priced() {
+                            m.add_priced(*p, q);
+                        }
+                    }
+                    _ => merged.push((hour, h)),
+                }
+            }
+            if let Some(uuid) = usage.gpus.get(g as usize) {
+                deployments[slot].1.gpus.insert(&**uuid, merged);
+            }
+        }
+    }
+    deployments.sort_by(|a, b| a.0.cmp(b.0));
     let month = {
         let m = crate::batch::month_of(period.from);
         crate::batch::month(&m) == Some((period.from, period.to))
@@ -349,7 +445,7 @@ impl Context<'_> {
     fn cost<'h>(&self, hours: impl Iterator<Item = &'h GpuHour>) -> Vec<(Currency, Decimal)> {
         let mut per_policy: BTreeMap<usize, FixedQuantities> = BTreeMap::new();
         for h in hours {
-            for (p, q) in &h.priced {
+            for (p, q) in h.priced() {
                 add_fixed(per_policy.entry(*p).or_default(), q);
             }
         }
@@ -385,22 +481,28 @@ impl Context<'_> {
 fn evidence(gpus: &[Gpu<'_, '_>], keep: impl Fn(&GpuHour) -> bool) -> Evidence {
     let mut per_hour: BTreeMap<i64, i128> = BTreeMap::new();
     let (mut gs, mut busy, mut unpriced) = (0i128, 0i128, 0i128);
-    let mut utilizations = Vec::new();
-    let mut memory_peak: Option<Decimal> = None;
+    // The GPU-hours ordered by utilization (compared exactly, in integers): only the percentiles become decimals.
+    let mut utilizations: Vec<&GpuHour> = Vec::new();
+    let mut memory_peak: Option<&GpuHour> = None;
     for (_, hours) in gpus {
         for (hour, h) in hours.iter().filter(|(_, h)| keep(h)) {
             *per_hour.entry(*hour).or_default() += h.q[1];
             gs += h.q[0];
             busy += h.q[1];
             unpriced += h.unpriced_gpu_seconds;
-            utilizations.push(h.utilization());
-            if h.q[3] > 0 {
-                let mean = dec(h.q[3]) / dec(h.q[0]);
-                memory_peak = Some(memory_peak.map_or(mean, |m| m.max(mean)));
+            utilizations.push(h);
+            if h.q[3] > 0
+                && memory_peak.is_none_or(|m| cmp_ratio(h.q[3], h.q[0], m.q[3], m.q[0]).is_gt())
+            {
+                memory_peak = Some(h);
             }
         }
     }
-    utilizations.sort_unstable();
+    utilizations.sort_unstable_by(|a, b| cmp_ratio(a.q[1], a.q[0], b.q[1], b.q[0]));
+    let percentile = |p: Decimal| {
+        rank_index(utilizations.len(), p).map_or(Decimal::ZERO, |i| utilizations[i].utilization())
+    };
+    let memory_peak = memory_peak.map(|h| dec(h.q[3]) / dec(h.q[0]));
     let hours_of = |v: i128| dec(v) / Decimal::from(3600);
     Evidence {
         hours: per_hour.len() as u32,
@@ -411,13 +513,12 @@ fn evidence(gpus: &[Gpu<'_, '_>], keep: impl Fn(&GpuHour) -> bool) -> Evidence {
         } else {
             Decimal::ZERO
         },
-        utilization_p50: nearest_rank(&utilizations, Decimal::new(5, 1)).unwrap_or_default(),
-        utilization_p95: nearest_rank(&utilizations, Decimal::new(95, 2)).unwrap_or_default(),
+        utilization_p50: percentile(Decimal::new(5, 1)),
+        utilization_p95: percentile(Decimal::new(95, 2)),
         peak_busy_gpus: per_hour
             .values()
-            .map(|b| hours_of(*b))
             .max()
-            .unwrap_or_default(),
+            .map_or(Decimal::ZERO, |b| hours_of(*b)),
         memory_peak_gb: memory_peak,
         profile_memory_gb: None,
         idle_gpus: Vec::new(),
@@ -467,9 +568,10 @@ fn deployment(
         .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
         .map(|(m, _)| m.to_string())
         .unwrap_or_default();
-    let all: Vec<Gpu<'_, '_>> = dep.gpus.iter().map(|(g, h)| (*g, h)).collect();
+    let all: Vec<Gpu<'_, '_>> = dep.gpus.iter().map(|(g, h)| (*g, h.as_slice())).collect();
     let current_gpus = all.len() as u32;
-    let is_idle_hour = |h: &GpuHour| h.utilization() <= t.idle_utilization;
+    let idle_micro = micro(t.idle_utilization);
+    let is_idle_hour = |h: &GpuHour| h.at_most(idle_micro);
     let base = |kind, gpus, action, evidence| Recommendation {
         kind,
         deployment_id: id.to_string(),
@@ -491,7 +593,7 @@ fn deployment(
     let mut busy = Vec::new();
     for g in &all {
         let hours = g.1.len() as u32;
-        let idle_hours = g.1.values().filter(|h| is_idle_hour(h)).count() as u32;
+        let idle_hours = g.1.iter().filter(|(_, h)| is_idle_hour(h)).count() as u32;
         if hours > 0 && Decimal::from(idle_hours) >= t.idle_share * Decimal::from(hours) {
             idle.push((
                 *g,
@@ -513,10 +615,10 @@ fn deployment(
             (a + u64::from(i.hours), b + u64::from(i.idle_hours))
         });
         let share = Decimal::from(idle_hours) / Decimal::from(hours.max(1));
-        let costs = ctx.cost(gpus.iter().flat_map(|g| g.1.values()));
+        let costs = ctx.cost(gpus.iter().flat_map(|g| g.1.iter().map(|(_, h)| h)));
         let saved = ctx.cost(
             gpus.iter()
-                .flat_map(|g| g.1.values())
+                .flat_map(|g| g.1.iter().map(|(_, h)| h))
                 .filter(|h| is_idle_hour(h)),
         );
         for (c, cost) in costs {
@@ -557,7 +659,11 @@ fn deployment(
     let unpriced: Vec<Gpu<'_, '_>> = all
         .iter()
         .copied()
-        .filter(|g| g.1.values().any(|h| h.unpriced_gpu_seconds > 0))
+        .filter(|g| {
+            g.1.iter()
+                .map(|(_, h)| h)
+                .any(|h| h.unpriced_gpu_seconds > 0)
+        })
         .collect();
     if !unpriced.is_empty() {
         let ev = evidence(&unpriced, |_| true);
@@ -594,10 +700,9 @@ fn low_utilization(
             // The busiest GPU-hour's busy share of the hour.
             let peak = gpus
                 .iter()
-                .flat_map(|g| g.1.values())
-                .map(|h| dec(h.q[1]) / Decimal::from(3600))
+                .flat_map(|g| g.1.iter().map(|(_, h)| h.q[1]))
                 .max()
-                .unwrap_or_default();
+                .map_or(Decimal::ZERO, |b| dec(b) / Decimal::from(3600));
             let memory = ev.memory_peak_gb;
             let mig = mig_table(model).and_then(|(total, profiles)| {
                 profiles
@@ -639,7 +744,7 @@ fn low_utilization(
             }
         };
     let id = base(Kind::LowUtilization, 0, action, Evidence::default()).deployment_id;
-    for (c, cost) in ctx.cost(gpus.iter().flat_map(|g| g.1.values())) {
+    for (c, cost) in ctx.cost(gpus.iter().flat_map(|g| g.1.iter().map(|(_, h)| h))) {
         let (savings, monthly) = ctx.savings(c, cost * removed);
         if savings.amount.is_zero() {
             continue;

@@ -10,13 +10,18 @@ pub const MAD_SCALE: Decimal = Decimal::from_parts(14_826, 0, 0, false, 4);
 /// The `p`-quantile (0 <= p <= 1) of `sorted` (ascending) by nearest rank: the value of rank `ceil(p x n)`,
 /// at least the first. `None` for no values.
 pub fn nearest_rank(sorted: &[Decimal], p: Decimal) -> Option<Decimal> {
-    let n = sorted.len();
+    rank_index(sorted.len(), p).map(|i| sorted[i])
+}
+
+/// Where the `p`-quantile by nearest rank lies in `n` sorted values: the index of rank `ceil(p x n)`, at least
+/// the first. `None` for no values. (For values sorted by a key that is costly to compute: compute it there only.)
+pub fn rank_index(n: usize, p: Decimal) -> Option<usize> {
     if n == 0 {
         return None;
     }
     let rank = (p.clamp(Decimal::ZERO, Decimal::ONE) * Decimal::from(n)).ceil();
     let rank = usize::try_from(rank.mantissa() / 10i128.pow(rank.scale())).unwrap_or(n);
-    Some(sorted[rank.clamp(1, n) - 1])
+    Some(rank.clamp(1, n) - 1)
 }
 
 /// The median of `values` (any order): the middle value, or the mean of the two middle ones. `None` for none.
