@@ -11,7 +11,7 @@
 //!
 //! The webhook: a `POST` of `{"type": "gpu.anomaly", …}` signed as budget webhooks are
 //! ([`crate::budget_alerts::post_signed`] with `EAI_ANOMALY_WEBHOOK_SECRET`), with `X-EAI-Webhook-Id: anm_<seq>`;
-//! at least once, retried on the budget webhooks' schedule ([`crate::budget_alerts::next_attempt`],
+//! at least once, retried on the budget webhooks' schedule ([`crate::budget_alerts::retry_at`],
 //! [`eai_store::budgets::MAX_ATTEMPTS`] attempts).
 
 use std::sync::Arc;
@@ -21,12 +21,11 @@ use eai_engine::allocate::Period;
 use eai_engine::anomaly::{detect, hourly_values, Metric, Thresholds};
 use eai_engine::time::Timestamp;
 use eai_store::anomalies::{Anomaly, NewAnomaly};
-use eai_store::budgets::MAX_ATTEMPTS;
 use eai_store::{AnomalyStore, Store, StoreError};
 use serde_json::json;
 
 use crate::allocation::{read_inputs, Source};
-use crate::budget_alerts::{next_attempt, post_signed};
+use crate::budget_alerts::{http_client, post_signed, retry_at};
 use crate::clock::{Clock, Ticker};
 use crate::metrics::Metrics;
 
@@ -42,9 +41,6 @@ pub const CHECK_HOURS: i64 = 48;
 /// How often due webhooks are posted between two rounds (a failed delivery is retried on its schedule, not
 /// at the next round).
 pub const DELIVER_EVERY: Duration = Duration::from_secs(15);
-
-/// How long the receiver may take to answer.
-const DELIVERY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where anomalies are posted.
 #[derive(Clone, PartialEq, Eq)]
@@ -102,11 +98,6 @@ pub struct Round {
 pub fn hours_checked(at: Timestamp) -> (Timestamp, Timestamp) {
     let to = Timestamp(at.0 - SETTLE_MS).floor_to(HOUR_MS);
     (Timestamp(to.0 - CHECK_HOURS * HOUR_MS), to)
-}
-
-/// An HTTP client for the webhook.
-pub fn http_client() -> reqwest::Result<reqwest::Client> {
-    reqwest::Client::builder().timeout(DELIVERY_TIMEOUT).build()
 }
 
 /// Runs the job forever on the replica holding its lease: a round every `config.every` on `clock` (the first at
@@ -224,7 +215,7 @@ async fn deliver_due(
             Err(e) => {
                 failed += 1;
                 tracing::warn!(id = %a.id(), url = %w.url, error = %e, "anomaly webhook not delivered");
-                (a.attempts + 1 < MAX_ATTEMPTS).then(|| next_attempt(at, a.attempts))
+                retry_at(at, a.attempts)
             }
         };
         store

@@ -58,7 +58,7 @@ pub async fn run(
     clock: Arc<dyn Clock>,
     forecasts: Forecasts,
 ) {
-    let http = match reqwest::Client::builder().timeout(DELIVERY_TIMEOUT).build() {
+    let http = match http_client() {
         Ok(h) => h,
         Err(e) => {
             tracing::error!(error = %e, "budget webhooks: no HTTP client");
@@ -103,6 +103,18 @@ pub fn next_attempt(at: Timestamp, attempts: u32) -> Timestamp {
     Timestamp(at.0 + WEBHOOK_BACKOFF.delay(attempts.saturating_add(1), 0))
 }
 
+/// When a webhook whose delivery at `at` failed after `attempts` earlier ones is tried again: [`next_attempt`],
+/// or `None` once it has had its [`MAX_ATTEMPTS`] (given up).
+pub fn retry_at(at: Timestamp, attempts: u32) -> Option<Timestamp> {
+    (attempts + 1 < MAX_ATTEMPTS).then(|| next_attempt(at, attempts))
+}
+
+/// The HTTP client every webhook is posted with (budgets' and anomalies'): a receiver has
+/// [`DELIVERY_TIMEOUT`] to answer.
+pub fn http_client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder().timeout(DELIVERY_TIMEOUT).build()
+}
+
 /// One round of the chores at `at`.
 pub async fn check_once(
     store: &dyn BudgetStore,
@@ -141,8 +153,7 @@ pub async fn check_once(
         let outcome = deliver(http, &d, at).await;
         let next = match &outcome {
             Ok(()) => None,
-            Err(_) if d.alert.attempts + 1 >= MAX_ATTEMPTS => None,
-            Err(_) => Some(next_attempt(at, d.alert.attempts)),
+            Err(_) => retry_at(at, d.alert.attempts),
         };
         match &outcome {
             Ok(()) => Metrics::add(&metrics.webhooks_delivered, 1),

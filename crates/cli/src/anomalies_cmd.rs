@@ -42,7 +42,7 @@ pub async fn run(args: AnomaliesArgs) -> anyhow::Result<ExitCode> {
         Some(t) => Scope::Tenant(t),
     };
     if let Some(config) = settings {
-        let http = eai_app::anomalies::http_client()?;
+        let http = eai_app::budget_alerts::http_client()?;
         let metrics = eai_app::metrics::Metrics::new();
         let at = eai_app::clock::now();
         let round =

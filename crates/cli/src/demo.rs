@@ -96,7 +96,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let round = eai_app::anomalies::check_once(
         state.store.as_ref(),
         &state.metrics,
-        &eai_app::anomalies::http_client()?,
+        &eai_app::budget_alerts::http_client()?,
         &anomalies,
         eai_app::clock::now(),
     )
