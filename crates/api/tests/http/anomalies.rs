@@ -108,7 +108,7 @@ pub async fn a_planted_spike_is_found_once_per_metric_posted_once_and_seen_by_it
     }
     // And rounds run by hand on a second handle on the store: nothing new.
     let store = app.second_store().await;
-    let http = eai_app::anomalies::http_client().expect("client");
+    let http = eai_app::budget_alerts::http_client().expect("client");
     let by_hand = eai_app::anomalies::AnomalyConfig {
         webhook: None,
         ..eai_app::anomalies::AnomalyConfig::default()
