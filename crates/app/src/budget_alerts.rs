@@ -30,7 +30,7 @@ use uuid::Uuid;
 
 use crate::allocation::Source;
 use crate::clock::{Clock, Ticker};
-use crate::forecast::{forecast_of, Window};
+use crate::forecast::{days_fit, forecast_of, Window};
 use crate::metrics::Metrics;
 
 /// The webhooks' retry schedule: 1 s doubling to an hour, no jitter (the chores' period spreads them).
@@ -177,11 +177,8 @@ pub async fn forecast_once(
     forecasts: &Forecasts,
     at: Timestamp,
 ) -> eai_store::Result<Vec<Alert>> {
-    if 86_400_000 % forecasts.config.bucket_ms.max(1) != 0 {
-        return Err(StoreError::Internal(
-            "no forecast: the allocation bucket does not divide a day".into(),
-        ));
-    }
+    days_fit(forecasts.config)
+        .map_err(|e| StoreError::Internal(format!("no forecast: the period {}", e.reason)))?;
     let window = Window::of(None, at).map_err(|e| StoreError::Internal(e.reason))?;
     let f = forecast_of(
         &forecasts.source,

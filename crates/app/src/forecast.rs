@@ -30,6 +30,17 @@ const DAY_MS: i64 = 86_400_000;
 /// How many days of history before the month the model is fitted on (with the month's days before `as_of`).
 pub const HISTORY_DAYS: i64 = 28;
 
+/// Whether `config` lets a month be allocated day by day, as the forecast does: its bucket must divide a day.
+pub fn days_fit(config: AllocationConfig) -> Result<(), FieldError> {
+    if config.bucket_ms > 0 && DAY_MS % config.bucket_ms == 0 {
+        return Ok(());
+    }
+    Err(FieldError::new(
+        "period",
+        "cannot be cut in days: the allocation bucket (EAI_ALLOCATION_BUCKET_MINUTES) does not divide a day",
+    ))
+}
+
 /// The instants of a month's forecast.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Window {

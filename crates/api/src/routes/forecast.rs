@@ -6,9 +6,8 @@
 
 use axum::extract::State;
 use axum::Json;
-use eai_app::forecast::{forecast_of, Window};
+use eai_app::forecast::{days_fit, forecast_of, Window};
 use eai_engine::allocate::AllocationConfig;
-use eai_engine::error::FieldError;
 use serde::Deserialize;
 
 use crate::auth::actions::ReadAllocation;
@@ -36,12 +35,7 @@ pub async fn get(
         bucket_ms: st.settings.allocation_bucket_ms,
         ..AllocationConfig::default()
     };
-    if 86_400_000 % config.bucket_ms != 0 {
-        return Err(ApiError::validation(vec![FieldError::new(
-            "period",
-            "cannot be cut in days: the allocation bucket (EAI_ALLOCATION_BUCKET) does not divide a day",
-        )]));
-    }
+    days_fit(config).map_err(|e| ApiError::validation(vec![e]))?;
     let _slot = allocation_slot(&st)?;
     let f = forecast_of(
         &st.source,
