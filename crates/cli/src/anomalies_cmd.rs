@@ -9,7 +9,6 @@ use std::process::ExitCode;
 
 use clap::Args;
 use eai_store::anomalies::Anomaly;
-use eai_store::Scope;
 
 use crate::table::Table;
 
@@ -37,10 +36,7 @@ pub async fn run(args: AnomaliesArgs) -> anyhow::Result<ExitCode> {
         None
     };
     let (period, store, _) = args.report.open().await?;
-    let scope = match crate::serve::resolve_tenant(store.as_ref(), tenant).await? {
-        None => Scope::Platform,
-        Some(t) => Scope::Tenant(t),
-    };
+    let scope = crate::serve::resolve_scope(store.as_ref(), tenant).await?;
     if let Some(config) = settings {
         let http = eai_app::budget_alerts::http_client()?;
         let metrics = eai_app::metrics::Metrics::new();

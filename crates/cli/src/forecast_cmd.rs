@@ -11,7 +11,6 @@ use eai_app::allocation::Source;
 use eai_app::forecast::{forecast_of, Forecast, Window};
 use eai_engine::forecast::Rounded;
 use eai_engine::money::Currency;
-use eai_store::Scope;
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::table::Table;
@@ -52,10 +51,7 @@ pub async fn run(args: ForecastArgs) -> anyhow::Result<ExitCode> {
             .map(|s| s.expose_secret().to_owned()),
     )
     .await?;
-    let scope = match crate::serve::resolve_tenant(store.as_ref(), tenant).await? {
-        None => Scope::Platform,
-        Some(t) => Scope::Tenant(t),
-    };
+    let scope = crate::serve::resolve_scope(store.as_ref(), tenant).await?;
     let f = forecast_of(&Source::Primary, store.as_ref(), window, alloc, scope, now).await?;
     if args.json {
         println!(

@@ -12,7 +12,6 @@ use eai_app::allocation::Source;
 use eai_engine::allocate::Period;
 use eai_engine::money::Money;
 use eai_engine::recommend::{grouped, parse_threshold, Recommendation, Thresholds};
-use eai_store::Scope;
 use rust_decimal::Decimal;
 
 use crate::table::Table;
@@ -48,10 +47,7 @@ pub async fn run(args: RecommendationsArgs) -> anyhow::Result<ExitCode> {
     };
     let tenant = crate::serve::tenant_arg(args.tenant.as_deref())?;
     let (period, store, _) = args.report.open().await?;
-    let scope = match crate::serve::resolve_tenant(store.as_ref(), tenant).await? {
-        None => Scope::Platform,
-        Some(t) => Scope::Tenant(t),
-    };
+    let scope = crate::serve::resolve_scope(store.as_ref(), tenant).await?;
     let items =
         eai_app::recommend::recommendations_of(&Source::Primary, store.as_ref(), period, scope, t)
             .await?;

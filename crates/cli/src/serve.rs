@@ -140,6 +140,16 @@ pub async fn resolve_tenant(
     }
 }
 
+/// What `--tenant` makes a report read as: that tenant's reader ([`resolve_tenant`]), else the platform.
+pub async fn resolve_scope(
+    store: &dyn eai_store::Store,
+    tenant: Option<eai_store::TenantRef>,
+) -> anyhow::Result<eai_store::Scope> {
+    Ok(resolve_tenant(store, tenant)
+        .await?
+        .map_or(eai_store::Scope::Platform, eai_store::Scope::Tenant))
+}
+
 /// A secret handed to what takes it as text.
 fn expose(secret: &SecretString) -> String {
     secret.expose_secret().to_owned()

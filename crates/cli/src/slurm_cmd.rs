@@ -12,7 +12,6 @@ use eai_app::allocation::Source;
 use eai_engine::money::Currency;
 use eai_engine::slurm::{Reconciliation, SacctDoc};
 use eai_engine::view::ReconciliationView;
-use eai_store::Scope;
 use rust_decimal::Decimal;
 
 use crate::table::Table;
@@ -50,10 +49,7 @@ pub async fn run(args: SlurmReconcileArgs) -> anyhow::Result<ExitCode> {
     let doc: SacctDoc = serde_json::from_str(&text)
         .map_err(|e| anyhow::anyhow!("sacct's output is not its JSON: {e}"))?;
     let sacct = eai_engine::slurm::parse_sacct(&doc).map_err(|e| anyhow::anyhow!("sacct: {e}"))?;
-    let scope = match crate::serve::resolve_tenant(store.as_ref(), tenant).await? {
-        None => Scope::Platform,
-        Some(t) => Scope::Tenant(t),
-    };
+    let scope = crate::serve::resolve_scope(store.as_ref(), tenant).await?;
     let r = eai_app::allocation::slurm_reconciliation_of(
         &Source::Primary,
         store.as_ref(),

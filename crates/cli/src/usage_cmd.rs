@@ -13,7 +13,6 @@ use eai_engine::allocate::Period;
 use eai_engine::breakdown::Breakdown;
 use eai_engine::money::Currency;
 use eai_engine::view::BreakdownView;
-use eai_store::Scope;
 use rust_decimal::Decimal;
 
 use crate::table::Table;
@@ -41,10 +40,7 @@ pub async fn run(args: UsageArgs) -> anyhow::Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!("--filter: {}", e.reason))?;
     let tenant = crate::serve::tenant_arg(args.tenant.as_deref())?;
     let (period, store, alloc) = args.report.open().await?;
-    let scope = match crate::serve::resolve_tenant(store.as_ref(), tenant).await? {
-        None => Scope::Platform,
-        Some(t) => Scope::Tenant(t),
-    };
+    let scope = crate::serve::resolve_scope(store.as_ref(), tenant).await?;
     let b = eai_app::allocation::breakdown_of(
         &Source::Primary,
         store.as_ref(),
