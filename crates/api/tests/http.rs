@@ -101,6 +101,30 @@ async fn webhook_receiver(fail_first: usize) -> (String, Received) {
     (url, got)
 }
 
+/// A delivery the webhook receiver got, checked as every receiver must check it: its `X-EAI-Signature` is the
+/// HMAC of its body with `secret` at the time it names, and its `X-EAI-Webhook-Id` is the body's `id`. Returns
+/// the body.
+fn signed_body(headers: &axum::http::HeaderMap, body: &str, secret: &str) -> Value {
+    let sig = headers["x-eai-signature"].to_str().expect("ascii");
+    let t: i64 = sig
+        .split(',')
+        .find_map(|p| p.strip_prefix("t="))
+        .and_then(|t| t.parse().ok())
+        .expect("t=");
+    assert_eq!(
+        sig,
+        eai_app::budget_alerts::signature(secret, t, body),
+        "a valid signature"
+    );
+    let v: Value = serde_json::from_str(body).expect("json");
+    assert_eq!(
+        headers["x-eai-webhook-id"].to_str().expect("ascii"),
+        v["id"].as_str().expect("id"),
+        "the webhook id is the body's"
+    );
+    v
+}
+
 async fn spawn_app() -> TestApp {
     spawn_app_with(|_| {}).await
 }
