@@ -38,6 +38,31 @@ fn temp_dir(name: &str) -> PathBuf {
     d
 }
 
+/// A store the demo filled with two days of its fleet (its server stopped once loaded), in a fresh folder of
+/// `name`: what the reports that read a store directly are tested on.
+fn demo_store(name: &str) -> PathBuf {
+    let data = temp_dir(name).join("demo");
+    let out = bin()
+        .args([
+            "demo",
+            "--listen",
+            "127.0.0.1:0",
+            "--days",
+            "2",
+            "--exit-after-load",
+            "--data-dir",
+        ])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    data
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

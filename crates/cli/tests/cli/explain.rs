@@ -6,26 +6,8 @@ use super::*;
 /// cost; `--tenant` shows one tenant and sums the others; a deployment without GPU time exits 1 saying so.
 #[test]
 fn explain_and_usage_show_a_deployments_charge_and_its_pods_from_the_store() {
-    let dir = temp_dir("explain");
-    let data = dir.join("demo");
-    let out = bin()
-        .args([
-            "demo",
-            "--listen",
-            "127.0.0.1:0",
-            "--days",
-            "2",
-            "--exit-after-load",
-            "--data-dir",
-        ])
-        .arg(&data)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let data = demo_store("explain");
+    let dir = data.parent().unwrap().to_path_buf();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

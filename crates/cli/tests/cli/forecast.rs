@@ -10,26 +10,7 @@ fn amount(v: &serde_json::Value) -> rust_decimal::Decimal {
 /// around the expectation), the tables, `--tenant` keeping one tenant's lines, and a bad `--period` refused.
 #[test]
 fn forecast_shows_the_months_lines_and_budgets_from_the_store() {
-    let dir = temp_dir("forecast");
-    let data = dir.join("demo");
-    let out = bin()
-        .args([
-            "demo",
-            "--listen",
-            "127.0.0.1:0",
-            "--days",
-            "2",
-            "--exit-after-load",
-            "--data-dir",
-        ])
-        .arg(&data)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let data = demo_store("forecast");
     let forecast = |extra: &[&str]| {
         let out = bin()
             .args(["forecast", "--data-dir"])
