@@ -109,8 +109,7 @@ pub fn retry_at(at: Timestamp, attempts: u32) -> Option<Timestamp> {
     (attempts + 1 < MAX_ATTEMPTS).then(|| next_attempt(at, attempts))
 }
 
-/// The HTTP client every webhook is posted with (budgets' and anomalies'): a receiver has
-/// [`DELIVERY_TIMEOUT`] to answer.
+/// The HTTP client every webhook is posted with (budgets' and anomalies'): a receiver has 10 s to answer.
 pub fn http_client() -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder().timeout(DELIVERY_TIMEOUT).build()
 }
