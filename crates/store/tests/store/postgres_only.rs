@@ -1,6 +1,6 @@
-/// What schemas 11 (placements), 12 (equal shares), 13 (share methods), 14 (idempotency keys), 15 (anomalies) and
-/// 16 (budget alert kinds) added, taken out again (every rollup of one placement per key).
-const PG_UNDO_V11: &str = "ALTER TABLE eai.budget_alerts DROP CONSTRAINT budget_alerts_once_key; \
+/// What schemas 11 (placements), 12 (equal shares), 13 (share methods), 14 (idempotency keys), 15 (anomalies),
+/// 16 (budget alert kinds) and 17 (statements) added, taken out again (every rollup of one placement per key).
+const PG_UNDO_V11: &str = "DROP TABLE eai.statements; DROP FUNCTION eai.statements_immutable(); ALTER TABLE eai.budget_alerts DROP CONSTRAINT budget_alerts_once_key; \
     ALTER TABLE eai.budget_alerts DROP COLUMN kind, DROP COLUMN expected, DROP COLUMN exhausted_on_ms; \
     ALTER TABLE eai.budget_alerts ADD UNIQUE (budget_seq, month_ms, threshold_pct); \
     DROP TABLE eai.anomalies; DROP TABLE eai.idempotency_keys; \
@@ -712,10 +712,11 @@ async fn a_database_from_before_alert_kinds_keeps_its_alerts() {
     let (c, connection) = tokio_postgres::connect(db.url(), NoTls).await.unwrap();
     tokio::spawn(connection);
     c.batch_execute(
-        "ALTER TABLE eai.budget_alerts DROP CONSTRAINT budget_alerts_once_key; \
+        "DROP TABLE eai.statements; DROP FUNCTION eai.statements_immutable(); \
+         ALTER TABLE eai.budget_alerts DROP CONSTRAINT budget_alerts_once_key; \
          ALTER TABLE eai.budget_alerts DROP COLUMN kind, DROP COLUMN expected, DROP COLUMN exhausted_on_ms; \
          ALTER TABLE eai.budget_alerts ADD UNIQUE (budget_seq, month_ms, threshold_pct); \
-         UPDATE eai.schema_version SET version = version - 1;",
+         UPDATE eai.schema_version SET version = 15;",
     )
     .await
     .unwrap();
