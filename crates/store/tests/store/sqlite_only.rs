@@ -508,3 +508,31 @@ async fn a_raw_sample_costs_few_bytes_on_disk() {
     );
     assert!(per_row <= 60.0, "{per_row:.1} bytes per raw sample");
 }
+
+/// A statement never changes: the file refuses every update and delete of one, even through raw SQL.
+#[tokio::test]
+async fn an_issued_statement_cannot_be_updated_nor_deleted() {
+    use eai_store::StatementStore;
+    let (_dir, store) = fresh();
+    let draft = AuditDraft::system("cli", "gpu_statement.issue", ts(0), serde_json::json!({}));
+    let new = super::contract::new_statement(tenant(1), "2026-10", "3.10");
+    let (issued, _) = store.issue_statement(&new, &draft).await.unwrap();
+    let c = raw(&store);
+    for sql in [
+        "UPDATE statements SET content = '{}'",
+        "UPDATE statements SET tenant_id = 'x' WHERE number = 'ST-2026-10-0001'",
+        "DELETE FROM statements",
+    ] {
+        let e = c.execute(sql, []).expect_err(sql);
+        assert!(
+            e.to_string().contains("statements are immutable"),
+            "{sql}: {e}"
+        );
+    }
+    drop(c);
+    let got = store
+        .statement(Scope::Platform, &issued.number)
+        .await
+        .unwrap();
+    assert_eq!(got, Some(issued));
+}
