@@ -240,6 +240,17 @@ pub(super) async fn a_closed_month_is_issued_once_per_tenant_and_reconciles_to_t
     assert_eq!(a["adjustments"], json!([]));
     assert_eq!(a["adjusted_totals"], json!([money("1.50")]));
 
+    // The platform's own: the idle hour at 10:00 on vllm-shared, one GPU-hour, 2.00.
+    let (status, idle) = app
+        .get(&format!("{path}/{}", number(NIL)), &app.admin_key)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{idle}");
+    assert_eq!(idle["tenant_name"], Value::Null);
+    assert_eq!(idle["lines"].as_array().map(Vec::len), Some(1), "{idle}");
+    assert_eq!(idle["lines"][0]["deployment_id"], "vllm-shared");
+    assert_eq!(idle["lines"][0]["gpu_hours"], "1.000000");
+    assert_eq!(idle["lines"][0]["amount"], money("2.00"));
+
     // A tenant's key: its own statements only; another's number is 404.
     let (status, mine) = app.get(path, &f.reader_a).await;
     assert_eq!(status, StatusCode::OK, "{mine}");
