@@ -301,14 +301,30 @@ pub(super) async fn a_closed_month_is_issued_once_per_tenant_and_reconciles_to_t
 pub(super) async fn a_late_sample_shows_as_an_adjustment_and_the_csv_says_the_same() {
     let f = fleet().await;
     let app = &f.app;
-    let (status, issued) = app
-        .post(
-            "/v1/finops/gpu/statements",
-            &app.admin_key,
-            &json!({ "period": f.period, "tenant_id": TENANT_B }),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{issued}");
+    // Issued with an Idempotency-Key: a retry of the request is answered again (201 as first), not run again.
+    let send = || async {
+        let resp = app
+            .client
+            .post(app.url("/v1/finops/gpu/statements"))
+            .bearer_auth(&app.admin_key)
+            .header("Idempotency-Key", "issue-b")
+            .json(&json!({ "period": f.period, "tenant_id": TENANT_B }))
+            .send()
+            .await
+            .expect("sent");
+        let replayed = resp
+            .headers()
+            .get("idempotent-replayed")
+            .is_some_and(|v| v == "true");
+        let status = resp.status();
+        let body: Value = resp.json().await.expect("JSON");
+        (status, replayed, body)
+    };
+    let (status, replayed, issued) = send().await;
+    assert_eq!((status, replayed), (StatusCode::CREATED, false), "{issued}");
+    let (status, replayed, again) = send().await;
+    assert_eq!((status, replayed), (StatusCode::CREATED, true), "{again}");
+    assert_eq!(again, issued);
     assert_eq!(
         issued["issued"].as_array().map(Vec::len),
         Some(1),
