@@ -38,6 +38,8 @@ command -v nft >/dev/null || need_pkgs+=(nftables)
 # The portal's browser tests (crates/api/tests/http/portal.rs) drive headless Chromium through chromedriver.
 [ -x /usr/bin/chromium ] || need_pkgs+=(chromium)
 [ -x /usr/bin/chromedriver ] || need_pkgs+=(chromium-driver)
+# The printable statement is checked through Chromium's print-to-PDF, its text read with pdftotext (poppler).
+command -v pdftotext >/dev/null || need_pkgs+=(poppler-utils)
 # The ClickHouse replica's tests start a real ClickHouse server as a plain process (fail loudly without it).
 [ -x /usr/sbin/clickhouse-server ] || need_pkgs+=(clickhouse-server)
 # The PostgreSQL failover test (crates/cli/tests/cli/failover.rs) runs a Patroni cluster with one etcd through

@@ -2,7 +2,8 @@
 // The GPU allocation page (/finops/gpu): sign-in with an API key, the allocation of a period (deployments,
 // tenants, daily cost chart, gaps, findings), the budgets, what to do about the GPUs (savings, the month's
 // forecast, anomalies), the allocation policies, the New allocation policy form for platform administrators, and
-// the explanation of a cost. No framework: the state lives in store.js, each section's view in views/, and this
+// the explanation of a cost, the issued statements and one statement as a printable page (`#statement/<number>`).
+// No framework: the state lives in store.js, each section's view in views/, and this
 // file's `render` is the one way the page is drawn: after every `update`, it redraws each region whose parts of
 // the state changed (and every region in a new container).
 
@@ -17,6 +18,8 @@ import { renderRecommendations, renderForecast, renderAnomalies } from "./views/
 import { renderPolicies } from "./views/policies.js";
 import { renderDrawer } from "./views/policy-form.js";
 import { renderExplain } from "./views/explain.js";
+import { renderStatements, renderStatementActions, renderIssued } from "./views/statements.js";
+import { renderStatement, followHash } from "./views/statement.js";
 import { boot } from "./views/signin.js";
 
 /** @typedef {import("./store.js").State} State */
@@ -30,7 +33,7 @@ import { boot } from "./views/signin.js";
 /** @type {Region[]} */
 const REGIONS = [
   { id: "app", uses: (s) => [s.who], draw: renderShell },
-  { id: "main", uses: (s) => [s.boot, s.signin, s.who], draw: renderMain },
+  { id: "main", uses: (s) => [s.boot, s.signin, s.who, s.route], draw: renderMain },
   { id: "view-as-slot", uses: (s) => [s.who, s.tenants, s.seenTenants, s.viewAs], draw: renderViewAs },
   { id: "period-error", uses: (s) => [s.period.error], draw: renderPeriodError },
   { id: "alloc-period", uses: (s) => [s.alloc], draw: renderAllocationPeriod },
@@ -43,6 +46,10 @@ const REGIONS = [
   { id: "forecast-body", uses: (s) => [s.forecast, s.tenants], draw: renderForecast },
   { id: "anomalies-body", uses: (s) => [s.anomalies], draw: renderAnomalies },
   { id: "policies-body", uses: (s) => [s.policies, s.who], draw: renderPolicies },
+  { id: "statements-actions", uses: (s) => [s.issue.busy, s.who, s.viewAs], draw: renderStatementActions },
+  { id: "statements-issued", uses: (s) => [s.issue], draw: renderIssued },
+  { id: "statements-body", uses: (s) => [s.statements, s.tenants, s.who, s.viewAs], draw: renderStatements },
+  { id: "statement-body", uses: (s) => [s.statement, s.policies], draw: renderStatement },
   { id: "drawer-root", uses: (s) => [s.form], draw: renderDrawer },
   { id: "explain-root", uses: (s) => [s.explain, s.alloc, s.who, s.viewAs, s.tenants], draw: renderExplain },
 ];
@@ -78,4 +85,6 @@ function syncModal() {
 
 onUpdate(render);
 setLang(initialLang(), false);
+window.addEventListener("hashchange", followHash);
+followHash();
 boot();

@@ -9,6 +9,8 @@ import * as fmt from "./format.js";
 export const READERS = new Set(["platform_admin", "finops", "tenant_admin", "auditor"]);
 /** Roles that create allocation policies. */
 export const POLICY_ADMINS = new Set(["platform_admin"]);
+/** Roles that issue a month's statements. */
+export const STATEMENT_ISSUERS = new Set(["platform_admin"]);
 
 /** @typedef {{ name: string, deployment_pattern: string, gpu_model: string, currency: string, gpu_hourly_cost: string,
  *   overhead_pct: string, pue: string, energy_kwh_price: string, effective_from: string, enabled: boolean }} FormValues */
@@ -64,6 +66,13 @@ export const FORM_DEFAULTS = {
  * @property {Answer} forecast the expected spend of the month of the period's end, and when budgets run out
  *   (GET /v1/finops/gpu/forecast)
  * @property {Answer} anomalies the hours of the period far from their deployment's baseline (GET /v1/finops/gpu/anomalies)
+ * @property {Answer} statements the issued statements the key may see, newest period first (GET /v1/finops/gpu/statements)
+ * @property {{ busy: boolean, period: string | null, data: Json | null, error: any }} issue what the last "Issue
+ *   statements" did (POST /v1/finops/gpu/statements): issued and already issued, or its failure
+ * @property {{ statement: string | null }} route what the address's hash opens: the page, or a statement by number
+ *   (`#statement/ST-2026-10-0001`)
+ * @property {Answer & { number: string | null }} statement the statement the route opens (GET
+ *   /v1/finops/gpu/statements/{number})
  */
 
 /** One answer of the API as a section shows it: not asked yet, loading, its data, or its failure. */
@@ -89,6 +98,10 @@ export const state = {
   recommendations: { status: "idle", data: null, error: null, seq: 0 },
   forecast: { status: "idle", data: null, error: null, seq: 0 },
   anomalies: { status: "idle", data: null, error: null, seq: 0 },
+  statements: { status: "idle", data: null, error: null, seq: 0 },
+  issue: { busy: false, period: null, data: null, error: null },
+  route: { statement: null },
+  statement: { status: "idle", data: null, error: null, seq: 0, number: null },
 };
 
 /** @type {() => void} */

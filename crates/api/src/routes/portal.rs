@@ -73,6 +73,8 @@ const ASSETS: &[Asset] = &[
     asset!("views/policies.js", JS),
     asset!("views/policy-form.js", JS),
     asset!("views/explain.js", JS),
+    asset!("views/statements.js", JS),
+    asset!("views/statement.js", JS),
     asset!("app.css", "text/css; charset=utf-8"),
     asset!("favicon.svg", "image/svg+xml"),
 ];

@@ -2267,3 +2267,619 @@ async fn row_index(b: &Browser, table: &str, key: &str, value: &str) -> Value {
     )
     .await
 }
+
+// ------------------------------------------------------------------------------------------------ statements
+
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
+/// The month before this one (UTC): `("2026-11", "November 2026")`.
+fn last_month() -> (String, String) {
+    let today = eai_api::state::now().to_string();
+    let year: i32 = today[..4].parse().expect("year");
+    let month: usize = today[5..7].parse().expect("month");
+    let (y, m) = if month == 1 {
+        (year - 1, 12)
+    } else {
+        (year, month - 1)
+    };
+    (format!("{y}-{m:02}"), format!("{} {y}", MONTHS[m - 1]))
+}
+
+impl Portal {
+    /// A closed month (the one before this one) of two registered tenants on dedicated deployments, priced in
+    /// EUR; every GPU at 400 W, sampled every 5 minutes from the 10th at midnight:
+    /// - acme-finetune (A100, Acme) 10 h: 1.60 x 10 x 1.15 = 18.40 + 4 kWh x 1.4 x 0.21 = 1.176 -> 19.576 -> 19.58;
+    /// - acme-embed (H100, Acme) 4 h: 2.10 x 4 x 1.18 = 9.912 + 1.6 x 1.4 x 0.21 = 0.4704 -> 10.3824 -> 10.38;
+    /// - globex-chat (H100, Globex) 6 h: 2.10 x 6 x 1.18 = 14.868 + 2.4 x 1.4 x 0.21 = 0.7056 -> 15.5736 -> 15.57;
+    /// - globex-batch-01 to -40 (an H100 each, Globex) 1 h: 2.10 x 1.18 = 2.478 + 0.4 x 1.4 x 0.21 = 0.1176 ->
+    ///   2.5956 -> 2.60 each (a statement of 41 lines: more than one printed page).
+    ///
+    /// Acme's month: 19.58 + 10.38 = 29.96; Globex's: 15.57 + 40 x 2.60 = 119.57. Returns the moment the samples
+    /// start.
+    async fn load_closed_month(&self) -> i64 {
+        for (id, slug, name) in [
+            (ACME, "acme", "Acme Corp"),
+            (GLOBEX, "globex", "Globex Corporation"),
+        ] {
+            let (status, v) = self
+                .post(
+                    "/v1/tenants",
+                    ADMIN_KEY,
+                    &json!({ "slug": slug, "name": name, "id": id }),
+                )
+                .await;
+            assert_eq!(status, StatusCode::CREATED, "{v}");
+        }
+        let (period, _) = last_month();
+        let first_day = format!("{period}-01T00:00:00Z");
+        let start = Timestamp::parse_rfc3339(&format!("{period}-10T00:00:00Z"))
+            .expect("a date")
+            .0;
+        let a100 = "NVIDIA A100-SXM4-80GB";
+        let h100 = "NVIDIA H100 80GB HBM3";
+        let mut gpus = vec![
+            (
+                "acme-finetune".to_string(),
+                "GPU-a100-0101".to_string(),
+                a100,
+                ACME,
+                10,
+            ),
+            ("acme-embed".into(), "GPU-h100-0101".into(), h100, ACME, 4),
+            (
+                "globex-chat".into(),
+                "GPU-h100-0102".into(),
+                h100,
+                GLOBEX,
+                6,
+            ),
+        ];
+        for i in 1..=40 {
+            gpus.push((
+                format!("globex-batch-{i:02}"),
+                format!("GPU-h100-02{i:02}"),
+                h100,
+                GLOBEX,
+                1,
+            ));
+        }
+        let mut samples = Vec::new();
+        for (deployment, uuid, model, owner, hours) in &gpus {
+            for k in 1..=hours * 12 {
+                samples.push(statement_sample(
+                    deployment,
+                    uuid,
+                    model,
+                    owner,
+                    start + k * 300_000,
+                ));
+            }
+        }
+        let (status, v) = self
+            .post(
+                "/v1/finops/gpu/samples",
+                ADMIN_KEY,
+                &json!({ "samples": samples }),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{v}");
+        for (name, model, hourly, overhead) in [
+            ("h100-inference", "H100", "2.10", "18"),
+            ("a100-training", "A100", "1.60", "15"),
+        ] {
+            let body = json!({
+                "name": name, "deployment_pattern": "*", "gpu_model": model, "currency": "EUR",
+                "gpu_hourly_cost": hourly, "overhead_pct": overhead, "energy_kwh_price": "0.21", "pue": "1.4",
+                "effective_from": first_day,
+            });
+            let (status, v) = self
+                .post("/v1/finops/allocation-policies", ADMIN_KEY, &body)
+                .await;
+            assert_eq!(status, StatusCode::CREATED, "{v}");
+        }
+        start
+    }
+}
+
+/// One 5-minute sample at 400 W ending at `end_ms`: 400 x 300 / 3600 = 33.3… Wh, 400 Wh an hour.
+fn statement_sample(deployment: &str, uuid: &str, model: &str, owner: &str, end_ms: i64) -> Value {
+    json!({
+        "node": "gpu-node-9", "gpu_uuid": uuid, "model": model, "namespace": "eai-inference",
+        "pod": format!("{deployment}-0"), "deployment_id": deployment, "tenant_id": owner,
+        "window_seconds": 300, "utilization": "0.90", "memory_used_gb": "40", "power_w": "400.0",
+        "timestamp": Timestamp(end_ms).to_string(),
+    })
+}
+
+/// Standard base64 (what WebDriver's print answers) to bytes.
+fn base64_decode(text: &str) -> Vec<u8> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in text
+        .bytes()
+        .filter(|c| !c.is_ascii_whitespace() && *c != b'=')
+    {
+        let v = ALPHABET
+            .iter()
+            .position(|&a| a == c)
+            .unwrap_or_else(|| panic!("not base64: {:?}", c as char));
+        acc = (acc << 6) | u32::try_from(v).expect("six bits");
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push(u8::try_from((acc >> bits) & 0xff).expect("a byte"));
+        }
+    }
+    out
+}
+
+/// What poppler's `pdfinfo` and `pdftotext -layout` read in a PDF: (its info lines, its text).
+fn read_pdf(path: &Path) -> (String, String) {
+    let run = |tool: &str, args: &[&str]| {
+        let out = Command::new(tool)
+            .args(args)
+            .arg(path)
+            .args(if tool == "pdftotext" { &["-"][..] } else { &[][..] })
+            .output()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{tool} does not run ({e}): the statement's print test needs Debian's `poppler-utils` \
+                     (scripts/test.sh installs it)"
+                )
+            });
+        assert!(
+            out.status.success(),
+            "{tool}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    (run("pdfinfo", &[]), run("pdftotext", &["-layout"]))
+}
+
+/// The page count `pdfinfo` reads.
+fn pdf_pages(info: &str) -> u32 {
+    info.lines()
+        .find_map(|l| l.strip_prefix("Pages:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no page count in {info}"))
+}
+
+impl Browser {
+    /// The page printed by Chromium (WebDriver's `POST /session/{id}/print`) on A4 (21 x 29.7 cm), written to
+    /// `target/portal-screenshots/<name>.pdf`: (its info, its text).
+    async fn print_pdf(&self, name: &str) -> (String, String) {
+        let answer = self
+            .client
+            .issue_cmd(Vendor {
+                path: "print",
+                body: json!({
+                    "page": { "width": 21.0, "height": 29.7 },
+                    "margin": { "top": 0, "bottom": 0, "left": 0, "right": 0 },
+                    "orientation": "portrait", "background": false, "shrinkToFit": false,
+                }),
+            })
+            .await
+            .unwrap_or_else(|e| panic!("WebDriver print: {e}"));
+        let pdf = base64_decode(answer.as_str().expect("base64 text"));
+        assert!(pdf.starts_with(b"%PDF-"), "not a PDF");
+        let dir = screenshot_dir();
+        std::fs::create_dir_all(&dir).expect("screenshot dir");
+        let path = dir.join(format!("{name}.pdf"));
+        std::fs::write(&path, &pdf).expect("PDF written");
+        read_pdf(&path)
+    }
+}
+
+/// The statement view's lines (`table`): `[deployment, amount as given, amount as shown]` per row.
+async fn statement_rows(b: &Browser, table: &str) -> Value {
+    b.js(
+        "return [...document.querySelectorAll(arguments[0] + ' tbody tr')].map(r => [r.dataset.deployment,
+           r.querySelector('[data-col=amount]').dataset.value, r.querySelector('[data-col=amount]').textContent]);",
+        json!([table]),
+    )
+    .await
+}
+
+/// The statement view's totals (`table`): `[currency, amount as given, amount as shown]` per row.
+async fn statement_totals(b: &Browser, table: &str) -> Value {
+    b.js(
+        "return [...document.querySelectorAll(arguments[0] + ' tfoot tr')].map(r => [r.dataset.currency,
+           r.querySelector('[data-col=total]').dataset.value, r.querySelector('[data-col=total]').textContent]);",
+        json!([table]),
+    )
+    .await
+}
+
+/// Asserts that `text` (a printed page's) holds each of `wanted` and none of `unwanted`.
+fn assert_printed(text: &str, wanted: &[&str], unwanted: &[&str]) {
+    for w in wanted {
+        assert!(text.contains(w), "the PDF lacks {w:?}:\n{text}");
+    }
+    for u in unwanted {
+        assert!(!text.contains(u), "the PDF shows {u:?}:\n{text}");
+    }
+}
+
+/// Last month's statements, issued from the page by a platform administrator (again: nothing new), listed newest
+/// first, one opened as a printable page: its figures are the API's and the hand-computed ones, and Chromium
+/// prints it on one A4 page without the portal's menus and buttons. A sample arriving after issue shows as an
+/// adjustment (on screen and on paper), never a rewrite; a tenant's reader sees only its own statements.
+#[tokio::test]
+async fn statements_are_issued_listed_opened_and_printed_on_a4() {
+    let _one = BROWSER.lock().await;
+    let portal = Portal::start().await;
+    let start = portal.load_closed_month().await;
+    let (period, month) = last_month();
+    let b = Browser::launch().await;
+    b.goto(&portal.url("/finops/gpu")).await;
+    b.sign_in(ADMIN_KEY).await;
+    b.wait(
+        "document.querySelector('#empty-statements')",
+        "no statement yet",
+    )
+    .await;
+    assert_eq!(
+        b.text("#statements-issue").await,
+        format!("Issue statements for {month}")
+    );
+
+    // Issue: Acme's and Globex's statements (what the API then lists).
+    b.click("#statements-issue").await;
+    b.wait(
+        "document.querySelector('#statements-result [data-kind=issued]')",
+        "the statements issued",
+    )
+    .await;
+    let (status, list) = portal
+        .get(
+            &format!("/v1/finops/gpu/statements?period={period}"),
+            ADMIN_KEY,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    let listed: Vec<Value> = list["statements"]
+        .as_array()
+        .expect("statements")
+        .iter()
+        .map(|s| s["number"].clone())
+        .collect();
+    let number_of = |tenant: &str| -> String {
+        list["statements"]
+            .as_array()
+            .and_then(|ss| ss.iter().find(|s| s["tenant_id"] == tenant))
+            .and_then(|s| s["number"].as_str())
+            .unwrap_or_else(|| panic!("no statement of {tenant}: {list}"))
+            .to_string()
+    };
+    let (acme, globex) = (number_of(ACME), number_of(GLOBEX));
+    let shown = |kind: &str| {
+        format!(
+            "return [...document.querySelectorAll('#statements-result [data-kind={kind}] li')].map(li => li.dataset.statement).sort();"
+        )
+    };
+    let mut sorted = listed.clone();
+    sorted.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+    assert_eq!(b.js(&shown("issued"), json!([])).await, json!(sorted));
+    b.wait(
+        "document.querySelectorAll('#statements-table tbody tr').length >= 2",
+        "the list",
+    )
+    .await;
+    // The list is the API's, in its order, each total as given.
+    let rows = b
+        .js(
+            "return [...document.querySelectorAll('#statements-table tbody tr')].map(r => [r.dataset.statement,
+               r.children[1].textContent, [...r.querySelectorAll('[data-col=totals] [data-value]')].map(s => s.dataset.value)]);",
+            json!([]),
+        )
+        .await;
+    let want: Vec<Value> = list["statements"]
+        .as_array()
+        .expect("statements")
+        .iter()
+        .map(|s| {
+            let totals: Vec<&Value> = s["totals"]
+                .as_array()
+                .expect("totals")
+                .iter()
+                .map(|m| &m["amount"])
+                .collect();
+            let name = s["tenant_name"]
+                .as_str()
+                .unwrap_or("Unallocated capacity (the platform's own)");
+            json!([s["number"], name, totals])
+        })
+        .collect();
+    assert_eq!(rows, json!(want));
+    let acme_row = want
+        .iter()
+        .find(|r| r[0] == acme.as_str())
+        .expect("Acme's row");
+    assert_eq!(acme_row[1], "Acme Corp");
+    assert_eq!(acme_row[2], json!(["29.96"]), "19.58 + 10.38");
+    // Again: nothing new, the same numbers already issued.
+    b.click("#statements-issue").await;
+    b.wait(
+        "document.querySelector('#statements-result [data-kind=already_issued]')",
+        "already issued",
+    )
+    .await;
+    assert!(!b.exists("#statements-result [data-kind=issued]").await);
+    assert_eq!(
+        b.js(&shown("already_issued"), json!([])).await,
+        json!(sorted)
+    );
+    b.screenshot("19-statements").await;
+
+    // Acme's statement, opened from its number: a page of its own, addressed by it.
+    b.click(&format!("#statements-table tr[data-statement='{acme}'] a"))
+        .await;
+    b.wait(
+        "document.querySelector('#statement-lines')",
+        "the statement",
+    )
+    .await;
+    assert_eq!(
+        b.js("return location.hash;", json!([])).await,
+        json!(format!("#statement/{acme}"))
+    );
+    assert_eq!(
+        b.text("#statement-title").await,
+        format!("Statement {acme}")
+    );
+    assert_eq!(b.text("#statement-issuer").await, "eai-gpu");
+    assert_eq!(
+        b.text("#statement-tenant").await,
+        format!("Acme Corp{ACME}")
+    );
+    assert!(b.text("#statement-period").await.starts_with(&month));
+    let (status, st) = portal
+        .get(&format!("/v1/finops/gpu/statements/{acme}"), ADMIN_KEY)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{st}");
+    let lines = statement_rows(&b, "#statement-lines").await;
+    let api_lines: Vec<Value> = st["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .map(|l| {
+            let amount = l["amount"]["amount"].as_str().expect("amount");
+            json!([l["deployment_id"], amount, en_money(amount, "EUR")])
+        })
+        .collect();
+    assert_eq!(lines, json!(api_lines), "the lines are the API's");
+    // And the hand-computed ones (Portal::load_closed_month).
+    let mut by_hand: Vec<(&str, &str)> = api_lines
+        .iter()
+        .filter_map(|l| Some((l[0].as_str()?, l[1].as_str()?)))
+        .collect();
+    by_hand.sort_unstable();
+    assert_eq!(
+        by_hand,
+        [("acme-embed", "10.38"), ("acme-finetune", "19.58")]
+    );
+    assert_eq!(
+        statement_totals(&b, "#statement-lines").await,
+        json!([["EUR", "29.96", "€29.96"]])
+    );
+    assert!(
+        !b.exists("#statement-adjustments").await,
+        "no adjustment yet"
+    );
+    b.screenshot("20-statement").await;
+
+    // Printed: one A4 page, the statement alone.
+    let (info, text) = b.print_pdf("20-statement").await;
+    assert_eq!(pdf_pages(&info), 1, "{info}");
+    assert!(info.contains(" pts (A4)\n"), "{info}");
+    assert_printed(
+        &text,
+        &[
+            &format!("Statement {acme}"),
+            "Acme Corp",
+            ACME,
+            &month,
+            "acme-finetune",
+            "acme-embed",
+            "€19.58",
+            "€10.38",
+            "€29.96",
+        ],
+        &[
+            "Sign out",
+            "Skip to content",
+            "Platform administrator",
+            "Back to GPU allocation",
+            "Print",
+            "Adjustments",
+            "Globex",
+        ],
+    );
+
+    // A sample arriving after issue (acme-finetune, 10:00 to 10:05): the month is now 1.60 x (10 + 1/12) x 1.15
+    // = 18.553333… + 4.0333… kWh x 1.4 x 0.21 = 1.1858 -> 19.739133… -> 19.74; the adjustment is 19.74 - 19.58 =
+    // +0.16, the adjusted total 29.96 + 0.16 = 30.12. The issued lines stay.
+    let late = statement_sample(
+        "acme-finetune",
+        "GPU-a100-0101",
+        "NVIDIA A100-SXM4-80GB",
+        ACME,
+        start + 121 * 300_000,
+    );
+    let (status, v) = portal
+        .post(
+            "/v1/finops/gpu/samples",
+            ADMIN_KEY,
+            &json!({ "samples": [late] }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    // Opened again from its address (a reload: the tab's key signs in again).
+    b.client.refresh().await.expect("reload");
+    b.wait(
+        "document.querySelector('#statement-adjustments')",
+        "the adjustments",
+    )
+    .await;
+    assert!(b
+        .text("#statement-adjustments-title")
+        .await
+        .starts_with("Adjustments since issue (as of "));
+    assert_eq!(
+        statement_rows(&b, "#statement-adjustments-table").await,
+        json!([["acme-finetune", "0.16", "+€0.16"]])
+    );
+    assert_eq!(
+        statement_totals(&b, "#statement-adjustments-table").await,
+        json!([["EUR", "30.12", "€30.12"]])
+    );
+    assert_eq!(
+        statement_rows(&b, "#statement-lines").await,
+        json!(api_lines),
+        "never a rewrite"
+    );
+    b.screenshot("21-statement-adjusted").await;
+    let (info, text) = b.print_pdf("21-statement-adjusted").await;
+    assert_eq!(pdf_pages(&info), 1, "{info}");
+    assert_printed(
+        &text,
+        &[
+            &format!("Statement {acme}"),
+            "Adjustments since issue",
+            "€29.96",
+            "+€0.16",
+            "€30.12",
+        ],
+        &["Sign out", "Back to GPU allocation", "Print"],
+    );
+
+    // In French.
+    b.set_value("#lang", "fr").await;
+    b.wait(
+        "document.querySelector('#statement-title').textContent.startsWith('Relevé')",
+        "le relevé",
+    )
+    .await;
+    assert_eq!(b.text("#statement-title").await, format!("Relevé {acme}"));
+    assert_eq!(
+        statement_totals(&b, "#statement-lines").await,
+        json!([["EUR", "29.96", fr_euros("29.96")]])
+    );
+    assert!(b
+        .text("#statement-adjustments-title")
+        .await
+        .starts_with("Ajustements depuis l'émission (au "));
+    b.screenshot("22-statement-fr").await;
+    b.set_value("#lang", "en").await;
+    b.sign_out().await;
+
+    // Globex's reader, on Acme's statement's address: not found, nothing of Acme shown; its own list and
+    // statement, no Issue button.
+    let key = portal.key("finops", Some(GLOBEX)).await;
+    b.sign_in(&key).await;
+    b.wait("document.querySelector('#statement-error')", "not found")
+        .await;
+    let page = b.text("#main").await;
+    assert!(!page.contains("Acme") && !page.contains("29.96"), "{page}");
+    b.click("#statement-back").await;
+    b.wait(
+        "document.querySelector('#statements-table')",
+        "Globex's statements",
+    )
+    .await;
+    assert_eq!(
+        b.js(
+            "return [...document.querySelectorAll('#statements-table tbody tr')].map(r => r.dataset.statement);",
+            json!([])
+        )
+        .await,
+        json!([globex])
+    );
+    assert!(!b.exists("#statements-issue").await, "finops issues none");
+    b.click(&format!(
+        "#statements-table tr[data-statement='{globex}'] a"
+    ))
+    .await;
+    b.wait("document.querySelector('#statement-lines')", "Globex's")
+        .await;
+    let rows = statement_rows(&b, "#statement-lines").await;
+    let rows = rows.as_array().expect("rows");
+    assert_eq!(rows.len(), 41, "globex-chat and 40 batch deployments");
+    assert!(rows.contains(&json!(["globex-chat", "15.57", "€15.57"])));
+    assert!(rows.contains(&json!(["globex-batch-07", "2.60", "€2.60"])));
+    assert_eq!(
+        statement_totals(&b, "#statement-lines").await,
+        json!([["EUR", "119.57", "€119.57"]]),
+        "15.57 + 40 x 2.60"
+    );
+
+    // Printed, 41 lines run onto a second page: each page repeats the running header and the table's head,
+    // no line is cut between two pages, and the total comes last.
+    let (info, text) = b.print_pdf("23-statement-two-pages").await;
+    assert_eq!(pdf_pages(&info), 2, "{info}");
+    let pages: Vec<&str> = text
+        .split('\u{c}')
+        .filter(|p| !p.trim().is_empty())
+        .collect();
+    assert_eq!(pages.len(), 2, "{text}");
+    for (i, page) in pages.iter().enumerate() {
+        assert!(
+            page.contains(&format!(
+                "eai-gpu · Statement {globex} · Globex Corporation · {month}"
+            )),
+            "the running header on page {}:\n{page}",
+            i + 1
+        );
+        assert!(
+            page.lines()
+                .any(|l| l.contains("Deployment") && l.contains("Amount")),
+            "the table's head on page {}:\n{page}",
+            i + 1
+        );
+        assert!(
+            page.replace(' ', "").contains(&format!("{}/2", i + 1)),
+            "page {} of 2:\n{page}",
+            i + 1
+        );
+    }
+    for row in rows {
+        let (deployment, amount) = (
+            row[0].as_str().expect("id"),
+            row[2].as_str().expect("amount"),
+        );
+        let found: Vec<bool> = pages
+            .iter()
+            .filter(|p| p.contains(&format!("{deployment} ")))
+            .map(|p| {
+                p.lines().any(|l| {
+                    l.contains(&format!("{deployment} ")) && l.trim_end().ends_with(amount)
+                })
+            })
+            .collect();
+        assert_eq!(
+            found,
+            [true],
+            "{deployment}: one page, its whole line:\n{text}"
+        );
+    }
+    assert!(
+        pages[1].contains("Total EUR") && pages[1].contains("€119.57"),
+        "{text}"
+    );
+    b.assert_clean_console().await;
+}

@@ -1,7 +1,7 @@
 // @ts-check
 // The allocation page's frame: its title, the period asked, "View as" a tenant for a platform administrator, and
-// the sections (allocation, budgets, savings with forecast and anomalies, policies) whose bodies their own views
-// fill.
+// the sections (allocation, budgets, savings with forecast and anomalies, policies, statements) whose bodies
+// their own views fill.
 
 import { t, lang } from "../i18n.js";
 import { call } from "../api.js";
@@ -12,6 +12,7 @@ import { loadAllocation } from "./allocation.js";
 import { loadPolicies } from "./policies.js";
 import { loadBudgets } from "./budgets.js";
 import { loadAdvice } from "./advice.js";
+import { loadStatements } from "./statements.js";
 import { openForm } from "./policy-form.js";
 
 export function renderPage() {
@@ -46,7 +47,14 @@ export function renderPage() {
           }, svgIcon(ICON_REFRESH)),
           canCreate ? h("button", { type: "button", class: "btn primary", id: "policy-new", onclick: (/** @type {Event} */ e) => openForm(/** @type {HTMLElement} */ (e.currentTarget)) },
             svgIcon(ICON_PLUS, { width: 18, height: 18 }), t("policies.new")) : null)),
-      h("div", { id: "policies-body" })));
+      h("div", { id: "policies-body" })),
+    h("section", { id: "statements", class: "card", "aria-labelledby": "statements-title" },
+      h("div", { class: "section-head" },
+        h("h2", { id: "statements-title" }, t("st.title")),
+        h("div", { class: "actions", id: "statements-actions" })),
+      h("p", { class: "note" }, t("st.lead")),
+      h("div", { id: "statements-issued" }),
+      h("div", { id: "statements-body" })));
 }
 
 function renderPeriod() {
@@ -110,6 +118,7 @@ export function renderViewAs(slot) {
     loadAdvice(loadAllocation());
     loadPolicies();
     loadBudgets();
+    loadStatements();
   };
   slot.replaceChildren(
     h("div", { class: "field inline view-as" },

@@ -9,6 +9,7 @@ import { roleName, loading, errorPanel } from "./common.js";
 import { renderSignIn, signOut, boot } from "./signin.js";
 import { renderDenied } from "./denied.js";
 import { renderPage } from "./page.js";
+import { renderStatementPage } from "./statement.js";
 import { captureForm } from "./policy-form.js";
 
 /** The frame, into `#app` (its regions are filled by their own views). @param {HTMLElement} app */
@@ -45,7 +46,8 @@ function renderTopbar() {
       who ? h("button", { type: "button", class: "btn ghost", id: "signout", onclick: signOut }, t("signout")) : null));
 }
 
-/** The main region for the state: loading, the boot's failure, the sign-in, not for this role, or the page.
+/** The main region for the state: loading, the boot's failure, the sign-in, not for this role, the statement the
+ * address names, or the page.
  * @param {HTMLElement} main */
 export function renderMain(main) {
   if (state.boot.status === "loading") {
@@ -56,7 +58,10 @@ export function renderMain(main) {
     main.replaceChildren(renderSignIn());
   } else if (!READERS.has(state.who.role)) {
     main.replaceChildren(renderDenied());
+  } else if (state.route.statement) {
+    main.replaceChildren(renderStatementPage());
   } else {
+    document.title = `${t("page.title")} · ${t("brand")}`;
     main.replaceChildren(renderPage());
   }
 }

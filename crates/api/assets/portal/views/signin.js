@@ -11,6 +11,8 @@ import { loadAllocation } from "./allocation.js";
 import { loadAdvice } from "./advice.js";
 import { loadPolicies } from "./policies.js";
 import { loadBudgets } from "./budgets.js";
+import { loadStatements } from "./statements.js";
+import { loadStatement } from "./statement.js";
 
 export function renderSignIn() {
   const err = state.signin.error;
@@ -72,6 +74,9 @@ export function signOut() {
     recommendations: { status: "idle", data: null, error: null, seq: state.recommendations.seq + 1 },
     forecast: { status: "idle", data: null, error: null, seq: state.forecast.seq + 1 },
     anomalies: { status: "idle", data: null, error: null, seq: state.anomalies.seq + 1 },
+    statements: { status: "idle", data: null, error: null, seq: state.statements.seq + 1 },
+    issue: { busy: false, period: null, data: null, error: null },
+    statement: { status: "idle", data: null, error: null, seq: state.statement.seq + 1, number: null },
     form: { open: false, values: { ...FORM_DEFAULTS }, errors: {}, failure: null, busy: false, opener: null },
     signin: { busy: false, error: null },
   });
@@ -85,6 +90,8 @@ function enter() {
     loadAdvice(loadAllocation());
     loadPolicies();
     loadBudgets();
+    loadStatements();
+    loadStatement();
   }
 }
 
