@@ -1403,6 +1403,7 @@ use statements::*;
 on_both_backends!(
     a_closed_month_is_issued_once_per_tenant_and_reconciles_to_the_cent,
     a_late_sample_shows_as_an_adjustment_and_the_csv_says_the_same,
+    issued_statements_are_the_focus_invoice_ids,
 );
 
 // The router against the OpenAPI document (one router whatever the backend).

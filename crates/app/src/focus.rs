@@ -15,7 +15,7 @@ use eai_engine::allocate::{AllocationConfig, Period, Span};
 use eai_engine::error::FieldError;
 use eai_engine::focus::{self, Invoices, Issuer, Kind, Row, Value, Version};
 use eai_engine::scope::scoped_to;
-use eai_store::{Scope, StoreError, TenantStore};
+use eai_store::{Scope, StatementStore, StoreError, TenantStore};
 use parquet::basic::{LogicalType, Repetition, TimeUnit, Type as PhysicalType};
 use parquet::data_type::{
     BoolType, ByteArray, ByteArrayType, FixedLenByteArray, FixedLenByteArrayType, Int64Type,
@@ -71,16 +71,15 @@ pub struct Request<'a> {
     /// A row per UTC day or hour.
     pub granularity: Span,
     pub issuer: &'a Issuer,
-    /// The issued statements' numbers (InvoiceId) per (tenant, month).
-    pub invoices: &'a Invoices,
 }
 
 /// The FOCUS rows of the period as the scope may see them: a platform scope gets every tenant's rows and the
 /// rows of unallocated cost; a tenant its own rows only (none of them split: the origin charge, a shared
-/// deployment's total, is withheld from it).
+/// deployment's total, is withheld from it). A row's `InvoiceId` is the number of the statement issued for its
+/// tenant and month (the platform's statement of unallocated capacity for the idle rows), null until then.
 pub async fn rows(
     source: &Source,
-    store: &(impl AllocationStore + TenantStore + ?Sized),
+    store: &(impl AllocationStore + TenantStore + StatementStore + ?Sized),
     req: &Request<'_>,
 ) -> Result<Vec<Row>, StoreError> {
     let config = AllocationConfig {
@@ -99,7 +98,13 @@ pub async fn rows(
         .into_iter()
         .map(|t| (t.id, t.name))
         .collect();
-    Ok(focus::rows(&allocation, &names, req.issuer, req.invoices))
+    let invoices: Invoices = store
+        .statement_numbers(req.scope, req.period.from, req.period.to)
+        .await?
+        .into_iter()
+        .map(|s| ((s.tenant_id, s.month), s.number))
+        .collect();
+    Ok(focus::rows(&allocation, &names, req.issuer, &invoices))
 }
 
 /// The rows in `format`, with the columns of `version`.

@@ -11,7 +11,7 @@ use eai_app::allocation::Source;
 use eai_app::focus::{encode, rows, Format, Request};
 use eai_engine::allocate::Period;
 use eai_engine::batch::month;
-use eai_engine::focus::{granularity, Invoices, Version};
+use eai_engine::focus::{granularity, Version};
 use eai_store::Scope;
 
 #[derive(Debug, Args)]
@@ -68,8 +68,6 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<std::process::ExitCode> {
             .await?;
     let period =
         Period::new(from, to, alloc.bucket_ms).map_err(|e| anyhow::anyhow!("{}", e.reason))?;
-    // The statements' numbers (InvoiceId): none yet.
-    let statement_numbers = Invoices::new();
     let found = rows(
         &Source::Primary,
         store.as_ref(),
@@ -79,7 +77,6 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<std::process::ExitCode> {
             scope: Scope::Platform,
             granularity: span,
             issuer: &config.focus_issuer,
-            invoices: &statement_numbers,
         },
     )
     .await?;

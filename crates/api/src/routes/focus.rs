@@ -16,7 +16,7 @@ use crate::extract::ApiQuery;
 use crate::routes::allocation::{allocation_slot, bucketed};
 use crate::state::AppState;
 use eai_app::focus::{encode, rows, Format, Request};
-use eai_engine::focus::{granularity, Invoices, Version};
+use eai_engine::focus::{granularity, Version};
 
 #[derive(Debug, Default, Deserialize)]
 pub struct FocusQuery {
@@ -53,8 +53,6 @@ pub async fn get(
     };
     let (period, config) = bucketed(&st, (from, to))?;
     let _slot = allocation_slot(&st)?;
-    // The statements' numbers (InvoiceId): none yet. Issued statements fill this map once they are stored.
-    let statement_numbers = Invoices::new();
     let found = rows(
         &st.source,
         st.store.as_ref(),
@@ -64,7 +62,6 @@ pub async fn get(
             scope: auth.scope,
             granularity: span,
             issuer: &st.settings.focus_issuer,
-            invoices: &statement_numbers,
         },
     )
     .await?;

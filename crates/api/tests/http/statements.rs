@@ -420,3 +420,80 @@ pub(super) async fn a_late_sample_shows_as_an_adjustment_and_the_csv_says_the_sa
     let (status, v) = app.get(&format!("{url}?format=xml"), &f.reader_b).await;
     assert_invalid(status, &v, &["format"]);
 }
+
+/// Issued statements are the FOCUS `InvoiceId`: null on every row before issue; after it, each row carries its
+/// tenant's number for the month (the idle rows the platform's statement of unallocated capacity), in 1.2 and
+/// 1.3, and a tenant's export its own. The official validator then fails only `InvoiceId-C-004-C` ("null when not
+/// invoiced", checked by the 1.2.0.1 model over the whole column without its condition), no other rule.
+pub(super) async fn issued_statements_are_the_focus_invoice_ids() {
+    let f = fleet().await;
+    let app = &f.app;
+    let export = |key: String, version: &'static str| {
+        let path = format!(
+            "/v1/finops/gpu/allocation/focus?from={}&to={}&version={version}",
+            f.from, f.to
+        );
+        async move {
+            let (status, text) = app.get_text(&path, &key).await;
+            assert_eq!(status, StatusCode::OK, "{text}");
+            text
+        }
+    };
+    // (SubAccountId, InvoiceId) of each row.
+    let invoice_ids = |text: &str| -> Vec<(String, Option<String>)> {
+        let mut rows = super::focus::parse_csv(text);
+        let header = rows.remove(0);
+        let at = |name: &str| {
+            header
+                .iter()
+                .position(|h| h.as_deref() == Some(name))
+                .unwrap_or_else(|| panic!("{name} in {header:?}"))
+        };
+        let (sub, invoice) = (at("SubAccountId"), at("InvoiceId"));
+        rows.into_iter()
+            .map(|r| (r[sub].clone().expect("SubAccountId"), r[invoice].clone()))
+            .collect()
+    };
+
+    let before = invoice_ids(&export(app.admin_key.clone(), "1.3").await);
+    assert!(!before.is_empty());
+    assert!(before.iter().all(|(_, i)| i.is_none()), "{before:?}");
+
+    let (status, issued) = app
+        .post(
+            "/v1/finops/gpu/statements",
+            &app.admin_key,
+            &json!({ "period": f.period }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{issued}");
+    let numbers: BTreeMap<String, String> = by_tenant(&issued["issued"])
+        .into_iter()
+        .map(|(t, s)| (t, s["number"].as_str().expect("number").to_string()))
+        .collect();
+    assert_eq!(numbers.len(), 3, "A, B and the unallocated: {issued}");
+
+    for version in ["1.2", "1.3"] {
+        let text = export(app.admin_key.clone(), version).await;
+        let rows = invoice_ids(&text);
+        // A's, B's and the idle rows, each with its statement's number.
+        for t in [TENANT_A, TENANT_B, NIL] {
+            assert!(rows.iter().any(|(s, _)| s == t), "{t} has rows: {text}");
+        }
+        for (tenant, invoice) in &rows {
+            assert_eq!(invoice.as_ref(), Some(&numbers[tenant]), "{text}");
+        }
+        let file = app.dir.path().join(format!("focus-issued-{version}.csv"));
+        std::fs::write(&file, &text).expect("written");
+        super::focus::assert_the_validator_passes(&file, version, "InvoiceId-C-004-C");
+    }
+
+    // A tenant's export: its own rows, its own number.
+    let mine = invoice_ids(&export(f.reader_a.clone(), "1.3").await);
+    assert!(!mine.is_empty());
+    assert!(
+        mine.iter()
+            .all(|(t, i)| t == TENANT_A && i.as_ref() == Some(&numbers[TENANT_A])),
+        "{mine:?}"
+    );
+}
