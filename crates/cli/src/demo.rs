@@ -11,6 +11,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use eai_api::{new_api_key, Application};
 use eai_client::EnterpriseAi;
+use eai_engine::batch::{month, month_of};
 use eai_engine::time::Timestamp;
 use serde_json::Value;
 
@@ -211,6 +212,15 @@ async fn load(base: &str, admin_key: &str, args: &DemoArgs) -> anyhow::Result<Ve
     }
     eprintln!("loaded {} vLLM counter events", counters.len());
 
+    // The last month that is over, if the data reaches into it, closed as a FinOps team closes it: a statement
+    // per tenant with cost and one of the unallocated capacity (the portal's Statements, `eai-gpu statement`).
+    let (this_month, _) = month(&month_of(end)).context("the current month")?;
+    if start < this_month {
+        let closed = month_of(Timestamp(this_month.0 - 1));
+        let issued = admin.finops().issue_gpu_statements(&closed).await?;
+        let n = issued["issued"].as_array().map_or(0, Vec::len);
+        eprintln!("issued {n} statement(s) of {closed}");
+    }
     let a = admin
         .finops()
         .gpu_allocation(&start.to_string(), &end.to_string())

@@ -294,6 +294,17 @@ impl FinOps<'_> {
         let q: Vec<(&str, &str)> = period.map(|p| ("period", p)).into_iter().collect();
         self.0.get("/v1/finops/gpu/forecast", &q).await
     }
+
+    /// POST /v1/finops/gpu/statements: issues the statements of a month that is over (`period`: `YYYY-MM`), every
+    /// tenant's with cost and the unallocated capacity's; those already issued come back under `already_issued`.
+    pub async fn issue_gpu_statements(&self, period: &str) -> Result<Value> {
+        self.0
+            .post(
+                "/v1/finops/gpu/statements",
+                &serde_json::json!({ "period": period }),
+            )
+            .await
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
