@@ -273,7 +273,7 @@ pub fn csv(lines: &[Line], totals: &[Money], adjustments: &[Line], adjusted: &[M
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{DayItem, Item};
+    use crate::report::{DayItem, Item, SplitBasis};
     use crate::time::Timestamp;
     use std::str::FromStr;
 
@@ -309,7 +309,9 @@ mod tests {
             tenant_id: None,
             deployment_id: dep.into(),
             policy_id: "alp_1".into(),
-            day: Timestamp(day * 86_400_000),
+            start: Timestamp(day * 86_400_000),
+            end: Timestamp((day + 1) * 86_400_000),
+            basis: SplitBasis::UsageWeightedGpuSeconds,
             gpu_seconds: d(s),
             estimated_gpu_seconds: Decimal::ZERO,
             gpu_memory_gb_seconds: Decimal::ZERO,
