@@ -310,7 +310,8 @@ macro_rules! actions {
 /// | action | platform_admin | finops | tenant_admin | auditor, security_officer | developer | viewer | sampler | usage_reporter |
 /// |---|---|---|---|---|---|---|---|---|
 /// | samples ingest | all | - | - | - | - | - | all (its nodes) | - |
-/// | allocation, policy list, catalog | all | tenant | tenant | tenant | tenant | tenant | - | catalog: all |
+/// | allocation, statements read, policy list, catalog | all | tenant | tenant | tenant | tenant | tenant | - | catalog: all |
+/// | statements issue | all | - | - | - | - | - | - | - |
 /// | policy create/supersede/disable, key create, provider register | all | - | - | - | - | - | - | - |
 /// | key list, revoke, rotate | all | - | tenant | - | - | - | - | - |
 /// | usage events ingest | all (tenant in body) | - | tenant | - | tenant | - | vLLM counters only | all (tenant in body), no vLLM counters |
@@ -334,6 +335,17 @@ pub mod actions {
         /// `GET /v1/finops/gpu/allocation` (and its `explain`).
         ReadAllocation {
             name: "gpu_allocation.read", mutation: false, follows_tenant_header: true,
+            platform: [PlatformAdmin],
+            tenant: [Finops, TenantAdmin, Auditor, SecurityOfficer, Developer, Viewer],
+        }
+        /// `POST /v1/finops/gpu/statements`.
+        IssueStatements {
+            name: "gpu_statement.issue", mutation: true, follows_tenant_header: false,
+            platform: [PlatformAdmin], tenant: [],
+        }
+        /// `GET /v1/finops/gpu/statements[/{number}]` (the allocation's readers).
+        ReadStatements {
+            name: "gpu_statement.read", mutation: false, follows_tenant_header: true,
             platform: [PlatformAdmin],
             tenant: [Finops, TenantAdmin, Auditor, SecurityOfficer, Developer, Viewer],
         }
@@ -654,10 +666,19 @@ mod tests {
             ("tenant.read", Sampler) => Deny,
             ("tenant.read", _) => Tenant,
             (
-                "gpu_allocation.read" | "allocation_policy.list" | "providers.catalog",
+                "gpu_allocation.read"
+                | "gpu_statement.read"
+                | "allocation_policy.list"
+                | "providers.catalog",
                 Sampler | UsageReporter,
             ) => Deny,
-            ("gpu_allocation.read" | "allocation_policy.list" | "providers.catalog", _) => Tenant,
+            (
+                "gpu_allocation.read"
+                | "gpu_statement.read"
+                | "allocation_policy.list"
+                | "providers.catalog",
+                _,
+            ) => Tenant,
             (
                 "allocation_policy.create"
                 | "allocation_policy.supersede"
@@ -665,7 +686,8 @@ mod tests {
                 | "api_key.create"
                 | "audit_head.read"
                 | "tenant.create"
-                | "provider.register",
+                | "provider.register"
+                | "gpu_statement.issue",
                 _,
             ) => Deny,
             ("api_key.list" | "api_key.revoke" | "api_key.rotate", TenantAdmin) => Tenant,
@@ -693,7 +715,7 @@ mod tests {
 
     #[test]
     fn every_action_gives_every_role_what_the_policy_table_says() {
-        assert_eq!(actions::ALL.len(), 24);
+        assert_eq!(actions::ALL.len(), 26);
         let mut names: Vec<&str> = actions::ALL.iter().map(|(n, _)| *n).collect();
         names.sort_unstable();
         names.dedup();

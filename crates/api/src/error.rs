@@ -207,6 +207,7 @@ impl ApiError {
         let fr = match what {
             "budget" => "Le budget",
             "reservation" => "La réservation",
+            "statement" => "Le relevé",
             _ => "L'objet",
         };
         Self::new(

@@ -1395,6 +1395,15 @@ use forecast::*;
 
 on_both_backends!(a_forecast_lands_in_its_band_and_a_budget_alert_fires_once);
 
+#[path = "http/statements.rs"]
+mod statements;
+use statements::*;
+
+on_both_backends!(
+    a_closed_month_is_issued_once_per_tenant_and_reconciles_to_the_cent,
+    a_late_sample_shows_as_an_adjustment_and_the_csv_says_the_same,
+);
+
 // The router against the OpenAPI document (one router whatever the backend).
 #[path = "http/routes.rs"]
 mod routes;

@@ -12,7 +12,8 @@
 //! job: a lease per job), [`metrics`] (the process's Prometheus registry), [`params`] (the parameters both front
 //! ends read: periods, breakdown groupings and filters, thresholds), [`keys`] (an API key request validated, a
 //! key as listed), [`recommend`] (the recommendations of a period: idle and oversized GPUs with their
-//! savings), [`clock`] (the clock, read and waited on in one place).
+//! savings), [`statements`] (a tenant's closed month issued once, read with its adjustments), [`clock`] (the
+//! clock, read and waited on in one place).
 
 pub mod allocation;
 pub mod allocation_series;
@@ -28,4 +29,5 @@ pub mod leader;
 pub mod metrics;
 pub mod params;
 pub mod recommend;
+pub mod statements;
 pub mod store_metrics;

@@ -1,5 +1,5 @@
 //! eai-gpu: the one binary. `serve` runs the control plane, `demo` runs it on a fresh embedded store loaded
-//! with a realistic month, `allocate` works on files without a server, `export focus` writes a month's FOCUS file, `keys`, `audit verify`, `migrate` and
+//! with a realistic month, `allocate` works on files without a server, `export focus` writes a month's FOCUS file, `statement` a tenant's statement of a month, `keys`, `audit verify`, `migrate` and
 //! `replica backfill` administer a store directly, `sampler` (the `eai-sampler` crate) pushes a node's GPU samples, `import` its history from Prometheus.
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -21,6 +21,7 @@ mod recommend_cmd;
 mod replica_cmd;
 mod serve;
 mod slurm_cmd;
+mod statement_cmd;
 mod table;
 mod usage_cmd;
 
@@ -59,6 +60,9 @@ enum Command {
     /// The month's spend so far and its expected end (low/high) per tenant and deployment, and when each budget
     /// is expected to run out, from the store (as GET /v1/finops/gpu/forecast answers it).
     Forecast(forecast_cmd::ForecastArgs),
+    /// A tenant's statement of a month that is over (as GET /v1/finops/gpu/statements/{number} answers it, JSON
+    /// or CSV), with its adjustments; --issue issues it first if it is not yet.
+    Statement(statement_cmd::StatementArgs),
     /// Spend anomalies recorded for a period (as GET /v1/finops/gpu/anomalies answers it); --check runs one
     /// detection round first.
     Anomalies(anomalies_cmd::AnomaliesArgs),
@@ -101,6 +105,7 @@ fn main() -> std::process::ExitCode {
         | Command::Usage(_)
         | Command::Recommendations(_)
         | Command::Forecast(_)
+        | Command::Statement(_)
         | Command::Anomalies(_)
         | Command::SlurmReconcile(_)
         | Command::Keys(_)
@@ -121,6 +126,7 @@ fn main() -> std::process::ExitCode {
             runtime().and_then(|rt| rt.block_on(recommend_cmd::run(args)))
         }
         Command::Forecast(args) => runtime().and_then(|rt| rt.block_on(forecast_cmd::run(args))),
+        Command::Statement(args) => runtime().and_then(|rt| rt.block_on(statement_cmd::run(args))),
         Command::Anomalies(args) => runtime().and_then(|rt| rt.block_on(anomalies_cmd::run(args))),
         Command::SlurmReconcile(args) => runtime().and_then(|rt| rt.block_on(slurm_cmd::run(args))),
         Command::Keys(args) => runtime().and_then(|rt| rt.block_on(admin::keys(args))),

@@ -387,6 +387,8 @@ mod explain;
 mod anomalies;
 #[path = "cli/forecast.rs"]
 mod forecast;
+#[path = "cli/statement.rs"]
+mod statement;
 
 #[path = "cli/keys.rs"]
 mod keys;

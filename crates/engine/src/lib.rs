@@ -31,6 +31,7 @@ pub mod scope;
 pub mod series;
 pub mod shares;
 pub mod slurm;
+pub mod statement;
 pub mod stats;
 pub mod time;
 pub mod tokens;

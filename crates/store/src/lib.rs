@@ -8,7 +8,7 @@
 //! 1. this root (the trait and the types it speaks), [`codec`] (how values are stored), [`audit`] (the hash
 //!    chain), [`lease`] (the one-replica jobs), [`idempotency`] (the keys of retried requests);
 //! 2. the rules of records both backends share: [`records`] (events, policies, keys, tenants), [`budgets`],
-//!    [`anomalies`], [`providers`]; [`rollups`] (per-GPU rollups, group rollups and claims, what pruning keeps); [`cache`] (the
+//!    [`anomalies`], [`statements`], [`providers`]; [`rollups`] (per-GPU rollups, group rollups and claims, what pruning keeps); [`cache`] (the
 //!    read caches); [`clickhouse`] (the replica) and [`outbox`] (the replica rows of each change);
 //! 3. [`plan`]: every change planned once without I/O (ingest, prune, usage upsert, the others);
 //! 4. the backends, [`sqlite`] and [`postgres`], which read what a plan asks for and write what it returns; and
@@ -40,13 +40,14 @@ pub mod records;
 pub mod roles;
 pub mod rollups;
 pub mod sqlite;
+pub mod statements;
 #[cfg(feature = "test-support")]
 pub mod testing;
 
 pub use crate::cache::{read_cache, usage_cache};
 pub use crate::roles::{
     AnomalyStore, AuditStore, BudgetStore, IdempotencyStore, KeyStore, NewSecret, Observed,
-    PolicyStore, ReplicaStore, SampleStore, Store, TenantStore, UsageStore,
+    PolicyStore, ReplicaStore, SampleStore, StatementStore, Store, TenantStore, UsageStore,
 };
 
 /// The id of rows that belong to no tenant (shared deployments, platform keys and events): no tenant may use it.

@@ -40,6 +40,7 @@ mod providers;
 mod records;
 mod samples;
 mod schema;
+mod statements;
 // Throw-away databases for tests and benchmarks: not in the shipped binary (feature `test-support`).
 #[cfg(any(test, feature = "test-support"))]
 pub mod scratch;

@@ -12,7 +12,7 @@
 
 use async_trait::async_trait;
 use eai_engine::budget::{Amounts, BudgetSpec, Standing};
-use eai_engine::domain::{Policy, PolicySpec, Sample, Tenant, UsageEvent};
+use eai_engine::domain::{Policy, PolicySpec, Sample, Tenant, TenantId, UsageEvent};
 use eai_engine::gpu_usage::GpuUsage;
 use eai_engine::shares::EqualShares;
 use eai_engine::time::Timestamp;
@@ -25,6 +25,7 @@ use crate::budgets::{
 use crate::idempotency::{Claim, Claimed, StoredAnswer};
 use crate::lease::LeaderJob;
 use crate::providers::ProviderRecord;
+use crate::statements::{NewStatement, Statement, StatementNumber};
 use crate::{
     ApiKeyRecord, AuditDraft, AuditEvent, AuditHead, BrokenLink, DeploymentSeen, IngestOutcome,
     KeyMatch, LatestSamples, NewApiKey, NodeSeen, OutboxEntry, OutboxStats, ReplicaRows, Result,
@@ -284,6 +285,26 @@ roles! {
         async fn anomaly_webhook_attempted(&self, seq: i64, at: Timestamp, outcome: std::result::Result<(), String>, next: Option<Timestamp>) -> Result<()>;
     }
 
+    /// Statements (see [`crate::statements`]): a tenant's closed month as issued, numbered, never changed.
+    pub trait StatementStore {
+        /// Issues `statement` unless its (tenant, month) has one already (insert if absent), with the next
+        /// number of its month and its audit event (`audit` completed, [`crate::statements::issued_audit`]) in
+        /// one transaction: (the new statement, true), or (the one issued before, false). Concurrent issues of
+        /// one statement store it once; the loser reads the winner's.
+        async fn issue_statement(&self, statement: &NewStatement, audit: &AuditDraft) -> Result<(Statement, bool)>;
+
+        /// The issued statements the scope may see (a tenant: its own), of the month starting at `month` and of
+        /// `tenant` when given, the newest month first, then in the order they were issued.
+        [scoped] async fn statements(&self, scope: Scope, month: Option<Timestamp>, tenant: Option<TenantId>) -> Result<Vec<Statement>>;
+
+        /// The statement numbered `number`, if the scope may see it (another tenant's is `None`).
+        [scoped] async fn statement(&self, scope: Scope, number: &str) -> Result<Option<Statement>>;
+
+        /// The numbers of the statements the scope may see whose month overlaps `[from, to)`, with their tenant
+        /// and month start, by month then number: the FOCUS `InvoiceId` of the rows of that tenant and month.
+        [scoped] async fn statement_numbers(&self, scope: Scope, from: Timestamp, to: Timestamp) -> Result<Vec<StatementNumber>>;
+    }
+
     /// The audit chain.
     pub trait AuditStore {
         /// Appends an event that records no change of the store (a denied request, a failed one, a run of the
@@ -367,6 +388,7 @@ pub trait Store:
     + TenantStore
     + BudgetStore
     + AnomalyStore
+    + StatementStore
     + AuditStore
     + IdempotencyStore
     + ReplicaStore

@@ -28,6 +28,7 @@ mod providers;
 mod records;
 mod samples;
 mod schema;
+mod statements;
 mod tx;
 
 use crate::roles::Observed;

@@ -316,6 +316,8 @@ mod sqlite_harness {
         idempotency_keys_are_pruned_by_age,
         concurrent_claims_of_one_key_run_once,
         anomalies_are_recorded_once_scoped_and_delivered_until_acknowledged,
+        statements_are_numbered_per_month_issued_once_and_read_in_scope,
+        concurrent_issues_store_each_statement_once,
     );
 
     /// A fresh file opened with the replica outbox on.
@@ -440,6 +442,8 @@ mod postgres_harness {
         idempotency_keys_are_pruned_by_age,
         concurrent_claims_of_one_key_run_once,
         anomalies_are_recorded_once_scoped_and_delivered_until_acknowledged,
+        statements_are_numbered_per_month_issued_once_and_read_in_scope,
+        concurrent_issues_store_each_statement_once,
     );
 
     /// A fresh database opened with the replica outbox on.

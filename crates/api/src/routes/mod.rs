@@ -24,6 +24,7 @@ pub mod portal;
 pub mod recommendations;
 pub mod samples;
 pub mod slurm;
+pub mod statements;
 pub mod system;
 pub mod tenants;
 pub mod token_costs;
@@ -48,6 +49,14 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/finops/gpu/token-costs", get(token_costs::get))
         .route("/v1/finops/gpu/forecast", get(forecast::get))
         .route("/v1/finops/gpu/anomalies", get(anomalies::get))
+        .route(
+            "/v1/finops/gpu/statements",
+            get(statements::list).post(statements::issue_month),
+        )
+        .route(
+            "/v1/finops/gpu/statements/{number}",
+            get(statements::get_one),
+        )
         .route(
             "/v1/finops/allocation-policies",
             get(policies::list).post(policies::create),

@@ -21,6 +21,7 @@ pub mod policy;
 pub mod provider;
 pub mod recommendation;
 pub mod series;
+pub mod statement;
 pub mod system;
 pub mod tenant;
 pub mod token_cost;

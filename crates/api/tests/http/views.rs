@@ -23,6 +23,9 @@ use eai_api::views::recommendation::{
     IdleGpu, Recommendation, RecommendationEvidence, RecommendationList, RecommendationThresholds,
 };
 use eai_api::views::series::{AllocationSeries, SeriesDeployment, SeriesStep, SeriesTotal};
+use eai_api::views::statement::{
+    Statement, StatementIssue, StatementIssued, StatementLine, StatementList, StatementSummary,
+};
 use eai_api::views::system::{Health, Ready};
 use eai_api::views::tenant::{Tenant, TenantCreate};
 use eai_api::views::token_cost::{TokenCost, TokenCostList};
@@ -125,11 +128,17 @@ const TABLE: &[Row] = &[
     row!(ForecastTotal => "ForecastTotal"),
     row!(BudgetForecast => "BudgetForecast"),
     row!(Forecast => "Forecast"),
+    row!(StatementLine => "StatementLine"),
+    row!(Statement => "Statement"),
+    row!(StatementSummary => "StatementSummary"),
+    row!(StatementList => "StatementList"),
+    row!(StatementIssued => "StatementIssued"),
     row!(input AllocationPolicyDisable => "AllocationPolicyDisable"),
     row!(input BudgetDisable => "BudgetDisable"),
     row!(input ApiKeyCreate => "ApiKeyCreate"),
     row!(input ApiKeyRotate => "ApiKeyRotate"),
     row!(input TenantCreate => "TenantCreate"),
+    row!(input StatementIssue => "StatementIssue"),
 ];
 
 /// Answers typed outside `eai_api::views` (the engine's wire and view types, with tests of their own).

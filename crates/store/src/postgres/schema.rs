@@ -745,8 +745,43 @@ ALTER TABLE eai.budget_alerts ADD CONSTRAINT budget_alerts_once_key
     UNIQUE (budget_seq, month_ms, kind, threshold_pct);
 "#;
 
+/// 17: statements (`crate::statements`): one row per (tenant, month) (`tenant_id` the platform tenant for the
+/// statement of unallocated capacity), numbered `ST-YYYY-MM-NNNN` with `seq` its rank in the month; the lines and
+/// totals as issued in `content` (JSON, decimals as text). Under the `tenant_rows` and `platform_rows` policies of
+/// every tenant table, `ENABLE` and `FORCE` (a tenant sees its own statements only). Immutable: the service role
+/// may only read and insert, and a trigger refuses every update, delete and truncate, the owner's too.
+const V17: &str = r#"
+CREATE TABLE eai.statements (
+    number       text PRIMARY KEY,
+    tenant_id    uuid NOT NULL,
+    month_ms     bigint NOT NULL,
+    to_ms        bigint NOT NULL,
+    seq          integer NOT NULL,
+    issued_at_ms bigint NOT NULL,
+    issued_by    text NOT NULL,
+    content      text NOT NULL,
+    UNIQUE (tenant_id, month_ms),
+    UNIQUE (month_ms, seq)
+);
+CREATE OR REPLACE FUNCTION eai.statements_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'statements are immutable';
+END $$;
+CREATE TRIGGER statements_immutable BEFORE UPDATE OR DELETE OR TRUNCATE ON eai.statements
+    FOR EACH STATEMENT EXECUTE FUNCTION eai.statements_immutable();
+ALTER TABLE eai.statements ENABLE ROW LEVEL SECURITY;
+ALTER TABLE eai.statements FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_rows ON eai.statements
+    USING (tenant_id = NULLIF(current_setting('app.tenant_id', true), '')::uuid)
+    WITH CHECK (tenant_id = NULLIF(current_setting('app.tenant_id', true), '')::uuid);
+CREATE POLICY platform_rows ON eai.statements
+    USING (current_setting('app.platform', true) = 'on')
+    WITH CHECK (current_setting('app.platform', true) = 'on');
+GRANT SELECT, INSERT ON eai.statements TO eai_app;
+"#;
+
 pub const MIGRATIONS: &[&str] = &[
-    V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16,
+    V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16, V17,
 ];
 
 /// The schema version this binary writes.

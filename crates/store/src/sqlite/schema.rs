@@ -509,6 +509,28 @@ ALTER TABLE budget_alerts_v16 RENAME TO budget_alerts;
 CREATE INDEX budget_alerts_due ON budget_alerts (delivered_at_ms, next_attempt_ms);
 "#;
 
+/// 17: statements (`crate::statements`): one row per (tenant, month) (`tenant_id` the nil uuid for the platform's
+/// statement of unallocated capacity), numbered `ST-YYYY-MM-NNNN` with `seq` its rank in the month; the lines
+/// and totals as issued in `content` (JSON, decimals as text). Immutable: triggers refuse every update and delete.
+const V17_STATEMENTS: &str = r#"
+CREATE TABLE statements (
+    number       TEXT PRIMARY KEY,
+    tenant_id    TEXT NOT NULL,
+    month_ms     INTEGER NOT NULL,
+    to_ms        INTEGER NOT NULL,
+    seq          INTEGER NOT NULL,
+    issued_at_ms INTEGER NOT NULL,
+    issued_by    TEXT NOT NULL,
+    content      TEXT NOT NULL,
+    UNIQUE (tenant_id, month_ms),
+    UNIQUE (month_ms, seq)
+);
+CREATE TRIGGER statements_no_update BEFORE UPDATE ON statements
+BEGIN SELECT RAISE(ABORT, 'statements are immutable'); END;
+CREATE TRIGGER statements_no_delete BEFORE DELETE ON statements
+BEGIN SELECT RAISE(ABORT, 'statements are immutable'); END;
+"#;
+
 /// Every migration, in order. `schema_version` = how many have been applied.
 pub const MIGRATIONS: &[Migration] = &[
     sql(V1_SAMPLES),
@@ -546,6 +568,7 @@ pub const MIGRATIONS: &[Migration] = &[
     sql(V14_IDEMPOTENCY),
     sql(V15_ANOMALIES),
     sql(V16_ALERT_KINDS),
+    sql(V17_STATEMENTS),
 ];
 
 /// Events already in the chain keep the hash form they were written with: the current one starts after them.

@@ -1,6 +1,6 @@
-/// What schemas 11 (placements), 12 (equal shares), 13 (share methods), 14 (idempotency keys), 15 (anomalies) and
-/// 16 (budget alert kinds) added, taken out again (every rollup of one placement per key).
-const PG_UNDO_V11: &str = "ALTER TABLE eai.budget_alerts DROP CONSTRAINT budget_alerts_once_key; \
+/// What schemas 11 (placements), 12 (equal shares), 13 (share methods), 14 (idempotency keys), 15 (anomalies),
+/// 16 (budget alert kinds) and 17 (statements) added, taken out again (every rollup of one placement per key).
+const PG_UNDO_V11: &str = "DROP TABLE eai.statements; DROP FUNCTION eai.statements_immutable(); ALTER TABLE eai.budget_alerts DROP CONSTRAINT budget_alerts_once_key; \
     ALTER TABLE eai.budget_alerts DROP COLUMN kind, DROP COLUMN expected, DROP COLUMN exhausted_on_ms; \
     ALTER TABLE eai.budget_alerts ADD UNIQUE (budget_seq, month_ms, threshold_pct); \
     DROP TABLE eai.anomalies; DROP TABLE eai.idempotency_keys; \
@@ -18,7 +18,7 @@ use eai_store::postgres::{PgStore, PLATFORM_TENANT, SERVICE_ROLE};
 use eai_store::rollups::RollupConfig;
 use eai_store::{
     AnomalyStore, AuditStore, BudgetStore, IdempotencyStore, KeyStore, PolicyStore, ReplicaStore,
-    SampleStore, TenantStore, UsageStore,
+    SampleStore, StatementStore, TenantStore, UsageStore,
 };
 use tokio_postgres::{Client, NoTls};
 
@@ -91,7 +91,7 @@ async fn the_store_reaches_postgres_over_tls_with_verify_full() {
 }
 
 /// Every table that holds tenant rows.
-const TENANT_TABLES: [&str; 16] = [
+const TENANT_TABLES: [&str; 17] = [
     "budgets",
     "reservations",
     "spend",
@@ -108,6 +108,7 @@ const TENANT_TABLES: [&str; 16] = [
     "usage_claims",
     "idempotency_keys",
     "anomalies",
+    "statements",
 ];
 
 /// A plain connection to the scratch database, switched to the service role as the store's are.
@@ -343,6 +344,11 @@ async fn two_tenants(s: &PgStore, a: TenantId, b: TenantId) {
         };
         assert!(s.record_anomaly(&finding).await.unwrap().is_some());
     }
+    for t in [a, b, TenantId::PLATFORM] {
+        let new = super::contract::new_statement(t, "2026-10", "1.00");
+        let (_, issued) = s.issue_statement(&new, &audit()).await.unwrap();
+        assert!(issued);
+    }
     for (t, slug) in [(a, "tenant-a"), (b, "tenant-b")] {
         let reg = eai_engine::domain::Tenant {
             id: t,
@@ -475,6 +481,8 @@ async fn row_level_security_hides_and_protects_another_tenants_rows_at_the_datab
           VALUES ('key_new', md5(random()::text), '{T}', 'f', gen_random_uuid(), 0) RETURNING 1"),
         ("anomalies", "INSERT INTO eai.anomalies (deployment_id, tenant_id, hour_ms, metric, currency, value, median, mad, direction, baseline_hours, detected_at_ms) \
           VALUES ('d-new', '{T}', 0, 'gpu_seconds', '', 1, 1, 0, 'above', 24, 0) RETURNING 1"),
+        ("statements", "INSERT INTO eai.statements (number, tenant_id, month_ms, to_ms, seq, issued_at_ms, issued_by, content) \
+          VALUES ('ST-new', '{T}', 7, 8, 1, 0, 'k', '{}') RETURNING 1"),
     ];
     assert_eq!(inserts.len(), TENANT_TABLES.len());
     for (t, sql) in inserts {
@@ -558,6 +566,8 @@ async fn row_level_security_hides_and_protects_another_tenants_rows_at_the_datab
         format!("UPDATE eai.reservations SET estimate_cost = 0 WHERE tenant_id = '{a}'"),
         format!("DELETE FROM eai.spend WHERE tenant_id = '{a}'"),
         format!("DELETE FROM eai.budget_alerts WHERE tenant_id = '{a}'"),
+        format!("UPDATE eai.statements SET content = '{{}}' WHERE tenant_id = '{a}'"),
+        format!("DELETE FROM eai.statements WHERE tenant_id = '{a}'"),
     ] {
         let r = as_tenant(&mut c, a, &sql).await;
         assert!(not_granted(&r), "{sql}: {r:?}");
@@ -608,8 +618,8 @@ async fn row_level_security_hides_and_protects_another_tenants_rows_at_the_datab
     // Its token usage and its gpu_local charge.
     assert!(mine.len() == 2 && mine.iter().all(|e| e.tenant_id == a));
     let audit = store.audit_events(Scope::Tenant(a), 0, 100).await.unwrap();
-    // Its own event, its budget's crossing and its deployment's anomaly.
-    assert!(audit.len() == 3 && audit.iter().all(|e| e.draft.tenant_id == Some(a)));
+    // Its own event, its budget's crossing, its deployment's anomaly and its statement's issue.
+    assert!(audit.len() == 4 && audit.iter().all(|e| e.draft.tenant_id == Some(a)));
 }
 
 #[tokio::test]
@@ -712,10 +722,11 @@ async fn a_database_from_before_alert_kinds_keeps_its_alerts() {
     let (c, connection) = tokio_postgres::connect(db.url(), NoTls).await.unwrap();
     tokio::spawn(connection);
     c.batch_execute(
-        "ALTER TABLE eai.budget_alerts DROP CONSTRAINT budget_alerts_once_key; \
+        "DROP TABLE eai.statements; DROP FUNCTION eai.statements_immutable(); \
+         ALTER TABLE eai.budget_alerts DROP CONSTRAINT budget_alerts_once_key; \
          ALTER TABLE eai.budget_alerts DROP COLUMN kind, DROP COLUMN expected, DROP COLUMN exhausted_on_ms; \
          ALTER TABLE eai.budget_alerts ADD UNIQUE (budget_seq, month_ms, threshold_pct); \
-         UPDATE eai.schema_version SET version = version - 1;",
+         UPDATE eai.schema_version SET version = 15;",
     )
     .await
     .unwrap();
@@ -897,4 +908,42 @@ async fn the_outbox_is_platform_data_written_in_the_transaction_of_the_change() 
         .query("UPDATE eai.outbox SET rows = '[]' RETURNING seq", &[])
         .await;
     assert!(not_granted(&r), "{r:?}");
+}
+
+/// A statement never changes: the service role holds no grant to update or delete one, and the trigger refuses
+/// the owner too (update, delete, truncate), through raw SQL.
+#[tokio::test]
+async fn an_issued_statement_cannot_be_updated_nor_deleted() {
+    let (db, s) = fresh().await;
+    let new = super::contract::new_statement(tenant(1), "2026-10", "3.10");
+    let (issued, _) = s.issue_statement(&new, &audit()).await.unwrap();
+    let service = as_service_role(&db).await;
+    service
+        .batch_execute("SELECT set_config('app.platform', 'on', false)")
+        .await
+        .unwrap();
+    for sql in [
+        "UPDATE eai.statements SET content = '{}'",
+        "DELETE FROM eai.statements",
+    ] {
+        let r = service.query(sql, &[]).await;
+        assert!(not_granted(&r), "{sql}: {r:?}");
+    }
+    let (owner, connection) = tokio_postgres::connect(db.url(), NoTls).await.unwrap();
+    tokio::spawn(connection);
+    for sql in [
+        "UPDATE eai.statements SET content = '{}'",
+        "DELETE FROM eai.statements",
+        "TRUNCATE eai.statements",
+    ] {
+        let e = owner.batch_execute(sql).await.expect_err(sql);
+        let text = e.as_db_error().map(|d| d.message().to_string());
+        assert_eq!(
+            text.as_deref(),
+            Some("statements are immutable"),
+            "{sql}: {e:?}"
+        );
+    }
+    let got = s.statement(Scope::Platform, &issued.number).await.unwrap();
+    assert_eq!(got, Some(issued));
 }

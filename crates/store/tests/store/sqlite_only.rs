@@ -23,13 +23,13 @@ async fn the_file_is_wal_and_fully_synchronous() {
     let version: i64 = c
         .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 16);
+    assert_eq!(version, 17);
     assert_eq!(store.backend(), "sqlite");
 }
 
-/// What schema 10 (change counts), 12 (equal shares), 13 (the series' share method), 14 (idempotency keys) and
-/// 15 (anomalies) added, taken out again.
-const UNDO_V10: &str = "DROP TABLE anomalies; DROP TABLE idempotency_keys; PRAGMA foreign_keys = OFF; \
+/// What schema 10 (change counts), 12 (equal shares), 13 (the series' share method), 14 (idempotency keys), 15
+/// (anomalies) and 17 (statements) added, taken out again.
+const UNDO_V10: &str = "DROP TABLE statements; DROP TABLE anomalies; DROP TABLE idempotency_keys; PRAGMA foreign_keys = OFF; \
     CREATE TABLE series_v12 (id INTEGER PRIMARY KEY, node TEXT NOT NULL, model TEXT NOT NULL, \
     namespace TEXT NOT NULL, pod TEXT NOT NULL, deployment_id TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '', \
     first_seen_ms INTEGER NOT NULL, last_seen_ms INTEGER NOT NULL, \
@@ -122,9 +122,11 @@ async fn a_file_from_before_alert_kinds_keeps_its_alerts() {
     super::contract::a_threshold_alert_recorded(&store).await;
     drop(store);
     let c = rusqlite::Connection::open(&path).unwrap();
-    // Schema 16 taken out again: the table as schema 8 made it, and the version before 16's.
+    // Schemas 17 and 16 taken out again: no statements, the alerts table as schema 8 made it, and the version
+    // before 16's.
     c.execute_batch(
-        "CREATE TABLE budget_alerts_v8 (
+        "DROP TABLE statements;
+         CREATE TABLE budget_alerts_v8 (
             id TEXT PRIMARY KEY, budget_seq INTEGER NOT NULL, tenant_id TEXT NOT NULL, month_ms INTEGER NOT NULL,
             threshold_pct INTEGER NOT NULL, spent TEXT NOT NULL, crossed_at_ms INTEGER NOT NULL,
             attempts INTEGER NOT NULL, next_attempt_ms INTEGER NOT NULL, delivered_at_ms INTEGER, last_error TEXT,
@@ -134,7 +136,7 @@ async fn a_file_from_before_alert_kinds_keeps_its_alerts() {
          DROP TABLE budget_alerts;
          ALTER TABLE budget_alerts_v8 RENAME TO budget_alerts;
          CREATE INDEX budget_alerts_due ON budget_alerts (delivered_at_ms, next_attempt_ms);
-         UPDATE schema_version SET version = version - 1;",
+         UPDATE schema_version SET version = 15;",
     )
     .unwrap();
     drop(c);
@@ -505,4 +507,32 @@ async fn a_raw_sample_costs_few_bytes_on_disk() {
         if table_pages >= 0 { format!("{:.1} bytes/sample", (table_pages * page_size) as f64 / rows as f64) } else { "n/a".into() }
     );
     assert!(per_row <= 60.0, "{per_row:.1} bytes per raw sample");
+}
+
+/// A statement never changes: the file refuses every update and delete of one, even through raw SQL.
+#[tokio::test]
+async fn an_issued_statement_cannot_be_updated_nor_deleted() {
+    use eai_store::StatementStore;
+    let (_dir, store) = fresh();
+    let draft = AuditDraft::system("cli", "gpu_statement.issue", ts(0), serde_json::json!({}));
+    let new = super::contract::new_statement(tenant(1), "2026-10", "3.10");
+    let (issued, _) = store.issue_statement(&new, &draft).await.unwrap();
+    let c = raw(&store);
+    for sql in [
+        "UPDATE statements SET content = '{}'",
+        "UPDATE statements SET tenant_id = 'x' WHERE number = 'ST-2026-10-0001'",
+        "DELETE FROM statements",
+    ] {
+        let e = c.execute(sql, []).expect_err(sql);
+        assert!(
+            e.to_string().contains("statements are immutable"),
+            "{sql}: {e}"
+        );
+    }
+    drop(c);
+    let got = store
+        .statement(Scope::Platform, &issued.number)
+        .await
+        .unwrap();
+    assert_eq!(got, Some(issued));
 }

@@ -13,6 +13,7 @@ mod reads;
 mod replica;
 mod rollups;
 mod samples;
+mod statements;
 mod tenants;
 mod usage;
 
@@ -26,6 +27,7 @@ pub use reads::*;
 pub use replica::*;
 pub use rollups::*;
 pub use samples::*;
+pub use statements::*;
 pub use tenants::*;
 pub use usage::*;
 
