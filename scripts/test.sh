@@ -114,6 +114,14 @@ if [ -z "${EAI_TEST_ZOOKEEPER_CLASSPATH:-}" ]; then
 fi
 echo "ok: ZooKeeper's classpath is $EAI_TEST_ZOOKEEPER_CLASSPATH"
 
+log "focus-validator: the FinOps Foundation's FOCUS validator 2.2.1 in a venv under target/ (SPEC §10)"
+# The FOCUS conformance tests (crates/cli/tests/cli/focus_conformance.rs, crates/api/tests/http/focus.rs) run it
+# on the demo's month and the test fleet's exports; they set it up themselves too, and fail (never skip) when it
+# cannot be. Set up here once so its time shows apart (about 20 s the first time, nothing after).
+started=$(date +%s)
+scripts/focus-validator.sh setup >/dev/null
+echo "focus-validator: ready in $(( $(date +%s) - started )) s"
+
 log "cargo test"
 cargo test --workspace "$@"
 

@@ -1387,6 +1387,7 @@ use focus::*;
 on_both_backends!(
     the_focus_export_conforms_and_reconciles_to_the_cent,
     a_tenant_reader_exports_only_its_own_rows,
+    the_official_validator_passes_the_fleets_exports,
 );
 
 #[path = "http/forecast.rs"]

@@ -1,17 +1,19 @@
 //! The FOCUS export of a period (`GET /v1/finops/gpu/allocation/focus`, `eai-gpu export focus`): the allocation
-//! with its day items, scoped to the caller, as `eai_engine::focus` rows, encoded as CSV or Parquet.
+//! with its day (or hour) items, scoped to the caller, as `eai_engine::focus` rows, encoded as CSV or Parquet
+//! with the columns of a FOCUS version (1.3 by default, or 1.2).
 //!
 //! Parquet: one row group, no compression (the crate is built without codecs). Money columns are DECIMAL(38, 4)
 //! (every ISO 4217 minor unit fits), GPU-hours DECIMAL(38, 9), the `x_` quantities DECIMAL(38, 6), all exact
 //! (FIXED_LEN_BYTE_ARRAY(16), as pandas/pyarrow, DuckDB and Spark load them: decimal, never float); date-times
-//! are TIMESTAMP(MILLIS, UTC); text is UTF-8; `x_Unallocated` is BOOLEAN. Nullable columns are OPTIONAL.
+//! are TIMESTAMP(MILLIS, UTC); text is UTF-8 (1.3's JSON columns too); `x_Unallocated` is BOOLEAN. Nullable
+//! columns are OPTIONAL.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use eai_engine::allocate::{AllocationConfig, Period};
+use eai_engine::allocate::{AllocationConfig, Period, Span};
 use eai_engine::error::FieldError;
-use eai_engine::focus::{self, Issuer, Kind, Row, Value, COLUMNS};
+use eai_engine::focus::{self, Invoices, Issuer, Kind, Row, Value, Version};
 use eai_engine::scope::scoped_to;
 use eai_store::{Scope, StoreError, TenantStore};
 use parquet::basic::{LogicalType, Repetition, TimeUnit, Type as PhysicalType};
@@ -60,47 +62,59 @@ impl Format {
     }
 }
 
-/// The FOCUS rows of `period` as `scope` may see them: a platform scope gets every tenant's rows and the rows of
-/// unallocated cost; a tenant its own rows only.
+/// What an export asks for.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub period: Period,
+    pub config: AllocationConfig,
+    pub scope: Scope,
+    /// A row per UTC day or hour.
+    pub granularity: Span,
+    pub issuer: &'a Issuer,
+    /// The issued statements' numbers (InvoiceId) per (tenant, month).
+    pub invoices: &'a Invoices,
+}
+
+/// The FOCUS rows of the period as the scope may see them: a platform scope gets every tenant's rows and the
+/// rows of unallocated cost; a tenant its own rows only (none of them split: the origin charge, a shared
+/// deployment's total, is withheld from it).
 pub async fn rows(
     source: &Source,
     store: &(impl AllocationStore + TenantStore + ?Sized),
-    period: Period,
-    config: AllocationConfig,
-    scope: Scope,
-    issuer: &Issuer,
+    req: &Request<'_>,
 ) -> Result<Vec<Row>, StoreError> {
     let config = AllocationConfig {
         day_items: true,
-        ..config
+        item_span: req.granularity,
+        ..req.config
     };
-    let allocation = compute_from(source, store, period, config).await?;
-    let allocation = match scope {
+    let allocation = compute_from(source, store, req.period, config).await?;
+    let allocation = match req.scope {
         Scope::Platform => allocation,
         Scope::Tenant(t) => scoped_to(&allocation, t),
     };
     let names: BTreeMap<_, _> = store
-        .tenants(scope)
+        .tenants(req.scope)
         .await?
         .into_iter()
         .map(|t| (t.id, t.name))
         .collect();
-    Ok(focus::rows(&allocation, &names, issuer))
+    Ok(focus::rows(&allocation, &names, req.issuer, req.invoices))
 }
 
-/// The rows in `format`.
-pub fn encode(rows: &[Row], format: Format) -> Result<Vec<u8>, StoreError> {
+/// The rows in `format`, with the columns of `version`.
+pub fn encode(rows: &[Row], version: Version, format: Format) -> Result<Vec<u8>, StoreError> {
     match format {
-        Format::Csv => Ok(focus::csv(rows).into_bytes()),
-        Format::Parquet => parquet_bytes(rows).map_err(|e| {
+        Format::Csv => Ok(focus::csv(rows, version).into_bytes()),
+        Format::Parquet => parquet_bytes(rows, version).map_err(|e| {
             StoreError::Internal(format!("encoding the FOCUS export as Parquet: {e}"))
         }),
     }
 }
 
-fn schema() -> parquet::errors::Result<Type> {
-    let mut fields = Vec::with_capacity(COLUMNS.len());
-    for c in &COLUMNS {
+fn schema(version: Version) -> parquet::errors::Result<Type> {
+    let mut fields = Vec::new();
+    for (_, c) in version.columns() {
         let repetition = if c.nullable {
             Repetition::OPTIONAL
         } else {
@@ -145,18 +159,22 @@ fn decimal_bytes(d: Decimal, dp: u32) -> parquet::errors::Result<FixedLenByteArr
     Ok(FixedLenByteArray::from(x.mantissa().to_be_bytes().to_vec()))
 }
 
-fn parquet_bytes(rows: &[Row]) -> parquet::errors::Result<Vec<u8>> {
+fn parquet_bytes(rows: &[Row], version: Version) -> parquet::errors::Result<Vec<u8>> {
     use parquet::errors::ParquetError;
     let props = Arc::new(
         WriterProperties::builder()
             .set_created_by(format!("eai-gpu {}", env!("CARGO_PKG_VERSION")))
             .build(),
     );
-    let mut writer = SerializedFileWriter::new(Vec::new(), Arc::new(schema()?), props)?;
+    let mut writer = SerializedFileWriter::new(Vec::new(), Arc::new(schema(version)?), props)?;
     let mut group = writer.next_row_group()?;
-    let mut i = 0;
+    let mut columns = version.columns();
     while let Some(mut col) = group.next_column()? {
-        let c = COLUMNS[i];
+        let Some((i, c)) = columns.next() else {
+            return Err(ParquetError::General(
+                "more columns than the version's".into(),
+            ));
+        };
         let cells = rows.iter().map(|r| &r[i]);
         // Definition levels of an OPTIONAL column: 1 for a value, 0 for null.
         let defs: Vec<i16> = cells
@@ -215,7 +233,6 @@ fn parquet_bytes(rows: &[Row]) -> parquet::errors::Result<Vec<u8>> {
             }
         }
         col.close()?;
-        i += 1;
     }
     group.close()?;
     writer.into_inner()
@@ -245,13 +262,19 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_export_is_a_readable_file_with_every_column() {
-        let bytes = encode(&[], Format::Parquet).expect("parquet");
-        let mut file = tempfile::tempfile().expect("a file");
-        std::io::Write::write_all(&mut file, &bytes).expect("written");
-        let reader = SerializedFileReader::new(file).expect("readable");
-        let schema = reader.metadata().file_metadata().schema_descr();
-        assert_eq!(schema.num_columns(), COLUMNS.len());
-        assert_eq!(reader.metadata().file_metadata().num_rows(), 0);
+    fn an_empty_export_is_a_readable_file_with_every_column_of_its_version() {
+        for version in [Version::V1_2, Version::V1_3] {
+            let bytes = encode(&[], version, Format::Parquet).expect("parquet");
+            let mut file = tempfile::tempfile().expect("a file");
+            std::io::Write::write_all(&mut file, &bytes).expect("written");
+            let reader = SerializedFileReader::new(file).expect("readable");
+            let schema = reader.metadata().file_metadata().schema_descr();
+            assert_eq!(schema.num_columns(), version.columns().count());
+            assert_eq!(
+                schema.column(0).name(),
+                version.columns().next().expect("a column").1.name
+            );
+            assert_eq!(reader.metadata().file_metadata().num_rows(), 0);
+        }
     }
 }

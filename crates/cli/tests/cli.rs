@@ -402,6 +402,9 @@ mod traces;
 #[path = "cli/export.rs"]
 mod export;
 
+#[path = "cli/focus_conformance.rs"]
+mod focus_conformance;
+
 #[path = "cli/backup.rs"]
 mod backup;
 

@@ -21,7 +21,7 @@ pub struct Allocation {
     pub daily: Vec<DailyCost>,
     pub gaps: Vec<Gap>,
     pub findings: Vec<Finding>,
-    /// Each item and each deployment's unallocated cost split per UTC day, apportioned so that the days of an
+    /// Each item and each deployment's unallocated cost split per UTC day (or hour), apportioned so that the days of an
     /// item sum to its `allocated` exactly; empty unless asked for (`AllocationConfig::day_items`).
     pub day_items: Vec<DayItem>,
 }
@@ -190,13 +190,42 @@ pub struct DayItem {
     pub tenant_id: Option<TenantId>,
     pub deployment_id: String,
     pub policy_id: String,
-    /// Midnight (UTC) starting the day.
-    pub day: Timestamp,
+    /// The start of its span (`AllocationConfig::item_span`): midnight UTC for a day, the hour for an hour.
+    pub start: Timestamp,
+    /// The end of its span (exclusive; not clipped to the period).
+    pub end: Timestamp,
+    /// How the deployment's cost was split between its parties.
+    pub basis: SplitBasis,
     pub gpu_seconds: Decimal,
     pub estimated_gpu_seconds: Decimal,
     pub gpu_memory_gb_seconds: Decimal,
     pub energy_wh: Decimal,
     pub cost: Money,
+}
+
+/// How a deployment's cost is split between its parties (what a day item rests on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SplitBasis {
+    /// A dedicated deployment: everything to its owner, idle time included.
+    Dedicated,
+    /// A shared deployment: each bucket's cost split by the tenants' usage (the GPU-seconds their usage events
+    /// carry, or their tokens weighting the measured GPU-seconds); the rest unallocated (idle).
+    UsageWeightedGpuSeconds,
+    /// As [`SplitBasis::UsageWeightedGpuSeconds`], the idle cost then spread over the tenants in proportion to
+    /// their allocated cost (a `proportional` policy).
+    UsageWeightedGpuSecondsIdleProportional,
+}
+
+impl SplitBasis {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SplitBasis::Dedicated => "dedicated",
+            SplitBasis::UsageWeightedGpuSeconds => "usage-weighted-gpu-seconds",
+            SplitBasis::UsageWeightedGpuSecondsIdleProportional => {
+                "usage-weighted-gpu-seconds-idle-proportional"
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -164,7 +164,7 @@ fn assert_days_reconcile(with_days: &Allocation, without: &Allocation) {
     assert_eq!(&rest, without, "day items change nothing else");
     assert_reconciles(with_days);
     for x in &with_days.day_items {
-        assert_eq!(x.day.0 % (24 * H), 0, "a day starts at midnight: {x:?}");
+        assert_eq!(x.start.0 % (24 * H), 0, "a day starts at midnight: {x:?}");
         assert_eq!(x.cost.amount, x.cost.currency.round(x.cost.amount));
     }
 }
@@ -370,10 +370,9 @@ fn run_by_day(
     with_days
 }
 
-#[test]
-fn day_items_of_a_realistic_week_reconcile_to_the_cent() {
-    // Three tenants, a week: a shared deployment (tokens on some hours of some days, idle the rest), a
-    // dedicated one, a proportional one, and a price change at noon on day 3 (policy 1 ends, policy 2 starts).
+/// Three tenants, a week: a shared deployment (tokens on some hours of some days, idle the rest), a dedicated
+/// one, a proportional one, and a price change at noon on day 3 (policy 1 ends, policy 2 starts).
+fn realistic_week() -> (Vec<Sample>, Vec<UsageEvent>, Vec<Policy>, i64) {
     let days = 7;
     let end = T0 + days * 24 * H;
     let mut samples = fleet("shared-llm", 2, T0, end);
@@ -409,6 +408,12 @@ fn day_items_of_a_realistic_week_reconcile_to_the_cent() {
         Policy::new(2, after),
         Policy::new(3, prop),
     ];
+    (samples, usage, policies, end)
+}
+
+#[test]
+fn day_items_of_a_realistic_week_reconcile_to_the_cent() {
+    let (samples, usage, policies, end) = realistic_week();
     let a = run_by_day(&samples, &usage, &policies, T0, end);
     assert_reconciles(&a);
     // Every (tenant, deployment, policy) of the shared deployment is there under both prices, per day.
@@ -449,6 +454,110 @@ fn day_items_of_a_realistic_week_reconcile_to_the_cent() {
         .day_items
         .iter()
         .all(|x| x.tenant_id == Some(tenant(3))));
+}
+
+/// Hour items (`item_span` hour) of the realistic week: each an hour long, reconciling to the cent like the
+/// days, and the hours of each (tenant or idle, deployment, policy, day) summing exactly to that day's item of
+/// the day split (the day's amount is apportioned over its hours). Their FOCUS rows split each origin charge
+/// (deployment, policy, hour) with ratios summing to exactly 1.
+#[test]
+fn hour_items_sum_to_the_day_items() {
+    use eai_engine::allocate::Span;
+    use eai_engine::focus::{self, Invoices, Issuer, Value};
+    let (samples, usage, policies, end) = realistic_week();
+    let days = run_by_day(&samples, &usage, &policies, T0, end);
+    let config = AllocationConfig {
+        day_items: true,
+        item_span: Span::Hour,
+        ..AllocationConfig::default()
+    };
+    let hours = allocate_samples(
+        &samples,
+        &usage,
+        &policies,
+        period(T0, end),
+        &SeriesConfig::default(),
+        config,
+    );
+    assert_reconciles(&hours);
+    let mut rest = hours.clone();
+    rest.day_items.clear();
+    assert_eq!(
+        rest,
+        run(&samples, &usage, &policies, T0, end),
+        "nothing else changes"
+    );
+    assert!(hours.day_items.len() > 3 * days.day_items.len());
+    type Key = (Option<TenantId>, String, String, i64);
+    let mut by_day: BTreeMap<Key, Decimal> = BTreeMap::new();
+    for x in &hours.day_items {
+        assert_eq!(x.start.0 % H, 0, "{x:?}");
+        assert_eq!(x.end.0 - x.start.0, H, "{x:?}");
+        let day = x.start.0 / (24 * H) * (24 * H);
+        *by_day
+            .entry((
+                x.tenant_id,
+                x.deployment_id.clone(),
+                x.policy_id.clone(),
+                day,
+            ))
+            .or_default() += x.cost.amount;
+    }
+    let day_rows: BTreeMap<Key, Decimal> = days
+        .day_items
+        .iter()
+        .map(|x| {
+            (
+                (
+                    x.tenant_id,
+                    x.deployment_id.clone(),
+                    x.policy_id.clone(),
+                    x.start.0,
+                ),
+                x.cost.amount,
+            )
+        })
+        .collect();
+    assert_eq!(by_day, day_rows);
+
+    let rows = focus::rows(
+        &hours,
+        &BTreeMap::new(),
+        &Issuer::default(),
+        &Invoices::new(),
+    );
+    let mut origins: BTreeMap<(String, String, String), Vec<Decimal>> = BTreeMap::new();
+    let (mut split, mut whole) = (0, 0);
+    for r in &rows {
+        let text = |i: usize| match &r[i] {
+            Value::Text(s) => s.clone(),
+            Value::DateTime(t) => t.to_string(),
+            other => format!("{other:?}"),
+        };
+        let Value::Text(details) = &r[0] else {
+            whole += 1;
+            continue;
+        };
+        split += 1;
+        // {"Elements":[{"AllocatedRatio":r,...
+        let ratio = details
+            .strip_prefix("{\"Elements\":[{\"AllocatedRatio\":")
+            .and_then(|t| t.split(',').next())
+            .expect(details);
+        origins
+            .entry((text(2), text(39), text(16)))
+            .or_default()
+            .push(ratio.parse().expect("a decimal"));
+    }
+    assert!(split > 0 && whole > 0, "{split} split, {whole} whole");
+    for (origin, ratios) in &origins {
+        assert!(ratios.len() > 1, "{origin:?}");
+        assert_eq!(
+            ratios.iter().copied().sum::<Decimal>(),
+            Decimal::ONE,
+            "{origin:?}"
+        );
+    }
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The FOCUS export (SPEC §10) over HTTP: the file conforms to the FOCUS 1.2 column table
-//! (`fixtures/focus_spec_v1.2_columns.csv`) in CSV and in Parquet, its costs reconcile to the cent with
-//! `GET /v1/finops/gpu/allocation` for the same period, and a tenant reader gets its own rows only.
+//! (`fixtures/focus_spec_v1.2_columns.csv`) and 1.3's additions in CSV and in Parquet, its costs reconcile to the
+//! cent with `GET /v1/finops/gpu/allocation` for the same period, by the day or the hour, the official validator
+//! (`scripts/focus-validator.sh`) passes its 1.2 and 1.3 exports, and a tenant reader gets its own rows only.
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -109,17 +110,34 @@ fn is_iso_utc(s: &str) -> bool {
         && Timestamp::parse_rfc3339(s).is_ok()
 }
 
-/// Checks an export (header + rows of text cells) against the FOCUS 1.2 column table: every Mandatory column
-/// present, no null where the table allows none, decimals and date-times that parse, any other column ours
-/// (`x_`), and the FOCUS rules our rows must keep.
+/// The columns FOCUS 1.3 adds (from its text): id, allows nulls, data type.
+const NEW_IN_1_3: [(&str, bool, &str); 7] = [
+    ("AllocatedMethodDetails", true, "JSON"),
+    ("AllocatedMethodId", true, "String"),
+    ("AllocatedResourceId", true, "String"),
+    ("AllocatedResourceName", true, "String"),
+    ("AllocatedTags", true, "JSON"),
+    ("HostProviderName", true, "String"),
+    ("ServiceProviderName", false, "String"),
+];
+
+/// Checks an export (header + rows of text cells) against the FOCUS 1.2 column table and 1.3's additions: every
+/// Mandatory column present, no null where the table allows none, decimals, date-times and JSON that parse, any
+/// other column ours (`x_`), and the FOCUS rules our rows must keep.
 fn assert_conforms(header: &[String], rows: &[Vec<Option<String>>]) {
-    let table = column_table();
+    let mut table = column_table();
+    table.extend(NEW_IN_1_3.iter().map(|(id, nulls, ty)| Spec {
+        id: id.to_string(),
+        mandatory: false,
+        allows_nulls: *nulls,
+        data_type: ty.to_string(),
+    }));
     for s in table.iter().filter(|s| s.mandatory) {
         assert!(header.contains(&s.id), "Mandatory column {} missing", s.id);
     }
     for (i, name) in header.iter().enumerate() {
         let Some(spec) = table.iter().find(|s| &s.id == name) else {
-            assert!(name.starts_with("x_"), "{name} is neither FOCUS 1.2 nor x_");
+            assert!(name.starts_with("x_"), "{name} is neither FOCUS nor x_");
             continue;
         };
         for (n, r) in rows.iter().enumerate() {
@@ -158,6 +176,14 @@ fn assert_conforms(header: &[String], rows: &[Vec<Option<String>>]) {
         assert!(t("BillingPeriodStart") <= t("ChargePeriodStart"));
         assert!(t("ChargePeriodEnd") <= t("BillingPeriodEnd"));
         assert!(t("ChargePeriodEnd").0 - t("ChargePeriodStart").0 <= DAY_MS);
+        if header.iter().any(|h| h == "AllocatedMethodId") {
+            // A row is split (every Allocated* column set) or not (none).
+            let set: Vec<bool> = NEW_IN_1_3[..5]
+                .iter()
+                .map(|(c, _, _)| get(c).is_some())
+                .collect();
+            assert!(set.iter().all(|x| *x) || !set.iter().any(|x| *x), "{set:?}");
+        }
         assert!(get("BillingCurrency")
             .is_some_and(|c| c.len() == 3 && c.chars().all(|c| c.is_ascii_uppercase())));
         assert_eq!(get("ConsumedUnit").as_deref(), Some("GPU-Hours"));
@@ -420,6 +446,103 @@ pub(super) async fn the_focus_export_conforms_and_reconciles_to_the_cent() {
         }
     }
 
+    assert_split_by_hand(&header, &csv, from);
+
+    // 1.2: the same rows without 1.3's columns, InvoiceId among them (null: no statement issued).
+    let (status, text12) = app
+        .get_text(
+            &format!("/v1/finops/gpu/allocation/focus?{query}&version=1.2"),
+            &app.admin_key,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{text12}");
+    let mut csv12 = parse_csv(&text12);
+    let header12: Vec<String> = csv12
+        .remove(0)
+        .into_iter()
+        .map(Option::unwrap_or_default)
+        .collect();
+    assert_conforms(&header12, &csv12);
+    let only_1_3: Vec<&String> = header.iter().filter(|h| !header12.contains(h)).collect();
+    assert_eq!(
+        only_1_3,
+        [
+            "AllocatedMethodDetails",
+            "AllocatedMethodId",
+            "AllocatedResourceId",
+            "AllocatedResourceName",
+            "AllocatedTags",
+            "HostProviderName",
+            "ServiceProviderName",
+            "x_AllocationBasis"
+        ]
+    );
+    let invoice = header12
+        .iter()
+        .position(|h| h == "InvoiceId")
+        .expect("InvoiceId");
+    assert!(csv12.iter().all(|r| r[invoice].is_none()));
+    assert_eq!(
+        sums(
+            &header12,
+            &csv12,
+            &["SubAccountId", "ResourceId", "x_AllocationPolicyId"]
+        ),
+        exported
+    );
+
+    // By the hour: a row per hour with GPU time (A and B in hours 9, 12 and 13 of each day, the idle 16:00,
+    // B's training at 11 and 12: 3 + 3 + 1 + 2 = 9 rows a day), summing to each item and to each day's row.
+    let (status, text_h) = app
+        .get_text(
+            &format!("/v1/finops/gpu/allocation/focus?{query}&granularity=hour"),
+            &app.admin_key,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{text_h}");
+    let mut csv_h = parse_csv(&text_h);
+    let header_h: Vec<String> = csv_h
+        .remove(0)
+        .into_iter()
+        .map(Option::unwrap_or_default)
+        .collect();
+    assert_eq!(header_h, header);
+    assert_conforms(&header_h, &csv_h);
+    assert_eq!(csv_h.len(), 3 * 9, "{text_h}");
+    let start = header
+        .iter()
+        .position(|h| h == "ChargePeriodStart")
+        .expect("start");
+    let end = header
+        .iter()
+        .position(|h| h == "ChargePeriodEnd")
+        .expect("end");
+    for r in &csv_h {
+        let t = |i: usize| Timestamp::parse_rfc3339(r[i].as_deref().expect("time")).expect("time");
+        assert_eq!(t(end).0 - t(start).0, HOUR_MS, "{r:?}");
+    }
+    let keys = ["SubAccountId", "ResourceId", "x_AllocationPolicyId"];
+    assert_eq!(sums(&header_h, &csv_h, &keys), exported);
+    let per_day = |header: &[String], rows: &[Vec<Option<String>>]| {
+        let mut days = rows.to_vec();
+        for r in &mut days {
+            let day = r[start].as_deref().expect("start")[..10].to_string();
+            r[start] = Some(day);
+        }
+        sums(
+            header,
+            &days,
+            &[
+                "SubAccountId",
+                "ResourceId",
+                "x_AllocationPolicyId",
+                "ChargePeriodStart",
+            ],
+        )
+    };
+    assert_eq!(per_day(&header_h, &csv_h), per_day(&header, &csv));
+    assert_split_by_hand(&header_h, &csv_h, from);
+
     // Parquet: the same rows, typed.
     let (status, ct, body) = get_bytes(
         &app,
@@ -457,6 +580,175 @@ pub(super) async fn the_focus_export_conforms_and_reconciles_to_the_cent() {
         )
         .await;
     assert_invalid(status, &v, &["format", "to"]);
+    let (status, v) = app
+        .get(
+            &format!("/v1/finops/gpu/allocation/focus?{query}&version=1.4&granularity=week"),
+            &app.admin_key,
+        )
+        .await;
+    assert_invalid(status, &v, &["version", "granularity"]);
+    // 1.2 in Parquet: its own columns.
+    let (status, _, body) = get_bytes(
+        &app,
+        &format!("/v1/finops/gpu/allocation/focus?{query}&format=parquet&version=1.2"),
+        &app.admin_key,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (p_header, p_rows) = parquet_as_text(&body);
+    assert_eq!(p_header, header12);
+    assert_eq!(p_rows.len(), csv12.len());
+}
+
+/// The split-cost columns of the first day's shared rows, by hand. Day 0 under the first policy, `vllm-shared`:
+/// hours 9, 12 and 13 split 7000 : 2000 tokens between A and B, hour 16 idle; every hour costs the same (one GPU
+/// at 400 W). GPU-hours: A 3 x 7/9 = 2.333333333, B 3 x 2/9 = 0.666666667, idle 1; the origin charge is the
+/// four hours, so the ratios are about 7/12, 2/12 and 3/12 (the rows are whole cents: exactly their cost over the
+/// origin's) and sum to exactly 1. Its B-owned `team-b-train` rows are not split. With hourly rows the hour 16
+/// row is the idle one alone: not split either.
+fn assert_split_by_hand(header: &[String], rows: &[Vec<Option<String>>], day0: Timestamp) {
+    let at = |n: &str| header.iter().position(|h| h == n).expect(n);
+    let day0 = day0.to_string();
+    let idle = "00000000-0000-0000-0000-000000000000";
+    let mut ratios = Vec::new();
+    for r in rows {
+        let get = |n: &str| r[at(n)].clone();
+        let day = get("ChargePeriodStart").expect("start");
+        if get("ResourceId").as_deref() == Some("team-b-train") {
+            assert_eq!(get("AllocatedMethodId"), None, "dedicated: not split");
+            continue;
+        }
+        let hourly = !day.ends_with("T00:00:00Z")
+            || get("ChargePeriodEnd").is_some_and(|e| !e.ends_with("T00:00:00Z"));
+        if hourly {
+            let sub = get("SubAccountId").expect("sub");
+            assert_eq!(get("AllocatedMethodId").is_some(), sub != idle, "{r:?}");
+            continue;
+        }
+        if day != day0 {
+            continue;
+        }
+        let sub = get("SubAccountId").expect("sub");
+        assert_eq!(
+            get("AllocatedMethodId").as_deref(),
+            Some("eai-gpu/usage-weighted-gpu-seconds")
+        );
+        assert_eq!(
+            get("x_AllocationBasis").as_deref(),
+            Some("usage-weighted-gpu-seconds")
+        );
+        assert_eq!(get("AllocatedResourceId").as_deref(), Some("vllm-shared"));
+        assert_eq!(get("AllocatedResourceName").as_deref(), Some("vllm-shared"));
+        let tags: Value = serde_json::from_str(&get("AllocatedTags").expect("tags")).expect("JSON");
+        let policy = get("x_AllocationPolicyId").expect("policy");
+        assert_eq!(
+            tags,
+            json!({ "eai-gpu/tenant": sub, "eai-gpu/policy": policy })
+        );
+        let details = get("AllocatedMethodDetails").expect("details");
+        let v: Value = serde_json::from_str(&details).expect("JSON");
+        let e = &v["Elements"][0];
+        assert_eq!(v["Elements"].as_array().map(Vec::len), Some(1), "{v}");
+        assert_eq!(e["UsageUnit"], "GPU-Hours");
+        // The numbers exactly as written.
+        let number = |key: &str| {
+            let from = details.find(&format!("\"{key}\":")).expect(key) + key.len() + 3;
+            let rest = &details[from..];
+            Decimal::from_str(&rest[..rest.find([',', '}']).expect("end")]).expect("a decimal")
+        };
+        let (want_hours, want_share) = match sub.as_str() {
+            TENANT_A => ("2.333333333", Decimal::new(7, 0) / Decimal::new(12, 0)),
+            TENANT_B => ("0.666666667", Decimal::new(2, 0) / Decimal::new(12, 0)),
+            _ => ("1", Decimal::new(3, 0) / Decimal::new(12, 0)),
+        };
+        assert_eq!(
+            number("UsageQuantity"),
+            Decimal::from_str(want_hours).expect("d"),
+            "{sub}"
+        );
+        let ratio = number("AllocatedRatio");
+        assert!(
+            (ratio - want_share).abs() < Decimal::new(2, 3),
+            "{sub}: {ratio}"
+        );
+        ratios.push(ratio);
+    }
+    if !ratios.is_empty() {
+        assert_eq!(ratios.len(), 3, "A, B and idle on day 0");
+        assert_eq!(ratios.iter().copied().sum::<Decimal>(), Decimal::ONE);
+    }
+}
+
+/// `scripts/focus-validator.sh conform` on `file`: the official 1.2 model (on a 1.3 file: without its new
+/// columns, after `scripts/focus13.py` checked them). Every rule passes but `InvoiceId-C-005-C`: the 1.2.0.1
+/// model checks it ("MUST NOT be null when invoiced") without its condition, and no row is invoiced here (the
+/// model's C-004, "null when not invoiced", passes). Sets the validator up first; never skips.
+pub(super) fn assert_the_validator_passes(file: &std::path::Path, version: &str) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let script = root.join("scripts/focus-validator.sh");
+    let setup = std::process::Command::new(&script)
+        .arg("setup")
+        .output()
+        .expect("scripts/focus-validator.sh runs");
+    assert!(
+        setup.status.success(),
+        "focus-validator could not be set up (SPEC §10):\n{}",
+        String::from_utf8_lossy(&setup.stderr)
+    );
+    let out = std::process::Command::new(&script)
+        .arg("conform")
+        .arg(file)
+        .args([version, "InvoiceId-C-005-C"])
+        .output()
+        .expect("scripts/focus-validator.sh runs");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let failing: Vec<&str> = report
+        .lines()
+        .filter_map(|l| l.strip_prefix("❌ "))
+        .filter_map(|l| l.split(':').next())
+        .collect();
+    assert_eq!(failing, ["InvoiceId-C-005-C"], "{report}");
+    let passes: u32 = report
+        .lines()
+        .filter_map(|l| l.strip_prefix("Total: "))
+        .filter_map(|l| l.split("| Pass: ").nth(1))
+        .filter_map(|l| l.split(' ').next()?.parse().ok())
+        .next_back()
+        .expect("a summary line");
+    assert!(passes >= 136, "{passes} rules passed: {report}");
+    if version == "1.3" {
+        assert!(report.contains("origin charge(s): ok"), "{report}");
+    }
+    assert!(out.status.success(), "{report}");
+}
+
+/// The official validator on the fleet's exports: 1.2 and 1.3, by the day, and 1.3 by the hour.
+pub(super) async fn the_official_validator_passes_the_fleets_exports() {
+    let app = spawn_app().await;
+    let (from, to) = three_days(&app).await;
+    for (version, granularity) in [("1.2", "day"), ("1.3", "day"), ("1.3", "hour")] {
+        let (status, text) = app
+            .get_text(
+                &format!(
+                    "/v1/finops/gpu/allocation/focus?from={from}&to={to}&version={version}\
+                     &granularity={granularity}"
+                ),
+                &app.admin_key,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{text}");
+        assert!(text.lines().count() > 10, "{text}");
+        let file = app
+            .dir
+            .path()
+            .join(format!("focus-{version}-{granularity}.csv"));
+        std::fs::write(&file, text).expect("written");
+        assert_the_validator_passes(&file, version);
+    }
 }
 
 fn unallocated_is_shared_only(allocation: &Value) -> bool {
@@ -497,6 +789,12 @@ pub(super) async fn a_tenant_reader_exports_only_its_own_rows() {
         .collect();
     assert_conforms(&header, &csv);
     assert_eq!(csv.len(), 4, "A's shared days under both policies: {text}");
+    // Not split for a tenant: the origin charge (the shared deployment's total) is withheld.
+    let method = header
+        .iter()
+        .position(|h| h == "AllocatedMethodId")
+        .expect("1.3");
+    assert!(csv.iter().all(|r| r[method].is_none()), "{text}");
     assert_eq!(
         sums(
             &header,

@@ -33,7 +33,24 @@ fn export_focus_writes_the_month_to_a_file_or_stdout() {
         &d,
     ]);
     assert!(ok, "{err}");
-    assert!(out.starts_with("BilledCost,BillingAccountId,"), "{out}");
+    // FOCUS 1.3 by default; 1.2 on asking.
+    assert!(out.starts_with("AllocatedMethodDetails,"), "{out}");
+    let (ok, out12, err) = run(&[
+        "export",
+        "focus",
+        "--period",
+        "2026-10",
+        "--version",
+        "1.2",
+        "--granularity",
+        "hour",
+        "--out",
+        "-",
+        "--data-dir",
+        &d,
+    ]);
+    assert!(ok, "{err}");
+    assert!(out12.starts_with("BilledCost,BillingAccountId,"), "{out12}");
     assert_eq!(out.lines().count(), 1, "no usage, no rows: {out}");
     let file = dir.join("october.parquet");
     let (ok, _, err) = run(&[
@@ -57,6 +74,14 @@ fn export_focus_writes_the_month_to_a_file_or_stdout() {
         (
             ["--period", "2026-10", "--format", "xlsx"],
             "`csv` or `parquet`",
+        ),
+        (
+            ["--period", "2026-10", "--version", "1.4"],
+            "`1.3` or `1.2`",
+        ),
+        (
+            ["--period", "2026-10", "--granularity", "week"],
+            "`day` or `hour`",
         ),
     ] {
         let mut all = vec!["export", "focus", "--out", "-", "--data-dir", &d];

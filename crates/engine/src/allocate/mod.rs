@@ -39,6 +39,26 @@ use pricing::Rates;
 use settle::tenant_rows;
 
 const DAY_MS: i64 = 86_400_000;
+const HOUR_MS: i64 = 3_600_000;
+
+/// The span of time each day item covers ([`AllocationConfig::item_span`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Span {
+    /// A UTC day.
+    #[default]
+    Day,
+    /// A UTC hour (a bucket, where buckets are longer).
+    Hour,
+}
+
+impl Span {
+    pub fn ms(self) -> i64 {
+        match self {
+            Span::Day => DAY_MS,
+            Span::Hour => HOUR_MS,
+        }
+    }
+}
 
 /// How usage is split in time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,9 +67,11 @@ pub struct AllocationConfig {
     pub bucket_ms: i64,
     /// Threads to use: 0 = the machine's cores for large inputs, one thread for small ones.
     pub threads: usize,
-    /// Also split each item and each unallocated cost per UTC day (`Allocation::day_items`, the FOCUS
+    /// Also split each item and each unallocated cost per span of time (`Allocation::day_items`, the FOCUS
     /// export's rows). Off by default: it costs a second split of every shared bucket.
     pub day_items: bool,
+    /// The span of a day item: a UTC day (default) or hour. A span is never shorter than a bucket.
+    pub item_span: Span,
 }
 
 impl Default for AllocationConfig {
@@ -58,6 +80,7 @@ impl Default for AllocationConfig {
             bucket_ms: 3_600_000,
             threads: 0,
             day_items: false,
+            item_span: Span::Day,
         }
     }
 }
@@ -122,8 +145,13 @@ struct Ctx<'a> {
     n_days: usize,
     /// Per bucket: its UTC day, as an index from `day0`.
     bucket_day: Vec<usize>,
-    /// Whether items are also split per day ([`AllocationConfig::day_items`]).
+    /// Whether items are also split per span ([`AllocationConfig::day_items`]).
     day_items: bool,
+    /// The day items' span ([`AllocationConfig::item_span`], at least a bucket), the start of the period's
+    /// first one, and per bucket its span, as an index from `span0`.
+    span_ms: i64,
+    span0: i64,
+    bucket_span: Vec<usize>,
 }
 
 impl<'a> Ctx<'a> {
@@ -138,6 +166,20 @@ impl<'a> Ctx<'a> {
                 usize::try_from((day.0 - day0) / DAY_MS).unwrap_or(0)
             })
             .collect();
+        let span_ms = config.item_span.ms().max(bucket_ms);
+        let span0 = period.from.floor_to(span_ms).0;
+        let bucket_span: Vec<usize> = if !config.day_items {
+            Vec::new()
+        } else if span_ms == DAY_MS {
+            bucket_day.clone()
+        } else {
+            (0..n_buckets)
+                .map(|bi| {
+                    let t = period.from.0 + bi as i64 * bucket_ms;
+                    usize::try_from((t - span0) / span_ms).unwrap_or(0)
+                })
+                .collect()
+        };
         Ctx {
             period,
             bucket_ms,
@@ -152,6 +194,9 @@ impl<'a> Ctx<'a> {
             n_days: bucket_day.last().map_or(0, |d| d + 1),
             bucket_day,
             day_items: config.day_items,
+            span_ms,
+            span0,
+            bucket_span,
         }
     }
 }
@@ -252,11 +297,11 @@ pub fn allocate(input: &AllocationInput<'_>) -> Allocation {
         ))
     });
     day_items.sort_by(|a, b| {
-        (&a.deployment_id, a.tenant_id, &a.policy_id, a.day).cmp(&(
+        (&a.deployment_id, a.tenant_id, &a.policy_id, a.start).cmp(&(
             &b.deployment_id,
             b.tenant_id,
             &b.policy_id,
-            b.day,
+            b.start,
         ))
     });
     Allocation {

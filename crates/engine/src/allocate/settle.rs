@@ -185,7 +185,7 @@ pub(super) fn settle_traced(
                     .push(rounding(*cur, policies, &parts, &unalloc, row.cost));
             }
             if let Some(b) = &by_day {
-                b.apportion(ctx, *cur, dep_id, &rounded, day_items);
+                b.apportion(ctx, *cur, dep_id, dep.dedicated, &rounded, day_items);
             }
             let (day_keys, quotas): (Vec<i64>, Vec<Decimal>) = days.of(*cur, ctx).unzip();
             for (d, amount) in day_keys
@@ -223,12 +223,29 @@ pub(super) fn settle_dedicated(
                 .merge(acc);
         }
     }
+    // Day items of day spans take the days' parts; of shorter spans, their own.
+    let spans_are_days = ctx.span_ms == DAY_MS;
     for ((day, p), acc) in per_day {
         let part = acc.priced(&ctx.rates[p]);
         days.add(ctx, p, day, part.cost);
         add_part(parts, (owner, p), &part);
-        if let Some(b) = by_day.as_deref_mut() {
+        if let Some(b) = by_day.as_deref_mut().filter(|_| spans_are_days) {
             b.add_owned(owner, p, day, &part, from_fixed(acc.est));
+        }
+    }
+    if let Some(b) = by_day.filter(|_| !spans_are_days) {
+        let mut per_span: BTreeMap<(usize, usize), Acc> = BTreeMap::new();
+        for (bi, b) in buckets.iter().enumerate() {
+            for (p, acc) in b.per_policy.iter() {
+                per_span
+                    .entry((ctx.bucket_span[bi], *p))
+                    .or_default()
+                    .merge(acc);
+            }
+        }
+        for ((span, p), acc) in per_span {
+            let part = acc.priced(&ctx.rates[p]);
+            b.add_owned(owner, p, span, &part, from_fixed(acc.est));
         }
     }
 }
@@ -307,7 +324,7 @@ pub(super) fn settle_shared(
             if let Some(b) = by_day.as_deref_mut() {
                 b.split(
                     *p,
-                    ctx.bucket_day[bi],
+                    ctx.bucket_span[bi],
                     &whole,
                     from_fixed(acc.est),
                     &fractions,
