@@ -289,3 +289,47 @@ async def test_focus_hourly_rows(client: AnyClient, world: World) -> None:
     with pytest.raises(ValidationError) as err:
         await maybe(client.finops.gpu_allocation_focus(start=start, end=end, granularity="week"))
     assert err.value.fields == ["granularity"]
+
+
+async def test_data_arriving_after_issue_is_an_adjustment(make_server: ServerFactory) -> None:
+    """A dedicated deployment of acme's, one GPU for the last hour of the previous month at a flat 10 USD
+    per GPU-hour: issued at 10.00. A second GPU's hour arrives after: the allocation now is 2 GPU-hours,
+    20.00; the statement keeps its line and totals (10.00) and shows one adjustment of +1 GPU-hour and
+    +10.00 USD, adjusted totals 20.00."""
+    srv = make_server(name="adjustments")
+    this_month = dt.datetime.now(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    hour = this_month - dt.timedelta(hours=1)
+    period = f"{hour.year:04d}-{hour.month:02d}"
+    async with AsyncEnterpriseAI(base_url=srv.url, api_key=srv.admin_key) as c:
+        acme = await c.tenants.create(slug="acme", name="Acme")
+        await c.finops.create_allocation_policy(
+            name="flat",
+            deployment_pattern="adj-*",
+            currency="USD",
+            gpu_hourly_cost=10,
+            effective_from="2020-01-01",
+        )
+        await c.finops.gpu_samples(hour_of_samples("GPU-a1", "adj-dedicated", hour, tenant_id=acme.id))
+        (issued,) = (await c.finops.issue_gpu_statements(period)).issued
+        assert issued.tenant_id == acme.id and issued.totals == [Money(Decimal("10.00"), "USD")]
+
+        await c.finops.gpu_samples(hour_of_samples("GPU-a2", "adj-dedicated", hour, tenant_id=acme.id))
+        st = await c.finops.gpu_statement(issued.number)
+        assert [(x.kind, x.gpu_hours, x.amount) for x in st.lines] == [
+            ("charge", Decimal(1), Money(Decimal("10.00"), "USD"))
+        ]
+        assert st.totals == [Money(Decimal("10.00"), "USD")]
+        (adj,) = st.adjustments
+        assert (adj.kind, adj.deployment_id, adj.policy_id) == (
+            "adjustment",
+            "adj-dedicated",
+            st.lines[0].policy_id,
+        )
+        assert adj.gpu_hours == Decimal(1) and adj.amount == Money(Decimal("10.00"), "USD")
+        assert st.adjusted_totals == [Money(Decimal("20.00"), "USD")]
+        text = await c.finops.gpu_statement_csv(issued.number)
+        kinds = [r["kind"] for r in csv.DictReader(io.StringIO(text, newline=""))]
+        assert kinds == ["charge", "total", "adjustment", "adjusted_total"], text
+        # Issued once: asking again changes nothing.
+        again = await c.finops.issue_gpu_statements(period)
+        assert again.issued == [] and again.already_issued[0].totals == [Money(Decimal("10.00"), "USD")]
