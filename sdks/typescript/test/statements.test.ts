@@ -190,6 +190,50 @@ describe("finops.gpu.statements", () => {
   });
 });
 
+describe("finops.gpu.statements: adjustments", () => {
+  test("data arriving after issue is an adjustment; the issued lines and totals stay", async () => {
+    // A server of its own: a dedicated deployment of one tenant, one GPU for the last hour of the previous month at
+    // a flat 10 USD per GPU-hour: issued at 10.00. A second GPU's hour arrives after: the allocation now is 2
+    // GPU-hours, 20.00; one adjustment of +1 GPU-hour and +10.00 USD, adjusted totals 20.00.
+    const own = await startServer();
+    try {
+      const c = new EnterpriseAI({ baseUrl: own.url, apiKey: own.adminKey, maxRetries: 0 });
+      const tenant = (await c.tenants.create({ slug: uniq("adj"), name: "Adjusted" })).id;
+      await c.finops.allocationPolicies.create({
+        name: "flat",
+        deployment_pattern: "adj-*",
+        currency: "USD",
+        gpu_hourly_cost: 10,
+        effective_from: "2020-01-01",
+      });
+      await c.finops.gpu.ingestSamples({ samples: hourOfSamples("GPU-adj-1", "adj-dedicated", hour, tenant) });
+      const { issued } = await c.finops.gpu.statements.issue({ period });
+      assert.equal(issued.length, 1, JSON.stringify(issued));
+      assert.deepEqual(amountsOf(issued[0]!.totals), [["10.00", "USD"]]);
+
+      await c.finops.gpu.ingestSamples({ samples: hourOfSamples("GPU-adj-2", "adj-dedicated", hour, tenant) });
+      const st = await c.finops.gpu.statements.get(issued[0]!.number);
+      assert.deepEqual(st.lines.map((l) => [l.kind, l.amount.amount]), [["charge", "10.00"]]);
+      assert.ok(equal(st.lines[0]!.gpu_hours, "1"), st.lines[0]!.gpu_hours);
+      assert.deepEqual(amountsOf(st.totals), [["10.00", "USD"]]);
+      assert.equal(st.adjustments.length, 1, JSON.stringify(st.adjustments));
+      const adj = st.adjustments[0]!;
+      assert.deepEqual([adj.kind, adj.deployment_id, adj.policy_id], ["adjustment", "adj-dedicated", st.lines[0]!.policy_id]);
+      assert.ok(equal(adj.gpu_hours, "1"), adj.gpu_hours);
+      assert.deepEqual([adj.amount.amount, adj.amount.currency], ["10.00", "USD"]);
+      assert.deepEqual(amountsOf(st.adjusted_totals), [["20.00", "USD"]]);
+      const kinds = (await c.finops.gpu.statements.getCsv(issued[0]!.number))
+        .split(/\r?\n/)
+        .filter((l) => l !== "")
+        .slice(1)
+        .map((l) => l.split(",")[0]);
+      assert.deepEqual(kinds, ["charge", "total", "adjustment", "adjusted_total"]);
+    } finally {
+      await own.stop();
+    }
+  });
+});
+
 describe("finops.gpu.allocationFocus: version and granularity", () => {
   const header = (b: Uint8Array) => (new TextDecoder().decode(b).split("\r\n", 1)[0] ?? "").split(",");
 
