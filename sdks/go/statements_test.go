@@ -323,3 +323,71 @@ func TestGpuStatements(t *testing.T) {
 		}
 	})
 }
+
+// TestGpuStatementAdjustment: on a server of its own, a dedicated deployment of one tenant, one GPU for the last
+// hour of the previous month at a flat 10 USD per GPU-hour: issued at 10.00. A second GPU's hour arrives after:
+// the allocation now is 2 GPU-hours, 20.00; the statement keeps its line and totals (10.00) and shows one
+// adjustment of +1 GPU-hour and +10.00 USD, adjusted totals 20.00.
+func TestGpuStatementAdjustment(t *testing.T) {
+	ctx := context.Background()
+	s := startServer(t, nil)
+	c, err := eai.NewClient(eai.WithBaseURL(s.URL), eai.WithAPIKey(s.AdminKey), eai.WithMaxRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	hour := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC).Add(-time.Hour)
+	tenant, err := c.Tenants.Create(ctx, eai.TenantCreate{Slug: "adj", Name: "Adjusted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.FinOps.CreateAllocationPolicy(ctx, eai.AllocationPolicyCreate{
+		Name: "flat", DeploymentPattern: "adj-*", Currency: "USD", GpuHourlyCost: "10", EffectiveFrom: "2020-01-01",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.FinOps.GpuSamples(ctx, hourOfSamples("GPU-adj-1", "adj-dedicated", tenant.ID, hour)); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.FinOps.IssueGpuStatements(ctx, eai.StatementIssue{Period: hour.Format("2006-01")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Issued) != 1 || out.Issued[0].TenantID != tenant.ID {
+		t.Fatalf("issued %+v", out)
+	}
+	moneyIs(t, "issued", out.Issued[0].Totals, "10.00", "USD")
+
+	if _, err := c.FinOps.GpuSamples(ctx, hourOfSamples("GPU-adj-2", "adj-dedicated", tenant.ID, hour)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.FinOps.GpuStatement(ctx, out.Issued[0].Number)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Lines) != 1 || st.Lines[0].Kind != eai.StatementLineCharge || !st.Lines[0].GpuHours.Equal("1") ||
+		!st.Lines[0].Amount.Amount.Equal("10.00") {
+		t.Errorf("lines %+v", st.Lines)
+	}
+	moneyIs(t, "totals", st.Totals, "10.00", "USD")
+	if len(st.Adjustments) != 1 {
+		t.Fatalf("adjustments %+v", st.Adjustments)
+	}
+	adj := st.Adjustments[0]
+	if adj.Kind != eai.StatementLineAdjustment || adj.DeploymentID != "adj-dedicated" || adj.PolicyID != st.Lines[0].PolicyID ||
+		!adj.GpuHours.Equal("1") || !adj.Amount.Amount.Equal("10.00") || adj.Amount.Currency != "USD" {
+		t.Errorf("adjustment %+v", adj)
+	}
+	moneyIs(t, "adjusted totals", st.AdjustedTotals, "20.00", "USD")
+	data, err := c.FinOps.GpuStatementCSV(ctx, out.Issued[0].Number)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, l := range strings.FieldsFunc(string(data), func(r rune) bool { return r == '\r' || r == '\n' })[1:] {
+		kinds = append(kinds, strings.SplitN(l, ",", 2)[0])
+	}
+	if !slices.Equal(kinds, []string{"charge", "total", "adjustment", "adjusted_total"}) {
+		t.Errorf("CSV:\n%s", data)
+	}
+}
