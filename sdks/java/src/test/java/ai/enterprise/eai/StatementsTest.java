@@ -214,6 +214,48 @@ class StatementsTest {
         }
     }
 
+    /**
+     * On a server of its own, a dedicated deployment of one tenant, one GPU for the last hour of the previous month
+     * at a flat 10 USD per GPU-hour: issued at 10.00. A second GPU's hour arrives after: the allocation now is 2
+     * GPU-hours, 20.00; the statement keeps its line and totals (10.00) and shows one adjustment of +1 GPU-hour and
+     * +10.00 USD, adjusted totals 20.00.
+     */
+    @Test
+    void dataArrivingAfterIssueIsAnAdjustment() {
+        try (EaiServer own = EaiServer.start("adjustments", EaiServer.randomKey(), EaiServer.noRateLimits());
+                EnterpriseAIClient c = own.builder().maxRetries(0).build()) {
+            Tenant t = c.tenants().create("adj-" + Fixtures.uniq(), "Adjusted");
+            c.finops().createAllocationPolicy(Map.of("name", "flat", "deployment_pattern", "adj-*",
+                    "currency", "USD", "gpu_hourly_cost", 10, "effective_from", "2020-01-01"));
+            List<Map<String, Object>> gpu1 = Fixtures.hourOfSamples("GPU-adj-1", "adj-dedicated", hour, 400);
+            gpu1.forEach(x -> x.put("tenant_id", t.id()));
+            c.finops().gpuSamples(gpu1);
+            StatementIssued out = c.finops().issueGpuStatements(month);
+            assertEquals(1, out.issued().size(), out.toString());
+            assertUsd("10.00", out.issued().get(0).totals(), "issued");
+
+            List<Map<String, Object>> gpu2 = Fixtures.hourOfSamples("GPU-adj-2", "adj-dedicated", hour, 400);
+            gpu2.forEach(x -> x.put("tenant_id", t.id()));
+            c.finops().gpuSamples(gpu2);
+            Statement st = c.finops().gpuStatement(out.issued().get(0).number());
+            assertEquals(1, st.lines().size(), st.lines().toString());
+            assertEquals("charge", st.lines().get(0).kind());
+            assertEquals(0, BigDecimal.ONE.compareTo(st.lines().get(0).gpuHours()));
+            assertUsd("10.00", st.totals(), "totals");
+            assertEquals(1, st.adjustments().size(), st.adjustments().toString());
+            StatementLine adj = st.adjustments().get(0);
+            assertEquals(List.of("adjustment", "adj-dedicated", st.lines().get(0).policyId()),
+                    List.of(adj.kind(), adj.deploymentId(), adj.policyId()));
+            assertEquals(0, BigDecimal.ONE.compareTo(adj.gpuHours()), adj.toString());
+            assertUsd("10.00", List.of(adj.amount()), "adjustment");
+            assertUsd("20.00", st.adjustedTotals(), "adjusted totals");
+            String csv = c.finops().gpuStatementCsv(st.number());
+            assertEquals(List.of("charge", "total", "adjustment", "adjusted_total"),
+                    Arrays.stream(csv.split("\r?\n")).skip(1).filter(l -> !l.isEmpty())
+                            .map(l -> l.split(",", -1)[0]).toList(), csv);
+        }
+    }
+
     private static List<String> header(byte[] csv) {
         String text = new String(csv, java.nio.charset.StandardCharsets.UTF_8);
         return List.of(text.substring(0, text.indexOf("\r\n")).split(","));
