@@ -240,6 +240,17 @@ pub(super) async fn a_closed_month_is_issued_once_per_tenant_and_reconciles_to_t
     assert_eq!(a["adjustments"], json!([]));
     assert_eq!(a["adjusted_totals"], json!([money("1.50")]));
 
+    // The platform's own: the idle hour at 10:00 on vllm-shared, one GPU-hour, 2.00.
+    let (status, idle) = app
+        .get(&format!("{path}/{}", number(NIL)), &app.admin_key)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{idle}");
+    assert_eq!(idle["tenant_name"], Value::Null);
+    assert_eq!(idle["lines"].as_array().map(Vec::len), Some(1), "{idle}");
+    assert_eq!(idle["lines"][0]["deployment_id"], "vllm-shared");
+    assert_eq!(idle["lines"][0]["gpu_hours"], "1.000000");
+    assert_eq!(idle["lines"][0]["amount"], money("2.00"));
+
     // A tenant's key: its own statements only; another's number is 404.
     let (status, mine) = app.get(path, &f.reader_a).await;
     assert_eq!(status, StatusCode::OK, "{mine}");
@@ -301,14 +312,30 @@ pub(super) async fn a_closed_month_is_issued_once_per_tenant_and_reconciles_to_t
 pub(super) async fn a_late_sample_shows_as_an_adjustment_and_the_csv_says_the_same() {
     let f = fleet().await;
     let app = &f.app;
-    let (status, issued) = app
-        .post(
-            "/v1/finops/gpu/statements",
-            &app.admin_key,
-            &json!({ "period": f.period, "tenant_id": TENANT_B }),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{issued}");
+    // Issued with an Idempotency-Key: a retry of the request is answered again (201 as first), not run again.
+    let send = || async {
+        let resp = app
+            .client
+            .post(app.url("/v1/finops/gpu/statements"))
+            .bearer_auth(&app.admin_key)
+            .header("Idempotency-Key", "issue-b")
+            .json(&json!({ "period": f.period, "tenant_id": TENANT_B }))
+            .send()
+            .await
+            .expect("sent");
+        let replayed = resp
+            .headers()
+            .get("idempotent-replayed")
+            .is_some_and(|v| v == "true");
+        let status = resp.status();
+        let body: Value = resp.json().await.expect("JSON");
+        (status, replayed, body)
+    };
+    let (status, replayed, issued) = send().await;
+    assert_eq!((status, replayed), (StatusCode::CREATED, false), "{issued}");
+    let (status, replayed, again) = send().await;
+    assert_eq!((status, replayed), (StatusCode::CREATED, true), "{again}");
+    assert_eq!(again, issued);
     assert_eq!(
         issued["issued"].as_array().map(Vec::len),
         Some(1),
