@@ -46,6 +46,18 @@ const (
 	FocusFormatParquet = "parquet"
 )
 
+// The FOCUS version of FinOps.GpuAllocationFocus's columns (WithFocusVersion, "version" query parameter).
+const (
+	FocusVersion13 = "1.3" // the default: 1.2's columns and the split-cost ones (AllocatedMethodId, …)
+	FocusVersion12 = "1.2"
+)
+
+// The rows of FinOps.GpuAllocationFocus (WithFocusGranularity, "granularity" query parameter).
+const (
+	FocusGranularityDay  = "day" // the default: a row per UTC day
+	FocusGranularityHour = "hour"
+)
+
 // ------------------------------------------------------------------------------------- cost per token
 
 // The basis of FinOps.GpuTokenCosts (query parameter `basis`).
@@ -310,6 +322,31 @@ func (l *RecommendationList) Deployment(id string) []Recommendation {
 	for _, r := range l.Items {
 		if r.DeploymentID == id {
 			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ------------------------------------------------------------------------------------------- statements
+
+// The values of StatementLine.Kind.
+const (
+	// StatementLineCharge: the tenant's GPU time on one deployment under one policy in the month, as issued.
+	StatementLineCharge = "charge"
+	// StatementLineAdjustment: the change data arriving after issue made to a charge (the allocation now minus it).
+	StatementLineAdjustment = "adjustment"
+)
+
+// UnallocatedTenantID is the TenantID of the statement of unallocated (idle) capacity, the platform's own: the
+// nil uuid.
+const UnallocatedTenantID = "00000000-0000-0000-0000-000000000000"
+
+// Tenant returns the statements of a tenant (none: nil).
+func (l *StatementList) Tenant(id string) []StatementSummary {
+	var out []StatementSummary
+	for _, s := range l.Statements {
+		if s.TenantID == id {
+			out = append(out, s)
 		}
 	}
 	return out

@@ -1460,3 +1460,79 @@ type AnomalyList struct {
 	To    string    `json:"to"`
 	Items []Anomaly `json:"items"`
 }
+
+// StatementLine is the schema StatementLine of the contract. A line of a statement: the tenant's GPU time on one
+// deployment under one allocation policy in the month (`charge`), or the change that data arriving after the
+// statement was issued made to it (`adjustment`: the allocation now minus the issued line; never a rewrite of the
+// issued line).
+type StatementLine struct {
+	Kind         string `json:"kind"`
+	DeploymentID string `json:"deployment_id"`
+	PolicyID     string `json:"policy_id"`
+	// GpuHours GPU-hours allocated (an adjustment: their change), 6 places.
+	GpuHours Decimal `json:"gpu_hours"`
+	// EnergyKwh Energy allocated in kWh (an adjustment: its change), 6 places.
+	EnergyKwh Decimal `json:"energy_kwh"`
+	// Amount An amount rounded to the currency's minor unit, e.g. {"amount": "412.70", "currency": "EUR"}.
+	Amount Money `json:"amount"`
+}
+
+// StatementSummary is the schema StatementSummary of the contract. An issued statement without its lines.
+type StatementSummary struct {
+	// Number `ST-YYYY-MM-NNNN`, unique, in the order statements were issued; the FOCUS `InvoiceId` of its rows.
+	Number string `json:"number"`
+	// TenantID The nil uuid for the statement of unallocated (idle) capacity, the platform's own.
+	TenantID   string  `json:"tenant_id"`
+	TenantName *string `json:"tenant_name"`
+	// Period The month, `YYYY-MM` (UTC).
+	Period   string `json:"period"`
+	IssuedAt string `json:"issued_at"`
+	// Totals One per currency, the sum of the lines.
+	Totals []Money `json:"totals"`
+}
+
+// Statement is the schema Statement of the contract. A tenant's closed month as issued: immutable, audited,
+// numbered. `lines` and `totals` are as issued; `adjustments` are computed at read time (`as_of`) from the
+// allocation now, one per deployment and policy whose figures changed since issue, and `adjusted_totals` = totals +
+// adjustments.
+type Statement struct {
+	// Number `ST-YYYY-MM-NNNN`, unique, in the order statements were issued; the FOCUS `InvoiceId` of its rows.
+	Number string `json:"number"`
+	// TenantID The nil uuid for the statement of unallocated (idle) capacity, the platform's own.
+	TenantID   string  `json:"tenant_id"`
+	TenantName *string `json:"tenant_name"`
+	Period     string  `json:"period"`
+	From       string  `json:"from"`
+	To         string  `json:"to"`
+	IssuedAt   string  `json:"issued_at"`
+	// IssuedBy Who issued it: the API key id, or `cli` for `eai-gpu statement --issue`.
+	IssuedBy       string          `json:"issued_by"`
+	Lines          []StatementLine `json:"lines"`
+	Totals         []Money         `json:"totals"`
+	Adjustments    []StatementLine `json:"adjustments"`
+	AdjustedTotals []Money         `json:"adjusted_totals"`
+	// AsOf When the adjustments were computed.
+	AsOf string `json:"as_of"`
+}
+
+// StatementList is the schema StatementList of the contract.
+type StatementList struct {
+	Statements []StatementSummary `json:"statements"`
+}
+
+// StatementIssue is the schema StatementIssue of the contract. Issue the statements of a month that is over.
+type StatementIssue struct {
+	// Period The month, `YYYY-MM` (UTC); it must be over.
+	Period string `json:"period"`
+	// TenantID One tenant's statement; absent: every tenant with cost in the month, and the statement of unallocated
+	// capacity (the nil uuid).
+	TenantID string `json:"tenant_id,omitempty"`
+}
+
+// StatementIssued is the schema StatementIssued of the contract.
+type StatementIssued struct {
+	// Issued Issued by this call.
+	Issued []StatementSummary `json:"issued"`
+	// AlreadyIssued Issued before; never issued twice.
+	AlreadyIssued []StatementSummary `json:"already_issued"`
+}

@@ -364,8 +364,9 @@ func WithLowUtilization(share Decimal) RequestOption {
 	return WithQueryParam("low_utilization", string(share))
 }
 
-// WithMonth sets the month of FinOps.GpuForecast (query parameter `period`, "YYYY-MM"). A year outside
-// 1..9999 or a month outside January..December is a configuration error, nothing sent.
+// WithMonth sets the month of FinOps.GpuForecast, or of FinOps.GpuStatements' filter (query parameter
+// `period`, "YYYY-MM"). A year outside 1..9999 or a month outside January..December is a configuration error,
+// nothing sent.
 func WithMonth(year int, month time.Month) RequestOption {
 	if year < 1 || year > 9999 || month < time.January || month > time.December {
 		return requestOnly(func(*call) error {
@@ -373,6 +374,20 @@ func WithMonth(year int, month time.Month) RequestOption {
 		})
 	}
 	return WithQueryParam("period", fmt.Sprintf("%04d-%02d", year, int(month)))
+}
+
+// WithFocusVersion sets the FOCUS version of FinOps.GpuAllocationFocus's columns (query parameter `version`):
+// FocusVersion13 (the server's default) or FocusVersion12; another is the server's validation_error on
+// version. An empty string leaves the parameter out.
+func WithFocusVersion(version string) RequestOption {
+	return WithQueryParam("version", version)
+}
+
+// WithFocusGranularity sets the rows of FinOps.GpuAllocationFocus (query parameter `granularity`):
+// FocusGranularityDay (the server's default, a row per UTC day) or FocusGranularityHour; another is the
+// server's validation_error on granularity. An empty string leaves the parameter out.
+func WithFocusGranularity(granularity string) RequestOption {
+	return WithQueryParam("granularity", granularity)
 }
 
 // WithRequestID sets the call's X-Request-Id, echoed by the server in its answer, its logs and the audit

@@ -83,17 +83,21 @@ func (f *FinOpsService) GpuAllocation(ctx context.Context, opts ...RequestOption
 // focusAccept is what a FOCUS export may answer: the file (CSV or Parquet), or an error in the JSON envelope.
 const focusAccept = "text/csv, application/vnd.apache.parquet, application/json"
 
-// GpuAllocationFocus returns the allocation of a period as a FOCUS 1.2 file, its bytes (GET
+// GpuAllocationFocus returns the allocation of a period as a FOCUS file, its bytes (GET
 // /v1/finops/gpu/allocation/focus). Give the period as for GpuAllocation, and optionally the format
-// (FocusFormatCSV, the default: RFC 4180 with a header line, or FocusFormatParquet):
+// (FocusFormatCSV, the default: RFC 4180 with a header line, or FocusFormatParquet), the FOCUS version of the
+// columns (WithFocusVersion: FocusVersion13, the server's default, or FocusVersion12) and the rows
+// (WithFocusGranularity: FocusGranularityDay, the default, or FocusGranularityHour):
 //
 //	csv, err := client.FinOps.GpuAllocationFocus(ctx, eai.WithQuery(map[string]string{
-//		"from": "2026-10-01", "to": "2026-10-31", "format": eai.FocusFormatCSV}))
+//		"from": "2026-10-01", "to": "2026-10-31", "format": eai.FocusFormatCSV}),
+//		eai.WithFocusVersion(eai.FocusVersion12), eai.WithFocusGranularity(eai.FocusGranularityHour))
 //
-// One row per tenant × deployment × policy × UTC day; BilledCost sums exactly to the allocation's allocated
-// for the same period (a platform caller also gets the x_Unallocated rows, and then the cost). Another
-// format, or a bad period, is an *APIError with Code "validation_error" whose Details name the field. A
-// tenant-scoped caller gets its own rows only.
+// One row per tenant × deployment × policy × UTC day (or hour); BilledCost sums exactly to the allocation's
+// allocated for the same period (a platform caller also gets the x_Unallocated rows, and then the cost). 1.3
+// adds the split-cost columns (AllocatedMethodId, …) and InvoiceId, the statement a row belongs to once
+// issued. Another format, version or granularity, or a bad period, is an *APIError with Code
+// "validation_error" whose Details name the field. A tenant-scoped caller gets its own rows only.
 func (f *FinOpsService) GpuAllocationFocus(ctx context.Context, opts ...RequestOption) ([]byte, error) {
 	cl, err := f.c.newCall(opts)
 	if err != nil {
@@ -302,6 +306,74 @@ func (f *FinOpsService) GpuAnomalies(ctx context.Context, opts ...RequestOption)
 		return nil, err
 	}
 	return &out, nil
+}
+
+// GpuStatements lists the issued statements, without their lines (GET /v1/finops/gpu/statements), newest
+// period first, then by number. Filter with WithMonth (only that month) and "tenant_id" in WithQuery (only
+// that tenant's; platform callers):
+//
+//	list, err := client.FinOps.GpuStatements(ctx, eai.WithMonth(2026, time.October))
+//
+// A tenant's key sees its own only. A bad period is an *APIError matching ErrValidation whose Fields() name
+// period.
+func (f *FinOpsService) GpuStatements(ctx context.Context, opts ...RequestOption) (*StatementList, error) {
+	var out StatementList
+	if err := f.c.op(ctx, "listGpuStatements", nil, nil, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// IssueGpuStatements issues the statements of a month that is over (POST /v1/finops/gpu/statements;
+// platform_admin). body is a StatementIssue or a map such as map[string]any{"period": "2026-10"}:
+//
+//	out, err := client.FinOps.IssueGpuStatements(ctx, eai.StatementIssue{Period: "2026-10"})
+//
+// Each tenant with cost in the month gets a numbered statement (ST-YYYY-MM-NNNN) of its allocated cost, to the
+// cent; with no TenantID the platform also gets the statement of unallocated capacity (UnallocatedTenantID). A
+// statement is issued once and never changes: one issued before comes back in AlreadyIssued. Retried with the
+// same Idempotency-Key (WithIdempotencyKey, else a fresh one). A month not over is an *APIError matching
+// ErrValidation whose Fields() name period.
+func (f *FinOpsService) IssueGpuStatements(ctx context.Context, body any, opts ...RequestOption) (*StatementIssued, error) {
+	var out StatementIssued
+	if err := f.c.op(ctx, "issueGpuStatements", nil, body, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GpuStatement returns one issued statement (GET /v1/finops/gpu/statements/{number}): its Lines and Totals as
+// issued, the Adjustments data that arrived since made to it (computed at AsOf) and AdjustedTotals (Totals +
+// Adjustments). Money is Money and quantities Decimal: exact.
+//
+//	st, err := client.FinOps.GpuStatement(ctx, "ST-2026-10-0001")
+//
+// A tenant's key reads its own only: another's is an *APIError matching ErrNotFound.
+func (f *FinOpsService) GpuStatement(ctx context.Context, number string, opts ...RequestOption) (*Statement, error) {
+	var out Statement
+	if err := f.c.op(ctx, "getGpuStatement", []string{number}, nil, &out, opts); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// statementCSVAccept is what a statement's CSV may answer: the file, or an error in the JSON envelope.
+const statementCSVAccept = "text/csv, application/json"
+
+// GpuStatementCSV returns GpuStatement as CSV, its bytes (format=csv): a header
+// kind,deployment_id,policy_id,gpu_hours,energy_kwh,amount,currency, the charge lines, a total line per
+// currency, the adjustment lines and an adjusted_total line per currency.
+func (f *FinOpsService) GpuStatementCSV(ctx context.Context, number string, opts ...RequestOption) ([]byte, error) {
+	cl, err := f.c.newCall(append(append([]RequestOption(nil), opts...), WithQueryParam("format", "csv")))
+	if err != nil {
+		return nil, err
+	}
+	cl.accept = statementCSVAccept
+	var out json.RawMessage
+	if err := f.c.invoke(ctx, cl, "getGpuStatement", []string{number}, nil, &out); err != nil {
+		return nil, err
+	}
+	return []byte(out), nil
 }
 
 // CreateAllocationPolicy creates an allocation policy (POST /v1/finops/allocation-policies;

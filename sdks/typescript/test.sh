@@ -123,7 +123,7 @@ node cjs.cjs
 
 # The published declarations type-check for an ESM and a CommonJS consumer (strict, node16 resolution).
 cat > consumer.mts <<'TS'
-import { EnterpriseAI, type Allocation, type AllocationSeries, type GpuSampleIngestResult, type GpuUsageBreakdown, type Money, type SlurmJobStatus, type SlurmReconciliation, type TokenCostList, ValidationError, totalCost } from "@enterprise-ai/sdk";
+import { EnterpriseAI, type Allocation, type AllocationSeries, type GpuSampleIngestResult, type GpuUsageBreakdown, type Money, type SlurmJobStatus, type SlurmReconciliation, type Statement, type StatementIssued, type TokenCostList, ValidationError, totalCost } from "@enterprise-ai/sdk";
 const client = new EnterpriseAI({ baseUrl: "http://127.0.0.1:9", apiKey: "eai_live_x" });
 export async function f(): Promise<string> {
   const r: GpuSampleIngestResult = await client.finops.gpu.ingestSamples({ samples: [] });
@@ -140,6 +140,11 @@ export async function f(): Promise<string> {
   const sr: SlurmReconciliation = await client.finops.gpu.slurmReconciliation({ sacct: { jobs: [{ job_id: 1 }] }, from: "2026-10-01", idleBelow: "0.1" });
   const status: SlurmJobStatus | undefined = sr.jobs[0]?.status;
   if (status === "not_in_slurm" || sr.idle_cost.length < 0) return "";
+  const issued: StatementIssued = await client.finops.gpu.statements.issue({ period: "2026-10" }, { idempotencyKey: "close-2026-10" });
+  const st: Statement = await client.finops.gpu.statements.get(issued.issued[0]?.number ?? "ST-2026-10-0001");
+  const csvText: string = await client.finops.gpu.statements.getCsv(st.number);
+  const v12: Uint8Array = await client.finops.gpu.allocationFocus({ from: "2026-10-01", version: "1.2", granularity: "hour" });
+  if (st.adjusted_totals.length < 0 || csvText === "" || v12.length < 0) return "";
   try { await client.tenants.get("acme"); } catch (e) { if (e instanceof ValidationError) return e.fields.join(","); }
   return `${r.accepted} ${cost ?? ""}`;
 }

@@ -48,7 +48,7 @@ export {
 export type { AnyErrorCode, BatchProgress, ClientErrorCode } from "./errors.js";
 export { UsageEmitter } from "./emitter.js";
 export type { EmitterFailure, UsageEmitterOptions } from "./emitter.js";
-export { AllocationPolicies, Budgets, FinOps, FinOpsGpu, Reservations } from "./resources/finops.js";
+export { AllocationPolicies, Budgets, FinOps, FinOpsGpu, Reservations, Statements } from "./resources/finops.js";
 export { Audit } from "./resources/audit.js";
 export { totalCost } from "./money.js";
 export { ApiKeys, Auth } from "./resources/auth.js";

@@ -213,6 +213,30 @@ export type AnomalyList = Schemas["AnomalyList"];
 export type Anomaly = Schemas["Anomaly"];
 /** `cost` or `gpu_seconds`. */
 export type AnomalyMetric = Anomaly["metric"];
+/** The issued statements, without their lines (`GET /v1/finops/gpu/statements`): newest period first, then by number. */
+export type StatementList = Schemas["StatementList"];
+/**
+ * An issued statement without its lines: its `number` (`ST-YYYY-MM-NNNN`, the FOCUS `InvoiceId` of its rows), the
+ * tenant (`tenant_id` the nil uuid: the platform's unallocated capacity), the `period` (`YYYY-MM`), `issued_at`
+ * and `totals` ({@link Money}, one per currency).
+ */
+export type StatementSummary = Schemas["StatementSummary"];
+/**
+ * A tenant's closed month as issued (`GET /v1/finops/gpu/statements/{number}`): immutable `lines` and `totals`;
+ * `adjustments` computed at `as_of` from the allocation now, and `adjusted_totals` = totals + adjustments.
+ */
+export type Statement = Schemas["Statement"];
+/**
+ * A line of a statement: a tenant's GPU time on one deployment under one policy (`charge`), or its change since
+ * issue (`adjustment`); `gpu_hours` and `energy_kwh` decimal strings (6 places), `amount` {@link Money}.
+ */
+export type StatementLine = Schemas["StatementLine"];
+/** `charge` or `adjustment`. */
+export type StatementLineKind = StatementLine["kind"];
+/** The body of `POST /v1/finops/gpu/statements`: the month, and one tenant's only if given. */
+export type StatementIssue = Schemas["StatementIssue"];
+/** The answer of `POST /v1/finops/gpu/statements`: those `issued` by this call, and those `already_issued`. */
+export type StatementIssued = Schemas["StatementIssued"];
 /** The body of `POST /v1/finops/allocation-policies`. */
 export type AllocationPolicyCreate = Schemas["AllocationPolicyCreate"];
 /** The body of `POST /v1/finops/allocation-policies/{id}/supersede`. */
@@ -318,6 +342,12 @@ export type ForecastQuery = NonNullable<operations["getGpuForecast"]["parameters
 export type AllocationFocusQuery = NonNullable<operations["getGpuAllocationFocus"]["parameters"]["query"]>;
 /** The file of a FOCUS export: `"csv"` (RFC 4180, a header line) or `"parquet"`. */
 export type FocusFormat = NonNullable<AllocationFocusQuery["format"]>;
+/** The FOCUS version of an export's columns: `"1.3"` (the server's default) or `"1.2"`. */
+export type FocusVersion = NonNullable<AllocationFocusQuery["version"]>;
+/** The rows of a FOCUS export: a row per UTC `"day"` (the default) or per `"hour"`. */
+export type FocusGranularity = NonNullable<AllocationFocusQuery["granularity"]>;
+/** The query of `GET /v1/finops/gpu/statements`, as the contract spells it. */
+export type StatementsQuery = NonNullable<operations["listGpuStatements"]["parameters"]["query"]>;
 /** The query of `GET /v1/finops/gpu/usage`, as the contract spells it (`group_by` and `filter` as strings). */
 export type GpuUsageQuery = NonNullable<operations["getGpuUsageBreakdown"]["parameters"]["query"]>;
 /**
@@ -364,6 +394,10 @@ export interface TokenCostsParams extends AllocationParams {
 export interface AllocationFocusParams extends AllocationParams {
   /** Default `"csv"`; or `"parquet"`. */
   format?: FocusFormat;
+  /** The FOCUS columns: `"1.3"` (left out: the server's default, with the split-cost columns) or `"1.2"`. */
+  version?: FocusVersion;
+  /** A row per UTC `"day"` (left out: the default) or per `"hour"`. */
+  granularity?: FocusGranularity;
 }
 
 /** The deployment, period and reader of {@link FinOpsGpu.explain}. */
@@ -422,4 +456,20 @@ export interface RecommendationsParams extends AllocationParams {
 export interface ForecastParams {
   /** `"YYYY-MM"`, or a `Date` (its UTC year and month). Default: the current month (UTC, the server's clock). */
   period?: ForecastQuery["period"] | Date;
+}
+
+/** The filters of {@link Statements.list}. */
+export interface StatementsParams {
+  /** Only this month: `"YYYY-MM"`, or a `Date` (its UTC year and month). */
+  period?: StatementsQuery["period"] | Date;
+  /** Only this tenant's (platform callers). */
+  tenantId?: StatementsQuery["tenant_id"];
+}
+
+/** The month (and tenant) of {@link Statements.issue}. */
+export interface StatementIssueParams {
+  /** The month, over: `"YYYY-MM"`, or a `Date` (its UTC year and month). */
+  period: StatementIssue["period"] | Date;
+  /** One tenant's statement; left out: every tenant with cost in the month, and the unallocated capacity's. */
+  tenantId?: string;
 }

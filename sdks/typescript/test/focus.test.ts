@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { EnterpriseAI, ValidationError, type UsageEventInput } from "@enterprise-ai/sdk";
+import { parseCsv } from "./helpers/csv.js";
 import { hourOfSamples, hourStart, uniq } from "./helpers/data.js";
 import { equal, sum } from "./helpers/money.js";
 import { startServer, type TestServer } from "./helpers/server.js";
@@ -25,43 +26,6 @@ let to: Date;
 
 function event(tenant: string, dep: string, at: Date, units: Record<string, number | string>): UsageEventInput {
   return { usage_type: "llm_tokens", source: "gateway", occurred_at: at, deployment_id: dep, tenant_id: tenant, units };
-}
-
-/** An RFC 4180 file: its header and its rows as column -> value. */
-function parseCsv(bytes: Uint8Array): { header: string[]; rows: Record<string, string>[] } {
-  const text = new TextDecoder().decode(bytes);
-  const records: string[][] = [];
-  let record: string[] = [];
-  let field = "";
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') {
-        field += '"';
-        i++;
-      } else if (c === '"') quoted = false;
-      else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ",") {
-      record.push(field);
-      field = "";
-    } else if (c === "\r" && text[i + 1] === "\n") {
-      record.push(field);
-      records.push(record);
-      record = [];
-      field = "";
-      i++;
-    } else field += c;
-  }
-  assert.ok(record.length === 0 && field === "", "the file ends with CRLF");
-  const [header, ...rest] = records;
-  assert.ok(header, "a header line");
-  const rows = rest.map((r) => {
-    assert.equal(r.length, header.length, r.join());
-    return Object.fromEntries(header.map((h, i) => [h, r[i] ?? ""]));
-  });
-  return { header, rows };
 }
 
 const billed = (rows: Record<string, string>[]) => sum(rows.map((r) => r["BilledCost"] ?? "x"));

@@ -111,6 +111,12 @@ __all__ = [
     "SeriesTotal",
     "SlurmJobLine",
     "SlurmReconciliation",
+    "Statement",
+    "StatementIssue",
+    "StatementIssued",
+    "StatementLine",
+    "StatementList",
+    "StatementSummary",
     "Tenant",
     "TenantCreate",
     "TenantList",
@@ -1990,6 +1996,144 @@ class AnomalyList(ItemList[Anomaly], Result, Model):
         )
 
 
+@dataclass(frozen=True)
+class StatementLine(Model):
+    """A line of a statement: the tenant's GPU time on one deployment under one allocation policy in the month (`charge`), or the change that data arriving after the statement was issued made to it (`adjustment`: the allocation now minus the issued line; never a rewrite of the issued line)."""
+
+    kind: str
+    deployment_id: str
+    policy_id: str
+    gpu_hours: Decimal
+    """GPU-hours allocated (an adjustment: their change), 6 places."""
+    energy_kwh: Decimal
+    """Energy allocated in kWh (an adjustment: its change), 6 places."""
+    amount: Money
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The JSON object as the server sent it (fields this SDK does not name included)."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> StatementLine:
+        return cls(
+            kind=p_str(d["kind"]),
+            deployment_id=p_str(d["deployment_id"]),
+            policy_id=p_str(d["policy_id"]),
+            gpu_hours=p_dec(d["gpu_hours"]),
+            energy_kwh=p_dec(d["energy_kwh"]),
+            amount=Money.from_json(p_obj(d["amount"])),
+            raw=p_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class StatementSummary(Model):
+    """An issued statement without its lines."""
+
+    number: str
+    """`ST-YYYY-MM-NNNN`, unique, in the order statements were issued; the FOCUS `InvoiceId` of its rows."""
+    tenant_id: str
+    """The nil uuid for the statement of unallocated (idle) capacity, the platform's own."""
+    tenant_name: Optional[str]
+    period: str
+    """The month, `YYYY-MM` (UTC)."""
+    issued_at: _dt.datetime
+    totals: List[Money]
+    """One per currency, the sum of the lines."""
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The JSON object as the server sent it (fields this SDK does not name included)."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> StatementSummary:
+        return cls(
+            number=p_str(d["number"]),
+            tenant_id=p_str(d["tenant_id"]),
+            tenant_name=p_opt(d["tenant_name"], p_str),
+            period=p_str(d["period"]),
+            issued_at=p_instant(d["issued_at"]),
+            totals=p_list(d["totals"], lambda v: Money.from_json(p_obj(v))),
+            raw=p_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class Statement(Result, Model):
+    """A tenant's closed month as issued: immutable, audited, numbered. `lines` and `totals` are as issued; `adjustments` are computed at read time (`as_of`) from the allocation now, one per deployment and policy whose figures changed since issue, and `adjusted_totals` = totals + adjustments."""
+
+    number: str
+    """`ST-YYYY-MM-NNNN`, unique, in the order statements were issued; the FOCUS `InvoiceId` of its rows."""
+    tenant_id: str
+    """The nil uuid for the statement of unallocated (idle) capacity, the platform's own."""
+    tenant_name: Optional[str]
+    period: str
+    from_: _dt.datetime
+    to: _dt.datetime
+    issued_at: _dt.datetime
+    issued_by: str
+    """Who issued it: the API key id, or `cli` for `eai-gpu statement --issue`."""
+    lines: List[StatementLine]
+    totals: List[Money]
+    adjustments: List[StatementLine]
+    adjusted_totals: List[Money]
+    as_of: _dt.datetime
+    """When the adjustments were computed."""
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The JSON object as the server sent it (fields this SDK does not name included)."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Statement:
+        return cls(
+            number=p_str(d["number"]),
+            tenant_id=p_str(d["tenant_id"]),
+            tenant_name=p_opt(d["tenant_name"], p_str),
+            period=p_str(d["period"]),
+            from_=p_instant(d["from"]),
+            to=p_instant(d["to"]),
+            issued_at=p_instant(d["issued_at"]),
+            issued_by=p_str(d["issued_by"]),
+            lines=p_list(d["lines"], lambda v: StatementLine.from_json(p_obj(v))),
+            totals=p_list(d["totals"], lambda v: Money.from_json(p_obj(v))),
+            adjustments=p_list(d["adjustments"], lambda v: StatementLine.from_json(p_obj(v))),
+            adjusted_totals=p_list(d["adjusted_totals"], lambda v: Money.from_json(p_obj(v))),
+            as_of=p_instant(d["as_of"]),
+            raw=p_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class StatementList(Result, Model):
+    """``StatementList`` of the contract."""
+
+    statements: List[StatementSummary]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The JSON object as the server sent it (fields this SDK does not name included)."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> StatementList:
+        return cls(
+            statements=p_list(d["statements"], lambda v: StatementSummary.from_json(p_obj(v))),
+            raw=p_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class StatementIssued(Result, Model):
+    """``StatementIssued`` of the contract."""
+
+    issued: List[StatementSummary]
+    """Issued by this call."""
+    already_issued: List[StatementSummary]
+    """Issued before; never issued twice."""
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The JSON object as the server sent it (fields this SDK does not name included)."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> StatementIssued:
+        return cls(
+            issued=p_list(d["issued"], lambda v: StatementSummary.from_json(p_obj(v))),
+            already_issued=p_list(d["already_issued"], lambda v: StatementSummary.from_json(p_obj(v))),
+            raw=p_raw(d),
+        )
+
+
 class GpuSample(TypedDict, total=False):
     """What one GPU (or one MIG slice / time-slice of it) did during one window: the item of POST /v1/finops/gpu/samples (SPEC §2). A sample covers [timestamp - window_seconds, timestamp) and is identified by (gpu_uuid, timestamp): a re-sent sample is accepted again but counted once. Decimals are given as a JSON number or a decimal string. `null` on an optional field means absent. Unknown fields are rejected (validation_error)."""
 
@@ -2310,5 +2454,14 @@ class SacctDocument(TypedDict, total=False):
     """The output of `sacct --json` (Slurm 22.05 on): its `jobs` are read, every other field ignored."""
 
     jobs: List[SacctDocumentJobsInput]
+
+
+class StatementIssue(TypedDict, total=False):
+    """Issue the statements of a month that is over."""
+
+    period: str
+    """The month, `YYYY-MM` (UTC); it must be over."""
+    tenant_id: Optional[str]
+    """One tenant's statement; absent: every tenant with cost in the month, and the statement of unallocated capacity (the nil uuid)."""
 
 ApiKey.register(ApiKeyCreated)

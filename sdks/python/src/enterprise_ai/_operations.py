@@ -48,6 +48,9 @@ from .types import (
     Reservation,
     SampleIngestResult,
     SlurmReconciliation,
+    Statement,
+    StatementIssued,
+    StatementList,
     Tenant,
     TenantList,
     TokenCostList,
@@ -187,14 +190,20 @@ FOCUS_ACCEPT = "text/csv, application/vnd.apache.parquet, application/json"
 
 
 def gpu_allocation_focus(
-    cfg: ClientConfig, start: Optional[DateLike], end: Optional[DateLike], format: Optional[str]
+    cfg: ClientConfig,
+    start: Optional[DateLike],
+    end: Optional[DateLike],
+    format: Optional[str],
+    version: Optional[str],
+    granularity: Optional[str],
 ) -> Op[bytes]:
+    params = {**_period(start, end), "format": format, "version": version, "granularity": granularity}
     return _call(
         cfg,
         "getGpuAllocationFocus",
         None,
         bytes,
-        params={**_period(start, end), "format": format},
+        params=params,
         accept=FOCUS_ACCEPT,
         binary=True,
     )
@@ -350,6 +359,64 @@ def gpu_anomalies(cfg: ClientConfig, start: Optional[DateLike], end: Optional[Da
         None,
         lambda d: AnomalyList.from_json(as_object(d)),
         params=_period(start, end),
+    )
+
+
+def gpu_statements(
+    cfg: ClientConfig, period: Optional[MonthLike], tenant_id: Optional[str]
+) -> Op[StatementList]:
+    return _call(
+        cfg,
+        "listGpuStatements",
+        None,
+        lambda d: StatementList.from_json(as_object(d)),
+        params={"period": _month_param(period), "tenant_id": tenant_id},
+    )
+
+
+def issue_gpu_statements(
+    cfg: ClientConfig, period: MonthLike, tenant_id: Optional[str], idempotency_key: Optional[str]
+) -> Op[StatementIssued]:
+    month = _month_param(period)
+    if month is None:
+        raise TypeError("period is required: the month to issue, 'YYYY-MM' or a date")
+    body: Dict[str, Any] = {"period": month}
+    if tenant_id is not None:
+        body["tenant_id"] = tenant_id
+    # A creation, but one that never happens twice: a statement already issued comes back under
+    # already_issued, and the Idempotency-Key (the same on each retry) gives a retry the first answer.
+    return _call(
+        cfg,
+        "issueGpuStatements",
+        None,
+        lambda d: StatementIssued.from_json(as_object(d)),
+        body=body,
+        idempotency_key=idempotency_key,
+    )
+
+
+def gpu_statement(cfg: ClientConfig, number: str) -> Op[Statement]:
+    return _call(
+        cfg,
+        "getGpuStatement",
+        {"number": number},
+        lambda d: Statement.from_json(as_object(d)),
+    )
+
+
+#: What a statement's CSV may answer: the file, or an error in the JSON envelope.
+STATEMENT_CSV_ACCEPT = "text/csv, application/json"
+
+
+def gpu_statement_csv(cfg: ClientConfig, number: str) -> Op[str]:
+    return _call(
+        cfg,
+        "getGpuStatement",
+        {"number": number},
+        lambda b: bytes(b).decode("utf-8"),
+        params={"format": "csv"},
+        accept=STATEMENT_CSV_ACCEPT,
+        binary=True,
     )
 
 

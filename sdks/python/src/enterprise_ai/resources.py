@@ -56,6 +56,9 @@ from .types import (
     Reservation,
     SampleIngestResult,
     SlurmReconciliation,
+    Statement,
+    StatementIssued,
+    StatementList,
     Tenant,
     TenantList,
     TokenCostList,
@@ -240,21 +243,32 @@ class Finops(_SyncResource):
 
     @operation("getGpuAllocationFocus")
     def gpu_allocation_focus(
-        self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None, format: str = "csv"
+        self,
+        *,
+        start: Optional[DateLike] = None,
+        end: Optional[DateLike] = None,
+        format: str = "csv",
+        version: Optional[str] = None,
+        granularity: Optional[str] = None,
     ) -> bytes:
-        """The allocation of ``[start, end)`` as a FOCUS 1.2 file, its bytes
+        """The allocation of ``[start, end)`` as a FOCUS file, its bytes
         (``GET /v1/finops/gpu/allocation/focus``; the allocation's readers, a tenant's: its rows only).
 
-        ``format``: ``"csv"`` (RFC 4180, a header line; default) or ``"parquet"``. One row per tenant x
-        deployment x policy x UTC day; ``BilledCost`` sums to the allocation's ``allocated`` for the same
-        period (a platform_admin also gets the ``x_Unallocated`` rows: then it sums to the cost). ``start``
-        and ``end`` as for :meth:`gpu_allocation`. Another ``format``, or a bad period, is a
-        :class:`~enterprise_ai.ValidationError` naming the field::
+        ``format``: ``"csv"`` (RFC 4180, a header line; default) or ``"parquet"``. ``version``: the FOCUS
+        columns, ``"1.3"`` (left out: the server's default, with the split-cost columns such as
+        ``AllocatedMethodId``) or ``"1.2"``. ``granularity``: a row per tenant x deployment x policy x UTC
+        ``"day"`` (left out: the default) or ``"hour"``. ``BilledCost`` sums to the allocation's
+        ``allocated`` for the same period (a platform_admin also gets the ``x_Unallocated`` rows: then it
+        sums to the cost). ``start`` and ``end`` as for :meth:`gpu_allocation`. Another ``format``,
+        ``version`` or ``granularity``, or a bad period, is a :class:`~enterprise_ai.ValidationError` naming
+        the field::
 
-            csv = client.finops.gpu_allocation_focus(start="2026-10-01", end="2026-10-31")
+            csv = client.finops.gpu_allocation_focus(start="2026-10-01", end="2026-10-31", version="1.2")
             rows = list(csv_module.DictReader(io.StringIO(csv.decode("utf-8"))))
         """
-        return self._client._run(ops.gpu_allocation_focus(self._cfg, start, end, format))
+        return self._client._run(
+            ops.gpu_allocation_focus(self._cfg, start, end, format, version, granularity)
+        )
 
     def gpu_allocation_focus_to_file(
         self,
@@ -263,6 +277,8 @@ class Finops(_SyncResource):
         start: Optional[DateLike] = None,
         end: Optional[DateLike] = None,
         format: str = "csv",
+        version: Optional[str] = None,
+        granularity: Optional[str] = None,
     ) -> Path:
         """:meth:`gpu_allocation_focus` written to ``path`` (replaced if it exists; nothing is written on an
         error). Returns the path::
@@ -270,7 +286,9 @@ class Finops(_SyncResource):
             client.finops.gpu_allocation_focus_to_file("october.parquet", start="2026-10-01",
                                                        end="2026-10-31", format="parquet")
         """
-        data = self.gpu_allocation_focus(start=start, end=end, format=format)
+        data = self.gpu_allocation_focus(
+            start=start, end=end, format=format, version=version, granularity=granularity
+        )
         target = Path(path)
         target.write_bytes(data)
         return target
@@ -408,6 +426,71 @@ class Finops(_SyncResource):
         checks each closed hour once it is settled. ``start`` and ``end`` as for :meth:`gpu_allocation`.
         """
         return self._client._run(ops.gpu_anomalies(self._cfg, start, end))
+
+    @operation("listGpuStatements")
+    def gpu_statements(
+        self, *, period: Optional[ops.MonthLike] = None, tenant_id: Optional[str] = None
+    ) -> StatementList:
+        """The issued statements, without their lines (``GET /v1/finops/gpu/statements``; the allocation's
+        readers, a tenant's key: its own). Newest period first, then by number::
+
+            for s in client.finops.gpu_statements(period="2026-10").statements:
+                s.number, s.tenant_name, s.totals
+
+        ``period``: only this month, ``"YYYY-MM"`` or a ``date`` (its month). ``tenant_id``: only this
+        tenant's (platform callers). A bad ``period`` is a :class:`~enterprise_ai.ValidationError` naming it.
+        """
+        return self._client._run(ops.gpu_statements(self._cfg, period, tenant_id))
+
+    @operation("issueGpuStatements")
+    def issue_gpu_statements(
+        self,
+        period: ops.MonthLike,
+        *,
+        tenant_id: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> StatementIssued:
+        """Issues the statements of a month that is over (``POST /v1/finops/gpu/statements``; platform_admin).
+
+        Each tenant with cost in the month gets a numbered statement (``ST-YYYY-MM-NNNN``) of its allocated
+        cost, and with no ``tenant_id`` the platform gets one of the unallocated capacity (``tenant_id`` the
+        nil uuid). A statement is issued once and never changes: one issued before comes back under
+        ``already_issued``, never twice::
+
+            out = client.finops.issue_gpu_statements("2026-10")
+            [(s.number, s.tenant_id, s.totals) for s in out.issued]
+
+        ``period``: ``"YYYY-MM"`` or a ``date`` (its month). ``tenant_id``: that tenant's statement only.
+        ``idempotency_key``: sent as ``Idempotency-Key`` (default a fresh one, the same on each retry). A
+        month not over is a :class:`~enterprise_ai.ValidationError` naming ``period``.
+        """
+        return self._client._run(ops.issue_gpu_statements(self._cfg, period, tenant_id, idempotency_key))
+
+    @operation("getGpuStatement")
+    def gpu_statement(self, number: str) -> Statement:
+        """One issued statement with its lines, and the adjustments data that arrived since made to it
+        (``GET /v1/finops/gpu/statements/{number}``; the allocation's readers, a tenant's key: its own,
+        another's is a :class:`~enterprise_ai.NotFoundError`)::
+
+            st = client.finops.gpu_statement("ST-2026-10-0001")
+            st.totals, [(line.deployment_id, line.gpu_hours, line.amount) for line in st.lines]
+            st.adjustments, st.adjusted_totals, st.as_of
+
+        ``lines`` and ``totals`` are as issued; ``adjustments`` (the allocation now minus the issued line,
+        per deployment and policy that changed) are computed at ``as_of``, and ``adjusted_totals`` =
+        ``totals`` + ``adjustments``. Amounts and quantities are ``Decimal``.
+        """
+        return self._client._run(ops.gpu_statement(self._cfg, number))
+
+    @operation("getGpuStatement")
+    def gpu_statement_csv(self, number: str) -> str:
+        """:meth:`gpu_statement` as CSV text (``format=csv``): a header
+        ``kind,deployment_id,policy_id,gpu_hours,energy_kwh,amount,currency``, the charge lines, a ``total``
+        line per currency, the adjustment lines and an ``adjusted_total`` line per currency::
+
+            rows = list(csv.DictReader(io.StringIO(client.finops.gpu_statement_csv("ST-2026-10-0001"))))
+        """
+        return self._client._run(ops.gpu_statement_csv(self._cfg, number))
 
     @operation("createAllocationPolicy")
     def create_allocation_policy(
@@ -629,9 +712,17 @@ class AsyncFinops(_AsyncResource):
     @_doc(Finops.gpu_allocation_focus)
     @operation("getGpuAllocationFocus")
     async def gpu_allocation_focus(
-        self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None, format: str = "csv"
+        self,
+        *,
+        start: Optional[DateLike] = None,
+        end: Optional[DateLike] = None,
+        format: str = "csv",
+        version: Optional[str] = None,
+        granularity: Optional[str] = None,
     ) -> bytes:
-        return await self._client._run(ops.gpu_allocation_focus(self._cfg, start, end, format))
+        return await self._client._run(
+            ops.gpu_allocation_focus(self._cfg, start, end, format, version, granularity)
+        )
 
     @_doc(Finops.gpu_allocation_focus_to_file)
     async def gpu_allocation_focus_to_file(
@@ -641,8 +732,12 @@ class AsyncFinops(_AsyncResource):
         start: Optional[DateLike] = None,
         end: Optional[DateLike] = None,
         format: str = "csv",
+        version: Optional[str] = None,
+        granularity: Optional[str] = None,
     ) -> Path:
-        data = await self.gpu_allocation_focus(start=start, end=end, format=format)
+        data = await self.gpu_allocation_focus(
+            start=start, end=end, format=format, version=version, granularity=granularity
+        )
         target = Path(path)
         target.write_bytes(data)
         return target
@@ -704,6 +799,36 @@ class AsyncFinops(_AsyncResource):
         self, *, start: Optional[DateLike] = None, end: Optional[DateLike] = None
     ) -> AnomalyList:
         return await self._client._run(ops.gpu_anomalies(self._cfg, start, end))
+
+    @_doc(Finops.gpu_statements)
+    @operation("listGpuStatements")
+    async def gpu_statements(
+        self, *, period: Optional[ops.MonthLike] = None, tenant_id: Optional[str] = None
+    ) -> StatementList:
+        return await self._client._run(ops.gpu_statements(self._cfg, period, tenant_id))
+
+    @_doc(Finops.issue_gpu_statements)
+    @operation("issueGpuStatements")
+    async def issue_gpu_statements(
+        self,
+        period: ops.MonthLike,
+        *,
+        tenant_id: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> StatementIssued:
+        return await self._client._run(
+            ops.issue_gpu_statements(self._cfg, period, tenant_id, idempotency_key)
+        )
+
+    @_doc(Finops.gpu_statement)
+    @operation("getGpuStatement")
+    async def gpu_statement(self, number: str) -> Statement:
+        return await self._client._run(ops.gpu_statement(self._cfg, number))
+
+    @_doc(Finops.gpu_statement_csv)
+    @operation("getGpuStatement")
+    async def gpu_statement_csv(self, number: str) -> str:
+        return await self._client._run(ops.gpu_statement_csv(self._cfg, number))
 
     @_doc(Finops.create_allocation_policy)
     @operation("createAllocationPolicy")

@@ -53,7 +53,7 @@ export interface paths {
         };
         /**
          * FOCUS 1.2 export of a period's GPU allocation (CSV or Parquet)
-         * @description Who: as GET /v1/finops/gpu/allocation (platform_admin: every tenant and the unallocated rows; the other readers: their tenant's rows only). One row per tenant x deployment x allocation policy x UTC day, FOCUS 1.2 columns plus `x_` ones (README, "FOCUS export"). BilledCost = EffectiveCost = ListCost = ContractedCost = the allocated cost; the days of a (tenant, deployment, policy) sum exactly to that item's `allocated` in GET /v1/finops/gpu/allocation for the same from/to. Rows with `x_Unallocated` true (SubAccountId the nil uuid, platform callers only) hold the idle cost, so all rows sum to the deployments' `cost`. Period rules and limits as GET /v1/finops/gpu/allocation.
+         * @description Who: as GET /v1/finops/gpu/allocation (platform_admin: every tenant and the unallocated rows; the other readers: their tenant's rows only). One row per tenant x deployment x allocation policy x UTC day (or hour, `granularity=hour`), FOCUS 1.3 columns by default (`version=1.2` for 1.2's), plus `x_` ones (README, "FOCUS export"). BilledCost = EffectiveCost = ListCost = ContractedCost = the allocated cost; the rows of a (tenant, deployment, policy) sum exactly to that item's `allocated` in GET /v1/finops/gpu/allocation for the same from/to. Rows with `x_Unallocated` true (SubAccountId the nil uuid, platform callers only) hold the idle cost, so all rows sum to the deployments' `cost`. 1.3's split-cost columns: the origin charge is a deployment's cost under one policy over the row's charge period; each row split from it (the tenants' shares and the idle share) carries `AllocatedMethodId` (the policy's method, `eai-gpu/<basis>`), `AllocatedMethodDetails` (`{"Elements":[{"AllocatedRatio":r,"UsageUnit":u,"UsageQuantity":q}]}`: the row's exact share of the origin charge, the ratios of an origin charge summing to 1, and the usage it was split by), `AllocatedResourceId`/`AllocatedResourceName` (the deployment) and `AllocatedTags` (`{"eai-gpu/tenant": id, "eai-gpu/policy": id}`). `InvoiceId` is the number of the statement (POST /v1/finops/gpu/statements) a row belongs to once issued, else null. Period rules and limits as GET /v1/finops/gpu/allocation.
          */
         get: operations["getGpuAllocationFocus"];
         put?: never;
@@ -772,6 +772,50 @@ export interface paths {
          * @description SPEC §13. Who: the allocation's readers; a tenant's key sees its dedicated deployments' only. Every closed hour of every deployment is checked once it is settled (`EAI_ANOMALY_CHECK_SECONDS`, default 3600; on the replica holding the job's lease) against the same deployment's hours of the trailing `EAI_ANOMALY_BASELINE_DAYS` (28) in which it ran: an hour is an anomaly when its value is more than `EAI_ANOMALY_THRESHOLD_MADS` (5) scaled median absolute deviations (1.4826 x MAD) away from their median, and more than `EAI_ANOMALY_MIN_RATIO` (0.5) of the median away from it (a steady deployment's MAD is 0), with at least 24 baseline hours. Metrics: `cost` (per currency) and `gpu_seconds`. Each is recorded once (`eai_gpu_spend_anomalies_total{metric}` counts them) and, where `EAI_ANOMALY_WEBHOOK_URL` is set, posted once as `gpu.anomaly`, signed as budget webhooks with `EAI_ANOMALY_WEBHOOK_SECRET`. Newest hour first.
          */
         get: operations["listGpuAnomalies"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/finops/gpu/statements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Issued statements
+         * @description Who: the allocation's readers (a tenant's key: its own statements). Newest period first, then by number.
+         */
+        get: operations["listGpuStatements"];
+        put?: never;
+        /**
+         * Issue the statements of a month that is over
+         * @description Who: platform_admin. Each tenant's statement of the month (and, with no `tenant_id`, the statement of unallocated capacity) is computed from the allocation of the month as GET /v1/finops/gpu/allocation answers it: a line per deployment and policy, totals per currency, equal to the tenant's allocated cost to the cent. It gets the next number, is stored, audited (`gpu_statement.issue`) and never changes; a statement already issued is returned under `already_issued`, never issued twice. A tenant with no cost in the month gets none. A month not over is 422 (field `period`). 201 when one was issued, else 200.
+         */
+        post: operations["issueGpuStatements"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/finops/gpu/statements/{number}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One issued statement, with its adjustments
+         * @description Who: the allocation's readers (a tenant's key: its own; another's is 404). JSON by default; `format=csv` gives the same as CSV: a header `kind,deployment_id,policy_id,gpu_hours,energy_kwh,amount,currency`, the charge lines, a `total` line per currency, the adjustment lines and an `adjusted_total` line per currency.
+         */
+        get: operations["getGpuStatement"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2058,6 +2102,89 @@ export interface components {
             to: string;
             items: components["schemas"]["Anomaly"][];
         };
+        /** @description A line of a statement: the tenant's GPU time on one deployment under one allocation policy in the month (`charge`), or the change that data arriving after the statement was issued made to it (`adjustment`: the allocation now minus the issued line; never a rewrite of the issued line). */
+        StatementLine: {
+            /** @enum {string} */
+            kind: "charge" | "adjustment";
+            deployment_id: string;
+            policy_id: string;
+            /** @description GPU-hours allocated (an adjustment: their change), 6 places. */
+            gpu_hours: components["schemas"]["DecimalString"];
+            /** @description Energy allocated in kWh (an adjustment: its change), 6 places. */
+            energy_kwh: components["schemas"]["DecimalString"];
+            amount: components["schemas"]["Money"];
+        };
+        /** @description An issued statement without its lines. */
+        StatementSummary: {
+            /**
+             * @description `ST-YYYY-MM-NNNN`, unique, in the order statements were issued; the FOCUS `InvoiceId` of its rows.
+             * @example ST-2026-10-0001
+             */
+            number: string;
+            /**
+             * Format: uuid
+             * @description The nil uuid for the statement of unallocated (idle) capacity, the platform's own.
+             */
+            tenant_id: string;
+            tenant_name: string | null;
+            /** @description The month, `YYYY-MM` (UTC). */
+            period: string;
+            /** Format: date-time */
+            issued_at: string;
+            /** @description One per currency, the sum of the lines. */
+            totals: components["schemas"]["Money"][];
+        };
+        /** @description A tenant's closed month as issued: immutable, audited, numbered. `lines` and `totals` are as issued; `adjustments` are computed at read time (`as_of`) from the allocation now, one per deployment and policy whose figures changed since issue, and `adjusted_totals` = totals + adjustments. */
+        Statement: {
+            /**
+             * @description `ST-YYYY-MM-NNNN`, unique, in the order statements were issued; the FOCUS `InvoiceId` of its rows.
+             * @example ST-2026-10-0001
+             */
+            number: string;
+            /**
+             * Format: uuid
+             * @description The nil uuid for the statement of unallocated (idle) capacity, the platform's own.
+             */
+            tenant_id: string;
+            tenant_name: string | null;
+            period: string;
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            /** Format: date-time */
+            issued_at: string;
+            /** @description Who issued it: the API key id, or `cli` for `eai-gpu statement --issue`. */
+            issued_by: string;
+            lines: components["schemas"]["StatementLine"][];
+            totals: components["schemas"]["Money"][];
+            adjustments: components["schemas"]["StatementLine"][];
+            adjusted_totals: components["schemas"]["Money"][];
+            /**
+             * Format: date-time
+             * @description When the adjustments were computed.
+             */
+            as_of: string;
+        };
+        StatementList: {
+            statements: components["schemas"]["StatementSummary"][];
+        };
+        /** @description Issue the statements of a month that is over. */
+        StatementIssue: {
+            /** @description The month, `YYYY-MM` (UTC); it must be over. */
+            period: string;
+            /**
+             * Format: uuid
+             * @description One tenant's statement; absent: every tenant with cost in the month, and the statement of unallocated capacity (the nil uuid).
+             */
+            tenant_id?: string | null;
+        };
+        StatementIssued: {
+            /** @description Issued by this call. */
+            issued: components["schemas"]["StatementSummary"][];
+            /** @description Issued before; never issued twice. */
+            already_issued: components["schemas"]["StatementSummary"][];
+        };
     };
     responses: {
         /** @description No, unknown or revoked API key. */
@@ -2436,6 +2563,10 @@ export interface operations {
                 to?: components["parameters"]["to"];
                 /** @description `csv` (default) or `parquet`; anything else is 422 validation_error (field `format`). */
                 format?: "csv" | "parquet";
+                /** @description The FOCUS version of the columns: `1.3` (default) or `1.2`; anything else is 422 validation_error (field `version`). */
+                version?: "1.2" | "1.3";
+                /** @description `day` (default: a row per UTC day) or `hour` (a row per hour, the charge period the hour); anything else is 422 validation_error (field `granularity`). */
+                granularity?: "day" | "hour";
             };
             header?: {
                 /**
@@ -4695,6 +4826,186 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AnomalyList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listGpuStatements: {
+        parameters: {
+            query?: {
+                /** @description Only this month, `YYYY-MM`. */
+                period?: string;
+                /** @description Only this tenant's (platform callers). */
+                tenant_id?: string;
+            };
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StatementList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    issueGpuStatements: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+                /**
+                 * @description Makes a retried POST or DELETE safe: the same key from the same caller (API key) with the same request (method, path and query, X-EAI-Tenant, body) is answered with the first 2xx answer again (status, body, Content-Type, Location), marked `Idempotent-Replayed: true`, and is not run (nor audited) again. The same key with another request is 409 `idempotency_key_reused`; while the first request with the key still runs, 409 `idempotency_key_in_flight` with Retry-After. A non-2xx answer is not kept: a retry with the key runs again. Keys are the caller's own (two callers never share one) and kept at least 24 hours (EAI_IDEMPOTENCY_RETENTION). 1 to 255 printable ASCII characters, else 422 `validation_error` on the field `Idempotency-Key`.
+                 * @example 3f6e1c9a-7b2d-4e58-a1c0-9d8b7e6f5a41
+                 */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StatementIssue"];
+            };
+        };
+        responses: {
+            /** @description Nothing new: every statement asked for was already issued. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StatementIssued"];
+                };
+            };
+            /** @description Issued. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StatementIssued"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getGpuStatement: {
+        parameters: {
+            query?: {
+                /** @description `json` (default) or `csv`. */
+                format?: "json" | "csv";
+            };
+            header?: {
+                /**
+                 * @description Caller's request id: echoed in the X-Request-Id response header (one is generated when absent).
+                 * @example 6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f
+                 */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /**
+                 * @description W3C Trace Context: continued by the server's spans (which carry eai.tenant_id, eai.project, eai.agent_id, eai.run_id) and propagated downstream. An invalid value is ignored (a new trace starts).
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["traceparent"];
+                /**
+                 * @description Signs the call in to a tenant, by slug or id (SPEC §7). A platform_admin's reads become exactly that tenant's readers' (platform actions such as posting samples or creating policies keep working); a tenant's key may only name its own tenant (else 403 `forbidden`); an unknown slug is 404 `not_found`.
+                 * @example acme
+                 */
+                "X-EAI-Tenant"?: components["parameters"]["X-EAI-Tenant"];
+                /**
+                 * @description The language of error messages (`message`): `fr` or `en` (default). `message_i18n` always carries both.
+                 * @example fr
+                 */
+                "Accept-Language"?: components["parameters"]["Accept-Language"];
+            };
+            path: {
+                /** @example ST-2026-10-0001 */
+                number: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Statement"];
+                    "text/csv": string;
                 };
             };
             401: components["responses"]["Unauthorized"];

@@ -37,6 +37,12 @@ import type {
   ReservationCreate,
   SlurmReconciliation,
   SlurmReconciliationParams,
+  Statement,
+  StatementIssue,
+  StatementIssueParams,
+  StatementIssued,
+  StatementList,
+  StatementsParams,
   TokenCostList,
   TokenCostsParams,
 } from "../types.js";
@@ -46,10 +52,13 @@ import { isoInstant } from "../util.js";
 /** `client.finops.gpu`: GPU samples, the cost allocation, cost per token, cost over time and Slurm's jobs. */
 export class FinOpsGpu {
   #client: EnterpriseAI;
+  /** The numbered statements of closed months: `statements.issue`, `list`, `get`, `getCsv`. */
+  readonly statements: Statements;
 
   /** @internal */
   constructor(client: EnterpriseAI) {
     this.#client = client;
+    this.statements = new Statements(client);
   }
 
   /**
@@ -112,22 +121,30 @@ export class FinOpsGpu {
   }
 
   /**
-   * The allocation of a period as a FOCUS 1.2 file (`GET /v1/finops/gpu/allocation/focus`), its bytes: CSV
-   * (`format: "csv"`, the default; RFC 4180 in UTF-8, a header line) or Parquet (`format: "parquet"`). One row
-   * per tenant x deployment x policy x UTC day; `BilledCost` sums exactly to the allocation's `allocated` for
-   * the same period (a platform caller also gets the `x_Unallocated` rows, and then the cost). `from`/`to` as
-   * for {@link allocation}. Another `format`, or a bad period, is a `ValidationError` naming the field.
+   * The allocation of a period as a FOCUS file (`GET /v1/finops/gpu/allocation/focus`), its bytes: CSV
+   * (`format: "csv"`, the default; RFC 4180 in UTF-8, a header line) or Parquet (`format: "parquet"`). FOCUS
+   * 1.3's columns (`version: "1.3"`, the server's default: the split-cost columns such as `AllocatedMethodId`, and
+   * `InvoiceId`, the statement a row belongs to once issued) or 1.2's (`version: "1.2"`). One row per tenant x
+   * deployment x policy x UTC day (`granularity: "day"`, the default) or hour (`granularity: "hour"`);
+   * `BilledCost` sums exactly to the allocation's `allocated` for the same period (a platform caller also gets
+   * the `x_Unallocated` rows, and then the cost). `from`/`to` as for {@link allocation}. Another `format`,
+   * `version` or `granularity`, or a bad period, is a `ValidationError` naming the field.
    *
    * Who: the allocation's readers (a tenant's: its rows only).
    *
    * @example
    * const csv = new TextDecoder().decode(await client.finops.gpu.allocationFocus({ from: "2026-10-01", to: "2026-10-31" }));
+   * const v12 = await client.finops.gpu.allocationFocus({ from: "2026-10-01", to: "2026-10-31", version: "1.2", granularity: "hour" });
    * // Node: await fs.writeFile("october.parquet", await client.finops.gpu.allocationFocus({ from, to, format: "parquet" }));
    */
   allocationFocus(params: AllocationFocusParams = {}, options?: RequestOptions): Promise<Uint8Array> {
     return this.#client._operation<Uint8Array>(
       "getGpuAllocationFocus",
-      { query: { ...period(params), format: params.format }, accept: FOCUS_ACCEPT, responseType: "bytes" },
+      {
+        query: { ...period(params), format: params.format, version: params.version, granularity: params.granularity },
+        accept: FOCUS_ACCEPT,
+        responseType: "bytes",
+      },
       options,
     );
   }
@@ -332,11 +349,96 @@ function decimalParam(v: string | number | undefined): string | undefined {
   return v === undefined ? undefined : String(v);
 }
 
-/** The `period` query of a forecast: a string as given, a `Date` as its UTC `YYYY-MM`. */
-function monthParam(v: string | Date | undefined): string | undefined {
+/** The `period` of a forecast or a statement: a string as given, a `Date` as its UTC `YYYY-MM`. */
+function monthParam(v: string | Date | undefined, what = "forecast"): string | undefined {
   if (!(v instanceof Date)) return v;
-  if (Number.isNaN(v.getTime())) throw new TypeError("forecast: { period } is an invalid Date");
+  if (Number.isNaN(v.getTime())) throw new TypeError(`${what}: { period } is an invalid Date`);
   return v.toISOString().slice(0, 7);
+}
+
+/** What a statement's CSV may answer: the file, or an error in the JSON envelope. */
+const STATEMENT_CSV_ACCEPT = "text/csv, application/json";
+
+/**
+ * `client.finops.gpu.statements`: a tenant's closed month, numbered (`ST-YYYY-MM-NNNN`), stored and audited once
+ * issued, never changed; data that arrives later shows as its `adjustments` when read.
+ */
+export class Statements {
+  #client: EnterpriseAI;
+
+  /** @internal */
+  constructor(client: EnterpriseAI) {
+    this.#client = client;
+  }
+
+  /**
+   * Issues the statements of a month that is over (`POST /v1/finops/gpu/statements`): each tenant with cost in
+   * the month gets one, its totals its allocated cost to the cent, and with no `tenantId` the platform gets the
+   * statement of unallocated capacity (`tenant_id` the nil uuid). A statement is issued once: one issued before
+   * comes back under `already_issued`. A month not over is a `ValidationError` naming `period`. Retried like
+   * every call, with the same `Idempotency-Key` (`options.idempotencyKey`, else a fresh one).
+   *
+   * Who: platform_admin.
+   *
+   * @example
+   * const { issued, already_issued } = await client.finops.gpu.statements.issue({ period: "2026-10" });
+   * for (const s of issued) console.log(s.number, s.tenant_id, s.totals);
+   */
+  issue(params: StatementIssueParams, options?: RequestOptions): Promise<WithRequestId<StatementIssued>> {
+    const month = monthParam(params?.period, "statements.issue");
+    if (month === undefined) throw new TypeError("statements.issue: { period } is required");
+    const body: StatementIssue = { period: month };
+    if (params.tenantId !== undefined) body.tenant_id = params.tenantId;
+    return this.#client._operation<StatementIssued>("issueGpuStatements", { body }, options);
+  }
+
+  /**
+   * The issued statements, without their lines (`GET /v1/finops/gpu/statements`), newest period first, then by
+   * number. `period`: only this month; `tenantId`: only this tenant's (platform callers). A bad `period` is a
+   * `ValidationError` naming it.
+   *
+   * Who: the allocation's readers (a tenant's key: its own).
+   *
+   * @example
+   * const { statements } = await client.finops.gpu.statements.list({ period: "2026-10" });
+   */
+  list(params: StatementsParams = {}, options?: RequestOptions): Promise<WithRequestId<StatementList>> {
+    return this.#client._operation<StatementList>(
+      "listGpuStatements",
+      { query: { period: monthParam(params.period, "statements.list"), tenant_id: params.tenantId } },
+      options,
+    );
+  }
+
+  /**
+   * One issued statement (`GET /v1/finops/gpu/statements/{number}`): its `lines` and `totals` as issued, the
+   * `adjustments` data that arrived since made to it (computed at `as_of`) and `adjusted_totals`. Money is
+   * {@link Money} (decimal strings), quantities decimal strings.
+   *
+   * Who: the allocation's readers (a tenant's key: its own; another's is a `NotFoundError`).
+   *
+   * @example
+   * const st = await client.finops.gpu.statements.get("ST-2026-10-0001");
+   * for (const line of st.lines) console.log(line.deployment_id, line.gpu_hours, line.amount.amount);
+   */
+  get(number: string, options?: RequestOptions): Promise<WithRequestId<Statement>> {
+    return this.#client._operation<Statement>("getGpuStatement", { params: { number } }, options);
+  }
+
+  /**
+   * {@link get} as CSV text (`format=csv`): a header `kind,deployment_id,policy_id,gpu_hours,energy_kwh,amount,currency`,
+   * the charge lines, a `total` line per currency, the adjustment lines and an `adjusted_total` line per currency.
+   *
+   * @example
+   * const csv = await client.finops.gpu.statements.getCsv("ST-2026-10-0001");
+   */
+  getCsv(number: string, options?: RequestOptions): Promise<string> {
+    return this.#client._operation<string>(
+      "getGpuStatement",
+      { params: { number }, query: { format: "csv" }, accept: STATEMENT_CSV_ACCEPT, responseType: "text" },
+      options,
+    );
+  }
 }
 
 /** What a FOCUS export may answer: the file (CSV or Parquet), or an error in the JSON envelope. */

@@ -32,6 +32,12 @@ public enum ApiOperation {
     GET_GPU_FORECAST("getGpuForecast", "GET", "/v1/finops/gpu/forecast"),
     /** {@code GET /v1/finops/gpu/anomalies}. */
     LIST_GPU_ANOMALIES("listGpuAnomalies", "GET", "/v1/finops/gpu/anomalies"),
+    /** {@code GET /v1/finops/gpu/statements}. */
+    LIST_GPU_STATEMENTS("listGpuStatements", "GET", "/v1/finops/gpu/statements"),
+    /** {@code POST /v1/finops/gpu/statements}. */
+    ISSUE_GPU_STATEMENTS("issueGpuStatements", "POST", "/v1/finops/gpu/statements"),
+    /** {@code GET /v1/finops/gpu/statements/{number}}. */
+    GET_GPU_STATEMENT("getGpuStatement", "GET", "/v1/finops/gpu/statements/{number}"),
     /** {@code POST /v1/finops/allocation-policies}. */
     CREATE_ALLOCATION_POLICY("createAllocationPolicy", "POST", "/v1/finops/allocation-policies"),
     /** {@code GET /v1/finops/allocation-policies}. */

@@ -15,6 +15,9 @@ import ai.enterprise.eai.model.IngestResult;
 import ai.enterprise.eai.model.RecommendationList;
 import ai.enterprise.eai.model.Reservation;
 import ai.enterprise.eai.model.SlurmReconciliation;
+import ai.enterprise.eai.model.Statement;
+import ai.enterprise.eai.model.StatementIssued;
+import ai.enterprise.eai.model.StatementList;
 import ai.enterprise.eai.model.TokenCostList;
 import ai.enterprise.eai.model.UsageDimension;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -166,19 +169,25 @@ public final class FinopsResource extends Resource {
     private static final String FOCUS_ACCEPT = "text/csv, application/vnd.apache.parquet, application/json";
 
     /**
-     * The allocation of a period as a FOCUS 1.2 file, its bytes ({@code GET /v1/finops/gpu/allocation/focus};
-     * the allocation's readers, a tenant's: its rows only). One row per tenant x deployment x policy x UTC day;
-     * {@code BilledCost} sums exactly to the allocation's {@code allocated} for the same period (a platform caller
-     * also gets the {@code x_Unallocated} rows, and then the cost).
+     * The allocation of a period as a FOCUS file, its bytes ({@code GET /v1/finops/gpu/allocation/focus}; the
+     * allocation's readers, a tenant's: its rows only). FOCUS 1.3's columns by default (with the split-cost ones,
+     * {@code AllocatedMethodId}, ..., and {@code InvoiceId}, the statement a row belongs to once issued), or
+     * 1.2's. One row per tenant x deployment x policy x UTC day (or hour); {@code BilledCost} sums exactly to the
+     * allocation's {@code allocated} for the same period (a platform caller also gets the {@code x_Unallocated}
+     * rows, and then the cost).
      *
      * <pre>{@code
      * byte[] csv = client.finops().gpuAllocationFocus(Map.of("from", "2026-10-01", "to", "2026-10-31"));
+     * byte[] v12 = client.finops().gpuAllocationFocus(Map.of("from", "2026-10-01", "to", "2026-10-31",
+     *         "version", "1.2", "granularity", "hour"));
      * }</pre>
      *
      * @param params {@code from} and {@code to} as for {@link #gpuAllocation(Map)}; {@code format}: {@code "csv"}
-     *     (default: RFC 4180, a header line) or {@code "parquet"}
+     *     (default: RFC 4180, a header line) or {@code "parquet"}; {@code version}: {@code "1.3"} (default) or
+     *     {@code "1.2"}; {@code granularity}: {@code "day"} (default) or {@code "hour"}
      * @return the file's bytes (CSV in UTF-8, or Parquet)
-     * @throws ValidationException when a parameter is invalid (another {@code format}: the field {@code format})
+     * @throws ValidationException when a parameter is invalid (another {@code format}, {@code version} or
+     *     {@code granularity}: that field)
      * @throws EnterpriseAIException on any other error
      */
     public byte[] gpuAllocationFocus(Map<String, ?> params) {
@@ -214,6 +223,46 @@ public final class FinopsResource extends Resource {
         Map<String, Object> p = period(from, to);
         p.put("format", format);
         return gpuAllocationFocus(p);
+    }
+
+    /**
+     * The FOCUS export of {@code [from, to)} in a FOCUS version and granularity; see
+     * {@link #gpuAllocationFocus(Map)}.
+     *
+     * @param from start (inclusive)
+     * @param to end (exclusive)
+     * @param format {@code "csv"}, {@code "parquet"}, or {@code null} for the default ({@code csv})
+     * @param version {@code "1.3"}, {@code "1.2"}, or {@code null} for the default ({@code 1.3})
+     * @param granularity {@code "day"}, {@code "hour"}, or {@code null} for the default ({@code day})
+     * @return the file's bytes
+     * @throws EnterpriseAIException on an error
+     */
+    public byte[] gpuAllocationFocus(Instant from, Instant to, String format, String version, String granularity) {
+        return gpuAllocationFocus(focus(period(from, to), format, version, granularity));
+    }
+
+    /**
+     * The FOCUS export of whole UTC days in a FOCUS version and granularity; see {@link #gpuAllocationFocus(Map)}.
+     *
+     * @param from first day
+     * @param to last day (included)
+     * @param format {@code "csv"}, {@code "parquet"}, or {@code null} for the default ({@code csv})
+     * @param version {@code "1.3"}, {@code "1.2"}, or {@code null} for the default ({@code 1.3})
+     * @param granularity {@code "day"}, {@code "hour"}, or {@code null} for the default ({@code day})
+     * @return the file's bytes
+     * @throws EnterpriseAIException on an error
+     */
+    public byte[] gpuAllocationFocus(LocalDate from, LocalDate to, String format, String version,
+            String granularity) {
+        return gpuAllocationFocus(focus(period(from, to), format, version, granularity));
+    }
+
+    private static Map<String, Object> focus(Map<String, Object> p, String format, String version,
+            String granularity) {
+        p.put("format", format);
+        p.put("version", version);
+        p.put("granularity", granularity);
+        return p;
     }
 
     /**
@@ -763,6 +812,142 @@ public final class FinopsResource extends Resource {
         return gpuAnomalies(period(from, to));
     }
 
+    // ------------------------------------------------------------------------------------------ statements
+
+    /**
+     * The issued statements, without their lines ({@code GET /v1/finops/gpu/statements}; the allocation's readers,
+     * a tenant's key: its own), newest period first, then by number.
+     *
+     * <pre>{@code
+     * StatementList list = client.finops().gpuStatements(YearMonth.of(2026, 10), null);
+     * }</pre>
+     *
+     * @param params {@code period}: only this month, {@code "YYYY-MM"} or a {@link YearMonth}; {@code tenant_id}:
+     *     only this tenant's (platform callers)
+     * @return the statements
+     * @throws ValidationException when the period is invalid ({@code fields()} names {@code period})
+     * @throws EnterpriseAIException on any other error
+     */
+    public StatementList gpuStatements(Map<String, ?> params) {
+        return t().call(ApiOperation.LIST_GPU_STATEMENTS, NO_ARGS, params, null, StatementList.class);
+    }
+
+    /**
+     * Every issued statement the caller may read; see {@link #gpuStatements(Map)}.
+     *
+     * @return the statements
+     * @throws EnterpriseAIException on an error
+     */
+    public StatementList gpuStatements() {
+        return gpuStatements((Map<String, ?>) null);
+    }
+
+    /**
+     * The issued statements of a month, or of a tenant; see {@link #gpuStatements(Map)}.
+     *
+     * @param period only this month, or {@code null} for every month
+     * @param tenantId only this tenant's (platform callers), or {@code null} for every tenant the caller may read
+     * @return the statements
+     * @throws EnterpriseAIException on an error
+     */
+    public StatementList gpuStatements(YearMonth period, String tenantId) {
+        Map<String, Object> p = new LinkedHashMap<>();
+        p.put("period", period);
+        p.put("tenant_id", tenantId);
+        return gpuStatements(p);
+    }
+
+    /**
+     * Issues the statements of a month that is over ({@code POST /v1/finops/gpu/statements}; platform_admin).
+     * Each tenant with cost in the month gets a numbered statement ({@code ST-YYYY-MM-NNNN}) of its allocated
+     * cost, to the cent; with no {@code tenant_id} the platform also gets the statement of unallocated capacity
+     * (tenant the nil uuid). A statement is issued once and never changes: one issued before comes back under
+     * {@code alreadyIssued}. Retried with its {@code Idempotency-Key}.
+     *
+     * <pre>{@code
+     * StatementIssued out = client.finops().issueGpuStatements(YearMonth.of(2026, 10));
+     * }</pre>
+     *
+     * @param body {@code period} ({@code "YYYY-MM"}, required) and {@code tenant_id} (one tenant's only)
+     * @return the statements issued by this call and those issued before
+     * @throws ValidationException when the month is not over ({@code fields()} names {@code period})
+     * @throws PermissionDeniedException when the caller is not platform_admin
+     * @throws EnterpriseAIException on any other error
+     */
+    public StatementIssued issueGpuStatements(Map<String, ?> body) {
+        Objects.requireNonNull(body, "body");
+        return t().call(ApiOperation.ISSUE_GPU_STATEMENTS, NO_ARGS, null, body, StatementIssued.class);
+    }
+
+    /**
+     * Issues every statement of a month that is over; see {@link #issueGpuStatements(Map)}.
+     *
+     * @param period the month
+     * @return the statements issued by this call and those issued before
+     * @throws EnterpriseAIException on an error
+     */
+    public StatementIssued issueGpuStatements(YearMonth period) {
+        return issueGpuStatements(period, (String) null);
+    }
+
+    /**
+     * Issues one tenant's statement of a month that is over (every one with {@code null}); see
+     * {@link #issueGpuStatements(Map)}.
+     *
+     * @param period the month
+     * @param tenantId the tenant, or {@code null} for every tenant and the unallocated capacity
+     * @return the statements issued by this call and those issued before
+     * @throws EnterpriseAIException on an error
+     */
+    public StatementIssued issueGpuStatements(YearMonth period, String tenantId) {
+        Objects.requireNonNull(period, "period");
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("period", period.toString());
+        if (tenantId != null) {
+            body.put("tenant_id", tenantId);
+        }
+        return issueGpuStatements(body);
+    }
+
+    /**
+     * One issued statement ({@code GET /v1/finops/gpu/statements/{number}}; the allocation's readers, a tenant's
+     * key: its own): its lines and totals as issued, the adjustments data that arrived since made to it (computed
+     * at {@code asOf}) and {@code adjustedTotals} (totals + adjustments). Amounts are {@code Money}, quantities
+     * {@code BigDecimal}: exact.
+     *
+     * <pre>{@code
+     * Statement st = client.finops().gpuStatement("ST-2026-10-0001");
+     * }</pre>
+     *
+     * @param number the statement's number ({@code ST-2026-10-0001})
+     * @return the statement
+     * @throws NotFoundException when there is no such statement, or it is another tenant's
+     * @throws EnterpriseAIException on any other error
+     */
+    public Statement gpuStatement(String number) {
+        return t().call(ApiOperation.GET_GPU_STATEMENT, new String[] {number}, null, null, Statement.class);
+    }
+
+    /** What a statement's CSV may answer: the file, or an error in the JSON envelope. */
+    private static final String STATEMENT_CSV_ACCEPT = "text/csv, application/json";
+
+    /**
+     * One issued statement as CSV ({@code format=csv}): a header
+     * {@code kind,deployment_id,policy_id,gpu_hours,energy_kwh,amount,currency}, the charge lines, a {@code total}
+     * line per currency, the adjustment lines and an {@code adjusted_total} line per currency; see
+     * {@link #gpuStatement(String)}.
+     *
+     * @param number the statement's number ({@code ST-2026-10-0001})
+     * @return the CSV text
+     * @throws NotFoundException when there is no such statement, or it is another tenant's
+     * @throws EnterpriseAIException on any other error
+     */
+    public String gpuStatementCsv(String number) {
+        byte[] data = t().download(ApiOperation.GET_GPU_STATEMENT, new String[] {number}, Map.of("format", "csv"),
+                STATEMENT_CSV_ACCEPT);
+        return new String(data, StandardCharsets.UTF_8);
+    }
+
     // -------------------------------------------------------------------------------------------- policies
 
     /**
@@ -1223,20 +1408,26 @@ public final class FinopsResource extends Resource {
     }
 
     /**
-     * The allocation of a period as a FOCUS 1.2 file, its bytes ({@code GET /v1/finops/gpu/allocation/focus};
-     * the allocation's readers, a tenant's: its rows only). One row per tenant x deployment x policy x UTC day;
-     * {@code BilledCost} sums exactly to the allocation's {@code allocated} for the same period (a platform caller
-     * also gets the {@code x_Unallocated} rows, and then the cost).
+     * The allocation of a period as a FOCUS file, its bytes ({@code GET /v1/finops/gpu/allocation/focus}; the
+     * allocation's readers, a tenant's: its rows only). FOCUS 1.3's columns by default (with the split-cost ones,
+     * {@code AllocatedMethodId}, ..., and {@code InvoiceId}, the statement a row belongs to once issued), or
+     * 1.2's. One row per tenant x deployment x policy x UTC day (or hour); {@code BilledCost} sums exactly to the
+     * allocation's {@code allocated} for the same period (a platform caller also gets the {@code x_Unallocated}
+     * rows, and then the cost).
      *
      * <pre>{@code
      * byte[] csv = client.finops().gpuAllocationFocus(Map.of("from", "2026-10-01", "to", "2026-10-31"));
+     * byte[] v12 = client.finops().gpuAllocationFocus(Map.of("from", "2026-10-01", "to", "2026-10-31",
+     *         "version", "1.2", "granularity", "hour"));
      * }</pre>
      *
      * @param params {@code from} and {@code to} as for {@link #gpuAllocation(Map)}; {@code format}: {@code "csv"}
-     *     (default: RFC 4180, a header line) or {@code "parquet"}
+     *     (default: RFC 4180, a header line) or {@code "parquet"}; {@code version}: {@code "1.3"} (default) or
+     *     {@code "1.2"}; {@code granularity}: {@code "day"} (default) or {@code "hour"}
      * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
      * @return the file's bytes (CSV in UTF-8, or Parquet)
-     * @throws ValidationException when a parameter is invalid (another {@code format}: the field {@code format})
+     * @throws ValidationException when a parameter is invalid (another {@code format}, {@code version} or
+     *     {@code granularity}: that field)
      * @throws EnterpriseAIException on any other error
      */
     public byte[] gpuAllocationFocus(Map<String, ?> params, RequestOptions options) {
@@ -1270,6 +1461,41 @@ public final class FinopsResource extends Resource {
      */
     public byte[] gpuAllocationFocus(LocalDate from, LocalDate to, String format, RequestOptions options) {
         return client.withOptions(options).finops().gpuAllocationFocus(from, to, format);
+    }
+
+    /**
+     * The FOCUS export of {@code [from, to)} in a FOCUS version and granularity; see
+     * {@link #gpuAllocationFocus(Map)}.
+     *
+     * @param from start (inclusive)
+     * @param to end (exclusive)
+     * @param format {@code "csv"}, {@code "parquet"}, or {@code null} for the default ({@code csv})
+     * @param version {@code "1.3"}, {@code "1.2"}, or {@code null} for the default ({@code 1.3})
+     * @param granularity {@code "day"}, {@code "hour"}, or {@code null} for the default ({@code day})
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the file's bytes
+     * @throws EnterpriseAIException on an error
+     */
+    public byte[] gpuAllocationFocus(Instant from, Instant to, String format, String version, String granularity,
+            RequestOptions options) {
+        return client.withOptions(options).finops().gpuAllocationFocus(from, to, format, version, granularity);
+    }
+
+    /**
+     * The FOCUS export of whole UTC days in a FOCUS version and granularity; see {@link #gpuAllocationFocus(Map)}.
+     *
+     * @param from first day
+     * @param to last day (included)
+     * @param format {@code "csv"}, {@code "parquet"}, or {@code null} for the default ({@code csv})
+     * @param version {@code "1.3"}, {@code "1.2"}, or {@code null} for the default ({@code 1.3})
+     * @param granularity {@code "day"}, {@code "hour"}, or {@code null} for the default ({@code day})
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the file's bytes
+     * @throws EnterpriseAIException on an error
+     */
+    public byte[] gpuAllocationFocus(LocalDate from, LocalDate to, String format, String version,
+            String granularity, RequestOptions options) {
+        return client.withOptions(options).finops().gpuAllocationFocus(from, to, format, version, granularity);
     }
 
     /**
@@ -1732,6 +1958,105 @@ public final class FinopsResource extends Resource {
      */
     public AnomalyList gpuAnomalies(LocalDate from, LocalDate to, RequestOptions options) {
         return client.withOptions(options).finops().gpuAnomalies(from, to);
+    }
+
+    /**
+     * The issued statements, without their lines ({@code GET /v1/finops/gpu/statements}); see
+     * {@link #gpuStatements(Map)}.
+     *
+     * @param params {@code period} ({@code "YYYY-MM"} or a {@link YearMonth}) and {@code tenant_id}
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the statements
+     * @throws EnterpriseAIException on an error
+     */
+    public StatementList gpuStatements(Map<String, ?> params, RequestOptions options) {
+        return client.withOptions(options).finops().gpuStatements(params);
+    }
+
+    /**
+     * Every issued statement the caller may read; see {@link #gpuStatements(Map)}.
+     *
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the statements
+     * @throws EnterpriseAIException on an error
+     */
+    public StatementList gpuStatements(RequestOptions options) {
+        return client.withOptions(options).finops().gpuStatements();
+    }
+
+    /**
+     * The issued statements of a month, or of a tenant; see {@link #gpuStatements(Map)}.
+     *
+     * @param period only this month, or {@code null} for every month
+     * @param tenantId only this tenant's (platform callers), or {@code null}
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the statements
+     * @throws EnterpriseAIException on an error
+     */
+    public StatementList gpuStatements(YearMonth period, String tenantId, RequestOptions options) {
+        return client.withOptions(options).finops().gpuStatements(period, tenantId);
+    }
+
+    /**
+     * Issues the statements of a month that is over; see {@link #issueGpuStatements(Map)}. The options' idempotency
+     * key, if any, is the call's {@code Idempotency-Key}.
+     *
+     * @param body {@code period} ({@code "YYYY-MM"}) and {@code tenant_id}
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the statements issued by this call and those issued before
+     * @throws EnterpriseAIException on an error
+     */
+    public StatementIssued issueGpuStatements(Map<String, ?> body, RequestOptions options) {
+        return client.withOptions(options).finops().issueGpuStatements(body);
+    }
+
+    /**
+     * Issues every statement of a month that is over; see {@link #issueGpuStatements(Map)}.
+     *
+     * @param period the month
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the statements issued by this call and those issued before
+     * @throws EnterpriseAIException on an error
+     */
+    public StatementIssued issueGpuStatements(YearMonth period, RequestOptions options) {
+        return client.withOptions(options).finops().issueGpuStatements(period);
+    }
+
+    /**
+     * Issues one tenant's statement of a month that is over; see {@link #issueGpuStatements(Map)}.
+     *
+     * @param period the month
+     * @param tenantId the tenant, or {@code null} for every tenant and the unallocated capacity
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the statements issued by this call and those issued before
+     * @throws EnterpriseAIException on an error
+     */
+    public StatementIssued issueGpuStatements(YearMonth period, String tenantId, RequestOptions options) {
+        return client.withOptions(options).finops().issueGpuStatements(period, tenantId);
+    }
+
+    /**
+     * One issued statement; see {@link #gpuStatement(String)}.
+     *
+     * @param number the statement's number ({@code ST-2026-10-0001})
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the statement
+     * @throws EnterpriseAIException on an error
+     */
+    public Statement gpuStatement(String number, RequestOptions options) {
+        return client.withOptions(options).finops().gpuStatement(number);
+    }
+
+    /**
+     * One issued statement as CSV; see {@link #gpuStatementCsv(String)}.
+     *
+     * @param number the statement's number ({@code ST-2026-10-0001})
+     * @param options per-request options (timeout, retries, idempotency key, traceparent, headers)
+     * @return the CSV text
+     * @throws EnterpriseAIException on an error
+     */
+    public String gpuStatementCsv(String number, RequestOptions options) {
+        return client.withOptions(options).finops().gpuStatementCsv(number);
     }
 
     /**

@@ -175,7 +175,12 @@ final class Transport {
      * bytes as they came; an error answer is still the JSON envelope, raised as its typed exception.
      */
     byte[] download(ApiOperation op, Map<String, ?> params, String accept) {
-        byte[] body = exchange(op.method(), op.path(), params, null, accept, RequestOptions.none()).body();
+        return download(op, new String[0], params, accept);
+    }
+
+    /** {@link #download(ApiOperation, Map, String)} of an operation with path parameters. */
+    byte[] download(ApiOperation op, String[] args, Map<String, ?> params, String accept) {
+        byte[] body = exchange(op.method(), op.path(args), params, null, accept, RequestOptions.none()).body();
         return body == null ? new byte[0] : body;
     }
 
