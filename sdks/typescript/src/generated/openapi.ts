@@ -52,7 +52,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * FOCUS 1.2 export of a period's GPU allocation (CSV or Parquet)
+         * FOCUS 1.3 (or 1.2) export of a period's GPU allocation (CSV or Parquet)
          * @description Who: as GET /v1/finops/gpu/allocation (platform_admin: every tenant and the unallocated rows; the other readers: their tenant's rows only). One row per tenant x deployment x allocation policy x UTC day (or hour, `granularity=hour`), FOCUS 1.3 columns by default (`version=1.2` for 1.2's), plus `x_` ones (README, "FOCUS export"). BilledCost = EffectiveCost = ListCost = ContractedCost = the allocated cost; the rows of a (tenant, deployment, policy) sum exactly to that item's `allocated` in GET /v1/finops/gpu/allocation for the same from/to. Rows with `x_Unallocated` true (SubAccountId the nil uuid, platform callers only) hold the idle cost, so all rows sum to the deployments' `cost`. 1.3's split-cost columns: the origin charge is a deployment's cost under one policy over the row's charge period; each row split from it (the tenants' shares and the idle share) carries `AllocatedMethodId` (the policy's method, `eai-gpu/<basis>`), `AllocatedMethodDetails` (`{"Elements":[{"AllocatedRatio":r,"UsageUnit":u,"UsageQuantity":q}]}`: the row's exact share of the origin charge, the ratios of an origin charge summing to 1, and the usage it was split by), `AllocatedResourceId`/`AllocatedResourceName` (the deployment) and `AllocatedTags` (`{"eai-gpu/tenant": id, "eai-gpu/policy": id}`). `InvoiceId` is the number of the statement (POST /v1/finops/gpu/statements) a row belongs to once issued, else null. Period rules and limits as GET /v1/finops/gpu/allocation.
          */
         get: operations["getGpuAllocationFocus"];
@@ -2605,8 +2605,8 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example BilledCost,BillingAccountId,BillingAccountName,BillingCurrency,BillingPeriodEnd,BillingPeriodStart,ChargeCategory,ChargeClass,ChargeDescription,ChargeFrequency,ChargePeriodEnd,ChargePeriodStart,ConsumedQuantity,ConsumedUnit,ContractedCost,EffectiveCost,InvoiceIssuerName,ListCost,PricingQuantity,PricingUnit,ProviderName,PublisherName,ResourceId,ResourceName,ResourceType,ServiceCategory,ServiceName,ServiceSubcategory,SubAccountId,SubAccountName,x_AllocationPolicyId,x_EnergyWh,x_EstimatedGpuSeconds,x_GpuMemoryGbSeconds,x_GpuSeconds,x_Unallocated
-                     *     3.63,eai-gpu,eai-gpu,EUR,2026-10-01T01:00:00Z,2026-10-01T00:00:00Z,Usage,,GPU time on deployment vllm-shared under allocation policy alp_1,Usage-Based,2026-10-01T01:00:00Z,2026-10-01T00:00:00Z,1.4,GPU-Hours,3.63,3.63,eai-gpu,3.63,1.4,GPU-Hours,eai-gpu,eai-gpu,vllm-shared,vllm-shared,GPU Deployment,AI and Machine Learning,GPU Compute,AI Platforms,8f0c2a4e-1b7d-4c55-9a51-2f3e6d7c9b10,Acme,alp_1,560,0,100800,5040,false
+                     * @example AllocatedMethodDetails,AllocatedMethodId,AllocatedResourceId,AllocatedResourceName,AllocatedTags,BilledCost,BillingAccountId,BillingAccountName,BillingCurrency,BillingPeriodEnd,BillingPeriodStart,ChargeCategory,ChargeClass,ChargeDescription,ChargeFrequency,ChargePeriodEnd,ChargePeriodStart,ConsumedQuantity,ConsumedUnit,ContractedCost,EffectiveCost,HostProviderName,InvoiceId,InvoiceIssuerName,ListCost,PricingQuantity,PricingUnit,ProviderName,PublisherName,ResourceId,ResourceName,ResourceType,ServiceCategory,ServiceName,ServiceProviderName,ServiceSubcategory,SubAccountId,SubAccountName,x_AllocationBasis,x_AllocationPolicyId,x_EnergyWh,x_EstimatedGpuSeconds,x_GpuMemoryGbSeconds,x_GpuSeconds,x_Unallocated
+                     *     "{""Elements"":[{""AllocatedRatio"":0.443267108167,""UsageUnit"":""GPU-Hours"",""UsageQuantity"":4}]}",eai-gpu/usage-weighted-gpu-seconds,vllm-llama-70b,vllm-llama-70b,"{""eai-gpu/tenant"":""00000000-0000-0000-0000-000000000000"",""eai-gpu/policy"":""alp_1""}",10.04,eai-gpu,eai-gpu,EUR,2026-12-01T00:00:00Z,2026-11-01T00:00:00Z,Usage,,"Idle GPU capacity of deployment vllm-llama-70b under allocation policy alp_1, allocated to no tenant",Usage-Based,2026-11-06T00:00:00Z,2026-11-05T00:00:00Z,4,GPU-Hours,10.04,10.04,eai-gpu,,eai-gpu,10.04,4,GPU-Hours,eai-gpu,eai-gpu,vllm-llama-70b,vllm-llama-70b,GPU Deployment,AI and Machine Learning,GPU Compute,eai-gpu,AI Platforms,00000000-0000-0000-0000-000000000000,Unallocated (idle capacity),usage-weighted-gpu-seconds,alp_1,386.255833,0,989910.24,14400,true
                      */
                     "text/csv": string;
                     "application/vnd.apache.parquet": string;
@@ -4934,6 +4934,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4944,6 +4945,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
