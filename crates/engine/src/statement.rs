@@ -126,19 +126,7 @@ pub fn has_cost(lines: &[Line]) -> bool {
 
 /// The sum of the lines' amounts per currency, by currency code.
 pub fn totals(lines: &[Line]) -> Vec<Money> {
-    let mut sums = Vec::new();
-    for l in lines {
-        add_to(&mut sums, l.amount.currency, l.amount.amount);
-    }
-    let mut out: Vec<Money> = sums
-        .into_iter()
-        .map(|(currency, amount)| Money {
-            amount: currency.round(amount),
-            currency,
-        })
-        .collect();
-    out.sort_by(|a, b| a.currency.as_str().cmp(b.currency.as_str()));
-    out
+    adjusted_totals(&[], lines)
 }
 
 /// `totals` plus the adjustments' amounts, per currency (a currency only adjusted included), by currency code.
