@@ -3,7 +3,6 @@
 //! read straight from the store as `GET /v1/finops/gpu/forecast` answers it (the same JSON with `--json`).
 //! `--tenant` keeps what that tenant's reader sees (its lines and budgets).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -11,7 +10,6 @@ use eai_app::allocation::Source;
 use eai_app::forecast::{forecast_of, Forecast, Window};
 use eai_engine::forecast::Rounded;
 use eai_engine::money::Currency;
-use secrecy::{ExposeSecret, SecretString};
 
 use crate::table::Table;
 
@@ -26,17 +24,8 @@ pub struct ForecastArgs {
     /// The API's JSON instead of tables.
     #[arg(long)]
     pub json: bool,
-    /// Folder of the embedded store.
-    #[arg(long, env = "EAI_DATA_DIR", value_name = "DIR")]
-    pub data_dir: Option<PathBuf>,
-    /// Store URL: sqlite://PATH or postgres://… (secret: a password).
-    #[arg(
-        long,
-        env = "EAI_DATABASE_URL",
-        value_name = "URL",
-        hide_env_values = true
-    )]
-    pub database_url: Option<SecretString>,
+    #[command(flatten)]
+    pub store: crate::serve::StoreArgs,
 }
 
 pub async fn run(args: ForecastArgs) -> anyhow::Result<ExitCode> {
@@ -44,13 +33,7 @@ pub async fn run(args: ForecastArgs) -> anyhow::Result<ExitCode> {
     let window = Window::of(args.period.as_deref(), now)
         .map_err(|e| anyhow::anyhow!("--period: {}", e.reason))?;
     let tenant = crate::serve::tenant_arg(args.tenant.as_deref())?;
-    let (_, store, alloc) = crate::serve::store_for_allocation(
-        args.data_dir.clone(),
-        args.database_url
-            .as_ref()
-            .map(|s| s.expose_secret().to_owned()),
-    )
-    .await?;
+    let (_, store, alloc) = args.store.open().await?;
     let scope = crate::serve::resolve_scope(store.as_ref(), tenant).await?;
     let f = forecast_of(&Source::Primary, store.as_ref(), window, alloc, scope, now).await?;
     if args.json {

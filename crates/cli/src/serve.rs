@@ -60,6 +60,13 @@ pub struct ReportArgs {
     /// The API's JSON instead of tables.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// The store a report reads: `--data-dir` or `--database-url`, else `EAI_DATA_DIR` / `EAI_DATABASE_URL`.
+#[derive(Debug, Args)]
+pub struct StoreArgs {
     /// Folder of the embedded store.
     #[arg(long, env = "EAI_DATA_DIR", value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
@@ -71,6 +78,23 @@ pub struct ReportArgs {
         hide_env_values = true
     )]
     pub database_url: Option<SecretString>,
+}
+
+impl StoreArgs {
+    /// The store, with the server's configuration and the allocation settings to read it with.
+    pub async fn open(
+        &self,
+    ) -> anyhow::Result<(
+        Config,
+        std::sync::Arc<dyn eai_store::Store>,
+        eai_engine::allocate::AllocationConfig,
+    )> {
+        store_for_allocation(
+            self.data_dir.clone(),
+            self.database_url.as_ref().map(expose),
+        )
+        .await
+    }
 }
 
 impl ReportArgs {
@@ -95,11 +119,7 @@ impl ReportArgs {
             )
             .map_err(|e| anyhow::anyhow!("--{}: {}", e.field, e.reason))?,
         };
-        let (_, store, alloc) = store_for_allocation(
-            self.data_dir.clone(),
-            self.database_url.as_ref().map(expose),
-        )
-        .await?;
+        let (_, store, alloc) = self.store.open().await?;
         let period = eai_engine::allocate::Period::new(from, to, alloc.bucket_ms)
             .map_err(|e| anyhow::anyhow!("{}", e.reason))?;
         Ok((period, store, alloc))

@@ -3,7 +3,6 @@
 //! or the same CSV), with its adjustments computed now. `--issue` issues it first when it is not yet (issued by
 //! `cli`, audited `gpu_statement.issue`); without it, a month with no statement is an error that says so.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -11,7 +10,6 @@ use clap::{Args, ValueEnum};
 use eai_app::allocation::Source;
 use eai_app::statements::{issue, month_start, read};
 use eai_store::{AuditDraft, Scope, StoreError};
-use secrecy::{ExposeSecret, SecretString};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -33,17 +31,8 @@ pub struct StatementArgs {
     /// Issue the statement first if it is not yet (the month must be over).
     #[arg(long)]
     pub issue: bool,
-    /// Folder of the embedded store.
-    #[arg(long, env = "EAI_DATA_DIR", value_name = "DIR")]
-    pub data_dir: Option<PathBuf>,
-    /// Store URL: sqlite://PATH or postgres://… (secret: a password).
-    #[arg(
-        long,
-        env = "EAI_DATABASE_URL",
-        value_name = "URL",
-        hide_env_values = true
-    )]
-    pub database_url: Option<SecretString>,
+    #[command(flatten)]
+    pub store: crate::serve::StoreArgs,
 }
 
 /// A refused period in the flag's words; anything else as it is.
@@ -65,13 +54,7 @@ pub async fn run(args: StatementArgs) -> anyhow::Result<ExitCode> {
     let now = eai_app::clock::now();
     let from = month_start(&args.period).map_err(said)?;
     let tenant = crate::serve::tenant_arg(Some(&args.tenant))?;
-    let (_, store, alloc) = crate::serve::store_for_allocation(
-        args.data_dir.clone(),
-        args.database_url
-            .as_ref()
-            .map(|s| s.expose_secret().to_owned()),
-    )
-    .await?;
+    let (_, store, alloc) = args.store.open().await?;
     let tenant = crate::serve::resolve_tenant(store.as_ref(), tenant)
         .await?
         .context("--tenant names no tenant")?;
