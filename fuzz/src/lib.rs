@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use arbitrary::{Arbitrary, Unstructured};
-use eai_engine::allocate::{allocate, AllocationConfig, AllocationInput, Period};
+use eai_engine::allocate::{allocate, AllocationConfig, AllocationInput, Period, Span};
 use eai_engine::domain::{
     GpuFraction, IdleCapacity, NonNegative, Policy, PolicySpec, Pue, Sample, TenantId, TokenWeight,
     UnitInterval, UsageEvent, WindowMs,
@@ -361,6 +361,7 @@ pub fn engine(data: &[u8]) {
         bucket_ms,
         threads: 1,
         day_items: false,
+        item_span: Span::Day,
     };
     let out = cells(&samples, &SeriesConfig::default());
     let input = |rollups| AllocationInput {
