@@ -6,8 +6,9 @@
 #   QUICK=1 scripts/bench.sh    # smaller figures and a 60 s mixed load, for a smoke run
 #   BACKENDS=sqlite scripts/bench.sh
 #   PG_MIXED_SECONDS=120 BIG_BACKENDS=sqlite scripts/bench.sh   # what BENCHMARKS.md used
-#   ONLY=big BIG_BACKENDS=sqlite scripts/bench.sh   # one part: engine, ingest, alloc, mixed, big, chmonth, chcluster, late, sampler
+#   ONLY=big BIG_BACKENDS=sqlite scripts/bench.sh   # one part: engine, ingest, alloc, mixed, big, chmonth, chcluster, late, sampler, gateway
 #   ONLY=chmonth scripts/bench.sh   # a month of the big fleet from a single ClickHouse, filled directly (~3 min)
+#   ONLY=gateway scripts/bench.sh   # reserve + commit from one gateway key, 64 callers, on $BACKENDS (~1 min)
 #   ONLY=chcluster scripts/bench.sh # the same month from a ClickHouse cluster (ZooKeeper, 2 shards x 2 replicas; ~5 min)
 #
 # The big fleet (10,000 GPUs, 500 deployments, 100 tenants, a month of hourly windows) is loaded on each of
@@ -47,7 +48,7 @@ key="eai_live_$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 
 # start BACKEND NAME [keep]: a server on a fresh database (on NAME's database as it is, with keep); sets $url,
 # $db and $server. $CACHE_ROWS, when set, is the server's EAI_READ_CACHE_ROWS; $CH_URL its EAI_CLICKHOUSE_URL,
-# $ALLOC_SOURCE its EAI_ALLOCATION_SOURCE.
+# $ALLOC_SOURCE its EAI_ALLOCATION_SOURCE, $RATE_LIMIT its EAI_RATE_LIMIT_PER_KEY.
 start() {
   local backend=$1 name=$2 keep=${3:-} port
   port=$(free_port)
@@ -61,7 +62,7 @@ start() {
   # The mixed load posts the windows of the next two days (fresh hours on every run): the server must take
   # samples that far ahead of its clock (EAI_MAX_CLOCK_SKEW_SECONDS, 300 by default, refuses them).
   env EAI_READ_CACHE_ROWS="${CACHE_ROWS:-500000}" ${CH_URL:+EAI_CLICKHOUSE_URL=$CH_URL} \
-    ${ALLOC_SOURCE:+EAI_ALLOCATION_SOURCE=$ALLOC_SOURCE} \
+    ${ALLOC_SOURCE:+EAI_ALLOCATION_SOURCE=$ALLOC_SOURCE} ${RATE_LIMIT:+EAI_RATE_LIMIT_PER_KEY=$RATE_LIMIT} \
     EAI_BOOTSTRAP_ADMIN_KEY="$key" EAI_RAW_RETENTION_DAYS=0 EAI_MAX_CLOCK_SKEW_SECONDS=259200 RUST_LOG=warn \
     "$bin" serve --listen "127.0.0.1:$port" --data-dir "$work/$name" --database-url "$db" > "$work/$name/server.log" 2>&1 &
   server=$!
@@ -162,6 +163,17 @@ for backend in $BACKENDS; do
       bench mixed --gpus 1000 --rate 6700 --seconds "$secs" --server-pid "$server" \
         --end "$(date -u -d '+2 days' +%Y-%m-%dT%H:00:00Z)" | record "$backend"
     fi
+    stop
+  fi
+
+  if part gateway; then
+    # The default per-key limit (50 requests/s) would hold one gateway key to 25 pairs/s: this run lifts it
+    # (EAI_RATE_LIMIT_PER_KEY=0, no limit) to measure the store's path, not the limiter.
+    if [ "$QUICK" = 1 ]; then gw_pairs=50; else gw_pairs=${GATEWAY_PAIRS:-200}; fi
+    echo "== $backend: gateway path, reserve + commit from one usage_reporter key, 64 callers x $gw_pairs pairs (EAI_RATE_LIMIT_PER_KEY=0 for this run)"
+    RATE_LIMIT=0 start "$backend" "gateway_$backend"
+    timeout 300 "$bin" bench --url "$url" --key "$key" gateway --callers 64 --pairs "$gw_pairs" | tee "$work/gateway_$backend.txt" \
+      | record "$backend.gateway"
     stop
   fi
 

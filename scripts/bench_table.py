@@ -48,6 +48,15 @@ for b in ("sqlite", "postgres"):
                          f"({g(f'{a}.allocation_p50_ms', ' ms')} p50); first request {g(f'{a}.{name}_first_ms', ' ms')}"))
         rows.append((f"{b}: one anomaly round (`eai-gpu anomalies --check`), 1,000 GPUs", g(f"{a}.anomaly_round_seconds", " s"),
                      "28 days + 48 hours of group rollups read, judged and recorded"))
+    # The gateway path (issue 42, part 4): reserve + commit pairs from one key, the target beside the figure.
+    gw = f"{b}.gateway.gateway_"
+    if f"{gw}pairs_per_second" in vals:
+        rows.append((f"{b}: gateway reserve + commit, {g(gw + 'callers')} callers: pairs/s, pair p50 / p99",
+                     f"{g(gw + 'pairs_per_second', ' pairs/s')}, {g(gw + 'pair_p50_ms', ' ms')} / {g(gw + 'pair_p99_ms', ' ms')}",
+                     f"target >= 2,000 pairs/s, p99 < 25 ms; reserve p99 {g(gw + 'reserve_p99_ms', ' ms')}, commit p99 "
+                     f"{g(gw + 'commit_p99_ms', ' ms')}; {g(gw + 'pairs')} pairs, refused {g(gw + 'refused')}, errors "
+                     f"{g(gw + 'errors')}, spent {g(gw + 'budget_spent')} = committed {g(gw + 'budget_expected')}, "
+                     f"over budget {g(gw + 'over_budget')}"))
     bigs = sorted({m.group(1) for k in vals for m in [re.match(rf"{b}\.g(\d+)\.load_samples", k)] if m and m.group(1) != "1000"})
     for n in bigs:
         rows.append((f"{b}: {n} GPUs, a month loaded over HTTP", g(f"{b}.g{n}.load_samples", " samples"),

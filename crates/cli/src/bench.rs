@@ -121,6 +121,24 @@ pub enum BenchCommand {
         #[arg(long)]
         server_pid: Option<u32>,
     },
+    /// The gateway path (issue 42): `callers` concurrent callers from one usage_reporter key, each reserving
+    /// `estimate` then committing `actual`, `pairs` times, against one tenant's enforcing budget whose limit is
+    /// exactly every estimate (callers x pairs x estimate). Prints pairs/s, p50 / p99 of a pair and of each
+    /// call, errors and refusals, then checks the budget: spent = the sum of the committed amounts, nothing held,
+    /// spent within the limit.
+    Gateway {
+        #[arg(long, default_value_t = 64)]
+        callers: usize,
+        /// Reserve + commit pairs per caller.
+        #[arg(long, default_value_t = 200)]
+        pairs: usize,
+        /// Cost of each reservation's estimate, USD (a decimal string).
+        #[arg(long, default_value = "0.50")]
+        estimate: String,
+        /// Cost each commit records, USD (a decimal string, at most the estimate).
+        #[arg(long, default_value = "0.37")]
+        actual: String,
+    },
     /// Soak: hours of a compressed month with allocation queries, key churn and policy changes; a line of
     /// figures a minute (scripts/soak.sh).
     Soak(soak::SoakArgs),
@@ -345,6 +363,12 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             seconds,
             server_pid,
         } => mixed(http, &fleet, rate, seconds, server_pid).await,
+        BenchCommand::Gateway {
+            callers,
+            pairs,
+            estimate,
+            actual,
+        } => gateway(http, callers, pairs, &estimate, &actual).await,
         BenchCommand::Soak(args) => soak::soak(http, args).await,
         BenchCommand::PromHistory { .. } => unreachable!("handled above"),
     }
@@ -521,6 +545,160 @@ async fn allocation(
         "allocation_p99_ms={:.1}",
         percentile(&times, 0.99).as_secs_f64() * 1e3
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn money_of(v: &Value) -> anyhow::Result<rust_decimal::Decimal> {
+    v["amount"]
+        .as_str()
+        .and_then(|a| a.parse().ok())
+        .with_context(|| format!("not an amount: {v}"))
+}
+
+fn print_latency(name: &str, sorted: &[Duration]) {
+    for (p, q) in [("p50", 0.5), ("p99", 0.99)] {
+        println!(
+            "{name}_{p}_ms={:.2}",
+            percentile(sorted, q).as_secs_f64() * 1e3
+        );
+    }
+}
+
+async fn gateway(
+    http: Arc<Http>,
+    callers: usize,
+    pairs: usize,
+    estimate: &str,
+    actual: &str,
+) -> anyhow::Result<ExitCode> {
+    use rust_decimal::Decimal;
+    let estimate_d: Decimal = estimate.parse().context("--estimate")?;
+    let actual_d: Decimal = actual.parse().context("--actual")?;
+    let limit = estimate_d * Decimal::from(callers * pairs);
+    let slug = format!("gw-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let tenant = http
+        .post(
+            "/v1/tenants",
+            serde_json::to_vec(&json!({ "slug": slug, "name": "gateway bench" }))?,
+        )
+        .await?;
+    let tenant_id = tenant["id"].as_str().context("tenant id")?.to_string();
+    let budget = http
+        .post(
+            "/v1/finops/budgets",
+            serde_json::to_vec(&json!({
+                "tenant_id": tenant_id, "name": "gateway bench", "enforce": true,
+                "limit": { "amount": limit.to_string(), "currency": "USD" },
+            }))?,
+        )
+        .await?;
+    let budget_id = budget["id"].as_str().context("budget id")?.to_string();
+    let created = http
+        .post(
+            "/v1/auth/api-keys",
+            serde_json::to_vec(&json!({ "role": "usage_reporter", "name": "gateway bench" }))?,
+        )
+        .await?;
+    let gw = Arc::new(Http {
+        client: reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .pool_max_idle_per_host(callers)
+            .build()?,
+        url: http.url.clone(),
+        key: created["key"].as_str().context("key")?.to_string(),
+        idempotency_keys: false,
+    });
+    let reserve_body = serde_json::to_vec(&json!({
+        "tenant_id": tenant_id, "action": "llm.invoke",
+        "estimate": { "cost": estimate, "currency": "USD" },
+    }))?;
+    let commit_body =
+        serde_json::to_vec(&json!({ "actual": { "cost": actual, "currency": "USD" } }))?;
+
+    let refused = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let t = Instant::now();
+    let mut tasks = Vec::with_capacity(callers);
+    for _ in 0..callers {
+        let (gw, reserve_body, commit_body) =
+            (gw.clone(), reserve_body.clone(), commit_body.clone());
+        let (refused, errors) = (refused.clone(), errors.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut times = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..pairs {
+                let t0 = Instant::now();
+                let r = gw
+                    .client
+                    .post(format!("{}/v1/finops/reservations", gw.url))
+                    .bearer_auth(&gw.key)
+                    .header("content-type", "application/json")
+                    .body(reserve_body.clone())
+                    .send()
+                    .await;
+                let res = match r {
+                    Ok(r) if r.status().as_u16() == 402 => {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    Ok(r) if r.status().is_success() => r.json::<Value>().await.ok(),
+                    _ => None,
+                };
+                let Some(id) = res.as_ref().and_then(|v| v["id"].as_str()) else {
+                    errors.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                };
+                let t1 = Instant::now();
+                let path = format!("/v1/finops/reservations/{id}/commit");
+                if gw.post(&path, commit_body.clone()).await.is_err() {
+                    errors.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                let t2 = Instant::now();
+                times.0.push(t2 - t0);
+                times.1.push(t1 - t0);
+                times.2.push(t2 - t1);
+            }
+            times
+        }));
+    }
+    let (mut pair, mut reserve, mut commit) = (Vec::new(), Vec::new(), Vec::new());
+    for task in tasks {
+        let (p, r, c) = task.await?;
+        pair.extend(p);
+        reserve.extend(r);
+        commit.extend(c);
+    }
+    let secs = t.elapsed().as_secs_f64();
+    for v in [&mut pair, &mut reserve, &mut commit] {
+        v.sort();
+    }
+    let committed = pair.len();
+    let errors = errors.load(Ordering::Relaxed);
+    let refused = refused.load(Ordering::Relaxed);
+    println!("gateway_callers={callers}");
+    println!("gateway_pairs={committed}");
+    println!("gateway_seconds={secs:.2}");
+    println!("gateway_pairs_per_second={:.0}", committed as f64 / secs);
+    print_latency("gateway_pair", &pair);
+    print_latency("gateway_reserve", &reserve);
+    print_latency("gateway_commit", &commit);
+    println!("gateway_refused={refused}");
+    println!("gateway_errors={errors}");
+
+    // The budget after the run: exactly what was committed, nothing left held, within the limit.
+    let b = http.get(&format!("/v1/finops/budgets/{budget_id}")).await?;
+    let spent = money_of(&b["current"]["spent"])?;
+    let held = money_of(&b["current"]["held"])?;
+    let expected = actual_d * Decimal::from(committed);
+    let over = (spent + held - limit).max(Decimal::ZERO);
+    println!("gateway_budget_limit={limit}");
+    println!("gateway_budget_spent={spent}");
+    println!("gateway_budget_expected={expected}");
+    println!("gateway_budget_held={held}");
+    println!("gateway_over_budget={over}");
+    if spent != expected || !held.is_zero() || !over.is_zero() {
+        bail!("the budget is not exact: spent {spent} (committed {expected}), held {held}, over {over}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 
