@@ -1396,6 +1396,10 @@ use forecast::*;
 
 on_both_backends!(a_forecast_lands_in_its_band_and_a_budget_alert_fires_once);
 
+// The official FOCUS validator, also included by the CLI suite.
+#[path = "http/focus_validator.rs"]
+mod focus_validator;
+
 #[path = "http/statements.rs"]
 mod statements;
 use statements::*;

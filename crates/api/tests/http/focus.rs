@@ -679,60 +679,6 @@ fn assert_split_by_hand(header: &[String], rows: &[Vec<Option<String>>], day0: T
     }
 }
 
-/// `scripts/focus-validator.sh conform` on `file`: the official 1.2 model (on a 1.3 file: without its new
-/// columns, after `scripts/focus13.py` checked them). Every rule passes but `InvoiceId-C-005-C`: the 1.2.0.1
-/// model checks it ("MUST NOT be null when invoiced") without its condition, and no row is invoiced here (the
-/// model's C-004, "null when not invoiced", passes). Sets the validator up first; never skips.
-/// The official validator passes every rule of `file` but `unconditional`: the half of InvoiceId's nullability
-/// (`InvoiceId-C-004-C` null when not invoiced, `-C-005-C` not null when invoiced) that the 1.2.0.1 model checks
-/// over the whole column without its condition, so that one of them fails on any file (README, "FOCUS export").
-pub(super) fn assert_the_validator_passes(
-    file: &std::path::Path,
-    version: &str,
-    unconditional: &str,
-) {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let script = root.join("scripts/focus-validator.sh");
-    let setup = std::process::Command::new(&script)
-        .arg("setup")
-        .output()
-        .expect("scripts/focus-validator.sh runs");
-    assert!(
-        setup.status.success(),
-        "focus-validator could not be set up (SPEC §10):\n{}",
-        String::from_utf8_lossy(&setup.stderr)
-    );
-    let out = std::process::Command::new(&script)
-        .arg("conform")
-        .arg(file)
-        .args([version, unconditional])
-        .output()
-        .expect("scripts/focus-validator.sh runs");
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let failing: Vec<&str> = report
-        .lines()
-        .filter_map(|l| l.strip_prefix("❌ "))
-        .filter_map(|l| l.split(':').next())
-        .collect();
-    assert_eq!(failing, [unconditional], "{report}");
-    let passes: u32 = report
-        .lines()
-        .filter_map(|l| l.strip_prefix("Total: "))
-        .filter_map(|l| l.split("| Pass: ").nth(1))
-        .filter_map(|l| l.split(' ').next()?.parse().ok())
-        .next_back()
-        .expect("a summary line");
-    assert!(passes >= 136, "{passes} rules passed: {report}");
-    if version == "1.3" {
-        assert!(report.contains("origin charge(s): ok"), "{report}");
-    }
-    assert!(out.status.success(), "{report}");
-}
-
 /// The official validator on the fleet's exports: 1.2 and 1.3, by the day, and 1.3 by the hour.
 pub(super) async fn the_official_validator_passes_the_fleets_exports() {
     let app = spawn_app().await;
@@ -755,7 +701,7 @@ pub(super) async fn the_official_validator_passes_the_fleets_exports() {
             .join(format!("focus-{version}-{granularity}.csv"));
         std::fs::write(&file, text).expect("written");
         // No statement issued: every InvoiceId is null.
-        assert_the_validator_passes(&file, version, "InvoiceId-C-005-C");
+        super::focus_validator::assert_the_validator_passes(&file, version, "InvoiceId-C-005-C");
     }
 }
 

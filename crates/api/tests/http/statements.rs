@@ -485,7 +485,7 @@ pub(super) async fn issued_statements_are_the_focus_invoice_ids() {
         }
         let file = app.dir.path().join(format!("focus-issued-{version}.csv"));
         std::fs::write(&file, &text).expect("written");
-        super::focus::assert_the_validator_passes(&file, version, "InvoiceId-C-004-C");
+        super::focus_validator::assert_the_validator_passes(&file, version, "InvoiceId-C-004-C");
     }
 
     // A tenant's export: its own rows, its own number.
