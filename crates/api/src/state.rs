@@ -98,6 +98,15 @@ impl AppState {
         self.clock.now()
     }
 
+    /// The allocation's settings on this server (its bucket, `EAI_ALLOCATION_BUCKET_MINUTES`), as every
+    /// reader of the allocation computes with them.
+    pub fn allocation_config(&self) -> eai_engine::allocate::AllocationConfig {
+        eai_engine::allocate::AllocationConfig {
+            bucket_ms: self.settings.allocation_bucket_ms,
+            ..eai_engine::allocate::AllocationConfig::default()
+        }
+    }
+
     /// The period a request's `from` and `to` ask for, at this state's now and within its longest range
     /// ([`eai_app::params::requested_period`]).
     pub fn requested_period(

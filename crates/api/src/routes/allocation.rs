@@ -54,10 +54,7 @@ pub fn bucketed(
     st: &AppState,
     (from, to): (Timestamp, Timestamp),
 ) -> Result<(Period, AllocationConfig), ApiError> {
-    let config = AllocationConfig {
-        bucket_ms: st.settings.allocation_bucket_ms,
-        ..AllocationConfig::default()
-    };
+    let config = st.allocation_config();
     let period =
         Period::new(from, to, config.bucket_ms).map_err(|e| ApiError::validation(vec![e]))?;
     Ok((period, config))

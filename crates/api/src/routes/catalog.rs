@@ -20,7 +20,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
-use eai_engine::allocate::{AllocationConfig, Period};
+use eai_engine::allocate::Period;
 use eai_engine::batch::{month, month_of};
 use eai_engine::error::FieldError;
 use eai_engine::provider::{models_url, parse_provider};
@@ -169,10 +169,7 @@ async fn last_month_prices(st: &AppState) -> (String, HashMap<String, TokenCost>
     let Some((from, to)) = month(&last) else {
         return (last, HashMap::new());
     };
-    let config = AllocationConfig {
-        bucket_ms: st.settings.allocation_bucket_ms,
-        ..AllocationConfig::default()
-    };
+    let config = st.allocation_config();
     let rows = match Period::new(from, to, config.bucket_ms) {
         Ok(p) => eai_app::allocation::token_costs_of(
             &st.source,

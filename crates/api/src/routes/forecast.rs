@@ -7,7 +7,6 @@
 use axum::extract::State;
 use axum::Json;
 use eai_app::forecast::{days_fit, forecast_of, Window};
-use eai_engine::allocate::AllocationConfig;
 use serde::Deserialize;
 
 use crate::auth::actions::ReadAllocation;
@@ -31,10 +30,7 @@ pub async fn get(
 ) -> Result<Json<Forecast>, ApiError> {
     let now = st.now();
     let window = Window::of(q.period.as_deref(), now).map_err(|e| ApiError::validation(vec![e]))?;
-    let config = AllocationConfig {
-        bucket_ms: st.settings.allocation_bucket_ms,
-        ..AllocationConfig::default()
-    };
+    let config = st.allocation_config();
     days_fit(config).map_err(|e| ApiError::validation(vec![e]))?;
     let _slot = allocation_slot(&st)?;
     let f = forecast_of(

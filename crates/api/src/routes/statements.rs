@@ -11,7 +11,6 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use eai_app::statements::{issue, month_start, read, tenant_names};
-use eai_engine::allocate::AllocationConfig;
 use eai_engine::domain::TenantId;
 use eai_engine::error::FieldError;
 use eai_store::Scope;
@@ -28,14 +27,6 @@ use crate::views::done;
 use crate::views::statement::{
     Statement, StatementIssue, StatementIssued, StatementList, StatementSummary,
 };
-
-/// This server's allocation settings, as `GET /v1/finops/gpu/allocation` computes with them.
-fn allocation_config(st: &AppState) -> AllocationConfig {
-    AllocationConfig {
-        bucket_ms: st.settings.allocation_bucket_ms,
-        ..AllocationConfig::default()
-    }
-}
 
 fn tenant_field(s: &str, field: &str) -> Result<TenantId, FieldError> {
     s.trim().parse::<TenantId>().map_err(|e| e.field(field))
@@ -65,7 +56,7 @@ pub async fn issue_month(
             return Err(ApiError::validation(errors));
         };
         let now = st.now();
-        let config = allocation_config(&st);
+        let config = st.allocation_config();
         let _slot = allocation_slot(&st)?;
         let audit = auth.draft(
             None,
@@ -162,7 +153,7 @@ pub async fn get_one(
         }
     };
     let now = st.now();
-    let config = allocation_config(&st);
+    let config = st.allocation_config();
     let _slot = allocation_slot(&st)?;
     let shown = read(
         st.store.as_ref(),
