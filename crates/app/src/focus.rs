@@ -8,7 +8,6 @@
 //! are TIMESTAMP(MILLIS, UTC); text is UTF-8 (1.3's JSON columns too); `x_Unallocated` is BOOLEAN. Nullable
 //! columns are OPTIONAL.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use eai_engine::allocate::{AllocationConfig, Period, Span};
@@ -26,6 +25,7 @@ use parquet::schema::types::Type;
 use rust_decimal::Decimal;
 
 use crate::allocation::{compute_from, AllocationStore, Source};
+use crate::statements::tenant_names;
 
 /// An encoding of the export.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,12 +92,7 @@ pub async fn rows(
         Scope::Platform => allocation,
         Scope::Tenant(t) => scoped_to(&allocation, t),
     };
-    let names: BTreeMap<_, _> = store
-        .tenants(req.scope)
-        .await?
-        .into_iter()
-        .map(|t| (t.id, t.name))
-        .collect();
+    let names = tenant_names(store, req.scope).await?;
     let invoices: Invoices = store
         .statement_numbers(req.scope, req.period.from, req.period.to)
         .await?
