@@ -43,7 +43,7 @@ use crate::codec::{corrupt, count, to_i64};
 use crate::outbox::OutboxRows;
 use crate::rollups::groups::{
     self, from_fixed, ids_bytes, quantities_of, to_fixed, ClaimDeltas, ClaimKey, ClaimSums,
-    GroupDeltas, GroupKey, GroupRow, SetCache, CLAIM_DP,
+    GroupDeltas, GroupKey, GroupRow, SetCache, Taken, CLAIM_DP,
 };
 use crate::Result;
 
@@ -177,27 +177,46 @@ struct RowCols<'a> {
 impl<'a> RowCols<'a> {
     /// A row's values, or (`None`) the empty delta that only locks the row.
     fn push(&mut self, key: &'a GroupKey, row: Option<&GroupRow>) -> Result<()> {
+        self.push_net(key, row, None)
+    }
+
+    /// A delta's values: `row` added (`None`: nothing, only the row locked) and `taken` taken out (counts and
+    /// quantities negative; the row is there, see [`GroupDeltas`]).
+    fn push_net(
+        &mut self,
+        key: &'a GroupKey,
+        row: Option<&GroupRow>,
+        taken: Option<&Taken>,
+    ) -> Result<()> {
         self.key.push(key)?;
+        let none = Taken::default();
+        let t = taken.unwrap_or(&none);
+        let (samples, estimated, mut q) = match row {
+            Some(r) => (r.samples, r.estimated_samples, r.q),
+            None => (0, 0, [0; 6]),
+        };
+        for (a, b) in q.iter_mut().zip(t.q) {
+            *a -= b;
+        }
+        let net = |add: u64, take: u64, what: &str| -> Result<i64> {
+            Ok(to_i64(add, what)? - to_i64(take, what)?)
+        };
+        self.samples
+            .push(net(samples, t.samples, "group samples")?);
+        self.estimated
+            .push(net(estimated, t.estimated_samples, "group estimated samples")?);
+        for (col, v) in self.q.iter_mut().zip(quantities_of(&q)?.values()) {
+            col.push(v);
+        }
         match row {
             Some(r) => {
                 self.first.push(r.first_window_start_ms);
                 self.last.push(r.last_window_start_ms);
-                self.samples.push(to_i64(r.samples, "group samples")?);
-                self.estimated
-                    .push(to_i64(r.estimated_samples, "group estimated samples")?);
-                for (col, v) in self.q.iter_mut().zip(quantities_of(&r.q)?.values()) {
-                    col.push(v);
-                }
                 self.gpus.push(array_literal(&r.gpus));
             }
             None => {
                 self.first.push(i64::MAX);
                 self.last.push(i64::MIN);
-                self.samples.push(0);
-                self.estimated.push(0);
-                for col in &mut self.q {
-                    col.push(Decimal::ZERO);
-                }
                 self.gpus.push("{}".into());
             }
         }
@@ -295,21 +314,21 @@ async fn write_groups_then(
     stale: BTreeSet<GroupKey>,
     mut written: Option<&mut Vec<Written>>,
 ) -> Result<()> {
-    let mut add: BTreeMap<&GroupKey, Option<&GroupRow>> = BTreeMap::new();
-    for (k, row) in &deltas.rows {
+    let mut add: BTreeMap<&GroupKey, (Option<&GroupRow>, Option<&Taken>)> = BTreeMap::new();
+    for (k, delta) in deltas.by_key() {
         if !stale.contains(k) {
-            add.insert(k, Some(row));
+            add.insert(k, delta);
         }
     }
     for k in &stale {
-        add.insert(k, None);
+        add.insert(k, (None, None));
     }
     if add.is_empty() {
         return Ok(());
     }
     let mut cols = RowCols::default();
-    for (k, row) in &add {
-        cols.push(k, *row)?;
+    for (k, (row, taken)) in &add {
+        cols.push_net(k, *row, *taken)?;
     }
     let sql: &'static str = if written.is_some() {
         GROUPS_ADD_RETURNING.as_str()

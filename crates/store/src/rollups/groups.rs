@@ -178,10 +178,46 @@ impl GroupRow {
     }
 }
 
-/// A batch's fast-path deltas, summed per group.
+/// A batch's deltas, summed per group: `rows` added (the fast path's, and the terms late samples add), then
+/// `taken` taken out (the terms late samples take out of a per-GPU row that stays: its GPU stays in the set, and
+/// its window starts do not move inward, see `crate::rollups::moves_inward`).
 #[derive(Debug, Default)]
 pub struct GroupDeltas {
     pub rows: BTreeMap<GroupKey, GroupRow>,
+    pub taken: BTreeMap<GroupKey, Taken>,
+}
+
+/// Sums taken out of a group row (counts and quantities only).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Taken {
+    pub samples: u64,
+    pub estimated_samples: u64,
+    pub q: Fixed,
+}
+
+impl GroupRow {
+    /// Takes `t` out: an error when a count or quantity would go below zero (the group does not hold what its
+    /// per-GPU rows say).
+    pub fn take(&mut self, t: &Taken) -> Result<()> {
+        let bad = || {
+            StoreError::Internal(format!(
+                "taking a late sample's terms out of the group rollup {:?} would leave it negative",
+                self.key
+            ))
+        };
+        self.samples = self.samples.checked_sub(t.samples).ok_or_else(bad)?;
+        self.estimated_samples = self
+            .estimated_samples
+            .checked_sub(t.estimated_samples)
+            .ok_or_else(bad)?;
+        for (a, b) in self.q.iter_mut().zip(t.q) {
+            *a -= b;
+            if *a < 0 {
+                return Err(bad());
+            }
+        }
+        Ok(())
+    }
 }
 
 impl GroupDeltas {
@@ -195,6 +231,31 @@ impl GroupDeltas {
             }
         }
         Ok(())
+    }
+
+    /// Cells taken out of a per-GPU row that stays.
+    pub fn take(&mut self, removed: &Rollup) -> Result<()> {
+        let q = fixed_of(&removed.q)?;
+        let t = self.taken.entry(GroupKey::of(&removed.key)).or_default();
+        t.samples += removed.samples;
+        t.estimated_samples += removed.estimated_samples;
+        for (a, b) in t.q.iter_mut().zip(q) {
+            *a += b;
+        }
+        Ok(())
+    }
+
+    /// The rows to add and the sums to take out, per group (in key order): what a backend applies to a group's
+    /// stored row.
+    pub fn by_key(&self) -> BTreeMap<&GroupKey, (Option<&GroupRow>, Option<&Taken>)> {
+        let mut out: BTreeMap<&GroupKey, (Option<&GroupRow>, Option<&Taken>)> = BTreeMap::new();
+        for (k, r) in &self.rows {
+            out.entry(k).or_default().0 = Some(r);
+        }
+        for (k, t) in &self.taken {
+            out.entry(k).or_default().1 = Some(t);
+        }
+        out
     }
 }
 

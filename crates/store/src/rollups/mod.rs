@@ -444,13 +444,21 @@ impl<'a> BatchPlan<'a> {
             if let (Some((end, _)), Some(Known::Raw(b))) = (p, after) {
                 touch_span(&mut dirty, end, b.start().0, &cfg);
             }
-            let frozen_hours: BTreeSet<i64> = dirty
+            // Merged by terms: the frozen hours always; the open ones too when both neighbours are raw rows
+            // (then they are the true neighbours) and no policy cuts the hour (its stored rows may not be cut
+            // at a cut made after they were written: the recomputation re-cuts it).
+            let by_terms = self.open_by_terms(before, samples[0], after);
+            let b = cfg.bucket_ms;
+            let terms_hours: BTreeSet<i64> = dirty
                 .iter()
                 .copied()
-                .filter(|h| frozen.is_some_and(|f| *h < f))
+                .filter(|&h| {
+                    frozen.is_some_and(|f| h < f)
+                        || (by_terms && self.horizon.cuts.within(h, h + b).next().is_none())
+                })
                 .collect();
-            if !frozen_hours.is_empty() {
-                if let Err(reason) = self.merge_terms(before, &samples, after, &frozen_hours) {
+            if !terms_hours.is_empty() {
+                if let Err(reason) = self.merge_terms(before, &samples, after, &terms_hours) {
                     self.refused.extend(samples.iter().map(|&s| (s, reason)));
                     continue;
                 }
@@ -460,7 +468,7 @@ impl<'a> BatchPlan<'a> {
             }
             let first = samples[0];
             self.note_written(first, before.and_then(|k| k.raw()).map(|b| b.end.0));
-            let open: BTreeSet<i64> = dirty.difference(&frozen_hours).copied().collect();
+            let open: BTreeSet<i64> = dirty.difference(&terms_hours).copied().collect();
             if !open.is_empty() {
                 self.dirty
                     .entry(first.gpu_uuid.clone())
@@ -470,7 +478,19 @@ impl<'a> BatchPlan<'a> {
         }
     }
 
-    /// The terms of a run of late samples `run` between `before` and `after`, restricted to the frozen hours
+    /// Whether a run of late samples starting with `first` between `before` and `after` is merged by terms in the
+    /// hours that are not frozen: when both neighbours are raw rows (a run with no stored sample after it has
+    /// none) and [`BatchPlan::merge_terms`] cannot refuse it.
+    fn open_by_terms(&self, before: Option<&Known>, first: &Sample, after: Option<&Known>) -> bool {
+        let raw = matches!(before, Some(Known::Raw(_))) && matches!(after, None | Some(Known::Raw(_)));
+        let indexed = self
+            .horizon
+            .indexed_from
+            .is_none_or(|x| first.end.0 >= x && before.is_some_and(|b| b.end() >= x));
+        raw && indexed
+    }
+
+    /// The terms of a run of late samples `run` between `before` and `after`, restricted to the hours
     /// `hours`: the pair's old term goes, the run's terms come. Fails when a term needs a neighbour whose raw row
     /// was pruned (a hole after an end-only window), or where the index of pruned windows does not reach.
     fn merge_terms(
@@ -628,6 +648,26 @@ pub fn unmerged(
         return Err(negative(&r.key));
     }
     Ok(Some(r))
+}
+
+/// Whether taking `removed` out of `stored` (and adding `added`) may move the row's earliest or latest window
+/// start inward: when a removed cell starts at the row's earliest (latest) start and no added one starts at or
+/// before (after) it. [`unmerged`] keeps the stored starts, so where this holds it is not exact: an hour whose
+/// raw samples are all there is recomputed instead. The removed cells are the stored row's, so a removed
+/// earliest start after the stored one leaves the cell that holds the stored one.
+pub fn moves_inward(
+    stored: Option<&Rollup>,
+    added: Option<&Rollup>,
+    removed: Option<&Rollup>,
+) -> bool {
+    let (Some(s), Some(x)) = (stored, removed) else {
+        return false;
+    };
+    let first = x.first_window_start <= s.first_window_start
+        && added.is_none_or(|a| a.first_window_start > s.first_window_start);
+    let last = x.last_window_start >= s.last_window_start
+        && added.is_none_or(|a| a.last_window_start < s.last_window_start);
+    first || last
 }
 
 fn negative(key: &RollupKey) -> StoreError {
@@ -848,4 +888,44 @@ pub fn replica_extent(
     .flatten()
     .max()?;
     Some((Timestamp(from), Timestamp(to.saturating_add(1))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(first: i64, last: i64) -> Rollup {
+        Rollup {
+            key: RollupKey {
+                gpu_uuid: "GPU-a".into(),
+                deployment_id: "vllm".into(),
+                owner: None,
+                model: "H100".into(),
+                bucket_start: Timestamp(0),
+                placement: Default::default(),
+            },
+            first_window_start: Timestamp(first),
+            last_window_start: Timestamp(last),
+            samples: 0,
+            estimated_samples: 0,
+            q: Default::default(),
+            gpus: None,
+        }
+    }
+
+    #[test]
+    fn a_window_start_moves_inward_only_when_a_removed_cell_held_it_and_no_added_one_does() {
+        let stored = row(0, 45);
+        let inward = |added: Option<Rollup>, removed: Option<Rollup>| {
+            moves_inward(Some(&stored), added.as_ref(), removed.as_ref())
+        };
+        assert!(!inward(None, None), "nothing taken out");
+        assert!(!inward(None, Some(row(15, 30))), "the cells at 0 and 45 stay");
+        assert!(inward(None, Some(row(0, 15))), "the cell at 0 may be the only one");
+        assert!(inward(None, Some(row(30, 45))), "the cell at 45 may be the only one");
+        assert!(!inward(Some(row(0, 15)), Some(row(0, 15))), "0 added back");
+        assert!(inward(Some(row(10, 40)), Some(row(30, 45))), "45 not added back");
+        assert!(!inward(Some(row(10, 50)), Some(row(30, 45))), "a later one added");
+        assert!(!moves_inward(None, None, Some(&row(0, 0))), "no stored row: unmerged refuses it");
+    }
 }

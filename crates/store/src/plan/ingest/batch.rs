@@ -96,6 +96,12 @@ impl<'b> Batch<'b> {
     }
 }
 
+/// Whether a rollup key lies in an hour that is not frozen.
+fn is_open(frozen: Option<i64>, bucket_ms: i64, k: &RollupKey) -> bool {
+    let h = k.bucket_start.floor_to(bucket_ms).0;
+    frozen.is_none_or(|f| h >= f)
+}
+
 fn id_in(ids: &HashMap<String, i64>, uuid: &str) -> Result<i64> {
     ids.get(uuid)
         .copied()
@@ -332,8 +338,19 @@ impl<'a> IngestPlan<'a> {
     /// rollups of these keys.
     pub fn frozen_deltas(&mut self) -> Vec<(RollupKey, Option<Rollup>, Option<Rollup>)> {
         let d = self.plan.frozen_deltas();
-        self.stale.extend(d.iter().map(|(k, _, _)| GroupKey::of(k)));
+        // A frozen hour's groups are rebuilt from their per-GPU rows; an open hour's take the deltas
+        // ([`IngestPlan::frozen`]).
+        let (frozen, b) = (self.frozen_from(), self.plan.cfg().bucket_ms);
+        self.stale.extend(
+            d.iter()
+                .filter(|(k, _, _)| !is_open(frozen, b, k))
+                .map(|(k, _, _)| GroupKey::of(k)),
+        );
         d
+    }
+
+    fn frozen_from(&self) -> Option<i64> {
+        self.plan.horizon().frozen(&self.plan.cfg())
     }
 
     /// The frozen hours' rows: each stored row with the terms added and taken out ([`rollups::unmerged`]),
@@ -344,17 +361,42 @@ impl<'a> IngestPlan<'a> {
         mut current: HashMap<RollupKey, Rollup>,
     ) -> Result<FrozenWrites> {
         let mut out = FrozenWrites::default();
+        let frozen = self.frozen_from();
         for (k, added, removed) in deltas {
             let id = self.gpu_id(&k.gpu_uuid)?;
             let stored = current.remove(&k);
-            match rollups::unmerged(stored.clone(), added, removed)? {
+            let open = is_open(frozen, self.plan.cfg().bucket_ms, &k);
+            if open && rollups::moves_inward(stored.as_ref(), added.as_ref(), removed.as_ref()) {
+                // Its earliest or latest window start may move inward, to a start the row does not hold: the
+                // hour is recomputed from raw samples instead (after these writes), and its groups rebuilt.
+                let h = k.bucket_start.floor_to(self.plan.cfg().bucket_ms).0;
+                self.plan
+                    .dirty
+                    .entry(k.gpu_uuid.clone())
+                    .or_default()
+                    .insert(h);
+                self.stale.insert(GroupKey::of(&k));
+                continue;
+            }
+            match rollups::unmerged(stored.clone(), added.clone(), removed.clone())? {
                 Some(r) => {
+                    if open {
+                        // The row stays, so its GPU stays in the group; its window starts did not move inward.
+                        if let Some(a) = &added {
+                            self.groups.add(id, a)?;
+                        }
+                        if let Some(x) = &removed {
+                            self.groups.take(x)?;
+                        }
+                    }
                     if let Some(o) = self.outbox.as_mut() {
                         o.rollup(&r);
                     }
                     out.write.push((id, r));
                 }
                 None => {
+                    // The GPU leaves the group (unless another row of it is there): rebuilt.
+                    self.stale.insert(GroupKey::of(&k));
                     if let (Some(o), Some(old)) = (self.outbox.as_mut(), stored) {
                         o.rollup_deleted(&old);
                     }

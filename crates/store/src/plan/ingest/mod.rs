@@ -740,7 +740,7 @@ mod tests {
     }
 
     #[test]
-    fn a_late_sample_reads_its_neighbours_and_recomputes_its_hour() {
+    fn a_late_sample_reads_its_neighbours_and_merges_its_terms_into_its_hour() {
         let samples = late_between();
         let batch = Batch::encode(&samples).unwrap();
         let draft = draft();
@@ -765,15 +765,54 @@ mod tests {
         );
         answered(&mut ingest, Answer::Rollups(HashMap::new()));
 
-        let Step::Write(Write::Recompute { hours, .. }) = ingest.step().unwrap() else {
-            panic!("its hour recomputed");
+        // Its hour's stored row: the two stored windows and the 15 s between them, estimated.
+        let Step::Read(Read::Rollups(keys)) = ingest.step().unwrap() else {
+            panic!("the stored rollup its terms change");
         };
-        assert_eq!(hours, [(1, "GPU-a".to_string(), T0)]);
-        answered(&mut ingest, Answer::Written);
+        assert_eq!(keys.len(), 1);
+        let key = keys[0].1.clone();
+        assert_eq!((keys[0].0, key.bucket_start), (1, Timestamp(T0)));
+        let two = [T0 + S, T0 + 3 * S].map(|e| sample("GPU-a", e));
+        let row = eai_engine::rollup::aggregate(
+            eai_engine::series::cells(&two, &RollupConfig::default().series()).cells,
+        );
+        assert_eq!(row.len(), 1);
+        assert_eq!(
+            (row[0].samples, row[0].estimated_samples),
+            (2, 1),
+            "one window estimated"
+        );
+        answered(
+            &mut ingest,
+            Answer::Rollups([(key, row[0].clone())].into_iter().collect()),
+        );
+
+        // The estimated window taken out, the sample's added: three windows of 15 s, none estimated; no
+        // recomputation.
+        let Step::Write(Write::Rollups(w)) = ingest.step().unwrap() else {
+            panic!("the row merged by terms");
+        };
+        assert_eq!(w.write.len(), 1);
+        let r = &w.write[0].1;
+        assert_eq!((r.samples, r.estimated_samples), (3, 0));
+        assert_eq!(r.q.gpu_seconds, Decimal::from(45));
+        assert_eq!(r.q.estimated_gpu_seconds, Decimal::ZERO);
+        assert_eq!(
+            (r.first_window_start, r.last_window_start),
+            (Timestamp(T0), Timestamp(T0 + 2 * S))
+        );
+        assert!(w.delete.is_empty() && w.take_gaps.is_empty() && w.gaps.is_empty());
+        answered(&mut ingest, Answer::Taken(vec![]));
+
         let Step::Write(Write::Finish(f)) = ingest.step().unwrap() else {
-            panic!("the last writes");
+            panic!("the last writes, no recomputation");
         };
         assert_eq!(f.outcome.inserted, 1);
+        assert!(f.stale.is_empty(), "its group takes the deltas");
+        let g = f.groups.by_key();
+        let (added, taken) = g.values().next().expect("its group");
+        assert_eq!(added.map(|a| (a.samples, a.estimated_samples)), Some((1, 0)));
+        assert_eq!(taken.map(|t| (t.samples, t.estimated_samples)), Some((0, 1)));
     }
 
     #[test]

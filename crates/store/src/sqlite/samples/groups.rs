@@ -189,18 +189,23 @@ pub(super) fn apply_groups(
     stale: &BTreeSet<GroupKey>,
     mut outbox: Option<&mut OutboxRows>,
 ) -> Result<()> {
-    for (key, delta) in deltas.rows {
-        if stale.contains(&key) {
+    for (key, (delta, taken)) in deltas.by_key() {
+        if stale.contains(key) {
             continue;
         }
-        let row = match stored_group(tx, &key)? {
-            Some(mut g) => {
-                g.add(&delta);
+        let mut row = match (stored_group(tx, key)?, delta) {
+            (Some(mut g), Some(d)) => {
+                g.add(d);
                 g
             }
-            None => delta,
+            (Some(g), None) => g,
+            (None, Some(d)) => d.clone(),
+            (None, None) => continue,
         };
-        outbox_group(tx, outbox.as_deref_mut(), &key, Some(&row))?;
+        if let Some(t) = taken {
+            row.take(t)?;
+        }
+        outbox_group(tx, outbox.as_deref_mut(), key, Some(&row))?;
         write_group(tx, &row)?;
     }
     for key in stale {
