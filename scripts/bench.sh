@@ -6,7 +6,8 @@
 #   QUICK=1 scripts/bench.sh    # smaller figures and a 60 s mixed load, for a smoke run
 #   BACKENDS=sqlite scripts/bench.sh
 #   PG_MIXED_SECONDS=120 BIG_BACKENDS=sqlite scripts/bench.sh   # what BENCHMARKS.md used
-#   ONLY=big BIG_BACKENDS=sqlite scripts/bench.sh   # one part: engine, ingest, alloc, mixed, big, chmonth, chcluster, late, sampler, gateway
+#   ONLY=big BIG_BACKENDS=sqlite scripts/bench.sh   # one part: engine, ingest, alloc, mixed, big, chmonth, chcluster, late, sampler, gateway, replay
+#   ONLY=replay scripts/bench.sh    # samples between stored neighbours: a spool replayed newest first into a hole, shuffled windows, beside in order (~3 min)
 #   ONLY=chmonth scripts/bench.sh   # a month of the big fleet from a single ClickHouse, filled directly (~3 min)
 #   ONLY=gateway scripts/bench.sh   # reserve + commit from one gateway key, 64 callers, on $BACKENDS (~1 min)
 #   ONLY=chcluster scripts/bench.sh # the same month from a ClickHouse cluster (ZooKeeper, 2 shards x 2 replicas; ~5 min)
@@ -174,6 +175,18 @@ for backend in $BACKENDS; do
     RATE_LIMIT=0 start "$backend" "gateway_$backend"
     timeout 300 "$bin" bench --url "$url" --key "$key" gateway --callers 64 --pairs "$gw_pairs" | tee "$work/gateway_$backend.txt" \
       | record "$backend.gateway"
+    stop
+  fi
+
+  if part replay; then
+    # Issue 42, part 2: 2,000 GPUs, two holes of 30 minutes of 15 s windows left out of in-order history; one
+    # replayed newest first (a sampler's spool after an outage), one in shuffled windows, 5-window batches, 4
+    # streams, each beside the same number of samples appended in order (before and after them, same run).
+    if [ "$QUICK" = 1 ]; then rp_gpus=500; rp_hole=40; else rp_gpus=2000; rp_hole=120; fi
+    echo "== $backend: samples between stored neighbours, $rp_gpus GPUs, holes of $rp_hole windows, beside in order"
+    start "$backend" "replay_$backend"
+    bench replay --gpus "$rp_gpus" --hole-windows "$rp_hole" --batch-windows 5 --concurrency 4 | tee "$work/replay_$backend.txt" \
+      | record "$backend.replay"
     stop
   fi
 

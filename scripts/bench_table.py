@@ -57,6 +57,13 @@ for b in ("sqlite", "postgres"):
                      f"{g(gw + 'commit_p99_ms', ' ms')}; {g(gw + 'pairs')} pairs, refused {g(gw + 'refused')}, errors "
                      f"{g(gw + 'errors')}, spent {g(gw + 'budget_spent')} = committed {g(gw + 'budget_expected')}, "
                      f"over budget {g(gw + 'over_budget')}"))
+    # Samples between stored neighbours (issue 42, part 2), beside the same number appended in order (same run).
+    rp = f"{b}.replay.replay_"
+    if f"{rp}in_order_samples_per_second" in vals:
+        for name, what in (("newest_first", "a spool replayed newest first into a hole"), ("shuffled", "shuffled windows into a hole")):
+            rows.append((f"{b}: {what}, {g(rp + 'gpus')} GPUs", g(f"{rp}{name}_samples_per_second", " samples/s"),
+                         f"{g(f'{b}.replay.ratio_{name}_to_in_order')} x in order ({g(rp + 'in_order_samples_per_second', ' samples/s')}: "
+                         f"{g(rp + 'in_order_first_samples_per_second')} before, {g(rp + 'in_order_second_samples_per_second')} after); target >= 0.5"))
     bigs = sorted({m.group(1) for k in vals for m in [re.match(rf"{b}\.g(\d+)\.load_samples", k)] if m and m.group(1) != "1000"})
     for n in bigs:
         rows.append((f"{b}: {n} GPUs, a month loaded over HTTP", g(f"{b}.g{n}.load_samples", " samples"),

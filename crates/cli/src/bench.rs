@@ -13,6 +13,7 @@ use clap::{Args, Subcommand};
 use eai_engine::time::Timestamp;
 use serde_json::{json, Value};
 
+mod replay;
 mod soak;
 
 #[derive(Debug, Args)]
@@ -139,6 +140,10 @@ pub enum BenchCommand {
         #[arg(long, default_value = "0.37")]
         actual: String,
     },
+    /// Samples between stored neighbours (issue 42, part 2): two holes left out of in-order history, one
+    /// replayed newest first (a sampler's spool after an outage), one in shuffled windows, each timed beside
+    /// the same number of samples appended in order (before and after them, same run).
+    Replay(replay::ReplayArgs),
     /// Soak: hours of a compressed month with allocation queries, key churn and policy changes; a line of
     /// figures a minute (scripts/soak.sh).
     Soak(soak::SoakArgs),
@@ -369,6 +374,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             estimate,
             actual,
         } => gateway(http, callers, pairs, &estimate, &actual).await,
+        BenchCommand::Replay(args) => replay::replay(http, args).await,
         BenchCommand::Soak(args) => soak::soak(http, args).await,
         BenchCommand::PromHistory { .. } => unreachable!("handled above"),
     }

@@ -352,6 +352,13 @@ mod sqlite_harness {
             }
 
             #[test]
+            fn holes_filled_equal_the_raw_path(plan in super::super::plans::arb_hole_plan()) {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                let (_dir, store) = fresh();
+                rt.block_on(contract::holes_filled_equal_the_raw_path(&store, &plan));
+            }
+
+            #[test]
             fn pruned_arrivals_equal_the_raw_path(
                 plan in prop_oneof![super::super::plans::arb_plan(), super::super::plans::arb_dense_plan()],
                 prunes in super::super::plans::arb_prunes(),
@@ -481,6 +488,15 @@ mod postgres_harness {
                 rt.block_on(async {
                     let (_db, store) = fresh().await;
                     contract::rollups_equal_the_raw_path(&store, &plan).await;
+                });
+            }
+
+            #[test]
+            fn holes_filled_equal_the_raw_path(plan in super::super::plans::arb_hole_plan()) {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                rt.block_on(async {
+                    let (_db, store) = fresh().await;
+                    contract::holes_filled_equal_the_raw_path(&store, &plan).await;
                 });
             }
 

@@ -218,3 +218,97 @@ pub fn arb_dense_plan() -> impl Strategy<Value = Plan> {
         plan
     })
 }
+
+/// Holes filled between stored neighbours (issue 42, part 2): three GPUs with contiguous 15 s windows over three
+/// hours, sent in order first but for up to three holes (one window up to two hours: shorter and longer than
+/// the largest interpolated span), then each hole's windows sent newest first in batches of five (a spool
+/// replayed), in shuffled windows, or in order, with re-sends of stored and hole windows among them, and live
+/// windows appended in between. Odd windows (5 s or 40 s, off the grid) overlap their neighbours, so that a
+/// term taken out may hold a rollup's earliest or latest window start.
+pub fn arb_hole_plan() -> impl Strategy<Value = Plan> {
+    let hole = (0u8..3, 0i64..700, 1i64..480, 0u8..3);
+    let odd = (0u8..3, 0i64..720, 1i64..14, any::<bool>());
+    (
+        any::<u64>(),
+        prop::collection::vec(hole, 1..4),
+        prop::collection::vec(odd, 0..5),
+        prop::collection::vec(any::<prop::sample::Index>(), 0..8),
+        1usize..4,
+    )
+        .prop_map(|(seed, holes, odd, resends, live_every)| {
+            let mut x = seed | 1;
+            let mut next = move || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            let make = |g: u8, slot: i64, util: u32| {
+                let mut s = to_sample((g, slot, false, 0, util, false, 4000, 40, false, 0));
+                s.pod = "p".into();
+                s
+            };
+            let in_hole = |g: u8, slot: i64| {
+                holes
+                    .iter()
+                    .position(|&(hg, from, len, _)| hg == g && from <= slot && slot < from + len)
+            };
+            // 600 slots of history, then 120 live ones appended while the holes are filled.
+            let (mut stored, mut filled, mut live) = (Vec::new(), vec![Vec::new(); holes.len()], Vec::new());
+            for g in 0..3u8 {
+                for slot in 0..720 {
+                    let s = make(g, slot, (next() % 101) as u32);
+                    match (slot >= 600, in_hole(g, slot)) {
+                        (true, _) => live.push(s),
+                        (false, Some(h)) => filled[h].push(s),
+                        (false, None) => stored.push(s),
+                    }
+                }
+            }
+            let mut batches: Vec<Vec<Sample>> = stored.chunks(97).map(<[Sample]>::to_vec).collect();
+            let mut hole_batches: Vec<Vec<Sample>> = Vec::new();
+            for (mut v, &(_, _, _, order)) in filled.into_iter().zip(&holes) {
+                match order {
+                    0 => v.sort_by_key(|s| std::cmp::Reverse(s.end)),
+                    1 => {
+                        for i in (1..v.len()).rev() {
+                            v.swap(i, (next() % (i as u64 + 1)) as usize);
+                        }
+                    }
+                    _ => {}
+                }
+                hole_batches.extend(v.chunks(5).map(<[Sample]>::to_vec));
+            }
+            // Re-sends: of stored windows and of hole windows, inside later batches.
+            let all: Vec<Sample> = batches.iter().chain(&hole_batches).flatten().cloned().collect();
+            for (k, ix) in resends.iter().enumerate() {
+                if hole_batches.is_empty() {
+                    break;
+                }
+                let again = all[ix.index(all.len())].clone();
+                let n = hole_batches.len();
+                hole_batches[(ix.index(n) + k) % n].push(again);
+            }
+            let mut live = live.chunks(15).map(<[Sample]>::to_vec);
+            for (i, b) in hole_batches.into_iter().enumerate() {
+                batches.push(b);
+                if i % live_every == 0 {
+                    batches.extend(live.next());
+                }
+            }
+            batches.extend(live);
+            for (g, slot, off, long) in odd {
+                let mut s = make(g, slot, 50);
+                s.end = Timestamp(s.end.0 + off * 1_000);
+                s.window_ms = eai_engine::domain::WindowMs::new(if long { 40_000 } else { 5_000 })
+                    .expect("a window");
+                let at = (next() as usize) % (batches.len() + 1);
+                batches.insert(at, vec![s]);
+            }
+            Plan {
+                batches,
+                usage: Vec::new(),
+                policies: policies(),
+            }
+        })
+}

@@ -118,6 +118,25 @@ pub async fn rollups_equal_the_raw_path(s: &dyn Store, plan: &Plan) {
     assert_eq!(stored, from_raw, "allocation");
 }
 
+/// Holes filled between stored neighbours ([`super::super::plans::arb_hole_plan`]): what
+/// [`rollups_equal_the_raw_path`] checks, and every per-GPU rollup exactly the raw path's, earliest and latest
+/// window starts included (the plan makes no policy, so no rollup is cut).
+pub async fn holes_filled_equal_the_raw_path(s: &dyn Store, plan: &Plan) {
+    rollups_equal_the_raw_path(s, plan).await;
+    let received: Vec<Sample> = plan.batches.concat();
+    let mut stored = s
+        .replica_rows(ts(T0 - 48 * H), ts(T0 + 48 * H))
+        .await
+        .unwrap()
+        .rollups;
+    stored.sort_by(|a, b| a.key.cmp(&b.key));
+    assert_eq!(
+        stored,
+        aggregate(cells(&received, &SeriesConfig::default()).cells),
+        "per-GPU rollups, window starts included"
+    );
+}
+
 // --- late samples in pruned hours (crate::pruned) -------------------------------------------------------
 
 /// Group rollups summed per hour, first and last window starts left out: what late samples merged into
