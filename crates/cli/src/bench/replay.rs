@@ -56,7 +56,11 @@ fn bodies(fleet: &Fleet, a: &ReplayArgs, ends: &[i64]) -> anyhow::Result<Vec<Vec
                 let mut samples = Vec::with_capacity(w.len() * g.len());
                 for &gpu in g {
                     for &e in w {
-                        samples.push(fleet.sample(gpu, Timestamp(e), (gpu as u64) << 20 ^ e as u64));
+                        samples.push(fleet.sample(
+                            gpu,
+                            Timestamp(e),
+                            (gpu as u64) << 20 ^ e as u64,
+                        ));
                     }
                 }
                 stream.push(serde_json::to_vec(&json!({ "samples": samples }))?);
@@ -124,7 +128,10 @@ pub async fn replay(http: Arc<Http>, a: ReplayArgs) -> anyhow::Result<ExitCode> 
     let per_phase = (h as usize * fleet.gpus) as u64;
     let (_, n) = send(&http, bodies(fleet, &a, &stored)?).await?;
     if n != stored.len() as u64 * fleet.gpus as u64 {
-        bail!("the stored windows: {n} samples inserted, {} sent", stored.len() * fleet.gpus);
+        bail!(
+            "the stored windows: {n} samples inserted, {} sent",
+            stored.len() * fleet.gpus
+        );
     }
     let mut newest_first = hole2.clone();
     newest_first.reverse();

@@ -18,10 +18,17 @@
 //! - **Before everything stored** (a late run with no stored sample of its GPU before it: a backfill, a spool
 //!   replayed newest first): it breaks no pair, so its terms (its cells, the fills inside the run and the fill to
 //!   the stored sample after it) are added like the fast path's: the cost of the hours it touches.
-//! - **Slow path** (a late sample: a stored one ends after it): it breaks the pair of stored neighbours it falls
-//!   between, so the GPU-hours that the old pair's terms and the new terms touch are marked dirty and
-//!   recomputed from raw samples: load the samples around the hour ([`context_range`]), keep the cells of the
-//!   hour and the gaps that start in it ([`bucket_terms`]), replace the hour's rollup and gap rows.
+//! - **Between stored neighbours** (a late sample: a stored one ends after it; a replayed spool, a backfill,
+//!   shuffled windows): it breaks the pair of stored neighbours `P`, `N` it falls between, so it is merged by
+//!   terms ([`BatchPlan::merge_terms`]): the pair's term taken out, those of `(P, s)`, `s`, `(s, N)` added into
+//!   the per-GPU rollups and their groups, gaps deleted and written, at the cost of the hours the terms touch.
+//!   That is exact for sums and counts; a row's earliest and latest window starts are kept unless an added cell
+//!   widens them, which is exact unless a removed cell held one and no added cell does ([`moves_inward`]).
+//! - **Slow path**: the GPU-hours that the old pair's terms and the new terms touch are marked dirty and
+//!   recomputed from raw samples where merging by terms is not known exact: an hour a policy cuts (its rows may
+//!   have been written before the cut), a row whose window starts may move inward, a neighbour known only by
+//!   its end ([`BatchPlan::open_by_terms`]). Load the samples around the hour ([`context_range`]), keep the
+//!   cells of the hour and the gaps that start in it ([`bucket_terms`]), replace the hour's rollup and gap rows.
 //!   Dirty buckets, for a run of late samples `s1..sk` that fell between the stored neighbours `P` and `N`: the
 //!   buckets each sample's window touches, and for every pair whose term goes (`P, N`) or comes (`P, s1`, …,
 //!   `sk, N`): the bucket holding the pair's first end (where its gap lives) and, when the span between them is at
@@ -30,16 +37,18 @@
 //!
 //! A batch goes through it in three steps, per GPU: [`split`] (needs the latest stored sample's end), then the
 //! backend looks up each late sample (already stored? its stored neighbours), then [`BatchPlan::add_gpu`]; the
-//! backend writes [`BatchPlan::rows`], adds [`BatchPlan::deltas`] into its rollups, inserts the plan's gaps and
-//! recomputes each dirty bucket that is not frozen.
+//! backend writes [`BatchPlan::rows`], adds [`BatchPlan::deltas`] into its rollups, inserts the plan's gaps,
+//! merges [`BatchPlan::frozen_deltas`] (the terms of late samples, frozen hours or not) and recomputes each
+//! dirty bucket that is not frozen.
 //!
 //! Retention: pruning keeps the latest sample of each GPU ([`prune_cutoff`]: so that the next sample still sees its
 //! predecessor, and a long silence is reported as a gap) and every sample next to a hole (an *edge*), and leaves of
 //! the others only their end ([`crate::rollups::pruned`]); it records how far it pruned ([`pruned_horizon`]). An
 //! hour whose recomputation would need pruned rows is *frozen* ([`frozen_before`]). A late sample whose terms reach
-//! frozen hours is merged there by terms instead ([`BatchPlan`]: the old pair's term taken out, the new terms
-//! added, computed from the neighbours, which are edges whenever a term needs them), and by recomputation in the
-//! hours that are not frozen. Reads serve frozen hours from rollups even when they are asked for exactly.
+//! frozen hours is merged there by terms always ([`BatchPlan`]: the old pair's term taken out, the new terms
+//! added, computed from the neighbours, which are edges whenever a term needs them); there a row's window starts
+//! stay as they were (no recomputation can narrow them), and its groups are rebuilt. Reads serve frozen hours
+//! from rollups even when they are asked for exactly.
 //!
 //! Policy boundaries: rollups are cut at the instants where a policy starts or ends inside an hour ([`Cuts`]):
 //! each cell goes to the segment that holds its start, so a rollup never spans a boundary known when its cells
@@ -302,8 +311,8 @@ pub struct Late<'a> {
     pub after: Option<Known>,
 }
 
-/// Terms of late samples merged into frozen hours: cells to add and cells to take out of the stored rollups,
-/// gaps to write and gaps to delete (by GPU uuid and start).
+/// Terms of late samples merged by terms (frozen hours, and open ones per [`BatchPlan::open_by_terms`]): cells to
+/// add and cells to take out of the stored rollups, gaps to write and gaps to delete (by GPU uuid and start).
 #[derive(Debug, Default)]
 pub struct FrozenTerms {
     pub added: Vec<Rollup>,
@@ -330,7 +339,7 @@ pub struct BatchPlan<'a> {
     pub terms: SeriesOutput,
     /// Buckets to recompute from raw samples once the rows and terms are written, per GPU uuid (never frozen).
     pub dirty: BTreeMap<String, BTreeSet<i64>>,
-    /// Terms of late samples in frozen hours (merged by terms, not recomputed).
+    /// Terms of late samples merged by terms, not recomputed (frozen hours, and open ones between raw rows).
     pub frozen: FrozenTerms,
     /// Late samples that cannot be merged exactly, and why: the batch must be refused.
     pub refused: Vec<(&'a Sample, &'static str)>,
@@ -482,7 +491,8 @@ impl<'a> BatchPlan<'a> {
     /// hours that are not frozen: when both neighbours are raw rows (a run with no stored sample after it has
     /// none) and [`BatchPlan::merge_terms`] cannot refuse it.
     fn open_by_terms(&self, before: Option<&Known>, first: &Sample, after: Option<&Known>) -> bool {
-        let raw = matches!(before, Some(Known::Raw(_))) && matches!(after, None | Some(Known::Raw(_)));
+        let raw =
+            matches!(before, Some(Known::Raw(_))) && matches!(after, None | Some(Known::Raw(_)));
         let indexed = self
             .horizon
             .indexed_from
@@ -490,8 +500,8 @@ impl<'a> BatchPlan<'a> {
         raw && indexed
     }
 
-    /// The terms of a run of late samples `run` between `before` and `after`, restricted to the hours
-    /// `hours`: the pair's old term goes, the run's terms come. Fails when a term needs a neighbour whose raw row
+    /// The terms of a run of late samples `run` between `before` and `after`, restricted to the hours `hours`
+    /// (frozen ones, and open ones per [`BatchPlan::open_by_terms`]): the pair's old term goes, the run's come. Fails when a term needs a neighbour whose raw row
     /// was pruned (a hole after an end-only window), or where the index of pruned windows does not reach.
     fn merge_terms(
         &mut self,
@@ -553,8 +563,9 @@ impl<'a> BatchPlan<'a> {
         aggregate(cells)
     }
 
-    /// The frozen hours' changes per rollup key: the sum of the cells to add and of the cells to take out (cut at
-    /// the policy boundaries, as when they were added). Apply each with [`unmerged`].
+    /// The changes of the hours merged by terms, per rollup key: the sum of the cells to add and of the cells to
+    /// take out (cut at the policy boundaries, as when they were added). Apply each with [`unmerged`], unless
+    /// [`moves_inward`] says it is not exact.
     pub fn frozen_deltas(&mut self) -> Vec<(RollupKey, Option<Rollup>, Option<Rollup>)> {
         let b = self.cfg.bucket_ms;
         let mut added = std::mem::take(&mut self.frozen.added);
@@ -920,12 +931,30 @@ mod tests {
             moves_inward(Some(&stored), added.as_ref(), removed.as_ref())
         };
         assert!(!inward(None, None), "nothing taken out");
-        assert!(!inward(None, Some(row(15, 30))), "the cells at 0 and 45 stay");
-        assert!(inward(None, Some(row(0, 15))), "the cell at 0 may be the only one");
-        assert!(inward(None, Some(row(30, 45))), "the cell at 45 may be the only one");
+        assert!(
+            !inward(None, Some(row(15, 30))),
+            "the cells at 0 and 45 stay"
+        );
+        assert!(
+            inward(None, Some(row(0, 15))),
+            "the cell at 0 may be the only one"
+        );
+        assert!(
+            inward(None, Some(row(30, 45))),
+            "the cell at 45 may be the only one"
+        );
         assert!(!inward(Some(row(0, 15)), Some(row(0, 15))), "0 added back");
-        assert!(inward(Some(row(10, 40)), Some(row(30, 45))), "45 not added back");
-        assert!(!inward(Some(row(10, 50)), Some(row(30, 45))), "a later one added");
-        assert!(!moves_inward(None, None, Some(&row(0, 0))), "no stored row: unmerged refuses it");
+        assert!(
+            inward(Some(row(10, 40)), Some(row(30, 45))),
+            "45 not added back"
+        );
+        assert!(
+            !inward(Some(row(10, 50)), Some(row(30, 45))),
+            "a later one added"
+        );
+        assert!(
+            !moves_inward(None, None, Some(&row(0, 0))),
+            "no stored row: unmerged refuses it"
+        );
     }
 }

@@ -254,7 +254,8 @@ pub fn arb_hole_plan() -> impl Strategy<Value = Plan> {
                     .position(|&(hg, from, len, _)| hg == g && from <= slot && slot < from + len)
             };
             // 600 slots of history, then 120 live ones appended while the holes are filled.
-            let (mut stored, mut filled, mut live) = (Vec::new(), vec![Vec::new(); holes.len()], Vec::new());
+            let (mut stored, mut filled, mut live) =
+                (Vec::new(), vec![Vec::new(); holes.len()], Vec::new());
             for g in 0..3u8 {
                 for slot in 0..720 {
                     let s = make(g, slot, (next() % 101) as u32);
@@ -280,7 +281,12 @@ pub fn arb_hole_plan() -> impl Strategy<Value = Plan> {
                 hole_batches.extend(v.chunks(5).map(<[Sample]>::to_vec));
             }
             // Re-sends: of stored windows and of hole windows, inside later batches.
-            let all: Vec<Sample> = batches.iter().chain(&hole_batches).flatten().cloned().collect();
+            let all: Vec<Sample> = batches
+                .iter()
+                .chain(&hole_batches)
+                .flatten()
+                .cloned()
+                .collect();
             for (k, ix) in resends.iter().enumerate() {
                 if hole_batches.is_empty() {
                     break;

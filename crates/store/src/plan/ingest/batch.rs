@@ -1,6 +1,6 @@
 //! The decisions of each step of a sample batch, without I/O, in the order [`super::Ingest`] takes them: the batch
 //! encoded ([`Batch`]), split per GPU against what is stored ([`Splits`]), planned ([`IngestPlan`]: the rows,
-//! the rollup rows merged, the frozen hours' rows, the dirty hours, and what is left to write, [`Finish`]).
+//! the rollup rows merged, the rows merged by terms, the dirty hours, and what is left to write, [`Finish`]).
 //! [`crate::rollups`] holds the rules of the terms themselves.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -201,7 +201,7 @@ pub struct Row<'a> {
     pub figures: &'a Figures,
 }
 
-/// What a merge into frozen hours writes, in this order: rollup rows written back and deleted, the gaps late
+/// What a merge by terms (late samples, frozen hours or not) writes, in this order: rollup rows written back and deleted, the gaps late
 /// samples close deleted ((GPU id, uuid, start); the deleted rows go to [`IngestPlan::frozen_gaps_taken`]), the
 /// gaps they open written.
 #[derive(Debug, Default)]
@@ -239,7 +239,7 @@ pub struct Finish {
 
 /// The writes of a batch, taken in this order ([`super::Ingest`] takes them): [`IngestPlan::rows`] with their
 /// series ([`IngestPlan::seen`]), [`IngestPlan::merged`] and [`IngestPlan::gaps`] (fast path),
-/// [`IngestPlan::frozen`] and [`IngestPlan::frozen_gaps_taken`] (late samples in frozen hours), then
+/// [`IngestPlan::frozen`] and [`IngestPlan::frozen_gaps_taken`] (late samples merged by terms), then
 /// [`IngestPlan::dirty`] through [`IngestPlan::recompute`], and [`IngestPlan::finish`].
 #[derive(Debug)]
 pub struct IngestPlan<'a> {
@@ -334,8 +334,8 @@ impl<'a> IngestPlan<'a> {
         Ok(out)
     }
 
-    /// The rollup keys late samples change in frozen hours (with their changes): the backend reads the stored
-    /// rollups of these keys.
+    /// The rollup keys late samples change by terms, frozen hours or not (with their changes): the backend reads
+    /// the stored rollups of these keys.
     pub fn frozen_deltas(&mut self) -> Vec<(RollupKey, Option<Rollup>, Option<Rollup>)> {
         let d = self.plan.frozen_deltas();
         // A frozen hour's groups are rebuilt from their per-GPU rows; an open hour's take the deltas
@@ -353,8 +353,10 @@ impl<'a> IngestPlan<'a> {
         self.plan.horizon().frozen(&self.plan.cfg())
     }
 
-    /// The frozen hours' rows: each stored row with the terms added and taken out ([`rollups::unmerged`]),
-    /// written back, or deleted when nothing is left; and the gaps late samples close and open there.
+    /// The rows late samples change by terms: each stored row with the terms added and taken out
+    /// ([`rollups::unmerged`]), written back, or deleted when nothing is left (its group rebuilt); and the gaps
+    /// late samples close and open there. In an hour that is not frozen the terms go into the groups too, unless
+    /// a window start may move inward ([`rollups::moves_inward`]): then the hour is recomputed instead.
     pub fn frozen(
         &mut self,
         deltas: Vec<(RollupKey, Option<Rollup>, Option<Rollup>)>,

@@ -17,7 +17,7 @@
 //!     │              plan: re-sends dropped, runs of late samples planned, or the batch refused (422)
 //!  Write::Rows ───── series and sample rows; the stored rollups the deltas add to -> Answer::Rollups
 //!  Write::Rollups ── the merged rollup rows and the fast path's gaps              -> Answer::Taken
-//!  Read::Rollups ─── the stored rollups late samples change in frozen hours       -> Answer::Rollups
+//!  Read::Rollups ─── the stored rollups late samples change (merged by terms)      -> Answer::Rollups
 //!  Write::Rollups ── those rows written back or deleted, their gaps taken, written -> Answer::Taken
 //!  Write::Recompute  the dirty GPU-hours, from their raw context                  -> Answer::Written
 //!  Write::Finish ─── pending prunes, equal shares, groups, outbox, audit event    -> Answer::Written
@@ -483,7 +483,8 @@ impl<'a> Ingest<'a> {
         })
     }
 
-    /// Late samples in frozen hours: the stored rollups their terms change to read, if any.
+    /// Late samples merged by terms (frozen hours, and open ones between raw rows): the stored rollups their
+    /// terms change to read, if any.
     fn frozen(&self, mut plan: IngestPlan<'a>) -> Result<Stage<'a>> {
         let deltas = plan.frozen_deltas();
         if deltas.is_empty() {
@@ -811,8 +812,14 @@ mod tests {
         assert!(f.stale.is_empty(), "its group takes the deltas");
         let g = f.groups.by_key();
         let (added, taken) = g.values().next().expect("its group");
-        assert_eq!(added.map(|a| (a.samples, a.estimated_samples)), Some((1, 0)));
-        assert_eq!(taken.map(|t| (t.samples, t.estimated_samples)), Some((0, 1)));
+        assert_eq!(
+            added.map(|a| (a.samples, a.estimated_samples)),
+            Some((1, 0))
+        );
+        assert_eq!(
+            taken.map(|t| (t.samples, t.estimated_samples)),
+            Some((0, 1))
+        );
     }
 
     #[test]
