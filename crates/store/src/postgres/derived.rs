@@ -201,10 +201,12 @@ impl<'a> RowCols<'a> {
         let net = |add: u64, take: u64, what: &str| -> Result<i64> {
             Ok(to_i64(add, what)? - to_i64(take, what)?)
         };
-        self.samples
-            .push(net(samples, t.samples, "group samples")?);
-        self.estimated
-            .push(net(estimated, t.estimated_samples, "group estimated samples")?);
+        self.samples.push(net(samples, t.samples, "group samples")?);
+        self.estimated.push(net(
+            estimated,
+            t.estimated_samples,
+            "group estimated samples",
+        )?);
         for (col, v) in self.q.iter_mut().zip(quantities_of(&q)?.values()) {
             col.push(v);
         }
