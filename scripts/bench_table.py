@@ -48,10 +48,15 @@ for b in ("sqlite", "postgres"):
                          f"({g(f'{a}.allocation_p50_ms', ' ms')} p50); first request {g(f'{a}.{name}_first_ms', ' ms')}"))
         rows.append((f"{b}: one anomaly round (`eai-gpu anomalies --check`), 1,000 GPUs", g(f"{a}.anomaly_round_seconds", " s"),
                      "28 days + 48 hours of group rollups read, judged and recorded"))
-    # The gateway path (issue 42, part 4): reserve + commit pairs from one key, the target beside the figure.
-    gw = f"{b}.gateway.gateway_"
-    if f"{gw}pairs_per_second" in vals:
-        rows.append((f"{b}: gateway reserve + commit, {g(gw + 'callers')} callers: pairs/s, pair p50 / p99",
+    if f"{b}.g1000.load_samples_per_second" in vals:
+        rows.append((f"{b}: a month of 1,000 GPUs (hourly windows) loaded over HTTP, {g(f'{b}.g1000.load_concurrency')} streams",
+                     g(f"{b}.g1000.load_samples_per_second", " samples/s"), f"{g(f'{b}.g1000.load_seconds', ' s')}; target >= 50 k samples/s"))
+    # The gateway path (issue 42, part 4): reserve + commit pairs from one key (and from 8 keys of 8 tenants),
+    # the target beside the figure.
+    for gw, who in ((f"{b}.gateway.gateway_", "one tenant"), (f"{b}.gateway8.gateway_", "8 tenants")):
+        if f"{gw}pairs_per_second" not in vals:
+            continue
+        rows.append((f"{b}: gateway reserve + commit, {g(gw + 'callers')} callers, {who}: pairs/s, pair p50 / p99",
                      f"{g(gw + 'pairs_per_second', ' pairs/s')}, {g(gw + 'pair_p50_ms', ' ms')} / {g(gw + 'pair_p99_ms', ' ms')}",
                      f"target >= 2,000 pairs/s, p99 < 25 ms; reserve p99 {g(gw + 'reserve_p99_ms', ' ms')}, commit p99 "
                      f"{g(gw + 'commit_p99_ms', ' ms')}; {g(gw + 'pairs')} pairs, refused {g(gw + 'refused')}, errors "

@@ -217,7 +217,7 @@ impl FromRequestParts<AppState> for Caller {
         }
         state
             .limits
-            .check_key(&key.id)
+            .check_key(&key.id, key.role)
             .inspect_err(|_| state.metrics.rate_limited())?;
         let acting_tenant = acting_tenant(state, key.tenant_id, header_tenant(parts)?).await?;
         let tenant = key.tenant_id.or(acting_tenant).map(|t| t.to_string());

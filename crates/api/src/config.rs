@@ -16,6 +16,9 @@ pub const DEFAULT_RAW_RETENTION_DAYS: u32 = 35;
 pub const DEFAULT_MAX_GAP_MINUTES: u32 = 15;
 pub const DEFAULT_ALLOCATION_BUCKET_MINUTES: u32 = 60;
 pub const DEFAULT_RATE_LIMIT_PER_KEY: u32 = 50;
+/// A `usage_reporter` key's default rate: a gateway sends a reserve and a commit per model call, and issue 42's
+/// target of 2,000 pairs/s from one gateway is 4,000 requests/s; bursts of twice the rate.
+pub const DEFAULT_RATE_LIMIT_USAGE_REPORTER: u32 = 5_000;
 pub const DEFAULT_RATE_LIMIT_PER_ADDRESS: u32 = 20;
 pub const DEFAULT_MAX_CLOCK_SKEW_SECONDS: u32 = 300;
 pub const DEFAULT_METRICS_REFRESH_SECONDS: u32 = 60;
@@ -160,7 +163,11 @@ pub struct Config {
     /// system (glibc `malloc_trim`), so that resident memory follows what is in use (see RELIABILITY.md).
     pub malloc_trim_seconds: u32,
     /// `EAI_RATE_LIMIT_PER_KEY`: requests per second one API key may make (bursts of twice that); 0: no limit.
+    /// The rate of every role without one of its own in `rate_limit_per_key_by_role`.
     pub rate_limit_per_key: u32,
+    /// `EAI_RATE_LIMIT_PER_KEY_BY_ROLE` (`usage_reporter=5000`): roles whose keys have a rate of their own, as
+    /// `role=N,role=N` (0: no limit). The roles named replace their defaults; the others keep them.
+    pub rate_limit_per_key_by_role: Vec<(eai_store::Role, u32)>,
     /// `EAI_RATE_LIMIT_PER_ADDRESS`: requests per second one client address may make without a valid key
     /// (probes, metrics, the portal's files, failed sign-ins; bursts of twice that); 0: no limit.
     pub rate_limit_per_address: u32,
@@ -230,6 +237,10 @@ impl Default for Config {
             leader_poll_seconds: 15,
             malloc_trim_seconds: 60,
             rate_limit_per_key: DEFAULT_RATE_LIMIT_PER_KEY,
+            rate_limit_per_key_by_role: vec![(
+                eai_store::Role::UsageReporter,
+                DEFAULT_RATE_LIMIT_USAGE_REPORTER,
+            )],
             rate_limit_per_address: DEFAULT_RATE_LIMIT_PER_ADDRESS,
             max_concurrent_allocations: cores(),
             max_clock_skew_seconds: DEFAULT_MAX_CLOCK_SKEW_SECONDS,
@@ -288,6 +299,10 @@ impl std::fmt::Debug for Config {
             .field("malloc_trim_seconds", &self.malloc_trim_seconds)
             .field("budget_check_seconds", &self.budget_check_seconds)
             .field("rate_limit_per_key", &self.rate_limit_per_key)
+            .field(
+                "rate_limit_per_key_by_role",
+                &self.rate_limit_per_key_by_role,
+            )
             .field("rate_limit_per_address", &self.rate_limit_per_address)
             .field(
                 "max_concurrent_allocations",
@@ -310,6 +325,15 @@ impl std::fmt::Debug for Config {
 }
 
 impl Config {
+    /// The per-key rates of [`crate::limits::Limits`]: `rate_limit_per_key` for every role but those of
+    /// `rate_limit_per_key_by_role`.
+    pub fn key_rates(&self) -> crate::limits::KeyRates {
+        crate::limits::KeyRates {
+            default: self.rate_limit_per_key,
+            by_role: self.rate_limit_per_key_by_role.clone(),
+        }
+    }
+
     /// Reads the `EAI_*` environment variables (unset ones take their defaults) and validates the result: the
     /// [`ConfigArgs`] with no flag given.
     pub fn from_env() -> anyhow::Result<Config> {
@@ -509,6 +533,10 @@ pub struct ConfigArgs {
     /// Requests per second one API key may make (bursts of twice that); 0: no limit [default: 50].
     #[arg(long, env = "EAI_RATE_LIMIT_PER_KEY", value_name = "N", value_parser = number::<u32>)]
     pub rate_limit_per_key: Option<u32>,
+    /// Roles whose keys have a rate of their own, `role=N,…`; 0: no limit; roles not named keep their default
+    /// [default: usage_reporter=5000].
+    #[arg(long, env = "EAI_RATE_LIMIT_PER_KEY_BY_ROLE", value_name = "ROLE=N,…", value_parser = role_rates)]
+    pub rate_limit_per_key_by_role: Option<RoleRates>,
     /// Requests per second one address may make without a valid key; 0: no limit [default: 20].
     #[arg(long, env = "EAI_RATE_LIMIT_PER_ADDRESS", value_name = "N", value_parser = number::<u32>)]
     pub rate_limit_per_address: Option<u32>,
@@ -672,6 +700,15 @@ impl ConfigArgs {
             leader_poll_seconds: self.leader_poll_seconds.unwrap_or(d.leader_poll_seconds),
             malloc_trim_seconds: self.malloc_trim_seconds.unwrap_or(d.malloc_trim_seconds),
             rate_limit_per_key: self.rate_limit_per_key.unwrap_or(d.rate_limit_per_key),
+            rate_limit_per_key_by_role: d
+                .rate_limit_per_key_by_role
+                .into_iter()
+                .chain(
+                    self.rate_limit_per_key_by_role
+                        .map(|r| r.0)
+                        .unwrap_or_default(),
+                )
+                .collect(),
             rate_limit_per_address: self
                 .rate_limit_per_address
                 .unwrap_or(d.rate_limit_per_address),
@@ -797,6 +834,28 @@ fn switch(v: &str) -> Result<bool, String> {
     }
 }
 
+/// `EAI_RATE_LIMIT_PER_KEY_BY_ROLE`'s value: `role=N` pairs (clap wants one type per setting).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleRates(pub Vec<(eai_store::Role, u32)>);
+
+/// `role=N,role=N` (spaces around the parts allowed), each role one of [`eai_store::Role`]'s names.
+fn role_rates(v: &str) -> Result<RoleRates, String> {
+    trimmed(v)?
+        .split(',')
+        .map(|pair| {
+            let (role, n) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("`{}` is not role=N", pair.trim()))?;
+            let role = eai_store::Role::parse(role.trim()).ok_or_else(|| {
+                let names: Vec<&str> = eai_store::Role::ALL.iter().map(|r| r.as_str()).collect();
+                format!("no role `{}` (roles: {})", role.trim(), names.join(", "))
+            })?;
+            Ok((role, number::<u32>(n)?))
+        })
+        .collect::<Result<_, String>>()
+        .map(RoleRates)
+}
+
 fn allocation_source(v: &str) -> Result<AllocationSource, String> {
     AllocationSource::parse(trimmed(v)?).map_err(|e| e.to_string())
 }
@@ -857,6 +916,39 @@ mod tests {
         assert_eq!((c.max_batch, c.data_dir), (7, PathBuf::from("/d")));
         let e = from(&[("EAI_MAX_BATCH", "  ")]).expect_err("blank");
         assert!(e.to_string().contains("--max-batch"), "{e}");
+    }
+
+    #[test]
+    fn rate_limits_per_role_replace_only_the_roles_named() {
+        use eai_store::Role;
+        let c = from(&[]).expect("default");
+        let r = c.key_rates();
+        assert_eq!((r.of(Role::UsageReporter), r.of(Role::Viewer)), (5_000, 50));
+        let c = from(&[
+            ("EAI_RATE_LIMIT_PER_KEY", "30"),
+            (
+                "EAI_RATE_LIMIT_PER_KEY_BY_ROLE",
+                " sampler = 200 , viewer=0",
+            ),
+        ])
+        .expect("valid");
+        let r = c.key_rates();
+        assert_eq!(r.of(Role::Sampler), 200);
+        assert_eq!(r.of(Role::Viewer), 0, "0: no limit");
+        assert_eq!(r.of(Role::UsageReporter), 5_000, "not named: its default");
+        assert_eq!(r.of(Role::Finops), 30, "EAI_RATE_LIMIT_PER_KEY");
+        let c = from(&[("EAI_RATE_LIMIT_PER_KEY_BY_ROLE", "usage_reporter=800")]).expect("valid");
+        assert_eq!(c.key_rates().of(Role::UsageReporter), 800);
+        let e =
+            from(&[("EAI_RATE_LIMIT_PER_KEY_BY_ROLE", "gateway=10")]).expect_err("no such role");
+        assert!(
+            e.to_string().contains("usage_reporter"),
+            "names the roles: {e}"
+        );
+        let e = from(&[("EAI_RATE_LIMIT_PER_KEY_BY_ROLE", "viewer:10")]).expect_err("no =");
+        assert!(e.to_string().contains("role=N"), "{e}");
+        let e = from(&[("EAI_RATE_LIMIT_PER_KEY_BY_ROLE", "viewer=-1")]).expect_err("negative");
+        assert!(e.to_string().contains("whole number"), "{e}");
     }
 
     #[test]

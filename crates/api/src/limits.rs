@@ -1,5 +1,6 @@
-//! Request limits: a token bucket per API key and one per client address for requests without a valid key
-//! (governor's GCRA: `rate` requests per second, bursts of twice that), the slots of allocation computations,
+//! Request limits: a token bucket per API key, at its role's rate ([`KeyRates`]), and one per client address for
+//! requests without a valid key (governor's GCRA: `rate` requests per second, bursts of twice that), the slots of
+//! allocation computations,
 //! and the count of failed sign-ins per address (repeated ones are audited, never with the key). Time is the
 //! [`Clock`]'s ([`Limits::on_clock`]): a test steps it to refill a bucket or close a window instead of waiting.
 
@@ -10,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use eai_app::clock::{Clock, SystemClock};
+use eai_store::Role;
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
@@ -47,12 +49,43 @@ struct Failures {
     audited: bool,
 }
 
+/// Requests per second one API key may make, by the key's role (0: no limit; bursts of twice the rate).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRates {
+    /// The rate of every role not named in `by_role` (`EAI_RATE_LIMIT_PER_KEY`).
+    pub default: u32,
+    /// Roles with a rate of their own (`EAI_RATE_LIMIT_PER_KEY_BY_ROLE`); a role named twice: the last wins.
+    pub by_role: Vec<(Role, u32)>,
+}
+
+impl KeyRates {
+    /// The rate of a key of `role`.
+    pub fn of(&self, role: Role) -> u32 {
+        self.by_role
+            .iter()
+            .rev()
+            .find(|(r, _)| *r == role)
+            .map_or(self.default, |(_, n)| *n)
+    }
+}
+
+/// The same rate for every role.
+impl From<u32> for KeyRates {
+    fn from(default: u32) -> Self {
+        KeyRates {
+            default,
+            by_role: Vec::new(),
+        }
+    }
+}
+
 /// The limits of one server. Cheap to share behind an `Arc`.
 pub struct Limits {
     /// The rates and slots asked for, to build the same limits on another clock.
-    asked: (u32, u32, usize),
+    asked: (KeyRates, u32, usize),
     clock: Arc<dyn Clock>,
-    per_key: Option<KeyedLimiter<String>>,
+    /// A bucket per key, in the limiter of its role's rate (a role without a limiter: no limit).
+    per_key: HashMap<Role, KeyedLimiter<String>>,
     per_address: Option<KeyedLimiter<IpAddr>>,
     allocations: Arc<Semaphore>,
     failures: Mutex<HashMap<IpAddr, Failures>>,
@@ -61,7 +94,7 @@ pub struct Limits {
 impl std::fmt::Debug for Limits {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Limits")
-            .field("per_key", &self.per_key.is_some())
+            .field("per_key", &self.asked.0)
             .field("per_address", &self.per_address.is_some())
             .field("allocations", &self.allocations.available_permits())
             .finish_non_exhaustive()
@@ -95,21 +128,27 @@ fn retry_after<K: std::hash::Hash + Eq + Clone>(
 }
 
 impl Limits {
-    /// `per_key` and `per_address` requests per second (0: unlimited), `allocations` computations at once.
-    pub fn new(per_key: u32, per_address: u32, allocations: usize) -> Self {
+    /// `per_key` (by role) and `per_address` requests per second (0: unlimited), `allocations` computations at
+    /// once.
+    pub fn new(per_key: impl Into<KeyRates>, per_address: u32, allocations: usize) -> Self {
         Self::with_clock(per_key, per_address, allocations, Arc::new(SystemClock))
     }
 
     /// Like [`Limits::new`], on `clock`.
     pub fn with_clock(
-        per_key: u32,
+        per_key: impl Into<KeyRates>,
         per_address: u32,
         allocations: usize,
         clock: Arc<dyn Clock>,
     ) -> Self {
+        let per_key = per_key.into();
+        let limiters = Role::ALL
+            .into_iter()
+            .filter_map(|role| Some((role, limiter(per_key.of(role), &clock)?)))
+            .collect();
         Limits {
             asked: (per_key, per_address, allocations),
-            per_key: limiter(per_key, &clock),
+            per_key: limiters,
             per_address: limiter(per_address, &clock),
             clock,
             allocations: Arc::new(Semaphore::new(allocations.max(1))),
@@ -119,13 +158,13 @@ impl Limits {
 
     /// The same limits, fresh (full buckets, no failure counted), on `clock`.
     pub fn on_clock(&self, clock: Arc<dyn Clock>) -> Self {
-        let (per_key, per_address, allocations) = self.asked;
+        let (per_key, per_address, allocations) = self.asked.clone();
         Self::with_clock(per_key, per_address, allocations, clock)
     }
 
-    /// One request of an authenticated key.
-    pub fn check_key(&self, key_id: &str) -> Result<(), ApiError> {
-        match &self.per_key {
+    /// One request of an authenticated key of `role`.
+    pub fn check_key(&self, key_id: &str, role: Role) -> Result<(), ApiError> {
+        match self.per_key.get(&role) {
             Some(l) => retry_after(l, &key_id.to_string()),
             None => Ok(()),
         }
@@ -181,7 +220,7 @@ impl Limits {
 
     /// Forgets keys and addresses idle long enough that their buckets are full again (bounded memory).
     pub fn retain_recent(&self) {
-        if let Some(l) = &self.per_key {
+        for l in self.per_key.values() {
             l.retain_recent();
         }
         if let Some(l) = &self.per_address {
@@ -204,15 +243,42 @@ mod tests {
     fn a_key_gets_its_burst_then_a_retry_after() {
         let l = Limits::new(2, 0, 1);
         for _ in 0..4 {
-            l.check_key("key_1").expect("within the burst of 4");
+            l.check_key("key_1", Role::Viewer)
+                .expect("within the burst of 4");
         }
-        let e = l.check_key("key_1").expect_err("over");
+        let e = l.check_key("key_1", Role::Viewer).expect_err("over");
         assert_eq!(e.code.as_str(), "rate_limited");
         assert!(e.retry_after.is_some_and(|s| s >= 1));
-        l.check_key("key_2")
+        l.check_key("key_2", Role::Viewer)
             .expect("another key has its own bucket");
         l.check_address(Some(IpAddr::from([127, 0, 0, 1])))
             .expect("addresses unlimited at 0");
+    }
+
+    #[test]
+    fn each_role_gets_its_own_rate() {
+        let rates = KeyRates {
+            default: 2,
+            by_role: vec![(Role::UsageReporter, 5), (Role::Sampler, 0)],
+        };
+        assert_eq!(rates.of(Role::Viewer), 2);
+        assert_eq!(rates.of(Role::UsageReporter), 5);
+        let l = Limits::new(rates, 0, 1);
+        // Bursts of twice the rate: 4 for a viewer, 10 for a usage reporter, no end for a sampler.
+        let taken = |id: &str, role| {
+            (0..50)
+                .take_while(|_| l.check_key(id, role).is_ok())
+                .count()
+        };
+        assert_eq!(taken("key_v", Role::Viewer), 4);
+        assert_eq!(taken("key_u", Role::UsageReporter), 10);
+        assert_eq!(taken("key_s", Role::Sampler), 50);
+        // A role named twice: the last wins.
+        let twice = KeyRates {
+            default: 1,
+            by_role: vec![(Role::Viewer, 3), (Role::Viewer, 7)],
+        };
+        assert_eq!(twice.of(Role::Viewer), 7);
     }
 
     #[test]
@@ -243,16 +309,20 @@ mod tests {
         let clock = ManualClock::new(Timestamp(1_000_000));
         let l = Limits::with_clock(2, 1, 1, Arc::new(clock.clone()));
         for _ in 0..4 {
-            l.check_key("key_1").expect("within the burst of 4");
+            l.check_key("key_1", Role::Viewer)
+                .expect("within the burst of 4");
         }
-        let e = l.check_key("key_1").expect_err("over");
+        let e = l.check_key("key_1", Role::Viewer).expect_err("over");
         assert_eq!(e.retry_after, Some(1));
         clock.advance(499);
-        assert!(l.check_key("key_1").is_err(), "half a token short");
+        assert!(
+            l.check_key("key_1", Role::Viewer).is_err(),
+            "half a token short"
+        );
         clock.advance(1);
-        l.check_key("key_1")
+        l.check_key("key_1", Role::Viewer)
             .expect("one token back after 500 ms at 2/s");
-        assert!(l.check_key("key_1").is_err());
+        assert!(l.check_key("key_1", Role::Viewer).is_err());
         let ip = Some(IpAddr::from([10, 0, 0, 2]));
         l.check_address(ip).expect("1");
         l.check_address(ip).expect("2: the burst");
@@ -262,8 +332,10 @@ mod tests {
         // Fresh limits on another clock forget the buckets, keep the rates.
         let again = l.on_clock(Arc::new(ManualClock::new(Timestamp(0))));
         for _ in 0..4 {
-            again.check_key("key_1").expect("a full bucket");
+            again
+                .check_key("key_1", Role::Viewer)
+                .expect("a full bucket");
         }
-        assert!(again.check_key("key_1").is_err());
+        assert!(again.check_key("key_1", Role::Viewer).is_err());
     }
 }

@@ -87,7 +87,7 @@ impl Application {
             .context("cannot read the bound address")?;
         let clickhouse = config.clickhouse()?;
         let limits = crate::limits::Limits::new(
-            config.rate_limit_per_key,
+            config.key_rates(),
             config.rate_limit_per_address,
             config.max_concurrent_allocations,
         );

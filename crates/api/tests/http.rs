@@ -1328,6 +1328,7 @@ on_both_backends!(
     every_role_holds_the_least_it_needs,
     keys_are_listed_revoked_expired_and_rotated,
     requests_are_rate_limited,
+    a_gateway_key_is_not_limited_where_a_viewer_key_is,
     conflicts_reveal_nothing,
     the_audit_trail_cannot_be_cut_or_rewritten_unnoticed,
     a_change_and_its_audit_event_are_stored_together,

@@ -74,6 +74,16 @@ pub enum BenchCommand {
         fleet: Fleet,
         #[arg(long, default_value_t = 30)]
         days: i64,
+        /// Concurrent streams of batches. Each stream owns whole deployments (deployment d: stream d mod N), so
+        /// no two streams write the same GPU or the same deployment-hour's group rows, and sends its GPUs'
+        /// windows in time order, as one sampler per node would.
+        #[arg(long, default_value_t = 1)]
+        concurrency: usize,
+        /// How the GPUs are split among the streams: `deployment` (whole deployments, the default) or `gpu`
+        /// (GPU g: stream g mod N, so a deployment's GPUs are in every stream and their batches add to the same
+        /// deployment-hours' group rows: the split to compare with).
+        #[arg(long, default_value = "deployment", value_parser = ["deployment", "gpu"])]
+        split: String,
     },
     /// Allocation latency over the last `days`: p50 / p99 of `runs` requests.
     Allocation {
@@ -139,6 +149,10 @@ pub enum BenchCommand {
         /// Cost each commit records, USD (a decimal string, at most the estimate).
         #[arg(long, default_value = "0.37")]
         actual: String,
+        /// Tenants the callers are spread over (caller i: tenant i mod N), each with its own budget (exactly
+        /// its callers' estimates) and its own usage_reporter key: one gateway key per tenant.
+        #[arg(long, default_value_t = 1)]
+        tenants: usize,
     },
     /// Samples between stored neighbours (issue 42, part 2): two holes left out of in-order history, one
     /// replayed newest first (a sampler's spool after an outage), one in shuffled windows, each timed beside
@@ -351,7 +365,12 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             csv,
             idempotency_keys: _,
         } => ingest(http, &fleet, samples, batch, concurrency, csv).await,
-        BenchCommand::Load { fleet, days } => load(http, &fleet, days).await,
+        BenchCommand::Load {
+            fleet,
+            days,
+            concurrency,
+            split,
+        } => load(http, &fleet, days, concurrency, split == "gpu").await,
         BenchCommand::Allocation { days, runs, end } => {
             allocation(http, days, runs, end_of(&end)?).await
         }
@@ -373,7 +392,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             pairs,
             estimate,
             actual,
-        } => gateway(http, callers, pairs, &estimate, &actual).await,
+            tenants,
+        } => gateway(http, callers, pairs, &estimate, &actual, tenants).await,
         BenchCommand::Replay(args) => replay::replay(http, args).await,
         BenchCommand::Soak(args) => soak::soak(http, args).await,
         BenchCommand::PromHistory { .. } => unreachable!("handled above"),
@@ -471,19 +491,56 @@ async fn ingest(
     Ok(ExitCode::SUCCESS)
 }
 
-async fn load(http: Arc<Http>, fleet: &Fleet, days: i64) -> anyhow::Result<ExitCode> {
+async fn load(
+    http: Arc<Http>,
+    fleet: &Fleet,
+    days: i64,
+    concurrency: usize,
+    split_by_gpu: bool,
+) -> anyhow::Result<ExitCode> {
     let end = end_of(&fleet.end)?;
     let start = Timestamp(end.0 - days * 86_400_000);
     policy(&http, "bench-h100", start).await?;
     let windows = days * 86_400 / fleet.window_seconds;
     let count = windows as usize * fleet.gpus;
+    let streams = if split_by_gpu {
+        concurrency.clamp(1, fleet.gpus.max(1))
+    } else {
+        concurrency.clamp(1, fleet.deployments.max(1))
+    };
     let t = Instant::now();
-    for b in fleet.batches(end, count, 5000) {
-        http.post(
-            "/v1/finops/gpu/samples",
-            serde_json::to_vec(&json!({ "samples": b }))?,
-        )
-        .await?;
+    let mut tasks = Vec::with_capacity(streams);
+    for stream in 0..streams {
+        let gpus: Vec<usize> = (0..fleet.gpus)
+            .filter(|&g| {
+                let owner = if split_by_gpu { g } else { fleet.deployment(g) };
+                owner % streams == stream
+            })
+            .collect();
+        let (http, fleet) = (http.clone(), fleet.clone());
+        // The bodies are built as they are sent (a month of 10,000 GPUs does not fit in memory as JSON values):
+        // a few ms a batch of 5,000, beside the server's hundreds.
+        tasks.push(tokio::spawn(async move {
+            let w = fleet.window_seconds * 1000;
+            let first_end = end.0 - (windows - 1) * w;
+            let mut batch = Vec::with_capacity(5000);
+            for k in 0..windows {
+                for &g in &gpus {
+                    let salt = (g as u64) << 20 ^ k as u64;
+                    batch.push(fleet.sample(g, Timestamp(first_end + k * w), salt));
+                    if batch.len() == 5000 || (k == windows - 1 && g == *gpus.last().unwrap_or(&g))
+                    {
+                        let body = serde_json::to_vec(&json!({ "samples": batch }))?;
+                        http.post("/v1/finops/gpu/samples", body).await?;
+                        batch.clear();
+                    }
+                }
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for task in tasks {
+        task.await??;
     }
     let load_secs = t.elapsed().as_secs_f64();
     // Usage: each shared deployment, every hour, three tenants by tokens.
@@ -511,7 +568,13 @@ async fn load(http: Arc<Http>, fleet: &Fleet, days: i64) -> anyhow::Result<ExitC
         .await?;
     }
     println!("load_samples={count}");
+    println!("load_concurrency={streams}");
+    println!(
+        "load_split={}",
+        if split_by_gpu { "gpu" } else { "deployment" }
+    );
     println!("load_seconds={load_secs:.1}");
+    println!("load_samples_per_second={:.0}", count as f64 / load_secs);
     println!("load_events={}", events.len());
     Ok(ExitCode::SUCCESS)
 }
@@ -576,48 +639,57 @@ async fn gateway(
     pairs: usize,
     estimate: &str,
     actual: &str,
+    tenants: usize,
 ) -> anyhow::Result<ExitCode> {
     use rust_decimal::Decimal;
     let estimate_d: Decimal = estimate.parse().context("--estimate")?;
     let actual_d: Decimal = actual.parse().context("--actual")?;
-    let limit = estimate_d * Decimal::from(callers * pairs);
-    let slug = format!("gw-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-    let tenant = http
-        .post(
-            "/v1/tenants",
-            serde_json::to_vec(&json!({ "slug": slug, "name": "gateway bench" }))?,
-        )
-        .await?;
-    let tenant_id = tenant["id"].as_str().context("tenant id")?.to_string();
-    let budget = http
-        .post(
-            "/v1/finops/budgets",
-            serde_json::to_vec(&json!({
-                "tenant_id": tenant_id, "name": "gateway bench", "enforce": true,
-                "limit": { "amount": limit.to_string(), "currency": "USD" },
-            }))?,
-        )
-        .await?;
-    let budget_id = budget["id"].as_str().context("budget id")?.to_string();
-    let created = http
-        .post(
-            "/v1/auth/api-keys",
-            serde_json::to_vec(&json!({ "role": "usage_reporter", "name": "gateway bench" }))?,
-        )
-        .await?;
-    let gw = Arc::new(Http {
-        client: reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .pool_max_idle_per_host(callers)
-            .build()?,
-        url: http.url.clone(),
-        key: created["key"].as_str().context("key")?.to_string(),
-        idempotency_keys: false,
-    });
-    let reserve_body = serde_json::to_vec(&json!({
-        "tenant_id": tenant_id, "action": "llm.invoke",
-        "estimate": { "cost": estimate, "currency": "USD" },
-    }))?;
+    let tenants = tenants.clamp(1, callers.max(1));
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .pool_max_idle_per_host(callers)
+        .build()?;
+    // Per tenant: its budget (exactly its callers' estimates), its gateway key, its reservation body.
+    let mut sides = Vec::with_capacity(tenants);
+    for i in 0..tenants {
+        let its_callers = (i..callers).step_by(tenants).count();
+        let limit = estimate_d * Decimal::from(its_callers * pairs);
+        let slug = format!("gw-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let tenant = http
+            .post(
+                "/v1/tenants",
+                serde_json::to_vec(&json!({ "slug": slug, "name": "gateway bench" }))?,
+            )
+            .await?;
+        let tenant_id = tenant["id"].as_str().context("tenant id")?.to_string();
+        let budget = http
+            .post(
+                "/v1/finops/budgets",
+                serde_json::to_vec(&json!({
+                    "tenant_id": tenant_id, "name": "gateway bench", "enforce": true,
+                    "limit": { "amount": limit.to_string(), "currency": "USD" },
+                }))?,
+            )
+            .await?;
+        let budget_id = budget["id"].as_str().context("budget id")?.to_string();
+        let created = http
+            .post(
+                "/v1/auth/api-keys",
+                serde_json::to_vec(&json!({ "role": "usage_reporter", "name": "gateway bench" }))?,
+            )
+            .await?;
+        let gw = Arc::new(Http {
+            client: client.clone(),
+            url: http.url.clone(),
+            key: created["key"].as_str().context("key")?.to_string(),
+            idempotency_keys: false,
+        });
+        let reserve_body = serde_json::to_vec(&json!({
+            "tenant_id": tenant_id, "action": "llm.invoke",
+            "estimate": { "cost": estimate, "currency": "USD" },
+        }))?;
+        sides.push((gw, reserve_body, budget_id, limit));
+    }
     let commit_body =
         serde_json::to_vec(&json!({ "actual": { "cost": actual, "currency": "USD" } }))?;
 
@@ -625,7 +697,8 @@ async fn gateway(
     let errors = Arc::new(AtomicU64::new(0));
     let t = Instant::now();
     let mut tasks = Vec::with_capacity(callers);
-    for _ in 0..callers {
+    for caller in 0..callers {
+        let (gw, reserve_body, _, _) = &sides[caller % tenants];
         let (gw, reserve_body, commit_body) =
             (gw.clone(), reserve_body.clone(), commit_body.clone());
         let (refused, errors) = (refused.clone(), errors.clone());
@@ -668,8 +741,10 @@ async fn gateway(
         }));
     }
     let (mut pair, mut reserve, mut commit) = (Vec::new(), Vec::new(), Vec::new());
-    for task in tasks {
+    let mut committed_of = vec![0usize; tenants];
+    for (caller, task) in tasks.into_iter().enumerate() {
         let (p, r, c) = task.await?;
+        committed_of[caller % tenants] += p.len();
         pair.extend(p);
         reserve.extend(r);
         commit.extend(c);
@@ -682,6 +757,7 @@ async fn gateway(
     let errors = errors.load(Ordering::Relaxed);
     let refused = refused.load(Ordering::Relaxed);
     println!("gateway_callers={callers}");
+    println!("gateway_tenants={tenants}");
     println!("gateway_pairs={committed}");
     println!("gateway_seconds={secs:.2}");
     println!("gateway_pairs_per_second={:.0}", committed as f64 / secs);
@@ -691,20 +767,34 @@ async fn gateway(
     println!("gateway_refused={refused}");
     println!("gateway_errors={errors}");
 
-    // The budget after the run: exactly what was committed, nothing left held, within the limit.
-    let b = http.get(&format!("/v1/finops/budgets/{budget_id}")).await?;
-    let spent = money_of(&b["current"]["spent"])?;
-    let held = money_of(&b["current"]["held"])?;
-    let expected = actual_d * Decimal::from(committed);
-    let over = (spent + held - limit).max(Decimal::ZERO);
-    println!("gateway_budget_limit={limit}");
-    println!("gateway_budget_spent={spent}");
-    println!("gateway_budget_expected={expected}");
-    println!("gateway_budget_held={held}");
-    println!("gateway_over_budget={over}");
-    if spent != expected || !held.is_zero() || !over.is_zero() {
-        bail!("the budget is not exact: spent {spent} (committed {expected}), held {held}, over {over}");
+    // Each budget after the run: exactly what was committed, nothing left held, within the limit.
+    let (mut limits, mut spents, mut expecteds, mut helds, mut overs): (
+        Decimal,
+        Decimal,
+        Decimal,
+        Decimal,
+        Decimal,
+    ) = Default::default();
+    for ((_, _, budget_id, limit), committed) in sides.iter().zip(committed_of) {
+        let b = http.get(&format!("/v1/finops/budgets/{budget_id}")).await?;
+        let spent = money_of(&b["current"]["spent"])?;
+        let held = money_of(&b["current"]["held"])?;
+        let expected = actual_d * Decimal::from(committed);
+        let over = (spent + held - limit).max(Decimal::ZERO);
+        if spent != expected || !held.is_zero() || !over.is_zero() {
+            bail!("budget {budget_id} is not exact: spent {spent} (committed {expected}), held {held}, over {over}");
+        }
+        limits += limit;
+        spents += spent;
+        expecteds += expected;
+        helds += held;
+        overs += over;
     }
+    println!("gateway_budget_limit={limits}");
+    println!("gateway_budget_spent={spents}");
+    println!("gateway_budget_expected={expecteds}");
+    println!("gateway_budget_held={helds}");
+    println!("gateway_over_budget={overs}");
     Ok(ExitCode::SUCCESS)
 }
 

@@ -476,6 +476,50 @@ pub async fn requests_are_rate_limited() {
     assert!(metrics.contains("eai_rate_limited_total"), "{metrics}");
 }
 
+/// A gateway's key (`usage_reporter`) has a rate of its own (5,000/s by default), so that a gateway's
+/// reserve + commit pairs fit; other roles keep the per-key rate (`EAI_RATE_LIMIT_PER_KEY`, here 2/s so that
+/// the viewer's burst of 4 is spent before its bucket refills, however slow the machine).
+pub async fn a_gateway_key_is_not_limited_where_a_viewer_key_is() {
+    let app = spawn_app_with(|c| {
+        c.rate_limit_per_key = 2;
+        c.rate_limit_per_address = 0;
+    })
+    .await;
+    let (gateway, _) = app.key("usage_reporter", None).await;
+    let (viewer, _) = app.key("viewer", Some(TENANT_A)).await;
+    // 150 requests each, one after the other: far more than the viewer's burst of 4, far less than the
+    // gateway's 10,000 (a bucket refills at its rate: the gateway's at 5,000/s, the viewer's at 2/s).
+    let mut gateway_codes = Vec::new();
+    let mut viewer_limited = None;
+    for _ in 0..150 {
+        gateway_codes.push(app.get("/v1/auth/whoami", &gateway).await.0);
+        let resp = app
+            .client
+            .get(app.url("/v1/auth/whoami"))
+            .bearer_auth(&viewer)
+            .send()
+            .await
+            .expect("sent");
+        if resp.status() == StatusCode::TOO_MANY_REQUESTS && viewer_limited.is_none() {
+            viewer_limited = Some(resp);
+        }
+    }
+    assert!(
+        gateway_codes.iter().all(|c| *c == StatusCode::OK),
+        "the gateway key is never limited: {gateway_codes:?}"
+    );
+    let resp = viewer_limited.expect("the viewer key is limited after its burst of 4");
+    let retry: u64 = resp.headers()[reqwest::header::RETRY_AFTER]
+        .to_str()
+        .expect("ascii")
+        .parse()
+        .expect("seconds");
+    assert!(retry >= 1);
+    let v: Value = resp.json().await.expect("envelope");
+    assert_eq!(v["error"]["code"], "rate_limited", "{v}");
+    assert!(v["error"]["request_id"].is_string(), "the envelope: {v}");
+}
+
 /// Attack: probing another tenant's data through conflicts. Event ids are per tenant (nothing to probe), and
 /// the conflicts that remain are one documented 409 that names only what the caller sent.
 pub async fn conflicts_reveal_nothing() {

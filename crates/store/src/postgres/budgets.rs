@@ -16,11 +16,12 @@ use eai_engine::domain::TenantId;
 use eai_engine::money::Currency;
 use eai_engine::time::Timestamp;
 use rust_decimal::Decimal;
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{Row, Transaction};
 use uuid::Uuid;
 
 use super::pool::{PgConn, Stmts};
-use super::tx::{append_in, begin, set_scope, upsert_in, Mode};
+use super::tx::{append_in, begin, scope_args, set_scope, upsert_in, Mode, SET_SCOPE};
 use super::{tenant_uuid, Ctx};
 use crate::budgets::{
     self as b, Alert, BudgetRecord, Delivery, NewBudget, NewReservation, Reservation,
@@ -42,14 +43,6 @@ fn tenant_lock_key(t: TenantId) -> i32 {
     i32::from_le_bytes(k)
 }
 
-async fn lock_tenant(tx: &Transaction<'_>, st: &mut Stmts, t: TenantId) -> Result<()> {
-    let s = st.get(tx, BUDGET_LOCK).await?;
-    tx.execute(&s, &[&BUDGET_LOCK_CLASS, &tenant_lock_key(t)])
-        .await
-        .ctx("lock the tenant's budgets")?;
-    Ok(())
-}
-
 fn currency_parse(s: &str, what: &str) -> Result<Currency> {
     Currency::from_str(s).map_err(|_| corrupt(what, s))
 }
@@ -65,6 +58,11 @@ async fn spent(
 ) -> Result<BTreeMap<SpendKey, Amounts>> {
     let s = st.get(tx, SPENT).await?;
     let rows = tx.query(&s, &[&month.0]).await.ctx("read spend")?;
+    spent_of(&rows, month)
+}
+
+/// [`SPENT`]'s rows of `month`.
+fn spent_of(rows: &[Row], month: Timestamp) -> Result<BTreeMap<SpendKey, Amounts>> {
     rows.iter()
         .map(|r| {
             Ok((
@@ -92,6 +90,11 @@ async fn held(
 ) -> Result<BTreeMap<(TenantId, Currency), Amounts>> {
     let s = st.get(tx, HELD).await?;
     let rows = tx.query(&s, &[&at.0]).await.ctx("read holds")?;
+    held_of(&rows)
+}
+
+/// [`HELD`]'s rows.
+fn held_of(rows: &[Row]) -> Result<BTreeMap<(TenantId, Currency), Amounts>> {
     rows.iter()
         .map(|r| {
             Ok((
@@ -227,6 +230,42 @@ async fn standings_in(
     Ok(changes::standings(budgets, &spent, &held, at))
 }
 
+/// Takes the tenant's budget lock, then reads its standings: one round trip (the statements pipelined in this
+/// order, so that the reads run once the lock is held and see every decision committed before it, as if each
+/// waited for the one before).
+async fn locked_standings_in(
+    tx: &Transaction<'_>,
+    st: &mut Stmts,
+    tenant: TenantId,
+    at: Timestamp,
+) -> Result<Vec<Standing>> {
+    let (lock, budgets, spent, held) = (
+        st.get(tx, BUDGET_LOCK).await?,
+        st.get(tx, BUDGETS).await?,
+        st.get(tx, SPENT).await?,
+        st.get(tx, HELD).await?,
+    );
+    let month = b::month_start(at);
+    let key = tenant_lock_key(tenant);
+    let lock_args: [&(dyn ToSql + Sync); 2] = [&BUDGET_LOCK_CLASS, &key];
+    let (month_arg, at_arg): ([&(dyn ToSql + Sync); 1], [&(dyn ToSql + Sync); 1]) =
+        ([&month.0], [&at.0]);
+    let (_, budgets, spent, held) = tokio::try_join!(
+        tx.execute(&lock, &lock_args),
+        tx.query(&budgets, &[]),
+        tx.query(&spent, &month_arg),
+        tx.query(&held, &at_arg),
+    )
+    .ctx("lock the tenant's budgets and read its standings")?;
+    let budgets = budgets.iter().map(budget_of).collect::<Result<_>>()?;
+    Ok(changes::standings(
+        budgets,
+        &spent_of(&spent, month)?,
+        &held_of(&held)?,
+        at,
+    ))
+}
+
 /// The database scopes every read: a tenant's standings are computed from its rows only.
 pub async fn standings(conn: &mut PgConn, scope: Scope, at: Timestamp) -> Result<Vec<Standing>> {
     let (tx, st) = begin(conn, scope, Mode::Snapshot).await?;
@@ -304,8 +343,10 @@ pub async fn reserve(
     changes::reserve_check(req)?;
     let tenant = req.request.tenant_id;
     let (tx, st) = begin(conn, Scope::Tenant(tenant), Mode::Write).await?;
-    lock_tenant(&tx, st, tenant).await?;
-    let outcome = b::decide(req, &standings_in(&tx, st, req.created_at).await?)?;
+    let outcome = b::decide(
+        req,
+        &locked_standings_in(&tx, st, tenant, req.created_at).await?,
+    )?;
     if let ReserveOutcome::Granted(r) = &outcome {
         let s = st.get(&tx, RES_INSERT).await?;
         tx.execute(
@@ -369,9 +410,24 @@ async fn locked_reservation(
     let Some(r) = changes::reservation_in_scope(scope, reservation_in(tx, st, id).await?) else {
         return Ok(None);
     };
-    set_scope(tx, st, Scope::Tenant(r.tenant_id)).await?;
-    lock_tenant(tx, st, r.tenant_id).await?;
-    reservation_in(tx, st, id).await
+    // One round trip, pipelined in this order: act for the tenant, take its lock, read the reservation again.
+    let (tenant_arg, platform_arg) = scope_args(Scope::Tenant(r.tenant_id))?;
+    let (scope_sql, lock, select) = (
+        st.get(tx, SET_SCOPE).await?,
+        st.get(tx, BUDGET_LOCK).await?,
+        st.get(tx, RES_SELECT).await?,
+    );
+    let key = tenant_lock_key(r.tenant_id);
+    let scope_params: [&(dyn ToSql + Sync); 2] = [&tenant_arg, &platform_arg];
+    let lock_args: [&(dyn ToSql + Sync); 2] = [&BUDGET_LOCK_CLASS, &key];
+    let id_arg: [&(dyn ToSql + Sync); 1] = [&id];
+    let (_, _, row) = tokio::try_join!(
+        tx.execute(&scope_sql, &scope_params),
+        tx.execute(&lock, &lock_args),
+        tx.query_opt(&select, &id_arg),
+    )
+    .ctx("lock the tenant's budgets and read a reservation")?;
+    row.map(|r| reservation_of(&r)).transpose()
 }
 
 #[allow(clippy::too_many_arguments)]

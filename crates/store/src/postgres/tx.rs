@@ -5,6 +5,7 @@
 //! replica rows ([`write_outbox`]) and the audit chain's next link ([`append_in`], last before the commit).
 
 use eai_engine::domain::{TenantId, UsageEvent};
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{IsolationLevel, Transaction};
 use uuid::Uuid;
 
@@ -253,17 +254,23 @@ pub(super) async fn append_in(
     draft: &AuditDraft,
 ) -> Result<AuditEvent> {
     rec::check_owner(draft.tenant_id)?;
-    set_scope(tx, st, Scope::Platform).await?;
-    let s = st.get(tx, AUDIT_LOCK_SQL).await?;
-    tx.execute(&s, &[&AUDIT_LOCK])
-        .await
-        .ctx("lock the audit chain")?;
-    let s = st.get(tx, AUDIT_LAST).await?;
-    let last = tx
-        .query_opt(&s, &[])
-        .await
-        .ctx("read the chain's last event")?
-        .map(|r| (r.get(0), r.get(1)));
+    // One round trip, pipelined in this order: the platform path, the chain's lock, then its last event (read
+    // once the lock is held, as if each statement waited for the one before).
+    let (tenant_arg, platform_arg) = scope_args(Scope::Platform)?;
+    let (scope_sql, lock, last) = (
+        st.get(tx, SET_SCOPE).await?,
+        st.get(tx, AUDIT_LOCK_SQL).await?,
+        st.get(tx, AUDIT_LAST).await?,
+    );
+    let scope_params: [&(dyn ToSql + Sync); 2] = [&tenant_arg, &platform_arg];
+    let lock_params: [&(dyn ToSql + Sync); 1] = [&AUDIT_LOCK];
+    let (_, _, last) = tokio::try_join!(
+        tx.execute(&scope_sql, &scope_params),
+        tx.execute(&lock, &lock_params),
+        tx.query_opt(&last, &[]),
+    )
+    .ctx("lock the audit chain and read its last event")?;
+    let last = last.map(|r| (r.get(0), r.get(1)));
     let e = changes::audit_next(changes::audit_last(last)?, draft)?;
     let s = st.get(tx, AUDIT_INSERT).await?;
     tx.execute(

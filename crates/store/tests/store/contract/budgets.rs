@@ -363,6 +363,71 @@ pub async fn concurrent_reservations_never_over_grant(s: &dyn Store) {
     assert_eq!(standing(s, a, at).await.held.cost, d("50"));
 }
 
+/// A gateway's path under concurrency: 40 callers each reserve 1.00 and commit 0.75 as fast as they can, racing
+/// for a budget of 10.00 each, two tenants' callers interleaved. By hand: after n commits and h holds of a
+/// tenant, a reservation is granted iff 0.75 n + h + 1 <= 10, so at most 13 commits fit (0.75 x 12 + 1 = 10,
+/// then 9.75 + 1 > 10). Whatever the order, no tenant goes over, nothing stays held, the spend is exactly the
+/// committed sum, one more reservation is granted exactly when the rule says, and the audit chain is unforked.
+pub async fn concurrent_reserves_and_commits_race_for_the_last_of_a_budget(s: &dyn Store) {
+    let (a, b) = (tenant(1), tenant(2));
+    for t in [a, b] {
+        s.create_budget(&new_budget(budget_spec(t, "10", true)), &audit())
+            .await
+            .unwrap();
+    }
+    let at = T0 + H;
+    let futs = (0..40).map(|i| async move {
+        let t = if i % 2 == 0 { a } else { b };
+        let mut done = 0u32;
+        for _ in 0..5 {
+            let Some(r) = granted(s.reserve(&reservation(t, "1", at), &audit()).await.unwrap())
+            else {
+                continue;
+            };
+            let c = s
+                .commit_reservation(
+                    Scope::Tenant(t),
+                    &r.id,
+                    amounts("0.75", 50),
+                    ts(at + 1),
+                    &audit(),
+                )
+                .await
+                .unwrap();
+            assert_eq!(c.status.as_str(), "committed");
+            done += 1;
+        }
+        (t, done)
+    });
+    let results = futures_join_all(futs).await;
+    for t in [a, b] {
+        let n: u32 = results
+            .iter()
+            .filter(|(x, _)| *x == t)
+            .map(|(_, d)| d)
+            .sum();
+        let st = standing(s, t, at + 2).await;
+        assert_eq!(st.held.cost, Decimal::ZERO, "nothing stays held");
+        assert_eq!(
+            st.spent.cost,
+            d("0.75") * Decimal::from(n),
+            "spent = what was committed"
+        );
+        assert!(st.spent.cost <= d("10"), "never over: {}", st.spent.cost);
+        assert!((1..=13).contains(&n), "{n} commits of {t}");
+        let last = s
+            .reserve(&reservation(t, "1", at + 2), &audit())
+            .await
+            .unwrap();
+        assert_eq!(granted(last).is_some(), n <= 12, "after {n} commits");
+    }
+    assert_eq!(
+        s.verify_audit_chain(None).await.unwrap(),
+        None,
+        "the chain is intact"
+    );
+}
+
 pub async fn thresholds_are_recorded_once_and_delivered_until_acknowledged(s: &dyn Store) {
     let (a, b) = (tenant(1), tenant(2));
     s.create_budget(&new_budget(budget_spec(a, "100", false)), &audit())

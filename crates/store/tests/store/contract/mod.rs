@@ -32,11 +32,11 @@ pub use tenants::*;
 pub use usage::*;
 
 /// Joins futures without an extra dependency (they run concurrently on the one task).
-async fn futures_join_all<F: std::future::Future<Output = u64>>(
+async fn futures_join_all<T, F: std::future::Future<Output = T>>(
     futs: impl Iterator<Item = F>,
-) -> Vec<u64> {
+) -> Vec<T> {
     let mut pinned: Vec<std::pin::Pin<Box<F>>> = futs.map(Box::pin).collect();
-    let mut out: Vec<Option<u64>> = vec![None; pinned.len()];
+    let mut out: Vec<Option<T>> = pinned.iter().map(|_| None).collect();
     std::future::poll_fn(|cx| {
         for (i, f) in pinned.iter_mut().enumerate() {
             if out[i].is_none() {
