@@ -1249,7 +1249,13 @@ proptest! {
 // Settled splits kept between allocations: the answer is the one computed from scratch, to the last digit.
 
 /// What the store reads for `f`: group rollups, summed claims, gaps.
-fn store_read(f: &Fleet) -> (Vec<eai_engine::rollup::Rollup>, Vec<eai_engine::allocate::UsageClaim>, Vec<eai_engine::report::Gap>) {
+fn store_read(
+    f: &Fleet,
+) -> (
+    Vec<eai_engine::rollup::Rollup>,
+    Vec<eai_engine::allocate::UsageClaim>,
+    Vec<eai_engine::report::Gap>,
+) {
     let out = cells(&f.samples, &SeriesConfig::default());
     (group(aggregate(out.cells)), sum_claims(&f.usage), out.gaps)
 }
@@ -1327,7 +1333,11 @@ fn a_split_cache_over_its_bound_empties_and_still_answers() {
         })
         .collect();
     let policies = vec![Policy::new(1, spec("p"))];
-    let f = Fleet { samples, usage, policies };
+    let f = Fleet {
+        samples,
+        usage,
+        policies,
+    };
     let (rollups, claims, gaps) = store_read(&f);
     let input = AllocationInput {
         period: period(T0, T0 + 24 * H),

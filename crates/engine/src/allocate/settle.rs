@@ -330,10 +330,13 @@ pub(super) fn settle_shared(
                 if let Some(b) = by_day.as_deref_mut() {
                     b.split(p, ctx.bucket_span[bi], &ps.whole, ps.est, &s.fractions);
                 }
-                let i = unalloc.iter().position(|(q, _)| *q == p).unwrap_or_else(|| {
-                    unalloc.push((p, Part::default()));
-                    unalloc.len() - 1
-                });
+                let i = unalloc
+                    .iter()
+                    .position(|(q, _)| *q == p)
+                    .unwrap_or_else(|| {
+                        unalloc.push((p, Part::default()));
+                        unalloc.len() - 1
+                    });
                 for ((t, _), part) in s.fractions.iter().zip(&ps.parts) {
                     add_part(parts, (*t, p), part);
                 }

@@ -178,7 +178,9 @@ impl DepSplits {
     }
 }
 
-fn claim_key(claims: &[(usize, TenantId, Claim)]) -> impl Iterator<Item = (TenantId, [u8; 16], [u8; 16])> + '_ {
+fn claim_key(
+    claims: &[(usize, TenantId, Claim)],
+) -> impl Iterator<Item = (TenantId, [u8; 16], [u8; 16])> + '_ {
     claims
         .iter()
         .map(|(_, t, c)| (*t, c.gpu_seconds.serialize(), c.tokens.serialize()))
