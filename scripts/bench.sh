@@ -15,6 +15,11 @@
 # The big fleet (10,000 GPUs, 500 deployments, 100 tenants, a month of hourly windows) is loaded on each of
 # $BIG_BACKENDS, allocated over 1, 7 and 30 days, then copied into a throwaway ClickHouse with
 # `eai-gpu replica backfill` (its rate) and allocated from there (EAI_ALLOCATION_SOURCE=clickhouse).
+# A month of it is also measured with the settled splits kept (the default) and without (EAI_SPLIT_CACHE_BUCKETS=0,
+# the reference), alternated (kept, not kept, kept), each after a restart: the first request is the cold one.
+# Loading it over HTTP takes ~16 min per store; a store loaded already is served instead (a copy of it) with
+#   BIG_SQLITE=/path/eai-gpu.db  (SQLite file)   BIG_PG_TEMPLATE=dbname  (a database on $EAI_TEST_POSTGRES_URL's
+#   server, copied with CREATE DATABASE … TEMPLATE)   BIG_END=2026-12-05T23:00:00Z  (the end of its month)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,7 +53,8 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 key="eai_live_$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 
 # start BACKEND NAME [keep]: a server on a fresh database (on NAME's database as it is, with keep); sets $url,
-# $db and $server. $CACHE_ROWS, when set, is the server's EAI_READ_CACHE_ROWS; $CH_URL its EAI_CLICKHOUSE_URL,
+# $db and $server. $CACHE_ROWS, when set, is the server's EAI_READ_CACHE_ROWS; $SPLIT_BUCKETS its
+# EAI_SPLIT_CACHE_BUCKETS; $CH_URL its EAI_CLICKHOUSE_URL,
 # $ALLOC_SOURCE its EAI_ALLOCATION_SOURCE, $RATE_LIMIT its EAI_RATE_LIMIT_PER_KEY.
 start() {
   local backend=$1 name=$2 keep=${3:-} port
@@ -63,6 +69,7 @@ start() {
   # The mixed load posts the windows of the next two days (fresh hours on every run): the server must take
   # samples that far ahead of its clock (EAI_MAX_CLOCK_SKEW_SECONDS, 300 by default, refuses them).
   env EAI_READ_CACHE_ROWS="${CACHE_ROWS:-500000}" ${CH_URL:+EAI_CLICKHOUSE_URL=$CH_URL} \
+    ${SPLIT_BUCKETS:+EAI_SPLIT_CACHE_BUCKETS=$SPLIT_BUCKETS} \
     ${ALLOC_SOURCE:+EAI_ALLOCATION_SOURCE=$ALLOC_SOURCE} ${RATE_LIMIT:+EAI_RATE_LIMIT_PER_KEY=$RATE_LIMIT} \
     EAI_BOOTSTRAP_ADMIN_KEY="$key" EAI_RAW_RETENTION_DAYS=0 EAI_MAX_CLOCK_SKEW_SECONDS=259200 RUST_LOG=warn \
     "$bin" serve --listen "127.0.0.1:$port" --data-dir "$work/$name" --database-url "$db" > "$work/$name/server.log" 2>&1 &
@@ -104,6 +111,19 @@ XML
   cat "$dir/stdout.log" "$dir/error.log" 2>/dev/null; exit 1
 }
 record() { sed "s/^/$1./" >> "$results"; }
+# splits BACKEND NAME PREFIX DAYS RUNS [bench allocation flags]: the store of NAME served three times, each
+# after a restart (the first request cold): settled splits kept, not kept (the reference), kept again; records
+# PREFIX.split_kept1 / split_off / split_kept2, and the server's resident memory once the period is kept.
+splits() {
+  local backend=$1 name=$2 prefix=$3 days=$4 runs=$5 mode
+  shift 5
+  for mode in kept1 off kept2; do
+    if [ "$mode" = off ]; then SPLIT_BUCKETS=0 start "$backend" "$name" keep; else start "$backend" "$name" keep; fi
+    bench allocation --days "$days" --runs "$runs" "$@" | record "$prefix.split_$mode"
+    echo "server_rss_mib=$(( $(awk '/^VmRSS/ {print $2}' "/proc/$server/status") / 1024 ))" | record "$prefix.split_$mode"
+    stop
+  done
+}
 bench() { EAI_API_KEY=$key "$bin" bench --url "$url" "$@"; }
 
 if part engine; then
@@ -157,6 +177,8 @@ for backend in $BACKENDS; do
       CACHE_ROWS=0 start "$backend" "alloc_$backend" keep
       for d in 1 30; do bench allocation --days "$d" --runs 10 | record "$backend.g1000.nocache.d$d"; done
       stop
+      # The month with the settled splits kept and not (the reference), alternated, each cold then warm.
+      splits "$backend" "alloc_$backend" "$backend.g1000.d30" 30 20
       start "$backend" "alloc_$backend" keep
     fi
     if part mixed; then
@@ -198,10 +220,32 @@ for backend in $BACKENDS; do
   part big || continue
   big_deps=$((BIG / 20)); big_tenants=$((BIG / 100))
   echo "== $backend: $BIG GPUs / $big_deps deployments / $big_tenants tenants, a month of hourly windows"
-  start "$backend" "big_$backend"
-  bench load --gpus "$BIG" --deployments "$big_deps" --tenants "$big_tenants" --days 30 --window-seconds 3600 \
-    --concurrency 4 | record "$backend.g$BIG"
-  for d in 1 7 30; do bench allocation --days "$d" --runs 5 | record "$backend.g$BIG.d$d"; done
+  end_flags=(${BIG_END:+--end "$BIG_END"})
+  fixture=""
+  [ "$backend" = sqlite ] && fixture=${BIG_SQLITE:-}
+  [ "$backend" = postgres ] && fixture=${BIG_PG_TEMPLATE:-}
+  if [ -n "$fixture" ]; then
+    # A store loaded already, copied: the bench's key is added to it.
+    mkdir -p "$work/big_$backend"
+    if [ "$backend" = sqlite ]; then
+      cp "$fixture" "$work/big_$backend/eai-gpu.db"; db="sqlite://$work/big_$backend/eai-gpu.db"
+    else
+      db="${PG_URL%/*}/eai_bench_big_$backend"
+      psql -q "$PG_URL" -c "DROP DATABASE IF EXISTS eai_bench_big_$backend" \
+        -c "CREATE DATABASE eai_bench_big_$backend TEMPLATE $fixture"
+    fi
+    key=$("$bin" keys create --role platform_admin --data-dir "$work/big_$backend" --database-url "$db" | grep -o 'eai_live_[0-9a-z_]*' | head -1)
+  else
+    start "$backend" "big_$backend"
+    bench load --gpus "$BIG" --deployments "$big_deps" --tenants "$big_tenants" --days 30 --window-seconds 3600 \
+      --concurrency 4 | record "$backend.g$BIG"
+    stop
+  fi
+  # A month, 1,500,000 read-cache rows (it fits), settled splits kept and not: cold and warm.
+  CACHE_ROWS=$((BIG * 150)) splits "$backend" "big_$backend" "$backend.g$BIG.d30" 30 10 "${end_flags[@]}"
+  [ -n "$fixture" ] && [ -n "${BIG_ONLY_SPLITS:-}" ] && continue
+  start "$backend" "big_$backend" keep
+  for d in 1 7 30; do bench allocation --days "$d" --runs 5 "${end_flags[@]}" | record "$backend.g$BIG.d$d"; done
   stop
   # The same month with the read cache sized to it (a month is ~120 group and claim rows per GPU), and the
   # server's resident memory once the month is cached.

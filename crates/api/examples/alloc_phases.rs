@@ -5,12 +5,16 @@
 //!     cargo run --release -p eai-api --example alloc_phases -- sqlite:///tmp/x/eai-gpu.db 30 [END]
 //!
 //! `EAI_READ_CACHE_ROWS` sizes the read cache as it does for `serve` (runs after the first read cached rows).
+//! The engine is timed twice per run: computing every split (`allocate`) and with the settled splits kept
+//! (`allocate_cached`, warm after run 0), alternated; both answers are compared.
 #![allow(clippy::unwrap_used)]
 
 use std::time::Instant;
 
 use eai_app::allocation::exact_hours;
-use eai_engine::allocate::{allocate, AllocationConfig, AllocationInput, Period};
+use eai_engine::allocate::{
+    allocate, allocate_cached, AllocationConfig, AllocationInput, Period, SplitCache,
+};
 use eai_engine::time::Timestamp;
 
 #[tokio::main]
@@ -31,6 +35,7 @@ async fn main() -> anyhow::Result<()> {
     };
     let store = eai_api::startup::open_store(&config).await?;
     let period = Period::new(Timestamp(end.0 - days * 86_400_000), end, 3_600_000).unwrap();
+    let splits = SplitCache::default();
     for run in 0..3 {
         let t = Instant::now();
         let policies = store.policies().await?;
@@ -42,7 +47,7 @@ async fn main() -> anyhow::Result<()> {
             .await?;
         let t_read = t.elapsed();
         let t = Instant::now();
-        let a = allocate(&AllocationInput {
+        let input = AllocationInput {
             period,
             claims: &read.claims,
             rollups: &read.rollups,
@@ -50,8 +55,17 @@ async fn main() -> anyhow::Result<()> {
             policies: &policies,
             gaps: &read.gaps,
             config: AllocationConfig::default(),
-        });
+        };
+        let a = allocate(&input);
         let t_engine = t.elapsed();
+        let t = Instant::now();
+        let kept = allocate_cached(&input, &splits);
+        let t_kept = t.elapsed();
+        assert_eq!(a, kept, "kept splits give the computed answer");
+        println!(
+            "run {run}: engine with kept splits {t_kept:?} ({} deployment-hours kept) vs {t_engine:?} computed",
+            splits.held()
+        );
         let t = Instant::now();
         let per_gpu = store
             .gpu_usage(eai_store::Scope::Platform, period.from, period.to, &exact)

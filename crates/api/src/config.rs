@@ -135,6 +135,10 @@ pub struct Config {
     /// `EAI_READ_CACHE_ROWS`: group rollups and claims the allocation's read cache keeps decoded (buckets
     /// unchanged since are not read again; 0 turns it off). Default 500,000 (about 100 MiB).
     pub read_cache_rows: usize,
+    /// `EAI_SPLIT_CACHE_BUCKETS`: shared deployment-buckets whose settled split (each tenant's exact, unrounded
+    /// part) the allocation keeps between requests, each used only for the very inputs it was computed from; an
+    /// allocation that leaves more empties it; 0 turns it off. Default 500,000 (about 1 KiB each at most).
+    pub split_cache_buckets: usize,
     /// `EAI_USAGE_CACHE_ROWS`: per-GPU rollups the breakdown's read cache keeps decoded (SQLite; buckets
     /// unchanged since are not read again; 0 turns it off). Default 1,000,000 (at most about 150 MiB, filled
     /// only by breakdowns).
@@ -227,6 +231,7 @@ impl Default for Config {
             max_gap_minutes: DEFAULT_MAX_GAP_MINUTES,
             idempotency_retention: DEFAULT_IDEMPOTENCY_RETENTION,
             read_cache_rows: eai_store::read_cache::DEFAULT_ROWS,
+            split_cache_buckets: eai_engine::allocate::DEFAULT_SPLIT_BUCKETS,
             usage_cache_rows: eai_store::usage_cache::DEFAULT_ROWS,
             allocation_bucket_minutes: DEFAULT_ALLOCATION_BUCKET_MINUTES,
             clickhouse_url: None,
@@ -279,6 +284,7 @@ impl std::fmt::Debug for Config {
             .field("max_gap_minutes", &self.max_gap_minutes)
             .field("idempotency_retention", &self.idempotency_retention)
             .field("read_cache_rows", &self.read_cache_rows)
+            .field("split_cache_buckets", &self.split_cache_buckets)
             .field("usage_cache_rows", &self.usage_cache_rows)
             .field("allocation_bucket_minutes", &self.allocation_bucket_minutes)
             .field(
@@ -501,6 +507,9 @@ pub struct ConfigArgs {
     /// Group rollups and claims the allocation's read cache keeps decoded; 0 turns it off [default: 500000].
     #[arg(long, env = "EAI_READ_CACHE_ROWS", value_name = "ROWS", value_parser = number::<usize>)]
     pub read_cache_rows: Option<usize>,
+    /// Shared deployment-buckets whose settled split the allocation keeps; 0 turns it off [default: 500000].
+    #[arg(long, env = "EAI_SPLIT_CACHE_BUCKETS", value_name = "BUCKETS", value_parser = number::<usize>)]
+    pub split_cache_buckets: Option<usize>,
     /// Per-GPU rollups the breakdown's read cache keeps decoded; 0 turns it off [default: 1000000].
     #[arg(long, env = "EAI_USAGE_CACHE_ROWS", value_name = "ROWS", value_parser = number::<usize>)]
     pub usage_cache_rows: Option<usize>,
@@ -686,6 +695,7 @@ impl ConfigArgs {
                 .idempotency_retention
                 .unwrap_or(d.idempotency_retention),
             read_cache_rows: self.read_cache_rows.unwrap_or(d.read_cache_rows),
+            split_cache_buckets: self.split_cache_buckets.unwrap_or(d.split_cache_buckets),
             usage_cache_rows: self.usage_cache_rows.unwrap_or(d.usage_cache_rows),
             allocation_bucket_minutes: self
                 .allocation_bucket_minutes

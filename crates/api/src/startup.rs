@@ -52,6 +52,8 @@ impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Application> {
         config.validate()?;
         install_crypto_provider();
+        // The process's split cache: sized once (a second server in the same process keeps the first size).
+        eai_app::allocation::configure_split_cache(config.split_cache_buckets);
         let store = open_store(&config).await?;
         Self::build_with_store(config, store).await
     }

@@ -1362,6 +1362,12 @@ use metrics::*;
 
 on_both_backends!(metrics_show_the_fleet_and_its_cost_from_the_store_on_every_replica);
 
+#[path = "http/split_cache.rs"]
+mod split_cache;
+use split_cache::*;
+
+on_both_backends!(kept_splits_follow_late_writes_in_closed_hours_on_every_replica);
+
 #[path = "http/explain.rs"]
 mod explain;
 use explain::*;

@@ -13,7 +13,11 @@
 
 use std::collections::BTreeSet;
 
-use eai_engine::allocate::{allocate, AllocationConfig, AllocationInput, Period};
+use std::sync::OnceLock;
+
+use eai_engine::allocate::{
+    allocate_cached, AllocationConfig, AllocationInput, Period, SplitCache,
+};
 use eai_engine::domain::Policy;
 use eai_engine::report::Allocation;
 use eai_engine::time::Timestamp;
@@ -170,10 +174,27 @@ impl Inputs {
     }
 }
 
+/// The settled splits of shared deployment-buckets kept by this process (`EAI_SPLIT_CACHE_BUCKETS`). One per
+/// process, whatever the store: a kept split is used only for the very inputs it was computed from (see
+/// `eai_engine::allocate::SplitCache`), so sharing it never changes an answer.
+static SPLITS: OnceLock<SplitCache> = OnceLock::new();
+
+/// Sizes the process's split cache (deployment-buckets; 0 turns it off). Only the first call counts, and only
+/// before the first allocation (which sizes it with the default otherwise); false when it was already sized.
+pub fn configure_split_cache(buckets: usize) -> bool {
+    SPLITS.set(SplitCache::new(buckets)).is_ok()
+}
+
+/// The process's split cache.
+pub fn split_cache() -> &'static SplitCache {
+    SPLITS.get_or_init(SplitCache::default)
+}
+
 /// The engine on `inputs` (CPU work: call it off the async workers), with the equal shares it rests on as
-/// findings.
+/// findings. Shared deployment-buckets settled by an earlier allocation of the same inputs are taken from the
+/// process's [`split_cache`].
 pub fn allocate_inputs(inputs: &Inputs, period: Period, config: AllocationConfig) -> Allocation {
-    let mut a = allocate(&inputs.engine_input(period, config));
+    let mut a = allocate_cached(&inputs.engine_input(period, config), split_cache());
     a.findings
         .extend(eai_engine::shares::findings(&inputs.equal_shares, period));
     a

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use eai_engine::allocate::{
-    allocate, allocate_samples, sum_claims, AllocationConfig, AllocationInput, Period,
+    allocate, allocate_cached, allocate_samples, sum_claims, AllocationConfig, AllocationInput,
+    Period, Span, SplitCache,
 };
 use eai_engine::domain::{
     GpuFraction, IdleCapacity, NonNegative, Policy, PolicySpec, Pue, Sample, TenantId,
@@ -1242,6 +1243,123 @@ proptest! {
         g.usage.extend(extra);
         prop_assert_eq!(whole(&f), whole(&g));
     }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Settled splits kept between allocations: the answer is the one computed from scratch, to the last digit.
+
+/// What the store reads for `f`: group rollups, summed claims, gaps.
+fn store_read(
+    f: &Fleet,
+) -> (
+    Vec<eai_engine::rollup::Rollup>,
+    Vec<eai_engine::allocate::UsageClaim>,
+    Vec<eai_engine::report::Gap>,
+) {
+    let out = cells(&f.samples, &SeriesConfig::default());
+    (group(aggregate(out.cells)), sum_claims(&f.usage), out.gaps)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 150, ..ProptestConfig::default() })]
+
+    #[test]
+    fn kept_splits_give_the_answer_computed_now(
+        f in arb_fleet(),
+        g in arb_fleet(),
+        cut in (0i64..3, 0i64..3),
+        day_items in any::<bool>(),
+        hour_items in any::<bool>(),
+        threads in 1usize..3,
+    ) {
+        let config = AllocationConfig {
+            threads,
+            day_items,
+            item_span: if hour_items { Span::Hour } else { Span::Day },
+            ..AllocationConfig::default()
+        };
+        let cache = SplitCache::new(10_000);
+        // The fleet; then more samples and usage in the same (closed) hours, as late writes; then other
+        // policies (other rates and idle rules) on the first fleet.
+        let mut later = f.clone();
+        later.samples.extend(g.samples.iter().cloned());
+        later.usage.extend(g.usage.iter().cloned());
+        let mut repriced = f.clone();
+        repriced.policies = g.policies.clone();
+        let periods = [period(T0, T0 + 6 * H), period(T0 + cut.0 * H, T0 + (6 - cut.1) * H)];
+        for (step, fleet) in [&f, &f, &later, &later, &f, &repriced, &repriced].into_iter().enumerate() {
+            let (rollups, claims, gaps) = store_read(fleet);
+            for p in periods {
+                let input = AllocationInput {
+                    period: p,
+                    rollups: &rollups,
+                    usage: &[],
+                    policies: &fleet.policies,
+                    claims: &claims,
+                    gaps: &gaps,
+                    config,
+                };
+                let kept = allocate_cached(&input, &cache);
+                prop_assert_eq!(&kept, &allocate(&input), "step {}, period {:?}", step, p);
+            }
+        }
+        // Per-GPU rollups and raw events through the same cache: the same answer again.
+        let out = cells(&f.samples, &SeriesConfig::default());
+        let rollups = aggregate(out.cells);
+        let input = AllocationInput {
+            period: periods[1],
+            rollups: &rollups,
+            usage: &f.usage,
+            policies: &f.policies,
+            claims: &[],
+            gaps: &out.gaps,
+            config,
+        };
+        prop_assert_eq!(allocate_cached(&input, &cache), allocate(&input));
+    }
+}
+
+#[test]
+fn a_split_cache_over_its_bound_empties_and_still_answers() {
+    let samples: Vec<Sample> = (0..24 * 240)
+        .map(|i| sample("GPU-0", "vllm-a", T0 + (i + 1) * 15_000))
+        .collect();
+    let usage: Vec<UsageEvent> = (0..24)
+        .flat_map(|h| {
+            [
+                tokens(tenant(1), "vllm-a", T0 + h * H + 10, 100 + h as u64),
+                tokens(tenant(2), "vllm-a", T0 + h * H + 20, 300),
+            ]
+        })
+        .collect();
+    let policies = vec![Policy::new(1, spec("p"))];
+    let f = Fleet {
+        samples,
+        usage,
+        policies,
+    };
+    let (rollups, claims, gaps) = store_read(&f);
+    let input = AllocationInput {
+        period: period(T0, T0 + 24 * H),
+        rollups: &rollups,
+        usage: &[],
+        policies: &f.policies,
+        claims: &claims,
+        gaps: &gaps,
+        config: AllocationConfig::default(),
+    };
+    let fresh = allocate(&input);
+    let roomy = SplitCache::new(24);
+    assert_eq!(allocate_cached(&input, &roomy), fresh);
+    assert_eq!(roomy.held(), 24, "one split per shared deployment-hour");
+    assert_eq!(allocate_cached(&input, &roomy), fresh);
+    assert_eq!(roomy.held(), 24);
+    let small = SplitCache::new(23);
+    assert_eq!(allocate_cached(&input, &small), fresh);
+    assert_eq!(small.held(), 0, "over its bound: emptied");
+    let off = SplitCache::new(0);
+    assert_eq!(allocate_cached(&input, &off), fresh);
+    assert_eq!(off.held(), 0);
 }
 
 // ---------------------------------------------------------------------------------------------------------

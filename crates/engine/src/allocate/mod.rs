@@ -12,11 +12,13 @@ mod parallel;
 mod pricing;
 mod round;
 mod settle;
+mod split_cache;
 mod trace;
 
 pub use claims::{claim_of, sum_claims, UsageClaim, CLAIM_BUCKET_MS};
 pub use explain::{explain, Explanation, PolicyRates};
 pub use pricing::price;
+pub use split_cache::{SplitCache, DEFAULT_SPLIT_BUCKETS};
 pub use trace::{BucketLine, ClaimLine, IdleSpread, Party, PricedLine, Rounding, RoundingLine};
 // A period is a span of time (it lives in `time`); its path here stays.
 pub use crate::time::Period;
@@ -152,6 +154,8 @@ struct Ctx<'a> {
     span_ms: i64,
     span0: i64,
     bucket_span: Vec<usize>,
+    /// The settled splits kept between allocations, when the caller keeps them ([`allocate_cached`]).
+    splits: Option<&'a SplitCache>,
 }
 
 impl<'a> Ctx<'a> {
@@ -197,6 +201,7 @@ impl<'a> Ctx<'a> {
             span_ms,
             span0,
             bucket_span,
+            splits: None,
         }
     }
 }
@@ -206,6 +211,21 @@ impl<'a> Ctx<'a> {
 /// threads; the result does not depend on how the work was split: sums are exact integers, claims keep their
 /// order, and each deployment is settled alone, its sums added to in bucket order).
 pub fn allocate(input: &AllocationInput<'_>) -> Allocation {
+    allocate_with(input, None)
+}
+
+/// [`allocate`], taking the settled split of each shared deployment-bucket from `splits` when it was computed
+/// from the same inputs, and keeping those it computes there: the same answer, to the last digit.
+pub fn allocate_cached(input: &AllocationInput<'_>, splits: &SplitCache) -> Allocation {
+    if !splits.enabled() {
+        return allocate(input);
+    }
+    let a = allocate_with(input, Some(splits));
+    splits.end();
+    a
+}
+
+fn allocate_with(input: &AllocationInput<'_>, splits: Option<&SplitCache>) -> Allocation {
     let AllocationInput {
         period,
         rollups,
@@ -216,7 +236,11 @@ pub fn allocate(input: &AllocationInput<'_>) -> Allocation {
         config,
     } = *input;
     let bucket_ms = config.bucket_ms;
-    let ctx = Ctx::new(period, config, policies);
+    let mut ctx = Ctx::new(period, config, policies);
+    if let Some(cache) = splits {
+        cache.begin(&ctx);
+        ctx.splits = Some(cache);
+    }
     let cores = || {
         std::thread::available_parallelism()
             .map_or(1, |n| n.get())

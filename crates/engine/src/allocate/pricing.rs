@@ -67,7 +67,7 @@ impl Rates {
 
 /// Fixed-point accumulator of [`Quantities`]: every field in units of 10^-15 ([`CELL_DP`] places), so that the
 /// hot loop adds integers. Exact: cells never carry more than 15 places.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Acc {
     pub(super) gs: i128,
     pub(super) busy: i128,

@@ -11,6 +11,7 @@ use super::by_day::ByDay;
 use super::claims::split;
 use super::pricing::{add_part, from_fixed, Acc, Part};
 use super::round::{round_row, rounding, spread_idle};
+use super::split_cache::{DepSplits, SplitCache};
 use super::trace::{bucket_start, priced_line, Party, Trace};
 use super::{report_quantity, Ctx, DAY_MS};
 use crate::decimal_ops;
@@ -29,15 +30,32 @@ pub(super) struct Settled {
     pub(super) day_items: Vec<DayItem>,
 }
 
+/// Settles a deployment; with the context's [`SplitCache`], its shared buckets' splits are taken from it (or
+/// computed and kept there).
 pub(super) fn settle(ctx: &Ctx<'_>, dep: &Dep<'_>) -> Settled {
-    settle_traced(ctx, dep, None)
+    match ctx.splits {
+        Some(cache) => {
+            let kept = cache.deployment(dep.id);
+            let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+            settle_with(ctx, dep, None, Some((cache, &mut kept)))
+        }
+        None => settle_with(ctx, dep, None, None),
+    }
 }
 
 /// [`settle`], recording each step in `trace` when given (the explanation of one deployment).
-pub(super) fn settle_traced(
+pub(super) fn settle_traced(ctx: &Ctx<'_>, dep: &Dep<'_>, trace: Option<&mut Trace>) -> Settled {
+    settle_with(ctx, dep, trace, None)
+}
+
+/// The kept splits of one deployment and the cache that holds them.
+type Kept<'k> = Option<(&'k SplitCache, &'k mut DepSplits)>;
+
+fn settle_with(
     ctx: &Ctx<'_>,
     dep: &Dep<'_>,
     mut trace: Option<&mut Trace>,
+    mut kept: Kept<'_>,
 ) -> Settled {
     let policies = ctx.policies;
     let mut out = Settled::default();
@@ -77,6 +95,7 @@ pub(super) fn settle_traced(
                     &mut days,
                     by_day.as_mut(),
                     trace.as_deref_mut(),
+                    kept.as_mut().map(|(c, k)| (*c, &mut **k)),
                 );
                 orphan_events += shared.orphan_events;
                 cursor = shared.cursor;
@@ -273,6 +292,7 @@ pub(super) fn settle_shared(
     days: &mut Days,
     mut by_day: Option<&mut ByDay>,
     mut trace: Option<&mut Trace>,
+    mut kept: Kept<'_>,
 ) -> Shared {
     let mut out = Shared::default();
     // Reused for every bucket: a month of buckets would otherwise allocate one list each.
@@ -293,6 +313,42 @@ pub(super) fn settle_shared(
             continue;
         }
         let measured = from_fixed(b.measured);
+        if let Some((cache, kept)) = kept.as_mut().filter(|_| trace.is_none()) {
+            let start = ctx.period.from.0 + bi as i64 * ctx.bucket_ms;
+            let s = kept.get(cache, ctx, start, b, claims);
+            if let Some(claimed) = s.over {
+                out.findings.push(Finding::OverAttribution {
+                    deployment_id: dep.id.to_string(),
+                    bucket_start: Timestamp(start),
+                    claimed_gpu_seconds: claimed,
+                    measured_gpu_seconds: measured,
+                });
+            }
+            for ps in &s.policies {
+                let p = ps.p;
+                days.add(ctx, p, ctx.bucket_day[bi], ps.whole.cost);
+                if let Some(b) = by_day.as_deref_mut() {
+                    b.split(p, ctx.bucket_span[bi], &ps.whole, ps.est, &s.fractions);
+                }
+                let i = unalloc
+                    .iter()
+                    .position(|(q, _)| *q == p)
+                    .unwrap_or_else(|| {
+                        unalloc.push((p, Part::default()));
+                        unalloc.len() - 1
+                    });
+                for ((t, _), part) in s.fractions.iter().zip(&ps.parts) {
+                    add_part(parts, (*t, p), part);
+                }
+                let idle = &mut unalloc[i].1;
+                if ctx.idle_quantities[p] {
+                    idle.add(&ps.rest);
+                } else {
+                    idle.cost = decimal_ops::add(idle.cost, ps.rest.cost);
+                }
+            }
+            continue;
+        }
         fractions.clear();
         let mut over = false;
         if !claims.is_empty() {
