@@ -20,14 +20,14 @@
 //!   the stored sample after it) are added like the fast path's: the cost of the hours it touches.
 //! - **Between stored neighbours** (a late sample: a stored one ends after it; a replayed spool, a backfill,
 //!   shuffled windows): it breaks the pair of stored neighbours `P`, `N` it falls between, so it is merged by
-//!   terms ([`BatchPlan::merge_terms`]): the pair's term taken out, those of `(P, s)`, `s`, `(s, N)` added into
+//!   terms (`BatchPlan::merge_terms`): the pair's term taken out, those of `(P, s)`, `s`, `(s, N)` added into
 //!   the per-GPU rollups and their groups, gaps deleted and written, at the cost of the hours the terms touch.
 //!   That is exact for sums and counts; a row's earliest and latest window starts are kept unless an added cell
 //!   widens them, which is exact unless a removed cell held one and no added cell does ([`moves_inward`]).
 //! - **Slow path**: the GPU-hours that the old pair's terms and the new terms touch are marked dirty and
 //!   recomputed from raw samples where merging by terms is not known exact: an hour a policy cuts (its rows may
 //!   have been written before the cut), a row whose window starts may move inward, a neighbour known only by
-//!   its end ([`BatchPlan::open_by_terms`]). Load the samples around the hour ([`context_range`]), keep the
+//!   its end (`BatchPlan::open_by_terms`). Load the samples around the hour ([`context_range`]), keep the
 //!   cells of the hour and the gaps that start in it ([`bucket_terms`]), replace the hour's rollup and gap rows.
 //!   Dirty buckets, for a run of late samples `s1..sk` that fell between the stored neighbours `P` and `N`: the
 //!   buckets each sample's window touches, and for every pair whose term goes (`P, N`) or comes (`P, s1`, …,
@@ -311,7 +311,7 @@ pub struct Late<'a> {
     pub after: Option<Known>,
 }
 
-/// Terms of late samples merged by terms (frozen hours, and open ones per [`BatchPlan::open_by_terms`]): cells to
+/// Terms of late samples merged by terms (frozen hours, and open ones per `BatchPlan::open_by_terms`): cells to
 /// add and cells to take out of the stored rollups, gaps to write and gaps to delete (by GPU uuid and start).
 #[derive(Debug, Default)]
 pub struct FrozenTerms {
