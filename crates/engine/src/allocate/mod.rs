@@ -156,6 +156,8 @@ struct Ctx<'a> {
     bucket_span: Vec<usize>,
     /// The settled splits kept between allocations, when the caller keeps them ([`allocate_cached`]).
     splits: Option<&'a SplitCache>,
+    /// The generation of `splits` this allocation began under ([`SplitCache`]).
+    split_generation: u64,
 }
 
 impl<'a> Ctx<'a> {
@@ -202,6 +204,7 @@ impl<'a> Ctx<'a> {
             span0,
             bucket_span,
             splits: None,
+            split_generation: 0,
         }
     }
 }
@@ -238,7 +241,7 @@ fn allocate_with(input: &AllocationInput<'_>, splits: Option<&SplitCache>) -> Al
     let bucket_ms = config.bucket_ms;
     let mut ctx = Ctx::new(period, config, policies);
     if let Some(cache) = splits {
-        cache.begin(&ctx);
+        ctx.split_generation = cache.begin(&ctx);
         ctx.splits = Some(cache);
     }
     let cores = || {

@@ -42,6 +42,9 @@ struct Inner {
     /// Per policy: its rates (digits and scale) and whether idle quantities are spread. Kept splits were
     /// computed under these.
     rates: Vec<RateKey>,
+    /// Bumped whenever `rates` change: a split is used only by an allocation of its generation, so one that
+    /// began under other rates and is still running can never leave a split the others would take.
+    generation: u64,
     deps: HashMap<String, Arc<Mutex<DepSplits>>>,
 }
 
@@ -56,6 +59,8 @@ pub(super) struct DepSplits {
 /// One shared bucket, settled: the inputs it was computed from, and its split.
 #[derive(Debug)]
 pub(super) struct BucketSplit {
+    /// The cache's generation (its policies' rates) it was computed under.
+    generation: u64,
     measured: i128,
     per_policy: Vec<(usize, super::pricing::Acc)>,
     claims: Vec<(TenantId, [u8; 16], [u8; 16])>,
@@ -102,8 +107,9 @@ impl SplitCache {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Before an allocation under `ctx`'s policies: empties the cache if they price differently.
-    pub(super) fn begin(&self, ctx: &Ctx<'_>) {
+    /// Before an allocation under `ctx`'s policies: empties the cache if they price differently, and gives the
+    /// generation the allocation's splits belong to.
+    pub(super) fn begin(&self, ctx: &Ctx<'_>) -> u64 {
         let rates: Vec<RateKey> = ctx
             .rates
             .iter()
@@ -121,8 +127,10 @@ impl SplitCache {
         if inner.rates != rates {
             inner.deps.clear();
             inner.rates = rates;
+            inner.generation += 1;
             self.held.store(0, Ordering::Relaxed);
         }
+        inner.generation
     }
 
     /// After an allocation: empties the cache if it holds more than its bound.
@@ -165,7 +173,7 @@ impl DepSplits {
         match self.buckets.entry(start) {
             Entry::Occupied(o) => {
                 let o = o.into_mut();
-                if !o.computed_from(b, claims) {
+                if !o.computed_from(ctx.split_generation, b, claims) {
                     *o = BucketSplit::compute(ctx, b, claims);
                 }
                 o
@@ -187,8 +195,14 @@ fn claim_key(
 }
 
 impl BucketSplit {
-    fn computed_from(&self, b: &Bucket, claims: &[(usize, TenantId, Claim)]) -> bool {
-        self.measured == b.measured
+    fn computed_from(
+        &self,
+        generation: u64,
+        b: &Bucket,
+        claims: &[(usize, TenantId, Claim)],
+    ) -> bool {
+        self.generation == generation
+            && self.measured == b.measured
             && self.per_policy.len() == b.per_policy.iter().count()
             && self
                 .per_policy
@@ -242,12 +256,93 @@ impl BucketSplit {
             })
             .collect();
         BucketSplit {
+            generation: ctx.split_generation,
             measured: b.measured,
             per_policy: b.per_policy.iter().copied().collect(),
             claims: claim_key(claims).collect(),
             over,
             fractions,
             policies,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+
+    use super::*;
+    use crate::allocate::{AllocationConfig, Period};
+    use crate::domain::{Glob, IdleCapacity, NonNegative, Policy, PolicySpec, Pue, TokenWeight};
+    use crate::money::Currency;
+    use crate::time::Timestamp;
+
+    fn policy(hourly: &str) -> Policy {
+        Policy::new(
+            1,
+            PolicySpec {
+                name: "p".into(),
+                deployment_pattern: Glob::any(),
+                gpu_model: None,
+                currency: Currency::from_str("EUR").unwrap(),
+                gpu_hourly_cost: NonNegative::new(Decimal::from_str(hourly).unwrap()).unwrap(),
+                overhead_pct: NonNegative::ZERO,
+                energy_kwh_price: NonNegative::ZERO,
+                pue: Pue::ONE,
+                storage_gb_month_price: NonNegative::ZERO,
+                idle_capacity: IdleCapacity::Unallocated,
+                output_token_weight: TokenWeight::DEFAULT,
+                enabled: true,
+                effective_from: Timestamp(0),
+                effective_to: None,
+            },
+        )
+    }
+
+    /// An allocation that began under other rates and is still running when the rates change must not leave a
+    /// split that the allocations under the new rates take: each split belongs to the generation it was
+    /// computed under. One GPU-hour (3,600 GPU-seconds) at 2.00 then 3.00 an hour: 2.00 then 3.00.
+    #[test]
+    fn a_split_left_by_an_allocation_under_old_rates_is_never_taken() {
+        let period = Period {
+            from: Timestamp(0),
+            to: Timestamp(3_600_000),
+        };
+        let (old, new) = ([policy("2.00")], [policy("3.00")]);
+        let cfg = AllocationConfig::default();
+        let mut under_old = Ctx::new(period, cfg, &old);
+        let mut under_new = Ctx::new(period, cfg, &new);
+        let cache = SplitCache::new(10);
+        let one_hour = super::super::pricing::to_fixed(Decimal::from(3_600));
+        let mut bucket = Bucket {
+            measured: one_hour,
+            per_policy: Default::default(),
+        };
+        bucket.per_policy.add(
+            0,
+            &super::super::pricing::Acc {
+                gs: one_hour,
+                busy: one_hour,
+                ..Default::default()
+            },
+        );
+        // The old allocation begins, then the new one (which empties the cache).
+        under_old.split_generation = cache.begin(&under_old);
+        under_new.split_generation = cache.begin(&under_new);
+        assert_ne!(under_old.split_generation, under_new.split_generation);
+        // The old allocation, still running, keeps its split of the hour.
+        let dep = cache.deployment("d");
+        let cost = |s: &BucketSplit| s.policies[0].whole.cost;
+        assert_eq!(
+            cost(dep.lock().unwrap().get(&cache, &under_old, 0, &bucket, &[])),
+            Decimal::from_str("2.00").unwrap()
+        );
+        // The new allocation computes its own, at the new rate, and keeps it for the next one.
+        for _ in 0..2 {
+            assert_eq!(
+                cost(dep.lock().unwrap().get(&cache, &under_new, 0, &bucket, &[])),
+                Decimal::from_str("3.00").unwrap()
+            );
         }
     }
 }
